@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# strand setup: installs every build/test dependency from Debian's packages and
+# unpacks the UCX source package (internal headers) into a build-local,
+# git-ignored directory. Idempotent: safe to run again.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+ucx_src_dir="$top/.deps"
+
+pkgs=(build-essential autoconf automake libtool pkg-config dpkg-dev
+      libucx-dev ucx-utils libibverbs-dev ibverbs-providers rdma-core
+      libhwloc-dev openmpi-bin libopenmpi-dev googletest libgtest-dev
+      valgrind)
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+
+# The UCX source package needs a deb-src entry mirroring the Debian one.
+src_list=/etc/apt/sources.list.d/strand-deb-src.sources
+need_update=0
+if [ ! -f "$src_list" ]; then
+    base=/etc/apt/sources.list.d/debian.sources
+    if [ -f "$base" ]; then
+        sed -n '/^Types:/,/^$/p' "$base" | sed 's/^Types: deb$/Types: deb-src/' \
+            | as_root tee "$src_list" >/dev/null
+    else
+        grep -E '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' \
+            | as_root tee /etc/apt/sources.list.d/strand-deb-src.list >/dev/null
+    fi
+    need_update=1
+fi
+if [ ${#missing[@]} -gt 0 ] || [ $need_update = 1 ]; then
+    as_root apt-get update -q
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+ucx_ver=$(pkg-config --modversion ucx)
+if [ ! -f "$ucx_src_dir/ucx-$ucx_ver/src/uct/base/uct_iface.h" ]; then
+    mkdir -p "$ucx_src_dir"
+    ( cd "$ucx_src_dir" && apt-get source --download-only -q "ucx=$(dpkg-query -W -f='${Version}' libucx-dev)" )
+    dsc=$(ls "$ucx_src_dir"/ucx_*.dsc | head -n1)
+    rm -rf "$ucx_src_dir/ucx-$ucx_ver"
+    dpkg-source --no-check -x "$dsc" "$ucx_src_dir/ucx-$ucx_ver" >/dev/null
+fi
+echo "setup: UCX $ucx_ver source headers in $ucx_src_dir/ucx-$ucx_ver"
+
+cd "$top"
+[ -x configure ] || ./autogen.sh
+if [ ! -f Makefile ]; then
+    ./configure ${STRAND_CONFIGURE_FLAGS:-}
+fi
+echo "setup: done. Next: make check"
