@@ -1,0 +1,61 @@
+/*
+ * Send doorbell (spec section 1): make the WQEs visible, publish the
+ * producer index in the doorbell record, then write the first 8 bytes of
+ * the last WQE's ctrl segment to the BlueFlame/doorbell register and flip
+ * to the other half of the BF buffer.
+ */
+#ifndef STRAND_MLX5_DOORBELL_H_
+#define STRAND_MLX5_DOORBELL_H_
+
+#include "mlx5/barrier.h"
+
+#include <infiniband/mlx5dv.h>
+#include <endian.h>
+#include <stdint.h>
+#include <string.h>
+
+/*
+ * dbrec:     the QP doorbell record ([MLX5_SND_DBR] is written)
+ * bf_reg:    BlueFlame/doorbell register page (may be NULL: record only)
+ * bf_offset: in/out, alternates between 0 and bf_size
+ * cur_post:  the producer BB counter after the last WQE
+ * ctrl:      ctrl segment of the last WQE posted
+ */
+static inline void strand_sq_ring_doorbell(__be32 *dbrec, void *bf_reg,
+                                           uint32_t *bf_offset,
+                                           uint32_t bf_size, uint32_t cur_post,
+                                           const void *ctrl)
+{
+    uint64_t ctrl8;
+
+    /* 1. WQE stores before the doorbell record */
+    strand_wmb();
+    /* 2. producer index (BBs) */
+    *(volatile __be32*)&dbrec[MLX5_SND_DBR] = htobe32(cur_post & 0xffff);
+    /* 3. the record before the register write (WC memory) */
+    strand_wc_wmb();
+    /* 4. one 8-byte store of ctrl bytes 0-7 */
+    if (bf_reg != NULL) {
+        memcpy(&ctrl8, ctrl, sizeof(ctrl8));
+        *(volatile uint64_t*)((uint8_t*)bf_reg + *bf_offset) = ctrl8;
+        strand_wc_wmb();
+    }
+    /* 5. next doorbell goes to the other BF buffer */
+    *bf_offset ^= bf_size;
+}
+
+/* Receive queue doorbell record: [MLX5_RCV_DBR] = BE32(head & 0xffff). */
+static inline void strand_rq_ring_doorbell(__be32 *dbrec, uint32_t rq_head)
+{
+    strand_wmb();
+    *(volatile __be32*)&dbrec[MLX5_RCV_DBR] = htobe32(rq_head & 0xffff);
+}
+
+/* SRQ doorbell record: [0] = BE32(16-bit count of WQEs ever posted). */
+static inline void strand_srq_ring_doorbell(__be32 *dbrec, uint16_t counter)
+{
+    strand_wmb();
+    *(volatile __be32*)&dbrec[0] = htobe32(counter);
+}
+
+#endif

@@ -1,0 +1,86 @@
+/*
+ * Packets of the software device, modelled on InfiniBand's transport
+ * headers: BTH (opcode, PSN, destination QP/DCT), RETH (va, rkey, length),
+ * AtomicETH, AETH (ACK/NAK syndrome), ImmDt, and a DC extension (source DCI,
+ * access key). Host byte order: every process on a fabric shares one host.
+ */
+#ifndef SIM_PACKET_H_
+#define SIM_PACKET_H_
+
+#include <stdint.h>
+
+typedef enum sim_pkt_op {
+    SIM_PKT_SEND_FIRST = 1,
+    SIM_PKT_SEND_MIDDLE,
+    SIM_PKT_SEND_LAST,
+    SIM_PKT_SEND_ONLY,
+    SIM_PKT_WRITE_FIRST,
+    SIM_PKT_WRITE_MIDDLE,
+    SIM_PKT_WRITE_LAST,
+    SIM_PKT_WRITE_ONLY,
+    SIM_PKT_READ_REQ,
+    SIM_PKT_ATOMIC_REQ,
+    /* responder -> requester */
+    SIM_PKT_ACK,          /* aeth: syndrome SIM_AETH_* */
+    SIM_PKT_READ_RESP,    /* one per MTU; psn = request psn + segment */
+    SIM_PKT_ATOMIC_RESP,
+} sim_pkt_op_t;
+
+enum {
+    SIM_PKT_F_IMM      = 1u << 0,  /* imm valid (SEND/WRITE _IMM) */
+    SIM_PKT_F_SE       = 1u << 1,  /* solicited event */
+    SIM_PKT_F_CONNECT  = 1u << 2,  /* first packet of a flow: responder
+                                      resets its expected PSN to psn */
+    SIM_PKT_F_INV      = 1u << 3,  /* SEND with invalidate */
+    SIM_PKT_F_RETRY    = 1u << 4,  /* retransmission */
+    SIM_PKT_F_ACKREQ   = 1u << 5,  /* responder acknowledges this PSN */
+    SIM_PKT_F_CORRUPT  = 1u << 7,  /* ICRC failed (fault injection) */
+};
+
+/* AETH syndromes (IBA 9.7.5.1.4, simplified). */
+enum {
+    SIM_AETH_ACK          = 0,
+    SIM_AETH_RNR_NAK      = 1,
+    SIM_AETH_NAK_PSN_SEQ  = 2,   /* out of sequence: go back to psn */
+    SIM_AETH_NAK_INV_REQ  = 3,   /* -> REM_INV_REQ_ERR */
+    SIM_AETH_NAK_ACCESS   = 4,   /* -> REM_ACCESS_ERR */
+    SIM_AETH_NAK_OP       = 5,   /* -> REM_OP_ERR */
+};
+
+/* Masked atomic selector in atomic requests (mirrors WQE opmod). */
+enum {
+    SIM_ATOMIC_CS = 0,
+    SIM_ATOMIC_FA,
+    SIM_ATOMIC_MASKED_CS,
+    SIM_ATOMIC_MASKED_FA,
+};
+
+typedef struct sim_pkt {
+    uint8_t  op;            /* sim_pkt_op_t */
+    uint8_t  flags;         /* SIM_PKT_F_* */
+    uint8_t  syndrome;      /* ACK: SIM_AETH_*; RNR: timer */
+    uint8_t  atomic_op;     /* SIM_ATOMIC_* */
+    uint16_t slid;
+    uint16_t payload_len;
+    uint32_t dqpn;          /* destination QP number or DCT number */
+    uint32_t sqpn;          /* source QP number */
+    uint32_t psn;
+    uint32_t imm;           /* as in the WQE (network order) */
+    uint64_t dc_key;        /* DCT access key */
+    uint64_t va;            /* RETH / atomic address */
+    uint32_t rkey;
+    uint32_t dma_len;       /* RETH length (whole message) */
+    uint32_t offset;        /* payload offset within the message */
+    uint64_t swap_add;      /* atomic operands */
+    uint64_t compare;
+    uint64_t swap_mask;
+    uint64_t compare_mask;
+    uint8_t  atomic_size;   /* 4 or 8 */
+    uint8_t  log_mtu;       /* requester's path MTU: READ response size */
+    uint8_t  pad[2];
+    uint32_t csum;          /* header + payload checksum */
+} sim_pkt_t;
+
+#define SIM_PKT_PAYLOAD(_pkt) ((const uint8_t*)(_pkt) + sizeof(sim_pkt_t))
+
+#endif

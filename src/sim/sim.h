@@ -1,0 +1,371 @@
+/*
+ * Internal objects of the software mlx5 device. Layouts of everything the
+ * user sees (WQEs, CQEs, doorbell records) come from mlx5dv.h; what is here
+ * is the device's private state, in the style of Linux rxe: a requester
+ * (SQ -> packets, sim_req.c), a responder (packets -> memory / receive ->
+ * ACK, NAK, read response, sim_resp.c) and a completer (ACKs and responses ->
+ * CQEs, retries, timeouts, sim_comp.c).
+ */
+#ifndef SIM_SIM_H_
+#define SIM_SIM_H_
+
+#include "smlx5.h"
+#include "fabric.h"
+#include "packet.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* CQ doorbell record words (the provider's MLX5_CQ_SET_CI / ARM_DB) */
+enum { SIM_CQ_DBR_CI = 0, SIM_CQ_DBR_ARM = 1 };
+
+#define SIM_MAX_QPS        4096   /* per context; QPN = (ctx tag << 12) | index */
+#define SIM_MAX_MRS        4096
+#define SIM_MAX_CQS        1024
+#define SIM_MAX_SRQS       256
+#define SIM_SQ_MAX_WQE     32768  /* basic blocks */
+#define SIM_MAX_SGE        30
+#define SIM_MAX_INLINE     828    /* like ConnectX: fits a 1 KiB WQE */
+#define SIM_MAX_RD_ATOMIC  16
+#define SIM_FLOWS_PER_QP   64     /* DCI: destinations in flight at once */
+#define SIM_RESP_CTX_MAX   256    /* DCT: requesters remembered at once */
+
+/* Device tunables, read once from the environment (docs/software-device.md). */
+typedef struct sim_config {
+    uint32_t mtu;                 /* STRAND_SIM_MTU, bytes (256..4096) */
+    uint64_t timeout_ns_override; /* STRAND_SIM_TIMEOUT_NS: 0 = from QP attr */
+    uint64_t rnr_timer_ns;        /* STRAND_SIM_RNR_NS: 0 = from QP attr */
+    int      progress_thread;     /* STRAND_SIM_PROGRESS_THREAD (default 1) */
+    /* fault injection: STRAND_SIM_FAULTS (see sim_fault.c) */
+    uint32_t drop_ppm, dup_ppm, corrupt_ppm, delay_ppm;
+    uint64_t delay_ns;
+    uint32_t fail_rkey;           /* packets naming this rkey fail access */
+    uint16_t cut_lid;             /* drop everything to/from this LID */
+    uint64_t seed;
+} sim_config_t;
+
+/* ---------------------------------------------------------------- MR */
+struct smlx5_mr {
+    smlx5_pd_t *pd;
+    uintptr_t   addr;
+    size_t      length;
+    int         access;
+    uint32_t    lkey, rkey;
+    bool        valid;
+};
+
+struct smlx5_pd {
+    smlx5_context_t *ctx;
+    uint32_t         pdn;
+    atomic_int       refs;        /* objects created in it */
+};
+
+/* ---------------------------------------------------------------- CQ */
+struct smlx5_channel {
+    smlx5_context_t *ctx;
+    int              fd;          /* eventfd */
+    pthread_mutex_t  lock;
+    smlx5_cq_t      *fired[64];   /* CQs whose event is pending */
+    unsigned         num_fired;
+    atomic_int       refs;
+};
+
+struct smlx5_cq {
+    smlx5_context_t *ctx;
+    uint32_t         cqn;
+    uint32_t         nent;        /* power of two */
+    struct mlx5_cqe64 *buf;
+    __be32          *dbrec;       /* [0] consumer index, [1] arm */
+    uint8_t         *uar;         /* arm doorbell page (cq_uar) */
+    uint32_t         pi;          /* producer index (device) */
+    smlx5_channel_t *channel;
+    uint32_t         armed_sn;    /* sn of the arm consumed, or ~0 */
+    bool             armed, armed_solicited;
+    bool             overrun;
+    uint32_t         poll_ci;     /* smlx5_poll_cq's consumer index */
+    atomic_int       refs;        /* QPs/SRQs using it */
+};
+
+/* --------------------------------------------------------------- SRQ */
+struct smlx5_srq {
+    smlx5_context_t *ctx;
+    smlx5_pd_t      *pd;
+    uint32_t         srqn;
+    uint32_t         user_index;
+    uint8_t         *buf;
+    __be32          *dbrec;       /* [0] = WQEs ever posted (16 bit) */
+    uint32_t         wqe_cnt;     /* power of two */
+    uint32_t         stride;
+    uint32_t         max_sge;
+    /* device side */
+    uint16_t         consumed;    /* WQEs taken off the list */
+    uint32_t         dev_head;    /* index of the next WQE to consume */
+    /* provider side (smlx5_post_srq_recv) */
+    uint32_t         head, tail;  /* free-list ends */
+    uint64_t        *wrid;
+    uint16_t         posted;
+    bool             limit_armed;
+    atomic_int       refs;
+    /* tag matching (next issue); sized here so the layout stays */
+    uint32_t         max_num_tags;
+    smlx5_cq_t      *tm_cq;
+};
+
+/* ---------------------------------------------------------------- QP */
+
+/* One reliable flow: an RC connection, or a DCI's association with one DCT
+ * (DC "connect"), keyed by (dlid, dqpn). PSNs are per flow. */
+typedef struct sim_flow {
+    bool     used;
+    uint16_t dlid;
+    uint32_t dqpn;
+    uint64_t dc_key;
+    uint32_t start_psn;           /* first PSN: carries SIM_PKT_F_CONNECT */
+    uint32_t next_psn;            /* next new PSN */
+    uint32_t una_psn;             /* oldest unacknowledged PSN */
+    bool     need_connect;        /* first packet carries SIM_PKT_F_CONNECT */
+    uint32_t outstanding;         /* WQEs sent, not yet completed */
+    uint64_t deadline_ns;         /* retransmit timer, 0 = idle */
+    uint8_t  retries;             /* transport retries used */
+    uint8_t  rnr_retries;
+    bool     rnr_wait;            /* deadline is an RNR back-off */
+    uint32_t rd_atomic_inflight;
+} sim_flow_t;
+
+/* Device-side record of one posted WQE (indexed by BB of its ctrl). */
+typedef enum sim_wqe_state {
+    SIM_WQE_FREE,
+    SIM_WQE_SENT,                 /* all packets out, waiting ACK/response */
+    SIM_WQE_DONE,                 /* result known, CQE not yet written */
+} sim_wqe_state_t;
+
+typedef struct sim_wqe {
+    sim_wqe_state_t state;
+    uint32_t  wqe_idx;            /* 16-bit WQE index from the ctrl segment */
+    uint32_t  bb;                 /* cur_post value (free-running) of ctrl */
+    uint16_t  bbs;                /* basic blocks the WQE occupies */
+    uint64_t  raddr;              /* remote address, rkey (WRITE/READ/atomic) */
+    uint32_t  rkey;
+    uint32_t  imm;
+    uint8_t   fm_ce_se;
+    uint8_t   atomic_op, atomic_size;
+    uint64_t  swap_add, compare, swap_mask, compare_mask;
+    uint32_t  inline_off;         /* byte offset of inline data in the SQ */
+    bool      is_inline;
+    uint8_t   opcode;             /* MLX5_OPCODE_* */
+    uint8_t   opmod;
+    bool      signaled;
+    uint16_t  stream;
+    uint8_t   flow;               /* index in qp->flows */
+    uint32_t  first_psn, last_psn;
+    uint32_t  length;             /* bytes (READ: to scatter) */
+    uint8_t   status;             /* 0 or an MLX5_CQE_SYNDROME_* */
+    uint8_t   vendor_err;
+    uint32_t  read_done;          /* READ: bytes scattered so far */
+    uint64_t  fetched;            /* atomic: original value */
+    /* local scatter for READ / atomic responses */
+    uint8_t   num_sge;
+    struct { uint64_t addr; uint32_t len, lkey; } sge[SIM_MAX_SGE];
+    bool      needs_response;     /* READ / atomic */
+    bool      fenced;
+} sim_wqe_t;
+
+/* Responder context per requester (RC: the one peer; DCT: per DCI flow). */
+typedef struct sim_resp_ctx {
+    bool     used;
+    uint16_t slid;
+    uint32_t sqpn;
+    uint32_t epsn;                /* expected PSN */
+    uint64_t last_used_ns;
+    uint32_t connect_psn;         /* start PSN of the requester's flow */
+    bool     errored;             /* DC: NAKed with an error; wait for a
+                                     new connect */
+    bool     nak_sent;            /* PSN-sequence NAK outstanding */
+    /* receive in progress (multi-packet SEND) */
+    bool     recv_active;
+    uint32_t recv_wqe;            /* SRQ/RQ WQE index */
+    uint32_t recv_off;
+    smlx5_srq_t *recv_srq;
+    bool     recv_failed;
+    /* last atomic, replayed for a duplicate */
+    uint32_t atomic_psn;
+    uint64_t atomic_orig;
+    bool     atomic_valid;
+} sim_resp_ctx_t;
+
+struct smlx5_qp {
+    smlx5_context_t  *ctx;
+    smlx5_pd_t       *pd;
+    smlx5_qp_type_t   type;
+    uint32_t          qpn;
+    uint32_t          dctn;
+    enum ibv_qp_state state;
+    smlx5_cq_t       *send_cq, *recv_cq;
+    smlx5_srq_t      *srq;
+    uint32_t          user_index;
+    int               sq_sig_all;
+    uint64_t          dc_key;
+    uint8_t           log_num_concurent, log_num_errored;
+    bool              sig_pipelining;
+
+    /* attributes set by modify */
+    int               access_flags;
+    uint32_t          path_mtu;       /* bytes */
+    uint16_t          dlid;           /* RC */
+    uint32_t          dest_qpn;       /* RC */
+    uint32_t          rq_psn, sq_psn;
+    uint8_t           timeout, retry_cnt, rnr_retry, min_rnr_timer;
+    uint8_t           max_rd_atomic, max_dest_rd_atomic;
+
+    /* send queue (user-visible through mlx5dv_qp) */
+    uint8_t          *sq_buf;
+    uint32_t          sq_wqe_cnt;     /* BBs, power of two */
+    __be32           *dbrec;          /* [0] RQ, [1] SQ */
+    uint8_t          *bf_reg;         /* BlueFlame page (2 x bf_size) */
+    uint32_t          bf_size;
+    uint32_t          bf_offset;      /* alternates 0 / bf_size */
+    struct ibv_qp_cap cap;
+
+    /* provider side of the SQ (smlx5_post_send) */
+    uint32_t          cur_post;       /* free-running BB counter */
+    uint32_t          sq_tail;        /* BB counter retired by polled CQEs */
+    uint64_t         *sq_wrid;        /* per BB of a ctrl: wr_id */
+    uint32_t         *sq_wqe_head;    /* per BB of a ctrl: cur_post after it */
+    uint8_t          *sq_opcode;      /* per BB of a ctrl: ibv_wc_opcode */
+
+    /* device side of the SQ */
+    uint32_t          sq_fetched;     /* BBs parsed into sim_wqe */
+    uint32_t          req_bb;         /* BB of the WQE being transmitted
+                                         (== sq_fetched when none) */
+    uint32_t          req_psn;        /* next PSN to send within it */
+    uint32_t          next_flow_psn;  /* DCI: start PSN of the next flow */
+    bool              busy;           /* in ctx's active list */
+    uint32_t          sq_completed;   /* BBs whose CQE is written */
+    sim_wqe_t        *wqes;           /* indexed by BB & (sq_wqe_cnt-1) */
+    sim_flow_t        flows[SIM_FLOWS_PER_QP];
+    uint32_t          rd_atomic_inflight;
+    uint32_t          errored_streams[64]; /* stream ids in error (DCI) */
+    unsigned          num_errored;
+
+    /* receive queue (RC without SRQ) */
+    uint8_t          *rq_buf;
+    uint32_t          rq_wqe_cnt, rq_stride;
+    uint32_t          rq_head, rq_tail; /* provider */
+    uint16_t          rq_consumed;      /* device */
+    uint64_t         *rq_wrid;
+
+    /* responder */
+    sim_resp_ctx_t   *resp;           /* RC: 1, DCT: SIM_RESP_CTX_MAX */
+    unsigned          num_resp;
+};
+
+/* ------------------------------------------------------------ context */
+typedef struct sim_async_queue {
+    smlx5_async_event_t ev[256];
+    unsigned            head, tail;
+} sim_async_queue_t;
+
+struct smlx5_context {
+    sim_config_t      cfg;
+    sim_fabric_t     *fabric;
+    sim_port_t       *port;
+    uint16_t          lid;
+    union ibv_gid     gid;
+    uint32_t          tag;            /* high bits of QPN/keys: unique per ctx */
+    pthread_mutex_t   lock;           /* the device engine lock */
+    int               refs;
+
+    smlx5_qp_t       *qps[SIM_MAX_QPS];
+    smlx5_mr_t       *mrs[SIM_MAX_MRS];
+    smlx5_cq_t       *cqs[SIM_MAX_CQS];
+    smlx5_srq_t      *srqs[SIM_MAX_SRQS];
+    uint32_t          next_pdn;
+    uint32_t          qp_gen;
+    uint64_t          next_deadline_ns; /* earliest timer, 0 = none */
+    smlx5_qp_t       *active[SIM_MAX_QPS]; /* QPs with work in flight */
+    unsigned          num_active;
+    struct sim_delayed *delayed;      /* fault injection: held packets */
+    uint32_t          key_gen;        /* MR key variant byte */
+
+    /* pending outbound packets that found a full ring */
+    uint64_t          tx_stalls;
+
+    int               async_fd;       /* eventfd */
+    sim_async_queue_t async;
+    uint64_t          rng;
+
+    pthread_t         thread;
+    bool              thread_running;
+    atomic_bool       stop;
+};
+
+/* --------------------------------------------------- internal helpers */
+typedef struct sim_delayed {
+    struct sim_delayed *next;
+    uint64_t            due_ns;
+    uint16_t            dlid;
+    size_t              len;
+    uint8_t             data[];
+} sim_delayed_t;
+
+void sim_fault_config_read(sim_config_t *cfg);
+void sim_fault_cleanup(smlx5_context_t *ctx);
+bool sim_fault_active(const smlx5_context_t *ctx);
+int  sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
+                    const void *payload, size_t len);
+void sim_fault_release(smlx5_context_t *ctx, uint64_t now);
+void sim_cqe_error(smlx5_cq_t *cq, uint8_t cqe_opcode, uint32_t qpn,
+                   uint8_t wqe_opcode, uint16_t wqe_counter,
+                   uint8_t syndrome, uint32_t user_index);
+bool sim_fault_rkey(smlx5_context_t *ctx, uint32_t rkey);
+bool sim_timers_due(smlx5_context_t *ctx);
+int  sim_engine_progress(smlx5_context_t *ctx);  /* lock held */
+void sim_cq_clean(smlx5_cq_t *cq, uint32_t qpn);
+void sim_qp_activate(smlx5_qp_t *qp);
+uint64_t sim_now_ns(void);
+void     sim_config_read(sim_config_t *cfg);
+uint64_t sim_timeout_ns(const smlx5_qp_t *qp);
+uint64_t sim_rnr_timer_ns(const smlx5_context_t *ctx, uint8_t min_rnr_timer);
+
+smlx5_qp_t *sim_qp_lookup(smlx5_context_t *ctx, uint32_t qpn);
+smlx5_qp_t *sim_dct_lookup(smlx5_context_t *ctx, uint32_t dctn);
+/* Key checks: return 0 or an MLX5_CQE_SYNDROME_*. */
+smlx5_mr_t *sim_mr_lookup(smlx5_context_t *ctx, uint32_t key, bool remote);
+int sim_mr_check_local(smlx5_context_t *ctx, smlx5_pd_t *pd, uint32_t lkey,
+                       uint64_t addr, uint64_t len, int access);
+int sim_mr_check_remote(smlx5_context_t *ctx, smlx5_pd_t *pd, uint32_t rkey,
+                        uint64_t addr, uint64_t len, int access);
+
+/* CQ: write one CQE (fills owner bit, fires the channel when armed). */
+void sim_cq_push(smlx5_cq_t *cq, const struct mlx5_cqe64 *cqe);
+void sim_async_push(smlx5_context_t *ctx, enum ibv_event_type type,
+                    void *element);
+
+/* Engine: called with ctx->lock held. */
+void sim_req_process(smlx5_qp_t *qp);                  /* new SQ WQEs */
+void sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
+                         bool retry);
+void sim_req_retransmit(smlx5_qp_t *qp, int flow, uint32_t from_psn);
+void sim_wqe_gather(const smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
+                    uint8_t *dst, uint32_t len);
+void sim_comp_wqe_failed(smlx5_qp_t *qp, sim_wqe_t *w); /* w->status set */
+void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
+                     size_t len);                     /* requests */
+void sim_comp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
+                     size_t len);                     /* ACK/NAK/resp */
+void sim_comp_timers(smlx5_context_t *ctx, uint64_t now);
+void sim_comp_flush_qp(smlx5_qp_t *qp);                /* QP entered ERR */
+void sim_comp_retire(smlx5_qp_t *qp);                  /* CQEs in SQ order */
+void sim_qp_to_err(smlx5_qp_t *qp, enum ibv_event_type ev);
+int  sim_send_pkt(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
+                  const void *payload, size_t len);     /* with faults */
+
+/* Receive queues: take the next receive WQE (SRQ or RQ). Returns the WQE
+ * index, or -1 when none is posted (RNR). */
+int  sim_rq_take(smlx5_qp_t *qp, struct mlx5_wqe_data_seg **sges,
+                 unsigned *num_sge, smlx5_srq_t **srq_p);
+
+#endif

@@ -1,0 +1,513 @@
+/*
+ * Completer: ACKs, NAKs, read and atomic responses -> WQE results; timers
+ * and retries; error policy (QP to ERR, or only the DCI stream); CQEs in SQ
+ * order.
+ */
+#include "sim.h"
+
+#include <string.h>
+
+#define SIM_NO_EVENT ((enum ibv_event_type)-1)
+
+static inline sim_wqe_t *sim_wqe_at(smlx5_qp_t *qp, uint32_t bb)
+{
+    return &qp->wqes[bb & (qp->sq_wqe_cnt - 1)];
+}
+
+static void sim_flow_update_timer(smlx5_qp_t *qp, sim_flow_t *f)
+{
+    if (f->rnr_wait) {
+        return;
+    }
+    if ((f->outstanding == 0) || (f->una_psn == f->next_psn)) {
+        f->deadline_ns = 0;
+        return;
+    }
+    f->deadline_ns = sim_now_ns() + sim_timeout_ns(qp);
+    if ((qp->ctx->next_deadline_ns == 0) ||
+        (f->deadline_ns < qp->ctx->next_deadline_ns)) {
+        qp->ctx->next_deadline_ns = f->deadline_ns;
+    }
+}
+
+/* A WQE in SENT state leaves the flow's accounting. */
+static void sim_wqe_finish(smlx5_qp_t *qp, sim_wqe_t *w, uint8_t status)
+{
+    if (w->state == SIM_WQE_SENT) {
+        qp->flows[w->flow].outstanding--;
+        if (w->needs_response) {
+            qp->rd_atomic_inflight--;
+        }
+    }
+    w->state  = SIM_WQE_DONE;
+    w->status = status;
+}
+
+/* Everything of flow `fi` before `psn` is acknowledged; READ/atomic WQEs
+ * still waiting for their response hold the acknowledgement back (their
+ * responses were lost if a later ACK arrives: the timer resends them). */
+static void sim_comp_ack_upto(smlx5_qp_t *qp, int fi, uint32_t psn)
+{
+    sim_flow_t *f = &qp->flows[fi];
+    uint32_t bb;
+    sim_wqe_t *w;
+
+    for (bb = qp->sq_completed; bb != qp->sq_fetched; bb += w->bbs) {
+        w = sim_wqe_at(qp, bb);
+        if ((w->state != SIM_WQE_SENT) || (w->flow != fi)) {
+            continue;
+        }
+        if ((int32_t)(w->first_psn - psn) >= 0) {
+            break;
+        }
+        if ((int32_t)(w->last_psn - psn) >= 0) {
+            break; /* partly acknowledged */
+        }
+        if (w->needs_response) {
+            psn = w->first_psn;
+            break;
+        }
+        if (bb == qp->req_bb) {
+            break; /* still transmitting */
+        }
+        sim_wqe_finish(qp, w, 0);
+    }
+    if ((int32_t)(psn - f->una_psn) > 0) {
+        f->una_psn = psn;
+        f->retries = 0;
+    }
+    sim_flow_update_timer(qp, f);
+}
+
+static sim_wqe_t *sim_comp_find_wqe(smlx5_qp_t *qp, int fi, uint32_t psn)
+{
+    uint32_t bb;
+    sim_wqe_t *w;
+
+    for (bb = qp->sq_completed; bb != qp->sq_fetched; bb += w->bbs) {
+        w = sim_wqe_at(qp, bb);
+        if ((w->state == SIM_WQE_SENT) && (w->flow == fi) &&
+            ((int32_t)(psn - w->first_psn) >= 0) &&
+            ((int32_t)(w->last_psn - psn) >= 0)) {
+            return w;
+        }
+    }
+    return NULL;
+}
+
+static bool sim_stream_add_errored(smlx5_qp_t *qp, uint16_t stream)
+{
+    unsigned i;
+
+    for (i = 0; i < qp->num_errored; ++i) {
+        if (qp->errored_streams[i] == stream) {
+            return true;
+        }
+    }
+    if (qp->num_errored >= (1u << qp->log_num_errored)) {
+        return false;
+    }
+    qp->errored_streams[qp->num_errored++] = stream;
+    return qp->num_errored < (1u << qp->log_num_errored);
+}
+
+/* The responder discarded everything of flow `fi` after the failed PSN:
+ * the flow reconnects with fresh PSNs and its other WQEs go again. */
+static void sim_flow_restart(smlx5_qp_t *qp, int fi)
+{
+    sim_flow_t *f = &qp->flows[fi];
+    uint32_t bb, n;
+    sim_wqe_t *w;
+
+    f->start_psn = f->next_psn = f->una_psn = qp->next_flow_psn;
+    qp->next_flow_psn += 1u << 16;
+    f->retries = f->rnr_retries = 0;
+    f->rnr_wait = false;
+    f->deadline_ns = 0;
+    for (bb = qp->sq_completed; bb != qp->sq_fetched; bb += w->bbs) {
+        w = sim_wqe_at(qp, bb);
+        if ((w->state != SIM_WQE_SENT) || (w->flow != fi)) {
+            continue;
+        }
+        n            = w->last_psn - w->first_psn + 1;
+        w->first_psn = f->next_psn;
+        w->last_psn  = f->next_psn + n - 1;
+        f->next_psn += n;
+        if (bb == qp->req_bb) {
+            qp->req_psn = w->first_psn;
+        }
+    }
+    if (f->outstanding > 0) {
+        sim_req_retransmit(qp, fi, f->start_psn);
+    }
+}
+
+void sim_comp_wqe_failed(smlx5_qp_t *qp, sim_wqe_t *w)
+{
+    bool streams = (qp->type == SMLX5_QPT_DCI) && (qp->log_num_errored > 0);
+    uint8_t status = w->status;
+    bool was_sent  = (w->state == SIM_WQE_SENT);
+    int fi         = w->flow;
+    uint32_t bb;
+    sim_wqe_t *o;
+
+    sim_wqe_finish(qp, w, status);
+    if (!streams) {
+        sim_qp_to_err(qp, SIM_NO_EVENT);
+        return;
+    }
+    if (!sim_stream_add_errored(qp, w->stream)) {
+        /* as many errored streams as log_num_errored allows: the DCI
+         * stops operating */
+        sim_qp_to_err(qp, IBV_EVENT_QP_FATAL);
+        return;
+    }
+    /* flush the stream's other work, in order; other streams go on */
+    for (bb = qp->sq_completed; bb != qp->sq_fetched; bb += o->bbs) {
+        o = sim_wqe_at(qp, bb);
+        if ((o != w) && (o->state == SIM_WQE_SENT) &&
+            (o->stream == w->stream)) {
+            if (bb == qp->req_bb) {
+                qp->req_bb = qp->sq_fetched;
+            }
+            sim_wqe_finish(qp, o, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+        }
+    }
+    if (was_sent) {
+        sim_flow_restart(qp, fi);
+    }
+}
+
+static void sim_comp_fail(smlx5_qp_t *qp, sim_wqe_t *w, uint8_t syndrome)
+{
+    w->status = syndrome;
+    sim_comp_wqe_failed(qp, w);
+}
+
+static int sim_comp_find_flow(smlx5_qp_t *qp, uint16_t slid, uint32_t sqpn)
+{
+    int i;
+
+    for (i = 0; i < SIM_FLOWS_PER_QP; ++i) {
+        if (qp->flows[i].used && (qp->flows[i].dlid == slid) &&
+            (qp->flows[i].dqpn == sqpn)) {
+            return i;
+        }
+        if (qp->type == SMLX5_QPT_RC) {
+            break;
+        }
+    }
+    return -1;
+}
+
+static uint8_t sim_nak_syndrome(uint8_t aeth)
+{
+    switch (aeth) {
+    case SIM_AETH_NAK_INV_REQ: return MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR;
+    case SIM_AETH_NAK_ACCESS:  return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
+    default:                   return MLX5_CQE_SYNDROME_REMOTE_OP_ERR;
+    }
+}
+
+/* Scatter `len` response bytes at message offset `off` into the WQE's
+ * local buffers (keys were checked when the WQE was parsed). */
+static void sim_comp_scatter(sim_wqe_t *w, uint32_t off, const uint8_t *src,
+                             uint32_t len)
+{
+    uint32_t i, n;
+
+    for (i = 0; (i < w->num_sge) && (len > 0); ++i) {
+        if (off >= w->sge[i].len) {
+            off -= w->sge[i].len;
+            continue;
+        }
+        n = w->sge[i].len - off;
+        if (n > len) {
+            n = len;
+        }
+        memcpy((void*)(uintptr_t)(w->sge[i].addr + off), src, n);
+        src += n;
+        len -= n;
+        off  = 0;
+    }
+}
+
+static void sim_comp_ack(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
+{
+    sim_flow_t *f = &qp->flows[fi];
+    sim_wqe_t *w;
+
+    switch (pkt->syndrome) {
+    case SIM_AETH_ACK:
+        sim_comp_ack_upto(qp, fi, pkt->psn + 1);
+        break;
+    case SIM_AETH_RNR_NAK:
+        sim_comp_ack_upto(qp, fi, pkt->psn);
+        w = sim_comp_find_wqe(qp, fi, pkt->psn);
+        if (w == NULL) {
+            break;
+        }
+        if ((qp->rnr_retry != 7) && (++f->rnr_retries > qp->rnr_retry)) {
+            sim_comp_fail(qp, w, MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR);
+            break;
+        }
+        f->rnr_wait    = true;
+        f->deadline_ns = sim_now_ns() + sim_rnr_timer_ns(qp->ctx,
+                                                         pkt->atomic_op);
+        if ((qp->ctx->next_deadline_ns == 0) ||
+            (f->deadline_ns < qp->ctx->next_deadline_ns)) {
+            qp->ctx->next_deadline_ns = f->deadline_ns;
+        }
+        break;
+    case SIM_AETH_NAK_PSN_SEQ:
+        sim_comp_ack_upto(qp, fi, pkt->psn);
+        if (f->una_psn == pkt->psn) {
+            sim_req_retransmit(qp, fi, pkt->psn);
+        }
+        break;
+    default:
+        sim_comp_ack_upto(qp, fi, pkt->psn);
+        w = sim_comp_find_wqe(qp, fi, pkt->psn);
+        if (w != NULL) {
+            sim_comp_fail(qp, w, sim_nak_syndrome(pkt->syndrome));
+        }
+        break;
+    }
+}
+
+static void sim_comp_response(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
+{
+    sim_flow_t *f = &qp->flows[fi];
+    sim_wqe_t *w  = sim_comp_find_wqe(qp, fi, pkt->psn);
+    uint32_t off;
+    uint64_t be;
+
+    if ((w == NULL) || !w->needs_response || (pkt->psn != f->una_psn)) {
+        return; /* duplicate, or a gap: the timer resends the request */
+    }
+    if (pkt->op == SIM_PKT_READ_RESP) {
+        off = (pkt->psn - w->first_psn) * qp->path_mtu;
+        if (off + pkt->payload_len <= w->length) {
+            sim_comp_scatter(w, off, SIM_PKT_PAYLOAD(pkt), pkt->payload_len);
+        }
+    } else if (pkt->op == SIM_PKT_ATOMIC_RESP) {
+        /* advertised SMLX5_CAP_ATOMIC_REPLY_BE: fetched value big-endian */
+        w->fetched = pkt->swap_add;
+        if (w->atomic_size == 4) {
+            uint32_t be32 = htobe32((uint32_t)pkt->swap_add);
+            sim_comp_scatter(w, 0, (const uint8_t*)&be32, 4);
+        } else {
+            be = htobe64(pkt->swap_add);
+            sim_comp_scatter(w, 0, (const uint8_t*)&be, 8);
+        }
+    } else {
+        return;
+    }
+    f->una_psn = pkt->psn + 1;
+    f->retries = 0;
+    if (pkt->psn == w->last_psn) {
+        sim_wqe_finish(qp, w, 0);
+    }
+    sim_flow_update_timer(qp, f);
+}
+
+void sim_comp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt, size_t len)
+{
+    smlx5_qp_t *qp = sim_qp_lookup(ctx, pkt->dqpn);
+    int fi;
+
+    if ((qp == NULL) || (qp->type == SMLX5_QPT_DCT) ||
+        ((qp->state != IBV_QPS_RTS) && (qp->state != IBV_QPS_SQD))) {
+        return;
+    }
+    fi = sim_comp_find_flow(qp, pkt->slid, pkt->sqpn);
+    if (fi < 0) {
+        return;
+    }
+    if (pkt->op == SIM_PKT_ACK) {
+        sim_comp_ack(qp, fi, pkt);
+    } else {
+        /* a response implicitly acknowledges what came before it */
+        sim_comp_ack_upto(qp, fi, pkt->psn);
+        sim_comp_response(qp, fi, pkt);
+    }
+    sim_comp_retire(qp);
+    sim_req_process(qp);
+}
+
+/* ------------------------------------------------------------- CQEs */
+
+static void sim_cqe_req(smlx5_qp_t *qp, const sim_wqe_t *w)
+{
+    struct mlx5_cqe64 cqe;
+
+    memset(&cqe, 0, sizeof(cqe));
+    cqe.srqn_uidx    = htobe32(qp->user_index & 0xffffff);
+    cqe.sop_drop_qpn = htobe32(((uint32_t)w->opcode << 24) | qp->qpn);
+    cqe.wqe_counter  = htobe16((uint16_t)w->wqe_idx);
+    if (w->opcode == MLX5_OPCODE_RDMA_READ) {
+        cqe.byte_cnt = htobe32(w->length);
+    } else if (w->needs_response) {
+        cqe.byte_cnt = htobe32(w->atomic_size);
+    }
+    cqe.op_own = MLX5_CQE_REQ << 4;
+    sim_cq_push(qp->send_cq, &cqe);
+}
+
+void sim_cqe_error(smlx5_cq_t *cq, uint8_t cqe_opcode, uint32_t qpn,
+                   uint8_t wqe_opcode, uint16_t wqe_counter,
+                   uint8_t syndrome, uint32_t user_index)
+{
+    struct mlx5_cqe64 cqe;
+    struct mlx5_err_cqe *ecqe = (struct mlx5_err_cqe*)&cqe;
+
+    memset(&cqe, 0, sizeof(cqe));
+    ecqe->srqn             = htobe32(user_index & 0xffffff);
+    ecqe->syndrome         = syndrome;
+    ecqe->vendor_err_synd  = (syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) ?
+                             0xf9 : 0x00;
+    ecqe->s_wqe_opcode_qpn = htobe32(((uint32_t)wqe_opcode << 24) | qpn);
+    ecqe->wqe_counter      = htobe16(wqe_counter);
+    ecqe->op_own           = cqe_opcode << 4;
+    sim_cq_push(cq, &cqe);
+}
+
+void sim_comp_retire(smlx5_qp_t *qp)
+{
+    sim_wqe_t *w;
+
+    while (qp->sq_completed != qp->sq_fetched) {
+        w = sim_wqe_at(qp, qp->sq_completed);
+        if (w->state != SIM_WQE_DONE) {
+            break;
+        }
+        if (w->status != 0) {
+            /* errors and flushes: one CQE each, whatever CE said */
+            sim_cqe_error(qp->send_cq, MLX5_CQE_REQ_ERR, qp->qpn, w->opcode,
+                          (uint16_t)w->wqe_idx, w->status, qp->user_index);
+        } else if (w->signaled) {
+            sim_cqe_req(qp, w);
+        }
+        qp->sq_completed += w->bbs;
+        w->state = SIM_WQE_FREE;
+    }
+}
+
+/* The QP entered ERR: everything outstanding completes, in order, with
+ * WR_FLUSH_ERR; receive WQEs too (SRQ WQEs are not flushed). */
+void sim_comp_flush_qp(smlx5_qp_t *qp)
+{
+    uint32_t bb;
+    sim_wqe_t *w;
+    uint16_t posted;
+
+    if (qp->sq_buf != NULL) {
+        for (bb = qp->sq_completed; bb != qp->sq_fetched; bb += w->bbs) {
+            w = sim_wqe_at(qp, bb);
+            if (w->state != SIM_WQE_DONE) {
+                w->state  = SIM_WQE_DONE;
+                w->status = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
+            }
+        }
+        memset(qp->flows, 0, sizeof(qp->flows));
+        qp->rd_atomic_inflight = 0;
+        qp->req_bb             = qp->sq_fetched;
+        sim_req_process(qp); /* flushes what is posted but not fetched */
+    }
+
+    if ((qp->rq_buf != NULL) && (qp->srq == NULL)) {
+        posted = (uint16_t)be32toh(qp->dbrec[MLX5_RCV_DBR]);
+        while ((uint16_t)(posted - qp->rq_consumed) != 0) {
+            sim_cqe_error(qp->recv_cq, MLX5_CQE_RESP_ERR, qp->qpn, 0,
+                          qp->rq_consumed, MLX5_CQE_SYNDROME_WR_FLUSH_ERR,
+                          qp->user_index);
+            qp->rq_consumed++;
+        }
+    }
+    if (qp->resp != NULL) {
+        memset(qp->resp, 0, qp->num_resp * sizeof(*qp->resp));
+    }
+}
+
+/* ----------------------------------------------------------- timers */
+
+static bool sim_qp_idle(const smlx5_qp_t *qp)
+{
+    int i;
+
+    if ((qp->sq_completed != qp->sq_fetched) ||
+        (qp->req_bb != qp->sq_fetched)) {
+        return false;
+    }
+    for (i = 0; i < SIM_FLOWS_PER_QP; ++i) {
+        if (qp->flows[i].outstanding || qp->flows[i].deadline_ns) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void sim_comp_qp_timers(smlx5_qp_t *qp, uint64_t now)
+{
+    sim_flow_t *f;
+    sim_wqe_t *w;
+    int i;
+
+    for (i = 0; i < SIM_FLOWS_PER_QP; ++i) {
+        f = &qp->flows[i];
+        if (!f->used || (f->deadline_ns == 0) || (f->deadline_ns > now)) {
+            continue;
+        }
+        f->deadline_ns = 0;
+        if (f->rnr_wait) {
+            f->rnr_wait = false;
+            sim_req_retransmit(qp, i, f->una_psn);
+            continue;
+        }
+        if (f->outstanding == 0) {
+            continue;
+        }
+        if (++f->retries > qp->retry_cnt) {
+            w = sim_comp_find_wqe(qp, i, f->una_psn);
+            if (w != NULL) {
+                sim_comp_fail(qp, w, MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR);
+            }
+            if (qp->state != IBV_QPS_RTS) {
+                return;
+            }
+            continue;
+        }
+        sim_req_retransmit(qp, i, f->una_psn);
+    }
+    sim_comp_retire(qp);
+    sim_req_process(qp);
+}
+
+void sim_comp_timers(smlx5_context_t *ctx, uint64_t now)
+{
+    uint64_t next = 0;
+    unsigned i = 0;
+    smlx5_qp_t *qp;
+    int f;
+
+    while (i < ctx->num_active) {
+        qp = ctx->active[i];
+        if (qp->state == IBV_QPS_RTS) {
+            sim_comp_qp_timers(qp, now);
+        }
+        if (sim_qp_idle(qp) || (qp->state == IBV_QPS_ERR) ||
+            (qp->state == IBV_QPS_RESET)) {
+            qp->busy = false;
+            ctx->active[i] = ctx->active[--ctx->num_active];
+            continue;
+        }
+        for (f = 0; f < SIM_FLOWS_PER_QP; ++f) {
+            uint64_t d = qp->flows[f].deadline_ns;
+            if (d && (!next || (d < next))) {
+                next = d;
+            }
+        }
+        ++i;
+    }
+    ctx->next_deadline_ns = next;
+}

@@ -1,0 +1,70 @@
+/*
+ * The engine loop: inbound packets to the responder or the completer,
+ * timers, and the outbound path with fault injection.
+ */
+#include "sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool sim_pkt_is_request(uint8_t op)
+{
+    return (op >= SIM_PKT_SEND_FIRST) && (op <= SIM_PKT_ATOMIC_REQ);
+}
+
+static void sim_engine_rx(void *arg, const void *data, size_t len)
+{
+    smlx5_context_t *ctx = arg;
+    const sim_pkt_t *pkt = data;
+
+    if ((len < sizeof(*pkt)) ||
+        (len != sizeof(*pkt) + pkt->payload_len) ||
+        (pkt->flags & SIM_PKT_F_CORRUPT)) {
+        return; /* runt or failed ICRC: dropped like on a wire */
+    }
+    if (sim_pkt_is_request(pkt->op)) {
+        sim_resp_packet(ctx, pkt, len);
+    } else {
+        sim_comp_packet(ctx, pkt, len);
+    }
+}
+
+bool sim_timers_due(smlx5_context_t *ctx)
+{
+    uint64_t d = ctx->next_deadline_ns;
+
+    return (ctx->delayed != NULL) || ((d != 0) && (sim_now_ns() >= d));
+}
+
+int sim_engine_progress(smlx5_context_t *ctx)
+{
+    int count = 0;
+    unsigned n;
+
+    do {
+        n      = sim_fabric_recv(ctx->port, sim_engine_rx, ctx, 64);
+        count += n;
+    } while (n == 64);
+
+    if (sim_timers_due(ctx)) {
+        uint64_t now = sim_now_ns();
+        sim_fault_release(ctx, now);
+        if (ctx->next_deadline_ns && (now >= ctx->next_deadline_ns)) {
+            sim_comp_timers(ctx, now);
+        }
+        ++count;
+    }
+    return count;
+}
+
+int sim_send_pkt(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
+                 const void *payload, size_t len)
+{
+    hdr->slid        = ctx->lid;
+    hdr->payload_len = (uint16_t)len;
+    if (sim_fault_active(ctx)) {
+        return sim_fault_send(ctx, dlid, hdr, payload, len);
+    }
+    return sim_fabric_send(ctx->fabric, dlid, hdr, sizeof(*hdr), payload,
+                           len);
+}

@@ -1,0 +1,180 @@
+/*
+ * Fault injection, configured by STRAND_SIM_FAULTS, a comma-separated list:
+ *   drop=P        drop a fraction P (0..1) of outbound packets
+ *   dup=P         send a fraction P twice
+ *   corrupt=P     damage a fraction P (the receiver's ICRC check drops them)
+ *   delay=P:NS    hold a fraction P back for NS nanoseconds (reordering)
+ *   fail_rkey=K   remote accesses with rkey K fail (REM_ACCESS_ERR)
+ *   cut=LID       no packet reaches or leaves LID
+ *   seed=N        random seed (runs are repeatable per process)
+ * Retransmission hides drops, duplicates, corruption and delays until the
+ * retry count runs out.
+ */
+#include "sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t sim_ppm(const char *v)
+{
+    double p = strtod(v, NULL);
+
+    if (p < 0) {
+        p = 0;
+    } else if (p > 1) {
+        p = 1;
+    }
+    return (uint32_t)(p * 1000000.0 + 0.5);
+}
+
+void sim_fault_config_read(sim_config_t *cfg)
+{
+    const char *env = getenv("STRAND_SIM_FAULTS");
+    char *copy, *tok, *save = NULL, *val, *colon;
+
+    if ((env == NULL) || (*env == '\0')) {
+        return;
+    }
+    copy = strdup(env);
+    if (copy == NULL) {
+        return;
+    }
+    for (tok = strtok_r(copy, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        val = strchr(tok, '=');
+        if (val == NULL) {
+            fprintf(stderr, "smlx5: STRAND_SIM_FAULTS: '%s' has no value\n",
+                    tok);
+            continue;
+        }
+        *val++ = '\0';
+        if (!strcmp(tok, "drop")) {
+            cfg->drop_ppm = sim_ppm(val);
+        } else if (!strcmp(tok, "dup")) {
+            cfg->dup_ppm = sim_ppm(val);
+        } else if (!strcmp(tok, "corrupt")) {
+            cfg->corrupt_ppm = sim_ppm(val);
+        } else if (!strcmp(tok, "delay")) {
+            colon = strchr(val, ':');
+            cfg->delay_ppm = sim_ppm(val);
+            cfg->delay_ns  = colon ? strtoull(colon + 1, NULL, 0) : 100000;
+        } else if (!strcmp(tok, "fail_rkey")) {
+            cfg->fail_rkey = (uint32_t)strtoul(val, NULL, 0);
+        } else if (!strcmp(tok, "cut")) {
+            cfg->cut_lid = (uint16_t)strtoul(val, NULL, 0);
+        } else if (!strcmp(tok, "seed")) {
+            cfg->seed = strtoull(val, NULL, 0);
+        } else {
+            fprintf(stderr, "smlx5: STRAND_SIM_FAULTS: unknown fault '%s'\n",
+                    tok);
+        }
+    }
+    free(copy);
+}
+
+bool sim_fault_active(const smlx5_context_t *ctx)
+{
+    const sim_config_t *c = &ctx->cfg;
+
+    return c->drop_ppm || c->dup_ppm || c->corrupt_ppm || c->delay_ppm ||
+           c->cut_lid;
+}
+
+bool sim_fault_rkey(smlx5_context_t *ctx, uint32_t rkey)
+{
+    return (ctx->cfg.fail_rkey != 0) && (ctx->cfg.fail_rkey == rkey);
+}
+
+static uint32_t sim_rand_ppm(smlx5_context_t *ctx)
+{
+    /* xorshift64* */
+    uint64_t x = ctx->rng;
+
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    ctx->rng = x;
+    return (uint32_t)(((x * 0x2545F4914F6CDD1Dull) >> 32) % 1000000u);
+}
+
+static int sim_fault_wire(smlx5_context_t *ctx, uint16_t dlid,
+                          const void *pkt, size_t len)
+{
+    return sim_fabric_send(ctx->fabric, dlid, pkt, sizeof(sim_pkt_t),
+                           (const uint8_t*)pkt + sizeof(sim_pkt_t),
+                           len - sizeof(sim_pkt_t));
+}
+
+int sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
+                   const void *payload, size_t len)
+{
+    const sim_config_t *c = &ctx->cfg;
+    uint8_t buf[sizeof(sim_pkt_t) + 4096];
+    sim_delayed_t *d, **pp;
+    size_t total = sizeof(*hdr) + len;
+
+    if (c->cut_lid && ((dlid == c->cut_lid) || (ctx->lid == c->cut_lid))) {
+        return 0;
+    }
+    if (c->drop_ppm && (sim_rand_ppm(ctx) < c->drop_ppm)) {
+        return 0;
+    }
+    memcpy(buf, hdr, sizeof(*hdr));
+    if (len) {
+        memcpy(buf + sizeof(*hdr), payload, len);
+    }
+    if (c->corrupt_ppm && (sim_rand_ppm(ctx) < c->corrupt_ppm)) {
+        ((sim_pkt_t*)buf)->flags |= SIM_PKT_F_CORRUPT;
+    }
+    if (c->delay_ppm && (sim_rand_ppm(ctx) < c->delay_ppm)) {
+        d = malloc(sizeof(*d) + total);
+        if (d == NULL) {
+            return 0;
+        }
+        d->due_ns = sim_now_ns() + c->delay_ns;
+        d->dlid   = dlid;
+        d->len    = total;
+        d->next   = NULL;
+        memcpy(d->data, buf, total);
+        for (pp = &ctx->delayed; *pp != NULL; pp = &(*pp)->next) {
+        }
+        *pp = d;
+        if (!ctx->next_deadline_ns || (d->due_ns < ctx->next_deadline_ns)) {
+            ctx->next_deadline_ns = d->due_ns;
+        }
+        return 0;
+    }
+    sim_fault_wire(ctx, dlid, buf, total);
+    if (c->dup_ppm && (sim_rand_ppm(ctx) < c->dup_ppm)) {
+        sim_fault_wire(ctx, dlid, buf, total);
+    }
+    return 0;
+}
+
+void sim_fault_release(smlx5_context_t *ctx, uint64_t now)
+{
+    sim_delayed_t *d;
+
+    while ((ctx->delayed != NULL) && (ctx->delayed->due_ns <= now)) {
+        d            = ctx->delayed;
+        ctx->delayed = d->next;
+        sim_fault_wire(ctx, d->dlid, d->data, d->len);
+        free(d);
+    }
+    if ((ctx->delayed != NULL) &&
+        (!ctx->next_deadline_ns ||
+         (ctx->delayed->due_ns < ctx->next_deadline_ns))) {
+        ctx->next_deadline_ns = ctx->delayed->due_ns;
+    }
+}
+
+void sim_fault_cleanup(smlx5_context_t *ctx)
+{
+    sim_delayed_t *d;
+
+    while ((d = ctx->delayed) != NULL) {
+        ctx->delayed = d->next;
+        free(d);
+    }
+}

@@ -1,0 +1,647 @@
+/*
+ * Queue pairs (RC, DCI, DCT): creation, the mlx5dv view, and the QP state
+ * machine of spec section 7 with the required / optional attributes of each
+ * transition (as the kernel's ib_modify_qp_is_ok tables do).
+ */
+#include "sim.h"
+#include "sim_post.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SIM_BB 64u
+
+static uint32_t sim_pow2(uint32_t x)
+{
+    uint32_t r = 1;
+
+    while (r < x) {
+        r <<= 1;
+    }
+    return r;
+}
+
+smlx5_qp_t *sim_qp_lookup(smlx5_context_t *ctx, uint32_t qpn)
+{
+    uint32_t idx = qpn & (SIM_MAX_QPS - 1);
+    smlx5_qp_t *qp = ctx->qps[idx];
+
+    return ((qp != NULL) && (qp->qpn == qpn)) ? qp : NULL;
+}
+
+smlx5_qp_t *sim_dct_lookup(smlx5_context_t *ctx, uint32_t dctn)
+{
+    smlx5_qp_t *qp = sim_qp_lookup(ctx, dctn);
+
+    return ((qp != NULL) && (qp->type == SMLX5_QPT_DCT) && (qp->dctn != 0)) ?
+           qp : NULL;
+}
+
+/* Largest WQE a QP must hold, in bytes (ctrl + AV + remote + data). */
+static uint32_t sim_sq_wqe_size(const smlx5_qp_init_attr_t *attr)
+{
+    uint32_t size = sizeof(struct mlx5_wqe_ctrl_seg);
+    uint32_t data, inl;
+
+    if (attr->type == SMLX5_QPT_DCI) {
+        size += sizeof(struct mlx5_wqe_av);
+    }
+    size += sizeof(struct mlx5_wqe_raddr_seg) + 2 * 16; /* masked 64-bit CS */
+    data  = attr->cap.max_send_sge * sizeof(struct mlx5_wqe_data_seg);
+    inl   = (attr->cap.max_inline_data + 4 + 15) & ~15u;
+    size += (data > inl) ? data : inl;
+    return size;
+}
+
+static int sim_qp_alloc_sq(smlx5_qp_t *qp, const smlx5_qp_init_attr_t *attr)
+{
+    uint32_t bbs = (sim_sq_wqe_size(attr) + SIM_BB - 1) / SIM_BB;
+    uint32_t cnt = sim_pow2(attr->cap.max_send_wr * bbs);
+
+    if (cnt < 8) {
+        cnt = 8;
+    }
+    if (cnt > SIM_SQ_MAX_WQE) {
+        return EINVAL;
+    }
+    qp->sq_wqe_cnt = cnt;
+    qp->bf_size    = 256;
+    if ((posix_memalign((void**)&qp->sq_buf, 4096, cnt * SIM_BB) != 0) ||
+        (posix_memalign((void**)&qp->bf_reg, 4096, 4096) != 0)) {
+        return ENOMEM;
+    }
+    memset(qp->sq_buf, 0, cnt * SIM_BB);
+    qp->sq_wrid     = calloc(cnt, sizeof(*qp->sq_wrid));
+    qp->sq_wqe_head = calloc(cnt, sizeof(*qp->sq_wqe_head));
+    qp->sq_opcode   = calloc(cnt, sizeof(*qp->sq_opcode));
+    qp->wqes        = calloc(cnt, sizeof(*qp->wqes));
+    if (!qp->sq_wrid || !qp->sq_wqe_head || !qp->sq_opcode || !qp->wqes) {
+        return ENOMEM;
+    }
+    /* what the QP really holds */
+    qp->cap.max_send_wr     = cnt / bbs;
+    qp->cap.max_send_sge    = attr->cap.max_send_sge;
+    qp->cap.max_inline_data = attr->cap.max_inline_data;
+    return 0;
+}
+
+static int sim_qp_alloc_rq(smlx5_qp_t *qp, const smlx5_qp_init_attr_t *attr)
+{
+    uint32_t sge = attr->cap.max_recv_sge ? attr->cap.max_recv_sge : 1;
+
+    if ((attr->srq != NULL) || (attr->cap.max_recv_wr == 0)) {
+        return 0;
+    }
+    qp->rq_stride  = sim_pow2(sge * sizeof(struct mlx5_wqe_data_seg));
+    qp->rq_wqe_cnt = sim_pow2(attr->cap.max_recv_wr);
+    if (posix_memalign((void**)&qp->rq_buf, 4096,
+                       qp->rq_wqe_cnt * qp->rq_stride) != 0) {
+        return ENOMEM;
+    }
+    memset(qp->rq_buf, 0, qp->rq_wqe_cnt * qp->rq_stride);
+    qp->rq_wrid = calloc(qp->rq_wqe_cnt, sizeof(*qp->rq_wrid));
+    if (qp->rq_wrid == NULL) {
+        return ENOMEM;
+    }
+    qp->cap.max_recv_wr  = qp->rq_wqe_cnt;
+    qp->cap.max_recv_sge = qp->rq_stride / sizeof(struct mlx5_wqe_data_seg);
+    return 0;
+}
+
+static void sim_qp_free(smlx5_qp_t *qp)
+{
+    free(qp->sq_buf);
+    free(qp->bf_reg);
+    free(qp->sq_wrid);
+    free(qp->sq_wqe_head);
+    free(qp->sq_opcode);
+    free(qp->wqes);
+    free(qp->rq_buf);
+    free(qp->rq_wrid);
+    free(qp->dbrec);
+    free(qp->resp);
+    free(qp);
+}
+
+static int sim_qp_check_init_attr(smlx5_context_t *ctx,
+                                  const smlx5_qp_init_attr_t *attr)
+{
+    switch (attr->type) {
+    case SMLX5_QPT_RC:
+        break;
+    case SMLX5_QPT_DCI:
+        if ((attr->srq != NULL) || (attr->cap.max_recv_wr != 0) ||
+            (attr->log_num_concurent > 4) || (attr->log_num_errored > 3) ||
+            (attr->log_num_errored > attr->log_num_concurent)) {
+            return EINVAL;
+        }
+        break;
+    case SMLX5_QPT_DCT:
+        if ((attr->srq == NULL) || (attr->recv_cq == NULL)) {
+            return EINVAL;
+        }
+        return 0;
+    default:
+        return EINVAL;
+    }
+    if ((attr->send_cq == NULL) || (attr->cap.max_send_wr == 0) ||
+        (attr->cap.max_send_sge > SIM_MAX_SGE) ||
+        (attr->cap.max_recv_sge > SIM_MAX_SGE) ||
+        (attr->cap.max_inline_data > SIM_MAX_INLINE) ||
+        ((attr->type == SMLX5_QPT_RC) && (attr->recv_cq == NULL))) {
+        return EINVAL;
+    }
+    return 0;
+}
+
+smlx5_qp_t *smlx5_create_qp(smlx5_pd_t *pd, smlx5_qp_init_attr_t *attr)
+{
+    smlx5_context_t *ctx = pd->ctx;
+    smlx5_qp_t *qp;
+    uint32_t i;
+    int ret;
+
+    ret = sim_qp_check_init_attr(ctx, attr);
+    if (ret != 0) {
+        errno = ret;
+        return NULL;
+    }
+    qp = calloc(1, sizeof(*qp));
+    if (qp == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    qp->ctx               = ctx;
+    qp->pd                = pd;
+    qp->type              = attr->type;
+    qp->state             = IBV_QPS_RESET;
+    qp->send_cq           = attr->send_cq;
+    qp->recv_cq           = attr->recv_cq;
+    qp->srq               = attr->srq;
+    qp->user_index        = attr->user_index;
+    qp->sq_sig_all        = attr->sq_sig_all;
+    qp->dc_key            = attr->dc_access_key;
+    qp->log_num_concurent = attr->log_num_concurent;
+    qp->log_num_errored   = attr->log_num_errored;
+    qp->sig_pipelining    = attr->sig_pipelining;
+    qp->path_mtu          = ctx->cfg.mtu;
+
+    if (posix_memalign((void**)&qp->dbrec, 64, 64) != 0) {
+        qp->dbrec = NULL;
+        ret       = ENOMEM;
+        goto err;
+    }
+    memset(qp->dbrec, 0, 64);
+
+    if (attr->type != SMLX5_QPT_DCT) {
+        ret = sim_qp_alloc_sq(qp, attr);
+        if (ret == 0) {
+            ret = sim_qp_alloc_rq(qp, attr);
+        }
+        if (ret != 0) {
+            goto err;
+        }
+    }
+    if (attr->type != SMLX5_QPT_DCI) {
+        qp->num_resp = (attr->type == SMLX5_QPT_DCT) ? SIM_RESP_CTX_MAX : 1;
+        qp->resp     = calloc(qp->num_resp, sizeof(*qp->resp));
+        if (qp->resp == NULL) {
+            ret = ENOMEM;
+            goto err;
+        }
+    }
+
+    pthread_mutex_lock(&ctx->lock);
+    for (i = 1; i < SIM_MAX_QPS; ++i) {
+        if (ctx->qps[i] == NULL) {
+            break;
+        }
+    }
+    if (i == SIM_MAX_QPS) {
+        pthread_mutex_unlock(&ctx->lock);
+        ret = ENOMEM;
+        goto err;
+    }
+    /* QPN: slot in the low 12 bits, a generation above so that a packet
+     * for a destroyed QP never reaches its successor. */
+    ctx->qp_gen  = (ctx->qp_gen + 1) & 0xfff;
+    qp->qpn      = (((ctx->qp_gen ? ctx->qp_gen : 1) << 12) | i) & 0xffffff;
+    ctx->qps[i]  = qp;
+    if (qp->send_cq) {
+        atomic_fetch_add(&qp->send_cq->refs, 1);
+    }
+    if (qp->recv_cq) {
+        atomic_fetch_add(&qp->recv_cq->refs, 1);
+    }
+    if (qp->srq) {
+        atomic_fetch_add(&qp->srq->refs, 1);
+    }
+    atomic_fetch_add(&pd->refs, 1);
+    pthread_mutex_unlock(&ctx->lock);
+    return qp;
+
+err:
+    sim_qp_free(qp);
+    errno = ret;
+    return NULL;
+}
+
+int smlx5_destroy_qp(smlx5_qp_t *qp)
+{
+    smlx5_context_t *ctx = qp->ctx;
+
+    pthread_mutex_lock(&ctx->lock);
+    ctx->qps[qp->qpn & (SIM_MAX_QPS - 1)] = NULL;
+    if (qp->busy) {
+        unsigned i;
+        for (i = 0; i < ctx->num_active; ++i) {
+            if (ctx->active[i] == qp) {
+                ctx->active[i] = ctx->active[--ctx->num_active];
+                break;
+            }
+        }
+    }
+    if (qp->send_cq) {
+        sim_cq_clean(qp->send_cq, qp->qpn);
+        atomic_fetch_sub(&qp->send_cq->refs, 1);
+    }
+    if (qp->recv_cq) {
+        if (qp->recv_cq != qp->send_cq) {
+            sim_cq_clean(qp->recv_cq, qp->qpn);
+        }
+        atomic_fetch_sub(&qp->recv_cq->refs, 1);
+    }
+    if (qp->srq) {
+        atomic_fetch_sub(&qp->srq->refs, 1);
+    }
+    atomic_fetch_sub(&qp->pd->refs, 1);
+    pthread_mutex_unlock(&ctx->lock);
+    sim_qp_free(qp);
+    return 0;
+}
+
+int smlx5_qp_dv(smlx5_qp_t *qp, struct mlx5dv_qp *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->dbrec      = qp->dbrec;
+    out->sq.buf     = qp->sq_buf;
+    out->sq.wqe_cnt = qp->sq_wqe_cnt;
+    out->sq.stride  = qp->sq_buf ? SIM_BB : 0;
+    out->rq.buf     = qp->rq_buf;
+    out->rq.wqe_cnt = qp->rq_wqe_cnt;
+    out->rq.stride  = qp->rq_stride;
+    out->bf.reg     = qp->bf_reg;
+    out->bf.size    = qp->bf_size;
+    return 0;
+}
+
+uint32_t smlx5_qp_num(const smlx5_qp_t *qp)
+{
+    return qp->qpn;
+}
+
+uint32_t smlx5_dct_num(const smlx5_qp_t *qp)
+{
+    return qp->dctn;
+}
+
+/* ------------------------------------------------------ state machine */
+
+typedef struct sim_qp_transition {
+    int req, opt;
+} sim_qp_transition_t;
+
+#define S_(_s) IBV_QPS_##_s
+static const int sim_any_opt = IBV_QP_CUR_STATE;
+
+static int sim_rc_transition(enum ibv_qp_state cur, enum ibv_qp_state next,
+                             sim_qp_transition_t *t)
+{
+    const int path = IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER |
+                     IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE;
+
+    t->req = t->opt = 0;
+    if ((next == S_(RESET)) || (next == S_(ERR))) {
+        t->opt = sim_any_opt;
+        return 1;
+    }
+    switch (cur) {
+    case S_(RESET):
+        if (next == S_(INIT)) {
+            t->req = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+            return 1;
+        }
+        return 0;
+    case S_(INIT):
+        if (next == S_(INIT)) {
+            t->opt = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+            return 1;
+        }
+        if (next == S_(RTR)) {
+            t->req = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+                     IBV_QP_MIN_RNR_TIMER;
+            t->opt = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
+                     IBV_QP_PKEY_INDEX;
+            return 1;
+        }
+        return 0;
+    case S_(RTR):
+        if (next == S_(RTS)) {
+            t->req = IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC |
+                     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_TIMEOUT;
+            t->opt = IBV_QP_CUR_STATE | path;
+            return 1;
+        }
+        return 0;
+    case S_(RTS):
+        if (next == S_(RTS)) {
+            t->opt = IBV_QP_CUR_STATE | path;
+            return 1;
+        }
+        if (next == S_(SQD)) {
+            t->opt = IBV_QP_EN_SQD_ASYNC_NOTIFY;
+            return 1;
+        }
+        return 0;
+    case S_(SQD):
+        if (next == S_(RTS)) {
+            t->opt = IBV_QP_CUR_STATE | path;
+            return 1;
+        }
+        if (next == S_(SQD)) {
+            t->opt = path | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
+                     IBV_QP_MAX_DEST_RD_ATOMIC;
+            return 1;
+        }
+        return 0;
+    case S_(SQE):
+        if (next == S_(RTS)) {
+            t->opt = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS |
+                     IBV_QP_MIN_RNR_TIMER;
+            return 1;
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static int sim_dci_transition(enum ibv_qp_state cur, enum ibv_qp_state next,
+                              sim_qp_transition_t *t)
+{
+    t->req = t->opt = 0;
+    if ((next == S_(RESET)) || (next == S_(ERR))) {
+        t->opt = sim_any_opt;
+        return 1;
+    }
+    if ((cur == S_(RESET)) && (next == S_(INIT))) {
+        t->req = IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+        return 1;
+    }
+    if ((cur == S_(INIT)) && (next == S_(RTR))) {
+        t->req = IBV_QP_PATH_MTU;
+        t->opt = IBV_QP_AV;
+        return 1;
+    }
+    if ((cur == S_(RTR)) && (next == S_(RTS))) {
+        t->req = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                 IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN;
+        t->opt = IBV_QP_CUR_STATE;
+        return 1;
+    }
+    if ((cur == S_(RTS)) && (next == S_(RTS))) {
+        t->opt = IBV_QP_CUR_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                 IBV_QP_RNR_RETRY;
+        return 1;
+    }
+    return 0;
+}
+
+static int sim_dct_transition(enum ibv_qp_state cur, enum ibv_qp_state next,
+                              sim_qp_transition_t *t)
+{
+    t->req = t->opt = 0;
+    if ((next == S_(RESET)) || (next == S_(ERR))) {
+        t->opt = sim_any_opt;
+        return 1;
+    }
+    if ((cur == S_(RESET)) && (next == S_(INIT))) {
+        t->req = IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+        return 1;
+    }
+    if ((cur == S_(INIT)) && (next == S_(RTR))) {
+        t->req = IBV_QP_MIN_RNR_TIMER | IBV_QP_AV | IBV_QP_PATH_MTU;
+        return 1;
+    }
+    return 0;
+}
+#undef S_
+
+static uint32_t sim_mtu_bytes(enum ibv_mtu mtu)
+{
+    return (mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096) ? (128u << mtu) : 0;
+}
+
+/* Back to the freshly created state (the driver's part included: CQEs of
+ * this QP leave its CQs, indices and doorbell records are zeroed). */
+static void sim_qp_reset(smlx5_qp_t *qp)
+{
+    if (qp->send_cq) {
+        sim_cq_clean(qp->send_cq, qp->qpn);
+    }
+    if (qp->recv_cq && (qp->recv_cq != qp->send_cq)) {
+        sim_cq_clean(qp->recv_cq, qp->qpn);
+    }
+    qp->cur_post = qp->sq_tail = qp->sq_fetched = qp->sq_completed = 0;
+    qp->req_bb   = 0;
+    qp->bf_offset = 0;
+    qp->rq_head  = qp->rq_tail = 0;
+    qp->rq_consumed = 0;
+    qp->rd_atomic_inflight = 0;
+    qp->num_errored = 0;
+    memset(qp->flows, 0, sizeof(qp->flows));
+    if (qp->wqes) {
+        memset(qp->wqes, 0, qp->sq_wqe_cnt * sizeof(*qp->wqes));
+    }
+    if (qp->resp) {
+        memset(qp->resp, 0, qp->num_resp * sizeof(*qp->resp));
+    }
+    memset(qp->dbrec, 0, 64);
+    qp->dctn = 0;
+}
+
+int smlx5_modify_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr, int mask)
+{
+    smlx5_context_t *ctx = qp->ctx;
+    enum ibv_qp_state cur, next;
+    sim_qp_transition_t t;
+    int ok, ret = 0;
+
+    pthread_mutex_lock(&ctx->lock);
+    cur  = qp->state;
+    next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+    if ((mask & IBV_QP_CUR_STATE) && (attr->cur_qp_state != cur)) {
+        ret = EINVAL;
+        goto out;
+    }
+    switch (qp->type) {
+    case SMLX5_QPT_RC:  ok = sim_rc_transition(cur, next, &t);  break;
+    case SMLX5_QPT_DCI: ok = sim_dci_transition(cur, next, &t); break;
+    default:            ok = sim_dct_transition(cur, next, &t); break;
+    }
+    mask &= ~IBV_QP_STATE;
+    if (!ok || ((mask & t.req) != t.req) || (mask & ~(t.req | t.opt))) {
+        ret = EINVAL;
+        goto out;
+    }
+    if (mask & IBV_QP_PORT) {
+        if (attr->port_num != SMLX5_PORT_NUM) {
+            ret = EINVAL;
+            goto out;
+        }
+    }
+    if (mask & IBV_QP_PATH_MTU) {
+        uint32_t mtu = sim_mtu_bytes(attr->path_mtu);
+        if ((mtu == 0) || (mtu > ctx->cfg.mtu)) {
+            ret = EINVAL;
+            goto out;
+        }
+    }
+    if (((mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
+         (attr->max_rd_atomic > SIM_MAX_RD_ATOMIC)) ||
+        ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
+         (attr->max_dest_rd_atomic > SIM_MAX_RD_ATOMIC)) ||
+        ((mask & IBV_QP_RETRY_CNT) && (attr->retry_cnt > 7)) ||
+        ((mask & IBV_QP_RNR_RETRY) && (attr->rnr_retry > 7)) ||
+        ((mask & IBV_QP_TIMEOUT) && (attr->timeout > 31)) ||
+        ((mask & IBV_QP_MIN_RNR_TIMER) && (attr->min_rnr_timer > 31))) {
+        ret = EINVAL;
+        goto out;
+    }
+
+    /* all checked: apply */
+    if (mask & IBV_QP_ACCESS_FLAGS)       qp->access_flags  = attr->qp_access_flags;
+    if (mask & IBV_QP_PATH_MTU)           qp->path_mtu      = sim_mtu_bytes(attr->path_mtu);
+    if (mask & IBV_QP_AV)                 qp->dlid          = attr->ah_attr.dlid;
+    if (mask & IBV_QP_DEST_QPN)           qp->dest_qpn      = attr->dest_qp_num;
+    if (mask & IBV_QP_RQ_PSN)             qp->rq_psn        = attr->rq_psn & 0xffffff;
+    if (mask & IBV_QP_SQ_PSN)             qp->sq_psn        = attr->sq_psn & 0xffffff;
+    if (mask & IBV_QP_TIMEOUT)            qp->timeout       = attr->timeout;
+    if (mask & IBV_QP_RETRY_CNT)          qp->retry_cnt     = attr->retry_cnt;
+    if (mask & IBV_QP_RNR_RETRY)          qp->rnr_retry     = attr->rnr_retry;
+    if (mask & IBV_QP_MIN_RNR_TIMER)      qp->min_rnr_timer = attr->min_rnr_timer;
+    if (mask & IBV_QP_MAX_QP_RD_ATOMIC)   qp->max_rd_atomic = attr->max_rd_atomic;
+    if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) qp->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+
+    if (next == IBV_QPS_RESET) {
+        sim_qp_reset(qp);
+    } else if ((next == IBV_QPS_RTR) && (cur == IBV_QPS_INIT)) {
+        if (qp->type == SMLX5_QPT_DCT) {
+            qp->dctn = qp->qpn; /* the DCT number is assigned here */
+        } else if (qp->type == SMLX5_QPT_RC) {
+            qp->resp[0].used = true;
+            qp->resp[0].slid = qp->dlid;
+            qp->resp[0].sqpn = qp->dest_qpn;
+            qp->resp[0].epsn = qp->rq_psn;
+        }
+    } else if ((next == IBV_QPS_RTS) && (cur == IBV_QPS_RTR)) {
+        qp->next_flow_psn = qp->sq_psn;
+    }
+
+    qp->state = next;
+    if ((next == IBV_QPS_ERR) && (cur != IBV_QPS_ERR)) {
+        sim_comp_flush_qp(qp);
+    } else if ((next == IBV_QPS_RTS) && (cur == IBV_QPS_SQD)) {
+        sim_req_process(qp); /* resume from the first unexecuted WQE */
+    }
+out:
+    pthread_mutex_unlock(&ctx->lock);
+    return ret;
+}
+
+int smlx5_query_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr, int attr_mask,
+                   struct ibv_qp_init_attr *init)
+{
+    memset(attr, 0, sizeof(*attr));
+    pthread_mutex_lock(&qp->ctx->lock);
+    attr->qp_state        = qp->state;
+    attr->cur_qp_state    = qp->state;
+    attr->path_mtu        = (enum ibv_mtu)(__builtin_ctz(qp->path_mtu) - 7);
+    attr->qp_access_flags = qp->access_flags;
+    attr->rq_psn          = qp->rq_psn;
+    attr->sq_psn          = qp->sq_psn;
+    attr->dest_qp_num     = qp->dest_qpn;
+    attr->ah_attr.dlid    = qp->dlid;
+    attr->ah_attr.port_num = SMLX5_PORT_NUM;
+    attr->port_num        = SMLX5_PORT_NUM;
+    attr->timeout         = qp->timeout;
+    attr->retry_cnt       = qp->retry_cnt;
+    attr->rnr_retry       = qp->rnr_retry;
+    attr->min_rnr_timer   = qp->min_rnr_timer;
+    attr->max_rd_atomic   = qp->max_rd_atomic;
+    attr->max_dest_rd_atomic = qp->max_dest_rd_atomic;
+    attr->cap             = qp->cap;
+    attr->sq_draining     = 0;
+    if (init != NULL) {
+        memset(init, 0, sizeof(*init));
+        init->cap        = qp->cap;
+        init->sq_sig_all = qp->sq_sig_all;
+        init->qp_type    = (qp->type == SMLX5_QPT_RC) ? IBV_QPT_RC :
+                           IBV_QPT_DRIVER;
+    }
+    pthread_mutex_unlock(&qp->ctx->lock);
+    return 0;
+}
+
+/* Enter ERR from inside the device (a fatal error on this QP). */
+void sim_qp_to_err(smlx5_qp_t *qp, enum ibv_event_type ev)
+{
+    if (qp->state == IBV_QPS_ERR) {
+        return;
+    }
+    qp->state = IBV_QPS_ERR;
+    sim_comp_flush_qp(qp);
+    sim_async_push(qp->ctx, ev, qp);
+}
+
+/* ------------------------------------------------------ DCI streams */
+
+int smlx5_dci_stream_id_reset(smlx5_qp_t *qp, uint16_t stream_id)
+{
+    unsigned i;
+    int ret = 0;
+
+    if (qp->type != SMLX5_QPT_DCI) {
+        return EINVAL;
+    }
+    pthread_mutex_lock(&qp->ctx->lock);
+    if ((qp->log_num_errored == 0) || (qp->state != IBV_QPS_RTS)) {
+        ret = EOPNOTSUPP;
+        goto out;
+    }
+    for (i = 0; i < qp->num_errored; ++i) {
+        if (qp->errored_streams[i] == stream_id) {
+            qp->errored_streams[i] = qp->errored_streams[--qp->num_errored];
+            break;
+        }
+    }
+    sim_req_process(qp); /* work posted after the reset may go now */
+out:
+    pthread_mutex_unlock(&qp->ctx->lock);
+    return ret;
+}
+
+/* ------------------------------------------------------ doorbells */
+
+void smlx5_qp_doorbell(smlx5_qp_t *qp)
+{
+    smlx5_context_t *ctx = qp->ctx;
+
+    pthread_mutex_lock(&ctx->lock);
+    sim_req_process(qp);
+    sim_engine_progress(ctx);
+    pthread_mutex_unlock(&ctx->lock);
+}

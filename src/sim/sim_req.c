@@ -1,0 +1,640 @@
+/*
+ * Requester: turns the WQEs of a send queue into packets.
+ *
+ * States of a WQE (sim_wqe_state_t): FREE (not parsed yet) -> SENT (its
+ * packets are out; waiting for ACK or response) -> DONE (result known; the
+ * completer writes its CQE in SQ order). WQEs are parsed one at a time, in SQ
+ * order, up to the doorbell record; transmission of a long message stops
+ * when the flow's window is full and resumes when ACKs open it.
+ */
+#include "sim.h"
+
+#include <string.h>
+
+#define SIM_WINDOW      64    /* packets in flight per flow */
+#define SIM_ACK_EVERY   16    /* request an ACK every N packets */
+
+/* 16-byte unit `unit` of the WQE whose ctrl is at BB `bb` (wraps). */
+static inline void *sim_sq_unit(const smlx5_qp_t *qp, uint32_t bb,
+                                uint32_t unit)
+{
+    uint32_t size = qp->sq_wqe_cnt * 64;
+
+    return qp->sq_buf + ((bb * 64u + unit * 16u) & (size - 1));
+}
+
+/* ------------------------------------------------------------- flows */
+
+static int sim_flow_get(smlx5_qp_t *qp, uint16_t dlid, uint32_t dqpn)
+{
+    int i, free_idx = -1;
+
+    if (qp->type == SMLX5_QPT_RC) {
+        sim_flow_t *f = &qp->flows[0];
+        if (!f->used) {
+            f->used      = true;
+            f->dlid      = qp->dlid;
+            f->dqpn      = qp->dest_qpn;
+            f->start_psn = f->next_psn = f->una_psn = qp->sq_psn;
+        }
+        return 0;
+    }
+
+    for (i = 0; i < SIM_FLOWS_PER_QP; ++i) {
+        sim_flow_t *f = &qp->flows[i];
+        if (f->used && (f->dlid == dlid) && (f->dqpn == dqpn)) {
+            return i;
+        }
+        if ((free_idx < 0) && (!f->used || (f->outstanding == 0))) {
+            free_idx = i;
+        }
+    }
+    if (free_idx < 0) {
+        return -1;
+    }
+    /* a DC connect: a fresh PSN range the responder has never seen */
+    sim_flow_t *f = &qp->flows[free_idx];
+    memset(f, 0, sizeof(*f));
+    f->used      = true;
+    f->dlid      = dlid;
+    f->dqpn      = dqpn;
+    f->start_psn = f->next_psn = f->una_psn = qp->next_flow_psn;
+    qp->next_flow_psn += 1u << 16;
+    return free_idx;
+}
+
+void sim_qp_activate(smlx5_qp_t *qp)
+{
+    smlx5_context_t *ctx = qp->ctx;
+
+    if (!qp->busy) {
+        qp->busy = true;
+        ctx->active[ctx->num_active++] = qp;
+    }
+}
+
+static void sim_flow_arm_timer(smlx5_qp_t *qp, sim_flow_t *f)
+{
+    if (f->deadline_ns == 0) {
+        f->deadline_ns = sim_now_ns() + sim_timeout_ns(qp);
+        if ((qp->ctx->next_deadline_ns == 0) ||
+            (f->deadline_ns < qp->ctx->next_deadline_ns)) {
+            qp->ctx->next_deadline_ns = f->deadline_ns;
+        }
+    }
+}
+
+/* ------------------------------------------------------ WQE parsing */
+
+static bool sim_stream_errored(const smlx5_qp_t *qp, uint16_t stream)
+{
+    unsigned i;
+
+    for (i = 0; i < qp->num_errored; ++i) {
+        if (qp->errored_streams[i] == stream) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool sim_opcode_needs_response(uint8_t op)
+{
+    return (op == MLX5_OPCODE_RDMA_READ) ||
+           (op == MLX5_OPCODE_ATOMIC_CS) || (op == MLX5_OPCODE_ATOMIC_FA) ||
+           (op == MLX5_OPCODE_ATOMIC_MASKED_CS) ||
+           (op == MLX5_OPCODE_ATOMIC_MASKED_FA);
+}
+
+static bool sim_opcode_is_atomic(uint8_t op)
+{
+    return sim_opcode_needs_response(op) && (op != MLX5_OPCODE_RDMA_READ);
+}
+
+/* Read the data segments from `unit` to the end of the WQE into w->sge,
+ * checking local keys. Returns 0 or a syndrome. */
+static int sim_parse_data(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t unit,
+                          uint32_t ds, int access)
+{
+    const struct mlx5_wqe_data_seg *dseg;
+    const struct mlx5_wqe_inl_data_seg *inl;
+    uint32_t bc, lkey;
+    uint64_t addr;
+    int ret;
+
+    w->num_sge = 0;
+    w->length  = 0;
+    if (unit >= ds) {
+        return 0;
+    }
+    inl = sim_sq_unit(qp, w->bb, unit);
+    bc  = be32toh(inl->byte_count);
+    if (bc & MLX5_INLINE_SEG) {
+        bc &= ~MLX5_INLINE_SEG;
+        if ((access & IBV_ACCESS_LOCAL_WRITE) ||
+            ((4 + bc + 15) / 16 > ds - unit)) {
+            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+        }
+        w->is_inline  = true;
+        w->inline_off = (w->bb * 64u + unit * 16u + 4u) &
+                        (qp->sq_wqe_cnt * 64u - 1);
+        w->length     = bc;
+        return 0;
+    }
+    for (; unit < ds; ++unit) {
+        dseg = sim_sq_unit(qp, w->bb, unit);
+        bc   = be32toh(dseg->byte_count);
+        lkey = be32toh(dseg->lkey);
+        addr = be64toh(dseg->addr);
+        if (w->num_sge == SIM_MAX_SGE) {
+            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+        }
+        if (bc == 0) {
+            continue; /* the provider never emits these; tolerate */
+        }
+        ret = sim_mr_check_local(qp->ctx, qp->pd, lkey, addr, bc, access);
+        if (ret != 0) {
+            return ret;
+        }
+        w->sge[w->num_sge].addr = addr;
+        w->sge[w->num_sge].len  = bc;
+        w->sge[w->num_sge].lkey = lkey;
+        w->num_sge++;
+        w->length += bc;
+    }
+    return 0;
+}
+
+static int sim_parse_atomic(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t *unit)
+{
+    const uint8_t *seg = sim_sq_unit(qp, w->bb, *unit);
+    const uint8_t *seg2;
+    uint32_t v[4];
+
+    if ((w->opcode == MLX5_OPCODE_ATOMIC_CS) ||
+        (w->opcode == MLX5_OPCODE_ATOMIC_FA)) {
+        const struct mlx5_wqe_atomic_seg *a = (const void*)seg;
+        w->atomic_size = 8;
+        w->atomic_op   = (w->opcode == MLX5_OPCODE_ATOMIC_CS) ?
+                         SIM_ATOMIC_CS : SIM_ATOMIC_FA;
+        w->swap_add    = be64toh(a->swap_add);
+        w->compare     = be64toh(a->compare);
+        *unit += 1;
+        return 0;
+    }
+
+    /* masked: opmod = 0x08 | (log2(size) - 2) */
+    if ((w->opmod & 0x08) == 0) {
+        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    }
+    w->atomic_size = 1u << ((w->opmod & 0x7) + 2);
+    w->atomic_op   = (w->opcode == MLX5_OPCODE_ATOMIC_MASKED_CS) ?
+                     SIM_ATOMIC_MASKED_CS : SIM_ATOMIC_MASKED_FA;
+    if (w->atomic_size == 4) {
+        memcpy(v, seg, sizeof(v));
+        w->swap_add     = be32toh(v[0]);
+        w->compare      = be32toh(v[1]);
+        w->swap_mask    = be32toh(v[2]);
+        w->compare_mask = be32toh(v[3]);
+        *unit += 1;
+    } else if (w->atomic_size == 8) {
+        uint64_t q[2];
+        memcpy(q, seg, sizeof(q));
+        w->swap_add = be64toh(q[0]);
+        w->compare  = be64toh(q[1]);
+        if (w->atomic_op == SIM_ATOMIC_MASKED_CS) {
+            seg2 = sim_sq_unit(qp, w->bb, *unit + 1);
+            memcpy(q, seg2, sizeof(q));
+            w->swap_mask    = be64toh(q[0]);
+            w->compare_mask = be64toh(q[1]);
+            *unit += 2;
+        } else {
+            *unit += 1;
+        }
+    } else {
+        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    }
+    if (w->atomic_op == SIM_ATOMIC_MASKED_FA) {
+        /* {add, field_boundary}: the boundary travels in compare */
+        w->swap_mask = w->compare;
+    }
+    return 0;
+}
+
+/* Parse the WQE at BB `bb` into `w`. Returns 0 or a syndrome; on a syndrome
+ * w->bbs is still set so the SQ can move past the WQE. */
+static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
+                         smlx5_dc_target_t *dc)
+{
+    const struct mlx5_wqe_ctrl_seg *ctrl = sim_sq_unit(qp, bb, 0);
+    uint32_t opmod_idx_opcode = be32toh(ctrl->opmod_idx_opcode);
+    uint32_t qpn_ds           = be32toh(ctrl->qpn_ds);
+    uint32_t ds               = qpn_ds & 0x3f;
+    uint32_t unit             = 1;
+    const struct mlx5_wqe_raddr_seg *raddr;
+    const struct mlx5_wqe_av *av;
+    int access                = 0;
+
+    memset(w, 0, offsetof(sim_wqe_t, sge));
+    w->bb       = bb;
+    w->opcode   = opmod_idx_opcode & 0xff;
+    w->wqe_idx  = (opmod_idx_opcode >> 8) & 0xffff;
+    w->opmod    = opmod_idx_opcode >> 24;
+    w->fm_ce_se = ctrl->fm_ce_se;
+    w->imm      = ctrl->imm;
+    w->stream   = be16toh(ctrl->dci_stream_channel_id);
+    w->signaled = (ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE) != 0;
+    w->fenced   = (ctrl->fm_ce_se & 0xe0) != 0;
+    w->bbs      = (ds == 0) ? 1 : (ds * 16 + 63) / 64;
+
+    if ((ds == 0) || ((qpn_ds >> 8) != qp->qpn) || (w->bbs > qp->sq_wqe_cnt)) {
+        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    }
+    if (w->opcode == MLX5_OPCODE_NOP) {
+        return 0;
+    }
+
+    if (qp->type == SMLX5_QPT_DCI) {
+        av = sim_sq_unit(qp, bb, 1);
+        dc->dc_key = be64toh(av->key.dc_key);
+        dc->dctn   = be32toh(av->dqp_dct) & 0xffffff;
+        dc->dlid   = be16toh(av->rlid);
+        unit      += (be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) ? 3 : 1;
+        if (unit > ds) {
+            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+        }
+    }
+
+    switch (w->opcode) {
+    case MLX5_OPCODE_SEND:
+    case MLX5_OPCODE_SEND_IMM:
+    case MLX5_OPCODE_SEND_INVAL:
+        break;
+    case MLX5_OPCODE_RDMA_WRITE:
+    case MLX5_OPCODE_RDMA_WRITE_IMM:
+    case MLX5_OPCODE_RDMA_READ:
+    case MLX5_OPCODE_ATOMIC_CS:
+    case MLX5_OPCODE_ATOMIC_FA:
+    case MLX5_OPCODE_ATOMIC_MASKED_CS:
+    case MLX5_OPCODE_ATOMIC_MASKED_FA:
+        if (unit >= ds) {
+            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+        }
+        raddr    = sim_sq_unit(qp, bb, unit++);
+        w->raddr = be64toh(raddr->raddr);
+        w->rkey  = be32toh(raddr->rkey);
+        break;
+    default:
+        /* UMR, SET_PSV, TAG_MATCHING, ... are not for this QP */
+        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    }
+
+    w->needs_response = sim_opcode_needs_response(w->opcode);
+    if (sim_opcode_is_atomic(w->opcode)) {
+        int ret;
+        if (unit >= ds) {
+            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+        }
+        ret = sim_parse_atomic(qp, w, &unit);
+        if (ret != 0) {
+            return ret;
+        }
+        access = IBV_ACCESS_LOCAL_WRITE;
+    } else if (w->opcode == MLX5_OPCODE_RDMA_READ) {
+        access = IBV_ACCESS_LOCAL_WRITE;
+    }
+
+    int ret = sim_parse_data(qp, w, unit, ds, access);
+    if (ret != 0) {
+        return ret;
+    }
+    if (sim_opcode_is_atomic(w->opcode) &&
+        ((w->num_sge != 1) || (w->length < w->atomic_size))) {
+        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    }
+    if (sim_opcode_is_atomic(w->opcode)) {
+        w->length = w->atomic_size;
+    }
+    return 0;
+}
+
+/* --------------------------------------------------------- packets */
+
+/* Copy `len` bytes of the WQE's gather list from byte `off` into `dst`. */
+void sim_wqe_gather(const smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
+                    uint8_t *dst, uint32_t len)
+{
+    uint32_t sq_size = qp->sq_wqe_cnt * 64, i, n;
+
+    if (w->is_inline) {
+        uint32_t pos = (w->inline_off + off) & (sq_size - 1);
+        n = sq_size - pos;
+        if (n >= len) {
+            memcpy(dst, qp->sq_buf + pos, len);
+        } else {
+            memcpy(dst, qp->sq_buf + pos, n);
+            memcpy(dst + n, qp->sq_buf, len - n);
+        }
+        return;
+    }
+    for (i = 0; (i < w->num_sge) && (len > 0); ++i) {
+        if (off >= w->sge[i].len) {
+            off -= w->sge[i].len;
+            continue;
+        }
+        n = w->sge[i].len - off;
+        if (n > len) {
+            n = len;
+        }
+        memcpy(dst, (const void*)(uintptr_t)(w->sge[i].addr + off), n);
+        dst += n;
+        len -= n;
+        off  = 0;
+    }
+}
+
+static uint32_t sim_wqe_npkts(const smlx5_qp_t *qp, const sim_wqe_t *w)
+{
+    uint32_t n;
+
+    if (sim_opcode_is_atomic(w->opcode)) {
+        return 1;
+    }
+    n = (w->length + qp->path_mtu - 1) / qp->path_mtu;
+    return n ? n : 1;
+}
+
+/* Send the packet of WQE `w` with PSN `psn`. */
+void sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
+                         bool retry)
+{
+    sim_flow_t *f = &qp->flows[w->flow];
+    uint8_t buf[4096];
+    const uint8_t *payload = NULL;
+    uint32_t seg  = psn - w->first_psn;
+    uint32_t npkt = w->last_psn - w->first_psn + 1;
+    uint32_t off  = seg * qp->path_mtu;
+    uint32_t len  = 0;
+    bool first, last;
+    sim_pkt_t pkt;
+
+    memset(&pkt, 0, sizeof(pkt));
+    pkt.dqpn    = f->dqpn;
+    pkt.sqpn    = qp->qpn;
+    pkt.psn     = psn;
+    pkt.dc_key  = f->dc_key;
+    pkt.va      = w->raddr;
+    pkt.rkey    = w->rkey;
+    pkt.dma_len = w->length;
+    pkt.offset  = off;
+    pkt.log_mtu = (uint8_t)__builtin_ctz(qp->path_mtu);
+    pkt.flags   = retry ? SIM_PKT_F_RETRY : 0;
+    if (psn == f->start_psn && (qp->type == SMLX5_QPT_DCI)) {
+        pkt.flags |= SIM_PKT_F_CONNECT;
+    }
+    first = (seg == 0);
+    last  = (seg == npkt - 1);
+
+    switch (w->opcode) {
+    case MLX5_OPCODE_RDMA_READ:
+        pkt.op     = SIM_PKT_READ_REQ;
+        pkt.offset = 0;
+        pkt.flags |= SIM_PKT_F_ACKREQ;
+        break;
+    case MLX5_OPCODE_ATOMIC_CS:
+    case MLX5_OPCODE_ATOMIC_FA:
+    case MLX5_OPCODE_ATOMIC_MASKED_CS:
+    case MLX5_OPCODE_ATOMIC_MASKED_FA:
+        pkt.op           = SIM_PKT_ATOMIC_REQ;
+        pkt.atomic_op    = w->atomic_op;
+        pkt.atomic_size  = w->atomic_size;
+        pkt.swap_add     = w->swap_add;
+        pkt.compare      = w->compare;
+        pkt.swap_mask    = w->swap_mask;
+        pkt.compare_mask = w->compare_mask;
+        pkt.offset       = 0;
+        pkt.flags       |= SIM_PKT_F_ACKREQ;
+        break;
+    default:
+        if (w->opcode == MLX5_OPCODE_RDMA_WRITE ||
+            w->opcode == MLX5_OPCODE_RDMA_WRITE_IMM) {
+            pkt.op = first ? (last ? SIM_PKT_WRITE_ONLY : SIM_PKT_WRITE_FIRST) :
+                             (last ? SIM_PKT_WRITE_LAST : SIM_PKT_WRITE_MIDDLE);
+        } else {
+            pkt.op = first ? (last ? SIM_PKT_SEND_ONLY : SIM_PKT_SEND_FIRST) :
+                             (last ? SIM_PKT_SEND_LAST : SIM_PKT_SEND_MIDDLE);
+        }
+        len = w->length - off;
+        if (len > qp->path_mtu) {
+            len = qp->path_mtu;
+        }
+        if (last) {
+            pkt.flags |= SIM_PKT_F_ACKREQ;
+            if ((w->opcode == MLX5_OPCODE_SEND_IMM) ||
+                (w->opcode == MLX5_OPCODE_RDMA_WRITE_IMM)) {
+                pkt.flags |= SIM_PKT_F_IMM;
+                pkt.imm    = w->imm;
+            } else if (w->opcode == MLX5_OPCODE_SEND_INVAL) {
+                pkt.flags |= SIM_PKT_F_INV;
+                pkt.imm    = w->imm;
+            }
+            if (w->fm_ce_se & MLX5_WQE_CTRL_SOLICITED) {
+                pkt.flags |= SIM_PKT_F_SE;
+            }
+        } else if ((seg % SIM_ACK_EVERY) == SIM_ACK_EVERY - 1) {
+            pkt.flags |= SIM_PKT_F_ACKREQ;
+        }
+        if (len > 0) {
+            if (!w->is_inline && (w->num_sge == 1)) {
+                payload = (const uint8_t*)(uintptr_t)(w->sge[0].addr + off);
+            } else {
+                sim_wqe_gather(qp, w, off, buf, len);
+                payload = buf;
+            }
+        }
+        break;
+    }
+
+    pkt.payload_len = (uint16_t)len;
+    sim_send_pkt(qp->ctx, f->dlid, &pkt, payload, len);
+    sim_flow_arm_timer(qp, f);
+}
+
+/* ------------------------------------------------------ the SQ walk */
+
+static void sim_req_fail_wqe(smlx5_qp_t *qp, sim_wqe_t *w, uint8_t syndrome)
+{
+    w->state  = SIM_WQE_DONE;
+    w->status = syndrome;
+    sim_comp_wqe_failed(qp, w);
+}
+
+/* Parse the next WQE. Returns true when the walk may go on. */
+static bool sim_req_fetch(smlx5_qp_t *qp)
+{
+    uint32_t bb   = qp->sq_fetched;
+    sim_wqe_t *w  = &qp->wqes[bb & (qp->sq_wqe_cnt - 1)];
+    smlx5_dc_target_t dc = {0};
+    sim_wqe_t tmp;
+    uint32_t n;
+    int fi, ret;
+
+    ret = sim_parse_wqe(qp, bb, &tmp, &dc);
+
+    if (ret == 0 && tmp.opcode != MLX5_OPCODE_NOP) {
+        /* ordering constraints: wait without consuming the WQE */
+        if ((tmp.fm_ce_se & 0xe0) == 0x60) {           /* strong order */
+            if (qp->sq_completed != qp->sq_fetched) {
+                return false;
+            }
+        } else if (tmp.fenced && (qp->rd_atomic_inflight > 0)) {
+            return false;
+        }
+        if (tmp.needs_response &&
+            (qp->rd_atomic_inflight >= (qp->max_rd_atomic ?
+                                        qp->max_rd_atomic : 1))) {
+            return false;
+        }
+    }
+    if ((ret == 0) && (qp->type == SMLX5_QPT_DCI) &&
+        (tmp.opcode != MLX5_OPCODE_NOP) && !sim_stream_errored(qp, tmp.stream)) {
+        fi = sim_flow_get(qp, dc.dlid, dc.dctn);
+        if (fi < 0) {
+            return false; /* every flow busy: wait for one to drain */
+        }
+        tmp.flow = fi;
+        qp->flows[fi].dc_key = dc.dc_key;
+    } else if ((ret == 0) && (qp->type == SMLX5_QPT_RC)) {
+        tmp.flow = sim_flow_get(qp, 0, 0);
+    }
+
+    *w = tmp;
+    qp->sq_fetched += w->bbs;
+    sim_qp_activate(qp);
+
+    if (ret != 0) {
+        sim_req_fail_wqe(qp, w, ret);
+        return qp->state == IBV_QPS_RTS;
+    }
+    if (w->opcode == MLX5_OPCODE_NOP) {
+        w->state = SIM_WQE_DONE;
+        return true;
+    }
+    if ((qp->type == SMLX5_QPT_DCI) && sim_stream_errored(qp, w->stream)) {
+        w->state  = SIM_WQE_DONE;
+        w->status = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
+        return true;
+    }
+
+    sim_flow_t *f  = &qp->flows[w->flow];
+    n              = sim_wqe_npkts(qp, w);
+    w->first_psn   = f->next_psn;
+    w->last_psn    = f->next_psn + n - 1;
+    f->next_psn   += n;
+    f->outstanding++;
+    if (w->needs_response) {
+        qp->rd_atomic_inflight++;
+    }
+    w->state    = SIM_WQE_SENT;
+    qp->req_bb  = bb;
+    qp->req_psn = w->first_psn;
+    return true;
+}
+
+/* Transmit what the window allows of the WQE at req_bb. Returns true when
+ * the WQE is fully sent. */
+static bool sim_req_transmit(smlx5_qp_t *qp)
+{
+    sim_wqe_t *w  = &qp->wqes[qp->req_bb & (qp->sq_wqe_cnt - 1)];
+    sim_flow_t *f = &qp->flows[w->flow];
+
+    if (w->needs_response) {
+        sim_req_send_packet(qp, w, w->first_psn, false);
+        qp->req_bb = qp->sq_fetched;
+        return true;
+    }
+    while ((int32_t)(qp->req_psn - w->last_psn) <= 0) {
+        if ((int32_t)(qp->req_psn - f->una_psn) >= SIM_WINDOW) {
+            return false;
+        }
+        sim_req_send_packet(qp, w, qp->req_psn, false);
+        qp->req_psn++;
+    }
+    qp->req_bb = qp->sq_fetched;
+    return true;
+}
+
+void sim_req_process(smlx5_qp_t *qp)
+{
+    uint32_t db, end;
+
+    if (qp->sq_buf == NULL) {
+        return;
+    }
+    db  = be32toh(qp->dbrec[MLX5_SND_DBR]) & 0xffff;
+    end = qp->sq_fetched + (uint16_t)(db - qp->sq_fetched);
+
+    switch (qp->state) {
+    case IBV_QPS_ERR:
+        /* everything posted while in error is flushed, in order */
+        while (qp->sq_fetched != end) {
+            sim_wqe_t *w = &qp->wqes[qp->sq_fetched & (qp->sq_wqe_cnt - 1)];
+            smlx5_dc_target_t dc;
+            sim_parse_wqe(qp, qp->sq_fetched, w, &dc);
+            w->state  = SIM_WQE_DONE;
+            w->status = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
+            qp->sq_fetched += w->bbs;
+        }
+        qp->req_bb = qp->sq_fetched;
+        sim_comp_retire(qp);
+        return;
+    case IBV_QPS_RTS:
+        break;
+    default:
+        return; /* RESET/INIT/RTR: nothing executes; SQD: drained */
+    }
+
+    for (;;) {
+        if (qp->req_bb != qp->sq_fetched) {
+            if (!sim_req_transmit(qp)) {
+                break;
+            }
+            continue;
+        }
+        if ((qp->sq_fetched == end) || (qp->state != IBV_QPS_RTS)) {
+            break;
+        }
+        if (!sim_req_fetch(qp)) {
+            break;
+        }
+    }
+    sim_comp_retire(qp);
+}
+
+/* Go back N: resend every packet of flow `fi` from `from_psn` on. */
+void sim_req_retransmit(smlx5_qp_t *qp, int fi, uint32_t from_psn)
+{
+    sim_flow_t *f = &qp->flows[fi];
+    uint32_t bb, psn, stop;
+    sim_wqe_t *w;
+
+    for (bb = qp->sq_completed; bb != qp->sq_fetched; bb += w->bbs) {
+        w = &qp->wqes[bb & (qp->sq_wqe_cnt - 1)];
+        if ((w->state != SIM_WQE_SENT) || (w->flow != fi) ||
+            ((int32_t)(w->last_psn - from_psn) < 0)) {
+            continue;
+        }
+        if (w->needs_response) {
+            sim_req_send_packet(qp, w, w->first_psn, true);
+            continue;
+        }
+        stop = (bb == qp->req_bb) ? qp->req_psn : w->last_psn + 1;
+        psn  = ((int32_t)(w->first_psn - from_psn) > 0) ? w->first_psn :
+               from_psn;
+        for (; (int32_t)(psn - stop) < 0; ++psn) {
+            sim_req_send_packet(qp, w, psn, true);
+        }
+    }
+    f->deadline_ns = 0;
+    sim_flow_arm_timer(qp, f);
+}

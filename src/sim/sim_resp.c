@@ -1,0 +1,497 @@
+/*
+ * Responder: request packets -> memory, receive WQEs and CQEs; answers with
+ * ACK, NAK (RNR, PSN sequence, invalid request, remote access), read
+ * responses and atomic responses. Requests of one requester execute in PSN
+ * order; duplicates are answered again without executing twice.
+ */
+#include "sim.h"
+
+#include <string.h>
+
+static void sim_resp_reply(smlx5_context_t *ctx, const smlx5_qp_t *qp,
+                           const sim_pkt_t *req, sim_pkt_t *rsp,
+                           const void *payload, uint32_t len)
+{
+    rsp->dqpn        = req->sqpn;
+    rsp->sqpn        = (qp->type == SMLX5_QPT_DCT) ? qp->dctn : qp->qpn;
+    rsp->payload_len = (uint16_t)len;
+    sim_send_pkt(ctx, req->slid, rsp, payload, len);
+}
+
+static void sim_resp_ack(smlx5_context_t *ctx, const smlx5_qp_t *qp,
+                         const sim_pkt_t *req, uint8_t syndrome, uint32_t psn)
+{
+    sim_pkt_t ack;
+
+    memset(&ack, 0, sizeof(ack));
+    ack.op        = SIM_PKT_ACK;
+    ack.syndrome  = syndrome;
+    ack.psn       = psn;
+    ack.atomic_op = qp->min_rnr_timer; /* RNR NAK carries the timer */
+    sim_resp_reply(ctx, qp, req, &ack, NULL, 0);
+}
+
+/* ----------------------------------------------------- context lookup */
+
+static sim_resp_ctx_t *sim_resp_ctx_get(smlx5_qp_t *qp, const sim_pkt_t *pkt)
+{
+    sim_resp_ctx_t *c, *victim = NULL;
+    unsigned i;
+
+    if (qp->type == SMLX5_QPT_RC) {
+        c = &qp->resp[0];
+        return (c->used && (c->slid == pkt->slid) && (c->sqpn == pkt->sqpn)) ?
+               c : NULL;
+    }
+
+    for (i = 0; i < qp->num_resp; ++i) {
+        c = &qp->resp[i];
+        if (c->used && (c->slid == pkt->slid) && (c->sqpn == pkt->sqpn)) {
+            break;
+        }
+        if (!c->used) {
+            if (victim == NULL || victim->used) {
+                victim = c;
+            }
+        } else if ((victim == NULL) ||
+                   (victim->used && (c->last_used_ns < victim->last_used_ns))) {
+            victim = c;
+        }
+    }
+    if (i == qp->num_resp) {
+        c = NULL;
+    }
+
+    if (pkt->flags & SIM_PKT_F_CONNECT) {
+        if ((c != NULL) && (c->connect_psn == pkt->psn)) {
+            return c; /* a retransmitted connect: same association */
+        }
+        if (c == NULL) {
+            c = victim;
+        }
+        memset(c, 0, sizeof(*c));
+        c->used        = true;
+        c->slid        = pkt->slid;
+        c->sqpn        = pkt->sqpn;
+        c->epsn        = pkt->psn;
+        c->connect_psn = pkt->psn;
+    }
+    return c;
+}
+
+/* --------------------------------------------------------- errors */
+
+static void sim_resp_error(smlx5_context_t *ctx, smlx5_qp_t *qp,
+                           sim_resp_ctx_t *c, const sim_pkt_t *pkt,
+                           uint8_t aeth)
+{
+    sim_resp_ack(ctx, qp, pkt, aeth, pkt->psn);
+    if (qp->type == SMLX5_QPT_DCT) {
+        /* the DCT stays RTR; this association waits for a new connect */
+        c->errored = true;
+        return;
+    }
+    sim_qp_to_err(qp, (aeth == SIM_AETH_NAK_ACCESS) ?
+                  IBV_EVENT_QP_ACCESS_ERR : IBV_EVENT_QP_REQ_ERR);
+}
+
+/* --------------------------------------------------------- receive */
+
+static void sim_resp_cqe_recv(smlx5_qp_t *qp, sim_resp_ctx_t *c,
+                              const sim_pkt_t *pkt, uint8_t opcode,
+                              uint32_t byte_cnt)
+{
+    struct mlx5_cqe64 cqe;
+
+    memset(&cqe, 0, sizeof(cqe));
+    cqe.srqn_uidx      = htobe32(qp->user_index & 0xffffff);
+    cqe.byte_cnt       = htobe32(byte_cnt);
+    cqe.imm_inval_pkey = pkt->imm; /* as the WQE carried it (big-endian) */
+    cqe.sop_drop_qpn   = htobe32((qp->type == SMLX5_QPT_DCT) ? qp->dctn :
+                                 qp->qpn);
+    cqe.flags_rqpn     = htobe32(pkt->sqpn & 0xffffff);
+    cqe.slid           = htobe16(pkt->slid);
+    cqe.wqe_counter    = htobe16((uint16_t)c->recv_wqe);
+    cqe.op_own         = (opcode << 4) |
+                         ((pkt->flags & SIM_PKT_F_SE) ? 0x2 : 0);
+    sim_cq_push(qp->recv_cq, &cqe);
+}
+
+/* Scatter into the receive WQE's list; returns 0 or a syndrome. */
+static int sim_resp_scatter(smlx5_qp_t *qp, sim_resp_ctx_t *c,
+                            uint32_t off, const uint8_t *src, uint32_t len)
+{
+    struct mlx5_wqe_data_seg *sges;
+    unsigned num, i;
+    uint32_t bc, n;
+    smlx5_pd_t *pd;
+    int ret;
+
+    if (c->recv_srq != NULL) {
+        sges = (void*)(c->recv_srq->buf + c->recv_wqe * c->recv_srq->stride +
+                       sizeof(struct mlx5_wqe_srq_next_seg));
+        num  = c->recv_srq->max_sge;
+        pd   = c->recv_srq->pd;
+    } else {
+        sges = (void*)(qp->rq_buf +
+                       (c->recv_wqe & (qp->rq_wqe_cnt - 1)) * qp->rq_stride);
+        num  = qp->rq_stride / sizeof(*sges);
+        pd   = qp->pd;
+    }
+    for (i = 0; (i < num) && (len > 0); ++i) {
+        if (be32toh(sges[i].lkey) == MLX5_INVALID_LKEY) {
+            break;
+        }
+        bc = be32toh(sges[i].byte_count);
+        if (off >= bc) {
+            off -= bc;
+            continue;
+        }
+        n = bc - off;
+        if (n > len) {
+            n = len;
+        }
+        ret = sim_mr_check_local(qp->ctx, pd, be32toh(sges[i].lkey),
+                                 be64toh(sges[i].addr) + off, n,
+                                 IBV_ACCESS_LOCAL_WRITE);
+        if (ret != 0) {
+            return ret;
+        }
+        memcpy((void*)(uintptr_t)(be64toh(sges[i].addr) + off), src, n);
+        src += n;
+        len -= n;
+        off  = 0;
+    }
+    return (len > 0) ? MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR : 0;
+}
+
+/* Returns false when the packet must not advance the PSN (RNR). */
+static bool sim_resp_take_recv(smlx5_context_t *ctx, smlx5_qp_t *qp,
+                               sim_resp_ctx_t *c, const sim_pkt_t *pkt)
+{
+    struct mlx5_wqe_data_seg *sges;
+    unsigned num;
+    int idx;
+
+    idx = sim_rq_take(qp, &sges, &num, &c->recv_srq);
+    if (idx < 0) {
+        sim_resp_ack(ctx, qp, pkt, SIM_AETH_RNR_NAK, pkt->psn);
+        return false;
+    }
+    c->recv_active = true;
+    c->recv_failed = false;
+    c->recv_wqe    = (uint32_t)idx;
+    return true;
+}
+
+static void sim_resp_recv_error(smlx5_context_t *ctx, smlx5_qp_t *qp,
+                                sim_resp_ctx_t *c, const sim_pkt_t *pkt,
+                                int syndrome)
+{
+    uint32_t qpn = (qp->type == SMLX5_QPT_DCT) ? qp->dctn : qp->qpn;
+
+    sim_cqe_error(qp->recv_cq, MLX5_CQE_RESP_ERR, qpn, 0,
+                  (uint16_t)c->recv_wqe, (uint8_t)syndrome, qp->user_index);
+    c->recv_active = false;
+    sim_resp_error(ctx, qp, c, pkt,
+                   (syndrome == MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR) ?
+                   SIM_AETH_NAK_INV_REQ : SIM_AETH_NAK_OP);
+}
+
+static bool sim_resp_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
+                          sim_resp_ctx_t *c, const sim_pkt_t *pkt)
+{
+    bool first = (pkt->op == SIM_PKT_SEND_FIRST) ||
+                 (pkt->op == SIM_PKT_SEND_ONLY);
+    bool last  = (pkt->op == SIM_PKT_SEND_LAST) ||
+                 (pkt->op == SIM_PKT_SEND_ONLY);
+    uint8_t opcode;
+    int ret;
+
+    if (first && !sim_resp_take_recv(ctx, qp, c, pkt)) {
+        return false;
+    }
+    if (!c->recv_active) {
+        return true; /* middle of a message whose start failed */
+    }
+    ret = sim_resp_scatter(qp, c, pkt->offset, SIM_PKT_PAYLOAD(pkt),
+                           pkt->payload_len);
+    if (ret != 0) {
+        sim_resp_recv_error(ctx, qp, c, pkt, ret);
+        return false;
+    }
+    if (last) {
+        opcode = (pkt->flags & SIM_PKT_F_IMM) ? MLX5_CQE_RESP_SEND_IMM :
+                 (pkt->flags & SIM_PKT_F_INV) ? MLX5_CQE_RESP_SEND_INV :
+                 MLX5_CQE_RESP_SEND;
+        sim_resp_cqe_recv(qp, c, pkt, opcode, pkt->offset + pkt->payload_len);
+        c->recv_active = false;
+    }
+    return true;
+}
+
+/* --------------------------------------------------- RDMA and atomics */
+
+static int sim_resp_qp_access(const smlx5_qp_t *qp)
+{
+    return qp->access_flags;
+}
+
+static bool sim_resp_write(smlx5_context_t *ctx, smlx5_qp_t *qp,
+                           sim_resp_ctx_t *c, const sim_pkt_t *pkt)
+{
+    bool last = (pkt->op == SIM_PKT_WRITE_LAST) ||
+                (pkt->op == SIM_PKT_WRITE_ONLY);
+    smlx5_pd_t *pd = qp->pd;
+
+    if (pkt->dma_len > 0) {
+        if (!(sim_resp_qp_access(qp) & IBV_ACCESS_REMOTE_WRITE) ||
+            sim_mr_check_remote(ctx, pd, pkt->rkey, pkt->va, pkt->dma_len,
+                                IBV_ACCESS_REMOTE_WRITE) ||
+            (pkt->offset + pkt->payload_len > pkt->dma_len)) {
+            sim_resp_error(ctx, qp, c, pkt, SIM_AETH_NAK_ACCESS);
+            return false;
+        }
+        memcpy((void*)(uintptr_t)(pkt->va + pkt->offset),
+               SIM_PKT_PAYLOAD(pkt), pkt->payload_len);
+    }
+    if (last && (pkt->flags & SIM_PKT_F_IMM)) {
+        if (!sim_resp_take_recv(ctx, qp, c, pkt)) {
+            return false;
+        }
+        sim_resp_cqe_recv(qp, c, pkt, MLX5_CQE_RESP_WR_IMM, pkt->dma_len);
+        c->recv_active = false;
+    }
+    return true;
+}
+
+static void sim_resp_read(smlx5_context_t *ctx, smlx5_qp_t *qp,
+                          sim_resp_ctx_t *c, const sim_pkt_t *pkt,
+                          uint32_t from_psn)
+{
+    uint32_t mtu = 1u << pkt->log_mtu, n, i, off, len;
+    sim_pkt_t rsp;
+
+    n = (pkt->dma_len + mtu - 1) / mtu;
+    n = n ? n : 1;
+    for (i = 0; i < n; ++i) {
+        if ((int32_t)(pkt->psn + i - from_psn) < 0) {
+            continue;
+        }
+        off = i * mtu;
+        len = (pkt->dma_len - off < mtu) ? pkt->dma_len - off : mtu;
+        if (pkt->dma_len == 0) {
+            len = 0;
+        }
+        memset(&rsp, 0, sizeof(rsp));
+        rsp.op  = SIM_PKT_READ_RESP;
+        rsp.psn = pkt->psn + i;
+        rsp.offset = off;
+        sim_resp_reply(ctx, qp, pkt, &rsp,
+                       (const void*)(uintptr_t)(pkt->va + off), len);
+    }
+}
+
+static uint64_t sim_atomic_apply(const sim_pkt_t *pkt, uint64_t orig)
+{
+    uint64_t mask = (pkt->atomic_size == 4) ? 0xffffffffull : ~0ull;
+    uint64_t sum, carry_stop, r, bit, a, b, c;
+    unsigned i;
+
+    switch (pkt->atomic_op) {
+    case SIM_ATOMIC_CS:
+        return (orig == pkt->compare) ? pkt->swap_add : orig;
+    case SIM_ATOMIC_FA:
+        return orig + pkt->swap_add;
+    case SIM_ATOMIC_MASKED_CS:
+        if (((orig ^ pkt->compare) & pkt->compare_mask & mask) != 0) {
+            return orig;
+        }
+        return (orig & ~pkt->swap_mask) | (pkt->swap_add & pkt->swap_mask);
+    case SIM_ATOMIC_MASKED_FA:
+        /* a 1 bit in the field boundary stops the carry out of that bit */
+        carry_stop = pkt->swap_mask;
+        r = 0;
+        c = 0;
+        for (i = 0; i < pkt->atomic_size * 8u; ++i) {
+            a   = (orig >> i) & 1;
+            b   = (pkt->swap_add >> i) & 1;
+            sum = a ^ b ^ c;
+            r  |= sum << i;
+            bit = (a & b) | (a & c) | (b & c);
+            c   = ((carry_stop >> i) & 1) ? 0 : bit;
+        }
+        return r;
+    default:
+        return orig;
+    }
+}
+
+static bool sim_resp_atomic(smlx5_context_t *ctx, smlx5_qp_t *qp,
+                            sim_resp_ctx_t *c, const sim_pkt_t *pkt)
+{
+    uint64_t orig, val;
+    sim_pkt_t rsp;
+
+    if ((pkt->atomic_size != 4) && (pkt->atomic_size != 8)) {
+        sim_resp_error(ctx, qp, c, pkt, SIM_AETH_NAK_INV_REQ);
+        return false;
+    }
+    if (pkt->va & (pkt->atomic_size - 1)) {
+        sim_resp_error(ctx, qp, c, pkt, SIM_AETH_NAK_INV_REQ);
+        return false;
+    }
+    if (!(sim_resp_qp_access(qp) & IBV_ACCESS_REMOTE_ATOMIC) ||
+        sim_mr_check_remote(ctx, qp->pd, pkt->rkey, pkt->va,
+                            pkt->atomic_size, IBV_ACCESS_REMOTE_ATOMIC)) {
+        sim_resp_error(ctx, qp, c, pkt, SIM_AETH_NAK_ACCESS);
+        return false;
+    }
+
+    /* atomic with respect to the target's own CPU atomics */
+    if (pkt->atomic_size == 8) {
+        uint64_t *p = (uint64_t*)(uintptr_t)pkt->va;
+        orig = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+        do {
+            val = sim_atomic_apply(pkt, orig);
+        } while (!__atomic_compare_exchange_n(p, &orig, val, false,
+                                              __ATOMIC_ACQ_REL,
+                                              __ATOMIC_ACQUIRE));
+    } else {
+        uint32_t *p = (uint32_t*)(uintptr_t)pkt->va, o32, v32;
+        o32 = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+        do {
+            v32 = (uint32_t)sim_atomic_apply(pkt, o32);
+        } while (!__atomic_compare_exchange_n(p, &o32, v32, false,
+                                              __ATOMIC_ACQ_REL,
+                                              __ATOMIC_ACQUIRE));
+        orig = o32;
+    }
+
+    c->atomic_valid = true;
+    c->atomic_psn   = pkt->psn;
+    c->atomic_orig  = orig;
+    memset(&rsp, 0, sizeof(rsp));
+    rsp.op       = SIM_PKT_ATOMIC_RESP;
+    rsp.psn      = pkt->psn;
+    rsp.swap_add = orig;
+    sim_resp_reply(ctx, qp, pkt, &rsp, NULL, 0);
+    return true;
+}
+
+/* ------------------------------------------------------ duplicates */
+
+static void sim_resp_duplicate(smlx5_context_t *ctx, smlx5_qp_t *qp,
+                               sim_resp_ctx_t *c, const sim_pkt_t *pkt)
+{
+    sim_pkt_t rsp;
+
+    switch (pkt->op) {
+    case SIM_PKT_READ_REQ:
+        sim_resp_read(ctx, qp, c, pkt, pkt->psn); /* reads are idempotent */
+        break;
+    case SIM_PKT_ATOMIC_REQ:
+        if (c->atomic_valid && (c->atomic_psn == pkt->psn)) {
+            memset(&rsp, 0, sizeof(rsp));
+            rsp.op       = SIM_PKT_ATOMIC_RESP;
+            rsp.psn      = pkt->psn;
+            rsp.swap_add = c->atomic_orig;
+            sim_resp_reply(ctx, qp, pkt, &rsp, NULL, 0);
+        }
+        break;
+    default:
+        if (pkt->flags & SIM_PKT_F_ACKREQ) {
+            sim_resp_ack(ctx, qp, pkt, SIM_AETH_ACK, c->epsn - 1);
+        }
+        break;
+    }
+}
+
+/* ------------------------------------------------------------ entry */
+
+void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt, size_t len)
+{
+    smlx5_qp_t *qp = sim_qp_lookup(ctx, pkt->dqpn);
+    sim_resp_ctx_t *c;
+    int32_t d;
+    bool advance;
+
+    if (qp == NULL) {
+        return; /* no such QP: silently dropped, the requester times out */
+    }
+    if (qp->type == SMLX5_QPT_DCT) {
+        if ((qp->state != IBV_QPS_RTR) || (qp->dctn != pkt->dqpn) ||
+            (pkt->dc_key != qp->dc_key)) {
+            return; /* wrong DC key: dropped */
+        }
+    } else if ((qp->type != SMLX5_QPT_RC) ||
+               ((qp->state != IBV_QPS_RTR) && (qp->state != IBV_QPS_RTS) &&
+                (qp->state != IBV_QPS_SQD))) {
+        return;
+    }
+    c = sim_resp_ctx_get(qp, pkt);
+    if (c == NULL) {
+        return;
+    }
+    c->last_used_ns = sim_now_ns();
+
+    d = (int32_t)(pkt->psn - c->epsn);
+    if (d < 0) {
+        sim_resp_duplicate(ctx, qp, c, pkt);
+        return;
+    }
+    if (c->errored) {
+        return; /* after an error NAK: discard until a new connect */
+    }
+    if (d > 0) {
+        if (!c->nak_sent) {
+            c->nak_sent = true;
+            sim_resp_ack(ctx, qp, pkt, SIM_AETH_NAK_PSN_SEQ, c->epsn);
+        }
+        return;
+    }
+    c->nak_sent = false;
+
+    switch (pkt->op) {
+    case SIM_PKT_SEND_FIRST:
+    case SIM_PKT_SEND_MIDDLE:
+    case SIM_PKT_SEND_LAST:
+    case SIM_PKT_SEND_ONLY:
+        advance = sim_resp_send(ctx, qp, c, pkt);
+        break;
+    case SIM_PKT_WRITE_FIRST:
+    case SIM_PKT_WRITE_MIDDLE:
+    case SIM_PKT_WRITE_LAST:
+    case SIM_PKT_WRITE_ONLY:
+        advance = sim_resp_write(ctx, qp, c, pkt);
+        break;
+    case SIM_PKT_READ_REQ:
+        if (!(sim_resp_qp_access(qp) & IBV_ACCESS_REMOTE_READ) ||
+            ((pkt->dma_len > 0) &&
+             sim_mr_check_remote(ctx, qp->pd, pkt->rkey, pkt->va,
+                                 pkt->dma_len, IBV_ACCESS_REMOTE_READ))) {
+            sim_resp_error(ctx, qp, c, pkt, SIM_AETH_NAK_ACCESS);
+            return;
+        }
+        sim_resp_read(ctx, qp, c, pkt, pkt->psn);
+        c->epsn = pkt->psn + (((pkt->dma_len >> pkt->log_mtu) +
+                               !!(pkt->dma_len & ((1u << pkt->log_mtu) - 1)))
+                              ?: 1);
+        return;
+    case SIM_PKT_ATOMIC_REQ:
+        if (sim_resp_atomic(ctx, qp, c, pkt)) {
+            c->epsn = pkt->psn + 1;
+        }
+        return;
+    default:
+        return;
+    }
+
+    if (!advance) {
+        return;
+    }
+    c->epsn = pkt->psn + 1;
+    if (pkt->flags & SIM_PKT_F_ACKREQ) {
+        sim_resp_ack(ctx, qp, pkt, SIM_AETH_ACK, pkt->psn);
+    }
+}

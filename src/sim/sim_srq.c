@@ -1,0 +1,173 @@
+/*
+ * Shared receive queues (mlx5 linked-list SRQ) and the device side of
+ * receive queues: which receive WQE the next inbound SEND lands in.
+ */
+#include "sim.h"
+#include "sim_post.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t sim_pow2(uint32_t x)
+{
+    uint32_t r = 1;
+
+    while (r < x) {
+        r <<= 1;
+    }
+    return r;
+}
+
+smlx5_srq_t *smlx5_create_srq(smlx5_pd_t *pd, smlx5_srq_init_attr_t *attr)
+{
+    smlx5_context_t *ctx = pd->ctx;
+    smlx5_srq_t *srq;
+    uint32_t i, desc;
+
+    if ((attr->max_wr == 0) || (attr->max_wr > (1u << 15)) ||
+        (attr->max_sge == 0) || (attr->max_sge > SIM_MAX_SGE) ||
+        ((attr->max_num_tags > 0) && (attr->cq == NULL))) {
+        errno = EINVAL;
+        return NULL;
+    }
+    srq = calloc(1, sizeof(*srq));
+    if (srq == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    desc         = sizeof(struct mlx5_wqe_srq_next_seg) +
+                   attr->max_sge * sizeof(struct mlx5_wqe_data_seg);
+    srq->stride  = sim_pow2(desc < 32 ? 32 : desc);
+    srq->max_sge = (srq->stride - sizeof(struct mlx5_wqe_srq_next_seg)) /
+                   sizeof(struct mlx5_wqe_data_seg);
+    /* one WQE more than asked: the list keeps a sentinel at its tail */
+    srq->wqe_cnt = sim_pow2(attr->max_wr + 1);
+    if ((posix_memalign((void**)&srq->buf, 4096,
+                        srq->wqe_cnt * srq->stride) != 0) ||
+        (posix_memalign((void**)&srq->dbrec, 64, 64) != 0)) {
+        goto err;
+    }
+    memset(srq->buf, 0, srq->wqe_cnt * srq->stride);
+    memset(srq->dbrec, 0, 64);
+    srq->wrid = calloc(srq->wqe_cnt, sizeof(*srq->wrid));
+    if (srq->wrid == NULL) {
+        goto err;
+    }
+    srq->ctx          = ctx;
+    srq->pd           = pd;
+    srq->user_index   = attr->user_index;
+    srq->max_num_tags = attr->max_num_tags;
+    srq->tm_cq        = attr->cq;
+    srq->dev_head     = 0;
+    sim_srq_init_list(srq);
+
+    pthread_mutex_lock(&ctx->lock);
+    for (i = 1; i < SIM_MAX_SRQS; ++i) {
+        if (ctx->srqs[i] == NULL) {
+            break;
+        }
+    }
+    if (i == SIM_MAX_SRQS) {
+        pthread_mutex_unlock(&ctx->lock);
+        goto err;
+    }
+    srq->srqn     = i;
+    ctx->srqs[i]  = srq;
+    atomic_fetch_add(&pd->refs, 1);
+    pthread_mutex_unlock(&ctx->lock);
+
+    attr->max_wr  = srq->wqe_cnt - 1;
+    attr->max_sge = srq->max_sge;
+    return srq;
+
+err:
+    free(srq->buf);
+    free(srq->dbrec);
+    free(srq->wrid);
+    free(srq);
+    errno = ENOMEM;
+    return NULL;
+}
+
+int smlx5_destroy_srq(smlx5_srq_t *srq)
+{
+    smlx5_context_t *ctx = srq->ctx;
+
+    if (atomic_load(&srq->refs) != 0) {
+        return EBUSY;
+    }
+    pthread_mutex_lock(&ctx->lock);
+    ctx->srqs[srq->srqn] = NULL;
+    atomic_fetch_sub(&srq->pd->refs, 1);
+    pthread_mutex_unlock(&ctx->lock);
+    free(srq->buf);
+    free(srq->dbrec);
+    free(srq->wrid);
+    free(srq);
+    return 0;
+}
+
+int smlx5_srq_dv(smlx5_srq_t *srq, struct mlx5dv_srq *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->buf       = srq->buf;
+    out->dbrec     = srq->dbrec;
+    out->stride    = srq->stride;
+    out->head      = srq->head;
+    out->tail      = srq->tail;
+    out->comp_mask = MLX5DV_SRQ_MASK_SRQN;
+    out->srqn      = srq->srqn;
+    return 0;
+}
+
+void smlx5_srq_doorbell(smlx5_srq_t *srq)
+{
+    /* WQEs are taken lazily from the doorbell record when a SEND arrives;
+     * senders waiting out an RNR back-off retry on their own timer. */
+    smlx5_progress(srq->ctx);
+}
+
+static int sim_srq_take(smlx5_srq_t *srq, struct mlx5_wqe_data_seg **sges,
+                        unsigned *num_sge)
+{
+    uint16_t posted = (uint16_t)be32toh(srq->dbrec[MLX5_RCV_DBR]);
+    struct mlx5_wqe_srq_next_seg *next;
+    uint32_t idx;
+
+    if ((uint16_t)(posted - srq->consumed) == 0) {
+        return -1;
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    idx  = srq->dev_head;
+    next = (void*)(srq->buf + idx * srq->stride);
+    srq->dev_head = be16toh(next->next_wqe_index) & (srq->wqe_cnt - 1);
+    srq->consumed++;
+    *sges    = (struct mlx5_wqe_data_seg*)(next + 1);
+    *num_sge = srq->max_sge;
+    return (int)idx;
+}
+
+int sim_rq_take(smlx5_qp_t *qp, struct mlx5_wqe_data_seg **sges,
+                unsigned *num_sge, smlx5_srq_t **srq_p)
+{
+    uint16_t posted;
+    uint32_t idx;
+
+    *srq_p = qp->srq;
+    if (qp->srq != NULL) {
+        return sim_srq_take(qp->srq, sges, num_sge);
+    }
+    if (qp->rq_buf == NULL) {
+        return -1;
+    }
+    posted = (uint16_t)be32toh(qp->dbrec[MLX5_RCV_DBR]);
+    if ((uint16_t)(posted - qp->rq_consumed) == 0) {
+        return -1;
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    idx      = qp->rq_consumed & (qp->rq_wqe_cnt - 1);
+    *sges    = (struct mlx5_wqe_data_seg*)(qp->rq_buf + idx * qp->rq_stride);
+    *num_sge = qp->rq_stride / sizeof(struct mlx5_wqe_data_seg);
+    return (int)(qp->rq_consumed++ & 0xffff);
+}

@@ -1,0 +1,194 @@
+/*
+ * smlx5: the software mlx5 device, control API.
+ *
+ * The calls mirror libibverbs / mlx5dv semantics (return values, errno,
+ * state checks) on objects of our own; where verbs has a struct for the
+ * arguments (ibv_qp_attr, ibv_send_wr, ibv_sge, ibv_port_attr, ...) that
+ * struct is used as is. Queues are handed out as the very mlx5dv_qp /
+ * mlx5dv_cq / mlx5dv_srq views mlx5dv_init_obj gives on hardware, so one data
+ * path (src/mlx5) drives both.
+ *
+ * Return convention, as in verbs: creators return an object or NULL with
+ * errno set; other calls return 0 or a positive errno.
+ */
+#ifndef SMLX5_H_
+#define SMLX5_H_
+
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct smlx5_context smlx5_context_t;
+typedef struct smlx5_pd      smlx5_pd_t;
+typedef struct smlx5_mr      smlx5_mr_t;
+typedef struct smlx5_cq      smlx5_cq_t;
+typedef struct smlx5_srq     smlx5_srq_t;
+typedef struct smlx5_qp      smlx5_qp_t;
+typedef struct smlx5_channel smlx5_channel_t;
+
+#define SMLX5_DEV_NAME      "smlx5_0"
+#define SMLX5_PORT_NUM      1
+/* DC access key UCX uses; any 64-bit key works. */
+#define SMLX5_DC_KEY_DEFAULT 0x1ee7a330ull
+
+/* -------------------------------------------------------------- device */
+typedef struct smlx5_device_caps {
+    struct ibv_device_attr attr;          /* max_qp_wr, max_sge, atomic_cap, ... */
+    uint32_t max_inline_data;
+    uint32_t max_mtu;                     /* bytes */
+    uint8_t  dci_max_log_num_concurent;   /* mlx5dv dci_streams_caps */
+    uint8_t  dci_max_log_num_errored;
+    uint32_t tm_max_num_tags;             /* ibv_tm_caps */
+    uint32_t tm_max_ops;
+    uint32_t tm_max_sge;
+    uint32_t tm_max_rndv_hdr_size;
+    uint32_t flags;                       /* SMLX5_CAP_* */
+} smlx5_device_caps_t;
+
+enum {
+    SMLX5_CAP_MASKED_ATOMICS   = 1u << 0, /* opcodes 0x14/0x15, 32 and 64 bit */
+    SMLX5_CAP_ATOMIC_REPLY_BE  = 1u << 1, /* fetched values are big-endian */
+    SMLX5_CAP_CQE_V1           = 1u << 2, /* user index in srqn_uidx */
+};
+
+/* Names of the software devices (NULL-terminated static array). */
+const char *const *smlx5_device_names(int *num);
+/* Open the device: attaches this process to the fabric (env STRAND_SIM_FABRIC)
+ * and gives it a port with its own LID. NULL + errno on failure. */
+smlx5_context_t *smlx5_open_device(const char *name);
+int  smlx5_close_device(smlx5_context_t *ctx);
+int  smlx5_query_device(smlx5_context_t *ctx, smlx5_device_caps_t *caps);
+int  smlx5_query_port(smlx5_context_t *ctx, uint8_t port,
+                      struct ibv_port_attr *attr);
+int  smlx5_query_gid(smlx5_context_t *ctx, uint8_t port, int index,
+                     union ibv_gid *gid);
+/* Run the device engine once (inbound packets, timers). Returns the number
+ * of events handled. Called implicitly on doorbells and CQ polls. */
+int  smlx5_progress(smlx5_context_t *ctx);
+
+/* ------------------------------------------------------------ PD / MR */
+smlx5_pd_t *smlx5_alloc_pd(smlx5_context_t *ctx);
+int         smlx5_dealloc_pd(smlx5_pd_t *pd);       /* EBUSY while in use */
+smlx5_mr_t *smlx5_reg_mr(smlx5_pd_t *pd, void *addr, size_t length,
+                         int access);                /* IBV_ACCESS_* */
+int         smlx5_dereg_mr(smlx5_mr_t *mr);
+uint32_t    smlx5_mr_lkey(const smlx5_mr_t *mr);
+uint32_t    smlx5_mr_rkey(const smlx5_mr_t *mr);
+
+/* ----------------------------------------------------- CQ and events */
+smlx5_channel_t *smlx5_create_comp_channel(smlx5_context_t *ctx);
+int              smlx5_destroy_comp_channel(smlx5_channel_t *ch);
+int              smlx5_channel_fd(const smlx5_channel_t *ch); /* poll()able */
+/* Blocks (or EAGAIN with O_NONBLOCK on the fd) until an armed CQ fired. */
+int              smlx5_get_cq_event(smlx5_channel_t *ch, smlx5_cq_t **cq_p);
+
+smlx5_cq_t *smlx5_create_cq(smlx5_context_t *ctx, int cqe,
+                            smlx5_channel_t *channel);
+int         smlx5_destroy_cq(smlx5_cq_t *cq);
+int         smlx5_cq_dv(smlx5_cq_t *cq, struct mlx5dv_cq *out);
+/* Request an event for the next (solicited) completion: the same doorbell
+ * record + UAR sequence the hardware takes (dbrec[1], then cq_uar + 0x20). */
+int         smlx5_req_notify_cq(smlx5_cq_t *cq, int solicited_only);
+/* Simple verbs-like poll for tests and tools (the transport parses CQEs
+ * itself): fills up to n ibv_wc, returns count or -errno. */
+int         smlx5_poll_cq(smlx5_cq_t *cq, int n, struct ibv_wc *wc);
+
+/* ---------------------------------------------------------------- SRQ */
+typedef struct smlx5_srq_init_attr {
+    uint32_t max_wr;
+    uint32_t max_sge;
+    uint32_t user_index;      /* reported in CQEs (CQE version 1) */
+    /* Tag matching (IBV_SRQT_TM): max_num_tags > 0. */
+    uint32_t max_num_tags;
+    uint32_t max_ops;
+    smlx5_cq_t *cq;           /* CQ for TM list-operation completions */
+} smlx5_srq_init_attr_t;
+
+smlx5_srq_t *smlx5_create_srq(smlx5_pd_t *pd, smlx5_srq_init_attr_t *attr);
+int          smlx5_destroy_srq(smlx5_srq_t *srq);
+int          smlx5_srq_dv(smlx5_srq_t *srq, struct mlx5dv_srq *out);
+int          smlx5_post_srq_recv(smlx5_srq_t *srq, struct ibv_recv_wr *wr,
+                                 struct ibv_recv_wr **bad_wr);
+
+/* ----------------------------------------------------------------- QP */
+typedef enum smlx5_qp_type {
+    SMLX5_QPT_RC,
+    SMLX5_QPT_DCI,
+    SMLX5_QPT_DCT
+} smlx5_qp_type_t;
+
+typedef struct smlx5_qp_init_attr {
+    smlx5_qp_type_t   type;
+    smlx5_cq_t       *send_cq;
+    smlx5_cq_t       *recv_cq;
+    smlx5_srq_t      *srq;          /* required for DCT; optional for RC */
+    struct ibv_qp_cap cap;          /* max_send_wr, max_recv_wr, sges, inline */
+    int               sq_sig_all;
+    uint32_t          user_index;   /* reported in CQEs (CQE version 1) */
+    uint64_t          dc_access_key;         /* DCT */
+    uint8_t           log_num_concurent;     /* DCI streams (0: no streams) */
+    uint8_t           log_num_errored;
+    int               sig_pipelining;        /* MLX5DV_QP_CREATE_SIG_PIPELINING */
+} smlx5_qp_init_attr_t;
+
+smlx5_qp_t *smlx5_create_qp(smlx5_pd_t *pd, smlx5_qp_init_attr_t *attr);
+int         smlx5_destroy_qp(smlx5_qp_t *qp);
+int         smlx5_qp_dv(smlx5_qp_t *qp, struct mlx5dv_qp *out);
+uint32_t    smlx5_qp_num(const smlx5_qp_t *qp);
+/* DCT number: valid after INIT->RTR (0 before). */
+uint32_t    smlx5_dct_num(const smlx5_qp_t *qp);
+int         smlx5_modify_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr,
+                            int attr_mask);
+int         smlx5_query_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr,
+                           int attr_mask, struct ibv_qp_init_attr *init);
+/* ibv_post_send semantics (seed page ibv_post_send.3). For a DCI every WR
+ * is addressed by `dc` (the DC target: LID, DCT number, key) and
+ * `stream_id` (0: none). */
+typedef struct smlx5_dc_target {
+    uint16_t dlid;
+    uint32_t dctn;
+    uint64_t dc_key;
+} smlx5_dc_target_t;
+
+int smlx5_post_send(smlx5_qp_t *qp, struct ibv_send_wr *wr,
+                    struct ibv_send_wr **bad_wr);
+int smlx5_post_send_dc(smlx5_qp_t *qp, struct ibv_send_wr *wr,
+                       const smlx5_dc_target_t *dc, uint16_t stream_id,
+                       struct ibv_send_wr **bad_wr);
+int smlx5_post_recv(smlx5_qp_t *qp, struct ibv_recv_wr *wr,
+                    struct ibv_recv_wr **bad_wr);
+
+/* DCI streams (seed page mlx5dv_dci_stream_id_reset.3). */
+int smlx5_dci_stream_id_reset(smlx5_qp_t *qp, uint16_t stream_id);
+
+/* Doorbell hook: the software device cannot see stores to a BlueFlame
+ * register, so after ringing the doorbell (dbrec + BF write, exactly as on
+ * hardware) the data path calls this to hand the QP to the device. */
+void smlx5_qp_doorbell(smlx5_qp_t *qp);
+/* Same for an SRQ whose doorbell record was advanced by direct WQE writes. */
+void smlx5_srq_doorbell(smlx5_srq_t *srq);
+
+/* ------------------------------------------------------- async events */
+typedef struct smlx5_async_event {
+    enum ibv_event_type type;
+    union {
+        smlx5_qp_t  *qp;
+        smlx5_cq_t  *cq;
+        smlx5_srq_t *srq;
+        int          port_num;
+    } element;
+} smlx5_async_event_t;
+
+int smlx5_async_fd(smlx5_context_t *ctx);    /* poll()able */
+/* 0 and an event, or EAGAIN when none is pending. */
+int smlx5_get_async_event(smlx5_context_t *ctx, smlx5_async_event_t *ev);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,432 @@
+/*
+ * Error paths of the software device (spec sections 3, 5, 7, 8): the right
+ * syndrome for each cause, QP to ERR with everything flushed in order, DC
+ * key mismatch, DCI stream isolation and reset, RNR and transport retries.
+ */
+#include "sim_fixture.h"
+
+#include <map>
+#include <poll.h>
+
+class sim_errors : public sim_fixture {
+protected:
+    void SetUp() override
+    {
+        /* fast timers: 2 ms transport timeout, 100 us RNR back-off */
+        setenv("STRAND_SIM_TIMEOUT_NS", "2000000", 1);
+        setenv("STRAND_SIM_RNR_NS", "100000", 1);
+        sim_fixture::SetUp();
+    }
+
+    void TearDown() override
+    {
+        sim_fixture::TearDown();
+        unsetenv("STRAND_SIM_TIMEOUT_NS");
+        unsetenv("STRAND_SIM_RNR_NS");
+    }
+
+    void post(smlx5_qp_t *qp, struct ibv_send_wr *wr)
+    {
+        struct ibv_send_wr *bad = nullptr;
+        ASSERT_EQ(0, smlx5_post_send(qp, wr, &bad));
+    }
+
+    void write_wr(struct ibv_send_wr *wr, struct ibv_sge *s, uint64_t wr_id,
+                  uint64_t raddr, uint32_t rk)
+    {
+        *wr                     = make_wr(IBV_WR_RDMA_WRITE, wr_id, s, 1);
+        wr->wr.rdma.remote_addr = raddr;
+        wr->wr.rdma.rkey        = rk;
+    }
+
+    enum ibv_qp_state state(smlx5_qp_t *qp)
+    {
+        struct ibv_qp_attr a;
+        EXPECT_EQ(0, smlx5_query_qp(qp, &a, IBV_QP_STATE, nullptr));
+        return a.qp_state;
+    }
+
+    bool wait_async(enum ibv_event_type type, int ms = 2000)
+    {
+        smlx5_async_event_t ev;
+        for (int i = 0; i < ms; ++i) {
+            smlx5_progress(m_ctx);
+            while (smlx5_get_async_event(m_ctx, &ev) == 0) {
+                if (ev.type == type) {
+                    return true;
+                }
+            }
+            usleep(1000);
+        }
+        return false;
+    }
+};
+
+TEST_F(sim_errors, bad_rkey_is_rem_access_err_then_qp_err_and_flush)
+{
+    struct ibv_sge s = sge(REQ, 0, 64);
+    struct ibv_send_wr wr[3];
+    for (int i = 0; i < 3; ++i) {
+        write_wr(&wr[i], &s, 100 + i, addr(RESP), rkey(RESP) ^ 0x5500);
+    }
+    wr[0].next = &wr[1];
+    post(m_qp[REQ], &wr[0]);
+
+    struct ibv_wc wc;
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(100u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, wc.status);
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(101u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+    EXPECT_EQ(IBV_QPS_ERR, state(m_qp[REQ]));
+
+    /* posted while in ERR: flushed too, one CQE each even if unsignaled */
+    wr[2].send_flags = 0;
+    post(m_qp[REQ], &wr[2]);
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(102u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+
+    /* the RC responder goes to ERR with an access-error event */
+    EXPECT_TRUE(wait_async(IBV_EVENT_QP_ACCESS_ERR));
+    EXPECT_EQ(IBV_QPS_ERR, state(m_qp[RESP]));
+}
+
+TEST_F(sim_errors, write_out_of_bounds_is_rem_access_err)
+{
+    struct ibv_sge s = sge(REQ, 0, 128);
+    struct ibv_send_wr wr;
+    write_wr(&wr, &s, 7, addr(RESP, BUF_SIZE - 64), rkey(RESP));
+    post(m_qp[REQ], &wr);
+    struct ibv_wc wc;
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, wc.status);
+    /* nothing of the refused WRITE landed */
+    for (size_t i = BUF_SIZE - 64; i < BUF_SIZE; ++i) {
+        ASSERT_EQ(0, *buf(RESP, i));
+    }
+}
+
+TEST_F(sim_errors, bad_lkey_is_loc_prot_err)
+{
+    struct ibv_sge s = sge(REQ, 0, 64);
+    s.lkey          ^= 0x3300;
+    struct ibv_send_wr wr;
+    write_wr(&wr, &s, 9, addr(RESP), rkey(RESP));
+    post(m_qp[REQ], &wr);
+    struct ibv_wc wc;
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(9u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
+    EXPECT_EQ(IBV_QPS_ERR, state(m_qp[REQ]));
+}
+
+TEST_F(sim_errors, error_cqe_bytes_follow_mlx5_err_cqe)
+{
+    struct ibv_sge s = sge(REQ, 0, 8);
+    struct ibv_send_wr wr;
+    write_wr(&wr, &s, 1, addr(RESP), 0xdead00);
+    post(m_qp[REQ], &wr);
+
+    struct mlx5dv_cq dv;
+    ASSERT_EQ(0, smlx5_cq_dv(m_scq[REQ], &dv));
+    struct mlx5_cqe64 *cqe = nullptr;
+    for (int i = 0; (i < 5000) && (cqe == nullptr); ++i) {
+        smlx5_progress(m_ctx);
+        cqe = strand_cqe_get(dv.buf, dv.cqe_cnt, 0);
+        usleep(1000);
+    }
+    ASSERT_NE(nullptr, cqe);
+    auto *e = reinterpret_cast<struct mlx5_err_cqe*>(cqe);
+    EXPECT_EQ(MLX5_CQE_REQ_ERR, cqe->op_own >> 4);
+    EXPECT_EQ(0, cqe->op_own & 1);                       /* first pass */
+    EXPECT_EQ(MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, e->syndrome);
+    EXPECT_EQ(smlx5_qp_num(m_qp[REQ]),
+              be32toh(e->s_wqe_opcode_qpn) & 0xffffff);
+    EXPECT_EQ(MLX5_OPCODE_RDMA_WRITE, be32toh(e->s_wqe_opcode_qpn) >> 24);
+    EXPECT_EQ(0, be16toh(e->wqe_counter));
+}
+
+TEST_F(sim_errors, receive_buffer_too_small_is_loc_len_and_rem_inv_req)
+{
+    post_recv(RESP, 0, 16, 55);
+    struct ibv_sge s = sge(REQ, 0, 64);
+    struct ibv_send_wr wr = make_wr(IBV_WR_SEND, 5, &s, 1);
+    post(m_qp[REQ], &wr);
+
+    struct ibv_wc wc;
+    ASSERT_TRUE(poll_one(m_rcq[RESP], &wc));
+    EXPECT_EQ(55u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_LOC_LEN_ERR, wc.status);
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(5u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_REM_INV_REQ_ERR, wc.status);
+}
+
+TEST_F(sim_errors, misaligned_atomic_is_rem_inv_req)
+{
+    struct ibv_sge s = sge(REQ, 0, 8);
+    struct ibv_send_wr wr = make_wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 3, &s, 1);
+    wr.wr.atomic.remote_addr = addr(RESP, 4);
+    wr.wr.atomic.rkey        = rkey(RESP);
+    wr.wr.atomic.compare_add = 1;
+    post(m_qp[REQ], &wr);
+    struct ibv_wc wc;
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(IBV_WC_REM_INV_REQ_ERR, wc.status);
+}
+
+TEST_F(sim_errors, rnr_retries_exhausted_is_rnr_retry_exc_err)
+{
+    /* a fresh pair whose requester gives up after 2 RNR retries */
+    struct ibv_qp_attr a;
+    smlx5_qp_t *q[2];
+    for (int i = 0; i < 2; ++i) {
+        q[i] = create_rc_qp(m_scq[i], m_rcq[i]);
+        ASSERT_NE(nullptr, q[i]);
+        m_extra_qps.push_back(q[i]);
+    }
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_NO_FATAL_FAILURE(rc_to_init(q[i]));
+        ASSERT_NO_FATAL_FAILURE(rc_to_rtr(q[i], smlx5_qp_num(q[1 - i])));
+    }
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_RTS;
+    a.max_rd_atomic = 1;
+    a.retry_cnt = 7;
+    a.rnr_retry = 2;
+    a.timeout = 14;
+    ASSERT_EQ(0, smlx5_modify_qp(q[0], &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+                                           IBV_QP_MAX_QP_RD_ATOMIC |
+                                           IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                           IBV_QP_TIMEOUT));
+
+    struct ibv_sge s = sge(REQ, 0, 32);
+    struct ibv_send_wr wr = make_wr(IBV_WR_SEND, 77, &s, 1);
+    post(q[0], &wr);
+    struct ibv_wc wc;
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(77u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_RNR_RETRY_EXC_ERR, wc.status);
+}
+
+TEST_F(sim_errors, rnr_then_receive_posted_completes)
+{
+    struct ibv_sge s = sge(REQ, 0, 32);
+    memset(buf(REQ), 0xab, 32);
+    struct ibv_send_wr wr = make_wr(IBV_WR_SEND, 8, &s, 1);
+    post(m_qp[REQ], &wr);
+    struct ibv_wc wc;
+    EXPECT_TRUE(cq_stays_empty(m_scq[REQ], 20)); /* RNR back-off loop */
+    post_recv(RESP, 256, 64, 88);
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    ASSERT_TRUE(poll_one(m_rcq[RESP], &wc));
+    EXPECT_EQ(88u, wc.wr_id);
+    EXPECT_EQ(32u, wc.byte_len);
+    EXPECT_EQ(0, memcmp(buf(REQ), buf(RESP, 256), 32));
+}
+
+TEST_F(sim_errors, peer_absent_is_retry_exc_err_after_timeout)
+{
+    smlx5_qp_t *q = create_rc_qp(m_scq[REQ], m_rcq[REQ]);
+    ASSERT_NE(nullptr, q);
+    m_extra_qps.push_back(q);
+    /* a destination QP number that does not exist */
+    ASSERT_NO_FATAL_FAILURE(connect_rc(q, 0xabcde));
+    struct ibv_sge s = sge(REQ, 0, 8);
+    struct ibv_send_wr wr;
+    write_wr(&wr, &s, 4, addr(RESP), rkey(RESP));
+    auto t0 = std::chrono::steady_clock::now();
+    post(q, &wr);
+    struct ibv_wc wc;
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc, 5000));
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+    EXPECT_GE(ms, 7 * 2);  /* 1 + retry_cnt timeouts of 2 ms */
+    EXPECT_EQ(IBV_QPS_ERR, state(q));
+}
+
+TEST_F(sim_errors, dc_wrong_key_is_dropped_and_ends_in_retry_exc)
+{
+    smlx5_srq_t *srq = create_srq(16, 1);
+    ASSERT_NE(nullptr, srq);
+    smlx5_qp_t *dct = create_dct(srq, 0x1234);
+    smlx5_qp_t *dci = create_dci();
+    ASSERT_NE(nullptr, dct);
+    ASSERT_NE(nullptr, dci);
+    struct ibv_sge s = sge(REQ, 0, 8);
+    struct ibv_send_wr wr;
+    write_wr(&wr, &s, 12, addr(RESP), rkey(RESP));
+    smlx5_dc_target_t dc = {m_lid, smlx5_dct_num(dct), 0x9999};
+    struct ibv_send_wr *bad;
+    memset(buf(RESP), 0, 8);
+    memset(buf(REQ), 0x77, 8);
+    ASSERT_EQ(0, smlx5_post_send_dc(dci, &wr, &dc, 0, &bad));
+    struct ibv_wc wc;
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+    EXPECT_EQ(0, *buf(RESP));
+    EXPECT_EQ(IBV_QPS_RTR, state(dct)); /* the DCT is unaffected */
+}
+
+TEST_F(sim_errors, modify_qp_missing_or_extra_attribute_is_einval)
+{
+    smlx5_qp_t *q = create_rc_qp(m_scq[REQ], m_rcq[REQ]);
+    ASSERT_NE(nullptr, q);
+    m_extra_qps.push_back(q);
+    struct ibv_qp_attr a;
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = SMLX5_PORT_NUM;
+    /* missing ACCESS_FLAGS */
+    EXPECT_EQ(EINVAL, smlx5_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                                             IBV_QP_PORT));
+    /* extra SQ_PSN */
+    EXPECT_EQ(EINVAL, smlx5_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                                             IBV_QP_PORT | IBV_QP_ACCESS_FLAGS |
+                                             IBV_QP_SQ_PSN));
+    EXPECT_EQ(IBV_QPS_RESET, state(q)); /* nothing changed */
+    /* RESET -> RTS is no transition */
+    a.qp_state = IBV_QPS_RTS;
+    EXPECT_EQ(EINVAL, smlx5_modify_qp(q, &a, IBV_QP_STATE));
+    /* wrong cur_qp_state */
+    a.qp_state     = IBV_QPS_ERR;
+    a.cur_qp_state = IBV_QPS_RTS;
+    EXPECT_EQ(EINVAL, smlx5_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_CUR_STATE));
+    EXPECT_EQ(0, smlx5_modify_qp(q, &a, IBV_QP_STATE));
+    EXPECT_EQ(IBV_QPS_ERR, state(q));
+}
+
+TEST_F(sim_errors, dct_number_assigned_at_init_to_rtr)
+{
+    smlx5_srq_t *srq = create_srq(4, 1);
+    smlx5_qp_init_attr_t attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.type    = SMLX5_QPT_DCT;
+    attr.send_cq = m_scq[RESP];
+    attr.recv_cq = m_rcq[RESP];
+    attr.srq     = srq;
+    smlx5_qp_t *dct = smlx5_create_qp(m_pd, &attr);
+    ASSERT_NE(nullptr, dct);
+    m_extra_qps.push_back(dct);
+    EXPECT_EQ(0u, smlx5_dct_num(dct));
+    attr.srq = nullptr;
+    EXPECT_EQ(nullptr, smlx5_create_qp(m_pd, &attr)); /* DCT needs an SRQ */
+    EXPECT_EQ(EINVAL, errno);
+}
+
+/* Seed page mlx5dv_dci_stream_id_reset.3, device side. */
+class sim_dci_streams : public sim_errors {
+protected:
+    void SetUp() override
+    {
+        sim_errors::SetUp();
+        m_srq = create_srq(64, 1);
+        m_dct = create_dct(m_srq, SMLX5_DC_KEY_DEFAULT);
+        ASSERT_NE(nullptr, m_dct);
+    }
+
+    void post_dc(smlx5_qp_t *dci, uint16_t stream, uint64_t wr_id,
+                 uint32_t rk, size_t off = 0)
+    {
+        struct ibv_sge s = sge(REQ, off, 8);
+        struct ibv_send_wr wr;
+        write_wr(&wr, &s, wr_id, addr(RESP, off), rk);
+        smlx5_dc_target_t dc = {m_lid, smlx5_dct_num(m_dct),
+                                SMLX5_DC_KEY_DEFAULT};
+        struct ibv_send_wr *bad;
+        ASSERT_EQ(0, smlx5_post_send_dc(dci, &wr, &dc, stream, &bad));
+    }
+
+    smlx5_srq_t *m_srq = nullptr;
+    smlx5_qp_t  *m_dct = nullptr;
+};
+
+TEST_F(sim_dci_streams, stream_error_flushes_only_that_stream_dci_stays_rts)
+{
+    smlx5_qp_t *dci = create_dci(2, 1);
+    ASSERT_NE(nullptr, dci);
+    post_dc(dci, 5, 1, rkey(RESP) ^ 0x4400);  /* stream 5: bad rkey */
+    post_dc(dci, 5, 2, rkey(RESP));           /* stream 5: flushed */
+    post_dc(dci, 9, 3, rkey(RESP), 64);       /* stream 9: goes on */
+
+    std::map<uint64_t, ibv_wc_status> st;
+    struct ibv_wc wc;
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+        st[wc.wr_id] = wc.status;
+    }
+    EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, st[1]);
+    EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, st[2]);
+    EXPECT_EQ(IBV_WC_SUCCESS, st[3]);
+    EXPECT_EQ(IBV_QPS_RTS, state(dci));
+
+    /* WRs posted to the errored stream before its reset are flushed */
+    post_dc(dci, 5, 4, rkey(RESP));
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(4u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+
+    /* after the reset the stream accepts work again */
+    EXPECT_EQ(0, smlx5_dci_stream_id_reset(dci, 5));
+    memset(buf(REQ, 128), 0x5c, 8);
+    post_dc(dci, 5, 6, rkey(RESP), 128);
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(6u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(0, memcmp(buf(REQ, 128), buf(RESP, 128), 8));
+}
+
+TEST_F(sim_dci_streams, errored_streams_reaching_log_num_errored_moves_dci_to_err)
+{
+    smlx5_qp_t *dci = create_dci(2, 1); /* 2^1 = 2 errored streams allowed */
+    ASSERT_NE(nullptr, dci);
+    post_dc(dci, 1, 1, rkey(RESP) ^ 0x100);
+    struct ibv_wc wc;
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(IBV_QPS_RTS, state(dci));
+    post_dc(dci, 2, 2, rkey(RESP) ^ 0x100);
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, wc.status);
+    EXPECT_EQ(IBV_QPS_ERR, state(dci));
+}
+
+TEST_F(sim_dci_streams, reset_returns_einval_for_non_dci_eopnotsupp_without_errored)
+{
+    EXPECT_EQ(EINVAL, smlx5_dci_stream_id_reset(m_qp[REQ], 1));
+    smlx5_qp_t *plain = create_dci(2, 0);
+    ASSERT_NE(nullptr, plain);
+    EXPECT_EQ(EOPNOTSUPP, smlx5_dci_stream_id_reset(plain, 1));
+}
+
+TEST_F(sim_errors, cq_arm_fires_completion_channel)
+{
+    smlx5_channel_t *ch = smlx5_create_comp_channel(m_ctx);
+    ASSERT_NE(nullptr, ch);
+    smlx5_cq_t *cq = smlx5_create_cq(m_ctx, 16, ch);
+    ASSERT_NE(nullptr, cq);
+    smlx5_qp_t *q = create_rc_qp(cq, m_rcq[REQ]);
+    ASSERT_NE(nullptr, q);
+    ASSERT_NO_FATAL_FAILURE(connect_rc(q, smlx5_qp_num(m_qp[RESP])));
+    ASSERT_EQ(0, smlx5_req_notify_cq(cq, 0));
+
+    struct pollfd pfd = {smlx5_channel_fd(ch), POLLIN, 0};
+    EXPECT_EQ(0, poll(&pfd, 1, 10)); /* nothing yet */
+
+    struct ibv_sge s = sge(REQ, 0, 8);
+    struct ibv_send_wr wr;
+    write_wr(&wr, &s, 1, addr(RESP), rkey(RESP));
+    post(q, &wr);
+    EXPECT_EQ(1, poll(&pfd, 1, 2000)); /* the progress thread completes it */
+    smlx5_cq_t *fired = nullptr;
+    EXPECT_EQ(0, smlx5_get_cq_event(ch, &fired));
+    EXPECT_EQ(cq, fired);
+    EXPECT_EQ(EAGAIN, smlx5_get_cq_event(ch, &fired));
+
+    smlx5_destroy_qp(q);
+    EXPECT_EQ(0, smlx5_destroy_cq(cq));
+    EXPECT_EQ(0, smlx5_destroy_comp_channel(ch));
+}
