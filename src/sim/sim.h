@@ -39,6 +39,7 @@ typedef struct sim_config {
     uint64_t timeout_ns_override; /* STRAND_SIM_TIMEOUT_NS: 0 = from QP attr */
     uint64_t rnr_timer_ns;        /* STRAND_SIM_RNR_NS: 0 = from QP attr */
     int      progress_thread;     /* STRAND_SIM_PROGRESS_THREAD (default 1) */
+    int      atomics;             /* STRAND_SIM_ATOMICS (default 1) */
     /* fault injection: STRAND_SIM_FAULTS (see sim_fault.c) */
     uint32_t drop_ppm, dup_ppm, corrupt_ppm, delay_ppm;
     uint64_t delay_ns;

@@ -49,6 +49,7 @@ void sim_config_read(sim_config_t *cfg)
     cfg->timeout_ns_override = sim_env_u64("STRAND_SIM_TIMEOUT_NS", 0);
     cfg->rnr_timer_ns        = sim_env_u64("STRAND_SIM_RNR_NS", 0);
     cfg->progress_thread     = (int)sim_env_u64("STRAND_SIM_PROGRESS_THREAD", 1);
+    cfg->atomics             = (int)sim_env_u64("STRAND_SIM_ATOMICS", 1);
     sim_fault_config_read(cfg);
 }
 
@@ -264,7 +265,8 @@ int smlx5_query_device(smlx5_context_t *ctx, smlx5_device_caps_t *caps)
     caps->attr.max_srq         = SIM_MAX_SRQS;
     caps->attr.max_srq_wr      = 1 << 15;
     caps->attr.max_srq_sge     = SIM_MAX_SGE;
-    caps->attr.atomic_cap      = IBV_ATOMIC_HCA;
+    caps->attr.atomic_cap      = ctx->cfg.atomics ? IBV_ATOMIC_HCA :
+                                                  IBV_ATOMIC_NONE;
     caps->attr.phys_port_cnt   = 1;
     caps->max_inline_data      = SIM_MAX_INLINE;
     caps->max_mtu              = ctx->cfg.mtu;
@@ -274,8 +276,10 @@ int smlx5_query_device(smlx5_context_t *ctx, smlx5_device_caps_t *caps)
     caps->tm_max_ops           = 128;
     caps->tm_max_sge           = 1;
     caps->tm_max_rndv_hdr_size = 64;
-    caps->flags = SMLX5_CAP_MASKED_ATOMICS | SMLX5_CAP_ATOMIC_REPLY_BE |
-                  SMLX5_CAP_CQE_V1;
+    caps->flags = SMLX5_CAP_CQE_V1;
+    if (ctx->cfg.atomics) {
+        caps->flags |= SMLX5_CAP_MASKED_ATOMICS | SMLX5_CAP_ATOMIC_REPLY_BE;
+    }
     return 0;
 }
 

@@ -290,6 +290,9 @@ static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
     }
 
     w->needs_response = sim_opcode_needs_response(w->opcode);
+    if (sim_opcode_is_atomic(w->opcode) && !qp->ctx->cfg.atomics) {
+        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR; /* no atomic capability */
+    }
     if (sim_opcode_is_atomic(w->opcode)) {
         int ret;
         if (unit >= ds) {

@@ -624,11 +624,25 @@ TEST_F(ibv_post_send, post_before_rts_enomem)
     expect_send_cqe(m_scq[REQ], 1, IBV_WC_RDMA_WRITE);
 }
 
-TEST_F(ibv_post_send, atomics_without_capability_eopnotsupp)
-{
-    if (m_caps.attr.atomic_cap != IBV_ATOMIC_NONE) {
-        GTEST_SKIP() << "the device advertises atomics";
+/* A device configured without atomics (STRAND_SIM_ATOMICS=0). */
+class ibv_post_send_no_atomics : public ibv_post_send {
+protected:
+    void SetUp() override
+    {
+        setenv("STRAND_SIM_ATOMICS", "0", 1);
+        ibv_post_send::SetUp();
     }
+
+    void TearDown() override
+    {
+        ibv_post_send::TearDown();
+        unsetenv("STRAND_SIM_ATOMICS");
+    }
+};
+
+TEST_F(ibv_post_send_no_atomics, atomics_without_capability_eopnotsupp)
+{
+    ASSERT_EQ(IBV_ATOMIC_NONE, m_caps.attr.atomic_cap);
     struct ibv_sge s = sge(REQ, 0, 8);
     struct ibv_send_wr wr = make_wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 1, &s, 1);
     struct ibv_send_wr *bad = nullptr;
