@@ -43,9 +43,10 @@ static void sim_wqe_finish(smlx5_qp_t *qp, sim_wqe_t *w, uint8_t status)
     w->status = status;
 }
 
-/* Everything of flow `fi` before `psn` is acknowledged; READ/atomic WQEs
- * still waiting for their response hold the acknowledgement back (their
- * responses were lost if a later ACK arrives: the timer resends them). */
+/* Everything of flow `fi` before `psn` is acknowledged. A READ/atomic
+ * WQE is complete only when its responses are in: an ACK (or a response)
+ * for a later PSN never moves the flow into or past its response range
+ * (its lost responses are requested again when the timer fires). */
 static void sim_comp_ack_upto(smlx5_qp_t *qp, int fi, uint32_t psn)
 {
     sim_flow_t *f = &qp->flows[fi];
@@ -60,15 +61,14 @@ static void sim_comp_ack_upto(smlx5_qp_t *qp, int fi, uint32_t psn)
         if ((int32_t)(w->first_psn - psn) >= 0) {
             break;
         }
-        if ((int32_t)(w->last_psn - psn) >= 0) {
-            break; /* partly acknowledged */
-        }
         if (w->needs_response) {
-            psn = w->first_psn;
+            /* at most up to the response the flow waits for */
+            psn = ((int32_t)(f->una_psn - w->first_psn) > 0) ? f->una_psn :
+                  w->first_psn;
             break;
         }
-        if (bb == qp->req_bb) {
-            break; /* still transmitting */
+        if (((int32_t)(w->last_psn - psn) >= 0) || (bb == qp->req_bb)) {
+            break; /* partly acknowledged, or still transmitting */
         }
         sim_wqe_finish(qp, w, 0);
     }

@@ -7,6 +7,8 @@
  */
 #include "sim_proc.h"
 
+#include <memory>
+#include <poll.h>
 #include <random>
 #include <vector>
 
@@ -356,7 +358,8 @@ TEST_F(sim_multiproc, random_mix_matches_reference_model)
 TEST_F(sim_multiproc, faults_drop_dup_corrupt_delay_lose_nothing)
 {
     /* both NICs damage their own outbound traffic */
-    setenv("STRAND_SIM_FAULTS",
+    const char *faults = getenv("STRAND_TEST_FAULTS"); /* for soak runs */
+    setenv("STRAND_SIM_FAULTS", faults ? faults :
            "drop=0.03,dup=0.03,corrupt=0.02,delay=0.03:300000,seed=7", 1);
     setenv("STRAND_SIM_TIMEOUT_NS", "1000000", 1);
     sim_proc child;

@@ -1,0 +1,572 @@
+/*
+ * The fabric segment: a header (attachments, LID allocation, guarded by a
+ * robust process-shared mutex) and SIM_FABRIC_MAX_PORTS ports, each with a
+ * lock-free multi-producer / single-consumer ring of fixed-size slots
+ * (bounded queue with per-slot sequence numbers). A LID encodes its port
+ * slot in the low 7 bits and a generation above, so a packet for a closed
+ * port never reaches the slot's next owner.
+ */
+#define _GNU_SOURCE
+#include "fabric.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SIM_FABRIC_MAGIC      0x5354524e44464142ull /* "STRNDFAB" */
+#define SIM_FABRIC_VERSION    1
+#define SIM_FABRIC_MAX_ATTACH 256
+#define SIM_PORT_BITS         7
+#define SIM_LID_MAX           0xbfff
+#define SIM_POLL_FRESH_NS     100000ull   /* owner polls: skip the wake */
+#define SIM_OWNER_ACTIVE_NS   1000000ull  /* owner recently active */
+#define SIM_NAP_NS            200000ll
+
+typedef struct sim_proc_id {
+    int32_t  pid;
+    uint64_t start;               /* /proc/<pid>/stat field 22 */
+} sim_proc_id_t;
+
+typedef struct sim_slot {
+    _Atomic uint64_t seq;
+    uint32_t         len;
+    uint32_t         pad;
+    uint8_t          data[SIM_FABRIC_MAX_PKT];
+} sim_slot_t;
+
+typedef struct sim_port_shm {
+    /* written under the header lock */
+    sim_proc_id_t    owner;
+    _Atomic uint32_t lid;         /* 0: free */
+    uint32_t         gen;
+    /* producers */
+    _Alignas(64) _Atomic uint64_t tail;
+    /* consumer */
+    _Alignas(64) uint64_t head;
+    _Alignas(64) _Atomic uint32_t futex;
+    _Atomic uint32_t sleeping;
+    _Atomic uint64_t last_poll_ns;
+    _Alignas(64) sim_slot_t ring[SIM_FABRIC_RING_SIZE];
+} sim_port_shm_t;
+
+typedef struct sim_fabric_shm {
+    _Atomic uint64_t magic;
+    uint32_t         version;
+    int32_t          creator_pid;
+    pthread_mutex_t  lock;        /* robust, process-shared */
+    uint32_t         dead;        /* unlinked: attach elsewhere */
+    uint32_t         next_gen;
+    sim_proc_id_t    attached[SIM_FABRIC_MAX_ATTACH];
+    _Alignas(4096) sim_port_shm_t ports[SIM_FABRIC_MAX_PORTS];
+} sim_fabric_shm_t;
+
+struct sim_fabric {
+    sim_fabric_shm_t *shm;
+    char              name[128];
+    sim_proc_id_t     self;
+};
+
+struct sim_port {
+    sim_fabric_t   *fab;
+    sim_port_shm_t *shm;
+    uint16_t        lid;
+};
+
+/* -------------------------------------------------------------- utils */
+
+static uint64_t sim_fabric_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static uint64_t sim_proc_start_time(pid_t pid)
+{
+    char path[64], buf[1024], *p;
+    unsigned long long start = 0;
+    ssize_t n;
+    int fd, field;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 0;
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    p = strrchr(buf, ')'); /* the command name may contain spaces */
+    if (p == NULL) {
+        return 0;
+    }
+    /* field 3 follows ") "; start time is field 22 */
+    for (field = 2, p++; (field < 22) && (*p != '\0'); ++p) {
+        if (*p == ' ') {
+            ++field;
+        }
+    }
+    sscanf(p, "%llu", &start);
+    return start;
+}
+
+static bool sim_proc_alive(const sim_proc_id_t *id)
+{
+    if (id->pid <= 0) {
+        return false;
+    }
+    if ((kill(id->pid, 0) != 0) && (errno == ESRCH)) {
+        return false;
+    }
+    return sim_proc_start_time(id->pid) == id->start;
+}
+
+static int sim_futex(_Atomic uint32_t *addr, int op, uint32_t val,
+                     const struct timespec *ts)
+{
+    /* no FUTEX_PRIVATE_FLAG: the word is shared between processes */
+    return (int)syscall(SYS_futex, (uint32_t*)addr, op, val, ts, NULL, 0);
+}
+
+static int sim_fabric_lock(sim_fabric_shm_t *shm)
+{
+    int ret = pthread_mutex_lock(&shm->lock);
+
+    if (ret == EOWNERDEAD) {
+        /* a process died holding it: the table is consistent at every
+         * step we take under it, so just mark the mutex usable again */
+        pthread_mutex_consistent(&shm->lock);
+        ret = 0;
+    }
+    return ret;
+}
+
+/* Forget attachments and ports of processes that are gone. Lock held. */
+static void sim_fabric_reap(sim_fabric_shm_t *shm)
+{
+    unsigned i;
+
+    for (i = 0; i < SIM_FABRIC_MAX_ATTACH; ++i) {
+        if (shm->attached[i].pid && !sim_proc_alive(&shm->attached[i])) {
+            memset(&shm->attached[i], 0, sizeof(shm->attached[i]));
+        }
+    }
+    for (i = 0; i < SIM_FABRIC_MAX_PORTS; ++i) {
+        if (atomic_load(&shm->ports[i].lid) &&
+            !sim_proc_alive(&shm->ports[i].owner)) {
+            atomic_store(&shm->ports[i].lid, 0);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ segment */
+
+static void sim_fabric_init_shm(sim_fabric_shm_t *shm)
+{
+    pthread_mutexattr_t attr;
+
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&shm->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+    shm->version  = SIM_FABRIC_VERSION;
+    shm->next_gen = 1;
+    atomic_store_explicit(&shm->magic, SIM_FABRIC_MAGIC, memory_order_release);
+}
+
+static int sim_fabric_map(const char *name, sim_fabric_shm_t **shm_p)
+{
+    const size_t size = sizeof(sim_fabric_shm_t);
+    sim_fabric_shm_t *shm;
+    uint64_t deadline;
+    struct stat st;
+    bool created = false;
+    int fd;
+
+    for (;;) {
+        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            created = true;
+            if (ftruncate(fd, size) != 0) {
+                int err = -errno;
+                close(fd);
+                shm_unlink(name);
+                return err;
+            }
+            break;
+        }
+        if (errno != EEXIST) {
+            return -errno;
+        }
+        fd = shm_open(name, O_RDWR | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            break;
+        }
+        if (errno != ENOENT) {
+            return -errno;
+        }
+        /* unlinked between the two opens: try again */
+    }
+
+    /* a creator sizes the object first; wait until it did */
+    deadline = sim_fabric_now() + 2000000000ull;
+    while (!created && (fstat(fd, &st) == 0) && ((size_t)st.st_size < size)) {
+        if (sim_fabric_now() > deadline) {
+            close(fd);
+            shm_unlink(name); /* its creator died before sizing it */
+            return sim_fabric_map(name, shm_p);
+        }
+        usleep(1000);
+    }
+
+    shm = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (shm == MAP_FAILED) {
+        return -errno;
+    }
+    if (created) {
+        shm->creator_pid = getpid();
+        sim_fabric_init_shm(shm);
+    } else {
+        while (atomic_load_explicit(&shm->magic, memory_order_acquire) !=
+               SIM_FABRIC_MAGIC) {
+            if (sim_fabric_now() > deadline) {
+                sim_proc_id_t c = {shm->creator_pid, 0};
+                bool alive = (c.pid > 0) && !((kill(c.pid, 0) != 0) &&
+                                              (errno == ESRCH));
+                munmap(shm, size);
+                if (alive) {
+                    return -ETIMEDOUT;
+                }
+                shm_unlink(name); /* creator died mid-initialisation */
+                return sim_fabric_map(name, shm_p);
+            }
+            usleep(1000);
+        }
+        if (shm->version != SIM_FABRIC_VERSION) {
+            munmap(shm, size);
+            return -EPROTO;
+        }
+    }
+    *shm_p = shm;
+    return 0;
+}
+
+int sim_fabric_attach(const char *name, sim_fabric_t **fab_p)
+{
+    sim_fabric_t *fab;
+    const char *env;
+    unsigned i;
+    int ret;
+
+    fab = calloc(1, sizeof(*fab));
+    if (fab == NULL) {
+        return -ENOMEM;
+    }
+    env = getenv("STRAND_SIM_FABRIC");
+    if (name == NULL) {
+        name = ((env != NULL) && (*env != '\0')) ? env : NULL;
+    }
+    if (name == NULL) {
+        snprintf(fab->name, sizeof(fab->name), "/strand-%u",
+                 (unsigned)getuid());
+    } else if ((strlen(name) > 100) || strchr(name + (name[0] == '/'), '/')) {
+        free(fab);
+        return -EINVAL;
+    } else {
+        snprintf(fab->name, sizeof(fab->name), "%s%s",
+                 (name[0] == '/') ? "" : "/", name);
+    }
+    fab->self.pid   = getpid();
+    fab->self.start = sim_proc_start_time(fab->self.pid);
+
+    for (;;) {
+        ret = sim_fabric_map(fab->name, &fab->shm);
+        if (ret < 0) {
+            free(fab);
+            return ret;
+        }
+        if (sim_fabric_lock(fab->shm) != 0) {
+            ret = -EIO;
+            break;
+        }
+        if (fab->shm->dead) {
+            /* its last user removed it while we opened it */
+            pthread_mutex_unlock(&fab->shm->lock);
+            munmap(fab->shm, sizeof(*fab->shm));
+            continue;
+        }
+        sim_fabric_reap(fab->shm);
+        for (i = 0; i < SIM_FABRIC_MAX_ATTACH; ++i) {
+            if (fab->shm->attached[i].pid == 0) {
+                fab->shm->attached[i] = fab->self;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&fab->shm->lock);
+        if (i == SIM_FABRIC_MAX_ATTACH) {
+            ret = -EUSERS;
+            break;
+        }
+        *fab_p = fab;
+        return 0;
+    }
+    munmap(fab->shm, sizeof(*fab->shm));
+    free(fab);
+    return ret;
+}
+
+void sim_fabric_detach(sim_fabric_t *fab)
+{
+    sim_fabric_shm_t *shm = fab->shm;
+    bool last = true;
+    unsigned i;
+
+    if (sim_fabric_lock(shm) == 0) {
+        sim_fabric_reap(shm);
+        for (i = 0; i < SIM_FABRIC_MAX_ATTACH; ++i) {
+            if ((shm->attached[i].pid == fab->self.pid) &&
+                (shm->attached[i].start == fab->self.start)) {
+                memset(&shm->attached[i], 0, sizeof(shm->attached[i]));
+            } else if (shm->attached[i].pid != 0) {
+                last = false;
+            }
+        }
+        if (last) {
+            shm->dead = 1;
+            shm_unlink(fab->name);
+        }
+        pthread_mutex_unlock(&shm->lock);
+    }
+    munmap(shm, sizeof(*shm));
+    free(fab);
+}
+
+/* --------------------------------------------------------------- ports */
+
+int sim_fabric_port_open(sim_fabric_t *fab, sim_port_t **port_p)
+{
+    sim_fabric_shm_t *shm = fab->shm;
+    sim_port_shm_t *p = NULL;
+    sim_port_t *port;
+    unsigned i, gen;
+
+    port = calloc(1, sizeof(*port));
+    if (port == NULL) {
+        return -ENOMEM;
+    }
+    if (sim_fabric_lock(shm) != 0) {
+        free(port);
+        return -EIO;
+    }
+    sim_fabric_reap(shm);
+    /* the least recently used free slot first: LIDs come back late */
+    for (i = 0; i < SIM_FABRIC_MAX_PORTS; ++i) {
+        if (atomic_load(&shm->ports[i].lid) == 0) {
+            if ((p == NULL) || (shm->ports[i].gen < p->gen)) {
+                p = &shm->ports[i];
+            }
+        }
+    }
+    if (p == NULL) {
+        pthread_mutex_unlock(&shm->lock);
+        free(port);
+        return -ENOSPC;
+    }
+    i   = (unsigned)(p - shm->ports);
+    gen = shm->next_gen++;
+    if (((gen << SIM_PORT_BITS) | i) > SIM_LID_MAX) {
+        shm->next_gen = 1;
+        gen           = shm->next_gen++;
+    }
+    p->gen   = gen;
+    p->owner = fab->self;
+    p->head  = 0;
+    atomic_store(&p->tail, 0);
+    atomic_store(&p->sleeping, 0);
+    atomic_store(&p->last_poll_ns, 0);
+    for (unsigned s = 0; s < SIM_FABRIC_RING_SIZE; ++s) {
+        atomic_store_explicit(&p->ring[s].seq, s, memory_order_relaxed);
+    }
+    atomic_store_explicit(&p->lid, (gen << SIM_PORT_BITS) | i,
+                          memory_order_release);
+    pthread_mutex_unlock(&shm->lock);
+
+    port->fab = fab;
+    port->shm = p;
+    port->lid = (uint16_t)((gen << SIM_PORT_BITS) | i);
+    *port_p   = port;
+    return 0;
+}
+
+void sim_fabric_port_close(sim_port_t *port)
+{
+    sim_fabric_shm_t *shm = port->fab->shm;
+
+    if (sim_fabric_lock(shm) == 0) {
+        atomic_store(&port->shm->lid, 0);
+        pthread_mutex_unlock(&shm->lock);
+    }
+    free(port);
+}
+
+uint16_t sim_fabric_port_lid(const sim_port_t *port)
+{
+    return port->lid;
+}
+
+int sim_fabric_lid_alive(sim_fabric_t *fab, uint16_t lid)
+{
+    sim_port_shm_t *p = &fab->shm->ports[lid & (SIM_FABRIC_MAX_PORTS - 1)];
+
+    return (lid != 0) && (atomic_load(&p->lid) == lid) &&
+           sim_proc_alive(&p->owner);
+}
+
+/* ---------------------------------------------------------- data path */
+
+int sim_fabric_send(sim_fabric_t *fab, uint16_t dlid, const void *hdr,
+                    size_t hdr_len, const void *payload, size_t payload_len)
+{
+    sim_port_shm_t *p = &fab->shm->ports[dlid & (SIM_FABRIC_MAX_PORTS - 1)];
+    sim_slot_t *slot;
+    uint64_t pos, seq;
+    int64_t dif;
+
+    if (hdr_len + payload_len > SIM_FABRIC_MAX_PKT) {
+        return -EMSGSIZE;
+    }
+    if ((dlid == 0) ||
+        (atomic_load_explicit(&p->lid, memory_order_acquire) != dlid)) {
+        return -EHOSTUNREACH;
+    }
+
+    pos = atomic_load_explicit(&p->tail, memory_order_relaxed);
+    for (;;) {
+        slot = &p->ring[pos & (SIM_FABRIC_RING_SIZE - 1)];
+        seq  = atomic_load_explicit(&slot->seq, memory_order_acquire);
+        dif  = (int64_t)(seq - pos);
+        if (dif == 0) {
+            if (atomic_compare_exchange_weak_explicit(&p->tail, &pos, pos + 1,
+                                                      memory_order_relaxed,
+                                                      memory_order_relaxed)) {
+                break;
+            }
+        } else if (dif < 0) {
+            return -EAGAIN; /* full */
+        } else {
+            pos = atomic_load_explicit(&p->tail, memory_order_relaxed);
+        }
+    }
+
+    memcpy(slot->data, hdr, hdr_len);
+    if (payload_len > 0) {
+        memcpy(slot->data + hdr_len, payload, payload_len);
+    }
+    slot->len = (uint32_t)(hdr_len + payload_len);
+    atomic_store_explicit(&slot->seq, pos + 1, memory_order_release);
+
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&p->sleeping, memory_order_relaxed) &&
+        (sim_fabric_now() - atomic_load(&p->last_poll_ns) >
+         SIM_POLL_FRESH_NS)) {
+        atomic_fetch_add(&p->futex, 1);
+        sim_futex(&p->futex, FUTEX_WAKE, 1, NULL);
+    }
+    return 0;
+}
+
+int sim_fabric_rx_pending(const sim_port_t *port)
+{
+    const sim_port_shm_t *p = port->shm;
+    const sim_slot_t *slot  = &p->ring[p->head & (SIM_FABRIC_RING_SIZE - 1)];
+
+    return atomic_load_explicit(&slot->seq, memory_order_acquire) ==
+           p->head + 1;
+}
+
+unsigned sim_fabric_recv(sim_port_t *port, sim_fabric_rx_cb_t cb, void *arg,
+                         unsigned max)
+{
+    sim_port_shm_t *p = port->shm;
+    unsigned count    = 0;
+    sim_slot_t *slot;
+    uint64_t pos;
+
+    while (count < max) {
+        pos  = p->head;
+        slot = &p->ring[pos & (SIM_FABRIC_RING_SIZE - 1)];
+        if (atomic_load_explicit(&slot->seq, memory_order_acquire) !=
+            pos + 1) {
+            break;
+        }
+        if (slot->len <= SIM_FABRIC_MAX_PKT) {
+            cb(arg, slot->data, slot->len);
+        }
+        atomic_store_explicit(&slot->seq, pos + SIM_FABRIC_RING_SIZE,
+                              memory_order_release);
+        p->head = pos + 1;
+        ++count;
+    }
+    return count;
+}
+
+void sim_fabric_port_touch(sim_port_t *port)
+{
+    atomic_store_explicit(&port->shm->last_poll_ns, sim_fabric_now(),
+                          memory_order_relaxed);
+}
+
+void sim_fabric_port_wake(sim_port_t *port)
+{
+    atomic_fetch_add(&port->shm->futex, 1);
+    sim_futex(&port->shm->futex, FUTEX_WAKE, 1, NULL);
+}
+
+int sim_fabric_wait(sim_port_t *port, int64_t timeout_ns)
+{
+    sim_port_shm_t *p = port->shm;
+    struct timespec ts;
+    uint32_t v;
+    int64_t t = timeout_ns;
+
+    v = atomic_load(&p->futex);
+    atomic_store(&p->sleeping, 1);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (sim_fabric_rx_pending(port)) {
+        atomic_store(&p->sleeping, 0);
+        return 0;
+    }
+    /* while the owner is active, senders may skip the wake: nap */
+    if (sim_fabric_now() - atomic_load(&p->last_poll_ns) <
+        SIM_OWNER_ACTIVE_NS) {
+        if ((t < 0) || (t > SIM_NAP_NS)) {
+            t = SIM_NAP_NS;
+        }
+    }
+    if (t >= 0) {
+        ts.tv_sec  = t / 1000000000ll;
+        ts.tv_nsec = t % 1000000000ll;
+    }
+    sim_futex(&p->futex, FUTEX_WAIT, v, (t >= 0) ? &ts : NULL);
+    atomic_store(&p->sleeping, 0);
+    return (sim_fabric_rx_pending(port) || (atomic_load(&p->futex) != v)) ?
+           0 : -ETIMEDOUT;
+}

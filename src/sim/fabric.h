@@ -1,0 +1,63 @@
+/*
+ * The software device's wire: processes on one host share a memory segment
+ * (/dev/shm/<name>) in which every attached NIC port has an inbound packet
+ * ring. Routing is by LID. Plain C, no UCX.
+ */
+#ifndef SIM_FABRIC_H_
+#define SIM_FABRIC_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sim_fabric sim_fabric_t;   /* this process's attachment */
+typedef struct sim_port   sim_port_t;     /* one port (one LID) we own */
+
+#define SIM_FABRIC_MAX_PKT   (4096 + 256) /* header + payload, bytes */
+#define SIM_FABRIC_MAX_PORTS 128
+#define SIM_FABRIC_RING_SIZE 256          /* packets per inbound ring */
+
+/* Attach to (creating if needed) the fabric `name` (NULL: env
+ * STRAND_SIM_FABRIC, else "strand-<uid>"). 0 or a negative errno. */
+int  sim_fabric_attach(const char *name, sim_fabric_t **fab_p);
+/* Detach; the last live process attached removes the segment. */
+void sim_fabric_detach(sim_fabric_t *fab);
+
+/* A port with a fresh LID (1..0xBFFF), owned by this process. */
+int      sim_fabric_port_open(sim_fabric_t *fab, sim_port_t **port_p);
+void     sim_fabric_port_close(sim_port_t *port);
+uint16_t sim_fabric_port_lid(const sim_port_t *port);
+
+/* Queue one packet (header + payload, gathered) for LID `dlid`.
+ * 0; -EHOSTUNREACH (no open port has that LID: dropped, like a wire);
+ * -EAGAIN (its ring is full); -EMSGSIZE. Never blocks. */
+int  sim_fabric_send(sim_fabric_t *fab, uint16_t dlid, const void *hdr,
+                     size_t hdr_len, const void *payload, size_t payload_len);
+
+/* Consume up to `max` packets; `pkt` points into the ring slot and is valid
+ * during the callback only. One consumer per port. */
+typedef void (*sim_fabric_rx_cb_t)(void *arg, const void *pkt, size_t len);
+unsigned sim_fabric_recv(sim_port_t *port, sim_fabric_rx_cb_t cb, void *arg,
+                         unsigned max);
+int      sim_fabric_rx_pending(const sim_port_t *port);
+
+/*
+ * Sleep until a packet arrives, sim_fabric_port_wake() is called, or
+ * `timeout_ns` passes (< 0: no limit). 0 or -ETIMEDOUT.
+ *
+ * Wake protocol: the waiter publishes `sleeping` and re-checks the ring
+ * before it waits on the port's futex word. A sender that finds `sleeping`
+ * set bumps the word and wakes it, unless the owner polled inline within
+ * the last 100 us (it will see the packet itself: no syscall on a busy
+ * path). So that a packet is never stranded by that shortcut, a waiter
+ * whose owner polled within the last 1 ms naps in 200 us slices; once the
+ * owner has been idle for longer it sleeps until woken, using no CPU.
+ */
+int  sim_fabric_wait(sim_port_t *port, int64_t timeout_ns);
+void sim_fabric_port_wake(sim_port_t *port);
+/* The owner polled inline just now (see the wake protocol). */
+void sim_fabric_port_touch(sim_port_t *port);
+
+/* 1 when a live process owns a port with this LID. */
+int  sim_fabric_lid_alive(sim_fabric_t *fab, uint16_t lid);
+
+#endif
