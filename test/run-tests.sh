@@ -46,7 +46,8 @@ if [ -x "$gtest" ]; then
     if [ "${STRAND_UNDER_VALGRIND:-0}" = 1 ]; then
         log=$results/gtest-valgrind.log
         runner=(valgrind -q --error-exitcode=99 --leak-check=full
-                --errors-for-leak-kinds=definite --trace-children=no
+                --errors-for-leak-kinds=definite --show-leak-kinds=definite
+                --trace-children=no
                 --suppressions="$srcdir/test/valgrind.supp")
     fi
     echo "== gtest${runner:+ (valgrind)}"

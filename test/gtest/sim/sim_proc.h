@@ -62,9 +62,16 @@ public:
         m_fd = sv[0];
     }
 
+    /* Slower under valgrind: time limits scale (make check-valgrind). */
+    static int time_scale()
+    {
+        return getenv("STRAND_UNDER_VALGRIND") ? 20 : 1;
+    }
+
     /* The child's exit code (or 128+signal), waiting at most `ms`. */
     int join(int ms = 20000)
     {
+        ms *= time_scale();
         auto end = std::chrono::steady_clock::now() +
                    std::chrono::milliseconds(ms);
         int status = 0;
@@ -285,6 +292,7 @@ struct sim_node {
     /* Poll one completion from `cq`, waiting up to `ms`. */
     bool poll(smlx5_cq_t *cq, struct ibv_wc *wc, int ms = 10000)
     {
+        ms *= sim_proc::time_scale();
         auto end = std::chrono::steady_clock::now() +
                    std::chrono::milliseconds(ms);
         do {
