@@ -133,6 +133,8 @@ typedef struct sim_flow {
     uint8_t  retries;             /* transport retries used */
     uint8_t  rnr_retries;
     bool     rnr_wait;            /* deadline is an RNR back-off */
+    uint32_t gap_psn;             /* response gap already re-requested */
+    bool     gap_valid;
     uint32_t rd_atomic_inflight;
 } sim_flow_t;
 
@@ -191,10 +193,14 @@ typedef struct sim_resp_ctx {
     uint32_t recv_off;
     smlx5_srq_t *recv_srq;
     bool     recv_failed;
-    /* last atomic, replayed for a duplicate */
-    uint32_t atomic_psn;
-    uint64_t atomic_orig;
-    bool     atomic_valid;
+    /* the last atomic results, replayed for duplicates (IBA keeps
+     * max_dest_rd_atomic of them) */
+    struct {
+        uint32_t psn;
+        uint64_t orig;
+        bool     valid;
+    } atomic_hist[SIM_MAX_RD_ATOMIC];
+    unsigned atomic_next;
 } sim_resp_ctx_t;
 
 struct smlx5_qp {

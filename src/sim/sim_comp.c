@@ -282,8 +282,18 @@ static void sim_comp_response(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
     uint32_t off;
     uint64_t be;
 
+    if ((int32_t)(pkt->psn - f->una_psn) > 0) {
+        /* responses come in order: a gap means the one awaited was lost;
+         * ask again at once (once per gap) rather than at the timeout */
+        if (!f->gap_valid || (f->gap_psn != f->una_psn)) {
+            f->gap_valid = true;
+            f->gap_psn   = f->una_psn;
+            sim_req_retransmit(qp, fi, f->una_psn);
+        }
+        return;
+    }
     if ((w == NULL) || !w->needs_response || (pkt->psn != f->una_psn)) {
-        return; /* duplicate, or a gap: the timer resends the request */
+        return; /* a duplicate */
     }
     if (pkt->op == SIM_PKT_READ_RESP) {
         off = (pkt->psn - w->first_psn) * qp->path_mtu;

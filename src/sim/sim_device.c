@@ -181,7 +181,11 @@ smlx5_context_t *smlx5_open_device(const char *name)
     ctx->gid.global.subnet_prefix = htobe64(0xfe80000000000000ull);
     ctx->gid.global.interface_id  = htobe64(((uint64_t)getpid() << 16) |
                                             ctx->lid);
-    ctx->rng     = sim_now_ns() ^ ((uint64_t)getpid() << 32) ^ ctx->cfg.seed;
+    /* with a fault seed, runs draw the same faults (per LID) */
+    ctx->rng     = ctx->cfg.seed ?
+                   (ctx->cfg.seed * 0x9e3779b97f4a7c15ull) ^ ctx->lid :
+                   sim_now_ns() ^ ((uint64_t)getpid() << 32);
+    ctx->rng     = ctx->rng ? ctx->rng : 1;
     ctx->key_gen = (uint32_t)(ctx->rng & 0xff);
     ctx->refs    = 1;
 

@@ -368,9 +368,10 @@ static bool sim_resp_atomic(smlx5_context_t *ctx, smlx5_qp_t *qp,
         orig = o32;
     }
 
-    c->atomic_valid = true;
-    c->atomic_psn   = pkt->psn;
-    c->atomic_orig  = orig;
+    c->atomic_hist[c->atomic_next].valid = true;
+    c->atomic_hist[c->atomic_next].psn   = pkt->psn;
+    c->atomic_hist[c->atomic_next].orig  = orig;
+    c->atomic_next = (c->atomic_next + 1) % SIM_MAX_RD_ATOMIC;
     memset(&rsp, 0, sizeof(rsp));
     rsp.op       = SIM_PKT_ATOMIC_RESP;
     rsp.psn      = pkt->psn;
@@ -391,12 +392,15 @@ static void sim_resp_duplicate(smlx5_context_t *ctx, smlx5_qp_t *qp,
         sim_resp_read(ctx, qp, c, pkt, pkt->psn); /* reads are idempotent */
         break;
     case SIM_PKT_ATOMIC_REQ:
-        if (c->atomic_valid && (c->atomic_psn == pkt->psn)) {
-            memset(&rsp, 0, sizeof(rsp));
-            rsp.op       = SIM_PKT_ATOMIC_RESP;
-            rsp.psn      = pkt->psn;
-            rsp.swap_add = c->atomic_orig;
-            sim_resp_reply(ctx, qp, pkt, &rsp, NULL, 0);
+        for (unsigned i = 0; i < SIM_MAX_RD_ATOMIC; ++i) {
+            if (c->atomic_hist[i].valid && (c->atomic_hist[i].psn == pkt->psn)) {
+                memset(&rsp, 0, sizeof(rsp));
+                rsp.op       = SIM_PKT_ATOMIC_RESP;
+                rsp.psn      = pkt->psn;
+                rsp.swap_add = c->atomic_hist[i].orig;
+                sim_resp_reply(ctx, qp, pkt, &rsp, NULL, 0);
+                break;
+            }
         }
         break;
     default:

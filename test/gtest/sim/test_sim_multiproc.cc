@@ -454,3 +454,69 @@ TEST_F(sim_multiproc, two_senders_one_dct)
     sim_proc::send_obj(target.fd(), 'q');
     EXPECT_EQ(0, target.join());
 }
+
+/* Many WQEs in flight at once through a lossy fabric: go-back-N over
+ * several outstanding messages, fetch-and-add replay for duplicates. */
+TEST_F(sim_multiproc, pipelined_writes_and_atomics_through_faults)
+{
+    const char *faults = getenv("STRAND_TEST_FAULTS");
+    setenv("STRAND_SIM_FAULTS", faults ? faults :
+           "drop=0.02,dup=0.02,delay=0.02:200000,seed=11", 1);
+    setenv("STRAND_SIM_TIMEOUT_NS", "1000000", 1);
+    const int rounds = getenv("STRAND_TEST_ROUNDS") ?
+                       atoi(getenv("STRAND_TEST_ROUNDS")) : 3;
+    sim_proc child;
+    child.start([](int fd) { return serve(fd, true, 0, false); });
+    ASSERT_NO_FATAL_FAILURE(connect(child, true));
+
+    const size_t region = 1 << 20;
+    std::mt19937 rng(5);
+    for (size_t i = 0; i < region; ++i) {
+        m_n.buf[i] = (uint8_t)rng();
+    }
+    for (int round = 0; round < rounds; ++round) {
+        /* 128 WRITEs of 8 KiB, signaled every 8th, up to 64 in flight */
+        int posted = 0, done = 0;
+        while (done < 128) {
+            while ((posted < 128) && (posted - done < 64)) {
+                struct ibv_sge s;
+                struct ibv_send_wr w = wr(IBV_WR_RDMA_WRITE, posted * 8192,
+                                          8192, posted * 8192, &s);
+                w.send_flags = ((posted % 8) == 7) ? IBV_SEND_SIGNALED : 0;
+                post(&w);
+                ++posted;
+            }
+            ibv_wc wc = complete();
+            ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+            done += 8;
+        }
+        std::vector<uint8_t> remote = dump(child, region);
+        ASSERT_EQ(0, memcmp(remote.data(), m_n.buf, region)) << "round "
+                                                              << round;
+    }
+
+    /* 200 fetch-and-adds of 1, 4 in flight: the counter ends at 200 */
+    int posted = 0, done = 0;
+    while (done < 200) {
+        while ((posted < 200) && (posted - done < 4)) {
+            struct ibv_sge s;
+            struct ibv_send_wr w = wr(IBV_WR_ATOMIC_FETCH_AND_ADD,
+                                      region + 8 * (posted % 4), 8,
+                                      region, &s);
+            w.wr.atomic.compare_add = 1;
+            post(&w);
+            ++posted;
+        }
+        ibv_wc wc = complete();
+        ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
+        ++done;
+    }
+    std::vector<uint8_t> remote = dump(child, region + 8);
+    uint64_t counter;
+    memcpy(&counter, remote.data() + region, 8);
+    EXPECT_EQ(200u, counter);
+
+    sim_proc::send_obj(child.fd(), 'q');
+    EXPECT_EQ(0, child.join());
+    m_n.close();
+}
