@@ -336,15 +336,17 @@ int sim_fabric_attach(const char *name, sim_fabric_t **fab_p)
 void sim_fabric_detach(sim_fabric_t *fab)
 {
     sim_fabric_shm_t *shm = fab->shm;
-    bool last = true;
+    bool last = true, removed = false;
     unsigned i;
 
     if (sim_fabric_lock(shm) == 0) {
         sim_fabric_reap(shm);
         for (i = 0; i < SIM_FABRIC_MAX_ATTACH; ++i) {
-            if ((shm->attached[i].pid == fab->self.pid) &&
+            if (!removed && (shm->attached[i].pid == fab->self.pid) &&
                 (shm->attached[i].start == fab->self.start)) {
+                /* ours (one entry per attachment, even in one process) */
                 memset(&shm->attached[i], 0, sizeof(shm->attached[i]));
+                removed = true;
             } else if (shm->attached[i].pid != 0) {
                 last = false;
             }

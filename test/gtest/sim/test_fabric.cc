@@ -1,0 +1,301 @@
+/*
+ * The fabric under the software device: segment lifecycle, LIDs, packet
+ * rings (loss-free, ordered per sender, bounded), wakeups, dead peers.
+ */
+#include <gtest/gtest.h>
+
+extern "C" {
+#include "sim/fabric.h"
+}
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <signal.h>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <time.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+std::string fresh_name()
+{
+    static std::atomic<int> counter{0};
+    return "strand_fab_" + std::to_string(getpid()) + "_" +
+           std::to_string(counter++);
+}
+
+bool shm_exists(const std::string &name)
+{
+    struct stat st;
+    return stat(("/dev/shm/" + name).c_str(), &st) == 0;
+}
+
+struct rx_log {
+    std::vector<std::vector<uint8_t>> pkts;
+    static void cb(void *arg, const void *pkt, size_t len)
+    {
+        auto *self = static_cast<rx_log*>(arg);
+        const uint8_t *p = static_cast<const uint8_t*>(pkt);
+        self->pkts.emplace_back(p, p + len);
+    }
+};
+
+uint64_t thread_cpu_ns()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+} // namespace
+
+TEST(fabric, last_detach_removes_the_segment)
+{
+    std::string name = fresh_name();
+    sim_fabric_t *a, *b;
+    ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &a));
+    EXPECT_TRUE(shm_exists(name));
+    ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &b));
+    sim_fabric_detach(a);
+    EXPECT_TRUE(shm_exists(name)); /* b still attached */
+    sim_fabric_detach(b);
+    EXPECT_FALSE(shm_exists(name));
+}
+
+TEST(fabric, bad_name_is_einval)
+{
+    sim_fabric_t *f;
+    EXPECT_EQ(-EINVAL, sim_fabric_attach("a/b", &f));
+}
+
+TEST(fabric, lids_are_unique_nonzero_and_not_reused_at_once)
+{
+    std::string name = fresh_name();
+    sim_fabric_t *f;
+    ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
+    sim_port_t *p[4];
+    std::vector<uint16_t> lids;
+    for (auto &port : p) {
+        ASSERT_EQ(0, sim_fabric_port_open(f, &port));
+        uint16_t lid = sim_fabric_port_lid(port);
+        EXPECT_NE(0, lid);
+        EXPECT_LE(lid, 0xbfff);
+        for (uint16_t l : lids) {
+            EXPECT_NE(l, lid);
+        }
+        lids.push_back(lid);
+    }
+    sim_fabric_port_close(p[0]);
+    sim_port_t *q;
+    ASSERT_EQ(0, sim_fabric_port_open(f, &q));
+    EXPECT_NE(lids[0], sim_fabric_port_lid(q));
+    /* the closed LID is unreachable */
+    EXPECT_EQ(-EHOSTUNREACH, sim_fabric_send(f, lids[0], "x", 1, nullptr, 0));
+    EXPECT_EQ(0, sim_fabric_lid_alive(f, lids[0]));
+    EXPECT_EQ(1, sim_fabric_lid_alive(f, sim_fabric_port_lid(q)));
+    sim_fabric_port_close(q);
+    for (int i = 1; i < 4; ++i) {
+        sim_fabric_port_close(p[i]);
+    }
+    sim_fabric_detach(f);
+}
+
+TEST(fabric, send_recv_gathers_header_and_payload)
+{
+    std::string name = fresh_name();
+    sim_fabric_t *f;
+    sim_port_t *p;
+    ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
+    ASSERT_EQ(0, sim_fabric_port_open(f, &p));
+    uint8_t hdr[40], payload[4096];
+    for (size_t i = 0; i < sizeof(hdr); ++i) hdr[i] = (uint8_t)i;
+    for (size_t i = 0; i < sizeof(payload); ++i) payload[i] = (uint8_t)(i * 3);
+    uint16_t lid = sim_fabric_port_lid(p);
+    EXPECT_EQ(0, sim_fabric_rx_pending(p));
+    ASSERT_EQ(0, sim_fabric_send(f, lid, hdr, sizeof(hdr), payload,
+                                 sizeof(payload)));
+    EXPECT_EQ(1, sim_fabric_rx_pending(p));
+    rx_log log;
+    EXPECT_EQ(1u, sim_fabric_recv(p, rx_log::cb, &log, 16));
+    ASSERT_EQ(1u, log.pkts.size());
+    ASSERT_EQ(sizeof(hdr) + sizeof(payload), log.pkts[0].size());
+    EXPECT_EQ(0, memcmp(log.pkts[0].data(), hdr, sizeof(hdr)));
+    EXPECT_EQ(0, memcmp(log.pkts[0].data() + sizeof(hdr), payload,
+                        sizeof(payload)));
+    EXPECT_EQ(-EMSGSIZE, sim_fabric_send(f, lid, hdr, sizeof(hdr), payload,
+                                         SIM_FABRIC_MAX_PKT));
+    EXPECT_EQ(-EHOSTUNREACH, sim_fabric_send(f, 0, hdr, 1, nullptr, 0));
+    sim_fabric_port_close(p);
+    sim_fabric_detach(f);
+}
+
+TEST(fabric, full_ring_is_eagain_then_drains_in_order)
+{
+    std::string name = fresh_name();
+    sim_fabric_t *f;
+    sim_port_t *p;
+    ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
+    ASSERT_EQ(0, sim_fabric_port_open(f, &p));
+    uint16_t lid = sim_fabric_port_lid(p);
+    uint32_t i;
+    for (i = 0; i < SIM_FABRIC_RING_SIZE; ++i) {
+        ASSERT_EQ(0, sim_fabric_send(f, lid, &i, sizeof(i), nullptr, 0));
+    }
+    EXPECT_EQ(-EAGAIN, sim_fabric_send(f, lid, &i, sizeof(i), nullptr, 0));
+    rx_log log;
+    EXPECT_EQ(10u, sim_fabric_recv(p, rx_log::cb, &log, 10));
+    EXPECT_EQ(0, sim_fabric_send(f, lid, &i, sizeof(i), nullptr, 0));
+    while (sim_fabric_recv(p, rx_log::cb, &log, 64) > 0) {
+    }
+    ASSERT_EQ(SIM_FABRIC_RING_SIZE + 1u, log.pkts.size());
+    for (uint32_t k = 0; k <= SIM_FABRIC_RING_SIZE; ++k) {
+        uint32_t v;
+        memcpy(&v, log.pkts[k].data(), 4);
+        ASSERT_EQ(k, v);
+    }
+    sim_fabric_port_close(p);
+    sim_fabric_detach(f);
+}
+
+/* Producers in other processes: every packet arrives once, in order per
+ * producer, even when the ring is full most of the time. */
+TEST(fabric, three_producer_processes_nothing_lost_or_reordered)
+{
+    std::string name = fresh_name();
+    sim_fabric_t *f;
+    sim_port_t *p;
+    ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
+    ASSERT_EQ(0, sim_fabric_port_open(f, &p));
+    uint16_t lid = sim_fabric_port_lid(p);
+    const uint32_t N = 30000;
+    std::vector<pid_t> kids;
+    for (uint32_t k = 0; k < 3; ++k) {
+        pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0) {
+            sim_fabric_t *cf;
+            if (sim_fabric_attach(name.c_str(), &cf) != 0) _exit(1);
+            for (uint32_t i = 0; i < N; ++i) {
+                uint32_t msg[2] = {k, i};
+                int ret;
+                while ((ret = sim_fabric_send(cf, lid, msg, sizeof(msg),
+                                              nullptr, 0)) == -EAGAIN) {
+                    sched_yield();
+                }
+                if (ret != 0) _exit(2);
+            }
+            sim_fabric_detach(cf);
+            _exit(0);
+        }
+        kids.push_back(pid);
+    }
+    uint32_t next[3] = {0, 0, 0}, total = 0;
+    bool order_ok = true;
+    auto cb = [](void *arg, const void *pkt, size_t) {
+        auto *st = static_cast<std::pair<uint32_t*, bool*>*>(arg);
+        uint32_t msg[2];
+        memcpy(msg, pkt, sizeof(msg));
+        if ((msg[0] > 2) || (st->first[msg[0]] != msg[1])) {
+            *st->second = false;
+        } else {
+            st->first[msg[0]]++;
+        }
+    };
+    std::pair<uint32_t*, bool*> st(next, &order_ok);
+    time_t start = time(nullptr);
+    while ((total < 3 * N) && (time(nullptr) - start < 60)) {
+        total += sim_fabric_recv(p, cb, &st, 64);
+    }
+    for (pid_t pid : kids) {
+        int status;
+        waitpid(pid, &status, 0);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    EXPECT_TRUE(order_ok);
+    EXPECT_EQ(3 * N, total);
+    sim_fabric_port_close(p);
+    sim_fabric_detach(f);
+    EXPECT_FALSE(shm_exists(name));
+}
+
+TEST(fabric, killed_process_is_not_alive_and_segment_goes_with_the_last)
+{
+    std::string name = fresh_name();
+    int pipefd[2];
+    ASSERT_EQ(0, pipe(pipefd));
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        sim_fabric_t *cf;
+        sim_port_t *cp;
+        if (sim_fabric_attach(name.c_str(), &cf) ||
+            sim_fabric_port_open(cf, &cp)) _exit(1);
+        uint16_t lid = sim_fabric_port_lid(cp);
+        if (write(pipefd[1], &lid, sizeof(lid)) != sizeof(lid)) _exit(2);
+        pause();
+        _exit(0);
+    }
+    uint16_t lid = 0;
+    ASSERT_EQ((ssize_t)sizeof(lid), read(pipefd[0], &lid, sizeof(lid)));
+    sim_fabric_t *f;
+    ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
+    EXPECT_EQ(1, sim_fabric_lid_alive(f, lid));
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    EXPECT_EQ(0, sim_fabric_lid_alive(f, lid));
+    /* the dead process's port is reaped when the next port is opened */
+    sim_port_t *p;
+    ASSERT_EQ(0, sim_fabric_port_open(f, &p));
+    EXPECT_EQ(-EHOSTUNREACH, sim_fabric_send(f, lid, "x", 1, nullptr, 0));
+    sim_fabric_port_close(p);
+    sim_fabric_detach(f);
+    EXPECT_FALSE(shm_exists(name)); /* the dead one does not hold it */
+    close(pipefd[0]);
+    close(pipefd[1]);
+}
+
+TEST(fabric, wait_returns_on_packet_timeout_and_wake_idle_uses_no_cpu)
+{
+    std::string name = fresh_name();
+    sim_fabric_t *f;
+    sim_port_t *p;
+    ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
+    ASSERT_EQ(0, sim_fabric_port_open(f, &p));
+    uint16_t lid = sim_fabric_port_lid(p);
+
+    EXPECT_EQ(-ETIMEDOUT, sim_fabric_wait(p, 5000000)); /* 5 ms */
+
+    /* a packet from another process wakes a waiter with no time limit */
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        sim_fabric_t *cf;
+        usleep(50000);
+        if (sim_fabric_attach(name.c_str(), &cf)) _exit(1);
+        _exit(sim_fabric_send(cf, lid, "y", 1, nullptr, 0) ? 2 : 0);
+    }
+    uint64_t cpu0 = thread_cpu_ns();
+    EXPECT_EQ(0, sim_fabric_wait(p, -1));
+    uint64_t cpu = thread_cpu_ns() - cpu0;
+    EXPECT_EQ(1, sim_fabric_rx_pending(p));
+    EXPECT_LT(cpu, 20000000u) << "the waiter spun"; /* < 20 ms of CPU */
+    int status;
+    waitpid(pid, &status, 0);
+    EXPECT_EQ(0, WEXITSTATUS(status));
+
+    rx_log log;
+    sim_fabric_recv(p, rx_log::cb, &log, 8);
+    std::thread waker([p] {
+        usleep(20000);
+        sim_fabric_port_wake(p);
+    });
+    EXPECT_EQ(0, sim_fabric_wait(p, -1));
+    waker.join();
+    sim_fabric_port_close(p);
+    sim_fabric_detach(f);
+}
