@@ -28,24 +28,29 @@ static uint32_t sim_ppm(const char *v)
     return (uint32_t)(p * 1000000.0 + 0.5);
 }
 
-void sim_fault_config_read(sim_config_t *cfg)
+/* Parse `spec` into the fault fields of `cfg`; 0 or EINVAL. */
+static int sim_fault_parse(const char *spec, sim_config_t *cfg)
 {
-    const char *env = getenv("STRAND_SIM_FAULTS");
-    char *copy, *tok, *save = NULL, *val, *colon;
+    char *copy, *tok, *save = NULL, *val, *colon, *end;
+    int ret = 0;
 
-    if ((env == NULL) || (*env == '\0')) {
-        return;
+    cfg->drop_ppm = cfg->dup_ppm = cfg->corrupt_ppm = cfg->delay_ppm = 0;
+    cfg->delay_ns = 0;
+    cfg->fail_rkey = 0;
+    cfg->cut_lid = 0;
+    if ((spec == NULL) || (*spec == '\0')) {
+        return 0;
     }
-    copy = strdup(env);
+    copy = strdup(spec);
     if (copy == NULL) {
-        return;
+        return ENOMEM;
     }
     for (tok = strtok_r(copy, ",", &save); tok != NULL;
          tok = strtok_r(NULL, ",", &save)) {
         val = strchr(tok, '=');
         if (val == NULL) {
-            fprintf(stderr, "smlx5: STRAND_SIM_FAULTS: '%s' has no value\n",
-                    tok);
+            fprintf(stderr, "smlx5: faults: '%s' has no value\n", tok);
+            ret = EINVAL;
             continue;
         }
         *val++ = '\0';
@@ -60,17 +65,38 @@ void sim_fault_config_read(sim_config_t *cfg)
             cfg->delay_ppm = sim_ppm(val);
             cfg->delay_ns  = colon ? strtoull(colon + 1, NULL, 0) : 100000;
         } else if (!strcmp(tok, "fail_rkey")) {
-            cfg->fail_rkey = (uint32_t)strtoul(val, NULL, 0);
+            cfg->fail_rkey = (uint32_t)strtoul(val, &end, 0);
         } else if (!strcmp(tok, "cut")) {
-            cfg->cut_lid = (uint16_t)strtoul(val, NULL, 0);
+            cfg->cut_lid = (uint16_t)strtoul(val, &end, 0);
         } else if (!strcmp(tok, "seed")) {
             cfg->seed = strtoull(val, NULL, 0);
         } else {
-            fprintf(stderr, "smlx5: STRAND_SIM_FAULTS: unknown fault '%s'\n",
-                    tok);
+            fprintf(stderr, "smlx5: faults: unknown fault '%s'\n", tok);
+            ret = EINVAL;
         }
     }
     free(copy);
+    return ret;
+}
+
+void sim_fault_config_read(sim_config_t *cfg)
+{
+    sim_fault_parse(getenv("STRAND_SIM_FAULTS"), cfg);
+}
+
+int smlx5_set_faults(smlx5_context_t *ctx, const char *spec)
+{
+    sim_config_t cfg;
+    int ret;
+
+    pthread_mutex_lock(&ctx->lock);
+    cfg = ctx->cfg;
+    ret = sim_fault_parse(spec, &cfg);
+    if (ret == 0) {
+        ctx->cfg = cfg;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return ret;
 }
 
 bool sim_fault_active(const smlx5_context_t *ctx)

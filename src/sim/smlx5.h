@@ -66,6 +66,10 @@ int  smlx5_query_port(smlx5_context_t *ctx, uint8_t port,
                       struct ibv_port_attr *attr);
 int  smlx5_query_gid(smlx5_context_t *ctx, uint8_t port, int index,
                      union ibv_gid *gid);
+/* Replace the fault-injection settings (same syntax as STRAND_SIM_FAULTS,
+ * docs/software-device.md); "" clears them. 0 or EINVAL (nothing
+ * changed) when the string does not parse. */
+int  smlx5_set_faults(smlx5_context_t *ctx, const char *spec);
 /* Run the device engine once (inbound packets, timers). Returns the number
  * of events handled. Called implicitly on doorbells and CQ polls. */
 int  smlx5_progress(smlx5_context_t *ctx);

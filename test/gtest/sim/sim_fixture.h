@@ -59,6 +59,7 @@ protected:
         memset(&pattr, 0, sizeof(pattr));
         ASSERT_EQ(0, smlx5_query_port(m_ctx, SMLX5_PORT_NUM, &pattr));
         m_lid = pattr.lid;
+        m_mtu = pattr.active_mtu;
 
         m_pd = smlx5_alloc_pd(m_ctx);
         ASSERT_NE(nullptr, m_pd);
@@ -153,7 +154,7 @@ protected:
         struct ibv_qp_attr a;
         memset(&a, 0, sizeof(a));
         a.qp_state           = IBV_QPS_RTR;
-        a.path_mtu           = IBV_MTU_4096;
+        a.path_mtu           = m_mtu;
         a.dest_qp_num        = dest_qpn;
         a.rq_psn             = 0;
         a.max_dest_rd_atomic = 4;
@@ -251,7 +252,7 @@ protected:
                                              IBV_QP_PORT));
         memset(&a, 0, sizeof(a));
         a.qp_state = IBV_QPS_RTR;
-        a.path_mtu = IBV_MTU_4096;
+        a.path_mtu = m_mtu;
         EXPECT_EQ(0, smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PATH_MTU));
         memset(&a, 0, sizeof(a));
         a.qp_state      = IBV_QPS_RTS;
@@ -310,7 +311,7 @@ protected:
         memset(&a, 0, sizeof(a));
         a.qp_state         = IBV_QPS_RTR;
         a.min_rnr_timer    = 1;
-        a.path_mtu         = IBV_MTU_4096;
+        a.path_mtu         = m_mtu;
         a.ah_attr.dlid     = m_lid;
         a.ah_attr.port_num = SMLX5_PORT_NUM;
         EXPECT_EQ(0, smlx5_modify_qp(qp, &a, IBV_QP_STATE |
@@ -453,6 +454,7 @@ protected:
     smlx5_context_t    *m_ctx = nullptr;
     smlx5_device_caps_t m_caps;
     uint16_t            m_lid = 0;
+    enum ibv_mtu        m_mtu = IBV_MTU_4096;  /* the port's active MTU */
     smlx5_pd_t         *m_pd  = nullptr;
     smlx5_cq_t         *m_scq[2] = {nullptr, nullptr};
     smlx5_cq_t         *m_rcq[2] = {nullptr, nullptr};
