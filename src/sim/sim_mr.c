@@ -70,8 +70,10 @@ smlx5_mr_t *smlx5_reg_mr(smlx5_pd_t *pd, void *addr, size_t length,
         errno = ENOMEM;
         return NULL;
     }
-    /* a new variant byte each time, so a stale key never matches */
-    ctx->key_gen = (ctx->key_gen + 1) & 0xff;
+    /* a new variant byte each time, so a stale key never matches; never
+     * 0, so no key equals MLX5_INVALID_LKEY (0x100, the end of a receive
+     * scatter list) */
+    ctx->key_gen = (ctx->key_gen % 255) + 1;
     mr->pd     = pd;
     mr->addr   = (uintptr_t)addr;
     mr->length = length;

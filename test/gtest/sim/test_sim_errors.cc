@@ -556,3 +556,14 @@ TEST_F(sim_errors, idle_device_uses_no_cpu)
     uint64_t ns = (b.tv_sec - a.tv_sec) * 1000000000ull + b.tv_nsec - a.tv_nsec;
     EXPECT_LT(ns, 15000000u) << "the progress thread is not asleep";
 }
+
+TEST_F(sim_errors, no_memory_key_is_the_invalid_lkey)
+{
+    /* 0x100 ends a receive scatter list: a key must never take it */
+    for (int i = 0; i < 600; ++i) {
+        smlx5_mr_t *mr = smlx5_reg_mr(m_pd, buf(REQ), 64, access_all());
+        ASSERT_NE(nullptr, mr);
+        ASSERT_NE((uint32_t)MLX5_INVALID_LKEY, smlx5_mr_lkey(mr));
+        ASSERT_EQ(0, smlx5_dereg_mr(mr));
+    }
+}
