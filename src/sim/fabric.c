@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "fabric.h"
+#include "sim_clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,8 +32,8 @@
 #define SIM_PORT_BITS         7
 #define SIM_LID_MAX           0xbfff
 #define SIM_POLL_FRESH_NS     100000ull   /* owner polls: skip the wake */
-#define SIM_OWNER_ACTIVE_NS   1000000ull  /* owner recently active */
-#define SIM_NAP_NS            200000ll
+#define SIM_OWNER_ACTIVE_NS   5000000ull  /* owner recently active */
+#define SIM_NAP_NS            1000000ll
 
 typedef struct sim_proc_id {
     int32_t  pid;
@@ -86,12 +87,9 @@ struct sim_port {
 
 /* -------------------------------------------------------------- utils */
 
-static uint64_t sim_fabric_now(void)
+static inline uint64_t sim_fabric_now(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+    return sim_clock_ns();
 }
 
 static uint64_t sim_proc_start_time(pid_t pid)
@@ -276,6 +274,7 @@ int sim_fabric_attach(const char *name, sim_fabric_t **fab_p)
     unsigned i;
     int ret;
 
+    sim_clock_init();
     fab = calloc(1, sizeof(*fab));
     if (fab == NULL) {
         return -ENOMEM;

@@ -49,8 +49,10 @@ int      sim_fabric_rx_pending(const sim_port_t *port);
  * set bumps the word and wakes it, unless the owner polled inline within
  * the last 100 us (it will see the packet itself: no syscall on a busy
  * path). So that a packet is never stranded by that shortcut, a waiter
- * whose owner polled within the last 1 ms naps in 200 us slices; once the
- * owner has been idle for longer it sleeps until woken, using no CPU.
+ * whose owner polled within the last 5 ms naps in 1 ms slices (a packet
+ * waits at most that long when its owner stops polling right after it was
+ * sent); once the owner has been idle longer it sleeps until woken, using
+ * no CPU.
  */
 int  sim_fabric_wait(sim_port_t *port, int64_t timeout_ns);
 void sim_fabric_port_wake(sim_port_t *port);

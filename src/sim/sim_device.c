@@ -3,6 +3,7 @@
  * lock, the progress thread and asynchronous events.
  */
 #include "sim.h"
+#include "sim_clock.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,10 +15,7 @@
 
 uint64_t sim_now_ns(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+    return sim_clock_ns();
 }
 
 static uint64_t sim_env_u64(const char *name, uint64_t dflt)
