@@ -531,8 +531,16 @@ unsigned sim_fabric_recv(sim_port_t *port, sim_fabric_rx_cb_t cb, void *arg,
 
 void sim_fabric_port_touch(sim_port_t *port)
 {
-    atomic_store_explicit(&port->shm->last_poll_ns, sim_fabric_now(),
-                          memory_order_relaxed);
+    uint64_t now  = sim_fabric_now();
+    uint64_t last = atomic_load_explicit(&port->shm->last_poll_ns,
+                                         memory_order_relaxed);
+
+    /* store rarely: senders read this cache line after every packet, and a
+     * store per poll would pull it back and forth between the processes */
+    if (now - last > SIM_POLL_FRESH_NS / 8) {
+        atomic_store_explicit(&port->shm->last_poll_ns, now,
+                              memory_order_relaxed);
+    }
 }
 
 void sim_fabric_port_wake(sim_port_t *port)

@@ -134,6 +134,7 @@ typedef struct sim_flow {
     uint8_t  rnr_retries;
     bool     rnr_wait;            /* deadline is an RNR back-off */
     uint32_t gap_psn;             /* response gap already re-requested */
+    uint32_t since_ackreq;        /* packets sent since one asked an ACK */
     bool     gap_valid;
     uint32_t rd_atomic_inflight;
 } sim_flow_t;
@@ -187,6 +188,9 @@ typedef struct sim_resp_ctx {
     bool     errored;             /* DC: NAKed with an error; wait for a
                                      new connect */
     bool     nak_sent;            /* PSN-sequence NAK outstanding */
+    bool     ack_pending;         /* executed, not acknowledged yet */
+    uint32_t ack_psn;
+    uint64_t ack_due_ns;          /* coalesced ACK goes out by then */
     /* receive in progress (multi-packet SEND) */
     bool     recv_active;
     uint32_t recv_wqe;            /* SRQ/RQ WQE index */
@@ -267,6 +271,7 @@ struct smlx5_qp {
     /* responder */
     sim_resp_ctx_t   *resp;           /* RC: 1, DCT: SIM_RESP_CTX_MAX */
     unsigned          num_resp;
+    unsigned          acks_pending;   /* resp contexts with ack_pending */
 };
 
 /* ------------------------------------------------------------ context */
@@ -299,6 +304,7 @@ struct smlx5_context {
 
     /* pending outbound packets that found a full ring */
     uint64_t          tx_stalls;
+    uint32_t          polls;          /* smlx5_progress calls */
 
     int               async_fd;       /* eventfd */
     sim_async_queue_t async;
@@ -364,6 +370,8 @@ void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
 void sim_comp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
                      size_t len);                     /* ACK/NAK/resp */
 void sim_comp_timers(smlx5_context_t *ctx, uint64_t now);
+/* Coalesced ACKs that are due; returns the next due time (0: none). */
+uint64_t sim_resp_ack_timers(smlx5_qp_t *qp, uint64_t now);
 void sim_comp_flush_qp(smlx5_qp_t *qp);                /* QP entered ERR */
 void sim_comp_retire(smlx5_qp_t *qp);                  /* CQEs in SQ order */
 void sim_qp_to_err(smlx5_qp_t *qp, enum ibv_event_type ev);

@@ -446,7 +446,7 @@ static bool sim_qp_idle(const smlx5_qp_t *qp)
     int i;
 
     if ((qp->sq_completed != qp->sq_fetched) ||
-        (qp->req_bb != qp->sq_fetched)) {
+        (qp->req_bb != qp->sq_fetched) || (qp->acks_pending > 0)) {
         return false;
     }
     for (i = 0; i < SIM_FLOWS_PER_QP; ++i) {
@@ -502,7 +502,13 @@ void sim_comp_timers(smlx5_context_t *ctx, uint64_t now)
 
     while (i < ctx->num_active) {
         qp = ctx->active[i];
-        if (qp->state == IBV_QPS_RTS) {
+        if (qp->acks_pending > 0) {
+            uint64_t d = sim_resp_ack_timers(qp, now);
+            if (d && (!next || (d < next))) {
+                next = d;
+            }
+        }
+        if ((qp->state == IBV_QPS_RTS) && (qp->sq_buf != NULL)) {
             sim_comp_qp_timers(qp, now);
         }
         if (sim_qp_idle(qp) || (qp->state == IBV_QPS_ERR) ||

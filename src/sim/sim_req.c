@@ -431,8 +431,16 @@ void sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
         if (len > qp->path_mtu) {
             len = qp->path_mtu;
         }
-        if (last) {
+        /* ACKs are coalesced (the responder acknowledges within
+         * SIM_ACK_DELAY_NS anyway): ask for one at once where someone
+         * waits for it: a signaled WQE, a retransmission, and every
+         * SIM_ACK_EVERY packets so the window keeps moving */
+        if ((last && (w->signaled || retry)) ||
+            (++f->since_ackreq >= SIM_ACK_EVERY)) {
             pkt.flags |= SIM_PKT_F_ACKREQ;
+            f->since_ackreq = 0;
+        }
+        if (last) {
             if ((w->opcode == MLX5_OPCODE_SEND_IMM) ||
                 (w->opcode == MLX5_OPCODE_RDMA_WRITE_IMM)) {
                 pkt.flags |= SIM_PKT_F_IMM;
@@ -444,8 +452,6 @@ void sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
             if (w->fm_ce_se & MLX5_WQE_CTRL_SOLICITED) {
                 pkt.flags |= SIM_PKT_F_SE;
             }
-        } else if ((seg % SIM_ACK_EVERY) == SIM_ACK_EVERY - 1) {
-            pkt.flags |= SIM_PKT_F_ACKREQ;
         }
         if (len > 0) {
             if (!w->is_inline && (w->num_sge == 1)) {

@@ -8,6 +8,9 @@
 
 #include <string.h>
 
+/* A coalesced ACK leaves at the latest this long after the request. */
+#define SIM_ACK_DELAY_NS 10000ull
+
 static void sim_resp_reply(smlx5_context_t *ctx, const smlx5_qp_t *qp,
                            const sim_pkt_t *req, sim_pkt_t *rsp,
                            const void *payload, uint32_t len)
@@ -30,6 +33,9 @@ static void sim_resp_ack(smlx5_context_t *ctx, const smlx5_qp_t *qp,
     ack.atomic_op = qp->min_rnr_timer; /* RNR NAK carries the timer */
     sim_resp_reply(ctx, qp, req, &ack, NULL, 0);
 }
+
+static void sim_resp_ack_later(smlx5_context_t *ctx, smlx5_qp_t *qp,
+                               sim_resp_ctx_t *c, const sim_pkt_t *pkt);
 
 /* ----------------------------------------------------- context lookup */
 
@@ -495,7 +501,57 @@ void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt, size_t len)
         return;
     }
     c->epsn = pkt->psn + 1;
+    sim_resp_ack_later(ctx, qp, c, pkt);
+}
+
+/* Acknowledge now when asked to, else within SIM_ACK_DELAY_NS (coalesced
+ * with what follows, as IB responders do). */
+static void sim_resp_ack_later(smlx5_context_t *ctx, smlx5_qp_t *qp,
+                               sim_resp_ctx_t *c, const sim_pkt_t *pkt)
+{
     if (pkt->flags & SIM_PKT_F_ACKREQ) {
+        if (c->ack_pending) {
+            c->ack_pending = false;
+            qp->acks_pending--;
+        }
         sim_resp_ack(ctx, qp, pkt, SIM_AETH_ACK, pkt->psn);
+        return;
     }
+    c->ack_psn = pkt->psn;
+    if (!c->ack_pending) {
+        c->ack_pending = true;
+        c->ack_due_ns  = sim_now_ns() + SIM_ACK_DELAY_NS;
+        qp->acks_pending++;
+        sim_qp_activate(qp);
+        if (!ctx->next_deadline_ns || (c->ack_due_ns < ctx->next_deadline_ns)) {
+            ctx->next_deadline_ns = c->ack_due_ns;
+        }
+    }
+}
+
+uint64_t sim_resp_ack_timers(smlx5_qp_t *qp, uint64_t now)
+{
+    uint64_t next = 0;
+    sim_resp_ctx_t *c;
+    sim_pkt_t req;
+    unsigned i;
+
+    for (i = 0; (i < qp->num_resp) && (qp->acks_pending > 0); ++i) {
+        c = &qp->resp[i];
+        if (!c->ack_pending) {
+            continue;
+        }
+        if (c->ack_due_ns > now) {
+            next = (!next || (c->ack_due_ns < next)) ? c->ack_due_ns : next;
+            continue;
+        }
+        /* the reply goes where the requests came from */
+        memset(&req, 0, sizeof(req));
+        req.slid = c->slid;
+        req.sqpn = c->sqpn;
+        sim_resp_ack(qp->ctx, qp, &req, SIM_AETH_ACK, c->ack_psn);
+        c->ack_pending = false;
+        qp->acks_pending--;
+    }
+    return next;
 }
