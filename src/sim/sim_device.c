@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
+#include <sched.h>
 #include <unistd.h>
 
 uint64_t sim_now_ns(void)
@@ -116,22 +117,40 @@ progress:
     return count;
 }
 
+/* After handling traffic the thread keeps polling this long before it
+ * sleeps: a stream of packets then costs no wakeup syscalls. */
+#define SIM_PROGRESS_SPIN_NS 50000ull
+
 static void *sim_progress_thread(void *arg)
 {
     smlx5_context_t *ctx = arg;
-    uint64_t deadline, now;
+    uint64_t deadline, now, busy_until = 0;
     int64_t timeout;
+    int count;
 
     while (!atomic_load(&ctx->stop)) {
         pthread_mutex_lock(&ctx->lock);
-        sim_engine_progress(ctx);
+        count    = sim_engine_progress(ctx);
         deadline = ctx->next_deadline_ns;
         pthread_mutex_unlock(&ctx->lock);
+
+        now = sim_now_ns();
+        if (count > 0) {
+            busy_until = now + SIM_PROGRESS_SPIN_NS;
+        }
+        if (now < busy_until) {
+            /* traffic is flowing: poll without sleeping */
+            while (!sim_fabric_rx_pending(ctx->port) &&
+                   (sim_now_ns() < busy_until) && !atomic_load(&ctx->stop) &&
+                   !(deadline && (sim_now_ns() >= deadline))) {
+                sched_yield();
+            }
+            continue;
+        }
 
         if (deadline == 0) {
             timeout = -1;
         } else {
-            now     = sim_now_ns();
             timeout = (deadline > now) ? (int64_t)(deadline - now) : 0;
         }
         if (timeout != 0) {
