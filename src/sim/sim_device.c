@@ -121,6 +121,15 @@ progress:
  * sleeps: a stream of packets then costs no wakeup syscalls. */
 #define SIM_PROGRESS_SPIN_NS 50000ull
 
+static inline void sim_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield" ::: "memory");
+#endif
+}
+
 static void *sim_progress_thread(void *arg)
 {
     smlx5_context_t *ctx = arg;
@@ -139,11 +148,19 @@ static void *sim_progress_thread(void *arg)
             busy_until = now + SIM_PROGRESS_SPIN_NS;
         }
         if (now < busy_until) {
-            /* traffic is flowing: poll without sleeping */
+            /* traffic is flowing: poll without sleeping (yield now and
+             * then: the process's own threads may share the core) */
+            unsigned spins = 0;
             while (!sim_fabric_rx_pending(ctx->port) &&
-                   (sim_now_ns() < busy_until) && !atomic_load(&ctx->stop) &&
-                   !(deadline && (sim_now_ns() >= deadline))) {
-                sched_yield();
+                   !atomic_load(&ctx->stop)) {
+                if ((++spins & 255) == 0) {
+                    now = sim_now_ns();
+                    if ((now >= busy_until) || (deadline && (now >= deadline))) {
+                        break;
+                    }
+                    sched_yield();
+                }
+                sim_cpu_relax();
             }
             continue;
         }
