@@ -4,8 +4,19 @@
 
 #include "strand_md.h"
 
+#include <ucm/api/ucm.h>
+#include <ucs/arch/cpu.h>
+#include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/sys/string.h>
+#include <ucs/sys/sys.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define STRAND_MD_MAX_DEVICES 16
 
 static const char *strand_dev_type_names[] = {
     [STRAND_DEV_TYPE_AUTO] = "auto",
@@ -26,24 +37,324 @@ ucs_config_field_t strand_md_config_table[] = {
      ucs_offsetof(strand_md_config_t, dev_type),
      UCS_CONFIG_TYPE_ENUM(strand_dev_type_names)},
 
+    {"RCACHE", "try",
+     "Put UCX's memory registration cache in front of the device: "
+     "yes, no, or try (use it when it can be created).",
+     ucs_offsetof(strand_md_config_t, rcache_enable),
+     UCS_CONFIG_TYPE_TERNARY},
+
+    {"RCACHE_", "", NULL, ucs_offsetof(strand_md_config_t, rcache),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_rcache_table)},
+
+    {"REG_COST_OVERHEAD", "2us",
+     "Estimated fixed cost of a memory registration (used by UCP to choose "
+     "between copy and zero-copy protocols).",
+     ucs_offsetof(strand_md_config_t, reg_cost_overhead),
+     UCS_CONFIG_TYPE_TIME},
+
+    {"REG_COST_GROWTH", "0.03ns",
+     "Estimated memory registration cost per byte.",
+     ucs_offsetof(strand_md_config_t, reg_cost_growth),
+     UCS_CONFIG_TYPE_TIME},
+
     {NULL}
 };
 
-static void strand_md_close(uct_md_h uct_md)
+/* ----------------------------------------------------------- devices */
+
+int strand_md_select_devices(strand_dev_type_t type, strand_dev_info_t *out,
+                             int max)
 {
-    ucs_free(ucs_derived_of(uct_md, strand_md_t));
+    const unsigned hw  = 1u << STRAND_DEV_KIND_HW;
+    const unsigned sim = 1u << STRAND_DEV_KIND_SIM;
+    int n;
+
+    switch (type) {
+    case STRAND_DEV_TYPE_HW:
+        return strand_dev_list(hw, out, max);
+    case STRAND_DEV_TYPE_SIM:
+        return strand_dev_list(sim, out, max);
+    default:
+        n = strand_dev_list(hw, out, max);
+        return (n > 0) ? n : strand_dev_list(sim, out, max);
+    }
 }
+
+/* The device type as configured; query_md_resources gets no config. */
+static strand_dev_type_t strand_md_env_dev_type(void)
+{
+    const char *v = getenv("UCX_STRAND_DEVICE_TYPE");
+    int i;
+
+    for (i = 0; (v != NULL) && (i < STRAND_DEV_TYPE_LAST); ++i) {
+        if (!strcasecmp(v, strand_dev_type_names[i])) {
+            return (strand_dev_type_t)i;
+        }
+    }
+    return STRAND_DEV_TYPE_AUTO; /* a bad value is reported by md_open */
+}
+
+static ucs_status_t
+strand_md_query_resources(uct_component_t *component,
+                          uct_md_resource_desc_t **resources_p,
+                          unsigned *num_resources_p)
+{
+    strand_dev_info_t infos[STRAND_MD_MAX_DEVICES];
+    uct_md_resource_desc_t *res;
+    int i, n;
+
+    n = strand_md_select_devices(strand_md_env_dev_type(), infos,
+                                 STRAND_MD_MAX_DEVICES);
+    if (n <= 0) {
+        return uct_md_query_empty_md_resource(resources_p, num_resources_p);
+    }
+    res = ucs_calloc(n, sizeof(*res), "strand_md_resources");
+    if (res == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < n; ++i) {
+        ucs_strncpy_zero(res[i].md_name, infos[i].name,
+                         sizeof(res[i].md_name));
+    }
+    *resources_p     = res;
+    *num_resources_p = n;
+    return UCS_OK;
+}
+
+/* ----------------------------------------------------- registration */
+
+static ucs_status_t strand_md_errno_status(int err)
+{
+    switch (err) {
+    case 0:      return UCS_OK;
+    case ENOMEM: return UCS_ERR_NO_MEMORY;
+    case EINVAL: return UCS_ERR_INVALID_PARAM;
+    case EFAULT: return UCS_ERR_INVALID_ADDR;
+    case ENODEV: return UCS_ERR_NO_DEVICE;
+    default:     return UCS_ERR_IO_ERROR;
+    }
+}
+
+static const int strand_md_access = IBV_ACCESS_LOCAL_WRITE |
+                                    IBV_ACCESS_REMOTE_WRITE |
+                                    IBV_ACCESS_REMOTE_READ |
+                                    IBV_ACCESS_REMOTE_ATOMIC;
+
+static ucs_status_t strand_md_reg(strand_md_t *md, void *address,
+                                  size_t length, unsigned flags,
+                                  strand_md_memh_t *memh)
+{
+    int err = md->dev->ops->reg_mr(md->dev, address, length,
+                                   strand_md_access, &memh->mr);
+
+    if (err != 0) {
+        ucs_log((flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ? UCS_LOG_LEVEL_DEBUG :
+                UCS_LOG_LEVEL_ERROR,
+                "%s: failed to register %p length %zu: %s",
+                md->dev->info.name, address, length, strerror(err));
+    }
+    return strand_md_errno_status(err);
+}
+
+static ucs_status_t
+strand_md_rcache_mem_reg(void *context, ucs_rcache_t *rcache, void *arg,
+                         ucs_rcache_region_t *rregion, uint16_t rflags)
+{
+    strand_md_rcache_region_t *region = ucs_derived_of(rregion,
+                                                       strand_md_rcache_region_t);
+    unsigned flags = *(const unsigned*)arg;
+
+    if (rflags & UCS_RCACHE_MEM_REG_HIDE_ERRORS) {
+        flags |= UCT_MD_MEM_FLAG_HIDE_ERRORS;
+    }
+    return strand_md_reg(context, (void*)region->super.super.start,
+                         region->super.super.end - region->super.super.start,
+                         flags, &region->memh);
+}
+
+static void strand_md_rcache_mem_dereg(void *context, ucs_rcache_t *rcache,
+                                       ucs_rcache_region_t *rregion)
+{
+    strand_md_t *md = context;
+    strand_md_rcache_region_t *region = ucs_derived_of(rregion,
+                                                       strand_md_rcache_region_t);
+
+    md->dev->ops->dereg_mr(md->dev, &region->memh.mr);
+}
+
+static void strand_md_rcache_dump(void *context, ucs_rcache_t *rcache,
+                                  ucs_rcache_region_t *rregion, char *buf,
+                                  size_t max)
+{
+    strand_md_rcache_region_t *region = ucs_derived_of(rregion,
+                                                       strand_md_rcache_region_t);
+
+    snprintf(buf, max, "lkey 0x%x rkey 0x%x", region->memh.mr.lkey,
+             region->memh.mr.rkey);
+}
+
+static const ucs_rcache_ops_t strand_md_rcache_ops = {
+    .mem_reg     = strand_md_rcache_mem_reg,
+    .mem_dereg   = strand_md_rcache_mem_dereg,
+    .dump_region = strand_md_rcache_dump
+};
+
+static ucs_status_t strand_md_mem_reg(uct_md_h uct_md, void *address,
+                                      size_t length, unsigned flags,
+                                      uct_mem_h *memh_p)
+{
+    strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
+    ucs_rcache_region_t *rregion;
+    strand_md_memh_t *memh;
+    ucs_status_t status;
+
+    if (length == 0) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if (md->rcache != NULL) {
+        status = ucs_rcache_get(md->rcache, address, length,
+                                PROT_READ | PROT_WRITE, &flags, &rregion);
+        if (status != UCS_OK) {
+            return status;
+        }
+        *memh_p = &ucs_derived_of(rregion, strand_md_rcache_region_t)->memh;
+        return UCS_OK;
+    }
+
+    memh = ucs_malloc(sizeof(*memh), "strand_memh");
+    if (memh == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    status = strand_md_reg(md, address, length, flags, memh);
+    if (status != UCS_OK) {
+        ucs_free(memh);
+        return status;
+    }
+    *memh_p = memh;
+    return UCS_OK;
+}
+
+static ucs_status_t
+strand_md_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
+{
+    strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
+    strand_md_memh_t *memh;
+    int err;
+
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+    memh = params->memh;
+
+    if (md->rcache != NULL) {
+        ucs_rcache_region_put(md->rcache,
+                              &ucs_container_of(memh,
+                                                strand_md_rcache_region_t,
+                                                memh)->super);
+        return UCS_OK;
+    }
+    err = md->dev->ops->dereg_mr(md->dev, &memh->mr);
+    ucs_free(memh);
+    return strand_md_errno_status(err);
+}
+
+static ucs_status_t
+strand_md_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
+                    const uct_md_mkey_pack_params_t *params, void *rkey_buffer)
+{
+    const strand_md_memh_t *memh   = uct_memh;
+    strand_md_packed_rkey_t *packed = rkey_buffer;
+
+    packed->rkey = memh->mr.rkey;
+    return UCS_OK;
+}
+
+static ucs_status_t
+strand_md_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
+                      uct_rkey_t *rkey_p, void **handle_p)
+{
+    const strand_md_packed_rkey_t *packed = rkey_buffer;
+
+    *rkey_p   = packed->rkey;
+    *handle_p = NULL;
+    return UCS_OK;
+}
+
+/* ------------------------------------------------------------ query */
 
 static ucs_status_t strand_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
 {
+    strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
+
     memset(attr, 0, sizeof(*attr));
-    ucs_strncpy_zero(attr->component_name, STRAND_COMPONENT_NAME,
-                     sizeof(attr->component_name));
+    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+    attr->cap.max_reg          = 1ull << md->dev->caps.max_mr_size_log2;
     attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->reg_cost             = ucs_linear_func_make(0, 0);
-    memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
+    attr->rkey_packed_size     = sizeof(strand_md_packed_rkey_t);
+    attr->reg_cost             = md->reg_cost;
+    attr->local_cpus           = md->local_cpus;
+    ucs_strncpy_zero(attr->component_name, STRAND_COMPONENT_NAME,
+                     sizeof(attr->component_name));
     return UCS_OK;
+}
+
+/* CPUs near a hardware device (sysfs local_cpulist); all for software. */
+static void strand_md_local_cpus(const strand_dev_info_t *info,
+                                 ucs_cpu_set_t *cpus)
+{
+    char path[320], list[1024], *tok, *save = NULL;
+    unsigned long lo, hi, c;
+    FILE *f;
+
+    memset(cpus, 0xff, sizeof(*cpus));
+    if (info->sysfs_path[0] == '\0') {
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/device/local_cpulist", info->sysfs_path);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return;
+    }
+    if (fgets(list, sizeof(list), f) != NULL) {
+        memset(cpus, 0, sizeof(*cpus));
+        for (tok = strtok_r(list, ",\n", &save); tok != NULL;
+             tok = strtok_r(NULL, ",\n", &save)) {
+            if (sscanf(tok, "%lu-%lu", &lo, &hi) != 2) {
+                hi = lo = strtoul(tok, NULL, 10);
+            }
+            for (c = lo; (c <= hi) && (c < UCS_CPU_SETSIZE); ++c) {
+                UCS_CPU_SET(c, cpus);
+            }
+        }
+    }
+    fclose(f);
+}
+
+/* ------------------------------------------------------ open / close */
+
+static void strand_md_close(uct_md_h uct_md)
+{
+    strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
+
+    if (md->rcache != NULL) {
+        ucs_rcache_destroy(md->rcache);
+    }
+    md->dev->ops->close(md->dev);
+    ucs_free(md);
+}
+
+static ucs_status_t strand_md_create_rcache(strand_md_t *md,
+                                            const strand_md_config_t *config)
+{
+    ucs_rcache_params_t params;
+
+    uct_md_set_rcache_params(&params, &config->rcache);
+    params.region_struct_size = sizeof(strand_md_rcache_region_t);
+    params.max_alignment      = ucs_get_page_size();
+    params.ucm_events         = UCM_EVENT_VM_UNMAPPED;
+    params.context            = md;
+    params.ops                = &strand_md_rcache_ops;
+    params.flags             |= UCS_RCACHE_FLAG_PURGE_ON_FORK;
+    return ucs_rcache_create(&params, md->dev->info.name, NULL, &md->rcache);
 }
 
 static ucs_status_t
@@ -55,36 +366,71 @@ strand_md_open(uct_component_t *component, const char *md_name,
     static uct_md_ops_t ops = {
         .close              = strand_md_close,
         .query              = strand_md_query,
+        .mem_reg            = strand_md_mem_reg,
+        .mem_dereg          = strand_md_mem_dereg,
+        .mkey_pack          = strand_md_mkey_pack,
         .detect_memory_type = (uct_md_detect_memory_type_func_t)
                               ucs_empty_function_return_unsupported,
     };
+    strand_dev_info_t infos[STRAND_MD_MAX_DEVICES];
     strand_md_t *md;
+    ucs_status_t status;
+    int i, n, err;
+
+    n = strand_md_select_devices(config->dev_type, infos,
+                                 STRAND_MD_MAX_DEVICES);
+    for (i = 0; (i < n) && strcmp(infos[i].name, md_name); ++i) {
+    }
+    if (i >= n) {
+        ucs_error("strand: no device '%s' (UCX_STRAND_DEVICE_TYPE=%s)",
+                  md_name, strand_dev_type_names[config->dev_type]);
+        return UCS_ERR_NO_DEVICE;
+    }
 
     md = ucs_calloc(1, sizeof(*md), "strand_md");
     if (md == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
+    err = strand_dev_open(&infos[i], &md->dev);
+    if (err != 0) {
+        ucs_error("strand: failed to open %s: %s", md_name, strerror(err));
+        ucs_free(md);
+        return strand_md_errno_status(err);
+    }
 
     md->super.ops       = &ops;
     md->super.component = component;
-    md->dev_type        = config->dev_type;
-    *md_p               = &md->super;
+    md->reg_cost        = ucs_linear_func_make(config->reg_cost_overhead,
+                                               config->reg_cost_growth);
+    strand_md_local_cpus(&infos[i], &md->local_cpus);
+
+    if (config->rcache_enable != UCS_NO) {
+        status = strand_md_create_rcache(md, config);
+        if (status == UCS_OK) {
+            md->reg_cost = ucs_linear_func_make(
+                    uct_md_rcache_overhead(&config->rcache), 0);
+        } else if (config->rcache_enable == UCS_YES) {
+            ucs_error("%s: failed to create the registration cache: %s",
+                      md_name, ucs_status_string(status));
+            md->dev->ops->close(md->dev);
+            ucs_free(md);
+            return status;
+        } else {
+            ucs_debug("%s: registration cache disabled: %s", md_name,
+                      ucs_status_string(status));
+        }
+    }
+
+    *md_p = &md->super;
     return UCS_OK;
 }
 
-static ucs_status_t
-strand_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
-                   uct_rkey_t *rkey_p, void **handle_p)
-{
-    return UCS_ERR_UNSUPPORTED; /* no memory registration in this build */
-}
-
 uct_component_t strand_component = {
-    .query_md_resources = uct_md_query_single_md_resource,
+    .query_md_resources = strand_md_query_resources,
     .md_open            = strand_md_open,
     .cm_open            = (uct_component_cm_open_func_t)
                           ucs_empty_function_return_unsupported,
-    .rkey_unpack        = strand_rkey_unpack,
+    .rkey_unpack        = strand_md_rkey_unpack,
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)
                           ucs_empty_function_return_unsupported,
     .rkey_release       = (uct_component_rkey_release_func_t)

@@ -1,9 +1,14 @@
 /*
- * The strand memory domain: one per (software or hardware) mlx5 device.
+ * The strand memory domain: one per (hardware or software) mlx5 device.
+ * Registers memory through the device layer, with UCX's registration cache
+ * in front, and packs remote keys for DC peers.
  */
 #ifndef STRAND_MD_H_
 #define STRAND_MD_H_
 
+#include "dev/dev.h"
+
+#include <ucs/memory/rcache.h>
 #include <uct/base/uct_md.h>
 
 #define STRAND_COMPONENT_NAME "strand"
@@ -17,16 +22,43 @@ typedef enum strand_dev_type {
 } strand_dev_type_t;
 
 typedef struct strand_md_config {
-    uct_md_config_t   super;
-    strand_dev_type_t dev_type;
+    uct_md_config_t        super;
+    strand_dev_type_t      dev_type;
+    ucs_ternary_auto_value_t rcache_enable;
+    uct_md_rcache_config_t rcache;
+    double                 reg_cost_overhead;  /* seconds */
+    double                 reg_cost_growth;    /* seconds per byte */
 } strand_md_config_t;
 
+/* A registration: the device's keys. In the cache it follows the region. */
+typedef struct strand_md_memh {
+    strand_dev_mr_t mr;
+} strand_md_memh_t;
+
+typedef struct strand_md_rcache_region {
+    ucs_rcache_region_t super;
+    strand_md_memh_t    memh;
+} strand_md_rcache_region_t;
+
+/* The packed remote key: what a peer needs to reach registered memory. */
+typedef struct strand_md_packed_rkey {
+    uint32_t rkey;
+} UCS_S_PACKED strand_md_packed_rkey_t;
+
 typedef struct strand_md {
-    uct_md_t          super;
-    strand_dev_type_t dev_type;
+    uct_md_t           super;
+    strand_dev_t      *dev;
+    ucs_rcache_t      *rcache;        /* NULL: register every time */
+    ucs_linear_func_t  reg_cost;
+    ucs_cpu_set_t      local_cpus;
 } strand_md_t;
 
 extern uct_component_t strand_component;
 extern ucs_config_field_t strand_md_config_table[];
+
+/* Devices this configuration selects (UCX_STRAND_DEVICE_TYPE): auto =
+ * hardware when there is any, else the software device. */
+int strand_md_select_devices(strand_dev_type_t type, strand_dev_info_t *out,
+                             int max);
 
 #endif

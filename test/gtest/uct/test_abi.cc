@@ -1,7 +1,7 @@
 /*
  * The plugin's load-time ABI guard and its registration into libuct.
  */
-#include <gtest/gtest.h>
+#include "uct_plugin.h"
 
 extern "C" {
 #include "uct_mlx5/strand_abi.h"
@@ -19,13 +19,6 @@ strand_abi_info_t probed()
     strand_abi_info_t info;
     strand_abi_probe(&info);
     return info;
-}
-
-/* make check names the module; run by hand, the build tree's. */
-const char *plugin_path()
-{
-    const char *path = getenv("STRAND_PLUGIN");
-    return path ? path : STRAND_BUILD_PLUGIN;
 }
 
 } // namespace
@@ -74,7 +67,7 @@ TEST(abi, refuses_other_ucx_version)
 
 TEST(abi, plugin_registers_component_strand)
 {
-    const char *path = plugin_path();
+    const char *path = strand_plugin_path();
 
     /* Never dlclose: UCX 1.13.1 cannot unregister a component. */
     void *handle = dlopen(path, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
@@ -102,7 +95,7 @@ TEST(abi, plugin_exports_nothing_but_its_probe)
 {
     /* Hidden visibility: a preloaded library comes first in symbol lookup,
      * so an exported UCX-like name would override UCX's own. */
-    const char *path = plugin_path();
+    const char *path = strand_plugin_path();
     std::string cmd = std::string("nm -D --defined-only ") + path +
                       " | awk '$2 ~ /[TDB]/ {print $3}' | grep -v "
                       "'^strand_component_is_registered$' | grep -v '^_' ";

@@ -1,0 +1,452 @@
+/*
+ * The `sim` backend: the device layer over the software mlx5 device.
+ */
+#include "dev.h"
+
+#include "sim/smlx5.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEV_SIM_MAX_CQS 64
+
+typedef struct dev_sim {
+    smlx5_context_t *ctx;
+    smlx5_pd_t      *pd;
+    smlx5_channel_t *channel;
+    strand_dev_cq_t *cqs[DEV_SIM_MAX_CQS]; /* to map CQ events back */
+} dev_sim_t;
+
+static int dev_sim_list(strand_dev_info_t *out, int max)
+{
+    if (max < 1) {
+        return 0;
+    }
+    memset(out, 0, sizeof(*out));
+    strncpy(out->name, SMLX5_DEV_NAME, sizeof(out->name) - 1);
+    out->kind      = STRAND_DEV_KIND_SIM;
+    out->num_ports = 1;
+    return 1;
+}
+
+static uint32_t dev_sim_mtu_bytes(enum ibv_mtu mtu)
+{
+    return 128u << mtu;
+}
+
+static void dev_sim_close(strand_dev_t *dev)
+{
+    dev_sim_t *s = dev->priv;
+
+    if (s->channel != NULL) {
+        smlx5_destroy_comp_channel(s->channel);
+    }
+    if (s->pd != NULL) {
+        smlx5_dealloc_pd(s->pd);
+    }
+    if (s->ctx != NULL) {
+        smlx5_close_device(s->ctx);
+    }
+    free(s);
+    free(dev);
+}
+
+static int dev_sim_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
+{
+    smlx5_device_caps_t caps;
+    struct ibv_port_attr pa;
+    strand_dev_t *dev;
+    dev_sim_t *s;
+    int ret;
+
+    if (strcmp(info->name, SMLX5_DEV_NAME)) {
+        return ENODEV;
+    }
+    dev = calloc(1, sizeof(*dev));
+    s   = calloc(1, sizeof(*s));
+    if ((dev == NULL) || (s == NULL)) {
+        free(dev);
+        free(s);
+        return ENOMEM;
+    }
+    dev->ops  = &strand_dev_sim_ops;
+    dev->info = *info;
+    dev->priv = s;
+
+    s->ctx = smlx5_open_device(info->name);
+    if (s->ctx == NULL) {
+        ret = errno ? errno : ENODEV;
+        goto err;
+    }
+    s->pd      = smlx5_alloc_pd(s->ctx);
+    s->channel = smlx5_create_comp_channel(s->ctx);
+    if ((s->pd == NULL) || (s->channel == NULL)) {
+        ret = ENOMEM;
+        goto err;
+    }
+    ret = smlx5_query_device(s->ctx, &caps);
+    if (ret == 0) {
+        ret = smlx5_query_port(s->ctx, SMLX5_PORT_NUM, &pa);
+    }
+    if (ret == 0) {
+        ret = smlx5_query_gid(s->ctx, SMLX5_PORT_NUM, 0, &dev->caps.gid);
+    }
+    if (ret != 0) {
+        goto err;
+    }
+
+    dev->caps.max_qp_wr        = caps.attr.max_qp_wr;
+    dev->caps.max_sge          = caps.attr.max_sge;
+    dev->caps.max_inline       = caps.max_inline_data;
+    dev->caps.max_mr_size_log2 = 63 - __builtin_clzll(caps.attr.max_mr_size);
+    dev->caps.mtu              = dev_sim_mtu_bytes(pa.active_mtu);
+    dev->caps.lid              = pa.lid;
+    dev->caps.atomics          = caps.attr.atomic_cap != IBV_ATOMIC_NONE;
+    dev->caps.masked_atomics   = !!(caps.flags & SMLX5_CAP_MASKED_ATOMICS);
+    dev->caps.atomic_reply_be  = !!(caps.flags & SMLX5_CAP_ATOMIC_REPLY_BE);
+    dev->caps.dci_max_log_num_concurent = caps.dci_max_log_num_concurent;
+    dev->caps.dci_max_log_num_errored   = caps.dci_max_log_num_errored;
+    dev->caps.tm_max_num_tags  = caps.tm_max_num_tags;
+    dev->caps.tm_max_ops       = caps.tm_max_ops;
+    dev->caps.max_rd_atomic    = caps.attr.max_qp_rd_atom;
+    dev->event_fd              = smlx5_channel_fd(s->channel);
+    dev->async_fd              = smlx5_async_fd(s->ctx);
+    *dev_p = dev;
+    return 0;
+
+err:
+    dev_sim_close(dev);
+    return ret;
+}
+
+static int dev_sim_reg_mr(strand_dev_t *dev, void *addr, size_t len,
+                          int access, strand_dev_mr_t *mr)
+{
+    dev_sim_t *s    = dev->priv;
+    smlx5_mr_t *smr = smlx5_reg_mr(s->pd, addr, len, access);
+
+    if (smr == NULL) {
+        return errno ? errno : ENOMEM;
+    }
+    mr->h    = smr;
+    mr->lkey = smlx5_mr_lkey(smr);
+    mr->rkey = smlx5_mr_rkey(smr);
+    return 0;
+}
+
+static int dev_sim_dereg_mr(strand_dev_t *dev, strand_dev_mr_t *mr)
+{
+    return smlx5_dereg_mr(mr->h);
+}
+
+static int dev_sim_create_cq(strand_dev_t *dev, int cqe, strand_dev_cq_t *cq)
+{
+    dev_sim_t *s = dev->priv;
+    smlx5_cq_t *scq;
+    unsigned i;
+
+    for (i = 0; (i < DEV_SIM_MAX_CQS) && (s->cqs[i] != NULL); ++i) {
+    }
+    if (i == DEV_SIM_MAX_CQS) {
+        return ENOMEM;
+    }
+    scq = smlx5_create_cq(s->ctx, cqe, s->channel);
+    if (scq == NULL) {
+        return errno ? errno : ENOMEM;
+    }
+    cq->h     = scq;
+    s->cqs[i] = cq;
+    return smlx5_cq_dv(scq, &cq->dv);
+}
+
+static int dev_sim_destroy_cq(strand_dev_t *dev, strand_dev_cq_t *cq)
+{
+    dev_sim_t *s = dev->priv;
+    unsigned i;
+    int ret;
+
+    ret = smlx5_destroy_cq(cq->h);
+    if (ret == 0) {
+        for (i = 0; i < DEV_SIM_MAX_CQS; ++i) {
+            if (s->cqs[i] == cq) {
+                s->cqs[i] = NULL;
+            }
+        }
+    }
+    return ret;
+}
+
+static int dev_sim_arm_cq(strand_dev_t *dev, strand_dev_cq_t *cq,
+                          int solicited)
+{
+    return smlx5_req_notify_cq(cq->h, solicited);
+}
+
+static int dev_sim_get_cq_event(strand_dev_t *dev, strand_dev_cq_t **cq_p)
+{
+    dev_sim_t *s = dev->priv;
+    smlx5_cq_t *scq;
+    unsigned i;
+    int ret;
+
+    ret = smlx5_get_cq_event(s->channel, &scq);
+    if (ret != 0) {
+        return ret;
+    }
+    for (i = 0; i < DEV_SIM_MAX_CQS; ++i) {
+        if ((s->cqs[i] != NULL) && (s->cqs[i]->h == scq)) {
+            *cq_p = s->cqs[i];
+            return 0;
+        }
+    }
+    return EAGAIN; /* a CQ destroyed since */
+}
+
+static int dev_sim_create_srq(strand_dev_t *dev, uint32_t max_wr,
+                              uint32_t max_sge, strand_dev_srq_t *srq)
+{
+    dev_sim_t *s = dev->priv;
+    smlx5_srq_init_attr_t attr;
+    smlx5_srq_t *ssrq;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.max_wr  = max_wr;
+    attr.max_sge = max_sge;
+    ssrq = smlx5_create_srq(s->pd, &attr);
+    if (ssrq == NULL) {
+        return errno ? errno : ENOMEM;
+    }
+    srq->h       = ssrq;
+    srq->wqe_cnt = attr.max_wr + 1; /* the list's sentinel included */
+    srq->max_sge = attr.max_sge;
+    return smlx5_srq_dv(ssrq, &srq->dv);
+}
+
+static int dev_sim_destroy_srq(strand_dev_t *dev, strand_dev_srq_t *srq)
+{
+    return smlx5_destroy_srq(srq->h);
+}
+
+static void dev_sim_kick(void *arg)
+{
+    smlx5_qp_doorbell(arg);
+}
+
+static int dev_sim_dci_to_rts(strand_dev_t *dev, smlx5_qp_t *qp,
+                              const strand_dev_dci_attr_t *attr)
+{
+    struct ibv_qp_attr a;
+    enum ibv_mtu mtu = IBV_MTU_4096;
+    int ret;
+
+    while ((mtu > IBV_MTU_256) && (dev_sim_mtu_bytes(mtu) > dev->caps.mtu)) {
+        mtu--;
+    }
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = SMLX5_PORT_NUM;
+    ret = smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                                  IBV_QP_PORT);
+    if (ret != 0) {
+        return ret;
+    }
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = mtu;
+    ret = smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PATH_MTU);
+    if (ret != 0) {
+        return ret;
+    }
+    memset(&a, 0, sizeof(a));
+    a.qp_state      = IBV_QPS_RTS;
+    a.timeout       = attr->timeout;
+    a.retry_cnt     = attr->retry_cnt;
+    a.rnr_retry     = attr->rnr_retry;
+    a.max_rd_atomic = attr->max_rd_atomic;
+    return smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+                                   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                   IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN);
+}
+
+static int dev_sim_create_dci(strand_dev_t *dev,
+                              const strand_dev_dci_attr_t *attr,
+                              strand_dev_qp_t *qp)
+{
+    dev_sim_t *s = dev->priv;
+    smlx5_qp_init_attr_t init;
+    smlx5_qp_t *sqp;
+    int ret;
+
+    memset(&init, 0, sizeof(init));
+    init.type                = SMLX5_QPT_DCI;
+    init.send_cq             = attr->send_cq->h;
+    init.cap.max_send_wr     = attr->max_send_wr;
+    init.cap.max_send_sge    = attr->max_send_sge;
+    init.cap.max_inline_data = attr->max_inline;
+    init.user_index          = attr->user_index;
+    init.log_num_concurent   = attr->log_num_concurent;
+    init.log_num_errored     = attr->log_num_errored;
+    sqp = smlx5_create_qp(s->pd, &init);
+    if (sqp == NULL) {
+        return errno ? errno : ENOMEM;
+    }
+    ret = dev_sim_dci_to_rts(dev, sqp, attr);
+    if (ret != 0) {
+        smlx5_destroy_qp(sqp);
+        return ret;
+    }
+    qp->h        = sqp;
+    qp->qpn      = smlx5_qp_num(sqp);
+    qp->kick     = dev_sim_kick;
+    qp->kick_arg = sqp;
+    return smlx5_qp_dv(sqp, &qp->dv);
+}
+
+static int dev_sim_create_dct(strand_dev_t *dev,
+                              const strand_dev_dct_attr_t *attr,
+                              strand_dev_qp_t *qp)
+{
+    dev_sim_t *s = dev->priv;
+    smlx5_qp_init_attr_t init;
+    struct ibv_qp_attr a;
+    smlx5_qp_t *sqp;
+    enum ibv_mtu mtu = IBV_MTU_4096;
+    int ret;
+
+    memset(&init, 0, sizeof(init));
+    init.type          = SMLX5_QPT_DCT;
+    init.send_cq       = attr->cq->h;
+    init.recv_cq       = attr->cq->h;
+    init.srq           = attr->srq->h;
+    init.dc_access_key = attr->access_key;
+    init.user_index    = attr->user_index;
+    sqp = smlx5_create_qp(s->pd, &init);
+    if (sqp == NULL) {
+        return errno ? errno : ENOMEM;
+    }
+    while ((mtu > IBV_MTU_256) && (dev_sim_mtu_bytes(mtu) > dev->caps.mtu)) {
+        mtu--;
+    }
+    memset(&a, 0, sizeof(a));
+    a.qp_state        = IBV_QPS_INIT;
+    a.port_num        = SMLX5_PORT_NUM;
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                        IBV_ACCESS_REMOTE_ATOMIC;
+    ret = smlx5_modify_qp(sqp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                                   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+    if (ret == 0) {
+        memset(&a, 0, sizeof(a));
+        a.qp_state         = IBV_QPS_RTR;
+        a.min_rnr_timer    = attr->min_rnr_timer;
+        a.path_mtu         = mtu;
+        a.ah_attr.port_num = SMLX5_PORT_NUM;
+        ret = smlx5_modify_qp(sqp, &a, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER |
+                                       IBV_QP_AV | IBV_QP_PATH_MTU);
+    }
+    if (ret != 0) {
+        smlx5_destroy_qp(sqp);
+        return ret;
+    }
+    qp->h        = sqp;
+    qp->qpn      = smlx5_dct_num(sqp);
+    qp->kick     = NULL;
+    qp->kick_arg = NULL;
+    return smlx5_qp_dv(sqp, &qp->dv);
+}
+
+static int dev_sim_destroy_qp(strand_dev_t *dev, strand_dev_qp_t *qp)
+{
+    return smlx5_destroy_qp(qp->h);
+}
+
+static int dev_sim_reset_dci(strand_dev_t *dev, strand_dev_qp_t *qp,
+                             const strand_dev_dci_attr_t *attr)
+{
+    struct ibv_qp_attr a;
+    int ret;
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_RESET;
+    ret = smlx5_modify_qp(qp->h, &a, IBV_QP_STATE);
+    if (ret != 0) {
+        return ret;
+    }
+    ret = dev_sim_dci_to_rts(dev, qp->h, attr);
+    if (ret == 0) {
+        ret = smlx5_qp_dv(qp->h, &qp->dv);
+    }
+    return ret;
+}
+
+static int dev_sim_qp_state(strand_dev_t *dev, strand_dev_qp_t *qp,
+                            enum ibv_qp_state *state)
+{
+    struct ibv_qp_attr a;
+    int ret = smlx5_query_qp(qp->h, &a, IBV_QP_STATE, NULL);
+
+    if (ret == 0) {
+        *state = a.qp_state;
+    }
+    return ret;
+}
+
+static int dev_sim_dci_stream_id_reset(strand_dev_t *dev, strand_dev_qp_t *qp,
+                                       uint16_t stream_id)
+{
+    return smlx5_dci_stream_id_reset(qp->h, stream_id);
+}
+
+static void dev_sim_progress(strand_dev_t *dev)
+{
+    smlx5_progress(((dev_sim_t*)dev->priv)->ctx);
+}
+
+static int dev_sim_get_async_event(strand_dev_t *dev, strand_dev_event_t *ev)
+{
+    dev_sim_t *s = dev->priv;
+    smlx5_async_event_t sev;
+    int ret;
+
+    ret = smlx5_get_async_event(s->ctx, &sev);
+    if (ret != 0) {
+        return ret;
+    }
+    ev->type = sev.type;
+    switch (sev.type) {
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_QP_LAST_WQE_REACHED:
+        ev->qpn = smlx5_qp_num(sev.element.qp);
+        break;
+    default:
+        ev->qpn = 0;
+        break;
+    }
+    return 0;
+}
+
+const strand_dev_ops_t strand_dev_sim_ops = {
+    .name                = "sim",
+    .list                = dev_sim_list,
+    .open                = dev_sim_open,
+    .close               = dev_sim_close,
+    .reg_mr              = dev_sim_reg_mr,
+    .dereg_mr            = dev_sim_dereg_mr,
+    .create_cq           = dev_sim_create_cq,
+    .destroy_cq          = dev_sim_destroy_cq,
+    .arm_cq              = dev_sim_arm_cq,
+    .get_cq_event        = dev_sim_get_cq_event,
+    .create_srq          = dev_sim_create_srq,
+    .destroy_srq         = dev_sim_destroy_srq,
+    .create_dci          = dev_sim_create_dci,
+    .create_dct          = dev_sim_create_dct,
+    .destroy_qp          = dev_sim_destroy_qp,
+    .reset_dci           = dev_sim_reset_dci,
+    .qp_state            = dev_sim_qp_state,
+    .dci_stream_id_reset = dev_sim_dci_stream_id_reset,
+    .progress            = dev_sim_progress,
+    .get_async_event     = dev_sim_get_async_event,
+};
