@@ -548,7 +548,11 @@ int smlx5_modify_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr, int mask)
             qp->resp[0].epsn = qp->rq_psn;
         }
     } else if ((next == IBV_QPS_RTS) && (cur == IBV_QPS_RTR)) {
-        qp->next_flow_psn = qp->sq_psn;
+        /* RC: its one flow starts at sq_psn. DCI: every DC connect takes
+         * a PSN range never used before, also across resets, so a DCT
+         * never mistakes a new association for an old (errored) one. */
+        qp->next_flow_psn = (qp->type == SMLX5_QPT_DCI) ?
+                            qp->next_flow_psn + (1u << 16) : qp->sq_psn;
     }
 
     qp->state = next;
