@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #define SIM_FABRIC_MAGIC      0x5354524e44464142ull /* "STRNDFAB" */
-#define SIM_FABRIC_VERSION    1
+#define SIM_FABRIC_VERSION    2
 #define SIM_FABRIC_MAX_ATTACH 256
 #define SIM_PORT_BITS         7
 #define SIM_LID_MAX           0xbfff
@@ -40,10 +40,11 @@ typedef struct sim_proc_id {
     uint64_t start;               /* /proc/<pid>/stat field 22 */
 } sim_proc_id_t;
 
+/* 8 bytes of slot header: a small RC packet and its header share one
+ * cache line. Sequence numbers are 32-bit and compared as differences. */
 typedef struct sim_slot {
-    _Atomic uint64_t seq;
+    _Atomic uint32_t seq;
     uint32_t         len;
-    uint32_t         pad;
     uint8_t          data[SIM_FABRIC_MAX_PKT];
 } sim_slot_t;
 
@@ -53,9 +54,9 @@ typedef struct sim_port_shm {
     _Atomic uint32_t lid;         /* 0: free */
     uint32_t         gen;
     /* producers */
-    _Alignas(64) _Atomic uint64_t tail;
+    _Alignas(64) _Atomic uint32_t tail;
     /* consumer */
-    _Alignas(64) uint64_t head;
+    _Alignas(64) uint32_t head;
     _Alignas(64) _Atomic uint32_t futex;
     _Atomic uint32_t sleeping;
     _Atomic uint64_t last_poll_ns;
@@ -448,8 +449,8 @@ int sim_fabric_send(sim_fabric_t *fab, uint16_t dlid, const void *hdr,
 {
     sim_port_shm_t *p = &fab->shm->ports[dlid & (SIM_FABRIC_MAX_PORTS - 1)];
     sim_slot_t *slot;
-    uint64_t pos, seq;
-    int64_t dif;
+    uint32_t pos, seq;
+    int32_t dif;
 
     if (hdr_len + payload_len > SIM_FABRIC_MAX_PKT) {
         return -EMSGSIZE;
@@ -463,7 +464,7 @@ int sim_fabric_send(sim_fabric_t *fab, uint16_t dlid, const void *hdr,
     for (;;) {
         slot = &p->ring[pos & (SIM_FABRIC_RING_SIZE - 1)];
         seq  = atomic_load_explicit(&slot->seq, memory_order_acquire);
-        dif  = (int64_t)(seq - pos);
+        dif  = (int32_t)(seq - pos);
         if (dif == 0) {
             if (atomic_compare_exchange_weak_explicit(&p->tail, &pos, pos + 1,
                                                       memory_order_relaxed,
@@ -500,7 +501,7 @@ int sim_fabric_rx_pending(const sim_port_t *port)
     const sim_slot_t *slot  = &p->ring[p->head & (SIM_FABRIC_RING_SIZE - 1)];
 
     return atomic_load_explicit(&slot->seq, memory_order_acquire) ==
-           p->head + 1;
+           (uint32_t)(p->head + 1);
 }
 
 unsigned sim_fabric_recv(sim_port_t *port, sim_fabric_rx_cb_t cb, void *arg,
@@ -509,13 +510,13 @@ unsigned sim_fabric_recv(sim_port_t *port, sim_fabric_rx_cb_t cb, void *arg,
     sim_port_shm_t *p = port->shm;
     unsigned count    = 0;
     sim_slot_t *slot;
-    uint64_t pos;
+    uint32_t pos;
 
     while (count < max) {
         pos  = p->head;
         slot = &p->ring[pos & (SIM_FABRIC_RING_SIZE - 1)];
         if (atomic_load_explicit(&slot->seq, memory_order_acquire) !=
-            pos + 1) {
+            (uint32_t)(pos + 1)) {
             break;
         }
         if (slot->len <= SIM_FABRIC_MAX_PKT) {

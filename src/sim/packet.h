@@ -7,6 +7,7 @@
 #ifndef SIM_PACKET_H_
 #define SIM_PACKET_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum sim_pkt_op {
@@ -34,6 +35,7 @@ enum {
     SIM_PKT_F_INV      = 1u << 3,  /* SEND with invalidate */
     SIM_PKT_F_RETRY    = 1u << 4,  /* retransmission */
     SIM_PKT_F_ACKREQ   = 1u << 5,  /* responder acknowledges this PSN */
+    SIM_PKT_F_DC       = 1u << 6,  /* a DC request: dc_key present */
     SIM_PKT_F_CORRUPT  = 1u << 7,  /* ICRC failed (fault injection) */
 };
 
@@ -55,32 +57,48 @@ enum {
     SIM_ATOMIC_MASKED_FA,
 };
 
+/* Headers travel with only the parts an operation needs: the base header
+ * with RETH (48 bytes), then the DC access key (DC requests), then the
+ * atomic operands (atomic requests and responses). A small RC packet then
+ * fits one cache line of a fabric ring slot. */
 typedef struct sim_pkt {
     uint8_t  op;            /* sim_pkt_op_t */
     uint8_t  flags;         /* SIM_PKT_F_* */
     uint8_t  syndrome;      /* ACK: SIM_AETH_*; RNR: timer */
-    uint8_t  atomic_op;     /* SIM_ATOMIC_* */
+    uint8_t  atomic_op;     /* SIM_ATOMIC_*; RNR NAK: min_rnr_timer */
     uint16_t slid;
     uint16_t payload_len;
     uint32_t dqpn;          /* destination QP number or DCT number */
     uint32_t sqpn;          /* source QP number */
     uint32_t psn;
     uint32_t imm;           /* as in the WQE (network order) */
-    uint64_t dc_key;        /* DCT access key */
-    uint64_t va;            /* RETH / atomic address */
-    uint32_t rkey;
+    uint32_t rkey;          /* RETH */
     uint32_t dma_len;       /* RETH length (whole message) */
     uint32_t offset;        /* payload offset within the message */
-    uint64_t swap_add;      /* atomic operands */
+    uint8_t  atomic_size;   /* 4 or 8 */
+    uint8_t  log_mtu;       /* requester's path MTU: READ response size */
+    uint16_t reserved;
+    uint64_t va;            /* RETH / atomic address */
+    /* --- SIM_PKT_F_DC only */
+    uint64_t dc_key;        /* DCT access key */
+    /* --- atomic requests and responses only */
+    uint64_t swap_add;      /* operand; the fetched value in a response */
     uint64_t compare;
     uint64_t swap_mask;
     uint64_t compare_mask;
-    uint8_t  atomic_size;   /* 4 or 8 */
-    uint8_t  log_mtu;       /* requester's path MTU: READ response size */
-    uint8_t  pad[2];
-    uint32_t csum;          /* header + payload checksum */
 } sim_pkt_t;
 
-#define SIM_PKT_PAYLOAD(_pkt) ((const uint8_t*)(_pkt) + sizeof(sim_pkt_t))
+#define SIM_PKT_HDR_BASE   offsetof(sim_pkt_t, dc_key)
+#define SIM_PKT_HDR_DC     offsetof(sim_pkt_t, swap_add)
+#define SIM_PKT_HDR_ATOMIC sizeof(sim_pkt_t)
+
+/* Bytes of header a packet carries on the wire. */
+static inline size_t sim_pkt_hdr_len(const sim_pkt_t *pkt)
+{
+    if ((pkt->op == SIM_PKT_ATOMIC_REQ) || (pkt->op == SIM_PKT_ATOMIC_RESP)) {
+        return SIM_PKT_HDR_ATOMIC;
+    }
+    return (pkt->flags & SIM_PKT_F_DC) ? SIM_PKT_HDR_DC : SIM_PKT_HDR_BASE;
+}
 
 #endif

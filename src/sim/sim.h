@@ -366,9 +366,9 @@ void sim_wqe_gather(const smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
                     uint8_t *dst, uint32_t len);
 void sim_comp_wqe_failed(smlx5_qp_t *qp, sim_wqe_t *w); /* w->status set */
 void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
-                     size_t len);                     /* requests */
+                     const uint8_t *payload);          /* requests */
 void sim_comp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
-                     size_t len);                     /* ACK/NAK/resp */
+                     const uint8_t *payload);          /* ACK/NAK/resp */
 void sim_comp_timers(smlx5_context_t *ctx, uint64_t now);
 /* Coalesced ACKs that are due; returns the next due time (0: none). */
 uint64_t sim_resp_ack_timers(smlx5_qp_t *qp, uint64_t now);

@@ -275,7 +275,8 @@ static void sim_comp_ack(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
     }
 }
 
-static void sim_comp_response(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
+static void sim_comp_response(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt,
+                              const uint8_t *payload)
 {
     sim_flow_t *f = &qp->flows[fi];
     sim_wqe_t *w  = sim_comp_find_wqe(qp, fi, pkt->psn);
@@ -298,7 +299,7 @@ static void sim_comp_response(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
     if (pkt->op == SIM_PKT_READ_RESP) {
         off = (pkt->psn - w->first_psn) * qp->path_mtu;
         if (off + pkt->payload_len <= w->length) {
-            sim_comp_scatter(w, off, SIM_PKT_PAYLOAD(pkt), pkt->payload_len);
+            sim_comp_scatter(w, off, payload, pkt->payload_len);
         }
     } else if (pkt->op == SIM_PKT_ATOMIC_RESP) {
         /* advertised SMLX5_CAP_ATOMIC_REPLY_BE: fetched value big-endian */
@@ -321,7 +322,8 @@ static void sim_comp_response(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
     sim_flow_update_timer(qp, f);
 }
 
-void sim_comp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt, size_t len)
+void sim_comp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
+                     const uint8_t *payload)
 {
     smlx5_qp_t *qp = sim_qp_lookup(ctx, pkt->dqpn);
     int fi;
@@ -339,7 +341,7 @@ void sim_comp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt, size_t len)
     } else {
         /* a response implicitly acknowledges what came before it */
         sim_comp_ack_upto(qp, fi, pkt->psn);
-        sim_comp_response(qp, fi, pkt);
+        sim_comp_response(qp, fi, pkt, payload);
     }
     sim_comp_retire(qp);
     sim_req_process(qp);

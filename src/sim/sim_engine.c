@@ -15,17 +15,25 @@ static bool sim_pkt_is_request(uint8_t op)
 static void sim_engine_rx(void *arg, const void *data, size_t len)
 {
     smlx5_context_t *ctx = arg;
-    const sim_pkt_t *pkt = data;
+    sim_pkt_t pkt;
+    size_t hlen;
 
-    if ((len < sizeof(*pkt)) ||
-        (len != sizeof(*pkt) + pkt->payload_len) ||
-        (pkt->flags & SIM_PKT_F_CORRUPT)) {
-        return; /* runt or failed ICRC: dropped like on a wire */
+    if (len < SIM_PKT_HDR_BASE) {
+        return; /* runt */
     }
-    if (sim_pkt_is_request(pkt->op)) {
-        sim_resp_packet(ctx, pkt, len);
+    /* the header as a whole struct: absent parts read as zero */
+    memcpy(&pkt, data, SIM_PKT_HDR_BASE);
+    hlen = sim_pkt_hdr_len(&pkt);
+    if ((len != hlen + pkt.payload_len) || (pkt.flags & SIM_PKT_F_CORRUPT)) {
+        return; /* malformed, or failed ICRC: dropped like on a wire */
+    }
+    memcpy((uint8_t*)&pkt + SIM_PKT_HDR_BASE,
+           (const uint8_t*)data + SIM_PKT_HDR_BASE, hlen - SIM_PKT_HDR_BASE);
+    memset((uint8_t*)&pkt + hlen, 0, sizeof(pkt) - hlen);
+    if (sim_pkt_is_request(pkt.op)) {
+        sim_resp_packet(ctx, &pkt, (const uint8_t*)data + hlen);
     } else {
-        sim_comp_packet(ctx, pkt, len);
+        sim_comp_packet(ctx, &pkt, (const uint8_t*)data + hlen);
     }
 }
 
@@ -65,6 +73,6 @@ int sim_send_pkt(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
     if (sim_fault_active(ctx)) {
         return sim_fault_send(ctx, dlid, hdr, payload, len);
     }
-    return sim_fabric_send(ctx->fabric, dlid, hdr, sizeof(*hdr), payload,
-                           len);
+    return sim_fabric_send(ctx->fabric, dlid, hdr, sim_pkt_hdr_len(hdr),
+                           payload, len);
 }

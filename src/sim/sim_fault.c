@@ -125,11 +125,12 @@ static uint32_t sim_rand_ppm(smlx5_context_t *ctx)
 }
 
 static int sim_fault_wire(smlx5_context_t *ctx, uint16_t dlid,
-                          const void *pkt, size_t len)
+                          const sim_pkt_t *pkt, size_t len)
 {
-    return sim_fabric_send(ctx->fabric, dlid, pkt, sizeof(sim_pkt_t),
-                           (const uint8_t*)pkt + sizeof(sim_pkt_t),
-                           len - sizeof(sim_pkt_t));
+    size_t hlen = sim_pkt_hdr_len(pkt);
+
+    return sim_fabric_send(ctx->fabric, dlid, pkt, hlen,
+                           (const uint8_t*)pkt + hlen, len - hlen);
 }
 
 int sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
@@ -138,7 +139,8 @@ int sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
     const sim_config_t *c = &ctx->cfg;
     uint8_t buf[sizeof(sim_pkt_t) + 4096];
     sim_delayed_t *d, **pp;
-    size_t total = sizeof(*hdr) + len;
+    size_t hlen  = sim_pkt_hdr_len(hdr);
+    size_t total = hlen + len;
 
     if (c->cut_lid && ((dlid == c->cut_lid) || (ctx->lid == c->cut_lid))) {
         return 0;
@@ -146,9 +148,9 @@ int sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
     if (c->drop_ppm && (sim_rand_ppm(ctx) < c->drop_ppm)) {
         return 0;
     }
-    memcpy(buf, hdr, sizeof(*hdr));
+    memcpy(buf, hdr, hlen);
     if (len) {
-        memcpy(buf + sizeof(*hdr), payload, len);
+        memcpy(buf + hlen, payload, len);
     }
     if (c->corrupt_ppm && (sim_rand_ppm(ctx) < c->corrupt_ppm)) {
         ((sim_pkt_t*)buf)->flags |= SIM_PKT_F_CORRUPT;
@@ -171,9 +173,9 @@ int sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
         }
         return 0;
     }
-    sim_fault_wire(ctx, dlid, buf, total);
+    sim_fault_wire(ctx, dlid, (const sim_pkt_t*)buf, total);
     if (c->dup_ppm && (sim_rand_ppm(ctx) < c->dup_ppm)) {
-        sim_fault_wire(ctx, dlid, buf, total);
+        sim_fault_wire(ctx, dlid, (const sim_pkt_t*)buf, total);
     }
     return 0;
 }
@@ -185,7 +187,7 @@ void sim_fault_release(smlx5_context_t *ctx, uint64_t now)
     while ((ctx->delayed != NULL) && (ctx->delayed->due_ns <= now)) {
         d            = ctx->delayed;
         ctx->delayed = d->next;
-        sim_fault_wire(ctx, d->dlid, d->data, d->len);
+        sim_fault_wire(ctx, d->dlid, (const sim_pkt_t*)d->data, d->len);
         free(d);
     }
     if ((ctx->delayed != NULL) &&

@@ -392,8 +392,11 @@ void sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
     pkt.offset  = off;
     pkt.log_mtu = (uint8_t)__builtin_ctz(qp->path_mtu);
     pkt.flags   = retry ? SIM_PKT_F_RETRY : 0;
-    if (psn == f->start_psn && (qp->type == SMLX5_QPT_DCI)) {
-        pkt.flags |= SIM_PKT_F_CONNECT;
+    if (qp->type == SMLX5_QPT_DCI) {
+        pkt.flags |= SIM_PKT_F_DC;
+        if (psn == f->start_psn) {
+            pkt.flags |= SIM_PKT_F_CONNECT;
+        }
     }
     first = (seg == 0);
     last  = (seg == npkt - 1);

@@ -205,7 +205,8 @@ static void sim_resp_recv_error(smlx5_context_t *ctx, smlx5_qp_t *qp,
 }
 
 static bool sim_resp_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
-                          sim_resp_ctx_t *c, const sim_pkt_t *pkt)
+                          sim_resp_ctx_t *c, const sim_pkt_t *pkt,
+                          const uint8_t *payload)
 {
     bool first = (pkt->op == SIM_PKT_SEND_FIRST) ||
                  (pkt->op == SIM_PKT_SEND_ONLY);
@@ -220,7 +221,7 @@ static bool sim_resp_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
     if (!c->recv_active) {
         return true; /* middle of a message whose start failed */
     }
-    ret = sim_resp_scatter(qp, c, pkt->offset, SIM_PKT_PAYLOAD(pkt),
+    ret = sim_resp_scatter(qp, c, pkt->offset, payload,
                            pkt->payload_len);
     if (ret != 0) {
         sim_resp_recv_error(ctx, qp, c, pkt, ret);
@@ -244,7 +245,8 @@ static int sim_resp_qp_access(const smlx5_qp_t *qp)
 }
 
 static bool sim_resp_write(smlx5_context_t *ctx, smlx5_qp_t *qp,
-                           sim_resp_ctx_t *c, const sim_pkt_t *pkt)
+                           sim_resp_ctx_t *c, const sim_pkt_t *pkt,
+                           const uint8_t *payload)
 {
     bool last = (pkt->op == SIM_PKT_WRITE_LAST) ||
                 (pkt->op == SIM_PKT_WRITE_ONLY);
@@ -259,7 +261,7 @@ static bool sim_resp_write(smlx5_context_t *ctx, smlx5_qp_t *qp,
             return false;
         }
         memcpy((void*)(uintptr_t)(pkt->va + pkt->offset),
-               SIM_PKT_PAYLOAD(pkt), pkt->payload_len);
+               payload, pkt->payload_len);
     }
     if (last && (pkt->flags & SIM_PKT_F_IMM)) {
         if (!sim_resp_take_recv(ctx, qp, c, pkt)) {
@@ -419,7 +421,8 @@ static void sim_resp_duplicate(smlx5_context_t *ctx, smlx5_qp_t *qp,
 
 /* ------------------------------------------------------------ entry */
 
-void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt, size_t len)
+void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
+                     const uint8_t *payload)
 {
     smlx5_qp_t *qp = sim_qp_lookup(ctx, pkt->dqpn);
     sim_resp_ctx_t *c;
@@ -431,7 +434,7 @@ void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt, size_t len)
     }
     if (qp->type == SMLX5_QPT_DCT) {
         if ((qp->state != IBV_QPS_RTR) || (qp->dctn != pkt->dqpn) ||
-            (pkt->dc_key != qp->dc_key)) {
+            !(pkt->flags & SIM_PKT_F_DC) || (pkt->dc_key != qp->dc_key)) {
             return; /* wrong DC key: dropped */
         }
     } else if ((qp->type != SMLX5_QPT_RC) ||
@@ -467,13 +470,13 @@ void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt, size_t len)
     case SIM_PKT_SEND_MIDDLE:
     case SIM_PKT_SEND_LAST:
     case SIM_PKT_SEND_ONLY:
-        advance = sim_resp_send(ctx, qp, c, pkt);
+        advance = sim_resp_send(ctx, qp, c, pkt, payload);
         break;
     case SIM_PKT_WRITE_FIRST:
     case SIM_PKT_WRITE_MIDDLE:
     case SIM_PKT_WRITE_LAST:
     case SIM_PKT_WRITE_ONLY:
-        advance = sim_resp_write(ctx, qp, c, pkt);
+        advance = sim_resp_write(ctx, qp, c, pkt, payload);
         break;
     case SIM_PKT_READ_REQ:
         if (!(sim_resp_qp_access(qp) & IBV_ACCESS_REMOTE_READ) ||
