@@ -357,6 +357,19 @@ void sim_cq_push(smlx5_cq_t *cq, const struct mlx5_cqe64 *cqe);
 void sim_async_push(smlx5_context_t *ctx, enum ibv_event_type type,
                     void *element);
 
+/* Make the engine (inline progress or its thread) look again at `t`. */
+static inline void sim_timer_schedule(smlx5_context_t *ctx, uint64_t t)
+{
+    if ((ctx->next_deadline_ns == 0) || (t < ctx->next_deadline_ns)) {
+        ctx->next_deadline_ns = t;
+    }
+}
+
+/* Copy between `data` and the WQE's local buffers at message offset `off`:
+ * gather (to_sges false) or scatter (true). Keys were checked at parse. */
+void sim_wqe_sge_copy(const sim_wqe_t *w, uint32_t off, void *data,
+                      uint32_t len, bool to_sges);
+
 /* Engine: called with ctx->lock held. */
 void sim_req_process(smlx5_qp_t *qp);                  /* new SQ WQEs */
 void sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,

@@ -24,10 +24,7 @@ static void sim_flow_update_timer(smlx5_qp_t *qp, sim_flow_t *f)
         return;
     }
     f->deadline_ns = sim_now_ns() + sim_timeout_ns(qp);
-    if ((qp->ctx->next_deadline_ns == 0) ||
-        (f->deadline_ns < qp->ctx->next_deadline_ns)) {
-        qp->ctx->next_deadline_ns = f->deadline_ns;
-    }
+    sim_timer_schedule(qp->ctx, f->deadline_ns);
 }
 
 /* A WQE in SENT state leaves the flow's accounting. */
@@ -209,29 +206,6 @@ static uint8_t sim_nak_syndrome(uint8_t aeth)
     }
 }
 
-/* Scatter `len` response bytes at message offset `off` into the WQE's
- * local buffers (keys were checked when the WQE was parsed). */
-static void sim_comp_scatter(sim_wqe_t *w, uint32_t off, const uint8_t *src,
-                             uint32_t len)
-{
-    uint32_t i, n;
-
-    for (i = 0; (i < w->num_sge) && (len > 0); ++i) {
-        if (off >= w->sge[i].len) {
-            off -= w->sge[i].len;
-            continue;
-        }
-        n = w->sge[i].len - off;
-        if (n > len) {
-            n = len;
-        }
-        memcpy((void*)(uintptr_t)(w->sge[i].addr + off), src, n);
-        src += n;
-        len -= n;
-        off  = 0;
-    }
-}
-
 static void sim_comp_ack(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
 {
     sim_flow_t *f = &qp->flows[fi];
@@ -254,10 +228,7 @@ static void sim_comp_ack(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
         f->rnr_wait    = true;
         f->deadline_ns = sim_now_ns() + sim_rnr_timer_ns(qp->ctx,
                                                          pkt->atomic_op);
-        if ((qp->ctx->next_deadline_ns == 0) ||
-            (f->deadline_ns < qp->ctx->next_deadline_ns)) {
-            qp->ctx->next_deadline_ns = f->deadline_ns;
-        }
+        sim_timer_schedule(qp->ctx, f->deadline_ns);
         break;
     case SIM_AETH_NAK_PSN_SEQ:
         sim_comp_ack_upto(qp, fi, pkt->psn);
@@ -299,17 +270,17 @@ static void sim_comp_response(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt,
     if (pkt->op == SIM_PKT_READ_RESP) {
         off = (pkt->psn - w->first_psn) * qp->path_mtu;
         if (off + pkt->payload_len <= w->length) {
-            sim_comp_scatter(w, off, payload, pkt->payload_len);
+            sim_wqe_sge_copy(w, off, (void*)payload, pkt->payload_len, true);
         }
     } else if (pkt->op == SIM_PKT_ATOMIC_RESP) {
         /* advertised SMLX5_CAP_ATOMIC_REPLY_BE: fetched value big-endian */
         w->fetched = pkt->swap_add;
         if (w->atomic_size == 4) {
             uint32_t be32 = htobe32((uint32_t)pkt->swap_add);
-            sim_comp_scatter(w, 0, (const uint8_t*)&be32, 4);
+            sim_wqe_sge_copy(w, 0, &be32, 4, true);
         } else {
             be = htobe64(pkt->swap_add);
-            sim_comp_scatter(w, 0, (const uint8_t*)&be, 8);
+            sim_wqe_sge_copy(w, 0, &be, 8, true);
         }
     } else {
         return;

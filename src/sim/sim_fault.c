@@ -168,9 +168,7 @@ int sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
         for (pp = &ctx->delayed; *pp != NULL; pp = &(*pp)->next) {
         }
         *pp = d;
-        if (!ctx->next_deadline_ns || (d->due_ns < ctx->next_deadline_ns)) {
-            ctx->next_deadline_ns = d->due_ns;
-        }
+        sim_timer_schedule(ctx, d->due_ns);
         return 0;
     }
     sim_fault_wire(ctx, dlid, (const sim_pkt_t*)buf, total);
@@ -190,10 +188,8 @@ void sim_fault_release(smlx5_context_t *ctx, uint64_t now)
         sim_fault_wire(ctx, d->dlid, (const sim_pkt_t*)d->data, d->len);
         free(d);
     }
-    if ((ctx->delayed != NULL) &&
-        (!ctx->next_deadline_ns ||
-         (ctx->delayed->due_ns < ctx->next_deadline_ns))) {
-        ctx->next_deadline_ns = ctx->delayed->due_ns;
+    if (ctx->delayed != NULL) {
+        sim_timer_schedule(ctx, ctx->delayed->due_ns);
     }
 }
 

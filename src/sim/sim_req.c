@@ -77,10 +77,7 @@ static void sim_flow_arm_timer(smlx5_qp_t *qp, sim_flow_t *f)
 {
     if (f->deadline_ns == 0) {
         f->deadline_ns = sim_now_ns() + sim_timeout_ns(qp);
-        if ((qp->ctx->next_deadline_ns == 0) ||
-            (f->deadline_ns < qp->ctx->next_deadline_ns)) {
-            qp->ctx->next_deadline_ns = f->deadline_ns;
-        }
+        sim_timer_schedule(qp->ctx, f->deadline_ns);
     }
 }
 
@@ -327,7 +324,7 @@ static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
 void sim_wqe_gather(const smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
                     uint8_t *dst, uint32_t len)
 {
-    uint32_t sq_size = qp->sq_wqe_cnt * 64, i, n;
+    uint32_t sq_size = qp->sq_wqe_cnt * 64, n;
 
     if (w->is_inline) {
         uint32_t pos = (w->inline_off + off) & (sq_size - 1);
@@ -340,6 +337,16 @@ void sim_wqe_gather(const smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
         }
         return;
     }
+    sim_wqe_sge_copy(w, off, dst, len, false);
+}
+
+void sim_wqe_sge_copy(const sim_wqe_t *w, uint32_t off, void *data,
+                      uint32_t len, bool to_sges)
+{
+    uint8_t *p = data;
+    uint32_t i, n;
+    void *mem;
+
     for (i = 0; (i < w->num_sge) && (len > 0); ++i) {
         if (off >= w->sge[i].len) {
             off -= w->sge[i].len;
@@ -349,8 +356,13 @@ void sim_wqe_gather(const smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
         if (n > len) {
             n = len;
         }
-        memcpy(dst, (const void*)(uintptr_t)(w->sge[i].addr + off), n);
-        dst += n;
+        mem = (void*)(uintptr_t)(w->sge[i].addr + off);
+        if (to_sges) {
+            memcpy(mem, p, n);
+        } else {
+            memcpy(p, mem, n);
+        }
+        p   += n;
         len -= n;
         off  = 0;
     }

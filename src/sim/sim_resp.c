@@ -526,9 +526,7 @@ static void sim_resp_ack_later(smlx5_context_t *ctx, smlx5_qp_t *qp,
         c->ack_due_ns  = sim_now_ns() + SIM_ACK_DELAY_NS;
         qp->acks_pending++;
         sim_qp_activate(qp);
-        if (!ctx->next_deadline_ns || (c->ack_due_ns < ctx->next_deadline_ns)) {
-            ctx->next_deadline_ns = c->ack_due_ns;
-        }
+        sim_timer_schedule(ctx, c->ack_due_ns);
     }
 }
 
