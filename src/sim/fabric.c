@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #define SIM_FABRIC_MAGIC      0x5354524e44464142ull /* "STRNDFAB" */
-#define SIM_FABRIC_VERSION    2
+#define SIM_FABRIC_VERSION    3
 #define SIM_FABRIC_MAX_ATTACH 256
 #define SIM_PORT_BITS         7
 #define SIM_LID_MAX           0xbfff
@@ -59,6 +59,7 @@ typedef struct sim_port_shm {
     _Alignas(64) uint32_t head;
     _Alignas(64) _Atomic uint32_t futex;
     _Atomic uint32_t sleeping;
+    _Atomic uint32_t wake_req;    /* sim_fabric_port_wake() pending */
     _Atomic uint64_t last_poll_ns;
     _Alignas(64) sim_slot_t ring[SIM_FABRIC_RING_SIZE];
 } sim_port_shm_t;
@@ -403,6 +404,7 @@ int sim_fabric_port_open(sim_fabric_t *fab, sim_port_t **port_p)
     p->head  = 0;
     atomic_store(&p->tail, 0);
     atomic_store(&p->sleeping, 0);
+    atomic_store(&p->wake_req, 0);
     atomic_store(&p->last_poll_ns, 0);
     for (unsigned s = 0; s < SIM_FABRIC_RING_SIZE; ++s) {
         atomic_store_explicit(&p->ring[s].seq, s, memory_order_relaxed);
@@ -546,6 +548,9 @@ void sim_fabric_port_touch(sim_port_t *port)
 
 void sim_fabric_port_wake(sim_port_t *port)
 {
+    /* the request first: a waiter that read the futex word after the
+     * increment below still sees it and does not sleep */
+    atomic_store(&port->shm->wake_req, 1);
     atomic_fetch_add(&port->shm->futex, 1);
     sim_futex(&port->shm->futex, FUTEX_WAKE, 1, NULL);
 }
@@ -560,7 +565,7 @@ int sim_fabric_wait(sim_port_t *port, int64_t timeout_ns)
     v = atomic_load(&p->futex);
     atomic_store(&p->sleeping, 1);
     atomic_thread_fence(memory_order_seq_cst);
-    if (sim_fabric_rx_pending(port)) {
+    if (sim_fabric_rx_pending(port) || atomic_exchange(&p->wake_req, 0)) {
         atomic_store(&p->sleeping, 0);
         return 0;
     }
@@ -577,6 +582,6 @@ int sim_fabric_wait(sim_port_t *port, int64_t timeout_ns)
     }
     sim_futex(&p->futex, FUTEX_WAIT, v, (t >= 0) ? &ts : NULL);
     atomic_store(&p->sleeping, 0);
-    return (sim_fabric_rx_pending(port) || (atomic_load(&p->futex) != v)) ?
-           0 : -ETIMEDOUT;
+    return (sim_fabric_rx_pending(port) || atomic_exchange(&p->wake_req, 0) ||
+            (atomic_load(&p->futex) != v)) ? 0 : -ETIMEDOUT;
 }

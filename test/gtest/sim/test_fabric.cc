@@ -299,3 +299,19 @@ TEST(fabric, wait_returns_on_packet_timeout_and_wake_idle_uses_no_cpu)
     sim_fabric_port_close(p);
     sim_fabric_detach(f);
 }
+
+/* A wake that comes before the waiter sleeps is not lost (device close
+ * wakes its progress thread; it must not sleep through that). */
+TEST(fabric, wake_before_wait_is_not_lost)
+{
+    std::string name = fresh_name();
+    sim_fabric_t *f;
+    sim_port_t *p;
+    ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
+    ASSERT_EQ(0, sim_fabric_port_open(f, &p));
+    sim_fabric_port_wake(p);
+    EXPECT_EQ(0, sim_fabric_wait(p, 2000000000ll)); /* at once, not in 2 s */
+    EXPECT_EQ(-ETIMEDOUT, sim_fabric_wait(p, 1000000)); /* consumed */
+    sim_fabric_port_close(p);
+    sim_fabric_detach(f);
+}
