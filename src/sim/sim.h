@@ -108,7 +108,6 @@ struct smlx5_srq {
     uint32_t         head, tail;  /* free-list ends */
     uint64_t        *wrid;
     uint16_t         posted;
-    bool             limit_armed;
     atomic_int       refs;
     /* tag matching (next issue); sized here so the layout stays */
     uint32_t         max_num_tags;
@@ -167,8 +166,6 @@ typedef struct sim_wqe {
     uint32_t  first_psn, last_psn;
     uint32_t  length;             /* bytes (READ: to scatter) */
     uint8_t   status;             /* 0 or an MLX5_CQE_SYNDROME_* */
-    uint8_t   vendor_err;
-    uint32_t  read_done;          /* READ: bytes scattered so far */
     uint64_t  fetched;            /* atomic: original value */
     /* local scatter for READ / atomic responses */
     uint8_t   num_sge;
@@ -196,7 +193,6 @@ typedef struct sim_resp_ctx {
     uint32_t recv_wqe;            /* SRQ/RQ WQE index */
     uint32_t recv_off;
     smlx5_srq_t *recv_srq;
-    bool     recv_failed;
     /* the last atomic results, replayed for duplicates (IBA keeps
      * max_dest_rd_atomic of them) */
     struct {
@@ -302,8 +298,6 @@ struct smlx5_context {
     struct sim_delayed *delayed;      /* fault injection: held packets */
     uint32_t          key_gen;        /* MR key variant byte */
 
-    /* pending outbound packets that found a full ring */
-    uint64_t          tx_stalls;
     uint32_t          polls;          /* smlx5_progress calls */
 
     int               async_fd;       /* eventfd */

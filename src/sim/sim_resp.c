@@ -185,7 +185,6 @@ static bool sim_resp_take_recv(smlx5_context_t *ctx, smlx5_qp_t *qp,
         return false;
     }
     c->recv_active = true;
-    c->recv_failed = false;
     c->recv_wqe    = (uint32_t)idx;
     return true;
 }
