@@ -201,6 +201,20 @@ static void node_open(node_t *n, int fd)
     sync_peer(fd);
 }
 
+/* Everything back, the device last: the last process to detach removes the
+ * fabric's shared-memory segment (/dev/shm/strand-bench-<pid>), which a
+ * process that exits with its device open leaves behind. */
+static void node_close(node_t *n)
+{
+    if (smlx5_destroy_qp(n->qp) || smlx5_dereg_mr(n->mr) ||
+        smlx5_destroy_cq(n->scq) || smlx5_destroy_cq(n->rcq) ||
+        smlx5_dealloc_pd(n->pd) || smlx5_close_device(n->ctx)) {
+        fprintf(stderr, "sim_bench: closing the device failed\n");
+        exit(2);
+    }
+    free(n->buf);
+}
+
 static void drain_send_cq(node_t *n, int *inflight)
 {
     struct ibv_wc wc[32];
@@ -456,6 +470,7 @@ static void run_side(int side, int fd, const bench_opts_t *o,
         xfer(fd, &res->sim_rate[r], sizeof(double), side == 1);
         sync_peer(fd);
     }
+    node_close(&n);
     free(src);
     free(dst);
 }

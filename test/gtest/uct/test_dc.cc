@@ -1,0 +1,664 @@
+/*
+ * dc_strand through UCX's public UCT API: two interfaces on one memory
+ * domain in one process, connected to each other's DCT; active messages,
+ * PUT, GET and device atomics checked byte for byte; flush, pending,
+ * reachability, configuration errors, and peer failure confined to one ep.
+ */
+#include "uct_plugin.h"
+
+extern "C" {
+#include <ucs/async/async.h>
+}
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+struct am_record {
+    std::vector<std::vector<uint8_t>> msgs;
+};
+
+ucs_status_t am_cb(void *arg, void *data, size_t length, unsigned flags)
+{
+    auto *rec = static_cast<am_record*>(arg);
+    auto *p   = static_cast<uint8_t*>(data);
+    rec->msgs.emplace_back(p, p + length);
+    return UCS_OK;
+}
+
+struct err_record {
+    std::vector<std::pair<uct_ep_h, ucs_status_t>> errors;
+};
+
+ucs_status_t err_cb(void *arg, uct_ep_h ep, ucs_status_t status)
+{
+    static_cast<err_record*>(arg)->errors.emplace_back(ep, status);
+    return UCS_OK;
+}
+
+struct test_comp {
+    uct_completion_t uct;
+    int              done;
+    ucs_status_t     status;
+};
+
+void comp_cb(uct_completion_t *self)
+{
+    auto *c   = ucs_container_of(self, test_comp, uct);
+    c->done   = 1;
+    c->status = self->status;
+}
+
+void comp_init(test_comp *c)
+{
+    c->uct.func   = comp_cb;
+    c->uct.count  = 1;
+    c->uct.status = UCS_OK;
+    c->done       = 0;
+    c->status     = UCS_OK;
+}
+
+size_t pack_cb(void *dest, void *arg)
+{
+    auto *v = static_cast<std::vector<uint8_t>*>(arg);
+    memcpy(dest, v->data(), v->size());
+    return v->size();
+}
+
+void unpack_cb(void *arg, const void *data, size_t length)
+{
+    auto *v = static_cast<std::vector<uint8_t>*>(arg);
+    v->assign(static_cast<const uint8_t*>(data),
+              static_cast<const uint8_t*>(data) + length);
+}
+
+std::vector<uint8_t> pattern(size_t n, unsigned seed)
+{
+    std::vector<uint8_t> v(n);
+    for (size_t i = 0; i < n; ++i) {
+        v[i] = (uint8_t)(seed * 31 + i * 7 + (i >> 8));
+    }
+    return v;
+}
+
+} // namespace
+
+class dc_strand : public ::testing::Test {
+protected:
+    struct iface_t {
+        uct_iface_h           iface = nullptr;
+        uct_iface_attr_t      attr;
+        std::vector<uint8_t>  dev_addr, iface_addr;
+        am_record             am;
+        err_record            err;
+    };
+
+    void SetUp() override
+    {
+        static std::atomic<int> counter{0};
+        std::string fabric = "strand_dc_" + std::to_string(getpid()) + "_" +
+                             std::to_string(counter++);
+        setenv("STRAND_SIM_FABRIC", fabric.c_str(), 1);
+        m_component = strand_component_find();
+        ASSERT_NE(nullptr, m_component) << dlerror();
+
+        uct_md_config_t *md_config;
+        ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, nullptr, nullptr,
+                                             &md_config));
+        ucs_status_t status = uct_md_open(m_component, "smlx5_0", md_config,
+                                          &m_md);
+        uct_config_release(md_config);
+        ASSERT_EQ(UCS_OK, status);
+        ASSERT_EQ(UCS_OK, ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                                   &m_async));
+        ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
+                                            &m_worker));
+    }
+
+    void TearDown() override
+    {
+        for (auto ep : m_eps) {
+            uct_ep_destroy(ep);
+        }
+        for (auto *i : {&m_a, &m_b}) {
+            if (i->iface != nullptr) {
+                uct_iface_close(i->iface);
+            }
+        }
+        if (m_worker != nullptr) {
+            uct_worker_destroy(m_worker);
+        }
+        if (m_async != nullptr) {
+            ucs_async_context_destroy(m_async);
+        }
+        if (m_md != nullptr) {
+            uct_md_close(m_md);
+        }
+        for (auto v : m_env) {
+            unsetenv(v.c_str());
+        }
+    }
+
+    void set_env(const char *name, const char *value)
+    {
+        setenv(name, value, 1);
+        m_env.push_back(name);
+    }
+
+    ucs_status_t open_iface(iface_t &i)
+    {
+        uct_iface_config_t *config;
+        ucs_status_t status = uct_md_iface_config_read(m_md, "dc_strand",
+                                                       nullptr, nullptr,
+                                                       &config);
+        if (status != UCS_OK) {
+            return status;
+        }
+        uct_iface_params_t params;
+        memset(&params, 0, sizeof(params));
+        params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                      UCT_IFACE_PARAM_FIELD_DEVICE |
+                                      UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                      UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                                      UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+        params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+        params.mode.device.tl_name  = "dc_strand";
+        params.mode.device.dev_name = "smlx5_0:1";
+        params.err_handler          = err_cb;
+        params.err_handler_arg      = &i.err;
+        params.err_handler_flags    = 0;
+        status = uct_iface_open(m_md, m_worker, &params, config, &i.iface);
+        uct_config_release(config);
+        if (status != UCS_OK) {
+            return status;
+        }
+        EXPECT_EQ(UCS_OK, uct_iface_query(i.iface, &i.attr));
+        i.dev_addr.resize(i.attr.device_addr_len);
+        i.iface_addr.resize(i.attr.iface_addr_len);
+        EXPECT_EQ(UCS_OK, uct_iface_get_device_address(
+                          i.iface, (uct_device_addr_t*)i.dev_addr.data()));
+        EXPECT_EQ(UCS_OK, uct_iface_get_address(
+                          i.iface, (uct_iface_addr_t*)i.iface_addr.data()));
+        EXPECT_EQ(UCS_OK, uct_iface_set_am_handler(i.iface, 5, am_cb, &i.am,
+                                                   0));
+        uct_iface_progress_enable(i.iface,
+                                  UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+        return UCS_OK;
+    }
+
+    uct_ep_h connect(iface_t &from, const std::vector<uint8_t> &dev_addr,
+                     const std::vector<uint8_t> &iface_addr)
+    {
+        uct_ep_params_t params;
+        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                            UCT_EP_PARAM_FIELD_DEV_ADDR |
+                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        params.iface      = from.iface;
+        params.dev_addr   = (const uct_device_addr_t*)dev_addr.data();
+        params.iface_addr = (const uct_iface_addr_t*)iface_addr.data();
+        uct_ep_h ep       = nullptr;
+        EXPECT_EQ(UCS_OK, uct_ep_create(&params, &ep));
+        if (ep != nullptr) {
+            m_eps.push_back(ep);
+        }
+        return ep;
+    }
+
+    void open_pair()
+    {
+        ASSERT_EQ(UCS_OK, open_iface(m_a));
+        ASSERT_EQ(UCS_OK, open_iface(m_b));
+        m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+        ASSERT_NE(nullptr, m_ep);
+    }
+
+    bool progress_until(const std::function<bool()> &cond, double secs = 10)
+    {
+        auto end = std::chrono::steady_clock::now() +
+                   std::chrono::duration<double>(secs);
+        while (!cond()) {
+            if (std::chrono::steady_clock::now() > end) {
+                return false;
+            }
+            uct_worker_progress(m_worker);
+        }
+        return true;
+    }
+
+    void flush(uct_ep_h ep)
+    {
+        test_comp c;
+        comp_init(&c);
+        ucs_status_t status;
+        ASSERT_TRUE(progress_until([&] {
+            status = uct_ep_flush(ep, 0, &c.uct);
+            return status != UCS_ERR_NO_RESOURCE;
+        }));
+        if (status == UCS_INPROGRESS) {
+            ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+            EXPECT_EQ(UCS_OK, c.status);
+        } else {
+            EXPECT_EQ(UCS_OK, status);
+        }
+    }
+
+    /* registered target memory on the MD and its unpacked rkey */
+    struct region {
+        std::vector<uint8_t> buf;
+        uct_mem_h            memh = nullptr;
+        uct_rkey_bundle_t    rkey;
+    };
+
+    void reg(region &r, size_t size)
+    {
+        r.buf.assign(size, 0);
+        ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, r.buf.data(), size,
+                                         UCT_MD_MEM_ACCESS_ALL, &r.memh));
+        uint8_t packed[64];
+        ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, r.memh, packed));
+        ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, packed, &r.rkey));
+    }
+
+    void unreg(region &r)
+    {
+        uct_rkey_release(m_component, &r.rkey);
+        uct_md_mem_dereg(m_md, r.memh);
+    }
+
+    uint64_t addr(region &r, size_t off = 0)
+    {
+        return (uintptr_t)r.buf.data() + off;
+    }
+
+    uct_component_h          m_component = nullptr;
+    uct_md_h                 m_md        = nullptr;
+    ucs_async_context_t     *m_async     = nullptr;
+    uct_worker_h             m_worker    = nullptr;
+    iface_t                  m_a, m_b;
+    uct_ep_h                 m_ep        = nullptr;
+    std::vector<uct_ep_h>    m_eps;
+    std::vector<std::string> m_env;
+};
+
+TEST_F(dc_strand, capabilities_and_addresses)
+{
+    open_pair();
+    const uct_iface_attr_t &a = m_a.attr;
+    EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE);
+    EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_AM_BCOPY);
+    EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_CB_SYNC);
+    EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_PENDING);
+    EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_ATOMIC_DEVICE);
+    EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE);
+    EXPECT_EQ(185u, a.cap.am.max_short);
+    EXPECT_EQ(8255u, a.cap.am.max_bcopy);
+    EXPECT_EQ(10u, a.device_addr_len);
+    EXPECT_EQ(3u, a.iface_addr_len);
+    EXPECT_NE(m_a.iface_addr, m_b.iface_addr); /* two DCTs */
+    EXPECT_TRUE(uct_iface_is_reachable(m_a.iface,
+                (const uct_device_addr_t*)m_b.dev_addr.data(),
+                (const uct_iface_addr_t*)m_b.iface_addr.data()));
+    /* another fabric: same LID, different fabric id */
+    std::vector<uint8_t> other = m_b.dev_addr;
+    other[5] ^= 0x5a;
+    EXPECT_FALSE(uct_iface_is_reachable(m_a.iface,
+                 (const uct_device_addr_t*)other.data(),
+                 (const uct_iface_addr_t*)m_b.iface_addr.data()));
+}
+
+TEST_F(dc_strand, am_short_bcopy_zcopy_byte_for_byte)
+{
+    open_pair();
+    /* short: header + payload up to the limit */
+    uint64_t hdr = 0x0123456789abcdefull;
+    auto small   = pattern(m_a.attr.cap.am.max_short - sizeof(hdr), 1);
+    for (size_t len : {(size_t)0, (size_t)1, (size_t)55, small.size()}) {
+        ucs_status_t status;
+        ASSERT_TRUE(progress_until([&] {
+            status = uct_ep_am_short(m_ep, 5, hdr, small.data(), len);
+            return status != UCS_ERR_NO_RESOURCE;
+        }));
+        ASSERT_EQ(UCS_OK, status);
+    }
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              uct_ep_am_short(m_ep, 5, hdr, small.data(), small.size() + 1));
+    ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 4; }));
+    size_t lens[] = {0, 1, 55, small.size()};
+    for (int i = 0; i < 4; ++i) {
+        auto &m = m_b.am.msgs[i];
+        ASSERT_EQ(sizeof(hdr) + lens[i], m.size());
+        EXPECT_EQ(0, memcmp(&hdr, m.data(), sizeof(hdr)));
+        EXPECT_EQ(0, memcmp(small.data(), m.data() + sizeof(hdr), lens[i]));
+    }
+    m_b.am.msgs.clear();
+
+    /* bcopy: up to max_bcopy */
+    for (size_t len : {(size_t)1, (size_t)4000, (size_t)m_a.attr.cap.am.max_bcopy}) {
+        auto data = pattern(len, 2);
+        ssize_t ret;
+        ASSERT_TRUE(progress_until([&] {
+            ret = uct_ep_am_bcopy(m_ep, 5, pack_cb, &data, 0);
+            return ret != UCS_ERR_NO_RESOURCE;
+        }));
+        ASSERT_EQ((ssize_t)len, ret);
+        ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 1; }));
+        EXPECT_EQ(data, m_b.am.msgs[0]);
+        m_b.am.msgs.clear();
+    }
+
+    /* zcopy: header + two registered iov entries */
+    auto h  = pattern(40, 3);
+    auto d1 = pattern(3000, 4), d2 = pattern(5000, 5);
+    uct_mem_h m1, m2;
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, d1.data(), d1.size(),
+                                     UCT_MD_MEM_ACCESS_ALL, &m1));
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, d2.data(), d2.size(),
+                                     UCT_MD_MEM_ACCESS_ALL, &m2));
+    uct_iov_t iov[2] = {{d1.data(), d1.size(), m1, 0, 1},
+                        {d2.data(), d2.size(), m2, 0, 1}};
+    test_comp c;
+    comp_init(&c);
+    ucs_status_t status = uct_ep_am_zcopy(m_ep, 5, h.data(), h.size(), iov, 2,
+                                          0, &c.uct);
+    ASSERT_EQ(UCS_INPROGRESS, status);
+    ASSERT_TRUE(progress_until([&] {
+        return c.done && (m_b.am.msgs.size() == 1);
+    })) << "done " << c.done << " msgs " << m_b.am.msgs.size();
+    std::vector<uint8_t> expect = h;
+    expect.insert(expect.end(), d1.begin(), d1.end());
+    expect.insert(expect.end(), d2.begin(), d2.end());
+    EXPECT_EQ(expect, m_b.am.msgs[0]);
+    /* an iov without a memory handle: the transport registers it */
+    uct_iov_t iov_nomemh = {d1.data(), d1.size(), UCT_MEM_HANDLE_NULL, 0, 1};
+    comp_init(&c);
+    m_b.am.msgs.clear();
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(m_ep, 5, h.data(), 8,
+                                              &iov_nomemh, 1, 0, &c.uct));
+    ASSERT_TRUE(progress_until([&] {
+        return c.done && (m_b.am.msgs.size() == 1);
+    }));
+    EXPECT_EQ(0, memcmp(m_b.am.msgs[0].data() + 8, d1.data(), d1.size()));
+    uct_md_mem_dereg(m_md, m1);
+    uct_md_mem_dereg(m_md, m2);
+}
+
+TEST_F(dc_strand, put_short_bcopy_zcopy_byte_for_byte)
+{
+    open_pair();
+    region r;
+    reg(r, 1 << 20);
+
+    auto s = pattern(m_a.attr.cap.put.max_short, 6);
+    ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, s.data(), s.size(), addr(r, 8),
+                                       r.rkey.rkey));
+    auto b = pattern(m_a.attr.cap.put.max_bcopy, 7);
+    ssize_t ret = uct_ep_put_bcopy(m_ep, pack_cb, &b, addr(r, 4096),
+                                   r.rkey.rkey);
+    ASSERT_EQ((ssize_t)b.size(), ret);
+    auto z = pattern(300000, 8);
+    uct_mem_h zm;
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, z.data(), z.size(),
+                                     UCT_MD_MEM_ACCESS_ALL, &zm));
+    uct_iov_t iov = {z.data(), z.size(), zm, 0, 1};
+    test_comp c;
+    comp_init(&c);
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep, &iov, 1, addr(r, 65536),
+                                               r.rkey.rkey, &c.uct));
+    ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+    EXPECT_EQ(UCS_OK, c.status);
+    flush(m_ep);
+
+    EXPECT_EQ(0, memcmp(r.buf.data() + 8, s.data(), s.size()));
+    EXPECT_EQ(0, memcmp(r.buf.data() + 4096, b.data(), b.size()));
+    EXPECT_EQ(0, memcmp(r.buf.data() + 65536, z.data(), z.size()));
+    EXPECT_EQ(0, r.buf[7]);
+    EXPECT_EQ(0, r.buf[65536 + z.size()]);
+    uct_md_mem_dereg(m_md, zm);
+    unreg(r);
+}
+
+TEST_F(dc_strand, get_bcopy_zcopy_byte_for_byte)
+{
+    open_pair();
+    region r;
+    reg(r, 1 << 20);
+    auto src = pattern(r.buf.size(), 9);
+    r.buf    = src; /* same storage size: the registration stays valid */
+
+    std::vector<uint8_t> got;
+    test_comp c;
+    comp_init(&c);
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_get_bcopy(m_ep, unpack_cb, &got, 8000, addr(r, 123),
+                               r.rkey.rkey, &c.uct));
+    ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+    ASSERT_EQ(8000u, got.size());
+    EXPECT_EQ(0, memcmp(got.data(), src.data() + 123, 8000));
+
+    std::vector<uint8_t> dst(500000, 0);
+    uct_mem_h dm;
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, dst.data(), dst.size(),
+                                     UCT_MD_MEM_ACCESS_ALL, &dm));
+    uct_iov_t iov[2] = {{dst.data(), 1000, dm, 0, 1},
+                        {dst.data() + 2000, 400000, dm, 0, 1}};
+    comp_init(&c);
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_zcopy(m_ep, iov, 2, addr(r, 7),
+                                               r.rkey.rkey, &c.uct));
+    ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+    EXPECT_EQ(UCS_OK, c.status);
+    EXPECT_EQ(0, memcmp(dst.data(), src.data() + 7, 1000));
+    EXPECT_EQ(0, memcmp(dst.data() + 2000, src.data() + 1007, 400000));
+    EXPECT_EQ(0, dst[1000]);
+    EXPECT_EQ(0, dst[1999]);
+    uct_md_mem_dereg(m_md, dm);
+    unreg(r);
+}
+
+TEST_F(dc_strand, atomics_32_and_64)
+{
+    open_pair();
+    region r;
+    reg(r, 4096);
+    uint64_t *v64 = (uint64_t*)r.buf.data();
+    uint32_t *v32 = (uint32_t*)(r.buf.data() + 64);
+
+    struct { uct_atomic_op_t op; uint64_t init, val, expect; } cases[] = {
+        {UCT_ATOMIC_OP_ADD,  0xfffffffffffffff0ull, 0x21, 0x11},
+        {UCT_ATOMIC_OP_AND,  0xf0f0f0f0f0f0f0f0ull, 0xff00ff00ff00ff00ull,
+                             0xf000f000f000f000ull},
+        {UCT_ATOMIC_OP_OR,   0x0f0000000000000full, 0x00f00000000000f0ull,
+                             0x0ff00000000000ffull},
+        {UCT_ATOMIC_OP_XOR,  0xffff0000ffff0000ull, 0xff00ff00ff00ff00ull,
+                             0x00ffff0000ffff00ull},
+        {UCT_ATOMIC_OP_SWAP, 0x1111222233334444ull, 0x5555666677778888ull,
+                             0x5555666677778888ull},
+    };
+    for (auto &t : cases) {
+        SCOPED_TRACE(t.op);
+        /* 64-bit fetching */
+        *v64 = t.init;
+        uint64_t res64 = 0;
+        test_comp c;
+        comp_init(&c);
+        ucs_status_t status = uct_ep_atomic64_fetch(m_ep, t.op, t.val, &res64,
+                                                    addr(r), r.rkey.rkey,
+                                                    &c.uct);
+        ASSERT_EQ(UCS_INPROGRESS, status);
+        ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+        EXPECT_EQ(t.init, res64);
+        EXPECT_EQ(t.expect, *v64);
+        /* 32-bit fetching */
+        uint32_t init32 = (uint32_t)(t.init >> 16), val32 = (uint32_t)t.val;
+        uint32_t exp32;
+        switch (t.op) {
+        case UCT_ATOMIC_OP_ADD: exp32 = init32 + val32; break;
+        case UCT_ATOMIC_OP_AND: exp32 = init32 & val32; break;
+        case UCT_ATOMIC_OP_OR:  exp32 = init32 | val32; break;
+        case UCT_ATOMIC_OP_XOR: exp32 = init32 ^ val32; break;
+        default:                exp32 = val32;          break;
+        }
+        *v32 = init32;
+        uint32_t res32 = 0;
+        comp_init(&c);
+        ASSERT_EQ(UCS_INPROGRESS,
+                  uct_ep_atomic32_fetch(m_ep, t.op, val32, &res32,
+                                        addr(r, 64), r.rkey.rkey, &c.uct));
+        ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+        EXPECT_EQ(init32, res32);
+        EXPECT_EQ(exp32, *v32);
+        /* non-fetching (not for swap) */
+        if (t.op != UCT_ATOMIC_OP_SWAP) {
+            *v64 = t.init;
+            *v32 = init32;
+            ASSERT_EQ(UCS_OK, uct_ep_atomic64_post(m_ep, t.op, t.val, addr(r),
+                                                   r.rkey.rkey));
+            ASSERT_EQ(UCS_OK, uct_ep_atomic32_post(m_ep, t.op, val32,
+                                                   addr(r, 64), r.rkey.rkey));
+            flush(m_ep);
+            EXPECT_EQ(t.expect, *v64);
+            EXPECT_EQ(exp32, *v32);
+        }
+    }
+
+    /* compare-and-swap: hit and miss */
+    *v64 = 42;
+    uint64_t res64 = 0;
+    test_comp c;
+    comp_init(&c);
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_atomic_cswap64(m_ep, 42, 0xabcdef, addr(r),
+                                                    r.rkey.rkey, &res64, &c.uct));
+    ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+    EXPECT_EQ(42u, res64);
+    EXPECT_EQ(0xabcdefu, *v64);
+    comp_init(&c);
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_atomic_cswap64(m_ep, 42, 7, addr(r),
+                                                    r.rkey.rkey, &res64, &c.uct));
+    ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+    EXPECT_EQ(0xabcdefu, res64);
+    EXPECT_EQ(0xabcdefu, *v64);
+
+    *v32 = 0x12345678;
+    v32[1] = 0x9abcdef0; /* the neighbour must not change */
+    uint32_t res32 = 0;
+    comp_init(&c);
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_atomic_cswap32(m_ep, 0x12345678, 0x55aa55aa,
+                                                    addr(r, 64), r.rkey.rkey,
+                                                    &res32, &c.uct));
+    ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+    EXPECT_EQ(0x12345678u, res32);
+    EXPECT_EQ(0x55aa55aau, *v32);
+    EXPECT_EQ(0x9abcdef0u, v32[1]);
+    unreg(r);
+}
+
+TEST_F(dc_strand, pending_and_flush_with_one_dci_and_a_short_queue)
+{
+    set_env("UCX_DC_STRAND_NUM_DCI", "1");
+    set_env("UCX_DC_STRAND_TX_QUEUE_LEN", "16");
+    open_pair();
+    uct_ep_h ep2 = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    ASSERT_NE(nullptr, ep2);
+
+    /* fill the one DCI from ep 1: ep 2 gets no resource, goes pending */
+    uint64_t hdr = 1;
+    int sent     = 0;
+    ucs_status_t status;
+    while ((status = uct_ep_am_short(m_ep, 5, hdr, nullptr, 0)) == UCS_OK) {
+        ++sent;
+    }
+    ASSERT_EQ(UCS_ERR_NO_RESOURCE, status);
+    EXPECT_GE(sent, 1);
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_ep_am_short(ep2, 5, 2, nullptr, 0));
+
+    struct pend {
+        uct_pending_req_t uct;
+        uct_ep_h          ep;
+        int               done;
+    } p = {};
+    p.ep       = ep2;
+    p.uct.func = [](uct_pending_req_t *self) -> ucs_status_t {
+        auto *pp = ucs_container_of(self, pend, uct);
+        ucs_status_t s = uct_ep_am_short(pp->ep, 5, 2, nullptr, 0);
+        if (s == UCS_OK) {
+            pp->done = 1;
+        }
+        return s;
+    };
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(ep2, &p.uct, 0));
+    ASSERT_TRUE(progress_until([&] { return p.done != 0; }));
+    flush(ep2);
+    flush(m_ep);
+    ASSERT_TRUE(progress_until([&] {
+        return m_b.am.msgs.size() == (size_t)sent + 1;
+    }));
+    EXPECT_EQ(2u, *(uint64_t*)m_b.am.msgs.back().data());
+    EXPECT_EQ(UCS_OK, uct_iface_flush(m_a.iface, 0, nullptr));
+    EXPECT_TRUE(m_a.err.errors.empty());
+}
+
+TEST_F(dc_strand, peer_failure_fails_only_that_ep)
+{
+    set_env("STRAND_SIM_TIMEOUT_NS", "2000000");
+    set_env("UCX_DC_STRAND_RETRY_COUNT", "1");
+    open_pair();
+    /* an ep to a DCT number nobody has */
+    std::vector<uint8_t> dead = m_b.iface_addr;
+    dead[2] ^= 0x40;
+    uct_ep_h bad = connect(m_a, m_b.dev_addr, dead);
+    ASSERT_NE(nullptr, bad);
+
+    test_comp c;
+    comp_init(&c);
+    auto data = pattern(64, 10);
+    uct_mem_h dm;
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, data.data(), data.size(),
+                                     UCT_MD_MEM_ACCESS_ALL, &dm));
+    uct_iov_t iov = {data.data(), data.size(), dm, 0, 1};
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(bad, 5, nullptr, 0, &iov, 1, 0,
+                                              &c.uct));
+    /* the good ep keeps working meanwhile */
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, 77, nullptr, 0));
+    ASSERT_TRUE(progress_until([&] {
+        return c.done && !m_a.err.errors.empty();
+    }, 30));
+    EXPECT_NE(UCS_OK, c.status);
+    ASSERT_EQ(1u, m_a.err.errors.size());
+    EXPECT_EQ(bad, m_a.err.errors[0].first);
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, m_a.err.errors[0].second);
+
+    /* the DCI came back: the good ep still sends */
+    for (int i = 0; i < 100; ++i) {
+        ucs_status_t status;
+        ASSERT_TRUE(progress_until([&] {
+            status = uct_ep_am_short(m_ep, 5, 1000 + i, nullptr, 0);
+            return status != UCS_ERR_NO_RESOURCE;
+        }));
+        ASSERT_EQ(UCS_OK, status);
+    }
+    flush(m_ep);
+    ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 101; }));
+    EXPECT_EQ(1099u, *(uint64_t*)m_b.am.msgs.back().data());
+    EXPECT_EQ(1u, m_a.err.errors.size());
+    uct_md_mem_dereg(m_md, dm);
+}
+
+TEST_F(dc_strand, bad_configuration_is_a_clear_error)
+{
+    uct_iface_config_t *config;
+    set_env("UCX_DC_STRAND_NUM_DCI", "0");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, open_iface(m_a));
+    set_env("UCX_DC_STRAND_NUM_DCI", "8");
+    set_env("UCX_DC_STRAND_MAX_INLINE", "100000");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, open_iface(m_a));
+    set_env("UCX_DC_STRAND_MAX_INLINE", "186");
+    set_env("UCX_DC_STRAND_TIMEOUT", "not-a-time");
+    EXPECT_NE(UCS_OK, uct_md_iface_config_read(m_md, "dc_strand", nullptr,
+                                               nullptr, &config));
+    unsetenv("UCX_DC_STRAND_TIMEOUT");
+    EXPECT_EQ(UCS_OK, open_iface(m_a));
+}

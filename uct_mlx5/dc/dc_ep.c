@@ -1,0 +1,890 @@
+/*
+ * dc_strand endpoint operations: active messages (SEND), PUT (RDMA WRITE),
+ * GET (RDMA READ), device atomics (standard and masked), flush, fence and
+ * pending requests. Every WQE goes through the src/mlx5 builders.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "dc_ep.h"
+#include "dc_dci.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/datastruct/mpool.inl>
+
+#include <string.h>
+
+/* ---------------------------------------------------------- resources */
+
+static UCS_F_ALWAYS_INLINE int
+strand_dc_ep_can_send(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    if (ep->dci == STRAND_DC_DCI_NONE) {
+        return iface->dci_top > 0;
+    }
+    return strand_dc_dci_has_room(iface, &iface->dcis[ep->dci]);
+}
+
+/* The DCI to post on, taken from the pool when the ep holds none. */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_dc_ep_get_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                     strand_dc_dci_t **dci_p)
+{
+    strand_dc_dci_t *dci;
+
+    if (ucs_unlikely(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+        return ep->status;
+    }
+    if (ep->dci == STRAND_DC_DCI_NONE) {
+        if (iface->dci_top == 0) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        dci       = &iface->dcis[iface->dci_stack[--iface->dci_top]];
+        ucs_assert(!dci->busy && (strand_dc_dci_outstanding(dci) == 0));
+        dci->busy = 1;
+        dci->ep   = ep;
+        ep->dci   = dci->index;
+    } else {
+        dci = &iface->dcis[ep->dci];
+        if (!strand_dc_dci_has_room(iface, dci)) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+    }
+    *dci_p = dci;
+    return UCS_OK;
+}
+
+static UCS_F_ALWAYS_INLINE strand_dc_tx_desc_t *
+strand_dc_ep_get_desc(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
+{
+    strand_dc_tx_desc_t *desc = ucs_mpool_get_inline(&iface->tx_mp);
+
+    if (ucs_unlikely(desc == NULL)) {
+        strand_dc_dci_release_if_idle(iface, dci);
+    }
+    return desc;
+}
+
+static UCS_F_ALWAYS_INLINE uint8_t
+strand_dc_ep_fence_mode(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    if (ucs_unlikely((ep->flags & STRAND_DC_EP_FLAG_FENCE) ||
+                     (ep->fence_beat != iface->fence_beat))) {
+        ep->flags     &= ~STRAND_DC_EP_FLAG_FENCE;
+        ep->fence_beat = iface->fence_beat;
+        return STRAND_WQE_CTRL_FM_SMALL_FENCE;
+    }
+    return STRAND_WQE_CTRL_FM_NONE;
+}
+
+/*
+ * Local keys of an iov. Entries without a memory handle are registered here
+ * (through the MD and its registration cache) and released when the WQE
+ * retires.
+ */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_dc_iov_lkeys(strand_dc_iface_t *iface, const uct_iov_t *iov,
+                    size_t iovcnt, uint32_t *lkeys,
+                    strand_dc_tmp_reg_t **reg_p)
+{
+    strand_dc_tmp_reg_t *reg = NULL;
+    ucs_status_t status;
+    uct_mem_h memh;
+    size_t i, len;
+
+    for (i = 0; i < iovcnt; ++i) {
+        len = uct_iov_get_length(&iov[i]);
+        if (ucs_likely((iov[i].memh != UCT_MEM_HANDLE_NULL) || (len == 0))) {
+            lkeys[i] = (len == 0) ? 0 :
+                       ((const strand_md_memh_t*)iov[i].memh)->mr.lkey;
+            continue;
+        }
+        if (reg == NULL) {
+            reg = ucs_malloc(sizeof(*reg), "strand_dc_tmp_reg");
+            if (reg == NULL) {
+                return UCS_ERR_NO_MEMORY;
+            }
+            reg->count = 0;
+        }
+        status = uct_md_mem_reg(&iface->md->super, iov[i].buffer, len,
+                                UCT_MD_MEM_ACCESS_LOCAL_READ |
+                                UCT_MD_MEM_ACCESS_LOCAL_WRITE, &memh);
+        if (status != UCS_OK) {
+            strand_dc_tmp_reg_release(iface, reg);
+            return status;
+        }
+        reg->memh[reg->count++] = memh;
+        lkeys[i] = ((const strand_md_memh_t*)memh)->mr.lkey;
+    }
+    *reg_p = reg;
+    return UCS_OK;
+}
+
+/* Data segments for an iov; returns the count, *seg_p moves on. */
+static UCS_F_ALWAYS_INLINE unsigned
+strand_dc_set_iov_segs(strand_dc_dci_t *dci, void **seg_p,
+                       const uct_iov_t *iov, size_t iovcnt,
+                       const uint32_t *lkeys)
+{
+    void *seg    = *seg_p;
+    unsigned n   = 0;
+    size_t i, len;
+
+    for (i = 0; i < iovcnt; ++i) {
+        len = uct_iov_get_length(&iov[i]);
+        if (len == 0) {
+            continue;
+        }
+        strand_set_data_seg(seg, (uintptr_t)iov[i].buffer, len, lkeys[i]);
+        seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg),
+                             dci->sq_buf, dci->sq_end);
+        ++n;
+    }
+    *seg_p = seg;
+    return n;
+}
+
+/* a length check against an upper bound only (the lengths are unsigned) */
+#define STRAND_DC_CHECK_MAX(_length, _max, _name) \
+    UCT_CHECK_PARAM((size_t)(_length) <= (size_t)(_max), \
+                    "Invalid %s length: %zu (expected: <= %zu)", _name, \
+                    (size_t)(_length), (size_t)(_max))
+
+#define STRAND_DC_EP_DECL(_tl_ep) \
+    strand_dc_ep_t *ep       = ucs_derived_of(_tl_ep, strand_dc_ep_t); \
+    strand_dc_iface_t *iface = ucs_derived_of((_tl_ep)->iface, \
+                                              strand_dc_iface_t); \
+    strand_dc_op_t op        = {0}; \
+    strand_dc_dci_t *dci = NULL; \
+    struct mlx5_wqe_ctrl_seg *ctrl; \
+    void *seg; \
+    ucs_status_t status
+
+/* ------------------------------------------------------ active messages */
+
+ucs_status_t strand_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
+                                   const void *payload, unsigned length)
+{
+    STRAND_DC_EP_DECL(tl_ep);
+    struct ibv_sge sge[3];
+    unsigned ds;
+
+    UCT_CHECK_AM_ID(id);
+    STRAND_DC_CHECK_MAX(length + sizeof(hdr) + STRAND_DC_AM_HDR_SIZE,
+                        iface->config.max_inline, "am_short");
+    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    sge[0].addr   = (uintptr_t)&id;
+    sge[0].length = STRAND_DC_AM_HDR_SIZE;
+    sge[1].addr   = (uintptr_t)&hdr;
+    sge[1].length = sizeof(hdr);
+    sge[2].addr   = (uintptr_t)payload;
+    sge[2].length = length;
+    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    ds   = 2 + strand_set_inline_seg(seg, sge, 3, dci->sq_buf, dci->sq_end,
+                                     NULL);
+    op.type = STRAND_DC_OP_PLAIN;
+    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
+                       strand_dc_ep_fence_mode(iface, ep), &op);
+    return UCS_OK;
+}
+
+ucs_status_t strand_dc_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
+                                       const uct_iov_t *iov, size_t iovcnt)
+{
+    STRAND_DC_EP_DECL(tl_ep);
+    struct ibv_sge sge[1 + STRAND_DC_MAX_SGE];
+    unsigned ds, n = 1;
+    size_t i, total = STRAND_DC_AM_HDR_SIZE;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_IOV_SIZE(iovcnt, (size_t)STRAND_DC_MAX_SGE, "am_short_iov");
+    sge[0].addr   = (uintptr_t)&id;
+    sge[0].length = STRAND_DC_AM_HDR_SIZE;
+    for (i = 0; i < iovcnt; ++i) {
+        sge[n].addr   = (uintptr_t)iov[i].buffer;
+        sge[n].length = uct_iov_get_length(&iov[i]);
+        total        += sge[n].length;
+        ++n;
+    }
+    STRAND_DC_CHECK_MAX(total, iface->config.max_inline, "am_short_iov");
+    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    ds   = 2 + strand_set_inline_seg(seg, sge, n, dci->sq_buf, dci->sq_end,
+                                     NULL);
+    op.type = STRAND_DC_OP_PLAIN;
+    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
+                       strand_dc_ep_fence_mode(iface, ep), &op);
+    return UCS_OK;
+}
+
+ssize_t strand_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                              uct_pack_callback_t pack_cb, void *arg,
+                              unsigned flags)
+{
+    STRAND_DC_EP_DECL(tl_ep);
+    strand_dc_tx_desc_t *desc;
+    size_t length;
+
+    UCT_CHECK_AM_ID(id);
+    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    desc = strand_dc_ep_get_desc(iface, dci);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    desc->data[0] = id;
+    length        = pack_cb(desc->data + STRAND_DC_AM_HDR_SIZE, arg);
+    ucs_assert(length + STRAND_DC_AM_HDR_SIZE <= iface->config.seg_size);
+
+    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    strand_set_data_seg(seg, (uintptr_t)desc->data,
+                        length + STRAND_DC_AM_HDR_SIZE, desc->lkey);
+    op.type = STRAND_DC_OP_DESC;
+    op.desc = desc;
+    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, 3,
+                       strand_dc_ep_fence_mode(iface, ep), &op);
+    return length;
+}
+
+ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
+                                   const void *header, unsigned header_length,
+                                   const uct_iov_t *iov, size_t iovcnt,
+                                   unsigned flags, uct_completion_t *comp)
+{
+    STRAND_DC_EP_DECL(tl_ep);
+    strand_dc_tx_desc_t *desc;
+    uint32_t lkeys[STRAND_DC_MAX_SGE];
+    unsigned ds;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->config.max_sge - 1, "am_zcopy");
+    STRAND_DC_CHECK_MAX(header_length, STRAND_DC_AM_MAX_HDR,
+                     "am_zcopy header");
+    STRAND_DC_CHECK_MAX(STRAND_DC_AM_HDR_SIZE + header_length +
+                     uct_iov_total_length(iov, iovcnt), iface->config.seg_size, "am_zcopy");
+    status = strand_dc_iov_lkeys(iface, iov, iovcnt, lkeys, &op.tmp_reg);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        goto err;
+    }
+    desc = strand_dc_ep_get_desc(iface, dci);
+    if (ucs_unlikely(desc == NULL)) {
+        status = UCS_ERR_NO_RESOURCE;
+        goto err;
+    }
+    /* the AM id and header go from a registered buffer (an inline segment
+     * followed by data segments is not used: one kind per WQE) */
+    desc->data[0] = id;
+    memcpy(desc->data + STRAND_DC_AM_HDR_SIZE, header, header_length);
+
+    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    strand_set_data_seg(seg, (uintptr_t)desc->data,
+                        header_length + STRAND_DC_AM_HDR_SIZE, desc->lkey);
+    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg), dci->sq_buf,
+                          dci->sq_end);
+    ds   = 3 + strand_dc_set_iov_segs(dci, &seg, iov, iovcnt, lkeys);
+    op.type = STRAND_DC_OP_DESC;
+    op.desc = desc;
+    op.comp = comp;
+    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
+                       strand_dc_ep_fence_mode(iface, ep), &op);
+    return UCS_INPROGRESS;
+
+err:
+    if (op.tmp_reg != NULL) {
+        strand_dc_tmp_reg_release(iface, op.tmp_reg);
+    }
+    return status;
+}
+
+/* ---------------------------------------------------------------- RMA */
+
+ucs_status_t strand_dc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                    unsigned length, uint64_t remote_addr,
+                                    uct_rkey_t rkey)
+{
+    STRAND_DC_EP_DECL(tl_ep);
+    struct ibv_sge sge;
+    unsigned ds;
+
+    STRAND_DC_CHECK_MAX(length, iface->config.max_inline, "put_short");
+    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
+    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq_buf,
+                          dci->sq_end);
+    sge.addr   = (uintptr_t)buffer;
+    sge.length = length;
+    sge.lkey   = 0;
+    ds = 3 + strand_set_inline_seg(seg, &sge, 1, dci->sq_buf, dci->sq_end,
+                                   NULL);
+    op.type = STRAND_DC_OP_PLAIN;
+    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_RDMA_WRITE, 0, ds,
+                       strand_dc_ep_fence_mode(iface, ep), &op);
+    return UCS_OK;
+}
+
+ssize_t strand_dc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                               void *arg, uint64_t remote_addr,
+                               uct_rkey_t rkey)
+{
+    STRAND_DC_EP_DECL(tl_ep);
+    strand_dc_tx_desc_t *desc;
+    unsigned ds = 3;
+    size_t length;
+
+    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    desc = strand_dc_ep_get_desc(iface, dci);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    length = pack_cb(desc->data, arg);
+    ucs_assert(length <= iface->config.seg_size);
+
+    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
+    if (length > 0) {
+        seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg),
+                             dci->sq_buf, dci->sq_end);
+        strand_set_data_seg(seg, (uintptr_t)desc->data, length, desc->lkey);
+        ++ds;
+    }
+    op.type = STRAND_DC_OP_DESC;
+    op.desc = desc;
+    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_RDMA_WRITE, 0, ds,
+                       strand_dc_ep_fence_mode(iface, ep), &op);
+    return length;
+}
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_dc_ep_rdma_zcopy(uct_ep_h tl_ep, uint8_t opcode, const uct_iov_t *iov,
+                        size_t iovcnt, uint64_t remote_addr, uct_rkey_t rkey,
+                        uct_completion_t *comp)
+{
+    STRAND_DC_EP_DECL(tl_ep);
+    uint32_t lkeys[STRAND_DC_MAX_SGE];
+    unsigned ds;
+
+    UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->config.max_sge,
+                       (opcode == MLX5_OPCODE_RDMA_READ) ? "get_zcopy" :
+                                                           "put_zcopy");
+    status = strand_dc_iov_lkeys(iface, iov, iovcnt, lkeys, &op.tmp_reg);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        if (op.tmp_reg != NULL) {
+            strand_dc_tmp_reg_release(iface, op.tmp_reg);
+        }
+        return status;
+    }
+    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
+    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq_buf,
+                          dci->sq_end);
+    ds   = 3 + strand_dc_set_iov_segs(dci, &seg, iov, iovcnt, lkeys);
+    op.type = STRAND_DC_OP_PLAIN;
+    op.comp = comp;
+    strand_dc_dci_post(iface, dci, ctrl, opcode, 0, ds,
+                       strand_dc_ep_fence_mode(iface, ep), &op);
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t strand_dc_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                    size_t iovcnt, uint64_t remote_addr,
+                                    uct_rkey_t rkey, uct_completion_t *comp)
+{
+    return strand_dc_ep_rdma_zcopy(tl_ep, MLX5_OPCODE_RDMA_WRITE, iov, iovcnt,
+                                   remote_addr, rkey, comp);
+}
+
+ucs_status_t strand_dc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                    size_t iovcnt, uint64_t remote_addr,
+                                    uct_rkey_t rkey, uct_completion_t *comp)
+{
+    UCT_CHECK_LENGTH(uct_iov_total_length(iov, iovcnt), 1,
+                     STRAND_DC_MAX_ZCOPY, "get_zcopy");
+    return strand_dc_ep_rdma_zcopy(tl_ep, MLX5_OPCODE_RDMA_READ, iov, iovcnt,
+                                   remote_addr, rkey, comp);
+}
+
+ucs_status_t strand_dc_ep_get_bcopy(uct_ep_h tl_ep,
+                                    uct_unpack_callback_t unpack_cb,
+                                    void *arg, size_t length,
+                                    uint64_t remote_addr, uct_rkey_t rkey,
+                                    uct_completion_t *comp)
+{
+    STRAND_DC_EP_DECL(tl_ep);
+    strand_dc_tx_desc_t *desc;
+
+    UCT_CHECK_LENGTH(length, 1, iface->config.seg_size, "get_bcopy");
+    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    desc = strand_dc_ep_get_desc(iface, dci);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
+    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq_buf,
+                         dci->sq_end);
+    strand_set_data_seg(seg, (uintptr_t)desc->data, length, desc->lkey);
+    op.type            = STRAND_DC_OP_GET_BCOPY;
+    op.desc            = desc;
+    op.comp            = comp;
+    op.u.unpack.cb     = unpack_cb;
+    op.u.unpack.arg    = arg;
+    op.u.unpack.length = length;
+    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_RDMA_READ, 0, 4,
+                       strand_dc_ep_fence_mode(iface, ep), &op);
+    return UCS_INPROGRESS;
+}
+
+/* ------------------------------------------------------------ atomics */
+
+/*
+ * One atomic WQE: ctrl, AV, raddr, atomic segment(s), data (the local
+ * landing zone of the original value). 64-bit add and compare-and-swap use
+ * the standard opcodes; everything else the masked ones:
+ *   and:  masked CS, compare_mask 0, swap = v, swap_mask = ~v
+ *   or:   masked CS, compare_mask 0, swap = v, swap_mask = v
+ *   swap: masked CS, compare_mask 0, swap_mask = ~0
+ *   xor:  masked FA, field_boundary ~0 (no carries)
+ *   add32 masked FA, field_boundary 0; cswap32 masked CS, masks ~0
+ */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_dc_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
+                    uint64_t value, uint64_t compare, void *result,
+                    uint64_t remote_addr, uct_rkey_t rkey,
+                    uct_completion_t *comp)
+{
+    STRAND_DC_EP_DECL(tl_ep);
+    strand_dc_tx_desc_t *desc;
+    uint64_t mask  = (size == 8) ? UINT64_MAX : UINT32_MAX;
+    uint8_t opcode, opmod = 0;
+    uint64_t swap, swap_mask, cmp, cmp_mask;
+    void *landing;
+    uint32_t lkey;
+    unsigned ds;
+    int masked_cs;
+
+    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    if (result != NULL) {
+        desc = strand_dc_ep_get_desc(iface, dci);
+        if (ucs_unlikely(desc == NULL)) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        op.type     = (size == 8) ? STRAND_DC_OP_FETCH64 :
+                                    STRAND_DC_OP_FETCH32;
+        op.desc     = desc;
+        op.u.result = result;
+        landing     = desc->data;
+        lkey        = desc->lkey;
+    } else {
+        op.type = STRAND_DC_OP_PLAIN;
+        landing = iface->scratch->data;
+        lkey    = iface->scratch->lkey;
+    }
+    op.comp = comp;
+
+    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
+    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq_buf,
+                         dci->sq_end);
+    ds  = 3;
+
+    value    &= mask;
+    masked_cs = 0;
+    swap = swap_mask = cmp = cmp_mask = 0;
+    switch (uct_op) {
+    case UCT_ATOMIC_OP_ADD:
+        if (size == 8) {
+            opcode = MLX5_OPCODE_ATOMIC_FA;
+            strand_set_atomic_fa_seg(seg, value);
+        } else {
+            opcode = MLX5_OPCODE_ATOMIC_MASKED_FA;
+            strand_set_masked_fa32_seg(seg, value, 0);
+        }
+        break;
+    case UCT_ATOMIC_OP_XOR:
+        opcode = MLX5_OPCODE_ATOMIC_MASKED_FA;
+        if (size == 8) {
+            strand_set_masked_fa64_seg(seg, value, UINT64_MAX);
+        } else {
+            strand_set_masked_fa32_seg(seg, value, UINT32_MAX);
+        }
+        break;
+    case UCT_ATOMIC_OP_CSWAP:
+        if (size == 8) {
+            opcode = MLX5_OPCODE_ATOMIC_CS;
+            strand_set_atomic_cs_seg(seg, compare, value);
+            break;
+        }
+        masked_cs = 1;
+        swap      = value;
+        swap_mask = mask;
+        cmp       = compare & mask;
+        cmp_mask  = mask;
+        break;
+    case UCT_ATOMIC_OP_AND:
+        masked_cs = 1;
+        swap      = value;
+        swap_mask = ~value & mask;
+        break;
+    case UCT_ATOMIC_OP_OR:
+        masked_cs = 1;
+        swap      = value;
+        swap_mask = value;
+        break;
+    case UCT_ATOMIC_OP_SWAP:
+        masked_cs = 1;
+        swap      = value;
+        swap_mask = mask;
+        break;
+    default:
+        if (op.desc != NULL) {
+            ucs_mpool_put_inline(op.desc);
+        }
+        strand_dc_dci_release_if_idle(iface, dci);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    if (masked_cs) {
+        opcode = MLX5_OPCODE_ATOMIC_MASKED_CS;
+        if (size == 8) {
+            void *seg2 = strand_sq_next(seg, sizeof(struct mlx5_wqe_atomic_seg),
+                                        dci->sq_buf, dci->sq_end);
+            strand_set_masked_cs64_segs(seg, seg2, swap, cmp, swap_mask,
+                                        cmp_mask);
+            seg = seg2;
+            ++ds;
+        } else {
+            strand_set_masked_cs32_seg(seg, swap, cmp, swap_mask, cmp_mask);
+        }
+    }
+    if ((opcode == MLX5_OPCODE_ATOMIC_MASKED_CS) ||
+        (opcode == MLX5_OPCODE_ATOMIC_MASKED_FA)) {
+        opmod = STRAND_MASKED_ATOMIC_OPMOD(size);
+    }
+    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_atomic_seg), dci->sq_buf,
+                         dci->sq_end);
+    ++ds;
+    strand_set_data_seg(seg, (uintptr_t)landing, size, lkey);
+    ++ds;
+
+    strand_dc_dci_post(iface, dci, ctrl, opcode, opmod, ds,
+                       strand_dc_ep_fence_mode(iface, ep), &op);
+    return (result != NULL) ? UCS_INPROGRESS : UCS_OK;
+}
+
+ucs_status_t strand_dc_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
+                                        uint32_t value, uint64_t remote_addr,
+                                        uct_rkey_t rkey)
+{
+    return strand_dc_ep_atomic(tl_ep, opcode, 4, value, 0, NULL, remote_addr,
+                               rkey, NULL);
+}
+
+ucs_status_t strand_dc_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
+                                        uint64_t value, uint64_t remote_addr,
+                                        uct_rkey_t rkey)
+{
+    return strand_dc_ep_atomic(tl_ep, opcode, 8, value, 0, NULL, remote_addr,
+                               rkey, NULL);
+}
+
+ucs_status_t strand_dc_ep_atomic32_fetch(uct_ep_h tl_ep,
+                                         uct_atomic_op_t opcode,
+                                         uint32_t value, uint32_t *result,
+                                         uint64_t remote_addr,
+                                         uct_rkey_t rkey,
+                                         uct_completion_t *comp)
+{
+    return strand_dc_ep_atomic(tl_ep, opcode, 4, value, 0, result,
+                               remote_addr, rkey, comp);
+}
+
+ucs_status_t strand_dc_ep_atomic64_fetch(uct_ep_h tl_ep,
+                                         uct_atomic_op_t opcode,
+                                         uint64_t value, uint64_t *result,
+                                         uint64_t remote_addr,
+                                         uct_rkey_t rkey,
+                                         uct_completion_t *comp)
+{
+    return strand_dc_ep_atomic(tl_ep, opcode, 8, value, 0, result,
+                               remote_addr, rkey, comp);
+}
+
+ucs_status_t strand_dc_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
+                                         uint32_t swap, uint64_t remote_addr,
+                                         uct_rkey_t rkey, uint32_t *result,
+                                         uct_completion_t *comp)
+{
+    return strand_dc_ep_atomic(tl_ep, UCT_ATOMIC_OP_CSWAP, 4, swap, compare,
+                               result, remote_addr, rkey, comp);
+}
+
+ucs_status_t strand_dc_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
+                                         uint64_t swap, uint64_t remote_addr,
+                                         uct_rkey_t rkey, uint64_t *result,
+                                         uct_completion_t *comp)
+{
+    return strand_dc_ep_atomic(tl_ep, UCT_ATOMIC_OP_CSWAP, 8, swap, compare,
+                               result, remote_addr, rkey, comp);
+}
+
+/* -------------------------------------------------------- flush / fence */
+
+ucs_status_t strand_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                                uct_completion_t *comp)
+{
+    STRAND_DC_EP_DECL(tl_ep);
+
+    if (ucs_unlikely(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+        return UCS_OK; /* nothing outstanding: purged with the error */
+    }
+    if (!(flags & UCT_FLUSH_FLAG_CANCEL) &&
+        !ucs_arbiter_group_is_empty(&ep->arb_group)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    if (ep->dci == STRAND_DC_DCI_NONE) {
+        return UCS_OK;
+    }
+    if (comp == NULL) {
+        return UCS_INPROGRESS;
+    }
+    dci = &iface->dcis[ep->dci];
+    if (!strand_dc_dci_has_room(iface, dci)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    /* a signaled NOP retires after everything posted before it */
+    ctrl    = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    op.type = STRAND_DC_OP_PLAIN;
+    op.comp = comp;
+    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_NOP, 0, 1, 0, &op);
+    (void)status;
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t strand_dc_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    strand_dc_ep_t *ep = ucs_derived_of(tl_ep, strand_dc_ep_t);
+
+    /* only matters when something is outstanding; cheap either way */
+    ep->flags |= STRAND_DC_EP_FLAG_FENCE;
+    return UCS_OK;
+}
+
+/* Keepalive: a SEND with an AM id the receiver drops. A dead peer makes it
+ * fail (transport retries exceeded) and the ep error handler runs. */
+ucs_status_t strand_dc_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                uct_completion_t *comp)
+{
+    STRAND_DC_EP_DECL(tl_ep);
+    uint8_t id = 0xff;
+    struct ibv_sge sge;
+    unsigned ds;
+
+    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    if (ep->flags & STRAND_DC_EP_FLAG_FAILED) {
+        return UCS_OK; /* already reported */
+    }
+    if (ep->dci != STRAND_DC_DCI_NONE) {
+        return UCS_OK; /* outstanding work will tell */
+    }
+    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    if (status != UCS_OK) {
+        return (status == UCS_ERR_NO_RESOURCE) ? UCS_OK : status;
+    }
+    sge.addr   = (uintptr_t)&id;
+    sge.length = 1;
+    sge.lkey   = 0;
+    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    ds   = 2 + strand_set_inline_seg(seg, &sge, 1, dci->sq_buf, dci->sq_end,
+                                     NULL);
+    op.type = STRAND_DC_OP_PLAIN;
+    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds, 0, &op);
+    return UCS_OK;
+}
+
+/* -------------------------------------------------------------- pending */
+
+ucs_status_t strand_dc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                      unsigned flags)
+{
+    strand_dc_ep_t *ep       = ucs_derived_of(tl_ep, strand_dc_ep_t);
+    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_dc_iface_t);
+
+    if (strand_dc_ep_can_send(iface, ep) ||
+        (ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+        return UCS_ERR_BUSY;
+    }
+    uct_pending_req_arb_group_push(&ep->arb_group, req);
+    ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
+    return UCS_OK;
+}
+
+static ucs_arbiter_cb_result_t
+strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
+                        ucs_arbiter_elem_t *elem, void *arg)
+{
+    strand_dc_iface_t *iface = arg;
+    strand_dc_ep_t *ep       = ucs_container_of(group, strand_dc_ep_t,
+                                                arb_group);
+    uct_pending_req_t *req   = ucs_container_of(elem, uct_pending_req_t,
+                                                priv);
+    ucs_status_t status;
+
+    if (!strand_dc_ep_can_send(iface, ep) &&
+        !(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+        /* waiting for a DCI: everybody after waits too */
+        return (ep->dci == STRAND_DC_DCI_NONE) ?
+               UCS_ARBITER_CB_RESULT_STOP :
+               UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+    }
+    status = req->func(req);
+    if (status == UCS_OK) {
+        return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+    } else if (status == UCS_INPROGRESS) {
+        return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
+    } else if ((status == UCS_ERR_NO_RESOURCE) &&
+               (ep->dci == STRAND_DC_DCI_NONE)) {
+        return UCS_ARBITER_CB_RESULT_STOP;
+    }
+    return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+}
+
+void strand_dc_ep_dispatch_pending(strand_dc_iface_t *iface)
+{
+    ucs_arbiter_dispatch(&iface->arbiter, 1, strand_dc_ep_pending_cb, iface);
+}
+
+void strand_dc_ep_schedule(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
+        ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
+    }
+}
+
+typedef struct {
+    uct_pending_purge_callback_t cb;
+    void                        *arg;
+} strand_dc_purge_args_t;
+
+static ucs_arbiter_cb_result_t
+strand_dc_ep_purge_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
+                      ucs_arbiter_elem_t *elem, void *arg)
+{
+    strand_dc_purge_args_t *args = arg;
+    uct_pending_req_t *req       = ucs_container_of(elem, uct_pending_req_t,
+                                                    priv);
+
+    if (args->cb != NULL) {
+        args->cb(req, args->arg);
+    }
+    return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+}
+
+void strand_dc_ep_pending_purge(uct_ep_h tl_ep,
+                                uct_pending_purge_callback_t cb, void *arg)
+{
+    strand_dc_ep_t *ep           = ucs_derived_of(tl_ep, strand_dc_ep_t);
+    strand_dc_iface_t *iface     = ucs_derived_of(tl_ep->iface,
+                                                  strand_dc_iface_t);
+    strand_dc_purge_args_t args  = {cb, arg};
+
+    ucs_arbiter_group_purge(&iface->arbiter, &ep->arb_group,
+                            strand_dc_ep_purge_cb, &args);
+}
+
+/* ---------------------------------------------------------------- errors */
+
+void strand_dc_ep_set_failed(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                             ucs_status_t status)
+{
+    ucs_status_t ret;
+
+    ret = uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
+                                  status);
+    if (ret != UCS_OK) {
+        ucs_log(uct_base_iface_failure_log_level(&iface->super, ret, status),
+                "%s: endpoint %p to lid %u dct 0x%x failed: %s",
+                iface->dev->info.name, ep, ep->dlid, ep->dctn,
+                ucs_status_string(status));
+    }
+}
+
+/* ----------------------------------------------------- create / destroy */
+
+UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(params->iface,
+                                              strand_dc_iface_t);
+    const strand_dc_device_addr_t *dev_addr;
+    const strand_dc_iface_addr_t *iface_addr;
+
+    UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+
+    dev_addr   = (const strand_dc_device_addr_t*)params->dev_addr;
+    iface_addr = (const strand_dc_iface_addr_t*)params->iface_addr;
+
+    self->dlid       = dev_addr->lid;
+    self->dctn       = (uint32_t)iface_addr->dctn[0] |
+                       ((uint32_t)iface_addr->dctn[1] << 8) |
+                       ((uint32_t)iface_addr->dctn[2] << 16);
+    self->dci        = STRAND_DC_DCI_NONE;
+    self->flags      = 0;
+    self->fence_beat = iface->fence_beat;
+    self->status     = UCS_OK;
+    ucs_arbiter_group_init(&self->arb_group);
+    ucs_debug("%s: ep %p to lid %u dct 0x%x", iface->dev->info.name, self,
+              self->dlid, self->dctn);
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(strand_dc_ep_t)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(self->super.super.iface,
+                                              strand_dc_iface_t);
+    strand_dc_purge_args_t args = {NULL, NULL};
+
+    ucs_arbiter_group_purge(&iface->arbiter, &self->arb_group,
+                            strand_dc_ep_purge_cb, &args);
+    ucs_arbiter_group_cleanup(&self->arb_group);
+    if (self->dci != STRAND_DC_DCI_NONE) {
+        /* work still outstanding: the DCI finishes it and goes back to the
+         * pool on its own */
+        iface->dcis[self->dci].ep = NULL;
+    }
+}
+
+UCS_CLASS_DEFINE(strand_dc_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(strand_dc_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(strand_dc_ep_t, uct_ep_t);

@@ -1,0 +1,102 @@
+/*
+ * dc_strand endpoints: a DC target (LID + DCT number); a DCI is taken from
+ * the interface's pool while the endpoint has outstanding work.
+ */
+#ifndef STRAND_DC_EP_H_
+#define STRAND_DC_EP_H_
+
+#include "dc_iface.h"
+
+enum {
+    STRAND_DC_EP_FLAG_FAILED = UCS_BIT(0),   /* an error was reported */
+    STRAND_DC_EP_FLAG_FENCE  = UCS_BIT(1)    /* fence the next WQE */
+};
+
+typedef struct strand_dc_ep {
+    uct_base_ep_t       super;
+    uint16_t            dlid;
+    uint32_t            dctn;
+    uint8_t             dci;          /* STRAND_DC_DCI_NONE: none held */
+    uint8_t             flags;
+    unsigned            fence_beat;   /* iface fence seen */
+    ucs_status_t        status;       /* the error once FAILED */
+    ucs_arbiter_group_t arb_group;    /* pending requests */
+} strand_dc_ep_t;
+
+UCS_CLASS_DECLARE(strand_dc_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_NEW_FUNC(strand_dc_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_DELETE_FUNC(strand_dc_ep_t, uct_ep_t);
+
+ucs_status_t strand_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
+                                   const void *payload, unsigned length);
+ucs_status_t strand_dc_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
+                                       const uct_iov_t *iov, size_t iovcnt);
+ssize_t strand_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                              uct_pack_callback_t pack_cb, void *arg,
+                              unsigned flags);
+ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
+                                   const void *header, unsigned header_length,
+                                   const uct_iov_t *iov, size_t iovcnt,
+                                   unsigned flags, uct_completion_t *comp);
+ucs_status_t strand_dc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
+                                    unsigned length, uint64_t remote_addr,
+                                    uct_rkey_t rkey);
+ssize_t strand_dc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                               void *arg, uint64_t remote_addr,
+                               uct_rkey_t rkey);
+ucs_status_t strand_dc_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                    size_t iovcnt, uint64_t remote_addr,
+                                    uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t strand_dc_ep_get_bcopy(uct_ep_h tl_ep,
+                                    uct_unpack_callback_t unpack_cb,
+                                    void *arg, size_t length,
+                                    uint64_t remote_addr, uct_rkey_t rkey,
+                                    uct_completion_t *comp);
+ucs_status_t strand_dc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                    size_t iovcnt, uint64_t remote_addr,
+                                    uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t strand_dc_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
+                                        uint32_t value, uint64_t remote_addr,
+                                        uct_rkey_t rkey);
+ucs_status_t strand_dc_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
+                                        uint64_t value, uint64_t remote_addr,
+                                        uct_rkey_t rkey);
+ucs_status_t strand_dc_ep_atomic32_fetch(uct_ep_h tl_ep,
+                                         uct_atomic_op_t opcode,
+                                         uint32_t value, uint32_t *result,
+                                         uint64_t remote_addr,
+                                         uct_rkey_t rkey,
+                                         uct_completion_t *comp);
+ucs_status_t strand_dc_ep_atomic64_fetch(uct_ep_h tl_ep,
+                                         uct_atomic_op_t opcode,
+                                         uint64_t value, uint64_t *result,
+                                         uint64_t remote_addr,
+                                         uct_rkey_t rkey,
+                                         uct_completion_t *comp);
+ucs_status_t strand_dc_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
+                                         uint32_t swap, uint64_t remote_addr,
+                                         uct_rkey_t rkey, uint32_t *result,
+                                         uct_completion_t *comp);
+ucs_status_t strand_dc_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
+                                         uint64_t swap, uint64_t remote_addr,
+                                         uct_rkey_t rkey, uint64_t *result,
+                                         uct_completion_t *comp);
+ucs_status_t strand_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                                uct_completion_t *comp);
+ucs_status_t strand_dc_ep_fence(uct_ep_h tl_ep, unsigned flags);
+ucs_status_t strand_dc_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                uct_completion_t *comp);
+ucs_status_t strand_dc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                      unsigned flags);
+void strand_dc_ep_pending_purge(uct_ep_h tl_ep,
+                                uct_pending_purge_callback_t cb, void *arg);
+
+/* dispatch the pending requests of the iface (from progress) */
+void strand_dc_ep_dispatch_pending(strand_dc_iface_t *iface);
+/* the DCI of ep retired work: give its pending requests a chance */
+void strand_dc_ep_schedule(strand_dc_iface_t *iface, strand_dc_ep_t *ep);
+/* an error on the ep's DCI: fail the ep (ops purged by the caller) */
+void strand_dc_ep_set_failed(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                             ucs_status_t status);
+
+#endif

@@ -1,0 +1,757 @@
+/*
+ * dc_strand interface: configuration, open/close, capabilities, addresses,
+ * progress, events, flush and fence.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "dc_iface.h"
+#include "dc_dci.h"
+#include "dc_ep.h"
+
+#include <ucs/arch/bitops.h>
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/datastruct/mpool.inl>
+#include <ucs/sys/string.h>
+#include <ucs/sys/sys.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define STRAND_DC_PORT 1
+
+ucs_config_field_t strand_dc_iface_config_table[] = {
+    {"", "", NULL, ucs_offsetof(strand_dc_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+
+    {"TX_QUEUE_LEN", "128",
+     "Send queue depth of each DCI, in work requests (8 .. device limit).",
+     ucs_offsetof(strand_dc_iface_config_t, tx_queue_len),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"RX_QUEUE_LEN", "4095",
+     "Receive buffers posted on the shared receive queue of the DCT "
+     "(1 .. 32767).",
+     ucs_offsetof(strand_dc_iface_config_t, rx_queue_len),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"SEG_SIZE", "8256",
+     "Size of a receive buffer and of a bounce buffer for bcopy operations: "
+     "the largest active message (with its 1-byte id) and the largest "
+     "bcopy PUT/GET (64 .. 1M).",
+     ucs_offsetof(strand_dc_iface_config_t, seg_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"NUM_DCI", "8",
+     "Number of DC initiators (DCIs) of the interface. An endpoint holds one "
+     "while it has outstanding operations (the \"dcs\" policy), so this is "
+     "how many endpoints can transmit at the same time (1 .. 128).",
+     ucs_offsetof(strand_dc_iface_config_t, num_dci),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"TIMEOUT", "1.0s",
+     "Transport timeout: how long a DCI waits for an acknowledgment before "
+     "retransmitting (rounded up to 4.096us * 2^n, at most ~2.4 hours).",
+     ucs_offsetof(strand_dc_iface_config_t, timeout),
+     UCS_CONFIG_TYPE_TIME},
+
+    {"RETRY_COUNT", "7",
+     "Retransmissions after a transport timeout before the operation fails "
+     "with an endpoint timeout (0 .. 7).",
+     ucs_offsetof(strand_dc_iface_config_t, retry_count),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"RNR_TIMEOUT", "1ms",
+     "Receiver-not-ready delay the DCT asks senders to wait when it has no "
+     "receive buffer (rounded up to the InfiniBand RNR timer table, "
+     "0.01ms .. 491.52ms).",
+     ucs_offsetof(strand_dc_iface_config_t, rnr_timeout),
+     UCS_CONFIG_TYPE_TIME},
+
+    {"RNR_RETRY_COUNT", "7",
+     "Retries after a receiver-not-ready NAK before the operation fails "
+     "(0 .. 7; 7 means retry forever).",
+     ucs_offsetof(strand_dc_iface_config_t, rnr_retry_count),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"MAX_INLINE", "186",
+     "Largest data written inline in a WQE: active message short (including "
+     "the 1-byte AM id and the 8-byte header) and PUT short "
+     "(16 .. device limit).",
+     ucs_offsetof(strand_dc_iface_config_t, max_inline),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"TX_CQ_LEN", "0",
+     "Entries of the send completion queue; 0 = NUM_DCI * TX_QUEUE_LEN "
+     "(every send is signaled, so it must be at least that).",
+     ucs_offsetof(strand_dc_iface_config_t, tx_cq_len),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"RX_CQ_LEN", "0",
+     "Entries of the receive completion queue; 0 = RX_QUEUE_LEN + 1 "
+     "(must be at least that).",
+     ucs_offsetof(strand_dc_iface_config_t, rx_cq_len),
+     UCS_CONFIG_TYPE_UINT},
+
+    {NULL}
+};
+
+/* ------------------------------------------------------------- helpers */
+
+/* IBA transport timeout: 4.096us * 2^t, t in 0..31 (0 = infinite on some
+ * devices: we never pick it for a finite timeout). */
+static uint8_t strand_dc_timeout_code(double seconds)
+{
+    double t = seconds / 4.096e-6;
+    int code = 1;
+
+    while ((code < 31) && ((double)(1ull << code) < t)) {
+        ++code;
+    }
+    return (uint8_t)code;
+}
+
+/* IBA RNR NAK timer encoding (milliseconds per code; code 0 = 655.36). */
+static uint8_t strand_dc_rnr_code(double seconds)
+{
+    static const double ms[32] = {
+        655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32,
+        0.48, 0.64, 0.96, 1.28, 1.92, 2.56, 3.84, 5.12, 7.68, 10.24, 15.36,
+        20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76, 327.68,
+        491.52
+    };
+    double want = seconds * 1e3;
+    int code;
+
+    for (code = 1; code < 32; ++code) {
+        if (ms[code] >= want - 1e-9) {
+            return (uint8_t)code;
+        }
+    }
+    return 0;
+}
+
+/* Which fabric the device is on. Hardware: the GID subnet prefix. The
+ * software device does not put its fabric in the GID (the interface id is
+ * pid/LID), so the fabric name is hashed the way the device resolves it. */
+static uint64_t strand_dc_fabric_id(const strand_dev_t *dev)
+{
+    char name[160];
+    const char *env;
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    const char *p;
+
+    if (dev->info.kind == STRAND_DEV_KIND_HW) {
+        return be64toh(dev->caps.gid.global.subnet_prefix);
+    }
+    env = getenv("STRAND_SIM_FABRIC");
+    if ((env == NULL) || (*env == '\0')) {
+        snprintf(name, sizeof(name), "/strand-%u", (unsigned)getuid());
+    } else {
+        snprintf(name, sizeof(name), "%s%s", (env[0] == '/') ? "" : "/", env);
+    }
+    for (p = name; *p != '\0'; ++p) {
+        h ^= (uint8_t)*p;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static ucs_status_t strand_dc_errno_status(int err)
+{
+    switch (err) {
+    case 0:      return UCS_OK;
+    case ENOMEM: return UCS_ERR_NO_MEMORY;
+    case EINVAL: return UCS_ERR_INVALID_PARAM;
+    default:     return UCS_ERR_IO_ERROR;
+    }
+}
+
+/* ------------------------------------------------------------- devices */
+
+static ucs_status_t
+strand_dc_query_devices(uct_md_h uct_md, uct_tl_device_resource_t **devices_p,
+                        unsigned *num_devices_p)
+{
+    strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
+    char name[UCT_DEVICE_NAME_MAX];
+
+    ucs_snprintf_zero(name, sizeof(name), "%s:%d", md->dev->info.name,
+                      STRAND_DC_PORT);
+    return uct_single_device_resource(uct_md, name, UCT_DEVICE_TYPE_NET,
+                                      UCS_SYS_DEVICE_ID_UNKNOWN, devices_p,
+                                      num_devices_p);
+}
+
+/* --------------------------------------------------------------- query */
+
+static ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
+                                          uct_iface_attr_t *attr)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+    size_t seg_size          = iface->config.seg_size;
+    uint64_t amo             = UCS_BIT(UCT_ATOMIC_OP_ADD) |
+                               UCS_BIT(UCT_ATOMIC_OP_AND) |
+                               UCS_BIT(UCT_ATOMIC_OP_OR)  |
+                               UCS_BIT(UCT_ATOMIC_OP_XOR);
+    uint64_t famo            = amo | UCS_BIT(UCT_ATOMIC_OP_SWAP) |
+                               UCS_BIT(UCT_ATOMIC_OP_CSWAP);
+
+    uct_base_iface_query(&iface->super, attr);
+
+    attr->cap.flags = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                      UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY |
+                      UCT_IFACE_FLAG_AM_ZCOPY | UCT_IFACE_FLAG_PUT_SHORT |
+                      UCT_IFACE_FLAG_PUT_BCOPY | UCT_IFACE_FLAG_PUT_ZCOPY |
+                      UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
+                      UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC |
+                      UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
+                      UCT_IFACE_FLAG_EP_CHECK;
+    attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
+                            UCT_IFACE_FLAG_EVENT_RECV |
+                            UCT_IFACE_FLAG_EVENT_FD;
+
+    if (iface->dev->caps.atomics && iface->dev->caps.masked_atomics) {
+        attr->cap.flags             |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
+        attr->cap.atomic32.op_flags  = amo;
+        attr->cap.atomic32.fop_flags = famo;
+        attr->cap.atomic64.op_flags  = amo;
+        attr->cap.atomic64.fop_flags = famo;
+    }
+
+    attr->cap.am.max_short       = iface->config.max_inline -
+                                   STRAND_DC_AM_HDR_SIZE;
+    attr->cap.am.max_bcopy       = seg_size - STRAND_DC_AM_HDR_SIZE;
+    attr->cap.am.min_zcopy       = 0;
+    attr->cap.am.max_zcopy       = seg_size - STRAND_DC_AM_HDR_SIZE;
+    attr->cap.am.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
+    attr->cap.am.align_mtu       = iface->dev->caps.mtu;
+    attr->cap.am.max_hdr         = STRAND_DC_AM_MAX_HDR;
+    attr->cap.am.max_iov         = iface->config.max_sge - 1;
+
+    attr->cap.put.max_short       = iface->config.max_inline;
+    attr->cap.put.max_bcopy       = seg_size;
+    attr->cap.put.min_zcopy       = 0;
+    attr->cap.put.max_zcopy       = STRAND_DC_MAX_ZCOPY;
+    attr->cap.put.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
+    attr->cap.put.align_mtu       = iface->dev->caps.mtu;
+    attr->cap.put.max_iov         = iface->config.max_sge;
+
+    attr->cap.get.max_bcopy       = seg_size;
+    attr->cap.get.min_zcopy       = 1;
+    attr->cap.get.max_zcopy       = STRAND_DC_MAX_ZCOPY;
+    attr->cap.get.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
+    attr->cap.get.align_mtu       = iface->dev->caps.mtu;
+    attr->cap.get.max_iov         = iface->config.max_sge;
+
+    attr->device_addr_len = sizeof(strand_dc_device_addr_t);
+    attr->iface_addr_len  = sizeof(strand_dc_iface_addr_t);
+    attr->ep_addr_len     = 0;
+    attr->max_conn_priv   = 0;
+    attr->dev_num_paths   = 1;
+    attr->max_num_eps     = SIZE_MAX;
+
+    /* ConnectX-like DC: ~1us, flat in the number of endpoints */
+    attr->latency                 = ucs_linear_func_make(1000e-9, 0.1e-9);
+    attr->bandwidth.dedicated     = 0;
+    attr->bandwidth.shared        = 6.0e9;
+    attr->overhead                = 75e-9;
+    attr->priority                = 0;
+    return UCS_OK;
+}
+
+/* ------------------------------------------------------------ addresses */
+
+static ucs_status_t strand_dc_iface_get_device_address(uct_iface_h tl_iface,
+                                                       uct_device_addr_t *addr)
+{
+    strand_dc_iface_t *iface       = ucs_derived_of(tl_iface,
+                                                    strand_dc_iface_t);
+    strand_dc_device_addr_t *daddr = (strand_dc_device_addr_t*)addr;
+
+    daddr->lid       = iface->dev->caps.lid;
+    daddr->fabric_id = iface->fabric_id;
+    return UCS_OK;
+}
+
+static ucs_status_t strand_dc_iface_get_address(uct_iface_h tl_iface,
+                                                uct_iface_addr_t *addr)
+{
+    strand_dc_iface_t *iface      = ucs_derived_of(tl_iface,
+                                                   strand_dc_iface_t);
+    strand_dc_iface_addr_t *iaddr = (strand_dc_iface_addr_t*)addr;
+    uint32_t dctn                 = iface->dct.qpn;
+
+    iaddr->dctn[0] = dctn & 0xff;
+    iaddr->dctn[1] = (dctn >> 8) & 0xff;
+    iaddr->dctn[2] = (dctn >> 16) & 0xff;
+    return UCS_OK;
+}
+
+static int strand_dc_iface_is_reachable(const uct_iface_h tl_iface,
+                                        const uct_device_addr_t *dev_addr,
+                                        const uct_iface_addr_t *iface_addr)
+{
+    strand_dc_iface_t *iface             = ucs_derived_of(tl_iface,
+                                                          strand_dc_iface_t);
+    const strand_dc_device_addr_t *daddr = (const void*)dev_addr;
+
+    return (daddr != NULL) && (daddr->fabric_id == iface->fabric_id) &&
+           (daddr->lid != 0);
+}
+
+/* ------------------------------------------------------------- progress */
+
+unsigned strand_dc_iface_progress(uct_iface_h tl_iface)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+    unsigned count;
+
+    count  = strand_dc_rx_progress(iface);
+    count += strand_dc_dci_tx_progress(iface);
+    if (count == 0) {
+        if (iface->dev->ops->progress != NULL) {
+            iface->dev->ops->progress(iface->dev);
+        }
+        count  = strand_dc_rx_progress(iface);
+        count += strand_dc_dci_tx_progress(iface);
+    } else if (iface->srq_missing > 0) {
+        strand_dc_rx_refill(iface);
+    }
+    if (!ucs_arbiter_is_empty(&iface->arbiter)) {
+        strand_dc_ep_dispatch_pending(iface);
+    }
+    return count;
+}
+
+ucs_status_t strand_dc_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                   uct_completion_t *comp)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+
+    if (comp != NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return strand_dc_dci_pool_busy(iface) ? UCS_INPROGRESS : UCS_OK;
+}
+
+ucs_status_t strand_dc_iface_fence(uct_iface_h tl_iface, unsigned flags)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+
+    ++iface->fence_beat; /* every ep fences its next WQE */
+    return UCS_OK;
+}
+
+/* ---------------------------------------------------------------- events */
+
+static ucs_status_t strand_dc_iface_event_fd_get(uct_iface_h tl_iface,
+                                                 int *fd_p)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+
+    *fd_p = iface->dev->event_fd;
+    return UCS_OK;
+}
+
+static int strand_dc_cq_has_work(strand_dev_cq_t *cq, uint32_t ci)
+{
+    return strand_cqe_get(cq->dv.buf, cq->dv.cqe_cnt, ci) != NULL;
+}
+
+static ucs_status_t strand_dc_iface_event_arm(uct_iface_h tl_iface,
+                                              unsigned events)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+    strand_dev_t *dev        = iface->dev;
+    strand_dev_cq_t *cq;
+    int err;
+
+    /* acknowledge the events that woke us */
+    while (dev->ops->get_cq_event(dev, &cq) == 0) {
+    }
+    if (!ucs_arbiter_is_empty(&iface->arbiter)) {
+        return UCS_ERR_BUSY;
+    }
+    if (events & (UCT_EVENT_SEND_COMP | UCT_EVENT_RECV | UCT_EVENT_RECV_SIG)) {
+        if ((events & UCT_EVENT_SEND_COMP) &&
+            strand_dc_cq_has_work(&iface->tx_cq, iface->tx_ci)) {
+            return UCS_ERR_BUSY;
+        }
+        if ((events & (UCT_EVENT_RECV | UCT_EVENT_RECV_SIG)) &&
+            strand_dc_cq_has_work(&iface->rx_cq, iface->rx_ci)) {
+            return UCS_ERR_BUSY;
+        }
+    }
+    if (events & UCT_EVENT_SEND_COMP) {
+        err = dev->ops->arm_cq(dev, &iface->tx_cq, 0);
+        if (err != 0) {
+            return UCS_ERR_IO_ERROR;
+        }
+    }
+    if (events & (UCT_EVENT_RECV | UCT_EVENT_RECV_SIG)) {
+        err = dev->ops->arm_cq(dev, &iface->rx_cq,
+                               !(events & UCT_EVENT_RECV));
+        if (err != 0) {
+            return UCS_ERR_IO_ERROR;
+        }
+    }
+    /* a CQE that arrived before arming raised no event */
+    if (((events & UCT_EVENT_SEND_COMP) &&
+         strand_dc_cq_has_work(&iface->tx_cq, iface->tx_ci)) ||
+        ((events & (UCT_EVENT_RECV | UCT_EVENT_RECV_SIG)) &&
+         strand_dc_cq_has_work(&iface->rx_cq, iface->rx_ci))) {
+        return UCS_ERR_BUSY;
+    }
+    return UCS_OK;
+}
+
+/* ------------------------------------------------------------ open/close */
+
+static void strand_dc_tx_desc_init(uct_iface_h tl_iface, void *obj,
+                                   uct_mem_h memh)
+{
+    strand_dc_tx_desc_t *desc = obj;
+
+    desc->lkey = ((strand_md_memh_t*)memh)->mr.lkey;
+}
+
+static ucs_status_t
+strand_dc_iface_check_config(strand_dc_iface_t *iface,
+                             const strand_dc_iface_config_t *config)
+{
+    const strand_dev_caps_t *caps = &iface->dev->caps;
+    const char *dev_name          = iface->dev->info.name;
+    unsigned max_wr               = caps->max_qp_wr ? caps->max_qp_wr : 32768;
+
+#define STRAND_DC_CHECK(_cond, _fmt, ...) \
+    if (!(_cond)) { \
+        ucs_error("%s: dc_strand: invalid configuration: " _fmt, dev_name, \
+                  ## __VA_ARGS__); \
+        return UCS_ERR_INVALID_PARAM; \
+    }
+
+    STRAND_DC_CHECK((config->tx_queue_len >= 8) &&
+                    (config->tx_queue_len <= max_wr),
+                    "UCX_DC_STRAND_TX_QUEUE_LEN=%u (valid: 8 .. %u)",
+                    config->tx_queue_len, max_wr);
+    STRAND_DC_CHECK((config->rx_queue_len >= 1) &&
+                    (config->rx_queue_len <= 32767),
+                    "UCX_DC_STRAND_RX_QUEUE_LEN=%u (valid: 1 .. 32767)",
+                    config->rx_queue_len);
+    STRAND_DC_CHECK((config->seg_size >= 64) &&
+                    (config->seg_size <= UCS_MBYTE),
+                    "UCX_DC_STRAND_SEG_SIZE=%zu (valid: 64 .. 1048576)",
+                    config->seg_size);
+    STRAND_DC_CHECK((config->num_dci >= 1) &&
+                    (config->num_dci <= STRAND_DC_MAX_DCI),
+                    "UCX_DC_STRAND_NUM_DCI=%u (valid: 1 .. %d)",
+                    config->num_dci, STRAND_DC_MAX_DCI);
+    STRAND_DC_CHECK((config->timeout > 0) && (config->timeout <= 8796.0),
+                    "UCX_DC_STRAND_TIMEOUT=%gs (valid: > 0 .. 8796s)",
+                    config->timeout);
+    STRAND_DC_CHECK(config->retry_count <= 7,
+                    "UCX_DC_STRAND_RETRY_COUNT=%u (valid: 0 .. 7)",
+                    config->retry_count);
+    STRAND_DC_CHECK((config->rnr_timeout >= 0) &&
+                    (config->rnr_timeout <= 0.49152),
+                    "UCX_DC_STRAND_RNR_TIMEOUT=%gs (valid: 0 .. 491.52ms)",
+                    config->rnr_timeout);
+    STRAND_DC_CHECK(config->rnr_retry_count <= 7,
+                    "UCX_DC_STRAND_RNR_RETRY_COUNT=%u (valid: 0 .. 7)",
+                    config->rnr_retry_count);
+    STRAND_DC_CHECK((config->max_inline >= 16) &&
+                    (config->max_inline <= ucs_min(caps->max_inline, 800)),
+                    "UCX_DC_STRAND_MAX_INLINE=%zu (valid: 16 .. %u)",
+                    config->max_inline, ucs_min(caps->max_inline, 800));
+    STRAND_DC_CHECK((config->tx_cq_len == 0) ||
+                    (config->tx_cq_len >=
+                     config->num_dci * config->tx_queue_len),
+                    "UCX_DC_STRAND_TX_CQ_LEN=%u (must be 0 or >= NUM_DCI * "
+                    "TX_QUEUE_LEN = %u)", config->tx_cq_len,
+                    config->num_dci * config->tx_queue_len);
+    STRAND_DC_CHECK((config->rx_cq_len == 0) ||
+                    (config->rx_cq_len > config->rx_queue_len),
+                    "UCX_DC_STRAND_RX_CQ_LEN=%u (must be 0 or > RX_QUEUE_LEN "
+                    "= %u)", config->rx_cq_len, config->rx_queue_len);
+#undef STRAND_DC_CHECK
+    return UCS_OK;
+}
+
+static void strand_dc_iface_release(strand_dc_iface_t *iface)
+{
+    strand_dev_t *dev = iface->dev;
+
+    ucs_arbiter_cleanup(&iface->arbiter);
+    strand_dc_dci_pool_cleanup(iface);
+    if (iface->have_dct) {
+        dev->ops->destroy_qp(dev, &iface->dct);
+        iface->have_dct = 0;
+    }
+    strand_dc_rx_cleanup(iface);
+    if (iface->scratch != NULL) {
+        ucs_mpool_put_inline(iface->scratch);
+        iface->scratch = NULL;
+    }
+    if (iface->have_tx_mp) {
+        ucs_mpool_cleanup(&iface->tx_mp, 1);
+        iface->have_tx_mp = 0;
+    }
+    if (iface->have_srq) {
+        dev->ops->destroy_srq(dev, &iface->srq);
+        iface->have_srq = 0;
+    }
+    if (iface->have_rx_cq) {
+        dev->ops->destroy_cq(dev, &iface->rx_cq);
+        iface->have_rx_cq = 0;
+    }
+    if (iface->have_tx_cq) {
+        dev->ops->destroy_cq(dev, &iface->tx_cq);
+        iface->have_tx_cq = 0;
+    }
+}
+
+static uct_iface_ops_t strand_dc_iface_ops;
+
+static uct_iface_internal_ops_t strand_dc_iface_internal_ops = {
+    .iface_estimate_perf = uct_base_iface_estimate_perf,
+    .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
+    .ep_query            = (uct_ep_query_func_t)
+                           ucs_empty_function_return_unsupported,
+    .ep_invalidate       = (uct_ep_invalidate_func_t)
+                           ucs_empty_function_return_unsupported
+};
+
+static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
+                           uct_worker_h worker,
+                           const uct_iface_params_t *params,
+                           const uct_iface_config_t *tl_config)
+{
+    const strand_dc_iface_config_t *config =
+            ucs_derived_of(tl_config, strand_dc_iface_config_t);
+    strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
+    uct_iface_mpool_config_t mp_config = {
+        .max_bufs  = UINT_MAX,
+        .bufs_grow = 128
+    };
+    strand_dev_t *dev = md->dev;
+    strand_dev_dct_attr_t dct_attr;
+    char dev_name[UCT_DEVICE_NAME_MAX];
+    ucs_status_t status;
+    unsigned tx_cq_len, rx_cq_len, max_ds;
+    int err;
+
+    UCT_CHECK_PARAM(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE,
+                    "UCT_IFACE_PARAM_FIELD_OPEN_MODE is not defined");
+    if (!(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
+        ucs_error("dc_strand supports only UCT_IFACE_OPEN_MODE_DEVICE");
+        return UCS_ERR_UNSUPPORTED;
+    }
+    ucs_snprintf_zero(dev_name, sizeof(dev_name), "%s:%d", dev->info.name,
+                      STRAND_DC_PORT);
+    if ((params->field_mask & UCT_IFACE_PARAM_FIELD_DEVICE) &&
+        strcmp(params->mode.device.dev_name, dev_name)) {
+        ucs_error("dc_strand: no device '%s' on memory domain %s (it has %s)",
+                  params->mode.device.dev_name, dev->info.name, dev_name);
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &strand_dc_iface_ops,
+                              &strand_dc_iface_internal_ops, uct_md, worker,
+                              params, tl_config);
+
+    /* UCS_CLASS_NEW hands out malloc'ed memory: every field below the
+     * superclass starts at zero, so that the release path knows what
+     * exists and counters start where the device starts */
+    memset(UCS_PTR_BYTE_OFFSET(self, sizeof(self->super)), 0,
+           sizeof(*self) - sizeof(self->super));
+    self->md  = md;
+    self->dev = dev;
+    ucs_arbiter_init(&self->arbiter);
+
+    status = strand_dc_iface_check_config(self, config);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    self->num_dci                = config->num_dci;
+    self->config.tx_queue_len    = config->tx_queue_len;
+    self->config.rx_queue_len    = config->rx_queue_len;
+    self->config.seg_size        = config->seg_size;
+    self->config.max_inline      = config->max_inline;
+    self->config.max_sge         = ucs_min(STRAND_DC_MAX_SGE,
+                                           dev->caps.max_sge);
+    self->config.atomic_reply_be = dev->caps.atomic_reply_be;
+    {
+        size_t rx_headroom = UCT_IFACE_PARAM_VALUE(params, rx_headroom,
+                                                   RX_HEADROOM, 0);
+        self->config.rx_payload_offset  = sizeof(strand_dc_rx_desc_t) +
+                                          ucs_max(sizeof(uct_recv_desc_t*) +
+                                                  rx_headroom,
+                                                  STRAND_DC_AM_HDR_SIZE);
+        self->config.rx_headroom_offset = self->config.rx_payload_offset -
+                                          rx_headroom;
+    }
+    self->fabric_id              = strand_dc_fabric_id(dev);
+    /* largest WQE: ctrl + AV + raddr + data segments, or + inline data */
+    max_ds = ucs_max(3 + self->config.max_sge,
+                     3 + strand_inline_ds(config->max_inline));
+    max_ds = ucs_max(max_ds, 6); /* masked 64-bit CS */
+    self->config.dci_max_bbs = strand_ds_to_bbs(max_ds);
+
+    tx_cq_len = config->tx_cq_len ? config->tx_cq_len :
+                config->num_dci * config->tx_queue_len;
+    rx_cq_len = config->rx_cq_len ? config->rx_cq_len :
+                config->rx_queue_len + 1;
+
+    /* event fd: non-blocking, events are drained in event_arm */
+    ucs_sys_fcntl_modfl(dev->event_fd, O_NONBLOCK, 0);
+
+    err = dev->ops->create_cq(dev, tx_cq_len, &self->tx_cq);
+    if (err != 0) {
+        ucs_error("%s: failed to create send CQ of %u: %s", dev->info.name,
+                  tx_cq_len, strerror(err));
+        status = strand_dc_errno_status(err);
+        goto err;
+    }
+    self->have_tx_cq = 1;
+    err = dev->ops->create_cq(dev, rx_cq_len, &self->rx_cq);
+    if (err != 0) {
+        ucs_error("%s: failed to create receive CQ of %u: %s",
+                  dev->info.name, rx_cq_len, strerror(err));
+        status = strand_dc_errno_status(err);
+        goto err;
+    }
+    self->have_rx_cq = 1;
+
+    err = dev->ops->create_srq(dev, config->rx_queue_len, 1, &self->srq);
+    if (err != 0) {
+        ucs_error("%s: failed to create SRQ of %u: %s", dev->info.name,
+                  config->rx_queue_len, strerror(err));
+        status = strand_dc_errno_status(err);
+        goto err;
+    }
+    self->have_srq = 1;
+
+    status = strand_dc_rx_init(self);
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    status = uct_iface_mpool_init(&self->super, &self->tx_mp,
+                                  sizeof(strand_dc_tx_desc_t) +
+                                  config->seg_size,
+                                  sizeof(strand_dc_tx_desc_t),
+                                  UCS_SYS_CACHE_LINE_SIZE, &mp_config,
+                                  mp_config.bufs_grow, strand_dc_tx_desc_init,
+                                  "strand_dc_tx");
+    if (status != UCS_OK) {
+        goto err;
+    }
+    self->have_tx_mp = 1;
+    self->scratch    = ucs_mpool_get(&self->tx_mp);
+    if (self->scratch == NULL) {
+        status = UCS_ERR_NO_MEMORY;
+        goto err;
+    }
+
+    memset(&dct_attr, 0, sizeof(dct_attr));
+    dct_attr.cq            = &self->rx_cq;
+    dct_attr.srq           = &self->srq;
+    dct_attr.access_key    = STRAND_DC_ACCESS_KEY;
+    dct_attr.user_index    = 0;
+    dct_attr.min_rnr_timer = strand_dc_rnr_code(config->rnr_timeout);
+    err = dev->ops->create_dct(dev, &dct_attr, &self->dct);
+    if (err != 0) {
+        ucs_error("%s: failed to create DCT: %s", dev->info.name,
+                  strerror(err));
+        status = strand_dc_errno_status(err);
+        goto err;
+    }
+    self->have_dct = 1;
+
+    memset(&self->dci_attr, 0, sizeof(self->dci_attr));
+    self->dci_attr.send_cq       = &self->tx_cq;
+    self->dci_attr.max_send_wr   = config->tx_queue_len;
+    self->dci_attr.max_send_sge  = self->config.max_sge;
+    self->dci_attr.max_inline    = config->max_inline;
+    self->dci_attr.timeout       = strand_dc_timeout_code(config->timeout);
+    self->dci_attr.retry_cnt     = config->retry_count;
+    self->dci_attr.rnr_retry     = config->rnr_retry_count;
+    self->dci_attr.max_rd_atomic = ucs_max(1, ucs_min(dev->caps.max_rd_atomic,
+                                                      16));
+    status = strand_dc_dci_pool_init(self);
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    ucs_debug("%s: dc_strand iface %p: lid %u dct 0x%x, %u DCIs, seg %zu",
+              dev->info.name, self, dev->caps.lid, self->dct.qpn,
+              self->num_dci, self->config.seg_size);
+    return UCS_OK;
+
+err:
+    strand_dc_iface_release(self);
+    return status;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(strand_dc_iface_t)
+{
+    uct_base_iface_progress_disable(&self->super.super,
+                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    strand_dc_iface_release(self);
+}
+
+UCS_CLASS_DEFINE(strand_dc_iface_t, uct_base_iface_t);
+
+static UCS_CLASS_DEFINE_NEW_FUNC(strand_dc_iface_t, uct_iface_t, uct_md_h,
+                                 uct_worker_h, const uct_iface_params_t*,
+                                 const uct_iface_config_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(strand_dc_iface_t, uct_iface_t);
+
+static uct_iface_ops_t strand_dc_iface_ops = {
+    .ep_am_short              = strand_dc_ep_am_short,
+    .ep_am_short_iov          = strand_dc_ep_am_short_iov,
+    .ep_am_bcopy              = strand_dc_ep_am_bcopy,
+    .ep_am_zcopy              = strand_dc_ep_am_zcopy,
+    .ep_put_short             = strand_dc_ep_put_short,
+    .ep_put_bcopy             = strand_dc_ep_put_bcopy,
+    .ep_put_zcopy             = strand_dc_ep_put_zcopy,
+    .ep_get_bcopy             = strand_dc_ep_get_bcopy,
+    .ep_get_zcopy             = strand_dc_ep_get_zcopy,
+    .ep_atomic_cswap64        = strand_dc_ep_atomic_cswap64,
+    .ep_atomic_cswap32        = strand_dc_ep_atomic_cswap32,
+    .ep_atomic64_post         = strand_dc_ep_atomic64_post,
+    .ep_atomic32_post         = strand_dc_ep_atomic32_post,
+    .ep_atomic64_fetch        = strand_dc_ep_atomic64_fetch,
+    .ep_atomic32_fetch        = strand_dc_ep_atomic32_fetch,
+    .ep_pending_add           = strand_dc_ep_pending_add,
+    .ep_pending_purge         = strand_dc_ep_pending_purge,
+    .ep_flush                 = strand_dc_ep_flush,
+    .ep_fence                 = strand_dc_ep_fence,
+    .ep_check                 = strand_dc_ep_check,
+    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(strand_dc_ep_t),
+    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(strand_dc_ep_t),
+    .iface_flush              = strand_dc_iface_flush,
+    .iface_fence              = strand_dc_iface_fence,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = strand_dc_iface_progress,
+    .iface_event_fd_get       = strand_dc_iface_event_fd_get,
+    .iface_event_arm          = strand_dc_iface_event_arm,
+    .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(strand_dc_iface_t),
+    .iface_query              = strand_dc_iface_query,
+    .iface_get_device_address = strand_dc_iface_get_device_address,
+    .iface_get_address        = strand_dc_iface_get_address,
+    .iface_is_reachable       = strand_dc_iface_is_reachable
+};
+
+UCT_TL_DEFINE_ENTRY(&strand_component, dc_strand, strand_dc_query_devices,
+                    strand_dc_iface_t, STRAND_DC_CONFIG_PREFIX,
+                    strand_dc_iface_config_table, strand_dc_iface_config_t);

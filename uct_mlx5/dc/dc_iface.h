@@ -1,0 +1,145 @@
+/*
+ * dc_strand: the DC transport of the strand component.
+ *
+ * One interface = one DCT on one SRQ (receive side), a send CQ and a
+ * receive CQ, and a pool of DCIs (send side). An endpoint takes a DCI from
+ * the pool while it has outstanding work ("dcs" policy), so an error on a
+ * DCI belongs to exactly one endpoint: that endpoint fails, the DCI is reset
+ * and goes back to the pool, every other endpoint keeps going.
+ */
+#ifndef STRAND_DC_IFACE_H_
+#define STRAND_DC_IFACE_H_
+
+#include "uct_mlx5/strand_md.h"
+#include "dev/dev.h"
+
+#include <uct/base/uct_iface.h>
+#include <uct/base/uct_iov.inl>
+#include <ucs/arch/cpu.h>
+#include <ucs/sys/math.h>
+#include <ucs/datastruct/arbiter.h>
+#include <ucs/datastruct/mpool.h>
+
+#define STRAND_DC_TL_NAME        "dc_strand"
+#define STRAND_DC_CONFIG_PREFIX  "DC_STRAND_"
+#define STRAND_DC_ACCESS_KEY     0x1ee7a330ull  /* DC access key (as UCX) */
+#define STRAND_DC_AM_HDR_SIZE    1u             /* the AM id byte */
+#define STRAND_DC_DCI_NONE       0xff
+#define STRAND_DC_MAX_DCI        128
+#define STRAND_DC_MAX_SGE        16             /* data segments per WQE */
+#define STRAND_DC_AM_MAX_HDR     128            /* am_zcopy header bytes */
+#define STRAND_DC_MAX_ZCOPY      (1ul << 30)
+
+typedef struct strand_dc_iface_config {
+    uct_iface_config_t super;
+    unsigned           tx_queue_len;
+    unsigned           rx_queue_len;
+    size_t             seg_size;
+    unsigned           num_dci;
+    double             timeout;
+    unsigned           retry_count;
+    double             rnr_timeout;
+    unsigned           rnr_retry_count;
+    size_t             max_inline;
+    unsigned           tx_cq_len;
+    unsigned           rx_cq_len;
+} strand_dc_iface_config_t;
+
+/* Device address: LID + an id of the fabric (so that is_reachable can tell
+ * two fabrics apart: GID subnet prefix on hardware, a hash of the software
+ * fabric's name on the software device). */
+typedef struct strand_dc_device_addr {
+    uint16_t lid;
+    uint64_t fabric_id;
+} UCS_S_PACKED strand_dc_device_addr_t;
+
+/* Interface address: the DCT number (24 bits). */
+typedef struct strand_dc_iface_addr {
+    uint8_t dctn[3];
+} UCS_S_PACKED strand_dc_iface_addr_t;
+
+/* A registered send buffer (bcopy, AM zcopy header, fetched atomics). */
+typedef struct strand_dc_tx_desc {
+    uint32_t lkey;
+    uint32_t pad;
+    uint8_t  data[] UCS_V_ALIGNED(8);
+} strand_dc_tx_desc_t;
+
+/* A receive buffer: this header, then room for the uct_recv_desc_t pointer
+ * and the user's rx_headroom (UCP keeps its receive descriptor there when
+ * it holds on to a message), then [AM id][payload] where the SRQ WQE
+ * points (offsets in iface->config, as UCX's ib iface lays them out). */
+typedef struct strand_dc_rx_desc {
+    uint32_t lkey;
+    uint32_t pad;
+} strand_dc_rx_desc_t;
+
+struct strand_dc_dci;
+struct strand_dc_ep;
+
+typedef struct strand_dc_iface {
+    uct_base_iface_t      super;
+    strand_md_t          *md;
+    strand_dev_t         *dev;
+
+    strand_dev_cq_t       tx_cq;
+    strand_dev_cq_t       rx_cq;
+    uint32_t              tx_ci;
+    uint32_t              rx_ci;
+    strand_dev_srq_t      srq;
+    strand_dev_qp_t       dct;
+    uint8_t               have_tx_cq, have_rx_cq, have_srq, have_dct;
+    uint8_t               have_rx_mp, have_tx_mp;
+
+    /* receive side: the SRQ is used as a ring (its list is linked in
+     * order), `srq_posted` counts WQEs ever posted */
+    strand_dc_rx_desc_t **srq_descs;
+    uint32_t              srq_mask;
+    uint16_t              srq_posted;
+    uint32_t              srq_missing;   /* consumed and not yet refilled */
+    ucs_mpool_t           rx_mp;
+    uct_recv_desc_t       release_desc;
+
+    /* send side */
+    ucs_mpool_t           tx_mp;
+    strand_dc_tx_desc_t  *scratch;       /* landing zone of non-fetching
+                                            atomics */
+    struct strand_dc_dci *dcis;
+    unsigned              num_dci;
+    unsigned              num_dci_created;
+    uint8_t              *dci_stack;     /* free DCIs */
+    unsigned              dci_top;
+    strand_dev_dci_attr_t dci_attr;
+    ucs_arbiter_t         arbiter;       /* pending, one group per ep */
+    unsigned              fence_beat;
+
+    uint64_t              fabric_id;
+
+    struct {
+        unsigned          tx_queue_len;
+        unsigned          rx_queue_len;
+        size_t            seg_size;
+        size_t            max_inline;
+        unsigned          max_sge;
+        int               atomic_reply_be;
+        unsigned          dci_max_bbs;   /* the largest WQE we build */
+        size_t            rx_payload_offset;  /* desc -> payload */
+        size_t            rx_headroom_offset; /* desc -> what UCP gets */
+    } config;
+} strand_dc_iface_t;
+
+extern uct_tl_t uct_dc_strand_tl;
+
+/* helpers shared by the files of the transport */
+unsigned strand_dc_iface_progress(uct_iface_h tl_iface);
+ucs_status_t strand_dc_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                   uct_completion_t *comp);
+ucs_status_t strand_dc_iface_fence(uct_iface_h tl_iface, unsigned flags);
+
+/* dc_rx.c */
+ucs_status_t strand_dc_rx_init(strand_dc_iface_t *iface);
+void strand_dc_rx_cleanup(strand_dc_iface_t *iface);
+unsigned strand_dc_rx_progress(strand_dc_iface_t *iface);
+void strand_dc_rx_refill(strand_dc_iface_t *iface);
+
+#endif

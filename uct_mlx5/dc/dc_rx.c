@@ -1,0 +1,219 @@
+/*
+ * Receive side of dc_strand: the SRQ behind the DCT, used as a ring (the
+ * device follows the list, which is linked in index order), receive buffers
+ * from a registered memory pool, and active message dispatch.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "dc_iface.h"
+#include "mlx5/wqe.h"
+#include "mlx5/doorbell.h"
+#include "mlx5/cqe.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/datastruct/mpool.inl>
+#include <ucs/arch/bitops.h>
+
+#include <string.h>
+
+static void strand_dc_rx_desc_init(uct_iface_h tl_iface, void *obj,
+                                   uct_mem_h memh)
+{
+    strand_dc_rx_desc_t *desc = obj;
+
+    desc->lkey = ((strand_md_memh_t*)memh)->mr.lkey;
+}
+
+/* The uct_recv_desc_t release callback: `desc` is the payload pointer
+ * handed to the AM handler (one byte after the AM id). */
+static void strand_dc_rx_release_desc(uct_recv_desc_t *self, void *desc)
+{
+    strand_dc_iface_t *iface = ucs_container_of(self, strand_dc_iface_t,
+                                                release_desc);
+
+    ucs_mpool_put_inline(UCS_PTR_BYTE_OFFSET(desc,
+                         -(ptrdiff_t)iface->config.rx_headroom_offset));
+}
+
+/* Where the SRQ WQE points: the AM id byte, right before the payload. */
+static inline uint8_t *strand_dc_rx_am_hdr(strand_dc_iface_t *iface,
+                                           strand_dc_rx_desc_t *desc)
+{
+    return (uint8_t*)desc + iface->config.rx_payload_offset -
+           STRAND_DC_AM_HDR_SIZE;
+}
+
+/* Post receive buffers into the free ring slots. */
+void strand_dc_rx_refill(strand_dc_iface_t *iface)
+{
+    strand_dev_srq_t *srq = &iface->srq;
+    struct mlx5_wqe_data_seg *dseg;
+    strand_dc_rx_desc_t *desc;
+    uint32_t idx;
+    unsigned count = 0;
+
+    while (iface->srq_missing > 0) {
+        desc = ucs_mpool_get_inline(&iface->rx_mp);
+        if (desc == NULL) {
+            break; /* try again on the next progress */
+        }
+        idx  = iface->srq_posted & iface->srq_mask;
+        ucs_assert(iface->srq_descs[idx] == NULL);
+        dseg = (struct mlx5_wqe_data_seg*)
+               ((uint8_t*)srq->dv.buf + (size_t)idx * srq->dv.stride +
+                sizeof(struct mlx5_wqe_srq_next_seg));
+        strand_set_data_seg(dseg, (uintptr_t)strand_dc_rx_am_hdr(iface, desc),
+                            iface->config.seg_size, desc->lkey);
+        iface->srq_descs[idx] = desc;
+        ++iface->srq_posted;
+        --iface->srq_missing;
+        ++count;
+    }
+    if (count > 0) {
+        strand_srq_ring_doorbell(srq->dv.dbrec, iface->srq_posted);
+    }
+}
+
+ucs_status_t strand_dc_rx_init(strand_dc_iface_t *iface)
+{
+    uct_iface_mpool_config_t mp_config = {
+        .max_bufs  = UINT_MAX,
+        .bufs_grow = 256
+    };
+    ucs_status_t status;
+    uint32_t slots;
+
+    status = uct_iface_mpool_init(&iface->super, &iface->rx_mp,
+                                  iface->config.rx_payload_offset -
+                                  STRAND_DC_AM_HDR_SIZE +
+                                  iface->config.seg_size,
+                                  iface->config.rx_payload_offset,
+                                  UCS_SYS_CACHE_LINE_SIZE, &mp_config,
+                                  mp_config.bufs_grow, strand_dc_rx_desc_init,
+                                  "strand_dc_rx");
+    if (status != UCS_OK) {
+        return status;
+    }
+    iface->have_rx_mp = 1;
+
+    iface->release_desc.cb = strand_dc_rx_release_desc;
+
+    /* the SRQ list has wqe_cnt slots; one stays empty (ring) */
+    slots            = ucs_roundup_pow2(iface->srq.wqe_cnt);
+    iface->srq_mask  = slots - 1;
+    iface->srq_descs = ucs_calloc(slots, sizeof(*iface->srq_descs),
+                                  "strand_dc_srq_descs");
+    if (iface->srq_descs == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    iface->srq_posted  = 0;
+    iface->srq_missing = ucs_min(iface->config.rx_queue_len, slots - 1);
+    strand_dc_rx_refill(iface);
+    if (iface->srq_missing > 0) {
+        ucs_error("%s: could not post %u receive buffers",
+                  iface->dev->info.name, iface->srq_missing);
+        return UCS_ERR_NO_MEMORY;
+    }
+    return UCS_OK;
+}
+
+void strand_dc_rx_cleanup(strand_dc_iface_t *iface)
+{
+    uint32_t i;
+
+    if (iface->srq_descs != NULL) {
+        for (i = 0; i <= iface->srq_mask; ++i) {
+            if (iface->srq_descs[i] != NULL) {
+                ucs_mpool_put_inline(iface->srq_descs[i]);
+            }
+        }
+        ucs_free(iface->srq_descs);
+        iface->srq_descs = NULL;
+    }
+    if (iface->have_rx_mp) {
+        ucs_mpool_cleanup(&iface->rx_mp, 0);
+        iface->have_rx_mp = 0;
+    }
+}
+
+static void strand_dc_rx_handle(strand_dc_iface_t *iface,
+                                struct mlx5_cqe64 *cqe,
+                                strand_dc_rx_desc_t *desc)
+{
+    uint32_t length = strand_cqe_byte_cnt(cqe);
+    uct_recv_desc_t *release = &iface->release_desc;
+    ucs_status_t status;
+    uint8_t am_id;
+    void *payload;
+
+    if (ucs_unlikely(strand_cqe_is_error(cqe))) {
+        ucs_debug("%s: receive error syndrome 0x%x", iface->dev->info.name,
+                  strand_cqe_syndrome(cqe));
+        ucs_mpool_put_inline(desc);
+        return;
+    }
+    if (ucs_unlikely(length < STRAND_DC_AM_HDR_SIZE)) {
+        ucs_mpool_put_inline(desc);
+        return;
+    }
+    am_id = *strand_dc_rx_am_hdr(iface, desc);
+    if (ucs_unlikely(am_id >= UCT_AM_ID_MAX)) {
+        /* keepalive probes and anything unknown: dropped */
+        ucs_mpool_put_inline(desc);
+        return;
+    }
+    payload = (uint8_t*)desc + iface->config.rx_payload_offset;
+
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, am_id, payload,
+                       length - STRAND_DC_AM_HDR_SIZE, "RX: AM");
+    status = uct_iface_invoke_am(&iface->super, am_id, payload,
+                                 length - STRAND_DC_AM_HDR_SIZE,
+                                 UCT_CB_PARAM_FLAG_DESC);
+    if (status == UCS_OK) {
+        ucs_mpool_put_inline(desc);
+    } else {
+        /* the user keeps it and gives it back with uct_iface_release_desc()
+         * on the pointer rx_headroom before the payload */
+        uct_recv_desc(UCS_PTR_BYTE_OFFSET(desc,
+                      iface->config.rx_headroom_offset)) = release;
+    }
+}
+
+unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
+{
+    strand_dev_cq_t *cq = &iface->rx_cq;
+    struct mlx5_cqe64 *cqe;
+    strand_dc_rx_desc_t *desc;
+    unsigned count = 0;
+    uint32_t idx;
+
+    while ((count < 16) &&
+           ((cqe = strand_cqe_get(cq->dv.buf, cq->dv.cqe_cnt,
+                                  iface->rx_ci)) != NULL)) {
+        idx  = strand_cqe_wqe_counter(cqe) & iface->srq_mask;
+        desc = iface->srq_descs[idx];
+        iface->srq_descs[idx] = NULL;
+        ++iface->rx_ci;
+        ++iface->srq_missing;
+        ++count;
+        if (ucs_unlikely(desc == NULL)) {
+            ucs_error("%s: receive CQE for empty SRQ slot %u",
+                      iface->dev->info.name, idx);
+            strand_cq_update_ci(cq->dv.dbrec, iface->rx_ci);
+            continue;
+        }
+        /* a CQE is copied out before the slot is given back */
+        {
+            struct mlx5_cqe64 copy = *cqe;
+            strand_cq_update_ci(cq->dv.dbrec, iface->rx_ci);
+            strand_dc_rx_handle(iface, &copy, desc);
+        }
+    }
+    if (iface->srq_missing > 0) {
+        strand_dc_rx_refill(iface);
+    }
+    return count;
+}
