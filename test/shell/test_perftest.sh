@@ -1,0 +1,84 @@
+#!/bin/bash
+# ucx_perftest over dc_strand on the software device: UCT-level latency,
+# bandwidth and atomics, and UCP tag matching (alone and with self) up to
+# 16 MiB. Server and client are two processes on one software fabric.
+. "$(dirname "$0")/lib.sh"
+export STRAND_SIM_FABRIC="perftest_$$"
+DEV=smlx5_0:1
+
+free_port() {
+    local p
+    for _ in $(seq 50); do
+        p=$((20000 + RANDOM % 30000))
+        if ! (ss -ltnH 2>/dev/null || netstat -ltn 2>/dev/null) |
+             grep -q ":$p\b"; then
+            echo "$p"; return
+        fi
+    done
+    echo 13337
+}
+
+# perf NAME CLIENT-ARGS...: runs a server and a client; ok when both exit 0
+# and the client printed its final numbers (kept in the log).
+perf() {
+    local name=$1; shift
+    local port spid rc src
+    port=$(free_port)
+    timeout 180 strand-run ucx_perftest -p "$port" >"$tmpdir/srv" 2>&1 &
+    spid=$!
+    sleep 0.3
+    rc=1
+    for _ in 1 2 3 4 5; do  # the server may need a moment to listen
+        timeout 180 strand-run ucx_perftest 127.0.0.1 -p "$port" -f "$@" \
+            >"$tmpdir/cli" 2>&1
+        rc=$?
+        grep -q "connect.*refused\|Connection refused" "$tmpdir/cli" || break
+        sleep 0.5
+    done
+    wait "$spid"; src=$?
+    if kill -0 "$spid" 2>/dev/null; then kill "$spid"; fi
+    local line
+    line=$(grep -E '^ *(Final: *)?[0-9]+ +[0-9.]+ ' "$tmpdir/cli" | tail -1)
+    echo "# $name: ucx_perftest $*"
+    echo "#   iters  lat50(us) lat_avg lat_overall bw_avg(MB/s) bw_overall msgrate_avg msgrate_overall"
+    echo "#   $line"
+    if [ "$rc" = 0 ] && [ "$src" = 0 ] && [ -n "$line" ]; then
+        ok "$name"
+    else
+        not_ok "$name (client $rc, server $src)"
+        sed 's/^/#   cli: /' "$tmpdir/cli" | tail -15
+        sed 's/^/#   srv: /' "$tmpdir/srv" | tail -15
+    fi
+}
+
+U=(-x dc_strand -d "$DEV")
+perf "uct am_lat"             -t am_lat  "${U[@]}" -n 1000
+perf "uct put_lat"            -t put_lat "${U[@]}" -n 1000
+perf "uct am_bw short"        -t am_bw   "${U[@]}" -D short -n 10000
+perf "uct am_bw bcopy 4k"     -t am_bw   "${U[@]}" -D bcopy -s 4096 -n 5000
+perf "uct am_bw zcopy 8000"   -t am_bw   "${U[@]}" -D zcopy -s 8000 -n 5000
+perf "uct put_bw short"       -t put_bw  "${U[@]}" -D short -n 10000
+perf "uct put_bw bcopy 8k"    -t put_bw  "${U[@]}" -D bcopy -s 8192 -n 5000
+perf "uct put_bw zcopy 64k"   -t put_bw  "${U[@]}" -D zcopy -s 65536 -n 2000
+perf "uct get bcopy 4k"       -t get     "${U[@]}" -D bcopy -s 4096 -n 2000
+perf "uct get zcopy 64k"      -t get     "${U[@]}" -D zcopy -s 65536 -n 1000
+perf "uct add_lat"            -t add_lat "${U[@]}" -n 1000
+perf "uct fadd"               -t fadd    "${U[@]}" -n 1000
+perf "uct swap"               -t swap    "${U[@]}" -n 1000
+perf "uct cswap"              -t cswap   "${U[@]}" -n 1000
+perf "uct add_mr"             -t add_mr  "${U[@]}" -n 10000
+
+export UCX_NET_DEVICES=$DEV
+for tls in dc_strand dc_strand,self; do
+    export UCX_TLS=$tls
+    perf "ucp tag_lat 8 ($tls)"      -t tag_lat -n 1000
+    perf "ucp tag_bw 8 ($tls)"       -t tag_bw  -n 10000
+    perf "ucp tag_bw 64k ($tls)"     -t tag_bw  -s 65536 -n 500
+    perf "ucp tag_lat 16MiB ($tls)"  -t tag_lat -s 16777216 -n 10 -w 2
+    perf "ucp tag_bw 16MiB ($tls)"   -t tag_bw  -s 16777216 -n 10 -w 2
+done
+export UCX_TLS=dc_strand
+perf "ucp put_lat"      -t ucp_put_lat -n 1000
+perf "ucp get 64k"      -t ucp_get -s 65536 -n 500
+perf "ucp fadd"         -t ucp_fadd -n 1000
+perf "ucp am_bw 10000"  -t ucp_am_bw -s 10000 -n 1000
