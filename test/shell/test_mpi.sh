@@ -1,0 +1,58 @@
+#!/bin/bash
+# Open MPI over dc_strand: pml ucx and osc ucx, 2 and 4 ranks on one
+# software fabric, running test/mpi/mpi_check.c (point-to-point, wildcards,
+# large messages, collectives, one-sided with fence and lock/unlock).
+. "$(dirname "$0")/lib.sh"
+
+mpicc=${MPICC:-mpicc}
+if ! command -v "$mpicc" >/dev/null || ! command -v mpirun >/dev/null; then
+    ok "Open MPI tests # SKIP mpicc/mpirun not installed"
+    exit 0
+fi
+if ! "$mpicc" -O2 -Wall -o "$tmpdir/mpi_check" \
+        "$STRAND_SRCDIR/test/mpi/mpi_check.c" 2>"$tmpdir/cc"; then
+    not_ok "mpi_check builds"; sed 's/^/#   /' "$tmpdir/cc"; exit 0
+fi
+
+# run NP [extra mpirun args]: mpi_check on NP ranks; its output in $tmpdir/out
+run() {
+    local np=$1; shift
+    timeout 240 strand-run mpirun -np "$np" --oversubscribe \
+        -x UCX_TLS=dc_strand,self -x UCX_NET_DEVICES=smlx5_0:1 \
+        -x STRAND_SIM_FABRIC="mpi_$$_$np" "$@" \
+        "$tmpdir/mpi_check" >"$tmpdir/out" 2>&1
+}
+
+# verdict NAME NP RC: every rank printed PASS, none FAIL, mpirun exited 0
+verdict() {
+    local name=$1 np=$2 rc=$3 pass fail
+    pass=$(grep -c "^mpi_check: rank [0-9]* of $np: PASS$" "$tmpdir/out")
+    fail=$(grep -c "FAIL" "$tmpdir/out")
+    if [ "$rc" = 0 ] && [ "$pass" = "$np" ] && [ "$fail" = 0 ]; then
+        ok "$name"
+    else
+        not_ok "$name (mpirun $rc, $pass of $np ranks passed)"
+        sed 's/^/#   /' "$tmpdir/out" | tail -40
+    fi
+}
+
+for np in 2 4; do
+    # UCX_LOG_LEVEL=info makes every rank print the transports of each UCP
+    # endpoint configuration: the proof that tag matching (pml ucx) and RMA
+    # and atomics (osc ucx) between ranks went over dc_strand.
+    run "$np" -x UCX_LOG_LEVEL=info; rc=$?
+    verdict "mpirun -np $np: pml ucx + osc ucx over dc_strand" "$np" "$rc"
+    check "np $np: MPI messages between ranks use dc_strand" \
+        grep -q 'ep_cfg\[[0-9]*\]: tag(dc_strand/smlx5_0:1)' "$tmpdir/out"
+    check "np $np: one-sided operations use dc_strand" \
+        grep -q 'ep_cfg\[[0-9]*\]: rma(dc_strand/smlx5_0:1) amo(dc_strand/smlx5_0:1)' \
+        "$tmpdir/out"
+done
+
+# Negative control: without an inter-process transport pml ucx cannot
+# reach the other rank, so the run must fail (and not hang).
+timeout 120 strand-run mpirun -np 2 --oversubscribe -x UCX_TLS=self \
+    -x STRAND_SIM_FABRIC="mpi_$$_neg" "$tmpdir/mpi_check" >"$tmpdir/neg" 2>&1
+rc=$?
+check "UCX_TLS=self alone: the run fails without hanging" \
+    bash -c "[ $rc != 0 ] && [ $rc != 124 ] && ! grep -q 'PASS' '$tmpdir/neg'"
