@@ -285,7 +285,11 @@ static ucs_status_t strand_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
     strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
 
     memset(attr, 0, sizeof(*attr));
-    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+    /* NEED_MEMH: zero-copy operations take the memory handle of the local
+     * buffer (its lkey); without the flag UCP passes whatever its request
+     * held before instead of registering */
+    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY |
+                                 UCT_MD_FLAG_NEED_MEMH;
     attr->cap.max_reg          = 1ull << md->dev->caps.max_mr_size_log2;
     attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);

@@ -80,6 +80,8 @@ TEST_F(strand_md, query_reports_registration_and_rkey_size)
     ASSERT_EQ(UCS_OK, uct_md_query(m_md, &attr));
     EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_REG);
     EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_NEED_RKEY);
+    /* zero-copy posts need the lkey: UCP must hand over a memory handle */
+    EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_NEED_MEMH);
     EXPECT_EQ(4u, attr.rkey_packed_size);
     EXPECT_STREQ("strand", attr.component_name);
     EXPECT_TRUE(attr.cap.reg_mem_types & UCS_BIT(UCS_MEMORY_TYPE_HOST));
