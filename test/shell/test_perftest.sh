@@ -73,12 +73,21 @@ for tls in dc_strand dc_strand,self; do
     export UCX_TLS=$tls
     perf "ucp tag_lat 8 ($tls)"      -t tag_lat -n 1000
     perf "ucp tag_bw 8 ($tls)"       -t tag_bw  -n 10000
+    perf "ucp tag_lat 8k ($tls)"     -t tag_lat -s 8192 -n 500
     perf "ucp tag_bw 64k ($tls)"     -t tag_bw  -s 65536 -n 500
+    perf "ucp tag_bw 1MiB ($tls)"    -t tag_bw  -s 1048576 -n 50
     perf "ucp tag_lat 16MiB ($tls)"  -t tag_lat -s 16777216 -n 10 -w 2
     perf "ucp tag_bw 16MiB ($tls)"   -t tag_bw  -s 16777216 -n 10 -w 2
 done
 export UCX_TLS=dc_strand
 perf "ucp put_lat"      -t ucp_put_lat -n 1000
 perf "ucp get 64k"      -t ucp_get -s 65536 -n 500
+perf "ucp put_bw 1MiB"   -t ucp_put_bw -s 1048576 -n 100
+perf "ucp add"          -t ucp_add -n 1000
 perf "ucp fadd"         -t ucp_fadd -n 1000
+perf "ucp swap"         -t ucp_swap -n 1000
+perf "ucp cswap"        -t ucp_cswap -n 1000
+perf "ucp stream_bw 64k" -t stream_bw -s 65536 -n 500
+perf "ucp stream_lat"   -t stream_lat -n 1000
+perf "ucp am_lat"       -t ucp_am_lat -n 1000
 perf "ucp am_bw 10000"  -t ucp_am_bw -s 10000 -n 1000

@@ -668,7 +668,10 @@ ucs_status_t strand_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
     if (ucs_unlikely(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
         return UCS_OK; /* nothing outstanding: purged with the error */
     }
+    /* pending requests go first; a flush that is itself the pending
+     * request being dispatched has everything before it posted */
     if (!(flags & UCT_FLUSH_FLAG_CANCEL) &&
+        !(ep->flags & STRAND_DC_EP_FLAG_IN_PENDING) &&
         !ucs_arbiter_group_is_empty(&ep->arb_group)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -768,7 +771,9 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
                UCS_ARBITER_CB_RESULT_STOP :
                UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
     }
-    status = req->func(req);
+    ep->flags |= STRAND_DC_EP_FLAG_IN_PENDING;
+    status     = req->func(req);
+    ep->flags &= ~STRAND_DC_EP_FLAG_IN_PENDING;
     if (status == UCS_OK) {
         return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
     } else if (status == UCS_INPROGRESS) {

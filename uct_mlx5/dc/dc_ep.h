@@ -9,7 +9,9 @@
 
 enum {
     STRAND_DC_EP_FLAG_FAILED = UCS_BIT(0),   /* an error was reported */
-    STRAND_DC_EP_FLAG_FENCE  = UCS_BIT(1)    /* fence the next WQE */
+    STRAND_DC_EP_FLAG_FENCE  = UCS_BIT(1),   /* fence the next WQE */
+    STRAND_DC_EP_FLAG_IN_PENDING = UCS_BIT(2) /* a pending request of this
+                                                 ep runs now */
 };
 
 typedef struct strand_dc_ep {

@@ -601,6 +601,46 @@ TEST_F(dc_strand, pending_and_flush_with_one_dci_and_a_short_queue)
     EXPECT_TRUE(m_a.err.errors.empty());
 }
 
+/* UCP flushes from a pending request: the flush must not wait for the
+ * pending queue that holds the very request calling it */
+TEST_F(dc_strand, flush_called_from_a_pending_request)
+{
+    set_env("UCX_DC_STRAND_TX_QUEUE_LEN", "16");
+    open_pair();
+    int sent = 0;
+    ucs_status_t status;
+    while ((status = uct_ep_am_short(m_ep, 5, sent, nullptr, 0)) == UCS_OK) {
+        ++sent;
+    }
+    ASSERT_EQ(UCS_ERR_NO_RESOURCE, status);
+
+    struct pend {
+        uct_pending_req_t uct;
+        uct_ep_h          ep;
+        test_comp         comp;
+        int               posted;
+    } p = {};
+    p.ep = m_ep;
+    comp_init(&p.comp);
+    p.uct.func = [](uct_pending_req_t *self) -> ucs_status_t {
+        auto *pp = ucs_container_of(self, pend, uct);
+        ucs_status_t s = uct_ep_flush(pp->ep, 0, &pp->comp.uct);
+        if (s == UCS_OK) {
+            pp->comp.done = 1;
+        }
+        pp->posted |= (s != UCS_ERR_NO_RESOURCE);
+        return (s == UCS_ERR_NO_RESOURCE) ? s : UCS_OK;
+    };
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ep, &p.uct, 0));
+    ASSERT_TRUE(progress_until([&] { return p.comp.done != 0; }, 5));
+    EXPECT_EQ(UCS_OK, p.comp.status);
+    /* everything posted before the flush arrived first */
+    ASSERT_TRUE(progress_until([&] {
+        return m_b.am.msgs.size() == (size_t)sent;
+    }));
+    EXPECT_EQ((uint64_t)sent - 1, *(uint64_t*)m_b.am.msgs.back().data());
+}
+
 TEST_F(dc_strand, peer_failure_fails_only_that_ep)
 {
     set_env("STRAND_SIM_TIMEOUT_NS", "2000000");
