@@ -30,7 +30,8 @@ has_doc() {
         END { exit !found }' "$tmpdir/c"
 }
 for opt in TX_QUEUE_LEN RX_QUEUE_LEN SEG_SIZE NUM_DCI TIMEOUT RETRY_COUNT \
-           RNR_TIMEOUT RNR_RETRY_COUNT MAX_INLINE TX_CQ_LEN RX_CQ_LEN; do
+           RNR_TIMEOUT RNR_RETRY_COUNT MAX_INLINE TX_CQ_LEN RX_CQ_LEN \
+           FC_ENABLE FC_WND_SIZE FC_SOFT_THRESH; do
     check "ucx_info -c lists UCX_DC_STRAND_$opt with a doc string" has_doc "$opt"
 done
 check "defaults: SEG_SIZE 8256, NUM_DCI 8" \

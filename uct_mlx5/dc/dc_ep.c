@@ -20,6 +20,9 @@
 static UCS_F_ALWAYS_INLINE int
 strand_dc_ep_can_send(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 {
+    if (ucs_unlikely(ep->fc_wnd <= 0)) {
+        return 0; /* waiting for a grant */
+    }
     if (ep->dci == STRAND_DC_DCI_NONE) {
         return iface->dci_top > 0;
     }
@@ -64,6 +67,45 @@ strand_dc_ep_get_desc(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
         strand_dc_dci_release_if_idle(iface, dci);
     }
     return desc;
+}
+
+/* Credits ran low: ask for more once; none left: no resource. */
+static UCS_F_NOINLINE ucs_status_t
+strand_dc_ep_fc_low(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    ucs_status_t status;
+
+    if (!(ep->flags & STRAND_DC_EP_FLAG_FC_REQ)) {
+        status = strand_dc_fc_request(iface, ep);
+        if ((status != UCS_OK) && (status != UCS_ERR_NO_RESOURCE)) {
+            return status;
+        }
+    }
+    return (ep->fc_wnd > 0) ? UCS_OK : UCS_ERR_NO_RESOURCE;
+}
+
+/* The DCI for an active message: flow control first (a no-op when it is
+ * disabled: the window never gets low). */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_dc_ep_am_get_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                        strand_dc_dci_t **dci_p)
+{
+    ucs_status_t status;
+
+    if (ucs_unlikely(ep->fc_wnd <= iface->fc.soft_thresh)) {
+        status = strand_dc_ep_fc_low(iface, ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+    return strand_dc_ep_get_dci(iface, ep, dci_p);
+}
+
+/* one credit spent (none when flow control is off) */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_ep_am_sent(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    ep->fc_wnd -= iface->fc.enabled;
 }
 
 static UCS_F_ALWAYS_INLINE uint8_t
@@ -173,7 +215,7 @@ ucs_status_t strand_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
     UCT_CHECK_AM_ID(id);
     STRAND_DC_CHECK_MAX(length + sizeof(hdr) + STRAND_DC_AM_HDR_SIZE,
                         iface->config.max_inline, "am_short");
-    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    status = strand_dc_ep_am_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -190,6 +232,7 @@ ucs_status_t strand_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
     op.type = STRAND_DC_OP_PLAIN;
     strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
                        strand_dc_ep_fence_mode(iface, ep), &op);
+    strand_dc_ep_am_sent(iface, ep);
     return UCS_OK;
 }
 
@@ -212,7 +255,7 @@ ucs_status_t strand_dc_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
         ++n;
     }
     STRAND_DC_CHECK_MAX(total, iface->config.max_inline, "am_short_iov");
-    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    status = strand_dc_ep_am_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -222,6 +265,7 @@ ucs_status_t strand_dc_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     op.type = STRAND_DC_OP_PLAIN;
     strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
                        strand_dc_ep_fence_mode(iface, ep), &op);
+    strand_dc_ep_am_sent(iface, ep);
     return UCS_OK;
 }
 
@@ -234,7 +278,7 @@ ssize_t strand_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     size_t length;
 
     UCT_CHECK_AM_ID(id);
-    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    status = strand_dc_ep_am_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -253,6 +297,7 @@ ssize_t strand_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     op.desc = desc;
     strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, 3,
                        strand_dc_ep_fence_mode(iface, ep), &op);
+    strand_dc_ep_am_sent(iface, ep);
     return length;
 }
 
@@ -276,7 +321,7 @@ ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    status = strand_dc_ep_am_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
         goto err;
     }
@@ -301,6 +346,7 @@ ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     op.comp = comp;
     strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
                        strand_dc_ep_fence_mode(iface, ep), &op);
+    strand_dc_ep_am_sent(iface, ep);
     return UCS_INPROGRESS;
 
 err:
@@ -703,15 +749,43 @@ ucs_status_t strand_dc_ep_fence(uct_ep_h tl_ep, unsigned flags)
     return UCS_OK;
 }
 
+/* An inline SEND of the transport's own: [am_id][msg]. */
+ucs_status_t strand_dc_ep_send_ctrl(strand_dc_ep_t *ep, uint8_t am_id,
+                                    const void *msg, unsigned length)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(ep->super.super.iface,
+                                              strand_dc_iface_t);
+    strand_dc_op_t op        = {0};
+    strand_dc_dci_t *dci     = NULL;
+    struct mlx5_wqe_ctrl_seg *ctrl;
+    struct ibv_sge sge[2];
+    ucs_status_t status;
+    unsigned ds;
+    void *seg;
+
+    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    if (status != UCS_OK) {
+        return status;
+    }
+    sge[0].addr   = (uintptr_t)&am_id;
+    sge[0].length = STRAND_DC_AM_HDR_SIZE;
+    sge[1].addr   = (uintptr_t)msg;
+    sge[1].length = length;
+    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    ds   = 2 + strand_set_inline_seg(seg, sge, 2, dci->sq_buf, dci->sq_end,
+                                     NULL);
+    op.type = STRAND_DC_OP_PLAIN;
+    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds, 0, &op);
+    return UCS_OK;
+}
+
 /* Keepalive: a SEND with an AM id the receiver drops. A dead peer makes it
  * fail (transport retries exceeded) and the ep error handler runs. */
 ucs_status_t strand_dc_ep_check(uct_ep_h tl_ep, unsigned flags,
                                 uct_completion_t *comp)
 {
-    STRAND_DC_EP_DECL(tl_ep);
-    uint8_t id = 0xff;
-    struct ibv_sge sge;
-    unsigned ds;
+    strand_dc_ep_t *ep = ucs_derived_of(tl_ep, strand_dc_ep_t);
+    ucs_status_t status;
 
     UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
     if (ep->flags & STRAND_DC_EP_FLAG_FAILED) {
@@ -720,19 +794,8 @@ ucs_status_t strand_dc_ep_check(uct_ep_h tl_ep, unsigned flags,
     if (ep->dci != STRAND_DC_DCI_NONE) {
         return UCS_OK; /* outstanding work will tell */
     }
-    status = strand_dc_ep_get_dci(iface, ep, &dci);
-    if (status != UCS_OK) {
-        return (status == UCS_ERR_NO_RESOURCE) ? UCS_OK : status;
-    }
-    sge.addr   = (uintptr_t)&id;
-    sge.length = 1;
-    sge.lkey   = 0;
-    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
-    ds   = 2 + strand_set_inline_seg(seg, &sge, 1, dci->sq_buf, dci->sq_end,
-                                     NULL);
-    op.type = STRAND_DC_OP_PLAIN;
-    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds, 0, &op);
-    return UCS_OK;
+    status = strand_dc_ep_send_ctrl(ep, STRAND_DC_AM_KEEPALIVE, NULL, 0);
+    return (status == UCS_ERR_NO_RESOURCE) ? UCS_OK : status;
 }
 
 /* -------------------------------------------------------------- pending */
@@ -747,6 +810,9 @@ ucs_status_t strand_dc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     if (strand_dc_ep_can_send(iface, ep) ||
         (ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
         return UCS_ERR_BUSY;
+    }
+    if ((ep->fc_wnd <= 0) && !(ep->flags & STRAND_DC_EP_FLAG_FC_REQ)) {
+        strand_dc_fc_request(iface, ep); /* or from the pending dispatch */
     }
     uct_pending_req_arb_group_push(&ep->arb_group, req);
     ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
@@ -764,6 +830,10 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
                                                 priv);
     ucs_status_t status;
 
+    if ((ep->fc_wnd <= 0) && !(ep->flags & STRAND_DC_EP_FLAG_FC_REQ) &&
+        !(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+        strand_dc_fc_request(iface, ep);
+    }
     if (!strand_dc_ep_can_send(iface, ep) &&
         !(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
         /* waiting for a DCI: everybody after waits too */
@@ -835,6 +905,12 @@ void strand_dc_ep_set_failed(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
 {
     ucs_status_t ret;
 
+    if (ep->flags & STRAND_DC_EP_FLAG_INTERNAL) {
+        ucs_debug("%s: internal endpoint to lid %u dct 0x%x failed: %s",
+                  iface->dev->info.name, ep->dlid, ep->dctn,
+                  ucs_status_string(status));
+        return;
+    }
     ret = uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
                                   status);
     if (ret != UCS_OK) {
@@ -853,6 +929,7 @@ UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
                                               strand_dc_iface_t);
     const strand_dc_device_addr_t *dev_addr;
     const strand_dc_iface_addr_t *iface_addr;
+    ucs_status_t status;
 
     UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
@@ -869,6 +946,10 @@ UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
     self->fence_beat = iface->fence_beat;
     self->status     = UCS_OK;
     ucs_arbiter_group_init(&self->arb_group);
+    status = strand_dc_fc_ep_add(iface, self);
+    if (status != UCS_OK) {
+        return status;
+    }
     ucs_debug("%s: ep %p to lid %u dct 0x%x", iface->dev->info.name, self,
               self->dlid, self->dctn);
     return UCS_OK;
@@ -879,6 +960,8 @@ static UCS_CLASS_CLEANUP_FUNC(strand_dc_ep_t)
     strand_dc_iface_t *iface = ucs_derived_of(self->super.super.iface,
                                               strand_dc_iface_t);
     strand_dc_purge_args_t args = {NULL, NULL};
+
+    strand_dc_fc_ep_remove(iface, self);
 
     ucs_arbiter_group_purge(&iface->arbiter, &self->arb_group,
                             strand_dc_ep_purge_cb, &args);

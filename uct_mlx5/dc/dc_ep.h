@@ -10,8 +10,12 @@
 enum {
     STRAND_DC_EP_FLAG_FAILED = UCS_BIT(0),   /* an error was reported */
     STRAND_DC_EP_FLAG_FENCE  = UCS_BIT(1),   /* fence the next WQE */
-    STRAND_DC_EP_FLAG_IN_PENDING = UCS_BIT(2) /* a pending request of this
-                                                 ep runs now */
+    STRAND_DC_EP_FLAG_IN_PENDING = UCS_BIT(2), /* a pending request of
+                                                  this ep runs now */
+    STRAND_DC_EP_FLAG_FC_REQ  = UCS_BIT(3),  /* credits requested */
+    STRAND_DC_EP_FLAG_INTERNAL = UCS_BIT(4)  /* the transport's own (flow
+                                                control grants): errors are
+                                                not reported to the user */
 };
 
 typedef struct strand_dc_ep {
@@ -23,6 +27,8 @@ typedef struct strand_dc_ep {
     unsigned            fence_beat;   /* iface fence seen */
     ucs_status_t        status;       /* the error once FAILED */
     ucs_arbiter_group_t arb_group;    /* pending requests */
+    int32_t             fc_wnd;       /* active messages it may still send */
+    uint32_t            fc_id;        /* its id in FC requests and grants */
 } strand_dc_ep_t;
 
 UCS_CLASS_DECLARE(strand_dc_ep_t, const uct_ep_params_t*);
@@ -92,6 +98,11 @@ ucs_status_t strand_dc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                       unsigned flags);
 void strand_dc_ep_pending_purge(uct_ep_h tl_ep,
                                 uct_pending_purge_callback_t cb, void *arg);
+
+/* an inline SEND of the transport's own (FC request/grant, keepalive):
+ * no flow control; UCS_ERR_NO_RESOURCE when no DCI or room */
+ucs_status_t strand_dc_ep_send_ctrl(strand_dc_ep_t *ep, uint8_t am_id,
+                                    const void *msg, unsigned length);
 
 /* dispatch the pending requests of the iface (from progress) */
 void strand_dc_ep_dispatch_pending(strand_dc_iface_t *iface);

@@ -99,6 +99,26 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
      ucs_offsetof(strand_dc_iface_config_t, rx_cq_len),
      UCS_CONFIG_TYPE_UINT},
 
+    {"FC_ENABLE", "y",
+     "Receiver flow control of active messages: an endpoint sends at most "
+     "FC_WND_SIZE active messages until the receiver, progressing, grants "
+     "more; without it a sender facing a busy receiver keeps its DCI in "
+     "receiver-not-ready retries.",
+     ucs_offsetof(strand_dc_iface_config_t, fc_enable),
+     UCS_CONFIG_TYPE_BOOL},
+
+    {"FC_WND_SIZE", "512",
+     "Flow control window: active messages an endpoint may send before it "
+     "needs a grant from the receiver (1 .. 1048576).",
+     ucs_offsetof(strand_dc_iface_config_t, fc_wnd_size),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"FC_SOFT_THRESH", "0.5",
+     "Fraction of the window left when the endpoint asks for the next grant "
+     "(0 .. 1; the grant usually arrives before the window is empty).",
+     ucs_offsetof(strand_dc_iface_config_t, fc_soft_thresh),
+     UCS_CONFIG_TYPE_DOUBLE},
+
     {NULL}
 };
 
@@ -480,6 +500,14 @@ strand_dc_iface_check_config(strand_dc_iface_t *iface,
                     (config->rx_cq_len > config->rx_queue_len),
                     "UCX_DC_STRAND_RX_CQ_LEN=%u (must be 0 or > RX_QUEUE_LEN "
                     "= %u)", config->rx_cq_len, config->rx_queue_len);
+    STRAND_DC_CHECK((config->fc_wnd_size >= 1) &&
+                    (config->fc_wnd_size <= (1u << 20)),
+                    "UCX_DC_STRAND_FC_WND_SIZE=%u (valid: 1 .. 1048576)",
+                    config->fc_wnd_size);
+    STRAND_DC_CHECK((config->fc_soft_thresh >= 0) &&
+                    (config->fc_soft_thresh <= 1),
+                    "UCX_DC_STRAND_FC_SOFT_THRESH=%g (valid: 0 .. 1)",
+                    config->fc_soft_thresh);
 #undef STRAND_DC_CHECK
     return UCS_OK;
 }
@@ -488,6 +516,10 @@ static void strand_dc_iface_release(strand_dc_iface_t *iface)
 {
     strand_dev_t *dev = iface->dev;
 
+    if (iface->have_fc) {
+        strand_dc_fc_cleanup(iface); /* its endpoints hold DCIs */
+        iface->have_fc = 0;
+    }
     ucs_arbiter_cleanup(&iface->arbiter);
     strand_dc_dci_pool_cleanup(iface);
     if (iface->have_dct) {
@@ -690,6 +722,12 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     if (status != UCS_OK) {
         goto err;
     }
+    status = strand_dc_fc_init(self, config->fc_enable, config->fc_wnd_size,
+                               config->fc_soft_thresh);
+    if (status != UCS_OK) {
+        goto err;
+    }
+    self->have_fc = 1;
 
     ucs_debug("%s: dc_strand iface %p: lid %u dct 0x%x, %u DCIs, seg %zu",
               dev->info.name, self, dev->caps.lid, self->dct.qpn,

@@ -12,6 +12,7 @@
 
 #include "uct_mlx5/strand_md.h"
 #include "dev/dev.h"
+#include "dc_fc.h"
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_iov.inl>
@@ -43,6 +44,9 @@ typedef struct strand_dc_iface_config {
     size_t             max_inline;
     unsigned           tx_cq_len;
     unsigned           rx_cq_len;
+    int                fc_enable;
+    unsigned           fc_wnd_size;
+    double             fc_soft_thresh;
 } strand_dc_iface_config_t;
 
 /* Device address: LID + an id of the fabric (so that is_reachable can tell
@@ -89,7 +93,7 @@ typedef struct strand_dc_iface {
     strand_dev_srq_t      srq;
     strand_dev_qp_t       dct;
     uint8_t               have_tx_cq, have_rx_cq, have_srq, have_dct;
-    uint8_t               have_rx_mp, have_tx_mp;
+    uint8_t               have_rx_mp, have_tx_mp, have_fc;
 
     /* receive side: the SRQ is used as a ring (its list is linked in
      * order), `srq_posted` counts WQEs ever posted */
@@ -114,6 +118,7 @@ typedef struct strand_dc_iface {
     unsigned              fence_beat;
 
     uint64_t              fabric_id;
+    strand_dc_fc_t        fc;            /* receiver flow control */
 
     struct {
         unsigned          tx_queue_len;

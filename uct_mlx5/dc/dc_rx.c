@@ -159,13 +159,15 @@ static void strand_dc_rx_handle(strand_dc_iface_t *iface,
         ucs_mpool_put_inline(desc);
         return;
     }
-    am_id = *strand_dc_rx_am_hdr(iface, desc);
+    am_id   = *strand_dc_rx_am_hdr(iface, desc);
+    payload = (uint8_t*)desc + iface->config.rx_payload_offset;
     if (ucs_unlikely(am_id >= UCT_AM_ID_MAX)) {
-        /* keepalive probes and anything unknown: dropped */
+        /* the transport's own: flow control, keepalive probes */
+        strand_dc_fc_handle(iface, am_id, payload,
+                            length - STRAND_DC_AM_HDR_SIZE);
         ucs_mpool_put_inline(desc);
         return;
     }
-    payload = (uint8_t*)desc + iface->config.rx_payload_offset;
 
     uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, am_id, payload,
                        length - STRAND_DC_AM_HDR_SIZE, "RX: AM");

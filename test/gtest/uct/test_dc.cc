@@ -150,7 +150,7 @@ protected:
         m_env.push_back(name);
     }
 
-    ucs_status_t open_iface(iface_t &i)
+    ucs_status_t open_iface(iface_t &i, uct_worker_h worker = nullptr)
     {
         uct_iface_config_t *config;
         ucs_status_t status = uct_md_iface_config_read(m_md, "dc_strand",
@@ -172,7 +172,8 @@ protected:
         params.err_handler          = err_cb;
         params.err_handler_arg      = &i.err;
         params.err_handler_flags    = 0;
-        status = uct_iface_open(m_md, m_worker, &params, config, &i.iface);
+        status = uct_iface_open(m_md, worker ? worker : m_worker, &params,
+                                config, &i.iface);
         uct_config_release(config);
         if (status != UCS_OK) {
             return status;
@@ -639,6 +640,116 @@ TEST_F(dc_strand, flush_called_from_a_pending_request)
         return m_b.am.msgs.size() == (size_t)sent;
     }));
     EXPECT_EQ((uint64_t)sent - 1, *(uint64_t*)m_b.am.msgs.back().data());
+}
+
+/* Receiver flow control: without the receiver's progress a sender stops
+ * after one window of active messages; the receiver's progress grants the
+ * next window, and a request left pending meanwhile runs then. */
+TEST_F(dc_strand, flow_control_window_and_grant)
+{
+    set_env("UCX_DC_STRAND_FC_WND_SIZE", "64");
+    uct_worker_h worker_b;
+    ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
+                                        &worker_b));
+    ASSERT_EQ(UCS_OK, open_iface(m_a));
+    ASSERT_EQ(UCS_OK, open_iface(m_b, worker_b));
+    m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    ASSERT_NE(nullptr, m_ep);
+
+    /* only the sender progresses: exactly one window goes out */
+    uint64_t seq = 0;
+    ucs_status_t status;
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::milliseconds(100);
+    while (std::chrono::steady_clock::now() < deadline) {
+        status = uct_ep_am_short(m_ep, 5, seq, nullptr, 0);
+        if (status == UCS_OK) {
+            ++seq;
+        } else {
+            ASSERT_EQ(UCS_ERR_NO_RESOURCE, status);
+        }
+        uct_worker_progress(m_worker);
+    }
+    EXPECT_EQ(64u, seq);
+    EXPECT_TRUE(m_b.am.msgs.empty());
+
+    /* a request waits for credits, not for a DCI */
+    struct pend {
+        uct_pending_req_t uct;
+        uct_ep_h          ep;
+        uint64_t          seq;
+        int               done;
+    } p = {};
+    p.ep       = m_ep;
+    p.seq      = seq;
+    p.uct.func = [](uct_pending_req_t *self) -> ucs_status_t {
+        auto *pp = ucs_container_of(self, pend, uct);
+        ucs_status_t s = uct_ep_am_short(pp->ep, 5, pp->seq, nullptr, 0);
+        pp->done |= (s == UCS_OK);
+        return s;
+    };
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ep, &p.uct, 0));
+
+    /* the receiver drains its queue and grants: the request goes out */
+    ASSERT_TRUE(progress_until([&] {
+        uct_worker_progress(worker_b);
+        return p.done && (m_b.am.msgs.size() == seq + 1);
+    }));
+    for (uint64_t i = 0; i <= seq; ++i) {
+        EXPECT_EQ(i, *(uint64_t*)m_b.am.msgs[i].data());
+    }
+    /* and the next window is open */
+    EXPECT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, seq + 1, nullptr, 0));
+    ASSERT_TRUE(progress_until([&] {
+        uct_worker_progress(worker_b);
+        return m_b.am.msgs.size() == seq + 2;
+    }));
+    EXPECT_TRUE(m_a.err.errors.empty());
+    EXPECT_TRUE(m_b.err.errors.empty());
+
+    for (auto ep : m_eps) {
+        uct_ep_destroy(ep);
+    }
+    m_eps.clear();
+    uct_iface_close(m_b.iface);
+    m_b.iface = nullptr;
+    uct_worker_destroy(worker_b);
+}
+
+/* With flow control off, the same sender is limited by its send queue
+ * only: well past a window while the receiver does not progress. */
+TEST_F(dc_strand, flow_control_off)
+{
+    set_env("UCX_DC_STRAND_FC_ENABLE", "n");
+    set_env("UCX_DC_STRAND_FC_WND_SIZE", "16");
+    uct_worker_h worker_b;
+    ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
+                                        &worker_b));
+    ASSERT_EQ(UCS_OK, open_iface(m_a));
+    ASSERT_EQ(UCS_OK, open_iface(m_b, worker_b));
+    m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    ASSERT_NE(nullptr, m_ep);
+    uint64_t seq = 0;
+    for (; seq < 100; ++seq) {
+        ucs_status_t status;
+        ASSERT_TRUE(progress_until([&] {
+            status = uct_ep_am_short(m_ep, 5, seq, nullptr, 0);
+            return status != UCS_ERR_NO_RESOURCE;
+        }, 2)) << "stuck after " << seq;
+        ASSERT_EQ(UCS_OK, status);
+    }
+    EXPECT_TRUE(m_b.am.msgs.empty());
+    ASSERT_TRUE(progress_until([&] {
+        uct_worker_progress(worker_b);
+        return m_b.am.msgs.size() == seq;
+    }));
+    for (auto ep : m_eps) {
+        uct_ep_destroy(ep);
+    }
+    m_eps.clear();
+    uct_iface_close(m_b.iface);
+    m_b.iface = nullptr;
+    uct_worker_destroy(worker_b);
 }
 
 TEST_F(dc_strand, peer_failure_fails_only_that_ep)
