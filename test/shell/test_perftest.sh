@@ -91,3 +91,15 @@ perf "ucp stream_bw 64k" -t stream_bw -s 65536 -n 500
 perf "ucp stream_lat"   -t stream_lat -n 1000
 perf "ucp am_lat"       -t ucp_am_lat -n 1000
 perf "ucp am_bw 10000"  -t ucp_am_bw -s 10000 -n 1000
+
+# The README's one-command pair, with no configuration at all
+unset UCX_TLS UCX_NET_DEVICES STRAND_SIM_FABRIC
+timeout 120 "$STRAND_SRCDIR/contrib/strand-perftest" -n 2000 >"$tmpdir/pair" 2>&1
+rc=$?
+check "strand-perftest: UCT am_lat pair over dc_strand, zero configuration" \
+    bash -c "[ $rc = 0 ] && grep -q '^Final: *2000 ' '$tmpdir/pair'"
+timeout 120 "$STRAND_SRCDIR/contrib/strand-perftest" -t tag_bw -s 1048576 \
+    -n 20 >"$tmpdir/pair2" 2>&1
+rc=$?
+check "strand-perftest: UCP tag_bw 1 MiB" \
+    bash -c "[ $rc = 0 ] && grep -q '^Final: *20 ' '$tmpdir/pair2'"

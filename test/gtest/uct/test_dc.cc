@@ -14,6 +14,7 @@ extern "C" {
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <poll.h>
 #include <unistd.h>
 #include <vector>
 
@@ -743,6 +744,67 @@ TEST_F(dc_strand, flow_control_off)
         uct_worker_progress(worker_b);
         return m_b.am.msgs.size() == seq;
     }));
+    for (auto ep : m_eps) {
+        uct_ep_destroy(ep);
+    }
+    m_eps.clear();
+    uct_iface_close(m_b.iface);
+    m_b.iface = nullptr;
+    uct_worker_destroy(worker_b);
+}
+
+/* Event fd: armed for receives, it wakes on an arriving message; armed
+ * for send completions, on the completion; arming with unprocessed
+ * completions says busy. */
+TEST_F(dc_strand, event_fd_and_arm)
+{
+    uct_worker_h worker_b;
+    ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
+                                        &worker_b));
+    ASSERT_EQ(UCS_OK, open_iface(m_a));
+    ASSERT_EQ(UCS_OK, open_iface(m_b, worker_b));
+    m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    ASSERT_NE(nullptr, m_ep);
+    ASSERT_TRUE(m_b.attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_RECV);
+    ASSERT_TRUE(m_a.attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_SEND_COMP);
+    ASSERT_TRUE(m_a.attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_FD);
+
+    int fd;
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_b.iface, &fd));
+    ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV));
+    struct pollfd pfd = {fd, POLLIN, 0};
+    EXPECT_EQ(0, poll(&pfd, 1, 0)) << "an event before anything was sent";
+
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, 42, nullptr, 0));
+    ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no receive event";
+    EXPECT_EQ(UCS_ERR_BUSY, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV));
+    ASSERT_TRUE(progress_until([&] {
+        uct_worker_progress(worker_b);
+        return m_b.am.msgs.size() == 1;
+    }));
+    EXPECT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV));
+    EXPECT_EQ(0, poll(&pfd, 1, 0)) << "a stale event after re-arming";
+    flush(m_ep);
+
+    /* send completion of a zero-copy PUT */
+    region r;
+    reg(r, 4096);
+    std::vector<uint8_t> src = pattern(4096, 9);
+    uct_mem_h sm;
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, src.data(), src.size(),
+                                     UCT_MD_MEM_ACCESS_ALL, &sm));
+    uct_iov_t iov = {src.data(), src.size(), sm, 0, 1};
+    test_comp c;
+    comp_init(&c);
+    ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_a.iface, UCT_EVENT_SEND_COMP));
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep, &iov, 1, addr(r),
+                                               r.rkey.rkey, &c.uct));
+    ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no send completion event";
+    ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+    EXPECT_EQ(0, memcmp(r.buf.data(), src.data(), src.size()));
+    uct_md_mem_dereg(m_md, sm);
+    unreg(r);
+
     for (auto ep : m_eps) {
         uct_ep_destroy(ep);
     }
