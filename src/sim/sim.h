@@ -167,11 +167,12 @@ typedef struct sim_wqe {
     uint32_t  length;             /* bytes (READ: to scatter) */
     uint8_t   status;             /* 0 or an MLX5_CQE_SYNDROME_* */
     uint64_t  fetched;            /* atomic: original value */
-    /* local scatter for READ / atomic responses */
-    uint8_t   num_sge;
-    struct { uint64_t addr; uint32_t len, lkey; } sge[SIM_MAX_SGE];
     bool      needs_response;     /* READ / atomic */
     bool      fenced;
+    /* local scatter for READ / atomic responses (the parser clears what
+     * comes before it) */
+    uint8_t   num_sge;
+    struct { uint64_t addr; uint32_t len, lkey; } sge[SIM_MAX_SGE];
 } sim_wqe_t;
 
 /* Responder context per requester (RC: the one peer; DCT: per DCI flow). */

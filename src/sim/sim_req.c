@@ -535,6 +535,9 @@ static bool sim_req_fetch(smlx5_qp_t *qp)
     *w = tmp;
     qp->sq_fetched += w->bbs;
     sim_qp_activate(qp);
+    /* nothing of a NOP, a flushed or a failed WQE goes on the wire: the
+     * transmitter moves past it (a transmitting WQE sets req_bb below) */
+    qp->req_bb = qp->sq_fetched;
 
     if (ret != 0) {
         sim_req_fail_wqe(qp, w, ret);
