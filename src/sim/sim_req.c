@@ -415,9 +415,13 @@ void sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
 
     switch (w->opcode) {
     case MLX5_OPCODE_RDMA_READ:
-        pkt.op     = SIM_PKT_READ_REQ;
-        pkt.offset = 0;
-        pkt.flags |= SIM_PKT_F_ACKREQ;
+        /* a retried READ asks for the rest only: from the first response
+         * not received, at the matching address */
+        pkt.op      = SIM_PKT_READ_REQ;
+        pkt.va      = w->raddr + off;
+        pkt.dma_len = w->length - off;
+        pkt.offset  = 0;
+        pkt.flags  |= SIM_PKT_F_ACKREQ;
         break;
     case MLX5_OPCODE_ATOMIC_CS:
     case MLX5_OPCODE_ATOMIC_FA:
@@ -652,7 +656,10 @@ void sim_req_retransmit(smlx5_qp_t *qp, int fi, uint32_t from_psn)
             continue;
         }
         if (w->needs_response) {
-            sim_req_send_packet(qp, w, w->first_psn, true);
+            /* one request for what is missing (atomics: the one packet) */
+            psn = ((int32_t)(w->first_psn - from_psn) > 0) ? w->first_psn :
+                  from_psn;
+            sim_req_send_packet(qp, w, psn, true);
             continue;
         }
         stop = (bb == qp->req_bb) ? qp->req_psn : w->last_psn + 1;

@@ -396,7 +396,13 @@ static void sim_resp_duplicate(smlx5_context_t *ctx, smlx5_qp_t *qp,
 
     switch (pkt->op) {
     case SIM_PKT_READ_REQ:
-        sim_resp_read(ctx, qp, c, pkt, pkt->psn); /* reads are idempotent */
+        /* reads are idempotent: answer again (a retry asks for the rest
+         * of a READ: its own address and length, checked again) */
+        if ((pkt->dma_len == 0) ||
+            !sim_mr_check_remote(ctx, qp->pd, pkt->rkey, pkt->va,
+                                 pkt->dma_len, IBV_ACCESS_REMOTE_READ)) {
+            sim_resp_read(ctx, qp, c, pkt, pkt->psn);
+        }
         break;
     case SIM_PKT_ATOMIC_REQ:
         for (unsigned i = 0; i < SIM_MAX_RD_ATOMIC; ++i) {

@@ -333,7 +333,9 @@ ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     /* the AM id and header go from a registered buffer (an inline segment
      * followed by data segments is not used: one kind per WQE) */
     desc->data[0] = id;
-    memcpy(desc->data + STRAND_DC_AM_HDR_SIZE, header, header_length);
+    if (header_length > 0) { /* a NULL header with length 0 is allowed */
+        memcpy(desc->data + STRAND_DC_AM_HDR_SIZE, header, header_length);
+    }
 
     ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
     strand_set_data_seg(seg, (uintptr_t)desc->data,
