@@ -265,6 +265,12 @@ struct smlx5_qp {
     uint16_t          rq_consumed;      /* device */
     uint64_t         *rq_wrid;
 
+    /* outbound backpressure: the fabric is lossless, a full inbound ring
+     * of the peer makes the sender wait (and retry from progress) */
+    bool              tx_blocked;     /* requester stopped at a full ring */
+    struct sim_read_job *rjobs;       /* responder: read responses to go */
+    uint32_t          rjob_head, rjob_tail, rjob_cap;
+
     /* responder */
     sim_resp_ctx_t   *resp;           /* RC: 1, DCT: SIM_RESP_CTX_MAX */
     unsigned          num_resp;
@@ -300,6 +306,7 @@ struct smlx5_context {
     uint32_t          key_gen;        /* MR key variant byte */
 
     uint32_t          polls;          /* smlx5_progress calls */
+    bool              tx_backlog;     /* some QP waits for ring space */
 
     int               async_fd;       /* eventfd */
     sim_async_queue_t async;
@@ -367,8 +374,8 @@ void sim_wqe_sge_copy(const sim_wqe_t *w, uint32_t off, void *data,
 
 /* Engine: called with ctx->lock held. */
 void sim_req_process(smlx5_qp_t *qp);                  /* new SQ WQEs */
-void sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
-                         bool retry);
+int  sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
+                         bool retry);                  /* -EAGAIN: ring full */
 void sim_req_retransmit(smlx5_qp_t *qp, int flow, uint32_t from_psn);
 void sim_wqe_gather(const smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
                     uint8_t *dst, uint32_t len);
@@ -380,6 +387,9 @@ void sim_comp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
 void sim_comp_timers(smlx5_context_t *ctx, uint64_t now);
 /* Coalesced ACKs that are due; returns the next due time (0: none). */
 uint64_t sim_resp_ack_timers(smlx5_qp_t *qp, uint64_t now);
+/* Read responses held back by a full ring; the QP's own and after it. */
+void sim_resp_resume_reads(smlx5_context_t *ctx, smlx5_qp_t *qp);
+void sim_resp_drop_reads(smlx5_qp_t *qp);
 void sim_comp_flush_qp(smlx5_qp_t *qp);                /* QP entered ERR */
 void sim_comp_retire(smlx5_qp_t *qp);                  /* CQEs in SQ order */
 void sim_qp_to_err(smlx5_qp_t *qp, enum ibv_event_type ev);

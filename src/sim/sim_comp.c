@@ -419,7 +419,8 @@ static bool sim_qp_idle(const smlx5_qp_t *qp)
     int i;
 
     if ((qp->sq_completed != qp->sq_fetched) ||
-        (qp->req_bb != qp->sq_fetched) || (qp->acks_pending > 0)) {
+        (qp->req_bb != qp->sq_fetched) || (qp->acks_pending > 0) ||
+        qp->tx_blocked || (qp->rjob_head != qp->rjob_tail)) {
         return false;
     }
     for (i = 0; i < SIM_FLOWS_PER_QP; ++i) {

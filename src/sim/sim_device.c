@@ -120,6 +120,8 @@ progress:
 /* After handling traffic the thread keeps polling this long before it
  * sleeps: a stream of packets then costs no wakeup syscalls. */
 #define SIM_PROGRESS_SPIN_NS 50000ull
+/* A sender that found a peer's inbound ring full retries this soon. */
+#define SIM_BACKLOG_RETRY_NS 20000ull
 
 static inline void sim_cpu_relax(void)
 {
@@ -135,15 +137,24 @@ static void *sim_progress_thread(void *arg)
     smlx5_context_t *ctx = arg;
     uint64_t deadline, now, busy_until = 0;
     int64_t timeout;
+    bool backlog;
     int count;
 
     while (!atomic_load(&ctx->stop)) {
         pthread_mutex_lock(&ctx->lock);
         count    = sim_engine_progress(ctx);
         deadline = ctx->next_deadline_ns;
+        backlog  = ctx->tx_backlog;
         pthread_mutex_unlock(&ctx->lock);
 
         now = sim_now_ns();
+        if (backlog) {
+            /* a peer's ring was full: try again shortly */
+            uint64_t retry = now + SIM_BACKLOG_RETRY_NS;
+            if ((deadline == 0) || (retry < deadline)) {
+                deadline = retry;
+            }
+        }
         if (count > 0) {
             busy_until = now + SIM_PROGRESS_SPIN_NS;
         }

@@ -44,6 +44,26 @@ bool sim_timers_due(smlx5_context_t *ctx)
     return (ctx->delayed != NULL) || ((d != 0) && (sim_now_ns() >= d));
 }
 
+/* Senders that found a full ring try again (they set tx_backlog again
+ * when the ring is still full). */
+static void sim_engine_resume(smlx5_context_t *ctx)
+{
+    unsigned i;
+    smlx5_qp_t *qp;
+
+    ctx->tx_backlog = false;
+    for (i = 0; i < ctx->num_active; ++i) {
+        qp = ctx->active[i];
+        if (qp->rjob_head != qp->rjob_tail) {
+            sim_resp_resume_reads(ctx, qp);
+        }
+        if (qp->tx_blocked) {
+            qp->tx_blocked = false;
+            sim_req_process(qp);
+        }
+    }
+}
+
 int sim_engine_progress(smlx5_context_t *ctx)
 {
     int count = 0;
@@ -53,6 +73,9 @@ int sim_engine_progress(smlx5_context_t *ctx)
         n      = sim_fabric_recv(ctx->port, sim_engine_rx, ctx, 64);
         count += n;
     } while (n == 64);
+    if (ctx->tx_backlog) {
+        sim_engine_resume(ctx);
+    }
 
     if (sim_timers_due(ctx)) {
         uint64_t now = sim_now_ns();

@@ -121,6 +121,7 @@ static void sim_qp_free(smlx5_qp_t *qp)
     free(qp->rq_wrid);
     free(qp->dbrec);
     free(qp->resp);
+    sim_resp_drop_reads(qp);
     free(qp);
 }
 
@@ -462,6 +463,8 @@ static void sim_qp_reset(smlx5_qp_t *qp)
     qp->rq_consumed = 0;
     qp->rd_atomic_inflight = 0;
     qp->num_errored = 0;
+    qp->tx_blocked  = false;
+    sim_resp_drop_reads(qp);
     memset(qp->flows, 0, sizeof(qp->flows));
     if (qp->wqes) {
         memset(qp->wqes, 0, qp->sq_wqe_cnt * sizeof(*qp->wqes));

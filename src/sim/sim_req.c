@@ -9,6 +9,8 @@
  */
 #include "sim.h"
 
+#include <errno.h>
+
 #include <string.h>
 
 #define SIM_WINDOW      64    /* packets in flight per flow */
@@ -380,8 +382,8 @@ static uint32_t sim_wqe_npkts(const smlx5_qp_t *qp, const sim_wqe_t *w)
 }
 
 /* Send the packet of WQE `w` with PSN `psn`. */
-void sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
-                         bool retry)
+int sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
+                        bool retry)
 {
     sim_flow_t *f = &qp->flows[w->flow];
     uint8_t buf[4096];
@@ -392,6 +394,7 @@ void sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
     uint32_t len  = 0;
     bool first, last;
     sim_pkt_t pkt;
+    int ret;
 
     memset(&pkt, 0, sizeof(pkt));
     pkt.dqpn    = f->dqpn;
@@ -484,8 +487,9 @@ void sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
     }
 
     pkt.payload_len = (uint16_t)len;
-    sim_send_pkt(qp->ctx, f->dlid, &pkt, payload, len);
+    ret = sim_send_pkt(qp->ctx, f->dlid, &pkt, payload, len);
     sim_flow_arm_timer(qp, f);
+    return ret;
 }
 
 /* ------------------------------------------------------ the SQ walk */
@@ -572,6 +576,14 @@ static bool sim_req_fetch(smlx5_qp_t *qp)
     return true;
 }
 
+/* The peer's ring is full: stop here, the engine retries this QP. */
+static bool sim_req_blocked(smlx5_qp_t *qp)
+{
+    qp->tx_blocked      = true;
+    qp->ctx->tx_backlog = true;
+    return false;
+}
+
 /* Transmit what the window allows of the WQE at req_bb. Returns true when
  * the WQE is fully sent. */
 static bool sim_req_transmit(smlx5_qp_t *qp)
@@ -580,7 +592,9 @@ static bool sim_req_transmit(smlx5_qp_t *qp)
     sim_flow_t *f = &qp->flows[w->flow];
 
     if (w->needs_response) {
-        sim_req_send_packet(qp, w, w->first_psn, false);
+        if (sim_req_send_packet(qp, w, w->first_psn, false) == -EAGAIN) {
+            return sim_req_blocked(qp);
+        }
         qp->req_bb = qp->sq_fetched;
         return true;
     }
@@ -588,7 +602,9 @@ static bool sim_req_transmit(smlx5_qp_t *qp)
         if ((int32_t)(qp->req_psn - f->una_psn) >= SIM_WINDOW) {
             return false;
         }
-        sim_req_send_packet(qp, w, qp->req_psn, false);
+        if (sim_req_send_packet(qp, w, qp->req_psn, false) == -EAGAIN) {
+            return sim_req_blocked(qp);
+        }
         qp->req_psn++;
     }
     qp->req_bb = qp->sq_fetched;

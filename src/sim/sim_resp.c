@@ -6,6 +6,9 @@
  */
 #include "sim.h"
 
+#include <errno.h>
+#include <stdlib.h>
+
 #include <string.h>
 
 /* A coalesced ACK leaves at the latest this long after the request. */
@@ -272,30 +275,120 @@ static bool sim_resp_write(smlx5_context_t *ctx, smlx5_qp_t *qp,
     return true;
 }
 
-static void sim_resp_read(smlx5_context_t *ctx, smlx5_qp_t *qp,
-                          sim_resp_ctx_t *c, const sim_pkt_t *pkt,
-                          uint32_t from_psn)
+/* Read responses held back by a full ring of the requester, in order. */
+typedef struct sim_read_job {
+    sim_pkt_t pkt;      /* the READ request */
+    uint32_t  next;     /* index of the next response to send */
+} sim_read_job_t;
+
+/* Send the responses of a READ from index `i` on; the index of the first
+ * one the requester's ring had no room for, or the count when all went. */
+static uint32_t sim_resp_read_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
+                                   const sim_pkt_t *pkt, uint32_t i)
 {
-    uint32_t mtu = 1u << pkt->log_mtu, n, i, off, len;
+    uint32_t mtu = 1u << pkt->log_mtu, n, off, len;
     sim_pkt_t rsp;
 
     n = (pkt->dma_len + mtu - 1) / mtu;
     n = n ? n : 1;
-    for (i = 0; i < n; ++i) {
-        if ((int32_t)(pkt->psn + i - from_psn) < 0) {
-            continue;
-        }
+    for (; i < n; ++i) {
         off = i * mtu;
         len = (pkt->dma_len - off < mtu) ? pkt->dma_len - off : mtu;
         if (pkt->dma_len == 0) {
             len = 0;
         }
         memset(&rsp, 0, sizeof(rsp));
-        rsp.op  = SIM_PKT_READ_RESP;
-        rsp.psn = pkt->psn + i;
+        rsp.op     = SIM_PKT_READ_RESP;
+        rsp.psn    = pkt->psn + i;
         rsp.offset = off;
-        sim_resp_reply(ctx, qp, pkt, &rsp,
-                       (const void*)(uintptr_t)(pkt->va + off), len);
+        rsp.dqpn        = pkt->sqpn;
+        rsp.sqpn        = (qp->type == SMLX5_QPT_DCT) ? qp->dctn : qp->qpn;
+        rsp.payload_len = (uint16_t)len;
+        if (sim_send_pkt(ctx, pkt->slid, &rsp,
+                         (const void*)(uintptr_t)(pkt->va + off), len) ==
+            -EAGAIN) {
+            return i;
+        }
+    }
+    return n;
+}
+
+static bool sim_resp_read_queue(smlx5_context_t *ctx, smlx5_qp_t *qp,
+                                const sim_pkt_t *pkt, uint32_t next)
+{
+    sim_read_job_t *jobs;
+    uint32_t cap, i, n;
+
+    if (qp->rjob_tail - qp->rjob_head == qp->rjob_cap) {
+        cap  = qp->rjob_cap ? qp->rjob_cap * 2 : 16;
+        jobs = malloc(cap * sizeof(*jobs));
+        if (jobs == NULL) {
+            return false; /* dropped: the requester asks again */
+        }
+        n = qp->rjob_tail - qp->rjob_head;
+        for (i = 0; i < n; ++i) {
+            jobs[i] = qp->rjobs[(qp->rjob_head + i) & (qp->rjob_cap - 1)];
+        }
+        free(qp->rjobs);
+        qp->rjobs     = jobs;
+        qp->rjob_cap  = cap;
+        qp->rjob_head = 0;
+        qp->rjob_tail = n;
+    }
+    jobs       = &qp->rjobs[qp->rjob_tail++ & (qp->rjob_cap - 1)];
+    jobs->pkt  = *pkt;
+    jobs->next = next;
+    ctx->tx_backlog = true;
+    sim_qp_activate(qp);
+    return true;
+}
+
+void sim_resp_resume_reads(smlx5_context_t *ctx, smlx5_qp_t *qp)
+{
+    sim_read_job_t *job;
+    uint32_t n;
+
+    while (qp->rjob_head != qp->rjob_tail) {
+        job = &qp->rjobs[qp->rjob_head & (qp->rjob_cap - 1)];
+        n   = (job->pkt.dma_len + (1u << job->pkt.log_mtu) - 1) >>
+              job->pkt.log_mtu;
+        job->next = sim_resp_read_send(ctx, qp, &job->pkt, job->next);
+        if (job->next < (n ? n : 1)) {
+            ctx->tx_backlog = true;
+            return;
+        }
+        ++qp->rjob_head;
+    }
+}
+
+void sim_resp_drop_reads(smlx5_qp_t *qp)
+{
+    free(qp->rjobs);
+    qp->rjobs     = NULL;
+    qp->rjob_cap  = 0;
+    qp->rjob_head = qp->rjob_tail = 0;
+}
+
+/* Answer a READ from response `from_psn` on; behind responses still held
+ * back (responses of one QP leave in order). */
+static void sim_resp_read(smlx5_context_t *ctx, smlx5_qp_t *qp,
+                          sim_resp_ctx_t *c, const sim_pkt_t *pkt,
+                          uint32_t from_psn)
+{
+    uint32_t first = ((int32_t)(from_psn - pkt->psn) > 0) ?
+                     from_psn - pkt->psn : 0;
+    uint32_t mtu   = 1u << pkt->log_mtu;
+    uint32_t n     = (pkt->dma_len + mtu - 1) / mtu, next;
+
+    (void)c;
+    n = n ? n : 1;
+    if (qp->rjob_head != qp->rjob_tail) {
+        sim_resp_read_queue(ctx, qp, pkt, first);
+        return;
+    }
+    next = sim_resp_read_send(ctx, qp, pkt, first);
+    if (next < n) {
+        sim_resp_read_queue(ctx, qp, pkt, next);
     }
 }
 
