@@ -338,6 +338,40 @@ static inline unsigned strand_set_data_sgl(void *seg, const struct ibv_sge *sgl,
  * and continue at BB 0. Nothing is written when the total is 0.
  * Returns the ds units used (strand_inline_ds(total)).
  */
+/*
+ * The hot case of an inline segment: a small header (hdr_len bytes, a
+ * constant at the call site) and a payload that end before the end of the
+ * SQ (the caller checks: strand_inline_fits()). The unused tail of the
+ * last 16-byte unit is left as it is: the device reads byte_count bytes.
+ * Returns the segment's ds units.
+ */
+static inline int strand_inline_fits(const void *seg, uint32_t len,
+                                     const void *sq_end)
+{
+    return (const uint8_t*)seg + sizeof(struct mlx5_wqe_inl_data_seg) + len <=
+           (const uint8_t*)sq_end;
+}
+
+static inline unsigned strand_set_inline_hdr_data(void *seg, const void *hdr,
+                                                  unsigned hdr_len,
+                                                  const void *data,
+                                                  uint32_t len)
+{
+    struct mlx5_wqe_inl_data_seg *inl = (struct mlx5_wqe_inl_data_seg*)seg;
+    uint8_t *dst                      = (uint8_t*)(inl + 1);
+    uint32_t total                    = hdr_len + len;
+
+    inl->byte_count = htobe32(total | MLX5_INLINE_SEG);
+    if (hdr_len > 0) {
+        memcpy(dst, hdr, hdr_len);
+    }
+    if (len > 0) {
+        memcpy(dst + hdr_len, data, len);
+    }
+    return (total + (unsigned)sizeof(*inl) + STRAND_WQE_DS - 1) /
+           STRAND_WQE_DS;
+}
+
 static inline unsigned strand_set_inline_seg(void *seg, const struct ibv_sge *sgl,
                                              int num, void *sq_buf,
                                              void *sq_end, void **next_seg)

@@ -111,9 +111,8 @@ strand_dc_ep_am_sent(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 static UCS_F_ALWAYS_INLINE uint8_t
 strand_dc_ep_fence_mode(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 {
-    if (ucs_unlikely((ep->flags & STRAND_DC_EP_FLAG_FENCE) ||
-                     (ep->fence_beat != iface->fence_beat))) {
-        ep->flags     &= ~STRAND_DC_EP_FLAG_FENCE;
+    /* an ep fence or an iface fence since the last WQE: the beats differ */
+    if (ucs_unlikely(ep->fence_beat != iface->fence_beat)) {
         ep->fence_beat = iface->fence_beat;
         return STRAND_WQE_CTRL_FM_SMALL_FENCE;
     }
@@ -209,7 +208,11 @@ ucs_status_t strand_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
                                    const void *payload, unsigned length)
 {
     STRAND_DC_EP_DECL(tl_ep);
-    struct ibv_sge sge[3];
+    struct {
+        uint8_t  id;
+        uint64_t hdr;
+    } UCS_S_PACKED am_hdr;
+    struct ibv_sge sge[2];
     unsigned ds;
 
     UCT_CHECK_AM_ID(id);
@@ -220,15 +223,21 @@ ucs_status_t strand_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
         return status;
     }
 
-    sge[0].addr   = (uintptr_t)&id;
-    sge[0].length = STRAND_DC_AM_HDR_SIZE;
-    sge[1].addr   = (uintptr_t)&hdr;
-    sge[1].length = sizeof(hdr);
-    sge[2].addr   = (uintptr_t)payload;
-    sge[2].length = length;
+    am_hdr.id  = id;
+    am_hdr.hdr = hdr;
     ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
-    ds   = 2 + strand_set_inline_seg(seg, sge, 3, dci->sq_buf, dci->sq_end,
-                                     NULL);
+    if (ucs_likely(strand_inline_fits(seg, sizeof(am_hdr) + length,
+                                      dci->sq_end))) {
+        ds = 2 + strand_set_inline_hdr_data(seg, &am_hdr, sizeof(am_hdr),
+                                            payload, length);
+    } else {
+        sge[0].addr   = (uintptr_t)&am_hdr;
+        sge[0].length = sizeof(am_hdr);
+        sge[1].addr   = (uintptr_t)payload;
+        sge[1].length = length;
+        ds = 2 + strand_set_inline_seg(seg, sge, 2, dci->sq_buf, dci->sq_end,
+                                       NULL);
+    }
     op.type = STRAND_DC_OP_PLAIN;
     strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
                        strand_dc_ep_fence_mode(iface, ep), &op);
@@ -377,11 +386,16 @@ ucs_status_t strand_dc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
     seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq_buf,
                           dci->sq_end);
-    sge.addr   = (uintptr_t)buffer;
-    sge.length = length;
-    sge.lkey   = 0;
-    ds = 3 + strand_set_inline_seg(seg, &sge, 1, dci->sq_buf, dci->sq_end,
-                                   NULL);
+    if (ucs_likely((length > 0) &&
+                   strand_inline_fits(seg, length, dci->sq_end))) {
+        ds = 3 + strand_set_inline_hdr_data(seg, NULL, 0, buffer, length);
+    } else {
+        sge.addr   = (uintptr_t)buffer;
+        sge.length = length;
+        sge.lkey   = 0;
+        ds = 3 + strand_set_inline_seg(seg, &sge, 1, dci->sq_buf, dci->sq_end,
+                                       NULL);
+    }
     op.type = STRAND_DC_OP_PLAIN;
     strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_RDMA_WRITE, 0, ds,
                        strand_dc_ep_fence_mode(iface, ep), &op);
@@ -744,10 +758,12 @@ ucs_status_t strand_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
 
 ucs_status_t strand_dc_ep_fence(uct_ep_h tl_ep, unsigned flags)
 {
-    strand_dc_ep_t *ep = ucs_derived_of(tl_ep, strand_dc_ep_t);
+    strand_dc_ep_t *ep       = ucs_derived_of(tl_ep, strand_dc_ep_t);
+    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_dc_iface_t);
 
-    /* only matters when something is outstanding; cheap either way */
-    ep->flags |= STRAND_DC_EP_FLAG_FENCE;
+    /* the next WQE is fenced: its beat differs from the iface's */
+    ep->fence_beat = iface->fence_beat - 1;
     return UCS_OK;
 }
 

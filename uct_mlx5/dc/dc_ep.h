@@ -9,7 +9,6 @@
 
 enum {
     STRAND_DC_EP_FLAG_FAILED = UCS_BIT(0),   /* an error was reported */
-    STRAND_DC_EP_FLAG_FENCE  = UCS_BIT(1),   /* fence the next WQE */
     STRAND_DC_EP_FLAG_IN_PENDING = UCS_BIT(2), /* a pending request of
                                                   this ep runs now */
     STRAND_DC_EP_FLAG_FC_REQ  = UCS_BIT(3),  /* credits requested */
@@ -24,7 +23,7 @@ typedef struct strand_dc_ep {
     uint32_t            dctn;
     uint8_t             dci;          /* STRAND_DC_DCI_NONE: none held */
     uint8_t             flags;
-    unsigned            fence_beat;   /* iface fence seen */
+    unsigned            fence_beat;   /* != iface's: fence the next WQE */
     ucs_status_t        status;       /* the error once FAILED */
     ucs_arbiter_group_t arb_group;    /* pending requests */
     int32_t             fc_wnd;       /* active messages it may still send */
