@@ -1,0 +1,697 @@
+#!/bin/bash
+# dc_strand against UCX's own transports on this machine, in one run:
+#   contrib/bench/compare.sh [--quick] [--repeat N] [--budget S] [--logs DIR]
+# ucx_perftest server/client pairs over dc_strand (software device, through
+# strand-run), posix shared memory and tcp on the loopback: UCT am_lat,
+# put_lat, am_bw message rate, put_bw 1 MiB, UCP tag_lat and tag_bw 1 MiB;
+# and, with callgrind, the instructions per am_short/put_short post with the
+# device emulation counted apart. Prints a table with the targets (and a
+# markdown copy of it). Exit 0 when every measurement was taken (targets
+# missed are reported, not failed), 1 when one could not be taken, 2 on a
+# usage or setup error.
+
+me=compare.sh
+here=$(cd "$(dirname "$0")" && pwd)
+
+usage() {
+    cat <<EOF
+usage: contrib/bench/compare.sh [--quick] [--repeat N] [--budget SECONDS]
+                                [--timeout SECONDS] [--no-callgrind]
+                                [--logs DIR] [-h|--help]
+
+Compares dc_strand (smlx5_0:1, through strand-run) with UCX's posix shared
+memory and tcp (loopback) transports with ucx_perftest, and prints
+  metric | dc_strand | posix | tcp | dc/posix | dc/tcp | target | verdict
+then the same table in markdown.
+
+  --quick          short run (fewer iterations, one run per pair)
+  --repeat N       runs per server/client pair, best one kept (default
+                   \$REPEAT or 3; 1 with --quick)
+  --budget S       no further repeat rounds once S seconds have passed
+                   (default 150; the first round always runs in full)
+  --timeout S      limit for one ucx_perftest run (default 60; callgrind: 5x)
+  --no-callgrind   skip the instruction counts (valgrind)
+  --logs DIR       keep every ucx_perftest/callgrind log in DIR
+
+Environment: STRAND_PLUGIN (the plugin; default: the build tree's
+.libs/libuct_strand.so next to this script, else strand-run's default),
+STRAND_RUN (the launcher; default ../strand-run next to this script, else
+strand-run on PATH), STRAND_BUILDDIR (a separate build tree), REPEAT,
+UCX_PERFTEST (default ucx_perftest on PATH), TCP_DEV (the tcp device;
+default the loopback interface).
+EOF
+}
+
+# ------------------------------------------------------------ arguments
+quick=0
+repeat=${REPEAT:-}
+budget=150
+run_timeout=60
+callgrind=1
+logdir=""
+# value_of OPTION ARG: ARG, which OPTION needs
+value_of() {
+    [ -n "$2" ] || { echo "$me: $1 needs a value" >&2; usage >&2; exit 2; }
+    echo "$2"
+}
+while [ $# -gt 0 ]; do
+    case "$1" in
+    -h|--help)      usage; exit 0 ;;
+    --quick)        quick=1 ;;
+    --repeat)       repeat=$(value_of "$1" "${2:-}") || exit 2; shift ;;
+    --repeat=*)     repeat=${1#*=} ;;
+    --budget)       budget=$(value_of "$1" "${2:-}") || exit 2; shift ;;
+    --budget=*)     budget=${1#*=} ;;
+    --timeout)      run_timeout=$(value_of "$1" "${2:-}") || exit 2; shift ;;
+    --timeout=*)    run_timeout=${1#*=} ;;
+    --no-callgrind) callgrind=0 ;;
+    --logs)         logdir=$(value_of "$1" "${2:-}") || exit 2; shift ;;
+    --logs=*)       logdir=${1#*=} ;;
+    *)              echo "$me: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+    esac
+    shift
+done
+[ -n "$repeat" ] || repeat=$([ "$quick" = 1 ] && echo 1 || echo 3)
+for v in "$repeat" "$budget" "$run_timeout"; do
+    case "$v" in
+    ''|*[!0-9]*|0) echo "$me: --repeat, --budget and --timeout take a positive integer" >&2
+                   exit 2 ;;
+    esac
+done
+
+# iteration counts: latency, am_bw (8 B message rate), 1 MiB bandwidth, callgrind
+if [ "$quick" = 1 ]; then
+    LAT=(-n 3000 -w 300);  MR=(-n 50000 -w 2000);  BW=(-n 100 -w 10)
+    CG_N=5000
+else
+    LAT=(-n 10000 -w 1000); MR=(-n 200000 -w 10000); BW=(-n 500 -w 50)
+    CG_N=20000
+fi
+CG_W=100
+MIB=1048576
+DC_DEV=smlx5_0:1
+SIM_FUNC_RE='^(smlx5_|sim_|dev_sim_)'   # the software device's functions
+
+# ---------------------------------------------------------------- tools
+die() { echo "$me: $*" >&2; exit 2; }
+
+perftest=${UCX_PERFTEST:-$(command -v ucx_perftest)}
+[ -n "$perftest" ] && [ -x "$perftest" ] || die "ucx_perftest not found (apt-get install ucx-utils, or set UCX_PERFTEST)"
+ucx_info=$(command -v ucx_info) || die "ucx_info not found"
+
+strand_run=${STRAND_RUN:-}
+if [ -z "$strand_run" ]; then
+    for c in ${STRAND_BUILDDIR:+"$STRAND_BUILDDIR/contrib/strand-run"} \
+             "$here/../strand-run"; do
+        if [ -x "$c" ]; then strand_run=$(cd "$(dirname "$c")" && pwd)/strand-run; break; fi
+    done
+fi
+[ -n "$strand_run" ] || strand_run=$(command -v strand-run) ||
+    die "strand-run not found (neither $here/../strand-run nor on PATH; set STRAND_RUN)"
+
+if [ -z "${STRAND_PLUGIN:-}" ]; then
+    for c in ${STRAND_BUILDDIR:+"$STRAND_BUILDDIR/.libs/libuct_strand.so"} \
+             "$here/../../.libs/libuct_strand.so"; do
+        if [ -r "$c" ]; then STRAND_PLUGIN=$(cd "$(dirname "$c")" && pwd)/libuct_strand.so; break; fi
+    done
+fi
+if [ -z "${STRAND_PLUGIN:-}" ]; then  # strand-run's built-in default
+    STRAND_PLUGIN=$(sed -n 's/^plugin=\${STRAND_PLUGIN:-"\(.*\)"}$/\1/p' "$strand_run")
+fi
+[ -r "$STRAND_PLUGIN" ] || die "plugin '$STRAND_PLUGIN' not found: build it or set STRAND_PLUGIN"
+
+if [ "$callgrind" = 1 ]; then
+    command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
+        die "valgrind/callgrind_annotate not found (apt-get install valgrind, or --no-callgrind)"
+fi
+
+# ------------------------------------------------- processes and cleanup
+work=$(mktemp -d "${TMPDIR:-/tmp}/strand-compare.XXXXXX") || die "mktemp failed"
+keep_work=0
+PIDS=" "        # processes this script started and has not reaped yet
+FABRICS=""      # STRAND_SIM_FABRIC names used
+fab_seq=0
+
+cleanup() {
+    local p f
+    for p in $PIDS; do kill "$p" 2>/dev/null; done
+    for p in $PIDS; do
+        for _ in 1 2 3 4 5 6 7 8 9 10; do
+            kill -0 "$p" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -0 "$p" 2>/dev/null && kill -9 "$p"
+    done
+    for f in $FABRICS; do rm -f "/dev/shm/$f"; done
+    if [ -n "$logdir" ]; then
+        mkdir -p "$logdir" && cp -r "$work"/. "$logdir"/ 2>/dev/null
+        rm -f "$logdir/libuct_strand.so"
+    fi
+    if [ "$keep_work" = 1 ]; then
+        rm -f "$work/libuct_strand.so"
+        echo "$me: logs kept in $work" >&2
+    else
+        rm -rf "$work"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+track()   { PIDS="$PIDS$1 "; }
+untrack() { PIDS=${PIDS/ $1 / }; }
+
+# wait_pid PID SECONDS: its exit status; killed (status 124) after SECONDS
+wait_pid() {
+    local pid=$1 end=$((SECONDS + $2)) rc
+    while kill -0 "$pid" 2>/dev/null; do
+        if [ "$SECONDS" -ge "$end" ]; then
+            kill "$pid" 2>/dev/null
+            for _ in 1 2 3 4 5 6 7 8 9 10; do
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.1
+            done
+            kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+            wait "$pid" 2>/dev/null
+            untrack "$pid"
+            return 124
+        fi
+        sleep 0.05
+    done
+    wait "$pid"; rc=$?
+    untrack "$pid"
+    return $rc
+}
+
+new_fabric() {
+    fab_seq=$((fab_seq + 1))
+    fabric="strand_cmp_$$_$fab_seq"
+    FABRICS="$FABRICS $fabric"
+}
+
+# port_states PORT: the states (hex, 0A = listening) of TCP sockets on PORT
+port_states() {
+    awk -v h="$(printf ':%04X' "$1")" \
+        'FNR > 1 && substr($2, length($2) - 4) == h { print $4 }' \
+        /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+free_port() {
+    local p
+    for _ in $(seq 100); do
+        p=$((20000 + RANDOM % 40000))
+        [ -z "$(port_states "$p")" ] && { echo "$p"; return 0; }
+    done
+    return 1
+}
+
+# The plugin is copied once, so a rebuild during the run cannot mix two
+# builds between a server and its client.
+cp -L "$STRAND_PLUGIN" "$work/libuct_strand.so" || die "cannot copy $STRAND_PLUGIN"
+plugin_src=$STRAND_PLUGIN
+plugin_date=$(date -r "$plugin_src" '+%Y-%m-%d %H:%M' 2>/dev/null)
+rev=$(git -C "$here/../.." describe --always --dirty 2>/dev/null)
+ucxv=$("$ucx_info" -v 2>/dev/null | sed -n 's/^# *Version *//p' | head -1)
+export STRAND_PLUGIN="$work/libuct_strand.so"
+unset UCX_TLS UCX_NET_DEVICES   # set per pair below
+
+# ---------------------------------------------------------- one pair
+# Set before calling pair: P_DC (1: dc_strand, through strand-run, fresh
+# fabric), P_ENV (VAR=VALUE words), P_PRE (words before ucx_perftest on the
+# client, e.g. valgrind), P_TIMEOUT.
+# pair LOG CLIENT-ARGS...: 0 when server and client exit 0 and the client
+# printed its final line (in LOG.cli).
+pair() {
+    local log=$1; shift
+    local envs=($P_ENV) wrap=() port spid cpid rc src try c
+    if [ "$P_DC" = 1 ]; then
+        new_fabric
+        envs+=("STRAND_SIM_FABRIC=$fabric")
+        wrap=("$strand_run")
+    fi
+    rc=1
+    for try in 1 2 3; do
+        port=$(free_port) || { echo "no free TCP port" >"$log.cli"; return 1; }
+        env "${envs[@]}" "${wrap[@]}" "$perftest" -p "$port" >"$log.srv" 2>&1 &
+        spid=$!; track "$spid"
+        # until it listens (it exits at once if the port was taken meanwhile)
+        for _ in $(seq 200); do
+            kill -0 "$spid" 2>/dev/null || break
+            case " $(port_states "$port" | tr '\n' ' ') " in *" 0A "*) break ;; esac
+            sleep 0.025
+        done
+        if ! kill -0 "$spid" 2>/dev/null; then
+            wait_pid "$spid" 1
+            continue
+        fi
+        for c in 1 2 3 4 5; do
+            env "${envs[@]}" "${wrap[@]}" $P_PRE "$perftest" 127.0.0.1 -p "$port" -f \
+                "$@" >"$log.cli" 2>&1 &
+            cpid=$!; track "$cpid"
+            wait_pid "$cpid" "$P_TIMEOUT"; rc=$?
+            grep -q "Connection refused" "$log.cli" || break
+            sleep 0.3
+        done
+        # the server ends right after its client; not if the client failed
+        wait_pid "$spid" $([ "$rc" = 0 ] && echo 20 || echo 2); src=$?
+        break
+    done
+    [ "$P_DC" = 1 ] && rm -f "/dev/shm/$fabric"
+    [ "$rc" = 0 ] && [ "${src:-1}" = 0 ] && [ -n "$(final_line "$log.cli")" ]
+}
+
+# final_line LOG: the client's final numbers (the last line whose last 8
+# fields are numbers): iterations, typical (50th percentile) latency, average
+# latency, overall latency (us), average and overall bandwidth (MiB/s),
+# average and overall message rate (msg/s)
+final_line() {
+    awk 'NF >= 8 { ok = 1
+                   for (i = NF - 7; i <= NF; ++i) if ($i !~ /^[0-9]+(\.[0-9]+)?$/) ok = 0
+                   if (ok) line = $(NF-7) " " $(NF-6) " " $(NF-5) " " $(NF-4) " " \
+                                  $(NF-3) " " $(NF-2) " " $(NF-1) " " $NF }
+         END { if (line != "") print line }' "$1" 2>/dev/null
+}
+
+# -------------------------------------------------- transports available
+fabric=""
+new_fabric
+env STRAND_SIM_FABRIC="$fabric" "$strand_run" "$ucx_info" -d >"$work/ucx_info.txt" 2>&1
+rm -f "/dev/shm/$fabric"
+
+# caps TL DEV: the capability lines of one transport/device in ucx_info -d
+caps() {
+    awk -v tl="$1" -v dev="$2" '
+        /^# *Memory domain:/ { t = ""; d = "" }
+        /^# *Transport:/     { t = $3; d = "" }
+        /^# *Device:/        { d = $3; next }
+        t == tl && d == dev' "$work/ucx_info.txt"
+}
+has_tl() { caps "$1" "$2" | grep -q .; }
+
+# layout TL DEV OP SIZE PREFERRED...: the first of the layouts (short, bcopy,
+# zcopy) whose OP (put, am) capability covers SIZE bytes
+layout() {
+    local tl=$1 dev=$2 op=$3 size=$4 l; shift 4
+    for l in "$@"; do
+        caps "$tl" "$dev" | awk -v key="${op}_$l:" -v size="$size" '
+            function bytes(s,   n, u, k) {
+                n = s; sub(/[KMGT]$/, "", n); u = substr(s, length(s)); k = 1
+                if (u == "K") k = 1024
+                if (u == "M") k = 1048576
+                if (u == "G") k = 1073741824
+                if (u == "T") k = 1099511627776
+                return n * k
+            }
+            $2 == key { found = 1; v = $0; sub(/^[^:]*: */, "", v)
+                        if (v ~ /^unlimited/) ok = 1
+                        else if (match(v, /(<= *|\.\.)[0-9]+[KMGT]?/)) {
+                            m = substr(v, RSTART, RLENGTH); sub(/^(<= *|\.\.)/, "", m)
+                            ok = (bytes(m) >= size)
+                        } }
+            END { exit !(found && ok) }' && { echo "$l"; return 0; }
+    done
+    return 1
+}
+
+if ! has_tl dc_strand "$DC_DEV"; then
+    echo "$me: dc_strand/$DC_DEV is not available through $strand_run with" >&2
+    echo "$me: STRAND_PLUGIN=$plugin_src; ucx_info -d said:" >&2
+    grep -i "strand\|error\|warn" "$work/ucx_info.txt" | head -10 >&2
+    exit 2
+fi
+has_tl posix memory || die "UCX has no posix/memory transport here"
+
+# the loopback interface (ARPHRD_LOOPBACK), and whether UCX's tcp has it
+lo=${TCP_DEV:-}
+[ -n "$lo" ] || for f in /sys/class/net/*/type; do
+    [ "$(cat "$f" 2>/dev/null)" = 772 ] && { lo=$(basename "$(dirname "$f")"); break; }
+done
+[ -n "$lo" ] || lo=lo
+tcp_ok=0; has_tl tcp "$lo" && tcp_ok=1
+tcp_na="n/a: no tcp/$lo"
+
+# -------------------------------------------------------- the cells
+# cell id: metric.transport; CELL_* hold how it is measured
+declare -A CELL_ARGS CELL_ENV CELL_DC CELL_LAYOUT CELL_FIELD VALS NA
+METRICS="am_lat put_lat am_bw put_bw tag_lat tag_bw"
+TLS="dc posix tcp"
+declare -A TL_UCT=([dc]="-x dc_strand -d $DC_DEV" [posix]="-x posix -d memory"
+                   [tcp]="-x tcp -d $lo")
+declare -A TL_NAME=([dc]=dc_strand [posix]=posix/memory [tcp]=tcp/$lo)
+CELLS=""
+
+# add_cell METRIC TL FIELD(lat|mr|bw) LAYOUT ARGS...
+add_cell() {
+    local id=$1.$2
+    CELL_FIELD[$id]=$3; CELL_LAYOUT[$id]=$4; shift 4
+    CELL_ARGS[$id]="$*"
+    CELLS="$CELLS $id"
+}
+
+for tl in $TLS; do
+    if [ "$tl" = tcp ] && [ "$tcp_ok" = 0 ]; then
+        for m in $METRICS; do NA[$m.tcp]=$tcp_na; done
+        continue
+    fi
+    uct=${TL_UCT[$tl]}
+    dev=${uct##* }; name=${uct#-x }; name=${name%% *}
+    add_cell am_lat "$tl" lat short -t am_lat $uct -s 8 "${LAT[@]}"
+    if l=$(layout "$name" "$dev" put 8 short bcopy zcopy); then
+        add_cell put_lat "$tl" lat "$l" -t put_lat $uct -D "$l" -s 8 "${LAT[@]}"
+    else
+        NA[put_lat.$tl]="n/a: no put"
+    fi
+    add_cell am_bw "$tl" mr short -t am_bw $uct -D short -s 8 "${MR[@]}"
+    if l=$(layout "$name" "$dev" put $MIB zcopy bcopy); then
+        add_cell put_bw "$tl" bw "$l" -t put_bw $uct -D "$l" -s $MIB "${BW[@]}"
+    else
+        NA[put_bw.$tl]="n/a: no 1 MiB put"
+    fi
+    add_cell tag_lat "$tl" lat - -t tag_lat -s 8 "${LAT[@]}"
+    add_cell tag_bw "$tl" bw - -t tag_bw -s $MIB "${BW[@]}"
+done
+# metric by metric, so that the transports compared share the conditions
+ordered=""
+for m in $METRICS; do
+    for tl in $TLS; do
+        case " $CELLS " in *" $m.$tl "*) ordered="$ordered $m.$tl" ;; esac
+    done
+done
+CELLS=$ordered
+for id in $CELLS; do
+    tl=${id#*.}
+    CELL_DC[$id]=$([ "$tl" = dc ] && echo 1 || echo 0)
+    case "$id" in
+    tag_*.dc)     CELL_ENV[$id]="UCX_TLS=dc_strand UCX_NET_DEVICES=$DC_DEV" ;;
+    tag_lat.posix) CELL_ENV[$id]="UCX_TLS=posix,self" ;;
+    tag_bw.posix) CELL_ENV[$id]="UCX_TLS=posix,cma,self" ;;
+    tag_*.tcp)    CELL_ENV[$id]="UCX_TLS=tcp,self UCX_NET_DEVICES=$lo" ;;
+    *)            CELL_ENV[$id]="" ;;
+    esac
+done
+
+# value LOG FIELD: the number a cell keeps from one run
+value() {
+    final_line "$1" | awk -v f="$2" '{ print (f == "lat") ? $2 : (f == "bw") ? $6 : $8 }'
+}
+# better FIELD A B: 0 when A is better than B (lower latency, higher rate)
+better() {
+    awk -v f="$1" -v a="$2" -v b="$3" 'BEGIN { exit !((f == "lat") ? a < b : a > b) }'
+}
+
+# ------------------------------------------------------------ callgrind
+# cg_tree FN TREE: "calls total sim doorbells EDGE=COST..." from the output of
+# callgrind_annotate --inclusive=yes --tree=calling: calls = the calls into
+# FN, total = their inclusive cost, sim = the inclusive cost of the calls
+# from non-device code into device functions (SIM_FUNC_RE: the doorbell
+# processing the software device does inside the post), doorbells = the
+# calls FN itself makes into the device (one per WQE posted).
+cg_tree() {
+    awk -v fn="$1" -v re="$SIM_FUNC_RE" '
+        # "COST (PCT%)  *  FILE:FUNCTION [OBJ]" starts the block of a caller,
+        # "COST (PCT%)  >   FILE:FUNCTION (CALLSx) [OBJ]" is one of its callees
+        { s = $0; sub(/\( *[0-9.]+%\)/, "", s)
+          if (!match(s, /^ *[0-9,]+ +[*>] +/)) next
+          split(substr(s, 1, RLENGTH), h, " "); rest = substr(s, RLENGTH + 1)
+          cost = h[1]; gsub(/,/, "", cost); n = 0
+          if (match(rest, / \([0-9,]+x\)/)) {
+              n = substr(rest, RSTART + 2, RLENGTH - 4); gsub(/,/, "", n)
+              rest = substr(rest, 1, RSTART - 1)
+          }
+          sub(/ \[[^]]*\] *$/, "", rest)
+          i = index(rest, ":"); name = i ? substr(rest, i + 1) : rest }
+        h[2] == "*" { caller = name; next }
+        h[2] == ">" { if (name == fn && caller != fn) { calls += n; total += cost }
+                      if (caller !~ re && name ~ re) {
+                          sim += cost; via[caller "->" name] += cost
+                          if (caller == fn) db += n } }
+        END { if (calls == 0) exit 1
+              printf "%.0f %.0f %.0f %.0f", calls, total, sim, db
+              for (k in via) printf " %s=%.0f", k, via[k]
+              printf "\n" }' "$2"
+}
+
+# cg_post FN TEST: the dc_strand client of an 8 B TEST (am_bw, put_bw;
+# -D short) under callgrind (its server runs normally), collecting only
+# inside FN, the transport's post function, with everything it calls.
+# Calls refused for a full send queue (calls - doorbells) are cheap and
+# would dilute the per-call figure, so a run with more than 1% of them is
+# repeated (3 tries, the one with the fewest kept).
+declare -A CG
+cg_post() {
+    local fn=$1 test=$2 log res try refused calls total sim db
+    P_DC=1 P_ENV="" P_TIMEOUT=$((run_timeout * 5))
+    for try in 1 2 3; do
+        log="$work/cg.$fn.$try"
+        P_PRE="valgrind --tool=callgrind --callgrind-out-file=$log.out --toggle-collect=$fn"
+        echo "$me: callgrind $fn: ucx_perftest -t $test -D short -s 8 -n $CG_N -w $CG_W (client under valgrind)" >&2
+        if ! pair "$log" -t "$test" -x dc_strand -d "$DC_DEV" -D short -s 8 \
+                -n "$CG_N" -w "$CG_W" || [ ! -s "$log.out" ]; then
+            echo "$me:   failed" >&2
+            tail -5 "$log.cli" "$log.srv" 2>/dev/null | sed 's/^/    /' >&2
+            continue
+        fi
+        callgrind_annotate --inclusive=yes --tree=calling --threshold=100 \
+            "$log.out" >"$log.tree" 2>&1
+        if ! res=$(cg_tree "$fn" "$log.tree"); then
+            echo "$me:   no calls to $fn in the profile ($log.tree)" >&2
+            continue
+        fi
+        set -- $res
+        calls=$1 total=$2 sim=$3 db=$4; shift 4
+        refused=$((calls > db ? calls - db : 0))
+        echo "$me:   $calls calls ($refused refused), $total Ir inclusive, device $sim Ir" >&2
+        if [ -z "${CG[$fn.refused]}" ] || [ "$refused" -lt "${CG[$fn.refused]}" ]; then
+            CG[$fn.calls]=$calls; CG[$fn.total]=$total; CG[$fn.sim]=$sim
+            CG[$fn.db]=$db; CG[$fn.refused]=$refused; CG[$fn.via]="$*"
+        fi
+        [ $((refused * 100)) -le "$calls" ] && break
+    done
+    [ -n "${CG[$fn.calls]}" ] || return 1
+    # post path per call; if calls were still refused, it lies between the
+    # per-call figure (refused calls are cheaper) and the per-doorbell one
+    set -- $(awk -v t="${CG[$fn.total]}" -v s="${CG[$fn.sim]}" -v c="${CG[$fn.calls]}" \
+                 -v d="${CG[$fn.db]}" 'BEGIN { if (d < 1) d = c
+                     printf "%.0f %.0f %.0f\n", (t - s) / c, (t - s) / d, s / d }')
+    CG[$fn.post]=$1; CG[$fn.post_hi]=$2; CG[$fn.simper]=$3
+    refused=${CG[$fn.refused]} calls=${CG[$fn.calls]}
+    if [ $((refused * 100)) -gt "$calls" ]; then
+        CG[$fn.cell]="$1..$2 ($((refused * 100 / calls))% refused)"
+    else
+        CG[$fn.cell]=$1
+    fi
+    echo "$me:   $fn: post path ${CG[$fn.cell]}, device ${CG[$fn.simper]} instructions per post" >&2
+}
+
+# ------------------------------------------------------------------ run
+load_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
+ncells=$(echo $CELLS | wc -w)
+echo "$me: $ncells server/client pairs x up to $repeat runs (budget ${budget}s after the first round); tcp: $([ $tcp_ok = 1 ] && echo "tcp/$lo" || echo "$tcp_na")" >&2
+
+run_round() { # ROUND
+    local id tl log v
+    for id in $CELLS; do
+        tl=${id#*.}
+        log="$work/$id.$1"
+        P_DC=${CELL_DC[$id]} P_ENV=${CELL_ENV[$id]} P_PRE="" P_TIMEOUT=$run_timeout
+        if pair "$log" ${CELL_ARGS[$id]}; then
+            v=$(value "$log.cli" "${CELL_FIELD[$id]}")
+            VALS[$id]="${VALS[$id]:+${VALS[$id]} }$v"
+            echo "$me: [$1/$repeat] ${id%%.*} ${TL_NAME[$tl]}: $v" >&2
+        else
+            echo "$me: [$1/$repeat] ${id%%.*} ${TL_NAME[$tl]}: FAILED" \
+                 "(${CELL_ENV[$id]:+${CELL_ENV[$id]} }ucx_perftest ${CELL_ARGS[$id]})" >&2
+            tail -4 "$log.cli" "$log.srv" 2>/dev/null | sed 's/^/    /' >&2
+        fi
+    done
+}
+
+t0=$SECONDS
+rounds=0
+cg_failed=""
+run_round 1; rounds=1
+if [ "$callgrind" = 1 ]; then
+    cg_post strand_dc_ep_am_short am_bw || cg_failed="$cg_failed am_short"
+    cg_post strand_dc_ep_put_short put_bw || cg_failed="$cg_failed put_short"
+fi
+while [ "$rounds" -lt "$repeat" ]; do
+    if [ $((SECONDS - t0)) -ge "$budget" ]; then
+        echo "$me: budget of ${budget}s spent: $rounds of $repeat rounds" >&2
+        break
+    fi
+    rounds=$((rounds + 1))
+    run_round "$rounds"
+done
+elapsed=$((SECONDS - t0))
+load_end=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
+
+# ---------------------------------------------------------------- table
+declare -A BEST
+failed=""
+for id in $CELLS; do
+    b=""
+    for v in ${VALS[$id]}; do
+        if [ -z "$b" ] || better "${CELL_FIELD[$id]}" "$v" "$b"; then b=$v; fi
+    done
+    if [ -n "$b" ]; then
+        BEST[$id]=$b
+    else
+        failed="$failed, ${id%%.*} ${TL_NAME[${id#*.}]}"
+    fi
+done
+for f in $cg_failed; do failed="$failed, callgrind $f"; done
+failed=${failed#, }
+
+# cell METRIC TL SCALE DECIMALS: the printed value (with its layout if it is
+# not the metric's own)
+fmt_cell() {
+    local id=$1.$2 want
+    if [ -n "${NA[$id]}" ]; then echo "${NA[$id]}"; return; fi
+    if [ -z "${BEST[$id]}" ]; then echo "FAILED"; return; fi
+    awk -v v="${BEST[$id]}" -v s="$3" -v d="$4" 'BEGIN { printf "%.*f", d, v / s }'
+    case "$1" in put_lat) want=short ;; put_bw) want=zcopy ;; *) want=${CELL_LAYOUT[$id]} ;; esac
+    [ "${CELL_LAYOUT[$id]}" != "$want" ] && printf ' (%s)' "${CELL_LAYOUT[$id]}"
+    echo
+}
+# ratio METRIC TL: dc_strand / TL
+ratio() {
+    local a=${BEST[$1.dc]} b=${BEST[$1.$2]}
+    [ -n "$a" ] && [ -n "$b" ] || { echo "-"; return; }
+    awk -v a="$a" -v b="$b" 'BEGIN { if (b == 0) print "-"; else printf "%.3gx\n", a / b }'
+}
+# le/ge A B K: 1 when A <= K*B (A >= K*B), 0 when not, "" when one is missing
+cmp_k() {
+    [ -n "$2" ] && [ -n "$3" ] || return 0
+    awk -v op="$1" -v a="$2" -v b="$3" -v k="$4" \
+        'BEGIN { print ((op == "le") ? (a <= k * b) : (a >= k * b)) ? 1 : 0 }'
+}
+le() { cmp_k le "$@"; }
+ge() { cmp_k ge "$@"; }
+
+# verdict_lat METRIC: <= 5x posix and <= 0.1x tcp
+verdict_lat() {
+    local p t
+    p=$(le "${BEST[$1.dc]}" "${BEST[$1.posix]}" 5)
+    t=$(le "${BEST[$1.dc]}" "${BEST[$1.tcp]}" 0.1)
+    if [ -z "$p" ]; then echo "n/a"
+    elif [ "$p" = 0 ] || [ "$t" = 0 ]; then echo "MISSED"
+    elif [ -z "$t" ]; then echo "met (posix only)"
+    else echo "met"
+    fi
+}
+verdict_ge() { # METRIC K
+    case "$(ge "${BEST[$1.dc]}" "${BEST[$1.posix]}" "$2")" in
+    1) echo met ;; 0) echo MISSED ;; *) echo "n/a" ;;
+    esac
+}
+verdict_instr() { # FN: post path <= 100 (both bounds when calls were refused)
+    [ -n "${CG[$1.post]}" ] || { echo "n/a"; return; }
+    if [ "${CG[$1.post_hi]}" -le 100 ]; then echo met
+    elif [ "${CG[$1.post]}" -gt 100 ]; then echo MISSED
+    else echo "unclear (refused calls)"
+    fi
+}
+instr() { [ -n "${CG[$1.$2]}" ] && echo "${CG[$1.$2]}" || echo "$3"; }
+
+ROWS=()
+row() { ROWS+=("$(printf '%s\t' "$@")"); }
+row "UCT am_lat 8 B, median (us)" "$(fmt_cell am_lat dc 1 3)" "$(fmt_cell am_lat posix 1 3)" \
+    "$(fmt_cell am_lat tcp 1 3)" "$(ratio am_lat posix)" "$(ratio am_lat tcp)" \
+    "<= 5x posix, <= 0.1x tcp" "$(verdict_lat am_lat)"
+row "UCT put_lat 8 B, median (us)" "$(fmt_cell put_lat dc 1 3)" "$(fmt_cell put_lat posix 1 3)" \
+    "$(fmt_cell put_lat tcp 1 3)" "$(ratio put_lat posix)" "$(ratio put_lat tcp)" \
+    "<= 5x posix, <= 0.1x tcp" "$(verdict_lat put_lat)"
+row "UCT am_bw 8 B short (Mmsg/s)" "$(fmt_cell am_bw dc 1e6 3)" "$(fmt_cell am_bw posix 1e6 3)" \
+    "$(fmt_cell am_bw tcp 1e6 3)" "$(ratio am_bw posix)" "$(ratio am_bw tcp)" \
+    ">= 0.25x posix" "$(verdict_ge am_bw 0.25)"
+row "UCT put_bw 1 MiB zcopy (MiB/s)" "$(fmt_cell put_bw dc 1 0)" "$(fmt_cell put_bw posix 1 0)" \
+    "$(fmt_cell put_bw tcp 1 0)" "$(ratio put_bw posix)" "$(ratio put_bw tcp)" "-" "-"
+row "UCP tag_lat 8 B, median (us)" "$(fmt_cell tag_lat dc 1 3)" "$(fmt_cell tag_lat posix 1 3)" \
+    "$(fmt_cell tag_lat tcp 1 3)" "$(ratio tag_lat posix)" "$(ratio tag_lat tcp)" "-" "-"
+row "UCP tag_bw 1 MiB (MiB/s)" "$(fmt_cell tag_bw dc 1 0)" "$(fmt_cell tag_bw posix 1 0)" \
+    "$(fmt_cell tag_bw tcp 1 0)" "$(ratio tag_bw posix)" "$(ratio tag_bw tcp)" \
+    ">= 0.5x posix,cma,self" "$(verdict_ge tag_bw 0.5)"
+if [ "$callgrind" = 1 ]; then
+    row "am_short post path (instr/post)" "$(instr strand_dc_ep_am_short cell FAILED)" - - - - \
+        "<= 100" "$(verdict_instr strand_dc_ep_am_short)"
+    row "am_short device emulation (instr/post)" "$(instr strand_dc_ep_am_short simper FAILED)" \
+        - - - - "reported apart" "-"
+    row "put_short post path (instr/post)" "$(instr strand_dc_ep_put_short cell FAILED)" - - - - \
+        "<= 100" "$(verdict_instr strand_dc_ep_put_short)"
+    row "put_short device emulation (instr/post)" "$(instr strand_dc_ep_put_short simper FAILED)" \
+        - - - - "reported apart" "-"
+fi
+
+HEAD="metric	dc_strand	posix	tcp	dc/posix	dc/tcp	target	verdict	"
+
+print_plain() {
+    printf '%s\n' "$HEAD" "${ROWS[@]}" | awk -F'\t' '
+        { n = NR; for (i = 1; i < NF; ++i) { c[NR, i] = $i
+                                             if (length($i) > w[i]) w[i] = length($i) } }
+        END { for (r = 1; r <= n; ++r) {
+                  line = ""
+                  for (i = 1; i <= 8; ++i) {
+                      s = c[r, i]
+                      line = line (i > 1 ? " | " : "") \
+                             (i == 1 || i >= 7 ? sprintf("%-*s", w[i], s) : sprintf("%*s", w[i], s))
+                  }
+                  sub(/ +$/, "", line); print line
+                  if (r == 1) { line = ""
+                      for (i = 1; i <= 8; ++i) { d = sprintf("%*s", w[i], ""); gsub(/ /, "-", d)
+                                                  line = line (i > 1 ? "-+-" : "") d }
+                      print line }
+              } }'
+}
+print_md() {
+    printf '%s\n' "$HEAD" "${ROWS[@]}" | awk -F'\t' '
+        { line = "|"; for (i = 1; i <= 8; ++i) line = line " " $i " |"; print line
+          if (NR == 1) print "|---|--:|--:|--:|--:|--:|---|---|" }'
+}
+
+notes() {
+    echo "- dc_strand: \`-x dc_strand -d $DC_DEV\` on the software device, each pair on its own fabric; posix: \`-x posix -d memory\`; tcp: \`-x tcp -d $lo\`$([ $tcp_ok = 1 ] || echo " ($tcp_na: not measured)")."
+    echo "- UCP: \`UCX_TLS=dc_strand UCX_NET_DEVICES=$DC_DEV\`; posix column \`UCX_TLS=posix,self\` (tag_lat), \`posix,cma,self\` (tag_bw); tcp column \`UCX_TLS=tcp,self UCX_NET_DEVICES=$lo\`."
+    echo "- Latency: ucx_perftest's typical (50th percentile) value, half a round trip, over the last <= 2048 iterations; bandwidth and message rate: its overall values (MiB/s = 2^20 bytes/s). Each value is the best of $rounds run(s) (lowest latency, highest rate)."
+    echo "- A layout in parentheses is used where the transport lacks the metric's own (put_lat: short; put_bw: zcopy)."
+    if [ "$callgrind" = 1 ]; then
+        echo "- Instructions: callgrind on the dc_strand client (server not under valgrind), \`-t am_bw\` / \`-t put_bw\` \`-D short -s 8 -n $CG_N -w $CG_W\`, collecting inside \`strand_dc_ep_am_short\` / \`strand_dc_ep_put_short\` only; post path per call = (inclusive cost - device) / calls (a run with over 1% of its calls refused for a full send queue is repeated, as those are cheap and dilute it; if refused calls remain, the range per call..per doorbell is shown); device per post = device cost / doorbells; the device emulation (calls into \`smlx5_*\`, \`sim_*\`, \`dev_sim_*\`: the doorbell processing the software device does inline) is counted apart and not in the post path."
+    fi
+}
+
+echo
+echo "dc_strand vs UCX transports: $(date '+%Y-%m-%d %H:%M'), $(nproc 2>/dev/null || echo '?') cores, UCX ${ucxv:-?}, strand ${rev:-?}"
+echo "plugin: $plugin_src (built ${plugin_date:-?}); load average ${load_start:-?} at start, ${load_end:-?} at end; ${elapsed}s, $rounds round(s)$([ "$quick" = 1 ] && echo ", --quick")"
+echo
+print_plain
+echo
+notes | sed 's/`//g'
+echo
+echo "all runs (latency us, rate msg/s, bandwidth MiB/s):"
+for id in $CELLS; do
+    printf '  %-8s %-13s %s\n' "${id%%.*}" "${TL_NAME[${id#*.}]}" "${VALS[$id]:-FAILED}"
+done
+if [ "$callgrind" = 1 ]; then
+    echo "callgrind (calls, inclusive Ir, device Ir by call edge):"
+    for fn in strand_dc_ep_am_short strand_dc_ep_put_short; do
+        [ -n "${CG[$fn.calls]}" ] || { echo "  $fn: FAILED"; continue; }
+        echo "  $fn: ${CG[$fn.calls]} calls (${CG[$fn.refused]} refused: queue full), ${CG[$fn.db]} doorbells, ${CG[$fn.total]} Ir inclusive, device ${CG[$fn.sim]} Ir (${CG[$fn.via]})"
+        echo "    post path per call ${CG[$fn.post]}, per doorbell ${CG[$fn.post_hi]}; device per doorbell ${CG[$fn.simper]}"
+    done
+fi
+echo
+echo "markdown:"
+echo
+echo "dc_strand vs UCX transports ($(date '+%Y-%m-%d'), $(nproc 2>/dev/null || echo '?') cores, UCX ${ucxv:-?}, strand ${rev:-?}, load ${load_start:-?}):"
+echo
+print_md
+echo
+notes
+
+if [ -n "$failed" ]; then
+    keep_work=1
+    echo
+    echo "$me: could not measure: $failed"
+    echo "$me: could not measure: $failed" >&2
+    exit 1
+fi
+exit 0
