@@ -16,9 +16,11 @@
 #include <ucs/datastruct/mpool.inl>
 #include <ucs/sys/string.h>
 #include <ucs/sys/sys.h>
+#include <ucs/sys/topo/base/topo.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +197,34 @@ static ucs_status_t strand_dc_errno_status(int err)
 
 /* ------------------------------------------------------------- devices */
 
+/* The PCI device of a hardware NIC (its sysfs "device" link names the bus
+ * id), so that UCP ranks devices by distance; a software device has none. */
+static ucs_sys_device_t strand_dc_sys_device(const strand_dev_t *dev)
+{
+    ucs_sys_device_t sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
+    char link[320], target[PATH_MAX];
+    const char *bdf;
+    ssize_t len;
+
+    if ((dev->info.kind != STRAND_DEV_KIND_HW) ||
+        (dev->info.sysfs_path[0] == '\0')) {
+        return UCS_SYS_DEVICE_ID_UNKNOWN;
+    }
+    snprintf(link, sizeof(link), "%s/device", dev->info.sysfs_path);
+    len = readlink(link, target, sizeof(target) - 1);
+    if (len <= 0) {
+        return UCS_SYS_DEVICE_ID_UNKNOWN;
+    }
+    target[len] = '\0';
+    bdf         = strrchr(target, '/');
+    bdf         = (bdf != NULL) ? bdf + 1 : target;
+    if (ucs_topo_find_device_by_bdf_name(bdf, &sys_dev) != UCS_OK) {
+        return UCS_SYS_DEVICE_ID_UNKNOWN;
+    }
+    ucs_topo_sys_device_set_name(sys_dev, dev->info.name);
+    return sys_dev;
+}
+
 static ucs_status_t
 strand_dc_query_devices(uct_md_h uct_md, uct_tl_device_resource_t **devices_p,
                         unsigned *num_devices_p)
@@ -205,8 +235,8 @@ strand_dc_query_devices(uct_md_h uct_md, uct_tl_device_resource_t **devices_p,
     ucs_snprintf_zero(name, sizeof(name), "%s:%d", md->dev->info.name,
                       STRAND_DC_PORT);
     return uct_single_device_resource(uct_md, name, UCT_DEVICE_TYPE_NET,
-                                      UCS_SYS_DEVICE_ID_UNKNOWN, devices_p,
-                                      num_devices_p);
+                                      strand_dc_sys_device(md->dev),
+                                      devices_p, num_devices_p);
 }
 
 /* --------------------------------------------------------------- query */
