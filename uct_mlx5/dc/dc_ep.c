@@ -192,15 +192,38 @@ strand_dc_set_iov_segs(strand_dc_dci_t *dci, void **seg_p,
                     "Invalid %s length: %zu (expected: <= %zu)", _name, \
                     (size_t)(_length), (size_t)(_max))
 
-#define STRAND_DC_EP_DECL(_tl_ep) \
+/* the ep, its iface and the DCI to post on */
+#define STRAND_DC_EP_BASE_DECL(_tl_ep) \
     strand_dc_ep_t *ep       = ucs_derived_of(_tl_ep, strand_dc_ep_t); \
     strand_dc_iface_t *iface = ucs_derived_of((_tl_ep)->iface, \
                                               strand_dc_iface_t); \
-    strand_dc_op_t op        = {0}; \
-    strand_dc_dci_t *dci = NULL; \
-    struct mlx5_wqe_ctrl_seg *ctrl; \
-    void *seg; \
+    strand_dc_dci_t *dci     = NULL; \
     ucs_status_t status
+
+/* ... and the WQE being built */
+#define STRAND_DC_EP_DECL(_tl_ep) \
+    STRAND_DC_EP_BASE_DECL(_tl_ep); \
+    strand_dc_op_t op        = {0}; \
+    struct mlx5_wqe_ctrl_seg *ctrl; \
+    void *seg
+
+/* A SEND whose data (the AM id first) is written inline from `sge`. */
+static void strand_dc_ep_post_inline_send(strand_dc_iface_t *iface,
+                                          strand_dc_ep_t *ep,
+                                          strand_dc_dci_t *dci,
+                                          const struct ibv_sge *sge,
+                                          unsigned n, uint8_t fence)
+{
+    strand_dc_op_t op = {.type = STRAND_DC_OP_PLAIN};
+    struct mlx5_wqe_ctrl_seg *ctrl;
+    unsigned ds;
+    void *seg;
+
+    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    ds   = 2 + strand_set_inline_seg(seg, sge, n, dci->sq_buf, dci->sq_end,
+                                     NULL);
+    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds, fence, &op);
+}
 
 /* ------------------------------------------------------ active messages */
 
@@ -230,17 +253,17 @@ ucs_status_t strand_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
                                       dci->sq_end))) {
         ds = 2 + strand_set_inline_hdr_data(seg, &am_hdr, sizeof(am_hdr),
                                             payload, length);
-    } else {
+        op.type = STRAND_DC_OP_PLAIN;
+        strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
+                           strand_dc_ep_fence_mode(iface, ep), &op);
+    } else { /* the data wraps around the end of the send queue */
         sge[0].addr   = (uintptr_t)&am_hdr;
         sge[0].length = sizeof(am_hdr);
         sge[1].addr   = (uintptr_t)payload;
         sge[1].length = length;
-        ds = 2 + strand_set_inline_seg(seg, sge, 2, dci->sq_buf, dci->sq_end,
-                                       NULL);
+        strand_dc_ep_post_inline_send(iface, ep, dci, sge, 2,
+                                      strand_dc_ep_fence_mode(iface, ep));
     }
-    op.type = STRAND_DC_OP_PLAIN;
-    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
-                       strand_dc_ep_fence_mode(iface, ep), &op);
     strand_dc_ep_am_sent(iface, ep);
     return UCS_OK;
 }
@@ -248,9 +271,9 @@ ucs_status_t strand_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
 ucs_status_t strand_dc_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
                                        const uct_iov_t *iov, size_t iovcnt)
 {
-    STRAND_DC_EP_DECL(tl_ep);
+    STRAND_DC_EP_BASE_DECL(tl_ep);
     struct ibv_sge sge[1 + STRAND_DC_MAX_SGE];
-    unsigned ds, n = 1;
+    unsigned n = 1;
     size_t i, total = STRAND_DC_AM_HDR_SIZE;
 
     UCT_CHECK_AM_ID(id);
@@ -268,12 +291,8 @@ ucs_status_t strand_dc_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
-    ds   = 2 + strand_set_inline_seg(seg, sge, n, dci->sq_buf, dci->sq_end,
-                                     NULL);
-    op.type = STRAND_DC_OP_PLAIN;
-    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
-                       strand_dc_ep_fence_mode(iface, ep), &op);
+    strand_dc_ep_post_inline_send(iface, ep, dci, sge, n,
+                                  strand_dc_ep_fence_mode(iface, ep));
     strand_dc_ep_am_sent(iface, ep);
     return UCS_OK;
 }
@@ -773,13 +792,9 @@ ucs_status_t strand_dc_ep_send_ctrl(strand_dc_ep_t *ep, uint8_t am_id,
 {
     strand_dc_iface_t *iface = ucs_derived_of(ep->super.super.iface,
                                               strand_dc_iface_t);
-    strand_dc_op_t op        = {0};
     strand_dc_dci_t *dci     = NULL;
-    struct mlx5_wqe_ctrl_seg *ctrl;
     struct ibv_sge sge[2];
     ucs_status_t status;
-    unsigned ds;
-    void *seg;
 
     status = strand_dc_ep_get_dci(iface, ep, &dci);
     if (status != UCS_OK) {
@@ -789,11 +804,7 @@ ucs_status_t strand_dc_ep_send_ctrl(strand_dc_ep_t *ep, uint8_t am_id,
     sge[0].length = STRAND_DC_AM_HDR_SIZE;
     sge[1].addr   = (uintptr_t)msg;
     sge[1].length = length;
-    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
-    ds   = 2 + strand_set_inline_seg(seg, sge, 2, dci->sq_buf, dci->sq_end,
-                                     NULL);
-    op.type = STRAND_DC_OP_PLAIN;
-    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds, 0, &op);
+    strand_dc_ep_post_inline_send(iface, ep, dci, sge, 2, 0);
     return UCS_OK;
 }
 

@@ -131,6 +131,9 @@ protected:
                 uct_iface_close(i->iface);
             }
         }
+        if (m_worker_b != nullptr) {
+            uct_worker_destroy(m_worker_b);
+        }
         if (m_worker != nullptr) {
             uct_worker_destroy(m_worker);
         }
@@ -211,6 +214,18 @@ protected:
         return ep;
     }
 
+    /* the receiver on a worker of its own: it progresses only when the
+     * test says so */
+    void open_pair_own_workers()
+    {
+        ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
+                                            &m_worker_b));
+        ASSERT_EQ(UCS_OK, open_iface(m_a));
+        ASSERT_EQ(UCS_OK, open_iface(m_b, m_worker_b));
+        m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+        ASSERT_NE(nullptr, m_ep);
+    }
+
     void open_pair()
     {
         ASSERT_EQ(UCS_OK, open_iface(m_a));
@@ -281,6 +296,7 @@ protected:
     uct_md_h                 m_md        = nullptr;
     ucs_async_context_t     *m_async     = nullptr;
     uct_worker_h             m_worker    = nullptr;
+    uct_worker_h             m_worker_b  = nullptr; /* own_workers */
     iface_t                  m_a, m_b;
     uct_ep_h                 m_ep        = nullptr;
     std::vector<uct_ep_h>    m_eps;
@@ -649,13 +665,7 @@ TEST_F(dc_strand, flush_called_from_a_pending_request)
 TEST_F(dc_strand, flow_control_window_and_grant)
 {
     set_env("UCX_DC_STRAND_FC_WND_SIZE", "64");
-    uct_worker_h worker_b;
-    ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
-                                        &worker_b));
-    ASSERT_EQ(UCS_OK, open_iface(m_a));
-    ASSERT_EQ(UCS_OK, open_iface(m_b, worker_b));
-    m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
-    ASSERT_NE(nullptr, m_ep);
+    open_pair_own_workers();
 
     /* only the sender progresses: exactly one window goes out */
     uint64_t seq = 0;
@@ -693,7 +703,7 @@ TEST_F(dc_strand, flow_control_window_and_grant)
 
     /* the receiver drains its queue and grants: the request goes out */
     ASSERT_TRUE(progress_until([&] {
-        uct_worker_progress(worker_b);
+        uct_worker_progress(m_worker_b);
         return p.done && (m_b.am.msgs.size() == seq + 1);
     }));
     for (uint64_t i = 0; i <= seq; ++i) {
@@ -702,19 +712,12 @@ TEST_F(dc_strand, flow_control_window_and_grant)
     /* and the next window is open */
     EXPECT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, seq + 1, nullptr, 0));
     ASSERT_TRUE(progress_until([&] {
-        uct_worker_progress(worker_b);
+        uct_worker_progress(m_worker_b);
         return m_b.am.msgs.size() == seq + 2;
     }));
     EXPECT_TRUE(m_a.err.errors.empty());
     EXPECT_TRUE(m_b.err.errors.empty());
 
-    for (auto ep : m_eps) {
-        uct_ep_destroy(ep);
-    }
-    m_eps.clear();
-    uct_iface_close(m_b.iface);
-    m_b.iface = nullptr;
-    uct_worker_destroy(worker_b);
 }
 
 /* With flow control off, the same sender is limited by its send queue
@@ -723,13 +726,7 @@ TEST_F(dc_strand, flow_control_off)
 {
     set_env("UCX_DC_STRAND_FC_ENABLE", "n");
     set_env("UCX_DC_STRAND_FC_WND_SIZE", "16");
-    uct_worker_h worker_b;
-    ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
-                                        &worker_b));
-    ASSERT_EQ(UCS_OK, open_iface(m_a));
-    ASSERT_EQ(UCS_OK, open_iface(m_b, worker_b));
-    m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
-    ASSERT_NE(nullptr, m_ep);
+    open_pair_own_workers();
     uint64_t seq = 0;
     for (; seq < 100; ++seq) {
         ucs_status_t status;
@@ -741,16 +738,9 @@ TEST_F(dc_strand, flow_control_off)
     }
     EXPECT_TRUE(m_b.am.msgs.empty());
     ASSERT_TRUE(progress_until([&] {
-        uct_worker_progress(worker_b);
+        uct_worker_progress(m_worker_b);
         return m_b.am.msgs.size() == seq;
     }));
-    for (auto ep : m_eps) {
-        uct_ep_destroy(ep);
-    }
-    m_eps.clear();
-    uct_iface_close(m_b.iface);
-    m_b.iface = nullptr;
-    uct_worker_destroy(worker_b);
 }
 
 /* Event fd: armed for receives, it wakes on an arriving message; armed
@@ -758,13 +748,7 @@ TEST_F(dc_strand, flow_control_off)
  * completions says busy. */
 TEST_F(dc_strand, event_fd_and_arm)
 {
-    uct_worker_h worker_b;
-    ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
-                                        &worker_b));
-    ASSERT_EQ(UCS_OK, open_iface(m_a));
-    ASSERT_EQ(UCS_OK, open_iface(m_b, worker_b));
-    m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
-    ASSERT_NE(nullptr, m_ep);
+    open_pair_own_workers();
     ASSERT_TRUE(m_b.attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_RECV);
     ASSERT_TRUE(m_a.attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_SEND_COMP);
     ASSERT_TRUE(m_a.attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_FD);
@@ -779,7 +763,7 @@ TEST_F(dc_strand, event_fd_and_arm)
     ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no receive event";
     EXPECT_EQ(UCS_ERR_BUSY, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV));
     ASSERT_TRUE(progress_until([&] {
-        uct_worker_progress(worker_b);
+        uct_worker_progress(m_worker_b);
         return m_b.am.msgs.size() == 1;
     }));
     EXPECT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV));
@@ -805,13 +789,6 @@ TEST_F(dc_strand, event_fd_and_arm)
     uct_md_mem_dereg(m_md, sm);
     unreg(r);
 
-    for (auto ep : m_eps) {
-        uct_ep_destroy(ep);
-    }
-    m_eps.clear();
-    uct_iface_close(m_b.iface);
-    m_b.iface = nullptr;
-    uct_worker_destroy(worker_b);
 }
 
 /* A large GET through a lossy fabric: a lost response makes the DCI ask
