@@ -15,8 +15,14 @@ if ! "$oshcc" -O2 -Wall -o "$tmpdir/shmem_check" \
         "$STRAND_SRCDIR/test/shmem/shmem_check.c" 2>"$tmpdir/cc"; then
     not_ok "shmem_check builds"; sed 's/^/#   /' "$tmpdir/cc"; exit 0
 fi
+if [ -n "${STRAND_ASAN_RUNTIME:-}" ]; then
+    # oshmem maps its symmetric heap at fixed addresses inside
+    # AddressSanitizer's shadow memory: shmem_init itself crashes (in
+    # mca_atomic_basic_startup), with any transport
+    ok "OpenSHMEM tests # SKIP oshmem cannot run under AddressSanitizer"
+    exit 0
+fi
 asan=()
-[ -n "${STRAND_ASAN_RUNTIME:-}" ] && asan=(-x ASAN_OPTIONS=detect_leaks=0)
 
 for np in 2 4; do
     # UCX_LOG_LEVEL=info: each PE prints its endpoint configurations, the

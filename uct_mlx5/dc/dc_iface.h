@@ -95,10 +95,12 @@ typedef struct strand_dc_iface {
     uint8_t               have_tx_cq, have_rx_cq, have_srq, have_dct;
     uint8_t               have_rx_mp, have_tx_mp, have_fc;
 
-    /* receive side: the SRQ is used as a ring (its list is linked in
-     * order), `srq_posted` counts WQEs ever posted */
+    /* receive side: the SRQ's linked list of WQEs (free list from
+     * srq_head, sentinel at srq_tail); `srq_posted` counts WQEs ever
+     * posted (the doorbell record) */
     strand_dc_rx_desc_t **srq_descs;
     uint32_t              srq_mask;
+    uint32_t              srq_head, srq_tail;
     uint16_t              srq_posted;
     uint32_t              srq_missing;   /* consumed and not yet refilled */
     ucs_mpool_t           rx_mp;

@@ -1,7 +1,12 @@
 /*
- * Receive side of dc_strand: the SRQ behind the DCT, used as a ring (the
- * device follows the list, which is linked in index order), receive buffers
- * from a registered memory pool, and active message dispatch.
+ * Receive side of dc_strand: the SRQ behind the DCT, receive buffers from a
+ * registered memory pool, and active message dispatch.
+ *
+ * The SRQ is the mlx5 linked list: the device takes posted WQEs in list
+ * order, following next_wqe_index. Messages of different senders complete
+ * out of order (a long SEND may finish after a short one that took a later
+ * WQE), so a consumed WQE goes back to the tail of the free list (as
+ * rdma-core's mlx5 provider does), not to a ring position.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -46,35 +51,51 @@ static inline uint8_t *strand_dc_rx_am_hdr(strand_dc_iface_t *iface,
            STRAND_DC_AM_HDR_SIZE;
 }
 
-/* Post receive buffers into the free ring slots. */
+static inline struct mlx5_wqe_srq_next_seg *
+strand_dc_rx_srq_wqe(strand_dc_iface_t *iface, uint32_t idx)
+{
+    return (struct mlx5_wqe_srq_next_seg*)
+           ((uint8_t*)iface->srq.dv.buf + (size_t)idx * iface->srq.dv.stride);
+}
+
+/* Post receive buffers on the free WQEs, from the head of the free list
+ * (the tail WQE stays as the list's sentinel). */
 void strand_dc_rx_refill(strand_dc_iface_t *iface)
 {
-    strand_dev_srq_t *srq = &iface->srq;
-    struct mlx5_wqe_data_seg *dseg;
+    struct mlx5_wqe_srq_next_seg *wqe;
     strand_dc_rx_desc_t *desc;
     uint32_t idx;
     unsigned count = 0;
 
-    while (iface->srq_missing > 0) {
+    while ((iface->srq_missing > 0) && (iface->srq_head != iface->srq_tail)) {
         desc = ucs_mpool_get_inline(&iface->rx_mp);
         if (desc == NULL) {
             break; /* try again on the next progress */
         }
-        idx  = iface->srq_posted & iface->srq_mask;
+        idx  = iface->srq_head;
+        wqe  = strand_dc_rx_srq_wqe(iface, idx);
         ucs_assert(iface->srq_descs[idx] == NULL);
-        dseg = (struct mlx5_wqe_data_seg*)
-               ((uint8_t*)srq->dv.buf + (size_t)idx * srq->dv.stride +
-                sizeof(struct mlx5_wqe_srq_next_seg));
-        strand_set_data_seg(dseg, (uintptr_t)strand_dc_rx_am_hdr(iface, desc),
+        strand_set_data_seg((struct mlx5_wqe_data_seg*)(wqe + 1),
+                            (uintptr_t)strand_dc_rx_am_hdr(iface, desc),
                             iface->config.seg_size, desc->lkey);
         iface->srq_descs[idx] = desc;
+        iface->srq_head       = be16toh(wqe->next_wqe_index) & iface->srq_mask;
         ++iface->srq_posted;
         --iface->srq_missing;
         ++count;
     }
     if (count > 0) {
-        strand_srq_ring_doorbell(srq->dv.dbrec, iface->srq_posted);
+        strand_srq_ring_doorbell(iface->srq.dv.dbrec, iface->srq_posted);
     }
+}
+
+/* A consumed WQE goes back to the tail of the free list. */
+static inline void strand_dc_rx_srq_free(strand_dc_iface_t *iface,
+                                         uint32_t idx)
+{
+    strand_dc_rx_srq_wqe(iface, iface->srq_tail)->next_wqe_index =
+            htobe16((uint16_t)idx);
+    iface->srq_tail = idx;
 }
 
 ucs_status_t strand_dc_rx_init(strand_dc_iface_t *iface)
@@ -101,9 +122,11 @@ ucs_status_t strand_dc_rx_init(strand_dc_iface_t *iface)
 
     iface->release_desc.cb = strand_dc_rx_release_desc;
 
-    /* the SRQ list has wqe_cnt slots; one stays empty (ring) */
+    /* the SRQ list has wqe_cnt WQEs; its tail one is a sentinel */
     slots            = ucs_roundup_pow2(iface->srq.wqe_cnt);
     iface->srq_mask  = slots - 1;
+    iface->srq_head  = iface->srq.dv.head;
+    iface->srq_tail  = iface->srq.dv.tail;
     iface->srq_descs = ucs_calloc(slots, sizeof(*iface->srq_descs),
                                   "strand_dc_srq_descs");
     if (iface->srq_descs == NULL) {
@@ -197,9 +220,7 @@ unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
                                   iface->rx_ci)) != NULL)) {
         idx  = strand_cqe_wqe_counter(cqe) & iface->srq_mask;
         desc = iface->srq_descs[idx];
-        iface->srq_descs[idx] = NULL;
         ++iface->rx_ci;
-        ++iface->srq_missing;
         ++count;
         if (ucs_unlikely(desc == NULL)) {
             ucs_error("%s: receive CQE for empty SRQ slot %u",
@@ -207,6 +228,9 @@ unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
             strand_cq_update_ci(cq->dv.dbrec, iface->rx_ci);
             continue;
         }
+        iface->srq_descs[idx] = NULL;
+        ++iface->srq_missing;
+        strand_dc_rx_srq_free(iface, idx);
         /* a CQE is copied out before the slot is given back */
         {
             struct mlx5_cqe64 copy = *cqe;
