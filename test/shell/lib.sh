@@ -7,8 +7,8 @@ trap 'rm -rf "$tmpdir"' EXIT
 
 ok()     { echo "ok - $*"; }
 not_ok() { echo "not ok - $*"; }
-# check NAME CMD...: ok when CMD succeeds
+# check NAME CMD...: ok when CMD succeeds (returns its failure too)
 check() {
     local name=$1; shift
-    if "$@"; then ok "$name"; else not_ok "$name"; fi
+    if "$@"; then ok "$name"; else not_ok "$name"; return 1; fi
 }
