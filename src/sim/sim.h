@@ -135,6 +135,8 @@ typedef struct sim_flow {
     uint32_t gap_psn;             /* response gap already re-requested */
     uint32_t since_ackreq;        /* packets sent since one asked an ACK */
     bool     gap_valid;
+    bool     rexmit_pending;      /* a full ring cut a retransmission ... */
+    uint32_t rexmit_psn;          /* ... here: it goes on from progress */
     uint32_t rd_atomic_inflight;
 } sim_flow_t;
 
@@ -377,6 +379,7 @@ void sim_req_process(smlx5_qp_t *qp);                  /* new SQ WQEs */
 int  sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
                          bool retry);                  /* -EAGAIN: ring full */
 void sim_req_retransmit(smlx5_qp_t *qp, int flow, uint32_t from_psn);
+void sim_req_resume(smlx5_qp_t *qp);     /* after a full ring (tx_blocked) */
 void sim_wqe_gather(const smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
                     uint8_t *dst, uint32_t len);
 void sim_comp_wqe_failed(smlx5_qp_t *qp, sim_wqe_t *w); /* w->status set */

@@ -58,8 +58,7 @@ static void sim_engine_resume(smlx5_context_t *ctx)
             sim_resp_resume_reads(ctx, qp);
         }
         if (qp->tx_blocked) {
-            qp->tx_blocked = false;
-            sim_req_process(qp);
+            sim_req_resume(qp);
         }
     }
 }

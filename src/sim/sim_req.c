@@ -671,20 +671,39 @@ void sim_req_retransmit(smlx5_qp_t *qp, int fi, uint32_t from_psn)
             ((int32_t)(w->last_psn - from_psn) < 0)) {
             continue;
         }
-        if (w->needs_response) {
-            /* one request for what is missing (atomics: the one packet) */
-            psn = ((int32_t)(w->first_psn - from_psn) > 0) ? w->first_psn :
-                  from_psn;
-            sim_req_send_packet(qp, w, psn, true);
-            continue;
-        }
-        stop = (bb == qp->req_bb) ? qp->req_psn : w->last_psn + 1;
         psn  = ((int32_t)(w->first_psn - from_psn) > 0) ? w->first_psn :
                from_psn;
+        /* READ/atomic: one request for what is missing */
+        stop = w->needs_response ? psn + 1 :
+               (bb == qp->req_bb) ? qp->req_psn : w->last_psn + 1;
         for (; (int32_t)(psn - stop) < 0; ++psn) {
-            sim_req_send_packet(qp, w, psn, true);
+            if (sim_req_send_packet(qp, w, psn, true) == -EAGAIN) {
+                /* the peer's ring is full: go on from here later */
+                f->rexmit_pending = true;
+                f->rexmit_psn     = psn;
+                sim_req_blocked(qp);
+                goto out;
+            }
         }
     }
+out:
     f->deadline_ns = 0;
     sim_flow_arm_timer(qp, f);
+}
+
+/* Retransmissions and new packets a full ring held back. */
+void sim_req_resume(smlx5_qp_t *qp)
+{
+    sim_flow_t *f;
+    int i;
+
+    qp->tx_blocked = false;
+    for (i = 0; i < SIM_FLOWS_PER_QP; ++i) {
+        f = &qp->flows[i];
+        if (f->used && f->rexmit_pending) {
+            f->rexmit_pending = false;
+            sim_req_retransmit(qp, i, f->rexmit_psn);
+        }
+    }
+    sim_req_process(qp);
 }
