@@ -105,7 +105,8 @@ transports() {
     local name=$1 np=$2 allowed=$3 pes foreign
     pes=$(grep 'ep_cfg\[[0-9]*\]: rma(dc_strand/smlx5_0:1) amo(dc_strand/smlx5_0:1)' \
               "$tmpdir/out" |
-          sed -n 's/^\[[^]]*\] *\[[^]:]*:\([0-9]*\):.*/\1/p' | sort -u | wc -l)
+          sed -n 's/^\[[^]]*\] *\[[^]:]*: *\([0-9][0-9]*\) *:.*/\1/p' |
+          sort -u | wc -l) # UCX pads the pid: "[vm:2176 :0]"
     foreign=$(grep 'ep_cfg\[[0-9]*\]:' "$tmpdir/out" |
               sed 's/.*ep_cfg\[[0-9]*\]://' |
               grep -oE '[A-Za-z0-9_]+/[A-Za-z0-9_:.]+' | sort -u |
