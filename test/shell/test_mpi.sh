@@ -55,6 +55,12 @@ for np in 2 4; do
         "$tmpdir/out"
 done
 
+# Scarce resources: 4 ranks sharing one DCI each, a 16-deep send queue and
+# an 8-message credit window: pending queues and flow control everywhere
+run 4 -x UCX_DC_STRAND_NUM_DCI=1 -x UCX_DC_STRAND_TX_QUEUE_LEN=16 \
+    -x UCX_DC_STRAND_FC_WND_SIZE=8; rc=$?
+verdict "mpirun -np 4 with one DCI, TX_QUEUE_LEN=16, FC_WND_SIZE=8" 4 "$rc"
+
 # Negative control: without an inter-process transport pml ucx cannot
 # reach the other rank, so the run must fail (and not hang).
 timeout 120 strand-run mpirun -np 2 --oversubscribe "${asan[@]}" -x UCX_TLS=self \

@@ -29,7 +29,7 @@ data() {
     if [ "$rc0" = 0 ] && [ "$rc1" = 0 ] &&
        grep -q '^ucp_check: rank 0: PASS$' "$d/0.log" &&
        grep -q '^ucp_check: rank 1: PASS$' "$d/1.log"; then
-        ok "UCX_TLS=$tls: tag, stream, AM, put/get, atomics byte for byte"
+        ok "UCX_TLS=$tls: tag, stream, AM, put/get, atomics byte for byte${UCX_DC_STRAND_NUM_DCI:+ (one DCI, short queue, small window)}"
     else
         not_ok "UCX_TLS=$tls: ucp_check data (exit $rc0/$rc1)"
         show "$d/0.log" "$d/1.log"
@@ -37,6 +37,10 @@ data() {
 }
 data dc_strand
 data dc_strand,self
+# scarce resources: one DCI, a short send queue and a small credit window
+# put every pending and flow-control path under the same traffic
+UCX_DC_STRAND_NUM_DCI=1 UCX_DC_STRAND_TX_QUEUE_LEN=16 \
+UCX_DC_STRAND_FC_WND_SIZE=8 data dc_strand
 
 # Peer failure. Transport timeout 100 ms x (3 retries + 1): the error must
 # reach rank 0 within that plus scheduling slack on a busy 2-core machine.
