@@ -848,6 +848,18 @@ ucs_status_t strand_dc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     return UCS_OK;
 }
 
+/* A pending ep out of credits: once its request is out, the grant
+ * reschedules it; until then it is retried after the other eps. */
+static ucs_arbiter_cb_result_t
+strand_dc_ep_pending_no_credits(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    if (!(ep->flags & STRAND_DC_EP_FLAG_FC_REQ) &&
+        (strand_dc_fc_request(iface, ep) != UCS_OK)) {
+        return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
+    }
+    return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+}
+
 static ucs_arbiter_cb_result_t
 strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
                         ucs_arbiter_elem_t *elem, void *arg)
@@ -859,16 +871,18 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
                                                 priv);
     ucs_status_t status;
 
-    if ((ep->fc_wnd <= 0) && !(ep->flags & STRAND_DC_EP_FLAG_FC_REQ) &&
-        !(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
-        strand_dc_fc_request(iface, ep);
-    }
-    if (!strand_dc_ep_can_send(iface, ep) &&
-        !(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
-        /* waiting for a DCI: everybody after waits too */
-        return (ep->dci == STRAND_DC_DCI_NONE) ?
-               UCS_ARBITER_CB_RESULT_STOP :
-               UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+    if (!(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+        if (ep->fc_wnd <= 0) {
+            /* waiting for credits, not for a DCI: the others go on (one of
+             * them may be the grant its peer waits for) */
+            return strand_dc_ep_pending_no_credits(iface, ep);
+        }
+        if (!strand_dc_ep_can_send(iface, ep)) {
+            /* waiting for a DCI: everybody after waits too */
+            return (ep->dci == STRAND_DC_DCI_NONE) ?
+                   UCS_ARBITER_CB_RESULT_STOP :
+                   UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+        }
     }
     ep->flags |= STRAND_DC_EP_FLAG_IN_PENDING;
     status     = req->func(req);
@@ -877,6 +891,8 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
         return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
     } else if (status == UCS_INPROGRESS) {
         return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
+    } else if ((status == UCS_ERR_NO_RESOURCE) && (ep->fc_wnd <= 0)) {
+        return strand_dc_ep_pending_no_credits(iface, ep);
     } else if ((status == UCS_ERR_NO_RESOURCE) &&
                (ep->dci == STRAND_DC_DCI_NONE)) {
         return UCS_ARBITER_CB_RESULT_STOP;

@@ -720,6 +720,68 @@ TEST_F(dc_strand, flow_control_window_and_grant)
 
 }
 
+/* Two ifaces with one DCI each flood each other through pending queues
+ * with a tiny credit window: an ep waiting for credits must not hold up
+ * the grant its peer waits for (a deadlock otherwise). */
+TEST_F(dc_strand, flow_control_both_ways_with_one_dci)
+{
+    set_env("UCX_DC_STRAND_NUM_DCI", "1");
+    set_env("UCX_DC_STRAND_FC_WND_SIZE", "4");
+    open_pair();
+    uct_ep_h back = connect(m_b, m_a.dev_addr, m_a.iface_addr);
+    ASSERT_NE(nullptr, back);
+
+    struct pend {
+        uct_pending_req_t uct;
+        uct_ep_h          ep;
+        uint64_t          seq;
+        int               done;
+    };
+    const int n = 300;
+    std::vector<pend> reqs(2 * n);
+    int queued = 0;
+    for (int i = 0; i < 2 * n; ++i) {
+        pend &p = reqs[i];
+        p.ep    = (i % 2) ? back : m_ep;
+        p.seq   = i;
+        p.done  = 0;
+        p.uct.func = [](uct_pending_req_t *self) -> ucs_status_t {
+            auto *pp = ucs_container_of(self, pend, uct);
+            ucs_status_t s = uct_ep_am_short(pp->ep, 5, pp->seq, nullptr, 0);
+            pp->done |= (s == UCS_OK);
+            return s;
+        };
+        ucs_status_t status = uct_ep_am_short(p.ep, 5, p.seq, nullptr, 0);
+        if (status == UCS_OK) {
+            p.done = 1;
+        } else {
+            ASSERT_EQ(UCS_ERR_NO_RESOURCE, status);
+            /* the pending queue keeps the order behind earlier requests */
+            status = uct_ep_pending_add(p.ep, &p.uct, 0);
+            if (status == UCS_ERR_BUSY) {
+                ASSERT_TRUE(progress_until([&] {
+                    ucs_status_t s = uct_ep_am_short(p.ep, 5, p.seq, nullptr,
+                                                     0);
+                    p.done = (s == UCS_OK);
+                    return s != UCS_ERR_NO_RESOURCE;
+                }));
+            } else {
+                ASSERT_EQ(UCS_OK, status);
+                ++queued;
+            }
+        }
+    }
+    ASSERT_TRUE(progress_until([&] {
+        return (m_a.am.msgs.size() == (size_t)n) &&
+               (m_b.am.msgs.size() == (size_t)n);
+    }, 20)) << "a got " << m_a.am.msgs.size() << ", b got "
+            << m_b.am.msgs.size() << " of " << n << " (" << queued
+            << " went pending)";
+    EXPECT_GT(queued, 0);
+    EXPECT_TRUE(m_a.err.errors.empty());
+    EXPECT_TRUE(m_b.err.errors.empty());
+}
+
 /* With flow control off, the same sender is limited by its send queue
  * only: well past a window while the receiver does not progress. */
 TEST_F(dc_strand, flow_control_off)
