@@ -87,6 +87,28 @@ std::vector<uint8_t> pattern(size_t n, unsigned seed)
     return v;
 }
 
+/* A pending request that sends an 8-byte active message (id 5, header
+ * `seq`) when the ep has resources again. */
+struct am_short_pending {
+    uct_pending_req_t uct;
+    uct_ep_h          ep   = nullptr;
+    uint64_t          seq  = 0;
+    int               done = 0;
+
+    am_short_pending()
+    {
+        uct.func = progress;
+    }
+
+    static ucs_status_t progress(uct_pending_req_t *self)
+    {
+        auto *p = ucs_container_of(self, am_short_pending, uct);
+        ucs_status_t s = uct_ep_am_short(p->ep, 5, p->seq, nullptr, 0);
+        p->done |= (s == UCS_OK);
+        return s;
+    }
+};
+
 } // namespace
 
 class dc_strand : public ::testing::Test {
@@ -593,20 +615,9 @@ TEST_F(dc_strand, pending_and_flush_with_one_dci_and_a_short_queue)
     EXPECT_GE(sent, 1);
     EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_ep_am_short(ep2, 5, 2, nullptr, 0));
 
-    struct pend {
-        uct_pending_req_t uct;
-        uct_ep_h          ep;
-        int               done;
-    } p = {};
-    p.ep       = ep2;
-    p.uct.func = [](uct_pending_req_t *self) -> ucs_status_t {
-        auto *pp = ucs_container_of(self, pend, uct);
-        ucs_status_t s = uct_ep_am_short(pp->ep, 5, 2, nullptr, 0);
-        if (s == UCS_OK) {
-            pp->done = 1;
-        }
-        return s;
-    };
+    am_short_pending p;
+    p.ep  = ep2;
+    p.seq = 2;
     ASSERT_EQ(UCS_OK, uct_ep_pending_add(ep2, &p.uct, 0));
     ASSERT_TRUE(progress_until([&] { return p.done != 0; }));
     flush(ep2);
@@ -685,20 +696,9 @@ TEST_F(dc_strand, flow_control_window_and_grant)
     EXPECT_TRUE(m_b.am.msgs.empty());
 
     /* a request waits for credits, not for a DCI */
-    struct pend {
-        uct_pending_req_t uct;
-        uct_ep_h          ep;
-        uint64_t          seq;
-        int               done;
-    } p = {};
-    p.ep       = m_ep;
-    p.seq      = seq;
-    p.uct.func = [](uct_pending_req_t *self) -> ucs_status_t {
-        auto *pp = ucs_container_of(self, pend, uct);
-        ucs_status_t s = uct_ep_am_short(pp->ep, 5, pp->seq, nullptr, 0);
-        pp->done |= (s == UCS_OK);
-        return s;
-    };
+    am_short_pending p;
+    p.ep  = m_ep;
+    p.seq = seq;
     ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ep, &p.uct, 0));
 
     /* the receiver drains its queue and grants: the request goes out */
@@ -717,7 +717,6 @@ TEST_F(dc_strand, flow_control_window_and_grant)
     }));
     EXPECT_TRUE(m_a.err.errors.empty());
     EXPECT_TRUE(m_b.err.errors.empty());
-
 }
 
 /* Two ifaces with one DCI each flood each other through pending queues
@@ -731,26 +730,13 @@ TEST_F(dc_strand, flow_control_both_ways_with_one_dci)
     uct_ep_h back = connect(m_b, m_a.dev_addr, m_a.iface_addr);
     ASSERT_NE(nullptr, back);
 
-    struct pend {
-        uct_pending_req_t uct;
-        uct_ep_h          ep;
-        uint64_t          seq;
-        int               done;
-    };
     const int n = 300;
-    std::vector<pend> reqs(2 * n);
+    std::vector<am_short_pending> reqs(2 * n);
     int queued = 0;
     for (int i = 0; i < 2 * n; ++i) {
-        pend &p = reqs[i];
-        p.ep    = (i % 2) ? back : m_ep;
-        p.seq   = i;
-        p.done  = 0;
-        p.uct.func = [](uct_pending_req_t *self) -> ucs_status_t {
-            auto *pp = ucs_container_of(self, pend, uct);
-            ucs_status_t s = uct_ep_am_short(pp->ep, 5, pp->seq, nullptr, 0);
-            pp->done |= (s == UCS_OK);
-            return s;
-        };
+        am_short_pending &p = reqs[i];
+        p.ep  = (i % 2) ? back : m_ep;
+        p.seq = i;
         ucs_status_t status = uct_ep_am_short(p.ep, 5, p.seq, nullptr, 0);
         if (status == UCS_OK) {
             p.done = 1;
