@@ -188,6 +188,20 @@ static void send_cb(void *request __attribute__((unused)), ucs_status_t status, 
     c->done   = 1;
 }
 
+/* parameters of a send-like request that completes into *c */
+static ucp_request_param_t send_param(req_ctx_t *c)
+{
+    ucp_request_param_t p = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send      = send_cb,
+        .user_data    = c
+    };
+
+    memset(c, 0, sizeof(*c));
+    return p;
+}
+
 static void tag_recv_cb(void *request __attribute__((unused)), ucs_status_t status,
                         const ucp_tag_recv_info_t *info, void *user_data)
 {
@@ -241,12 +255,7 @@ static ucs_status_t tag_send(int peer, const void *buf, size_t len,
                              ucp_tag_t tag, double secs)
 {
     req_ctx_t c = {0};
-    ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send      = send_cb,
-        .user_data    = &c
-    };
+    ucp_request_param_t p = send_param(&c);
 
     return wait_req(ucp_tag_send_nbx(eps[peer], buf, len, tag, &p), &c,
                     secs);
@@ -297,12 +306,7 @@ static void sync_peer(int peer, unsigned round)
 static void flush_ep(int peer)
 {
     req_ctx_t c = {0};
-    ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send      = send_cb,
-        .user_data    = &c
-    };
+    ucp_request_param_t p = send_param(&c);
     ucs_status_t status = wait_req(ucp_ep_flush_nbx(eps[peer], &p), &c, 60);
 
     if (status != UCS_OK) {
@@ -515,12 +519,7 @@ static void check_tag(int peer)
         rbuf[i] = malloc(tag_sizes[i]);
         {
             req_ctx_t sc = {0};
-            ucp_request_param_t p = {
-                .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                                UCP_OP_ATTR_FIELD_USER_DATA,
-                .cb.send      = send_cb,
-                .user_data    = &sc
-            };
+            ucp_request_param_t p = send_param(&sc);
             void *sreq = ucp_tag_send_nbx(eps[peer], sbuf, tag_sizes[i],
                                           TAG_DATA | (100 + i), &p);
             size_t got;
@@ -566,15 +565,9 @@ static void check_stream(int peer)
     memset(rbuf, 0, total);
     rreq = ucp_stream_recv_nbx(eps[peer], rbuf, total, &len, &rp);
     for (chunk = 1; off < total; chunk = chunk * 3 + 7) {
-        ucp_request_param_t sp = {
-            .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                            UCP_OP_ATTR_FIELD_USER_DATA,
-            .cb.send      = send_cb,
-            .user_data    = &sc
-        };
+        ucp_request_param_t sp = send_param(&sc);
         size_t n = (chunk > total - off) ? total - off : chunk;
 
-        memset(&sc, 0, sizeof(sc));
         status = wait_req(ucp_stream_send_nbx(eps[peer], sbuf + off, n, &sp),
                           &sc, 60);
         if (status != UCS_OK) {
@@ -676,12 +669,7 @@ static void check_am(int peer)
     for (i = 0; i < NUM_AM_SIZES; ++i) {
         uint8_t *sbuf = malloc(am_sizes[i] + 1);
         req_ctx_t c   = {0};
-        ucp_request_param_t p = {
-            .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                            UCP_OP_ATTR_FIELD_USER_DATA,
-            .cb.send      = send_cb,
-            .user_data    = &c
-        };
+        ucp_request_param_t p = send_param(&c);
 
         fill(sbuf, am_sizes[i], rank, peer, 300 + i);
         status = wait_req(ucp_am_send_nbx(eps[peer], AM_ID, &i, sizeof(i),
@@ -716,12 +704,7 @@ static ucs_status_t rma(int peer, int is_put, void *buf, size_t len,
                         uint64_t off)
 {
     req_ctx_t c = {0};
-    ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send      = send_cb,
-        .user_data    = &c
-    };
+    ucp_request_param_t p = send_param(&c);
     void *req = is_put ?
                 ucp_put_nbx(eps[peer], buf, len, remote_base[peer] + off,
                             rkeys[peer], &p) :
@@ -771,14 +754,10 @@ static ucs_status_t amo(int peer, ucp_atomic_op_t op, void *value,
                         void *reply, size_t size, uint64_t off)
 {
     req_ctx_t c = {0};
-    ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA |
-                        UCP_OP_ATTR_FIELD_DATATYPE,
-        .cb.send      = send_cb,
-        .user_data    = &c,
-        .datatype     = ucp_dt_make_contig(size)
-    };
+    ucp_request_param_t p = send_param(&c);
+
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+    p.datatype      = ucp_dt_make_contig(size);
 
     if (reply != NULL) {
         p.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;

@@ -130,13 +130,7 @@ protected:
         m_component = strand_component_find();
         ASSERT_NE(nullptr, m_component) << dlerror();
 
-        uct_md_config_t *md_config;
-        ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, nullptr, nullptr,
-                                             &md_config));
-        ucs_status_t status = uct_md_open(m_component, "smlx5_0", md_config,
-                                          &m_md);
-        uct_config_release(md_config);
-        ASSERT_EQ(UCS_OK, status);
+        ASSERT_EQ(UCS_OK, open_md());
         ASSERT_EQ(UCS_OK, ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
                                                    &m_async));
         ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
@@ -168,6 +162,39 @@ protected:
         for (auto v : m_env) {
             unsetenv(v.c_str());
         }
+    }
+
+    /* the software device reads its settings (faults) when the MD opens
+     * it: tests that set them reopen the MD */
+    ucs_status_t open_md()
+    {
+        uct_md_config_t *md_config;
+        ucs_status_t status;
+
+        if (m_md != nullptr) {
+            uct_md_close(m_md);
+            m_md = nullptr;
+        }
+        status = uct_md_config_read(m_component, nullptr, nullptr, &md_config);
+        if (status != UCS_OK) {
+            return status;
+        }
+        status = uct_md_open(m_component, "smlx5_0", md_config, &m_md);
+        uct_config_release(md_config);
+        return status;
+    }
+
+    /* an AM short, retried while the transport says no resource */
+    ucs_status_t am_short_retry(uct_ep_h ep, uint64_t hdr,
+                                const void *payload = nullptr,
+                                unsigned length = 0, double secs = 10)
+    {
+        ucs_status_t status = UCS_ERR_NO_RESOURCE;
+        progress_until([&] {
+            status = uct_ep_am_short(ep, 5, hdr, payload, length);
+            return status != UCS_ERR_NO_RESOURCE;
+        }, secs);
+        return status;
     }
 
     void set_env(const char *name, const char *value)
@@ -358,12 +385,7 @@ TEST_F(dc_strand, am_short_bcopy_zcopy_byte_for_byte)
     uint64_t hdr = 0x0123456789abcdefull;
     auto small   = pattern(m_a.attr.cap.am.max_short - sizeof(hdr), 1);
     for (size_t len : {(size_t)0, (size_t)1, (size_t)55, small.size()}) {
-        ucs_status_t status;
-        ASSERT_TRUE(progress_until([&] {
-            status = uct_ep_am_short(m_ep, 5, hdr, small.data(), len);
-            return status != UCS_ERR_NO_RESOURCE;
-        }));
-        ASSERT_EQ(UCS_OK, status);
+        ASSERT_EQ(UCS_OK, am_short_retry(m_ep, hdr, small.data(), len));
     }
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               uct_ep_am_short(m_ep, 5, hdr, small.data(), small.size() + 1));
@@ -777,12 +799,8 @@ TEST_F(dc_strand, flow_control_off)
     open_pair_own_workers();
     uint64_t seq = 0;
     for (; seq < 100; ++seq) {
-        ucs_status_t status;
-        ASSERT_TRUE(progress_until([&] {
-            status = uct_ep_am_short(m_ep, 5, seq, nullptr, 0);
-            return status != UCS_ERR_NO_RESOURCE;
-        }, 2)) << "stuck after " << seq;
-        ASSERT_EQ(UCS_OK, status);
+        ASSERT_EQ(UCS_OK, am_short_retry(m_ep, seq, nullptr, 0, 2))
+            << "stuck after " << seq;
     }
     EXPECT_TRUE(m_b.am.msgs.empty());
     ASSERT_TRUE(progress_until([&] {
@@ -844,17 +862,9 @@ TEST_F(dc_strand, event_fd_and_arm)
  * it again would lose some response every time). */
 TEST_F(dc_strand, large_get_through_packet_loss)
 {
-    uct_md_close(m_md);
-    m_md = nullptr;
     set_env("STRAND_SIM_FAULTS", "drop=0.02,seed=5");
     set_env("UCX_DC_STRAND_TIMEOUT", "20ms");
-    uct_md_config_t *md_config;
-    ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, nullptr, nullptr,
-                                         &md_config));
-    ucs_status_t status = uct_md_open(m_component, "smlx5_0", md_config,
-                                      &m_md);
-    uct_config_release(md_config);
-    ASSERT_EQ(UCS_OK, status);
+    ASSERT_EQ(UCS_OK, open_md());
     open_pair();
 
     region r;
@@ -886,16 +896,8 @@ TEST_F(dc_strand, large_get_through_packet_loss)
  * arrives once, intact and in order per sender. */
 TEST_F(dc_strand, receive_wqes_completing_out_of_order)
 {
-    uct_md_close(m_md);
-    m_md = nullptr;
     set_env("STRAND_SIM_FAULTS", "delay=0.2:30000,seed=9");
-    uct_md_config_t *md_config;
-    ASSERT_EQ(UCS_OK, uct_md_config_read(m_component, nullptr, nullptr,
-                                         &md_config));
-    ucs_status_t status = uct_md_open(m_component, "smlx5_0", md_config,
-                                      &m_md);
-    uct_config_release(md_config);
-    ASSERT_EQ(UCS_OK, status);
+    ASSERT_EQ(UCS_OK, open_md());
     set_env("UCX_DC_STRAND_RX_QUEUE_LEN", "127"); /* a full list: 128 WQEs */
     open_pair();
     iface_t a2;
@@ -915,11 +917,7 @@ TEST_F(dc_strand, receive_wqes_completing_out_of_order)
         }));
         ASSERT_EQ((ssize_t)big.size(), ret);
         uint64_t hdr = (2ull << 56) | i; /* sender 2 */
-        ASSERT_TRUE(progress_until([&] {
-            status = uct_ep_am_short(ep2, 5, hdr, nullptr, 0);
-            return status != UCS_ERR_NO_RESOURCE;
-        }));
-        ASSERT_EQ(UCS_OK, status);
+        ASSERT_EQ(UCS_OK, am_short_retry(ep2, hdr));
     }
     ASSERT_TRUE(progress_until([&] {
         return m_b.am.msgs.size() == 2u * rounds;
@@ -981,12 +979,7 @@ TEST_F(dc_strand, peer_failure_fails_only_that_ep)
 
     /* the DCI came back: the good ep still sends */
     for (int i = 0; i < 100; ++i) {
-        ucs_status_t status;
-        ASSERT_TRUE(progress_until([&] {
-            status = uct_ep_am_short(m_ep, 5, 1000 + i, nullptr, 0);
-            return status != UCS_ERR_NO_RESOURCE;
-        }));
-        ASSERT_EQ(UCS_OK, status);
+        ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 1000 + i));
     }
     flush(m_ep);
     ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 101; }));
