@@ -1,71 +1,198 @@
 #!/bin/bash
-# Runs every strand test suite (gtest and shell level), prints one summary
-# line "N passed, N failed" and fails when anything failed or crashed.
+# Runs every strand test suite (gtest and shell level), lists what failed
+# and what was skipped, and ends with one line
+#   N passed, N failed, N skipped
+# A skip never counts as a pass; a suite that crashes, hangs, exits non-zero
+# without reporting a failure or reports nothing at all counts as a failure.
+#
+# The transport suites (TRANSPORT_GTEST, TRANSPORT_SHELL) run once per device
+# mode of STRAND_TEST_MODES; everything else runs once, in the default mode.
+# A mode's logs are in test/results/<mode>/, its results are named
+# "[<mode>] <suite>: <test>".
 #
 # Environment (set by make): STRAND_BUILDDIR, STRAND_SRCDIR, STRAND_PLUGIN;
-# STRAND_UNDER_VALGRIND=1 runs the gtest suite under valgrind memcheck;
-# STRAND_STRESS=1 adds the long soak/stress suites; GTEST_FILTER narrows.
+# STRAND_TEST_MODES: the modes to run (default: ALL_MODES; without
+# "default" only the transport suites run); STRAND_UNDER_VALGRIND=1 runs the
+# gtest suites under valgrind memcheck (and no shell tests); STRAND_STRESS=1
+# adds the long soak/stress suites; GTEST_FILTER narrows the gtest suites.
 set -u
+
+# The suites that exercise the transport on the device: a gtest filter and
+# shell tests (test/shell/<name>.sh).
+TRANSPORT_GTEST='dc_strand*.*:strand_md*.*'
+TRANSPORT_SHELL='test_perftest test_ucp test_ucp_wakeup test_dc_peers test_mpi test_shmem'
+
+# The device modes and the environment each sets for every process the
+# tests start (test/shell/lib.sh forwards it to MPI and OpenSHMEM ranks).
+# Each mode starts from the device's defaults: the variables any mode sets
+# are cleared first.
+declare -A MODE_ENV=(
+    [default]=''
+    [num_dci1]='UCX_DC_STRAND_NUM_DCI=1'
+    [dcs]='UCX_DC_STRAND_TX_POLICY=dcs'
+    [cqe128]='MLX5_CQE_SIZE=128'
+    [roce]='STRAND_SIM_LINK_LAYER=ethernet'
+)
+ALL_MODES='default num_dci1 dcs cqe128 roce'
+modes=${STRAND_TEST_MODES:-$ALL_MODES}
+
 builddir=${STRAND_BUILDDIR:-$(pwd)}
 srcdir=${STRAND_SRCDIR:-$(pwd)}
 results=$builddir/test/results
-mkdir -p "$results"
 export PATH="$builddir/contrib:$PATH"
-
-passed=0; failed=0; failures=()
-
-count_gtest() { # $1 = log, $2 = exit code, $3 = suite name
-    local p f
-    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$1" | tail -n1)
-    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*listed below.*/\1/p' "$1" | tail -n1)
-    [ -z "$f" ] && f=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$1")
-    passed=$((passed + ${p:-0}))
-    failed=$((failed + ${f:-0}))
-    grep '^\[  FAILED  \] [A-Za-z_]*\.' "$1" | sed 's/^\[  FAILED  \] /  FAILED: /' | sort -u
-    if [ "$2" != 0 ] && [ "${f:-0}" = 0 ]; then
-        echo "  $3 exited with status $2 (crash, leak or valgrind error): see $1"
-        failed=$((failed + 1)); failures+=("$3")
-    fi
-}
-
-count_tap() { # $1 = log, $2 = exit code, $3 = suite name
-    local p f
-    p=$(grep -c '^ok ' "$1"); f=$(grep -c '^not ok ' "$1")
-    passed=$((passed + p)); failed=$((failed + f))
-    grep '^not ok ' "$1" | sed "s/^not ok /  FAILED: $3: /"
-    if [ "$2" != 0 ] && [ "$f" = 0 ]; then
-        echo "  $3 exited with status $2 without reporting a failure: see $1"
-        failed=$((failed + 1)); failures+=("$3")
-    fi
-}
-
 gtest=$builddir/test/gtest/strand_gtest
-if [ -x "$gtest" ]; then
-    log=$results/gtest.log
-    runner=()
-    if [ "${STRAND_UNDER_VALGRIND:-0}" = 1 ]; then
-        log=$results/gtest-valgrind.log
-        runner=(valgrind -q --error-exitcode=99 --leak-check=full
+valgrind=${STRAND_UNDER_VALGRIND:-0}
+
+passed=0; failed=0; skipped=0; failures=(); skips=()
+
+# tally MODE SUITE LOG RC: counts the "pass|fail|skip<TAB>NAME[<TAB>WHY]"
+# records on stdin; prints the suite's line
+tally() {
+    local mode=$1 suite=$2 log=$3 rc=$4 kind name why p=0 f=0 s=0
+    while IFS=$'\t' read -r kind name why; do
+        case "$kind" in
+        pass) p=$((p + 1)) ;;
+        fail) f=$((f + 1)); failures+=("[$mode] $suite: $name")
+              echo "   FAILED: $name" ;;
+        skip) s=$((s + 1)); skips+=("[$mode] $suite: $name${why:+ ($why)}") ;;
+        esac
+    done
+    if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+        f=1; failures+=("[$mode] $suite: exited with status $rc$(
+            [ "$rc" = 124 ] && echo ' (timeout)') without reporting a failure")
+    elif [ $((p + f + s)) = 0 ]; then
+        f=1; failures+=("[$mode] $suite: reported no results")
+    fi
+    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+    echo "   $p passed, $f failed, $s skipped in $((SECONDS - t0))s: $log"
+}
+
+# gtest_results LOG: one record per test from gtest's per-test lines; a test
+# that started and never ended (crash, timeout) is a failure
+gtest_results() {
+    awk '
+        function name() { n = $4; sub(/,$/, "", n); return n }
+        /^\[ RUN      \] /                 { cur = name(); why = ""; in_skip = 0; next }
+        /^\[       OK \] .*\([0-9]+ ms\)$/ { print "pass\t" name(); cur = ""; next }
+        /^\[  FAILED  \] .*\([0-9]+ ms\)$/ { print "fail\t" name(); cur = ""; next }
+        /^\[  SKIPPED \] .*\([0-9]+ ms\)$/ { print "skip\t" name() "\t" why; cur = ""; next }
+        cur != "" && /: Skipped$/          { in_skip = 1; next }
+        in_skip && NF                      { why = why (why == "" ? "" : "; ") $0 }
+        END { if (cur != "") print "fail\t" cur " (never finished: crash or timeout)" }
+    ' "$1"
+}
+
+# tap_results LOG: one record per TAP line ("ok 3 - name # SKIP why")
+tap_results() {
+    awk '
+        /^(not )?ok([ \t]|$)/ {
+            kind = /^not / ? "fail" : "pass"
+            line = $0; sub(/^(not )?ok[ \t]*([0-9]+)?[ \t]*(-[ \t]*)?/, "", line)
+            why = ""
+            if (match(line, /[ \t]+#[ \t]*[Ss][Kk][Ii][Pp]/)) {
+                why = substr(line, RSTART + RLENGTH); line = substr(line, 1, RSTART - 1)
+                sub(/^[^ \t]*[ \t]*/, "", why)  # the rest of "SKIP", "skipped"
+                if (kind == "pass") kind = "skip"
+            }
+            print kind "\t" line "\t" why
+        }' "$1"
+}
+
+# gtest_names FILTER: the tests FILTER selects, one "suite.test" a line
+gtest_names() {
+    "$gtest" --gtest_list_tests --gtest_filter="$1" |
+        awk '/^[^ ]/ { suite = $1; next } { print suite $1 }' | sort
+}
+
+# run_gtest MODE FILTER: the gtest binary (under valgrind with
+# STRAND_UNDER_VALGRIND=1); FILTER empty: every test
+run_gtest() {
+    local mode=$1 filter=$2 log=$results/$1/gtest.log runner=(timeout 900)
+    if [ "$valgrind" = 1 ]; then
+        log=$results/$mode/gtest-valgrind.log
+        runner=(timeout 3600 valgrind -q --error-exitcode=99 --leak-check=full
                 --errors-for-leak-kinds=definite --show-leak-kinds=definite
                 --trace-children=no
                 --suppressions="$srcdir/test/valgrind.supp")
     fi
-    echo "== gtest${runner:+ (valgrind)}"
-    "${runner[@]}" "$gtest" --gtest_color=no ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} >"$log" 2>&1
-    count_gtest "$log" $? gtest
+    echo "== [$mode] gtest${filter:+ --gtest_filter=$filter}$(
+        [ "$valgrind" = 1 ] && echo ' (valgrind)')"
+    t0=$SECONDS
+    "${mode_env[@]}" "${runner[@]}" "$gtest" --gtest_color=no \
+        ${filter:+"--gtest_filter=$filter"} >"$log" 2>&1
+    tally "$mode" gtest "$log" $? < <(gtest_results "$log")
+}
+
+# run_shell MODE NAME: one shell test, TAP on its stdout
+run_shell() {
+    local mode=$1 name=$2 log=$results/$1/$2.log t=$srcdir/test/shell/$2.sh
+    echo "== [$mode] $name"
+    t0=$SECONDS
+    if [ ! -r "$t" ]; then
+        failed=$((failed + 1)); failures+=("[$mode] $name: $t is missing")
+        echo "   FAILED: $t is missing"
+        return
+    fi
+    "${mode_env[@]}" timeout 900 bash "$t" >"$log" 2>&1
+    tally "$mode" "$name" "$log" $? < <(tap_results "$log")
+}
+
+# mode_filter: the gtest filter of a non-default mode: the transport suites,
+# narrowed to GTEST_FILTER's tests when that is set ("" when none is left)
+mode_filter() {
+    if [ -z "${GTEST_FILTER:-}" ]; then
+        echo "$TRANSPORT_GTEST"
+    else
+        comm -12 <(gtest_names "$TRANSPORT_GTEST") <(gtest_names "$GTEST_FILTER") |
+            paste -sd:
+    fi
+}
+
+has_gtest=1
+if [ ! -x "$gtest" ]; then
+    has_gtest=0
+    failed=$((failed + 1))
+    failures+=("gtest: $gtest is missing (googletest is required: contrib/setup.sh installs it; configure, then make check)")
+    echo "== gtest: $gtest missing"
 fi
 
-if [ "${STRAND_UNDER_VALGRIND:-0}" != 1 ]; then
-    for t in "$srcdir"/test/shell/test_*.sh; do
-        [ -e "$t" ] || continue
-        name=$(basename "$t" .sh)
+clear_env=()
+for mode in "${!MODE_ENV[@]}"; do
+    for v in ${MODE_ENV[$mode]}; do clear_env+=(-u "${v%%=*}"); done
+done
+
+for mode in $modes; do
+    if [ -z "${MODE_ENV[$mode]+set}" ]; then
+        failed=$((failed + 1))
+        failures+=("[$mode]: unknown device mode (known: $ALL_MODES)")
+        continue
+    fi
+    mkdir -p "$results/$mode"
+    # shellcheck disable=SC2206 # MODE_ENV values are NAME=VALUE words
+    mode_env=(env "${clear_env[@]}" ${MODE_ENV[$mode]} STRAND_TEST_MODE="$mode")
+    if [ "$mode" = default ]; then
+        [ "$has_gtest" = 1 ] && run_gtest "$mode" "${GTEST_FILTER:-}"
+        shells=$(cd "$srcdir/test/shell" && ls test_*.sh | sed 's/\.sh$//')
+    else
+        if [ "$has_gtest" = 1 ]; then
+            filter=$(mode_filter)
+            [ -n "$filter" ] && run_gtest "$mode" "$filter"
+        fi
+        shells=$TRANSPORT_SHELL
+    fi
+    [ "$valgrind" = 1 ] && continue  # valgrind checks the gtest suites only
+    for name in $shells; do
         case "$name" in *_stress) [ "${STRAND_STRESS:-0}" = 1 ] || continue ;; esac
-        echo "== $name"
-        log=$results/$name.log
-        timeout 900 bash "$t" >"$log" 2>&1
-        count_tap "$log" $? "$name"
+        run_shell "$mode" "$name"
     done
-fi
+done
+case " $modes " in
+*" default "*) ;;
+*) echo "note: STRAND_TEST_MODES='$modes' has no default mode: only the transport suites ran" ;;
+esac
 
-echo "$passed passed, $failed failed"
+echo
+for f in "${failures[@]}"; do echo "FAILED:  $f"; done
+for s in "${skips[@]}"; do echo "SKIPPED: $s"; done
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

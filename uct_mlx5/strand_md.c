@@ -46,13 +46,13 @@ ucs_config_field_t strand_md_config_table[] = {
     {"RCACHE_", "", NULL, ucs_offsetof(strand_md_config_t, rcache),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_rcache_table)},
 
-    {"REG_COST_OVERHEAD", "2us",
+    {"REG_COST_OVERHEAD", "16us",
      "Estimated fixed cost of a memory registration (used by UCP to choose "
      "between copy and zero-copy protocols).",
      ucs_offsetof(strand_md_config_t, reg_cost_overhead),
      UCS_CONFIG_TYPE_TIME},
 
-    {"REG_COST_GROWTH", "0.03ns",
+    {"REG_COST_GROWTH", "0.06ns",
      "Estimated memory registration cost per byte.",
      ucs_offsetof(strand_md_config_t, reg_cost_growth),
      UCS_CONFIG_TYPE_TIME},
@@ -80,18 +80,20 @@ int strand_md_select_devices(strand_dev_type_t type, strand_dev_info_t *out,
     }
 }
 
-/* The device type as configured; query_md_resources gets no config. */
-static strand_dev_type_t strand_md_env_dev_type(void)
+/* The device type as configured (query_md_resources gets no config: read
+ * it through UCX's parser, so that the environment, prefixes and config
+ * files count as for every other option; a bad value is reported by
+ * md_open). */
+static strand_dev_type_t strand_md_config_dev_type(uct_component_t *component)
 {
-    const char *v = getenv("UCX_STRAND_DEVICE_TYPE");
-    int i;
+    strand_dev_type_t type = STRAND_DEV_TYPE_AUTO;
+    uct_md_config_t *config;
 
-    for (i = 0; (v != NULL) && (i < STRAND_DEV_TYPE_LAST); ++i) {
-        if (!strcasecmp(v, strand_dev_type_names[i])) {
-            return (strand_dev_type_t)i;
-        }
+    if (uct_md_config_read(component, NULL, NULL, &config) == UCS_OK) {
+        type = ucs_derived_of(config, strand_md_config_t)->dev_type;
+        uct_config_release(config);
     }
-    return STRAND_DEV_TYPE_AUTO; /* a bad value is reported by md_open */
+    return type;
 }
 
 static ucs_status_t
@@ -103,7 +105,7 @@ strand_md_query_resources(uct_component_t *component,
     uct_md_resource_desc_t *res;
     int i, n;
 
-    n = strand_md_select_devices(strand_md_env_dev_type(), infos,
+    n = strand_md_select_devices(strand_md_config_dev_type(component), infos,
                                  STRAND_MD_MAX_DEVICES);
     if (n <= 0) {
         return uct_md_query_empty_md_resource(resources_p, num_resources_p);
@@ -263,7 +265,8 @@ strand_md_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
     const strand_md_memh_t *memh   = uct_memh;
     strand_md_packed_rkey_t *packed = rkey_buffer;
 
-    packed->rkey = memh->mr.rkey;
+    packed->rkey        = memh->mr.rkey;
+    packed->atomic_rkey = memh->mr.rkey;
     return UCS_OK;
 }
 
@@ -290,7 +293,13 @@ static ucs_status_t strand_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
      * held before instead of registering */
     attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY |
                                  UCT_MD_FLAG_NEED_MEMH;
-    attr->cap.max_reg          = 1ull << md->dev->caps.max_mr_size_log2;
+    /* as UCX's ib MD: it allocates nothing (no ALLOC flag, no alloc memory
+     * types) and puts no bound on allocations; registrations are bounded
+     * by what the device says */
+    attr->cap.max_alloc        = ULONG_MAX;
+    attr->cap.max_reg          = (md->dev->caps.max_mr_size_log2 >= 63) ?
+                                 ULONG_MAX :
+                                 (1ul << md->dev->caps.max_mr_size_log2);
     attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->rkey_packed_size     = sizeof(strand_md_packed_rkey_t);
@@ -301,36 +310,17 @@ static ucs_status_t strand_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
     return UCS_OK;
 }
 
-/* CPUs near a hardware device (sysfs local_cpulist); all for software. */
-static void strand_md_local_cpus(const strand_dev_info_t *info,
-                                 ucs_cpu_set_t *cpus)
+/* CPUs near the device, as the device layer found them. */
+static void strand_md_local_cpus(const strand_dev_t *dev, ucs_cpu_set_t *cpus)
 {
-    char path[320], list[1024], *tok, *save = NULL;
-    unsigned long lo, hi, c;
-    FILE *f;
+    unsigned c;
 
-    memset(cpus, 0xff, sizeof(*cpus));
-    if (info->sysfs_path[0] == '\0') {
-        return;
-    }
-    snprintf(path, sizeof(path), "%s/device/local_cpulist", info->sysfs_path);
-    f = fopen(path, "r");
-    if (f == NULL) {
-        return;
-    }
-    if (fgets(list, sizeof(list), f) != NULL) {
-        memset(cpus, 0, sizeof(*cpus));
-        for (tok = strtok_r(list, ",\n", &save); tok != NULL;
-             tok = strtok_r(NULL, ",\n", &save)) {
-            if (sscanf(tok, "%lu-%lu", &lo, &hi) != 2) {
-                hi = lo = strtoul(tok, NULL, 10);
-            }
-            for (c = lo; (c <= hi) && (c < UCS_CPU_SETSIZE); ++c) {
-                UCS_CPU_SET(c, cpus);
-            }
+    UCS_CPU_ZERO(cpus);
+    for (c = 0; (c < UCS_CPU_SETSIZE) && (c < STRAND_DEV_MAX_CPUS); ++c) {
+        if (strand_dev_cpu_isset(&dev->locality, c)) {
+            UCS_CPU_SET(c, cpus);
         }
     }
-    fclose(f);
 }
 
 /* ------------------------------------------------------ open / close */
@@ -406,7 +396,7 @@ strand_md_open(uct_component_t *component, const char *md_name,
     md->super.component = component;
     md->reg_cost        = ucs_linear_func_make(config->reg_cost_overhead,
                                                config->reg_cost_growth);
-    strand_md_local_cpus(&infos[i], &md->local_cpus);
+    strand_md_local_cpus(md->dev, &md->local_cpus);
 
     if (config->rcache_enable != UCS_NO) {
         status = strand_md_create_rcache(md, config);

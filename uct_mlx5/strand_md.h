@@ -40,9 +40,12 @@ typedef struct strand_md_rcache_region {
     strand_md_memh_t    memh;
 } strand_md_rcache_region_t;
 
-/* The packed remote key: what a peer needs to reach registered memory. */
+/* The packed remote key: what a peer needs to reach registered memory; 64
+ * bits as UCX's ib MD packs them (the key for RDMA, the key for atomics:
+ * the same MR here). */
 typedef struct strand_md_packed_rkey {
     uint32_t rkey;
+    uint32_t atomic_rkey;
 } UCS_S_PACKED strand_md_packed_rkey_t;
 
 typedef struct strand_md {

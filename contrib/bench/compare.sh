@@ -6,9 +6,10 @@
 # put_lat, am_bw message rate, put_bw 1 MiB, UCP tag_lat and tag_bw 1 MiB;
 # and, with callgrind, the instructions per am_short/put_short post with the
 # device emulation counted apart. Prints a table with the targets (and a
-# markdown copy of it). Exit 0 when every measurement was taken (targets
-# missed are reported, not failed), 1 when one could not be taken, 2 on a
-# usage or setup error.
+# markdown copy of it). Exit 0 when every run succeeded and every
+# measurement was taken (targets missed are reported, not failed), 1 when a
+# ucx_perftest run failed (even if a repeat measured the cell) or a
+# measurement could not be taken, 2 on a usage or setup error.
 
 me=compare.sh
 here=$(cd "$(dirname "$0")" && pwd)
@@ -449,6 +450,7 @@ cg_post() {
                 -n "$CG_N" -w "$CG_W" || [ ! -s "$log.out" ]; then
             echo "$me:   failed" >&2
             tail -5 "$log.cli" "$log.srv" 2>/dev/null | sed 's/^/    /' >&2
+            runs_failed="$runs_failed, callgrind $fn (try $try)"
             continue
         fi
         callgrind_annotate --inclusive=yes --tree=calling --threshold=100 \
@@ -501,6 +503,7 @@ run_round() { # ROUND
         else
             echo "$me: [$1/$repeat] ${id%%.*} ${TL_NAME[$tl]}: FAILED" \
                  "(${CELL_ENV[$id]:+${CELL_ENV[$id]} }ucx_perftest ${CELL_ARGS[$id]})" >&2
+            runs_failed="$runs_failed, ${id%%.*} ${TL_NAME[$tl]} (round $1)"
             tail -4 "$log.cli" "$log.srv" 2>/dev/null | sed 's/^/    /' >&2
         fi
     done
@@ -509,6 +512,7 @@ run_round() { # ROUND
 t0=$SECONDS
 rounds=0
 cg_failed=""
+runs_failed=""  # every failed run, also when a repeat measured its cell
 run_round 1; rounds=1
 if [ "$callgrind" = 1 ]; then
     cg_post strand_dc_ep_am_short am_bw || cg_failed="$cg_failed am_short"
@@ -687,11 +691,14 @@ print_md
 echo
 notes
 
-if [ -n "$failed" ]; then
+if [ -n "$failed" ] || [ -n "$runs_failed" ]; then
     keep_work=1
     echo
-    echo "$me: could not measure: $failed"
-    echo "$me: could not measure: $failed" >&2
+    for msg in ${failed:+"could not measure: $failed"} \
+               ${runs_failed:+"runs that failed: ${runs_failed#, }"}; do
+        echo "$me: $msg"
+        echo "$me: $msg" >&2
+    done
     exit 1
 fi
 exit 0

@@ -4,6 +4,8 @@
 #include "dev.h"
 
 #include <errno.h>
+#include <string.h>
+#include <unistd.h>
 
 static const strand_dev_ops_t *strand_dev_backend(strand_dev_kind_t kind)
 {
@@ -31,4 +33,80 @@ int strand_dev_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
         return EINVAL;
     }
     return strand_dev_backend(info->kind)->open(info, dev_p);
+}
+
+/* How well a GID serves as this port's address (0: not at all). */
+static int strand_dev_gid_score(const struct ibv_gid_entry *e, int link_layer)
+{
+    static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                          0xff, 0xff};
+    static const uint8_t zero[16];
+    int v4, link_local;
+
+    if (!memcmp(e->gid.raw, zero, sizeof(zero))) {
+        return 0; /* an empty table slot */
+    }
+    if (link_layer != IBV_LINK_LAYER_ETHERNET) {
+        return (e->gid_type == IBV_GID_TYPE_IB) ? 1 : 0;
+    }
+    v4         = !memcmp(e->gid.raw, v4_prefix, sizeof(v4_prefix));
+    link_local = (e->gid.raw[0] == 0xfe) && ((e->gid.raw[1] & 0xc0) == 0x80);
+    /* RoCE v2 routes beyond the subnet; an IPv4 address is what most RoCE
+     * fabrics are configured with; link-local GIDs come last */
+    return ((e->gid_type == IBV_GID_TYPE_ROCE_V2) ? 3 : 0) +
+           (v4 ? 3 : (link_local ? 1 : 2));
+}
+
+int strand_dev_pick_gid(void *ctx, strand_dev_query_gid_ex_t query,
+                        uint8_t port, int link_layer, int gid_tbl_len,
+                        uint8_t *index_p, union ibv_gid *gid_p)
+{
+    struct ibv_gid_entry e;
+    int i, score, best = 0;
+
+    for (i = 0; (i < gid_tbl_len) && (i < 256); ++i) {
+        if (query(ctx, port, i, &e) != 0) {
+            continue;
+        }
+        score = strand_dev_gid_score(&e, link_layer);
+        if (score > best) {
+            best     = score;
+            *index_p = (uint8_t)i;
+            *gid_p   = e.gid;
+        }
+    }
+    return (best > 0) ? 0 : ENODATA;
+}
+
+void strand_dev_set_path(const strand_dev_t *dev, struct ibv_ah_attr *ah)
+{
+    ah->port_num = dev->caps.port_num;
+    if (dev->caps.link_layer == IBV_LINK_LAYER_ETHERNET) {
+        /* RoCE: every path carries a GRH from the chosen GID */
+        ah->is_global         = 1;
+        ah->grh.sgid_index    = dev->caps.gid_index;
+        ah->grh.hop_limit     = 255;
+        ah->grh.traffic_class = 0;
+    }
+}
+
+enum ibv_mtu strand_dev_path_mtu(const strand_dev_t *dev)
+{
+    enum ibv_mtu mtu = IBV_MTU_4096;
+
+    while ((mtu > IBV_MTU_256) && ((128u << mtu) > dev->caps.mtu)) {
+        mtu--;
+    }
+    return mtu;
+}
+
+void strand_dev_locality_all(strand_dev_locality_t *loc)
+{
+    long i, n = sysconf(_SC_NPROCESSORS_CONF);
+
+    memset(loc, 0, sizeof(*loc));
+    loc->numa_node = -1;
+    for (i = 0; i < n; ++i) {
+        strand_dev_cpu_set(loc, (unsigned)i);
+    }
 }

@@ -34,17 +34,47 @@ typedef struct strand_dev_info {
                                            "" for the software device */
 } strand_dev_info_t;
 
-/* What the transport needs to know about a device and its port. */
+#define STRAND_DEV_MAX_CPUS 1024
+
+/* Where a device sits in the machine (hardware: from hwloc, sysfs as a
+ * fallback; the software device is everywhere and nowhere). */
+typedef struct strand_dev_locality {
+    char     pci_bdf[16];          /* "0000:3b:00.0"; "" for none */
+    int      numa_node;            /* -1: unknown */
+    uint64_t cpus[STRAND_DEV_MAX_CPUS / 64]; /* CPUs close to the device */
+} strand_dev_locality_t;
+
+static inline void strand_dev_cpu_set(strand_dev_locality_t *loc, unsigned c)
+{
+    if (c < STRAND_DEV_MAX_CPUS) {
+        loc->cpus[c / 64] |= 1ull << (c % 64);
+    }
+}
+
+static inline int strand_dev_cpu_isset(const strand_dev_locality_t *loc,
+                                       unsigned c)
+{
+    return (c < STRAND_DEV_MAX_CPUS) && ((loc->cpus[c / 64] >> (c % 64)) & 1);
+}
+
+/* Every CPU the machine has (what the software device reports). */
+void strand_dev_locality_all(strand_dev_locality_t *loc);
+
+/* What the transport needs to know about a device and its port, all of it
+ * queried from the device (spec section 9): nothing here is a constant. */
 typedef struct strand_dev_caps {
     uint32_t      max_qp_wr;
     uint32_t      max_sge;
-    uint32_t      max_inline;
+    uint32_t      max_inline;          /* inline bytes a DCI can take */
     uint32_t      max_mr_size_log2;
     uint32_t      mtu;                 /* active MTU, bytes */
-    uint16_t      lid;
+    uint8_t       port_num;
+    uint8_t       link_layer;          /* IBV_LINK_LAYER_INFINIBAND/_ETHERNET */
+    uint16_t      lid;                 /* 0 on Ethernet */
+    uint8_t       gid_index;           /* the GID addresses carry */
     union ibv_gid gid;
-    int           atomics;             /* IBV_ATOMIC_HCA or better */
-    int           masked_atomics;
+    int           atomics;             /* 64-bit CS and FA (IBV_ATOMIC_HCA) */
+    int           masked_atomics;      /* masked CS/FA, 32 and 64 bit */
     int           atomic_reply_be;     /* fetched values are big-endian */
     uint8_t       dci_max_log_num_concurent;
     uint8_t       dci_max_log_num_errored;
@@ -62,9 +92,21 @@ typedef struct strand_dev_mr {
     uint32_t  lkey, rkey;
 } strand_dev_mr_t;
 
+/* Called by the data path after ringing a doorbell the software device
+ * cannot observe (SQ BlueFlame store, CQ arm UAR write); NULL on hardware. */
+typedef void (*strand_dev_kick_t)(void *arg);
+
+/* A completion channel: CQs created on it raise events on its fd. */
+typedef struct strand_dev_channel {
+    void *h;
+    int   fd;                      /* non-blocking, poll()able */
+} strand_dev_channel_t;
+
 typedef struct strand_dev_cq {
-    void            *h;
-    struct mlx5dv_cq dv;
+    void              *h;
+    struct mlx5dv_cq   dv;
+    strand_dev_kick_t  arm_kick;   /* after strand_cq_arm() */
+    void              *arm_kick_arg;
 } strand_dev_cq_t;
 
 typedef struct strand_dev_srq {
@@ -73,10 +115,6 @@ typedef struct strand_dev_srq {
     uint32_t          wqe_cnt;    /* WQEs in the list (incl. sentinel) */
     uint32_t          max_sge;
 } strand_dev_srq_t;
-
-/* Called by the data path after ringing an SQ doorbell (the software
- * device cannot observe BlueFlame stores); NULL on hardware. */
-typedef void (*strand_dev_kick_t)(void *arg);
 
 typedef struct strand_dev_qp {
     void             *h;
@@ -92,7 +130,6 @@ typedef struct strand_dev_dci_attr {
     uint32_t         max_send_wr;
     uint32_t         max_send_sge;
     uint32_t         max_inline;
-    uint32_t         user_index;
     uint8_t          log_num_concurent;  /* DCI streams; 0: none */
     uint8_t          log_num_errored;
     /* RTR/RTS attributes */
@@ -103,8 +140,9 @@ typedef struct strand_dev_dct_attr {
     strand_dev_cq_t  *cq;          /* receive (and send) CQ */
     strand_dev_srq_t *srq;
     uint64_t          access_key;
-    uint32_t          user_index;
     uint8_t           min_rnr_timer;
+    uint8_t           scatter_to_cqe; /* small messages may land in the
+                                         CQE (else they never do) */
 } strand_dev_dct_attr_t;
 
 /* Asynchronous events, backend-neutral. */
@@ -123,12 +161,25 @@ struct strand_dev_ops {
                    strand_dev_mr_t *mr);
     int  (*dereg_mr)(strand_dev_t *dev, strand_dev_mr_t *mr);
 
-    int  (*create_cq)(strand_dev_t *dev, int cqe, strand_dev_cq_t *cq);
+    int  (*create_channel)(strand_dev_t *dev, strand_dev_channel_t *ch);
+    int  (*destroy_channel)(strand_dev_t *dev, strand_dev_channel_t *ch);
+    /* A CQ of at least `cqe` entries; events (after the data path armed it
+     * with strand_cq_arm and its arm_kick) go to `ch` (NULL: none). The CQ
+     * is the data path's (DV-owned): a reset QP leaves its CQEs in it. */
+    int  (*create_cq)(strand_dev_t *dev, int cqe, strand_dev_channel_t *ch,
+                      strand_dev_cq_t *cq);
     int  (*destroy_cq)(strand_dev_t *dev, strand_dev_cq_t *cq);
-    /* Arm for the next (solicited) completion; events arrive on event_fd */
-    int  (*arm_cq)(strand_dev_t *dev, strand_dev_cq_t *cq, int solicited);
-    /* Consume one CQ event (after event_fd polled readable): 0 / EAGAIN */
-    int  (*get_cq_event)(strand_dev_t *dev, strand_dev_cq_t **cq_p);
+    /* Consume and acknowledge one event of `ch` (after its fd polled
+     * readable): 0 and the CQ, or EAGAIN. The caller's arm sequence number
+     * of that CQ moves on by one. */
+    int  (*get_cq_event)(strand_dev_t *dev, strand_dev_channel_t *ch,
+                         strand_dev_cq_t **cq_p);
+
+    /* The address vector of a destination (ibv_create_ah semantics: on an
+     * Ethernet port is_global is required and the MAC is resolved). The
+     * caller adds the DC key, DCT number and extended-AV bit. 0 / errno. */
+    int  (*create_av)(strand_dev_t *dev, const struct ibv_ah_attr *attr,
+                      struct mlx5_wqe_av *av);
 
     int  (*create_srq)(strand_dev_t *dev, uint32_t max_wr, uint32_t max_sge,
                        strand_dev_srq_t *srq);
@@ -158,7 +209,7 @@ struct strand_dev {
     const strand_dev_ops_t *ops;
     strand_dev_info_t       info;
     strand_dev_caps_t       caps;
-    int                     event_fd;   /* CQ completion events */
+    strand_dev_locality_t   locality;
     int                     async_fd;   /* async events */
     void                   *priv;       /* backend context */
 };
@@ -171,6 +222,21 @@ extern const strand_dev_ops_t strand_dev_hw_ops;
 int strand_dev_list(unsigned kind_mask, strand_dev_info_t *out, int max);
 /* Open by info (picks the backend of info->kind). */
 int strand_dev_open(const strand_dev_info_t *info, strand_dev_t **dev_p);
+
+/* Shared by the backends: the GID index addresses should carry (RoCE v2
+ * before v1, IPv4-mapped before other global GIDs before link-local ones;
+ * the one GID of an InfiniBand port) from the port's table, and the
+ * address-path part of an ibv_qp_attr (port, and on Ethernet the GRH) for
+ * RTR transitions. */
+typedef int (*strand_dev_query_gid_ex_t)(void *ctx, uint8_t port,
+                                         uint32_t index,
+                                         struct ibv_gid_entry *entry);
+int  strand_dev_pick_gid(void *ctx, strand_dev_query_gid_ex_t query,
+                         uint8_t port, int link_layer, int gid_tbl_len,
+                         uint8_t *index_p, union ibv_gid *gid_p);
+void strand_dev_set_path(const strand_dev_t *dev, struct ibv_ah_attr *ah);
+/* The largest MTU enum the port allows. */
+enum ibv_mtu strand_dev_path_mtu(const strand_dev_t *dev);
 
 #ifdef __cplusplus
 }

@@ -1,23 +1,21 @@
 /*
  * The `hw` backend: the device layer over rdma-core (libibverbs + mlx5dv).
  * Queues are handed to the data path through mlx5dv_init_obj, exactly the
- * views the software backend fills.
+ * views the software backend fills. The data path owns those CQs (rdma-core
+ * marks them DV-owned and never cleans them), parses them itself and arms
+ * them itself; capabilities come from dev_hw_caps.c.
  */
-#include "dev.h"
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "dev_hw.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define DEV_HW_PORT 1
-
-typedef struct dev_hw {
-    struct ibv_context       *ctx;
-    struct ibv_pd            *pd;
-    struct ibv_comp_channel  *channel;
-} dev_hw_t;
 
 static int dev_hw_list(strand_dev_info_t *out, int max)
 {
@@ -58,9 +56,6 @@ static void dev_hw_close(strand_dev_t *dev)
 {
     dev_hw_t *h = dev->priv;
 
-    if (h->channel != NULL) {
-        ibv_destroy_comp_channel(h->channel);
-    }
     if (h->pd != NULL) {
         ibv_dealloc_pd(h->pd);
     }
@@ -71,11 +66,20 @@ static void dev_hw_close(strand_dev_t *dev)
     free(dev);
 }
 
+/* DEVX first (PRM capability queries, as UCX does), plain verbs if the
+ * kernel or the user's permissions do not allow it. */
+static struct ibv_context *dev_hw_open_context(struct ibv_device *ibdev,
+                                               int *devx_p)
+{
+    struct mlx5dv_context_attr attr = {.flags = MLX5DV_CONTEXT_FLAGS_DEVX};
+    struct ibv_context *ctx         = mlx5dv_open_device(ibdev, &attr);
+
+    *devx_p = (ctx != NULL);
+    return (ctx != NULL) ? ctx : ibv_open_device(ibdev);
+}
+
 static int dev_hw_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
 {
-    struct mlx5dv_context dv;
-    struct ibv_device_attr attr;
-    struct ibv_port_attr pa;
     struct ibv_device **list;
     strand_dev_t *dev;
     dev_hw_t *h;
@@ -96,7 +100,7 @@ static int dev_hw_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
     for (i = 0; (list != NULL) && (i < num); ++i) {
         if (!strcmp(ibv_get_device_name(list[i]), info->name) &&
             mlx5dv_is_supported(list[i])) {
-            h->ctx = ibv_open_device(list[i]);
+            h->ctx = dev_hw_open_context(list[i], &h->devx);
             ret    = (h->ctx == NULL) ? (errno ? errno : ENODEV) : 0;
             break;
         }
@@ -108,40 +112,17 @@ static int dev_hw_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
         goto err;
     }
 
-    h->pd      = ibv_alloc_pd(h->ctx);
-    h->channel = ibv_create_comp_channel(h->ctx);
-    if ((h->pd == NULL) || (h->channel == NULL)) {
+    h->pd = ibv_alloc_pd(h->ctx);
+    if (h->pd == NULL) {
         ret = errno ? errno : ENOMEM;
         goto err;
     }
-    memset(&dv, 0, sizeof(dv));
-    dv.comp_mask = MLX5DV_CONTEXT_MASK_DCI_STREAMS;
-    if ((ibv_query_device(h->ctx, &attr) != 0) ||
-        (mlx5dv_query_device(h->ctx, &dv) != 0) ||
-        (ibv_query_port(h->ctx, DEV_HW_PORT, &pa) != 0) ||
-        (ibv_query_gid(h->ctx, DEV_HW_PORT, 0, &dev->caps.gid) != 0)) {
-        ret = errno ? errno : EIO;
+    ret = strand_dev_hw_query_caps(dev);
+    if (ret != 0) {
         goto err;
     }
-    dev->caps.max_qp_wr        = attr.max_qp_wr;
-    dev->caps.max_sge          = attr.max_sge;
-    dev->caps.max_inline       = 256;
-    dev->caps.max_mr_size_log2 = 63 - __builtin_clzll(attr.max_mr_size | 1);
-    dev->caps.mtu              = 128u << pa.active_mtu;
-    dev->caps.lid              = pa.lid;
-    dev->caps.atomics          = attr.atomic_cap != IBV_ATOMIC_NONE;
-    dev->caps.masked_atomics   = dev->caps.atomics; /* ConnectX-4 and later */
-    dev->caps.atomic_reply_be  = 1;
-    if (dv.comp_mask & MLX5DV_CONTEXT_MASK_DCI_STREAMS) {
-        dev->caps.dci_max_log_num_concurent =
-                dv.dci_streams_caps.max_log_num_concurent;
-        dev->caps.dci_max_log_num_errored =
-                dv.dci_streams_caps.max_log_num_errored;
-    }
-    dev->caps.max_rd_atomic = attr.max_qp_rd_atom;
-    dev->event_fd           = h->channel->fd;
-    dev->async_fd           = h->ctx->async_fd;
-    fcntl(dev->event_fd, F_SETFL, fcntl(dev->event_fd, F_GETFL) | O_NONBLOCK);
+    strand_dev_hw_locality(info, &dev->locality);
+    dev->async_fd = h->ctx->async_fd;
     fcntl(dev->async_fd, F_SETFL, fcntl(dev->async_fd, F_GETFL) | O_NONBLOCK);
     *dev_p = dev;
     return 0;
@@ -171,17 +152,39 @@ static int dev_hw_dereg_mr(strand_dev_t *dev, strand_dev_mr_t *mr)
     return ibv_dereg_mr(mr->h);
 }
 
-static int dev_hw_create_cq(strand_dev_t *dev, int cqe, strand_dev_cq_t *cq)
+static int dev_hw_create_channel(strand_dev_t *dev, strand_dev_channel_t *ch)
+{
+    dev_hw_t *h                  = dev->priv;
+    struct ibv_comp_channel *ich = ibv_create_comp_channel(h->ctx);
+
+    if (ich == NULL) {
+        return errno ? errno : ENOMEM;
+    }
+    ch->h  = ich;
+    ch->fd = ich->fd;
+    fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
+    return 0;
+}
+
+static int dev_hw_destroy_channel(strand_dev_t *dev, strand_dev_channel_t *ch)
+{
+    return ibv_destroy_comp_channel(ch->h);
+}
+
+static int dev_hw_create_cq(strand_dev_t *dev, int cqe,
+                            strand_dev_channel_t *ch, strand_dev_cq_t *cq)
 {
     dev_hw_t *h = dev->priv;
     struct mlx5dv_obj obj;
     struct ibv_cq *icq;
 
-    icq = ibv_create_cq(h->ctx, cqe, cq, h->channel, 0);
+    icq = ibv_create_cq(h->ctx, cqe, cq, (ch != NULL) ? ch->h : NULL, 0);
     if (icq == NULL) {
         return errno ? errno : ENOMEM;
     }
-    cq->h = icq;
+    cq->h            = icq;
+    cq->arm_kick     = NULL; /* the UAR write is the doorbell */
+    cq->arm_kick_arg = NULL;
     memset(&obj, 0, sizeof(obj));
     obj.cq.in  = icq;
     obj.cq.out = &cq->dv;
@@ -193,23 +196,45 @@ static int dev_hw_destroy_cq(strand_dev_t *dev, strand_dev_cq_t *cq)
     return ibv_destroy_cq(cq->h);
 }
 
-static int dev_hw_arm_cq(strand_dev_t *dev, strand_dev_cq_t *cq, int solicited)
+static int dev_hw_get_cq_event(strand_dev_t *dev, strand_dev_channel_t *ch,
+                               strand_dev_cq_t **cq_p)
 {
-    return ibv_req_notify_cq(cq->h, solicited);
-}
-
-static int dev_hw_get_cq_event(strand_dev_t *dev, strand_dev_cq_t **cq_p)
-{
-    dev_hw_t *h = dev->priv;
     struct ibv_cq *icq;
     void *cq_ctx;
 
-    if (ibv_get_cq_event(h->channel, &icq, &cq_ctx) != 0) {
+    if (ibv_get_cq_event(ch->h, &icq, &cq_ctx) != 0) {
         return EAGAIN;
     }
     ibv_ack_cq_events(icq, 1);
     *cq_p = cq_ctx;
     return 0;
+}
+
+/* ibv_create_ah resolves what the AV needs (on RoCE the destination MAC);
+ * mlx5dv_init_obj hands out its bytes, which outlive the AH. */
+static int dev_hw_create_av(strand_dev_t *dev, const struct ibv_ah_attr *attr,
+                            struct mlx5_wqe_av *av)
+{
+    dev_hw_t *h             = dev->priv;
+    struct ibv_ah_attr copy = *attr;
+    struct mlx5dv_ah dv_ah;
+    struct mlx5dv_obj obj;
+    struct ibv_ah *ah;
+    int ret;
+
+    ah = ibv_create_ah(h->pd, &copy);
+    if (ah == NULL) {
+        return errno ? errno : EINVAL;
+    }
+    memset(&obj, 0, sizeof(obj));
+    obj.ah.in  = ah;
+    obj.ah.out = &dv_ah;
+    ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_AH);
+    if (ret == 0) {
+        *av = *dv_ah.av;
+    }
+    ibv_destroy_ah(ah);
+    return ret;
 }
 
 static int dev_hw_create_srq(strand_dev_t *dev, uint32_t max_wr,
@@ -257,12 +282,9 @@ static int dev_hw_dci_to_rts(strand_dev_t *dev, struct ibv_qp *qp,
         return ret;
     }
     memset(&a, 0, sizeof(a));
-    a.qp_state         = IBV_QPS_RTR;
-    a.path_mtu         = IBV_MTU_4096;
-    while ((a.path_mtu > IBV_MTU_256) && ((128u << a.path_mtu) > dev->caps.mtu)) {
-        a.path_mtu--;
-    }
-    a.ah_attr.port_num = DEV_HW_PORT;
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = strand_dev_path_mtu(dev);
+    strand_dev_set_path(dev, &a.ah_attr);
     ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV);
     if (ret != 0) {
         return ret;
@@ -308,8 +330,11 @@ static int dev_hw_create_dci(strand_dev_t *dev,
     init.cap.max_send_sge    = attr->max_send_sge;
     init.cap.max_inline_data = attr->max_inline;
     memset(&dv, 0, sizeof(dv));
-    dv.comp_mask               = MLX5DV_QP_INIT_ATTR_MASK_DC;
+    dv.comp_mask               = MLX5DV_QP_INIT_ATTR_MASK_DC |
+                                 MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
     dv.dc_init_attr.dc_type    = MLX5DV_DCTYPE_DCI;
+    /* READ responses always land in their buffers */
+    dv.create_flags            = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE;
     if (attr->log_num_concurent > 0) {
         dv.comp_mask |= MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS;
         dv.dc_init_attr.dci_streams.log_num_concurent =
@@ -351,9 +376,12 @@ static int dev_hw_create_dct(strand_dev_t *dev,
     init.pd        = h->pd;
     init.comp_mask = IBV_QP_INIT_ATTR_PD;
     memset(&dv, 0, sizeof(dv));
-    dv.comp_mask                   = MLX5DV_QP_INIT_ATTR_MASK_DC;
+    dv.comp_mask                   = MLX5DV_QP_INIT_ATTR_MASK_DC |
+                                     MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
     dv.dc_init_attr.dc_type        = MLX5DV_DCTYPE_DCT;
     dv.dc_init_attr.dct_access_key = attr->access_key;
+    dv.create_flags                = attr->scatter_to_cqe ? 0 :
+                                     MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE;
     iqp = mlx5dv_create_qp(h->ctx, &init, &dv);
     if (iqp == NULL) {
         return errno ? errno : ENOMEM;
@@ -369,12 +397,8 @@ static int dev_hw_create_dct(strand_dev_t *dev,
         memset(&a, 0, sizeof(a));
         a.qp_state         = IBV_QPS_RTR;
         a.min_rnr_timer    = attr->min_rnr_timer;
-        a.path_mtu         = IBV_MTU_4096;
-        while ((a.path_mtu > IBV_MTU_256) &&
-               ((128u << a.path_mtu) > dev->caps.mtu)) {
-            a.path_mtu--;
-        }
-        a.ah_attr.port_num = DEV_HW_PORT;
+        a.path_mtu         = strand_dev_path_mtu(dev);
+        strand_dev_set_path(dev, &a.ah_attr);
         ret = ibv_modify_qp(iqp, &a, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER |
                                      IBV_QP_AV | IBV_QP_PATH_MTU);
     }
@@ -461,10 +485,12 @@ const strand_dev_ops_t strand_dev_hw_ops = {
     .close               = dev_hw_close,
     .reg_mr              = dev_hw_reg_mr,
     .dereg_mr            = dev_hw_dereg_mr,
+    .create_channel      = dev_hw_create_channel,
+    .destroy_channel     = dev_hw_destroy_channel,
     .create_cq           = dev_hw_create_cq,
     .destroy_cq          = dev_hw_destroy_cq,
-    .arm_cq              = dev_hw_arm_cq,
     .get_cq_event        = dev_hw_get_cq_event,
+    .create_av           = dev_hw_create_av,
     .create_srq          = dev_hw_create_srq,
     .destroy_srq         = dev_hw_destroy_srq,
     .create_dci          = dev_hw_create_dci,

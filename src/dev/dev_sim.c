@@ -14,7 +14,6 @@
 typedef struct dev_sim {
     smlx5_context_t *ctx;
     smlx5_pd_t      *pd;
-    smlx5_channel_t *channel;
     strand_dev_cq_t *cqs[DEV_SIM_MAX_CQS]; /* to map CQ events back */
 } dev_sim_t;
 
@@ -35,13 +34,16 @@ static uint32_t dev_sim_mtu_bytes(enum ibv_mtu mtu)
     return 128u << mtu;
 }
 
+static int dev_sim_query_gid_ex(void *ctx, uint8_t port, uint32_t index,
+                                struct ibv_gid_entry *entry)
+{
+    return smlx5_query_gid_ex(ctx, port, index, entry);
+}
+
 static void dev_sim_close(strand_dev_t *dev)
 {
     dev_sim_t *s = dev->priv;
 
-    if (s->channel != NULL) {
-        smlx5_destroy_comp_channel(s->channel);
-    }
     if (s->pd != NULL) {
         smlx5_dealloc_pd(s->pd);
     }
@@ -79,9 +81,8 @@ static int dev_sim_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
         ret = errno ? errno : ENODEV;
         goto err;
     }
-    s->pd      = smlx5_alloc_pd(s->ctx);
-    s->channel = smlx5_create_comp_channel(s->ctx);
-    if ((s->pd == NULL) || (s->channel == NULL)) {
+    s->pd = smlx5_alloc_pd(s->ctx);
+    if (s->pd == NULL) {
         ret = ENOMEM;
         goto err;
     }
@@ -90,7 +91,10 @@ static int dev_sim_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
         ret = smlx5_query_port(s->ctx, SMLX5_PORT_NUM, &pa);
     }
     if (ret == 0) {
-        ret = smlx5_query_gid(s->ctx, SMLX5_PORT_NUM, 0, &dev->caps.gid);
+        ret = strand_dev_pick_gid(s->ctx, dev_sim_query_gid_ex,
+                                  SMLX5_PORT_NUM, pa.link_layer,
+                                  pa.gid_tbl_len, &dev->caps.gid_index,
+                                  &dev->caps.gid);
     }
     if (ret != 0) {
         goto err;
@@ -101,6 +105,8 @@ static int dev_sim_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
     dev->caps.max_inline       = caps.max_inline_data;
     dev->caps.max_mr_size_log2 = 63 - __builtin_clzll(caps.attr.max_mr_size);
     dev->caps.mtu              = dev_sim_mtu_bytes(pa.active_mtu);
+    dev->caps.port_num         = SMLX5_PORT_NUM;
+    dev->caps.link_layer       = pa.link_layer;
     dev->caps.lid              = pa.lid;
     dev->caps.atomics          = caps.attr.atomic_cap != IBV_ATOMIC_NONE;
     dev->caps.masked_atomics   = !!(caps.flags & SMLX5_CAP_MASKED_ATOMICS);
@@ -110,8 +116,9 @@ static int dev_sim_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
     dev->caps.tm_max_num_tags  = caps.tm_max_num_tags;
     dev->caps.tm_max_ops       = caps.tm_max_ops;
     dev->caps.max_rd_atomic    = caps.attr.max_qp_rd_atom;
-    dev->event_fd              = smlx5_channel_fd(s->channel);
     dev->async_fd              = smlx5_async_fd(s->ctx);
+    /* the software device is on no bus: every CPU is as near as any */
+    strand_dev_locality_all(&dev->locality);
     *dev_p = dev;
     return 0;
 
@@ -140,7 +147,31 @@ static int dev_sim_dereg_mr(strand_dev_t *dev, strand_dev_mr_t *mr)
     return smlx5_dereg_mr(mr->h);
 }
 
-static int dev_sim_create_cq(strand_dev_t *dev, int cqe, strand_dev_cq_t *cq)
+static int dev_sim_create_channel(strand_dev_t *dev, strand_dev_channel_t *ch)
+{
+    dev_sim_t *s           = dev->priv;
+    smlx5_channel_t *sch   = smlx5_create_comp_channel(s->ctx);
+
+    if (sch == NULL) {
+        return errno ? errno : ENOMEM;
+    }
+    ch->h  = sch;
+    ch->fd = smlx5_channel_fd(sch);
+    return 0;
+}
+
+static int dev_sim_destroy_channel(strand_dev_t *dev, strand_dev_channel_t *ch)
+{
+    return smlx5_destroy_comp_channel(ch->h);
+}
+
+static void dev_sim_arm_kick(void *arg)
+{
+    smlx5_cq_arm_doorbell(arg);
+}
+
+static int dev_sim_create_cq(strand_dev_t *dev, int cqe,
+                             strand_dev_channel_t *ch, strand_dev_cq_t *cq)
 {
     dev_sim_t *s = dev->priv;
     smlx5_cq_t *scq;
@@ -151,12 +182,14 @@ static int dev_sim_create_cq(strand_dev_t *dev, int cqe, strand_dev_cq_t *cq)
     if (i == DEV_SIM_MAX_CQS) {
         return ENOMEM;
     }
-    scq = smlx5_create_cq(s->ctx, cqe, s->channel);
+    scq = smlx5_create_cq(s->ctx, cqe, (ch != NULL) ? ch->h : NULL);
     if (scq == NULL) {
         return errno ? errno : ENOMEM;
     }
-    cq->h     = scq;
-    s->cqs[i] = cq;
+    cq->h            = scq;
+    cq->arm_kick     = dev_sim_arm_kick;
+    cq->arm_kick_arg = scq;
+    s->cqs[i]        = cq;
     return smlx5_cq_dv(scq, &cq->dv);
 }
 
@@ -177,20 +210,15 @@ static int dev_sim_destroy_cq(strand_dev_t *dev, strand_dev_cq_t *cq)
     return ret;
 }
 
-static int dev_sim_arm_cq(strand_dev_t *dev, strand_dev_cq_t *cq,
-                          int solicited)
-{
-    return smlx5_req_notify_cq(cq->h, solicited);
-}
-
-static int dev_sim_get_cq_event(strand_dev_t *dev, strand_dev_cq_t **cq_p)
+static int dev_sim_get_cq_event(strand_dev_t *dev, strand_dev_channel_t *ch,
+                                strand_dev_cq_t **cq_p)
 {
     dev_sim_t *s = dev->priv;
     smlx5_cq_t *scq;
     unsigned i;
     int ret;
 
-    ret = smlx5_get_cq_event(s->channel, &scq);
+    ret = smlx5_get_cq_event(ch->h, &scq);
     if (ret != 0) {
         return ret;
     }
@@ -201,6 +229,12 @@ static int dev_sim_get_cq_event(strand_dev_t *dev, strand_dev_cq_t **cq_p)
         }
     }
     return EAGAIN; /* a CQ destroyed since */
+}
+
+static int dev_sim_create_av(strand_dev_t *dev, const struct ibv_ah_attr *attr,
+                             struct mlx5_wqe_av *av)
+{
+    return smlx5_create_av(((dev_sim_t*)dev->priv)->pd, attr, av);
 }
 
 static int dev_sim_create_srq(strand_dev_t *dev, uint32_t max_wr,
@@ -237,12 +271,8 @@ static int dev_sim_dci_to_rts(strand_dev_t *dev, smlx5_qp_t *qp,
                               const strand_dev_dci_attr_t *attr)
 {
     struct ibv_qp_attr a;
-    enum ibv_mtu mtu = IBV_MTU_4096;
     int ret;
 
-    while ((mtu > IBV_MTU_256) && (dev_sim_mtu_bytes(mtu) > dev->caps.mtu)) {
-        mtu--;
-    }
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_INIT;
     a.port_num = SMLX5_PORT_NUM;
@@ -253,8 +283,9 @@ static int dev_sim_dci_to_rts(strand_dev_t *dev, smlx5_qp_t *qp,
     }
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = mtu;
-    ret = smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PATH_MTU);
+    a.path_mtu = strand_dev_path_mtu(dev);
+    strand_dev_set_path(dev, &a.ah_attr);
+    ret = smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV);
     if (ret != 0) {
         return ret;
     }
@@ -284,7 +315,6 @@ static int dev_sim_create_dci(strand_dev_t *dev,
     init.cap.max_send_wr     = attr->max_send_wr;
     init.cap.max_send_sge    = attr->max_send_sge;
     init.cap.max_inline_data = attr->max_inline;
-    init.user_index          = attr->user_index;
     init.log_num_concurent   = attr->log_num_concurent;
     init.log_num_errored     = attr->log_num_errored;
     sqp = smlx5_create_qp(s->pd, &init);
@@ -311,7 +341,6 @@ static int dev_sim_create_dct(strand_dev_t *dev,
     smlx5_qp_init_attr_t init;
     struct ibv_qp_attr a;
     smlx5_qp_t *sqp;
-    enum ibv_mtu mtu = IBV_MTU_4096;
     int ret;
 
     memset(&init, 0, sizeof(init));
@@ -320,13 +349,11 @@ static int dev_sim_create_dct(strand_dev_t *dev,
     init.recv_cq       = attr->cq->h;
     init.srq           = attr->srq->h;
     init.dc_access_key = attr->access_key;
-    init.user_index    = attr->user_index;
+    init.create_flags  = attr->scatter_to_cqe ? 0 :
+                         MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE;
     sqp = smlx5_create_qp(s->pd, &init);
     if (sqp == NULL) {
         return errno ? errno : ENOMEM;
-    }
-    while ((mtu > IBV_MTU_256) && (dev_sim_mtu_bytes(mtu) > dev->caps.mtu)) {
-        mtu--;
     }
     memset(&a, 0, sizeof(a));
     a.qp_state        = IBV_QPS_INIT;
@@ -339,8 +366,8 @@ static int dev_sim_create_dct(strand_dev_t *dev,
         memset(&a, 0, sizeof(a));
         a.qp_state         = IBV_QPS_RTR;
         a.min_rnr_timer    = attr->min_rnr_timer;
-        a.path_mtu         = mtu;
-        a.ah_attr.port_num = SMLX5_PORT_NUM;
+        a.path_mtu         = strand_dev_path_mtu(dev);
+        strand_dev_set_path(dev, &a.ah_attr);
         ret = smlx5_modify_qp(sqp, &a, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER |
                                        IBV_QP_AV | IBV_QP_PATH_MTU);
     }
@@ -435,10 +462,12 @@ const strand_dev_ops_t strand_dev_sim_ops = {
     .close               = dev_sim_close,
     .reg_mr              = dev_sim_reg_mr,
     .dereg_mr            = dev_sim_dereg_mr,
+    .create_channel      = dev_sim_create_channel,
+    .destroy_channel     = dev_sim_destroy_channel,
     .create_cq           = dev_sim_create_cq,
     .destroy_cq          = dev_sim_destroy_cq,
-    .arm_cq              = dev_sim_arm_cq,
     .get_cq_event        = dev_sim_get_cq_event,
+    .create_av           = dev_sim_create_av,
     .create_srq          = dev_sim_create_srq,
     .destroy_srq         = dev_sim_destroy_srq,
     .create_dci          = dev_sim_create_dci,

@@ -1,7 +1,9 @@
 /*
- * CQE parsing (spec section 3): 64-byte CQEs in a ring of cqe_cnt (a power
- * of two) entries; software owns entry ci when its opcode is not INVALID and
- * its owner bit equals (ci / cqe_cnt) & 1.
+ * CQE parsing (spec sections 3 and 9): CQEs of 64 or 128 bytes in a ring of
+ * cqe_cnt (a power of two) entries; software owns entry ci when its opcode is
+ * not INVALID and its owner bit equals (ci / cqe_cnt) & 1. A 128-byte CQE
+ * keeps the 64-byte `struct mlx5_cqe64` in its second half; its first half
+ * holds up to 64 bytes of a message scattered to the CQE.
  */
 #ifndef STRAND_MLX5_CQE_H_
 #define STRAND_MLX5_CQE_H_
@@ -12,19 +14,37 @@
 #include <endian.h>
 #include <stdint.h>
 
-/* The CQE slot of consumer index ci, whatever its owner. */
-static inline struct mlx5_cqe64 *strand_cqe_at(void *cq_buf, uint32_t cqe_cnt,
-                                               uint32_t ci)
+/* CQ doorbell record words (rdma-core's MLX5_CQ_SET_CI / MLX5_CQ_ARM_DB) */
+#define STRAND_CQ_DBR_CI      0
+#define STRAND_CQ_DBR_ARM     1
+
+#define STRAND_CQE_SHIFT_64   6
+#define STRAND_CQE_SHIFT_128  7
+
+/* log2 of a CQE size the data path can parse (mlx5dv_cq.cqe_size), or 0. */
+static inline unsigned strand_cqe_shift(uint32_t cqe_size)
 {
-    return (struct mlx5_cqe64*)cq_buf + (ci & (cqe_cnt - 1));
+    return (cqe_size == 64)  ? STRAND_CQE_SHIFT_64 :
+           (cqe_size == 128) ? STRAND_CQE_SHIFT_128 : 0;
+}
+
+/* The 64-byte CQE of consumer index ci, whatever its owner: the last 64
+ * bytes of its slot. */
+static inline struct mlx5_cqe64 *strand_cqe_at(void *cq_buf, uint32_t cqe_cnt,
+                                               unsigned cqe_shift, uint32_t ci)
+{
+    return (struct mlx5_cqe64*)((uint8_t*)cq_buf +
+                                ((((ci & (cqe_cnt - 1)) + 1) << cqe_shift) -
+                                 sizeof(struct mlx5_cqe64)));
 }
 
 /* The CQE at ci if software owns it, else NULL. The rest of the CQE is
  * read only after the ownership check (read barrier). */
 static inline struct mlx5_cqe64 *strand_cqe_get(void *cq_buf, uint32_t cqe_cnt,
+                                                unsigned cqe_shift,
                                                 uint32_t ci)
 {
-    struct mlx5_cqe64 *cqe = strand_cqe_at(cq_buf, cqe_cnt, ci);
+    struct mlx5_cqe64 *cqe = strand_cqe_at(cq_buf, cqe_cnt, cqe_shift, ci);
     uint8_t op_own         = *(volatile uint8_t*)&cqe->op_own;
 
     if (((op_own >> 4) == MLX5_CQE_INVALID) ||
@@ -33,6 +53,24 @@ static inline struct mlx5_cqe64 *strand_cqe_get(void *cq_buf, uint32_t cqe_cnt,
     }
     strand_rmb();
     return cqe;
+}
+
+/* The most a CQE holds of a scattered message (a 128-byte CQE's first half) */
+#define STRAND_CQE_INLINE_MAX 64
+
+/* Scatter-to-CQE: the data of a small message delivered in the CQE instead
+ * of the receive buffer (op_own INLINE_SCATTER_32: the first 32 bytes of the
+ * 64-byte CQE; INLINE_SCATTER_64: the 64 bytes before it in a 128-byte
+ * CQE), or NULL when the data went to the buffer. byte_cnt says how much. */
+static inline const void *strand_cqe_inline_data(const struct mlx5_cqe64 *cqe)
+{
+    if (cqe->op_own & MLX5_INLINE_SCATTER_32) {
+        return cqe;
+    }
+    if (cqe->op_own & MLX5_INLINE_SCATTER_64) {
+        return cqe - 1;
+    }
+    return NULL;
 }
 
 static inline uint8_t strand_cqe_opcode(const struct mlx5_cqe64 *cqe)
@@ -96,12 +134,55 @@ static inline uint32_t strand_cqe_imm(const struct mlx5_cqe64 *cqe)
     return cqe->imm_inval_pkey;
 }
 
+/* What an error CQE's syndrome means (spec section 3), for messages. */
+static inline const char *strand_cqe_syndrome_str(uint8_t syndrome)
+{
+    switch (syndrome) {
+    case MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR:      return "local length error";
+    case MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR:       return "local QP operation error";
+    case MLX5_CQE_SYNDROME_LOCAL_PROT_ERR:        return "local protection error";
+    case MLX5_CQE_SYNDROME_WR_FLUSH_ERR:          return "flushed";
+    case MLX5_CQE_SYNDROME_MW_BIND_ERR:           return "memory window bind error";
+    case MLX5_CQE_SYNDROME_BAD_RESP_ERR:          return "bad response";
+    case MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR:      return "local access error";
+    case MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR:  return "remote invalid request";
+    case MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR:     return "remote access error";
+    case MLX5_CQE_SYNDROME_REMOTE_OP_ERR:         return "remote operation error";
+    case MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR:
+        return "transport retry count exceeded";
+    case MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR:     return "RNR retry count exceeded";
+    case MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR:    return "remote aborted";
+    default:                                      return "unknown syndrome";
+    }
+}
+
 /* Consumer index update: dbrec[0] = BE32(ci & 0xffffff). Reads of the
  * consumed CQEs complete before the device may reuse their slots. */
 static inline void strand_cq_update_ci(__be32 *dbrec, uint32_t ci)
 {
     __atomic_thread_fence(__ATOMIC_RELEASE);
-    *(volatile __be32*)&dbrec[0] = htobe32(ci & 0xffffff);
+    *(volatile __be32*)&dbrec[STRAND_CQ_DBR_CI] = htobe32(ci & 0xffffff);
+}
+
+/*
+ * Arm the CQ for one completion event (spec sections 3 and 9), the way a
+ * direct-verbs user must: with its own consumer index `ci` and arm sequence
+ * number `sn` (advanced by one for every event it received), the doorbell
+ * record first, then a 64-bit write to the CQ's UAR page. `solicited`: only a
+ * solicited (or error) CQE raises the event.
+ */
+static inline void strand_cq_arm(__be32 *dbrec, void *cq_uar, uint32_t cqn,
+                                 uint32_t sn, uint32_t ci, int solicited)
+{
+    uint32_t cmd = solicited ? MLX5_CQ_DB_REQ_NOT_SOL : MLX5_CQ_DB_REQ_NOT;
+    uint32_t val = ((sn & 3) << 28) | cmd | (ci & 0xffffff);
+    uint64_t db  = ((uint64_t)val << 32) | cqn;
+
+    *(volatile __be32*)&dbrec[STRAND_CQ_DBR_ARM] = htobe32(val);
+    /* the record before the doorbell write (write-combining memory) */
+    strand_wc_wmb();
+    *(volatile uint64_t*)((uint8_t*)cq_uar + MLX5_CQ_DOORBELL) = htobe64(db);
+    strand_wc_wmb();
 }
 
 #endif

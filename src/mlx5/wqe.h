@@ -111,11 +111,43 @@ static inline void strand_set_ctrl_stream(struct mlx5_wqe_ctrl_seg *ctrl,
     ctrl->dci_stream_channel_id = htobe16(stream_id);
 }
 
+/* A WQE posted again at another place of the SQ: only its index changes. */
+static inline void strand_set_ctrl_wqe_idx(struct mlx5_wqe_ctrl_seg *ctrl,
+                                           uint16_t wqe_idx)
+{
+    uint32_t v = be32toh(ctrl->opmod_idx_opcode);
+
+    ctrl->opmod_idx_opcode = htobe32((v & 0xff0000ffu) |
+                                     ((uint32_t)wqe_idx << 8));
+}
+
 /* Rewrite only the ds field (when it is known after the segments). */
 static inline void strand_set_ctrl_ds(struct mlx5_wqe_ctrl_seg *ctrl,
                                       unsigned ds)
 {
     ctrl->qpn_ds = htobe32((be32toh(ctrl->qpn_ds) & ~0x3fu) | (ds & 0x3f));
+}
+
+/* The name of a WQE opcode (spec section 1), for messages. */
+static inline const char *strand_wqe_opcode_str(uint8_t opcode)
+{
+    switch (opcode) {
+    case MLX5_OPCODE_NOP:              return "NOP";
+    case MLX5_OPCODE_SEND_INVAL:       return "SEND_INVAL";
+    case MLX5_OPCODE_RDMA_WRITE:       return "RDMA_WRITE";
+    case MLX5_OPCODE_RDMA_WRITE_IMM:   return "RDMA_WRITE_IMM";
+    case MLX5_OPCODE_SEND:             return "SEND";
+    case MLX5_OPCODE_SEND_IMM:         return "SEND_IMM";
+    case MLX5_OPCODE_RDMA_READ:        return "RDMA_READ";
+    case MLX5_OPCODE_ATOMIC_CS:        return "ATOMIC_CS";
+    case MLX5_OPCODE_ATOMIC_FA:        return "ATOMIC_FA";
+    case MLX5_OPCODE_ATOMIC_MASKED_CS: return "ATOMIC_MASKED_CS";
+    case MLX5_OPCODE_ATOMIC_MASKED_FA: return "ATOMIC_MASKED_FA";
+    case MLX5_OPCODE_UMR:              return "UMR";
+    case MLX5_OPCODE_SET_PSV:          return "SET_PSV";
+    case MLX5_OPCODE_TAG_MATCHING:     return "TAG_MATCHING";
+    default:                           return "unknown opcode";
+    }
 }
 
 static inline uint8_t strand_ctrl_opcode(const struct mlx5_wqe_ctrl_seg *c)

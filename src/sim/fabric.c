@@ -85,6 +85,9 @@ struct sim_port {
     sim_fabric_t   *fab;
     sim_port_shm_t *shm;
     uint16_t        lid;
+    /* sim_fabric_port_stats */
+    _Atomic uint64_t sleeps, untimed_sleeps;
+    _Atomic int      asleep_untimed;
 };
 
 /* -------------------------------------------------------------- utils */
@@ -431,6 +434,18 @@ void sim_fabric_port_close(sim_port_t *port)
     free(port);
 }
 
+const char *sim_fabric_name(const sim_fabric_t *fab)
+{
+    return fab->name + 1;
+}
+
+void sim_fabric_port_stats(const sim_port_t *port, sim_port_stats_t *st)
+{
+    st->sleeps         = atomic_load(&port->sleeps);
+    st->untimed_sleeps = atomic_load(&port->untimed_sleeps);
+    st->asleep_untimed = atomic_load(&port->asleep_untimed);
+}
+
 uint16_t sim_fabric_port_lid(const sim_port_t *port)
 {
     return port->lid;
@@ -474,7 +489,10 @@ int sim_fabric_send(sim_fabric_t *fab, uint16_t dlid, const void *hdr,
                 break;
             }
         } else if (dif < 0) {
-            return -EAGAIN; /* full */
+            /* full: a live owner is slow (the sender waits, as on a
+             * lossless link); a dead one never drains it, and the
+             * packet is lost as a switch drops what nobody takes */
+            return sim_proc_alive(&p->owner) ? -EAGAIN : 0;
         } else {
             pos = atomic_load_explicit(&p->tail, memory_order_relaxed);
         }
@@ -580,7 +598,13 @@ int sim_fabric_wait(sim_port_t *port, int64_t timeout_ns)
         ts.tv_sec  = t / 1000000000ll;
         ts.tv_nsec = t % 1000000000ll;
     }
+    atomic_fetch_add(&port->sleeps, 1);
+    if (t < 0) {
+        atomic_fetch_add(&port->untimed_sleeps, 1);
+        atomic_store(&port->asleep_untimed, 1);
+    }
     sim_futex(&p->futex, FUTEX_WAIT, v, (t >= 0) ? &ts : NULL);
+    atomic_store(&port->asleep_untimed, 0);
     atomic_store(&p->sleeping, 0);
     return (sim_fabric_rx_pending(port) || atomic_exchange(&p->wake_req, 0) ||
             (atomic_load(&p->futex) != v)) ? 0 : -ETIMEDOUT;

@@ -59,6 +59,17 @@ void sim_fabric_port_wake(sim_port_t *port);
 /* The owner polled inline just now (see the wake protocol). */
 void sim_fabric_port_touch(sim_port_t *port);
 
+/* The segment's name as resolved at attach (without the leading '/'). */
+const char *sim_fabric_name(const sim_fabric_t *fab);
+
+/* Test / observability hook: what the port's waiter did. */
+typedef struct sim_port_stats {
+    uint64_t sleeps;          /* futex waits entered */
+    uint64_t untimed_sleeps;  /* ... of them with no time limit */
+    int      asleep_untimed;  /* 1 while the waiter sleeps with no limit */
+} sim_port_stats_t;
+void sim_fabric_port_stats(const sim_port_t *port, sim_port_stats_t *st);
+
 /* 1 when a live process owns a port with this LID. */
 int  sim_fabric_lid_alive(sim_fabric_t *fab, uint16_t lid);
 

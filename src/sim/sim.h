@@ -32,6 +32,8 @@ enum { SIM_CQ_DBR_CI = 0, SIM_CQ_DBR_ARM = 1 };
 #define SIM_MAX_RD_ATOMIC  16
 #define SIM_FLOWS_PER_QP   64     /* DCI: destinations in flight at once */
 #define SIM_RESP_CTX_MAX   256    /* DCT: requesters remembered at once */
+#define SIM_MAX_UIDX       (SIM_MAX_QPS + SIM_MAX_SRQS)
+#define SIM_GID_TBL_LEN    4      /* Ethernet: link-local and ULA, v1 and v2 */
 
 /* Device tunables, read once from the environment (docs/software-device.md). */
 typedef struct sim_config {
@@ -40,6 +42,15 @@ typedef struct sim_config {
     uint64_t rnr_timer_ns;        /* STRAND_SIM_RNR_NS: 0 = from QP attr */
     int      progress_thread;     /* STRAND_SIM_PROGRESS_THREAD (default 1) */
     int      atomics;             /* STRAND_SIM_ATOMICS (default 1) */
+    /* the NIC it looks like: STRAND_SIM_CAPS (sim_caps.c) */
+    bool     masked_atomics;      /* opcodes 0x14 / 0x15 execute */
+    bool     atomic_reply_be;     /* fetched values land big-endian */
+    bool     scatter_dct;         /* SMLX5_CAP_SCATTER_TO_CQE_DCT */
+    uint32_t max_inline;          /* bytes, <= SIM_MAX_INLINE */
+    uint32_t max_sge;             /* 1..SIM_MAX_SGE */
+    uint8_t  dci_log_concurent;   /* DCI stream caps */
+    uint8_t  dci_log_errored;
+    uint8_t  link_layer;          /* STRAND_SIM_LINK_LAYER: IBV_LINK_LAYER_* */
     /* fault injection: STRAND_SIM_FAULTS (see sim_fault.c) */
     uint32_t drop_ppm, dup_ppm, corrupt_ppm, delay_ppm;
     uint64_t delay_ns;
@@ -78,15 +89,25 @@ struct smlx5_cq {
     smlx5_context_t *ctx;
     uint32_t         cqn;
     uint32_t         nent;        /* power of two */
-    struct mlx5_cqe64 *buf;
+    uint32_t         cqe_size;    /* 64 or 128 (MLX5_CQE_SIZE) */
+    unsigned         cqe_shift;   /* log2(cqe_size) */
+    uint8_t         *buf;         /* nent slots of cqe_size bytes */
     __be32          *dbrec;       /* [0] consumer index, [1] arm */
     uint8_t         *uar;         /* arm doorbell page (cq_uar) */
     uint32_t         pi;          /* producer index (device) */
     smlx5_channel_t *channel;
-    uint32_t         armed_sn;    /* sn of the arm consumed, or ~0 */
-    bool             armed, armed_solicited;
     bool             overrun;
+    /* handed out by smlx5_cq_dv: the driver no longer cleans it */
+    bool             dv_owned;
+    /* provider side, as rdma-core's struct mlx5_cq */
     uint32_t         poll_ci;     /* smlx5_poll_cq's consumer index */
+    uint32_t         arm_sn;      /* sn of the next ibv_req_notify_cq */
+    /* device side of arming (sim_cq_arm) */
+    bool             armed, armed_solicited;
+    uint32_t         armed_ci;    /* 24 bits: fire for a CQE at or past it */
+    uint8_t          armed_sn;
+    bool             fired_valid; /* an arm has fired an event ... */
+    uint8_t          fired_sn;    /* ... and this was its sn */
     atomic_int       refs;        /* QPs/SRQs using it */
 };
 
@@ -95,7 +116,7 @@ struct smlx5_srq {
     smlx5_context_t *ctx;
     smlx5_pd_t      *pd;
     uint32_t         srqn;
-    uint32_t         user_index;
+    uint32_t         user_index;  /* tag-matching SRQs only, else 0xffffff */
     uint8_t         *buf;
     __be32          *dbrec;       /* [0] = WQEs ever posted (16 bit) */
     uint32_t         wqe_cnt;     /* power of two */
@@ -116,6 +137,18 @@ struct smlx5_srq {
 
 /* ---------------------------------------------------------------- QP */
 
+/* Where a flow is in a receiver-not-ready back-off (spec section 8), as a
+ * NIC does it: the requester's CPU is not involved and the flow costs
+ * nothing while it waits. */
+typedef enum sim_rnr_state {
+    SIM_RNR_NONE = 0,
+    SIM_RNR_WAITING,              /* RNR NAKed: nothing of the flow goes out
+                                     until deadline_ns (the RNR timer) */
+    SIM_RNR_RETRYING,             /* the timer sent one go-back-N pass from
+                                     rnr_psn; new packets wait until the
+                                     responder acknowledges rnr_psn */
+} sim_rnr_state_t;
+
 /* One reliable flow: an RC connection, or a DCI's association with one DCT
  * (DC "connect"), keyed by (dlid, dqpn). PSNs are per flow. */
 typedef struct sim_flow {
@@ -131,7 +164,8 @@ typedef struct sim_flow {
     uint64_t deadline_ns;         /* retransmit timer, 0 = idle */
     uint8_t  retries;             /* transport retries used */
     uint8_t  rnr_retries;
-    bool     rnr_wait;            /* deadline is an RNR back-off */
+    sim_rnr_state_t rnr_state;
+    uint32_t rnr_psn;             /* the PSN the last RNR NAK named */
     uint32_t gap_psn;             /* response gap already re-requested */
     uint32_t since_ackreq;        /* packets sent since one asked an ACK */
     bool     gap_valid;
@@ -171,6 +205,10 @@ typedef struct sim_wqe {
     uint64_t  fetched;            /* atomic: original value */
     bool      needs_response;     /* READ / atomic */
     bool      fenced;
+    /* requester scatter-to-CQE (cs_req): the response data goes into the
+     * CQE, not the local buffers */
+    bool      to_cqe;
+    uint8_t   cqe_data[64];
     /* local scatter for READ / atomic responses (the parser clears what
      * comes before it) */
     uint8_t   num_sge;
@@ -187,7 +225,9 @@ typedef struct sim_resp_ctx {
     uint32_t connect_psn;         /* start PSN of the requester's flow */
     bool     errored;             /* DC: NAKed with an error; wait for a
                                      new connect */
-    bool     nak_sent;            /* PSN-sequence NAK outstanding */
+    bool     nak_outstanding;     /* a PSN-sequence or RNR NAK names
+                                     epsn: later packets are dropped
+                                     silently until epsn comes again */
     bool     ack_pending;         /* executed, not acknowledged yet */
     uint32_t ack_psn;
     uint64_t ack_due_ns;          /* coalesced ACK goes out by then */
@@ -219,12 +259,16 @@ struct smlx5_qp {
     int               sq_sig_all;
     uint64_t          dc_key;
     uint8_t           log_num_concurent, log_num_errored;
+    uint32_t          create_flags;   /* MLX5DV_QP_CREATE_* */
     bool              sig_pipelining;
+    /* scatter-to-CQE: the largest message (bytes) that goes into the
+     * CQE instead of a buffer, as the kernel sets cs_res / cs_req; 0: off */
+    uint8_t           cs_res, cs_req;
 
     /* attributes set by modify */
     int               access_flags;
     uint32_t          path_mtu;       /* bytes */
-    uint16_t          dlid;           /* RC */
+    uint16_t          dlid;           /* RC (Ethernet: resolved from dgid) */
     uint32_t          dest_qpn;       /* RC */
     uint32_t          rq_psn, sq_psn;
     uint8_t           timeout, retry_cnt, rnr_retry, min_rnr_timer;
@@ -277,6 +321,8 @@ struct smlx5_qp {
     sim_resp_ctx_t   *resp;           /* RC: 1, DCT: SIM_RESP_CTX_MAX */
     unsigned          num_resp;
     unsigned          acks_pending;   /* resp contexts with ack_pending */
+
+    smlx5_qp_stats_t  stats;          /* smlx5_qp_stats */
 };
 
 /* ------------------------------------------------------------ context */
@@ -289,8 +335,13 @@ struct smlx5_context {
     sim_config_t      cfg;
     sim_fabric_t     *fabric;
     sim_port_t       *port;
-    uint16_t          lid;
-    union ibv_gid     gid;
+    uint16_t          lid;            /* internal on Ethernet: routing */
+    /* what the port shows (sim_port.c): GID table, MAC */
+    union ibv_gid     gids[SIM_GID_TBL_LEN];
+    enum ibv_gid_type gid_types[SIM_GID_TBL_LEN];
+    unsigned          num_gids;
+    uint8_t           mac[6];         /* Ethernet only */
+    uint64_t          fabric_hash;    /* FNV-1a 64 of the segment name */
     uint32_t          tag;            /* high bits of QPN/keys: unique per ctx */
     pthread_mutex_t   lock;           /* the device engine lock */
     int               refs;
@@ -299,6 +350,9 @@ struct smlx5_context {
     smlx5_mr_t       *mrs[SIM_MAX_MRS];
     smlx5_cq_t       *cqs[SIM_MAX_CQS];
     smlx5_srq_t      *srqs[SIM_MAX_SRQS];
+    /* user indexes (CQE version 1): the provider's table, one slot per
+     * QP, DCT or tag-matching SRQ, first free slot first */
+    void             *uidx[SIM_MAX_UIDX];
     uint32_t          next_pdn;
     uint32_t          qp_gen;
     uint64_t          next_deadline_ns; /* earliest timer, 0 = none */
@@ -317,6 +371,7 @@ struct smlx5_context {
     pthread_t         thread;
     bool              thread_running;
     atomic_bool       stop;
+    atomic_ullong     thread_loops;   /* smlx5_progress_stats */
 };
 
 /* --------------------------------------------------- internal helpers */
@@ -340,12 +395,35 @@ void sim_cqe_error(smlx5_cq_t *cq, uint8_t cqe_opcode, uint32_t qpn,
 bool sim_fault_rkey(smlx5_context_t *ctx, uint32_t rkey);
 bool sim_timers_due(smlx5_context_t *ctx);
 int  sim_engine_progress(smlx5_context_t *ctx);  /* lock held */
-void sim_cq_clean(smlx5_cq_t *cq, uint32_t qpn);
+void sim_cq_clean(smlx5_cq_t *cq, const smlx5_qp_t *qp);
 void sim_qp_activate(smlx5_qp_t *qp);
 uint64_t sim_now_ns(void);
-void     sim_config_read(sim_config_t *cfg);
+int      sim_config_read(sim_config_t *cfg);  /* 0 or EINVAL */
+/* STRAND_SIM_CAPS and STRAND_SIM_LINK_LAYER into cfg (sim_caps.c). */
+int      sim_caps_config_read(sim_config_t *cfg);
 uint64_t sim_timeout_ns(const smlx5_qp_t *qp);
 uint64_t sim_rnr_timer_ns(const smlx5_context_t *ctx, uint8_t min_rnr_timer);
+
+/* The provider's user-index table (lock held): the first free index, or
+ * -1 when the table is full; release gives it back. */
+int32_t sim_uidx_store(smlx5_context_t *ctx, void *obj);
+void    sim_uidx_clear(smlx5_context_t *ctx, uint32_t uidx);
+
+/* Port identity (sim_device.c): GIDs, MACs, address vectors. */
+bool     sim_port_is_eth(const smlx5_context_t *ctx);
+void     sim_port_identity_init(smlx5_context_t *ctx);
+/* The LID of the live port of this fabric that owns the GID, or 0. */
+uint16_t sim_gid_lid(const smlx5_context_t *ctx, const uint8_t raw[16]);
+uint16_t sim_gid_to_lid(const smlx5_context_t *ctx, const uint8_t raw[16]);
+/* Where a WQE's AV sends it: rlid on InfiniBand; on Ethernet the live
+ * port owning rgid if the AV is extended and rmac is that port's MAC;
+ * 0 (nowhere: the requester times out) otherwise. */
+uint16_t sim_av_route(const smlx5_context_t *ctx, const struct mlx5_wqe_av *av);
+/* The MAC of the port with `lid` is `mac`. */
+bool     sim_lid_has_mac(uint16_t lid, const uint8_t mac[6]);
+/* An ibv_ah_attr this port accepts (port, GRH, sgid index): 0 or EINVAL. */
+int      sim_ah_attr_check(const smlx5_context_t *ctx,
+                           const struct ibv_ah_attr *attr);
 
 smlx5_qp_t *sim_qp_lookup(smlx5_context_t *ctx, uint32_t qpn);
 smlx5_qp_t *sim_dct_lookup(smlx5_context_t *ctx, uint32_t dctn);
@@ -358,6 +436,12 @@ int sim_mr_check_remote(smlx5_context_t *ctx, smlx5_pd_t *pd, uint32_t rkey,
 
 /* CQ: write one CQE (fills owner bit, fires the channel when armed). */
 void sim_cq_push(smlx5_cq_t *cq, const struct mlx5_cqe64 *cqe);
+/* The same with scatter-to-CQE data: `len` (<= 32 in a 64-byte CQE, <= 64
+ * in a 128-byte one) bytes of `data` go into the CQE, op_own says where. */
+void sim_cq_push_scatter(smlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
+                         const void *data, uint32_t len);
+/* Largest message a CQE of `cq` can carry (32 or 64 bytes). */
+uint32_t sim_cq_scatter_max(const smlx5_cq_t *cq);
 void sim_async_push(smlx5_context_t *ctx, enum ibv_event_type type,
                     void *element);
 
@@ -367,6 +451,23 @@ static inline void sim_timer_schedule(smlx5_context_t *ctx, uint64_t t)
     if ((ctx->next_deadline_ns == 0) || (t < ctx->next_deadline_ns)) {
         ctx->next_deadline_ns = t;
     }
+}
+
+/* The flow may put packets it never sent on the wire: not while an RNR
+ * back-off or its retry is under way (they would only be discarded by a
+ * responder that has not taken the NAKed packet yet). */
+static inline bool sim_flow_may_send_new(const sim_flow_t *f)
+{
+    return f->rnr_state == SIM_RNR_NONE;
+}
+
+/* 16-byte unit `unit` of the WQE whose ctrl is at BB `bb` (wraps). */
+static inline void *sim_sq_unit(const smlx5_qp_t *qp, uint32_t bb,
+                                uint32_t unit)
+{
+    uint32_t size = qp->sq_wqe_cnt * 64;
+
+    return qp->sq_buf + ((bb * 64u + unit * 16u) & (size - 1));
 }
 
 /* Copy between `data` and the WQE's local buffers at message offset `off`:

@@ -16,8 +16,8 @@ static inline sim_wqe_t *sim_wqe_at(smlx5_qp_t *qp, uint32_t bb)
 
 static void sim_flow_update_timer(smlx5_qp_t *qp, sim_flow_t *f)
 {
-    if (f->rnr_wait) {
-        return;
+    if (f->rnr_state == SIM_RNR_WAITING) {
+        return; /* the deadline is the RNR timer */
     }
     if ((f->outstanding == 0) || (f->una_psn == f->next_psn)) {
         f->deadline_ns = 0;
@@ -25,6 +25,19 @@ static void sim_flow_update_timer(smlx5_qp_t *qp, sim_flow_t *f)
     }
     f->deadline_ns = sim_now_ns() + sim_timeout_ns(qp);
     sim_timer_schedule(qp->ctx, f->deadline_ns);
+}
+
+/* Everything of the flow before `psn` is acknowledged (psn is past
+ * una_psn). Forward progress resets the transport retries; once the PSN an
+ * RNR NAK named is taken, the back-off is over and new packets may go. */
+static void sim_flow_advance(sim_flow_t *f, uint32_t psn)
+{
+    f->una_psn = psn;
+    f->retries = 0;
+    if ((f->rnr_state != SIM_RNR_NONE) &&
+        ((int32_t)(psn - f->rnr_psn) > 0)) {
+        f->rnr_state = SIM_RNR_NONE;
+    }
 }
 
 /* A WQE in SENT state leaves the flow's accounting. */
@@ -70,8 +83,7 @@ static void sim_comp_ack_upto(smlx5_qp_t *qp, int fi, uint32_t psn)
         sim_wqe_finish(qp, w, 0);
     }
     if ((int32_t)(psn - f->una_psn) > 0) {
-        f->una_psn = psn;
-        f->retries = 0;
+        sim_flow_advance(f, psn);
     }
     sim_flow_update_timer(qp, f);
 }
@@ -119,7 +131,7 @@ static void sim_flow_restart(smlx5_qp_t *qp, int fi)
     f->start_psn = f->next_psn = f->una_psn = qp->next_flow_psn;
     qp->next_flow_psn += 1u << 16;
     f->retries = f->rnr_retries = 0;
-    f->rnr_wait = false;
+    f->rnr_state = SIM_RNR_NONE;
     f->deadline_ns = 0;
     for (bb = qp->sq_completed; bb != qp->sq_fetched; bb += w->bbs) {
         w = sim_wqe_at(qp, bb);
@@ -206,6 +218,47 @@ static uint8_t sim_nak_syndrome(uint8_t aeth)
     }
 }
 
+/* An RNR NAK: the flow waits the responder's RNR timer (the packet carries
+ * its min_rnr_timer), then sim_comp_rnr_retry goes back to the NAKed PSN;
+ * after rnr_retry of them (7: for ever) the WQE ends in RNR_RETRY_EXC_ERR. */
+static void sim_comp_rnr_nak(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
+{
+    sim_flow_t *f = &qp->flows[fi];
+    sim_wqe_t *w;
+
+    qp->stats.rnr_naks_rcvd++;
+    sim_comp_ack_upto(qp, fi, pkt->psn);
+    if (f->rnr_state == SIM_RNR_WAITING) {
+        /* the flow has sent nothing since its wait began: this answers an
+         * older packet (a duplicate), and the retry is planned already */
+        return;
+    }
+    w = sim_comp_find_wqe(qp, fi, pkt->psn);
+    if (w == NULL) {
+        return;
+    }
+    if ((qp->rnr_retry != 7) && (++f->rnr_retries > qp->rnr_retry)) {
+        sim_comp_fail(qp, w, MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR);
+        return;
+    }
+    f->rnr_state   = SIM_RNR_WAITING;
+    f->rnr_psn     = pkt->psn;
+    f->deadline_ns = sim_now_ns() + sim_rnr_timer_ns(qp->ctx, pkt->atomic_op);
+    sim_timer_schedule(qp->ctx, f->deadline_ns);
+}
+
+/* The RNR timer expired: one go-back-N pass from the NAKed PSN. New packets
+ * wait until the responder takes it (sim_flow_advance), so a receiver that
+ * stays not ready costs that pass and one NAK per timer period. */
+static void sim_comp_rnr_retry(smlx5_qp_t *qp, int fi)
+{
+    sim_flow_t *f = &qp->flows[fi];
+
+    f->rnr_state = SIM_RNR_RETRYING;
+    qp->stats.rnr_retries++;
+    sim_req_retransmit(qp, fi, f->una_psn);
+}
+
 static void sim_comp_ack(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
 {
     sim_flow_t *f = &qp->flows[fi];
@@ -216,21 +269,12 @@ static void sim_comp_ack(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
         sim_comp_ack_upto(qp, fi, pkt->psn + 1);
         break;
     case SIM_AETH_RNR_NAK:
-        sim_comp_ack_upto(qp, fi, pkt->psn);
-        w = sim_comp_find_wqe(qp, fi, pkt->psn);
-        if (w == NULL) {
-            break;
-        }
-        if ((qp->rnr_retry != 7) && (++f->rnr_retries > qp->rnr_retry)) {
-            sim_comp_fail(qp, w, MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR);
-            break;
-        }
-        f->rnr_wait    = true;
-        f->deadline_ns = sim_now_ns() + sim_rnr_timer_ns(qp->ctx,
-                                                         pkt->atomic_op);
-        sim_timer_schedule(qp->ctx, f->deadline_ns);
+        sim_comp_rnr_nak(qp, fi, pkt);
         break;
     case SIM_AETH_NAK_PSN_SEQ:
+        /* a real gap: go back at once (not while an RNR timer runs: the
+         * retry after it goes back to the same PSN) */
+        qp->stats.seq_naks_rcvd++;
         sim_comp_ack_upto(qp, fi, pkt->psn);
         if (f->una_psn == pkt->psn) {
             sim_req_retransmit(qp, fi, pkt->psn);
@@ -246,13 +290,41 @@ static void sim_comp_ack(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
     }
 }
 
+/* Response data of a READ / atomic at message offset `off`: into the
+ * WQE's local buffers, or kept for its CQE (requester scatter-to-CQE). */
+static void sim_comp_deliver(sim_wqe_t *w, uint32_t off, const void *data,
+                             uint32_t len)
+{
+    if (w->to_cqe) {
+        memcpy(w->cqe_data + off, data, len);
+    } else {
+        sim_wqe_sge_copy(w, off, (void*)data, len, true);
+    }
+}
+
+/* The fetched value of an atomic: big-endian when the device advertises
+ * SMLX5_CAP_ATOMIC_REPLY_BE, else in host order. */
+static void sim_comp_atomic_reply(smlx5_qp_t *qp, sim_wqe_t *w, uint64_t v)
+{
+    bool be = qp->ctx->cfg.atomic_reply_be;
+    uint32_t v32;
+    uint64_t v64;
+
+    if (w->atomic_size == 4) {
+        v32 = be ? htobe32((uint32_t)v) : (uint32_t)v;
+        sim_comp_deliver(w, 0, &v32, sizeof(v32));
+    } else {
+        v64 = be ? htobe64(v) : v;
+        sim_comp_deliver(w, 0, &v64, sizeof(v64));
+    }
+}
+
 static void sim_comp_response(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt,
                               const uint8_t *payload)
 {
     sim_flow_t *f = &qp->flows[fi];
     sim_wqe_t *w  = sim_comp_find_wqe(qp, fi, pkt->psn);
     uint32_t off;
-    uint64_t be;
 
     if ((int32_t)(pkt->psn - f->una_psn) > 0) {
         /* responses come in order: a gap means the one awaited was lost;
@@ -270,23 +342,15 @@ static void sim_comp_response(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt,
     if (pkt->op == SIM_PKT_READ_RESP) {
         off = (pkt->psn - w->first_psn) * qp->path_mtu;
         if (off + pkt->payload_len <= w->length) {
-            sim_wqe_sge_copy(w, off, (void*)payload, pkt->payload_len, true);
+            sim_comp_deliver(w, off, payload, pkt->payload_len);
         }
     } else if (pkt->op == SIM_PKT_ATOMIC_RESP) {
-        /* advertised SMLX5_CAP_ATOMIC_REPLY_BE: fetched value big-endian */
         w->fetched = pkt->swap_add;
-        if (w->atomic_size == 4) {
-            uint32_t be32 = htobe32((uint32_t)pkt->swap_add);
-            sim_wqe_sge_copy(w, 0, &be32, 4, true);
-        } else {
-            be = htobe64(pkt->swap_add);
-            sim_wqe_sge_copy(w, 0, &be, 8, true);
-        }
+        sim_comp_atomic_reply(qp, w, pkt->swap_add);
     } else {
         return;
     }
-    f->una_psn = pkt->psn + 1;
-    f->retries = 0;
+    sim_flow_advance(f, pkt->psn + 1);
     if (pkt->psn == w->last_psn) {
         sim_wqe_finish(qp, w, 0);
     }
@@ -334,7 +398,11 @@ static void sim_cqe_req(smlx5_qp_t *qp, const sim_wqe_t *w)
         cqe.byte_cnt = htobe32(w->atomic_size);
     }
     cqe.op_own = MLX5_CQE_REQ << 4;
-    sim_cq_push(qp->send_cq, &cqe);
+    if (w->to_cqe) {
+        sim_cq_push_scatter(qp->send_cq, &cqe, w->cqe_data, w->length);
+    } else {
+        sim_cq_push(qp->send_cq, &cqe);
+    }
 }
 
 void sim_cqe_error(smlx5_cq_t *cq, uint8_t cqe_opcode, uint32_t qpn,
@@ -443,9 +511,8 @@ static void sim_comp_qp_timers(smlx5_qp_t *qp, uint64_t now)
             continue;
         }
         f->deadline_ns = 0;
-        if (f->rnr_wait) {
-            f->rnr_wait = false;
-            sim_req_retransmit(qp, i, f->una_psn);
+        if (f->rnr_state == SIM_RNR_WAITING) {
+            sim_comp_rnr_retry(qp, i);
             continue;
         }
         if (f->outstanding == 0) {

@@ -6,13 +6,13 @@
 #include "sim.h"
 #include "sim_post.h"
 
+#include "mlx5/cqe.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
-
-#define SIM_CQ_ARM_CMD_SOLICITED (1u << 24)
 
 /* ------------------------------------------------------------ channel */
 
@@ -61,6 +61,8 @@ int smlx5_get_cq_event(smlx5_channel_t *ch, smlx5_cq_t **cq_p)
         return EAGAIN;
     }
     *cq_p = ch->fired[0];
+    /* rdma-core's mlx5_cq_event: the next arm carries the next sn */
+    (*cq_p)->arm_sn++;
     for (i = 1; i < ch->num_fired; ++i) {
         ch->fired[i - 1] = ch->fired[i];
     }
@@ -93,6 +95,21 @@ static void sim_channel_fire(smlx5_channel_t *ch, smlx5_cq_t *cq)
     }
 }
 
+/* A destroyed CQ leaves the channel's pending events. */
+static void sim_channel_forget(smlx5_channel_t *ch, smlx5_cq_t *cq)
+{
+    unsigned i, kept = 0;
+
+    pthread_mutex_lock(&ch->lock);
+    for (i = 0; i < ch->num_fired; ++i) {
+        if (ch->fired[i] != cq) {
+            ch->fired[kept++] = ch->fired[i];
+        }
+    }
+    ch->num_fired = kept;
+    pthread_mutex_unlock(&ch->lock);
+}
+
 /* ----------------------------------------------------------------- CQ */
 
 static uint32_t sim_roundup_pow2(uint32_t x)
@@ -105,13 +122,46 @@ static uint32_t sim_roundup_pow2(uint32_t x)
     return r;
 }
 
+/* The CQE size rdma-core's get_cqe_size picks without a DV attribute:
+ * MLX5_CQE_SIZE read with atoi, 64 when unset; else -EINVAL. */
+static int sim_cq_env_cqe_size(void)
+{
+    const char *env = getenv("MLX5_CQE_SIZE");
+    int size        = (env != NULL) ? atoi(env) : 64;
+
+    return ((size == 64) || (size == 128)) ? size : -EINVAL;
+}
+
+/* The 64-byte CQE of index `idx`: the last 64 bytes of its slot. */
+static inline struct mlx5_cqe64 *sim_cqe64(const smlx5_cq_t *cq, uint32_t idx)
+{
+    return strand_cqe_at(cq->buf, cq->nent, cq->cqe_shift, idx);
+}
+
+/* The whole slot of index `idx` (cqe_size bytes). */
+static inline uint8_t *sim_cqe_slot(const smlx5_cq_t *cq, uint32_t idx)
+{
+    return cq->buf + ((size_t)(idx & (cq->nent - 1)) << cq->cqe_shift);
+}
+
+static void sim_cq_buf_init(smlx5_cq_t *cq)
+{
+    uint32_t i;
+
+    memset(cq->buf, 0, (size_t)cq->nent << cq->cqe_shift);
+    for (i = 0; i < cq->nent; ++i) {
+        sim_cqe64(cq, i)->op_own = MLX5_CQE_INVALID << 4;
+    }
+}
+
 smlx5_cq_t *smlx5_create_cq(smlx5_context_t *ctx, int cqe,
                             smlx5_channel_t *channel)
 {
+    int cqe_size = sim_cq_env_cqe_size();
     smlx5_cq_t *cq;
     uint32_t i;
 
-    if ((cqe < 1) || (cqe > (1 << 22))) {
+    if ((cqe < 1) || (cqe > (1 << 22)) || (cqe_size < 0)) {
         errno = EINVAL;
         return NULL;
     }
@@ -121,16 +171,16 @@ smlx5_cq_t *smlx5_create_cq(smlx5_context_t *ctx, int cqe,
         return NULL;
     }
     /* like the provider: room for cqe + 1 entries */
-    cq->nent = sim_roundup_pow2((uint32_t)cqe + 1);
-    if ((posix_memalign((void**)&cq->buf, 4096, cq->nent * 64) != 0) ||
+    cq->nent      = sim_roundup_pow2((uint32_t)cqe + 1);
+    cq->cqe_size  = (uint32_t)cqe_size;
+    cq->cqe_shift = strand_cqe_shift(cq->cqe_size);
+    if ((posix_memalign((void**)&cq->buf, 4096,
+                        (size_t)cq->nent << cq->cqe_shift) != 0) ||
         (posix_memalign((void**)&cq->dbrec, 64, 64) != 0) ||
         (posix_memalign((void**)&cq->uar, 4096, 4096) != 0)) {
         goto err;
     }
-    for (i = 0; i < cq->nent; ++i) {
-        memset(&cq->buf[i], 0, sizeof(cq->buf[i]));
-        cq->buf[i].op_own = MLX5_CQE_INVALID << 4;
-    }
+    sim_cq_buf_init(cq);
     memset(cq->dbrec, 0, 64);
     memset(cq->uar, 0, 4096);
     cq->ctx     = ctx;
@@ -174,6 +224,7 @@ int smlx5_destroy_cq(smlx5_cq_t *cq)
     ctx->cqs[cq->cqn] = NULL;
     pthread_mutex_unlock(&ctx->lock);
     if (cq->channel != NULL) {
+        sim_channel_forget(cq->channel, cq);
         atomic_fetch_sub(&cq->channel->refs, 1);
     }
     free(cq->buf);
@@ -189,57 +240,131 @@ int smlx5_cq_dv(smlx5_cq_t *cq, struct mlx5dv_cq *out)
     out->buf      = cq->buf;
     out->dbrec    = cq->dbrec;
     out->cqe_cnt  = cq->nent;
-    out->cqe_size = 64;
+    out->cqe_size = cq->cqe_size;
     out->cq_uar   = cq->uar;
     out->cqn      = cq->cqn;
-    return 0;
-}
-
-/* The device takes the arm request from the doorbell record. */
-static void sim_cq_arm_from_dbrec(smlx5_cq_t *cq)
-{
-    uint32_t v  = be32toh(cq->dbrec[SIM_CQ_DBR_ARM]);
-    uint32_t ci = v & 0xffffff;
-
-    cq->armed           = true;
-    cq->armed_solicited = !!(v & SIM_CQ_ARM_CMD_SOLICITED);
-    cq->armed_sn        = v >> 28;
-    /* A CQE already at or past ci fires at once. */
-    if ((int32_t)((cq->pi & 0xffffff) - ci) > 0 && !cq->armed_solicited) {
-        cq->armed = false;
-        if (cq->channel != NULL) {
-            sim_channel_fire(cq->channel, cq);
-        }
-    }
-}
-
-int smlx5_req_notify_cq(smlx5_cq_t *cq, int solicited_only)
-{
-    uint32_t ci  = be32toh(cq->dbrec[SIM_CQ_DBR_CI]) & 0xffffff;
-    uint32_t cmd = solicited_only ? SIM_CQ_ARM_CMD_SOLICITED : 0;
-    uint32_t sn  = (cq->armed_sn + 1) & 3;
-    uint64_t db;
-
-    /* The hardware sequence: doorbell record, then the UAR write. */
-    cq->dbrec[SIM_CQ_DBR_ARM] = htobe32((sn << 28) | cmd | ci);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    db = ((uint64_t)((sn << 28) | cmd | ci) << 32) | cq->cqn;
-    *(volatile uint64_t*)(cq->uar + MLX5_CQ_DOORBELL) = htobe64(db);
-
+    /* as mlx5dv_init_obj: the application owns the CQ from now on, and
+     * the driver stops removing a reset QP's CQEs from it */
     pthread_mutex_lock(&cq->ctx->lock);
-    sim_cq_arm_from_dbrec(cq);
+    cq->dv_owned = true;
     pthread_mutex_unlock(&cq->ctx->lock);
     return 0;
 }
 
-void sim_cq_push(smlx5_cq_t *cq, const struct mlx5_cqe64 *src)
+/* ------------------------------------------------------------- arming */
+
+/* CQE counters and arm consumer indexes are compared in 24 bits. */
+static inline bool sim_cq_idx_at_or_past(uint32_t idx, uint32_t ci)
+{
+    return ((idx - ci) & 0xffffff) < 0x800000;
+}
+
+static bool sim_cqe_is_solicited(const struct mlx5_cqe64 *cqe)
+{
+    return strand_cqe_se(cqe) || strand_cqe_is_error(cqe);
+}
+
+/* Does the CQE at `idx` end the armed wait? */
+static bool sim_cq_arm_matches(const smlx5_cq_t *cq, uint32_t idx)
+{
+    return sim_cq_idx_at_or_past(idx, cq->armed_ci) &&
+           (!cq->armed_solicited || sim_cqe_is_solicited(sim_cqe64(cq, idx)));
+}
+
+static void sim_cq_fire(smlx5_cq_t *cq)
+{
+    cq->armed       = false;
+    cq->fired_valid = true;
+    cq->fired_sn    = cq->armed_sn;
+    if (cq->channel != NULL) {
+        sim_channel_fire(cq->channel, cq);
+    }
+}
+
+/* A CQE the armed wait counts is already in the CQ. */
+static bool sim_cq_arm_already_met(const smlx5_cq_t *cq)
+{
+    uint32_t n = (cq->pi - cq->armed_ci) & 0xffffff, i;
+
+    if ((n == 0) || (n >= 0x800000)) {
+        return false; /* nothing at or past ci yet */
+    }
+    if (!cq->armed_solicited) {
+        return true;
+    }
+    if (n > cq->nent) {
+        n = cq->nent; /* older entries were overwritten */
+    }
+    for (i = 1; i <= n; ++i) {
+        if (sim_cqe_is_solicited(sim_cqe64(cq, cq->pi - i))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The device takes one arm request (lock held): one event for the first
+ * CQE at index >= ci (solicited-only: the first solicited or error CQE),
+ * counting CQEs already written. An arm with the sn of the arm that last
+ * fired is stale and ignored (docs/software-device.md, UNSURE table). */
+static void sim_cq_arm(smlx5_cq_t *cq, uint32_t arm_word)
+{
+    uint8_t sn = (arm_word >> 28) & 3;
+
+    if (cq->fired_valid && (sn == cq->fired_sn)) {
+        return;
+    }
+    cq->armed           = true;
+    cq->armed_sn        = sn;
+    cq->armed_ci        = arm_word & 0xffffff;
+    cq->armed_solicited = (arm_word & MLX5_CQ_DB_REQ_NOT_SOL) != 0;
+    if (sim_cq_arm_already_met(cq)) {
+        sim_cq_fire(cq);
+    }
+}
+
+void smlx5_cq_arm_doorbell(smlx5_cq_t *cq)
+{
+    uint64_t db = be64toh(__atomic_load_n((uint64_t*)(cq->uar +
+                                                      MLX5_CQ_DOORBELL),
+                                          __ATOMIC_ACQUIRE));
+
+    if ((uint32_t)(db & 0xffffff) != cq->cqn) {
+        return; /* not this CQ's doorbell */
+    }
+    pthread_mutex_lock(&cq->ctx->lock);
+    sim_cq_arm(cq, (uint32_t)(db >> 32));
+    pthread_mutex_unlock(&cq->ctx->lock);
+}
+
+int smlx5_req_notify_cq(smlx5_cq_t *cq, int solicited_only)
+{
+    /* rdma-core's mlx5_arm_cq: its own consumer index and arm sequence
+     * number, never the application's */
+    strand_cq_arm(cq->dbrec, cq->uar, cq->cqn, cq->arm_sn, cq->poll_ci,
+                  solicited_only);
+    smlx5_cq_arm_doorbell(cq);
+    return 0;
+}
+
+/* ------------------------------------------------------- CQE writers */
+
+uint32_t sim_cq_scatter_max(const smlx5_cq_t *cq)
+{
+    return (cq->cqe_size == 128) ? 64 : 32;
+}
+
+/* Write the CQE at the producer index. `head`: the 64 bytes before the
+ * cqe64 in a 128-byte slot (NULL: zeros). */
+static void sim_cq_write(smlx5_cq_t *cq, const struct mlx5_cqe64 *src,
+                         const void *head)
 {
     uint32_t ci = be32toh(cq->dbrec[SIM_CQ_DBR_CI]) & 0xffffff;
     struct mlx5_cqe64 *dst;
     uint8_t owner, op_own;
-    int solicited;
+    uint32_t idx;
 
-    if ((uint32_t)(cq->pi - ci) >= cq->nent) {
+    if ((uint32_t)((cq->pi - ci) & 0xffffff) >= cq->nent) {
         if (!cq->overrun) {
             cq->overrun = true;
             sim_async_push(cq->ctx, IBV_EVENT_CQ_ERR, cq);
@@ -247,21 +372,49 @@ void sim_cq_push(smlx5_cq_t *cq, const struct mlx5_cqe64 *src)
         return;
     }
 
-    dst   = &cq->buf[cq->pi & (cq->nent - 1)];
-    owner = (cq->pi / cq->nent) & 1;
+    idx   = cq->pi;
+    dst   = sim_cqe64(cq, idx);
+    owner = (idx / cq->nent) & 1;
+    if (cq->cqe_size == 128) {
+        if (head != NULL) {
+            memcpy(dst - 1, head, sizeof(*dst));
+        } else {
+            memset(dst - 1, 0, sizeof(*dst));
+        }
+    }
     memcpy(dst, src, offsetof(struct mlx5_cqe64, op_own));
-    op_own = (src->op_own & 0xfe) | owner;
+    op_own = (src->op_own & ~MLX5_CQE_OWNER_MASK) | owner;
     /* The owner byte last: the CQE becomes the user's only when whole. */
     __atomic_store_n(&dst->op_own, op_own, __ATOMIC_RELEASE);
     cq->pi++;
 
-    solicited = (op_own & 0x2) || ((op_own >> 4) == MLX5_CQE_REQ_ERR) ||
-                ((op_own >> 4) == MLX5_CQE_RESP_ERR);
-    if (cq->armed && (!cq->armed_solicited || solicited)) {
-        cq->armed = false;
-        if (cq->channel != NULL) {
-            sim_channel_fire(cq->channel, cq);
-        }
+    if (cq->armed && sim_cq_arm_matches(cq, idx)) {
+        sim_cq_fire(cq);
+    }
+}
+
+void sim_cq_push(smlx5_cq_t *cq, const struct mlx5_cqe64 *cqe)
+{
+    sim_cq_write(cq, cqe, NULL);
+}
+
+void sim_cq_push_scatter(smlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
+                         const void *data, uint32_t len)
+{
+    struct mlx5_cqe64 c = *cqe;
+    uint8_t head[sizeof(c)];
+
+    if (cq->cqe_size == 128) {
+        /* the 64 bytes before the cqe64 */
+        memset(head, 0, sizeof(head));
+        memcpy(head, data, len);
+        c.op_own |= MLX5_INLINE_SCATTER_64;
+        sim_cq_write(cq, &c, head);
+    } else {
+        /* bytes 0-31 of the cqe64 */
+        memcpy(&c, data, len);
+        c.op_own |= MLX5_INLINE_SCATTER_32;
+        sim_cq_write(cq, &c, NULL);
     }
 }
 
@@ -287,43 +440,131 @@ static enum ibv_wc_status sim_wc_status(uint8_t syndrome)
     }
 }
 
+/* Scatter-to-CQE data into a receive WQE's list, as rdma-core's poll
+ * copies it (no key checks: the buffers were posted by this process). */
+static enum ibv_wc_status sim_wc_copy_to_sges(struct mlx5_wqe_data_seg *seg,
+                                              unsigned max, const uint8_t *src,
+                                              uint32_t len)
+{
+    uint32_t n;
+    unsigned i;
+
+    for (i = 0; (i < max) && (len > 0); ++i) {
+        if (be32toh(seg[i].lkey) == MLX5_INVALID_LKEY) {
+            break;
+        }
+        n = be32toh(seg[i].byte_count);
+        n = (n < len) ? n : len;
+        memcpy((void*)(uintptr_t)be64toh(seg[i].addr), src, n);
+        src += n;
+        len -= n;
+    }
+    return (len > 0) ? IBV_WC_LOC_LEN_ERR : IBV_WC_SUCCESS;
+}
+
 static void sim_wc_recv(smlx5_qp_t *qp, const struct mlx5_cqe64 *cqe,
                         struct ibv_wc *wc)
 {
-    uint16_t idx = be16toh(cqe->wqe_counter);
+    uint16_t idx           = be16toh(cqe->wqe_counter);
+    const uint8_t *inl     = strand_cqe_inline_data(cqe);
+    struct mlx5_wqe_data_seg *segs;
+    unsigned max;
 
     if (qp->srq != NULL) {
-        wc->wr_id = qp->srq->wrid[idx & (qp->srq->wqe_cnt - 1)];
-        sim_srq_free_wqe(qp->srq, idx & (qp->srq->wqe_cnt - 1));
+        idx      &= qp->srq->wqe_cnt - 1;
+        wc->wr_id = qp->srq->wrid[idx];
+        segs      = (void*)(qp->srq->buf + (size_t)idx * qp->srq->stride +
+                            sizeof(struct mlx5_wqe_srq_next_seg));
+        max       = qp->srq->max_sge;
+        sim_srq_free_wqe(qp->srq, idx);
     } else {
-        wc->wr_id = qp->rq_wrid[qp->rq_tail & (qp->rq_wqe_cnt - 1)];
+        idx       = qp->rq_tail & (qp->rq_wqe_cnt - 1);
+        wc->wr_id = qp->rq_wrid[idx];
+        segs      = (void*)(qp->rq_buf + (size_t)idx * qp->rq_stride);
+        max       = qp->rq_stride / sizeof(*segs);
         qp->rq_tail++;
     }
+    if ((inl != NULL) && (strand_cqe_opcode(cqe) != MLX5_CQE_RESP_ERR)) {
+        wc->status = sim_wc_copy_to_sges(segs, max, inl,
+                                         be32toh(cqe->byte_cnt));
+    }
+}
+
+/* Units of the segments between ctrl and the local scatter list of a
+ * READ / atomic WQE: the AV (DCI), raddr, atomic operands. */
+static uint32_t sim_send_wqe_scatter_unit(const smlx5_qp_t *qp, uint32_t bb)
+{
+    const struct mlx5_wqe_ctrl_seg *ctrl = sim_sq_unit(qp, bb, 0);
+    uint32_t opmod_idx_opcode = be32toh(ctrl->opmod_idx_opcode);
+    uint8_t opcode            = opmod_idx_opcode & 0xff;
+    const struct mlx5_wqe_av *av;
+    uint32_t unit             = 2; /* ctrl, raddr */
+
+    if (qp->type == SMLX5_QPT_DCI) {
+        av    = sim_sq_unit(qp, bb, 1);
+        unit += (be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) ? 3 : 1;
+    }
+    if ((opcode == MLX5_OPCODE_ATOMIC_MASKED_CS) &&
+        (((opmod_idx_opcode >> 24) & 0x7) == 1)) {
+        unit += 2; /* 64-bit masked CS: operands and masks */
+    } else if (opcode != MLX5_OPCODE_RDMA_READ) {
+        unit += 1;
+    }
+    return unit;
+}
+
+/* Requester scatter-to-CQE, as rdma-core's mlx5_copy_to_send_wqe: the
+ * response data into the local scatter list read back from the WQE. */
+static enum ibv_wc_status sim_wc_copy_to_send_wqe(const smlx5_qp_t *qp,
+                                                  uint32_t bb,
+                                                  const uint8_t *src,
+                                                  uint32_t len)
+{
+    const struct mlx5_wqe_ctrl_seg *ctrl = sim_sq_unit(qp, bb, 0);
+    uint32_t ds = be32toh(ctrl->qpn_ds) & 0x3f;
+    const struct mlx5_wqe_data_seg *seg;
+    uint32_t unit, n;
+
+    for (unit = sim_send_wqe_scatter_unit(qp, bb); (unit < ds) && (len > 0);
+         ++unit) {
+        seg = sim_sq_unit(qp, bb, unit);
+        n   = be32toh(seg->byte_count);
+        n   = (n < len) ? n : len;
+        memcpy((void*)(uintptr_t)be64toh(seg->addr), src, n);
+        src += n;
+        len -= n;
+    }
+    return (len > 0) ? IBV_WC_LOC_LEN_ERR : IBV_WC_SUCCESS;
 }
 
 static void sim_wc_send(smlx5_qp_t *qp, const struct mlx5_cqe64 *cqe,
                         struct ibv_wc *wc)
 {
-    uint32_t idx = be16toh(cqe->wqe_counter) & (qp->sq_wqe_cnt - 1);
+    uint32_t idx       = be16toh(cqe->wqe_counter) & (qp->sq_wqe_cnt - 1);
+    const uint8_t *inl = strand_cqe_inline_data(cqe);
 
     wc->wr_id   = qp->sq_wrid[idx];
     wc->opcode  = (enum ibv_wc_opcode)qp->sq_opcode[idx];
     qp->sq_tail = qp->sq_wqe_head[idx];
+    if ((inl != NULL) && (strand_cqe_opcode(cqe) == MLX5_CQE_REQ)) {
+        wc->status = sim_wc_copy_to_send_wqe(qp, idx, inl,
+                                             be32toh(cqe->byte_cnt));
+    }
 }
 
 static int sim_poll_one(smlx5_cq_t *cq, struct ibv_wc *wc)
 {
-    struct mlx5_cqe64 *cqe = &cq->buf[cq->poll_ci & (cq->nent - 1)];
-    uint8_t op_own         = __atomic_load_n(&cqe->op_own, __ATOMIC_ACQUIRE);
-    uint8_t opcode         = op_own >> 4;
+    struct mlx5_cqe64 *cqe = strand_cqe_get(cq->buf, cq->nent, cq->cqe_shift,
+                                            cq->poll_ci);
     struct mlx5_err_cqe *ecqe;
     smlx5_qp_t *qp;
+    uint8_t opcode;
     uint32_t qpn;
 
-    if ((opcode == MLX5_CQE_INVALID) ||
-        ((op_own & 1) != ((cq->poll_ci / cq->nent) & 1))) {
+    if (cqe == NULL) {
         return 0;
     }
+    opcode = strand_cqe_opcode(cqe);
 
     memset(wc, 0, sizeof(*wc));
     qpn       = be32toh(cqe->sop_drop_qpn) & 0xffffff;
@@ -381,7 +622,7 @@ static int sim_poll_one(smlx5_cq_t *cq, struct ibv_wc *wc)
     }
 
     cq->poll_ci++;
-    cq->dbrec[SIM_CQ_DBR_CI] = htobe32(cq->poll_ci & 0xffffff);
+    strand_cq_update_ci(cq->dbrec, cq->poll_ci);
     return 1;
 }
 
@@ -402,38 +643,59 @@ int smlx5_poll_cq(smlx5_cq_t *cq, int n, struct ibv_wc *wc)
     return count;
 }
 
-/* Remove the CQEs of QP `qpn` not yet consumed (the driver's job when a QP
- * is reset or destroyed); later CQEs move up, keeping their order. */
-void sim_cq_clean(smlx5_cq_t *cq, uint32_t qpn)
+static bool sim_cqe_is_responder(const struct mlx5_cqe64 *cqe)
 {
-    uint32_t ci = be32toh(cq->dbrec[SIM_CQ_DBR_CI]) & 0xffffff;
-    uint32_t start = cq->pi - ((cq->pi - ci) & 0xffffff);
-    uint32_t i, kept = 0, n = cq->pi - start;
-    struct mlx5_cqe64 *tmp, *c;
+    switch (strand_cqe_opcode(cqe)) {
+    case MLX5_CQE_RESP_WR_IMM:
+    case MLX5_CQE_RESP_SEND:
+    case MLX5_CQE_RESP_SEND_IMM:
+    case MLX5_CQE_RESP_SEND_INV:
+    case MLX5_CQE_RESP_ERR:
+        return true;
+    default:
+        return false;
+    }
+}
 
-    if (n == 0) {
+/* The driver's part of resetting or destroying `qp`, as rdma-core's
+ * __mlx5_cq_clean: the QP's CQEs not yet polled leave the CQ (matched by
+ * user index, CQE version 1), the SRQ WQEs they consumed go back to the
+ * free list, older CQEs move up over them and the consumer index skips
+ * the freed slots. A CQ handed out through smlx5_cq_dv is the
+ * application's: it is left alone, stale CQEs and all. */
+void sim_cq_clean(smlx5_cq_t *cq, const smlx5_qp_t *qp)
+{
+    uint32_t pi, nfreed = 0;
+    struct mlx5_cqe64 *cqe, *dst;
+    uint8_t owner;
+
+    if (cq->dv_owned) {
         return;
     }
-    tmp = malloc(n * sizeof(*tmp));
-    if (tmp == NULL) {
-        return;
-    }
-    for (i = start; i != cq->pi; ++i) {
-        c = &cq->buf[i & (cq->nent - 1)];
-        if ((be32toh(c->sop_drop_qpn) & 0xffffff) != qpn) {
-            tmp[kept++] = *c;
+    for (pi = cq->poll_ci;
+         strand_cqe_get(cq->buf, cq->nent, cq->cqe_shift, pi) != NULL; ++pi) {
+        if (pi - cq->poll_ci == cq->nent) {
+            break;
         }
     }
-    for (i = 0; i < n; ++i) {
-        c = &cq->buf[(start + i) & (cq->nent - 1)];
-        if (i < kept) {
-            memcpy(c, &tmp[i], offsetof(struct mlx5_cqe64, op_own));
-            c->op_own = (tmp[i].op_own & 0xfe) |
-                        (((start + i) / cq->nent) & 1);
-        } else {
-            c->op_own = MLX5_CQE_INVALID << 4;
+    while ((int32_t)(--pi - cq->poll_ci) >= 0) {
+        cqe = sim_cqe64(cq, pi);
+        if (strand_cqe_user_index(cqe) == (qp->user_index & 0xffffff)) {
+            if ((qp->srq != NULL) && sim_cqe_is_responder(cqe)) {
+                sim_srq_free_wqe(qp->srq, be16toh(cqe->wqe_counter) &
+                                          (qp->srq->wqe_cnt - 1));
+            }
+            ++nfreed;
+        } else if (nfreed > 0) {
+            dst   = sim_cqe64(cq, pi + nfreed);
+            owner = dst->op_own & MLX5_CQE_OWNER_MASK;
+            memcpy(sim_cqe_slot(cq, pi + nfreed), sim_cqe_slot(cq, pi),
+                   cq->cqe_size);
+            dst->op_own = (dst->op_own & ~MLX5_CQE_OWNER_MASK) | owner;
         }
     }
-    cq->pi = start + kept;
-    free(tmp);
+    if (nfreed > 0) {
+        cq->poll_ci += nfreed;
+        strand_cq_update_ci(cq->dbrec, cq->poll_ci);
+    }
 }

@@ -36,7 +36,7 @@ static uint64_t sim_env_u64(const char *name, uint64_t dflt)
     return x;
 }
 
-void sim_config_read(sim_config_t *cfg)
+int sim_config_read(sim_config_t *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
     cfg->mtu = (uint32_t)sim_env_u64("STRAND_SIM_MTU", 4096);
@@ -50,6 +50,150 @@ void sim_config_read(sim_config_t *cfg)
     cfg->progress_thread     = (int)sim_env_u64("STRAND_SIM_PROGRESS_THREAD", 1);
     cfg->atomics             = (int)sim_env_u64("STRAND_SIM_ATOMICS", 1);
     sim_fault_config_read(cfg);
+    return sim_caps_config_read(cfg);
+}
+
+/* ------------------------------------------------ device personality */
+
+/* STRAND_SIM_CAPS keys, in the order sim_cap_set knows them. */
+typedef enum sim_cap_key {
+    SIM_CAP_MASKED_ATOMICS,
+    SIM_CAP_ATOMIC_REPLY_BE,
+    SIM_CAP_MAX_INLINE,
+    SIM_CAP_MAX_SGE,
+    SIM_CAP_DCI_LOG_CONCURENT,
+    SIM_CAP_DCI_LOG_ERRORED,
+    SIM_CAP_SCATTER_DCT,
+    SIM_CAP_NUM_KEYS
+} sim_cap_key_t;
+
+static const struct {
+    const char *name;
+    uint32_t    min, max;
+} sim_cap_keys[SIM_CAP_NUM_KEYS] = {
+    [SIM_CAP_MASKED_ATOMICS]    = {"masked_atomics", 0, 1},
+    [SIM_CAP_ATOMIC_REPLY_BE]   = {"atomic_reply_be", 0, 1},
+    [SIM_CAP_MAX_INLINE]        = {"max_inline", 0, SIM_MAX_INLINE},
+    [SIM_CAP_MAX_SGE]           = {"max_sge", 1, SIM_MAX_SGE},
+    [SIM_CAP_DCI_LOG_CONCURENT] = {"dci_log_concurent", 0, 4},
+    [SIM_CAP_DCI_LOG_ERRORED]   = {"dci_log_errored", 0, 3},
+    [SIM_CAP_SCATTER_DCT]       = {"scatter_dct", 0, 1},
+};
+
+static void sim_cap_set(sim_config_t *cfg, sim_cap_key_t key, uint32_t v)
+{
+    switch (key) {
+    case SIM_CAP_MASKED_ATOMICS:    cfg->masked_atomics    = v;  break;
+    case SIM_CAP_ATOMIC_REPLY_BE:   cfg->atomic_reply_be   = v;  break;
+    case SIM_CAP_MAX_INLINE:        cfg->max_inline        = v;  break;
+    case SIM_CAP_MAX_SGE:           cfg->max_sge           = v;  break;
+    case SIM_CAP_DCI_LOG_CONCURENT: cfg->dci_log_concurent = v;  break;
+    case SIM_CAP_DCI_LOG_ERRORED:   cfg->dci_log_errored   = v;  break;
+    default:                        cfg->scatter_dct       = v;  break;
+    }
+}
+
+/* The ConnectX the device looks like when STRAND_SIM_CAPS says nothing. */
+static void sim_caps_defaults(sim_config_t *cfg)
+{
+    cfg->masked_atomics    = true;
+    cfg->atomic_reply_be   = true;
+    cfg->scatter_dct       = true;
+    cfg->max_inline        = SIM_MAX_INLINE;
+    cfg->max_sge           = SIM_MAX_SGE;
+    cfg->dci_log_concurent = 4;
+    cfg->dci_log_errored   = 3;
+    cfg->link_layer        = IBV_LINK_LAYER_INFINIBAND;
+}
+
+/* One key=value of STRAND_SIM_CAPS; 0 or EINVAL (said on stderr). */
+static int sim_cap_parse_one(sim_config_t *cfg, char *tok)
+{
+    char *val = strchr(tok, '='), *end;
+    unsigned long v;
+    int k;
+
+    if (val != NULL) {
+        *val++ = '\0';
+    }
+    for (k = 0; k < SIM_CAP_NUM_KEYS; ++k) {
+        if (!strcmp(tok, sim_cap_keys[k].name)) {
+            break;
+        }
+    }
+    if (k == SIM_CAP_NUM_KEYS) {
+        fprintf(stderr, "smlx5: STRAND_SIM_CAPS: unknown key '%s' (known: "
+                "masked_atomics, atomic_reply_be, max_inline, max_sge, "
+                "dci_log_concurent, dci_log_errored, scatter_dct)\n", tok);
+        return EINVAL;
+    }
+    v = (val != NULL) ? strtoul(val, &end, 0) : 0;
+    if ((val == NULL) || (*val == '\0') || (*end != '\0') ||
+        (v < sim_cap_keys[k].min) || (v > sim_cap_keys[k].max)) {
+        fprintf(stderr, "smlx5: STRAND_SIM_CAPS: %s='%s': valid range "
+                "%u..%u\n", tok, val ? val : "", sim_cap_keys[k].min,
+                sim_cap_keys[k].max);
+        return EINVAL;
+    }
+    sim_cap_set(cfg, (sim_cap_key_t)k, (uint32_t)v);
+    return 0;
+}
+
+static int sim_caps_parse(sim_config_t *cfg, const char *spec)
+{
+    char *copy, *tok, *save = NULL;
+    int ret = 0;
+
+    copy = strdup(spec);
+    if (copy == NULL) {
+        return ENOMEM;
+    }
+    for (tok = strtok_r(copy, ",", &save); (tok != NULL) && (ret == 0);
+         tok = strtok_r(NULL, ",", &save)) {
+        ret = sim_cap_parse_one(cfg, tok);
+    }
+    free(copy);
+    if ((ret == 0) && (cfg->dci_log_errored > cfg->dci_log_concurent)) {
+        fprintf(stderr, "smlx5: STRAND_SIM_CAPS: dci_log_errored=%u: valid "
+                "range 0..dci_log_concurent (%u)\n", cfg->dci_log_errored,
+                cfg->dci_log_concurent);
+        ret = EINVAL;
+    }
+    return ret;
+}
+
+static int sim_link_layer_parse(sim_config_t *cfg, const char *v)
+{
+    if (!strcasecmp(v, "ib") || !strcasecmp(v, "infiniband")) {
+        cfg->link_layer = IBV_LINK_LAYER_INFINIBAND;
+    } else if (!strcasecmp(v, "ethernet") || !strcasecmp(v, "eth") ||
+               !strcasecmp(v, "roce")) {
+        cfg->link_layer = IBV_LINK_LAYER_ETHERNET;
+    } else {
+        fprintf(stderr, "smlx5: STRAND_SIM_LINK_LAYER='%s': valid values "
+                "ib (infiniband) or ethernet (eth, roce)\n", v);
+        return EINVAL;
+    }
+    return 0;
+}
+
+int sim_caps_config_read(sim_config_t *cfg)
+{
+    const char *caps = getenv("STRAND_SIM_CAPS");
+    const char *ll   = getenv("STRAND_SIM_LINK_LAYER");
+    int ret;
+
+    sim_caps_defaults(cfg);
+    if ((caps != NULL) && (*caps != '\0')) {
+        ret = sim_caps_parse(cfg, caps);
+        if (ret != 0) {
+            return ret;
+        }
+    }
+    if (!cfg->atomics) {
+        cfg->masked_atomics = false; /* no atomics at all */
+    }
+    return ((ll != NULL) && (*ll != '\0')) ? sim_link_layer_parse(cfg, ll) : 0;
 }
 
 /* IBA timeout encoding: 4.096 us * 2^timeout (0 = infinite: we use 2^31). */
@@ -144,6 +288,7 @@ static void *sim_progress_thread(void *arg)
         pthread_mutex_lock(&ctx->lock);
         count    = sim_engine_progress(ctx);
         deadline = ctx->next_deadline_ns;
+        atomic_fetch_add_explicit(&ctx->thread_loops, 1, memory_order_relaxed);
         backlog  = ctx->tx_backlog;
         pthread_mutex_unlock(&ctx->lock);
 
@@ -220,7 +365,10 @@ smlx5_context_t *smlx5_open_device(const char *name)
         return NULL;
     }
 
-    sim_config_read(&ctx->cfg);
+    ret = -sim_config_read(&ctx->cfg);
+    if (ret < 0) {
+        goto err_free;
+    }
     ret = sim_fabric_attach(NULL, &ctx->fabric);
     if (ret < 0) {
         goto err_free;
@@ -230,10 +378,7 @@ smlx5_context_t *smlx5_open_device(const char *name)
         goto err_detach;
     }
     ctx->lid = sim_fabric_port_lid(ctx->port);
-    /* GID: link-local prefix + pid/LID, unique on the fabric. */
-    ctx->gid.global.subnet_prefix = htobe64(0xfe80000000000000ull);
-    ctx->gid.global.interface_id  = htobe64(((uint64_t)getpid() << 16) |
-                                            ctx->lid);
+    sim_port_identity_init(ctx);
     /* with a fault seed, runs draw the same faults (per LID) */
     ctx->rng     = ctx->cfg.seed ?
                    (ctx->cfg.seed * 0x9e3779b97f4a7c15ull) ^ ctx->lid :
@@ -312,7 +457,7 @@ int smlx5_query_device(smlx5_context_t *ctx, smlx5_device_caps_t *caps)
     caps->attr.max_mr_size     = 1ull << 40;
     caps->attr.max_qp          = SIM_MAX_QPS;
     caps->attr.max_qp_wr       = SIM_SQ_MAX_WQE;
-    caps->attr.max_sge         = SIM_MAX_SGE;
+    caps->attr.max_sge         = ctx->cfg.max_sge;
     caps->attr.max_cq          = SIM_MAX_CQS;
     caps->attr.max_cqe         = 1 << 22;
     caps->attr.max_mr          = SIM_MAX_MRS;
@@ -321,21 +466,27 @@ int smlx5_query_device(smlx5_context_t *ctx, smlx5_device_caps_t *caps)
     caps->attr.max_qp_init_rd_atom = SIM_MAX_RD_ATOMIC;
     caps->attr.max_srq         = SIM_MAX_SRQS;
     caps->attr.max_srq_wr      = 1 << 15;
-    caps->attr.max_srq_sge     = SIM_MAX_SGE;
+    caps->attr.max_srq_sge     = ctx->cfg.max_sge;
     caps->attr.atomic_cap      = ctx->cfg.atomics ? IBV_ATOMIC_HCA :
                                                   IBV_ATOMIC_NONE;
     caps->attr.phys_port_cnt   = 1;
-    caps->max_inline_data      = SIM_MAX_INLINE;
+    caps->max_inline_data      = ctx->cfg.max_inline;
     caps->max_mtu              = ctx->cfg.mtu;
-    caps->dci_max_log_num_concurent = 4;
-    caps->dci_max_log_num_errored   = 3;
+    caps->dci_max_log_num_concurent = ctx->cfg.dci_log_concurent;
+    caps->dci_max_log_num_errored   = ctx->cfg.dci_log_errored;
     caps->tm_max_num_tags      = 1023;
     caps->tm_max_ops           = 128;
     caps->tm_max_sge           = 1;
     caps->tm_max_rndv_hdr_size = 64;
     caps->flags = SMLX5_CAP_CQE_V1;
-    if (ctx->cfg.atomics) {
-        caps->flags |= SMLX5_CAP_MASKED_ATOMICS | SMLX5_CAP_ATOMIC_REPLY_BE;
+    if (ctx->cfg.masked_atomics) {
+        caps->flags |= SMLX5_CAP_MASKED_ATOMICS;
+    }
+    if (ctx->cfg.atomics && ctx->cfg.atomic_reply_be) {
+        caps->flags |= SMLX5_CAP_ATOMIC_REPLY_BE;
+    }
+    if (ctx->cfg.scatter_dct) {
+        caps->flags |= SMLX5_CAP_SCATTER_TO_CQE_DCT;
     }
     return 0;
 }
@@ -361,13 +512,13 @@ int smlx5_query_port(smlx5_context_t *ctx, uint8_t port,
     attr->state       = IBV_PORT_ACTIVE;
     attr->max_mtu     = sim_mtu_enum(ctx->cfg.mtu);
     attr->active_mtu  = attr->max_mtu;
-    attr->gid_tbl_len = 1;
-    attr->lid         = ctx->lid;
+    attr->gid_tbl_len = ctx->num_gids;
+    attr->lid         = sim_port_is_eth(ctx) ? 0 : ctx->lid;
     attr->sm_lid      = 1;
     attr->lmc         = 0;
     attr->max_msg_sz  = 1u << 30;
     attr->pkey_tbl_len = 1;
-    attr->link_layer  = IBV_LINK_LAYER_INFINIBAND;
+    attr->link_layer  = ctx->cfg.link_layer;
     attr->active_width = 4;   /* 4x */
     attr->active_speed = 32;  /* EDR */
     attr->phys_state  = 5;    /* LinkUp */
@@ -377,10 +528,271 @@ int smlx5_query_port(smlx5_context_t *ctx, uint8_t port,
 int smlx5_query_gid(smlx5_context_t *ctx, uint8_t port, int index,
                     union ibv_gid *gid)
 {
-    if ((port != SMLX5_PORT_NUM) || (index != 0)) {
+    if ((port != SMLX5_PORT_NUM) || (index < 0) ||
+        ((unsigned)index >= ctx->num_gids)) {
         return EINVAL;
     }
-    *gid = ctx->gid;
+    *gid = ctx->gids[index];
+    return 0;
+}
+
+int smlx5_query_gid_ex(smlx5_context_t *ctx, uint8_t port, uint32_t index,
+                       struct ibv_gid_entry *entry)
+{
+    if ((port != SMLX5_PORT_NUM) || (index >= ctx->num_gids)) {
+        return EINVAL;
+    }
+    memset(entry, 0, sizeof(*entry));
+    entry->gid       = ctx->gids[index];
+    entry->gid_index = index;
+    entry->port_num  = port;
+    entry->gid_type  = ctx->gid_types[index];
+    return 0;
+}
+
+int smlx5_progress_stats(smlx5_context_t *ctx, smlx5_progress_stats_t *st)
+{
+    sim_port_stats_t ps;
+
+    sim_fabric_port_stats(ctx->port, &ps);
+    st->loops          = atomic_load(&ctx->thread_loops);
+    st->sleeps         = ps.sleeps;
+    st->untimed_sleeps = ps.untimed_sleeps;
+    st->asleep_untimed = ps.asleep_untimed;
+    return 0;
+}
+
+/* ------------------------------------------------------ port identity */
+
+/*
+ * What the port shows the fabric. The fabric's identity lives in the GIDs
+ * (a transport never needs STRAND_SIM_FABRIC): h = FNV-1a 64 of the
+ * segment name. InfiniBand: one GID, subnet prefix fe80::/16 + 48 bits of
+ * h, interface id a GUID that encodes the LID. Ethernet (RoCE): a MAC
+ * derived from the (internal) LID, its EUI-64 as interface id, and four
+ * GIDs: link-local and a per-fabric ULA /64, each as RoCE v1 and v2.
+ */
+#define SIM_IB_SUBNET_LINK_LOCAL 0xfe80000000000000ull
+#define SIM_IB_GUID_BASE         0x0002c90300000000ull /* | LID */
+#define SIM_ROCE_ULA_BASE        0xfd00000000000000ull /* | 56 bits of h */
+#define SIM_ROCE_IID_BASE        0x000000fffe000000ull /* EUI-64 of MAC */
+
+static uint64_t sim_fnv1a64(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+
+    for (; *s != '\0'; ++s) {
+        h ^= (uint8_t)*s;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+bool sim_port_is_eth(const smlx5_context_t *ctx)
+{
+    return ctx->cfg.link_layer == IBV_LINK_LAYER_ETHERNET;
+}
+
+/* Locally administered, unicast: 02:00:00:00:<LID>. */
+static void sim_lid_mac(uint16_t lid, uint8_t mac[6])
+{
+    mac[0] = 0x02;
+    mac[1] = mac[2] = mac[3] = 0;
+    mac[4] = lid >> 8;
+    mac[5] = lid & 0xff;
+}
+
+/* The /64 prefixes a GID of this fabric can carry, and the interface id
+ * of a LID, for the port's link layer. */
+static uint64_t sim_ib_subnet_prefix(const smlx5_context_t *ctx)
+{
+    return SIM_IB_SUBNET_LINK_LOCAL | (ctx->fabric_hash & 0x0000ffffffffffffull);
+}
+
+static uint64_t sim_roce_ula_prefix(const smlx5_context_t *ctx)
+{
+    return SIM_ROCE_ULA_BASE | (ctx->fabric_hash & 0x00ffffffffffffffull);
+}
+
+static uint64_t sim_iid_base(const smlx5_context_t *ctx)
+{
+    return sim_port_is_eth(ctx) ? SIM_ROCE_IID_BASE : SIM_IB_GUID_BASE;
+}
+
+static void sim_gid_add(smlx5_context_t *ctx, uint64_t prefix, uint64_t iid,
+                        enum ibv_gid_type type)
+{
+    union ibv_gid *gid = &ctx->gids[ctx->num_gids];
+
+    gid->global.subnet_prefix         = htobe64(prefix);
+    gid->global.interface_id          = htobe64(iid);
+    ctx->gid_types[ctx->num_gids++] = type;
+}
+
+void sim_port_identity_init(smlx5_context_t *ctx)
+{
+    uint64_t iid;
+
+    ctx->fabric_hash = sim_fnv1a64(sim_fabric_name(ctx->fabric));
+    ctx->num_gids    = 0;
+    iid              = sim_iid_base(ctx) | ctx->lid;
+    if (!sim_port_is_eth(ctx)) {
+        sim_gid_add(ctx, sim_ib_subnet_prefix(ctx), iid, IBV_GID_TYPE_IB);
+        return;
+    }
+    sim_lid_mac(ctx->lid, ctx->mac);
+    sim_gid_add(ctx, SIM_IB_SUBNET_LINK_LOCAL, iid, IBV_GID_TYPE_ROCE_V1);
+    sim_gid_add(ctx, SIM_IB_SUBNET_LINK_LOCAL, iid, IBV_GID_TYPE_ROCE_V2);
+    sim_gid_add(ctx, sim_roce_ula_prefix(ctx), iid, IBV_GID_TYPE_ROCE_V1);
+    sim_gid_add(ctx, sim_roce_ula_prefix(ctx), iid, IBV_GID_TYPE_ROCE_V2);
+}
+
+/* The fabric LID a GID of this fabric names, or 0 (the data path: a
+ * packet to a port that is gone is lost on the wire, as on IB). */
+uint16_t sim_gid_lid(const smlx5_context_t *ctx, const uint8_t raw[16])
+{
+    union ibv_gid gid;
+    uint64_t prefix, iid;
+    bool ours;
+
+    memcpy(gid.raw, raw, sizeof(gid.raw));
+    prefix = be64toh(gid.global.subnet_prefix);
+    iid    = be64toh(gid.global.interface_id);
+    ours   = sim_port_is_eth(ctx) ?
+             ((prefix == SIM_IB_SUBNET_LINK_LOCAL) ||
+              (prefix == sim_roce_ula_prefix(ctx))) :
+             (prefix == sim_ib_subnet_prefix(ctx));
+    if (!ours || ((iid & ~0xffffull) != sim_iid_base(ctx))) {
+        return 0;
+    }
+    return (uint16_t)iid;
+}
+
+/* The same for address resolution (create_av, RC modify): the port must
+ * exist and its process be alive, as a neighbour lookup would find. */
+uint16_t sim_gid_to_lid(const smlx5_context_t *ctx, const uint8_t raw[16])
+{
+    uint16_t lid = sim_gid_lid(ctx, raw);
+
+    return ((lid != 0) && sim_fabric_lid_alive(ctx->fabric, lid)) ? lid : 0;
+}
+
+uint16_t sim_av_route(const smlx5_context_t *ctx, const struct mlx5_wqe_av *av)
+{
+    uint16_t lid;
+
+    if (!sim_port_is_eth(ctx)) {
+        return be16toh(av->rlid);
+    }
+    if (!(be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV)) {
+        return 0; /* a base AV has no GRH: nowhere to go on RoCE */
+    }
+    lid = sim_gid_lid(ctx, av->rgid);
+    return sim_lid_has_mac(lid, av->rmac) ? lid : 0;
+}
+
+bool sim_lid_has_mac(uint16_t lid, const uint8_t mac[6])
+{
+    uint8_t expect[6];
+
+    sim_lid_mac(lid, expect);
+    return (lid != 0) && !memcmp(expect, mac, sizeof(expect));
+}
+
+int sim_ah_attr_check(const smlx5_context_t *ctx,
+                      const struct ibv_ah_attr *attr)
+{
+    if (sim_port_is_eth(ctx) && !attr->is_global) {
+        return EINVAL; /* RoCE always carries a GRH */
+    }
+    if (attr->is_global && (attr->grh.sgid_index >= ctx->num_gids)) {
+        return EINVAL;
+    }
+    return 0;
+}
+
+/* mlx5's static-rate encoding of enum ibv_rate (0: unlimited). */
+static uint8_t sim_mlx5_rate(enum ibv_rate rate)
+{
+    static const uint8_t mlx5_rate[] = {
+        [IBV_RATE_2_5_GBPS] = 7,  [IBV_RATE_10_GBPS] = 8,
+        [IBV_RATE_30_GBPS]  = 9,  [IBV_RATE_5_GBPS]  = 10,
+        [IBV_RATE_20_GBPS]  = 11, [IBV_RATE_40_GBPS] = 12,
+        [IBV_RATE_60_GBPS]  = 13, [IBV_RATE_80_GBPS] = 14,
+        [IBV_RATE_120_GBPS] = 15, [IBV_RATE_14_GBPS] = 11,
+        [IBV_RATE_56_GBPS]  = 13, [IBV_RATE_112_GBPS] = 15,
+        [IBV_RATE_25_GBPS]  = 9,  [IBV_RATE_100_GBPS] = 15,
+        [IBV_RATE_28_GBPS]  = 9,  [IBV_RATE_50_GBPS] = 13,
+    };
+
+    return ((unsigned)rate < sizeof(mlx5_rate)) ? mlx5_rate[rate] : 0;
+}
+
+/* RoCE v2: the UDP source port rides in rlid, from the flow label or, as
+ * rdma-core does without one, drawn at random from the valid range. */
+static uint16_t sim_roce_udp_sport(smlx5_context_t *ctx, uint32_t flow_label)
+{
+    uint32_t span = IB_ROCE_UDP_ENCAP_VALID_PORT_MAX -
+                    IB_ROCE_UDP_ENCAP_VALID_PORT_MIN + 1;
+
+    flow_label &= IB_GRH_FLOWLABEL_MASK;
+    if (flow_label != 0) {
+        return ibv_flow_label_to_udp_sport(flow_label);
+    }
+    ctx->rng ^= ctx->rng << 13;
+    ctx->rng ^= ctx->rng >> 7;
+    ctx->rng ^= ctx->rng << 17;
+    return (uint16_t)(IB_ROCE_UDP_ENCAP_VALID_PORT_MIN + ctx->rng % span);
+}
+
+int smlx5_create_av(smlx5_pd_t *pd, const struct ibv_ah_attr *attr,
+                    struct mlx5_wqe_av *av)
+{
+    smlx5_context_t *ctx = pd->ctx;
+    uint8_t rate         = sim_mlx5_rate(attr->static_rate);
+    uint32_t grh         = 0;
+    uint16_t lid;
+    int ret;
+
+    if (attr->port_num != SMLX5_PORT_NUM) {
+        return EINVAL;
+    }
+    ret = sim_ah_attr_check(ctx, attr);
+    if (ret != 0) {
+        return ret;
+    }
+    memset(av, 0, sizeof(*av));
+    if (sim_port_is_eth(ctx)) {
+        pthread_mutex_lock(&ctx->lock);
+        lid = sim_gid_to_lid(ctx, attr->grh.dgid.raw);
+        if (lid != 0) {
+            sim_lid_mac(lid, av->rmac);
+            if (ctx->gid_types[attr->grh.sgid_index] == IBV_GID_TYPE_ROCE_V2) {
+                av->rlid = htobe16(sim_roce_udp_sport(ctx,
+                                                      attr->grh.flow_label));
+            }
+        }
+        pthread_mutex_unlock(&ctx->lock);
+        if (lid == 0) {
+            return EHOSTUNREACH; /* no neighbour owns that GID */
+        }
+        /* the GRH bit is reserved on RoCE: every packet has one */
+        av->stat_rate_sl = (rate << 4) | ((attr->sl & 0x7) << 1);
+    } else {
+        av->fl_mlid      = attr->src_path_bits & 0x7f;
+        av->rlid         = htobe16(attr->dlid);
+        av->stat_rate_sl = (rate << 4) | (attr->sl & 0xf);
+        grh              = 1;
+    }
+    if (attr->is_global) {
+        av->tclass     = attr->grh.traffic_class;
+        av->hop_limit  = attr->grh.hop_limit;
+        av->grh_gid_fl = htobe32((grh << 30) |
+                                 ((uint32_t)attr->grh.sgid_index << 20) |
+                                 (attr->grh.flow_label &
+                                  IB_GRH_FLOWLABEL_MASK));
+        memcpy(av->rgid, attr->grh.dgid.raw, sizeof(av->rgid));
+    }
     return 0;
 }
 

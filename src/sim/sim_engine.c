@@ -63,15 +63,20 @@ static void sim_engine_resume(smlx5_context_t *ctx)
     }
 }
 
+/* One engine pass takes at most a ring's worth of packets. Handling them
+ * sends more, and when both ends of a flow live in this process those come
+ * back to the same ring: draining it "until empty" could go on for ever.
+ * They wait for the next pass, so an inline pass (a doorbell, a CQ poll)
+ * does a bounded amount of work; the progress thread and pollers come back
+ * while packets are pending. */
+#define SIM_ENGINE_RX_BUDGET SIM_FABRIC_RING_SIZE
+
 int sim_engine_progress(smlx5_context_t *ctx)
 {
-    int count = 0;
-    unsigned n;
+    int count;
 
-    do {
-        n      = sim_fabric_recv(ctx->port, sim_engine_rx, ctx, 64);
-        count += n;
-    } while (n == 64);
+    count = (int)sim_fabric_recv(ctx->port, sim_engine_rx, ctx,
+                                 SIM_ENGINE_RX_BUDGET);
     if (ctx->tx_backlog) {
         sim_engine_resume(ctx);
     }

@@ -22,6 +22,26 @@ static uint32_t sim_pow2(uint32_t x)
     return r;
 }
 
+int32_t sim_uidx_store(smlx5_context_t *ctx, void *obj)
+{
+    int32_t i;
+
+    for (i = 0; i < SIM_MAX_UIDX; ++i) {
+        if (ctx->uidx[i] == NULL) {
+            ctx->uidx[i] = obj;
+            return i;
+        }
+    }
+    return -1;
+}
+
+void sim_uidx_clear(smlx5_context_t *ctx, uint32_t uidx)
+{
+    if (uidx < SIM_MAX_UIDX) {
+        ctx->uidx[uidx] = NULL;
+    }
+}
+
 smlx5_qp_t *sim_qp_lookup(smlx5_context_t *ctx, uint32_t qpn)
 {
     uint32_t idx = qpn & (SIM_MAX_QPS - 1);
@@ -125,16 +145,40 @@ static void sim_qp_free(smlx5_qp_t *qp)
     free(qp);
 }
 
+/* The DCI stream limits of the device (mlx5dv dci_streams_caps). */
+static bool sim_qp_dci_streams_ok(const smlx5_context_t *ctx,
+                                  const smlx5_qp_init_attr_t *attr)
+{
+    return (attr->log_num_concurent <= ctx->cfg.dci_log_concurent) &&
+           (attr->log_num_errored <= ctx->cfg.dci_log_errored) &&
+           (attr->log_num_errored <= attr->log_num_concurent);
+}
+
+/* MLX5DV_QP_CREATE_* this device knows; DISABLE and ALLOW scatter-to-CQE
+ * contradict each other (rdma-core: EINVAL). */
+static bool sim_qp_create_flags_ok(uint32_t flags)
+{
+    const uint32_t known = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE |
+                           MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE |
+                           MLX5DV_QP_CREATE_SIG_PIPELINING;
+    const uint32_t both  = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE |
+                           MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE;
+
+    return !(flags & ~known) && ((flags & both) != both);
+}
+
 static int sim_qp_check_init_attr(smlx5_context_t *ctx,
                                   const smlx5_qp_init_attr_t *attr)
 {
+    if (!sim_qp_create_flags_ok(attr->create_flags)) {
+        return EINVAL;
+    }
     switch (attr->type) {
     case SMLX5_QPT_RC:
         break;
     case SMLX5_QPT_DCI:
         if ((attr->srq != NULL) || (attr->cap.max_recv_wr != 0) ||
-            (attr->log_num_concurent > 4) || (attr->log_num_errored > 3) ||
-            (attr->log_num_errored > attr->log_num_concurent)) {
+            !sim_qp_dci_streams_ok(ctx, attr)) {
             return EINVAL;
         }
         break;
@@ -147,19 +191,61 @@ static int sim_qp_check_init_attr(smlx5_context_t *ctx,
         return EINVAL;
     }
     if ((attr->send_cq == NULL) || (attr->cap.max_send_wr == 0) ||
-        (attr->cap.max_send_sge > SIM_MAX_SGE) ||
-        (attr->cap.max_recv_sge > SIM_MAX_SGE) ||
-        (attr->cap.max_inline_data > SIM_MAX_INLINE) ||
+        (attr->cap.max_send_sge > ctx->cfg.max_sge) ||
+        (attr->cap.max_recv_sge > ctx->cfg.max_sge) ||
+        (attr->cap.max_inline_data > ctx->cfg.max_inline) ||
         ((attr->type == SMLX5_QPT_RC) && (attr->recv_cq == NULL))) {
         return EINVAL;
     }
     return 0;
 }
 
+/* rdma-core asks for scatter-to-CQE unless MLX5_SCATTER_TO_CQE=0 or
+ * DISABLE_SCATTER_TO_CQE; ALLOW_SCATTER_TO_CQE asks for it regardless. */
+static bool sim_qp_scatter_requested(uint32_t flags)
+{
+    const char *env = getenv("MLX5_SCATTER_TO_CQE");
+
+    if (flags & MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE) {
+        return false;
+    }
+    return (flags & MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE) ||
+           (env == NULL) || strcmp(env, "0");
+}
+
+/* What the Linux driver then configures (cs_res, cs_req): a responder RC
+ * QP up to what its receive CQE holds (32 or 64 bytes); a DCT only into
+ * 128-byte CQEs and with the device's DCT capability; a requester (READ /
+ * atomic responses) only with sq_sig_all or ALLOW_SCATTER_TO_CQE, 64
+ * bytes into 128-byte CQEs, 32 into 64-byte ones for RC only. */
+static void sim_qp_scatter_config(smlx5_qp_t *qp,
+                                  const smlx5_qp_init_attr_t *attr)
+{
+    const smlx5_cq_t *rcq = attr->recv_cq, *scq = attr->send_cq;
+
+    qp->cs_res = qp->cs_req = 0;
+    if (!sim_qp_scatter_requested(attr->create_flags)) {
+        return;
+    }
+    if ((attr->type == SMLX5_QPT_RC) && (rcq != NULL)) {
+        qp->cs_res = (uint8_t)sim_cq_scatter_max(rcq);
+    } else if ((attr->type == SMLX5_QPT_DCT) && (rcq != NULL) &&
+               (rcq->cqe_size == 128) && qp->ctx->cfg.scatter_dct) {
+        qp->cs_res = 64;
+    }
+    if ((attr->type != SMLX5_QPT_DCT) && (scq != NULL) &&
+        (attr->sq_sig_all ||
+         (attr->create_flags & MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE)) &&
+        ((scq->cqe_size == 128) || (attr->type == SMLX5_QPT_RC))) {
+        qp->cs_req = (uint8_t)sim_cq_scatter_max(scq);
+    }
+}
+
 smlx5_qp_t *smlx5_create_qp(smlx5_pd_t *pd, smlx5_qp_init_attr_t *attr)
 {
     smlx5_context_t *ctx = pd->ctx;
     smlx5_qp_t *qp;
+    int32_t uidx;
     uint32_t i;
     int ret;
 
@@ -180,13 +266,16 @@ smlx5_qp_t *smlx5_create_qp(smlx5_pd_t *pd, smlx5_qp_init_attr_t *attr)
     qp->send_cq           = attr->send_cq;
     qp->recv_cq           = attr->recv_cq;
     qp->srq               = attr->srq;
-    qp->user_index        = attr->user_index;
+    qp->user_index        = 0xffffff;
     qp->sq_sig_all        = attr->sq_sig_all;
     qp->dc_key            = attr->dc_access_key;
     qp->log_num_concurent = attr->log_num_concurent;
     qp->log_num_errored   = attr->log_num_errored;
-    qp->sig_pipelining    = attr->sig_pipelining;
+    qp->create_flags      = attr->create_flags;
+    qp->sig_pipelining    = !!(attr->create_flags &
+                               MLX5DV_QP_CREATE_SIG_PIPELINING);
     qp->path_mtu          = ctx->cfg.mtu;
+    sim_qp_scatter_config(qp, attr);
 
     if (posix_memalign((void**)&qp->dbrec, 64, 64) != 0) {
         qp->dbrec = NULL;
@@ -224,6 +313,14 @@ smlx5_qp_t *smlx5_create_qp(smlx5_pd_t *pd, smlx5_qp_init_attr_t *attr)
         ret = ENOMEM;
         goto err;
     }
+    /* the provider's user index (CQE version 1), as mlx5_store_uidx */
+    uidx = sim_uidx_store(ctx, qp);
+    if (uidx < 0) {
+        pthread_mutex_unlock(&ctx->lock);
+        ret = ENOMEM;
+        goto err;
+    }
+    qp->user_index = (uint32_t)uidx;
     /* QPN: slot in the low 12 bits, a generation above so that a packet
      * for a destroyed QP never reaches its successor. */
     ctx->qp_gen  = (ctx->qp_gen + 1) & 0xfff;
@@ -254,6 +351,7 @@ int smlx5_destroy_qp(smlx5_qp_t *qp)
 
     pthread_mutex_lock(&ctx->lock);
     ctx->qps[qp->qpn & (SIM_MAX_QPS - 1)] = NULL;
+    sim_uidx_clear(ctx, qp->user_index);
     if (qp->busy) {
         unsigned i;
         for (i = 0; i < ctx->num_active; ++i) {
@@ -264,12 +362,12 @@ int smlx5_destroy_qp(smlx5_qp_t *qp)
         }
     }
     if (qp->send_cq) {
-        sim_cq_clean(qp->send_cq, qp->qpn);
+        sim_cq_clean(qp->send_cq, qp);
         atomic_fetch_sub(&qp->send_cq->refs, 1);
     }
     if (qp->recv_cq) {
         if (qp->recv_cq != qp->send_cq) {
-            sim_cq_clean(qp->recv_cq, qp->qpn);
+            sim_cq_clean(qp->recv_cq, qp);
         }
         atomic_fetch_sub(&qp->recv_cq->refs, 1);
     }
@@ -305,6 +403,14 @@ uint32_t smlx5_qp_num(const smlx5_qp_t *qp)
 uint32_t smlx5_dct_num(const smlx5_qp_t *qp)
 {
     return qp->dctn;
+}
+
+int smlx5_qp_stats(smlx5_qp_t *qp, smlx5_qp_stats_t *st)
+{
+    pthread_mutex_lock(&qp->ctx->lock);
+    *st = qp->stats;
+    pthread_mutex_unlock(&qp->ctx->lock);
+    return 0;
 }
 
 /* ------------------------------------------------------ state machine */
@@ -446,15 +552,35 @@ static uint32_t sim_mtu_bytes(enum ibv_mtu mtu)
     return (mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096) ? (128u << mtu) : 0;
 }
 
+/* The AV of a modify (as the kernel's mlx5_set_path): on Ethernet it must
+ * carry a GRH with a valid source GID index, and an RC destination is the
+ * live port owning dgid; on InfiniBand the destination is dlid. */
+static int sim_qp_check_av(const smlx5_qp_t *qp, const struct ibv_ah_attr *ah,
+                           uint16_t *dlid)
+{
+    int ret = sim_ah_attr_check(qp->ctx, ah);
+
+    if (ret != 0) {
+        return ret;
+    }
+    if (!sim_port_is_eth(qp->ctx)) {
+        *dlid = ah->dlid;
+        return 0;
+    }
+    *dlid = (qp->type == SMLX5_QPT_RC) ?
+            sim_gid_to_lid(qp->ctx, ah->grh.dgid.raw) : 0;
+    return ((qp->type == SMLX5_QPT_RC) && (*dlid == 0)) ? EINVAL : 0;
+}
+
 /* Back to the freshly created state (the driver's part included: CQEs of
  * this QP leave its CQs, indices and doorbell records are zeroed). */
 static void sim_qp_reset(smlx5_qp_t *qp)
 {
     if (qp->send_cq) {
-        sim_cq_clean(qp->send_cq, qp->qpn);
+        sim_cq_clean(qp->send_cq, qp);
     }
     if (qp->recv_cq && (qp->recv_cq != qp->send_cq)) {
-        sim_cq_clean(qp->recv_cq, qp->qpn);
+        sim_cq_clean(qp->recv_cq, qp);
     }
     qp->cur_post = qp->sq_tail = qp->sq_fetched = qp->sq_completed = 0;
     qp->req_bb   = 0;
@@ -481,6 +607,7 @@ int smlx5_modify_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr, int mask)
     smlx5_context_t *ctx = qp->ctx;
     enum ibv_qp_state cur, next;
     sim_qp_transition_t t;
+    uint16_t dlid = 0;
     int ok, ret = 0;
 
     pthread_mutex_lock(&ctx->lock);
@@ -513,6 +640,12 @@ int smlx5_modify_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr, int mask)
             goto out;
         }
     }
+    if (mask & IBV_QP_AV) {
+        ret = sim_qp_check_av(qp, &attr->ah_attr, &dlid);
+        if (ret != 0) {
+            goto out;
+        }
+    }
     if (((mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
          (attr->max_rd_atomic > SIM_MAX_RD_ATOMIC)) ||
         ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
@@ -528,7 +661,7 @@ int smlx5_modify_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr, int mask)
     /* all checked: apply */
     if (mask & IBV_QP_ACCESS_FLAGS)       qp->access_flags  = attr->qp_access_flags;
     if (mask & IBV_QP_PATH_MTU)           qp->path_mtu      = sim_mtu_bytes(attr->path_mtu);
-    if (mask & IBV_QP_AV)                 qp->dlid          = attr->ah_attr.dlid;
+    if (mask & IBV_QP_AV)                 qp->dlid          = dlid;
     if (mask & IBV_QP_DEST_QPN)           qp->dest_qpn      = attr->dest_qp_num;
     if (mask & IBV_QP_RQ_PSN)             qp->rq_psn        = attr->rq_psn & 0xffffff;
     if (mask & IBV_QP_SQ_PSN)             qp->sq_psn        = attr->sq_psn & 0xffffff;

@@ -16,15 +16,6 @@
 #define SIM_WINDOW      64    /* packets in flight per flow */
 #define SIM_ACK_EVERY   16    /* request an ACK every N packets */
 
-/* 16-byte unit `unit` of the WQE whose ctrl is at BB `bb` (wraps). */
-static inline void *sim_sq_unit(const smlx5_qp_t *qp, uint32_t bb,
-                                uint32_t unit)
-{
-    uint32_t size = qp->sq_wqe_cnt * 64;
-
-    return qp->sq_buf + ((bb * 64u + unit * 16u) & (size - 1));
-}
-
 /* ------------------------------------------------------------- flows */
 
 static int sim_flow_get(smlx5_qp_t *qp, uint16_t dlid, uint32_t dqpn)
@@ -108,6 +99,21 @@ static bool sim_opcode_needs_response(uint8_t op)
 static bool sim_opcode_is_atomic(uint8_t op)
 {
     return sim_opcode_needs_response(op) && (op != MLX5_OPCODE_RDMA_READ);
+}
+
+static bool sim_opcode_is_masked_atomic(uint8_t op)
+{
+    return (op == MLX5_OPCODE_ATOMIC_MASKED_CS) ||
+           (op == MLX5_OPCODE_ATOMIC_MASKED_FA);
+}
+
+/* The device executes the opcode (STRAND_SIM_ATOMICS, STRAND_SIM_CAPS). */
+static bool sim_opcode_supported(const sim_config_t *cfg, uint8_t op)
+{
+    if (sim_opcode_is_masked_atomic(op)) {
+        return cfg->masked_atomics;
+    }
+    return !sim_opcode_is_atomic(op) || cfg->atomics;
 }
 
 /* Read the data segments from `unit` to the end of the WQE into w->sge,
@@ -257,7 +263,7 @@ static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
         av = sim_sq_unit(qp, bb, 1);
         dc->dc_key = be64toh(av->key.dc_key);
         dc->dctn   = be32toh(av->dqp_dct) & 0xffffff;
-        dc->dlid   = be16toh(av->rlid);
+        dc->dlid   = sim_av_route(qp->ctx, av);
         unit      += (be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) ? 3 : 1;
         if (unit > ds) {
             return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
@@ -289,8 +295,8 @@ static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
     }
 
     w->needs_response = sim_opcode_needs_response(w->opcode);
-    if (sim_opcode_is_atomic(w->opcode) && !qp->ctx->cfg.atomics) {
-        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR; /* no atomic capability */
+    if (!sim_opcode_supported(&qp->ctx->cfg, w->opcode)) {
+        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR; /* no such capability */
     }
     if (sim_opcode_is_atomic(w->opcode)) {
         int ret;
@@ -488,6 +494,10 @@ int sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
 
     pkt.payload_len = (uint16_t)len;
     ret = sim_send_pkt(qp->ctx, f->dlid, &pkt, payload, len);
+    if (ret != -EAGAIN) {
+        qp->stats.pkts_sent++;
+        qp->stats.pkts_resent += retry;
+    }
     sim_flow_arm_timer(qp, f);
     return ret;
 }
@@ -570,6 +580,10 @@ static bool sim_req_fetch(smlx5_qp_t *qp)
     if (w->needs_response) {
         qp->rd_atomic_inflight++;
     }
+    /* cs_req: a signaled READ / atomic whose data fits the CQE (an
+     * unsignaled one has no CQE to carry it) */
+    w->to_cqe   = w->needs_response && w->signaled && (w->length > 0) &&
+                  (w->length <= qp->cs_req);
     w->state    = SIM_WQE_SENT;
     qp->req_bb  = bb;
     qp->req_psn = w->first_psn;
@@ -591,6 +605,9 @@ static bool sim_req_transmit(smlx5_qp_t *qp)
     sim_wqe_t *w  = &qp->wqes[qp->req_bb & (qp->sq_wqe_cnt - 1)];
     sim_flow_t *f = &qp->flows[w->flow];
 
+    if (!sim_flow_may_send_new(f)) {
+        return false; /* the RNR timer or its retry goes on from here */
+    }
     if (w->needs_response) {
         if (sim_req_send_packet(qp, w, w->first_psn, false) == -EAGAIN) {
             return sim_req_blocked(qp);
@@ -665,6 +682,9 @@ void sim_req_retransmit(smlx5_qp_t *qp, int fi, uint32_t from_psn)
     uint32_t bb, psn, stop;
     sim_wqe_t *w;
 
+    if (f->rnr_state == SIM_RNR_WAITING) {
+        return; /* the RNR timer resends, once, when it expires */
+    }
     for (bb = qp->sq_completed; bb != qp->sq_fetched; bb += w->bbs) {
         w = &qp->wqes[bb & (qp->sq_wqe_cnt - 1)];
         if ((w->state != SIM_WQE_SENT) || (w->flow != fi) ||

@@ -24,10 +24,16 @@ static void sim_resp_reply(smlx5_context_t *ctx, const smlx5_qp_t *qp,
     sim_send_pkt(ctx, req->slid, rsp, payload, len);
 }
 
-static void sim_resp_ack(smlx5_context_t *ctx, const smlx5_qp_t *qp,
+static void sim_resp_ack(smlx5_context_t *ctx, smlx5_qp_t *qp,
                          const sim_pkt_t *req, uint8_t syndrome, uint32_t psn)
 {
     sim_pkt_t ack;
+
+    if (syndrome == SIM_AETH_RNR_NAK) {
+        qp->stats.rnr_naks_sent++;
+    } else if (syndrome == SIM_AETH_NAK_PSN_SEQ) {
+        qp->stats.seq_naks_sent++;
+    }
 
     memset(&ack, 0, sizeof(ack));
     ack.op        = SIM_PKT_ACK;
@@ -106,9 +112,11 @@ static void sim_resp_error(smlx5_context_t *ctx, smlx5_qp_t *qp,
 
 /* --------------------------------------------------------- receive */
 
+/* The receive CQE; `data` (byte_cnt bytes) is scattered to the CQE, or
+ * NULL when the message went to the receive buffer. */
 static void sim_resp_cqe_recv(smlx5_qp_t *qp, sim_resp_ctx_t *c,
                               const sim_pkt_t *pkt, uint8_t opcode,
-                              uint32_t byte_cnt)
+                              uint32_t byte_cnt, const void *data)
 {
     struct mlx5_cqe64 cqe;
 
@@ -123,7 +131,19 @@ static void sim_resp_cqe_recv(smlx5_qp_t *qp, sim_resp_ctx_t *c,
     cqe.wqe_counter    = htobe16((uint16_t)c->recv_wqe);
     cqe.op_own         = (opcode << 4) |
                          ((pkt->flags & SIM_PKT_F_SE) ? 0x2 : 0);
-    sim_cq_push(qp->recv_cq, &cqe);
+    if (data != NULL) {
+        sim_cq_push_scatter(qp->recv_cq, &cqe, data, byte_cnt);
+    } else {
+        sim_cq_push(qp->recv_cq, &cqe);
+    }
+}
+
+/* Scatter-to-CQE (cs_res): a whole message small enough for the receive
+ * CQE goes there; the receive WQE is consumed, its buffer not written. */
+static bool sim_resp_to_cqe(const smlx5_qp_t *qp, const sim_pkt_t *pkt)
+{
+    return (pkt->op == SIM_PKT_SEND_ONLY) && (pkt->payload_len > 0) &&
+           (pkt->payload_len <= qp->cs_res);
 }
 
 /* Scatter into the receive WQE's list; returns 0 or a syndrome. */
@@ -184,7 +204,11 @@ static bool sim_resp_take_recv(smlx5_context_t *ctx, smlx5_qp_t *qp,
 
     idx = sim_rq_take(qp, &sges, &num, &c->recv_srq);
     if (idx < 0) {
+        /* the flow stops here: what follows this PSN is not executed,
+         * and not answered either, until the requester comes back to it
+         * after its RNR timer (sim_resp_out_of_sequence) */
         sim_resp_ack(ctx, qp, pkt, SIM_AETH_RNR_NAK, pkt->psn);
+        c->nak_outstanding = true;
         return false;
     }
     c->recv_active = true;
@@ -215,6 +239,7 @@ static bool sim_resp_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
     bool last  = (pkt->op == SIM_PKT_SEND_LAST) ||
                  (pkt->op == SIM_PKT_SEND_ONLY);
     uint8_t opcode;
+    bool to_cqe;
     int ret;
 
     if (first && !sim_resp_take_recv(ctx, qp, c, pkt)) {
@@ -223,17 +248,21 @@ static bool sim_resp_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
     if (!c->recv_active) {
         return true; /* middle of a message whose start failed */
     }
-    ret = sim_resp_scatter(qp, c, pkt->offset, payload,
-                           pkt->payload_len);
-    if (ret != 0) {
-        sim_resp_recv_error(ctx, qp, c, pkt, ret);
-        return false;
+    to_cqe = sim_resp_to_cqe(qp, pkt);
+    if (!to_cqe) {
+        ret = sim_resp_scatter(qp, c, pkt->offset, payload,
+                               pkt->payload_len);
+        if (ret != 0) {
+            sim_resp_recv_error(ctx, qp, c, pkt, ret);
+            return false;
+        }
     }
     if (last) {
         opcode = (pkt->flags & SIM_PKT_F_IMM) ? MLX5_CQE_RESP_SEND_IMM :
                  (pkt->flags & SIM_PKT_F_INV) ? MLX5_CQE_RESP_SEND_INV :
                  MLX5_CQE_RESP_SEND;
-        sim_resp_cqe_recv(qp, c, pkt, opcode, pkt->offset + pkt->payload_len);
+        sim_resp_cqe_recv(qp, c, pkt, opcode, pkt->offset + pkt->payload_len,
+                          to_cqe ? payload : NULL);
         c->recv_active = false;
     }
     return true;
@@ -269,7 +298,8 @@ static bool sim_resp_write(smlx5_context_t *ctx, smlx5_qp_t *qp,
         if (!sim_resp_take_recv(ctx, qp, c, pkt)) {
             return false;
         }
-        sim_resp_cqe_recv(qp, c, pkt, MLX5_CQE_RESP_WR_IMM, pkt->dma_len);
+        sim_resp_cqe_recv(qp, c, pkt, MLX5_CQE_RESP_WR_IMM, pkt->dma_len,
+                          NULL);
         c->recv_active = false;
     }
     return true;
@@ -519,6 +549,22 @@ static void sim_resp_duplicate(smlx5_context_t *ctx, smlx5_qp_t *qp,
 
 /* ------------------------------------------------------------ entry */
 
+/* A request past the expected PSN. The first one after a gap gets a
+ * PSN-sequence NAK naming epsn. While a NAK for epsn is outstanding (that
+ * one, or an RNR NAK) the rest are dropped without an answer: the requester
+ * goes back to epsn anyway, and a NAK for each of them would send it back
+ * once per packet. */
+static void sim_resp_out_of_sequence(smlx5_context_t *ctx, smlx5_qp_t *qp,
+                                     sim_resp_ctx_t *c, const sim_pkt_t *pkt)
+{
+    if (c->nak_outstanding) {
+        qp->stats.reqs_discarded++;
+        return;
+    }
+    c->nak_outstanding = true;
+    sim_resp_ack(ctx, qp, pkt, SIM_AETH_NAK_PSN_SEQ, c->epsn);
+}
+
 void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
                      const uint8_t *payload)
 {
@@ -555,13 +601,10 @@ void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
         return; /* after an error NAK: discard until a new connect */
     }
     if (d > 0) {
-        if (!c->nak_sent) {
-            c->nak_sent = true;
-            sim_resp_ack(ctx, qp, pkt, SIM_AETH_NAK_PSN_SEQ, c->epsn);
-        }
+        sim_resp_out_of_sequence(ctx, qp, c, pkt);
         return;
     }
-    c->nak_sent = false;
+    c->nak_outstanding = false;
 
     switch (pkt->op) {
     case SIM_PKT_SEND_FIRST:

@@ -26,7 +26,7 @@ smlx5_srq_t *smlx5_create_srq(smlx5_pd_t *pd, smlx5_srq_init_attr_t *attr)
     uint32_t i, desc;
 
     if ((attr->max_wr == 0) || (attr->max_wr > (1u << 15)) ||
-        (attr->max_sge == 0) || (attr->max_sge > SIM_MAX_SGE) ||
+        (attr->max_sge == 0) || (attr->max_sge > ctx->cfg.max_sge) ||
         ((attr->max_num_tags > 0) && (attr->cq == NULL))) {
         errno = EINVAL;
         return NULL;
@@ -56,7 +56,7 @@ smlx5_srq_t *smlx5_create_srq(smlx5_pd_t *pd, smlx5_srq_init_attr_t *attr)
     }
     srq->ctx          = ctx;
     srq->pd           = pd;
-    srq->user_index   = attr->user_index;
+    srq->user_index   = 0xffffff;
     srq->max_num_tags = attr->max_num_tags;
     srq->tm_cq        = attr->cq;
     srq->dev_head     = 0;
@@ -71,6 +71,16 @@ smlx5_srq_t *smlx5_create_srq(smlx5_pd_t *pd, smlx5_srq_init_attr_t *attr)
     if (i == SIM_MAX_SRQS) {
         pthread_mutex_unlock(&ctx->lock);
         goto err;
+    }
+    if (srq->max_num_tags > 0) {
+        /* ibv_create_srq_ex (tag matching) takes a user index; an
+         * ordinary SRQ does not */
+        int32_t uidx = sim_uidx_store(ctx, srq);
+        if (uidx < 0) {
+            pthread_mutex_unlock(&ctx->lock);
+            goto err;
+        }
+        srq->user_index = (uint32_t)uidx;
     }
     srq->srqn     = i;
     ctx->srqs[i]  = srq;
@@ -99,6 +109,9 @@ int smlx5_destroy_srq(smlx5_srq_t *srq)
     }
     pthread_mutex_lock(&ctx->lock);
     ctx->srqs[srq->srqn] = NULL;
+    if (srq->max_num_tags > 0) {
+        sim_uidx_clear(ctx, srq->user_index);
+    }
     atomic_fetch_sub(&srq->pd->refs, 1);
     pthread_mutex_unlock(&ctx->lock);
     free(srq->buf);

@@ -53,7 +53,18 @@ enum {
     SMLX5_CAP_MASKED_ATOMICS   = 1u << 0, /* opcodes 0x14/0x15, 32 and 64 bit */
     SMLX5_CAP_ATOMIC_REPLY_BE  = 1u << 1, /* fetched values are big-endian */
     SMLX5_CAP_CQE_V1           = 1u << 2, /* user index in srqn_uidx */
+    SMLX5_CAP_SCATTER_TO_CQE_DCT = 1u << 3, /* a DCT scatters small messages
+                                             to 128-byte receive CQEs */
 };
+
+/* The device can be made to look like different NICs (environment, read at
+ * open; docs/software-device.md): STRAND_SIM_CAPS="masked_atomics=0,
+ * atomic_reply_be=0,max_inline=N,max_sge=N,dci_log_concurent=N,
+ * dci_log_errored=N,scatter_dct=0" changes what smlx5_query_device reports
+ * and what the device executes (an unknown key or a bad value: open fails
+ * with EINVAL); STRAND_SIM_LINK_LAYER=ethernet gives the port a RoCE
+ * personality (no LID, a 4-entry GID table, GRH required);
+ * MLX5_CQE_SIZE=128 makes 128-byte CQEs, as rdma-core's provider does. */
 
 /* Names of the software devices (NULL-terminated static array). */
 const char *const *smlx5_device_names(int *num);
@@ -66,6 +77,9 @@ int  smlx5_query_port(smlx5_context_t *ctx, uint8_t port,
                       struct ibv_port_attr *attr);
 int  smlx5_query_gid(smlx5_context_t *ctx, uint8_t port, int index,
                      union ibv_gid *gid);
+/* ibv_query_gid_ex: the GID and its type (IB, RoCE v1, RoCE v2). */
+int  smlx5_query_gid_ex(smlx5_context_t *ctx, uint8_t port, uint32_t index,
+                        struct ibv_gid_entry *entry);
 /* Replace the fault-injection settings (same syntax as STRAND_SIM_FAULTS,
  * docs/software-device.md); "" clears them. 0 or EINVAL (nothing
  * changed) when the string does not parse. */
@@ -73,6 +87,18 @@ int  smlx5_set_faults(smlx5_context_t *ctx, const char *spec);
 /* Run the device engine once (inbound packets, timers). Returns the number
  * of events handled. Called implicitly on doorbells and CQ polls. */
 int  smlx5_progress(smlx5_context_t *ctx);
+
+/* Test / observability hook (docs/software-device.md): what the progress
+ * thread did, so that tests can tell "idle means asleep" from device state
+ * instead of CPU time. Counters only grow. */
+typedef struct smlx5_progress_stats {
+    uint64_t loops;           /* engine passes of the progress thread */
+    uint64_t sleeps;          /* futex sleeps it entered */
+    uint64_t untimed_sleeps;  /* ... of them with no time limit */
+    int      asleep_untimed;  /* 1 while it sleeps with no time limit (no
+                                 timer pending: it uses no CPU) */
+} smlx5_progress_stats_t;
+int  smlx5_progress_stats(smlx5_context_t *ctx, smlx5_progress_stats_t *st);
 
 /* ------------------------------------------------------------ PD / MR */
 smlx5_pd_t *smlx5_alloc_pd(smlx5_context_t *ctx);
@@ -83,6 +109,15 @@ int         smlx5_dereg_mr(smlx5_mr_t *mr);
 uint32_t    smlx5_mr_lkey(const smlx5_mr_t *mr);
 uint32_t    smlx5_mr_rkey(const smlx5_mr_t *mr);
 
+/* The address vector of a destination, as ibv_create_ah followed by
+ * mlx5dv_init_obj(MLX5DV_OBJ_AH) gives it on hardware: rlid, SL and static
+ * rate on InfiniBand; on Ethernet the GRH is mandatory (EINVAL without
+ * is_global) and the destination MAC is resolved from the GID (EHOSTUNREACH
+ * when no port on the fabric owns it). The caller adds the DC key, the DCT
+ * number and the extended-AV bit of dqp_dct. */
+int smlx5_create_av(smlx5_pd_t *pd, const struct ibv_ah_attr *attr,
+                    struct mlx5_wqe_av *av);
+
 /* ----------------------------------------------------- CQ and events */
 smlx5_channel_t *smlx5_create_comp_channel(smlx5_context_t *ctx);
 int              smlx5_destroy_comp_channel(smlx5_channel_t *ch);
@@ -90,22 +125,36 @@ int              smlx5_channel_fd(const smlx5_channel_t *ch); /* poll()able */
 /* Blocks (or EAGAIN with O_NONBLOCK on the fd) until an armed CQ fired. */
 int              smlx5_get_cq_event(smlx5_channel_t *ch, smlx5_cq_t **cq_p);
 
+/* CQE size 64, or what MLX5_CQE_SIZE says (64 or 128; else EINVAL), as
+ * rdma-core's ibv_create_cq. */
 smlx5_cq_t *smlx5_create_cq(smlx5_context_t *ctx, int cqe,
                             smlx5_channel_t *channel);
 int         smlx5_destroy_cq(smlx5_cq_t *cq);
+/* The mlx5dv_init_obj view. Like rdma-core, this marks the CQ "DV-owned":
+ * from then on resetting or destroying a QP leaves that QP's CQEs in it
+ * (stale CQEs are the application's business, spec section 9). */
 int         smlx5_cq_dv(smlx5_cq_t *cq, struct mlx5dv_cq *out);
-/* Request an event for the next (solicited) completion: the same doorbell
- * record + UAR sequence the hardware takes (dbrec[1], then cq_uar + 0x20). */
+/* ibv_req_notify_cq: arms with the CQ's verbs consumer index (the one
+ * smlx5_poll_cq advances, which never moves when the application parses
+ * CQEs itself) and its own arm sequence number (advanced by
+ * smlx5_get_cq_event), exactly as rdma-core does. */
 int         smlx5_req_notify_cq(smlx5_cq_t *cq, int solicited_only);
+/* Doorbell hook for a direct-verbs arm: the application wrote dbrec[1] and
+ * the 64-bit doorbell at cq_uar + 0x20 itself (sn, command, its consumer
+ * index, CQN); the software device cannot see that store, so the data path
+ * calls this afterwards and the device takes the arm from the UAR word. */
+void        smlx5_cq_arm_doorbell(smlx5_cq_t *cq);
 /* Simple verbs-like poll for tests and tools (the transport parses CQEs
  * itself): fills up to n ibv_wc, returns count or -errno. */
 int         smlx5_poll_cq(smlx5_cq_t *cq, int n, struct ibv_wc *wc);
 
 /* ---------------------------------------------------------------- SRQ */
+/* User indexes (CQE version 1, srqn_uidx) are the provider's: every QP, DCT
+ * and tag-matching SRQ of a context takes the first free slot of one table,
+ * as rdma-core's mlx5_store_uidx; an ordinary SRQ takes none. */
 typedef struct smlx5_srq_init_attr {
     uint32_t max_wr;
     uint32_t max_sge;
-    uint32_t user_index;      /* reported in CQEs (CQE version 1) */
     /* Tag matching (IBV_SRQT_TM): max_num_tags > 0. */
     uint32_t max_num_tags;
     uint32_t max_ops;
@@ -132,11 +181,12 @@ typedef struct smlx5_qp_init_attr {
     smlx5_srq_t      *srq;          /* required for DCT; optional for RC */
     struct ibv_qp_cap cap;          /* max_send_wr, max_recv_wr, sges, inline */
     int               sq_sig_all;
-    uint32_t          user_index;   /* reported in CQEs (CQE version 1) */
     uint64_t          dc_access_key;         /* DCT */
     uint8_t           log_num_concurent;     /* DCI streams (0: no streams) */
     uint8_t           log_num_errored;
-    int               sig_pipelining;        /* MLX5DV_QP_CREATE_SIG_PIPELINING */
+    /* MLX5DV_QP_CREATE_* flags: DISABLE_SCATTER_TO_CQE (responder data
+     * stays in the receive buffer), ALLOW_SCATTER_TO_CQE, SIG_PIPELINING */
+    uint32_t          create_flags;
 } smlx5_qp_init_attr_t;
 
 smlx5_qp_t *smlx5_create_qp(smlx5_pd_t *pd, smlx5_qp_init_attr_t *attr);
@@ -151,7 +201,8 @@ int         smlx5_query_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr,
                            int attr_mask, struct ibv_qp_init_attr *init);
 /* ibv_post_send semantics (seed page ibv_post_send.3). For a DCI every WR
  * is addressed by `dc` (the DC target: LID, DCT number, key) and
- * `stream_id` (0: none). */
+ * `stream_id` (0: none); the AV it writes has no GRH, so on an Ethernet
+ * port such WQEs go nowhere (build them with an AV from smlx5_create_av). */
 typedef struct smlx5_dc_target {
     uint16_t dlid;
     uint32_t dctn;
@@ -168,6 +219,25 @@ int smlx5_post_recv(smlx5_qp_t *qp, struct ibv_recv_wr *wr,
 
 /* DCI streams (seed page mlx5dv_dci_stream_id_reset.3). */
 int smlx5_dci_stream_id_reset(smlx5_qp_t *qp, uint16_t stream_id);
+
+/* Test / observability hook: what the reliability protocol of one QP did
+ * (requester side for RC and DCI, responder side for RC and DCT), so that
+ * tests can bound traffic by counting packets instead of measuring time.
+ * Counters only grow, from 0 at creation. */
+typedef struct smlx5_qp_stats {
+    /* requester */
+    uint64_t pkts_sent;       /* request packets sent, resent ones included */
+    uint64_t pkts_resent;     /* ... of them retransmissions (go-back-N) */
+    uint64_t rnr_naks_rcvd;   /* RNR NAKs received */
+    uint64_t seq_naks_rcvd;   /* PSN-sequence NAKs received */
+    uint64_t rnr_retries;     /* go-back-N passes after an RNR back-off */
+    /* responder */
+    uint64_t rnr_naks_sent;   /* RNR NAKs sent */
+    uint64_t seq_naks_sent;   /* PSN-sequence NAKs sent */
+    uint64_t reqs_discarded;  /* out-of-sequence requests dropped silently
+                                 (a NAK for their flow is outstanding) */
+} smlx5_qp_stats_t;
+int smlx5_qp_stats(smlx5_qp_t *qp, smlx5_qp_stats_t *st);
 
 /* Doorbell hook: the software device cannot see stores to a BlueFlame
  * register, so after ringing the doorbell (dbrec + BF write, exactly as on

@@ -1,14 +1,136 @@
-# Helpers for shell-level tests: TAP-style "ok - name" / "not ok - name".
+# Helpers for shell-level tests. Every result is one TAP line:
+#   ok - NAME            passed
+#   not ok - NAME        failed
+#   ok - NAME # SKIP WHY not run here: counted as skipped, never as passed
+set -u
 : "${STRAND_BUILDDIR:?run through make check}"
 export PATH="$STRAND_BUILDDIR/contrib:$PATH"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 tmpdir=$(mktemp -d)
-trap 'rm -rf "$tmpdir"' EXIT
+# Software fabrics (STRAND_SIM_FABRIC) named "$fabric_prefix..." are
+# removed at exit: each is a /dev/shm segment its last user removes, and a
+# process killed (or crashed) with its device open never detaches.
+fabric_prefix="$(basename "$0" .sh)_$$_"
+trap 'rm -rf "$tmpdir"; rm -f /dev/shm/"$fabric_prefix"*' EXIT
+
+# The device mode run-tests.sh runs this test in (default, num_dci1, ...):
+# parts that do not touch the device run in the default mode only.
+default_mode() { [ "${STRAND_TEST_MODE:-default}" = default ]; }
 
 ok()     { echo "ok - $*"; }
 not_ok() { echo "not ok - $*"; }
+# skip NAME WHY...: NAME cannot run here (a missing tool, a sanitizer build)
+skip()   { local name=$1; shift; echo "ok - $name # SKIP $*"; }
 # check NAME CMD...: ok when CMD succeeds (returns its failure too)
 check() {
     local name=$1; shift
     if "$@"; then ok "$name"; else not_ok "$name"; return 1; fi
+}
+# check_exit NAME STATUS: ok when a command's exit STATUS is 0; a failure
+# tells a timeout (timeout's 124) and a crash apart
+check_exit() {
+    if [ "$2" = 0 ]; then
+        ok "$1"
+    elif [ "$2" = 124 ]; then
+        not_ok "$1 (timed out)"
+    elif [ "$2" -gt 128 ]; then
+        not_ok "$1 (killed by signal $(($2 - 128)))"
+    else
+        not_ok "$1 (exit $2)"
+    fi
+}
+
+# target NAME VERDICT DETAIL: a performance target a benchmark judged. A
+# missed target passes, the miss in the line (the figures depend on the
+# machine and its load); no verdict means the benchmark did not judge it.
+target() {
+    case "$2" in
+    met*|PASS)   ok "$1" ;;
+    MISS*)       ok "$1 (target missed: $3)" ;;
+    *)           not_ok "$1 (no verdict${2:+: '$2'})" ;;
+    esac
+}
+
+# wait_until SECONDS CMD...: polls until CMD succeeds; 1 when SECONDS pass
+# first. For state another process creates (a file, a listening port):
+# waiting for the state itself, never a fixed sleep, orders the two.
+wait_until() {
+    local end=$((SECONDS + $1)); shift
+    until "$@"; do
+        [ "$SECONDS" -lt "$end" ] || return 1
+        sleep 0.01
+    done
+}
+
+gone() { ! kill -0 "$1" 2>/dev/null; }
+# finish PID SECONDS: the exit status of PID (a child of this shell) once it
+# ends; stopped (SIGTERM) when it runs longer than SECONDS
+finish() {
+    wait_until "$2" gone "$1" || kill "$1" 2>/dev/null
+    wait "$1"
+}
+
+# port_used PORT [STATE]: a TCP socket is bound to PORT here (in STATE:
+# 0A = listening). Plain bash, no process: wait_until polls it.
+port_used() {
+    local port f _ addr state
+    printf -v port ':%04X' "$1"
+    for f in /proc/net/tcp /proc/net/tcp6; do
+        [ -r "$f" ] || continue
+        while read -r _ addr _ state _; do
+            [ "${addr: -5}" = "$port" ] && [ "${2:-$state}" = "$state" ] &&
+                return 0
+        done <"$f"
+    done
+    return 1
+}
+port_listening() { port_used "$1" 0A; }
+
+# free_port: a TCP port no socket uses right now
+free_port() {
+    local p
+    for _ in $(seq 100); do
+        p=$((20000 + RANDOM % 30000))
+        port_used "$p" || { echo "$p"; return 0; }
+    done
+    return 1
+}
+
+# rank_env_args: sets the array rank_env to "-x NAME" for every device-mode
+# variable in the environment (UCX_DC_STRAND_*, MLX5_CQE_SIZE,
+# MLX5_SCATTER_TO_CQE, STRAND_SIM_*). mpirun and oshrun promise ranks only
+# the variables named with -x (strand-run adds LD_PRELOAD itself); a test
+# passes its own -x NAME=VALUE after these, and the last one wins.
+rank_env_args() {
+    local name
+    rank_env=()
+    for name in $(compgen -e); do
+        case "$name" in
+        UCX_DC_STRAND_*|MLX5_CQE_SIZE|MLX5_SCATTER_TO_CQE|STRAND_SIM_*)
+            rank_env+=(-x "$name") ;;
+        esac
+    done
+}
+
+# check_rank_env LAUNCHER (after rank_env_args): every rank LAUNCHER
+# (mpirun, oshrun) starts with "${rank_env[@]}" sees those variables with
+# their values here (no line when there are none: the default mode).
+check_rank_env() {
+    local launcher=$1 np=2 name names="" missing=""
+    [ "${#rank_env[@]}" -gt 0 ] || return 0
+    timeout 120 strand-run "$launcher" -np "$np" --oversubscribe \
+        "${rank_env[@]}" env >"$tmpdir/rank_env" 2>&1
+    for name in "${rank_env[@]}"; do
+        [ "$name" = -x ] && continue
+        names="$names $name"
+        [ "$(grep -cxF "$name=${!name}" "$tmpdir/rank_env")" = "$np" ] ||
+            missing="$missing $name"
+    done
+    if [ -z "$missing" ]; then
+        ok "$launcher: all $np ranks see the device mode's$names"
+    else
+        not_ok "$launcher: ranks lack$missing"
+        # what the launcher said besides the ranks' environment
+        grep -v '^[A-Za-z_][A-Za-z0-9_]*=' "$tmpdir/rank_env" | sed 's/^/#   /' | head -20
+    fi
 }

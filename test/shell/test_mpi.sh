@@ -6,7 +6,7 @@
 
 mpicc=${MPICC:-mpicc}
 if ! command -v "$mpicc" >/dev/null || ! command -v mpirun >/dev/null; then
-    ok "Open MPI tests # SKIP mpicc/mpirun not installed"
+    skip "Open MPI tests" "mpicc/mpirun not installed"
     exit 0
 fi
 if ! "$mpicc" -O2 -Wall -o "$tmpdir/mpi_check" \
@@ -20,12 +20,16 @@ fi
 asan=()
 [ -n "${STRAND_ASAN_RUNTIME:-}" ] && asan=(-x ASAN_OPTIONS=detect_leaks=0)
 
+# the device mode's settings go to every rank
+rank_env_args
+check_rank_env mpirun
+
 # run NP [extra mpirun args]: mpi_check on NP ranks; its output in $tmpdir/out
 run() {
     local np=$1; shift
     timeout 240 strand-run mpirun -np "$np" --oversubscribe "${asan[@]}" \
-        -x UCX_TLS=dc_strand,self -x UCX_NET_DEVICES=smlx5_0:1 \
-        -x STRAND_SIM_FABRIC="mpi_$$_$np" "$@" \
+        "${rank_env[@]}" -x UCX_TLS=dc_strand,self -x UCX_NET_DEVICES=smlx5_0:1 \
+        -x STRAND_SIM_FABRIC="$fabric_prefix$np" "$@" \
         "$tmpdir/mpi_check" >"$tmpdir/out" 2>&1
 }
 
@@ -61,10 +65,17 @@ run 4 -x UCX_DC_STRAND_NUM_DCI=1 -x UCX_DC_STRAND_TX_QUEUE_LEN=16 \
     -x UCX_DC_STRAND_FC_WND_SIZE=8; rc=$?
 verdict "mpirun -np 4 with one DCI, TX_QUEUE_LEN=16, FC_WND_SIZE=8" 4 "$rc"
 
+# Eight ranks on one DCI each: every rank's traffic to its seven peers is
+# multiplexed on that DCI (on its streams, with the streams policy)
+run 8 -x UCX_DC_STRAND_NUM_DCI=1; rc=$?
+verdict "mpirun -np 8 with one DCI per rank: all checks pass" 8 "$rc"
+
 # Negative control: without an inter-process transport pml ucx cannot
-# reach the other rank, so the run must fail (and not hang).
+# reach the other rank, so the run must fail (and not hang). No device is
+# involved: once, in the default mode.
+default_mode || exit 0
 timeout 120 strand-run mpirun -np 2 --oversubscribe "${asan[@]}" -x UCX_TLS=self \
-    -x STRAND_SIM_FABRIC="mpi_$$_neg" "$tmpdir/mpi_check" >"$tmpdir/neg" 2>&1
+    -x STRAND_SIM_FABRIC="${fabric_prefix}neg" "$tmpdir/mpi_check" >"$tmpdir/neg" 2>&1
 rc=$?
 check "UCX_TLS=self alone: the run fails without hanging" \
     bash -c "[ $rc != 0 ] && [ $rc != 124 ] && ! grep -q 'PASS' '$tmpdir/neg'"

@@ -3,41 +3,38 @@
 # bandwidth and atomics, and UCP tag matching (alone and with self) up to
 # 16 MiB. Server and client are two processes on one software fabric.
 . "$(dirname "$0")/lib.sh"
-export STRAND_SIM_FABRIC="perftest_$$"
+export STRAND_SIM_FABRIC="${fabric_prefix}pair"
 DEV=smlx5_0:1
 
-free_port() {
-    local p
-    for _ in $(seq 50); do
-        p=$((20000 + RANDOM % 30000))
-        if ! (ss -ltnH 2>/dev/null || netstat -ltn 2>/dev/null) |
-             grep -q ":$p\b"; then
-            echo "$p"; return
-        fi
-    done
-    echo 13337
+# serve: a ucx_perftest server on a free port ($port, pid $spid) that
+# listens; 1 when it exits (a port taken meanwhile) or hangs before that
+serve() {
+    spid=""
+    port=$(free_port) || return 1
+    timeout 180 strand-run ucx_perftest -p "$port" >"$tmpdir/srv" 2>&1 &
+    spid=$!
+    wait_until 60 listening_or_gone && port_listening "$port"
 }
+listening_or_gone() { port_listening "$port" || gone "$spid"; }
 
 # perf NAME CLIENT-ARGS...: runs a server and a client; ok when both exit 0
 # and the client printed its final numbers (kept in the log).
 perf() {
     local name=$1; shift
-    local port spid rc src
-    port=$(free_port)
-    timeout 180 strand-run ucx_perftest -p "$port" >"$tmpdir/srv" 2>&1 &
-    spid=$!
-    sleep 0.3
-    rc=1
-    for _ in 1 2 3 4 5; do  # the server may need a moment to listen
-        timeout 180 strand-run ucx_perftest 127.0.0.1 -p "$port" -f "$@" \
-            >"$tmpdir/cli" 2>&1
-        rc=$?
-        grep -q "connect.*refused\|Connection refused" "$tmpdir/cli" || break
-        sleep 0.5
+    local port spid rc=1 src=1 line
+    echo "no ucx_perftest server listened" >"$tmpdir/cli"
+    for _ in 1 2 3; do  # another port if the server lost this one meanwhile
+        if serve; then
+            timeout 180 strand-run ucx_perftest 127.0.0.1 -p "$port" -f "$@" \
+                >"$tmpdir/cli" 2>&1
+            rc=$?
+            # the server ends with its client; a failed client may leave it
+            # waiting
+            finish "$spid" "$([ "$rc" = 0 ] && echo 30 || echo 5)"; src=$?
+            break
+        fi
+        [ -n "$spid" ] && finish "$spid" 0
     done
-    wait "$spid"; src=$?
-    if kill -0 "$spid" 2>/dev/null; then kill "$spid"; fi
-    local line
     line=$(grep -E '^ *(Final: *)?[0-9]+ +[0-9.]+ ' "$tmpdir/cli" | tail -1)
     echo "# $name: ucx_perftest $*"
     echo "#   iters  lat50(us) lat_avg lat_overall bw_avg(MB/s) bw_overall msgrate_avg msgrate_overall"

@@ -27,14 +27,9 @@
 #    that joins the processes (and that the harness does not hang).
 . "$(dirname "$0")/lib.sh"
 
-fabric_prefix="shmem_$$_"
-# The software fabric is a /dev/shm segment its last user removes; a PE
-# that dies in shmem_finalize never detaches, so remove ours at the end.
-trap 'rm -rf "$tmpdir"; rm -f /dev/shm/"$fabric_prefix"*' EXIT
-
 oshcc=${OSHCC:-oshcc}
 if ! command -v "$oshcc" >/dev/null || ! command -v oshrun >/dev/null; then
-    ok "OpenSHMEM tests # SKIP oshcc/oshrun not installed"
+    skip "OpenSHMEM tests" "oshcc/oshrun not installed"
     exit 0
 fi
 if ! "$oshcc" -O2 -Wall -o "$tmpdir/shmem_check" \
@@ -48,10 +43,14 @@ if [ -n "${STRAND_ASAN_RUNTIME:-}" ]; then
     # oshmem maps its symmetric heap at fixed addresses inside
     # AddressSanitizer's shadow memory: shmem_init itself crashes (in
     # mca_atomic_basic_startup), with any transport
-    ok "OpenSHMEM tests # SKIP oshmem cannot run under AddressSanitizer"
+    skip "OpenSHMEM tests" "oshmem cannot run under AddressSanitizer"
     exit 0
 fi
 asan=()
+
+# the device mode's settings go to every PE
+rank_env_args
+check_rank_env oshrun
 
 nrun=0
 # run NP TLS [oshrun args]: shmem_check on NP PEs, each run on a fabric of
@@ -62,7 +61,7 @@ run() {
     nrun=$((nrun + 1))
     fabric="$fabric_prefix$nrun"
     timeout -k 10 300 strand-run oshrun -np "$np" --oversubscribe \
-        "${asan[@]}" -x UCX_TLS="$tls" -x UCX_NET_DEVICES=smlx5_0:1 \
+        "${asan[@]}" "${rank_env[@]}" -x UCX_TLS="$tls" -x UCX_NET_DEVICES=smlx5_0:1 \
         -x STRAND_SIM_FABRIC="$fabric" "$@" \
         "$tmpdir/shmem_check" >"$tmpdir/out" 2>&1
     rc=$?
@@ -129,6 +128,11 @@ for np in 2 4; do
         "$np" 'dc_strand/smlx5_0:1|self/memory0'
 done
 
+# Eight PEs on one DCI each: every PE's RMA and atomics to its seven peers
+# are multiplexed on that DCI (on its streams, with the streams policy)
+run 8 dc_strand,self -x UCX_DC_STRAND_NUM_DCI=1
+verdict "oshrun -np 8 with one DCI per PE: all checks pass" 8
+
 # dc_strand alone: a PE's own puts, gets and atomics loop back through the
 # software device too.
 run 4 dc_strand -x UCX_LOG_LEVEL=info
@@ -136,7 +140,9 @@ verdict "oshrun -np 4, UCX_TLS=dc_strand alone: all checks pass" 4
 transports "np 4, dc_strand alone: every endpoint uses only dc_strand" 4 \
     'dc_strand/smlx5_0:1'
 
-# Negative control: no inter-process transport, no pass (and no hang).
+# Negative control: no inter-process transport, no pass (and no hang). No
+# device is involved: once, in the default mode.
+default_mode || exit 0
 run 2 self
 if [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$rc" != 137 ] &&
    ! grep -q 'PASS' "$tmpdir/out" &&

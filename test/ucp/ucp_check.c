@@ -4,12 +4,14 @@
  *   ucp_check DIR RANK data     two ranks (0, 1): tag (eager and rendezvous,
  *                               1 B .. 16 MiB), stream, active messages,
  *                               PUT/GET and atomics
- *   ucp_check DIR RANK failure  three ranks: rank 0 ping-pongs with 1 and 2
+ *   ucp_check DIR RANK failure  N ranks (STRAND_CHECK_RANKS, default 3, up
+ *                               to 8): rank 0 ping-pongs with all others
  *                               over endpoints with peer error handling; the
- *                               harness kills rank 2 (SIGKILL) mid-traffic;
- *                               rank 0 must see the error on that endpoint
- *                               only, within STRAND_CHECK_ERR_TIMEOUT
- *                               seconds (default 10), and keep talking to 1
+ *                               harness kills the last rank (SIGKILL)
+ *                               mid-traffic; rank 0 must see the error on
+ *                               that endpoint only, within
+ *                               STRAND_CHECK_ERR_TIMEOUT seconds (default
+ *                               10), and keep talking to the others
  *
  * Ranks find each other through files in DIR (worker address, rkey). Every
  * rank prints one verdict line "ucp_check: rank R: PASS" or "... FAIL (why)"
@@ -24,11 +26,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_RANKS   3
+#define MAX_RANKS   8
 #define REGION_SIZE (4u << 20)
 #define TAG_DATA    0x1000000000ull
 #define TAG_SYNC    0x2000000000ull
@@ -46,6 +50,7 @@ static ucp_mem_h region_memh;
 static uint8_t *region;                    /* REGION_SIZE, registered */
 static uint64_t remote_base[MAX_RANKS];
 static ucp_rkey_h rkeys[MAX_RANKS];
+static int nranks = 2;
 static char failure[256];
 static int failed;
 
@@ -135,23 +140,38 @@ static void write_file(const char *name, const void *data, size_t len)
     rename(tmp, path); /* readers never see half a file */
 }
 
-/* the contents of DIR/name once it exists (waits up to 60 s) */
+/* the contents of DIR/name once it exists (waits up to 60 s): the writer
+ * renames it into DIR, which inotify reports, so nothing sleeps */
 static void *read_file(const char *name, size_t *len)
 {
-    char path[4096];
-    double end = now() + 60;
+    char path[4096], events[4096];
+    double left, end = now() + 60;
+    struct pollfd pfd = {.events = POLLIN};
     struct stat st;
     void *data;
     FILE *f;
 
     snprintf(path, sizeof(path), "%s/%s", dir, name);
+    /* watching before the first look: a rename in between is not missed */
+    pfd.fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if ((pfd.fd < 0) ||
+        (inotify_add_watch(pfd.fd, dir, IN_MOVED_TO | IN_CREATE) < 0)) {
+        fail("cannot watch %s: %s", dir, strerror(errno));
+        exit(verdict());
+    }
     while (stat(path, &st) != 0) {
-        if (now() > end) {
+        left = end - now();
+        if (left <= 0) {
             fail("timed out waiting for %s", path);
             exit(verdict());
         }
-        usleep(10000);
+        if (poll(&pfd, 1, (int)(left * 1000) + 1) > 0) {
+            while (read(pfd.fd, events, sizeof(events)) > 0) {
+                /* drain: stat() above tells whether it was ours */
+            }
+        }
     }
+    close(pfd.fd);
     data = malloc(st.st_size + 1);
     f    = fopen(path, "rb");
     if ((f == NULL) || (fread(data, 1, st.st_size, f) != (size_t)st.st_size)) {
@@ -286,6 +306,23 @@ static ucs_status_t tag_recv(void *buf, size_t len, ucp_tag_t tag,
 
     *got = c.length;
     return status;
+}
+
+/* progress until a message with `tag` waits here unexpected (probed, not
+ * taken): a receive posted after this matches an unexpected message */
+static void wait_unexpected(ucp_tag_t tag, double secs)
+{
+    double end = now() + secs;
+    ucp_tag_recv_info_t info;
+
+    while (ucp_tag_probe_nb(worker, tag, TAG_MASK, 0, &info) == NULL) {
+        if (now() > end) {
+            fail("no message with tag %#" PRIx64 " arrived within %.0f s",
+                 (uint64_t)tag, secs);
+            return;
+        }
+        ucp_worker_progress(worker);
+    }
 }
 
 /* both ranks of the data test meet here */
@@ -524,7 +561,7 @@ static void check_tag(int peer)
                                           TAG_DATA | (100 + i), &p);
             size_t got;
 
-            usleep(2000); /* let it land unexpected */
+            wait_unexpected(TAG_DATA | (100 + i), 60);
             status = tag_recv(rbuf[i], tag_sizes[i], TAG_DATA | (100 + i),
                               60, &got);
             if ((status != UCS_OK) || (got != tag_sizes[i])) {
@@ -894,7 +931,7 @@ static ucs_status_t ping(int peer, uint64_t seq, double secs)
     return status;
 }
 
-/* ranks 1 and 2: echo until told to stop */
+/* ranks 1 .. N-1: echo until told to stop */
 static int run_echo(void)
 {
     uint64_t buf;
@@ -905,8 +942,11 @@ static int run_echo(void)
     ucs_status_t status;
     double end = now() + 120;
 
-    setup(3, 1);
-    write_file(rank == 1 ? "ready.1" : "ready.2", "", 0);
+    char name[32];
+
+    setup(nranks, 1);
+    snprintf(name, sizeof(name), "ready.%d", rank);
+    write_file(name, "", 0);
     for (;;) {
         ucp_worker_progress(worker);
         msg = ucp_tag_probe_nb(worker, 0, 0, 1, &info);
@@ -944,43 +984,50 @@ static int run_echo(void)
             break;
         }
     }
-    close_eps(3, 0);
+    close_eps(nranks, 0);
     teardown();
     return verdict();
 }
 
-/* rank 0: traffic with both; "killed" appears when rank 2 is dead */
+/* rank 0: traffic with all; "killed" appears when the last rank is dead */
 static int run_survivor(void)
 {
     double limit = getenv("STRAND_CHECK_ERR_TIMEOUT") ?
                    atof(getenv("STRAND_CHECK_ERR_TIMEOUT")) : 10;
+    int victim = nranks - 1, peer;
     double killed_at = 0, end;
+    char name[32];
     uint64_t seq;
     ucs_status_t status;
     size_t len;
     void *unused;
 
-    setup(3, 1);
-    unused = read_file("ready.1", &len);
-    free(unused);
-    unused = read_file("ready.2", &len);
-    free(unused);
+    setup(nranks, 1);
+    for (peer = 1; peer < nranks; ++peer) {
+        snprintf(name, sizeof(name), "ready.%d", peer);
+        unused = read_file(name, &len);
+        free(unused);
+    }
 
-    /* before the failure: both answer */
-    for (seq = 0; seq < 200; ++seq) {
-        if ((ping(1, seq, 30) != UCS_OK) || (ping(2, seq, 30) != UCS_OK)) {
-            fail("ping %" PRIu64 " before the failure failed", seq);
-            break;
+    /* before the failure: all answer */
+    for (seq = 0; (seq < 200) && !failed; ++seq) {
+        for (peer = 1; peer < nranks; ++peer) {
+            if (ping(peer, seq, 30) != UCS_OK) {
+                fail("ping %" PRIu64 " to rank %d before the failure failed",
+                     seq, peer);
+                break;
+            }
         }
     }
     write_file("traffic", "", 0);
-    printf("ucp_check: rank 0: 200 ping-pongs with ranks 1 and 2 done\n");
+    printf("ucp_check: rank 0: 200 ping-pongs with ranks 1 .. %d done\n",
+           victim);
     fflush(stdout);
 
-    /* keep sending to rank 2 until the harness killed it and the error
-     * reached us; rank 1 keeps answering meanwhile */
+    /* keep sending to the victim until the harness killed it and the error
+     * reached us; the others keep answering meanwhile */
     end = now() + 120;
-    for (seq = 200; !ep_errors[2]; ++seq) {
+    for (seq = 200; !ep_errors[victim] && !failed; ++seq) {
         if ((killed_at == 0) && file_exists("killed")) {
             killed_at = now();
         }
@@ -988,59 +1035,67 @@ static int run_survivor(void)
             break;
         }
         if (now() > end) {
-            fail("rank 2 was never killed");
+            fail("rank %d was never killed", victim);
             break;
         }
-        status = ping(1, seq, 30);
-        if (status != UCS_OK) {
-            fail("rank 1 stopped answering while rank 2 died: %s",
-                 ucs_status_string(status));
-            break;
+        for (peer = 1; peer < victim; ++peer) {
+            status = ping(peer, seq, 30);
+            if (status != UCS_OK) {
+                fail("rank %d stopped answering while rank %d died: %s",
+                     peer, victim, ucs_status_string(status));
+                break;
+            }
         }
-        status = ping(2, seq, 0.05);
+        status = ping(victim, seq, 0.05);
         if ((status != UCS_OK) && (status != UCS_ERR_TIMED_OUT) &&
-            !ep_errors[2]) {
+            !ep_errors[victim]) {
             /* an error status without the handler: also a detection */
-            ep_errors[2]++;
-            ep_error_status[2] = status;
-            ep_error_time[2]   = now();
+            ep_errors[victim]++;
+            ep_error_status[victim] = status;
+            ep_error_time[victim]   = now();
         }
         ucp_worker_progress(worker);
     }
-    if (!ep_errors[2]) {
-        fail("no error for the endpoint to the killed rank 2 within %.1f s",
-             limit);
+    if (!ep_errors[victim]) {
+        fail("no error for the endpoint to the killed rank %d within %.1f s",
+             victim, limit);
     } else {
         if (killed_at == 0) {
-            killed_at = ep_error_time[2];
+            killed_at = ep_error_time[victim];
         }
-        printf("ucp_check: rank 0: endpoint to rank 2 failed with '%s' "
-               "%.3f s after the kill was noticed\n",
-               ucs_status_string(ep_error_status[2]),
-               ep_error_time[2] - killed_at);
-        if (ep_error_time[2] - killed_at > limit) {
+        printf("ucp_check: rank 0: endpoint to rank %d failed with '%s' "
+               "%.3f s after the kill was noticed\n", victim,
+               ucs_status_string(ep_error_status[victim]),
+               ep_error_time[victim] - killed_at);
+        if (ep_error_time[victim] - killed_at > limit) {
             fail("the error took %.1f s (limit %.1f s)",
-                 ep_error_time[2] - killed_at, limit);
+                 ep_error_time[victim] - killed_at, limit);
         }
     }
-    if (ep_errors[1]) {
-        fail("endpoint to rank 1 got an error too: %s",
-             ucs_status_string(ep_error_status[1]));
+    for (peer = 1; peer < victim; ++peer) {
+        if (ep_errors[peer]) {
+            fail("endpoint to rank %d got an error too: %s", peer,
+                 ucs_status_string(ep_error_status[peer]));
+        }
     }
-    /* after the failure: rank 1 still works, every byte checked */
+    /* after the failure: the others still work, every byte checked */
     for (seq = 0; (seq < 200) && !failed; ++seq) {
-        status = ping(1, 1000000 + seq, 30);
-        if (status != UCS_OK) {
-            fail("ping to rank 1 after the failure: %s",
-                 ucs_status_string(status));
+        for (peer = 1; (peer < victim) && !failed; ++peer) {
+            status = ping(peer, 1000000 + seq, 30);
+            if (status != UCS_OK) {
+                fail("ping to rank %d after the failure: %s", peer,
+                     ucs_status_string(status));
+            }
         }
     }
     if (!failed) {
-        printf("ucp_check: rank 0: 200 ping-pongs with rank 1 after the "
-               "failure done\n");
+        printf("ucp_check: rank 0: 200 ping-pongs with ranks 1 .. %d after "
+               "the failure done\n", victim - 1);
     }
-    tag_send(1, NULL, 0, TAG_STOP, 30);
-    close_eps(3, 1);
+    for (peer = 1; peer < victim; ++peer) {
+        tag_send(peer, NULL, 0, TAG_STOP, 30);
+    }
+    close_eps(nranks, 1);
     teardown();
     return verdict();
 }
@@ -1057,7 +1112,13 @@ int main(int argc, char **argv)
     if (!strcmp(argv[3], "data") && (rank == 0 || rank == 1)) {
         return run_data();
     }
-    if (!strcmp(argv[3], "failure") && (rank >= 0) && (rank < 3)) {
+    if (getenv("STRAND_CHECK_RANKS") != NULL) {
+        nranks = atoi(getenv("STRAND_CHECK_RANKS"));
+    } else {
+        nranks = 3;
+    }
+    if (!strcmp(argv[3], "failure") && (nranks >= 3) &&
+        (nranks <= MAX_RANKS) && (rank >= 0) && (rank < nranks)) {
         return (rank == 0) ? run_survivor() : run_echo();
     }
     fprintf(stderr, "ucp_check: bad arguments\n");

@@ -1,9 +1,8 @@
 /*
- * DCI pool ("dcs" policy): an endpoint holds a DCI from its first post until
- * its last outstanding WQE retired. Send completions, and recovery after an
- * error CQE: that endpoint's outstanding operations complete with the error,
- * the DCI is reset and goes back to the pool, the endpoint's owner is told
- * through uct_iface_handle_ep_err(); nobody else notices.
+ * DCIs: creation, the SQ's slots of outstanding WQEs, send completions
+ * (matched to their WQE by QP number and WQE counter, so that CQEs of
+ * different streams may come in any order), the pool's state for VFS.
+ * Leases are dc_policy.c's, errors dc_recovery.c's.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -11,33 +10,80 @@
 
 #include "dc_dci.h"
 #include "dc_ep.h"
+#include "dc_policy.h"
+#include "dc_recovery.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/datastruct/mpool.inl>
+#include <ucs/datastruct/queue.h>
 #include <ucs/arch/bitops.h>
 
 #include <string.h>
 
-static void strand_dc_dci_geometry(strand_dc_dci_t *dci)
+void strand_dc_dci_geometry(strand_dc_dci_t *dci)
 {
-    dci->wqe_cnt   = dci->qp.dv.sq.wqe_cnt;
-    dci->sq_buf    = dci->qp.dv.sq.buf;
-    dci->sq_end    = strand_sq_end(dci->sq_buf, dci->wqe_cnt);
-    dci->cur_post  = 0;
-    dci->bf_offset = 0;
-    dci->avail_bbs = dci->wqe_cnt;
-    dci->op_head   = 0;
-    dci->op_tail   = 0;
+    dci->wqe_cnt     = dci->qp.dv.sq.wqe_cnt;
+    dci->sq_buf      = dci->qp.dv.sq.buf;
+    dci->sq_end      = strand_sq_end(dci->sq_buf, dci->wqe_cnt);
+    dci->cur_post    = 0;
+    dci->sq_tail     = 0;
+    dci->bf_offset   = 0;
+    dci->avail_bbs   = dci->wqe_cnt;
+    dci->outstanding = 0;
+}
+
+static ucs_status_t strand_dc_dci_create(strand_dc_iface_t *iface,
+                                         strand_dc_dci_t *dci, unsigned i)
+{
+    strand_dev_t *dev = iface->dev;
+    unsigned s;
+    khiter_t it;
+    int err, ret;
+
+    dci->index   = i;
+    dci->state   = STRAND_DC_DCI_FREE;
+    dci->streams = ucs_calloc(iface->config.num_streams,
+                              sizeof(*dci->streams), "strand_dc_streams");
+    if (dci->streams == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    for (s = 0; s < iface->config.num_streams; ++s) {
+        /* stream ids from 1: a stream id of 0 reads as "none" */
+        dci->streams[s].id = (iface->tx_policy ==
+                              STRAND_DC_TX_POLICY_STREAMS) ? s + 1 : 0;
+        ucs_queue_head_init(&dci->streams[s].held);
+    }
+    err = dev->ops->create_dci(dev, &iface->dci_attr, &dci->qp);
+    if (err != 0) {
+        ucs_error("%s: failed to create DCI %u: %s", dev->info.name, i,
+                  strerror(err));
+        return UCS_ERR_IO_ERROR;
+    }
+    iface->num_dci_created++;
+    it = kh_put(strand_dc_qpn, &iface->dci_by_qpn, dci->qp.qpn, &ret);
+    if (ret <= 0) {
+        ucs_error("%s: DCI %u: QP number 0x%x is not unique", dev->info.name,
+                  i, dci->qp.qpn);
+        return UCS_ERR_IO_ERROR;
+    }
+    kh_value(&iface->dci_by_qpn, it) = i;
+    strand_dc_dci_geometry(dci);
+    if (dci->wqe_cnt < iface->config.dci_max_bbs) {
+        ucs_error("%s: DCI send queue of %u BBs is too small",
+                  dev->info.name, dci->wqe_cnt);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    dci->ops = ucs_calloc(dci->wqe_cnt, sizeof(*dci->ops), "strand_dc_ops");
+    return (dci->ops == NULL) ? UCS_ERR_NO_MEMORY : UCS_OK;
 }
 
 ucs_status_t strand_dc_dci_pool_init(strand_dc_iface_t *iface)
 {
-    strand_dev_t *dev = iface->dev;
-    strand_dc_dci_t *dci;
-    unsigned i, nops;
-    int err;
+    ucs_status_t status;
+    unsigned i;
 
+    kh_init_inplace(strand_dc_qpn, &iface->dci_by_qpn);
     iface->dcis      = ucs_calloc(iface->num_dci, sizeof(*iface->dcis),
                                   "strand_dc_dcis");
     iface->dci_stack = ucs_calloc(iface->num_dci, sizeof(*iface->dci_stack),
@@ -45,35 +91,13 @@ ucs_status_t strand_dc_dci_pool_init(strand_dc_iface_t *iface)
     if ((iface->dcis == NULL) || (iface->dci_stack == NULL)) {
         return UCS_ERR_NO_MEMORY;
     }
-
-    nops = ucs_roundup_pow2(iface->config.tx_queue_len);
     for (i = 0; i < iface->num_dci; ++i) {
-        dci        = &iface->dcis[i];
-        dci->index = i;
-        dci->ops   = ucs_calloc(nops, sizeof(*dci->ops), "strand_dc_ops");
-        if (dci->ops == NULL) {
-            return UCS_ERR_NO_MEMORY;
+        status = strand_dc_dci_create(iface, &iface->dcis[i], i);
+        if (status != UCS_OK) {
+            return status;
         }
-        dci->ops_mask              = nops - 1;
-        iface->dci_attr.user_index = i;
-        err = dev->ops->create_dci(dev, &iface->dci_attr, &dci->qp);
-        if (err != 0) {
-            ucs_error("%s: failed to create DCI %u: %s", dev->info.name, i,
-                      strerror(err));
-            return UCS_ERR_IO_ERROR;
-        }
-        iface->num_dci_created++;
-        strand_dc_dci_geometry(dci);
-        if (dci->wqe_cnt < iface->config.dci_max_bbs) {
-            ucs_error("%s: DCI send queue of %u BBs is too small",
-                      dev->info.name, dci->wqe_cnt);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        /* the stack pops from the top: DCI 0 first */
-        iface->dci_stack[iface->num_dci - 1 - i] = i;
     }
-    iface->dci_top = iface->num_dci;
-    return UCS_OK;
+    return strand_dc_policy_init(iface);
 }
 
 void strand_dc_tmp_reg_release(strand_dc_iface_t *iface,
@@ -102,6 +126,7 @@ static void strand_dc_op_release(strand_dc_iface_t *iface, strand_dc_op_t *op)
 void strand_dc_dci_pool_cleanup(strand_dc_iface_t *iface)
 {
     strand_dc_dci_t *dci;
+    uint32_t bb;
     unsigned i;
 
     if (iface->dcis == NULL) {
@@ -111,18 +136,25 @@ void strand_dc_dci_pool_cleanup(strand_dc_iface_t *iface)
         dci = &iface->dcis[i];
         if (dci->ops != NULL) {
             /* descriptors of work still on the wire at close */
-            while (dci->op_tail != dci->op_head) {
-                strand_dc_op_release(iface, &dci->ops[dci->op_tail++ &
-                                               dci->ops_mask]);
+            for (bb = dci->sq_tail; bb != dci->cur_post; ++bb) {
+                strand_dc_op_release(iface,
+                                     &dci->ops[bb & (dci->wqe_cnt - 1)]);
             }
         }
+        strand_dc_recovery_cleanup(iface, dci);
         if (i < iface->num_dci_created) {
             iface->dev->ops->destroy_qp(iface->dev, &dci->qp);
         }
         ucs_free(dci->ops);
+        ucs_free(dci->streams);
     }
+    strand_dc_policy_cleanup(iface);
     ucs_free(iface->dcis);
     ucs_free(iface->dci_stack);
+    ucs_free(iface->failed);
+    iface->failed     = NULL;
+    iface->num_failed = iface->max_failed = 0;
+    kh_destroy_inplace(strand_dc_qpn, &iface->dci_by_qpn);
     iface->dcis      = NULL;
     iface->dci_stack = NULL;
 }
@@ -132,167 +164,172 @@ int strand_dc_dci_pool_busy(strand_dc_iface_t *iface)
     unsigned i;
 
     for (i = 0; i < iface->num_dci; ++i) {
-        if (strand_dc_dci_outstanding(&iface->dcis[i]) > 0) {
+        if (iface->dcis[i].outstanding > 0) {
             return 1;
         }
     }
     return 0;
 }
 
-/* Back to the pool once nothing is outstanding. */
-void strand_dc_dci_release_if_idle(strand_dc_iface_t *iface,
-                                   strand_dc_dci_t *dci)
+strand_dc_op_t *strand_dc_dci_op(strand_dc_dci_t *dci, uint16_t wqe_idx)
 {
-    if (!dci->busy || (strand_dc_dci_outstanding(dci) > 0)) {
-        return;
-    }
-    if (dci->ep != NULL) {
-        dci->ep->dci = STRAND_DC_DCI_NONE;
-        dci->ep      = NULL;
-    }
-    dci->busy = 0;
-    ucs_assert(iface->dci_top < iface->num_dci);
-    iface->dci_stack[iface->dci_top++] = dci->index;
+    strand_dc_op_t *op = &dci->ops[wqe_idx & (dci->wqe_cnt - 1)];
+
+    return ((op->state == STRAND_DC_OP_POSTED) && (op->wqe_idx == wqe_idx)) ?
+           op : NULL;
 }
 
-static void strand_dc_op_complete(strand_dc_iface_t *iface,
-                                  strand_dc_op_t *op, ucs_status_t status)
+/* The SQ's free space grows only from its oldest WQE: retired slots after
+ * a WQE still outstanding (another stream) wait for it. */
+static void strand_dc_dci_advance_tail(strand_dc_dci_t *dci)
 {
+    strand_dc_op_t *op;
+
+    while (dci->sq_tail != dci->cur_post) {
+        op = &dci->ops[dci->sq_tail & (dci->wqe_cnt - 1)];
+        if (op->state != STRAND_DC_OP_FREE) {
+            break;
+        }
+        dci->sq_tail   += op->bbs;
+        dci->avail_bbs += op->bbs;
+    }
+}
+
+static void strand_dc_op_deliver(strand_dc_iface_t *iface, strand_dc_op_t *op)
+{
+    switch (op->type) {
+    case STRAND_DC_OP_GET_BCOPY:
+        op->u.unpack.cb(op->u.unpack.arg, op->desc->data,
+                        op->u.unpack.length);
+        break;
+    case STRAND_DC_OP_FETCH32: {
+        uint32_t v;
+        memcpy(&v, op->desc->data, sizeof(v));
+        *(uint32_t*)op->u.result = iface->config.atomic_reply_be ?
+                                   be32toh(v) : v;
+        break;
+    }
+    case STRAND_DC_OP_FETCH64: {
+        uint64_t v;
+        memcpy(&v, op->desc->data, sizeof(v));
+        *(uint64_t*)op->u.result = iface->config.atomic_reply_be ?
+                                   be64toh(v) : v;
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+void strand_dc_op_complete(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
+                           strand_dc_op_t *op, ucs_status_t status)
+{
+    uct_completion_t *comp = op->comp;
+    strand_dc_ep_t *ep     = op->ep;
+
     if (status == UCS_OK) {
-        switch (op->type) {
-        case STRAND_DC_OP_GET_BCOPY:
-            op->u.unpack.cb(op->u.unpack.arg, op->desc->data,
-                            op->u.unpack.length);
-            break;
-        case STRAND_DC_OP_FETCH32: {
-            uint32_t v;
-            memcpy(&v, op->desc->data, sizeof(v));
-            *(uint32_t*)op->u.result = iface->config.atomic_reply_be ?
-                                       be32toh(v) : v;
-            break;
-        }
-        case STRAND_DC_OP_FETCH64: {
-            uint64_t v;
-            memcpy(&v, op->desc->data, sizeof(v));
-            *(uint64_t*)op->u.result = iface->config.atomic_reply_be ?
-                                       be64toh(v) : v;
-            break;
-        }
-        default:
-            break;
-        }
+        strand_dc_op_deliver(iface, op);
     }
     strand_dc_op_release(iface, op);
-    if (op->comp != NULL) {
-        uct_invoke_completion(op->comp, status);
+    if (op->state == STRAND_DC_OP_FLUSHED) {
+        dci->flushed--;
     }
-}
-
-static ucs_status_t strand_dc_syndrome_status(uint8_t syndrome)
-{
-    switch (syndrome) {
-    case MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR:
-    case MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR:
-        return UCS_ERR_ENDPOINT_TIMEOUT;
-    case MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR:
-    case MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR:
-    case MLX5_CQE_SYNDROME_REMOTE_OP_ERR:
-        return UCS_ERR_CONNECTION_RESET;
-    default:
-        return UCS_ERR_IO_ERROR;
-    }
-}
-
-/*
- * An error CQE on dci (already consumed from the CQ): fail the owning ep's
- * outstanding work, reset the DCI, put it back, tell the ep's owner.
- */
-static void strand_dc_dci_handle_error(strand_dc_iface_t *iface,
-                                       strand_dc_dci_t *dci,
-                                       struct mlx5_cqe64 *cqe)
-{
-    uint8_t syndrome     = strand_cqe_syndrome(cqe);
-    uint16_t wqe_counter = strand_cqe_wqe_counter(cqe);
-    ucs_status_t status  = strand_dc_syndrome_status(syndrome);
-    strand_dc_ep_t *ep   = dci->ep;
-    strand_dev_t *dev    = iface->dev;
-    strand_dc_op_t *op;
-    ucs_status_t op_status;
-    int err, before;
-
-    ucs_debug("%s: DCI %u (qpn 0x%x) error syndrome 0x%x vendor 0x%x wqe %u "
-              "ep %p: %s", dev->info.name, dci->index, dci->qp.qpn, syndrome,
-              strand_cqe_vendor_syndrome(cqe), wqe_counter, ep,
-              ucs_status_string(status));
-    if (ucs_log_is_enabled(UCS_LOG_LEVEL_DEBUG)) {
-        struct mlx5_wqe_ctrl_seg *ctrl = strand_sq_bb(dci->sq_buf,
-                                                      dci->wqe_cnt,
-                                                      wqe_counter);
-        const uint32_t *w = (const uint32_t*)ctrl;
-        unsigned i, ds = strand_ctrl_ds(ctrl);
-
-        for (i = 0; i < ds * 4; i += 4) {
-            const uint32_t *u = (const uint32_t*)
-                    strand_sq_wrap((uint8_t*)w + i * 4, dci->sq_buf,
-                                   dci->sq_end);
-            ucs_debug("  wqe[%u]: %08x %08x %08x %08x", i / 4, be32toh(u[0]),
-                      be32toh(u[1]), be32toh(u[2]), be32toh(u[3]));
-        }
-    }
-
-    /* the DCI leaves its ep now: the ep owner may destroy the ep from the
-     * callbacks below */
+    op->state = STRAND_DC_OP_FREE;
+    op->comp  = NULL;
+    op->ep    = NULL;
+    dci->outstanding--;
+    dci->streams[op->stream].outstanding--;
+    strand_dc_dci_advance_tail(dci);
     if (ep != NULL) {
-        ep->dci = STRAND_DC_DCI_NONE;
-        dci->ep = NULL;
-        ep->flags |= STRAND_DC_EP_FLAG_FAILED;
-        ep->status = status;
-    }
-
-    /* WQEs before the failing one completed (their CQEs came first); the
-     * failing one and everything after it fail */
-    before = 1;
-    while (dci->op_tail != dci->op_head) {
-        op = &dci->ops[dci->op_tail++ & dci->ops_mask];
-        if (op->wqe_idx == wqe_counter) {
-            before = 0;
+        if ((--ep->outstanding == 0) && (ep->held == 0)) {
+            strand_dc_policy_release(iface, ep);
         }
-        op_status      = before ? UCS_OK : status;
-        dci->avail_bbs += op->bbs;
-        strand_dc_op_complete(iface, op, op_status);
+        strand_dc_ep_schedule(iface, ep);
+    } else {
+        strand_dc_policy_dci_idle(iface, dci);
     }
+    if (comp != NULL) {
+        uct_invoke_completion(comp, status);
+    }
+}
+
+void strand_dc_dci_orphan(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
+                          strand_dc_ep_t *ep)
+{
+    uct_completion_t *comp;
+    strand_dc_op_t *op;
+    uint32_t bb;
+
+    for (bb = dci->sq_tail; bb != dci->cur_post; ++bb) {
+        op = &dci->ops[bb & (dci->wqe_cnt - 1)];
+        if ((op->state != STRAND_DC_OP_POSTED) || (op->ep != ep)) {
+            continue;
+        }
+        comp     = op->comp;
+        op->comp = NULL;
+        op->ep   = NULL;
+        /* no unpacking or fetched value into the user's memory later */
+        op->type = STRAND_DC_OP_PLAIN;
+        ep->outstanding--;
+        if (comp != NULL) {
+            uct_invoke_completion(comp, UCS_ERR_CANCELED);
+        }
+    }
+}
+
+int strand_dc_dci_reset(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
+{
+    strand_dev_t *dev = iface->dev;
+    int err;
 
     err = dev->ops->reset_dci(dev, &dci->qp, &iface->dci_attr);
     if (err != 0) {
-        ucs_error("%s: failed to reset DCI %u: %s; it is not used again",
-                  dev->info.name, dci->index, strerror(err));
-        dci->broken = 1;
-    } else {
-        strand_dc_dci_geometry(dci);
-        dci->busy = 0;
-        iface->dci_stack[iface->dci_top++] = dci->index;
+        ucs_error("%s: failed to reset DCI %u (qpn 0x%x): %s; it is not "
+                  "used again", dev->info.name, dci->index, dci->qp.qpn,
+                  strerror(err));
+        dci->state = STRAND_DC_DCI_BROKEN;
+        return err;
     }
+    strand_dc_dci_geometry(dci);
+    memset(dci->ops, 0, dci->wqe_cnt * sizeof(*dci->ops));
+    return 0;
+}
 
-    if (ep != NULL) {
-        strand_dc_ep_set_failed(iface, ep, status);
+void strand_dc_dci_log_wqe(strand_dc_dci_t *dci, uint16_t wqe_idx)
+{
+    struct mlx5_wqe_ctrl_seg *ctrl = strand_sq_bb(dci->sq_buf, dci->wqe_cnt,
+                                                  wqe_idx);
+    const uint32_t *u;
+    unsigned i, ds = strand_ctrl_ds(ctrl);
+
+    for (i = 0; i < ds; ++i) {
+        u = strand_sq_wrap((uint8_t*)ctrl + i * STRAND_WQE_DS, dci->sq_buf,
+                           dci->sq_end);
+        ucs_debug("  wqe[%u]: %08x %08x %08x %08x", i, be32toh(u[0]),
+                  be32toh(u[1]), be32toh(u[2]), be32toh(u[3]));
     }
 }
 
-/* Retire the WQEs of dci up to and including wqe_counter. */
-static void strand_dc_dci_retire(strand_dc_iface_t *iface,
-                                 strand_dc_dci_t *dci, uint16_t wqe_counter)
+/* One send CQE. A DCI or stream in error takes its CQEs to recovery. */
+static void strand_dc_dci_cqe(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
+                              struct mlx5_cqe64 *cqe)
 {
-    strand_dc_op_t *op;
-    int last;
+    uint16_t wqe_counter = strand_cqe_wqe_counter(cqe);
+    strand_dc_op_t *op   = strand_dc_dci_op(dci, wqe_counter);
 
-    while (dci->op_tail != dci->op_head) {
-        op   = &dci->ops[dci->op_tail++ & dci->ops_mask];
-        last = (op->wqe_idx == wqe_counter);
-        dci->avail_bbs += op->bbs;
-        strand_dc_op_complete(iface, op, UCS_OK);
-        if (last) {
-            break;
-        }
+    if (ucs_unlikely(op == NULL)) {
+        ucs_error("%s: CQE for WQE %u, which DCI %u has not outstanding",
+                  iface->dev->info.name, wqe_counter, dci->index);
+        return;
+    }
+    if (ucs_unlikely((dci->state == STRAND_DC_DCI_DRAINING) ||
+                     (dci->streams[op->stream].state !=
+                      STRAND_DC_STREAM_OK))) {
+        strand_dc_recovery_flush(iface, dci, op, cqe);
+    } else if (ucs_unlikely(strand_cqe_is_error(cqe))) {
+        strand_dc_recovery_error(iface, dci, op, cqe);
+    } else {
+        strand_dc_op_complete(iface, dci, op, UCS_OK);
     }
 }
 
@@ -300,39 +337,132 @@ unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface)
 {
     strand_dev_cq_t *cq = &iface->tx_cq;
     struct mlx5_cqe64 *cqe;
-    strand_dc_dci_t *dci;
-    strand_dc_ep_t *ep;
     unsigned count = 0;
-    uint32_t uidx;
+    uint32_t qpn;
+    khiter_t it;
 
     while ((cqe = strand_cqe_get(cq->dv.buf, cq->dv.cqe_cnt,
-                                 iface->tx_ci)) != NULL) {
-        uidx = strand_cqe_user_index(cqe);
+                                 iface->tx_cqe_shift, iface->tx_ci)) != NULL) {
+        qpn = strand_cqe_qpn(cqe);
         ++iface->tx_ci;
-        if (ucs_unlikely(uidx >= iface->num_dci)) {
-            ucs_error("%s: send CQE with unknown user index %u",
-                      iface->dev->info.name, uidx);
-            strand_cq_update_ci(cq->dv.dbrec, iface->tx_ci);
-            continue;
-        }
-        dci = &iface->dcis[uidx];
-        if (ucs_unlikely(strand_cqe_is_error(cqe))) {
-            /* consumed before the reset: the reset removes the DCI's CQEs
-             * that follow (flushes) */
-            strand_cq_update_ci(cq->dv.dbrec, iface->tx_ci);
-            strand_dc_dci_handle_error(iface, dci, cqe);
-            ++count;
-            continue;
-        }
-        strand_dc_dci_retire(iface, dci, strand_cqe_wqe_counter(cqe));
+        /* consumed before it is handled: handling may reset the DCI */
         strand_cq_update_ci(cq->dv.dbrec, iface->tx_ci);
         ++count;
-
-        ep = dci->ep;
-        strand_dc_dci_release_if_idle(iface, dci);
-        if (ep != NULL) {
-            strand_dc_ep_schedule(iface, ep);
+        it = kh_get(strand_dc_qpn, &iface->dci_by_qpn, qpn);
+        if (ucs_unlikely(it == kh_end(&iface->dci_by_qpn))) {
+            ucs_error("%s: send CQE of unknown QP 0x%x",
+                      iface->dev->info.name, qpn);
+            continue;
         }
+        strand_dc_dci_cqe(iface, &iface->dcis[kh_value(&iface->dci_by_qpn,
+                                                       it)], cqe);
+    }
+    if (ucs_unlikely(iface->repost_pending)) {
+        count += strand_dc_recovery_progress(iface);
     }
     return count;
+}
+
+/* ---------------------------------------------------------------- VFS */
+
+static const char *strand_dc_dci_state_str(uint8_t state)
+{
+    switch (state) {
+    case STRAND_DC_DCI_FREE:     return "free";
+    case STRAND_DC_DCI_ACTIVE:   return "active";
+    case STRAND_DC_DCI_DRAINING: return "draining";
+    default:                     return "broken";
+    }
+}
+
+/* The invariants: the free stack (dcs) holds every index once and exactly
+ * the FREE DCIs; a FREE DCI is idle and unleased; outstanding counts add
+ * up over the streams and the slots. */
+static int strand_dc_dci_pool_consistent(strand_dc_iface_t *iface)
+{
+    unsigned i, j, on_stack[STRAND_DC_MAX_DCI] = {0};
+    uint32_t bb, posted, flushed, per_stream;
+    uint8_t state;
+    strand_dc_dci_t *dci;
+    int dcs = (iface->tx_policy != STRAND_DC_TX_POLICY_STREAMS);
+
+    for (i = 0; i < iface->dci_top; ++i) {
+        if ((iface->dci_stack[i] >= iface->num_dci) ||
+            on_stack[iface->dci_stack[i]]++) {
+            return 0;
+        }
+    }
+    for (i = 0; i < iface->num_dci; ++i) {
+        dci = &iface->dcis[i];
+        if (dcs && ((dci->state == STRAND_DC_DCI_FREE) != (on_stack[i] == 1))) {
+            return 0;
+        }
+        if ((dci->state == STRAND_DC_DCI_FREE) &&
+            ((dci->users > 0) || (dci->outstanding > 0))) {
+            return 0;
+        }
+        for (posted = 0, flushed = 0, bb = dci->sq_tail; bb != dci->cur_post;
+             ++bb) {
+            state    = dci->ops[bb & (dci->wqe_cnt - 1)].state;
+            posted  += (state != STRAND_DC_OP_FREE);
+            flushed += (state == STRAND_DC_OP_FLUSHED);
+        }
+        for (per_stream = 0, j = 0; j < iface->config.num_streams; ++j) {
+            per_stream += dci->streams[j].outstanding;
+        }
+        if ((posted != dci->outstanding) || (per_stream != posted) ||
+            (flushed != dci->flushed)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void strand_dc_dci_pool_show(strand_dc_iface_t *iface,
+                             ucs_string_buffer_t *strb)
+{
+    strand_dc_dci_t *dci;
+    unsigned i, j;
+
+    ucs_string_buffer_appendf(strb, "policy %s streams %u\n",
+                              strand_dc_tx_policy_names[iface->tx_policy],
+                              iface->config.num_streams);
+    ucs_string_buffer_appendf(strb, "free");
+    for (i = 0; i < iface->dci_top; ++i) {
+        ucs_string_buffer_appendf(strb, " %u", iface->dci_stack[i]);
+    }
+    ucs_string_buffer_appendf(strb, "\n");
+    for (i = 0; i < iface->num_dci; ++i) {
+        dci = &iface->dcis[i];
+        ucs_string_buffer_appendf(strb, "dci %u qpn 0x%x state %s "
+                                  "outstanding %u users %u errored %u "
+                                  "flushed %u resets %u\n", i, dci->qp.qpn,
+                                  strand_dc_dci_state_str(dci->state),
+                                  dci->outstanding, dci->users, dci->errored,
+                                  dci->flushed, dci->resets);
+        for (j = 0; j < iface->config.num_streams; ++j) {
+            if ((dci->streams[j].users == 0) &&
+                (dci->streams[j].outstanding == 0) &&
+                (dci->streams[j].state == STRAND_DC_STREAM_OK) &&
+                (dci->streams[j].resets == 0) &&
+                (dci->streams[j].leases == 0) &&
+                ucs_queue_is_empty(&dci->streams[j].held)) {
+                continue;
+            }
+            ucs_string_buffer_appendf(strb, "  stream %u %s outstanding %u "
+                                      "users %u held %zu resets %u "
+                                      "leases %u\n",
+                                      dci->streams[j].id,
+                                      (dci->streams[j].state ==
+                                       STRAND_DC_STREAM_OK) ? "ok" :
+                                      "draining", dci->streams[j].outstanding,
+                                      dci->streams[j].users,
+                                      ucs_queue_length(&dci->streams[j].held),
+                                      dci->streams[j].resets,
+                                      dci->streams[j].leases);
+        }
+    }
+    ucs_string_buffer_appendf(strb, "consistent %s\n",
+                              strand_dc_dci_pool_consistent(iface) ?
+                              "yes" : "no");
 }

@@ -8,7 +8,10 @@
 #endif
 
 #include "dc_ep.h"
+#include "dc_addr.h"
 #include "dc_dci.h"
+#include "dc_policy.h"
+#include "dc_recovery.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/datastruct/mpool.inl>
@@ -23,50 +26,88 @@ strand_dc_ep_can_send(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     if (ucs_unlikely(ep->fc_wnd <= 0)) {
         return 0; /* waiting for a grant */
     }
-    if (ep->dci == STRAND_DC_DCI_NONE) {
-        return iface->dci_top > 0;
-    }
-    return strand_dc_dci_has_room(iface, &iface->dcis[ep->dci]);
+    return strand_dc_policy_can_post(iface, ep);
 }
 
-/* The DCI to post on, taken from the pool when the ep holds none. */
+/* The DCI to post on: the ep's lease, taken now if it holds none (the
+ * transport's own messages come here directly). */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_dc_ep_get_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
-                     strand_dc_dci_t **dci_p)
+strand_dc_ep_take_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                      strand_dc_dci_t **dci_p)
 {
-    strand_dc_dci_t *dci;
+    ucs_status_t status;
 
     if (ucs_unlikely(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
         return ep->status;
     }
-    if (ep->dci == STRAND_DC_DCI_NONE) {
-        if (iface->dci_top == 0) {
-            return UCS_ERR_NO_RESOURCE;
-        }
-        dci       = &iface->dcis[iface->dci_stack[--iface->dci_top]];
-        ucs_assert(!dci->busy && (strand_dc_dci_outstanding(dci) == 0));
-        dci->busy = 1;
-        dci->ep   = ep;
-        ep->dci   = dci->index;
-    } else {
-        dci = &iface->dcis[ep->dci];
-        if (!strand_dc_dci_has_room(iface, dci)) {
-            return UCS_ERR_NO_RESOURCE;
-        }
+    *dci_p = strand_dc_policy_ready(iface, ep);
+    if (ucs_likely(*dci_p != NULL)) {
+        return UCS_OK;
     }
-    *dci_p = dci;
-    return UCS_OK;
+    status = strand_dc_policy_lease(iface, ep);
+    if (status != UCS_OK) {
+        return status;
+    }
+    *dci_p = strand_dc_policy_ready(iface, ep);
+    return (*dci_p != NULL) ? UCS_OK : UCS_ERR_NO_RESOURCE;
+}
+
+/* The DCI for a user's operation: while the ep has pending requests, only
+ * they may send (a send from a completion callback must not overtake
+ * them). */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_dc_ep_get_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                     strand_dc_dci_t **dci_p)
+{
+    if (ucs_unlikely(!ucs_arbiter_group_is_empty(&ep->arb_group) &&
+                     !(ep->flags & STRAND_DC_EP_FLAG_IN_PENDING))) {
+        return (ep->flags & STRAND_DC_EP_FLAG_FAILED) ? ep->status :
+                                                         UCS_ERR_NO_RESOURCE;
+    }
+    return strand_dc_ep_take_dci(iface, ep, dci_p);
+}
+
+/* A lease taken for an operation that was then not posted goes back. */
+static void strand_dc_ep_unlease_if_idle(strand_dc_iface_t *iface,
+                                         strand_dc_ep_t *ep)
+{
+    if ((ep->outstanding == 0) && (ep->held == 0)) {
+        strand_dc_policy_release(iface, ep);
+    }
 }
 
 static UCS_F_ALWAYS_INLINE strand_dc_tx_desc_t *
-strand_dc_ep_get_desc(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
+strand_dc_ep_get_desc(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 {
     strand_dc_tx_desc_t *desc = ucs_mpool_get_inline(&iface->tx_mp);
 
     if (ucs_unlikely(desc == NULL)) {
-        strand_dc_dci_release_if_idle(iface, dci);
+        strand_dc_ep_unlease_if_idle(iface, ep);
     }
     return desc;
+}
+
+/*
+ * Finish the WQE at ctrl (every WQE is signaled; fm_se: fence mode and
+ * solicited bit) on the ep's stream, remember what to do when it retires,
+ * ring the doorbell and hand the SQ to the device.
+ */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_ep_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                  strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
+                  uint8_t opcode, uint8_t opmod, unsigned ds, uint8_t fm_se,
+                  strand_dc_op_t *op)
+{
+    strand_set_ctrl_seg(ctrl, opmod, (uint16_t)dci->cur_post, opcode,
+                        dci->qp.qpn, ds, MLX5_WQE_CTRL_CQ_UPDATE | fm_se, 0);
+    strand_set_ctrl_stream(ctrl, dci->streams[ep->stream].id);
+    op->ep     = ep;
+    op->stream = ep->stream;
+    op->opcode = opcode;
+    strand_dc_dci_claim(dci, ctrl, strand_ds_to_bbs(ds), op);
+    dci->posts++;
+    ep->outstanding++;
+    strand_dc_dci_ring(dci, ctrl);
 }
 
 /* Credits ran low: ask for more once; none left: no resource. */
@@ -117,6 +158,14 @@ strand_dc_ep_fence_mode(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
         return STRAND_WQE_CTRL_FM_SMALL_FENCE;
     }
     return STRAND_WQE_CTRL_FM_NONE;
+}
+
+/* Active messages are solicited: a receiver waiting for UCT_EVENT_RECV_SIG
+ * (a solicited-only arm) wakes up for them. */
+static UCS_F_ALWAYS_INLINE uint8_t
+strand_dc_ep_am_fm_se(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    return strand_dc_ep_fence_mode(iface, ep) | MLX5_WQE_CTRL_SOLICITED;
 }
 
 /*
@@ -212,17 +261,18 @@ static void strand_dc_ep_post_inline_send(strand_dc_iface_t *iface,
                                           strand_dc_ep_t *ep,
                                           strand_dc_dci_t *dci,
                                           const struct ibv_sge *sge,
-                                          unsigned n, uint8_t fence)
+                                          unsigned n, uint8_t fm_se)
 {
     strand_dc_op_t op = {.type = STRAND_DC_OP_PLAIN};
     struct mlx5_wqe_ctrl_seg *ctrl;
     unsigned ds;
     void *seg;
 
-    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
-    ds   = 2 + strand_set_inline_seg(seg, sge, n, dci->sq_buf, dci->sq_end,
+    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    ds   = STRAND_DC_EP_DS(ep) +
+           strand_set_inline_seg(seg, sge, n, dci->sq_buf, dci->sq_end,
                                      NULL);
-    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds, fence, &op);
+    strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, 0, ds, fm_se, &op);
 }
 
 /* ------------------------------------------------------ active messages */
@@ -248,21 +298,22 @@ ucs_status_t strand_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
 
     am_hdr.id  = id;
     am_hdr.hdr = hdr;
-    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     if (ucs_likely(strand_inline_fits(seg, sizeof(am_hdr) + length,
                                       dci->sq_end))) {
-        ds = 2 + strand_set_inline_hdr_data(seg, &am_hdr, sizeof(am_hdr),
+        ds = STRAND_DC_EP_DS(ep) +
+             strand_set_inline_hdr_data(seg, &am_hdr, sizeof(am_hdr),
                                             payload, length);
         op.type = STRAND_DC_OP_PLAIN;
-        strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
-                           strand_dc_ep_fence_mode(iface, ep), &op);
+        strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
+                           strand_dc_ep_am_fm_se(iface, ep), &op);
     } else { /* the data wraps around the end of the send queue */
         sge[0].addr   = (uintptr_t)&am_hdr;
         sge[0].length = sizeof(am_hdr);
         sge[1].addr   = (uintptr_t)payload;
         sge[1].length = length;
         strand_dc_ep_post_inline_send(iface, ep, dci, sge, 2,
-                                      strand_dc_ep_fence_mode(iface, ep));
+                                      strand_dc_ep_am_fm_se(iface, ep));
     }
     strand_dc_ep_am_sent(iface, ep);
     return UCS_OK;
@@ -292,7 +343,7 @@ ucs_status_t strand_dc_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
         return status;
     }
     strand_dc_ep_post_inline_send(iface, ep, dci, sge, n,
-                                  strand_dc_ep_fence_mode(iface, ep));
+                                  strand_dc_ep_am_fm_se(iface, ep));
     strand_dc_ep_am_sent(iface, ep);
     return UCS_OK;
 }
@@ -310,7 +361,7 @@ ssize_t strand_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    desc = strand_dc_ep_get_desc(iface, dci);
+    desc = strand_dc_ep_get_desc(iface, ep);
     if (ucs_unlikely(desc == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -318,13 +369,14 @@ ssize_t strand_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     length        = pack_cb(desc->data + STRAND_DC_AM_HDR_SIZE, arg);
     ucs_assert(length + STRAND_DC_AM_HDR_SIZE <= iface->config.seg_size);
 
-    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_data_seg(seg, (uintptr_t)desc->data,
                         length + STRAND_DC_AM_HDR_SIZE, desc->lkey);
     op.type = STRAND_DC_OP_DESC;
     op.desc = desc;
-    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, 3,
-                       strand_dc_ep_fence_mode(iface, ep), &op);
+    strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, 0,
+                       STRAND_DC_EP_DS(ep) + 1,
+                       strand_dc_ep_am_fm_se(iface, ep), &op);
     strand_dc_ep_am_sent(iface, ep);
     return length;
 }
@@ -353,7 +405,7 @@ ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     if (ucs_unlikely(status != UCS_OK)) {
         goto err;
     }
-    desc = strand_dc_ep_get_desc(iface, dci);
+    desc = strand_dc_ep_get_desc(iface, ep);
     if (ucs_unlikely(desc == NULL)) {
         status = UCS_ERR_NO_RESOURCE;
         goto err;
@@ -365,17 +417,18 @@ ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
         memcpy(desc->data + STRAND_DC_AM_HDR_SIZE, header, header_length);
     }
 
-    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_data_seg(seg, (uintptr_t)desc->data,
                         header_length + STRAND_DC_AM_HDR_SIZE, desc->lkey);
     seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg), dci->sq_buf,
                           dci->sq_end);
-    ds   = 3 + strand_dc_set_iov_segs(dci, &seg, iov, iovcnt, lkeys);
+    ds   = STRAND_DC_EP_DS(ep) + 1 +
+           strand_dc_set_iov_segs(dci, &seg, iov, iovcnt, lkeys);
     op.type = STRAND_DC_OP_DESC;
     op.desc = desc;
     op.comp = comp;
-    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
-                       strand_dc_ep_fence_mode(iface, ep), &op);
+    strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
+                       strand_dc_ep_am_fm_se(iface, ep), &op);
     strand_dc_ep_am_sent(iface, ep);
     return UCS_INPROGRESS;
 
@@ -401,22 +454,24 @@ ucs_status_t strand_dc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
     seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq_buf,
                           dci->sq_end);
     if (ucs_likely((length > 0) &&
                    strand_inline_fits(seg, length, dci->sq_end))) {
-        ds = 3 + strand_set_inline_hdr_data(seg, NULL, 0, buffer, length);
+        ds = STRAND_DC_EP_DS(ep) + 1 +
+             strand_set_inline_hdr_data(seg, NULL, 0, buffer, length);
     } else {
         sge.addr   = (uintptr_t)buffer;
         sge.length = length;
         sge.lkey   = 0;
-        ds = 3 + strand_set_inline_seg(seg, &sge, 1, dci->sq_buf, dci->sq_end,
+        ds = STRAND_DC_EP_DS(ep) + 1 +
+             strand_set_inline_seg(seg, &sge, 1, dci->sq_buf, dci->sq_end,
                                        NULL);
     }
     op.type = STRAND_DC_OP_PLAIN;
-    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_RDMA_WRITE, 0, ds,
+    strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_WRITE, 0, ds,
                        strand_dc_ep_fence_mode(iface, ep), &op);
     return UCS_OK;
 }
@@ -427,21 +482,21 @@ ssize_t strand_dc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
 {
     STRAND_DC_EP_DECL(tl_ep);
     strand_dc_tx_desc_t *desc;
-    unsigned ds = 3;
+    unsigned ds = STRAND_DC_EP_DS(ep) + 1;
     size_t length;
 
     status = strand_dc_ep_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    desc = strand_dc_ep_get_desc(iface, dci);
+    desc = strand_dc_ep_get_desc(iface, ep);
     if (ucs_unlikely(desc == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
     length = pack_cb(desc->data, arg);
     ucs_assert(length <= iface->config.seg_size);
 
-    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
     if (length > 0) {
         seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg),
@@ -451,7 +506,7 @@ ssize_t strand_dc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     }
     op.type = STRAND_DC_OP_DESC;
     op.desc = desc;
-    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_RDMA_WRITE, 0, ds,
+    strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_WRITE, 0, ds,
                        strand_dc_ep_fence_mode(iface, ep), &op);
     return length;
 }
@@ -479,14 +534,15 @@ strand_dc_ep_rdma_zcopy(uct_ep_h tl_ep, uint8_t opcode, const uct_iov_t *iov,
         }
         return status;
     }
-    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
     seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq_buf,
                           dci->sq_end);
-    ds   = 3 + strand_dc_set_iov_segs(dci, &seg, iov, iovcnt, lkeys);
+    ds   = STRAND_DC_EP_DS(ep) + 1 +
+           strand_dc_set_iov_segs(dci, &seg, iov, iovcnt, lkeys);
     op.type = STRAND_DC_OP_PLAIN;
     op.comp = comp;
-    strand_dc_dci_post(iface, dci, ctrl, opcode, 0, ds,
+    strand_dc_ep_post(iface, ep, dci, ctrl, opcode, 0, ds,
                        strand_dc_ep_fence_mode(iface, ep), &op);
     return UCS_INPROGRESS;
 }
@@ -523,11 +579,11 @@ ucs_status_t strand_dc_ep_get_bcopy(uct_ep_h tl_ep,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    desc = strand_dc_ep_get_desc(iface, dci);
+    desc = strand_dc_ep_get_desc(iface, ep);
     if (ucs_unlikely(desc == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
     seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq_buf,
                          dci->sq_end);
@@ -538,7 +594,8 @@ ucs_status_t strand_dc_ep_get_bcopy(uct_ep_h tl_ep,
     op.u.unpack.cb     = unpack_cb;
     op.u.unpack.arg    = arg;
     op.u.unpack.length = length;
-    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_RDMA_READ, 0, 4,
+    strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_READ, 0,
+                       STRAND_DC_EP_DS(ep) + 2,
                        strand_dc_ep_fence_mode(iface, ep), &op);
     return UCS_INPROGRESS;
 }
@@ -571,12 +628,19 @@ strand_dc_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
     unsigned ds;
     int masked_cs;
 
+    /* without masked atomics the device has the 64-bit add and
+     * compare-and-swap only (what iface_query advertises) */
+    if (ucs_unlikely(!iface->config.masked_atomics &&
+                     ((size != 8) || ((uct_op != UCT_ATOMIC_OP_ADD) &&
+                                      (uct_op != UCT_ATOMIC_OP_CSWAP))))) {
+        return UCS_ERR_UNSUPPORTED;
+    }
     status = strand_dc_ep_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
     if (result != NULL) {
-        desc = strand_dc_ep_get_desc(iface, dci);
+        desc = strand_dc_ep_get_desc(iface, ep);
         if (ucs_unlikely(desc == NULL)) {
             return UCS_ERR_NO_RESOURCE;
         }
@@ -593,11 +657,11 @@ strand_dc_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
     }
     op.comp = comp;
 
-    ctrl = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
     seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq_buf,
                          dci->sq_end);
-    ds  = 3;
+    ds  = STRAND_DC_EP_DS(ep) + 1;
 
     value    &= mask;
     masked_cs = 0;
@@ -651,7 +715,7 @@ strand_dc_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
         if (op.desc != NULL) {
             ucs_mpool_put_inline(op.desc);
         }
-        strand_dc_dci_release_if_idle(iface, dci);
+        strand_dc_ep_unlease_if_idle(iface, ep);
         return UCS_ERR_UNSUPPORTED;
     }
 
@@ -678,7 +742,7 @@ strand_dc_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
     strand_set_data_seg(seg, (uintptr_t)landing, size, lkey);
     ++ds;
 
-    strand_dc_dci_post(iface, dci, ctrl, opcode, opmod, ds,
+    strand_dc_ep_post(iface, ep, dci, ctrl, opcode, opmod, ds,
                        strand_dc_ep_fence_mode(iface, ep), &op);
     return (result != NULL) ? UCS_INPROGRESS : UCS_OK;
 }
@@ -756,21 +820,22 @@ ucs_status_t strand_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
         !ucs_arbiter_group_is_empty(&ep->arb_group)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    if (ep->dci == STRAND_DC_DCI_NONE) {
+    if ((ep->outstanding == 0) && (ep->held == 0)) {
         return UCS_OK;
     }
     if (comp == NULL) {
         return UCS_INPROGRESS;
     }
-    dci = &iface->dcis[ep->dci];
-    if (!strand_dc_dci_has_room(iface, dci)) {
+    /* behind its held work too: the NOP must come after it */
+    dci = strand_dc_policy_ready(iface, ep);
+    if (dci == NULL) {
         return UCS_ERR_NO_RESOURCE;
     }
     /* a signaled NOP retires after everything posted before it */
-    ctrl    = strand_dc_dci_wqe_start(dci, ep->dlid, ep->dctn, &seg);
+    ctrl    = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     op.type = STRAND_DC_OP_PLAIN;
     op.comp = comp;
-    strand_dc_dci_post(iface, dci, ctrl, MLX5_OPCODE_NOP, 0, 1, 0, &op);
+    strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_NOP, 0, 1, 0, &op);
     (void)status;
     return UCS_INPROGRESS;
 }
@@ -796,7 +861,7 @@ ucs_status_t strand_dc_ep_send_ctrl(strand_dc_ep_t *ep, uint8_t am_id,
     struct ibv_sge sge[2];
     ucs_status_t status;
 
-    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    status = strand_dc_ep_take_dci(iface, ep, &dci);
     if (status != UCS_OK) {
         return status;
     }
@@ -804,7 +869,11 @@ ucs_status_t strand_dc_ep_send_ctrl(strand_dc_ep_t *ep, uint8_t am_id,
     sge[0].length = STRAND_DC_AM_HDR_SIZE;
     sge[1].addr   = (uintptr_t)msg;
     sge[1].length = length;
-    strand_dc_ep_post_inline_send(iface, ep, dci, sge, 2, 0);
+    /* flow-control requests and grants wake a waiting peer; keepalive
+     * probes need not */
+    strand_dc_ep_post_inline_send(iface, ep, dci, sge, 2,
+                                  (am_id == STRAND_DC_AM_KEEPALIVE) ? 0 :
+                                  MLX5_WQE_CTRL_SOLICITED);
     return UCS_OK;
 }
 
@@ -836,8 +905,11 @@ ucs_status_t strand_dc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                               strand_dc_iface_t);
 
-    if (strand_dc_ep_can_send(iface, ep) ||
-        (ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+    /* behind requests already pending it always queues (a send would
+     * return NO_RESOURCE to keep their order) */
+    if (ucs_arbiter_group_is_empty(&ep->arb_group) &&
+        (strand_dc_ep_can_send(iface, ep) ||
+         (ep->flags & STRAND_DC_EP_FLAG_FAILED))) {
         return UCS_ERR_BUSY;
     }
     if ((ep->fc_wnd <= 0) && !(ep->flags & STRAND_DC_EP_FLAG_FC_REQ)) {
@@ -878,10 +950,13 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
             return strand_dc_ep_pending_no_credits(iface, ep);
         }
         if (!strand_dc_ep_can_send(iface, ep)) {
-            /* waiting for a DCI: everybody after waits too */
-            return (ep->dci == STRAND_DC_DCI_NONE) ?
-                   UCS_ARBITER_CB_RESULT_STOP :
-                   UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+            if (ep->dci != STRAND_DC_DCI_NONE) {
+                return UCS_ARBITER_CB_RESULT_DESCHED_GROUP; /* CQEs resume */
+            }
+            /* waiting for a DCI: everybody after waits too, and the eps
+             * holding one give it back after their quota */
+            iface->dci_wanted = 1;
+            return UCS_ARBITER_CB_RESULT_STOP;
         }
     }
     ep->flags |= STRAND_DC_EP_FLAG_IN_PENDING;
@@ -895,6 +970,7 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
         return strand_dc_ep_pending_no_credits(iface, ep);
     } else if ((status == UCS_ERR_NO_RESOURCE) &&
                (ep->dci == STRAND_DC_DCI_NONE)) {
+        iface->dci_wanted = 1;
         return UCS_ARBITER_CB_RESULT_STOP;
     }
     return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
@@ -902,6 +978,8 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
 
 void strand_dc_ep_dispatch_pending(strand_dc_iface_t *iface)
 {
+    /* whoever still waits for a DCI says so again */
+    iface->dci_wanted = 0;
     ucs_arbiter_dispatch(&iface->arbiter, 1, strand_dc_ep_pending_cb, iface);
 }
 
@@ -946,23 +1024,26 @@ void strand_dc_ep_pending_purge(uct_ep_h tl_ep,
 /* ---------------------------------------------------------------- errors */
 
 void strand_dc_ep_set_failed(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
-                             ucs_status_t status)
+                             ucs_status_t status, const char *detail)
 {
+    char peer[96];
     ucs_status_t ret;
 
     if (ep->flags & STRAND_DC_EP_FLAG_INTERNAL) {
-        ucs_debug("%s: internal endpoint to lid %u dct 0x%x failed: %s",
-                  iface->dev->info.name, ep->dlid, ep->dctn,
-                  ucs_status_string(status));
+        ucs_debug("%s: internal endpoint to %s failed: %s: %s",
+                  iface->dev->info.name,
+                  strand_dc_addr_av_str(&ep->av, peer, sizeof(peer)),
+                  ucs_status_string(status), detail);
         return;
     }
     ret = uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
                                   status);
     if (ret != UCS_OK) {
         ucs_log(uct_base_iface_failure_log_level(&iface->super, ret, status),
-                "%s: endpoint %p to lid %u dct 0x%x failed: %s",
-                iface->dev->info.name, ep, ep->dlid, ep->dctn,
-                ucs_status_string(status));
+                "%s: endpoint %p to %s failed: %s: %s",
+                iface->dev->info.name, ep,
+                strand_dc_addr_av_str(&ep->av, peer, sizeof(peer)),
+                ucs_status_string(status), detail);
     }
 }
 
@@ -974,19 +1055,33 @@ UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
                                               strand_dc_iface_t);
     const strand_dc_device_addr_t *dev_addr;
     const strand_dc_iface_addr_t *iface_addr;
+    unsigned av_size;
     ucs_status_t status;
+    char peer[96];
 
     UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
 
     dev_addr   = (const strand_dc_device_addr_t*)params->dev_addr;
     iface_addr = (const strand_dc_iface_addr_t*)params->iface_addr;
-
-    self->dlid       = dev_addr->lid;
-    self->dctn       = (uint32_t)iface_addr->dctn[0] |
-                       ((uint32_t)iface_addr->dctn[1] << 8) |
-                       ((uint32_t)iface_addr->dctn[2] << 16);
-    self->dci        = STRAND_DC_DCI_NONE;
+    if (!strand_dc_addr_is_reachable(iface, dev_addr)) {
+        ucs_error("%s: dc_strand: the device address of the peer is not "
+                  "reachable from here (another link layer, subnet or "
+                  "fabric, or a malformed address)", iface->dev->info.name);
+        return UCS_ERR_UNREACHABLE;
+    }
+    self->dctn = strand_dc_addr_dctn(iface_addr);
+    status     = strand_dc_addr_make_av(iface, dev_addr, self->dctn,
+                                        &self->av, &av_size);
+    if (status != UCS_OK) {
+        return status;
+    }
+    self->av_ds       = av_size / STRAND_WQE_DS;
+    self->peer_key    = strand_dc_addr_peer_key(&self->av);
+    self->dci         = STRAND_DC_DCI_NONE;
+    self->stream      = 0;
+    self->held        = 0;
+    self->outstanding = 0;
     self->flags      = 0;
     self->fence_beat = iface->fence_beat;
     self->status     = UCS_OK;
@@ -995,8 +1090,8 @@ UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
     if (status != UCS_OK) {
         return status;
     }
-    ucs_debug("%s: ep %p to lid %u dct 0x%x", iface->dev->info.name, self,
-              self->dlid, self->dctn);
+    ucs_debug("%s: ep %p to %s", iface->dev->info.name, self,
+              strand_dc_addr_av_str(&self->av, peer, sizeof(peer)));
     return UCS_OK;
 }
 
@@ -1011,10 +1106,13 @@ static UCS_CLASS_CLEANUP_FUNC(strand_dc_ep_t)
     ucs_arbiter_group_purge(&iface->arbiter, &self->arb_group,
                             strand_dc_ep_purge_cb, &args);
     ucs_arbiter_group_cleanup(&self->arb_group);
+    /* work still outstanding: its completions are cancelled now (the user
+     * must not hear of this ep later); the DCI finishes the WQEs and its
+     * lease ends */
+    strand_dc_recovery_orphan(iface, self);
     if (self->dci != STRAND_DC_DCI_NONE) {
-        /* work still outstanding: the DCI finishes it and goes back to the
-         * pool on its own */
-        iface->dcis[self->dci].ep = NULL;
+        strand_dc_dci_orphan(iface, &iface->dcis[self->dci], self);
+        strand_dc_policy_release(iface, self);
     }
 }
 

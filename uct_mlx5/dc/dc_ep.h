@@ -8,7 +8,10 @@
 #include "dc_iface.h"
 
 enum {
-    STRAND_DC_EP_FLAG_FAILED = UCS_BIT(0),   /* an error was reported */
+    STRAND_DC_EP_FLAG_FAILED = UCS_BIT(0),   /* failed: every operation
+                                                returns its status */
+    STRAND_DC_EP_FLAG_FAIL_PENDING = UCS_BIT(1), /* its owner is still to
+                                                    be told */
     STRAND_DC_EP_FLAG_IN_PENDING = UCS_BIT(2), /* a pending request of
                                                   this ep runs now */
     STRAND_DC_EP_FLAG_FC_REQ  = UCS_BIT(3),  /* credits requested */
@@ -19,16 +22,28 @@ enum {
 
 typedef struct strand_dc_ep {
     uct_base_ep_t       super;
-    uint16_t            dlid;
+    struct mlx5_wqe_av  av;           /* the peer's DCT, ready for WQEs */
+    uint8_t             av_ds;        /* 1 (base AV) or 3 (with GRH) */
     uint32_t            dctn;
-    uint8_t             dci;          /* STRAND_DC_DCI_NONE: none held */
+    uint64_t            peer_key;     /* the peer NIC (streams per peer) */
+    uint8_t             dci;          /* leased DCI; STRAND_DC_DCI_NONE: none */
+    uint8_t             stream;       /* leased stream (index in the DCI) */
     uint8_t             flags;
+    uint16_t            held;         /* flushed, to be posted again */
+    uint32_t            outstanding;  /* posted, not completed (incl.
+                                         held) */
     unsigned            fence_beat;   /* != iface's: fence the next WQE */
     ucs_status_t        status;       /* the error once FAILED */
     ucs_arbiter_group_t arb_group;    /* pending requests */
     int32_t             fc_wnd;       /* active messages it may still send */
     uint32_t            fc_id;        /* its id in FC requests and grants */
+    uint16_t            fc_seq;       /* its last credit request */
+    uint16_t            fc_seq_first; /* the first of the current wait */
+    ucs_time_t          fc_req_time;  /* when it last asked */
 } strand_dc_ep_t;
+
+/* ds units of the ctrl segment and the address vector */
+#define STRAND_DC_EP_DS(_ep)  (1u + (_ep)->av_ds)
 
 UCS_CLASS_DECLARE(strand_dc_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DECLARE_NEW_FUNC(strand_dc_ep_t, uct_ep_t, const uct_ep_params_t*);
@@ -107,8 +122,9 @@ ucs_status_t strand_dc_ep_send_ctrl(strand_dc_ep_t *ep, uint8_t am_id,
 void strand_dc_ep_dispatch_pending(strand_dc_iface_t *iface);
 /* the DCI of ep retired work: give its pending requests a chance */
 void strand_dc_ep_schedule(strand_dc_iface_t *iface, strand_dc_ep_t *ep);
-/* an error on the ep's DCI: fail the ep (ops purged by the caller) */
+/* an error on the ep's DCI: fail the ep (ops purged by the caller);
+ * detail: the decoded error CQE, for the log */
 void strand_dc_ep_set_failed(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
-                             ucs_status_t status);
+                             ucs_status_t status, const char *detail);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "dc_fc.h"
 #include "dc_iface.h"
+#include "dc_addr.h"
 #include "dc_ep.h"
 
 #include <ucs/debug/log.h>
@@ -15,30 +16,47 @@
 
 #include <string.h>
 
-/* FC_REQUEST payload: where to send the grant, and for which ep */
+/* FC_REQUEST payload: for which ep, and where to send the grant (the
+ * device address is as long as the link layer makes it) */
 typedef struct strand_dc_fc_request {
-    uint16_t lid;
-    uint32_t dctn;
-    uint32_t ep_id;
+    uint32_t                ep_id;
+    uint16_t                seq;
+    strand_dc_iface_addr_t  iface_addr;
+    strand_dc_device_addr_t dev_addr;
 } UCS_S_PACKED strand_dc_fc_request_t;
+
+_Static_assert(sizeof(strand_dc_iface_addr_t) +
+               sizeof(strand_dc_device_addr_t) <= STRAND_DC_FC_PEER_LEN,
+               "an FC peer key holds both addresses");
+
+static size_t strand_dc_fc_request_len(const strand_dc_iface_t *iface)
+{
+    return ucs_offsetof(strand_dc_fc_request_t, dev_addr) +
+           strand_dc_addr_device_len(iface);
+}
 
 /* FC_GRANT payload */
 typedef struct strand_dc_fc_grant {
     uint32_t ep_id;
+    uint16_t seq;      /* of the request it answers */
 } UCS_S_PACKED strand_dc_fc_grant_t;
 
 /* a grant that found no send resources: waits on the internal ep */
 typedef struct strand_dc_fc_grant_req {
     uct_pending_req_t super;
     strand_dc_ep_t   *ep;
-    uint32_t          ep_id;
+    strand_dc_fc_grant_t grant;
 } strand_dc_fc_grant_req_t;
 
 ucs_status_t strand_dc_fc_init(strand_dc_iface_t *iface, int enabled,
-                               unsigned wnd_size, double soft_thresh)
+                               unsigned wnd_size, double soft_thresh,
+                               double req_timeout)
 {
     strand_dc_fc_t *fc = &iface->fc;
 
+    fc->waiting     = 0;
+    fc->req_timeout = ucs_time_from_sec(req_timeout);
+    fc->next_check  = 0;
     fc->enabled     = enabled;
     fc->wnd_size    = enabled ? (int32_t)wnd_size : INT32_MAX;
     fc->soft_thresh = enabled ? (int32_t)(wnd_size * soft_thresh) : 0;
@@ -98,6 +116,10 @@ void strand_dc_fc_ep_remove(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 {
     khiter_t it;
 
+    if (ep->flags & STRAND_DC_EP_FLAG_FC_REQ) {
+        ep->flags &= ~STRAND_DC_EP_FLAG_FC_REQ;
+        iface->fc.waiting--;
+    }
     if (ep->fc_id == 0) {
         return;
     }
@@ -109,17 +131,16 @@ void strand_dc_fc_ep_remove(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 }
 
 static ucs_status_t strand_dc_fc_send_grant(strand_dc_ep_t *ep,
-                                            uint32_t ep_id)
+                                            const strand_dc_fc_grant_t *grant)
 {
-    strand_dc_fc_grant_t grant = {.ep_id = ep_id};
     ucs_status_t status;
 
-    status = strand_dc_ep_send_ctrl(ep, STRAND_DC_AM_FC_GRANT, &grant,
-                                    sizeof(grant));
+    status = strand_dc_ep_send_ctrl(ep, STRAND_DC_AM_FC_GRANT, grant,
+                                    sizeof(*grant));
     if ((status != UCS_OK) && (status != UCS_ERR_NO_RESOURCE)) {
         /* the requester is gone: nobody waits for this grant any more */
-        ucs_debug("dc_strand: credit grant to lid %u dct 0x%x dropped: %s",
-                  ep->dlid, ep->dctn, ucs_status_string(status));
+        ucs_debug("dc_strand: credit grant to dct 0x%x dropped: %s",
+                  ep->dctn, ucs_status_string(status));
         return UCS_OK;
     }
     return status;
@@ -130,7 +151,7 @@ static ucs_status_t strand_dc_fc_grant_progress(uct_pending_req_t *self)
     strand_dc_fc_grant_req_t *req = ucs_derived_of(self,
                                                    strand_dc_fc_grant_req_t);
     ucs_status_t status           = strand_dc_fc_send_grant(req->ep,
-                                                            req->ep_id);
+                                                            &req->grant);
 
     if (status == UCS_OK) {
         ucs_free(req);
@@ -138,23 +159,24 @@ static ucs_status_t strand_dc_fc_grant_progress(uct_pending_req_t *self)
     return status;
 }
 
-/* The internal endpoint that sends grants to lid:dctn (a failed one is
- * replaced: its peer may be a new process on a reused address). */
-static strand_dc_ep_t *strand_dc_fc_grant_ep(strand_dc_iface_t *iface,
-                                             uint16_t lid, uint32_t dctn)
+/* The internal endpoint that sends grants to the requester of req (a failed
+ * one is replaced: its peer may be a new process on a reused address). */
+static strand_dc_ep_t *
+strand_dc_fc_grant_ep(strand_dc_iface_t *iface,
+                      const strand_dc_fc_request_t *req)
 {
     strand_dc_fc_t *fc = &iface->fc;
-    uint64_t key       = ((uint64_t)lid << 32) | dctn;
-    strand_dc_device_addr_t dev_addr = {.lid = lid,
-                                        .fabric_id = iface->fabric_id};
-    strand_dc_iface_addr_t iface_addr = {{dctn & 0xff, (dctn >> 8) & 0xff,
-                                          (dctn >> 16) & 0xff}};
+    strand_dc_fc_peer_t key;
     uct_ep_params_t params;
     strand_dc_ep_t *ep;
     ucs_status_t status;
     khiter_t it;
     int ret;
 
+    memset(&key, 0, sizeof(key));
+    memcpy(key.bytes, &req->iface_addr, sizeof(req->iface_addr));
+    memcpy(key.bytes + sizeof(req->iface_addr), &req->dev_addr,
+           strand_dc_addr_device_len(iface));
     it = kh_get(strand_dc_fc_grant_eps, &fc->grant_eps, key);
     if (it != kh_end(&fc->grant_eps)) {
         ep = kh_value(&fc->grant_eps, it);
@@ -170,8 +192,8 @@ static strand_dc_ep_t *strand_dc_fc_grant_ep(strand_dc_iface_t *iface,
                         UCT_EP_PARAM_FIELD_DEV_ADDR |
                         UCT_EP_PARAM_FIELD_IFACE_ADDR;
     params.iface      = &iface->super.super;
-    params.dev_addr   = (const uct_device_addr_t*)&dev_addr;
-    params.iface_addr = (const uct_iface_addr_t*)&iface_addr;
+    params.dev_addr   = (const uct_device_addr_t*)&req->dev_addr;
+    params.iface_addr = (const uct_iface_addr_t*)&req->iface_addr;
     status = UCS_CLASS_NEW(strand_dc_ep_t, &ep, &params);
     if (status != UCS_OK) {
         return NULL;
@@ -191,17 +213,19 @@ static strand_dc_ep_t *strand_dc_fc_grant_ep(strand_dc_iface_t *iface,
 static void strand_dc_fc_handle_request(strand_dc_iface_t *iface,
                                         const strand_dc_fc_request_t *req)
 {
+    strand_dc_fc_grant_t grant = {.ep_id = req->ep_id, .seq = req->seq};
     strand_dc_fc_grant_req_t *pending;
     strand_dc_ep_t *ep;
 
-    ep = strand_dc_fc_grant_ep(iface, req->lid, req->dctn);
+    ep = strand_dc_fc_grant_ep(iface, req);
     if (ep == NULL) {
-        ucs_error("%s: no endpoint for a credit grant to lid %u dct 0x%x",
-                  iface->dev->info.name, req->lid, req->dctn);
+        ucs_error("%s: no endpoint for a credit grant to dct 0x%x",
+                  iface->dev->info.name,
+                  strand_dc_addr_dctn(&req->iface_addr));
         return;
     }
     if (ucs_arbiter_group_is_empty(&ep->arb_group) &&
-        (strand_dc_fc_send_grant(ep, req->ep_id) == UCS_OK)) {
+        (strand_dc_fc_send_grant(ep, &grant) == UCS_OK)) {
         return;
     }
     /* grants keep their order behind earlier ones */
@@ -213,7 +237,7 @@ static void strand_dc_fc_handle_request(strand_dc_iface_t *iface,
     }
     pending->super.func = strand_dc_fc_grant_progress;
     pending->ep         = ep;
-    pending->ep_id      = req->ep_id;
+    pending->grant      = grant;
     uct_pending_req_arb_group_push(&ep->arb_group, &pending->super);
     ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
 }
@@ -227,9 +251,17 @@ static void strand_dc_fc_handle_grant(strand_dc_iface_t *iface,
     if (it == kh_end(&iface->fc.eps)) {
         return; /* the ep was destroyed meanwhile */
     }
-    ep          = kh_value(&iface->fc.eps, it);
+    ep = kh_value(&iface->fc.eps, it);
+    /* an answer to a request of the current wait (not one that is over:
+     * the credits of that grant were given already) */
+    if (!(ep->flags & STRAND_DC_EP_FLAG_FC_REQ) ||
+        ((int16_t)(grant->seq - ep->fc_seq_first) < 0) ||
+        ((int16_t)(ep->fc_seq - grant->seq) < 0)) {
+        return;
+    }
     ep->fc_wnd  = iface->fc.wnd_size;
     ep->flags  &= ~STRAND_DC_EP_FLAG_FC_REQ;
+    iface->fc.waiting--;
     strand_dc_ep_schedule(iface, ep);
 }
 
@@ -237,7 +269,7 @@ void strand_dc_fc_handle(strand_dc_iface_t *iface, uint8_t am_id,
                          const void *payload, size_t length)
 {
     if ((am_id == STRAND_DC_AM_FC_REQUEST) &&
-        (length == sizeof(strand_dc_fc_request_t))) {
+        (length == strand_dc_fc_request_len(iface))) {
         strand_dc_fc_handle_request(iface, payload);
     } else if ((am_id == STRAND_DC_AM_FC_GRANT) &&
                (length == sizeof(strand_dc_fc_grant_t))) {
@@ -252,16 +284,47 @@ void strand_dc_fc_handle(strand_dc_iface_t *iface, uint8_t am_id,
 ucs_status_t strand_dc_fc_request(strand_dc_iface_t *iface,
                                   strand_dc_ep_t *ep)
 {
-    strand_dc_fc_request_t req = {
-        .lid   = iface->dev->caps.lid,
-        .dctn  = iface->dct.qpn,
-        .ep_id = ep->fc_id
-    };
-    ucs_status_t status = strand_dc_ep_send_ctrl(ep, STRAND_DC_AM_FC_REQUEST,
-                                                 &req, sizeof(req));
+    strand_dc_fc_request_t req;
+    ucs_status_t status;
 
-    if (status == UCS_OK) {
-        ep->flags |= STRAND_DC_EP_FLAG_FC_REQ;
+    req.ep_id = ep->fc_id;
+    req.seq   = ep->fc_seq + 1;
+    strand_dc_addr_pack_iface(iface, &req.iface_addr);
+    strand_dc_addr_pack_device(iface, &req.dev_addr);
+    status = strand_dc_ep_send_ctrl(ep, STRAND_DC_AM_FC_REQUEST, &req,
+                                    strand_dc_fc_request_len(iface));
+    if (status != UCS_OK) {
+        return status;
     }
-    return status;
+    ep->fc_seq      = req.seq;
+    ep->fc_req_time = ucs_get_time();
+    if (!(ep->flags & STRAND_DC_EP_FLAG_FC_REQ)) {
+        ep->flags       |= STRAND_DC_EP_FLAG_FC_REQ;
+        ep->fc_seq_first = req.seq;
+        iface->fc.waiting++;
+    }
+    return UCS_OK;
+}
+
+void strand_dc_fc_check_slow(strand_dc_iface_t *iface)
+{
+    strand_dc_fc_t *fc = &iface->fc;
+    ucs_time_t now     = ucs_get_time();
+    strand_dc_ep_t *ep;
+
+    if (now < fc->next_check) {
+        return;
+    }
+    fc->next_check = now + fc->req_timeout / 4;
+    kh_foreach_value(&fc->eps, ep, {
+        if ((ep->flags & STRAND_DC_EP_FLAG_FC_REQ) &&
+            !(ep->flags & STRAND_DC_EP_FLAG_FAILED) && (ep->fc_wnd <= 0) &&
+            (now - ep->fc_req_time >= fc->req_timeout)) {
+            ucs_debug("%s: ep %p: no credit grant %.3f s after request %u: "
+                      "asking again", iface->dev->info.name, ep,
+                      ucs_time_to_sec(now - ep->fc_req_time), ep->fc_seq);
+            /* no resources now: at the next check */
+            strand_dc_fc_request(iface, ep);
+        }
+    });
 }

@@ -7,8 +7,10 @@
 #endif
 
 #include "dc_iface.h"
+#include "dc_addr.h"
 #include "dc_dci.h"
 #include "dc_ep.h"
+#include "dc_policy.h"
 
 #include <ucs/arch/bitops.h>
 #include <ucs/debug/log.h>
@@ -17,6 +19,7 @@
 #include <ucs/sys/string.h>
 #include <ucs/sys/sys.h>
 #include <ucs/sys/topo/base/topo.h>
+#include <ucs/vfs/base/vfs_obj.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +30,20 @@
 #include <unistd.h>
 
 #define STRAND_DC_PORT 1
+
+const char *strand_dc_tx_policy_names[] = {
+    [STRAND_DC_TX_POLICY_DCS]       = "dcs",
+    [STRAND_DC_TX_POLICY_DCS_QUOTA] = "dcs_quota",
+    [STRAND_DC_TX_POLICY_STREAMS]   = "streams",
+    [STRAND_DC_TX_POLICY_AUTO]      = "auto",
+    [STRAND_DC_TX_POLICY_LAST]      = NULL
+};
+
+const char *strand_dc_stream_map_names[] = {
+    [STRAND_DC_STREAM_MAP_EP]   = "ep",
+    [STRAND_DC_STREAM_MAP_PEER] = "peer",
+    [STRAND_DC_STREAM_MAP_LAST] = NULL
+};
 
 ucs_config_field_t strand_dc_iface_config_table[] = {
     {"", "", NULL, ucs_offsetof(strand_dc_iface_config_t, super),
@@ -52,9 +69,53 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
 
     {"NUM_DCI", "8",
      "Number of DC initiators (DCIs) of the interface. An endpoint holds one "
-     "while it has outstanding operations (the \"dcs\" policy), so this is "
-     "how many endpoints can transmit at the same time (1 .. 128).",
+     "while it has outstanding operations (see TX_POLICY), so this is how "
+     "many endpoints can transmit at the same time (1 .. 128).",
      ucs_offsetof(strand_dc_iface_config_t, num_dci),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"TX_POLICY", "auto",
+     "How endpoints share the DCIs:\n"
+     " dcs       - an endpoint takes a DCI at its first operation and keeps\n"
+     "             it until all its operations completed\n"
+     " dcs_quota - the same, but while another endpoint waits for a DCI the\n"
+     "             holder posts at most QUOTA more operations, so that DCIs\n"
+     "             rotate among many busy endpoints\n"
+     " streams   - endpoints share DCIs, each posting on a DCI stream (see\n"
+     "             DCI_STREAMS, STREAM_MAP): an error fails the endpoints it\n"
+     "             belongs to, the stream is reset, the others go on\n"
+     " auto      - streams where the device has DCI streams, else dcs_quota",
+     ucs_offsetof(strand_dc_iface_config_t, tx_policy),
+     UCS_CONFIG_TYPE_ENUM(strand_dc_tx_policy_names)},
+
+    {"DCI_STREAMS", "0",
+     "streams: streams per DCI (1 .. 255), at most DCI_STREAMS_ERRORED: a "
+     "DCI then goes to error only when all its streams failed, and all work "
+     "it flushes provably did not run, so healthy endpoints' work is posted "
+     "again. 0: as many as the device runs concurrently, up to that limit.",
+     ucs_offsetof(strand_dc_iface_config_t, dci_streams),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"DCI_STREAMS_ERRORED", "0",
+     "streams: errored streams at which the device puts a DCI in error "
+     "(a power of two up to the device's limit; mlx5dv 2^log_num_errored; "
+     "1: at the first error). 0: the device's limit.",
+     ucs_offsetof(strand_dc_iface_config_t, errored_streams),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"STREAM_MAP", "ep",
+     "streams: which endpoints share a stream:\n"
+     " ep   - a stream per endpoint (most isolation: a failure on a stream\n"
+     "        touches one endpoint's work)\n"
+     " peer - a stream per peer NIC (a NIC that dies errors one stream per\n"
+     "        DCI, not one per rank behind it)",
+     ucs_offsetof(strand_dc_iface_config_t, stream_map),
+     UCS_CONFIG_TYPE_ENUM(strand_dc_stream_map_names)},
+
+    {"QUOTA", "32",
+     "dcs_quota: operations an endpoint may post on its DCI while another "
+     "endpoint waits for one (>= 1; at most TX_QUEUE_LEN take effect).",
+     ucs_offsetof(strand_dc_iface_config_t, quota),
      UCS_CONFIG_TYPE_UINT},
 
     {"TIMEOUT", "1.0s",
@@ -115,11 +176,28 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
      ucs_offsetof(strand_dc_iface_config_t, fc_wnd_size),
      UCS_CONFIG_TYPE_UINT},
 
+    {"RX_INLINE", "y",
+     "Let the device deliver small active messages inside the receive "
+     "completion (scatter-to-CQE, with 128-byte CQEs) instead of the receive "
+     "buffer; the transport copies them out. n: the data always goes to the "
+     "buffer.",
+     ucs_offsetof(strand_dc_iface_config_t, rx_inline),
+     UCS_CONFIG_TYPE_BOOL},
+
     {"FC_SOFT_THRESH", "0.5",
      "Fraction of the window left when the endpoint asks for the next grant "
      "(0 .. 1; the grant usually arrives before the window is empty).",
      ucs_offsetof(strand_dc_iface_config_t, fc_soft_thresh),
      UCS_CONFIG_TYPE_DOUBLE},
+
+    {"FC_HARD_REQ_TIMEOUT", "auto",
+     "An endpoint out of credits asks its receiver again when the grant has "
+     "not come after this long (a receiver that died after taking the "
+     "request is then found out). auto: the time the device takes to give "
+     "up on a peer (TIMEOUT, rounded up as the device does, times "
+     "RETRY_COUNT + 1); inf: never.",
+     ucs_offsetof(strand_dc_iface_config_t, fc_hard_req_timeout),
+     UCS_CONFIG_TYPE_TIME_UNITS},
 
     {NULL}
 };
@@ -137,6 +215,22 @@ static uint8_t strand_dc_timeout_code(double seconds)
         ++code;
     }
     return (uint8_t)code;
+}
+
+/* How long an endpoint out of credits waits for a grant before it asks
+ * again (seconds; a huge value for "inf"). */
+static double
+strand_dc_fc_req_timeout(const strand_dc_iface_config_t *config)
+{
+    if (config->fc_hard_req_timeout == UCS_TIME_INFINITY) {
+        return 1e9; /* 30 years */
+    }
+    if (config->fc_hard_req_timeout == UCS_TIME_AUTO) {
+        return 4.096e-6 * (double)(1ull << strand_dc_timeout_code(
+                                   config->timeout)) *
+               (config->retry_count + 1);
+    }
+    return ucs_time_to_sec(config->fc_hard_req_timeout);
 }
 
 /* IBA RNR NAK timer encoding (milliseconds per code; code 0 = 655.36). */
@@ -159,32 +253,6 @@ static uint8_t strand_dc_rnr_code(double seconds)
     return 0;
 }
 
-/* Which fabric the device is on. Hardware: the GID subnet prefix. The
- * software device does not put its fabric in the GID (the interface id is
- * pid/LID), so the fabric name is hashed the way the device resolves it. */
-static uint64_t strand_dc_fabric_id(const strand_dev_t *dev)
-{
-    char name[160];
-    const char *env;
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-    const char *p;
-
-    if (dev->info.kind == STRAND_DEV_KIND_HW) {
-        return be64toh(dev->caps.gid.global.subnet_prefix);
-    }
-    env = getenv("STRAND_SIM_FABRIC");
-    if ((env == NULL) || (*env == '\0')) {
-        snprintf(name, sizeof(name), "/strand-%u", (unsigned)getuid());
-    } else {
-        snprintf(name, sizeof(name), "%s%s", (env[0] == '/') ? "" : "/", env);
-    }
-    for (p = name; *p != '\0'; ++p) {
-        h ^= (uint8_t)*p;
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 static ucs_status_t strand_dc_errno_status(int err)
 {
     switch (err) {
@@ -197,28 +265,15 @@ static ucs_status_t strand_dc_errno_status(int err)
 
 /* ------------------------------------------------------------- devices */
 
-/* The PCI device of a hardware NIC (its sysfs "device" link names the bus
- * id), so that UCP ranks devices by distance; a software device has none. */
+/* The PCI device of a hardware NIC (from the device layer's locality), so
+ * that UCP ranks devices by distance; a software device has none. */
 static ucs_sys_device_t strand_dc_sys_device(const strand_dev_t *dev)
 {
     ucs_sys_device_t sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
-    char link[320], target[PATH_MAX];
-    const char *bdf;
-    ssize_t len;
 
-    if ((dev->info.kind != STRAND_DEV_KIND_HW) ||
-        (dev->info.sysfs_path[0] == '\0')) {
-        return UCS_SYS_DEVICE_ID_UNKNOWN;
-    }
-    snprintf(link, sizeof(link), "%s/device", dev->info.sysfs_path);
-    len = readlink(link, target, sizeof(target) - 1);
-    if (len <= 0) {
-        return UCS_SYS_DEVICE_ID_UNKNOWN;
-    }
-    target[len] = '\0';
-    bdf         = strrchr(target, '/');
-    bdf         = (bdf != NULL) ? bdf + 1 : target;
-    if (ucs_topo_find_device_by_bdf_name(bdf, &sys_dev) != UCS_OK) {
+    if ((dev->locality.pci_bdf[0] == '\0') ||
+        (ucs_topo_find_device_by_bdf_name(dev->locality.pci_bdf, &sys_dev) !=
+         UCS_OK)) {
         return UCS_SYS_DEVICE_ID_UNKNOWN;
     }
     ucs_topo_sys_device_set_name(sys_dev, dev->info.name);
@@ -265,14 +320,22 @@ static ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
                       UCT_IFACE_FLAG_EP_CHECK;
     attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
                             UCT_IFACE_FLAG_EVENT_RECV |
+                            UCT_IFACE_FLAG_EVENT_RECV_SIG |
                             UCT_IFACE_FLAG_EVENT_FD;
 
-    if (iface->dev->caps.atomics && iface->dev->caps.masked_atomics) {
+    if (iface->dev->caps.atomics && iface->config.masked_atomics) {
+        /* masked atomics build every operation, 32 and 64 bit */
         attr->cap.flags             |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
         attr->cap.atomic32.op_flags  = amo;
         attr->cap.atomic32.fop_flags = famo;
         attr->cap.atomic64.op_flags  = amo;
         attr->cap.atomic64.fop_flags = famo;
+    } else if (iface->dev->caps.atomics) {
+        /* the standard 64-bit fetch-and-add and compare-and-swap only */
+        attr->cap.flags             |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
+        attr->cap.atomic64.op_flags  = UCS_BIT(UCT_ATOMIC_OP_ADD);
+        attr->cap.atomic64.fop_flags = UCS_BIT(UCT_ATOMIC_OP_ADD) |
+                                       UCS_BIT(UCT_ATOMIC_OP_CSWAP);
     }
 
     attr->cap.am.max_short       = iface->config.max_inline -
@@ -300,7 +363,7 @@ static ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
     attr->cap.get.align_mtu       = iface->dev->caps.mtu;
     attr->cap.get.max_iov         = iface->config.max_sge;
 
-    attr->device_addr_len = sizeof(strand_dc_device_addr_t);
+    attr->device_addr_len = strand_dc_addr_device_len(iface);
     attr->iface_addr_len  = sizeof(strand_dc_iface_addr_t);
     attr->ep_addr_len     = 0;
     attr->max_conn_priv   = 0;
@@ -321,26 +384,18 @@ static ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
 static ucs_status_t strand_dc_iface_get_device_address(uct_iface_h tl_iface,
                                                        uct_device_addr_t *addr)
 {
-    strand_dc_iface_t *iface       = ucs_derived_of(tl_iface,
-                                                    strand_dc_iface_t);
-    strand_dc_device_addr_t *daddr = (strand_dc_device_addr_t*)addr;
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
 
-    daddr->lid       = iface->dev->caps.lid;
-    daddr->fabric_id = iface->fabric_id;
+    strand_dc_addr_pack_device(iface, (strand_dc_device_addr_t*)addr);
     return UCS_OK;
 }
 
 static ucs_status_t strand_dc_iface_get_address(uct_iface_h tl_iface,
                                                 uct_iface_addr_t *addr)
 {
-    strand_dc_iface_t *iface      = ucs_derived_of(tl_iface,
-                                                   strand_dc_iface_t);
-    strand_dc_iface_addr_t *iaddr = (strand_dc_iface_addr_t*)addr;
-    uint32_t dctn                 = iface->dct.qpn;
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
 
-    iaddr->dctn[0] = dctn & 0xff;
-    iaddr->dctn[1] = (dctn >> 8) & 0xff;
-    iaddr->dctn[2] = (dctn >> 16) & 0xff;
+    strand_dc_addr_pack_iface(iface, (strand_dc_iface_addr_t*)addr);
     return UCS_OK;
 }
 
@@ -348,12 +403,9 @@ static int strand_dc_iface_is_reachable(const uct_iface_h tl_iface,
                                         const uct_device_addr_t *dev_addr,
                                         const uct_iface_addr_t *iface_addr)
 {
-    strand_dc_iface_t *iface             = ucs_derived_of(tl_iface,
-                                                          strand_dc_iface_t);
-    const strand_dc_device_addr_t *daddr = (const void*)dev_addr;
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
 
-    return (daddr != NULL) && (daddr->fabric_id == iface->fabric_id) &&
-           (daddr->lid != 0);
+    return strand_dc_addr_is_reachable(iface, (const void*)dev_addr);
 }
 
 /* ------------------------------------------------------------- progress */
@@ -374,6 +426,7 @@ unsigned strand_dc_iface_progress(uct_iface_h tl_iface)
     } else if (iface->srq_missing > 0) {
         strand_dc_rx_refill(iface);
     }
+    strand_dc_fc_progress(iface, &iface->fc);
     if (!ucs_arbiter_is_empty(&iface->arbiter)) {
         strand_dc_ep_dispatch_pending(iface);
     }
@@ -396,69 +449,6 @@ ucs_status_t strand_dc_iface_fence(uct_iface_h tl_iface, unsigned flags)
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
 
     ++iface->fence_beat; /* every ep fences its next WQE */
-    return UCS_OK;
-}
-
-/* ---------------------------------------------------------------- events */
-
-static ucs_status_t strand_dc_iface_event_fd_get(uct_iface_h tl_iface,
-                                                 int *fd_p)
-{
-    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
-
-    *fd_p = iface->dev->event_fd;
-    return UCS_OK;
-}
-
-static int strand_dc_cq_has_work(strand_dev_cq_t *cq, uint32_t ci)
-{
-    return strand_cqe_get(cq->dv.buf, cq->dv.cqe_cnt, ci) != NULL;
-}
-
-static ucs_status_t strand_dc_iface_event_arm(uct_iface_h tl_iface,
-                                              unsigned events)
-{
-    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
-    strand_dev_t *dev        = iface->dev;
-    strand_dev_cq_t *cq;
-    int err;
-
-    /* acknowledge the events that woke us */
-    while (dev->ops->get_cq_event(dev, &cq) == 0) {
-    }
-    if (!ucs_arbiter_is_empty(&iface->arbiter)) {
-        return UCS_ERR_BUSY;
-    }
-    if (events & (UCT_EVENT_SEND_COMP | UCT_EVENT_RECV | UCT_EVENT_RECV_SIG)) {
-        if ((events & UCT_EVENT_SEND_COMP) &&
-            strand_dc_cq_has_work(&iface->tx_cq, iface->tx_ci)) {
-            return UCS_ERR_BUSY;
-        }
-        if ((events & (UCT_EVENT_RECV | UCT_EVENT_RECV_SIG)) &&
-            strand_dc_cq_has_work(&iface->rx_cq, iface->rx_ci)) {
-            return UCS_ERR_BUSY;
-        }
-    }
-    if (events & UCT_EVENT_SEND_COMP) {
-        err = dev->ops->arm_cq(dev, &iface->tx_cq, 0);
-        if (err != 0) {
-            return UCS_ERR_IO_ERROR;
-        }
-    }
-    if (events & (UCT_EVENT_RECV | UCT_EVENT_RECV_SIG)) {
-        err = dev->ops->arm_cq(dev, &iface->rx_cq,
-                               !(events & UCT_EVENT_RECV));
-        if (err != 0) {
-            return UCS_ERR_IO_ERROR;
-        }
-    }
-    /* a CQE that arrived before arming raised no event */
-    if (((events & UCT_EVENT_SEND_COMP) &&
-         strand_dc_cq_has_work(&iface->tx_cq, iface->tx_ci)) ||
-        ((events & (UCT_EVENT_RECV | UCT_EVENT_RECV_SIG)) &&
-         strand_dc_cq_has_work(&iface->rx_cq, iface->rx_ci))) {
-        return UCS_ERR_BUSY;
-    }
     return UCS_OK;
 }
 
@@ -503,6 +493,8 @@ strand_dc_iface_check_config(strand_dc_iface_t *iface,
                     (config->num_dci <= STRAND_DC_MAX_DCI),
                     "UCX_DC_STRAND_NUM_DCI=%u (valid: 1 .. %d)",
                     config->num_dci, STRAND_DC_MAX_DCI);
+    STRAND_DC_CHECK(config->quota >= 1,
+                    "UCX_DC_STRAND_QUOTA=%u (valid: >= 1)", config->quota);
     STRAND_DC_CHECK((config->timeout > 0) && (config->timeout <= 8796.0),
                     "UCX_DC_STRAND_TIMEOUT=%gs (valid: > 0 .. 8796s)",
                     config->timeout);
@@ -542,6 +534,75 @@ strand_dc_iface_check_config(strand_dc_iface_t *iface,
     return UCS_OK;
 }
 
+/* The TX policy and, for streams, how many per DCI and how many errored
+ * ones the DCI tolerates (what the device allows, what was asked). */
+static ucs_status_t
+strand_dc_iface_resolve_policy(strand_dc_iface_t *iface,
+                               const strand_dc_iface_config_t *config)
+{
+    const strand_dev_caps_t *caps = &iface->dev->caps;
+    unsigned max_concurent        = 1u << caps->dci_max_log_num_concurent;
+    /* a DCI created with log_num_errored = 0 goes to ERR at its first
+     * error: every device with streams can be given one errored stream */
+    unsigned max_errored          = 1u << caps->dci_max_log_num_errored;
+    unsigned errored, streams;
+    int have_streams              = caps->dci_max_log_num_concurent > 0;
+
+    iface->tx_policy          = config->tx_policy;
+    iface->config.num_streams = 1;
+    iface->config.log_concurent = 0;
+    iface->config.log_errored   = 0;
+    if (iface->tx_policy == STRAND_DC_TX_POLICY_AUTO) {
+        /* without errored-stream support every error would reset a DCI
+         * shared by many endpoints: dcs_quota isolates better then */
+        iface->tx_policy = (have_streams &&
+                            (caps->dci_max_log_num_errored > 0)) ?
+                           STRAND_DC_TX_POLICY_STREAMS :
+                           STRAND_DC_TX_POLICY_DCS_QUOTA;
+    }
+    if (iface->tx_policy != STRAND_DC_TX_POLICY_STREAMS) {
+        return UCS_OK;
+    }
+    if (!have_streams) {
+        ucs_error("%s: dc_strand: UCX_DC_STRAND_TX_POLICY=streams: the device "
+                  "has no DCI streams", iface->dev->info.name);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    errored = config->errored_streams ? config->errored_streams : max_errored;
+    if ((errored > max_errored) || (errored & (errored - 1))) {
+        ucs_error("%s: dc_strand: invalid configuration: "
+                  "UCX_DC_STRAND_DCI_STREAMS_ERRORED=%u (valid: a power of two "
+                  "up to %u)", iface->dev->info.name, errored, max_errored);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    /* No more streams than errored ones: the device puts a DCI in ERR only
+     * when that many streams are in error at once, so then every stream
+     * with work on it failed, and everything flushed came after a failure
+     * on its own stream: provably not executed (docs/errors.md). */
+    streams = config->dci_streams ? config->dci_streams :
+              ucs_min(max_concurent, errored);
+    if ((streams > errored) || (streams > 255)) {
+        ucs_error("%s: dc_strand: invalid configuration: "
+                  "UCX_DC_STRAND_DCI_STREAMS=%u (valid: 1 .. %u, no more than "
+                  "UCX_DC_STRAND_DCI_STREAMS_ERRORED: else a DCI in error "
+                  "could have work in flight on streams that did not fail, "
+                  "and whether that work ran at its peer could not be known)",
+                  iface->dev->info.name, streams, ucs_min(errored, 255));
+        return UCS_ERR_INVALID_PARAM;
+    }
+    iface->config.num_streams     = streams;
+    iface->config.log_errored     = ucs_ilog2(errored);
+    /* at least one concurrent stream, and no fewer than errored ones */
+    iface->config.log_concurent   = ucs_min(caps->dci_max_log_num_concurent,
+                                            ucs_max(ucs_max(1,
+                                                    ucs_ilog2(ucs_roundup_pow2(
+                                                    streams))),
+                                                    iface->config.log_errored));
+    iface->config.stream_per_peer = (config->stream_map ==
+                                     STRAND_DC_STREAM_MAP_PEER);
+    return UCS_OK;
+}
+
 static void strand_dc_iface_release(strand_dc_iface_t *iface)
 {
     strand_dev_t *dev = iface->dev;
@@ -577,13 +638,33 @@ static void strand_dc_iface_release(strand_dc_iface_t *iface)
         dev->ops->destroy_cq(dev, &iface->tx_cq);
         iface->have_tx_cq = 0;
     }
+    if (iface->have_channel) {
+        dev->ops->destroy_channel(dev, &iface->channel);
+        iface->have_channel = 0;
+    }
 }
 
 static uct_iface_ops_t strand_dc_iface_ops;
 
+static void strand_dc_iface_vfs_show_dci_pool(void *obj,
+                                              ucs_string_buffer_t *strb,
+                                              void *arg_ptr, uint64_t arg_u64)
+{
+    strand_dc_dci_pool_show(obj, strb);
+}
+
+/* What UCX's VFS (and tests) can read: the DCI pool. */
+static void strand_dc_iface_vfs_refresh(uct_iface_h tl_iface)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+
+    ucs_vfs_obj_add_ro_file(iface, strand_dc_iface_vfs_show_dci_pool, NULL, 0,
+                            "dci_pool");
+}
+
 static uct_iface_internal_ops_t strand_dc_iface_internal_ops = {
     .iface_estimate_perf = uct_base_iface_estimate_perf,
-    .iface_vfs_refresh   = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
+    .iface_vfs_refresh   = strand_dc_iface_vfs_refresh,
     .ep_query            = (uct_ep_query_func_t)
                            ucs_empty_function_return_unsupported,
     .ep_invalidate       = (uct_ep_invalidate_func_t)
@@ -606,7 +687,7 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     strand_dev_dct_attr_t dct_attr;
     char dev_name[UCT_DEVICE_NAME_MAX];
     ucs_status_t status;
-    unsigned tx_cq_len, rx_cq_len, max_ds;
+    unsigned tx_cq_len, rx_cq_len, max_ds, av_ds;
     int err;
 
     UCT_CHECK_PARAM(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE,
@@ -644,27 +725,30 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
 
     self->num_dci                = config->num_dci;
     self->config.tx_queue_len    = config->tx_queue_len;
+    status = strand_dc_iface_resolve_policy(self, config);
+    if (status != UCS_OK) {
+        return status;
+    }
+    self->config.quota           = (self->tx_policy ==
+                                    STRAND_DC_TX_POLICY_DCS_QUOTA) ?
+                                   ucs_min(config->quota,
+                                           config->tx_queue_len) : UINT_MAX;
     self->config.rx_queue_len    = config->rx_queue_len;
     self->config.seg_size        = config->seg_size;
     self->config.max_inline      = config->max_inline;
     self->config.max_sge         = ucs_min(STRAND_DC_MAX_SGE,
                                            dev->caps.max_sge);
     self->config.atomic_reply_be = dev->caps.atomic_reply_be;
-    {
-        size_t rx_headroom = UCT_IFACE_PARAM_VALUE(params, rx_headroom,
-                                                   RX_HEADROOM, 0);
-        self->config.rx_payload_offset  = sizeof(strand_dc_rx_desc_t) +
-                                          ucs_max(sizeof(uct_recv_desc_t*) +
-                                                  rx_headroom,
-                                                  STRAND_DC_AM_HDR_SIZE);
-        self->config.rx_headroom_offset = self->config.rx_payload_offset -
-                                          rx_headroom;
-    }
-    self->fabric_id              = strand_dc_fabric_id(dev);
-    /* largest WQE: ctrl + AV + raddr + data segments, or + inline data */
-    max_ds = ucs_max(3 + self->config.max_sge,
-                     3 + strand_inline_ds(config->max_inline));
-    max_ds = ucs_max(max_ds, 6); /* masked 64-bit CS */
+    self->config.masked_atomics  = dev->caps.masked_atomics;
+    self->config.av_size         = (dev->caps.link_layer ==
+                                    IBV_LINK_LAYER_ETHERNET) ?
+                                   STRAND_AV_FULL_SIZE : STRAND_AV_BASE_SIZE;
+    /* largest WQE: ctrl + AV + raddr + data segments, or + inline data,
+     * or the masked 64-bit CS (raddr, two atomic segments, data) */
+    av_ds  = self->config.av_size / STRAND_WQE_DS;
+    max_ds = 2 + av_ds + ucs_max(self->config.max_sge,
+                                 strand_inline_ds(config->max_inline));
+    max_ds = ucs_max(max_ds, 1 + av_ds + 4);
     self->config.dci_max_bbs = strand_ds_to_bbs(max_ds);
 
     tx_cq_len = config->tx_cq_len ? config->tx_cq_len :
@@ -672,10 +756,18 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     rx_cq_len = config->rx_cq_len ? config->rx_cq_len :
                 config->rx_queue_len + 1;
 
-    /* event fd: non-blocking, events are drained in event_arm */
-    ucs_sys_fcntl_modfl(dev->event_fd, O_NONBLOCK, 0);
+    /* a channel of its own: events of other interfaces on the same device
+     * never wake (or get drained by) this one */
+    err = dev->ops->create_channel(dev, &self->channel);
+    if (err != 0) {
+        ucs_error("%s: failed to create a completion channel: %s",
+                  dev->info.name, strerror(err));
+        status = strand_dc_errno_status(err);
+        goto err;
+    }
+    self->have_channel = 1;
 
-    err = dev->ops->create_cq(dev, tx_cq_len, &self->tx_cq);
+    err = dev->ops->create_cq(dev, tx_cq_len, &self->channel, &self->tx_cq);
     if (err != 0) {
         ucs_error("%s: failed to create send CQ of %u: %s", dev->info.name,
                   tx_cq_len, strerror(err));
@@ -683,7 +775,7 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
         goto err;
     }
     self->have_tx_cq = 1;
-    err = dev->ops->create_cq(dev, rx_cq_len, &self->rx_cq);
+    err = dev->ops->create_cq(dev, rx_cq_len, &self->channel, &self->rx_cq);
     if (err != 0) {
         ucs_error("%s: failed to create receive CQ of %u: %s",
                   dev->info.name, rx_cq_len, strerror(err));
@@ -691,6 +783,15 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
         goto err;
     }
     self->have_rx_cq = 1;
+    self->tx_cqe_shift = strand_cqe_shift(self->tx_cq.dv.cqe_size);
+    self->rx_cqe_shift = strand_cqe_shift(self->rx_cq.dv.cqe_size);
+    if ((self->tx_cqe_shift == 0) || (self->rx_cqe_shift == 0)) {
+        ucs_error("%s: CQEs of %u/%u bytes are not supported (64 or 128)",
+                  dev->info.name, self->tx_cq.dv.cqe_size,
+                  self->rx_cq.dv.cqe_size);
+        status = UCS_ERR_UNSUPPORTED;
+        goto err;
+    }
 
     err = dev->ops->create_srq(dev, config->rx_queue_len, 1, &self->srq);
     if (err != 0) {
@@ -701,7 +802,7 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     }
     self->have_srq = 1;
 
-    status = strand_dc_rx_init(self);
+    status = strand_dc_rx_init(self, params);
     if (status != UCS_OK) {
         goto err;
     }
@@ -727,8 +828,8 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     dct_attr.cq            = &self->rx_cq;
     dct_attr.srq           = &self->srq;
     dct_attr.access_key    = STRAND_DC_ACCESS_KEY;
-    dct_attr.user_index    = 0;
     dct_attr.min_rnr_timer = strand_dc_rnr_code(config->rnr_timeout);
+    dct_attr.scatter_to_cqe = config->rx_inline;
     err = dev->ops->create_dct(dev, &dct_attr, &self->dct);
     if (err != 0) {
         ucs_error("%s: failed to create DCT: %s", dev->info.name,
@@ -748,12 +849,14 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     self->dci_attr.rnr_retry     = config->rnr_retry_count;
     self->dci_attr.max_rd_atomic = ucs_max(1, ucs_min(dev->caps.max_rd_atomic,
                                                       16));
+    strand_dc_policy_dci_attr(self, &self->dci_attr);
     status = strand_dc_dci_pool_init(self);
     if (status != UCS_OK) {
         goto err;
     }
     status = strand_dc_fc_init(self, config->fc_enable, config->fc_wnd_size,
-                               config->fc_soft_thresh);
+                               config->fc_soft_thresh,
+                               strand_dc_fc_req_timeout(config));
     if (status != UCS_OK) {
         goto err;
     }

@@ -20,6 +20,7 @@
 #include <ucs/sys/math.h>
 #include <ucs/datastruct/arbiter.h>
 #include <ucs/datastruct/mpool.h>
+#include <ucs/datastruct/khash.h>
 
 #define STRAND_DC_TL_NAME        "dc_strand"
 #define STRAND_DC_CONFIG_PREFIX  "DC_STRAND_"
@@ -31,12 +32,38 @@
 #define STRAND_DC_AM_MAX_HDR     128            /* am_zcopy header bytes */
 #define STRAND_DC_MAX_ZCOPY      (1ul << 30)
 
+/* How endpoints share the DCIs (UCX_DC_STRAND_TX_POLICY). */
+typedef enum strand_dc_tx_policy {
+    STRAND_DC_TX_POLICY_DCS,        /* a DCI per active ep, held until idle */
+    STRAND_DC_TX_POLICY_DCS_QUOTA,  /* ... but given back after QUOTA posts
+                                       while another ep waits for one */
+    STRAND_DC_TX_POLICY_STREAMS,    /* DCIs shared, a stream per ep or peer */
+    STRAND_DC_TX_POLICY_AUTO,       /* streams where the device has them */
+    STRAND_DC_TX_POLICY_LAST
+} strand_dc_tx_policy_t;
+
+/* Which eps share a stream (UCX_DC_STRAND_STREAM_MAP). */
+typedef enum strand_dc_stream_map {
+    STRAND_DC_STREAM_MAP_EP,        /* a stream per ep: most isolation */
+    STRAND_DC_STREAM_MAP_PEER,      /* a stream per peer NIC */
+    STRAND_DC_STREAM_MAP_LAST
+} strand_dc_stream_map_t;
+
+extern const char *strand_dc_stream_map_names[];
+
+extern const char *strand_dc_tx_policy_names[];
+
 typedef struct strand_dc_iface_config {
     uct_iface_config_t super;
     unsigned           tx_queue_len;
     unsigned           rx_queue_len;
     size_t             seg_size;
     unsigned           num_dci;
+    int                tx_policy;
+    unsigned           quota;
+    unsigned           dci_streams;
+    unsigned           errored_streams;
+    int                stream_map;
     double             timeout;
     unsigned           retry_count;
     double             rnr_timeout;
@@ -47,20 +74,9 @@ typedef struct strand_dc_iface_config {
     int                fc_enable;
     unsigned           fc_wnd_size;
     double             fc_soft_thresh;
+    ucs_time_t         fc_hard_req_timeout;
+    int                rx_inline;
 } strand_dc_iface_config_t;
-
-/* Device address: LID + an id of the fabric (so that is_reachable can tell
- * two fabrics apart: GID subnet prefix on hardware, a hash of the software
- * fabric's name on the software device). */
-typedef struct strand_dc_device_addr {
-    uint16_t lid;
-    uint64_t fabric_id;
-} UCS_S_PACKED strand_dc_device_addr_t;
-
-/* Interface address: the DCT number (24 bits). */
-typedef struct strand_dc_iface_addr {
-    uint8_t dctn[3];
-} UCS_S_PACKED strand_dc_iface_addr_t;
 
 /* A registered send buffer (bcopy, AM zcopy header, fetched atomics). */
 typedef struct strand_dc_tx_desc {
@@ -76,22 +92,32 @@ typedef struct strand_dc_tx_desc {
 typedef struct strand_dc_rx_desc {
     uint32_t lkey;
     uint32_t pad;
-} strand_dc_rx_desc_t;
+} UCS_S_PACKED strand_dc_rx_desc_t; /* packed: an odd AM alignment offset
+                                       leaves it at any address */
 
 struct strand_dc_dci;
 struct strand_dc_ep;
+
+/* send CQE -> DCI: by QP number (the user index is the provider's) */
+KHASH_MAP_INIT_INT(strand_dc_qpn, uint8_t)
 
 typedef struct strand_dc_iface {
     uct_base_iface_t      super;
     strand_md_t          *md;
     strand_dev_t         *dev;
 
+    strand_dev_channel_t  channel;       /* completion events (event fd) */
     strand_dev_cq_t       tx_cq;
     strand_dev_cq_t       rx_cq;
     uint32_t              tx_ci;
     uint32_t              rx_ci;
+    uint8_t               tx_cqe_shift;  /* log2 of the CQE sizes */
+    uint8_t               rx_cqe_shift;
+    uint8_t               tx_arm_sn;     /* arm sequence numbers: +1 per */
+    uint8_t               rx_arm_sn;     /* event received on the CQ */
     strand_dev_srq_t      srq;
     strand_dev_qp_t       dct;
+    uint8_t               have_channel;
     uint8_t               have_tx_cq, have_rx_cq, have_srq, have_dct;
     uint8_t               have_rx_mp, have_tx_mp, have_fc;
 
@@ -113,13 +139,19 @@ typedef struct strand_dc_iface {
     struct strand_dc_dci *dcis;
     unsigned              num_dci;
     unsigned              num_dci_created;
+    khash_t(strand_dc_qpn) dci_by_qpn;   /* QPN -> DCI index */
     uint8_t              *dci_stack;     /* free DCIs */
     unsigned              dci_top;
+    uint8_t               dci_wanted;    /* an ep waits for a free DCI */
+    uint8_t               tx_policy;     /* strand_dc_tx_policy_t, resolved */
+    uint8_t               repost_pending;/* held WQEs wait for room */
+    unsigned              next_dci;      /* streams: where leases start */
+    struct strand_dc_failed *failed;     /* eps failed, owner not told yet */
+    unsigned              num_failed, max_failed;
     strand_dev_dci_attr_t dci_attr;
     ucs_arbiter_t         arbiter;       /* pending, one group per ep */
     unsigned              fence_beat;
 
-    uint64_t              fabric_id;
     strand_dc_fc_t        fc;            /* receiver flow control */
 
     struct {
@@ -130,6 +162,14 @@ typedef struct strand_dc_iface {
         unsigned          max_sge;
         int               atomic_reply_be;
         unsigned          dci_max_bbs;   /* the largest WQE we build */
+        unsigned          quota;         /* posts per DCI while others wait
+                                            (UINT_MAX: the dcs policy) */
+        unsigned          num_streams;   /* per DCI (1 without streams) */
+        uint8_t           log_concurent; /* DCI creation attributes */
+        uint8_t           log_errored;
+        int               stream_per_peer;
+        unsigned          av_size;       /* 16 (base) or 48 (with GRH) */
+        int               masked_atomics;
         size_t            rx_payload_offset;  /* desc -> payload */
         size_t            rx_headroom_offset; /* desc -> what UCP gets */
     } config;
@@ -143,8 +183,13 @@ ucs_status_t strand_dc_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                    uct_completion_t *comp);
 ucs_status_t strand_dc_iface_fence(uct_iface_h tl_iface, unsigned flags);
 
+/* dc_event.c */
+ucs_status_t strand_dc_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p);
+ucs_status_t strand_dc_iface_event_arm(uct_iface_h tl_iface, unsigned events);
+
 /* dc_rx.c */
-ucs_status_t strand_dc_rx_init(strand_dc_iface_t *iface);
+ucs_status_t strand_dc_rx_init(strand_dc_iface_t *iface,
+                               const uct_iface_params_t *params);
 void strand_dc_rx_cleanup(strand_dc_iface_t *iface);
 unsigned strand_dc_rx_progress(strand_dc_iface_t *iface);
 void strand_dc_rx_refill(strand_dc_iface_t *iface);

@@ -98,21 +98,69 @@ static inline void strand_dc_rx_srq_free(strand_dc_iface_t *iface,
     iface->srq_tail = idx;
 }
 
-ucs_status_t strand_dc_rx_init(strand_dc_iface_t *iface)
+/*
+ * The layout of a receive buffer: [descriptor][recv_desc pointer and the
+ * user's rx_headroom][AM id][payload], with the payload of every active
+ * message where the user asked (uct_iface_params_t am_alignment /
+ * am_align_offset: payload + offset aligned; by default the payload is
+ * cache-line aligned). UCX's own helper checks the parameters (and the
+ * memory pool refuses an alignment that is 0 or not a power of two). The
+ * room before the payload is padded so that elements, and the pool's and
+ * our headers at their start, stay 8-byte aligned whatever the offset.
+ */
+static ucs_status_t strand_dc_rx_layout(strand_dc_iface_t *iface,
+                                        const uct_iface_params_t *params,
+                                        size_t *align_p,
+                                        size_t *align_offset_p)
+{
+    size_t rx_headroom = UCT_IFACE_PARAM_VALUE(params, rx_headroom,
+                                               RX_HEADROOM, 0);
+    size_t base        = sizeof(strand_dc_rx_desc_t) +
+                         ucs_max(sizeof(uct_recv_desc_t*) + rx_headroom,
+                                 STRAND_DC_AM_HDR_SIZE);
+    size_t align, user_offset;
+    ucs_status_t status;
+
+    status = uct_iface_param_am_alignment(params, iface->config.seg_size, 0,
+                                          0, &align, &user_offset);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if ((align == 0) || !ucs_is_pow2(align)) {
+        /* what the memory pool would say about it */
+        ucs_error("%s: dc_strand: invalid AM alignment %zu (a power of two)",
+                  iface->dev->info.name, align);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    iface->config.rx_payload_offset  = base + ((8 - ((base + user_offset) %
+                                                     8)) % 8);
+    iface->config.rx_headroom_offset = iface->config.rx_payload_offset -
+                                       rx_headroom;
+    *align_p        = ucs_max(align, 8);
+    *align_offset_p = iface->config.rx_payload_offset + user_offset;
+    return UCS_OK;
+}
+
+ucs_status_t strand_dc_rx_init(strand_dc_iface_t *iface,
+                               const uct_iface_params_t *params)
 {
     uct_iface_mpool_config_t mp_config = {
         .max_bufs  = UINT_MAX,
         .bufs_grow = 256
     };
+    size_t align, align_offset;
     ucs_status_t status;
     uint32_t slots;
 
+    status = strand_dc_rx_layout(iface, params, &align, &align_offset);
+    if (status != UCS_OK) {
+        return status;
+    }
     status = uct_iface_mpool_init(&iface->super, &iface->rx_mp,
                                   iface->config.rx_payload_offset -
                                   STRAND_DC_AM_HDR_SIZE +
                                   iface->config.seg_size,
-                                  iface->config.rx_payload_offset,
-                                  UCS_SYS_CACHE_LINE_SIZE, &mp_config,
+                                  align_offset, align, &mp_config,
                                   mp_config.bufs_grow, strand_dc_rx_desc_init,
                                   "strand_dc_rx");
     if (status != UCS_OK) {
@@ -162,6 +210,15 @@ void strand_dc_rx_cleanup(strand_dc_iface_t *iface)
     }
 }
 
+/* uct_recv_desc(data) = release, for a data pointer at any address (an odd
+ * AM alignment offset puts it there) */
+static inline void strand_dc_rx_set_release(void *data,
+                                            uct_recv_desc_t *release)
+{
+    memcpy(UCS_PTR_BYTE_OFFSET(data, -(ptrdiff_t)sizeof(release)), &release,
+           sizeof(release));
+}
+
 static void strand_dc_rx_handle(strand_dc_iface_t *iface,
                                 struct mlx5_cqe64 *cqe,
                                 strand_dc_rx_desc_t *desc)
@@ -202,9 +259,31 @@ static void strand_dc_rx_handle(strand_dc_iface_t *iface,
     } else {
         /* the user keeps it and gives it back with uct_iface_release_desc()
          * on the pointer rx_headroom before the payload */
-        uct_recv_desc(UCS_PTR_BYTE_OFFSET(desc,
-                      iface->config.rx_headroom_offset)) = release;
+        strand_dc_rx_set_release(UCS_PTR_BYTE_OFFSET(desc,
+                                 iface->config.rx_headroom_offset), release);
     }
+}
+
+/* Scatter-to-CQE (RX_INLINE): a small message came inside the CQE and
+ * its receive buffer was left untouched; it goes where the buffer's data
+ * would be, so that the active message keeps its alignment. */
+static inline void strand_dc_rx_take_inline(strand_dc_iface_t *iface,
+                                            const struct mlx5_cqe64 *cqe,
+                                            strand_dc_rx_desc_t *desc)
+{
+    const void *data = strand_cqe_inline_data(cqe);
+    uint32_t length;
+
+    if (ucs_likely(data == NULL) || strand_cqe_is_error(cqe)) {
+        return;
+    }
+    length = strand_cqe_byte_cnt(cqe);
+    if (ucs_unlikely(length > STRAND_CQE_INLINE_MAX)) {
+        ucs_error("%s: %u bytes scattered to a CQE", iface->dev->info.name,
+                  length);
+        return;
+    }
+    memcpy(strand_dc_rx_am_hdr(iface, desc), data, length);
 }
 
 unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
@@ -217,6 +296,7 @@ unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
 
     while ((count < 16) &&
            ((cqe = strand_cqe_get(cq->dv.buf, cq->dv.cqe_cnt,
+                                  iface->rx_cqe_shift,
                                   iface->rx_ci)) != NULL)) {
         idx  = strand_cqe_wqe_counter(cqe) & iface->srq_mask;
         desc = iface->srq_descs[idx];
@@ -231,6 +311,7 @@ unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
         iface->srq_descs[idx] = NULL;
         ++iface->srq_missing;
         strand_dc_rx_srq_free(iface, idx);
+        strand_dc_rx_take_inline(iface, cqe, desc);
         /* a CQE is copied out before the slot is given back */
         {
             struct mlx5_cqe64 copy = *cqe;

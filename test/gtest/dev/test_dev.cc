@@ -1,8 +1,9 @@
 /*
  * The device layer as the transport drives it: discovery, a DCI and a DCT
  * on an SRQ through the `sim` backend, WQEs built with src/mlx5, the
- * doorbell and the kick, CQEs parsed from the CQ buffer, DCI recovery; and
- * the `hw` backend on a machine without a NIC.
+ * doorbell and the kick, CQEs parsed from the CQ buffer, DCI recovery, CQ
+ * arming by the data path; and the `hw` backend on whatever hardware the
+ * machine has (skipped where it has none).
  */
 #include <gtest/gtest.h>
 
@@ -34,9 +35,10 @@ protected:
         ASSERT_EQ(1, strand_dev_list(1u << STRAND_DEV_KIND_SIM, &info, 1));
         ASSERT_EQ(0, strand_dev_open(&info, &m_dev));
         m_ops = m_dev->ops;
-        ASSERT_EQ(0, m_ops->create_cq(m_dev, 256, &m_cq));
+        ASSERT_EQ(0, m_ops->create_channel(m_dev, &m_ch));
+        ASSERT_EQ(0, m_ops->create_cq(m_dev, 256, &m_ch, &m_cq));
         ASSERT_EQ(0, m_ops->create_srq(m_dev, 16, 1, &m_srq));
-        strand_dev_dct_attr_t dct = {&m_cq, &m_srq, 0x1ee7a330, 7, 1};
+        strand_dev_dct_attr_t dct = {&m_cq, &m_srq, 0x1ee7a330, 1};
         ASSERT_EQ(0, m_ops->create_dct(m_dev, &dct, &m_dct));
         ASSERT_EQ(0, posix_memalign(&m_buf, 4096, 65536));
         memset(m_buf, 0, 65536);
@@ -55,6 +57,7 @@ protected:
         m_ops->destroy_srq(m_dev, &m_srq);
         m_ops->dereg_mr(m_dev, &m_mr);
         m_ops->destroy_cq(m_dev, &m_cq);
+        m_ops->destroy_channel(m_dev, &m_ch);
         m_ops->close(m_dev);
         free(m_buf);
         unsetenv("STRAND_SIM_TIMEOUT_NS");
@@ -62,7 +65,7 @@ protected:
 
     void create_dci(uint8_t log_streams = 0, uint8_t log_errored = 0)
     {
-        m_attr = {&m_cq, 64, 1, 64, 3, log_streams, log_errored, 14, 7, 7, 1};
+        m_attr = {&m_cq, 64, 1, 64, log_streams, log_errored, 14, 7, 7, 1};
         ASSERT_EQ(0, m_ops->create_dci(m_dev, &m_attr, &m_dci));
         m_dci_up = true;
         m_pi     = 0;
@@ -110,7 +113,8 @@ protected:
         struct mlx5_cqe64 *cqe = nullptr;
         auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
         while ((cqe == nullptr) && (std::chrono::steady_clock::now() < end)) {
-            cqe = strand_cqe_get(m_cq.dv.buf, m_cq.dv.cqe_cnt, m_ci);
+            cqe = strand_cqe_get(m_cq.dv.buf, m_cq.dv.cqe_cnt,
+                                   strand_cqe_shift(m_cq.dv.cqe_size), m_ci);
             if ((cqe == nullptr) && (m_ops->progress != nullptr)) {
                 m_ops->progress(m_dev);
             }
@@ -135,6 +139,7 @@ protected:
 
     strand_dev_t           *m_dev = nullptr;
     const strand_dev_ops_t *m_ops = nullptr;
+    strand_dev_channel_t    m_ch;
     strand_dev_cq_t         m_cq;
     strand_dev_srq_t        m_srq;
     strand_dev_qp_t         m_dct, m_dci;
@@ -156,7 +161,13 @@ TEST_F(dev_sim, caps_describe_the_software_device)
     EXPECT_TRUE(m_dev->caps.atomics);
     EXPECT_TRUE(m_dev->caps.atomic_reply_be);
     EXPECT_GT(m_dev->caps.dci_max_log_num_concurent, 0);
-    EXPECT_GE(m_dev->event_fd, 0);
+    EXPECT_GE(m_ch.fd, 0);
+    EXPECT_EQ(1, m_dev->caps.port_num);
+    EXPECT_EQ(IBV_LINK_LAYER_INFINIBAND, m_dev->caps.link_layer);
+    EXPECT_EQ(0xfe80, be64toh(m_dev->caps.gid.global.subnet_prefix) >> 48);
+    EXPECT_EQ(-1, m_dev->locality.numa_node);
+    EXPECT_STREQ("", m_dev->locality.pci_bdf);
+    EXPECT_TRUE(strand_dev_cpu_isset(&m_dev->locality, 0));
     EXPECT_GE(m_dev->async_fd, 0);
     EXPECT_NE(0u, m_dct.qpn); /* the DCT number, known in RTR */
     strand_dev_event_t ev;
@@ -175,7 +186,8 @@ TEST_F(dev_sim, write_and_send_through_dci_to_dct)
     EXPECT_EQ(MLX5_CQE_REQ, strand_cqe_opcode(cqe));
     EXPECT_EQ(bb & 0xffff, be16toh(cqe->wqe_counter));
     EXPECT_EQ(m_dci.qpn, be32toh(cqe->sop_drop_qpn) & 0xffffff);
-    EXPECT_EQ(3u, be32toh(cqe->srqn_uidx) & 0xffffff); /* user index */
+    /* the provider's user index: the DCT, created first, took 0 (spec 9) */
+    EXPECT_EQ(1u, be32toh(cqe->srqn_uidx) & 0xffffff);
     EXPECT_EQ(0, memcmp(buf(0), buf(4096), 256));
 
     post_srq(8192, 512);
@@ -240,34 +252,104 @@ TEST_F(dev_sim, stream_error_keeps_dci_in_rts_and_stream_resets)
     EXPECT_EQ(MLX5_CQE_REQ, strand_cqe_opcode(cqe));
 }
 
-TEST_F(dev_sim, armed_cq_fires_event_fd)
+/* Spec 9: the user index of a QP is the provider's, the first free slot
+ * of one table per context (the DCT took 0): a send CQE carries it, and a
+ * slot freed by a destroyed QP is taken by the next one. */
+TEST_F(dev_sim, user_index_is_the_first_free_slot)
 {
     ASSERT_NO_FATAL_FAILURE(create_dci());
-    ASSERT_EQ(0, m_ops->arm_cq(m_dev, &m_cq, 0));
+    strand_dev_qp_t first = m_dci, second;
+    ASSERT_EQ(0, m_ops->create_dci(m_dev, &m_attr, &second));
+    auto uidx_of_a_write = [&](const strand_dev_qp_t &qp) {
+        m_dci    = qp;
+        m_pi     = 0;
+        m_bf_off = 0;
+        post(MLX5_OPCODE_RDMA_WRITE, 0, 8, 4096, m_mr.rkey);
+        struct mlx5_cqe64 *cqe = next_cqe();
+        EXPECT_NE(nullptr, cqe);
+        return (cqe == nullptr) ? ~0u : strand_cqe_user_index(cqe);
+    };
+    EXPECT_EQ(1u, uidx_of_a_write(first));
+    EXPECT_EQ(2u, uidx_of_a_write(second));
+    ASSERT_EQ(0, m_ops->destroy_qp(m_dev, &first));
+    strand_dev_qp_t third;
+    ASSERT_EQ(0, m_ops->create_dci(m_dev, &m_attr, &third));
+    EXPECT_EQ(1u, uidx_of_a_write(third)) << "the freed slot is reused";
+    ASSERT_EQ(0, m_ops->destroy_qp(m_dev, &second));
+    m_dci = third; /* TearDown destroys it */
+}
+
+/* The data path arms the CQ itself (spec section 9): doorbell record and
+ * UAR word with its own consumer index, then the device's kick. */
+TEST_F(dev_sim, cq_armed_by_the_data_path_fires_its_channel)
+{
+    ASSERT_NO_FATAL_FAILURE(create_dci());
+    strand_cq_arm(m_cq.dv.dbrec, m_cq.dv.cq_uar, m_cq.dv.cqn, 0, m_ci, 0);
+    ASSERT_NE(nullptr, m_cq.arm_kick);
+    m_cq.arm_kick(m_cq.arm_kick_arg);
+    struct pollfd pfd = {m_ch.fd, POLLIN, 0};
+    EXPECT_EQ(0, poll(&pfd, 1, 0)); /* nothing happened yet */
     post(MLX5_OPCODE_RDMA_WRITE, 0, 8, 4096, m_mr.rkey);
-    struct pollfd pfd = {m_dev->event_fd, POLLIN, 0};
     ASSERT_EQ(1, poll(&pfd, 1, 2000));
     strand_dev_cq_t *cq = nullptr;
-    EXPECT_EQ(0, m_ops->get_cq_event(m_dev, &cq));
+    EXPECT_EQ(0, m_ops->get_cq_event(m_dev, &m_ch, &cq));
     EXPECT_EQ(&m_cq, cq);
+    EXPECT_EQ(EAGAIN, m_ops->get_cq_event(m_dev, &m_ch, &cq));
     EXPECT_NE(nullptr, next_cqe());
 }
 
-TEST(dev_hw, no_nic_here_is_an_empty_list_not_an_error)
+/* Hardware discovery lists what the machine has: nothing is assumed. */
+TEST(dev_hw, discovery_lists_hardware_before_the_software_device)
 {
-    strand_dev_info_t infos[4];
-    EXPECT_EQ(0, strand_dev_list(1u << STRAND_DEV_KIND_HW, infos, 4));
+    strand_dev_info_t infos[16];
+    int num_hw = strand_dev_list(1u << STRAND_DEV_KIND_HW, infos, 16);
+    ASSERT_GE(num_hw, 0);
     int n = strand_dev_list((1u << STRAND_DEV_KIND_HW) |
-                            (1u << STRAND_DEV_KIND_SIM), infos, 4);
-    ASSERT_EQ(1, n);
-    EXPECT_STREQ("smlx5_0", infos[0].name);
+                            (1u << STRAND_DEV_KIND_SIM), infos, 16);
+    ASSERT_EQ(num_hw + 1, n);
+    for (int i = 0; i < num_hw; ++i) {
+        EXPECT_EQ(STRAND_DEV_KIND_HW, infos[i].kind) << infos[i].name;
+    }
+    EXPECT_STREQ("smlx5_0", infos[num_hw].name);
+    EXPECT_EQ(STRAND_DEV_KIND_SIM, infos[num_hw].kind);
+}
+
+/* Every mlx5 device of the machine opens and reports queried
+ * capabilities: a port, a GID, an MTU, the inline size a DCI gets. */
+TEST(dev_hw, every_device_reports_queried_capabilities)
+{
+    strand_dev_info_t infos[16];
+    int num_hw = strand_dev_list(1u << STRAND_DEV_KIND_HW, infos, 16);
+    if (num_hw == 0) {
+        GTEST_SKIP() << "no mlx5 device on this machine";
+    }
+    for (int i = 0; i < num_hw; ++i) {
+        strand_dev_t *dev = nullptr;
+        int err           = strand_dev_open(&infos[i], &dev);
+        if (err == ENETDOWN) {
+            continue; /* port not active: nothing to check */
+        }
+        ASSERT_EQ(0, err) << infos[i].name << ": " << strerror(err);
+        EXPECT_EQ(1, dev->caps.port_num);
+        EXPECT_GE(dev->caps.mtu, 256u);
+        EXPECT_GT(dev->caps.max_inline, 0u);
+        if (dev->caps.link_layer == IBV_LINK_LAYER_ETHERNET) {
+            EXPECT_EQ(0, dev->caps.lid);
+        } else {
+            EXPECT_NE(0, dev->caps.lid);
+        }
+        union ibv_gid zero;
+        memset(&zero, 0, sizeof(zero));
+        EXPECT_NE(0, memcmp(&zero, &dev->caps.gid, sizeof(zero)));
+        dev->ops->close(dev);
+    }
 }
 
 TEST(dev_hw, opening_an_absent_device_is_enodev)
 {
     strand_dev_info_t info;
     memset(&info, 0, sizeof(info));
-    strcpy(info.name, "mlx5_0");
+    strcpy(info.name, "mlx5_nosuch");
     info.kind = STRAND_DEV_KIND_HW;
     strand_dev_t *dev = nullptr;
     EXPECT_EQ(ENODEV, strand_dev_open(&info, &dev));

@@ -502,28 +502,28 @@ TEST(wqe_cqe, ownership_rule_across_wrap)
         ring[i].op_own = 0xf0; /* INVALID, owner 0 */
     }
     for (uint32_t ci = 0; ci < cnt; ++ci) {
-        EXPECT_EQ(nullptr, strand_cqe_get(ring, cnt, ci)) << ci;
+        EXPECT_EQ(nullptr, strand_cqe_get(ring, cnt, STRAND_CQE_SHIFT_64, ci)) << ci;
     }
     /* first pass: owner 0 */
     for (uint32_t pi = 0; pi < cnt; ++pi) {
         dev_write_cqe(ring, cnt, pi, MLX5_CQE_REQ);
     }
     for (uint32_t ci = 0; ci < cnt; ++ci) {
-        ASSERT_EQ(&ring[ci], strand_cqe_get(ring, cnt, ci)) << ci;
+        ASSERT_EQ(&ring[ci], strand_cqe_get(ring, cnt, STRAND_CQE_SHIFT_64, ci)) << ci;
     }
     /* ci = 4 looks at slot 0 again, which still has owner 0: not ours */
-    EXPECT_EQ(nullptr, strand_cqe_get(ring, cnt, cnt));
-    EXPECT_EQ(nullptr, strand_cqe_get(ring, cnt, cnt + 1));
+    EXPECT_EQ(nullptr, strand_cqe_get(ring, cnt, STRAND_CQE_SHIFT_64, cnt));
+    EXPECT_EQ(nullptr, strand_cqe_get(ring, cnt, STRAND_CQE_SHIFT_64, cnt + 1));
     /* second pass writes owner 1 */
     dev_write_cqe(ring, cnt, cnt, MLX5_CQE_RESP_SEND);
-    struct mlx5_cqe64 *cqe = strand_cqe_get(ring, cnt, cnt);
+    struct mlx5_cqe64 *cqe = strand_cqe_get(ring, cnt, STRAND_CQE_SHIFT_64, cnt);
     ASSERT_EQ(&ring[0], cqe);
     EXPECT_EQ(MLX5_CQE_RESP_SEND, strand_cqe_opcode(cqe));
     EXPECT_EQ(cnt, strand_cqe_wqe_counter(cqe));
-    EXPECT_EQ(nullptr, strand_cqe_get(ring, cnt, cnt + 1));
+    EXPECT_EQ(nullptr, strand_cqe_get(ring, cnt, STRAND_CQE_SHIFT_64, cnt + 1));
     /* third pass (ci 8..11) expects owner 0 again */
     dev_write_cqe(ring, cnt, 2 * cnt, MLX5_CQE_REQ);
-    EXPECT_EQ(&ring[0], strand_cqe_get(ring, cnt, 2 * cnt));
+    EXPECT_EQ(&ring[0], strand_cqe_get(ring, cnt, STRAND_CQE_SHIFT_64, 2 * cnt));
 }
 
 TEST(wqe_cqe, invalid_opcode_is_never_software_owned)
@@ -532,8 +532,8 @@ TEST(wqe_cqe, invalid_opcode_is_never_software_owned)
     memset(ring, 0, sizeof(ring));
     ring[0].op_own = 0xf0;
     ring[1].op_own = 0xf1;
-    EXPECT_EQ(nullptr, strand_cqe_get(ring, 2, 0));
-    EXPECT_EQ(nullptr, strand_cqe_get(ring, 2, 3));
+    EXPECT_EQ(nullptr, strand_cqe_get(ring, 2, STRAND_CQE_SHIFT_64, 0));
+    EXPECT_EQ(nullptr, strand_cqe_get(ring, 2, STRAND_CQE_SHIFT_64, 3));
 }
 
 TEST(wqe_cqe, field_extractors_at_spec_offsets)

@@ -58,8 +58,12 @@ protected:
         struct ibv_port_attr pattr;
         memset(&pattr, 0, sizeof(pattr));
         ASSERT_EQ(0, smlx5_query_port(m_ctx, SMLX5_PORT_NUM, &pattr));
-        m_lid = pattr.lid;
-        m_mtu = pattr.active_mtu;
+        m_lid        = pattr.lid;
+        m_mtu        = pattr.active_mtu;
+        m_link_layer = pattr.link_layer;
+        m_gid_index  = pattr.gid_tbl_len - 1;
+        ASSERT_EQ(0, smlx5_query_gid(m_ctx, SMLX5_PORT_NUM, m_gid_index,
+                                     &m_gid));
 
         m_pd = smlx5_alloc_pd(m_ctx);
         ASSERT_NE(nullptr, m_pd);
@@ -136,6 +140,21 @@ protected:
         return smlx5_create_qp(m_pd, &attr);
     }
 
+    /* A path to this process's own port: by LID on InfiniBand; on
+     * Ethernet (RoCE) by GID, with the GRH every RoCE AV carries. */
+    void set_own_av(struct ibv_ah_attr *ah) const
+    {
+        memset(ah, 0, sizeof(*ah));
+        ah->port_num = SMLX5_PORT_NUM;
+        ah->dlid     = m_lid;
+        if (m_link_layer == IBV_LINK_LAYER_ETHERNET) {
+            ah->is_global      = 1;
+            ah->grh.dgid       = m_gid;
+            ah->grh.sgid_index = (uint8_t)m_gid_index;
+            ah->grh.hop_limit  = 64;
+        }
+    }
+
     /* Spec section 7, RC. */
     void rc_to_init(smlx5_qp_t *qp)
     {
@@ -159,8 +178,7 @@ protected:
         a.rq_psn             = 0;
         a.max_dest_rd_atomic = 4;
         a.min_rnr_timer      = 1;
-        a.ah_attr.dlid       = m_lid;
-        a.ah_attr.port_num   = SMLX5_PORT_NUM;
+        set_own_av(&a.ah_attr);
         ASSERT_EQ(0, smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
                                              IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                                              IBV_QP_RQ_PSN |
@@ -168,7 +186,7 @@ protected:
                                              IBV_QP_MIN_RNR_TIMER));
     }
 
-    void rc_to_rts(smlx5_qp_t *qp)
+    void rc_to_rts(smlx5_qp_t *qp, uint8_t rnr_retry = 7)
     {
         struct ibv_qp_attr a;
         memset(&a, 0, sizeof(a));
@@ -176,7 +194,7 @@ protected:
         a.sq_psn        = 0;
         a.max_rd_atomic = 4;
         a.retry_cnt     = 7;
-        a.rnr_retry     = 7;
+        a.rnr_retry     = rnr_retry;
         a.timeout       = 14;
         ASSERT_EQ(0, smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
                                              IBV_QP_MAX_QP_RD_ATOMIC |
@@ -224,7 +242,8 @@ protected:
 
     /* A DCI in RTS (spec section 7, DCI). */
     smlx5_qp_t *create_dci(uint8_t log_num_concurent = 0,
-                           uint8_t log_num_errored = 0)
+                           uint8_t log_num_errored = 0,
+                           uint8_t rnr_retry = 7)
     {
         smlx5_qp_init_attr_t attr;
         memset(&attr, 0, sizeof(attr));
@@ -258,7 +277,7 @@ protected:
         a.qp_state      = IBV_QPS_RTS;
         a.timeout       = 14;
         a.retry_cnt     = 7;
-        a.rnr_retry     = 7;
+        a.rnr_retry     = rnr_retry;
         a.max_rd_atomic = 4;
         a.sq_psn        = 0;
         EXPECT_EQ(0, smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
@@ -312,8 +331,7 @@ protected:
         a.qp_state         = IBV_QPS_RTR;
         a.min_rnr_timer    = 1;
         a.path_mtu         = m_mtu;
-        a.ah_attr.dlid     = m_lid;
-        a.ah_attr.port_num = SMLX5_PORT_NUM;
+        set_own_av(&a.ah_attr);
         EXPECT_EQ(0, smlx5_modify_qp(qp, &a, IBV_QP_STATE |
                                              IBV_QP_MIN_RNR_TIMER |
                                              IBV_QP_AV | IBV_QP_PATH_MTU));
@@ -454,6 +472,9 @@ protected:
     smlx5_context_t    *m_ctx = nullptr;
     smlx5_device_caps_t m_caps;
     uint16_t            m_lid = 0;
+    uint8_t             m_link_layer = IBV_LINK_LAYER_INFINIBAND;
+    int                 m_gid_index = 0;
+    union ibv_gid       m_gid;        /* the port's GID at m_gid_index */
     enum ibv_mtu        m_mtu = IBV_MTU_4096;  /* the port's active MTU */
     smlx5_pd_t         *m_pd  = nullptr;
     smlx5_cq_t         *m_scq[2] = {nullptr, nullptr};

@@ -68,6 +68,14 @@ public:
         return getenv("STRAND_UNDER_VALGRIND") ? 20 : 1;
     }
 
+    /* The device's transport timeout for processes started after this
+     * (scaled like every time limit: valgrind is slow). */
+    static void set_timeout_ns(uint64_t ns)
+    {
+        setenv("STRAND_SIM_TIMEOUT_NS",
+               std::to_string(ns * time_scale()).c_str(), 1);
+    }
+
     /* The child's exit code (or 128+signal), waiting at most `ms`. */
     int join(int ms = 20000)
     {
@@ -328,6 +336,20 @@ struct sim_node {
         free(buf);
         *this = sim_node();
     }
+
+    /* A test that fails half-way still closes its device: a process has
+     * one device context, and a leaked one would hand its settings (faults,
+     * timers) to every later test of the process. */
+    ~sim_node()
+    {
+        if (ctx) {
+            close();
+        }
+    }
+
+    sim_node() = default;
+    sim_node(const sim_node&) = delete;
+    sim_node &operator=(const sim_node&) = default; /* close() resets */
 };
 
 #endif

@@ -45,11 +45,19 @@ struct rx_log {
     }
 };
 
-uint64_t thread_cpu_ns()
+/* Wait (a poll loop with a deadline) until the port's waiter sleeps with
+ * no time limit: observable state instead of a sleep that orders events. */
+bool wait_until_asleep(sim_port_t *p)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+    sim_port_stats_t st;
+    for (int i = 0; i < 5000; ++i) {
+        sim_fabric_port_stats(p, &st);
+        if (st.asleep_untimed) {
+            return true;
+        }
+        usleep(1000);
+    }
+    return false;
 }
 
 } // namespace
@@ -259,7 +267,7 @@ TEST(fabric, killed_process_is_not_alive_and_segment_goes_with_the_last)
     close(pipefd[1]);
 }
 
-TEST(fabric, wait_returns_on_packet_timeout_and_wake_idle_uses_no_cpu)
+TEST(fabric, wait_returns_on_packet_timeout_and_wake_sleeping_once)
 {
     std::string name = fresh_name();
     sim_fabric_t *f;
@@ -270,28 +278,46 @@ TEST(fabric, wait_returns_on_packet_timeout_and_wake_idle_uses_no_cpu)
 
     EXPECT_EQ(-ETIMEDOUT, sim_fabric_wait(p, 5000000)); /* 5 ms */
 
-    /* a packet from another process wakes a waiter with no time limit */
+    /* a packet from another process wakes a waiter with no time limit;
+     * the child sends once the waiter is asleep (told through a pipe) */
+    int go[2];
+    ASSERT_EQ(0, pipe(go));
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
         sim_fabric_t *cf;
-        usleep(50000);
+        char c;
+        if (read(go[0], &c, 1) != 1) _exit(3);
         if (sim_fabric_attach(name.c_str(), &cf)) _exit(1);
         _exit(sim_fabric_send(cf, lid, "y", 1, nullptr, 0) ? 2 : 0);
     }
-    uint64_t cpu0 = thread_cpu_ns();
+    std::thread starter([&] {
+        bool asleep = wait_until_asleep(p);
+        EXPECT_TRUE(asleep);
+        EXPECT_EQ(1, write(go[1], "g", 1));
+    });
+    sim_port_stats_t before, after;
+    sim_fabric_port_stats(p, &before);
     EXPECT_EQ(0, sim_fabric_wait(p, -1));
-    uint64_t cpu = thread_cpu_ns() - cpu0;
+    sim_fabric_port_stats(p, &after);
+    starter.join();
     EXPECT_EQ(1, sim_fabric_rx_pending(p));
-    EXPECT_LT(cpu, 20000000u) << "the waiter spun"; /* < 20 ms of CPU */
+    /* one sleep, with no time limit, ended by the packet: no spinning,
+     * no naps */
+    EXPECT_EQ(before.sleeps + 1, after.sleeps);
+    EXPECT_EQ(before.untimed_sleeps + 1, after.untimed_sleeps);
+    EXPECT_EQ(0, after.asleep_untimed);
     int status;
     waitpid(pid, &status, 0);
     EXPECT_EQ(0, WEXITSTATUS(status));
+    close(go[0]);
+    close(go[1]);
 
+    /* a wake from another thread ends an untimed sleep too */
     rx_log log;
     sim_fabric_recv(p, rx_log::cb, &log, 8);
     std::thread waker([p] {
-        usleep(20000);
+        EXPECT_TRUE(wait_until_asleep(p));
         sim_fabric_port_wake(p);
     });
     EXPECT_EQ(0, sim_fabric_wait(p, -1));

@@ -67,7 +67,8 @@ protected:
 
         struct mlx5_cqe64 *cqe = nullptr;
         for (int i = 0; (i < 1000000) && !cqe; ++i) {
-            cqe = strand_cqe_get(m_cq.buf, m_cq.cqe_cnt, m_ci);
+            cqe = strand_cqe_get(m_cq.buf, m_cq.cqe_cnt,
+                                   strand_cqe_shift(m_cq.cqe_size), m_ci);
             if (!cqe) {
                 smlx5_progress(m_ctx);
             }

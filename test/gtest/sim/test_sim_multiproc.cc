@@ -61,7 +61,7 @@ protected:
     void SetUp() override
     {
         sim_proc::use_fresh_fabric();
-        setenv("STRAND_SIM_TIMEOUT_NS", "5000000", 1);
+        sim_proc::set_timeout_ns(5000000);
     }
 
     void TearDown() override
@@ -361,7 +361,9 @@ TEST_F(sim_multiproc, faults_drop_dup_corrupt_delay_lose_nothing)
     const char *faults = getenv("STRAND_TEST_FAULTS"); /* for soak runs */
     setenv("STRAND_SIM_FAULTS", faults ? faults :
            "drop=0.03,dup=0.03,corrupt=0.02,delay=0.03:300000,seed=7", 1);
-    setenv("STRAND_SIM_TIMEOUT_NS", "1000000", 1);
+    /* 8 timeouts of 5 ms before RETRY_EXC_ERR: with 1 ms a peer process
+     * descheduled for 8 ms on a loaded 2-CPU machine failed the run */
+    sim_proc::set_timeout_ns(5000000);
     sim_proc child;
     child.start([](int fd) { return serve(fd, true, 0, false); });
     ASSERT_NO_FATAL_FAILURE(connect(child, true));
@@ -376,7 +378,7 @@ TEST_F(sim_multiproc, faults_drop_dup_corrupt_delay_lose_nothing)
 
 TEST_F(sim_multiproc, killed_peer_ends_in_retry_exc_err_not_a_hang)
 {
-    setenv("STRAND_SIM_TIMEOUT_NS", "2000000", 1);
+    sim_proc::set_timeout_ns(2000000);
     sim_proc child;
     child.start([](int fd) { return serve(fd, false, 0, false); });
     ASSERT_NO_FATAL_FAILURE(connect(child, false));
@@ -462,7 +464,7 @@ TEST_F(sim_multiproc, pipelined_writes_and_atomics_through_faults)
     const char *faults = getenv("STRAND_TEST_FAULTS");
     setenv("STRAND_SIM_FAULTS", faults ? faults :
            "drop=0.02,dup=0.02,delay=0.02:200000,seed=11", 1);
-    setenv("STRAND_SIM_TIMEOUT_NS", "1000000", 1);
+    sim_proc::set_timeout_ns(1000000);
     const int rounds = getenv("STRAND_TEST_ROUNDS") ?
                        atoi(getenv("STRAND_TEST_ROUNDS")) : 3;
     sim_proc child;

@@ -1,0 +1,395 @@
+/*
+ * The dc_strand test fixture: two interfaces on one memory domain in one
+ * process (one software NIC), connected to each other's DCT, driven through
+ * UCX's public UCT API; helpers for registered regions, completions,
+ * flushes, and reading the transport's VFS files.
+ */
+#ifndef STRAND_TEST_DC_FIXTURE_H_
+#define STRAND_TEST_DC_FIXTURE_H_
+
+#include "uct_plugin.h"
+
+extern "C" {
+#include <ucs/async/async.h>
+#include <ucs/datastruct/string_buffer.h>
+#include <ucs/vfs/base/vfs_obj.h>
+}
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <poll.h>
+#include <unistd.h>
+#include <vector>
+
+namespace dc_test {
+
+struct am_record {
+    std::vector<std::vector<uint8_t>> msgs;
+};
+
+inline ucs_status_t am_cb(void *arg, void *data, size_t length, unsigned flags)
+{
+    auto *rec = static_cast<am_record*>(arg);
+    auto *p   = static_cast<uint8_t*>(data);
+    rec->msgs.emplace_back(p, p + length);
+    return UCS_OK;
+}
+
+struct err_record {
+    std::vector<std::pair<uct_ep_h, ucs_status_t>> errors;
+};
+
+inline ucs_status_t err_cb(void *arg, uct_ep_h ep, ucs_status_t status)
+{
+    static_cast<err_record*>(arg)->errors.emplace_back(ep, status);
+    return UCS_OK;
+}
+
+struct test_comp {
+    uct_completion_t uct;
+    int              done;
+    ucs_status_t     status;
+};
+
+inline void comp_cb(uct_completion_t *self)
+{
+    auto *c   = ucs_container_of(self, test_comp, uct);
+    c->done   = 1;
+    c->status = self->status;
+}
+
+inline void comp_init(test_comp *c)
+{
+    c->uct.func   = comp_cb;
+    c->uct.count  = 1;
+    c->uct.status = UCS_OK;
+    c->done       = 0;
+    c->status     = UCS_OK;
+}
+
+inline size_t pack_cb(void *dest, void *arg)
+{
+    auto *v = static_cast<std::vector<uint8_t>*>(arg);
+    if (!v->empty()) { /* an empty vector's data() may be NULL */
+        memcpy(dest, v->data(), v->size());
+    }
+    return v->size();
+}
+
+inline void unpack_cb(void *arg, const void *data, size_t length)
+{
+    auto *v = static_cast<std::vector<uint8_t>*>(arg);
+    v->assign(static_cast<const uint8_t*>(data),
+              static_cast<const uint8_t*>(data) + length);
+}
+
+inline std::vector<uint8_t> pattern(size_t n, unsigned seed)
+{
+    std::vector<uint8_t> v(n);
+    for (size_t i = 0; i < n; ++i) {
+        v[i] = (uint8_t)(seed * 31 + i * 7 + (i >> 8));
+    }
+    return v;
+}
+
+/* A pending request that sends an 8-byte active message (id 5, header
+ * `seq`) when the ep has resources again. */
+struct am_short_pending {
+    uct_pending_req_t uct;
+    uct_ep_h          ep   = nullptr;
+    uint64_t          seq  = 0;
+    int               done = 0;
+
+    am_short_pending()
+    {
+        uct.func = progress;
+    }
+
+    static ucs_status_t progress(uct_pending_req_t *self)
+    {
+        auto *p = ucs_container_of(self, am_short_pending, uct);
+        ucs_status_t s = uct_ep_am_short(p->ep, 5, p->seq, nullptr, 0);
+        p->done |= (s == UCS_OK);
+        return s;
+    }
+};
+
+} // namespace dc_test
+
+using namespace dc_test;
+
+class dc_strand : public ::testing::Test {
+protected:
+    struct iface_t {
+        uct_iface_h           iface = nullptr;
+        uct_worker_h          worker = nullptr;
+        uct_iface_attr_t      attr;
+        std::vector<uint8_t>  dev_addr, iface_addr;
+        am_record             am;
+        err_record            err;
+    };
+
+    void SetUp() override
+    {
+        static std::atomic<int> counter{0};
+        std::string fabric = "strand_dc_" + std::to_string(getpid()) + "_" +
+                             std::to_string(counter++);
+        setenv("STRAND_SIM_FABRIC", fabric.c_str(), 1);
+        m_component = strand_component_find();
+        ASSERT_NE(nullptr, m_component) << dlerror();
+
+        ASSERT_EQ(UCS_OK, open_md());
+        ASSERT_EQ(UCS_OK, ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                                   &m_async));
+        ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
+                                            &m_worker));
+    }
+
+    void TearDown() override
+    {
+        for (auto ep : m_eps) {
+            uct_ep_destroy(ep);
+        }
+        for (auto *i : {&m_a, &m_b}) {
+            if (i->iface != nullptr) {
+                uct_iface_close(i->iface);
+            }
+        }
+        if (m_worker_b != nullptr) {
+            uct_worker_destroy(m_worker_b);
+        }
+        if (m_worker != nullptr) {
+            uct_worker_destroy(m_worker);
+        }
+        if (m_async != nullptr) {
+            ucs_async_context_destroy(m_async);
+        }
+        if (m_md != nullptr) {
+            uct_md_close(m_md);
+        }
+        for (auto v : m_env) {
+            unsetenv(v.c_str());
+        }
+    }
+
+    /* the software device reads its settings (faults) when the MD opens
+     * it: tests that set them reopen the MD */
+    ucs_status_t open_md()
+    {
+        uct_md_config_t *md_config;
+        ucs_status_t status;
+
+        if (m_md != nullptr) {
+            uct_md_close(m_md);
+            m_md = nullptr;
+        }
+        status = uct_md_config_read(m_component, nullptr, nullptr, &md_config);
+        if (status != UCS_OK) {
+            return status;
+        }
+        status = uct_md_open(m_component, "smlx5_0", md_config, &m_md);
+        uct_config_release(md_config);
+        return status;
+    }
+
+    /* an AM short, retried while the transport says no resource */
+    ucs_status_t am_short_retry(uct_ep_h ep, uint64_t hdr,
+                                const void *payload = nullptr,
+                                unsigned length = 0, double secs = 10)
+    {
+        ucs_status_t status = UCS_ERR_NO_RESOURCE;
+        progress_until([&] {
+            status = uct_ep_am_short(ep, 5, hdr, payload, length);
+            return status != UCS_ERR_NO_RESOURCE;
+        }, secs);
+        return status;
+    }
+
+    void set_env(const char *name, const char *value)
+    {
+        setenv(name, value, 1);
+        m_env.push_back(name);
+    }
+
+    /* extra interface parameters for the next open_iface() calls: a
+     * function that adds fields (e.g. AM alignment) */
+    std::function<void(uct_iface_params_t&)> m_iface_params_hook;
+
+    ucs_status_t open_iface(iface_t &i, uct_worker_h worker = nullptr)
+    {
+        uct_iface_config_t *config;
+        ucs_status_t status = uct_md_iface_config_read(m_md, "dc_strand",
+                                                       nullptr, nullptr,
+                                                       &config);
+        if (status != UCS_OK) {
+            return status;
+        }
+        uct_iface_params_t params;
+        memset(&params, 0, sizeof(params));
+        params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                      UCT_IFACE_PARAM_FIELD_DEVICE |
+                                      UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                      UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                                      UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+        params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+        params.mode.device.tl_name  = "dc_strand";
+        params.mode.device.dev_name = "smlx5_0:1";
+        params.err_handler          = err_cb;
+        params.err_handler_arg      = &i.err;
+        params.err_handler_flags    = 0;
+        if (m_iface_params_hook) {
+            m_iface_params_hook(params);
+        }
+        i.worker = worker ? worker : m_worker;
+        status   = uct_iface_open(m_md, i.worker, &params, config, &i.iface);
+        uct_config_release(config);
+        if (status != UCS_OK) {
+            return status;
+        }
+        EXPECT_EQ(UCS_OK, uct_iface_query(i.iface, &i.attr));
+        i.dev_addr.resize(i.attr.device_addr_len);
+        i.iface_addr.resize(i.attr.iface_addr_len);
+        EXPECT_EQ(UCS_OK, uct_iface_get_device_address(
+                          i.iface, (uct_device_addr_t*)i.dev_addr.data()));
+        EXPECT_EQ(UCS_OK, uct_iface_get_address(
+                          i.iface, (uct_iface_addr_t*)i.iface_addr.data()));
+        EXPECT_EQ(UCS_OK, uct_iface_set_am_handler(i.iface, 5, am_cb, &i.am,
+                                                   0));
+        uct_iface_progress_enable(i.iface,
+                                  UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+        return UCS_OK;
+    }
+
+    uct_ep_h connect(iface_t &from, const std::vector<uint8_t> &dev_addr,
+                     const std::vector<uint8_t> &iface_addr)
+    {
+        uct_ep_params_t params;
+        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                            UCT_EP_PARAM_FIELD_DEV_ADDR |
+                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        params.iface      = from.iface;
+        params.dev_addr   = (const uct_device_addr_t*)dev_addr.data();
+        params.iface_addr = (const uct_iface_addr_t*)iface_addr.data();
+        uct_ep_h ep       = nullptr;
+        EXPECT_EQ(UCS_OK, uct_ep_create(&params, &ep));
+        if (ep != nullptr) {
+            m_eps.push_back(ep);
+        }
+        return ep;
+    }
+
+    /* the receiver on a worker of its own: it progresses only when the
+     * test says so */
+    void open_pair_own_workers()
+    {
+        ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
+                                            &m_worker_b));
+        ASSERT_EQ(UCS_OK, open_iface(m_a));
+        ASSERT_EQ(UCS_OK, open_iface(m_b, m_worker_b));
+        m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+        ASSERT_NE(nullptr, m_ep);
+    }
+
+    void open_pair()
+    {
+        ASSERT_EQ(UCS_OK, open_iface(m_a));
+        ASSERT_EQ(UCS_OK, open_iface(m_b));
+        m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+        ASSERT_NE(nullptr, m_ep);
+    }
+
+    bool progress_until(const std::function<bool()> &cond, double secs = 10)
+    {
+        auto end = std::chrono::steady_clock::now() +
+                   std::chrono::duration<double>(secs);
+        while (!cond()) {
+            if (std::chrono::steady_clock::now() > end) {
+                return false;
+            }
+            uct_worker_progress(m_worker);
+        }
+        return true;
+    }
+
+    void flush(uct_ep_h ep)
+    {
+        test_comp c;
+        comp_init(&c);
+        ucs_status_t status;
+        ASSERT_TRUE(progress_until([&] {
+            status = uct_ep_flush(ep, 0, &c.uct);
+            return status != UCS_ERR_NO_RESOURCE;
+        }));
+        if (status == UCS_INPROGRESS) {
+            ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+            EXPECT_EQ(UCS_OK, c.status);
+        } else {
+            EXPECT_EQ(UCS_OK, status);
+        }
+    }
+
+    /* registered target memory on the MD and its unpacked rkey */
+    struct region {
+        std::vector<uint8_t> buf;
+        uct_mem_h            memh = nullptr;
+        uct_rkey_bundle_t    rkey;
+    };
+
+    void reg(region &r, size_t size)
+    {
+        r.buf.assign(size, 0);
+        ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, r.buf.data(), size,
+                                         UCT_MD_MEM_ACCESS_ALL, &r.memh));
+        uint8_t packed[64];
+        ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, r.memh, packed));
+        ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, packed, &r.rkey));
+    }
+
+    void unreg(region &r)
+    {
+        uct_rkey_release(m_component, &r.rkey);
+        uct_md_mem_dereg(m_md, r.memh);
+    }
+
+    uint64_t addr(region &r, size_t off = 0)
+    {
+        return (uintptr_t)r.buf.data() + off;
+    }
+
+    /* A file of an interface's VFS directory: the transport's own view of
+     * its state. Empty when there is no such file. */
+    std::string vfs_read(const iface_t &i, const char *file)
+    {
+        ucs_string_buffer_t strb = UCS_STRING_BUFFER_INITIALIZER;
+        char path[256];
+        std::string text;
+
+        /* listing the directory refreshes it (the transport adds its
+         * files then) */
+        snprintf(path, sizeof(path), "/uct/worker/%p/iface/%p", i.worker,
+                 i.iface);
+        ucs_vfs_path_list_dir(path, [](const char*, void*) {}, nullptr);
+        snprintf(path, sizeof(path), "/uct/worker/%p/iface/%p/%s", i.worker,
+                 i.iface, file);
+        if (ucs_vfs_path_read_file(path, &strb) == UCS_OK) {
+            text = ucs_string_buffer_cstr(&strb);
+        }
+        ucs_string_buffer_cleanup(&strb);
+        return text;
+    }
+
+    uct_component_h          m_component = nullptr;
+    uct_md_h                 m_md        = nullptr;
+    ucs_async_context_t     *m_async     = nullptr;
+    uct_worker_h             m_worker    = nullptr;
+    uct_worker_h             m_worker_b  = nullptr; /* own_workers */
+    iface_t                  m_a, m_b;
+    uct_ep_h                 m_ep        = nullptr;
+    std::vector<uct_ep_h>    m_eps;
+    std::vector<std::string> m_env;
+};
+
+
+#endif

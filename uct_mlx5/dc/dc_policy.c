@@ -1,0 +1,211 @@
+/*
+ * The TX policy: leases of (DCI, stream) pairs (see dc_policy.h).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "dc_policy.h"
+
+#include <ucs/debug/log.h>
+
+static int strand_dc_policy_streams(const strand_dc_iface_t *iface)
+{
+    return iface->tx_policy == STRAND_DC_TX_POLICY_STREAMS;
+}
+
+void strand_dc_policy_dci_attr(strand_dc_iface_t *iface,
+                               strand_dev_dci_attr_t *attr)
+{
+    attr->log_num_concurent = 0;
+    attr->log_num_errored   = 0;
+    if (strand_dc_policy_streams(iface)) {
+        attr->log_num_concurent = iface->config.log_concurent;
+        attr->log_num_errored   = iface->config.log_errored;
+    }
+}
+
+ucs_status_t strand_dc_policy_init(strand_dc_iface_t *iface)
+{
+    unsigned i;
+
+    /* dcs: the stack pops from the top, DCI 0 first */
+    for (i = 0; i < iface->num_dci; ++i) {
+        iface->dci_stack[iface->num_dci - 1 - i] = i;
+    }
+    iface->dci_top  = strand_dc_policy_streams(iface) ? 0 : iface->num_dci;
+    iface->next_dci = 0;
+    return UCS_OK;
+}
+
+void strand_dc_policy_cleanup(strand_dc_iface_t *iface)
+{
+}
+
+static int strand_dc_dci_usable(const strand_dc_iface_t *iface,
+                                const strand_dc_dci_t *dci)
+{
+    return ((dci->state == STRAND_DC_DCI_FREE) ||
+            (dci->state == STRAND_DC_DCI_ACTIVE)) &&
+           strand_dc_dci_has_room(iface, dci);
+}
+
+/* The stream of dci for ep: per peer, the one its peer already uses;
+ * else the healthy stream with the fewest lessees. -1: none. */
+static int strand_dc_policy_pick_stream(strand_dc_iface_t *iface,
+                                        strand_dc_dci_t *dci,
+                                        strand_dc_ep_t *ep)
+{
+    int per_peer = iface->config.stream_per_peer;
+    strand_dc_stream_t *s;
+    int i, best = -1;
+
+    for (i = 0; i < (int)iface->config.num_streams; ++i) {
+        s = &dci->streams[i];
+        if (s->state != STRAND_DC_STREAM_OK) {
+            continue;
+        }
+        if (per_peer && (s->users > 0) && (s->peer == ep->peer_key)) {
+            return i;
+        }
+        if ((best < 0) || (s->users < dci->streams[best].users)) {
+            best = i;
+        }
+    }
+    /* a new peer gets an unused stream if there is one, else shares the
+     * least used (eps of different peers then share its fate for a while:
+     * the failure of one is theirs only if it is peer-wide) */
+    return best;
+}
+
+static void strand_dc_policy_attach(strand_dc_dci_t *dci, int stream,
+                                    strand_dc_ep_t *ep)
+{
+    strand_dc_stream_t *s = &dci->streams[stream];
+
+    if (s->users++ == 0) {
+        s->peer = ep->peer_key;
+    }
+    s->leases++;
+    dci->users++;
+    dci->state = STRAND_DC_DCI_ACTIVE;
+    ep->dci    = dci->index;
+    ep->stream = stream;
+}
+
+static ucs_status_t strand_dc_policy_lease_dcs(strand_dc_iface_t *iface,
+                                               strand_dc_ep_t *ep)
+{
+    strand_dc_dci_t *dci;
+
+    if (iface->dci_top == 0) {
+        iface->dci_wanted = 1; /* holders give theirs back sooner */
+        return UCS_ERR_NO_RESOURCE;
+    }
+    dci = &iface->dcis[iface->dci_stack[--iface->dci_top]];
+    ucs_assertv((dci->state == STRAND_DC_DCI_FREE) &&
+                (dci->outstanding == 0),
+                "DCI %u: state %u, %u outstanding", dci->index, dci->state,
+                dci->outstanding);
+    dci->ep    = ep;
+    dci->posts = 0;
+    strand_dc_policy_attach(dci, 0, ep);
+    return UCS_OK;
+}
+
+/* The least leased DCI that can take ep now (a busy DCI shares its send
+ * queue among more eps: spreading them keeps their rates even); ties go
+ * round-robin from where the last lease went. */
+static ucs_status_t strand_dc_policy_lease_streams(strand_dc_iface_t *iface,
+                                                   strand_dc_ep_t *ep)
+{
+    strand_dc_dci_t *dci, *best = NULL;
+    int stream, best_stream = -1;
+    unsigned n, i;
+
+    for (n = 0; n < iface->num_dci; ++n) {
+        i   = (iface->next_dci + n) % iface->num_dci;
+        dci = &iface->dcis[i];
+        if (!strand_dc_dci_usable(iface, dci) ||
+            ((best != NULL) && (dci->users >= best->users))) {
+            continue;
+        }
+        stream = strand_dc_policy_pick_stream(iface, dci, ep);
+        if (stream >= 0) {
+            best        = dci;
+            best_stream = stream;
+        }
+    }
+    if (best == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    iface->next_dci = (best->index + 1) % iface->num_dci;
+    strand_dc_policy_attach(best, best_stream, ep);
+    return UCS_OK;
+}
+
+ucs_status_t strand_dc_policy_lease(strand_dc_iface_t *iface,
+                                    strand_dc_ep_t *ep)
+{
+    if (ep->dci != STRAND_DC_DCI_NONE) {
+        return UCS_ERR_NO_RESOURCE; /* leased, but not ready */
+    }
+    return strand_dc_policy_streams(iface) ?
+           strand_dc_policy_lease_streams(iface, ep) :
+           strand_dc_policy_lease_dcs(iface, ep);
+}
+
+void strand_dc_policy_dci_idle(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
+{
+    if ((dci->state != STRAND_DC_DCI_ACTIVE) || (dci->users > 0) ||
+        (dci->outstanding > 0)) {
+        return;
+    }
+    dci->state = STRAND_DC_DCI_FREE;
+    dci->ep    = NULL;
+    if (!strand_dc_policy_streams(iface)) {
+        ucs_assertv(iface->dci_top < iface->num_dci,
+                    "DCI %u: free stack full", dci->index);
+        iface->dci_stack[iface->dci_top++] = dci->index;
+    }
+}
+
+void strand_dc_policy_release(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    strand_dc_dci_t *dci;
+    strand_dc_stream_t *s;
+
+    if (ep->dci == STRAND_DC_DCI_NONE) {
+        return;
+    }
+    dci = &iface->dcis[ep->dci];
+    s   = &dci->streams[ep->stream];
+    ucs_assert((s->users > 0) && (dci->users > 0));
+    if (--s->users == 0) {
+        s->peer = 0;
+    }
+    --dci->users;
+    if (dci->ep == ep) {
+        dci->ep = NULL;
+    }
+    ep->dci = STRAND_DC_DCI_NONE;
+    strand_dc_policy_dci_idle(iface, dci);
+}
+
+int strand_dc_policy_can_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    unsigned i;
+
+    if (ep->dci != STRAND_DC_DCI_NONE) {
+        return strand_dc_policy_ready(iface, ep) != NULL;
+    }
+    if (!strand_dc_policy_streams(iface)) {
+        return iface->dci_top > 0;
+    }
+    for (i = 0; i < iface->num_dci; ++i) {
+        if (strand_dc_dci_usable(iface, &iface->dcis[i])) {
+            return 1;
+        }
+    }
+    return 0;
+}

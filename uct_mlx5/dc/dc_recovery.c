@@ -1,0 +1,560 @@
+/*
+ * Error completions: which endpoints fail, which flushed WQEs are held and
+ * posted again, and when a stream or a DCI is reset (dc_recovery.h,
+ * docs/errors.md).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "dc_recovery.h"
+#include "dc_addr.h"
+#include "dc_ep.h"
+#include "dc_policy.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/datastruct/queue.h>
+
+#include <string.h>
+
+/* A flushed WQE of a healthy endpoint, kept out of the SQ (its slot may be
+ * needed before the stream or DCI is back) until it is posted again. */
+typedef struct strand_dc_held {
+    ucs_queue_elem_t queue;
+    strand_dc_op_t   op;
+    uint8_t          wqe[];      /* op.bbs basic blocks, as posted */
+} strand_dc_held_t;
+
+/* What one error CQE says: the status the eps it belongs to fail with,
+ * and the decoded CQE for the log. */
+typedef struct strand_dc_failure {
+    ucs_status_t     status;
+    uint8_t          syndrome;
+    char             detail[STRAND_DC_FAILED_DETAIL];
+} strand_dc_failure_t;
+
+static ucs_status_t strand_dc_syndrome_status(uint8_t syndrome)
+{
+    switch (syndrome) {
+    /* as UCX's mlx5 transports report them */
+    case MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR:
+    case MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR:
+    case MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR:
+        return UCS_ERR_ENDPOINT_TIMEOUT;
+    case MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR:
+    case MLX5_CQE_SYNDROME_REMOTE_OP_ERR:
+        return UCS_ERR_CONNECTION_RESET;
+    default:
+        return UCS_ERR_IO_ERROR;
+    }
+}
+
+/* The destination is gone or refuses everyone: every ep to it fails. */
+static int strand_dc_syndrome_peer_wide(uint8_t syndrome)
+{
+    return (syndrome == MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR) ||
+           (syndrome == MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR);
+}
+
+static int strand_dc_ep_same_dest(const strand_dc_ep_t *a,
+                                  const strand_dc_ep_t *b)
+{
+    return (a->peer_key == b->peer_key) && (a->dctn == b->dctn);
+}
+
+/* ep fails: it takes no more work now; its owner is told once the
+ * transport's state is consistent again (strand_dc_recovery_notify). */
+static void strand_dc_failure_add(strand_dc_iface_t *iface,
+                                  const strand_dc_failure_t *f,
+                                  strand_dc_ep_t *ep)
+{
+    strand_dc_failed_t *q;
+    unsigned max;
+
+    if ((ep == NULL) || (ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+        return;
+    }
+    ep->flags |= STRAND_DC_EP_FLAG_FAILED;
+    ep->status = f->status;
+    if (iface->num_failed == iface->max_failed) {
+        max = ucs_max(16, iface->max_failed * 2);
+        q   = ucs_realloc(iface->failed, max * sizeof(*q), "strand_dc_failed");
+        if (q == NULL) {
+            /* it still fails every operation with its status */
+            ucs_error("%s: no memory to report the failure of ep %p: %s",
+                      iface->dev->info.name, ep, f->detail);
+            return;
+        }
+        iface->failed     = q;
+        iface->max_failed = max;
+    }
+    q         = &iface->failed[iface->num_failed++];
+    q->ep     = ep;
+    q->status = f->status;
+    memcpy(q->detail, f->detail, sizeof(q->detail));
+    ep->flags |= STRAND_DC_EP_FLAG_FAIL_PENDING;
+}
+
+void strand_dc_recovery_notify(strand_dc_iface_t *iface)
+{
+    strand_dc_failed_t q;
+    unsigned i;
+
+    /* an owner may destroy any ep from its callback: one at a time, and a
+     * destroyed ep's entry is cleared (strand_dc_recovery_forget) */
+    for (i = 0; i < iface->num_failed; ++i) {
+        q = iface->failed[i];
+        if (q.ep == NULL) {
+            continue;
+        }
+        q.ep->flags &= ~STRAND_DC_EP_FLAG_FAIL_PENDING;
+        iface->failed[i].ep = NULL;
+        strand_dc_ep_set_failed(iface, q.ep, q.status, q.detail);
+    }
+    iface->num_failed = 0;
+}
+
+static void strand_dc_recovery_forget(strand_dc_iface_t *iface,
+                                      strand_dc_ep_t *ep)
+{
+    unsigned i;
+
+    if (!(ep->flags & STRAND_DC_EP_FLAG_FAIL_PENDING)) {
+        return;
+    }
+    for (i = 0; i < iface->num_failed; ++i) {
+        if (iface->failed[i].ep == ep) {
+            iface->failed[i].ep = NULL;
+        }
+    }
+}
+
+static void strand_dc_failure_init(strand_dc_failure_t *f,
+                                   strand_dc_iface_t *iface,
+                                   strand_dc_dci_t *dci, strand_dc_op_t *op,
+                                   struct mlx5_cqe64 *cqe, int dci_error)
+{
+    uint8_t syndrome = strand_cqe_syndrome(cqe);
+    struct mlx5_wqe_ctrl_seg *ctrl;
+
+    ctrl        = strand_sq_bb(dci->sq_buf, dci->wqe_cnt, op->wqe_idx);
+    f->status   = strand_dc_syndrome_status(syndrome);
+    f->syndrome = syndrome;
+    snprintf(f->detail, sizeof(f->detail),
+             "%s (syndrome 0x%x vendor 0x%x) on DCI %u qpn 0x%x stream %u, "
+             "WQE %u %s%s", strand_cqe_syndrome_str(syndrome), syndrome,
+             strand_cqe_vendor_syndrome(cqe), dci->index, dci->qp.qpn,
+             dci->streams[op->stream].id, op->wqe_idx,
+             strand_wqe_opcode_str(strand_ctrl_opcode(ctrl)),
+             dci_error ? ", DCI in error" : "");
+    ucs_debug("%s: ep %p: %s: %s", iface->dev->info.name, op->ep, f->detail,
+              ucs_status_string(f->status));
+}
+
+/* The endpoints this failure belongs to: the poster; when the peer is
+ * gone, also every other ep with work on the stream to that destination. */
+static void strand_dc_failure_scope(strand_dc_iface_t *iface,
+                                    const strand_dc_failure_t *f,
+                                    strand_dc_dci_t *dci, strand_dc_op_t *op)
+{
+    strand_dc_op_t *o;
+    uint32_t bb;
+
+    strand_dc_failure_add(iface, f, op->ep);
+    if ((op->ep == NULL) || !strand_dc_syndrome_peer_wide(f->syndrome)) {
+        return;
+    }
+    for (bb = dci->sq_tail; bb != dci->cur_post; ++bb) {
+        o = &dci->ops[bb & (dci->wqe_cnt - 1)];
+        if ((o->state != STRAND_DC_OP_FREE) && (o->stream == op->stream) &&
+            (o->ep != NULL) && strand_dc_ep_same_dest(o->ep, op->ep)) {
+            strand_dc_failure_add(iface, f, o->ep);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ holding */
+
+/* Copy the WQE of op out of the SQ and free its slot: it is posted again
+ * once its stream (or DCI) is back. */
+static void strand_dc_recovery_hold(strand_dc_iface_t *iface,
+                                    strand_dc_dci_t *dci, strand_dc_op_t *op)
+{
+    strand_dc_stream_t *s = &dci->streams[op->stream];
+    strand_dc_held_t *h;
+    unsigned i;
+
+    h = ucs_malloc(sizeof(*h) + op->bbs * STRAND_WQE_BB, "strand_dc_held");
+    if (h == NULL) {
+        ucs_error("%s: no memory to keep a flushed WQE: its ep fails",
+                  iface->dev->info.name);
+        strand_dc_failure_t f = {.status = UCS_ERR_NO_MEMORY,
+                                 .detail = "no memory to keep a flushed WQE"};
+        strand_dc_failure_add(iface, &f, op->ep);
+        strand_dc_op_complete(iface, dci, op, UCS_ERR_NO_MEMORY);
+        return;
+    }
+    for (i = 0; i < op->bbs; ++i) {
+        memcpy(h->wqe + i * STRAND_WQE_BB,
+               strand_sq_bb(dci->sq_buf, dci->wqe_cnt, op->wqe_idx + i),
+               STRAND_WQE_BB);
+    }
+    h->op = *op;
+    ucs_queue_push(&s->held, &h->queue);
+    op->ep->held++;
+    op->desc    = NULL;  /* now the held copy's */
+    op->tmp_reg = NULL;
+    op->comp    = NULL;
+    op->ep      = NULL;
+    op->type    = STRAND_DC_OP_PLAIN;
+    strand_dc_op_complete(iface, dci, op, UCS_OK); /* frees the slot only */
+    iface->repost_pending = 1;
+}
+
+/* Post the held WQE h again at the producer index. */
+static void strand_dc_recovery_repost_one(strand_dc_iface_t *iface,
+                                          strand_dc_dci_t *dci,
+                                          strand_dc_held_t *h,
+                                          struct mlx5_wqe_ctrl_seg **ctrl_p)
+{
+    struct mlx5_wqe_ctrl_seg *ctrl;
+    strand_dc_ep_t *ep = h->op.ep;
+    unsigned i;
+
+    ctrl = strand_sq_bb(dci->sq_buf, dci->wqe_cnt, dci->cur_post);
+    for (i = 0; i < h->op.bbs; ++i) {
+        memcpy(strand_sq_bb(dci->sq_buf, dci->wqe_cnt, dci->cur_post + i),
+               h->wqe + i * STRAND_WQE_BB, STRAND_WQE_BB);
+    }
+    strand_set_ctrl_wqe_idx(ctrl, (uint16_t)dci->cur_post);
+    /* still outstanding for its ep all along: only the slot is new */
+    strand_dc_dci_claim(dci, ctrl, h->op.bbs, &h->op);
+    ep->held--;
+    *ctrl_p = ctrl;
+}
+
+static void strand_dc_held_drop(strand_dc_iface_t *iface, strand_dc_held_t *h,
+                                ucs_status_t status)
+{
+    strand_dc_op_t *op = &h->op;
+
+    if (op->tmp_reg != NULL) {
+        strand_dc_tmp_reg_release(iface, op->tmp_reg);
+    }
+    if (op->desc != NULL) {
+        ucs_mpool_put_inline(op->desc);
+    }
+    if (op->comp != NULL) {
+        uct_invoke_completion(op->comp, status);
+    }
+    ucs_free(h);
+}
+
+/* The held WQEs of stream s, in their order, while there is room. */
+static unsigned strand_dc_recovery_repost(strand_dc_iface_t *iface,
+                                          strand_dc_dci_t *dci,
+                                          strand_dc_stream_t *s)
+{
+    struct mlx5_wqe_ctrl_seg *ctrl = NULL;
+    strand_dc_held_t *h;
+    strand_dc_ep_t *ep;
+    unsigned count = 0;
+
+    while (!ucs_queue_is_empty(&s->held) &&
+           strand_dc_dci_has_room(iface, dci)) {
+        h  = ucs_queue_pull_elem_non_empty(&s->held, strand_dc_held_t, queue);
+        ep = h->op.ep;
+        strand_dc_recovery_repost_one(iface, dci, h, &ctrl);
+        ucs_free(h);
+        ++count;
+        if (ep->held == 0) {
+            strand_dc_ep_schedule(iface, ep);
+        }
+    }
+    if (ctrl != NULL) {
+        strand_dc_dci_ring(dci, ctrl);
+    }
+    return count;
+}
+
+unsigned strand_dc_recovery_progress(strand_dc_iface_t *iface)
+{
+    strand_dc_dci_t *dci;
+    unsigned i, j, count = 0;
+    int pending = 0;
+
+    iface->repost_pending = 0;
+    for (i = 0; i < iface->num_dci; ++i) {
+        dci = &iface->dcis[i];
+        if (dci->state != STRAND_DC_DCI_ACTIVE) {
+            pending |= (dci->state == STRAND_DC_DCI_DRAINING);
+            continue;
+        }
+        for (j = 0; j < iface->config.num_streams; ++j) {
+            if (dci->streams[j].state != STRAND_DC_STREAM_OK) {
+                pending = 1;
+                continue;
+            }
+            count   += strand_dc_recovery_repost(iface, dci,
+                                                 &dci->streams[j]);
+            pending |= !ucs_queue_is_empty(&dci->streams[j].held);
+        }
+    }
+    iface->repost_pending = pending;
+    return count;
+}
+
+/* --------------------------------------------------------- resetting */
+
+static void strand_dc_recovery_dci_done(strand_dc_iface_t *iface,
+                                        strand_dc_dci_t *dci);
+static void strand_dc_recovery_settle(strand_dc_iface_t *iface,
+                                      strand_dc_dci_t *dci);
+
+/* Every WQE of the errored stream s is back: reset it and post the held
+ * ones again (seed page: "Once all stream_id WR's are flushed, application
+ * should reset the errored stream_id"). */
+static void strand_dc_recovery_stream_done(strand_dc_iface_t *iface,
+                                           strand_dc_dci_t *dci,
+                                           strand_dc_stream_t *s)
+{
+    strand_dev_t *dev = iface->dev;
+    int err;
+
+    err = dev->ops->dci_stream_id_reset(dev, &dci->qp, s->id);
+    if (err != 0) {
+        /* the DCI itself went to ERR meanwhile: it is reset instead, once
+         * its last flush is back */
+        ucs_debug("%s: DCI %u: stream %u reset: %s", dev->info.name,
+                  dci->index, s->id, strerror(err));
+        dci->state = STRAND_DC_DCI_DRAINING;
+        if (dci->outstanding == dci->flushed) {
+            strand_dc_recovery_settle(iface, dci);
+            strand_dc_recovery_dci_done(iface, dci);
+        }
+        return;
+    }
+    s->state = STRAND_DC_STREAM_OK;
+    s->resets++;
+    dci->errored--;
+    strand_dc_recovery_repost(iface, dci, s);
+    iface->repost_pending = 1;
+}
+
+/* Every WQE of the DCI in ERR is back: reset it, post the held ones. */
+static void strand_dc_recovery_dci_done(strand_dc_iface_t *iface,
+                                        strand_dc_dci_t *dci)
+{
+    unsigned i;
+
+    if (strand_dc_dci_reset(iface, dci) != 0) {
+        return; /* broken: its held WQEs fail at close */
+    }
+    for (i = 0; i < iface->config.num_streams; ++i) {
+        dci->streams[i].state = STRAND_DC_STREAM_OK;
+    }
+    dci->errored = 0;
+    dci->state   = STRAND_DC_DCI_ACTIVE;
+    dci->resets++;
+    strand_dc_policy_dci_idle(iface, dci);
+    iface->repost_pending = 1;
+    strand_dc_recovery_progress(iface);
+}
+
+static void strand_dc_recovery_check_done(strand_dc_iface_t *iface,
+                                          strand_dc_dci_t *dci,
+                                          strand_dc_stream_t *s)
+{
+    if (dci->state == STRAND_DC_DCI_DRAINING) {
+        if (dci->outstanding == dci->flushed) {
+            strand_dc_recovery_settle(iface, dci);
+            ucs_assert(dci->outstanding == 0);
+            strand_dc_recovery_dci_done(iface, dci);
+        }
+    } else if ((s->state == STRAND_DC_STREAM_DRAINING) &&
+               (s->outstanding == 0)) {
+        strand_dc_recovery_stream_done(iface, dci, s);
+    }
+}
+
+/* ----------------------------------------------------- error and flush */
+
+/* Whether running op twice does no harm: a READ reads again, a NOP does
+ * nothing. (A WRITE is not: its peer may have seen it land and reused the
+ * memory since; an active message or atomic would run twice.) */
+static int strand_dc_op_rerunnable(const strand_dc_op_t *op)
+{
+    return (op->opcode == MLX5_OPCODE_RDMA_READ) ||
+           (op->opcode == MLX5_OPCODE_NOP);
+}
+
+static int strand_dc_dci_in_error(strand_dc_iface_t *iface,
+                                  strand_dc_dci_t *dci)
+{
+    enum ibv_qp_state state = IBV_QPS_ERR;
+
+    if (iface->config.log_errored == 0) {
+        return 1; /* log_num_errored 0: every error puts the DCI in ERR */
+    }
+    /* the seed page's way: query the QP after an error completion */
+    if (iface->dev->ops->qp_state(iface->dev, &dci->qp, &state) != 0) {
+        return 1;
+    }
+    return state != IBV_QPS_RTS;
+}
+
+/* op failed at its peer (or on its way there): the eps the failure belongs
+ * to fail, its stream is in error until reset. */
+static void strand_dc_recovery_failed(strand_dc_iface_t *iface,
+                                      strand_dc_dci_t *dci,
+                                      strand_dc_op_t *op,
+                                      struct mlx5_cqe64 *cqe)
+{
+    strand_dc_stream_t *s = &dci->streams[op->stream];
+    strand_dc_failure_t f;
+
+    strand_dc_failure_init(&f, iface, dci, op, cqe,
+                           dci->state == STRAND_DC_DCI_DRAINING);
+    if (ucs_log_is_enabled(UCS_LOG_LEVEL_DEBUG)) {
+        strand_dc_dci_log_wqe(dci, op->wqe_idx);
+    }
+    strand_dc_failure_scope(iface, &f, dci, op);
+    if (s->state == STRAND_DC_STREAM_OK) {
+        s->state = STRAND_DC_STREAM_DRAINING;
+        dci->errored++;
+    }
+    strand_dc_op_complete(iface, dci, op, f.status);
+}
+
+/* Every CQE of the DCI in ERR is back: decide the fate of each flushed
+ * WQE, in SQ order. The device puts a DCI in ERR when as many streams as
+ * it may have errored are in error (or for an error that is not a
+ * stream's); work that came after a failure on its own stream was not
+ * executed (a stream runs in order) and is posted again. Work of a stream
+ * that did not fail may have run at its peer; the policy keeps that from
+ * happening for remote failures (no more streams than errored ones), so
+ * only a DCI-wide error gets here: such work is posted again only if
+ * running it twice is harmless, else its ep fails. */
+static void strand_dc_recovery_settle(strand_dc_iface_t *iface,
+                                      strand_dc_dci_t *dci)
+{
+    strand_dc_failure_t f = {.status = UCS_ERR_IO_ERROR};
+    uint32_t bb, end = dci->cur_post;
+    strand_dc_op_t *op;
+    unsigned bbs;
+
+    for (bb = dci->sq_tail; bb != end; bb += bbs) {
+        op  = &dci->ops[bb & (dci->wqe_cnt - 1)];
+        bbs = op->bbs ? op->bbs : 1;
+        if (op->state != STRAND_DC_OP_FLUSHED) {
+            continue;
+        }
+        if (op->ep == NULL) {
+            strand_dc_op_complete(iface, dci, op, UCS_ERR_CANCELED);
+        } else if (op->ep->flags & STRAND_DC_EP_FLAG_FAILED) {
+            strand_dc_op_complete(iface, dci, op, op->ep->status);
+        } else if ((dci->streams[op->stream].state !=
+                    STRAND_DC_STREAM_OK) || strand_dc_op_rerunnable(op)) {
+            strand_dc_recovery_hold(iface, dci, op);
+        } else {
+            snprintf(f.detail, sizeof(f.detail), "DCI %u qpn 0x%x went to "
+                     "error with WQE %u %s in flight on stream %u, which did "
+                     "not fail: it may have run at its peer, so it is not "
+                     "posted again", dci->index, dci->qp.qpn, op->wqe_idx,
+                     strand_wqe_opcode_str(op->opcode),
+                     dci->streams[op->stream].id);
+            strand_dc_failure_add(iface, &f, op->ep);
+            strand_dc_op_complete(iface, dci, op, f.status);
+        }
+    }
+}
+
+void strand_dc_recovery_error(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
+                              strand_dc_op_t *op, struct mlx5_cqe64 *cqe)
+{
+    if (strand_dc_dci_in_error(iface, dci)) {
+        dci->state = STRAND_DC_DCI_DRAINING;
+    }
+    strand_dc_recovery_flush(iface, dci, op, cqe);
+}
+
+void strand_dc_recovery_flush(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
+                              strand_dc_op_t *op, struct mlx5_cqe64 *cqe)
+{
+    strand_dc_stream_t *s = &dci->streams[op->stream];
+    strand_dc_ep_t *ep    = op->ep;
+
+    if (!strand_cqe_is_error(cqe)) {
+        /* done before the failure: a success like any other */
+        strand_dc_op_complete(iface, dci, op, UCS_OK);
+    } else if (strand_cqe_syndrome(cqe) != MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
+        strand_dc_recovery_failed(iface, dci, op, cqe);
+    } else if ((ep == NULL) || (ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+        strand_dc_op_complete(iface, dci, op,
+                              (ep == NULL) ? UCS_ERR_CANCELED : ep->status);
+    } else if (dci->state == STRAND_DC_DCI_DRAINING) {
+        /* which streams failed is known only once all CQEs are back */
+        op->state = STRAND_DC_OP_FLUSHED;
+        dci->flushed++;
+    } else {
+        /* its stream failed before it: it did not run */
+        if (s->state == STRAND_DC_STREAM_OK) {
+            /* a flush whose stream's error CQE we have not seen: the
+             * stream is in error all the same */
+            s->state = STRAND_DC_STREAM_DRAINING;
+            dci->errored++;
+        }
+        strand_dc_recovery_hold(iface, dci, op);
+    }
+    strand_dc_recovery_check_done(iface, dci, s);
+    strand_dc_recovery_notify(iface);
+}
+
+/* ----------------------------------------------------- destroy, close */
+
+void strand_dc_recovery_orphan(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    ucs_queue_iter_t iter;
+    strand_dc_held_t *h;
+    strand_dc_dci_t *dci;
+    unsigned i, j;
+
+    strand_dc_recovery_forget(iface, ep);
+    if (ep->held == 0) {
+        return;
+    }
+    for (i = 0; i < iface->num_dci; ++i) {
+        dci = &iface->dcis[i];
+        for (j = 0; j < iface->config.num_streams; ++j) {
+            ucs_queue_for_each_safe(h, iter, &dci->streams[j].held, queue) {
+                if (h->op.ep == ep) {
+                    ucs_queue_del_iter(&dci->streams[j].held, iter);
+                    ep->held--;
+                    strand_dc_held_drop(iface, h, UCS_ERR_CANCELED);
+                }
+            }
+        }
+    }
+}
+
+void strand_dc_recovery_cleanup(strand_dc_iface_t *iface,
+                                strand_dc_dci_t *dci)
+{
+    strand_dc_held_t *h;
+    unsigned j;
+
+    if (dci->streams == NULL) {
+        return;
+    }
+    for (j = 0; j < iface->config.num_streams; ++j) {
+        while (!ucs_queue_is_empty(&dci->streams[j].held)) {
+            h = ucs_queue_pull_elem_non_empty(&dci->streams[j].held,
+                                              strand_dc_held_t, queue);
+            if (h->op.comp != NULL) {
+                h->op.comp = NULL; /* the iface is closing */
+            }
+            strand_dc_held_drop(iface, h, UCS_ERR_CANCELED);
+        }
+    }
+}

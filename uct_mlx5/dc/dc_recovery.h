@@ -1,0 +1,58 @@
+/*
+ * What happens after an error CQE (docs/errors.md).
+ *
+ * A stream error (the DCI stays in RTS; seed page
+ * mlx5dv_dci_stream_id_reset): the failing operation completes with its
+ * error and the endpoints the failure belongs to fail (the posting ep; for
+ * a peer that is gone, every ep on the stream to that destination). The
+ * stream's later WQEs come back flushed: they were not executed (a stream
+ * is processed in order), so those of healthy eps are held, the stream is
+ * reset once its last WQE is back, and the held WQEs are posted again in
+ * their order, ahead of anything new of their eps.
+ *
+ * A DCI error (the DCI went to ERR: as many errored streams as it may
+ * have, log_num_errored 0, or an error that is not a stream's): every
+ * outstanding WQE comes back flushed; once the last one is back, each is
+ * judged: one that came after a failure on its own stream did not run and
+ * is held; the DCI is reset and the held ones are posted again. The policy
+ * uses no more streams than the errored ones a DCI may have, so remote
+ * failures put a DCI in ERR only when all its streams failed. Work of a
+ * stream that did not fail (a DCI-wide error) may have run at its peer: a
+ * READ is posted again, anything else fails its endpoint
+ * (UCS_ERR_IO_ERROR) rather than run twice.
+ */
+#ifndef STRAND_DC_RECOVERY_H_
+#define STRAND_DC_RECOVERY_H_
+
+#include "dc_dci.h"
+
+struct strand_dc_ep;
+
+/* An endpoint that failed, its owner to be told (iface->failed). */
+#define STRAND_DC_FAILED_DETAIL 192
+typedef struct strand_dc_failed {
+    struct strand_dc_ep *ep;     /* NULL: destroyed meanwhile */
+    ucs_status_t         status;
+    char                 detail[STRAND_DC_FAILED_DETAIL];
+} strand_dc_failed_t;
+
+/* An error CQE for op on a healthy stream of an ACTIVE DCI. */
+void strand_dc_recovery_error(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
+                              strand_dc_op_t *op, struct mlx5_cqe64 *cqe);
+/* A CQE for op on a draining stream or DCI (a flush). */
+void strand_dc_recovery_flush(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
+                              strand_dc_op_t *op, struct mlx5_cqe64 *cqe);
+/* Tell the owners of the eps that failed (their error handlers may
+ * destroy eps); called where the transport's state is consistent. */
+void strand_dc_recovery_notify(strand_dc_iface_t *iface);
+/* Post held WQEs again where the SQ has room. Returns how many. */
+unsigned strand_dc_recovery_progress(strand_dc_iface_t *iface);
+/* ep is destroyed: its held WQEs are dropped, their completions
+ * cancelled, and its owner is not told of a failure any more */
+void strand_dc_recovery_orphan(strand_dc_iface_t *iface,
+                               struct strand_dc_ep *ep);
+/* held WQEs freed at close */
+void strand_dc_recovery_cleanup(strand_dc_iface_t *iface,
+                                strand_dc_dci_t *dci);
+
+#endif
