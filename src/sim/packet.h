@@ -77,7 +77,8 @@ typedef struct sim_pkt {
     uint32_t offset;        /* payload offset within the message */
     uint8_t  atomic_size;   /* 4 or 8 */
     uint8_t  log_mtu;       /* requester's path MTU: READ response size */
-    uint16_t reserved;
+    uint16_t chan;          /* DC: the DCI channel the request travels on
+                               (a connection of its own); echoed back */
     uint64_t va;            /* RETH / atomic address */
     /* --- SIM_PKT_F_DC only */
     uint64_t dc_key;        /* DCT access key */

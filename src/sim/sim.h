@@ -149,10 +149,13 @@ typedef enum sim_rnr_state {
                                      responder acknowledges rnr_psn */
 } sim_rnr_state_t;
 
-/* One reliable flow: an RC connection, or a DCI's association with one DCT
- * (DC "connect"), keyed by (dlid, dqpn). PSNs are per flow. */
+/* One reliable flow: an RC connection, or the association of one channel
+ * of a DCI with one DCT (DC "connect"), keyed by (channel, dlid, dqpn).
+ * PSNs, retries and RNR back-off are per flow, so a channel stalled on one
+ * peer does not hold the others. */
 typedef struct sim_flow {
     bool     used;
+    uint16_t chan;                /* DCI channel (stream mod 2^lnc) */
     uint16_t dlid;
     uint32_t dqpn;
     uint64_t dc_key;
@@ -177,6 +180,9 @@ typedef struct sim_flow {
 /* Device-side record of one posted WQE (indexed by BB of its ctrl). */
 typedef enum sim_wqe_state {
     SIM_WQE_FREE,
+    SIM_WQE_DEFERRED,             /* DCI: parsed, its channel is busy with
+                                     another destination or stalled; it
+                                     goes when the channel is free */
     SIM_WQE_SENT,                 /* all packets out, waiting ACK/response */
     SIM_WQE_DONE,                 /* result known, CQE not yet written */
 } sim_wqe_state_t;
@@ -198,6 +204,10 @@ typedef struct sim_wqe {
     uint8_t   opmod;
     bool      signaled;
     uint16_t  stream;
+    uint16_t  chan;               /* DCI: stream mod 2^log_num_concurent */
+    uint16_t  dlid;               /* DCI: the target from the AV */
+    uint32_t  dqpn;
+    uint64_t  dc_key;
     uint8_t   flow;               /* index in qp->flows */
     uint32_t  first_psn, last_psn;
     uint32_t  length;             /* bytes (READ: to scatter) */
@@ -220,6 +230,7 @@ typedef struct sim_resp_ctx {
     bool     used;
     uint16_t slid;
     uint32_t sqpn;
+    uint16_t chan;                /* DC: the requester's DCI channel */
     uint32_t epsn;                /* expected PSN */
     uint64_t last_used_ns;
     uint32_t connect_psn;         /* start PSN of the requester's flow */
@@ -301,6 +312,7 @@ struct smlx5_qp {
     sim_wqe_t        *wqes;           /* indexed by BB & (sq_wqe_cnt-1) */
     sim_flow_t        flows[SIM_FLOWS_PER_QP];
     uint32_t          rd_atomic_inflight;
+    uint32_t          num_deferred;   /* DCI: WQEs in SIM_WQE_DEFERRED */
     uint32_t          errored_streams[64]; /* stream ids in error (DCI) */
     unsigned          num_errored;
 

@@ -40,7 +40,8 @@ static void sim_flow_advance(sim_flow_t *f, uint32_t psn)
     }
 }
 
-/* A WQE in SENT state leaves the flow's accounting. */
+/* A WQE in SENT state leaves the flow's accounting, a deferred one the
+ * count of those. */
 static void sim_wqe_finish(smlx5_qp_t *qp, sim_wqe_t *w, uint8_t status)
 {
     if (w->state == SIM_WQE_SENT) {
@@ -48,6 +49,8 @@ static void sim_wqe_finish(smlx5_qp_t *qp, sim_wqe_t *w, uint8_t status)
         if (w->needs_response) {
             qp->rd_atomic_inflight--;
         }
+    } else if (w->state == SIM_WQE_DEFERRED) {
+        qp->num_deferred--;
     }
     w->state  = SIM_WQE_DONE;
     w->status = status;
@@ -174,7 +177,8 @@ void sim_comp_wqe_failed(smlx5_qp_t *qp, sim_wqe_t *w)
     /* flush the stream's other work, in order; other streams go on */
     for (bb = qp->sq_completed; bb != qp->sq_fetched; bb += o->bbs) {
         o = sim_wqe_at(qp, bb);
-        if ((o != w) && (o->state == SIM_WQE_SENT) &&
+        if ((o != w) && ((o->state == SIM_WQE_SENT) ||
+                         (o->state == SIM_WQE_DEFERRED)) &&
             (o->stream == w->stream)) {
             if (bb == qp->req_bb) {
                 qp->req_bb = qp->sq_fetched;
@@ -193,13 +197,14 @@ static void sim_comp_fail(smlx5_qp_t *qp, sim_wqe_t *w, uint8_t syndrome)
     sim_comp_wqe_failed(qp, w);
 }
 
-static int sim_comp_find_flow(smlx5_qp_t *qp, uint16_t slid, uint32_t sqpn)
+static int sim_comp_find_flow(smlx5_qp_t *qp, const sim_pkt_t *pkt)
 {
     int i;
 
     for (i = 0; i < SIM_FLOWS_PER_QP; ++i) {
-        if (qp->flows[i].used && (qp->flows[i].dlid == slid) &&
-            (qp->flows[i].dqpn == sqpn)) {
+        if (qp->flows[i].used && (qp->flows[i].dlid == pkt->slid) &&
+            (qp->flows[i].dqpn == pkt->sqpn) &&
+            (qp->flows[i].chan == pkt->chan)) {
             return i;
         }
         if (qp->type == SMLX5_QPT_RC) {
@@ -367,7 +372,7 @@ void sim_comp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
         ((qp->state != IBV_QPS_RTS) && (qp->state != IBV_QPS_SQD))) {
         return;
     }
-    fi = sim_comp_find_flow(qp, pkt->slid, pkt->sqpn);
+    fi = sim_comp_find_flow(qp, pkt);
     if (fi < 0) {
         return;
     }
@@ -462,6 +467,7 @@ void sim_comp_flush_qp(smlx5_qp_t *qp)
         }
         memset(qp->flows, 0, sizeof(qp->flows));
         qp->rd_atomic_inflight = 0;
+        qp->num_deferred       = 0;
         qp->req_bb             = qp->sq_fetched;
         sim_req_process(qp); /* flushes what is posted but not fetched */
     }

@@ -18,7 +18,8 @@
 
 /* ------------------------------------------------------------- flows */
 
-static int sim_flow_get(smlx5_qp_t *qp, uint16_t dlid, uint32_t dqpn)
+static int sim_flow_get(smlx5_qp_t *qp, uint16_t chan, uint16_t dlid,
+                        uint32_t dqpn)
 {
     int i, free_idx = -1;
 
@@ -35,7 +36,8 @@ static int sim_flow_get(smlx5_qp_t *qp, uint16_t dlid, uint32_t dqpn)
 
     for (i = 0; i < SIM_FLOWS_PER_QP; ++i) {
         sim_flow_t *f = &qp->flows[i];
-        if (f->used && (f->dlid == dlid) && (f->dqpn == dqpn)) {
+        if (f->used && (f->chan == chan) && (f->dlid == dlid) &&
+            (f->dqpn == dqpn)) {
             return i;
         }
         if ((free_idx < 0) && (!f->used || (f->outstanding == 0))) {
@@ -49,6 +51,7 @@ static int sim_flow_get(smlx5_qp_t *qp, uint16_t dlid, uint32_t dqpn)
     sim_flow_t *f = &qp->flows[free_idx];
     memset(f, 0, sizeof(*f));
     f->used      = true;
+    f->chan      = chan;
     f->dlid      = dlid;
     f->dqpn      = dqpn;
     f->start_psn = f->next_psn = f->una_psn = qp->next_flow_psn;
@@ -405,6 +408,7 @@ int sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
     memset(&pkt, 0, sizeof(pkt));
     pkt.dqpn    = f->dqpn;
     pkt.sqpn    = qp->qpn;
+    pkt.chan    = f->chan;
     pkt.psn     = psn;
     pkt.dc_key  = f->dc_key;
     pkt.va      = w->raddr;
@@ -511,15 +515,126 @@ static void sim_req_fail_wqe(smlx5_qp_t *qp, sim_wqe_t *w, uint8_t syndrome)
     sim_comp_wqe_failed(qp, w);
 }
 
+/* DCI (spec section 5): a stream runs on channel stream mod
+ * 2^log_num_concurent; the channels progress concurrently, the WQEs of one
+ * channel in order, and a channel is connected to one DCT at a time (it
+ * moves to another only when all it sent is complete). Returns the flow a
+ * WQE of the channel may go on now, or -1 when it must wait: its channel
+ * has work outstanding at another DCT, or is in an RNR back-off. */
+static int sim_req_dci_flow(smlx5_qp_t *qp, const sim_wqe_t *w)
+{
+    const sim_flow_t *f;
+    int i, fi;
+
+    for (i = 0; i < SIM_FLOWS_PER_QP; ++i) {
+        f = &qp->flows[i];
+        if (f->used && (f->chan == w->chan) && (f->outstanding > 0) &&
+            ((f->dlid != w->dlid) || (f->dqpn != w->dqpn))) {
+            return -1;
+        }
+    }
+    fi = sim_flow_get(qp, w->chan, w->dlid, w->dqpn);
+    if ((fi < 0) || !sim_flow_may_send_new(&qp->flows[fi])) {
+        return -1;
+    }
+    qp->flows[fi].dc_key = w->dc_key;
+    return fi;
+}
+
+/* Too many READs / atomics in flight for one more. */
+static bool sim_req_rd_atomic_full(const smlx5_qp_t *qp, const sim_wqe_t *w)
+{
+    return w->needs_response &&
+           (qp->rd_atomic_inflight >= (qp->max_rd_atomic ?
+                                       qp->max_rd_atomic : 1));
+}
+
+/* The WQE goes on flow `fi`: it gets its PSNs and becomes the one the
+ * transmitter works on. */
+static void sim_req_launch(smlx5_qp_t *qp, sim_wqe_t *w, int fi)
+{
+    sim_flow_t *f = &qp->flows[fi];
+    uint32_t n    = sim_wqe_npkts(qp, w);
+
+    w->flow      = fi;
+    w->first_psn = f->next_psn;
+    w->last_psn  = f->next_psn + n - 1;
+    f->next_psn += n;
+    f->outstanding++;
+    if (w->needs_response) {
+        qp->rd_atomic_inflight++;
+    }
+    /* cs_req: a signaled READ / atomic whose data fits the CQE (an
+     * unsignaled one has no CQE to carry it) */
+    w->to_cqe   = w->needs_response && w->signaled && (w->length > 0) &&
+                  (w->length <= qp->cs_req);
+    w->state    = SIM_WQE_SENT;
+    qp->req_bb  = w->bb;
+    qp->req_psn = w->first_psn;
+}
+
+/* A deferred WQE whose channel is free now goes; the first deferred WQE
+ * of each channel is the only candidate of that channel. Returns true
+ * when one was launched. */
+static bool sim_req_launch_deferred(smlx5_qp_t *qp)
+{
+    uint64_t seen = 0, bit;
+    uint32_t bb;
+    sim_wqe_t *w;
+    int fi;
+
+    for (bb = qp->sq_completed; (bb != qp->sq_fetched) &&
+                                (qp->num_deferred > 0); bb += w->bbs) {
+        w = &qp->wqes[bb & (qp->sq_wqe_cnt - 1)];
+        if (w->state != SIM_WQE_DEFERRED) {
+            continue;
+        }
+        bit = 1ull << (w->chan & 63);
+        if (seen & bit) {
+            continue;
+        }
+        seen |= bit;
+        if (sim_req_rd_atomic_full(qp, w)) {
+            continue;
+        }
+        fi = sim_req_dci_flow(qp, w);
+        if (fi >= 0) {
+            qp->num_deferred--;
+            sim_req_launch(qp, w, fi);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A deferred WQE of this channel is waiting: later ones wait behind it. */
+static bool sim_req_chan_has_deferred(const smlx5_qp_t *qp, uint16_t chan)
+{
+    const sim_wqe_t *w;
+    uint32_t bb;
+
+    if (qp->num_deferred == 0) {
+        return false;
+    }
+    for (bb = qp->sq_completed; bb != qp->sq_fetched; bb += w->bbs) {
+        w = &qp->wqes[bb & (qp->sq_wqe_cnt - 1)];
+        if ((w->state == SIM_WQE_DEFERRED) && (w->chan == chan)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Parse the next WQE. Returns true when the walk may go on. */
 static bool sim_req_fetch(smlx5_qp_t *qp)
 {
     uint32_t bb   = qp->sq_fetched;
     sim_wqe_t *w  = &qp->wqes[bb & (qp->sq_wqe_cnt - 1)];
     smlx5_dc_target_t dc = {0};
+    bool dci_work;
     sim_wqe_t tmp;
-    uint32_t n;
-    int fi, ret;
+    int fi = 0;
+    int ret;
 
     ret = sim_parse_wqe(qp, bb, &tmp, &dc);
 
@@ -532,22 +647,22 @@ static bool sim_req_fetch(smlx5_qp_t *qp)
         } else if (tmp.fenced && (qp->rd_atomic_inflight > 0)) {
             return false;
         }
-        if (tmp.needs_response &&
-            (qp->rd_atomic_inflight >= (qp->max_rd_atomic ?
-                                        qp->max_rd_atomic : 1))) {
+        if (sim_req_rd_atomic_full(qp, &tmp)) {
             return false;
         }
     }
-    if ((ret == 0) && (qp->type == SMLX5_QPT_DCI) &&
-        (tmp.opcode != MLX5_OPCODE_NOP) && !sim_stream_errored(qp, tmp.stream)) {
-        fi = sim_flow_get(qp, dc.dlid, dc.dctn);
-        if (fi < 0) {
-            return false; /* every flow busy: wait for one to drain */
-        }
-        tmp.flow = fi;
-        qp->flows[fi].dc_key = dc.dc_key;
+    dci_work = (ret == 0) && (qp->type == SMLX5_QPT_DCI) &&
+               (tmp.opcode != MLX5_OPCODE_NOP) &&
+               !sim_stream_errored(qp, tmp.stream);
+    if (dci_work) {
+        tmp.chan   = tmp.stream & ((1u << qp->log_num_concurent) - 1);
+        tmp.dlid   = dc.dlid;
+        tmp.dqpn   = dc.dctn;
+        tmp.dc_key = dc.dc_key;
+        fi = sim_req_chan_has_deferred(qp, tmp.chan) ? -1 :
+             sim_req_dci_flow(qp, &tmp);
     } else if ((ret == 0) && (qp->type == SMLX5_QPT_RC)) {
-        tmp.flow = sim_flow_get(qp, 0, 0);
+        fi = sim_flow_get(qp, 0, 0, 0);
     }
 
     *w = tmp;
@@ -570,23 +685,13 @@ static bool sim_req_fetch(smlx5_qp_t *qp)
         w->status = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
         return true;
     }
-
-    sim_flow_t *f  = &qp->flows[w->flow];
-    n              = sim_wqe_npkts(qp, w);
-    w->first_psn   = f->next_psn;
-    w->last_psn    = f->next_psn + n - 1;
-    f->next_psn   += n;
-    f->outstanding++;
-    if (w->needs_response) {
-        qp->rd_atomic_inflight++;
+    if (fi < 0) {
+        /* its channel is busy: other channels' work goes on meanwhile */
+        w->state = SIM_WQE_DEFERRED;
+        qp->num_deferred++;
+        return true;
     }
-    /* cs_req: a signaled READ / atomic whose data fits the CQE (an
-     * unsignaled one has no CQE to carry it) */
-    w->to_cqe   = w->needs_response && w->signaled && (w->length > 0) &&
-                  (w->length <= qp->cs_req);
-    w->state    = SIM_WQE_SENT;
-    qp->req_bb  = bb;
-    qp->req_psn = w->first_psn;
+    sim_req_launch(qp, w, fi);
     return true;
 }
 
@@ -665,7 +770,13 @@ void sim_req_process(smlx5_qp_t *qp)
             }
             continue;
         }
-        if ((qp->sq_fetched == end) || (qp->state != IBV_QPS_RTS)) {
+        if (qp->state != IBV_QPS_RTS) {
+            break;
+        }
+        if ((qp->num_deferred > 0) && sim_req_launch_deferred(qp)) {
+            continue;
+        }
+        if (qp->sq_fetched == end) {
             break;
         }
         if (!sim_req_fetch(qp)) {

@@ -20,6 +20,7 @@ static void sim_resp_reply(smlx5_context_t *ctx, const smlx5_qp_t *qp,
 {
     rsp->dqpn        = req->sqpn;
     rsp->sqpn        = (qp->type == SMLX5_QPT_DCT) ? qp->dctn : qp->qpn;
+    rsp->chan        = req->chan;
     rsp->payload_len = (uint16_t)len;
     sim_send_pkt(ctx, req->slid, rsp, payload, len);
 }
@@ -61,7 +62,8 @@ static sim_resp_ctx_t *sim_resp_ctx_get(smlx5_qp_t *qp, const sim_pkt_t *pkt)
 
     for (i = 0; i < qp->num_resp; ++i) {
         c = &qp->resp[i];
-        if (c->used && (c->slid == pkt->slid) && (c->sqpn == pkt->sqpn)) {
+        if (c->used && (c->slid == pkt->slid) && (c->sqpn == pkt->sqpn) &&
+            (c->chan == pkt->chan)) {
             break;
         }
         if (!c->used) {
@@ -88,6 +90,7 @@ static sim_resp_ctx_t *sim_resp_ctx_get(smlx5_qp_t *qp, const sim_pkt_t *pkt)
         c->used        = true;
         c->slid        = pkt->slid;
         c->sqpn        = pkt->sqpn;
+        c->chan        = pkt->chan;
         c->epsn        = pkt->psn;
         c->connect_psn = pkt->psn;
     }
@@ -333,6 +336,7 @@ static uint32_t sim_resp_read_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
         rsp.offset = off;
         rsp.dqpn        = pkt->sqpn;
         rsp.sqpn        = (qp->type == SMLX5_QPT_DCT) ? qp->dctn : qp->qpn;
+        rsp.chan        = pkt->chan;
         rsp.payload_len = (uint16_t)len;
         if (sim_send_pkt(ctx, pkt->slid, &rsp,
                          (const void*)(uintptr_t)(pkt->va + off), len) ==
@@ -691,6 +695,7 @@ uint64_t sim_resp_ack_timers(smlx5_qp_t *qp, uint64_t now)
         memset(&req, 0, sizeof(req));
         req.slid = c->slid;
         req.sqpn = c->sqpn;
+        req.chan = c->chan;
         sim_resp_ack(qp->ctx, qp, &req, SIM_AETH_ACK, c->ack_psn);
         c->ack_pending = false;
         qp->acks_pending--;

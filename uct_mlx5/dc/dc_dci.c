@@ -42,6 +42,7 @@ static ucs_status_t strand_dc_dci_create(strand_dc_iface_t *iface,
     int err, ret;
 
     dci->index   = i;
+    ucs_list_head_init(&dci->waiters);
     dci->state   = STRAND_DC_DCI_FREE;
     dci->streams = ucs_calloc(iface->config.num_streams,
                               sizeof(*dci->streams), "strand_dc_streams");
@@ -195,6 +196,23 @@ static void strand_dc_dci_advance_tail(strand_dc_dci_t *dci)
     }
 }
 
+/* Room again: the eps waiting for it go back to the pending dispatch. */
+static void strand_dc_dci_wake_waiters(strand_dc_iface_t *iface,
+                                       strand_dc_dci_t *dci)
+{
+    strand_dc_ep_t *ep;
+
+    if (ucs_likely(ucs_list_is_empty(&dci->waiters)) ||
+        !strand_dc_dci_has_room(iface, dci)) {
+        return;
+    }
+    while (!ucs_list_is_empty(&dci->waiters)) {
+        ep = ucs_list_extract_head(&dci->waiters, strand_dc_ep_t, dci_wait);
+        ucs_list_head_init(&ep->dci_wait);
+        strand_dc_ep_schedule(iface, ep);
+    }
+}
+
 static void strand_dc_op_deliver(strand_dc_iface_t *iface, strand_dc_op_t *op)
 {
     switch (op->type) {
@@ -240,6 +258,7 @@ void strand_dc_op_complete(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
     dci->outstanding--;
     dci->streams[op->stream].outstanding--;
     strand_dc_dci_advance_tail(dci);
+    strand_dc_dci_wake_waiters(iface, dci);
     if (ep != NULL) {
         if ((--ep->outstanding == 0) && (ep->held == 0)) {
             strand_dc_policy_release(iface, ep);

@@ -112,6 +112,8 @@ typedef struct strand_dc_dci {
     strand_dc_stream_t   *streams;
     uint32_t              users;       /* eps leasing it */
     struct strand_dc_ep  *ep;          /* dcs: the lessee */
+    ucs_list_link_t       waiters;     /* eps whose pending requests wait
+                                          for room in this SQ, in order */
     uint8_t               index;
     uint8_t               state;       /* strand_dc_dci_state_t */
     uint8_t               errored;     /* streams in error now */

@@ -932,6 +932,20 @@ strand_dc_ep_pending_no_credits(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
 }
 
+/* A pending ep whose leased DCI is full (or its stream not ready): it
+ * waits in the DCI's queue, and room made by anyone's completion wakes the
+ * waiters in the order they came (not only the eps whose own work
+ * completed: an ep with nothing outstanding would never run again, and one
+ * with much outstanding would run more often than the others). */
+static ucs_arbiter_cb_result_t
+strand_dc_ep_wait_room(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    if (ucs_list_is_empty(&ep->dci_wait)) {
+        ucs_list_add_tail(&iface->dcis[ep->dci].waiters, &ep->dci_wait);
+    }
+    return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+}
+
 static ucs_arbiter_cb_result_t
 strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
                         ucs_arbiter_elem_t *elem, void *arg)
@@ -951,7 +965,7 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
         }
         if (!strand_dc_ep_can_send(iface, ep)) {
             if (ep->dci != STRAND_DC_DCI_NONE) {
-                return UCS_ARBITER_CB_RESULT_DESCHED_GROUP; /* CQEs resume */
+                return strand_dc_ep_wait_room(iface, ep);
             }
             /* waiting for a DCI: everybody after waits too, and the eps
              * holding one give it back after their quota */
@@ -972,6 +986,8 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
                (ep->dci == STRAND_DC_DCI_NONE)) {
         iface->dci_wanted = 1;
         return UCS_ARBITER_CB_RESULT_STOP;
+    } else if (status == UCS_ERR_NO_RESOURCE) {
+        return strand_dc_ep_wait_room(iface, ep);
     }
     return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
 }
@@ -1086,6 +1102,7 @@ UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
     self->fence_beat = iface->fence_beat;
     self->status     = UCS_OK;
     ucs_arbiter_group_init(&self->arb_group);
+    ucs_list_head_init(&self->dci_wait);
     status = strand_dc_fc_ep_add(iface, self);
     if (status != UCS_OK) {
         return status;
@@ -1106,6 +1123,7 @@ static UCS_CLASS_CLEANUP_FUNC(strand_dc_ep_t)
     ucs_arbiter_group_purge(&iface->arbiter, &self->arb_group,
                             strand_dc_ep_purge_cb, &args);
     ucs_arbiter_group_cleanup(&self->arb_group);
+    ucs_list_del(&self->dci_wait);
     /* work still outstanding: its completions are cancelled now (the user
      * must not hear of this ep later); the DCI finishes the WQEs and its
      * lease ends */
