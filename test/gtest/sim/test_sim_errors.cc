@@ -330,13 +330,15 @@ protected:
         ASSERT_NE(nullptr, m_dct);
     }
 
+    /* a WRITE of 8 bytes at `off`; to `dctn` (a DCT nobody has: the
+     * requester retries until RETRY_EXC_ERR), or to m_dct */
     void post_dc(smlx5_qp_t *dci, uint16_t stream, uint64_t wr_id,
-                 uint32_t rk, size_t off = 0)
+                 uint32_t rk, size_t off = 0, uint32_t dctn = 0)
     {
         struct ibv_sge s = sge(REQ, off, 8);
         struct ibv_send_wr wr;
         write_wr(&wr, &s, wr_id, addr(RESP, off), rk);
-        smlx5_dc_target_t dc = {m_lid, smlx5_dct_num(m_dct),
+        smlx5_dc_target_t dc = {m_lid, dctn ? dctn : smlx5_dct_num(m_dct),
                                 SMLX5_DC_KEY_DEFAULT};
         struct ibv_send_wr *bad;
         ASSERT_EQ(0, smlx5_post_send_dc(dci, &wr, &dc, stream, &bad));
@@ -393,6 +395,95 @@ TEST_F(sim_dci_streams, errored_streams_reaching_log_num_errored_moves_dci_to_er
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
     EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, wc.status);
     EXPECT_EQ(IBV_QPS_ERR, state(dci));
+}
+
+/* Spec section 5: "2^log_num_concurent streams are processed in
+ * parallel": stream 1 waits on a peer that never answers, stream 2 (another
+ * channel) executes meanwhile; CQEs still come in SQ order. */
+TEST_F(sim_dci_streams, stalled_stream_does_not_block_another_channel)
+{
+    smlx5_qp_t *dci = create_dci(2, 1);
+    ASSERT_NE(nullptr, dci);
+    const uint32_t nobody = smlx5_dct_num(m_dct) + 1000;
+    memset(buf(REQ, 64), 0x2a, 8);
+    memset(buf(RESP, 64), 0, 8);
+    post_dc(dci, 1, 1, rkey(RESP), 0, nobody);
+    post_dc(dci, 2, 2, rkey(RESP), 64);
+
+    auto t0 = std::chrono::steady_clock::now();
+    while ((memcmp(buf(REQ, 64), buf(RESP, 64), 8) != 0) &&
+           (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))) {
+        sched_yield();
+    }
+    EXPECT_EQ(0, memcmp(buf(REQ, 64), buf(RESP, 64), 8))
+            << "stream 2 waited for stream 1";
+    struct ibv_wc wc;
+    EXPECT_TRUE(cq_stays_empty(m_scq[REQ], 0))
+            << "stream 1 failed before stream 2 ran: the test proves nothing";
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(2u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(IBV_QPS_RTS, state(dci));
+}
+
+/* "WRs of one stream are processed in order", also across destinations:
+ * the second WR of a stream does not run at another DCT while the first
+ * is unresolved, and is flushed, never executed, when the first fails
+ * (as on the wire: a channel connects to one DCT at a time). */
+TEST_F(sim_dci_streams, stream_in_order_across_destinations_flushed_not_executed)
+{
+    smlx5_qp_t *dci = create_dci(2, 1);
+    ASSERT_NE(nullptr, dci);
+    const uint32_t nobody = smlx5_dct_num(m_dct) + 1000;
+    memset(buf(REQ, 64), 0x3b, 8);
+    memset(buf(RESP, 64), 0, 8);
+    post_dc(dci, 1, 1, rkey(RESP), 0, nobody);
+    post_dc(dci, 1, 2, rkey(RESP), 64);
+
+    struct ibv_wc wc;
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(2u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+    uint8_t zero[8] = {0};
+    EXPECT_EQ(0, memcmp(zero, buf(RESP, 64), 8)) << "a flushed WR executed";
+}
+
+/* "any 16-bit stream id is accepted (mapped onto channels)": streams 1
+ * and 5 share channel 1 of 4; 5 waits behind 1, and after 1 fails (an
+ * error of stream 1 only) it runs. */
+TEST_F(sim_dci_streams, streams_sharing_a_channel_wait_in_turn_and_fail_apart)
+{
+    smlx5_qp_t *dci = create_dci(2, 1);
+    ASSERT_NE(nullptr, dci);
+    const uint32_t nobody = smlx5_dct_num(m_dct) + 1000;
+    memset(buf(REQ, 64), 0x4c, 8);
+    memset(buf(RESP, 64), 0, 8);
+    post_dc(dci, 1, 1, rkey(RESP), 0, nobody);
+    post_dc(dci, 5, 2, rkey(RESP), 64);
+
+    /* until stream 1's error CQE, stream 5 has written nothing */
+    uint8_t zero[8] = {0};
+    struct ibv_wc wc;
+    bool first = false;
+    auto t0    = std::chrono::steady_clock::now();
+    while (!first &&
+           (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))) {
+        ASSERT_EQ(0, memcmp(zero, buf(RESP, 64), 8)) << "stream 5 overtook 1";
+        first = poll_one(m_scq[REQ], &wc, 0);
+    }
+    ASSERT_TRUE(first);
+    EXPECT_EQ(1u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(2u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(0, memcmp(buf(REQ, 64), buf(RESP, 64), 8));
 }
 
 TEST_F(sim_dci_streams, reset_returns_einval_for_non_dci_eopnotsupp_without_errored)
