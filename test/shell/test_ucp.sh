@@ -62,7 +62,9 @@ failure() {
     traffic_or_gone() { [ -e "$d/traffic" ] || gone "$p0"; }
     wait_until 60 traffic_or_gone
     if [ -e "$d/traffic" ]; then
-        kill -9 "${pids[$victim]}"
+        # the victim itself (its pid in its ready file): a SIGKILL to the
+        # timeout wrapper would leave it running
+        kill -9 "$(cat "$d/ready.$victim")"
         touch "$d/killed"
     else
         kill "${pids[$victim]}" 2>/dev/null
