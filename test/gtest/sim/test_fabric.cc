@@ -267,6 +267,44 @@ TEST(fabric, killed_process_is_not_alive_and_segment_goes_with_the_last)
     close(pipefd[1]);
 }
 
+/* A full ring makes a sender wait only while its owner lives: a dead
+ * process never drains it, and waiting would block the sender's QP for
+ * ever (its retries, its other destinations); the packet is lost instead
+ * and the requester's timeout decides. */
+TEST(fabric, full_ring_of_a_dead_process_drops_instead_of_eagain)
+{
+    std::string name = fresh_name();
+    int pipefd[2];
+    ASSERT_EQ(0, pipe(pipefd));
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        sim_fabric_t *cf;
+        sim_port_t *cp;
+        if (sim_fabric_attach(name.c_str(), &cf) ||
+            sim_fabric_port_open(cf, &cp)) _exit(1);
+        uint16_t lid = sim_fabric_port_lid(cp);
+        if (write(pipefd[1], &lid, sizeof(lid)) != sizeof(lid)) _exit(2);
+        pause();
+        _exit(0);
+    }
+    uint16_t lid = 0;
+    ASSERT_EQ((ssize_t)sizeof(lid), read(pipefd[0], &lid, sizeof(lid)));
+    sim_fabric_t *f;
+    ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
+    uint32_t i;
+    for (i = 0; i < SIM_FABRIC_RING_SIZE; ++i) {
+        ASSERT_EQ(0, sim_fabric_send(f, lid, &i, sizeof(i), nullptr, 0));
+    }
+    EXPECT_EQ(-EAGAIN, sim_fabric_send(f, lid, &i, sizeof(i), nullptr, 0));
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    EXPECT_EQ(0, sim_fabric_send(f, lid, &i, sizeof(i), nullptr, 0));
+    sim_fabric_detach(f);
+    close(pipefd[0]);
+    close(pipefd[1]);
+}
+
 TEST(fabric, wait_returns_on_packet_timeout_and_wake_sleeping_once)
 {
     std::string name = fresh_name();

@@ -359,6 +359,14 @@ TEST_F(dc_strand_uct_contract, pending_fairness_128_eps_one_dci)
     check_fairness(128, 500, true);
 }
 
+/* The default credit window over 8 DCIs with dcs_quota (an ep holds a
+ * whole DCI and gives it back after its quota while others wait): even. */
+TEST_F(dc_strand_uct_contract, pending_fairness_128_eps_dcs_quota)
+{
+    set_env("UCX_DC_STRAND_TX_POLICY", "dcs_quota");
+    check_fairness(128, 500, true);
+}
+
 /* The same over 8 DCIs: a DCI completes in send-queue order, so one whose
  * stream waits out an RNR back-off stops while the others take the
  * receiver's new buffers; rates then differ per DCI (as they would on a
