@@ -126,17 +126,20 @@ protected:
                IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
     }
 
+    /* sq_sig_all < 0: the fixture's m_sq_sig_all */
     smlx5_qp_t *create_rc_qp(smlx5_cq_t *scq, smlx5_cq_t *rcq,
-                             smlx5_srq_t *srq = nullptr)
+                             smlx5_srq_t *srq = nullptr, uint32_t flags = 0,
+                             int sq_sig_all = -1)
     {
         smlx5_qp_init_attr_t attr;
         memset(&attr, 0, sizeof(attr));
-        attr.type       = SMLX5_QPT_RC;
-        attr.send_cq    = scq;
-        attr.recv_cq    = rcq;
-        attr.srq        = srq;
-        attr.cap        = m_cap;
-        attr.sq_sig_all = m_sq_sig_all;
+        attr.type         = SMLX5_QPT_RC;
+        attr.send_cq      = scq;
+        attr.recv_cq      = rcq;
+        attr.srq          = srq;
+        attr.cap          = m_cap;
+        attr.create_flags = flags;
+        attr.sq_sig_all   = (sq_sig_all < 0) ? m_sq_sig_all : sq_sig_all;
         return smlx5_create_qp(m_pd, &attr);
     }
 

@@ -35,6 +35,32 @@ bool shm_exists(const std::string &name)
     return stat(("/dev/shm/" + name).c_str(), &st) == 0;
 }
 
+/* A child process that opens a port on fabric `name` and waits to be
+ * killed; its pid and the port's LID. */
+void fork_port_owner(const std::string &name, pid_t *pid_p, uint16_t *lid_p)
+{
+    int pipefd[2];
+    ASSERT_EQ(0, pipe(pipefd));
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        sim_fabric_t *cf;
+        sim_port_t *cp;
+        if (sim_fabric_attach(name.c_str(), &cf) ||
+            sim_fabric_port_open(cf, &cp)) _exit(1);
+        uint16_t lid = sim_fabric_port_lid(cp);
+        if (write(pipefd[1], &lid, sizeof(lid)) != sizeof(lid)) _exit(2);
+        pause();
+        _exit(0);
+    }
+    *pid_p = pid;
+    *lid_p = 0;
+    ssize_t n = read(pipefd[0], lid_p, sizeof(*lid_p));
+    close(pipefd[0]);
+    close(pipefd[1]);
+    ASSERT_EQ((ssize_t)sizeof(*lid_p), n);
+}
+
 struct rx_log {
     std::vector<std::vector<uint8_t>> pkts;
     static void cb(void *arg, const void *pkt, size_t len)
@@ -234,22 +260,9 @@ TEST(fabric, three_producer_processes_nothing_lost_or_reordered)
 TEST(fabric, killed_process_is_not_alive_and_segment_goes_with_the_last)
 {
     std::string name = fresh_name();
-    int pipefd[2];
-    ASSERT_EQ(0, pipe(pipefd));
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        sim_fabric_t *cf;
-        sim_port_t *cp;
-        if (sim_fabric_attach(name.c_str(), &cf) ||
-            sim_fabric_port_open(cf, &cp)) _exit(1);
-        uint16_t lid = sim_fabric_port_lid(cp);
-        if (write(pipefd[1], &lid, sizeof(lid)) != sizeof(lid)) _exit(2);
-        pause();
-        _exit(0);
-    }
-    uint16_t lid = 0;
-    ASSERT_EQ((ssize_t)sizeof(lid), read(pipefd[0], &lid, sizeof(lid)));
+    pid_t pid;
+    uint16_t lid;
+    ASSERT_NO_FATAL_FAILURE(fork_port_owner(name, &pid, &lid));
     sim_fabric_t *f;
     ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
     EXPECT_EQ(1, sim_fabric_lid_alive(f, lid));
@@ -263,8 +276,6 @@ TEST(fabric, killed_process_is_not_alive_and_segment_goes_with_the_last)
     sim_fabric_port_close(p);
     sim_fabric_detach(f);
     EXPECT_FALSE(shm_exists(name)); /* the dead one does not hold it */
-    close(pipefd[0]);
-    close(pipefd[1]);
 }
 
 /* A full ring makes a sender wait only while its owner lives: a dead
@@ -274,22 +285,9 @@ TEST(fabric, killed_process_is_not_alive_and_segment_goes_with_the_last)
 TEST(fabric, full_ring_of_a_dead_process_drops_instead_of_eagain)
 {
     std::string name = fresh_name();
-    int pipefd[2];
-    ASSERT_EQ(0, pipe(pipefd));
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        sim_fabric_t *cf;
-        sim_port_t *cp;
-        if (sim_fabric_attach(name.c_str(), &cf) ||
-            sim_fabric_port_open(cf, &cp)) _exit(1);
-        uint16_t lid = sim_fabric_port_lid(cp);
-        if (write(pipefd[1], &lid, sizeof(lid)) != sizeof(lid)) _exit(2);
-        pause();
-        _exit(0);
-    }
-    uint16_t lid = 0;
-    ASSERT_EQ((ssize_t)sizeof(lid), read(pipefd[0], &lid, sizeof(lid)));
+    pid_t pid;
+    uint16_t lid;
+    ASSERT_NO_FATAL_FAILURE(fork_port_owner(name, &pid, &lid));
     sim_fabric_t *f;
     ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
     uint32_t i;
@@ -301,8 +299,6 @@ TEST(fabric, full_ring_of_a_dead_process_drops_instead_of_eagain)
     waitpid(pid, nullptr, 0);
     EXPECT_EQ(0, sim_fabric_send(f, lid, &i, sizeof(i), nullptr, 0));
     sim_fabric_detach(f);
-    close(pipefd[0]);
-    close(pipefd[1]);
 }
 
 TEST(fabric, wait_returns_on_packet_timeout_and_wake_sleeping_once)

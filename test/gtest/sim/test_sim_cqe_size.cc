@@ -44,16 +44,7 @@ protected:
     smlx5_qp_t *rc_on(smlx5_cq_t *scq, smlx5_cq_t *rcq, uint32_t flags = 0,
                       smlx5_srq_t *srq = nullptr, int sq_sig_all = 0)
     {
-        smlx5_qp_init_attr_t attr;
-        memset(&attr, 0, sizeof(attr));
-        attr.type         = SMLX5_QPT_RC;
-        attr.send_cq      = scq;
-        attr.recv_cq      = rcq;
-        attr.srq          = srq;
-        attr.cap          = m_cap;
-        attr.create_flags = flags;
-        attr.sq_sig_all   = sq_sig_all;
-        smlx5_qp_t *qp = smlx5_create_qp(m_pd, &attr);
+        smlx5_qp_t *qp = create_rc_qp(scq, rcq, srq, flags, sq_sig_all);
         EXPECT_NE(nullptr, qp) << strerror(errno);
         if (qp != nullptr) {
             m_extra_qps.push_back(qp);

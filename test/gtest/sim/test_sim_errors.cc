@@ -344,6 +344,23 @@ protected:
         ASSERT_EQ(0, smlx5_post_send_dc(dci, &wr, &dc, stream, &bad));
     }
 
+    /* A DCI with 4 channels and 2 errored streams allowed: WR 1 of
+     * `stream_a` goes to a DCT nobody has (it ends in RETRY_EXC_ERR after
+     * the retries), then WR 2 of `stream_b` writes `fill` to RESP at 64. */
+    smlx5_qp_t *post_stalled_then(uint16_t stream_a, uint16_t stream_b,
+                                  uint8_t fill)
+    {
+        smlx5_qp_t *dci = create_dci(2, 1);
+        if (dci == nullptr) {
+            return nullptr;
+        }
+        memset(buf(REQ, 64), fill, 8);
+        memset(buf(RESP, 64), 0, 8);
+        post_dc(dci, stream_a, 1, rkey(RESP), 0, smlx5_dct_num(m_dct) + 1000);
+        post_dc(dci, stream_b, 2, rkey(RESP), 64);
+        return dci;
+    }
+
     smlx5_srq_t *m_srq = nullptr;
     smlx5_qp_t  *m_dct = nullptr;
 };
@@ -402,13 +419,8 @@ TEST_F(sim_dci_streams, errored_streams_reaching_log_num_errored_moves_dci_to_er
  * channel) executes meanwhile; CQEs still come in SQ order. */
 TEST_F(sim_dci_streams, stalled_stream_does_not_block_another_channel)
 {
-    smlx5_qp_t *dci = create_dci(2, 1);
+    smlx5_qp_t *dci = post_stalled_then(1, 2, 0x2a);
     ASSERT_NE(nullptr, dci);
-    const uint32_t nobody = smlx5_dct_num(m_dct) + 1000;
-    memset(buf(REQ, 64), 0x2a, 8);
-    memset(buf(RESP, 64), 0, 8);
-    post_dc(dci, 1, 1, rkey(RESP), 0, nobody);
-    post_dc(dci, 2, 2, rkey(RESP), 64);
 
     auto t0 = std::chrono::steady_clock::now();
     while ((memcmp(buf(REQ, 64), buf(RESP, 64), 8) != 0) &&
@@ -435,13 +447,8 @@ TEST_F(sim_dci_streams, stalled_stream_does_not_block_another_channel)
  * (as on the wire: a channel connects to one DCT at a time). */
 TEST_F(sim_dci_streams, stream_in_order_across_destinations_flushed_not_executed)
 {
-    smlx5_qp_t *dci = create_dci(2, 1);
+    smlx5_qp_t *dci = post_stalled_then(1, 1, 0x3b);
     ASSERT_NE(nullptr, dci);
-    const uint32_t nobody = smlx5_dct_num(m_dct) + 1000;
-    memset(buf(REQ, 64), 0x3b, 8);
-    memset(buf(RESP, 64), 0, 8);
-    post_dc(dci, 1, 1, rkey(RESP), 0, nobody);
-    post_dc(dci, 1, 2, rkey(RESP), 64);
 
     struct ibv_wc wc;
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
@@ -459,13 +466,8 @@ TEST_F(sim_dci_streams, stream_in_order_across_destinations_flushed_not_executed
  * error of stream 1 only) it runs. */
 TEST_F(sim_dci_streams, streams_sharing_a_channel_wait_in_turn_and_fail_apart)
 {
-    smlx5_qp_t *dci = create_dci(2, 1);
+    smlx5_qp_t *dci = post_stalled_then(1, 5, 0x4c);
     ASSERT_NE(nullptr, dci);
-    const uint32_t nobody = smlx5_dct_num(m_dct) + 1000;
-    memset(buf(REQ, 64), 0x4c, 8);
-    memset(buf(RESP, 64), 0, 8);
-    post_dc(dci, 1, 1, rkey(RESP), 0, nobody);
-    post_dc(dci, 5, 2, rkey(RESP), 64);
 
     /* until stream 1's error CQE, stream 5 has written nothing */
     uint8_t zero[8] = {0};
