@@ -3,6 +3,7 @@
  * software NIC, a dc_strand interface), VFS reads and socket helpers.
  */
 #include "peers.h"
+#include "dc_iface_params.h"
 
 #include <ucs/datastruct/string_buffer.h>
 #include <ucs/vfs/base/vfs_obj.h>
@@ -98,18 +99,7 @@ ucs_status_t peers_uct_open(peers_uct_t *u, uct_error_handler_t err_cb,
     if (status != UCS_OK) {
         return status;
     }
-    memset(&params, 0, sizeof(params));
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
-    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-    params.mode.device.tl_name  = "dc_strand";
-    params.mode.device.dev_name = "smlx5_0:1";
-    params.err_handler          = err_cb;
-    params.err_handler_arg      = err_arg;
-    params.err_handler_flags    = 0;
+    strand_test_dc_iface_params(&params, err_cb, err_arg);
     status = uct_iface_open(u->md, u->worker, &params, config, &u->iface);
     uct_config_release(config);
     if (status != UCS_OK) {

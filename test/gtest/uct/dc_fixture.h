@@ -8,6 +8,7 @@
 #define STRAND_TEST_DC_FIXTURE_H_
 
 #include "uct_plugin.h"
+#include "../../uct/dc_iface_params.h"
 
 extern "C" {
 #include <ucs/async/async.h>
@@ -227,18 +228,7 @@ protected:
             return status;
         }
         uct_iface_params_t params;
-        memset(&params, 0, sizeof(params));
-        params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                      UCT_IFACE_PARAM_FIELD_DEVICE |
-                                      UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                                      UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                                      UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
-        params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-        params.mode.device.tl_name  = "dc_strand";
-        params.mode.device.dev_name = "smlx5_0:1";
-        params.err_handler          = err_cb;
-        params.err_handler_arg      = &i.err;
-        params.err_handler_flags    = 0;
+        strand_test_dc_iface_params(&params, err_cb, &i.err);
         if (m_iface_params_hook) {
             m_iface_params_hook(params);
         }
