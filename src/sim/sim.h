@@ -31,6 +31,7 @@ enum { SIM_CQ_DBR_CI = 0, SIM_CQ_DBR_ARM = 1 };
 #define SIM_MAX_INLINE     828    /* like ConnectX: fits a 1 KiB WQE */
 #define SIM_MAX_RD_ATOMIC  16
 #define SIM_FLOWS_PER_QP   64     /* DCI: destinations in flight at once */
+#define SIM_DCI_MAX_CHANNELS 16   /* 2^dci_log_concurent at most */
 #define SIM_RESP_CTX_MAX   256    /* DCT: requesters remembered at once */
 #define SIM_MAX_UIDX       (SIM_MAX_QPS + SIM_MAX_SRQS)
 #define SIM_GID_TBL_LEN    4      /* Ethernet: link-local and ULA, v1 and v2 */
@@ -313,6 +314,9 @@ struct smlx5_qp {
     sim_flow_t        flows[SIM_FLOWS_PER_QP];
     uint32_t          rd_atomic_inflight;
     uint32_t          num_deferred;   /* DCI: WQEs in SIM_WQE_DEFERRED */
+    uint8_t           chan_flow[SIM_DCI_MAX_CHANNELS]; /* DCI: 1 + the flow
+                                         a channel has work outstanding on
+                                         (one at a time), 0: idle */
     uint32_t          errored_streams[64]; /* stream ids in error (DCI) */
     unsigned          num_errored;
 

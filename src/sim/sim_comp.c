@@ -45,7 +45,9 @@ static void sim_flow_advance(sim_flow_t *f, uint32_t psn)
 static void sim_wqe_finish(smlx5_qp_t *qp, sim_wqe_t *w, uint8_t status)
 {
     if (w->state == SIM_WQE_SENT) {
-        qp->flows[w->flow].outstanding--;
+        if (--qp->flows[w->flow].outstanding == 0) {
+            qp->chan_flow[qp->flows[w->flow].chan] = 0;
+        }
         if (w->needs_response) {
             qp->rd_atomic_inflight--;
         }
@@ -468,6 +470,7 @@ void sim_comp_flush_qp(smlx5_qp_t *qp)
         memset(qp->flows, 0, sizeof(qp->flows));
         qp->rd_atomic_inflight = 0;
         qp->num_deferred       = 0;
+        memset(qp->chan_flow, 0, sizeof(qp->chan_flow));
         qp->req_bb             = qp->sq_fetched;
         sim_req_process(qp); /* flushes what is posted but not fetched */
     }

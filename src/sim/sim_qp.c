@@ -592,6 +592,8 @@ static void sim_qp_reset(smlx5_qp_t *qp)
     qp->tx_blocked  = false;
     sim_resp_drop_reads(qp);
     memset(qp->flows, 0, sizeof(qp->flows));
+    memset(qp->chan_flow, 0, sizeof(qp->chan_flow));
+    qp->num_deferred = 0;
     if (qp->wqes) {
         memset(qp->wqes, 0, qp->sq_wqe_cnt * sizeof(*qp->wqes));
     }

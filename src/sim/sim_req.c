@@ -523,13 +523,13 @@ static void sim_req_fail_wqe(smlx5_qp_t *qp, sim_wqe_t *w, uint8_t syndrome)
  * has work outstanding at another DCT, or is in an RNR back-off. */
 static int sim_req_dci_flow(smlx5_qp_t *qp, const sim_wqe_t *w)
 {
+    unsigned busy = qp->chan_flow[w->chan];
     const sim_flow_t *f;
-    int i, fi;
+    int fi;
 
-    for (i = 0; i < SIM_FLOWS_PER_QP; ++i) {
-        f = &qp->flows[i];
-        if (f->used && (f->chan == w->chan) && (f->outstanding > 0) &&
-            ((f->dlid != w->dlid) || (f->dqpn != w->dqpn))) {
+    if (busy != 0) {
+        f = &qp->flows[busy - 1];
+        if ((f->dlid != w->dlid) || (f->dqpn != w->dqpn)) {
             return -1;
         }
     }
@@ -560,7 +560,9 @@ static void sim_req_launch(smlx5_qp_t *qp, sim_wqe_t *w, int fi)
     w->first_psn = f->next_psn;
     w->last_psn  = f->next_psn + n - 1;
     f->next_psn += n;
-    f->outstanding++;
+    if (f->outstanding++ == 0) {
+        qp->chan_flow[f->chan] = fi + 1;
+    }
     if (w->needs_response) {
         qp->rd_atomic_inflight++;
     }
@@ -589,7 +591,7 @@ static bool sim_req_launch_deferred(smlx5_qp_t *qp)
         if (w->state != SIM_WQE_DEFERRED) {
             continue;
         }
-        bit = 1ull << (w->chan & 63);
+        bit = 1ull << w->chan; /* < SIM_DCI_MAX_CHANNELS */
         if (seen & bit) {
             continue;
         }
