@@ -159,12 +159,34 @@ static double env_seconds(const char *name, double dflt)
     return x;
 }
 
+/* the largest time between two failures of eps to one dead peer */
+static double peers_fail_spread(peers_hub_t *h)
+{
+    double first, last, spread = 0;
+    unsigned p, i;
+
+    for (p = 0; p < h->num_peers; ++p) {
+        first = 1e30;
+        last  = 0;
+        for (i = 0; i < h->num_eps; ++i) {
+            if ((h->eps[i].peer == p) && !h->alive[p] && h->eps[i].failed) {
+                first = ucs_min(first, h->eps[i].fail_time);
+                last  = ucs_max(last, h->eps[i].fail_time);
+            }
+        }
+        if (last > first) {
+            spread = ucs_max(spread, last - first);
+        }
+    }
+    return spread;
+}
+
 static void check_latency(peers_hub_t *h, const char *what, double pause)
 {
     double timeout = env_seconds("UCX_DC_STRAND_TIMEOUT", 1.0);
     double tries   = atoi(getenv("UCX_DC_STRAND_RETRY_COUNT") ?: "7") + 1;
     double slack   = getenv("STRAND_UNDER_VALGRIND") ? 20 : 2;
-    double worst = 0, bound;
+    double worst = 0, bound, spread;
     unsigned i;
 
     for (i = 0; i < h->num_eps; ++i) {
@@ -189,6 +211,13 @@ static void check_latency(peers_hub_t *h, const char *what, double pause)
         "at most (bound %.2f s: timeout %.3f s x %.0f tries, rounded up, "
         "plus scheduling%s)", what, worst, bound, timeout, tries,
         (pause > 0) ? ", plus the hub's pause" : "");
+    /* a destination that is gone fails all eps to it at once, not each
+     * after its own timeout in turn behind the others */
+    spread = peers_fail_spread(h);
+    bound  = timeout * tries + (getenv("STRAND_UNDER_VALGRIND") ? 20 : 0);
+    tap(spread < bound, "%s: the endpoints of one dead peer fail together "
+        "(%.2f s between the first and the last, less than one timeout "
+        "%.2f s not rounded up)", what, spread, bound);
 }
 
 static void check_peers(peers_hub_t *h, const char *what)

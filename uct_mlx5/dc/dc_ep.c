@@ -1107,6 +1107,7 @@ UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
     if (status != UCS_OK) {
         return status;
     }
+    ucs_list_add_tail(&iface->eps, &self->list);
     ucs_debug("%s: ep %p to %s", iface->dev->info.name, self,
               strand_dc_addr_av_str(&self->av, peer, sizeof(peer)));
     return UCS_OK;
@@ -1119,6 +1120,7 @@ static UCS_CLASS_CLEANUP_FUNC(strand_dc_ep_t)
     strand_dc_purge_args_t args = {NULL, NULL};
 
     strand_dc_fc_ep_remove(iface, self);
+    ucs_list_del(&self->list);
 
     ucs_arbiter_group_purge(&iface->arbiter, &self->arb_group,
                             strand_dc_ep_purge_cb, &args);

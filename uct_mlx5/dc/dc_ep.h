@@ -37,6 +37,7 @@ typedef struct strand_dc_ep {
     ucs_arbiter_group_t arb_group;    /* pending requests */
     ucs_list_link_t     dci_wait;     /* in its DCI's waiters (linked to
                                          itself when not) */
+    ucs_list_link_t     list;         /* in iface->eps */
     int32_t             fc_wnd;       /* active messages it may still send */
     uint32_t            fc_id;        /* its id in FC requests and grants */
     uint16_t            fc_seq;       /* its last credit request */

@@ -717,6 +717,7 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     self->md  = md;
     self->dev = dev;
     ucs_arbiter_init(&self->arbiter);
+    ucs_list_head_init(&self->eps);
 
     status = strand_dc_iface_check_config(self, config);
     if (status != UCS_OK) {

@@ -150,6 +150,9 @@ typedef struct strand_dc_iface {
     unsigned              num_failed, max_failed;
     strand_dev_dci_attr_t dci_attr;
     ucs_arbiter_t         arbiter;       /* pending, one group per ep */
+    ucs_list_link_t       eps;           /* every ep (a destination that
+                                            is gone fails all that wait
+                                            on it) */
     unsigned              fence_beat;
 
     strand_dc_fc_t        fc;            /* receiver flow control */

@@ -152,24 +152,25 @@ static void strand_dc_failure_init(strand_dc_failure_t *f,
               ucs_status_string(f->status));
 }
 
-/* The endpoints this failure belongs to: the poster; when the peer is
- * gone, also every other ep with work on the stream to that destination. */
+/* The endpoints this failure belongs to: the poster; when the destination
+ * is gone (no answer through every retry, or never ready for one), also
+ * every other ep of the iface to that destination (NIC and DCT), on any
+ * DCI or stream, busy or idle: each would otherwise find out through its
+ * own full timeout, one after the other where they share a stream or a
+ * DCI, and a sender retrying a busy DCI would never find out at all. */
 static void strand_dc_failure_scope(strand_dc_iface_t *iface,
                                     const strand_dc_failure_t *f,
-                                    strand_dc_dci_t *dci, strand_dc_op_t *op)
+                                    strand_dc_op_t *op)
 {
-    strand_dc_op_t *o;
-    uint32_t bb;
+    strand_dc_ep_t *ep;
 
     strand_dc_failure_add(iface, f, op->ep);
     if ((op->ep == NULL) || !strand_dc_syndrome_peer_wide(f->syndrome)) {
         return;
     }
-    for (bb = dci->sq_tail; bb != dci->cur_post; ++bb) {
-        o = &dci->ops[bb & (dci->wqe_cnt - 1)];
-        if ((o->state != STRAND_DC_OP_FREE) && (o->stream == op->stream) &&
-            (o->ep != NULL) && strand_dc_ep_same_dest(o->ep, op->ep)) {
-            strand_dc_failure_add(iface, f, o->ep);
+    ucs_list_for_each(ep, &iface->eps, list) {
+        if (strand_dc_ep_same_dest(ep, op->ep)) {
+            strand_dc_failure_add(iface, f, ep);
         }
     }
 }
@@ -251,6 +252,20 @@ static void strand_dc_held_drop(strand_dc_iface_t *iface, strand_dc_held_t *h,
     ucs_free(h);
 }
 
+/* A held WQE of an ep that failed since: it completes with the ep's
+ * error instead of being posted again. */
+static void strand_dc_recovery_held_fail(strand_dc_iface_t *iface,
+                                         strand_dc_ep_t *ep,
+                                         strand_dc_held_t *h)
+{
+    ep->held--;
+    ep->outstanding--;
+    strand_dc_held_drop(iface, h, ep->status);
+    if ((ep->outstanding == 0) && (ep->held == 0)) {
+        strand_dc_policy_release(iface, ep);
+    }
+}
+
 /* The held WQEs of stream s, in their order, while there is room. */
 static unsigned strand_dc_recovery_repost(strand_dc_iface_t *iface,
                                           strand_dc_dci_t *dci,
@@ -265,6 +280,11 @@ static unsigned strand_dc_recovery_repost(strand_dc_iface_t *iface,
            strand_dc_dci_has_room(iface, dci)) {
         h  = ucs_queue_pull_elem_non_empty(&s->held, strand_dc_held_t, queue);
         ep = h->op.ep;
+        if (ep->flags & STRAND_DC_EP_FLAG_FAILED) {
+            /* its destination failed on another stream meanwhile */
+            strand_dc_recovery_held_fail(iface, ep, h);
+            continue;
+        }
         strand_dc_recovery_repost_one(iface, dci, h, &ctrl);
         ucs_free(h);
         ++count;
@@ -419,7 +439,7 @@ static void strand_dc_recovery_failed(strand_dc_iface_t *iface,
     if (ucs_log_is_enabled(UCS_LOG_LEVEL_DEBUG)) {
         strand_dc_dci_log_wqe(dci, op->wqe_idx);
     }
-    strand_dc_failure_scope(iface, &f, dci, op);
+    strand_dc_failure_scope(iface, &f, op);
     if (s->state == STRAND_DC_STREAM_OK) {
         s->state = STRAND_DC_STREAM_DRAINING;
         dci->errored++;

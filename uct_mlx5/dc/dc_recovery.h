@@ -4,7 +4,7 @@
  * A stream error (the DCI stays in RTS; seed page
  * mlx5dv_dci_stream_id_reset): the failing operation completes with its
  * error and the endpoints the failure belongs to fail (the posting ep; for
- * a peer that is gone, every ep on the stream to that destination). The
+ * a peer that is gone, every ep of the iface to that destination). The
  * stream's later WQEs come back flushed: they were not executed (a stream
  * is processed in order), so those of healthy eps are held, the stream is
  * reset once its last WQE is back, and the held WQEs are posted again in
