@@ -332,6 +332,7 @@ static void strand_md_close(uct_md_h uct_md)
     if (md->rcache != NULL) {
         ucs_rcache_destroy(md->rcache);
     }
+    strand_async_cleanup(&md->async);
     md->dev->ops->close(md->dev);
     ucs_free(md);
 }
@@ -392,6 +393,12 @@ strand_md_open(uct_component_t *component, const char *md_name,
         return strand_md_errno_status(err);
     }
 
+    status = strand_async_init(&md->async, md->dev);
+    if (status != UCS_OK) {
+        md->dev->ops->close(md->dev);
+        ucs_free(md);
+        return status;
+    }
     md->super.ops       = &ops;
     md->super.component = component;
     md->reg_cost        = ucs_linear_func_make(config->reg_cost_overhead,
@@ -406,6 +413,7 @@ strand_md_open(uct_component_t *component, const char *md_name,
         } else if (config->rcache_enable == UCS_YES) {
             ucs_error("%s: failed to create the registration cache: %s",
                       md_name, ucs_status_string(status));
+            strand_async_cleanup(&md->async);
             md->dev->ops->close(md->dev);
             ucs_free(md);
             return status;

@@ -7,6 +7,7 @@
 #define STRAND_MD_H_
 
 #include "dev/dev.h"
+#include "strand_async.h"
 
 #include <ucs/memory/rcache.h>
 #include <uct/base/uct_md.h>
@@ -54,6 +55,7 @@ typedef struct strand_md {
     ucs_rcache_t      *rcache;        /* NULL: register every time */
     ucs_linear_func_t  reg_cost;
     ucs_cpu_set_t      local_cpus;
+    strand_async_t     async;         /* the device's async events */
 } strand_md_t;
 
 extern uct_component_t strand_component;

@@ -196,6 +196,9 @@ struct strand_dev_ops {
                       const strand_dev_dci_attr_t *attr);
     int  (*qp_state)(strand_dev_t *dev, strand_dev_qp_t *qp,
                      enum ibv_qp_state *state);
+    /* Any state -> ERR: every outstanding WQE completes flushed (the
+     * transport's way to cancel the work of a DCI it owns alone) */
+    int  (*qp_to_err)(strand_dev_t *dev, strand_dev_qp_t *qp);
     int  (*dci_stream_id_reset)(strand_dev_t *dev, strand_dev_qp_t *qp,
                                 uint16_t stream_id);
 

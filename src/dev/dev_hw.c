@@ -447,6 +447,15 @@ static int dev_hw_qp_state(strand_dev_t *dev, strand_dev_qp_t *qp,
     return ret;
 }
 
+static int dev_hw_qp_to_err(strand_dev_t *dev, strand_dev_qp_t *qp)
+{
+    struct ibv_qp_attr a;
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_ERR;
+    return ibv_modify_qp(qp->h, &a, IBV_QP_STATE);
+}
+
 static int dev_hw_dci_stream_id_reset(strand_dev_t *dev, strand_dev_qp_t *qp,
                                       uint16_t stream_id)
 {
@@ -498,6 +507,7 @@ const strand_dev_ops_t strand_dev_hw_ops = {
     .destroy_qp          = dev_hw_destroy_qp,
     .reset_dci           = dev_hw_reset_dci,
     .qp_state            = dev_hw_qp_state,
+    .qp_to_err           = dev_hw_qp_to_err,
     .dci_stream_id_reset = dev_hw_dci_stream_id_reset,
     .progress            = NULL,
     .get_async_event     = dev_hw_get_async_event,

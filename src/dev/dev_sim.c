@@ -418,6 +418,15 @@ static int dev_sim_qp_state(strand_dev_t *dev, strand_dev_qp_t *qp,
     return ret;
 }
 
+static int dev_sim_qp_to_err(strand_dev_t *dev, strand_dev_qp_t *qp)
+{
+    struct ibv_qp_attr a;
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_ERR;
+    return smlx5_modify_qp(qp->h, &a, IBV_QP_STATE);
+}
+
 static int dev_sim_dci_stream_id_reset(strand_dev_t *dev, strand_dev_qp_t *qp,
                                        uint16_t stream_id)
 {
@@ -475,6 +484,7 @@ const strand_dev_ops_t strand_dev_sim_ops = {
     .destroy_qp          = dev_sim_destroy_qp,
     .reset_dci           = dev_sim_reset_dci,
     .qp_state            = dev_sim_qp_state,
+    .qp_to_err           = dev_sim_qp_to_err,
     .dci_stream_id_reset = dev_sim_dci_stream_id_reset,
     .progress            = dev_sim_progress,
     .get_async_event     = dev_sim_get_async_event,

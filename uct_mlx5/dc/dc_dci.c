@@ -243,6 +243,7 @@ void strand_dc_op_complete(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
                            strand_dc_op_t *op, ucs_status_t status)
 {
     uct_completion_t *comp = op->comp;
+    uct_completion_t *last = NULL;
     strand_dc_ep_t *ep     = op->ep;
 
     if (status == UCS_OK) {
@@ -261,7 +262,7 @@ void strand_dc_op_complete(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
     strand_dc_dci_wake_waiters(iface, dci);
     if (ep != NULL) {
         if ((--ep->outstanding == 0) && (ep->held == 0)) {
-            strand_dc_policy_release(iface, ep);
+            last = strand_dc_ep_idle(iface, ep);
         }
         strand_dc_ep_schedule(iface, ep);
     } else {
@@ -269,6 +270,9 @@ void strand_dc_op_complete(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
     }
     if (comp != NULL) {
         uct_invoke_completion(comp, status);
+    }
+    if (ucs_unlikely(last != NULL)) {
+        uct_invoke_completion(last, UCS_OK);
     }
 }
 
@@ -378,6 +382,10 @@ unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface)
     }
     if (ucs_unlikely(iface->repost_pending)) {
         count += strand_dc_recovery_progress(iface);
+    }
+    if (ucs_unlikely(iface->num_failed > 0)) {
+        /* failed outside completion handling (uct_ep_invalidate) */
+        strand_dc_recovery_notify(iface);
     }
     return count;
 }

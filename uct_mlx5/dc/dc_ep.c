@@ -805,18 +805,68 @@ ucs_status_t strand_dc_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
 
 /* -------------------------------------------------------- flush / fence */
 
+uct_completion_t *strand_dc_ep_idle(strand_dc_iface_t *iface,
+                                    strand_dc_ep_t *ep)
+{
+    uct_completion_t *comp = ep->cancel_comp;
+
+    ep->cancel_comp = NULL;
+    strand_dc_policy_release(iface, ep);
+    return comp;
+}
+
+/* uct.h: "the library will make a best effort attempt to cancel all
+ * uncompleted operations"; afterwards the ep is in error state (every
+ * operation returns UCS_ERR_CANCELED; its owner's error handler is not
+ * called, as with UCX's own DC). */
+static ucs_status_t strand_dc_ep_flush_cancel(strand_dc_iface_t *iface,
+                                              strand_dc_ep_t *ep,
+                                              uct_completion_t *comp)
+{
+    if (!(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+        ep->flags |= STRAND_DC_EP_FLAG_FAILED;
+        ep->status = UCS_ERR_CANCELED;
+    }
+    strand_dc_recovery_cancel(iface, ep);
+    if (ep->outstanding == 0) {
+        return UCS_OK;
+    }
+    if (comp == NULL) {
+        return UCS_INPROGRESS;
+    }
+    if (ep->cancel_comp != NULL) {
+        return UCS_ERR_NO_RESOURCE; /* one waits already: ask again later */
+    }
+    ep->cancel_comp = comp;
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t strand_dc_ep_invalidate(uct_ep_h tl_ep, unsigned flags)
+{
+    strand_dc_ep_t *ep       = ucs_derived_of(tl_ep, strand_dc_ep_t);
+    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_dc_iface_t);
+
+    if (!(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+        strand_dc_recovery_invalidate(iface, ep);
+    }
+    return UCS_OK;
+}
+
 ucs_status_t strand_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                 uct_completion_t *comp)
 {
     STRAND_DC_EP_DECL(tl_ep);
 
+    if (ucs_unlikely(flags & UCT_FLUSH_FLAG_CANCEL)) {
+        return strand_dc_ep_flush_cancel(iface, ep, comp);
+    }
     if (ucs_unlikely(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
-        return UCS_OK; /* nothing outstanding: purged with the error */
+        return UCS_OK; /* its operations complete with its error */
     }
     /* pending requests go first; a flush that is itself the pending
      * request being dispatched has everything before it posted */
-    if (!(flags & UCT_FLUSH_FLAG_CANCEL) &&
-        !(ep->flags & STRAND_DC_EP_FLAG_IN_PENDING) &&
+    if (!(ep->flags & STRAND_DC_EP_FLAG_IN_PENDING) &&
         !ucs_arbiter_group_is_empty(&ep->arb_group)) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -1101,6 +1151,7 @@ UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
     self->flags      = 0;
     self->fence_beat = iface->fence_beat;
     self->status     = UCS_OK;
+    self->cancel_comp = NULL;
     ucs_arbiter_group_init(&self->arb_group);
     ucs_list_head_init(&self->dci_wait);
     status = strand_dc_fc_ep_add(iface, self);
@@ -1133,6 +1184,9 @@ static UCS_CLASS_CLEANUP_FUNC(strand_dc_ep_t)
     if (self->dci != STRAND_DC_DCI_NONE) {
         strand_dc_dci_orphan(iface, &iface->dcis[self->dci], self);
         strand_dc_policy_release(iface, self);
+    }
+    if (self->cancel_comp != NULL) {
+        uct_invoke_completion(self->cancel_comp, UCS_ERR_CANCELED);
     }
 }
 

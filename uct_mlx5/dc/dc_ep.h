@@ -38,6 +38,8 @@ typedef struct strand_dc_ep {
     ucs_list_link_t     dci_wait;     /* in its DCI's waiters (linked to
                                          itself when not) */
     ucs_list_link_t     list;         /* in iface->eps */
+    uct_completion_t   *cancel_comp;  /* flush(CANCEL) waiting for the
+                                         last outstanding operation */
     int32_t             fc_wnd;       /* active messages it may still send */
     uint32_t            fc_id;        /* its id in FC requests and grants */
     uint16_t            fc_seq;       /* its last credit request */
@@ -120,6 +122,13 @@ void strand_dc_ep_pending_purge(uct_ep_h tl_ep,
  * no flow control; UCS_ERR_NO_RESOURCE when no DCI or room */
 ucs_status_t strand_dc_ep_send_ctrl(strand_dc_ep_t *ep, uint8_t am_id,
                                     const void *msg, unsigned length);
+
+/* ep has nothing outstanding any more: its lease ends. Returns the
+ * completion of a flush(CANCEL) that waited for this, to be invoked by
+ * the caller last (its callback may destroy ep). */
+uct_completion_t *strand_dc_ep_idle(strand_dc_iface_t *iface,
+                                    strand_dc_ep_t *ep);
+ucs_status_t strand_dc_ep_invalidate(uct_ep_h tl_ep, unsigned flags);
 
 /* dispatch the pending requests of the iface (from progress) */
 void strand_dc_ep_dispatch_pending(strand_dc_iface_t *iface);

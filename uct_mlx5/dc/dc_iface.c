@@ -653,13 +653,38 @@ static void strand_dc_iface_vfs_show_dci_pool(void *obj,
     strand_dc_dci_pool_show(obj, strb);
 }
 
-/* What UCX's VFS (and tests) can read: the DCI pool. */
+/* The device's async events so far: "<event> <count> qpn 0x<last>". */
+static void strand_dc_iface_vfs_show_async(void *obj,
+                                           ucs_string_buffer_t *strb,
+                                           void *arg_ptr, uint64_t arg_u64)
+{
+    strand_dc_iface_t *iface = obj;
+    strand_md_t *md = ucs_derived_of(iface->super.md, strand_md_t);
+    uint64_t count;
+    uint32_t qpn;
+    unsigned t;
+
+    strand_async_drain(&md->async);
+    for (t = 0; t < STRAND_ASYNC_MAX_TYPE; ++t) {
+        count = strand_async_count(&md->async, (enum ibv_event_type)t, &qpn);
+        if (count > 0) {
+            ucs_string_buffer_appendf(strb, "%s %" PRIu64 " qpn 0x%x\n",
+                                      ibv_event_type_str(
+                                              (enum ibv_event_type)t),
+                                      count, qpn);
+        }
+    }
+}
+
+/* What UCX's VFS (and tests) can read: the DCI pool, async events. */
 static void strand_dc_iface_vfs_refresh(uct_iface_h tl_iface)
 {
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
 
     ucs_vfs_obj_add_ro_file(iface, strand_dc_iface_vfs_show_dci_pool, NULL, 0,
                             "dci_pool");
+    ucs_vfs_obj_add_ro_file(iface, strand_dc_iface_vfs_show_async, NULL, 0,
+                            "async_events");
 }
 
 static uct_iface_internal_ops_t strand_dc_iface_internal_ops = {
@@ -667,8 +692,7 @@ static uct_iface_internal_ops_t strand_dc_iface_internal_ops = {
     .iface_vfs_refresh   = strand_dc_iface_vfs_refresh,
     .ep_query            = (uct_ep_query_func_t)
                            ucs_empty_function_return_unsupported,
-    .ep_invalidate       = (uct_ep_invalidate_func_t)
-                           ucs_empty_function_return_unsupported
+    .ep_invalidate       = strand_dc_ep_invalidate
 };
 
 static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,

@@ -258,11 +258,38 @@ static void strand_dc_recovery_held_fail(strand_dc_iface_t *iface,
                                          strand_dc_ep_t *ep,
                                          strand_dc_held_t *h)
 {
+    uct_completion_t *last = NULL;
+
     ep->held--;
     ep->outstanding--;
     strand_dc_held_drop(iface, h, ep->status);
     if ((ep->outstanding == 0) && (ep->held == 0)) {
-        strand_dc_policy_release(iface, ep);
+        last = strand_dc_ep_idle(iface, ep);
+    }
+    if (last != NULL) {
+        uct_invoke_completion(last, UCS_OK);
+    }
+}
+
+/* Every held WQE of ep completes with its error now. */
+static void strand_dc_recovery_fail_held(strand_dc_iface_t *iface,
+                                         strand_dc_ep_t *ep)
+{
+    ucs_queue_iter_t iter;
+    strand_dc_held_t *h;
+    strand_dc_dci_t *dci;
+    unsigned i, j;
+
+    for (i = 0; (i < iface->num_dci) && (ep->held > 0); ++i) {
+        dci = &iface->dcis[i];
+        for (j = 0; j < iface->config.num_streams; ++j) {
+            ucs_queue_for_each_safe(h, iter, &dci->streams[j].held, queue) {
+                if (h->op.ep == ep) {
+                    ucs_queue_del_iter(&dci->streams[j].held, iter);
+                    strand_dc_recovery_held_fail(iface, ep, h);
+                }
+            }
+        }
     }
 }
 
@@ -531,7 +558,64 @@ void strand_dc_recovery_flush(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
     strand_dc_recovery_notify(iface);
 }
 
-/* ----------------------------------------------------- destroy, close */
+/* ---------------------------------------------- cancel, destroy, close */
+
+/* Whether every WQE outstanding on dci is ep's (or nobody's). */
+static int strand_dc_dci_only_of(strand_dc_dci_t *dci, strand_dc_ep_t *ep)
+{
+    strand_dc_op_t *op;
+    uint32_t bb;
+
+    for (bb = dci->sq_tail; bb != dci->cur_post; ++bb) {
+        op = &dci->ops[bb & (dci->wqe_cnt - 1)];
+        if ((op->state != STRAND_DC_OP_FREE) && (op->ep != NULL) &&
+            (op->ep != ep)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void strand_dc_recovery_cancel(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    strand_dev_t *dev = iface->dev;
+    strand_dc_dci_t *dci;
+    int err;
+
+    ucs_assert(ep->flags & STRAND_DC_EP_FLAG_FAILED);
+    strand_dc_recovery_fail_held(iface, ep);
+    if ((ep->outstanding == 0) || (ep->dci == STRAND_DC_DCI_NONE)) {
+        return;
+    }
+    dci = &iface->dcis[ep->dci];
+    if ((dci->state != STRAND_DC_DCI_ACTIVE) || !strand_dc_dci_only_of(dci, ep)) {
+        /* shared: a WQE on the wire cannot be taken back without failing
+         * the others' work; ep's complete as the device returns them */
+        return;
+    }
+    err = dev->ops->qp_to_err(dev, &dci->qp);
+    if (err != 0) {
+        ucs_debug("%s: DCI %u: to ERR to cancel the work of ep %p: %s",
+                  dev->info.name, dci->index, ep, strerror(err));
+        return;
+    }
+    /* every WQE comes back flushed, completes with the ep's status, and
+     * the DCI is reset after the last (strand_dc_recovery_flush) */
+    dci->state = STRAND_DC_DCI_DRAINING;
+}
+
+void strand_dc_recovery_invalidate(strand_dc_iface_t *iface,
+                                   strand_dc_ep_t *ep)
+{
+    strand_dc_failure_t f = {.status = UCS_ERR_CANCELED};
+
+    snprintf(f.detail, sizeof(f.detail), "invalidated by its user "
+             "(uct_ep_invalidate), %u operations outstanding",
+             ep->outstanding);
+    strand_dc_failure_add(iface, &f, ep);
+    strand_dc_recovery_cancel(iface, ep);
+}
+
 
 void strand_dc_recovery_orphan(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 {

@@ -47,6 +47,16 @@ void strand_dc_recovery_flush(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
 void strand_dc_recovery_notify(strand_dc_iface_t *iface);
 /* Post held WQEs again where the SQ has room. Returns how many. */
 unsigned strand_dc_recovery_progress(strand_dc_iface_t *iface);
+/* ep failed (or was flushed with UCT_FLUSH_FLAG_CANCEL): its held WQEs
+ * complete with its status now; its posted ones complete as the device
+ * returns them, at once (flushed) when its DCI carries nobody else's work:
+ * the DCI is moved to ERR and reset after its last CQE. */
+void strand_dc_recovery_cancel(strand_dc_iface_t *iface,
+                               struct strand_dc_ep *ep);
+/* uct_ep_invalidate: ep fails (UCS_ERR_CANCELED, its owner told from
+ * progress) and its work is cancelled as above */
+void strand_dc_recovery_invalidate(strand_dc_iface_t *iface,
+                                   struct strand_dc_ep *ep);
 /* ep is destroyed: its held WQEs are dropped, their completions
  * cancelled, and its owner is not told of a failure any more */
 void strand_dc_recovery_orphan(strand_dc_iface_t *iface,

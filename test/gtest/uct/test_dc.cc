@@ -5,6 +5,8 @@
  */
 #include "dc_fixture.h"
 
+#include <infiniband/verbs.h>
+
 TEST_F(dc_strand, capabilities_and_addresses)
 {
     open_pair();
@@ -649,6 +651,46 @@ TEST_F(dc_strand, peer_failure_fails_only_that_ep)
     EXPECT_EQ(1099u, *(uint64_t*)m_b.am.msgs.back().data());
     EXPECT_EQ(1u, m_a.err.errors.size());
     uct_md_mem_dereg(m_md, dm);
+}
+
+/* A DCI whose errored streams reach 2^log_num_errored goes to ERR and
+ * raises IBV_EVENT_QP_FATAL (spec section 5); the transport reads it
+ * (rdma-core wants every async event read and acknowledged) and counts it
+ * against the DCI's QPN, and recovers the DCI from its CQEs all the same.
+ * Two streams, two errored allowed, two dead destinations. */
+TEST_F(dc_strand, dci_in_error_raises_an_async_event_that_is_read)
+{
+    set_env("STRAND_SIM_TIMEOUT_NS", "2000000");
+    set_env("UCX_DC_STRAND_RETRY_COUNT", "1");
+    set_env("UCX_DC_STRAND_NUM_DCI", "1");
+    set_env("UCX_DC_STRAND_TX_POLICY", "streams");
+    set_env("UCX_DC_STRAND_DCI_STREAMS", "2");
+    set_env("UCX_DC_STRAND_DCI_STREAMS_ERRORED", "2");
+    open_pair();
+    EXPECT_EQ("", vfs_read(m_a, "async_events"));
+    std::vector<uint8_t> dead1 = m_b.iface_addr, dead2 = m_b.iface_addr;
+    dead1[2] ^= 0x40;
+    dead2[2] ^= 0x20;
+    uct_ep_h bad1 = connect(m_a, m_b.dev_addr, dead1);
+    uct_ep_h bad2 = connect(m_a, m_b.dev_addr, dead2);
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(bad1, 5, 1, nullptr, 0));
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(bad2, 5, 1, nullptr, 0));
+    ASSERT_TRUE(progress_until([&] { return m_a.err.errors.size() == 2; },
+                               30));
+
+    unsigned qpn = 0;
+    std::string pool = vfs_read(m_a, "dci_pool");
+    ASSERT_EQ(1, sscanf(strstr(pool.c_str(), "dci 0 ") ?: "", "dci 0 qpn %x",
+                        &qpn)) << pool;
+    std::string events = vfs_read(m_a, "async_events");
+    char expect[128];
+    snprintf(expect, sizeof(expect), "%s 1 qpn 0x%x\n",
+             ibv_event_type_str(IBV_EVENT_QP_FATAL), qpn);
+    EXPECT_EQ(expect, events);
+    EXPECT_NE(std::string::npos, pool.find("resets 1")) << pool;
+    ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 7));
+    flush(m_ep);
+    ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 1; }));
 }
 
 /* A PUT with a wrong rkey and a GET beyond the registered range: remote

@@ -1,0 +1,183 @@
+/*
+ * Taking work back: uct_ep_invalidate and uct_ep_flush(UCT_FLUSH_FLAG_CANCEL)
+ * (uct.h; docs/errors.md "Cancelling"). An endpoint toward a peer that
+ * does not answer is given up at once, not after the device's retries;
+ * its operations complete, other endpoints are untouched.
+ */
+#include "dc_fixture.h"
+
+#include <algorithm>
+
+extern "C" ucs_status_t uct_ep_invalidate(uct_ep_h ep, unsigned flags);
+
+namespace {
+
+/* the device's retries take over a minute: a test that waits for them
+ * fails its 5 s deadlines */
+const double k_quick = 5;
+
+} // namespace
+
+class dc_strand_cancel : public dc_strand,
+                         public ::testing::WithParamInterface<const char*> {
+protected:
+    void SetUp() override
+    {
+        dc_strand::SetUp();
+        set_env("UCX_DC_STRAND_TX_POLICY", GetParam());
+        set_env("UCX_DC_STRAND_TIMEOUT", "5s");
+        set_env("UCX_DC_STRAND_RETRY_COUNT", "7");
+        open_pair();
+        /* an ep to a DCT number nobody has: nothing ever answers it */
+        std::vector<uint8_t> dead = m_b.iface_addr;
+        dead[2] ^= 0x40;
+        m_dead = connect(m_a, m_b.dev_addr, dead);
+        ASSERT_NE(nullptr, m_dead);
+        m_data = pattern(64, 3);
+        ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, m_data.data(), m_data.size(),
+                                         UCT_MD_MEM_ACCESS_ALL, &m_memh));
+    }
+
+    void TearDown() override
+    {
+        if (m_memh != nullptr) {
+            uct_md_mem_dereg(m_md, m_memh);
+        }
+        dc_strand::TearDown();
+    }
+
+    /* an active message to the dead peer, outstanding */
+    void post_to_dead(test_comp &c)
+    {
+        comp_init(&c);
+        uct_iov_t iov = {m_data.data(), m_data.size(), m_memh, 0, 1};
+        ASSERT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(m_dead, 5, nullptr, 0,
+                                                  &iov, 1, 0, &c.uct));
+    }
+
+    /* the live ep sends n more messages, all delivered in order */
+    void live_ep_still_sends(uint64_t first, unsigned n)
+    {
+        size_t before = m_b.am.msgs.size();
+        for (unsigned i = 0; i < n; ++i) {
+            ASSERT_EQ(UCS_OK, am_short_retry(m_ep, first + i));
+        }
+        flush(m_ep);
+        ASSERT_TRUE(progress_until([&] {
+            return m_b.am.msgs.size() == before + n;
+        }));
+        for (unsigned i = 0; i < n; ++i) {
+            uint64_t hdr;
+            memcpy(&hdr, m_b.am.msgs[before + i].data(), sizeof(hdr));
+            ASSERT_EQ(first + i, hdr);
+        }
+    }
+
+    uct_ep_h             m_dead = nullptr;
+    std::vector<uint8_t> m_data;
+    uct_mem_h            m_memh = nullptr;
+};
+
+/* uct_ep_invalidate on an idle ep: UCS_OK, the owner's error handler runs
+ * once from progress (never inside the call) with UCS_ERR_CANCELED, every
+ * later operation of that ep fails, a second invalidate changes nothing,
+ * and another ep to the same peer goes on. */
+TEST_P(dc_strand_cancel, invalidate_idle_ep_fails_it_from_progress)
+{
+    uct_ep_h ep2 = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    ASSERT_EQ(UCS_OK, am_short_retry(ep2, 1));
+    flush(ep2);
+
+    ASSERT_EQ(UCS_OK, uct_ep_invalidate(ep2, 0));
+    EXPECT_TRUE(m_a.err.errors.empty());
+    ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }));
+    ASSERT_EQ(1u, m_a.err.errors.size());
+    EXPECT_EQ(ep2, m_a.err.errors[0].first);
+    EXPECT_EQ(UCS_ERR_CANCELED, m_a.err.errors[0].second);
+
+    EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_am_short(ep2, 5, 2, nullptr, 0));
+    EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_put_short(ep2, m_data.data(), 8, 0,
+                                                 0));
+    EXPECT_EQ(UCS_OK, uct_ep_invalidate(ep2, 0));
+    live_ep_still_sends(100, 50);
+    EXPECT_EQ(1u, m_a.err.errors.size());
+}
+
+/* Work outstanding toward a peer that never answers: invalidate completes
+ * it (UCS_ERR_CANCELED) and reports the ep within moments, where the
+ * device would take over a minute; the DCI comes back for the others. */
+TEST_P(dc_strand_cancel, invalidate_cancels_work_toward_a_dead_peer_at_once)
+{
+    test_comp c;
+    post_to_dead(c);
+    live_ep_still_sends(1, 10);
+    EXPECT_FALSE(c.done);
+
+    ASSERT_EQ(UCS_OK, uct_ep_invalidate(m_dead, 0));
+    ASSERT_TRUE(progress_until([&] {
+        return c.done && !m_a.err.errors.empty();
+    }, k_quick));
+    EXPECT_EQ(UCS_ERR_CANCELED, c.status);
+    ASSERT_EQ(1u, m_a.err.errors.size());
+    EXPECT_EQ(m_dead, m_a.err.errors[0].first);
+    EXPECT_EQ(UCS_ERR_CANCELED, m_a.err.errors[0].second);
+    live_ep_still_sends(1000, 100);
+    /* a DCI moved to ERR by its user raises no async event */
+    EXPECT_EQ("", vfs_read(m_a, "async_events"));
+}
+
+/* flush(CANCEL) toward a dead peer: its operations complete as cancelled
+ * and the flush completes within moments; the ep is in error state
+ * (UCS_ERR_CANCELED from every call) but its owner's error handler is not
+ * called (uct.h; UCX's DC does the same); a second flush(CANCEL) returns
+ * UCS_OK at once. */
+TEST_P(dc_strand_cancel, flush_cancel_toward_a_dead_peer_completes_at_once)
+{
+    test_comp c, f;
+    post_to_dead(c);
+    comp_init(&f);
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_flush(m_dead, UCT_FLUSH_FLAG_CANCEL,
+                                           &f.uct));
+    ASSERT_TRUE(progress_until([&] { return f.done != 0; }, k_quick));
+    EXPECT_TRUE(c.done);
+    EXPECT_EQ(UCS_ERR_CANCELED, c.status);
+    EXPECT_EQ(UCS_OK, f.status);
+    EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_am_short(m_dead, 5, 2, nullptr, 0));
+    EXPECT_EQ(UCS_OK, uct_ep_flush(m_dead, UCT_FLUSH_FLAG_CANCEL, nullptr));
+    live_ep_still_sends(1, 100);
+    EXPECT_TRUE(m_a.err.errors.empty());
+}
+
+/* flush(CANCEL) of an idle ep is UCS_OK at once, and the ep refuses work */
+TEST_P(dc_strand_cancel, flush_cancel_idle_ep)
+{
+    test_comp f;
+    comp_init(&f);
+    EXPECT_EQ(UCS_OK, uct_ep_flush(m_dead, UCT_FLUSH_FLAG_CANCEL, &f.uct));
+    EXPECT_FALSE(f.done);
+    EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_am_short(m_dead, 5, 2, nullptr, 0));
+    live_ep_still_sends(1, 10);
+}
+
+/* An ep destroyed while its flush(CANCEL) waits: the flush's completion
+ * and the operation's complete (UCS_ERR_CANCELED) during the destroy; the
+ * DCI still comes back for the others. */
+TEST_P(dc_strand_cancel, destroy_while_flush_cancel_waits)
+{
+    test_comp c, f;
+    post_to_dead(c);
+    comp_init(&f);
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_flush(m_dead, UCT_FLUSH_FLAG_CANCEL,
+                                           &f.uct));
+    uct_ep_destroy(m_dead);
+    m_eps.erase(std::find(m_eps.begin(), m_eps.end(), m_dead));
+    EXPECT_TRUE(f.done);
+    EXPECT_EQ(UCS_ERR_CANCELED, f.status);
+    EXPECT_TRUE(c.done);
+    EXPECT_EQ(UCS_ERR_CANCELED, c.status);
+    live_ep_still_sends(1, 100);
+    EXPECT_TRUE(m_a.err.errors.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(policy, dc_strand_cancel,
+                         ::testing::Values("dcs", "streams"));

@@ -1,0 +1,98 @@
+/*
+ * Asynchronous events of the device (strand_async.h).
+ */
+#include "config.h"
+
+#include "strand_async.h"
+
+#include <ucs/async/async.h>
+#include <ucs/debug/log.h>
+#include <errno.h>
+
+static ucs_log_level_t strand_async_level(enum ibv_event_type type)
+{
+    switch (type) {
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+        /* a DCI in ERR: its error CQEs drive its recovery */
+        return UCS_LOG_LEVEL_DIAG;
+    case IBV_EVENT_CQ_ERR:
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_DEVICE_FATAL:
+    case IBV_EVENT_PORT_ERR:
+        return UCS_LOG_LEVEL_ERROR;
+    case IBV_EVENT_LID_CHANGE:
+    case IBV_EVENT_GID_CHANGE:
+    case IBV_EVENT_PKEY_CHANGE:
+        return UCS_LOG_LEVEL_WARN;
+    default:
+        return UCS_LOG_LEVEL_DEBUG;
+    }
+}
+
+void strand_async_drain(strand_async_t *a)
+{
+    strand_dev_event_t ev;
+    unsigned type;
+
+    while (a->dev->ops->get_async_event(a->dev, &ev) == 0) {
+        type = (unsigned)ev.type;
+        if (type < STRAND_ASYNC_MAX_TYPE) {
+            __atomic_store_n(&a->last_qpn[type], ev.qpn, __ATOMIC_RELAXED);
+            __atomic_add_fetch(&a->count[type], 1, __ATOMIC_RELEASE);
+        }
+        ucs_log(strand_async_level(ev.type), "%s: async event %s%s%.0x",
+                a->dev->info.name, ibv_event_type_str(ev.type),
+                ev.qpn ? " on QP 0x" : "", ev.qpn);
+    }
+}
+
+static void strand_async_cb(int fd, ucs_event_set_types_t events, void *arg)
+{
+    strand_async_drain(arg);
+}
+
+ucs_status_t strand_async_init(strand_async_t *a, strand_dev_t *dev)
+{
+    ucs_status_t status;
+
+    memset(a, 0, sizeof(*a));
+    a->dev = dev;
+    if ((dev->async_fd < 0) || (dev->ops->get_async_event == NULL)) {
+        return UCS_OK;
+    }
+    status = ucs_async_set_event_handler(UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                         dev->async_fd, UCS_EVENT_SET_EVREAD,
+                                         strand_async_cb, a, NULL);
+    if (status != UCS_OK) {
+        ucs_error("%s: cannot watch the device's async events: %s",
+                  dev->info.name, ucs_status_string(status));
+        return status;
+    }
+    a->registered = 1;
+    return UCS_OK;
+}
+
+void strand_async_cleanup(strand_async_t *a)
+{
+    if (a->registered) {
+        ucs_async_remove_handler(a->dev->async_fd, 1);
+        a->registered = 0;
+    }
+    strand_async_drain(a);
+}
+
+uint64_t strand_async_count(const strand_async_t *a, enum ibv_event_type type,
+                            uint32_t *last_qpn)
+{
+    unsigned t = (unsigned)type;
+
+    if (t >= STRAND_ASYNC_MAX_TYPE) {
+        return 0;
+    }
+    if (last_qpn != NULL) {
+        *last_qpn = __atomic_load_n(&a->last_qpn[t], __ATOMIC_RELAXED);
+    }
+    return __atomic_load_n(&a->count[t], __ATOMIC_ACQUIRE);
+}
