@@ -128,6 +128,7 @@ static int peers_peer_setup(peers_peer_t *p, peers_hello_t *hello)
 {
     size_t size = PEERS_SLOTS * sizeof(peers_slot_t);
     ucs_status_t status;
+    unsigned i;
 
     status = peers_uct_open(&p->uct, peers_peer_err, p);
     if (status != UCS_OK) {
@@ -139,6 +140,9 @@ static int peers_peer_setup(peers_peer_t *p, peers_hello_t *hello)
         return -1;
     }
     memset(p->slots, 0, size);
+    for (i = 0; i < PEERS_SLOTS; ++i) {
+        p->slots[i].put_check = ~0ull; /* PUT 0: none yet */
+    }
     status = uct_md_mem_reg(p->uct.md, p->slots, size, UCT_MD_MEM_ACCESS_ALL,
                             &p->memh);
     if ((status != UCS_OK) ||

@@ -15,9 +15,13 @@ enum {
     STRAND_DC_EP_FLAG_IN_PENDING = UCS_BIT(2), /* a pending request of
                                                   this ep runs now */
     STRAND_DC_EP_FLAG_FC_REQ  = UCS_BIT(3),  /* credits requested */
-    STRAND_DC_EP_FLAG_INTERNAL = UCS_BIT(4)  /* the transport's own (flow
+    STRAND_DC_EP_FLAG_INTERNAL = UCS_BIT(4), /* the transport's own (flow
                                                 control grants): errors are
                                                 not reported to the user */
+    STRAND_DC_EP_FLAG_MOVING   = UCS_BIT(5)  /* its DCI is full and another
+                                                is less shared: posts
+                                                nothing until its work is
+                                                done, then leases again */
 };
 
 typedef struct strand_dc_ep {

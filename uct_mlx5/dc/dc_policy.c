@@ -144,11 +144,40 @@ static ucs_status_t strand_dc_policy_lease_streams(strand_dc_iface_t *iface,
     return UCS_OK;
 }
 
+/* ep's DCI is full (streams): when another DCI is less shared even with
+ * ep on it, ep posts nothing more there and leases again once its work
+ * is done (a lease lasts while work is outstanding, so under steady
+ * traffic eps would otherwise stay crowded on some DCIs while others,
+ * emptied by a failure or by eps that went quiet, idle). */
+static void strand_dc_policy_consider_move(strand_dc_iface_t *iface,
+                                           strand_dc_ep_t *ep)
+{
+    strand_dc_dci_t *cur = &iface->dcis[ep->dci];
+    unsigned i;
+
+    if (strand_dc_dci_has_room(iface, cur) ||
+        (cur->state != STRAND_DC_DCI_ACTIVE)) {
+        return;
+    }
+    for (i = 0; i < iface->num_dci; ++i) {
+        if (strand_dc_dci_usable(iface, &iface->dcis[i]) &&
+            (iface->dcis[i].users + 1 < cur->users)) {
+            ep->flags |= STRAND_DC_EP_FLAG_MOVING;
+            return;
+        }
+    }
+}
+
 ucs_status_t strand_dc_policy_lease(strand_dc_iface_t *iface,
                                     strand_dc_ep_t *ep)
 {
     if (ep->dci != STRAND_DC_DCI_NONE) {
-        return UCS_ERR_NO_RESOURCE; /* leased, but not ready */
+        /* leased, but not ready */
+        if (strand_dc_policy_streams(iface) &&
+            !(ep->flags & STRAND_DC_EP_FLAG_MOVING)) {
+            strand_dc_policy_consider_move(iface, ep);
+        }
+        return UCS_ERR_NO_RESOURCE;
     }
     return strand_dc_policy_streams(iface) ?
            strand_dc_policy_lease_streams(iface, ep) :
@@ -188,7 +217,8 @@ void strand_dc_policy_release(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     if (dci->ep == ep) {
         dci->ep = NULL;
     }
-    ep->dci = STRAND_DC_DCI_NONE;
+    ep->dci    = STRAND_DC_DCI_NONE;
+    ep->flags &= ~STRAND_DC_EP_FLAG_MOVING;
     strand_dc_policy_dci_idle(iface, dci);
 }
 

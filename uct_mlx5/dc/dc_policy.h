@@ -39,8 +39,9 @@ void strand_dc_policy_dci_idle(strand_dc_iface_t *iface,
                                strand_dc_dci_t *dci);
 
 /* The DCI of ep's lease when it may post on it now: leased, room in the
- * SQ, its stream healthy, nothing of ep waiting to be posted again, and
- * (dcs_quota) its quota left while others wait. */
+ * SQ, its stream healthy, nothing of ep waiting to be posted again, not
+ * moving to another DCI, and (dcs_quota) its quota left while others
+ * wait. */
 static UCS_F_ALWAYS_INLINE strand_dc_dci_t *
 strand_dc_policy_ready(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 {
@@ -55,6 +56,7 @@ strand_dc_policy_ready(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
                       STRAND_DC_STREAM_OK) ||
                      (dci->state != STRAND_DC_DCI_ACTIVE) ||
                      (ep->held > 0) ||
+                     (ep->flags & STRAND_DC_EP_FLAG_MOVING) ||
                      (iface->dci_wanted &&
                       (dci->posts >= iface->config.quota)))) {
         return NULL;

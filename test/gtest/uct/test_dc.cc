@@ -682,7 +682,11 @@ TEST_F(dc_strand, dci_in_error_raises_an_async_event_that_is_read)
     std::string pool = vfs_read(m_a, "dci_pool");
     ASSERT_EQ(1, sscanf(strstr(pool.c_str(), "dci 0 ") ?: "", "dci 0 qpn %x",
                         &qpn)) << pool;
-    std::string events = vfs_read(m_a, "async_events");
+    /* asynchronous: it may come a moment after the error CQEs */
+    std::string events;
+    progress_until([&] {
+        return !(events = vfs_read(m_a, "async_events")).empty();
+    }, 5);
     char expect[128];
     snprintf(expect, sizeof(expect), "%s 1 qpn 0x%x\n",
              ibv_event_type_str(IBV_EVENT_QP_FATAL), qpn);

@@ -1,0 +1,99 @@
+#!/bin/bash
+# DCI streams, measured in one run (make bench-streams):
+#   contrib/bench/dc_streams.sh [--secs S] [--quick]
+# with dc_bench (multi-process: a hub and forked peers on the software
+# device; every healthy endpoint's messages are checked by its peer):
+#  1. healthy endpoints' am_short rate before, during and after one peer's
+#     failure (64 endpoints to 8 peers; targets: >= 90% of before during,
+#     >= 98% after), under streams and dcs;
+#  2. scale: 4096 endpoints to 64 peers against 64 endpoints to 8: heap per
+#     endpoint (target <= 256 bytes), the interface's QPs (constant in the
+#     number of peers), rate over all endpoints and over 64 of them;
+#  3. rate with 1, 8 and 64 active endpoints: streams against dcs.
+# Exit 0 when every run completed and verified (targets missed are
+# reported, not failed), 1 otherwise, 2 on a usage or setup error.
+here=$(cd "$(dirname "$0")" && pwd)
+secs=2
+while [ $# -gt 0 ]; do
+    case $1 in
+    --secs) secs=$2; shift 2 ;;
+    --quick) secs=0.5; shift ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "dc_streams.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+bin=${STRAND_BUILDDIR:+$STRAND_BUILDDIR/contrib/bench/dc_bench}
+[ -x "${bin:-}" ] || bin=$here/dc_bench
+run=${STRAND_BUILDDIR:+$STRAND_BUILDDIR/contrib/strand-run}
+[ -x "${run:-}" ] || run=$here/../strand-run
+[ -x "$run" ] || run=$(command -v strand-run)
+if [ ! -x "$bin" ] || [ -z "$run" ]; then
+    echo "dc_streams.sh: build first (make contrib/bench/dc_bench contrib/strand-run)" >&2
+    exit 2
+fi
+if [ -z "${STRAND_PLUGIN:-}" ] && [ -n "${STRAND_BUILDDIR:-}" ]; then
+    export STRAND_PLUGIN=$STRAND_BUILDDIR/.libs/libuct_strand.so
+fi
+rc=0
+fabric=dcbench$$
+trap 'rm -f /dev/shm/${fabric}*' EXIT
+
+# bench POLICY ARGS...: one dc_bench run; its "key value" line on stdout
+bench() {
+    local policy=$1; shift
+    local out
+    out=$(STRAND_SIM_FABRIC=$fabric$RANDOM UCX_DC_STRAND_TX_POLICY=$policy \
+          timeout 600 "$run" "$bin" "$@" 2>/tmp/dc_bench.$$.err)
+    if [ $? != 0 ] || ! grep -q "verified yes" <<<"$out"; then
+        echo "dc_streams.sh: dc_bench $policy $* failed:" >&2
+        echo "$out" >&2; tail -5 /tmp/dc_bench.$$.err >&2
+        rc=1
+    fi
+    rm -f /tmp/dc_bench.$$.err
+    echo "$out"
+}
+# get KEY LINE: the value after KEY
+get() { awk -v k="$1" '{for (i = 1; i < NF; ++i) if ($i == k) print $(i+1)}' <<<"$2"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }'; }
+verdict() { awk -v r="$1" -v t="$2" 'BEGIN { print (r + 0 >= t) ? "met" : "MISSED" }'; }
+
+echo "== 1. healthy endpoints' rate around one peer's failure (msgs/s, ${secs} s windows)"
+printf "%-8s %10s %10s %10s %8s %8s %9s %s\n" policy before during after \
+    during/b after/b detect_s verdict
+for policy in streams dcs; do
+    l=$(bench $policy failure "$secs")
+    b=$(get before "$l"); d=$(get during "$l"); a=$(get after "$l")
+    rd=$(ratio "$d" "$b"); ra=$(ratio "$a" "$b")
+    v="during $(verdict "$rd" 0.90), after $(verdict "$ra" 0.98)"
+    printf "%-8s %10s %10s %10s %8s %8s %9s %s\n" $policy "$b" "$d" "$a" \
+        "$rd" "$ra" "$(get detect_s "$l")" "$v"
+done
+
+echo
+echo "== 2. scale: one process, 64 endpoints to 8 peers vs 4096 to 64 peers"
+printf "%-8s %6s %6s %12s %5s %10s %10s %s\n" policy peers eps bytes/ep qps \
+    rate_all rate_64 verdict
+for policy in streams; do
+    for shape in "8 8" "64 64"; do
+        l=$(bench $policy scale $shape "$secs")
+        bpe=$(get bytes_per_ep "$l")
+        printf "%-8s %6s %6s %12s %5s %10s %10s %s\n" $policy ${shape% *} \
+            "$(get eps "$l")" "$bpe" "$(get qps "$l")" "$(get rate_all "$l")" \
+            "$(get rate_64 "$l")" "bytes/ep <= 256: $(awk -v b="$bpe" 'BEGIN { print (b + 0 <= 256) ? "met" : "MISSED" }')"
+    done
+done
+
+echo
+echo "== 3. rate with 1, 8, 64 active endpoints (msgs/s): streams vs dcs"
+printf "%-8s %10s %10s %10s\n" policy 1 8 64
+declare -A act
+for policy in streams dcs; do
+    l=$(bench $policy active "$secs")
+    for n in 1 8 64; do act[$policy.$n]=$(get active_$n "$l"); done
+    printf "%-8s %10s %10s %10s\n" $policy "${act[$policy.1]}" \
+        "${act[$policy.8]}" "${act[$policy.64]}"
+done
+printf "%-8s %10s %10s %10s\n" ratio "$(ratio "${act[streams.1]}" "${act[dcs.1]}")" \
+    "$(ratio "${act[streams.8]}" "${act[dcs.8]}")" \
+    "$(ratio "${act[streams.64]}" "${act[dcs.64]}")"
+exit $rc
