@@ -65,12 +65,20 @@ ucs_status_t strand_async_init(strand_async_t *a, strand_dev_t *dev)
     status = ucs_async_set_event_handler(UCS_ASYNC_MODE_THREAD_SPINLOCK,
                                          dev->async_fd, UCS_EVENT_SET_EVREAD,
                                          strand_async_cb, a, NULL);
-    if (status != UCS_OK) {
-        ucs_error("%s: cannot watch the device's async events: %s",
-                  dev->info.name, ucs_status_string(status));
-        return status;
+    if (status == UCS_ERR_ALREADY_EXISTS) {
+        /* another MD of this process has the same device context (the
+         * software device has one per process; e.g. Open MPI's pml and
+         * osc each open UCP): that one reads the events */
+        ucs_debug("%s: async events read by another memory domain",
+                  dev->info.name);
+    } else if (status != UCS_OK) {
+        /* not fatal: the DCIs recover from their CQEs; the events are
+         * then read when the VFS file is read and at close */
+        ucs_diag("%s: cannot watch the device's async events: %s",
+                 dev->info.name, ucs_status_string(status));
+    } else {
+        a->registered = 1;
     }
-    a->registered = 1;
     return UCS_OK;
 }
 
