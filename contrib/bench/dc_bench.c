@@ -22,27 +22,16 @@
 #include "peers_hub.h"
 
 #include <malloc.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 /* the next active message of e: 1 sent, 0 no resources, -1 refused */
 static int bench_send(peers_hub_ep_t *e)
 {
-    uint8_t payload[32];
-    ucs_status_t status;
-    size_t i, n;
+    ucs_status_t status = peers_hub_am_short(e);
 
-    n = peers_am_len(e->ams, 0);
-    for (i = 0; i < n; ++i) {
-        payload[i] = peers_pattern(e->slot, e->ams, i);
-    }
-    status = uct_ep_am_short(e->ep, PEERS_AM_DATA, PEERS_HDR(e->slot, e->ams),
-                             payload, n);
     if (status == UCS_OK) {
-        e->ams++;
         e->ops++;
         return 1;
     }
@@ -93,15 +82,6 @@ static int bench_dead_eps_failed(peers_hub_t *h)
         }
     }
     return 1;
-}
-
-static void bench_kill(peers_hub_t *h, unsigned p)
-{
-    kill(h->pid[p], SIGKILL);
-    waitpid(h->pid[p], NULL, 0);
-    close(h->fd[p]);
-    h->alive[p] = 0;
-    h->kill_time = peers_now();
 }
 
 /* the hub's interface's QPs: its DCIs (the dci_pool file) and its DCT */
@@ -173,7 +153,7 @@ static int bench_failure(double secs)
     }
     bench_window(&h, 0, h.num_eps, 0.3, NULL); /* warm-up */
     before = bench_window(&h, 0, h.num_eps, secs, NULL);
-    bench_kill(&h, 0);
+    peers_hub_kill_peer(&h, 0);
     during = bench_window(&h, 0, h.num_eps, 30, bench_dead_eps_failed);
     detect = peers_now() - h.kill_time;
     after  = bench_window(&h, 0, h.num_eps, secs, NULL);

@@ -192,27 +192,35 @@ static uint64_t peers_hub_slot_addr(peers_hub_t *h, peers_hub_ep_t *e,
     return h->hello[e->peer].slots + e->slot * sizeof(peers_slot_t) + offset;
 }
 
+ucs_status_t peers_hub_am_short(peers_hub_ep_t *e)
+{
+    uint8_t payload[32];
+    ucs_status_t status;
+    size_t i, n;
+
+    n = peers_am_len(e->ams, 0);
+    for (i = 0; i < n; ++i) {
+        payload[i] = peers_pattern(e->slot, e->ams, i);
+    }
+    status = uct_ep_am_short(e->ep, PEERS_AM_DATA,
+                             PEERS_HDR(e->slot, e->ams), payload, n);
+    e->ams += (status == UCS_OK);
+    return status;
+}
+
 /* The next operation of e: 1 posted, 0 no resources now, -1 refused. */
 static int peers_hub_post(peers_hub_t *h, peers_hub_ep_t *e)
 {
     uct_rkey_t rkey = h->rkey[e->peer].rkey;
-    uint8_t payload[32];
     peers_pack_arg_t pack;
     uint64_t put[2];
     peers_atomic_t *a;
     ucs_status_t status;
     ssize_t len;
-    size_t i, n;
 
     switch (e->ops % 4) {
     case 0:
-        n = peers_am_len(e->ams, 0);
-        for (i = 0; i < n; ++i) {
-            payload[i] = peers_pattern(e->slot, e->ams, i);
-        }
-        status = uct_ep_am_short(e->ep, PEERS_AM_DATA,
-                                 PEERS_HDR(e->slot, e->ams), payload, n);
-        e->ams += (status == UCS_OK);
+        status = peers_hub_am_short(e);
         break;
     case 1:
         if (e->bad_op == (int64_t)e->ops) {
@@ -284,18 +292,22 @@ static int peers_hub_ep_done(peers_hub_t *h, const peers_run_t *r,
     return (e->ops >= r->ops) && (e->at_done == e->at_posted);
 }
 
+void peers_hub_kill_peer(peers_hub_t *h, unsigned p)
+{
+    kill(h->pid[p], SIGKILL);
+    waitpid(h->pid[p], NULL, 0);
+    close(h->fd[p]);
+    h->alive[p] = 0;
+    h->kill_time = peers_now();
+}
+
 static void peers_hub_kill(peers_hub_t *h, const peers_run_t *r)
 {
-    unsigned i, p;
+    unsigned i;
 
     for (i = 0; i < r->num_kill; ++i) {
-        p = r->kill[i];
-        kill(h->pid[p], SIGKILL);
-        waitpid(h->pid[p], NULL, 0);
-        close(h->fd[p]);
-        h->alive[p] = 0;
+        peers_hub_kill_peer(h, r->kill[i]);
     }
-    h->kill_time = peers_now();
     if (r->pause_after_kill > 0) {
         usleep((useconds_t)(r->pause_after_kill * 1e6));
     }

@@ -84,6 +84,10 @@ unsigned peers_hub_finish(peers_hub_t *h, char *why, size_t len);
 void peers_hub_stop(peers_hub_t *h);
 
 void peers_hub_fail(peers_hub_t *h, const char *fmt, ...);
+/* the next checked active message of e (e->ams counts it when sent) */
+ucs_status_t peers_hub_am_short(peers_hub_ep_t *e);
+/* SIGKILL peer p now (kill_time is then) */
+void peers_hub_kill_peer(peers_hub_t *h, unsigned p);
 int peers_hub_ep_healthy(const peers_hub_t *h, const peers_hub_ep_t *e);
 
 #endif
