@@ -60,6 +60,16 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
      ucs_offsetof(strand_dc_iface_config_t, rx_queue_len),
      UCS_CONFIG_TYPE_UINT},
 
+    {"RX_MAX_POLL", "inf",
+     "Receive completions handled by one progress call at most (1 .. inf). "
+     "inf handles all that are there: a receiver that handles fewer than "
+     "its senders' completions free falls behind them when they share its "
+     "progress, runs out of posted buffers, and the senders then wait in "
+     "receiver-not-ready back-off, some much longer than others. A small "
+     "value bounds the time one call spends on a flood of messages.",
+     ucs_offsetof(strand_dc_iface_config_t, rx_max_poll),
+     UCS_CONFIG_TYPE_ULUNITS},
+
     {"SEG_SIZE", "8256",
      "Size of a receive buffer and of a bounce buffer for bcopy operations: "
      "the largest active message (with its 1-byte id) and the largest "
@@ -485,6 +495,9 @@ strand_dc_iface_check_config(strand_dc_iface_t *iface,
                     (config->rx_queue_len <= 32767),
                     "UCX_DC_STRAND_RX_QUEUE_LEN=%u (valid: 1 .. 32767)",
                     config->rx_queue_len);
+    STRAND_DC_CHECK(config->rx_max_poll >= 1,
+                    "UCX_DC_STRAND_RX_MAX_POLL=%lu (valid: 1 .. inf)",
+                    config->rx_max_poll);
     STRAND_DC_CHECK((config->seg_size >= 64) &&
                     (config->seg_size <= UCS_MBYTE),
                     "UCX_DC_STRAND_SEG_SIZE=%zu (valid: 64 .. 1048576)",
@@ -759,6 +772,8 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
                                    ucs_min(config->quota,
                                            config->tx_queue_len) : UINT_MAX;
     self->config.rx_queue_len    = config->rx_queue_len;
+    self->config.rx_max_poll     = (config->rx_max_poll >= UINT_MAX) ?
+                                   UINT_MAX : (unsigned)config->rx_max_poll;
     self->config.seg_size        = config->seg_size;
     self->config.max_inline      = config->max_inline;
     self->config.max_sge         = ucs_min(STRAND_DC_MAX_SGE,

@@ -57,6 +57,7 @@ typedef struct strand_dc_iface_config {
     uct_iface_config_t super;
     unsigned           tx_queue_len;
     unsigned           rx_queue_len;
+    unsigned long      rx_max_poll;
     size_t             seg_size;
     unsigned           num_dci;
     int                tx_policy;
@@ -160,6 +161,7 @@ typedef struct strand_dc_iface {
     struct {
         unsigned          tx_queue_len;
         unsigned          rx_queue_len;
+        unsigned          rx_max_poll;   /* receive CQEs per progress */
         size_t            seg_size;
         size_t            max_inline;
         unsigned          max_sge;

@@ -294,7 +294,7 @@ unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
     unsigned count = 0;
     uint32_t idx;
 
-    while ((count < 16) &&
+    while ((count < iface->config.rx_max_poll) &&
            ((cqe = strand_cqe_get(cq->dv.buf, cq->dv.cqe_cnt,
                                   iface->rx_cqe_shift,
                                   iface->rx_ci)) != NULL)) {
