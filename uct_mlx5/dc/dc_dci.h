@@ -78,6 +78,8 @@ typedef struct strand_dc_stream {
     uint32_t  outstanding;       /* WQEs posted and not retired */
     uint32_t  users;             /* eps that lease it */
     uint64_t  peer;              /* per-peer mapping: the peer's key */
+    uint64_t  dest;              /* its first user's destination */
+    uint8_t   mixed;             /* users of more than one destination */
     uint32_t  resets;            /* mlx5dv_dci_stream_id_reset calls */
     uint32_t  leases;            /* eps that took it, ever */
     ucs_queue_head_t held;       /* flushed WQEs to post again, in order */

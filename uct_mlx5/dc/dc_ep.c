@@ -996,6 +996,17 @@ strand_dc_ep_wait_room(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
 }
 
+/* An ep without a lease that waits for room on one DCI (its destination's, see
+ * strand_dc_policy_choose), not for any DCI: it is in that DCI's
+ * waiters. */
+static int strand_dc_ep_lease_waits(strand_dc_iface_t *iface,
+                                    strand_dc_ep_t *ep)
+{
+    strand_dc_policy_lease(iface, ep); /* joins the waiters, or leases */
+    return (ep->dci == STRAND_DC_DCI_NONE) &&
+           !ucs_list_is_empty(&ep->dci_wait);
+}
+
 static ucs_arbiter_cb_result_t
 strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
                         ucs_arbiter_elem_t *elem, void *arg)
@@ -1017,6 +1028,10 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
             if (ep->dci != STRAND_DC_DCI_NONE) {
                 return strand_dc_ep_wait_room(iface, ep);
             }
+            if (strand_dc_ep_lease_waits(iface, ep)) {
+                /* for room on its destination's DCI: the others go on */
+                return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+            }
             /* waiting for a DCI: everybody after waits too, and the eps
              * holding one give it back after their quota */
             iface->dci_wanted = 1;
@@ -1034,6 +1049,9 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
         return strand_dc_ep_pending_no_credits(iface, ep);
     } else if ((status == UCS_ERR_NO_RESOURCE) &&
                (ep->dci == STRAND_DC_DCI_NONE)) {
+        if (strand_dc_ep_lease_waits(iface, ep)) {
+            return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+        }
         iface->dci_wanted = 1;
         return UCS_ARBITER_CB_RESULT_STOP;
     } else if (status == UCS_ERR_NO_RESOURCE) {

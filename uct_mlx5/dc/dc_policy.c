@@ -78,13 +78,24 @@ static int strand_dc_policy_pick_stream(strand_dc_iface_t *iface,
     return best;
 }
 
+/* ep's destination, the peer's NIC and DCT (a process): a key for
+ * grouping, where a rare collision costs only placement */
+static uint64_t strand_dc_policy_dest(const strand_dc_ep_t *ep)
+{
+    return ep->peer_key ^ ((uint64_t)ep->dctn << 24);
+}
+
 static void strand_dc_policy_attach(strand_dc_dci_t *dci, int stream,
                                     strand_dc_ep_t *ep)
 {
     strand_dc_stream_t *s = &dci->streams[stream];
 
     if (s->users++ == 0) {
-        s->peer = ep->peer_key;
+        s->peer  = ep->peer_key;
+        s->dest  = strand_dc_policy_dest(ep);
+        s->mixed = 0;
+    } else if (s->dest != strand_dc_policy_dest(ep)) {
+        s->mixed = 1;
     }
     s->leases++;
     dci->users++;
@@ -113,34 +124,92 @@ static ucs_status_t strand_dc_policy_lease_dcs(strand_dc_iface_t *iface,
     return UCS_OK;
 }
 
-/* The least leased DCI that can take ep now (a busy DCI shares its send
- * queue among more eps: spreading them keeps their rates even); ties go
- * round-robin from where the last lease went. */
-static ucs_status_t strand_dc_policy_lease_streams(strand_dc_iface_t *iface,
-                                                   strand_dc_ep_t *ep)
+/* Whether dci serves no destination but ep's: its completions then wait
+ * on no other peer (a DCI completes in send-queue order, so a WQE to a
+ * peer that died, or is slow, holds back the completions of every WQE
+ * after it on that DCI until it times out). */
+static int strand_dc_policy_dci_own(const strand_dc_iface_t *iface,
+                                    const strand_dc_dci_t *dci,
+                                    const strand_dc_ep_t *ep)
 {
-    strand_dc_dci_t *dci, *best = NULL;
-    int stream, best_stream = -1;
+    uint64_t dest = strand_dc_policy_dest(ep);
+    const strand_dc_stream_t *s;
+    unsigned i;
+
+    for (i = 0; i < iface->config.num_streams; ++i) {
+        s = &dci->streams[i];
+        if ((s->users > 0) && (s->mixed || (s->dest != dest))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The (DCI, stream) ep would lease now. First choice: a DCI that serves
+ * ep's destination only, or nobody, so that a peer that dies stalls only
+ * the DCIs of its own eps; among those, and else among all, the least leased (a
+ * busy DCI shares its send queue among more eps: spreading them keeps
+ * their rates even); ties go round-robin from where the last lease went.
+ * While a DCI of ep's destination alone exists but is full, ep waits for
+ * it rather than join another's: NULL, and *wait_p is that DCI (NULL
+ * when no DCI can take anyone). */
+static strand_dc_dci_t *strand_dc_policy_choose(strand_dc_iface_t *iface,
+                                                strand_dc_ep_t *ep,
+                                                int *stream_p,
+                                                strand_dc_dci_t **wait_p)
+{
+    strand_dc_dci_t *dci, *best = NULL, *own_full = NULL;
+    int stream, own, best_own = 0;
     unsigned n, i;
 
     for (n = 0; n < iface->num_dci; ++n) {
         i   = (iface->next_dci + n) % iface->num_dci;
         dci = &iface->dcis[i];
-        if (!strand_dc_dci_usable(iface, dci) ||
-            ((best != NULL) && (dci->users >= best->users))) {
+        own = strand_dc_policy_dci_own(iface, dci, ep);
+        if (!strand_dc_dci_usable(iface, dci)) {
+            if (own && (dci->users > 0) && (own_full == NULL)) {
+                own_full = dci;
+            }
+            continue;
+        }
+        if ((best != NULL) &&
+            ((own < best_own) ||
+             ((own == best_own) && (dci->users >= best->users)))) {
             continue;
         }
         stream = strand_dc_policy_pick_stream(iface, dci, ep);
         if (stream >= 0) {
-            best        = dci;
-            best_stream = stream;
+            best      = dci;
+            *stream_p = stream;
+            best_own  = own;
         }
     }
+    *wait_p = own_full;
+    return ((best != NULL) && (best_own || (own_full == NULL))) ? best :
+                                                                  NULL;
+}
+
+static ucs_status_t strand_dc_policy_lease_streams(strand_dc_iface_t *iface,
+                                                   strand_dc_ep_t *ep)
+{
+    strand_dc_dci_t *best, *wait;
+    int stream = -1;
+
+    best = strand_dc_policy_choose(iface, ep, &stream, &wait);
     if (best == NULL) {
+        if ((wait != NULL) && ucs_list_is_empty(&ep->dci_wait)) {
+            /* its room wakes ep (dc_dci.c) */
+            ucs_list_add_tail(&wait->waiters, &ep->dci_wait);
+        }
         return UCS_ERR_NO_RESOURCE;
     }
+    if (!ucs_list_is_empty(&ep->dci_wait)) {
+        /* no longer waiting for the DCI it waited for */
+        ucs_list_del(&ep->dci_wait);
+        ucs_list_head_init(&ep->dci_wait);
+    }
     iface->next_dci = (best->index + 1) % iface->num_dci;
-    strand_dc_policy_attach(best, best_stream, ep);
+    strand_dc_policy_attach(best, stream, ep);
     return UCS_OK;
 }
 
@@ -154,14 +223,19 @@ static void strand_dc_policy_consider_move(strand_dc_iface_t *iface,
 {
     strand_dc_dci_t *cur = &iface->dcis[ep->dci];
     unsigned i;
+    int own;
 
     if (strand_dc_dci_has_room(iface, cur) ||
         (cur->state != STRAND_DC_DCI_ACTIVE)) {
         return;
     }
+    /* a DCI of ep's destination alone is left only for another such one
+     * (the lease would choose it again) */
+    own = strand_dc_policy_dci_own(iface, cur, ep);
     for (i = 0; i < iface->num_dci; ++i) {
         if (strand_dc_dci_usable(iface, &iface->dcis[i]) &&
-            (iface->dcis[i].users + 1 < cur->users)) {
+            (iface->dcis[i].users + 1 < cur->users) &&
+            (!own || strand_dc_policy_dci_own(iface, &iface->dcis[i], ep))) {
             ep->flags |= STRAND_DC_EP_FLAG_MOVING;
             return;
         }
@@ -211,7 +285,9 @@ void strand_dc_policy_release(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     s   = &dci->streams[ep->stream];
     ucs_assert((s->users > 0) && (dci->users > 0));
     if (--s->users == 0) {
-        s->peer = 0;
+        s->peer  = 0;
+        s->dest  = 0;
+        s->mixed = 0;
     }
     --dci->users;
     if (dci->ep == ep) {
@@ -224,7 +300,8 @@ void strand_dc_policy_release(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 
 int strand_dc_policy_can_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 {
-    unsigned i;
+    strand_dc_dci_t *wait;
+    int stream;
 
     if (ep->dci != STRAND_DC_DCI_NONE) {
         return strand_dc_policy_ready(iface, ep) != NULL;
@@ -232,10 +309,5 @@ int strand_dc_policy_can_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     if (!strand_dc_policy_streams(iface)) {
         return iface->dci_top > 0;
     }
-    for (i = 0; i < iface->num_dci; ++i) {
-        if (strand_dc_dci_usable(iface, &iface->dcis[i])) {
-            return 1;
-        }
-    }
-    return 0;
+    return strand_dc_policy_choose(iface, ep, &stream, &wait) != NULL;
 }

@@ -653,6 +653,54 @@ TEST_F(dc_strand, peer_failure_fails_only_that_ep)
     uct_md_mem_dereg(m_md, dm);
 }
 
+/* A DCI completes in send-queue order, so a WQE to a destination that
+ * does not answer holds back the completions of every later WQE on its DCI
+ * until it times out. Under streams, eps of one destination keep to DCIs
+ * of their own where they can: leased in the order dead, good, good, dead
+ * over two DCIs, the good eps share one DCI (the least-leased rule alone
+ * put the second good ep next to the first dead one) and complete all
+ * their work while the dead destination's eps are still retrying. */
+TEST_F(dc_strand, a_dead_destination_holds_only_its_own_dci)
+{
+    set_env("UCX_DC_STRAND_TX_POLICY", "streams");
+    set_env("UCX_DC_STRAND_NUM_DCI", "2");
+    set_env("UCX_DC_STRAND_TIMEOUT", "1s");
+    set_env("UCX_DC_STRAND_RETRY_COUNT", "3");
+    open_pair();
+    std::vector<uint8_t> dead_addr = m_b.iface_addr;
+    dead_addr[2] ^= 0x40; /* a DCT number nobody has */
+    uct_ep_h dead[2], good[2];
+    dead[0] = connect(m_a, m_b.dev_addr, dead_addr);
+    good[0] = m_ep;
+    good[1] = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    dead[1] = connect(m_a, m_b.dev_addr, dead_addr);
+    for (auto ep : {dead[0], good[0], good[1], dead[1]}) {
+        ASSERT_NE(nullptr, ep);
+        ASSERT_EQ(UCS_OK, uct_ep_am_short(ep, 5, 1, nullptr, 0));
+    }
+    for (uint64_t i = 0; i < 20; ++i) {
+        for (auto ep : good) {
+            ASSERT_EQ(UCS_OK, am_short_retry(ep, 100 + i));
+        }
+    }
+    for (auto ep : good) {
+        flush(ep);
+    }
+    /* every message of the good eps arrived, and their flushes completed
+     * before the dead destination's eps failed (about 4 s) */
+    EXPECT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 42; }, 1))
+            << m_b.am.msgs.size() << " of 42 messages";
+    EXPECT_TRUE(m_a.err.errors.empty())
+            << "the good eps waited for the dead destination's timeout";
+    std::string pool = vfs_read(m_a, "dci_pool");
+    ASSERT_TRUE(progress_until([&] { return m_a.err.errors.size() == 2; },
+                               30)) << pool;
+    for (auto &e : m_a.err.errors) {
+        EXPECT_TRUE((e.first == dead[0]) || (e.first == dead[1]));
+        EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, e.second);
+    }
+}
+
 /* A DCI whose errored streams reach 2^log_num_errored goes to ERR and
  * raises IBV_EVENT_QP_FATAL (spec section 5); the transport reads it
  * (rdma-core wants every async event read and acknowledged) and counts it
