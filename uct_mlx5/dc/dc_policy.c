@@ -147,9 +147,10 @@ static int strand_dc_policy_dci_own(const strand_dc_iface_t *iface,
 
 /* The (DCI, stream) ep would lease now. First choice: a DCI that serves
  * ep's destination only, or nobody, so that a peer that dies stalls only
- * the DCIs of its own eps; among those, and else among all, the least leased (a
- * busy DCI shares its send queue among more eps: spreading them keeps
- * their rates even); ties go round-robin from where the last lease went.
+ * the DCIs of its own eps; among those, and else among all, the least
+ * leased (a busy DCI shares its send queue among more eps: spreading them
+ * keeps their rates even); ties go round-robin from where the last lease
+ * went.
  * While a DCI of ep's destination alone exists but is full, ep waits for
  * it rather than join another's: NULL, and *wait_p is that DCI (NULL
  * when no DCI can take anyone). */
@@ -167,7 +168,9 @@ static strand_dc_dci_t *strand_dc_policy_choose(strand_dc_iface_t *iface,
         dci = &iface->dcis[i];
         own = strand_dc_policy_dci_own(iface, dci, ep);
         if (!strand_dc_dci_usable(iface, dci)) {
-            if (own && (dci->users > 0) && (own_full == NULL)) {
+            /* full, not recovering: its completions will make room */
+            if (own && (dci->users > 0) && (own_full == NULL) &&
+                (dci->state == STRAND_DC_DCI_ACTIVE)) {
                 own_full = dci;
             }
             continue;
