@@ -96,7 +96,10 @@ ucs_status_t strand_dc_fc_ep_add(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     khiter_t it;
     int ret;
 
-    ep->fc_wnd = fc->wnd_size;
+    ep->fc_wnd       = fc->wnd_size;
+    ep->fc_seq       = 0; /* the first request is 1 */
+    ep->fc_seq_first = 0;
+    ep->fc_req_time  = 0;
     if (!fc->enabled) {
         ep->fc_id = 0;
         return UCS_OK;
