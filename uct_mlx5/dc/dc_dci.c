@@ -9,6 +9,8 @@
 #endif
 
 #include "dc_dci.h"
+
+#include <inttypes.h>
 #include "dc_ep.h"
 #include "dc_policy.h"
 #include "dc_recovery.h"
@@ -42,6 +44,7 @@ static ucs_status_t strand_dc_dci_create(strand_dc_iface_t *iface,
     int err, ret;
 
     dci->index   = i;
+    dci->home    = 0;
     ucs_list_head_init(&dci->waiters);
     dci->state   = STRAND_DC_DCI_FREE;
     dci->streams = ucs_calloc(iface->config.num_streams,
@@ -478,7 +481,7 @@ void strand_dc_dci_pool_show(strand_dc_iface_t *iface,
             }
             ucs_string_buffer_appendf(strb, "  stream %u %s outstanding %u "
                                       "users %u held %zu resets %u "
-                                      "leases %u\n",
+                                      "leases %u dest 0x%" PRIx64 "%s\n",
                                       dci->streams[j].id,
                                       (dci->streams[j].state ==
                                        STRAND_DC_STREAM_OK) ? "ok" :
@@ -486,7 +489,9 @@ void strand_dc_dci_pool_show(strand_dc_iface_t *iface,
                                       dci->streams[j].users,
                                       ucs_queue_length(&dci->streams[j].held),
                                       dci->streams[j].resets,
-                                      dci->streams[j].leases);
+                                      dci->streams[j].leases,
+                                      dci->streams[j].dest,
+                                      dci->streams[j].mixed ? " mixed" : "");
         }
     }
     ucs_string_buffer_appendf(strb, "consistent %s\n",

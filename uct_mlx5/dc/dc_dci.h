@@ -113,6 +113,9 @@ typedef struct strand_dc_dci {
     strand_dc_op_t       *ops;         /* by BB slot of the ctrl segment */
     strand_dc_stream_t   *streams;
     uint32_t              users;       /* eps leasing it */
+    uint64_t              home;        /* streams: the destination of the
+                                          first ep that leased it empty
+                                          (kept while it is empty) */
     struct strand_dc_ep  *ep;          /* dcs: the lessee */
     ucs_list_link_t       waiters;     /* eps whose pending requests wait
                                           for room in this SQ, in order */

@@ -90,6 +90,9 @@ static void strand_dc_policy_attach(strand_dc_dci_t *dci, int stream,
 {
     strand_dc_stream_t *s = &dci->streams[stream];
 
+    if (dci->users == 0) {
+        dci->home = strand_dc_policy_dest(ep);
+    }
     if (s->users++ == 0) {
         s->peer  = ep->peer_key;
         s->dest  = strand_dc_policy_dest(ep);
@@ -124,72 +127,76 @@ static ucs_status_t strand_dc_policy_lease_dcs(strand_dc_iface_t *iface,
     return UCS_OK;
 }
 
-/* Whether dci serves no destination but ep's: its completions then wait
- * on no other peer (a DCI completes in send-queue order, so a WQE to a
- * peer that died, or is slow, holds back the completions of every WQE
- * after it on that DCI until it times out). */
-static int strand_dc_policy_dci_own(const strand_dc_iface_t *iface,
-                                    const strand_dc_dci_t *dci,
-                                    const strand_dc_ep_t *ep)
+/* How well dci suits ep, for keeping destinations apart (a DCI completes
+ * in send-queue order, so a WQE to a peer that died, or is slow, holds
+ * back the completions of every WQE after it on that DCI until it times
+ * out):
+ *   2  it serves ep's destination only; or it is empty and was last the
+ *      home of ep's destination, or of none;
+ *   1  it is empty, the home of another destination (which will want it
+ *      back when its eps send again);
+ *   0  it serves other destinations. */
+static int strand_dc_policy_dci_rank(const strand_dc_iface_t *iface,
+                                     const strand_dc_dci_t *dci,
+                                     const strand_dc_ep_t *ep)
 {
     uint64_t dest = strand_dc_policy_dest(ep);
     const strand_dc_stream_t *s;
     unsigned i;
 
+    if (dci->users == 0) {
+        return ((dci->home == 0) || (dci->home == dest)) ? 2 : 1;
+    }
     for (i = 0; i < iface->config.num_streams; ++i) {
         s = &dci->streams[i];
         if ((s->users > 0) && (s->mixed || (s->dest != dest))) {
             return 0;
         }
     }
-    return 1;
+    return 2;
 }
 
-/* The (DCI, stream) ep would lease now. First choice: a DCI that serves
- * ep's destination only, or nobody, so that a peer that dies stalls only
- * the DCIs of its own eps; among those, and else among all, the least
- * leased (a busy DCI shares its send queue among more eps: spreading them
- * keeps their rates even); ties go round-robin from where the last lease
- * went.
- * While a DCI of ep's destination alone exists but is full, ep waits for
- * it rather than join another's: NULL, and *wait_p is that DCI (NULL
- * when no DCI can take anyone). */
+/* The (DCI, stream) ep would lease now: the best ranked (above), and among
+ * those the least leased (a busy DCI shares its send queue among more
+ * eps: spreading them keeps their rates even); ties go round-robin from
+ * where the last lease went. While a DCI of ep's destination alone exists
+ * but is full, ep waits for it rather than take another's: NULL, and
+ * *wait_p is that DCI (NULL when no DCI can take anyone). */
 static strand_dc_dci_t *strand_dc_policy_choose(strand_dc_iface_t *iface,
                                                 strand_dc_ep_t *ep,
                                                 int *stream_p,
                                                 strand_dc_dci_t **wait_p)
 {
     strand_dc_dci_t *dci, *best = NULL, *own_full = NULL;
-    int stream, own, best_own = 0;
+    int stream, rank, best_rank = -1;
     unsigned n, i;
 
     for (n = 0; n < iface->num_dci; ++n) {
-        i   = (iface->next_dci + n) % iface->num_dci;
-        dci = &iface->dcis[i];
-        own = strand_dc_policy_dci_own(iface, dci, ep);
+        i    = (iface->next_dci + n) % iface->num_dci;
+        dci  = &iface->dcis[i];
+        rank = strand_dc_policy_dci_rank(iface, dci, ep);
         if (!strand_dc_dci_usable(iface, dci)) {
             /* full, not recovering: its completions will make room */
-            if (own && (dci->users > 0) && (own_full == NULL) &&
+            if ((rank == 2) && (dci->users > 0) && (own_full == NULL) &&
                 (dci->state == STRAND_DC_DCI_ACTIVE)) {
                 own_full = dci;
             }
             continue;
         }
-        if ((best != NULL) &&
-            ((own < best_own) ||
-             ((own == best_own) && (dci->users >= best->users)))) {
+        if ((rank < best_rank) ||
+            ((rank == best_rank) && (dci->users >= best->users))) {
             continue;
         }
         stream = strand_dc_policy_pick_stream(iface, dci, ep);
         if (stream >= 0) {
             best      = dci;
             *stream_p = stream;
-            best_own  = own;
+            best_rank = rank;
         }
     }
     *wait_p = own_full;
-    return ((best != NULL) && (best_own || (own_full == NULL))) ? best :
-                                                                  NULL;
+    return ((best != NULL) && ((best_rank == 2) || (own_full == NULL))) ?
+           best : NULL;
 }
 
 static ucs_status_t strand_dc_policy_lease_streams(strand_dc_iface_t *iface,
@@ -226,19 +233,20 @@ static void strand_dc_policy_consider_move(strand_dc_iface_t *iface,
 {
     strand_dc_dci_t *cur = &iface->dcis[ep->dci];
     unsigned i;
-    int own;
+    int rank;
 
     if (strand_dc_dci_has_room(iface, cur) ||
         (cur->state != STRAND_DC_DCI_ACTIVE)) {
         return;
     }
-    /* a DCI of ep's destination alone is left only for another such one
-     * (the lease would choose it again) */
-    own = strand_dc_policy_dci_own(iface, cur, ep);
+    /* only for a DCI at least as well suited (the lease would choose ep's
+     * own again) */
+    rank = strand_dc_policy_dci_rank(iface, cur, ep);
     for (i = 0; i < iface->num_dci; ++i) {
         if (strand_dc_dci_usable(iface, &iface->dcis[i]) &&
             (iface->dcis[i].users + 1 < cur->users) &&
-            (!own || strand_dc_policy_dci_own(iface, &iface->dcis[i], ep))) {
+            (strand_dc_policy_dci_rank(iface, &iface->dcis[i], ep) >=
+             rank)) {
             ep->flags |= STRAND_DC_EP_FLAG_MOVING;
             return;
         }

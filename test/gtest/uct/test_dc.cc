@@ -701,6 +701,53 @@ TEST_F(dc_strand, a_dead_destination_holds_only_its_own_dci)
     }
 }
 
+/* A DCI left empty by a destination whose eps went quiet stays that
+ * destination's: an ep of another destination whose own DCI is full waits
+ * for room there instead of taking it, so when the quiet destination
+ * sends again it finds its DCI free of the other's (here: dead) traffic. */
+TEST_F(dc_strand, a_quiet_destination_keeps_its_dci)
+{
+    set_env("UCX_DC_STRAND_TX_POLICY", "streams");
+    set_env("UCX_DC_STRAND_NUM_DCI", "2");
+    set_env("UCX_DC_STRAND_TX_QUEUE_LEN", "16");
+    set_env("UCX_DC_STRAND_TIMEOUT", "1s");
+    set_env("UCX_DC_STRAND_RETRY_COUNT", "3");
+    open_pair();
+    std::vector<uint8_t> dead_addr = m_b.iface_addr;
+    dead_addr[2] ^= 0x40; /* a DCT number nobody has */
+    uct_ep_h dead[2];
+    dead[0] = connect(m_a, m_b.dev_addr, dead_addr);
+    dead[1] = connect(m_a, m_b.dev_addr, dead_addr);
+    ASSERT_NE(nullptr, dead[0]);
+    ASSERT_NE(nullptr, dead[1]);
+
+    /* the good destination's DCI, then quiet: empty */
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, 1, nullptr, 0));
+    flush(m_ep);
+    /* the dead destination fills the other DCI */
+    unsigned sent = 0;
+    while (uct_ep_am_short(dead[0], 5, 2, nullptr, 0) == UCS_OK) {
+        ASSERT_LT(++sent, 100u);
+    }
+    EXPECT_GT(sent, 0u);
+    /* its second ep waits for that DCI's room */
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_ep_am_short(dead[1], 5, 3, nullptr, 0));
+    /* the good destination finds its DCI as it left it */
+    for (uint64_t i = 0; i < 20; ++i) {
+        ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 100 + i));
+    }
+    flush(m_ep);
+    EXPECT_TRUE(m_a.err.errors.empty())
+            << "the good ep waited for the dead destination's timeout";
+    EXPECT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 21; }, 1))
+            << m_b.am.msgs.size() << " of 21 messages";
+    ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }, 30));
+    for (auto &e : m_a.err.errors) {
+        EXPECT_TRUE((e.first == dead[0]) || (e.first == dead[1]));
+        EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, e.second);
+    }
+}
+
 /* A DCI whose errored streams reach 2^log_num_errored goes to ERR and
  * raises IBV_EVENT_QP_FATAL (spec section 5); the transport reads it
  * (rdma-core wants every async event read and acknowledged) and counts it
