@@ -10,6 +10,8 @@
  *                           (those of peers 1..7) SECS before peer 0 is
  *                           killed, while its endpoints fail, and SECS
  *                           after: each the median of 50 ms windows
+ *   control SECS            the same windows, nobody killed (the drift of
+ *                           rates on this machine: the baseline)
  *   scale PEERS EPS SECS    PEERS x EPS endpoints: memory per endpoint
  *                           (heap growth while they are created), the
  *                           interface's QPs, the rate over all of them and
@@ -184,7 +186,10 @@ static double bench_median_window(peers_hub_t *h, double secs,
     return (n % 2) ? rate[n / 2] : (rate[n / 2 - 1] + rate[n / 2]) / 2;
 }
 
-static int bench_failure(double secs)
+/* kill: peer 0 is killed; else the control (same windows, the "during"
+ * one as long as a failure's detection takes, nobody killed): the drift of
+ * rates on a loaded machine that a failure's ratios are compared with */
+static int bench_failure(double secs, int kill)
 {
     double before, during, after, detect;
     peers_hub_t h;
@@ -198,9 +203,15 @@ static int bench_failure(double secs)
     /* the rates of peers 1..7's endpoints throughout: peer 0 is killed */
     before = bench_median_window(&h, secs, NULL, 0);
     bench_print_pool(&h, "before the kill");
-    peers_hub_kill_peer(&h, 0);
-    during = bench_median_window(&h, 30, bench_dead_eps_failed, 0);
-    detect = peers_now() - h.kill_time;
+    if (kill) {
+        peers_hub_kill_peer(&h, 0);
+        during = bench_median_window(&h, 30, bench_dead_eps_failed, 0);
+        detect = peers_now() - h.kill_time;
+    } else {
+        /* TIMEOUT x (RETRY_COUNT + 1) as the device rounds it */
+        detect = 4 * 0.537;
+        during = bench_median_window(&h, detect, NULL, 0);
+    }
     after  = bench_median_window(&h, secs, NULL, 0);
     bench_print_pool(&h, "after");
     printf("before %.0f during %.0f after %.0f detect_s %.3f", before,
@@ -264,13 +275,15 @@ int main(int argc, char **argv)
     const char *mode = (argc > 1) ? argv[1] : "";
 
     if (!strcmp(mode, "failure") && (argc == 3)) {
-        return bench_failure(atof(argv[2]));
+        return bench_failure(atof(argv[2]), 1);
+    } else if (!strcmp(mode, "control") && (argc == 3)) {
+        return bench_failure(atof(argv[2]), 0);
     } else if (!strcmp(mode, "scale") && (argc == 5)) {
         return bench_scale(atoi(argv[2]), atoi(argv[3]), atof(argv[4]));
     } else if (!strcmp(mode, "active") && (argc == 3)) {
         return bench_active(atof(argv[2]));
     }
-    fprintf(stderr, "usage: dc_bench failure SECS | scale PEERS EPS SECS | "
-            "active SECS\n");
+    fprintf(stderr, "usage: dc_bench failure SECS | control SECS | "
+            "scale PEERS EPS SECS | active SECS\n");
     return 2;
 }
