@@ -32,7 +32,10 @@ enum { SIM_CQ_DBR_CI = 0, SIM_CQ_DBR_ARM = 1 };
 #define SIM_MAX_RD_ATOMIC  16
 #define SIM_FLOWS_PER_QP   64     /* DCI: destinations in flight at once */
 #define SIM_DCI_MAX_CHANNELS 16   /* 2^dci_log_concurent at most */
-#define SIM_RESP_CTX_MAX   256    /* DCT: requesters remembered at once */
+#define SIM_RESP_CTX_MAX   256    /* DCT: requesters remembered at first */
+#define SIM_RESP_CTX_CAP   16384  /* DCT: ... and at most */
+#define SIM_RESP_CTX_IDLE_NS 10000000000ull /* a context idle this long may
+                                               be taken by a new requester */
 #define SIM_MAX_UIDX       (SIM_MAX_QPS + SIM_MAX_SRQS)
 #define SIM_GID_TBL_LEN    4      /* Ethernet: link-local and ULA, v1 and v2 */
 

@@ -49,6 +49,33 @@ static void sim_resp_ack_later(smlx5_context_t *ctx, smlx5_qp_t *qp,
 
 /* ----------------------------------------------------- context lookup */
 
+/* A new requester and no context free: the least recently used one goes
+ * only when it has been idle long enough that its requester cannot still
+ * be in the middle of its association (a requester that waits out
+ * timeouts, or a process the scheduler left aside, sends its next packet
+ * without a new connect, and a context taken meanwhile would drop it
+ * silently: its requester would fail for nothing). Else the table grows,
+ * up to SIM_RESP_CTX_CAP. Returns the context to take. */
+static sim_resp_ctx_t *sim_resp_ctx_victim(smlx5_qp_t *qp,
+                                           sim_resp_ctx_t *victim)
+{
+    unsigned n = qp->num_resp;
+    sim_resp_ctx_t *grown;
+
+    if (!victim->used || (n >= SIM_RESP_CTX_CAP) ||
+        (sim_now_ns() - victim->last_used_ns >= SIM_RESP_CTX_IDLE_NS)) {
+        return victim;
+    }
+    grown = realloc(qp->resp, 2 * n * sizeof(*qp->resp));
+    if (grown == NULL) {
+        return victim;
+    }
+    memset(grown + n, 0, n * sizeof(*grown));
+    qp->resp     = grown;
+    qp->num_resp = 2 * n;
+    return &grown[n];
+}
+
 static sim_resp_ctx_t *sim_resp_ctx_get(smlx5_qp_t *qp, const sim_pkt_t *pkt)
 {
     sim_resp_ctx_t *c, *victim = NULL;
@@ -84,7 +111,7 @@ static sim_resp_ctx_t *sim_resp_ctx_get(smlx5_qp_t *qp, const sim_pkt_t *pkt)
             return c; /* a retransmitted connect: same association */
         }
         if (c == NULL) {
-            c = victim;
+            c = sim_resp_ctx_victim(qp, victim);
         }
         memset(c, 0, sizeof(*c));
         c->used        = true;
