@@ -414,3 +414,104 @@ TEST_F(sim_rnr, duplicated_rnr_naks_count_one_retry_per_period)
     EXPECT_GT(st.rnr_naks_rcvd, rnr_retry + 1u); /* the duplicates came */
     EXPECT_EQ(0, smlx5_set_faults(m_ctx, ""));
 }
+
+/* A DCT keeps the context of a requester in the middle of an association,
+ * however many other requesters connect meanwhile (docs/software-device.md,
+ * Reliability: a NIC keeps DC responder state in host memory). A DCI's two
+ * SENDs: the first takes the only receive buffer, the second is NAKed RNR
+ * and waits a long RNR timer; meanwhile 272 other DCI channels connect with
+ * a WRITE each. The second SEND then goes again, without a connect: it must
+ * land (the device forgot such requesters when more than 256 came). */
+class sim_dct_contexts : public sim_fixture {
+protected:
+    void SetUp() override
+    {
+        setenv("STRAND_SIM_RNR_NS", "500000000", 1);       /* 0.5 s */
+        setenv("STRAND_SIM_TIMEOUT_NS", "2000000000", 1);  /* 2 s */
+        unsetenv("STRAND_SIM_FAULTS");
+        sim_fixture::SetUp();
+    }
+
+    void TearDown() override
+    {
+        sim_fixture::TearDown();
+        unsetenv("STRAND_SIM_RNR_NS");
+        unsetenv("STRAND_SIM_TIMEOUT_NS");
+    }
+};
+
+TEST_F(sim_dct_contexts, a_requester_waiting_out_rnr_keeps_its_context)
+{
+    static constexpr unsigned OTHER_DCIS = 17, CHANNELS = 16;
+    smlx5_srq_t *srq = create_srq(16, 1);
+    ASSERT_NE(nullptr, srq);
+    smlx5_qp_t *dct = create_dct(srq, SMLX5_DC_KEY_DEFAULT);
+    ASSERT_NE(nullptr, dct);
+    smlx5_dc_target_t t = {m_lid, smlx5_dct_num(dct), SMLX5_DC_KEY_DEFAULT};
+    struct ibv_sge rs = sge(RESP, 0, 64);
+    struct ibv_recv_wr rwr, *rbad = nullptr;
+    memset(&rwr, 0, sizeof(rwr));
+    rwr.wr_id   = 1;
+    rwr.sg_list = &rs;
+    rwr.num_sge = 1;
+    ASSERT_EQ(0, smlx5_post_srq_recv(srq, &rwr, &rbad));
+
+    /* two SENDs in one doorbell: the second finds no buffer */
+    smlx5_qp_t *dci = create_dci();
+    ASSERT_NE(nullptr, dci);
+    for (unsigned i = 0; i < 128; ++i) {
+        *buf(REQ, i) = (uint8_t)(5 + 3 * i);
+    }
+    struct ibv_sge s[2] = {sge(REQ, 0, 64), sge(REQ, 64, 64)};
+    struct ibv_send_wr wr[2] = {make_wr(IBV_WR_SEND, 10, &s[0], 1),
+                                make_wr(IBV_WR_SEND, 11, &s[1], 1)};
+    wr[0].next = &wr[1];
+    struct ibv_send_wr *bad = nullptr;
+    ASSERT_EQ(0, smlx5_post_send_dc(dci, wr, &t, 0, &bad));
+    struct ibv_wc wc;
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(10u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    smlx5_qp_stats_t st;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    do {
+        smlx5_progress(m_ctx);
+        ASSERT_EQ(0, smlx5_qp_stats(dci, &st));
+    } while ((st.rnr_naks_rcvd == 0) &&
+             (std::chrono::steady_clock::now() < deadline));
+    ASSERT_GT(st.rnr_naks_rcvd, 0u);
+
+    /* 272 other requesters connect while it waits */
+    for (unsigned d = 0; d < OTHER_DCIS; ++d) {
+        smlx5_qp_t *other = create_dci(4);
+        ASSERT_NE(nullptr, other);
+        for (unsigned c = 0; c < CHANNELS; ++c) {
+            struct ibv_sge ws = sge(REQ, 256, 8);
+            struct ibv_send_wr w = make_wr(IBV_WR_RDMA_WRITE, 1000 + c, &ws,
+                                           1);
+            w.wr.rdma.remote_addr = addr(RESP, 256 + 8 * c);
+            w.wr.rdma.rkey        = rkey(RESP);
+            ASSERT_EQ(0, smlx5_post_send_dc(other, &w, &t, c, &bad));
+        }
+        for (unsigned c = 0; c < CHANNELS; ++c) {
+            ASSERT_TRUE(poll_one(m_scq[REQ], &wc)) << "DCI " << d;
+            ASSERT_EQ(IBV_WC_SUCCESS, wc.status) << "DCI " << d;
+            ASSERT_NE(11u, wc.wr_id) << "the waiting SEND completed early";
+        }
+    }
+
+    /* a buffer again: the waiting SEND lands once its RNR timer expires */
+    rwr.wr_id = 2;
+    rs        = sge(RESP, 64, 64);
+    ASSERT_EQ(0, smlx5_post_srq_recv(srq, &rwr, &rbad));
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc, 1500))
+            << "the waiting SEND's requester was forgotten by the DCT";
+    EXPECT_EQ(11u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    for (uint64_t id : {1, 2}) {
+        ASSERT_TRUE(poll_one(m_rcq[RESP], &wc));
+        EXPECT_EQ(id, wc.wr_id);
+        EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    }
+    EXPECT_EQ(0, memcmp(buf(RESP), buf(REQ), 128));
+}
