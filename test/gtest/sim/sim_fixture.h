@@ -447,15 +447,36 @@ protected:
         return !poll_one(cq, &wc, ms);
     }
 
-    void post_recv(int side, size_t off, uint32_t len, uint64_t wr_id)
+    /* one receive buffer of `side`, on a QP's RQ or on an SRQ */
+    static struct ibv_recv_wr make_recv_wr(struct ibv_sge *s, uint64_t wr_id)
     {
-        struct ibv_sge s = sge(side, off, len);
-        struct ibv_recv_wr wr, *bad = nullptr;
+        struct ibv_recv_wr wr;
         memset(&wr, 0, sizeof(wr));
         wr.wr_id   = wr_id;
-        wr.sg_list = &s;
+        wr.sg_list = s;
         wr.num_sge = 1;
-        ASSERT_EQ(0, smlx5_post_recv(m_qp[side], &wr, &bad));
+        return wr;
+    }
+
+    void post_recv_on(smlx5_qp_t *qp, int side, size_t off, uint32_t len,
+                      uint64_t wr_id)
+    {
+        struct ibv_sge s = sge(side, off, len);
+        struct ibv_recv_wr wr = make_recv_wr(&s, wr_id), *bad = nullptr;
+        ASSERT_EQ(0, smlx5_post_recv(qp, &wr, &bad));
+    }
+
+    void post_recv(int side, size_t off, uint32_t len, uint64_t wr_id)
+    {
+        post_recv_on(m_qp[side], side, off, len, wr_id);
+    }
+
+    void post_srq_recv(smlx5_srq_t *srq, int side, size_t off, uint32_t len,
+                       uint64_t wr_id)
+    {
+        struct ibv_sge s = sge(side, off, len);
+        struct ibv_recv_wr wr = make_recv_wr(&s, wr_id), *bad = nullptr;
+        ASSERT_EQ(0, smlx5_post_srq_recv(srq, &wr, &bad));
     }
 
     static struct ibv_send_wr make_wr(enum ibv_wr_opcode op, uint64_t wr_id,

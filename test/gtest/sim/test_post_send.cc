@@ -44,18 +44,6 @@ protected:
         return sq_bytes(qp_dv(qp), bb, len);
     }
 
-    void post_recv_on(smlx5_qp_t *qp, int side, size_t off, uint32_t len,
-                      uint64_t wr_id)
-    {
-        struct ibv_sge s = sge(side, off, len);
-        struct ibv_recv_wr wr, *bad = nullptr;
-        memset(&wr, 0, sizeof(wr));
-        wr.wr_id   = wr_id;
-        wr.sg_list = &s;
-        wr.num_sge = 1;
-        ASSERT_EQ(0, smlx5_post_recv(qp, &wr, &bad));
-    }
-
     void expect_send_cqe(smlx5_cq_t *cq, uint64_t wr_id, enum ibv_wc_opcode op,
                          struct ibv_wc *out = nullptr)
     {
@@ -1122,13 +1110,7 @@ TEST_F(ibv_post_send, dci_send_reaches_dct_srq)
     ASSERT_NE(nullptr, srq);
     smlx5_qp_t *dct = create_dct(srq, SMLX5_DC_KEY_DEFAULT);
     ASSERT_NE(nullptr, dct);
-    struct ibv_sge rs = sge(RESP, 0, 256);
-    struct ibv_recv_wr rwr, *rbad = nullptr;
-    memset(&rwr, 0, sizeof(rwr));
-    rwr.wr_id   = 55;
-    rwr.sg_list = &rs;
-    rwr.num_sge = 1;
-    ASSERT_EQ(0, smlx5_post_srq_recv(srq, &rwr, &rbad));
+    post_srq_recv(srq, RESP, 0, 256, 55);
 
     fill(REQ, 0, 200, 3);
     struct ibv_sge s = sge(REQ, 0, 200);

@@ -13,8 +13,40 @@
 #include <algorithm>
 #include <functional>
 
-class sim_rnr : public sim_fixture {
+/* A suite's RNR and transport timers (read when the device opens), and
+ * no injected faults. */
+class sim_timers_fixture : public sim_fixture {
 protected:
+    sim_timers_fixture(const char *rnr_ns, const char *timeout_ns) :
+        m_rnr_ns(rnr_ns), m_timeout_ns(timeout_ns)
+    {
+    }
+
+    void SetUp() override
+    {
+        setenv("STRAND_SIM_RNR_NS", m_rnr_ns, 1);
+        setenv("STRAND_SIM_TIMEOUT_NS", m_timeout_ns, 1);
+        unsetenv("STRAND_SIM_FAULTS");
+        sim_fixture::SetUp();
+    }
+
+    void TearDown() override
+    {
+        sim_fixture::TearDown();
+        unsetenv("STRAND_SIM_RNR_NS");
+        unsetenv("STRAND_SIM_TIMEOUT_NS");
+    }
+
+private:
+    const char *m_rnr_ns, *m_timeout_ns;
+};
+
+/* a short RNR timer; a transport timer that never fires here, so that
+ * every retransmission counted comes from an RNR retry */
+class sim_rnr : public sim_timers_fixture {
+protected:
+    sim_rnr() : sim_timers_fixture("200000", "10000000000") {}
+
     static constexpr unsigned NUM_DCIS    = 4;
     static constexpr unsigned BURST       = 4;  /* messages per post, per flow */
     static constexpr unsigned ROUNDS      = 2;  /* bursts per flow */
@@ -33,24 +65,6 @@ protected:
         unsigned    completed;    /* send CQEs */
         unsigned    received;     /* receive CQEs */
     };
-
-    void SetUp() override
-    {
-        /* a short RNR timer; a transport timer that never fires here and
-         * no injected faults, so that every retransmission counted comes
-         * from an RNR retry */
-        setenv("STRAND_SIM_RNR_NS", "200000", 1);
-        setenv("STRAND_SIM_TIMEOUT_NS", "10000000000", 1);
-        unsetenv("STRAND_SIM_FAULTS");
-        sim_fixture::SetUp();
-    }
-
-    void TearDown() override
-    {
-        sim_fixture::TearDown();
-        unsetenv("STRAND_SIM_RNR_NS");
-        unsetenv("STRAND_SIM_TIMEOUT_NS");
-    }
 
     uint32_t mtu_bytes() const { return 128u << m_mtu; }
 
@@ -422,22 +436,10 @@ TEST_F(sim_rnr, duplicated_rnr_naks_count_one_retry_per_period)
  * and waits a long RNR timer; meanwhile 272 other DCI channels connect with
  * a WRITE each. The second SEND then goes again, without a connect: it must
  * land (the device forgot such requesters when more than 256 came). */
-class sim_dct_contexts : public sim_fixture {
+/* an RNR timer long enough for 272 connects to happen while it runs */
+class sim_dct_contexts : public sim_timers_fixture {
 protected:
-    void SetUp() override
-    {
-        setenv("STRAND_SIM_RNR_NS", "500000000", 1);       /* 0.5 s */
-        setenv("STRAND_SIM_TIMEOUT_NS", "2000000000", 1);  /* 2 s */
-        unsetenv("STRAND_SIM_FAULTS");
-        sim_fixture::SetUp();
-    }
-
-    void TearDown() override
-    {
-        sim_fixture::TearDown();
-        unsetenv("STRAND_SIM_RNR_NS");
-        unsetenv("STRAND_SIM_TIMEOUT_NS");
-    }
+    sim_dct_contexts() : sim_timers_fixture("500000000", "2000000000") {}
 };
 
 TEST_F(sim_dct_contexts, a_requester_waiting_out_rnr_keeps_its_context)
@@ -448,13 +450,7 @@ TEST_F(sim_dct_contexts, a_requester_waiting_out_rnr_keeps_its_context)
     smlx5_qp_t *dct = create_dct(srq, SMLX5_DC_KEY_DEFAULT);
     ASSERT_NE(nullptr, dct);
     smlx5_dc_target_t t = {m_lid, smlx5_dct_num(dct), SMLX5_DC_KEY_DEFAULT};
-    struct ibv_sge rs = sge(RESP, 0, 64);
-    struct ibv_recv_wr rwr, *rbad = nullptr;
-    memset(&rwr, 0, sizeof(rwr));
-    rwr.wr_id   = 1;
-    rwr.sg_list = &rs;
-    rwr.num_sge = 1;
-    ASSERT_EQ(0, smlx5_post_srq_recv(srq, &rwr, &rbad));
+    post_srq_recv(srq, RESP, 0, 64, 1);
 
     /* two SENDs in one doorbell: the second finds no buffer */
     smlx5_qp_t *dci = create_dci();
@@ -501,9 +497,7 @@ TEST_F(sim_dct_contexts, a_requester_waiting_out_rnr_keeps_its_context)
     }
 
     /* a buffer again: the waiting SEND lands once its RNR timer expires */
-    rwr.wr_id = 2;
-    rs        = sge(RESP, 64, 64);
-    ASSERT_EQ(0, smlx5_post_srq_recv(srq, &rwr, &rbad));
+    post_srq_recv(srq, RESP, 64, 64, 2);
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc, 1500))
             << "the waiting SEND's requester was forgotten by the DCT";
     EXPECT_EQ(11u, wc.wr_id);
