@@ -1049,7 +1049,8 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
         return strand_dc_ep_pending_no_credits(iface, ep);
     } else if ((status == UCS_ERR_NO_RESOURCE) &&
                (ep->dci == STRAND_DC_DCI_NONE)) {
-        if (strand_dc_ep_lease_waits(iface, ep)) {
+        if (!ucs_list_is_empty(&ep->dci_wait)) {
+            /* the send's lease attempt put it in its DCI's waiters */
             return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
         }
         iface->dci_wanted = 1;
