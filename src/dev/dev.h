@@ -80,6 +80,7 @@ typedef struct strand_dev_caps {
     uint8_t       dci_max_log_num_errored;
     uint32_t      tm_max_num_tags;     /* 0: no tag matching */
     uint32_t      tm_max_ops;
+    uint32_t      tm_max_rndv_hdr_size; /* TMH + RVH (+ RAVH) + user header */
     uint32_t      max_rd_atomic;
 } strand_dev_caps_t;
 
@@ -136,6 +137,14 @@ typedef struct strand_dev_dci_attr {
     uint8_t          timeout, retry_cnt, rnr_retry, max_rd_atomic;
 } strand_dev_dci_attr_t;
 
+/* A tag-matching SRQ (IBV_SRQT_TM): its tag list and the command QP its
+ * list operations are posted on; their completions go to `cq`. */
+typedef struct strand_dev_tm_attr {
+    uint32_t         max_num_tags;
+    uint32_t         max_ops;
+    strand_dev_cq_t *cq;
+} strand_dev_tm_attr_t;
+
 typedef struct strand_dev_dct_attr {
     strand_dev_cq_t  *cq;          /* receive (and send) CQ */
     strand_dev_srq_t *srq;
@@ -184,6 +193,12 @@ struct strand_dev_ops {
     int  (*create_srq)(strand_dev_t *dev, uint32_t max_wr, uint32_t max_sge,
                        strand_dev_srq_t *srq);
     int  (*destroy_srq)(strand_dev_t *dev, strand_dev_srq_t *srq);
+    /* A tag-matching SRQ and the view of its command QP (the data path
+     * posts TAG_MATCHING WQEs there itself); destroy_srq destroys both.
+     * EOPNOTSUPP where the command QP cannot be reached. */
+    int  (*create_tm_srq)(strand_dev_t *dev, uint32_t max_wr,
+                          uint32_t max_sge, const strand_dev_tm_attr_t *tm,
+                          strand_dev_srq_t *srq, strand_dev_qp_t *cmd_qp);
 
     /* A DCI brought to RTS / a DCT brought to RTR. */
     int  (*create_dci)(strand_dev_t *dev, const strand_dev_dci_attr_t *attr,

@@ -27,9 +27,15 @@ typedef struct strand_dc_device_addr {
     } UCS_S_PACKED;
 } UCS_S_PACKED strand_dc_device_addr_t;
 
-/* Interface address: the DCT number (24 bits). */
+enum {
+    STRAND_DC_IFACE_ADDR_FLAG_TM = UCS_BIT(0)  /* every message to it starts
+                                                  with a tag-matching header */
+};
+
+/* Interface address: the DCT number (24 bits), and flags. */
 typedef struct strand_dc_iface_addr {
     uint8_t dctn[3];
+    uint8_t flags;
 } UCS_S_PACKED strand_dc_iface_addr_t;
 
 size_t strand_dc_addr_device_len(const strand_dc_iface_t *iface);
@@ -40,6 +46,9 @@ void   strand_dc_addr_pack_iface(const strand_dc_iface_t *iface,
 uint32_t strand_dc_addr_dctn(const strand_dc_iface_addr_t *addr);
 int    strand_dc_addr_is_reachable(const strand_dc_iface_t *iface,
                                    const strand_dc_device_addr_t *addr);
+/* Both sides agree on tag matching (its header is in every message). */
+int    strand_dc_addr_iface_compatible(const strand_dc_iface_t *iface,
+                                       const strand_dc_iface_addr_t *addr);
 
 /* The address vector of a DCT: AV bytes from the device (MAC resolution on
  * RoCE), with the DC key, DCT number and, when a GRH is carried, the

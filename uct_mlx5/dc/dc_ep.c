@@ -7,112 +7,20 @@
 #include "config.h"
 #endif
 
-#include "dc_ep.h"
+#include "dc_ep_post.h"
 #include "dc_addr.h"
 #include "dc_dci.h"
 #include "dc_policy.h"
 #include "dc_recovery.h"
+#include "dc_tag.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/datastruct/mpool.inl>
 
 #include <string.h>
 
-/* ---------------------------------------------------------- resources */
-
-static UCS_F_ALWAYS_INLINE int
-strand_dc_ep_can_send(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
-{
-    if (ucs_unlikely(ep->fc_wnd <= 0)) {
-        return 0; /* waiting for a grant */
-    }
-    return strand_dc_policy_can_post(iface, ep);
-}
-
-/* The DCI to post on: the ep's lease, taken now if it holds none (the
- * transport's own messages come here directly). */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_dc_ep_take_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
-                      strand_dc_dci_t **dci_p)
-{
-    ucs_status_t status;
-
-    if (ucs_unlikely(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
-        return ep->status;
-    }
-    *dci_p = strand_dc_policy_ready(iface, ep);
-    if (ucs_likely(*dci_p != NULL)) {
-        return UCS_OK;
-    }
-    status = strand_dc_policy_lease(iface, ep);
-    if (status != UCS_OK) {
-        return status;
-    }
-    *dci_p = strand_dc_policy_ready(iface, ep);
-    return (*dci_p != NULL) ? UCS_OK : UCS_ERR_NO_RESOURCE;
-}
-
-/* The DCI for a user's operation: while the ep has pending requests, only
- * they may send (a send from a completion callback must not overtake
- * them). */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_dc_ep_get_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
-                     strand_dc_dci_t **dci_p)
-{
-    if (ucs_unlikely(!ucs_arbiter_group_is_empty(&ep->arb_group) &&
-                     !(ep->flags & STRAND_DC_EP_FLAG_IN_PENDING))) {
-        return (ep->flags & STRAND_DC_EP_FLAG_FAILED) ? ep->status :
-                                                         UCS_ERR_NO_RESOURCE;
-    }
-    return strand_dc_ep_take_dci(iface, ep, dci_p);
-}
-
-/* A lease taken for an operation that was then not posted goes back. */
-static void strand_dc_ep_unlease_if_idle(strand_dc_iface_t *iface,
-                                         strand_dc_ep_t *ep)
-{
-    if ((ep->outstanding == 0) && (ep->held == 0)) {
-        strand_dc_policy_release(iface, ep);
-    }
-}
-
-static UCS_F_ALWAYS_INLINE strand_dc_tx_desc_t *
-strand_dc_ep_get_desc(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
-{
-    strand_dc_tx_desc_t *desc = ucs_mpool_get_inline(&iface->tx_mp);
-
-    if (ucs_unlikely(desc == NULL)) {
-        strand_dc_ep_unlease_if_idle(iface, ep);
-    }
-    return desc;
-}
-
-/*
- * Finish the WQE at ctrl (every WQE is signaled; fm_se: fence mode and
- * solicited bit) on the ep's stream, remember what to do when it retires,
- * ring the doorbell and hand the SQ to the device.
- */
-static UCS_F_ALWAYS_INLINE void
-strand_dc_ep_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
-                  strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
-                  uint8_t opcode, uint8_t opmod, unsigned ds, uint8_t fm_se,
-                  strand_dc_op_t *op)
-{
-    strand_set_ctrl_seg(ctrl, opmod, (uint16_t)dci->cur_post, opcode,
-                        dci->qp.qpn, ds, MLX5_WQE_CTRL_CQ_UPDATE | fm_se, 0);
-    strand_set_ctrl_stream(ctrl, dci->streams[ep->stream].id);
-    op->ep     = ep;
-    op->stream = ep->stream;
-    op->opcode = opcode;
-    strand_dc_dci_claim(dci, ctrl, strand_ds_to_bbs(ds), op);
-    dci->posts++;
-    ep->outstanding++;
-    strand_dc_dci_ring(dci, ctrl);
-}
-
 /* Credits ran low: ask for more once; none left: no resource. */
-static UCS_F_NOINLINE ucs_status_t
-strand_dc_ep_fc_low(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+ucs_status_t strand_dc_ep_fc_low(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 {
     ucs_status_t status;
 
@@ -125,143 +33,11 @@ strand_dc_ep_fc_low(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     return (ep->fc_wnd > 0) ? UCS_OK : UCS_ERR_NO_RESOURCE;
 }
 
-/* The DCI for an active message: flow control first (a no-op when it is
- * disabled: the window never gets low). */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_dc_ep_am_get_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
-                        strand_dc_dci_t **dci_p)
-{
-    ucs_status_t status;
-
-    if (ucs_unlikely(ep->fc_wnd <= iface->fc.soft_thresh)) {
-        status = strand_dc_ep_fc_low(iface, ep);
-        if (status != UCS_OK) {
-            return status;
-        }
-    }
-    return strand_dc_ep_get_dci(iface, ep, dci_p);
-}
-
-/* one credit spent (none when flow control is off) */
-static UCS_F_ALWAYS_INLINE void
-strand_dc_ep_am_sent(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
-{
-    ep->fc_wnd -= iface->fc.enabled;
-}
-
-static UCS_F_ALWAYS_INLINE uint8_t
-strand_dc_ep_fence_mode(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
-{
-    /* an ep fence or an iface fence since the last WQE: the beats differ */
-    if (ucs_unlikely(ep->fence_beat != iface->fence_beat)) {
-        ep->fence_beat = iface->fence_beat;
-        return STRAND_WQE_CTRL_FM_SMALL_FENCE;
-    }
-    return STRAND_WQE_CTRL_FM_NONE;
-}
-
-/* Active messages are solicited: a receiver waiting for UCT_EVENT_RECV_SIG
- * (a solicited-only arm) wakes up for them. */
-static UCS_F_ALWAYS_INLINE uint8_t
-strand_dc_ep_am_fm_se(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
-{
-    return strand_dc_ep_fence_mode(iface, ep) | MLX5_WQE_CTRL_SOLICITED;
-}
-
-/*
- * Local keys of an iov. Entries without a memory handle are registered here
- * (through the MD and its registration cache) and released when the WQE
- * retires.
- */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_dc_iov_lkeys(strand_dc_iface_t *iface, const uct_iov_t *iov,
-                    size_t iovcnt, uint32_t *lkeys,
-                    strand_dc_tmp_reg_t **reg_p)
-{
-    strand_dc_tmp_reg_t *reg = NULL;
-    ucs_status_t status;
-    uct_mem_h memh;
-    size_t i, len;
-
-    for (i = 0; i < iovcnt; ++i) {
-        len = uct_iov_get_length(&iov[i]);
-        if (ucs_likely((iov[i].memh != UCT_MEM_HANDLE_NULL) || (len == 0))) {
-            lkeys[i] = (len == 0) ? 0 :
-                       ((const strand_md_memh_t*)iov[i].memh)->mr.lkey;
-            continue;
-        }
-        if (reg == NULL) {
-            reg = ucs_malloc(sizeof(*reg), "strand_dc_tmp_reg");
-            if (reg == NULL) {
-                return UCS_ERR_NO_MEMORY;
-            }
-            reg->count = 0;
-        }
-        status = uct_md_mem_reg(&iface->md->super, iov[i].buffer, len,
-                                UCT_MD_MEM_ACCESS_LOCAL_READ |
-                                UCT_MD_MEM_ACCESS_LOCAL_WRITE, &memh);
-        if (status != UCS_OK) {
-            strand_dc_tmp_reg_release(iface, reg);
-            return status;
-        }
-        reg->memh[reg->count++] = memh;
-        lkeys[i] = ((const strand_md_memh_t*)memh)->mr.lkey;
-    }
-    *reg_p = reg;
-    return UCS_OK;
-}
-
-/* Data segments for an iov; returns the count, *seg_p moves on. */
-static UCS_F_ALWAYS_INLINE unsigned
-strand_dc_set_iov_segs(strand_dc_dci_t *dci, void **seg_p,
-                       const uct_iov_t *iov, size_t iovcnt,
-                       const uint32_t *lkeys)
-{
-    void *seg    = *seg_p;
-    unsigned n   = 0;
-    size_t i, len;
-
-    for (i = 0; i < iovcnt; ++i) {
-        len = uct_iov_get_length(&iov[i]);
-        if (len == 0) {
-            continue;
-        }
-        strand_set_data_seg(seg, (uintptr_t)iov[i].buffer, len, lkeys[i]);
-        seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg),
-                             dci->sq_buf, dci->sq_end);
-        ++n;
-    }
-    *seg_p = seg;
-    return n;
-}
-
-/* a length check against an upper bound only (the lengths are unsigned) */
-#define STRAND_DC_CHECK_MAX(_length, _max, _name) \
-    UCT_CHECK_PARAM((size_t)(_length) <= (size_t)(_max), \
-                    "Invalid %s length: %zu (expected: <= %zu)", _name, \
-                    (size_t)(_length), (size_t)(_max))
-
-/* the ep, its iface and the DCI to post on */
-#define STRAND_DC_EP_BASE_DECL(_tl_ep) \
-    strand_dc_ep_t *ep       = ucs_derived_of(_tl_ep, strand_dc_ep_t); \
-    strand_dc_iface_t *iface = ucs_derived_of((_tl_ep)->iface, \
-                                              strand_dc_iface_t); \
-    strand_dc_dci_t *dci     = NULL; \
-    ucs_status_t status
-
-/* ... and the WQE being built */
-#define STRAND_DC_EP_DECL(_tl_ep) \
-    STRAND_DC_EP_BASE_DECL(_tl_ep); \
-    strand_dc_op_t op        = {0}; \
-    struct mlx5_wqe_ctrl_seg *ctrl; \
-    void *seg
-
 /* A SEND whose data (the AM id first) is written inline from `sge`. */
-static void strand_dc_ep_post_inline_send(strand_dc_iface_t *iface,
-                                          strand_dc_ep_t *ep,
-                                          strand_dc_dci_t *dci,
-                                          const struct ibv_sge *sge,
-                                          unsigned n, uint8_t fm_se)
+void strand_dc_ep_post_inline_send(strand_dc_iface_t *iface,
+                                   strand_dc_ep_t *ep, strand_dc_dci_t *dci,
+                                   const struct ibv_sge *sge, unsigned n,
+                                   uint8_t fm_se)
 {
     strand_dc_op_t op = {.type = STRAND_DC_OP_PLAIN};
     struct mlx5_wqe_ctrl_seg *ctrl;
@@ -282,34 +58,40 @@ ucs_status_t strand_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
 {
     STRAND_DC_EP_DECL(tl_ep);
     struct {
-        uint8_t  id;
-        uint64_t hdr;
+        struct ibv_tmh tmh;  /* tag matching: NO_TAG (zeroes) */
+        uint8_t        id;
+        uint64_t       hdr;
     } UCS_S_PACKED am_hdr;
+    unsigned hdr_len   = sizeof(am_hdr) - sizeof(am_hdr.tmh) +
+                         iface->config.am_tmh;
+    const void *hdr_p  = UCS_PTR_BYTE_OFFSET(&am_hdr.id,
+                                             -(ptrdiff_t)iface->config.am_tmh);
     struct ibv_sge sge[2];
     unsigned ds;
 
     UCT_CHECK_AM_ID(id);
-    STRAND_DC_CHECK_MAX(length + sizeof(hdr) + STRAND_DC_AM_HDR_SIZE,
-                        iface->config.max_inline, "am_short");
+    STRAND_DC_CHECK_MAX(length + hdr_len, iface->config.max_inline,
+                        "am_short");
     status = strand_dc_ep_am_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
 
+    memset(&am_hdr.tmh, 0, sizeof(am_hdr.tmh));
     am_hdr.id  = id;
     am_hdr.hdr = hdr;
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    if (ucs_likely(strand_inline_fits(seg, sizeof(am_hdr) + length,
+    if (ucs_likely(strand_inline_fits(seg, hdr_len + length,
                                       dci->sq_end))) {
         ds = STRAND_DC_EP_DS(ep) +
-             strand_set_inline_hdr_data(seg, &am_hdr, sizeof(am_hdr),
-                                            payload, length);
+             strand_set_inline_hdr_data(seg, hdr_p, hdr_len, payload,
+                                        length);
         op.type = STRAND_DC_OP_PLAIN;
         strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
                            strand_dc_ep_am_fm_se(iface, ep), &op);
     } else { /* the data wraps around the end of the send queue */
-        sge[0].addr   = (uintptr_t)&am_hdr;
-        sge[0].length = sizeof(am_hdr);
+        sge[0].addr   = (uintptr_t)hdr_p;
+        sge[0].length = hdr_len;
         sge[1].addr   = (uintptr_t)payload;
         sge[1].length = length;
         strand_dc_ep_post_inline_send(iface, ep, dci, sge, 2,
@@ -324,13 +106,15 @@ ucs_status_t strand_dc_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
 {
     STRAND_DC_EP_BASE_DECL(tl_ep);
     struct ibv_sge sge[1 + STRAND_DC_MAX_SGE];
+    uint8_t am_hdr[STRAND_DC_AM_HDR_MAX];
     unsigned n = 1;
-    size_t i, total = STRAND_DC_AM_HDR_SIZE;
+    size_t i, total;
 
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_IOV_SIZE(iovcnt, (size_t)STRAND_DC_MAX_SGE, "am_short_iov");
-    sge[0].addr   = (uintptr_t)&id;
-    sge[0].length = STRAND_DC_AM_HDR_SIZE;
+    total         = strand_dc_am_hdr_pack(iface, am_hdr, id);
+    sge[0].addr   = (uintptr_t)am_hdr;
+    sge[0].length = (uint32_t)total;
     for (i = 0; i < iovcnt; ++i) {
         sge[n].addr   = (uintptr_t)iov[i].buffer;
         sge[n].length = uct_iov_get_length(&iov[i]);
@@ -354,6 +138,7 @@ ssize_t strand_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
 {
     STRAND_DC_EP_DECL(tl_ep);
     strand_dc_tx_desc_t *desc;
+    unsigned hdr_len;
     size_t length;
 
     UCT_CHECK_AM_ID(id);
@@ -365,13 +150,13 @@ ssize_t strand_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     if (ucs_unlikely(desc == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    desc->data[0] = id;
-    length        = pack_cb(desc->data + STRAND_DC_AM_HDR_SIZE, arg);
-    ucs_assert(length + STRAND_DC_AM_HDR_SIZE <= iface->config.seg_size);
+    hdr_len = strand_dc_am_hdr_pack(iface, desc->data, id);
+    length  = pack_cb(desc->data + hdr_len, arg);
+    ucs_assert(length + hdr_len <= iface->config.seg_size);
 
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    strand_set_data_seg(seg, (uintptr_t)desc->data,
-                        length + STRAND_DC_AM_HDR_SIZE, desc->lkey);
+    strand_set_data_seg(seg, (uintptr_t)desc->data, length + hdr_len,
+                        desc->lkey);
     op.type = STRAND_DC_OP_DESC;
     op.desc = desc;
     strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, 0,
@@ -389,13 +174,13 @@ ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     STRAND_DC_EP_DECL(tl_ep);
     strand_dc_tx_desc_t *desc;
     uint32_t lkeys[STRAND_DC_MAX_SGE];
-    unsigned ds;
+    unsigned ds, hdr_len;
 
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->config.max_sge - 1, "am_zcopy");
     STRAND_DC_CHECK_MAX(header_length, STRAND_DC_AM_MAX_HDR,
                      "am_zcopy header");
-    STRAND_DC_CHECK_MAX(STRAND_DC_AM_HDR_SIZE + header_length +
+    STRAND_DC_CHECK_MAX(strand_dc_am_hdr_len(iface) + header_length +
                      uct_iov_total_length(iov, iovcnt), iface->config.seg_size, "am_zcopy");
     status = strand_dc_iov_lkeys(iface, iov, iovcnt, lkeys, &op.tmp_reg);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -412,14 +197,14 @@ ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     }
     /* the AM id and header go from a registered buffer (an inline segment
      * followed by data segments is not used: one kind per WQE) */
-    desc->data[0] = id;
+    hdr_len = strand_dc_am_hdr_pack(iface, desc->data, id);
     if (header_length > 0) { /* a NULL header with length 0 is allowed */
-        memcpy(desc->data + STRAND_DC_AM_HDR_SIZE, header, header_length);
+        memcpy(desc->data + hdr_len, header, header_length);
     }
 
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    strand_set_data_seg(seg, (uintptr_t)desc->data,
-                        header_length + STRAND_DC_AM_HDR_SIZE, desc->lkey);
+    strand_set_data_seg(seg, (uintptr_t)desc->data, header_length + hdr_len,
+                        desc->lkey);
     seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg), dci->sq_buf,
                           dci->sq_end);
     ds   = STRAND_DC_EP_DS(ep) + 1 +
@@ -901,13 +686,14 @@ ucs_status_t strand_dc_ep_fence(uct_ep_h tl_ep, unsigned flags)
     return UCS_OK;
 }
 
-/* An inline SEND of the transport's own: [am_id][msg]. */
+/* An inline SEND of the transport's own: [TMH][am_id][msg]. */
 ucs_status_t strand_dc_ep_send_ctrl(strand_dc_ep_t *ep, uint8_t am_id,
                                     const void *msg, unsigned length)
 {
     strand_dc_iface_t *iface = ucs_derived_of(ep->super.super.iface,
                                               strand_dc_iface_t);
     strand_dc_dci_t *dci     = NULL;
+    uint8_t am_hdr[STRAND_DC_AM_HDR_MAX];
     struct ibv_sge sge[2];
     ucs_status_t status;
 
@@ -915,8 +701,8 @@ ucs_status_t strand_dc_ep_send_ctrl(strand_dc_ep_t *ep, uint8_t am_id,
     if (status != UCS_OK) {
         return status;
     }
-    sge[0].addr   = (uintptr_t)&am_id;
-    sge[0].length = STRAND_DC_AM_HDR_SIZE;
+    sge[0].addr   = (uintptr_t)am_hdr;
+    sge[0].length = strand_dc_am_hdr_pack(iface, am_hdr, am_id);
     sge[1].addr   = (uintptr_t)msg;
     sge[1].length = length;
     /* flow-control requests and grants wake a waiting peer; keepalive
@@ -1114,6 +900,8 @@ void strand_dc_ep_set_failed(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
     char peer[96];
     ucs_status_t ret;
 
+    /* its rendezvous sends will hear no FIN */
+    strand_dc_tag_ep_purge(iface, ep, status);
     if (ep->flags & STRAND_DC_EP_FLAG_INTERNAL) {
         ucs_debug("%s: internal endpoint to %s failed: %s: %s",
                   iface->dev->info.name,
@@ -1153,6 +941,14 @@ UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
         ucs_error("%s: dc_strand: the device address of the peer is not "
                   "reachable from here (another link layer, subnet or "
                   "fabric, or a malformed address)", iface->dev->info.name);
+        return UCS_ERR_UNREACHABLE;
+    }
+    if (!strand_dc_addr_iface_compatible(iface, iface_addr)) {
+        ucs_error("%s: dc_strand: the peer interface has hardware tag "
+                  "matching %s and this one %s (UCX_DC_STRAND_TM_ENABLE "
+                  "must agree)", iface->dev->info.name,
+                  (iface_addr->flags & STRAND_DC_IFACE_ADDR_FLAG_TM) ?
+                  "on" : "off", iface->config.am_tmh ? "on" : "off");
         return UCS_ERR_UNREACHABLE;
     }
     self->dctn = strand_dc_addr_dctn(iface_addr);
@@ -1200,6 +996,7 @@ static UCS_CLASS_CLEANUP_FUNC(strand_dc_ep_t)
      * must not hear of this ep later); the DCI finishes the WQEs and its
      * lease ends */
     strand_dc_recovery_orphan(iface, self);
+    strand_dc_tag_ep_purge(iface, self, UCS_ERR_CANCELED);
     if (self->dci != STRAND_DC_DCI_NONE) {
         strand_dc_dci_orphan(iface, &iface->dcis[self->dci], self);
         strand_dc_policy_release(iface, self);

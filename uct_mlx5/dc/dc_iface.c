@@ -11,6 +11,7 @@
 #include "dc_dci.h"
 #include "dc_ep.h"
 #include "dc_policy.h"
+#include "dc_tag.h"
 
 #include <ucs/arch/bitops.h>
 #include <ucs/debug/log.h>
@@ -194,6 +195,30 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
      ucs_offsetof(strand_dc_iface_config_t, rx_inline),
      UCS_CONFIG_TYPE_BOOL},
 
+    {"TM_ENABLE", "n",
+     "Hardware tag matching: the device matches tagged messages against "
+     "the receives posted with uct_iface_tag_recv_zcopy, puts eager data "
+     "straight into their buffers and completes rendezvous itself (RDMA READ "
+     "and FIN). y: on, or the interface fails to open; try: on where the "
+     "device and the interface's user can (UCP can); n: off. Every message "
+     "then carries a 16-byte tag-matching header, and both sides must agree "
+     "(an interface with it does not reach one without it).",
+     ucs_offsetof(strand_dc_iface_config_t, tm_enable),
+     UCS_CONFIG_TYPE_TERNARY},
+
+    {"TM_LIST_SIZE", "1024",
+     "Tag matching: receives posted to the device at a time (1 .. the "
+     "device's tag list, which caps it); more get UCS_ERR_EXCEEDS_LIMIT and "
+     "UCP keeps them in its own matching.",
+     ucs_offsetof(strand_dc_iface_config_t, tm_list_size),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"TM_RNDV_OPS", "1024",
+     "Tag matching: hardware rendezvous sends waiting for the receiver's FIN "
+     "at a time (1 .. 65536); more get UCS_ERR_NO_RESOURCE.",
+     ucs_offsetof(strand_dc_iface_config_t, tm_rndv_ops),
+     UCS_CONFIG_TYPE_UINT},
+
     {"FC_SOFT_THRESH", "0.5",
      "Fraction of the window left when the endpoint asks for the next grant "
      "(0 .. 1; the grant usually arrives before the window is empty).",
@@ -349,10 +374,10 @@ static ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
     }
 
     attr->cap.am.max_short       = iface->config.max_inline -
-                                   STRAND_DC_AM_HDR_SIZE;
-    attr->cap.am.max_bcopy       = seg_size - STRAND_DC_AM_HDR_SIZE;
+                                   strand_dc_am_hdr_len(iface);
+    attr->cap.am.max_bcopy       = seg_size - strand_dc_am_hdr_len(iface);
     attr->cap.am.min_zcopy       = 0;
-    attr->cap.am.max_zcopy       = seg_size - STRAND_DC_AM_HDR_SIZE;
+    attr->cap.am.max_zcopy       = seg_size - strand_dc_am_hdr_len(iface);
     attr->cap.am.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
     attr->cap.am.align_mtu       = iface->dev->caps.mtu;
     attr->cap.am.max_hdr         = STRAND_DC_AM_MAX_HDR;
@@ -372,6 +397,8 @@ static ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
     attr->cap.get.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
     attr->cap.get.align_mtu       = iface->dev->caps.mtu;
     attr->cap.get.max_iov         = iface->config.max_sge;
+
+    strand_dc_tag_query(iface, attr);
 
     attr->device_addr_len = strand_dc_addr_device_len(iface);
     attr->iface_addr_len  = sizeof(strand_dc_iface_addr_t);
@@ -415,7 +442,9 @@ static int strand_dc_iface_is_reachable(const uct_iface_h tl_iface,
 {
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
 
-    return strand_dc_addr_is_reachable(iface, (const void*)dev_addr);
+    return strand_dc_addr_is_reachable(iface, (const void*)dev_addr) &&
+           ((iface_addr == NULL) ||
+            strand_dc_addr_iface_compatible(iface, (const void*)iface_addr));
 }
 
 /* ------------------------------------------------------------- progress */
@@ -631,6 +660,7 @@ static void strand_dc_iface_release(strand_dc_iface_t *iface)
         iface->have_dct = 0;
     }
     strand_dc_rx_cleanup(iface);
+    strand_dc_tag_cleanup(iface);
     if (iface->scratch != NULL) {
         ucs_mpool_put_inline(iface->scratch);
         iface->scratch = NULL;
@@ -689,7 +719,17 @@ static void strand_dc_iface_vfs_show_async(void *obj,
     }
 }
 
-/* What UCX's VFS (and tests) can read: the DCI pool, async events. */
+/* Tag matching: the list, the phase, and which path messages took. */
+static void strand_dc_iface_vfs_show_tm(void *obj, ucs_string_buffer_t *strb,
+                                        void *arg_ptr, uint64_t arg_u64)
+{
+    strand_dc_iface_t *iface = obj;
+
+    strand_tm_show(&iface->tm, strb);
+}
+
+/* What UCX's VFS (and tests) can read: the DCI pool, async events, tag
+ * matching. */
 static void strand_dc_iface_vfs_refresh(uct_iface_h tl_iface)
 {
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
@@ -698,6 +738,10 @@ static void strand_dc_iface_vfs_refresh(uct_iface_h tl_iface)
                             "dci_pool");
     ucs_vfs_obj_add_ro_file(iface, strand_dc_iface_vfs_show_async, NULL, 0,
                             "async_events");
+    if (iface->have_tm) {
+        ucs_vfs_obj_add_ro_file(iface, strand_dc_iface_vfs_show_tm, NULL, 0,
+                                "tag_matching");
+    }
 }
 
 static uct_iface_internal_ops_t strand_dc_iface_internal_ops = {
@@ -791,10 +835,15 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     max_ds = ucs_max(max_ds, 1 + av_ds + 4);
     self->config.dci_max_bbs = strand_ds_to_bbs(max_ds);
 
+    status = strand_dc_tag_resolve(self, config, params);
+    if (status != UCS_OK) {
+        return status;
+    }
     tx_cq_len = config->tx_cq_len ? config->tx_cq_len :
                 config->num_dci * config->tx_queue_len;
     rx_cq_len = config->rx_cq_len ? config->rx_cq_len :
-                config->rx_queue_len + 1;
+                config->rx_queue_len + 1 +
+                strand_dc_tag_rx_cq_extra(self, config);
 
     /* a channel of its own: events of other interfaces on the same device
      * never wake (or get drained by) this one */
@@ -833,14 +882,10 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
         goto err;
     }
 
-    err = dev->ops->create_srq(dev, config->rx_queue_len, 1, &self->srq);
-    if (err != 0) {
-        ucs_error("%s: failed to create SRQ of %u: %s", dev->info.name,
-                  config->rx_queue_len, strerror(err));
-        status = strand_dc_errno_status(err);
+    status = strand_dc_tag_create_srq(self, config, params);
+    if (status != UCS_OK) {
         goto err;
     }
-    self->have_srq = 1;
 
     status = strand_dc_rx_init(self, params);
     if (status != UCS_OK) {
@@ -960,7 +1005,15 @@ static uct_iface_ops_t strand_dc_iface_ops = {
     .iface_query              = strand_dc_iface_query,
     .iface_get_device_address = strand_dc_iface_get_device_address,
     .iface_get_address        = strand_dc_iface_get_address,
-    .iface_is_reachable       = strand_dc_iface_is_reachable
+    .iface_is_reachable       = strand_dc_iface_is_reachable,
+    .ep_tag_eager_short       = strand_dc_ep_tag_eager_short,
+    .ep_tag_eager_bcopy       = strand_dc_ep_tag_eager_bcopy,
+    .ep_tag_eager_zcopy       = strand_dc_ep_tag_eager_zcopy,
+    .ep_tag_rndv_zcopy        = strand_dc_ep_tag_rndv_zcopy,
+    .ep_tag_rndv_cancel       = strand_dc_ep_tag_rndv_cancel,
+    .ep_tag_rndv_request      = strand_dc_ep_tag_rndv_request,
+    .iface_tag_recv_zcopy     = strand_dc_iface_tag_recv_zcopy,
+    .iface_tag_recv_cancel    = strand_dc_iface_tag_recv_cancel
 };
 
 UCT_TL_DEFINE_ENTRY(&strand_component, dc_strand, strand_dc_query_devices,

@@ -13,6 +13,7 @@
 #include "uct_mlx5/strand_md.h"
 #include "dev/dev.h"
 #include "dc_fc.h"
+#include "uct_mlx5/common/tm.h"
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_iov.inl>
@@ -26,6 +27,7 @@
 #define STRAND_DC_CONFIG_PREFIX  "DC_STRAND_"
 #define STRAND_DC_ACCESS_KEY     0x1ee7a330ull  /* DC access key (as UCX) */
 #define STRAND_DC_AM_HDR_SIZE    1u             /* the AM id byte */
+#define STRAND_DC_AM_HDR_MAX     (STRAND_TMH_SIZE + STRAND_DC_AM_HDR_SIZE)
 #define STRAND_DC_DCI_NONE       0xff
 #define STRAND_DC_MAX_DCI        128
 #define STRAND_DC_MAX_SGE        16             /* data segments per WQE */
@@ -77,6 +79,9 @@ typedef struct strand_dc_iface_config {
     double             fc_soft_thresh;
     ucs_time_t         fc_hard_req_timeout;
     int                rx_inline;
+    int                tm_enable;       /* ucs_ternary_auto_value_t */
+    unsigned           tm_list_size;
+    unsigned           tm_rndv_ops;
 } strand_dc_iface_config_t;
 
 /* A registered send buffer (bcopy, AM zcopy header, fetched atomics). */
@@ -132,6 +137,13 @@ typedef struct strand_dc_iface {
     uint32_t              srq_missing;   /* consumed and not yet refilled */
     ucs_mpool_t           rx_mp;
     uct_recv_desc_t       release_desc;
+    uct_recv_desc_t       release_tm_desc; /* unexpected tagged messages */
+
+    /* hardware tag matching (config.am_tmh != 0): the SRQ is a tag-matching
+     * one, its list operations go to this command QP */
+    strand_dev_qp_t       tm_cmd_qp;
+    strand_tm_t           tm;
+    uint8_t               have_tm;
 
     /* send side */
     ucs_mpool_t           tx_mp;
@@ -175,12 +187,31 @@ typedef struct strand_dc_iface {
         int               stream_per_peer;
         unsigned          av_size;       /* 16 (base) or 48 (with GRH) */
         int               masked_atomics;
+        unsigned          am_tmh;        /* 16 with tag matching: every
+                                            message starts with a TMH */
         size_t            rx_payload_offset;  /* desc -> payload */
         size_t            rx_headroom_offset; /* desc -> what UCP gets */
     } config;
 } strand_dc_iface_t;
 
 extern uct_tl_t uct_dc_strand_tl;
+
+/* The header an active message starts with: the AM id, and with tag
+ * matching a NO_TAG TMH (zeroes) before it. */
+static UCS_F_ALWAYS_INLINE unsigned
+strand_dc_am_hdr_len(const strand_dc_iface_t *iface)
+{
+    return STRAND_DC_AM_HDR_SIZE + iface->config.am_tmh;
+}
+
+static UCS_F_ALWAYS_INLINE unsigned
+strand_dc_am_hdr_pack(const strand_dc_iface_t *iface, uint8_t *buf,
+                      uint8_t am_id)
+{
+    memset(buf, 0, iface->config.am_tmh);
+    buf[iface->config.am_tmh] = am_id;
+    return strand_dc_am_hdr_len(iface);
+}
 
 /* helpers shared by the files of the transport */
 unsigned strand_dc_iface_progress(uct_iface_h tl_iface);

@@ -8,6 +8,7 @@
 #endif
 
 #include "dc_recovery.h"
+#include "uct_mlx5/common/status.h"
 #include "dc_addr.h"
 #include "dc_ep.h"
 #include "dc_policy.h"
@@ -33,22 +34,6 @@ typedef struct strand_dc_failure {
     uint8_t          syndrome;
     char             detail[STRAND_DC_FAILED_DETAIL];
 } strand_dc_failure_t;
-
-static ucs_status_t strand_dc_syndrome_status(uint8_t syndrome)
-{
-    switch (syndrome) {
-    /* as UCX's mlx5 transports report them */
-    case MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR:
-    case MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR:
-    case MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR:
-        return UCS_ERR_ENDPOINT_TIMEOUT;
-    case MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR:
-    case MLX5_CQE_SYNDROME_REMOTE_OP_ERR:
-        return UCS_ERR_CONNECTION_RESET;
-    default:
-        return UCS_ERR_IO_ERROR;
-    }
-}
 
 /* The destination is gone or refuses everyone: every ep to it fails. */
 static int strand_dc_syndrome_peer_wide(uint8_t syndrome)
@@ -139,7 +124,7 @@ static void strand_dc_failure_init(strand_dc_failure_t *f,
     struct mlx5_wqe_ctrl_seg *ctrl;
 
     ctrl        = strand_sq_bb(dci->sq_buf, dci->wqe_cnt, op->wqe_idx);
-    f->status   = strand_dc_syndrome_status(syndrome);
+    f->status   = strand_syndrome_status(syndrome);
     f->syndrome = syndrome;
     snprintf(f->detail, sizeof(f->detail),
              "%s (syndrome 0x%x vendor 0x%x) on DCI %u qpn 0x%x stream %u, "

@@ -13,6 +13,7 @@
 #endif
 
 #include "dc_iface.h"
+#include "dc_tag.h"
 #include "mlx5/wqe.h"
 #include "mlx5/doorbell.h"
 #include "mlx5/cqe.h"
@@ -43,12 +44,33 @@ static void strand_dc_rx_release_desc(uct_recv_desc_t *self, void *desc)
                          -(ptrdiff_t)iface->config.rx_headroom_offset));
 }
 
-/* Where the SRQ WQE points: the AM id byte, right before the payload. */
+/* The uct_recv_desc_t release callback of an unexpected tagged message:
+ * its data starts one byte earlier than an active message's payload (the
+ * TMH in front of it is one byte shorter than TMH + AM id). */
+static void strand_dc_rx_release_tm_desc(uct_recv_desc_t *self, void *desc)
+{
+    strand_dc_iface_t *iface = ucs_container_of(self, strand_dc_iface_t,
+                                                release_tm_desc);
+
+    ucs_mpool_put_inline(UCS_PTR_BYTE_OFFSET(desc,
+                         -(ptrdiff_t)(iface->config.rx_headroom_offset -
+                                      STRAND_DC_AM_HDR_SIZE)));
+}
+
+/* The AM id byte, right before the payload. */
 static inline uint8_t *strand_dc_rx_am_hdr(strand_dc_iface_t *iface,
                                            strand_dc_rx_desc_t *desc)
 {
     return (uint8_t*)desc + iface->config.rx_payload_offset -
            STRAND_DC_AM_HDR_SIZE;
+}
+
+/* Where the SRQ WQE points: the AM id, or with tag matching the TMH
+ * before it (every message to a tag-matching SRQ starts with one). */
+static inline uint8_t *strand_dc_rx_wqe_data(strand_dc_iface_t *iface,
+                                             strand_dc_rx_desc_t *desc)
+{
+    return strand_dc_rx_am_hdr(iface, desc) - iface->config.am_tmh;
 }
 
 static inline struct mlx5_wqe_srq_next_seg *
@@ -76,7 +98,7 @@ void strand_dc_rx_refill(strand_dc_iface_t *iface)
         wqe  = strand_dc_rx_srq_wqe(iface, idx);
         ucs_assert(iface->srq_descs[idx] == NULL);
         strand_set_data_seg((struct mlx5_wqe_data_seg*)(wqe + 1),
-                            (uintptr_t)strand_dc_rx_am_hdr(iface, desc),
+                            (uintptr_t)strand_dc_rx_wqe_data(iface, desc),
                             iface->config.seg_size, desc->lkey);
         iface->srq_descs[idx] = desc;
         iface->srq_head       = be16toh(wqe->next_wqe_index) & iface->srq_mask;
@@ -100,7 +122,10 @@ static inline void strand_dc_rx_srq_free(strand_dc_iface_t *iface,
 
 /*
  * The layout of a receive buffer: [descriptor][recv_desc pointer and the
- * user's rx_headroom][AM id][payload], with the payload of every active
+ * user's rx_headroom][TMH (tag matching)][AM id][payload]; the headroom
+ * overlaps the headers, which are parsed before the user gets the buffer
+ * (and it has one byte more for an unexpected tagged message, whose data
+ * follows the TMH). The payload of every active
  * message where the user asked (uct_iface_params_t am_alignment /
  * am_align_offset: payload + offset aligned; by default the payload is
  * cache-line aligned). UCX's own helper checks the parameters (and the
@@ -115,9 +140,11 @@ static ucs_status_t strand_dc_rx_layout(strand_dc_iface_t *iface,
 {
     size_t rx_headroom = UCT_IFACE_PARAM_VALUE(params, rx_headroom,
                                                RX_HEADROOM, 0);
+    size_t hdr_len     = STRAND_DC_AM_HDR_SIZE + iface->config.am_tmh;
     size_t base        = sizeof(strand_dc_rx_desc_t) +
-                         ucs_max(sizeof(uct_recv_desc_t*) + rx_headroom,
-                                 STRAND_DC_AM_HDR_SIZE);
+                         ucs_max(sizeof(uct_recv_desc_t*) + rx_headroom +
+                                 (iface->config.am_tmh ?
+                                  STRAND_DC_AM_HDR_SIZE : 0), hdr_len);
     size_t align, user_offset;
     ucs_status_t status;
 
@@ -158,7 +185,8 @@ ucs_status_t strand_dc_rx_init(strand_dc_iface_t *iface,
     }
     status = uct_iface_mpool_init(&iface->super, &iface->rx_mp,
                                   iface->config.rx_payload_offset -
-                                  STRAND_DC_AM_HDR_SIZE +
+                                  STRAND_DC_AM_HDR_SIZE -
+                                  iface->config.am_tmh +
                                   iface->config.seg_size,
                                   align_offset, align, &mp_config,
                                   mp_config.bufs_grow, strand_dc_rx_desc_init,
@@ -168,7 +196,8 @@ ucs_status_t strand_dc_rx_init(strand_dc_iface_t *iface,
     }
     iface->have_rx_mp = 1;
 
-    iface->release_desc.cb = strand_dc_rx_release_desc;
+    iface->release_desc.cb    = strand_dc_rx_release_desc;
+    iface->release_tm_desc.cb = strand_dc_rx_release_tm_desc;
 
     /* the SRQ list has wqe_cnt WQEs; its tail one is a sentinel */
     slots            = ucs_roundup_pow2(iface->srq.wqe_cnt);
@@ -219,6 +248,41 @@ static inline void strand_dc_rx_set_release(void *data,
            sizeof(release));
 }
 
+/* A tagged message in a receive buffer (tag matching on): a NO_TAG one
+ * carries an active message or a rendezvous FIN after its TMH; an
+ * unexpected one goes to the user's tag callbacks. Returns 1 when it was
+ * handled here (the buffer given back or kept by the user). */
+static int strand_dc_rx_handle_tm(strand_dc_iface_t *iface,
+                                  struct mlx5_cqe64 *cqe,
+                                  strand_dc_rx_desc_t *desc, uint32_t length)
+{
+    const struct ibv_tmh *tmh = (const void*)strand_dc_rx_wqe_data(iface,
+                                                                   desc);
+    ucs_status_t status;
+
+    if (strand_cqe_is_tm(cqe) &&
+        (cqe->app_op == STRAND_CQE_APP_OP_TM_UNEXPECTED)) {
+        status = strand_tm_handle_unexp(&iface->tm, cqe, (void*)tmh, length);
+        if (status == UCS_INPROGRESS) {
+            /* the user keeps it: uct_iface_release_desc() on the pointer
+             * rx_headroom before the data (after the TMH) */
+            strand_dc_rx_set_release(UCS_PTR_BYTE_OFFSET(desc,
+                                     iface->config.rx_headroom_offset -
+                                     STRAND_DC_AM_HDR_SIZE),
+                                     &iface->release_tm_desc);
+        } else {
+            ucs_mpool_put_inline(desc);
+        }
+        return 1;
+    }
+    if ((length >= STRAND_TMH_SIZE) && (tmh->opcode == IBV_TMH_FIN)) {
+        strand_tm_rndv_fin(&iface->tm, tmh->app_ctx);
+        ucs_mpool_put_inline(desc);
+        return 1;
+    }
+    return 0; /* an active message after its TMH */
+}
+
 static void strand_dc_rx_handle(strand_dc_iface_t *iface,
                                 struct mlx5_cqe64 *cqe,
                                 strand_dc_rx_desc_t *desc)
@@ -234,6 +298,13 @@ static void strand_dc_rx_handle(strand_dc_iface_t *iface,
                   strand_cqe_syndrome(cqe));
         ucs_mpool_put_inline(desc);
         return;
+    }
+    if (iface->config.am_tmh > 0) {
+        if (strand_dc_rx_handle_tm(iface, cqe, desc, length)) {
+            return;
+        }
+        length = (length >= iface->config.am_tmh) ?
+                 length - iface->config.am_tmh : 0;
     }
     if (ucs_unlikely(length < STRAND_DC_AM_HDR_SIZE)) {
         ucs_mpool_put_inline(desc);
@@ -283,7 +354,7 @@ static inline void strand_dc_rx_take_inline(strand_dc_iface_t *iface,
                   length);
         return;
     }
-    memcpy(strand_dc_rx_am_hdr(iface, desc), data, length);
+    memcpy(strand_dc_rx_wqe_data(iface, desc), data, length);
 }
 
 unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
@@ -298,10 +369,17 @@ unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
            ((cqe = strand_cqe_get(cq->dv.buf, cq->dv.cqe_cnt,
                                   iface->rx_cqe_shift,
                                   iface->rx_ci)) != NULL)) {
-        idx  = strand_cqe_wqe_counter(cqe) & iface->srq_mask;
-        desc = iface->srq_descs[idx];
         ++iface->rx_ci;
         ++count;
+        if (ucs_unlikely(!strand_tm_cqe_has_buffer(cqe))) {
+            /* tag matching: a list operation or a matched tag */
+            struct mlx5_cqe64 copy = *cqe;
+            strand_cq_update_ci(cq->dv.dbrec, iface->rx_ci);
+            strand_tm_handle_cqe(&iface->tm, &copy);
+            continue;
+        }
+        idx  = strand_cqe_wqe_counter(cqe) & iface->srq_mask;
+        desc = iface->srq_descs[idx];
         if (ucs_unlikely(desc == NULL)) {
             ucs_error("%s: receive CQE for empty SRQ slot %u",
                       iface->dev->info.name, idx);
@@ -321,6 +399,9 @@ unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
     }
     if (iface->srq_missing > 0) {
         strand_dc_rx_refill(iface);
+    }
+    if (iface->config.am_tmh > 0) {
+        strand_tm_progress(&iface->tm);
     }
     return count;
 }

@@ -25,7 +25,9 @@ TEST_F(dc_strand, capabilities_and_addresses)
      * (the mode the device runs in) */
     ASSERT_FALSE(m_a.dev_addr.empty());
     EXPECT_EQ((m_a.dev_addr[0] & 1) ? 17u : 11u, a.device_addr_len);
-    EXPECT_EQ(3u, a.iface_addr_len);
+    /* the DCT number and flags (tag matching: off) */
+    EXPECT_EQ(4u, a.iface_addr_len);
+    EXPECT_EQ(0, m_a.iface_addr[3]);
     EXPECT_NE(m_a.iface_addr, m_b.iface_addr); /* two DCTs */
     EXPECT_TRUE(uct_iface_is_reachable(m_a.iface,
                 (const uct_device_addr_t*)m_b.dev_addr.data(),

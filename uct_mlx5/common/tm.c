@@ -1,0 +1,690 @@
+/*
+ * Hardware tag matching, the transport's side: see tm.h.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "tm.h"
+#include "status.h"
+#include "mlx5/wqe.h"
+#include "mlx5/cqe.h"
+#include "mlx5/doorbell.h"
+#include "uct_mlx5/strand_md.h"
+
+#include <uct/base/uct_iface.h>
+#include <uct/base/uct_iov.inl>
+#include <ucs/debug/assert.h>
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/math.h>
+
+#include <inttypes.h>
+#include <string.h>
+
+#define STRAND_TM_NONE UINT32_MAX
+
+/* An entry of the tag list. */
+enum {
+    STRAND_TM_ENTRY_RNDV     = UCS_BIT(0), /* CONSUMED: the device reads */
+    STRAND_TM_ENTRY_CANCEL   = UCS_BIT(1), /* a REMOVE is posted or waits */
+    STRAND_TM_ENTRY_REPORTED = UCS_BIT(2)  /* the user was told the end */
+};
+
+struct strand_tm_entry {
+    uct_tag_context_t *ctx;      /* NULL once the user may reuse it */
+    uint32_t           next;     /* free list */
+    uint8_t            cqes;     /* completions still to come */
+    uint8_t            flags;
+};
+
+struct strand_tm_rndv_op {
+    void             *owner;     /* NULL: free */
+    uct_completion_t *comp;
+    uint32_t          next;      /* free list */
+    uint16_t          gen;       /* in app_ctx: a late FIN of an operation
+                                    cancelled meanwhile is not taken for
+                                    the next one in this slot */
+};
+
+static inline strand_tm_ctx_priv_t *strand_tm_priv(uct_tag_context_t *ctx)
+{
+    UCS_STATIC_ASSERT(sizeof(strand_tm_ctx_priv_t) <= UCT_TAG_PRIV_LEN);
+    return (strand_tm_ctx_priv_t*)ctx->priv;
+}
+
+/* ------------------------------------------------------- command QP */
+
+static inline int strand_tm_cmd_room(const strand_tm_t *tm)
+{
+    return (tm->cmd_cur_post - tm->cmd_done) < tm->cmd_max;
+}
+
+/* One list operation (every one fits one basic block: ctrl, tm segment
+ * and, for APPEND, one data segment), signaled, with the count of
+ * unexpected messages handled so far. */
+static void strand_tm_cmd_post(strand_tm_t *tm, unsigned op, uint32_t entry,
+                               uint16_t index, uint64_t tag, uint64_t mask,
+                               const void *buffer, uint32_t length,
+                               uint32_t lkey)
+{
+    struct mlx5_wqe_ctrl_seg *ctrl;
+    struct mlx5_wqe_tm_seg *seg;
+    struct mlx5_wqe_data_seg *dseg;
+    strand_tm_cmd_t *cmd;
+    unsigned ds = 3;
+
+    ucs_assert(strand_tm_cmd_room(tm));
+    ctrl = strand_sq_bb(tm->cmd_buf, tm->cmd_wqe_cnt, tm->cmd_cur_post);
+    seg  = (struct mlx5_wqe_tm_seg*)(ctrl + 1);
+    strand_set_tm_seg(seg, op, STRAND_TM_FLAG_CQE | STRAND_TM_FLAG_SW_CNT,
+                      index, tm->unexp_cnt, tag, mask);
+    if (op == STRAND_TM_OP_APPEND) {
+        dseg = (struct mlx5_wqe_data_seg*)(seg + 1);
+        if (length > 0) {
+            strand_set_data_seg(dseg, (uintptr_t)buffer, length, lkey);
+        } else {
+            strand_set_data_seg_end(dseg); /* an empty receive */
+        }
+        ds = 4;
+    }
+    strand_set_ctrl_seg(ctrl, 0, (uint16_t)tm->cmd_cur_post,
+                        MLX5_OPCODE_TAG_MATCHING, tm->cmd_qp->qpn, ds, 0, 0);
+
+    cmd         = &tm->cmds[tm->cmd_cur_post & (tm->cmd_wqe_cnt - 1)];
+    cmd->entry  = entry;
+    cmd->op     = (uint8_t)op;
+    cmd->sw_cnt = tm->unexp_cnt;
+    tm->unexp_reported = tm->unexp_cnt;
+    ++tm->cmd_cur_post;
+
+    strand_sq_ring_doorbell(tm->cmd_qp->dv.dbrec, tm->cmd_qp->dv.bf.reg,
+                            &tm->cmd_bf_offset, tm->cmd_qp->dv.bf.size,
+                            tm->cmd_cur_post, ctrl);
+    if (tm->cmd_qp->kick != NULL) {
+        tm->cmd_qp->kick(tm->cmd_qp->kick_arg);
+    }
+}
+
+/* ------------------------------------------------------------- list */
+
+static void strand_tm_entry_release(strand_tm_t *tm, uint32_t idx)
+{
+    strand_tm_entry_t *e = &tm->entries[idx];
+
+    e->ctx   = NULL;
+    e->flags = 0;
+    e->next  = STRAND_TM_NONE;
+    tm->entries[tm->tail].next = idx;
+    tm->tail = idx;
+    --tm->tags_used;
+}
+
+/* One completion of entry idx came: the last one frees it. */
+static void strand_tm_entry_cqe(strand_tm_t *tm, uint32_t idx, unsigned n)
+{
+    strand_tm_entry_t *e = &tm->entries[idx];
+
+    ucs_assertv(e->cqes >= n, "entry %u cqes %u n %u", idx, e->cqes, n);
+    e->cqes -= n;
+    if (e->cqes == 0) {
+        strand_tm_entry_release(tm, idx);
+    }
+}
+
+ucs_status_t strand_tm_recv_zcopy(strand_tm_t *tm, uct_tag_t tag,
+                                  uct_tag_t tag_mask, const uct_iov_t *iov,
+                                  size_t iovcnt, uct_tag_context_t *ctx)
+{
+    strand_tm_ctx_priv_t *priv = strand_tm_priv(ctx);
+    size_t length              = uct_iov_total_length(iov, iovcnt);
+    void *buffer               = (iovcnt > 0) ? iov[0].buffer : NULL;
+    uint32_t lkey              = 0;
+    strand_tm_entry_t *e;
+    uint32_t idx;
+
+    UCT_CHECK_PARAM(iovcnt <= 1, "tag_recv_zcopy: iovcnt %zu (max 1)",
+                    iovcnt);
+    UCT_CHECK_PARAM(length <= UINT32_MAX, "tag_recv_zcopy: %zu bytes",
+                    length);
+    if (length > 0) {
+        UCT_CHECK_PARAM(iov[0].memh != UCT_MEM_HANDLE_NULL,
+                        "tag_recv_zcopy: the buffer needs a memory handle");
+        lkey = ((const strand_md_memh_t*)iov[0].memh)->mr.lkey;
+    }
+    if (tm->tags_used >= tm->max_tags) {
+        ++tm->stats.list_full;
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    if (!strand_tm_cmd_room(tm)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    /* the free list's head is where the device appends; the APPEND tells
+     * it the next one */
+    idx      = tm->head;
+    e        = &tm->entries[idx];
+    ucs_assert(e->next != STRAND_TM_NONE);
+    tm->head = e->next;
+    e->next  = STRAND_TM_NONE;
+    e->ctx   = ctx;
+    e->flags = 0;
+    e->cqes  = 2; /* the APPEND's, and the one that ends the tag */
+    ++tm->tags_used;
+
+    priv->tag    = 0;
+    priv->buffer = buffer;
+    priv->length = (uint32_t)length;
+    priv->entry  = idx;
+    strand_tm_cmd_post(tm, STRAND_TM_OP_APPEND, idx, (uint16_t)tm->head,
+                       tag, tag_mask, buffer, (uint32_t)length, lkey);
+    ++tm->stats.tags_posted;
+    return UCS_OK;
+}
+
+ucs_status_t strand_tm_recv_cancel(strand_tm_t *tm, uct_tag_context_t *ctx,
+                                   int force)
+{
+    uint32_t idx         = strand_tm_priv(ctx)->entry;
+    strand_tm_entry_t *e;
+
+    if ((idx >= tm->num_entries) || (tm->entries[idx].ctx != ctx)) {
+        /* already completed: nothing of the transport's left */
+        return UCS_OK;
+    }
+    e = &tm->entries[idx];
+    if (force) {
+        /* the user forgets it now: what the device still reports for this
+         * entry only frees it */
+        e->ctx    = NULL;
+        e->flags |= STRAND_TM_ENTRY_REPORTED;
+    }
+    if (e->flags & (STRAND_TM_ENTRY_CANCEL | STRAND_TM_ENTRY_RNDV)) {
+        /* a REMOVE is on its way, or the device reads into it already */
+        return UCS_OK;
+    }
+    e->flags |= STRAND_TM_ENTRY_CANCEL;
+    ++e->cqes; /* the REMOVE's */
+    if (strand_tm_cmd_room(tm) && (tm->num_cancel_wait == 0)) {
+        strand_tm_cmd_post(tm, STRAND_TM_OP_REMOVE, idx, (uint16_t)idx, 0, 0,
+                           NULL, 0, 0);
+    } else {
+        tm->cancel_wait[tm->num_cancel_wait++] = idx;
+    }
+    return UCS_OK;
+}
+
+/* ------------------------------------------------------- completions */
+
+static void strand_tm_report(strand_tm_t *tm, uint32_t idx, uint64_t stag,
+                             uint64_t imm, size_t length, ucs_status_t status)
+{
+    strand_tm_entry_t *e = &tm->entries[idx];
+    uct_tag_context_t *ctx = e->ctx;
+
+    if (e->flags & STRAND_TM_ENTRY_REPORTED) {
+        return;
+    }
+    e->flags |= STRAND_TM_ENTRY_REPORTED;
+    e->ctx    = NULL;
+    if (ctx != NULL) {
+        ctx->completed_cb(ctx, stag, imm, length, NULL, status);
+    }
+}
+
+/* The device took the tag: software must not match it any more. */
+static void strand_tm_consumed(strand_tm_t *tm, uint32_t idx)
+{
+    strand_tm_entry_t *e = &tm->entries[idx];
+
+    if (!(e->flags & STRAND_TM_ENTRY_REPORTED) && (e->ctx != NULL)) {
+        e->ctx->tag_consumed_cb(e->ctx);
+    }
+}
+
+/* An eager message (or a software rendezvous request) landed in the tag's
+ * buffer. */
+static void strand_tm_handle_consumed_msg(strand_tm_t *tm, uint32_t idx,
+                                          const struct mlx5_cqe64 *cqe)
+{
+    strand_tm_entry_t *e = &tm->entries[idx];
+    uint64_t stag        = be64toh(cqe->tmh.tag);
+    uint32_t length      = strand_cqe_byte_cnt(cqe);
+    uct_tag_context_t *ctx;
+    uint64_t imm = 0;
+
+    strand_tm_consumed(tm, idx);
+    if (strand_cqe_opcode(cqe) == MLX5_CQE_RESP_SEND_IMM) {
+        imm = ((uint64_t)be32toh(cqe->tmh.app_ctx) << 32) |
+              strand_cqe_imm(cqe);
+        if ((imm == 0) && !(e->flags & STRAND_TM_ENTRY_REPORTED) &&
+            (e->ctx != NULL)) {
+            /* a software rendezvous request: its header is in the buffer */
+            ctx       = e->ctx;
+            e->flags |= STRAND_TM_ENTRY_REPORTED;
+            e->ctx    = NULL;
+            ++tm->stats.exp_sw_rndv;
+            ctx->rndv_cb(ctx, stag, strand_tm_priv(ctx)->buffer, length,
+                         UCS_OK, 0);
+            strand_tm_entry_cqe(tm, idx, 1);
+            return;
+        }
+    }
+    ++tm->stats.exp_eager;
+    strand_tm_report(tm, idx, stag, imm, length, UCS_OK);
+    strand_tm_entry_cqe(tm, idx, 1);
+}
+
+static void strand_tm_handle_list_op(strand_tm_t *tm,
+                                     const struct mlx5_cqe64 *cqe)
+{
+    strand_tm_cmd_t *cmd = &tm->cmds[tm->cmd_done & (tm->cmd_wqe_cnt - 1)];
+    uint16_t hw_cnt      = be16toh(cqe->tm_cqe.hw_phase_cnt);
+    int success          = !!(be32toh(cqe->tm_cqe.success) &
+                              STRAND_TM_CQE_SUCCESS);
+    strand_tm_entry_t *e;
+
+    if (tm->cmd_done == tm->cmd_cur_post) {
+        ucs_error("%s: tag list operation completed but none posted",
+                  tm->name);
+        return;
+    }
+    ++tm->cmd_done;
+    if (hw_cnt != cmd->sw_cnt) {
+        /* the device saw unexpected messages software had not handled
+         * when it posted this (rdma-core: IBV_WC_TM_SYNC_REQ) */
+        ++tm->stats.sync_requests;
+        tm->sync_wanted = 1;
+    }
+    if (cmd->entry == STRAND_TM_NONE) {
+        return; /* a NOP */
+    }
+    e = &tm->entries[cmd->entry];
+    switch (cmd->op) {
+    case STRAND_TM_OP_APPEND:
+        strand_tm_entry_cqe(tm, cmd->entry, 1);
+        break;
+    case STRAND_TM_OP_REMOVE:
+        if (success) {
+            /* removed before a match: nothing else will come for it */
+            ++tm->stats.tags_canceled;
+            strand_tm_report(tm, cmd->entry, 0, 0, 0, UCS_ERR_CANCELED);
+            strand_tm_entry_cqe(tm, cmd->entry, 2);
+        } else {
+            /* lost to a match: its consumption completes the tag */
+            ucs_assert(e->cqes > 0);
+            strand_tm_entry_cqe(tm, cmd->entry, 1);
+        }
+        break;
+    }
+}
+
+void strand_tm_handle_cqe(strand_tm_t *tm, const struct mlx5_cqe64 *cqe)
+{
+    uint32_t idx = strand_cqe_tm_handle(cqe);
+    strand_tm_entry_t *e;
+    ucs_status_t status;
+
+    switch (cqe->app_op) {
+    case STRAND_CQE_APP_OP_TM_APPEND:
+    case STRAND_CQE_APP_OP_TM_REMOVE:
+    case STRAND_CQE_APP_OP_TM_NOOP:
+        if (strand_cqe_is_error(cqe)) {
+            ucs_error("%s: tag list operation failed: %s", tm->name,
+                      strand_cqe_syndrome_str(strand_cqe_syndrome(cqe)));
+        }
+        strand_tm_handle_list_op(tm, cqe);
+        return;
+    default:
+        break;
+    }
+
+    if ((idx >= tm->num_entries) || (tm->entries[idx].cqes == 0)) {
+        ucs_error("%s: tag completion (app_op 0x%x) for entry %u not in use",
+                  tm->name, cqe->app_op, idx);
+        return;
+    }
+    e = &tm->entries[idx];
+    if (ucs_unlikely(strand_cqe_is_error(cqe))) {
+        /* a matched tag that failed: a message longer than the buffer, or
+         * the rendezvous READ (bad key, the sender gone) */
+        status = strand_syndrome_status(strand_cqe_syndrome(cqe));
+        ucs_debug("%s: tag entry %u failed: %s", tm->name, idx,
+                  strand_cqe_syndrome_str(strand_cqe_syndrome(cqe)));
+        ++tm->stats.tag_errors;
+        strand_tm_consumed(tm, idx);
+        strand_tm_report(tm, idx, 0, 0, 0, status);
+        strand_tm_entry_cqe(tm, idx, 1);
+        return;
+    }
+
+    switch (cqe->app_op) {
+    case STRAND_CQE_APP_OP_TM_CONSUMED_MSG:
+        strand_tm_handle_consumed_msg(tm, idx, cqe);
+        break;
+    case STRAND_CQE_APP_OP_TM_CONSUMED:
+        /* a rendezvous matched: the device reads the data now */
+        e->flags |= STRAND_TM_ENTRY_RNDV;
+        if (e->ctx != NULL) {
+            strand_tm_priv(e->ctx)->tag = be64toh(cqe->tmh.tag);
+        }
+        strand_tm_consumed(tm, idx);
+        break;
+    case STRAND_CQE_APP_OP_TM_EXPECTED:
+        ++tm->stats.exp_rndv;
+        strand_tm_report(tm, idx, (e->ctx != NULL) ?
+                         strand_tm_priv(e->ctx)->tag : 0, 0,
+                         strand_cqe_byte_cnt(cqe), UCS_OK);
+        strand_tm_entry_cqe(tm, idx, 1);
+        break;
+    default:
+        ucs_error("%s: unknown tag-matching completion app_op 0x%x",
+                  tm->name, cqe->app_op);
+        break;
+    }
+}
+
+/* An unexpected rendezvous: hand the sender's buffer to the user, who
+ * reads it and tells the sender in software. */
+static ucs_status_t strand_tm_unexp_rndv(strand_tm_t *tm,
+                                         const struct ibv_tmh *tmh,
+                                         uint32_t length)
+{
+    const struct ibv_rvh *rvh = (const void*)(tmh + 1);
+    const uint8_t *rest       = (const uint8_t*)rvh + tm->rndv_hdr_len;
+    uint8_t header[STRAND_TM_RNDV_PRIV_MAX + 256];
+    strand_md_packed_rkey_t rkey;
+    unsigned priv_len         = tmh->reserved[0];
+    unsigned rest_len;
+
+    if ((length < STRAND_TMH_SIZE + tm->rndv_hdr_len) ||
+        (priv_len > STRAND_TM_RNDV_PRIV_MAX)) {
+        ucs_error("%s: malformed rendezvous request (%u bytes)", tm->name,
+                  length);
+        return UCS_OK;
+    }
+    rest_len = length - STRAND_TMH_SIZE - tm->rndv_hdr_len;
+    if (rest_len > sizeof(header) - priv_len) {
+        ucs_error("%s: rendezvous header of %u bytes", tm->name, rest_len);
+        return UCS_OK;
+    }
+    memcpy(header, &tmh->reserved[1], priv_len);
+    memcpy(header + priv_len, rest, rest_len);
+    rkey.rkey        = be32toh(rvh->rkey);
+    rkey.atomic_rkey = rkey.rkey;
+    ++tm->stats.unexp_rndv;
+    return tm->rndv_cb(tm->rndv_arg, 0, be64toh(tmh->tag), header,
+                       priv_len + rest_len, be64toh(rvh->va),
+                       be32toh(rvh->len), &rkey);
+}
+
+ucs_status_t strand_tm_handle_unexp(strand_tm_t *tm,
+                                    const struct mlx5_cqe64 *cqe, void *msg,
+                                    uint32_t length)
+{
+    const struct ibv_tmh *tmh = msg;
+    void *data                = (uint8_t*)msg + STRAND_TMH_SIZE;
+    uint64_t imm              = 0;
+    void *context             = NULL; /* for messages in fragments: none */
+
+    /* whatever it is, the device counted it */
+    ++tm->unexp_cnt;
+    tm->sync_wanted = 1;
+    if (ucs_unlikely(length < STRAND_TMH_SIZE)) {
+        ucs_error("%s: unexpected message of %u bytes", tm->name, length);
+        return UCS_OK;
+    }
+    if (tmh->opcode == IBV_TMH_RNDV) {
+        return strand_tm_unexp_rndv(tm, tmh, length);
+    }
+    if (tmh->opcode != IBV_TMH_EAGER) {
+        ucs_error("%s: unexpected message with TMH opcode %u", tm->name,
+                  tmh->opcode);
+        return UCS_OK;
+    }
+    if (strand_cqe_opcode(cqe) == MLX5_CQE_RESP_SEND_IMM) {
+        imm = ((uint64_t)be32toh(tmh->app_ctx) << 32) | strand_cqe_imm(cqe);
+        if (imm == 0) {
+            /* a software rendezvous request (uct_ep_tag_rndv_request) */
+            ++tm->stats.unexp_sw_rndv;
+            return tm->rndv_cb(tm->rndv_arg, 0, be64toh(tmh->tag), data,
+                               length - STRAND_TMH_SIZE, 0, 0, NULL);
+        }
+    }
+    ++tm->stats.unexp_eager;
+    return tm->eager_cb(tm->eager_arg, data, length - STRAND_TMH_SIZE,
+                        UCT_CB_PARAM_FLAG_DESC | UCT_CB_PARAM_FLAG_FIRST,
+                        be64toh(tmh->tag), imm, &context);
+}
+
+void strand_tm_progress(strand_tm_t *tm)
+{
+    unsigned i, n = 0;
+
+    while ((n < tm->num_cancel_wait) && strand_tm_cmd_room(tm)) {
+        strand_tm_cmd_post(tm, STRAND_TM_OP_REMOVE, tm->cancel_wait[n],
+                           (uint16_t)tm->cancel_wait[n], 0, 0, NULL, 0, 0);
+        ++n;
+    }
+    if (n > 0) {
+        for (i = n; i < tm->num_cancel_wait; ++i) {
+            tm->cancel_wait[i - n] = tm->cancel_wait[i];
+        }
+        tm->num_cancel_wait -= n;
+    }
+    if (tm->sync_wanted && strand_tm_cmd_room(tm)) {
+        tm->sync_wanted = 0;
+        if (tm->unexp_reported != tm->unexp_cnt) {
+            strand_tm_cmd_post(tm, STRAND_TM_OP_NOP, STRAND_TM_NONE, 0, 0, 0,
+                               NULL, 0, 0);
+            ++tm->stats.syncs;
+        }
+    }
+}
+
+void strand_tm_show(const strand_tm_t *tm, ucs_string_buffer_t *strb)
+{
+    const strand_tm_stats_t *s = &tm->stats;
+
+    ucs_string_buffer_appendf(strb,
+            "tags %u/%u list_ops_in_flight %u unexpected_count %u "
+            "reported %u\n", tm->tags_used, tm->max_tags,
+            tm->cmd_cur_post - tm->cmd_done, tm->unexp_cnt,
+            tm->unexp_reported);
+    ucs_string_buffer_appendf(strb,
+            "tags_posted %" PRIu64 "\ntags_canceled %" PRIu64 "\n"
+            "exp_eager %" PRIu64 "\nexp_rndv %" PRIu64 "\n"
+            "exp_sw_rndv %" PRIu64 "\ntag_errors %" PRIu64 "\n"
+            "unexp_eager %" PRIu64 "\nunexp_rndv %" PRIu64 "\n"
+            "unexp_sw_rndv %" PRIu64 "\nrndv_sent %" PRIu64 "\n"
+            "rndv_fin %" PRIu64 "\nsyncs %" PRIu64 "\n"
+            "sync_requests %" PRIu64 "\nlist_full %" PRIu64 "\n",
+            s->tags_posted, s->tags_canceled, s->exp_eager, s->exp_rndv,
+            s->exp_sw_rndv, s->tag_errors, s->unexp_eager, s->unexp_rndv,
+            s->unexp_sw_rndv, s->rndv_sent, s->rndv_fin, s->syncs,
+            s->sync_requests, s->list_full);
+}
+
+/* --------------------------------------------------------- rendezvous */
+
+static inline uint32_t strand_tm_rndv_id(const strand_tm_t *tm,
+                                         const strand_tm_rndv_op_t *op)
+{
+    return (uint32_t)(op - tm->rndv_ops) | ((uint32_t)op->gen << 16);
+}
+
+strand_tm_rndv_op_t *strand_tm_rndv_get(strand_tm_t *tm, void *owner,
+                                        uct_completion_t *comp,
+                                        uint32_t *app_ctx_p)
+{
+    strand_tm_rndv_op_t *op;
+
+    if (tm->rndv_free == STRAND_TM_NONE) {
+        return NULL;
+    }
+    op            = &tm->rndv_ops[tm->rndv_free];
+    tm->rndv_free = op->next;
+    op->owner     = owner;
+    op->comp      = comp;
+    ++op->gen;
+    *app_ctx_p    = htobe32(strand_tm_rndv_id(tm, op));
+    return op;
+}
+
+void strand_tm_rndv_put(strand_tm_t *tm, strand_tm_rndv_op_t *op)
+{
+    op->owner     = NULL;
+    op->comp      = NULL;
+    op->next      = tm->rndv_free;
+    tm->rndv_free = (uint32_t)(op - tm->rndv_ops);
+}
+
+ucs_status_t strand_tm_rndv_cancel(strand_tm_t *tm, void *owner, void *op_h)
+{
+    strand_tm_rndv_op_t *op = op_h;
+
+    if ((op < tm->rndv_ops) || (op >= tm->rndv_ops + tm->num_rndv_ops) ||
+        (op->owner != owner)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    strand_tm_rndv_put(tm, op);
+    return UCS_OK;
+}
+
+void strand_tm_rndv_fin(strand_tm_t *tm, uint32_t app_ctx_be)
+{
+    uint32_t id = be32toh(app_ctx_be);
+    uint32_t idx = id & 0xffff;
+    strand_tm_rndv_op_t *op;
+    uct_completion_t *comp;
+
+    if (idx >= tm->num_rndv_ops) {
+        ucs_error("%s: FIN for rendezvous %u of %u", tm->name, idx,
+                  tm->num_rndv_ops);
+        return;
+    }
+    op = &tm->rndv_ops[idx];
+    if ((op->owner == NULL) || (op->gen != (uint16_t)(id >> 16))) {
+        return; /* cancelled meanwhile */
+    }
+    comp = op->comp;
+    strand_tm_rndv_put(tm, op);
+    ++tm->stats.rndv_fin;
+    if (comp != NULL) {
+        uct_invoke_completion(comp, UCS_OK);
+    }
+}
+
+void strand_tm_rndv_purge(strand_tm_t *tm, void *owner, ucs_status_t status)
+{
+    uct_completion_t *comp;
+    uint32_t i;
+
+    for (i = 0; i < tm->num_rndv_ops; ++i) {
+        if (tm->rndv_ops[i].owner != owner) {
+            continue;
+        }
+        comp = tm->rndv_ops[i].comp;
+        strand_tm_rndv_put(tm, &tm->rndv_ops[i]);
+        if (comp != NULL) {
+            uct_invoke_completion(comp, status);
+        }
+    }
+}
+
+unsigned strand_tm_rndv_priv_pack(struct ibv_tmh *tmh, const void *header,
+                                  unsigned header_length,
+                                  unsigned max_rndv_data)
+{
+    unsigned priv = (header_length > max_rndv_data) ?
+                    header_length - max_rndv_data : 0;
+
+    ucs_assert(priv <= STRAND_TM_RNDV_PRIV_MAX);
+    tmh->reserved[0] = (uint8_t)priv;
+    memcpy(&tmh->reserved[1], header, priv);
+    return priv;
+}
+
+/* -------------------------------------------------------- life cycle */
+
+ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
+                            strand_dev_qp_t *cmd_qp, uint32_t max_tags,
+                            uint32_t max_ops, unsigned rndv_hdr_len,
+                            unsigned max_rndv_hdr_size, uint32_t max_rndv_ops,
+                            const uct_iface_params_t *params)
+{
+    uint32_t i;
+
+    memset(tm, 0, sizeof(*tm));
+    tm->name          = name;
+    tm->cmd_qp        = cmd_qp;
+    tm->cmd_buf       = cmd_qp->dv.sq.buf;
+    tm->cmd_wqe_cnt   = cmd_qp->dv.sq.wqe_cnt;
+    tm->cmd_max       = ucs_min(max_ops, tm->cmd_wqe_cnt);
+    tm->rndv_hdr_len  = rndv_hdr_len;
+    if (max_rndv_hdr_size < STRAND_TMH_SIZE + rndv_hdr_len) {
+        ucs_error("%s: rendezvous headers of %u bytes do not fit the "
+                  "device's %u", name, STRAND_TMH_SIZE + rndv_hdr_len,
+                  max_rndv_hdr_size);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    tm->max_rndv_data = max_rndv_hdr_size - STRAND_TMH_SIZE - rndv_hdr_len;
+
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB) ||
+        !(params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB) ||
+        (params->eager_cb == NULL) || (params->rndv_cb == NULL)) {
+        ucs_error("%s: tag matching is enabled, but the interface was "
+                  "opened without the unexpected-message callbacks "
+                  "(uct_iface_params_t eager_cb, rndv_cb)", name);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    tm->eager_cb  = params->eager_cb;
+    tm->eager_arg = UCT_IFACE_PARAM_VALUE(params, eager_arg,
+                                          HW_TM_EAGER_ARG, NULL);
+    tm->rndv_cb   = params->rndv_cb;
+    tm->rndv_arg  = UCT_IFACE_PARAM_VALUE(params, rndv_arg, HW_TM_RNDV_ARG,
+                                          NULL);
+
+    tm->num_entries = max_tags + 1;
+    tm->max_tags    = max_tags;
+    tm->entries     = ucs_calloc(tm->num_entries, sizeof(*tm->entries),
+                                 "strand_tm_entries");
+    tm->cancel_wait = ucs_calloc(tm->num_entries, sizeof(*tm->cancel_wait),
+                                 "strand_tm_cancel_wait");
+    tm->cmds        = ucs_calloc(tm->cmd_wqe_cnt, sizeof(*tm->cmds),
+                                 "strand_tm_cmds");
+    tm->num_rndv_ops = ucs_min(max_rndv_ops, 0x10000);
+    tm->rndv_ops    = ucs_calloc(tm->num_rndv_ops, sizeof(*tm->rndv_ops),
+                                 "strand_tm_rndv_ops");
+    if ((tm->entries == NULL) || (tm->cancel_wait == NULL) ||
+        (tm->cmds == NULL) || (tm->rndv_ops == NULL)) {
+        strand_tm_cleanup(tm);
+        return UCS_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < tm->num_entries; ++i) {
+        tm->entries[i].next = (i + 1 < tm->num_entries) ? i + 1 :
+                              STRAND_TM_NONE;
+    }
+    tm->head = 0; /* where the device appends first */
+    tm->tail = tm->num_entries - 1;
+    tm->rndv_free = STRAND_TM_NONE;
+    for (i = tm->num_rndv_ops; i-- > 0;) {
+        tm->rndv_ops[i].next = tm->rndv_free;
+        tm->rndv_free        = i;
+    }
+    return UCS_OK;
+}
+
+void strand_tm_cleanup(strand_tm_t *tm)
+{
+    /* receives still posted are the user's to forget: UCT calls nothing
+     * from a closing interface */
+    ucs_free(tm->entries);
+    ucs_free(tm->cancel_wait);
+    ucs_free(tm->cmds);
+    ucs_free(tm->rndv_ops);
+    tm->entries     = NULL;
+    tm->cancel_wait = NULL;
+    tm->cmds        = NULL;
+    tm->rndv_ops    = NULL;
+}

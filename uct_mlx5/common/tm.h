@@ -1,0 +1,177 @@
+/*
+ * Hardware tag matching, the transport's side (written once for every
+ * transport; it knows no DCI and no RC QP):
+ *
+ * - the tag list the device matches against: entries handed out from a
+ *   free list whose head is always the device's next append slot (each
+ *   APPEND tells the device the index of the entry after it, as rdma-core
+ *   does), freed only when every completion the entry will get came back;
+ * - list operations (APPEND, REMOVE, NOP) built as TAG_MATCHING WQEs on the
+ *   tag-matching SRQ's command QP, every one signaled and carrying the count
+ *   of unexpected messages software has handled (phase synchronisation:
+ *   after an unexpected message the device matches only once software
+ *   reported it);
+ * - the completions of tags (consumed, expected, canceled, failed) and the
+ *   unexpected messages (to the user's eager / rendezvous callbacks);
+ * - the sender's rendezvous operations, found again by the FIN the
+ *   receiver's device sends (app_ctx carries their id).
+ */
+#ifndef STRAND_COMMON_TM_H_
+#define STRAND_COMMON_TM_H_
+
+#include "dev/dev.h"
+#include "mlx5/tm.h"
+
+#include <uct/api/uct.h>
+#include <ucs/datastruct/string_buffer.h>
+
+/* What tests and the VFS see: which path messages took. */
+typedef struct strand_tm_stats {
+    uint64_t tags_posted;    /* APPEND */
+    uint64_t tags_canceled;  /* REMOVE that won */
+    uint64_t exp_eager;      /* eager matched by the device */
+    uint64_t exp_rndv;       /* rendezvous matched and read by the device */
+    uint64_t exp_sw_rndv;    /* software rendezvous request matched */
+    uint64_t tag_errors;     /* a matched tag that failed */
+    uint64_t unexp_eager;
+    uint64_t unexp_rndv;
+    uint64_t unexp_sw_rndv;
+    uint64_t rndv_sent;      /* hardware rendezvous started */
+    uint64_t rndv_fin;       /* ... and finished by the receiver's FIN */
+    uint64_t syncs;          /* NOP list operations reporting the count */
+    uint64_t sync_requests;  /* completions that asked for one */
+    uint64_t list_full;      /* tag_recv_zcopy refused: no entry */
+} strand_tm_stats_t;
+
+typedef struct strand_tm_entry strand_tm_entry_t;
+typedef struct strand_tm_rndv_op strand_tm_rndv_op_t;
+
+/* A list operation posted and not yet completed (they complete in order). */
+typedef struct strand_tm_cmd {
+    uint32_t entry;                  /* UINT32_MAX: a NOP */
+    uint8_t  op;                     /* STRAND_TM_OP_* */
+    uint16_t sw_cnt;                 /* the count it reported */
+} strand_tm_cmd_t;
+
+typedef struct strand_tm {
+    /* the command QP */
+    strand_dev_qp_t          *cmd_qp;
+    void                     *cmd_buf;
+    uint32_t                  cmd_wqe_cnt;   /* BBs, power of two */
+    uint32_t                  cmd_cur_post;  /* free-running */
+    uint32_t                  cmd_done;      /* list operations completed */
+    uint32_t                  cmd_max;       /* in flight at most */
+    uint32_t                  cmd_bf_offset;
+    strand_tm_cmd_t          *cmds;          /* by cmd_cur_post */
+
+    /* the tag list: num_entries = max_tags + 1 (one is always the
+     * device's next append slot) */
+    strand_tm_entry_t        *entries;
+    uint32_t                  num_entries;
+    uint32_t                  head, tail;    /* free list */
+    uint32_t                  tags_used;
+    uint32_t                  max_tags;
+    uint32_t                 *cancel_wait;   /* REMOVEs waiting for room */
+    uint32_t                  num_cancel_wait;
+
+    /* phase */
+    uint16_t                  unexp_cnt;     /* handled by software */
+    uint16_t                  unexp_reported;
+    int                       sync_wanted;
+
+    /* the user's callbacks for unexpected messages */
+    uct_tag_unexp_eager_cb_t  eager_cb;
+    void                     *eager_arg;
+    uct_tag_unexp_rndv_cb_t   rndv_cb;
+    void                     *rndv_arg;
+
+    /* rendezvous headers after the TMH: RVH, and RAVH on DC */
+    unsigned                  rndv_hdr_len;
+    unsigned                  max_rndv_data; /* user header after them */
+
+    /* sender side: rendezvous operations waiting for their FIN */
+    strand_tm_rndv_op_t      *rndv_ops;
+    uint32_t                  num_rndv_ops;
+    uint32_t                  rndv_free;     /* free list */
+
+    const char               *name;          /* device, for messages */
+    strand_tm_stats_t         stats;
+} strand_tm_t;
+
+/* The private part of uct_tag_context_t while the transport owns it. */
+typedef struct strand_tm_ctx_priv {
+    uint64_t  tag;          /* the sender's tag, once matched */
+    void     *buffer;
+    uint32_t  length;
+    uint32_t  entry;
+} strand_tm_ctx_priv_t;
+
+/* Header bytes a rendezvous can carry in the TMH's reserved bytes, in
+ * addition to max_rndv_data (as UCX does: [length][2 bytes]). */
+#define STRAND_TM_RNDV_PRIV_MAX 2
+
+ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
+                            strand_dev_qp_t *cmd_qp, uint32_t max_tags,
+                            uint32_t max_ops, unsigned rndv_hdr_len,
+                            unsigned max_rndv_hdr_size, uint32_t max_rndv_ops,
+                            const uct_iface_params_t *params);
+void strand_tm_cleanup(strand_tm_t *tm);
+
+/* uct_iface_tag_recv_zcopy / _cancel */
+ucs_status_t strand_tm_recv_zcopy(strand_tm_t *tm, uct_tag_t tag,
+                                  uct_tag_t tag_mask, const uct_iov_t *iov,
+                                  size_t iovcnt, uct_tag_context_t *ctx);
+ucs_status_t strand_tm_recv_cancel(strand_tm_t *tm, uct_tag_context_t *ctx,
+                                   int force);
+
+/* A tag-matching CQE that consumed no receive buffer (list operations,
+ * matched tags, their errors). */
+void strand_tm_handle_cqe(strand_tm_t *tm, const struct mlx5_cqe64 *cqe);
+/* Does this CQE consume a receive buffer (UNEXPECTED, NO_TAG)? */
+static inline int strand_tm_cqe_has_buffer(const struct mlx5_cqe64 *cqe)
+{
+    return !strand_cqe_is_tm(cqe) ||
+           (cqe->app_op == STRAND_CQE_APP_OP_TM_UNEXPECTED) ||
+           (cqe->app_op == STRAND_CQE_APP_OP_TM_NO_TAG);
+}
+/* An UNEXPECTED message, TMH first, in a receive buffer (`length` bytes
+ * from `msg`). The eager callback gets the payload with
+ * UCT_CB_PARAM_FLAG_DESC: UCS_INPROGRESS means the user keeps the buffer. */
+ucs_status_t strand_tm_handle_unexp(strand_tm_t *tm,
+                                    const struct mlx5_cqe64 *cqe, void *msg,
+                                    uint32_t length);
+/* After a batch of completions: post what waits for room (REMOVEs) and
+ * report the unexpected count when the device needs it. */
+void strand_tm_progress(strand_tm_t *tm);
+void strand_tm_show(const strand_tm_t *tm, ucs_string_buffer_t *strb);
+
+/* Sender side. A rendezvous operation for `owner` (an ep): its id goes in
+ * the TMH's app_ctx; NULL when all are in use. */
+strand_tm_rndv_op_t *strand_tm_rndv_get(strand_tm_t *tm, void *owner,
+                                        uct_completion_t *comp,
+                                        uint32_t *app_ctx_p);
+/* give back an operation that was not sent */
+void strand_tm_rndv_put(strand_tm_t *tm, strand_tm_rndv_op_t *op);
+/* uct_ep_tag_rndv_cancel: forget it, its completion is not called */
+ucs_status_t strand_tm_rndv_cancel(strand_tm_t *tm, void *owner, void *op);
+/* the FIN of app_ctx arrived: the operation completes */
+void strand_tm_rndv_fin(strand_tm_t *tm, uint32_t app_ctx_be);
+/* owner failed or is destroyed: its operations complete with status */
+void strand_tm_rndv_purge(strand_tm_t *tm, void *owner, ucs_status_t status);
+
+/* Pack and unpack the user header of a rendezvous: the first bytes go in
+ * the TMH's reserved bytes, the rest after the rendezvous headers. */
+unsigned strand_tm_rndv_priv_pack(struct ibv_tmh *tmh, const void *header,
+                                  unsigned header_length,
+                                  unsigned max_rndv_data);
+
+/* Immediate data of a tagged message: 32 bits in the WQE's imm, 32 in the
+ * TMH's app_ctx; 0 sends no immediate (a SEND, not a SEND_IMM). */
+static inline void strand_tm_imm_pack(uint64_t imm, uint32_t *imm_be,
+                                      uint32_t *app_ctx_be)
+{
+    *imm_be     = htobe32((uint32_t)imm);
+    *app_ctx_be = htobe32((uint32_t)(imm >> 32));
+}
+
+#endif

@@ -1,0 +1,261 @@
+/*
+ * How an operation of a dc_strand endpoint gets onto a DCI: resources
+ * (flow-control credits, a DCI lease, a bounce buffer), the segments of an
+ * iov, and the post itself. Shared by the endpoint's operations (dc_ep.c)
+ * and its tagged ones (dc_tag.c).
+ */
+#ifndef STRAND_DC_EP_POST_H_
+#define STRAND_DC_EP_POST_H_
+
+#include "dc_ep.h"
+#include "dc_dci.h"
+#include "dc_policy.h"
+
+#include <ucs/datastruct/mpool.inl>
+
+/* ---------------------------------------------------------- resources */
+
+static UCS_F_ALWAYS_INLINE int
+strand_dc_ep_can_send(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    if (ucs_unlikely(ep->fc_wnd <= 0)) {
+        return 0; /* waiting for a grant */
+    }
+    return strand_dc_policy_can_post(iface, ep);
+}
+
+/* The DCI to post on: the ep's lease, taken now if it holds none (the
+ * transport's own messages come here directly). */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_dc_ep_take_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                      strand_dc_dci_t **dci_p)
+{
+    ucs_status_t status;
+
+    if (ucs_unlikely(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+        return ep->status;
+    }
+    *dci_p = strand_dc_policy_ready(iface, ep);
+    if (ucs_likely(*dci_p != NULL)) {
+        return UCS_OK;
+    }
+    status = strand_dc_policy_lease(iface, ep);
+    if (status != UCS_OK) {
+        return status;
+    }
+    *dci_p = strand_dc_policy_ready(iface, ep);
+    return (*dci_p != NULL) ? UCS_OK : UCS_ERR_NO_RESOURCE;
+}
+
+/* The DCI for a user's operation: while the ep has pending requests, only
+ * they may send (a send from a completion callback must not overtake
+ * them). */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_dc_ep_get_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                     strand_dc_dci_t **dci_p)
+{
+    if (ucs_unlikely(!ucs_arbiter_group_is_empty(&ep->arb_group) &&
+                     !(ep->flags & STRAND_DC_EP_FLAG_IN_PENDING))) {
+        return (ep->flags & STRAND_DC_EP_FLAG_FAILED) ? ep->status :
+                                                         UCS_ERR_NO_RESOURCE;
+    }
+    return strand_dc_ep_take_dci(iface, ep, dci_p);
+}
+
+/* A lease taken for an operation that was then not posted goes back. */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_ep_unlease_if_idle(strand_dc_iface_t *iface,
+                                         strand_dc_ep_t *ep)
+{
+    if ((ep->outstanding == 0) && (ep->held == 0)) {
+        strand_dc_policy_release(iface, ep);
+    }
+}
+
+static UCS_F_ALWAYS_INLINE strand_dc_tx_desc_t *
+strand_dc_ep_get_desc(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    strand_dc_tx_desc_t *desc = ucs_mpool_get_inline(&iface->tx_mp);
+
+    if (ucs_unlikely(desc == NULL)) {
+        strand_dc_ep_unlease_if_idle(iface, ep);
+    }
+    return desc;
+}
+
+/*
+ * Finish the WQE at ctrl (every WQE is signaled; fm_se: fence mode and
+ * solicited bit; imm: as the WQE carries it, network order) on the ep's
+ * stream, remember what to do when it retires, ring the doorbell and hand
+ * the SQ to the device.
+ */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_ep_post_imm(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                      strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
+                      uint8_t opcode, uint8_t opmod, unsigned ds,
+                      uint8_t fm_se, uint32_t imm, strand_dc_op_t *op)
+{
+    strand_set_ctrl_seg(ctrl, opmod, (uint16_t)dci->cur_post, opcode,
+                        dci->qp.qpn, ds, MLX5_WQE_CTRL_CQ_UPDATE | fm_se,
+                        imm);
+    strand_set_ctrl_stream(ctrl, dci->streams[ep->stream].id);
+    op->ep     = ep;
+    op->stream = ep->stream;
+    op->opcode = opcode;
+    strand_dc_dci_claim(dci, ctrl, strand_ds_to_bbs(ds), op);
+    dci->posts++;
+    ep->outstanding++;
+    strand_dc_dci_ring(dci, ctrl);
+}
+
+static UCS_F_ALWAYS_INLINE void
+strand_dc_ep_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                  strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
+                  uint8_t opcode, uint8_t opmod, unsigned ds, uint8_t fm_se,
+                  strand_dc_op_t *op)
+{
+    strand_dc_ep_post_imm(iface, ep, dci, ctrl, opcode, opmod, ds, fm_se, 0,
+                          op);
+}
+
+/* Credits ran low: ask for more once; none left: no resource. */
+ucs_status_t strand_dc_ep_fc_low(strand_dc_iface_t *iface, strand_dc_ep_t *ep);
+
+/* The DCI for an active message: flow control first (a no-op when it is
+ * disabled: the window never gets low). */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_dc_ep_am_get_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                        strand_dc_dci_t **dci_p)
+{
+    ucs_status_t status;
+
+    if (ucs_unlikely(ep->fc_wnd <= iface->fc.soft_thresh)) {
+        status = strand_dc_ep_fc_low(iface, ep);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+    return strand_dc_ep_get_dci(iface, ep, dci_p);
+}
+
+/* one credit spent (none when flow control is off) */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_ep_am_sent(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    ep->fc_wnd -= iface->fc.enabled;
+}
+
+static UCS_F_ALWAYS_INLINE uint8_t
+strand_dc_ep_fence_mode(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    /* an ep fence or an iface fence since the last WQE: the beats differ */
+    if (ucs_unlikely(ep->fence_beat != iface->fence_beat)) {
+        ep->fence_beat = iface->fence_beat;
+        return STRAND_WQE_CTRL_FM_SMALL_FENCE;
+    }
+    return STRAND_WQE_CTRL_FM_NONE;
+}
+
+/* Active messages are solicited: a receiver waiting for UCT_EVENT_RECV_SIG
+ * (a solicited-only arm) wakes up for them. */
+static UCS_F_ALWAYS_INLINE uint8_t
+strand_dc_ep_am_fm_se(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    return strand_dc_ep_fence_mode(iface, ep) | MLX5_WQE_CTRL_SOLICITED;
+}
+
+/*
+ * Local keys of an iov. Entries without a memory handle are registered here
+ * (through the MD and its registration cache) and released when the WQE
+ * retires.
+ */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_dc_iov_lkeys(strand_dc_iface_t *iface, const uct_iov_t *iov,
+                    size_t iovcnt, uint32_t *lkeys,
+                    strand_dc_tmp_reg_t **reg_p)
+{
+    strand_dc_tmp_reg_t *reg = NULL;
+    ucs_status_t status;
+    uct_mem_h memh;
+    size_t i, len;
+
+    for (i = 0; i < iovcnt; ++i) {
+        len = uct_iov_get_length(&iov[i]);
+        if (ucs_likely((iov[i].memh != UCT_MEM_HANDLE_NULL) || (len == 0))) {
+            lkeys[i] = (len == 0) ? 0 :
+                       ((const strand_md_memh_t*)iov[i].memh)->mr.lkey;
+            continue;
+        }
+        if (reg == NULL) {
+            reg = ucs_malloc(sizeof(*reg), "strand_dc_tmp_reg");
+            if (reg == NULL) {
+                return UCS_ERR_NO_MEMORY;
+            }
+            reg->count = 0;
+        }
+        status = uct_md_mem_reg(&iface->md->super, iov[i].buffer, len,
+                                UCT_MD_MEM_ACCESS_LOCAL_READ |
+                                UCT_MD_MEM_ACCESS_LOCAL_WRITE, &memh);
+        if (status != UCS_OK) {
+            strand_dc_tmp_reg_release(iface, reg);
+            return status;
+        }
+        reg->memh[reg->count++] = memh;
+        lkeys[i] = ((const strand_md_memh_t*)memh)->mr.lkey;
+    }
+    *reg_p = reg;
+    return UCS_OK;
+}
+
+/* Data segments for an iov; returns the count, *seg_p moves on. */
+static UCS_F_ALWAYS_INLINE unsigned
+strand_dc_set_iov_segs(strand_dc_dci_t *dci, void **seg_p,
+                       const uct_iov_t *iov, size_t iovcnt,
+                       const uint32_t *lkeys)
+{
+    void *seg    = *seg_p;
+    unsigned n   = 0;
+    size_t i, len;
+
+    for (i = 0; i < iovcnt; ++i) {
+        len = uct_iov_get_length(&iov[i]);
+        if (len == 0) {
+            continue;
+        }
+        strand_set_data_seg(seg, (uintptr_t)iov[i].buffer, len, lkeys[i]);
+        seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg),
+                             dci->sq_buf, dci->sq_end);
+        ++n;
+    }
+    *seg_p = seg;
+    return n;
+}
+
+/* a length check against an upper bound only (the lengths are unsigned) */
+#define STRAND_DC_CHECK_MAX(_length, _max, _name) \
+    UCT_CHECK_PARAM((size_t)(_length) <= (size_t)(_max), \
+                    "Invalid %s length: %zu (expected: <= %zu)", _name, \
+                    (size_t)(_length), (size_t)(_max))
+
+/* the ep, its iface and the DCI to post on */
+#define STRAND_DC_EP_BASE_DECL(_tl_ep) \
+    strand_dc_ep_t *ep       = ucs_derived_of(_tl_ep, strand_dc_ep_t); \
+    strand_dc_iface_t *iface = ucs_derived_of((_tl_ep)->iface, \
+                                              strand_dc_iface_t); \
+    strand_dc_dci_t *dci     = NULL; \
+    ucs_status_t status
+
+/* ... and the WQE being built */
+#define STRAND_DC_EP_DECL(_tl_ep) \
+    STRAND_DC_EP_BASE_DECL(_tl_ep); \
+    strand_dc_op_t op        = {0}; \
+    struct mlx5_wqe_ctrl_seg *ctrl; \
+    void *seg
+
+/* A SEND whose data (the AM id first) is written inline from `sge`. */
+void strand_dc_ep_post_inline_send(strand_dc_iface_t *iface,
+                                   strand_dc_ep_t *ep, strand_dc_dci_t *dci,
+                                   const struct ibv_sge *sge, unsigned n,
+                                   uint8_t fm_se);
+
+#endif

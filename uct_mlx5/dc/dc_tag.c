@@ -1,0 +1,453 @@
+/*
+ * dc_strand with hardware tag matching: see dc_tag.h.
+ *
+ * Every message to a tag-matching SRQ starts with a TMH; a tagged one says
+ * EAGER or RNDV and carries the tag, which the receiver's device matches
+ * against its tag list. A rendezvous carries the sender's buffer (RVH) and
+ * where to READ it from (RAVH: this interface's DCT): on a match the
+ * receiver's device reads the data into the posted buffer and sends a FIN,
+ * which completes the sender's operation (common/tm.c finds it by the
+ * app_ctx it carries).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "dc_tag.h"
+#include "dc_ep_post.h"
+
+#include <ucs/debug/log.h>
+
+#include <errno.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ set up */
+
+ucs_status_t strand_dc_tag_resolve(strand_dc_iface_t *iface,
+                                   const strand_dc_iface_config_t *config,
+                                   const uct_iface_params_t *params)
+{
+    const strand_dev_caps_t *caps = &iface->dev->caps;
+    const char *why               = NULL;
+
+    iface->config.am_tmh = 0;
+    if (config->tm_enable == UCS_NO) {
+        return UCS_OK;
+    }
+    if ((caps->tm_max_num_tags == 0) || (caps->tm_max_ops == 0) ||
+        (iface->dev->ops->create_tm_srq == NULL)) {
+        why = "the device has no tag matching";
+    } else if (caps->tm_max_rndv_hdr_size <
+               STRAND_TMH_SIZE + STRAND_DC_RNDV_HDR_LEN) {
+        why = "the device's rendezvous header is too small for DC";
+    } else if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB) ||
+               !(params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB) ||
+               (params->eager_cb == NULL) || (params->rndv_cb == NULL)) {
+        why = "the interface was opened without the unexpected tagged "
+              "message callbacks (uct_iface_params_t eager_cb, rndv_cb)";
+    }
+    if (why != NULL) {
+        if (config->tm_enable == UCS_YES) {
+            ucs_error("%s: dc_strand: UCX_DC_STRAND_TM_ENABLE=y, but %s",
+                      iface->dev->info.name, why);
+            return UCS_ERR_UNSUPPORTED;
+        }
+        ucs_debug("%s: dc_strand: no tag matching: %s",
+                  iface->dev->info.name, why);
+        return UCS_OK;
+    }
+    if (config->tm_list_size == 0) {
+        ucs_error("%s: dc_strand: invalid configuration: "
+                  "UCX_DC_STRAND_TM_LIST_SIZE=0 (valid: 1 .. %u)",
+                  iface->dev->info.name, caps->tm_max_num_tags);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((config->tm_rndv_ops == 0) || (config->tm_rndv_ops > 0x10000)) {
+        ucs_error("%s: dc_strand: invalid configuration: "
+                  "UCX_DC_STRAND_TM_RNDV_OPS=%u (valid: 1 .. 65536)",
+                  iface->dev->info.name, config->tm_rndv_ops);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    iface->config.am_tmh = STRAND_TMH_SIZE;
+    return UCS_OK;
+}
+
+static uint32_t strand_dc_tag_list_size(const strand_dc_iface_t *iface,
+                                        const strand_dc_iface_config_t *config)
+{
+    return ucs_min(config->tm_list_size, iface->dev->caps.tm_max_num_tags);
+}
+
+unsigned strand_dc_tag_rx_cq_extra(const strand_dc_iface_t *iface,
+                                   const strand_dc_iface_config_t *config)
+{
+    if (iface->config.am_tmh == 0) {
+        return 0;
+    }
+    /* a completion per list operation in flight, and up to two per posted
+     * tag (a rendezvous: CONSUMED, then EXPECTED) */
+    return iface->dev->caps.tm_max_ops +
+           2 * strand_dc_tag_list_size(iface, config);
+}
+
+ucs_status_t strand_dc_tag_create_srq(strand_dc_iface_t *iface,
+                                      const strand_dc_iface_config_t *config,
+                                      const uct_iface_params_t *params)
+{
+    strand_dev_t *dev = iface->dev;
+    strand_dev_tm_attr_t tm_attr;
+    ucs_status_t status;
+    int err;
+
+    if (iface->config.am_tmh == 0) {
+        err = dev->ops->create_srq(dev, config->rx_queue_len, 1, &iface->srq);
+        if (err != 0) {
+            ucs_error("%s: failed to create SRQ of %u: %s", dev->info.name,
+                      config->rx_queue_len, strerror(err));
+            return (err == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
+        }
+        iface->have_srq = 1;
+        return UCS_OK;
+    }
+
+    tm_attr.max_num_tags = strand_dc_tag_list_size(iface, config);
+    tm_attr.max_ops      = dev->caps.tm_max_ops;
+    tm_attr.cq           = &iface->rx_cq;
+    err = dev->ops->create_tm_srq(dev, config->rx_queue_len, 1, &tm_attr,
+                                  &iface->srq, &iface->tm_cmd_qp);
+    if (err != 0) {
+        ucs_error("%s: failed to create a tag-matching SRQ of %u with %u "
+                  "tags: %s", dev->info.name, config->rx_queue_len,
+                  tm_attr.max_num_tags, strerror(err));
+        return (err == EOPNOTSUPP) ? UCS_ERR_UNSUPPORTED : UCS_ERR_IO_ERROR;
+    }
+    iface->have_srq = 1;
+    status = strand_tm_init(&iface->tm, dev->info.name, &iface->tm_cmd_qp,
+                            tm_attr.max_num_tags, tm_attr.max_ops,
+                            STRAND_DC_RNDV_HDR_LEN,
+                            dev->caps.tm_max_rndv_hdr_size,
+                            config->tm_rndv_ops, params);
+    if (status != UCS_OK) {
+        return status;
+    }
+    iface->have_tm = 1;
+    return UCS_OK;
+}
+
+void strand_dc_tag_cleanup(strand_dc_iface_t *iface)
+{
+    if (iface->have_tm) {
+        strand_tm_cleanup(&iface->tm);
+        iface->have_tm = 0;
+    }
+}
+
+void strand_dc_tag_query(strand_dc_iface_t *iface, uct_iface_attr_t *attr)
+{
+    size_t eager_max = iface->config.seg_size - STRAND_TMH_SIZE;
+
+    if (!iface->have_tm) {
+        return;
+    }
+    attr->cap.flags |= UCT_IFACE_FLAG_TAG_EAGER_SHORT |
+                       UCT_IFACE_FLAG_TAG_EAGER_BCOPY |
+                       UCT_IFACE_FLAG_TAG_EAGER_ZCOPY |
+                       UCT_IFACE_FLAG_TAG_RNDV_ZCOPY;
+    attr->cap.tag.eager.max_short   = iface->config.max_inline -
+                                      STRAND_TMH_SIZE;
+    attr->cap.tag.eager.max_bcopy   = eager_max;
+    attr->cap.tag.eager.max_zcopy   = eager_max;
+    attr->cap.tag.eager.max_iov     = iface->config.max_sge - 1;
+    attr->cap.tag.rndv.max_zcopy    = STRAND_DC_MAX_ZCOPY;
+    attr->cap.tag.rndv.max_hdr      = iface->tm.max_rndv_data +
+                                      STRAND_TM_RNDV_PRIV_MAX;
+    attr->cap.tag.rndv.max_iov      = 1;
+    attr->cap.tag.recv.min_recv     = 0;
+    attr->cap.tag.recv.max_zcopy    = STRAND_DC_MAX_ZCOPY;
+    attr->cap.tag.recv.max_iov      = 1;
+    attr->cap.tag.recv.max_outstanding = iface->tm.max_tags;
+}
+
+/* ------------------------------------------------------ endpoint side */
+
+#define STRAND_DC_TAG_CHECK(_iface) \
+    if (ucs_unlikely(!(_iface)->have_tm)) { \
+        return UCS_ERR_UNSUPPORTED; \
+    }
+
+/* SEND or SEND_IMM, and the WQE's imm, for a tagged message's immediate
+ * (its upper half goes in the TMH's app_ctx) */
+static UCS_F_ALWAYS_INLINE uint8_t
+strand_dc_tag_opcode(uint64_t imm, uint32_t *imm_be, uint32_t *app_ctx_be)
+{
+    strand_tm_imm_pack(imm, imm_be, app_ctx_be);
+    return (imm != 0) ? MLX5_OPCODE_SEND_IMM : MLX5_OPCODE_SEND;
+}
+
+ucs_status_t strand_dc_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
+                                          const void *data, size_t length)
+{
+    STRAND_DC_EP_BASE_DECL(tl_ep);
+    struct ibv_tmh tmh;
+    struct ibv_sge sge[2];
+
+    STRAND_DC_TAG_CHECK(iface);
+    STRAND_DC_CHECK_MAX(length + STRAND_TMH_SIZE, iface->config.max_inline,
+                        "tag_eager_short");
+    status = strand_dc_ep_am_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    strand_set_tmh(&tmh, IBV_TMH_EAGER, 0, tag);
+    sge[0].addr   = (uintptr_t)&tmh;
+    sge[0].length = STRAND_TMH_SIZE;
+    sge[1].addr   = (uintptr_t)data;
+    sge[1].length = (uint32_t)length;
+    strand_dc_ep_post_inline_send(iface, ep, dci, sge, 2,
+                                  strand_dc_ep_am_fm_se(iface, ep));
+    strand_dc_ep_am_sent(iface, ep);
+    return UCS_OK;
+}
+
+ssize_t strand_dc_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag,
+                                     uint64_t imm,
+                                     uct_pack_callback_t pack_cb, void *arg,
+                                     unsigned flags)
+{
+    STRAND_DC_EP_DECL(tl_ep);
+    strand_dc_tx_desc_t *desc;
+    uint32_t imm_be, app_ctx;
+    uint8_t opcode;
+    size_t length;
+
+    STRAND_DC_TAG_CHECK(iface);
+    status = strand_dc_ep_am_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    desc = strand_dc_ep_get_desc(iface, ep);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    opcode = strand_dc_tag_opcode(imm, &imm_be, &app_ctx);
+    strand_set_tmh((struct ibv_tmh*)desc->data, IBV_TMH_EAGER, app_ctx, tag);
+    length = pack_cb(desc->data + STRAND_TMH_SIZE, arg);
+    ucs_assert(length + STRAND_TMH_SIZE <= iface->config.seg_size);
+
+    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    strand_set_data_seg(seg, (uintptr_t)desc->data,
+                        length + STRAND_TMH_SIZE, desc->lkey);
+    op.type = STRAND_DC_OP_DESC;
+    op.desc = desc;
+    strand_dc_ep_post_imm(iface, ep, dci, ctrl, opcode, 0,
+                          STRAND_DC_EP_DS(ep) + 1,
+                          strand_dc_ep_am_fm_se(iface, ep), imm_be, &op);
+    strand_dc_ep_am_sent(iface, ep);
+    return length;
+}
+
+ucs_status_t strand_dc_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
+                                          uint64_t imm, const uct_iov_t *iov,
+                                          size_t iovcnt, unsigned flags,
+                                          uct_completion_t *comp)
+{
+    STRAND_DC_EP_DECL(tl_ep);
+    strand_dc_tx_desc_t *desc;
+    uint32_t lkeys[STRAND_DC_MAX_SGE];
+    uint32_t imm_be, app_ctx;
+    uint8_t opcode;
+    unsigned ds;
+
+    STRAND_DC_TAG_CHECK(iface);
+    UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->config.max_sge - 1,
+                       "tag_eager_zcopy");
+    STRAND_DC_CHECK_MAX(STRAND_TMH_SIZE + uct_iov_total_length(iov, iovcnt),
+                        iface->config.seg_size, "tag_eager_zcopy");
+    status = strand_dc_iov_lkeys(iface, iov, iovcnt, lkeys, &op.tmp_reg);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    status = strand_dc_ep_am_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        goto err;
+    }
+    desc = strand_dc_ep_get_desc(iface, ep);
+    if (ucs_unlikely(desc == NULL)) {
+        status = UCS_ERR_NO_RESOURCE;
+        goto err;
+    }
+    opcode = strand_dc_tag_opcode(imm, &imm_be, &app_ctx);
+    strand_set_tmh((struct ibv_tmh*)desc->data, IBV_TMH_EAGER, app_ctx, tag);
+
+    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    strand_set_data_seg(seg, (uintptr_t)desc->data, STRAND_TMH_SIZE,
+                        desc->lkey);
+    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg), dci->sq_buf,
+                          dci->sq_end);
+    ds   = STRAND_DC_EP_DS(ep) + 1 +
+           strand_dc_set_iov_segs(dci, &seg, iov, iovcnt, lkeys);
+    op.type = STRAND_DC_OP_DESC;
+    op.desc = desc;
+    op.comp = comp;
+    strand_dc_ep_post_imm(iface, ep, dci, ctrl, opcode, 0, ds,
+                          strand_dc_ep_am_fm_se(iface, ep), imm_be, &op);
+    strand_dc_ep_am_sent(iface, ep);
+    return UCS_INPROGRESS;
+
+err:
+    if (op.tmp_reg != NULL) {
+        strand_dc_tmp_reg_release(iface, op.tmp_reg);
+    }
+    return status;
+}
+
+ucs_status_ptr_t strand_dc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
+                                             const void *header,
+                                             unsigned header_length,
+                                             const uct_iov_t *iov,
+                                             size_t iovcnt, unsigned flags,
+                                             uct_completion_t *comp)
+{
+    STRAND_DC_EP_BASE_DECL(tl_ep);
+    struct {
+        struct ibv_tmh     tmh;
+        struct ibv_rvh     rvh;
+        struct strand_ravh ravh;
+    } hdrs; /* 48 bytes, no padding */
+    size_t length = uct_iov_total_length(iov, iovcnt);
+    strand_tm_rndv_op_t *rndv;
+    struct ibv_sge sge[2];
+    uint32_t app_ctx, rkey = 0;
+    unsigned priv;
+
+    UCS_STATIC_ASSERT(sizeof(hdrs) == STRAND_TMH_SIZE +
+                      STRAND_DC_RNDV_HDR_LEN);
+    if (ucs_unlikely(!iface->have_tm)) {
+        return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
+    }
+    UCT_CHECK_PARAM_PTR(iovcnt <= 1, "tag_rndv_zcopy: iovcnt %zu (max 1)",
+                        iovcnt);
+    UCT_CHECK_PARAM_PTR(header_length <= iface->tm.max_rndv_data +
+                        STRAND_TM_RNDV_PRIV_MAX,
+                        "tag_rndv_zcopy: header of %u bytes (max %u)",
+                        header_length,
+                        iface->tm.max_rndv_data + STRAND_TM_RNDV_PRIV_MAX);
+    UCT_CHECK_PARAM_PTR(sizeof(hdrs) + header_length <=
+                        iface->config.max_inline,
+                        "tag_rndv_zcopy: %zu header bytes inline (max %zu)",
+                        sizeof(hdrs) + header_length,
+                        iface->config.max_inline);
+    UCT_CHECK_PARAM_PTR(length <= STRAND_DC_MAX_ZCOPY,
+                        "tag_rndv_zcopy: %zu bytes (max %lu)", length,
+                        STRAND_DC_MAX_ZCOPY);
+    if (length > 0) {
+        UCT_CHECK_PARAM_PTR(iov[0].memh != UCT_MEM_HANDLE_NULL,
+                            "tag_rndv_zcopy: the buffer needs a memory "
+                            "handle (the receiver reads it)");
+        rkey = ((const strand_md_memh_t*)iov[0].memh)->mr.rkey;
+    }
+    status = strand_dc_ep_am_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return UCS_STATUS_PTR(status);
+    }
+    rndv = strand_tm_rndv_get(&iface->tm, ep, comp, &app_ctx);
+    if (ucs_unlikely(rndv == NULL)) {
+        strand_dc_ep_unlease_if_idle(iface, ep);
+        return UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
+    }
+
+    strand_set_tmh(&hdrs.tmh, IBV_TMH_RNDV, app_ctx, tag);
+    priv = strand_tm_rndv_priv_pack(&hdrs.tmh, header, header_length,
+                                    iface->tm.max_rndv_data);
+    strand_set_rvh(&hdrs.rvh, (iovcnt > 0) ? (uintptr_t)iov[0].buffer : 0,
+                   rkey, (uint32_t)length);
+    strand_set_ravh(&hdrs.ravh, iface->dct.qpn, STRAND_DC_ACCESS_KEY);
+    sge[0].addr   = (uintptr_t)&hdrs;
+    sge[0].length = sizeof(hdrs);
+    sge[1].addr   = (uintptr_t)header + priv;
+    sge[1].length = header_length - priv;
+    strand_dc_ep_post_inline_send(iface, ep, dci, sge, 2,
+                                  strand_dc_ep_am_fm_se(iface, ep));
+    strand_dc_ep_am_sent(iface, ep);
+    ++iface->tm.stats.rndv_sent;
+    return rndv;
+}
+
+ucs_status_t strand_dc_ep_tag_rndv_cancel(uct_ep_h tl_ep, void *op)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_dc_iface_t);
+
+    STRAND_DC_TAG_CHECK(iface);
+    return strand_tm_rndv_cancel(&iface->tm, tl_ep, op);
+}
+
+/* A software rendezvous request: an eager message with an immediate of 0
+ * (SEND_IMM, imm 0); the receiver hands the header to the protocol. */
+ucs_status_t strand_dc_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
+                                           const void *header,
+                                           unsigned header_length,
+                                           unsigned flags)
+{
+    STRAND_DC_EP_DECL(tl_ep);
+    strand_dc_tx_desc_t *desc;
+
+    STRAND_DC_TAG_CHECK(iface);
+    STRAND_DC_CHECK_MAX(STRAND_TMH_SIZE + header_length,
+                        iface->config.seg_size, "tag_rndv_request");
+    status = strand_dc_ep_am_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    desc = strand_dc_ep_get_desc(iface, ep);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    strand_set_tmh((struct ibv_tmh*)desc->data, IBV_TMH_EAGER, 0, tag);
+    if (header_length > 0) {
+        memcpy(desc->data + STRAND_TMH_SIZE, header, header_length);
+    }
+    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    strand_set_data_seg(seg, (uintptr_t)desc->data,
+                        STRAND_TMH_SIZE + header_length, desc->lkey);
+    op.type = STRAND_DC_OP_DESC;
+    op.desc = desc;
+    strand_dc_ep_post_imm(iface, ep, dci, ctrl, MLX5_OPCODE_SEND_IMM, 0,
+                          STRAND_DC_EP_DS(ep) + 1,
+                          strand_dc_ep_am_fm_se(iface, ep), 0, &op);
+    strand_dc_ep_am_sent(iface, ep);
+    return UCS_OK;
+}
+
+void strand_dc_tag_ep_purge(strand_dc_iface_t *iface, void *ep,
+                            ucs_status_t status)
+{
+    if (iface->have_tm) {
+        strand_tm_rndv_purge(&iface->tm, ep, status);
+    }
+}
+
+/* ----------------------------------------------------- interface side */
+
+ucs_status_t strand_dc_iface_tag_recv_zcopy(uct_iface_h tl_iface,
+                                            uct_tag_t tag,
+                                            uct_tag_t tag_mask,
+                                            const uct_iov_t *iov,
+                                            size_t iovcnt,
+                                            uct_tag_context_t *ctx)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+
+    STRAND_DC_TAG_CHECK(iface);
+    return strand_tm_recv_zcopy(&iface->tm, tag, tag_mask, iov, iovcnt, ctx);
+}
+
+ucs_status_t strand_dc_iface_tag_recv_cancel(uct_iface_h tl_iface,
+                                             uct_tag_context_t *ctx,
+                                             int force)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+
+    STRAND_DC_TAG_CHECK(iface);
+    return strand_tm_recv_cancel(&iface->tm, ctx, force);
+}

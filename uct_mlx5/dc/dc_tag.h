@@ -1,0 +1,68 @@
+/*
+ * dc_strand with hardware tag matching (UCX_DC_STRAND_TM_ENABLE): the
+ * tag-matching SRQ behind the DCT, the UCT tag API of endpoints (eager
+ * short/bcopy/zcopy, hardware rendezvous, software rendezvous request) and
+ * of the interface (tag_recv_zcopy / cancel). The tag list itself is
+ * common/tm.c's.
+ */
+#ifndef STRAND_DC_TAG_H_
+#define STRAND_DC_TAG_H_
+
+#include "dc_iface.h"
+
+/* RVH and RAVH: a DC receiver's device reads the data back from the
+ * sender's DCT */
+#define STRAND_DC_RNDV_HDR_LEN  (STRAND_RVH_SIZE + STRAND_RAVH_SIZE)
+
+/* The receive queue of the interface: a tag-matching SRQ when tag matching
+ * is on (and then its command QP and the tag list), else an ordinary one. */
+ucs_status_t strand_dc_tag_create_srq(strand_dc_iface_t *iface,
+                                      const strand_dc_iface_config_t *config,
+                                      const uct_iface_params_t *params);
+void strand_dc_tag_cleanup(strand_dc_iface_t *iface);
+/* receive CQ entries tag matching needs besides the receive buffers */
+unsigned strand_dc_tag_rx_cq_extra(const strand_dc_iface_t *iface,
+                                   const strand_dc_iface_config_t *config);
+void strand_dc_tag_query(strand_dc_iface_t *iface, uct_iface_attr_t *attr);
+/* Will tag matching be on? (decided before the receive CQ is sized) */
+ucs_status_t strand_dc_tag_resolve(strand_dc_iface_t *iface,
+                                   const strand_dc_iface_config_t *config,
+                                   const uct_iface_params_t *params);
+
+ucs_status_t strand_dc_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
+                                          const void *data, size_t length);
+ssize_t strand_dc_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag,
+                                     uint64_t imm,
+                                     uct_pack_callback_t pack_cb, void *arg,
+                                     unsigned flags);
+ucs_status_t strand_dc_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
+                                          uint64_t imm, const uct_iov_t *iov,
+                                          size_t iovcnt, unsigned flags,
+                                          uct_completion_t *comp);
+ucs_status_ptr_t strand_dc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
+                                             const void *header,
+                                             unsigned header_length,
+                                             const uct_iov_t *iov,
+                                             size_t iovcnt, unsigned flags,
+                                             uct_completion_t *comp);
+ucs_status_t strand_dc_ep_tag_rndv_cancel(uct_ep_h tl_ep, void *op);
+ucs_status_t strand_dc_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
+                                           const void *header,
+                                           unsigned header_length,
+                                           unsigned flags);
+ucs_status_t strand_dc_iface_tag_recv_zcopy(uct_iface_h tl_iface,
+                                            uct_tag_t tag,
+                                            uct_tag_t tag_mask,
+                                            const uct_iov_t *iov,
+                                            size_t iovcnt,
+                                            uct_tag_context_t *ctx);
+ucs_status_t strand_dc_iface_tag_recv_cancel(uct_iface_h tl_iface,
+                                             uct_tag_context_t *ctx,
+                                             int force);
+
+/* an ep failed or is destroyed: its rendezvous sends complete with
+ * status (no FIN will come for them, or none may be heard of) */
+void strand_dc_tag_ep_purge(strand_dc_iface_t *iface, void *ep,
+                            ucs_status_t status);
+
+#endif
