@@ -6,48 +6,6 @@
 export STRAND_SIM_FABRIC="${fabric_prefix}pair"
 DEV=smlx5_0:1
 
-# serve: a ucx_perftest server on a free port ($port, pid $spid) that
-# listens; 1 when it exits (a port taken meanwhile) or hangs before that
-serve() {
-    spid=""
-    port=$(free_port) || return 1
-    timeout 180 strand-run ucx_perftest -p "$port" >"$tmpdir/srv" 2>&1 &
-    spid=$!
-    wait_until 60 listening_or_gone && port_listening "$port"
-}
-listening_or_gone() { port_listening "$port" || gone "$spid"; }
-
-# perf NAME CLIENT-ARGS...: runs a server and a client; ok when both exit 0
-# and the client printed its final numbers (kept in the log).
-perf() {
-    local name=$1; shift
-    local port spid rc=1 src=1 line
-    echo "no ucx_perftest server listened" >"$tmpdir/cli"
-    for _ in 1 2 3; do  # another port if the server lost this one meanwhile
-        if serve; then
-            timeout 180 strand-run ucx_perftest 127.0.0.1 -p "$port" -f "$@" \
-                >"$tmpdir/cli" 2>&1
-            rc=$?
-            # the server ends with its client; a failed client may leave it
-            # waiting
-            finish "$spid" "$([ "$rc" = 0 ] && echo 30 || echo 5)"; src=$?
-            break
-        fi
-        [ -n "$spid" ] && finish "$spid" 0
-    done
-    line=$(grep -E '^ *(Final: *)?[0-9]+ +[0-9.]+ ' "$tmpdir/cli" | tail -1)
-    echo "# $name: ucx_perftest $*"
-    echo "#   iters  lat50(us) lat_avg lat_overall bw_avg(MB/s) bw_overall msgrate_avg msgrate_overall"
-    echo "#   $line"
-    if [ "$rc" = 0 ] && [ "$src" = 0 ] && [ -n "$line" ]; then
-        ok "$name"
-    else
-        not_ok "$name (client $rc, server $src)"
-        sed 's/^/#   cli: /' "$tmpdir/cli" | tail -15
-        sed 's/^/#   srv: /' "$tmpdir/srv" | tail -15
-    fi
-}
-
 U=(-x dc_strand -d "$DEV")
 perf "uct am_lat"             -t am_lat  "${U[@]}" -n 1000
 perf "uct put_lat"            -t put_lat "${U[@]}" -n 1000

@@ -505,6 +505,21 @@ void strand_tm_show(const strand_tm_t *tm, ucs_string_buffer_t *strb)
             s->sync_requests, s->list_full);
 }
 
+void strand_tm_log_summary(const strand_tm_t *tm)
+{
+    const strand_tm_stats_t *s = &tm->stats;
+
+    ucs_info("%s: tag matching: tags_posted %" PRIu64 " exp_eager %" PRIu64
+             " exp_rndv %" PRIu64 " exp_sw_rndv %" PRIu64 " unexp_eager %"
+             PRIu64 " unexp_rndv %" PRIu64 " unexp_sw_rndv %" PRIu64
+             " tags_canceled %" PRIu64 " rndv_sent %" PRIu64 " rndv_fin %"
+             PRIu64 " syncs %" PRIu64 " list_full %" PRIu64, tm->name,
+             s->tags_posted, s->exp_eager, s->exp_rndv, s->exp_sw_rndv,
+             s->unexp_eager, s->unexp_rndv, s->unexp_sw_rndv,
+             s->tags_canceled, s->rndv_sent, s->rndv_fin, s->syncs,
+             s->list_full);
+}
+
 /* --------------------------------------------------------- rendezvous */
 
 static inline uint32_t strand_tm_rndv_id(const strand_tm_t *tm,

@@ -144,6 +144,9 @@ ucs_status_t strand_tm_handle_unexp(strand_tm_t *tm,
  * report the unexpected count when the device needs it. */
 void strand_tm_progress(strand_tm_t *tm);
 void strand_tm_show(const strand_tm_t *tm, ucs_string_buffer_t *strb);
+/* One line of what the device matched and what software did, for the log
+ * (UCX_LOG_LEVEL=info) when the interface closes. */
+void strand_tm_log_summary(const strand_tm_t *tm);
 
 /* Sender side. A rendezvous operation for `owner` (an ep): its id goes in
  * the TMH's app_ctx; NULL when all are in use. */

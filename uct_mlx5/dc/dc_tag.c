@@ -137,6 +137,7 @@ ucs_status_t strand_dc_tag_create_srq(strand_dc_iface_t *iface,
 void strand_dc_tag_cleanup(strand_dc_iface_t *iface)
 {
     if (iface->have_tm) {
+        strand_tm_log_summary(&iface->tm);
         strand_tm_cleanup(&iface->tm);
         iface->have_tm = 0;
     }

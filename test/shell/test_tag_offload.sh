@@ -1,0 +1,105 @@
+#!/bin/bash
+# Hardware tag matching under UCP and Open MPI (UCX_DC_STRAND_TM_ENABLE=y):
+# ucx_perftest tag_lat and tag_bw from 8 B to 16 MiB, and Open MPI -np 4
+# running mpi_check and mpi_tags (1000+ receives posted per rank, wildcards,
+# out-of-order and unexpected arrivals, every byte checked). Each interface
+# logs at close (UCX_LOG_LEVEL=info) what the device matched: the proof
+# that messages took the offload path, not UCP's software matching alone.
+. "$(dirname "$0")/lib.sh"
+
+# the device modes differ in CQE size, link layer and DCI policy, which the
+# UCT tag tests cover in every mode; this end-to-end run is long: once
+if ! default_mode; then
+    skip "tag offload under UCP and MPI" "runs in the default device mode"
+    exit 0
+fi
+
+# tm_sum LOG COUNTER: the sum of COUNTER over the tag-matching summary lines
+tm_sum() {
+    grep -o "tag matching: .*" "$1" | grep -o " $2 [0-9]*" |
+        awk '{s += $2} END {print s + 0}'
+}
+
+# offloaded NAME LOG COUNTER: ok when some interface counted COUNTER > 0
+offloaded() {
+    local n
+    n=$(tm_sum "$2" "$3")
+    if [ "$n" -gt 0 ]; then
+        ok "$1 ($3 $n)"
+    else
+        not_ok "$1 ($3 0)"
+        grep "tag matching:" "$2" | sed 's/^/#   /' | head -4
+    fi
+}
+
+export STRAND_SIM_FABRIC="${fabric_prefix}tm"
+export UCX_NET_DEVICES=smlx5_0:1 UCX_TLS=dc_strand,self
+export UCX_DC_STRAND_TM_ENABLE=y UCX_LOG_LEVEL=info
+
+# small messages too: UCP posts receives of at least TM_THRESH bytes to the
+# device
+export UCX_TM_THRESH=1
+perf "ucp tag_lat 8 (tag offload)"     -t tag_lat -n 1000
+perf "ucp tag_bw 8 (tag offload)"      -t tag_bw  -n 10000
+perf "ucp tag_lat 1k (tag offload)"    -t tag_lat -s 1024 -n 1000
+perf "ucp tag_bw 8k (tag offload)"     -t tag_bw  -s 8192 -n 2000
+cat "$tmpdir/srv" "$tmpdir/cli" >"$tmpdir/eager.log"
+offloaded "ucp tag_bw 8k: eager messages matched by the device" \
+    "$tmpdir/eager.log" exp_eager
+unset UCX_TM_THRESH
+
+for size in 65536 1048576 16777216; do
+    perf "ucp tag_bw $size (tag offload)" -t tag_bw -s "$size" \
+        -n $((size > 1048576 ? 10 : 200)) -w 2
+    cat "$tmpdir/srv" "$tmpdir/cli" >>"$tmpdir/rndv.log"
+    perf "ucp tag_lat $size (tag offload)" -t tag_lat -s "$size" \
+        -n $((size > 1048576 ? 10 : 100)) -w 2
+    cat "$tmpdir/srv" "$tmpdir/cli" >>"$tmpdir/rndv.log"
+done
+offloaded "ucp 64k..16MiB: rendezvous completed by the receiver's device" \
+    "$tmpdir/rndv.log" exp_rndv
+offloaded "ucp 64k..16MiB: the senders saw the device's FIN" \
+    "$tmpdir/rndv.log" rndv_fin
+
+# ------------------------------------------------------------- Open MPI
+mpicc=${MPICC:-mpicc}
+if ! command -v "$mpicc" >/dev/null || ! command -v mpirun >/dev/null; then
+    skip "Open MPI with tag offload" "mpicc/mpirun not installed"
+    exit 0
+fi
+for prog in mpi_check mpi_tags; do
+    if ! "$mpicc" -O2 -Wall -o "$tmpdir/$prog" \
+            "$STRAND_SRCDIR/test/mpi/$prog.c" 2>"$tmpdir/cc"; then
+        not_ok "$prog builds"; sed 's/^/#   /' "$tmpdir/cc"; exit 0
+    fi
+done
+asan=()
+[ -n "${STRAND_ASAN_RUNTIME:-}" ] && asan=(-x ASAN_OPTIONS=detect_leaks=0)
+rank_env_args
+
+# mpi NAME PROG [ARGS]: 4 ranks with tag offload; every rank prints PASS
+mpi() {
+    local name=$1 prog=$2 rc pass; shift 2
+    timeout 300 strand-run mpirun -np 4 --oversubscribe "${asan[@]}" \
+        "${rank_env[@]}" -x UCX_TLS -x UCX_NET_DEVICES \
+        -x UCX_DC_STRAND_TM_ENABLE -x UCX_LOG_LEVEL -x UCX_TM_THRESH=1 \
+        -x STRAND_SIM_FABRIC="${fabric_prefix}tm_$prog" \
+        "$tmpdir/$prog" "$@" >"$tmpdir/$prog.out" 2>&1
+    rc=$?
+    pass=$(grep -c "^$prog: rank [0-9]* of 4.*PASS$" "$tmpdir/$prog.out")
+    if [ "$rc" = 0 ] && [ "$pass" = 4 ]; then
+        ok "$name"
+    else
+        not_ok "$name (mpirun $rc, $pass of 4 ranks passed)"
+        grep -v "UCX  INFO" "$tmpdir/$prog.out" | sed 's/^/#   /' | tail -30
+    fi
+}
+mpi "mpirun -np 4 mpi_check with tag offload" mpi_check
+offloaded "mpi_check: MPI messages matched by the device" \
+    "$tmpdir/mpi_check.out" exp_eager
+mpi "mpirun -np 4 mpi_tags: 1263 receives posted per rank, wildcards, late posts" \
+    mpi_tags 400
+offloaded "mpi_tags: eager messages matched by the device" \
+    "$tmpdir/mpi_tags.out" exp_eager
+offloaded "mpi_tags: rendezvous read by the device" \
+    "$tmpdir/mpi_tags.out" exp_rndv
