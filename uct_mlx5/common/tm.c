@@ -33,6 +33,7 @@ enum {
 
 struct strand_tm_entry {
     uct_tag_context_t *ctx;      /* NULL once the user may reuse it */
+    void              *buffer;   /* in tm->bufs while the user owns it */
     uint32_t           next;     /* free list */
     uint8_t            cqes;     /* completions still to come */
     uint8_t            flags;
@@ -108,11 +109,30 @@ static void strand_tm_cmd_post(strand_tm_t *tm, unsigned op, uint32_t entry,
 
 /* ------------------------------------------------------------- list */
 
+/* The user may reuse the tag's context and buffer from now on. */
+static uct_tag_context_t *strand_tm_entry_detach(strand_tm_t *tm,
+                                                 strand_tm_entry_t *e)
+{
+    uct_tag_context_t *ctx = e->ctx;
+    khiter_t it;
+
+    if (e->buffer != NULL) {
+        it = kh_get(strand_tm_bufs, &tm->bufs, (uintptr_t)e->buffer);
+        if (it != kh_end(&tm->bufs)) {
+            kh_del(strand_tm_bufs, &tm->bufs, it);
+        }
+        e->buffer = NULL;
+    }
+    e->ctx    = NULL;
+    e->flags |= STRAND_TM_ENTRY_REPORTED;
+    return ctx;
+}
+
 static void strand_tm_entry_release(strand_tm_t *tm, uint32_t idx)
 {
     strand_tm_entry_t *e = &tm->entries[idx];
 
-    e->ctx   = NULL;
+    strand_tm_entry_detach(tm, e);
     e->flags = 0;
     e->next  = STRAND_TM_NONE;
     tm->entries[tm->tail].next = idx;
@@ -159,6 +179,13 @@ ucs_status_t strand_tm_recv_zcopy(strand_tm_t *tm, uct_tag_t tag,
     if (!strand_tm_cmd_room(tm)) {
         return UCS_ERR_NO_RESOURCE;
     }
+    if (length > 0) {
+        int ret;
+        kh_put(strand_tm_bufs, &tm->bufs, (uintptr_t)buffer, &ret);
+        if (ret == 0) {
+            return UCS_ERR_ALREADY_EXISTS;
+        }
+    }
 
     /* the free list's head is where the device appends; the APPEND tells
      * it the next one */
@@ -167,9 +194,10 @@ ucs_status_t strand_tm_recv_zcopy(strand_tm_t *tm, uct_tag_t tag,
     ucs_assert(e->next != STRAND_TM_NONE);
     tm->head = e->next;
     e->next  = STRAND_TM_NONE;
-    e->ctx   = ctx;
-    e->flags = 0;
-    e->cqes  = 2; /* the APPEND's, and the one that ends the tag */
+    e->ctx    = ctx;
+    e->buffer = (length > 0) ? buffer : NULL;
+    e->flags  = 0;
+    e->cqes   = 2; /* the APPEND's, and the one that ends the tag */
     ++tm->tags_used;
 
     priv->tag    = 0;
@@ -196,8 +224,7 @@ ucs_status_t strand_tm_recv_cancel(strand_tm_t *tm, uct_tag_context_t *ctx,
     if (force) {
         /* the user forgets it now: what the device still reports for this
          * entry only frees it */
-        e->ctx    = NULL;
-        e->flags |= STRAND_TM_ENTRY_REPORTED;
+        strand_tm_entry_detach(tm, e);
     }
     if (e->flags & (STRAND_TM_ENTRY_CANCEL | STRAND_TM_ENTRY_RNDV)) {
         /* a REMOVE is on its way, or the device reads into it already */
@@ -220,13 +247,12 @@ static void strand_tm_report(strand_tm_t *tm, uint32_t idx, uint64_t stag,
                              uint64_t imm, size_t length, ucs_status_t status)
 {
     strand_tm_entry_t *e = &tm->entries[idx];
-    uct_tag_context_t *ctx = e->ctx;
+    uct_tag_context_t *ctx;
 
     if (e->flags & STRAND_TM_ENTRY_REPORTED) {
         return;
     }
-    e->flags |= STRAND_TM_ENTRY_REPORTED;
-    e->ctx    = NULL;
+    ctx = strand_tm_entry_detach(tm, e);
     if (ctx != NULL) {
         ctx->completed_cb(ctx, stag, imm, length, NULL, status);
     }
@@ -260,9 +286,7 @@ static void strand_tm_handle_consumed_msg(strand_tm_t *tm, uint32_t idx,
         if ((imm == 0) && !(e->flags & STRAND_TM_ENTRY_REPORTED) &&
             (e->ctx != NULL)) {
             /* a software rendezvous request: its header is in the buffer */
-            ctx       = e->ctx;
-            e->flags |= STRAND_TM_ENTRY_REPORTED;
-            e->ctx    = NULL;
+            ctx = strand_tm_entry_detach(tm, e);
             ++tm->stats.exp_sw_rndv;
             ctx->rndv_cb(ctx, stag, strand_tm_priv(ctx)->buffer, length,
                          UCS_OK, 0);
@@ -631,6 +655,7 @@ ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
     uint32_t i;
 
     memset(tm, 0, sizeof(*tm));
+    kh_init_inplace(strand_tm_bufs, &tm->bufs);
     tm->name          = name;
     tm->cmd_qp        = cmd_qp;
     tm->cmd_buf       = cmd_qp->dv.sq.buf;
@@ -694,6 +719,7 @@ void strand_tm_cleanup(strand_tm_t *tm)
 {
     /* receives still posted are the user's to forget: UCT calls nothing
      * from a closing interface */
+    kh_destroy_inplace(strand_tm_bufs, &tm->bufs);
     ucs_free(tm->entries);
     ucs_free(tm->cancel_wait);
     ucs_free(tm->cmds);

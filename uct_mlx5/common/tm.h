@@ -23,7 +23,12 @@
 #include "mlx5/tm.h"
 
 #include <uct/api/uct.h>
+#include <ucs/datastruct/khash.h>
 #include <ucs/datastruct/string_buffer.h>
+
+/* buffers of posted tags: one buffer is never posted twice (two matches
+ * would write into it at once) */
+KHASH_SET_INIT_INT64(strand_tm_bufs)
 
 /* What tests and the VFS see: which path messages took. */
 typedef struct strand_tm_stats {
@@ -71,6 +76,7 @@ typedef struct strand_tm {
     uint32_t                  head, tail;    /* free list */
     uint32_t                  tags_used;
     uint32_t                  max_tags;
+    khash_t(strand_tm_bufs)   bufs;
     uint32_t                 *cancel_wait;   /* REMOVEs waiting for room */
     uint32_t                  num_cancel_wait;
 

@@ -794,3 +794,21 @@ TEST_F(dc_strand_tag, ep_destroy_completes_its_rendezvous_sends)
     EXPECT_EQ(UCS_ERR_CANCELED, c.status);
     unreg(src);
 }
+
+TEST_F(dc_strand_tag, one_buffer_is_not_posted_twice)
+{
+    open_tag_pair();
+    region dst;
+    reg(dst, 128);
+    recv_ctx a, b, c;
+    ASSERT_EQ(UCS_OK, post_recv(a, dst, 1));
+    /* the same buffer under another tag: two matches would write it */
+    EXPECT_EQ(UCS_ERR_ALREADY_EXISTS, post_recv(b, dst, 2));
+    std::vector<uint8_t> d = pattern(16, 1);
+    ASSERT_EQ(UCS_OK, eager_short(1, d));
+    ASSERT_TRUE(progress_until([&] { return a.completed != 0; }));
+    /* completed: the user owns it again and may post it anew */
+    EXPECT_EQ(UCS_OK, post_recv(c, dst, 2));
+    EXPECT_EQ(UCS_OK, uct_iface_tag_recv_cancel(m_b.iface, &c.uct, 1));
+    unreg(dst);
+}
