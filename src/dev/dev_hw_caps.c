@@ -169,6 +169,7 @@ int strand_dev_hw_query_caps(strand_dev_t *dev)
     }
     caps->tm_max_num_tags = attr.tm_caps.max_num_tags;
     caps->tm_max_ops      = attr.tm_caps.max_ops;
+    caps->tm_max_rndv_hdr_size = attr.tm_caps.max_rndv_hdr_size;
 
     /* without DEVX: what verbs promises (64-bit CS/FA, replies in network
      * order), no masked or 32-bit atomics */

@@ -115,6 +115,7 @@ static int dev_sim_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
     dev->caps.dci_max_log_num_errored   = caps.dci_max_log_num_errored;
     dev->caps.tm_max_num_tags  = caps.tm_max_num_tags;
     dev->caps.tm_max_ops       = caps.tm_max_ops;
+    dev->caps.tm_max_rndv_hdr_size = caps.tm_max_rndv_hdr_size;
     dev->caps.max_rd_atomic    = caps.attr.max_qp_rd_atom;
     dev->async_fd              = smlx5_async_fd(s->ctx);
     /* the software device is on no bus: every CPU is as near as any */
@@ -255,6 +256,49 @@ static int dev_sim_create_srq(strand_dev_t *dev, uint32_t max_wr,
     srq->wqe_cnt = attr.max_wr + 1; /* the list's sentinel included */
     srq->max_sge = attr.max_sge;
     return smlx5_srq_dv(ssrq, &srq->dv);
+}
+
+static void dev_sim_kick(void *arg);
+
+static int dev_sim_create_tm_srq(strand_dev_t *dev, uint32_t max_wr,
+                                 uint32_t max_sge,
+                                 const strand_dev_tm_attr_t *tm,
+                                 strand_dev_srq_t *srq,
+                                 strand_dev_qp_t *cmd_qp)
+{
+    dev_sim_t *s = dev->priv;
+    smlx5_srq_init_attr_t attr;
+    smlx5_srq_t *ssrq;
+    smlx5_qp_t *cqp;
+    int ret;
+
+    memset(&attr, 0, sizeof(attr));
+    attr.max_wr       = max_wr;
+    attr.max_sge      = max_sge;
+    attr.max_num_tags = tm->max_num_tags;
+    attr.max_ops      = tm->max_ops;
+    attr.cq           = tm->cq->h;
+    ssrq = smlx5_create_srq(s->pd, &attr);
+    if (ssrq == NULL) {
+        return errno ? errno : ENOMEM;
+    }
+    srq->h       = ssrq;
+    srq->wqe_cnt = attr.max_wr + 1;
+    srq->max_sge = attr.max_sge;
+    cqp          = smlx5_srq_cmd_qp(ssrq);
+    ret          = smlx5_srq_dv(ssrq, &srq->dv);
+    if (ret == 0) {
+        ret = smlx5_qp_dv(cqp, &cmd_qp->dv);
+    }
+    if (ret != 0) {
+        smlx5_destroy_srq(ssrq);
+        return ret;
+    }
+    cmd_qp->h        = cqp;
+    cmd_qp->qpn      = smlx5_qp_num(cqp);
+    cmd_qp->kick     = dev_sim_kick;
+    cmd_qp->kick_arg = cqp;
+    return 0;
 }
 
 static int dev_sim_destroy_srq(strand_dev_t *dev, strand_dev_srq_t *srq)
@@ -479,6 +523,7 @@ const strand_dev_ops_t strand_dev_sim_ops = {
     .create_av           = dev_sim_create_av,
     .create_srq          = dev_sim_create_srq,
     .destroy_srq         = dev_sim_destroy_srq,
+    .create_tm_srq       = dev_sim_create_tm_srq,
     .create_dci          = dev_sim_create_dci,
     .create_dct          = dev_sim_create_dct,
     .destroy_qp          = dev_sim_destroy_qp,

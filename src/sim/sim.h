@@ -26,6 +26,9 @@ enum { SIM_CQ_DBR_CI = 0, SIM_CQ_DBR_ARM = 1 };
 #define SIM_MAX_MRS        4096
 #define SIM_MAX_CQS        1024
 #define SIM_MAX_SRQS       256
+#define SIM_TM_MAX_TAGS    1023   /* tag list of a tag-matching SRQ */
+#define SIM_TM_MAX_OPS     128    /* list operations in flight */
+#define SIM_TM_RNDV_HDR    64     /* TMH + RVH + RAVH + user header */
 #define SIM_SQ_MAX_WQE     32768  /* basic blocks */
 #define SIM_MAX_SGE        30
 #define SIM_MAX_INLINE     828    /* like ConnectX: fits a 1 KiB WQE */
@@ -134,9 +137,10 @@ struct smlx5_srq {
     uint64_t        *wrid;
     uint16_t         posted;
     atomic_int       refs;
-    /* tag matching (next issue); sized here so the layout stays */
+    /* tag matching (IBV_SRQT_TM): NULL for an ordinary SRQ */
     uint32_t         max_num_tags;
     smlx5_cq_t      *tm_cq;
+    struct sim_tm   *tm;
 };
 
 /* ---------------------------------------------------------------- QP */
@@ -251,6 +255,13 @@ typedef struct sim_resp_ctx {
     uint32_t recv_wqe;            /* SRQ/RQ WQE index */
     uint32_t recv_off;
     smlx5_srq_t *recv_srq;
+    /* tag matching: the CQE's app_op for a message in an SRQ WQE (0: not
+     * tagged), or the eager tag it matched */
+    uint8_t  tm_app_op;
+    bool     tm_matched;
+    bool     tm_trunc;
+    uint32_t tm_slot;
+    uint8_t  tm_tmh[16];
     /* the last atomic results, replayed for duplicates (IBA keeps
      * max_dest_rd_atomic of them) */
     struct {
@@ -276,6 +287,11 @@ struct smlx5_qp {
     uint8_t           log_num_concurent, log_num_errored;
     uint32_t          create_flags;   /* MLX5DV_QP_CREATE_* */
     bool              sig_pipelining;
+    /* tag matching: the command QP of a TM SRQ (its WQEs are list
+     * operations), or the device's own DCI of a TM SRQ (rendezvous READs
+     * and FINs; its completions are the device's, not a CQ's) */
+    struct sim_tm    *tm_cmd;
+    struct sim_tm    *tm_rndv;
     /* scatter-to-CQE: the largest message (bytes) that goes into the
      * CQE instead of a buffer, as the kernel sets cs_res / cs_req; 0: off */
     uint8_t           cs_res, cs_req;
@@ -377,6 +393,8 @@ struct smlx5_context {
     uint64_t          next_deadline_ns; /* earliest timer, 0 = none */
     smlx5_qp_t       *active[SIM_MAX_QPS]; /* QPs with work in flight */
     unsigned          num_active;
+    unsigned          tm_work;        /* TM SRQs with rendezvous work that
+                                         waits for the engine */
     struct sim_delayed *delayed;      /* fault injection: held packets */
     uint32_t          key_gen;        /* MR key variant byte */
 
@@ -430,6 +448,9 @@ void    sim_uidx_clear(smlx5_context_t *ctx, uint32_t uidx);
 
 /* Port identity (sim_device.c): GIDs, MACs, address vectors. */
 bool     sim_port_is_eth(const smlx5_context_t *ctx);
+bool     sim_av_for_lid(const smlx5_context_t *ctx, uint16_t lid,
+                        struct mlx5_wqe_av *av);
+int      sim_tm_dci_to_rts(smlx5_qp_t *dci);
 void     sim_port_identity_init(smlx5_context_t *ctx);
 /* The LID of the live port of this fabric that owns the GID, or 0. */
 uint16_t sim_gid_lid(const smlx5_context_t *ctx, const uint8_t raw[16]);
@@ -515,6 +536,28 @@ void sim_resp_resume_reads(smlx5_context_t *ctx, smlx5_qp_t *qp);
 void sim_resp_drop_reads(smlx5_qp_t *qp);
 void sim_comp_flush_qp(smlx5_qp_t *qp);                /* QP entered ERR */
 void sim_comp_retire(smlx5_qp_t *qp);                  /* CQEs in SQ order */
+
+/* Tag matching (sim_tm.c) */
+int  sim_tm_create(smlx5_srq_t *srq, uint32_t max_ops);
+void sim_tm_destroy(smlx5_srq_t *srq);
+void sim_tm_cmd_process(smlx5_qp_t *cmd_qp);           /* list operations */
+/* The first packet of a SEND to a QP whose SRQ matches tags: returns
+ * SIM_TM_RECV_BUFFER (take an SRQ WQE; c->tm_app_op says which CQE),
+ * SIM_TM_RECV_TAG (it matched an eager tag: c->tm_slot) or
+ * SIM_TM_RECV_DONE (a rendezvous matched: the device reads it). */
+enum { SIM_TM_RECV_BUFFER, SIM_TM_RECV_TAG, SIM_TM_RECV_DONE };
+int  sim_tm_recv_first(smlx5_qp_t *qp, sim_resp_ctx_t *c,
+                       const sim_pkt_t *pkt, const uint8_t *payload);
+/* an SRQ WQE was taken for it (UNEXPECTED ones are counted now) */
+void sim_tm_recv_buffer_taken(smlx5_qp_t *qp, sim_resp_ctx_t *c);
+/* a packet of a message matched to an eager tag; false: drop the rest */
+void sim_tm_recv_tag_data(smlx5_qp_t *qp, sim_resp_ctx_t *c,
+                          const sim_pkt_t *pkt, const uint8_t *payload,
+                          bool last);
+void sim_tm_cqe_app(const smlx5_qp_t *qp, const sim_resp_ctx_t *c,
+                    struct mlx5_cqe64 *cqe);
+void sim_tm_rndv_retired(smlx5_qp_t *dci, sim_wqe_t *w); /* device's DCI */
+void sim_tm_engine(smlx5_context_t *ctx);   /* deferred rendezvous work */
 void sim_qp_to_err(smlx5_qp_t *qp, enum ibv_event_type ev);
 int  sim_send_pkt(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
                   const void *payload, size_t len);     /* with faults */

@@ -439,7 +439,11 @@ void sim_comp_retire(smlx5_qp_t *qp)
         if (w->state != SIM_WQE_DONE) {
             break;
         }
-        if (w->status != 0) {
+        if (qp->tm_rndv != NULL) {
+            /* the device's own rendezvous DCI: its completions are the
+             * device's business */
+            sim_tm_rndv_retired(qp, w);
+        } else if (w->status != 0) {
             /* errors and flushes: one CQE each, whatever CE said */
             sim_cqe_error(qp->send_cq, MLX5_CQE_REQ_ERR, qp->qpn, w->opcode,
                           (uint16_t)w->wqe_idx, w->status, qp->user_index);

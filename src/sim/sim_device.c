@@ -474,10 +474,10 @@ int smlx5_query_device(smlx5_context_t *ctx, smlx5_device_caps_t *caps)
     caps->max_mtu              = ctx->cfg.mtu;
     caps->dci_max_log_num_concurent = ctx->cfg.dci_log_concurent;
     caps->dci_max_log_num_errored   = ctx->cfg.dci_log_errored;
-    caps->tm_max_num_tags      = 1023;
-    caps->tm_max_ops           = 128;
+    caps->tm_max_num_tags      = SIM_TM_MAX_TAGS;
+    caps->tm_max_ops           = SIM_TM_MAX_OPS;
     caps->tm_max_sge           = 1;
-    caps->tm_max_rndv_hdr_size = 64;
+    caps->tm_max_rndv_hdr_size = SIM_TM_RNDV_HDR;
     caps->flags = SMLX5_CAP_CQE_V1;
     if (ctx->cfg.masked_atomics) {
         caps->flags |= SMLX5_CAP_MASKED_ATOMICS;
@@ -697,6 +697,28 @@ bool sim_lid_has_mac(uint16_t lid, const uint8_t mac[6])
 
     sim_lid_mac(lid, expect);
     return (lid != 0) && !memcmp(expect, mac, sizeof(expect));
+}
+
+/* The address of a port this device knows by its LID (the source LID of a
+ * request): on InfiniBand the LID; on Ethernet the port's RoCE v2
+ * link-local GID and MAC, as that port's GID table has them. Returns true
+ * when the AV carries a GRH (extended AV). */
+bool sim_av_for_lid(const smlx5_context_t *ctx, uint16_t lid,
+                    struct mlx5_wqe_av *av)
+{
+    union ibv_gid gid;
+
+    av->rlid = htobe16(lid);
+    if (!sim_port_is_eth(ctx)) {
+        return false;
+    }
+    gid.global.subnet_prefix = htobe64(SIM_IB_SUBNET_LINK_LOCAL);
+    gid.global.interface_id  = htobe64(sim_iid_base(ctx) | lid);
+    memcpy(av->rgid, gid.raw, sizeof(av->rgid));
+    sim_lid_mac(lid, av->rmac);
+    av->hop_limit  = 64;
+    av->grh_gid_fl = htobe32(1u << 30);
+    return true;
 }
 
 int sim_ah_attr_check(const smlx5_context_t *ctx,

@@ -80,6 +80,9 @@ int sim_engine_progress(smlx5_context_t *ctx)
     if (ctx->tx_backlog) {
         sim_engine_resume(ctx);
     }
+    if (ctx->tm_work > 0) {
+        sim_tm_engine(ctx); /* rendezvous READs and FINs to post */
+    }
 
     if (sim_timers_due(ctx)) {
         uint64_t now = sim_now_ns();

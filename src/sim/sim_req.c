@@ -742,6 +742,10 @@ void sim_req_process(smlx5_qp_t *qp)
     if (qp->sq_buf == NULL) {
         return;
     }
+    if (qp->tm_cmd != NULL) {
+        sim_tm_cmd_process(qp); /* a tag-matching SRQ's list operations */
+        return;
+    }
     db  = be32toh(qp->dbrec[MLX5_SND_DBR]) & 0xffff;
     end = qp->sq_fetched + (uint16_t)(db - qp->sq_fetched);
 

@@ -161,6 +161,7 @@ static void sim_resp_cqe_recv(smlx5_qp_t *qp, sim_resp_ctx_t *c,
     cqe.wqe_counter    = htobe16((uint16_t)c->recv_wqe);
     cqe.op_own         = (opcode << 4) |
                          ((pkt->flags & SIM_PKT_F_SE) ? 0x2 : 0);
+    sim_tm_cqe_app(qp, c, &cqe);
     if (data != NULL) {
         sim_cq_push_scatter(qp->recv_cq, &cqe, data, byte_cnt);
     } else {
@@ -172,8 +173,10 @@ static void sim_resp_cqe_recv(smlx5_qp_t *qp, sim_resp_ctx_t *c,
  * CQE goes there; the receive WQE is consumed, its buffer not written. */
 static bool sim_resp_to_cqe(const smlx5_qp_t *qp, const sim_pkt_t *pkt)
 {
+    /* tag matching completions never carry data */
     return (pkt->op == SIM_PKT_SEND_ONLY) && (pkt->payload_len > 0) &&
-           (pkt->payload_len <= qp->cs_res);
+           (pkt->payload_len <= qp->cs_res) &&
+           ((qp->srq == NULL) || (qp->srq->tm == NULL));
 }
 
 /* Scatter into the receive WQE's list; returns 0 or a syndrome. */
@@ -243,6 +246,9 @@ static bool sim_resp_take_recv(smlx5_context_t *ctx, smlx5_qp_t *qp,
     }
     c->recv_active = true;
     c->recv_wqe    = (uint32_t)idx;
+    if ((qp->srq != NULL) && (qp->srq->tm != NULL)) {
+        sim_tm_recv_buffer_taken(qp, c);
+    }
     return true;
 }
 
@@ -272,11 +278,31 @@ static bool sim_resp_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
     bool to_cqe;
     int ret;
 
-    if (first && !sim_resp_take_recv(ctx, qp, c, pkt)) {
-        return false;
+    if (first) {
+        c->tm_matched = false;
+        c->tm_app_op  = 0;
+        if ((qp->srq != NULL) && (qp->srq->tm != NULL)) {
+            switch (sim_tm_recv_first(qp, c, pkt, payload)) {
+            case SIM_TM_RECV_DONE:
+                c->recv_active = false;
+                return true;   /* a rendezvous: the device reads it */
+            case SIM_TM_RECV_TAG:
+                c->recv_active = true;
+                break;
+            default:
+                break;
+            }
+        }
+        if (!c->tm_matched && !sim_resp_take_recv(ctx, qp, c, pkt)) {
+            return false;
+        }
     }
     if (!c->recv_active) {
         return true; /* middle of a message whose start failed */
+    }
+    if (c->tm_matched) {
+        sim_tm_recv_tag_data(qp, c, pkt, payload, last);
+        return true;
     }
     to_cqe = sim_resp_to_cqe(qp, pkt);
     if (!to_cqe) {

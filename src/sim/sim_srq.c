@@ -27,7 +27,10 @@ smlx5_srq_t *smlx5_create_srq(smlx5_pd_t *pd, smlx5_srq_init_attr_t *attr)
 
     if ((attr->max_wr == 0) || (attr->max_wr > (1u << 15)) ||
         (attr->max_sge == 0) || (attr->max_sge > ctx->cfg.max_sge) ||
-        ((attr->max_num_tags > 0) && (attr->cq == NULL))) {
+        ((attr->max_num_tags > 0) &&
+         ((attr->cq == NULL) ||
+          (attr->max_num_tags > SIM_TM_MAX_TAGS) ||
+          (attr->max_ops == 0) || (attr->max_ops > SIM_TM_MAX_OPS)))) {
         errno = EINVAL;
         return NULL;
     }
@@ -87,6 +90,11 @@ smlx5_srq_t *smlx5_create_srq(smlx5_pd_t *pd, smlx5_srq_init_attr_t *attr)
     atomic_fetch_add(&pd->refs, 1);
     pthread_mutex_unlock(&ctx->lock);
 
+    if ((srq->max_num_tags > 0) && (sim_tm_create(srq, attr->max_ops) != 0)) {
+        smlx5_destroy_srq(srq);
+        errno = ENOMEM;
+        return NULL;
+    }
     attr->max_wr  = srq->wqe_cnt - 1;
     attr->max_sge = srq->max_sge;
     return srq;
@@ -107,6 +115,7 @@ int smlx5_destroy_srq(smlx5_srq_t *srq)
     if (atomic_load(&srq->refs) != 0) {
         return EBUSY;
     }
+    sim_tm_destroy(srq);
     pthread_mutex_lock(&ctx->lock);
     ctx->srqs[srq->srqn] = NULL;
     if (srq->max_num_tags > 0) {

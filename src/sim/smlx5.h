@@ -164,6 +164,10 @@ typedef struct smlx5_srq_init_attr {
 smlx5_srq_t *smlx5_create_srq(smlx5_pd_t *pd, smlx5_srq_init_attr_t *attr);
 int          smlx5_destroy_srq(smlx5_srq_t *srq);
 int          smlx5_srq_dv(smlx5_srq_t *srq, struct mlx5dv_srq *out);
+/* A tag-matching SRQ's command QP (NULL for an ordinary SRQ): list
+ * operations are TAG_MATCHING WQEs posted on it (smlx5_qp_dv,
+ * smlx5_qp_doorbell as on any QP); their CQEs go to the SRQ's CQ. */
+smlx5_qp_t  *smlx5_srq_cmd_qp(smlx5_srq_t *srq);
 int          smlx5_post_srq_recv(smlx5_srq_t *srq, struct ibv_recv_wr *wr,
                                  struct ibv_recv_wr **bad_wr);
 

@@ -282,7 +282,7 @@ static void strand_tm_handle_consumed_msg(strand_tm_t *tm, uint32_t idx,
     strand_tm_consumed(tm, idx);
     if (strand_cqe_opcode(cqe) == MLX5_CQE_RESP_SEND_IMM) {
         imm = ((uint64_t)be32toh(cqe->tmh.app_ctx) << 32) |
-              strand_cqe_imm(cqe);
+              be32toh(strand_cqe_imm(cqe));
         if ((imm == 0) && !(e->flags & STRAND_TM_ENTRY_REPORTED) &&
             (e->ctx != NULL)) {
             /* a software rendezvous request: its header is in the buffer */
@@ -467,7 +467,8 @@ ucs_status_t strand_tm_handle_unexp(strand_tm_t *tm,
         return UCS_OK;
     }
     if (strand_cqe_opcode(cqe) == MLX5_CQE_RESP_SEND_IMM) {
-        imm = ((uint64_t)be32toh(tmh->app_ctx) << 32) | strand_cqe_imm(cqe);
+        imm = ((uint64_t)be32toh(tmh->app_ctx) << 32) |
+              be32toh(strand_cqe_imm(cqe));
         if (imm == 0) {
             /* a software rendezvous request (uct_ep_tag_rndv_request) */
             ++tm->stats.unexp_sw_rndv;

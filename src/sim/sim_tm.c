@@ -1,0 +1,683 @@
+/*
+ * Tag matching of the software device (spec section 4, seed page
+ * ibv_post_srq_ops.3): a tag-matching SRQ keeps a list of tags, changed by
+ * list operations (APPEND, REMOVE, NOP) that software posts as
+ * TAG_MATCHING WQEs on the SRQ's command QP; a SEND whose TMH says EAGER or
+ * RNDV is matched against the first valid entry in append order with
+ * (tag & mask) == entry tag. An eager message lands in the tag's buffer; a
+ * rendezvous is read by this device from the sender (RDMA READ on a DCI of
+ * the device's own, to the DCT the RAVH names) and answered with a FIN.
+ * Messages that match nothing, or arrive while software has not reported
+ * every unexpected message yet (phase), go to an ordinary SRQ WQE.
+ */
+#include "sim.h"
+
+#include "mlx5/tm.h"
+#include "mlx5/wqe.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SIM_TM_NONE        UINT32_MAX
+#define SIM_TM_DCI_WQES    256
+/* the device's DCI: 4.096us * 2^14 = 67 ms per try, 7 retries */
+#define SIM_TM_DCI_TIMEOUT 14
+#define SIM_TM_DCI_RETRY   7
+
+typedef struct sim_tm_slot {
+    bool     valid;        /* in the list, may match */
+    uint64_t tag, mask;
+    uint64_t addr;
+    uint32_t len, lkey;
+    uint32_t prev, next;   /* append order */
+} sim_tm_slot_t;
+
+/* A matched rendezvous: read from the sender, then FIN. */
+typedef struct sim_tm_rndv {
+    uint32_t slot;
+    uint16_t lid;
+    uint32_t dctn;
+    uint64_t key;
+    uint64_t va;
+    uint32_t rkey, len;
+    uint32_t app_ctx;      /* network order, as in the TMH */
+    uint64_t tag;          /* network order */
+    bool     read_done;
+} sim_tm_rndv_t;
+
+typedef struct sim_tm {
+    smlx5_srq_t    *srq;
+    smlx5_qp_t     *cmd_qp;
+    smlx5_qp_t     *dci;       /* rendezvous READ / FIN */
+    smlx5_cq_t     *dci_cq;    /* never written: the device takes them */
+    sim_tm_slot_t  *slots;
+    uint32_t        num_slots;
+    uint32_t        append_ptr;
+    uint32_t        head, tail; /* valid entries, append order */
+    uint16_t        hw_unexp;   /* unexpected messages delivered */
+    uint16_t        sw_cnt;     /* the count software last reported */
+    /* rendezvous: waiting to be posted (ring), and per DCI WQE (by BB) */
+    sim_tm_rndv_t  *pending;
+    uint32_t        pend_head, pend_tail, pend_size;
+    sim_tm_rndv_t  *by_bb;
+    bool            work;       /* counted in ctx->tm_work */
+} sim_tm_t;
+
+/* --------------------------------------------------------- the list */
+
+static void sim_tm_unlink(sim_tm_t *tm, uint32_t i)
+{
+    sim_tm_slot_t *s = &tm->slots[i];
+
+    if (s->prev != SIM_TM_NONE) {
+        tm->slots[s->prev].next = s->next;
+    } else {
+        tm->head = s->next;
+    }
+    if (s->next != SIM_TM_NONE) {
+        tm->slots[s->next].prev = s->prev;
+    } else {
+        tm->tail = s->prev;
+    }
+    s->valid = false;
+}
+
+static void sim_tm_link(sim_tm_t *tm, uint32_t i)
+{
+    sim_tm_slot_t *s = &tm->slots[i];
+
+    s->valid = true;
+    s->next  = SIM_TM_NONE;
+    s->prev  = tm->tail;
+    if (tm->tail != SIM_TM_NONE) {
+        tm->slots[tm->tail].next = i;
+    } else {
+        tm->head = i;
+    }
+    tm->tail = i;
+}
+
+/* ---------------------------------------------------------- CQEs */
+
+static void sim_tm_cqe_init(const sim_tm_t *tm, struct mlx5_cqe64 *cqe,
+                            uint8_t opcode, uint8_t app_op, uint32_t qpn)
+{
+    memset(cqe, 0, sizeof(*cqe));
+    cqe->srqn_uidx    = htobe32(tm->srq->user_index & 0xffffff);
+    cqe->app          = STRAND_CQE_APP_TM;
+    cqe->app_op       = app_op;
+    cqe->sop_drop_qpn = htobe32(qpn & 0xffffff);
+    cqe->op_own       = (uint8_t)(opcode << 4);
+}
+
+/* A matched tag that failed (too long, the READ refused or unanswered):
+ * an error CQE naming the tag. UNSURE (spec section 4): mlx5_err_cqe keeps
+ * bytes 40-43 reserved; the device puts app, app_op EXPECTED and the tag
+ * handle there, as in the tag's other completions. */
+static void sim_tm_cqe_tag_error(sim_tm_t *tm, uint32_t slot,
+                                 uint8_t syndrome)
+{
+    struct mlx5_cqe64 cqe;
+
+    sim_tm_cqe_init(tm, &cqe, MLX5_CQE_RESP_ERR,
+                    STRAND_CQE_APP_OP_TM_EXPECTED, 0);
+    cqe.app_info = htobe16((uint16_t)slot);
+    ((struct mlx5_err_cqe*)&cqe)->syndrome = syndrome;
+    sim_cq_push(tm->srq->tm_cq, &cqe);
+}
+
+/* --------------------------------------------------- list operations */
+
+static int sim_tm_list_op(sim_tm_t *tm, const struct mlx5_wqe_tm_seg *seg,
+                          unsigned ds, bool *success)
+{
+    unsigned op    = seg->opcode >> 4;
+    uint32_t index = be16toh(seg->index);
+    const struct mlx5_wqe_data_seg *d;
+    sim_tm_slot_t *s;
+
+    *success = true;
+    if (seg->flags & STRAND_TM_FLAG_SW_CNT) {
+        tm->sw_cnt = be16toh(seg->sw_cnt);
+    }
+    switch (op) {
+    case STRAND_TM_OP_NOP:
+        return (ds == 3) ? 0 : -1;
+    case STRAND_TM_OP_APPEND:
+        if ((ds != 4) || (index >= tm->num_slots) ||
+            tm->slots[tm->append_ptr].valid) {
+            return -1;
+        }
+        s       = &tm->slots[tm->append_ptr];
+        d       = (const struct mlx5_wqe_data_seg*)(seg + 1);
+        s->tag  = be64toh(seg->append_tag);
+        s->mask = be64toh(seg->append_mask);
+        s->addr = be64toh(d->addr);
+        s->lkey = be32toh(d->lkey);
+        s->len  = (s->lkey == MLX5_INVALID_LKEY) ? 0 :
+                  be32toh(d->byte_count);
+        sim_tm_link(tm, tm->append_ptr);
+        tm->append_ptr = index;
+        return 0;
+    case STRAND_TM_OP_REMOVE:
+        if ((ds != 3) || (index >= tm->num_slots)) {
+            return -1;
+        }
+        if (tm->slots[index].valid) {
+            sim_tm_unlink(tm, index);
+        } else {
+            *success = false; /* consumed meanwhile */
+        }
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+/* The command QP's doorbell: list operations execute in order, each one
+ * BB (ctrl, tm segment, data segment for APPEND). */
+void sim_tm_cmd_process(smlx5_qp_t *qp)
+{
+    sim_tm_t *tm = qp->tm_cmd;
+    uint16_t db  = be32toh(qp->dbrec[MLX5_SND_DBR]) & 0xffff;
+    const struct mlx5_wqe_ctrl_seg *ctrl;
+    struct mlx5_cqe64 cqe;
+    unsigned ds, op;
+    bool success;
+    int ret;
+
+    while ((qp->state == IBV_QPS_RTS) && ((uint16_t)qp->sq_fetched != db)) {
+        ctrl = (const void*)(qp->sq_buf + (size_t)(qp->sq_fetched &
+                                                   (qp->sq_wqe_cnt - 1)) *
+                                          STRAND_WQE_BB);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        ds  = strand_ctrl_ds(ctrl);
+        ret = -1;
+        if ((strand_ctrl_opcode(ctrl) == MLX5_OPCODE_TAG_MATCHING) &&
+            (strand_ctrl_qpn(ctrl) == qp->qpn) && (ds >= 3) && (ds <= 4)) {
+            ret = sim_tm_list_op(tm, (const void*)(ctrl + 1), ds, &success);
+        }
+        if (ret != 0) {
+            /* a malformed list operation: the command QP goes to error */
+            sim_cqe_error(tm->srq->tm_cq, MLX5_CQE_REQ_ERR, qp->qpn,
+                          strand_ctrl_opcode(ctrl), strand_ctrl_wqe_idx(ctrl),
+                          MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, qp->user_index);
+            ++qp->sq_fetched;
+            sim_qp_to_err(qp, IBV_EVENT_QP_FATAL);
+            return;
+        }
+        op = ((const struct mlx5_wqe_tm_seg*)(ctrl + 1))->opcode >> 4;
+        if (((const struct mlx5_wqe_tm_seg*)(ctrl + 1))->flags &
+            STRAND_TM_FLAG_CQE) {
+            sim_tm_cqe_init(tm, &cqe, MLX5_CQE_NO_PACKET,
+                            (op == STRAND_TM_OP_APPEND) ?
+                            STRAND_CQE_APP_OP_TM_APPEND :
+                            (op == STRAND_TM_OP_REMOVE) ?
+                            STRAND_CQE_APP_OP_TM_REMOVE :
+                            STRAND_CQE_APP_OP_TM_NOOP, qp->qpn);
+            cqe.tm_cqe.success      = htobe32(success ? STRAND_TM_CQE_SUCCESS :
+                                                        0);
+            cqe.tm_cqe.hw_phase_cnt = htobe16(tm->hw_unexp);
+            cqe.wqe_counter         = htobe16(strand_ctrl_wqe_idx(ctrl));
+            sim_cq_push(tm->srq->tm_cq, &cqe);
+        }
+        ++qp->sq_fetched;
+        qp->sq_completed = qp->sq_fetched;
+    }
+}
+
+/* ------------------------------------------------------- matching */
+
+static uint32_t sim_tm_match(const sim_tm_t *tm, uint64_t tag)
+{
+    uint32_t i;
+
+    for (i = tm->head; i != SIM_TM_NONE; i = tm->slots[i].next) {
+        if ((tag & tm->slots[i].mask) == tm->slots[i].tag) {
+            return i;
+        }
+    }
+    return SIM_TM_NONE;
+}
+
+static void sim_tm_work(sim_tm_t *tm, bool on)
+{
+    if (tm->work != on) {
+        tm->work = on;
+        if (on) {
+            ++tm->srq->ctx->tm_work;
+        } else {
+            --tm->srq->ctx->tm_work;
+        }
+    }
+}
+
+static void sim_tm_rndv_queue(sim_tm_t *tm, const sim_tm_rndv_t *r)
+{
+    /* the ring holds one per slot: at most num_slots rendezvous exist */
+    tm->pending[tm->pend_tail++ % tm->pend_size] = *r;
+    sim_tm_work(tm, true);
+}
+
+static int sim_tm_rndv_match(smlx5_qp_t *qp, sim_tm_t *tm, uint32_t slot,
+                             const sim_pkt_t *pkt, const uint8_t *payload)
+{
+    const struct ibv_tmh *tmh   = (const void*)payload;
+    const struct ibv_rvh *rvh   = (const void*)(tmh + 1);
+    const struct strand_ravh *a = (const void*)(rvh + 1);
+    struct mlx5_cqe64 cqe;
+    sim_tm_rndv_t r;
+
+    sim_tm_unlink(tm, slot);
+    sim_tm_cqe_init(tm, &cqe, MLX5_CQE_NO_PACKET,
+                    STRAND_CQE_APP_OP_TM_CONSUMED, qp->dctn);
+    memcpy(&cqe.tmh, tmh, sizeof(cqe.tmh));
+    cqe.app_info = htobe16((uint16_t)slot);
+    sim_cq_push(tm->srq->tm_cq, &cqe);
+
+    memset(&r, 0, sizeof(r));
+    r.slot    = slot;
+    r.lid     = pkt->slid;
+    r.dctn    = be32toh(a->sl_dct) & 0xffffff;
+    r.key     = be64toh(a->dc_access_key);
+    r.va      = be64toh(rvh->va);
+    r.rkey    = be32toh(rvh->rkey);
+    r.len     = be32toh(rvh->len);
+    r.app_ctx = tmh->app_ctx;
+    r.tag     = tmh->tag;
+    if (r.len > tm->slots[slot].len) {
+        sim_tm_cqe_tag_error(tm, slot, MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+        return SIM_TM_RECV_DONE;
+    }
+    sim_tm_rndv_queue(tm, &r);
+    sim_tm_engine(qp->ctx);
+    return SIM_TM_RECV_DONE;
+}
+
+int sim_tm_recv_first(smlx5_qp_t *qp, sim_resp_ctx_t *c, const sim_pkt_t *pkt,
+                      const uint8_t *payload)
+{
+    sim_tm_t *tm = qp->srq->tm;
+    const struct ibv_tmh *tmh = (const void*)payload;
+    uint32_t slot;
+
+    c->tm_matched = false;
+    c->tm_trunc   = false;
+    c->tm_app_op  = STRAND_CQE_APP_OP_TM_NO_TAG;
+    if ((pkt->payload_len < STRAND_TMH_SIZE) ||
+        ((tmh->opcode != IBV_TMH_EAGER) && (tmh->opcode != IBV_TMH_RNDV))) {
+        return SIM_TM_RECV_BUFFER; /* NO_TAG, FIN */
+    }
+    c->tm_app_op = STRAND_CQE_APP_OP_TM_UNEXPECTED;
+    if (tm->sw_cnt != tm->hw_unexp) {
+        /* software has not seen every unexpected message yet: a tag it
+         * posted may not be matched past them (phase) */
+        return SIM_TM_RECV_BUFFER;
+    }
+    slot = sim_tm_match(tm, be64toh(tmh->tag));
+    if (slot == SIM_TM_NONE) {
+        return SIM_TM_RECV_BUFFER;
+    }
+    if (tmh->opcode == IBV_TMH_RNDV) {
+        if (pkt->payload_len < STRAND_TMH_SIZE + STRAND_RVH_SIZE +
+                               STRAND_RAVH_SIZE) {
+            return SIM_TM_RECV_BUFFER; /* not a DC rendezvous */
+        }
+        return sim_tm_rndv_match(qp, tm, slot, pkt, payload);
+    }
+    sim_tm_unlink(tm, slot);
+    c->tm_matched = true;
+    c->tm_slot    = slot;
+    memcpy(c->tm_tmh, tmh, sizeof(c->tm_tmh));
+    return SIM_TM_RECV_TAG;
+}
+
+void sim_tm_recv_buffer_taken(smlx5_qp_t *qp, sim_resp_ctx_t *c)
+{
+    if (c->tm_app_op == STRAND_CQE_APP_OP_TM_UNEXPECTED) {
+        ++qp->srq->tm->hw_unexp;
+    }
+}
+
+void sim_tm_cqe_app(const smlx5_qp_t *qp, const sim_resp_ctx_t *c,
+                    struct mlx5_cqe64 *cqe)
+{
+    if ((qp->srq != NULL) && (qp->srq->tm != NULL)) {
+        cqe->app    = STRAND_CQE_APP_TM;
+        cqe->app_op = c->tm_app_op;
+    }
+}
+
+/* An eager message matched to a tag: its data (after the TMH) goes to the
+ * tag's buffer at offset 0; the last packet completes the tag. */
+void sim_tm_recv_tag_data(smlx5_qp_t *qp, sim_resp_ctx_t *c,
+                          const sim_pkt_t *pkt, const uint8_t *payload,
+                          bool last)
+{
+    sim_tm_t *tm          = qp->srq->tm;
+    const sim_tm_slot_t *s = &tm->slots[c->tm_slot];
+    uint32_t off          = pkt->offset, len = pkt->payload_len;
+    struct mlx5_cqe64 cqe;
+
+    if (off < STRAND_TMH_SIZE) {  /* the first packet: skip the TMH */
+        payload += STRAND_TMH_SIZE - off;
+        len     -= STRAND_TMH_SIZE - off;
+        off      = STRAND_TMH_SIZE;
+    }
+    off -= STRAND_TMH_SIZE;
+    if (!c->tm_trunc && (len > 0)) {
+        if ((uint64_t)off + len > s->len) {
+            c->tm_trunc = true;
+        } else if (sim_mr_check_local(qp->ctx, tm->srq->pd, s->lkey,
+                                      s->addr + off, len,
+                                      IBV_ACCESS_LOCAL_WRITE) != 0) {
+            c->tm_trunc = true; /* reported as a length error */
+        } else {
+            memcpy((void*)(uintptr_t)(s->addr + off), payload, len);
+        }
+    }
+    if (!last) {
+        return;
+    }
+    c->recv_active = false;
+    if (c->tm_trunc) {
+        sim_tm_cqe_tag_error(tm, c->tm_slot,
+                             MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
+        return;
+    }
+    sim_tm_cqe_init(tm, &cqe, (pkt->flags & SIM_PKT_F_IMM) ?
+                    MLX5_CQE_RESP_SEND_IMM : MLX5_CQE_RESP_SEND,
+                    STRAND_CQE_APP_OP_TM_CONSUMED_MSG, qp->dctn);
+    memcpy(&cqe.tmh, c->tm_tmh, sizeof(cqe.tmh));
+    cqe.app_info       = htobe16((uint16_t)c->tm_slot);
+    cqe.byte_cnt       = htobe32(off + len);
+    cqe.imm_inval_pkey = pkt->imm;
+    cqe.op_own        |= (pkt->flags & SIM_PKT_F_SE) ? 0x2 : 0;
+    sim_cq_push(tm->srq->tm_cq, &cqe);
+}
+
+/* ------------------------------------------------------ rendezvous */
+
+/* The address vector of the sender's DCT (from the LID the request came
+ * from: on Ethernet its GID and MAC, as the device's own GID table makes
+ * them). */
+static unsigned sim_tm_av(smlx5_context_t *ctx, const sim_tm_rndv_t *r,
+                          struct mlx5_wqe_av *av)
+{
+    memset(av, 0, sizeof(*av));
+    av->key.dc_key = htobe64(r->key);
+    if (!sim_av_for_lid(ctx, r->lid, av)) {
+        av->dqp_dct = htobe32(r->dctn & 0xffffff);
+        return 1;
+    }
+    av->dqp_dct = htobe32(MLX5_EXTENDED_UD_AV | (r->dctn & 0xffffff));
+    return 3;
+}
+
+/* Post one WQE (READ into the tag's buffer, or the FIN) on the device's
+ * DCI. */
+static void sim_tm_rndv_post(sim_tm_t *tm, const sim_tm_rndv_t *r, bool fin)
+{
+    smlx5_qp_t *dci = tm->dci;
+    const sim_tm_slot_t *s = &tm->slots[r->slot];
+    struct mlx5_wqe_ctrl_seg *ctrl;
+    struct ibv_tmh tmh;
+    struct ibv_sge sge;
+    unsigned ds;
+    void *seg;
+
+    ctrl = strand_sq_bb(dci->sq_buf, dci->sq_wqe_cnt, dci->cur_post);
+    ds   = 1 + sim_tm_av(dci->ctx, r, (struct mlx5_wqe_av*)(ctrl + 1));
+    seg  = strand_sq_next(ctrl + 1, (ds - 1) * STRAND_WQE_DS, dci->sq_buf,
+                          strand_sq_end(dci->sq_buf, dci->sq_wqe_cnt));
+    if (!fin) {
+        strand_set_raddr_seg(seg, r->va, r->rkey);
+        seg = strand_sq_next(seg, STRAND_WQE_DS, dci->sq_buf,
+                             strand_sq_end(dci->sq_buf, dci->sq_wqe_cnt));
+        strand_set_data_seg(seg, s->addr, r->len, s->lkey);
+        ds += 2;
+    } else {
+        memset(&tmh, 0, sizeof(tmh));
+        tmh.opcode  = IBV_TMH_FIN;
+        tmh.app_ctx = r->app_ctx;
+        tmh.tag     = r->tag;
+        sge.addr    = (uintptr_t)&tmh;
+        sge.length  = sizeof(tmh);
+        ds += strand_set_inline_seg(seg, &sge, 1, dci->sq_buf,
+                                    strand_sq_end(dci->sq_buf,
+                                                  dci->sq_wqe_cnt), NULL);
+    }
+    strand_set_ctrl_seg(ctrl, 0, (uint16_t)dci->cur_post,
+                        fin ? MLX5_OPCODE_SEND : MLX5_OPCODE_RDMA_READ,
+                        dci->qpn, ds, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+    tm->by_bb[dci->cur_post & (dci->sq_wqe_cnt - 1)] = *r;
+    tm->by_bb[dci->cur_post & (dci->sq_wqe_cnt - 1)].read_done = fin;
+    dci->cur_post += strand_ds_to_bbs(ds);
+    dci->dbrec[MLX5_SND_DBR] = htobe32(dci->cur_post & 0xffff);
+}
+
+static bool sim_tm_dci_room(const sim_tm_t *tm)
+{
+    const smlx5_qp_t *dci = tm->dci;
+
+    /* a WQE is at most 2 BBs (ctrl, full AV, raddr, data) */
+    return (dci->cur_post - dci->sq_completed) + 2 <= dci->sq_wqe_cnt;
+}
+
+/* Back to RTS once every WQE of the failed DCI came back. */
+static int sim_tm_dci_recover(sim_tm_t *tm)
+{
+    smlx5_qp_t *dci = tm->dci;
+    struct ibv_qp_attr a;
+    int ret;
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_RESET;
+    ret = smlx5_modify_qp(dci, &a, IBV_QP_STATE);
+    if (ret == 0) {
+        ret = sim_tm_dci_to_rts(dci);
+    }
+    return ret;
+}
+
+/* Rendezvous work that waits: post what the DCI has room for. Called from
+ * the engine (never from inside the DCI's own completion processing). */
+static void sim_tm_rndv_run(sim_tm_t *tm)
+{
+    smlx5_qp_t *dci = tm->dci;
+
+    if (dci->state == IBV_QPS_ERR) {
+        if (dci->sq_completed != dci->sq_fetched) {
+            return; /* flushes still to come */
+        }
+        if (sim_tm_dci_recover(tm) != 0) {
+            return;
+        }
+    }
+    while ((tm->pend_head != tm->pend_tail) && sim_tm_dci_room(tm)) {
+        sim_tm_rndv_t *r = &tm->pending[tm->pend_head++ % tm->pend_size];
+        sim_tm_rndv_post(tm, r, r->read_done);
+    }
+    sim_req_process(dci);
+    if (tm->pend_head == tm->pend_tail) {
+        sim_tm_work(tm, false);
+    }
+}
+
+void sim_tm_engine(smlx5_context_t *ctx)
+{
+    unsigned i;
+
+    for (i = 1; (i < SIM_MAX_SRQS) && (ctx->tm_work > 0); ++i) {
+        if ((ctx->srqs[i] != NULL) && (ctx->srqs[i]->tm != NULL) &&
+            ctx->srqs[i]->tm->work) {
+            sim_tm_rndv_run(ctx->srqs[i]->tm);
+        }
+    }
+}
+
+/* A WQE of the device's DCI retired (in SQ order). */
+void sim_tm_rndv_retired(smlx5_qp_t *dci, sim_wqe_t *w)
+{
+    sim_tm_t *tm     = dci->tm_rndv;
+    sim_tm_rndv_t *r = &tm->by_bb[w->bb & (dci->sq_wqe_cnt - 1)];
+    struct mlx5_cqe64 cqe;
+    sim_tm_rndv_t next;
+
+    if (r->read_done) {
+        return; /* a FIN: the receiver's part was done at the READ */
+    }
+    if (w->status == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
+        /* flushed behind another rendezvous' failure: it never ran, and
+         * goes again once the DCI is back */
+        sim_tm_rndv_queue(tm, r);
+        return;
+    }
+    if (w->status != 0) {
+        sim_tm_cqe_tag_error(tm, r->slot, w->status);
+        return;
+    }
+    sim_tm_cqe_init(tm, &cqe, MLX5_CQE_RESP_SEND,
+                    STRAND_CQE_APP_OP_TM_EXPECTED, dci->qpn);
+    cqe.app_info = htobe16((uint16_t)r->slot);
+    cqe.byte_cnt = htobe32(r->len);
+    sim_cq_push(tm->srq->tm_cq, &cqe);
+    /* the FIN goes out after the data is in place */
+    next           = *r;
+    next.read_done = true;
+    sim_tm_rndv_queue(tm, &next);
+}
+
+/* ---------------------------------------------------- life cycle */
+
+int sim_tm_dci_to_rts(smlx5_qp_t *dci)
+{
+    struct ibv_qp_attr a;
+    int ret;
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = SMLX5_PORT_NUM;
+    ret = smlx5_modify_qp(dci, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                                   IBV_QP_PORT);
+    if (ret != 0) {
+        return ret;
+    }
+    memset(&a, 0, sizeof(a));
+    a.qp_state          = IBV_QPS_RTR;
+    a.path_mtu          = IBV_MTU_1024;
+    a.ah_attr.port_num  = SMLX5_PORT_NUM;
+    a.ah_attr.is_global = sim_port_is_eth(dci->ctx);
+    ret = smlx5_modify_qp(dci, &a, IBV_QP_STATE | IBV_QP_PATH_MTU |
+                                   IBV_QP_AV);
+    if (ret != 0) {
+        return ret;
+    }
+    memset(&a, 0, sizeof(a));
+    a.qp_state      = IBV_QPS_RTS;
+    a.timeout       = SIM_TM_DCI_TIMEOUT;
+    a.retry_cnt     = SIM_TM_DCI_RETRY;
+    a.rnr_retry     = 7;
+    a.max_rd_atomic = 16;
+    return smlx5_modify_qp(dci, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+                                    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                    IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN);
+}
+
+int sim_tm_create(smlx5_srq_t *srq, uint32_t max_ops)
+{
+    smlx5_qp_init_attr_t init;
+    sim_tm_t *tm;
+    uint32_t i;
+
+    tm = calloc(1, sizeof(*tm));
+    if (tm == NULL) {
+        return ENOMEM;
+    }
+    tm->srq        = srq;
+    tm->num_slots  = srq->max_num_tags + 1;
+    tm->slots      = calloc(tm->num_slots, sizeof(*tm->slots));
+    tm->pend_size  = 2 * tm->num_slots;
+    tm->pending    = calloc(tm->pend_size, sizeof(*tm->pending));
+    tm->head       = tm->tail = SIM_TM_NONE;
+    if ((tm->slots == NULL) || (tm->pending == NULL)) {
+        goto err;
+    }
+    for (i = 0; i < tm->num_slots; ++i) {
+        tm->slots[i].prev = tm->slots[i].next = SIM_TM_NONE;
+    }
+
+    /* the command QP: a send queue of list operations, in RTS */
+    memset(&init, 0, sizeof(init));
+    init.type             = SMLX5_QPT_RC;
+    init.send_cq          = srq->tm_cq;
+    init.recv_cq          = srq->tm_cq;
+    init.cap.max_send_wr  = max_ops;
+    init.cap.max_send_sge = 1;
+    tm->cmd_qp = smlx5_create_qp(srq->pd, &init);
+    if (tm->cmd_qp == NULL) {
+        goto err;
+    }
+    tm->cmd_qp->state  = IBV_QPS_RTS;
+    tm->cmd_qp->tm_cmd = tm;
+
+    /* the DCI rendezvous READs and FINs go out on */
+    tm->dci_cq = smlx5_create_cq(srq->ctx, SIM_TM_DCI_WQES * 2, NULL);
+    if (tm->dci_cq == NULL) {
+        goto err;
+    }
+    memset(&init, 0, sizeof(init));
+    init.type                = SMLX5_QPT_DCI;
+    init.send_cq             = tm->dci_cq;
+    init.cap.max_send_wr     = SIM_TM_DCI_WQES;
+    init.cap.max_send_sge    = 1;
+    init.cap.max_inline_data = 64;
+    tm->dci = smlx5_create_qp(srq->pd, &init);
+    if ((tm->dci == NULL) || (sim_tm_dci_to_rts(tm->dci) != 0)) {
+        goto err;
+    }
+    tm->by_bb = calloc(tm->dci->sq_wqe_cnt, sizeof(*tm->by_bb));
+    if (tm->by_bb == NULL) {
+        goto err;
+    }
+    tm->dci->tm_rndv = tm;
+    srq->tm = tm;
+    return 0;
+
+err:
+    srq->tm = tm;
+    sim_tm_destroy(srq);
+    return ENOMEM;
+}
+
+void sim_tm_destroy(smlx5_srq_t *srq)
+{
+    sim_tm_t *tm = srq->tm;
+
+    if (tm == NULL) {
+        return;
+    }
+    sim_tm_work(tm, false);
+    if (tm->dci != NULL) {
+        tm->dci->tm_rndv = NULL;
+        smlx5_destroy_qp(tm->dci);
+    }
+    if (tm->dci_cq != NULL) {
+        smlx5_destroy_cq(tm->dci_cq);
+    }
+    if (tm->cmd_qp != NULL) {
+        tm->cmd_qp->tm_cmd = NULL;
+        smlx5_destroy_qp(tm->cmd_qp);
+    }
+    free(tm->slots);
+    free(tm->pending);
+    free(tm->by_bb);
+    free(tm);
+    srq->tm = NULL;
+}
+
+smlx5_qp_t *smlx5_srq_cmd_qp(smlx5_srq_t *srq)
+{
+    return (srq->tm != NULL) ? srq->tm->cmd_qp : NULL;
+}
