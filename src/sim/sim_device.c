@@ -64,6 +64,7 @@ typedef enum sim_cap_key {
     SIM_CAP_DCI_LOG_CONCURENT,
     SIM_CAP_DCI_LOG_ERRORED,
     SIM_CAP_SCATTER_DCT,
+    SIM_CAP_TM_MAX_NUM_TAGS,
     SIM_CAP_NUM_KEYS
 } sim_cap_key_t;
 
@@ -78,6 +79,7 @@ static const struct {
     [SIM_CAP_DCI_LOG_CONCURENT] = {"dci_log_concurent", 0, 4},
     [SIM_CAP_DCI_LOG_ERRORED]   = {"dci_log_errored", 0, 3},
     [SIM_CAP_SCATTER_DCT]       = {"scatter_dct", 0, 1},
+    [SIM_CAP_TM_MAX_NUM_TAGS]   = {"tm_max_num_tags", 0, SIM_TM_MAX_TAGS},
 };
 
 static void sim_cap_set(sim_config_t *cfg, sim_cap_key_t key, uint32_t v)
@@ -89,6 +91,7 @@ static void sim_cap_set(sim_config_t *cfg, sim_cap_key_t key, uint32_t v)
     case SIM_CAP_MAX_SGE:           cfg->max_sge           = v;  break;
     case SIM_CAP_DCI_LOG_CONCURENT: cfg->dci_log_concurent = v;  break;
     case SIM_CAP_DCI_LOG_ERRORED:   cfg->dci_log_errored   = v;  break;
+    case SIM_CAP_TM_MAX_NUM_TAGS:   cfg->tm_max_num_tags   = v;  break;
     default:                        cfg->scatter_dct       = v;  break;
     }
 }
@@ -103,6 +106,7 @@ static void sim_caps_defaults(sim_config_t *cfg)
     cfg->max_sge           = SIM_MAX_SGE;
     cfg->dci_log_concurent = 4;
     cfg->dci_log_errored   = 3;
+    cfg->tm_max_num_tags   = SIM_TM_MAX_TAGS;
     cfg->link_layer        = IBV_LINK_LAYER_INFINIBAND;
 }
 
@@ -124,7 +128,8 @@ static int sim_cap_parse_one(sim_config_t *cfg, char *tok)
     if (k == SIM_CAP_NUM_KEYS) {
         fprintf(stderr, "smlx5: STRAND_SIM_CAPS: unknown key '%s' (known: "
                 "masked_atomics, atomic_reply_be, max_inline, max_sge, "
-                "dci_log_concurent, dci_log_errored, scatter_dct)\n", tok);
+                "dci_log_concurent, dci_log_errored, scatter_dct, "
+                "tm_max_num_tags)\n", tok);
         return EINVAL;
     }
     v = (val != NULL) ? strtoul(val, &end, 0) : 0;
@@ -474,7 +479,7 @@ int smlx5_query_device(smlx5_context_t *ctx, smlx5_device_caps_t *caps)
     caps->max_mtu              = ctx->cfg.mtu;
     caps->dci_max_log_num_concurent = ctx->cfg.dci_log_concurent;
     caps->dci_max_log_num_errored   = ctx->cfg.dci_log_errored;
-    caps->tm_max_num_tags      = SIM_TM_MAX_TAGS;
+    caps->tm_max_num_tags      = ctx->cfg.tm_max_num_tags;
     caps->tm_max_ops           = SIM_TM_MAX_OPS;
     caps->tm_max_sge           = 1;
     caps->tm_max_rndv_hdr_size = SIM_TM_RNDV_HDR;

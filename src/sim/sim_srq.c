@@ -29,7 +29,7 @@ smlx5_srq_t *smlx5_create_srq(smlx5_pd_t *pd, smlx5_srq_init_attr_t *attr)
         (attr->max_sge == 0) || (attr->max_sge > ctx->cfg.max_sge) ||
         ((attr->max_num_tags > 0) &&
          ((attr->cq == NULL) ||
-          (attr->max_num_tags > SIM_TM_MAX_TAGS) ||
+          (attr->max_num_tags > ctx->cfg.tm_max_num_tags) ||
           (attr->max_ops == 0) || (attr->max_ops > SIM_TM_MAX_OPS)))) {
         errno = EINVAL;
         return NULL;

@@ -82,7 +82,7 @@ mpi() {
     local name=$1 prog=$2 rc pass; shift 2
     timeout 300 strand-run mpirun -np 4 --oversubscribe "${asan[@]}" \
         "${rank_env[@]}" -x UCX_TLS -x UCX_NET_DEVICES \
-        -x UCX_DC_STRAND_TM_ENABLE -x UCX_LOG_LEVEL -x UCX_TM_THRESH=1 \
+        -x UCX_DC_STRAND_TM_ENABLE -x UCX_LOG_LEVEL -x UCX_TM_THRESH=0 \
         -x STRAND_SIM_FABRIC="${fabric_prefix}tm_$prog" \
         "$tmpdir/$prog" "$@" >"$tmpdir/$prog.out" 2>&1
     rc=$?
@@ -97,9 +97,13 @@ mpi() {
 mpi "mpirun -np 4 mpi_check with tag offload" mpi_check
 offloaded "mpi_check: MPI messages matched by the device" \
     "$tmpdir/mpi_check.out" exp_eager
+offloaded "mpi_check: MPI rendezvous read by the device" \
+    "$tmpdir/mpi_check.out" exp_rndv
 mpi "mpirun -np 4 mpi_tags: 1263 receives posted per rank, wildcards, late posts" \
     mpi_tags 400
+# UCP posts to the device only receives no software-held one precedes
+# (most of these stay in UCP's matching; see docs/performance.md)
+offloaded "mpi_tags: receives posted to the device" \
+    "$tmpdir/mpi_tags.out" tags_posted
 offloaded "mpi_tags: eager messages matched by the device" \
     "$tmpdir/mpi_tags.out" exp_eager
-offloaded "mpi_tags: rendezvous read by the device" \
-    "$tmpdir/mpi_tags.out" exp_rndv

@@ -199,8 +199,11 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
      "Hardware tag matching: the device matches tagged messages against "
      "the receives posted with uct_iface_tag_recv_zcopy, puts eager data "
      "straight into their buffers and completes rendezvous itself (RDMA READ "
-     "and FIN). y: on, or the interface fails to open; try: on where the "
-     "device and the interface's user can (UCP can); n: off. Every message "
+     "and FIN). y: on, or the interface fails to open where the device has "
+     "no tag matching; try: on where the device has it; n: off. Either way "
+     "only for an interface whose user takes unexpected tagged messages "
+     "(uct_iface_params_t eager_cb and rndv_cb: UCP with the tag feature). "
+     "Every message "
      "then carries a 16-byte tag-matching header, and both sides must agree "
      "(an interface with it does not reach one without it).",
      ucs_offsetof(strand_dc_iface_config_t, tm_enable),

@@ -34,17 +34,23 @@ ucs_status_t strand_dc_tag_resolve(strand_dc_iface_t *iface,
     if (config->tm_enable == UCS_NO) {
         return UCS_OK;
     }
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB) ||
+        !(params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB) ||
+        (params->eager_cb == NULL) || (params->rndv_cb == NULL)) {
+        /* its user does not match tags here (UCP opens interfaces of
+         * workers without the tag feature so, e.g. Open MPI's osc): it
+         * could take no unexpected message */
+        ucs_debug("%s: dc_strand: no tag matching: the interface was opened "
+                  "without the unexpected tagged message callbacks",
+                  iface->dev->info.name);
+        return UCS_OK;
+    }
     if ((caps->tm_max_num_tags == 0) || (caps->tm_max_ops == 0) ||
         (iface->dev->ops->create_tm_srq == NULL)) {
         why = "the device has no tag matching";
     } else if (caps->tm_max_rndv_hdr_size <
                STRAND_TMH_SIZE + STRAND_DC_RNDV_HDR_LEN) {
         why = "the device's rendezvous header is too small for DC";
-    } else if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB) ||
-               !(params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB) ||
-               (params->eager_cb == NULL) || (params->rndv_cb == NULL)) {
-        why = "the interface was opened without the unexpected tagged "
-              "message callbacks (uct_iface_params_t eager_cb, rndv_cb)";
     }
     if (why != NULL) {
         if (config->tm_enable == UCS_YES) {

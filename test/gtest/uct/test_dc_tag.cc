@@ -267,11 +267,28 @@ TEST_F(dc_strand_tag, capabilities_and_limits)
     EXPECT_EQ(a.cap.tag.eager.max_bcopy, a.cap.am.max_bcopy + 1);
 }
 
-TEST_F(dc_strand_tag, enabled_without_unexpected_callbacks_fails_to_open)
+TEST_F(dc_strand_tag, without_unexpected_callbacks_opens_without_tags)
 {
+    /* a user that takes no unexpected tagged message (UCP without the tag
+     * feature) gets an interface without tag matching, and its address
+     * says so */
     m_iface_params_hook = nullptr;
+    ASSERT_EQ(UCS_OK, open_iface(m_a));
+    EXPECT_FALSE(m_a.attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY);
+    EXPECT_EQ(0, m_a.iface_addr[3]);
+    uct_iface_close(m_a.iface);
+    m_a.iface = nullptr;
+    /* on a device without tag matching, y refuses to open and try opens
+     * without it */
+    set_env("STRAND_SIM_CAPS", "tm_max_num_tags=0");
+    ASSERT_EQ(UCS_OK, open_md());
+    m_iface_params_hook = [this](uct_iface_params_t &p) {
+        p.field_mask |= UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB |
+                        UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB;
+        p.eager_cb    = eager_unexp_cb;
+        p.rndv_cb     = rndv_unexp_cb;
+    };
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, open_iface(m_a));
-    /* "try" opens without tag matching */
     set_env("UCX_DC_STRAND_TM_ENABLE", "try");
     ASSERT_EQ(UCS_OK, open_iface(m_a));
     EXPECT_FALSE(m_a.attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY);
