@@ -566,7 +566,12 @@ int sim_tm_dci_to_rts(smlx5_qp_t *dci)
     }
     memset(&a, 0, sizeof(a));
     a.qp_state          = IBV_QPS_RTR;
-    a.path_mtu          = IBV_MTU_1024;
+    /* the port's MTU: a READ response per MTU, as the user's DCIs get */
+    a.path_mtu          = (dci->ctx->cfg.mtu >= 4096) ? IBV_MTU_4096 :
+                          (dci->ctx->cfg.mtu >= 2048) ? IBV_MTU_2048 :
+                          (dci->ctx->cfg.mtu >= 1024) ? IBV_MTU_1024 :
+                          (dci->ctx->cfg.mtu >= 512)  ? IBV_MTU_512 :
+                                                        IBV_MTU_256;
     a.ah_attr.port_num  = SMLX5_PORT_NUM;
     a.ah_attr.is_global = sim_port_is_eth(dci->ctx);
     ret = smlx5_modify_qp(dci, &a, IBV_QP_STATE | IBV_QP_PATH_MTU |
