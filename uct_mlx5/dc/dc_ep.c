@@ -166,22 +166,20 @@ ssize_t strand_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     return length;
 }
 
-ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
-                                   const void *header, unsigned header_length,
-                                   const uct_iov_t *iov, size_t iovcnt,
-                                   unsigned flags, uct_completion_t *comp)
+/* A zero-copy SEND: `hdr` (hdr_len bytes) goes from a registered bounce
+ * buffer (an inline segment followed by data segments is not used: one
+ * kind per WQE), the iov from the user's memory. */
+ucs_status_t strand_dc_ep_send_hdr_zcopy(uct_ep_h tl_ep, const void *hdr,
+                                         unsigned hdr_len,
+                                         const uct_iov_t *iov, size_t iovcnt,
+                                         uint8_t opcode, uint32_t imm_be,
+                                         uct_completion_t *comp)
 {
     STRAND_DC_EP_DECL(tl_ep);
     strand_dc_tx_desc_t *desc;
     uint32_t lkeys[STRAND_DC_MAX_SGE];
-    unsigned ds, hdr_len;
+    unsigned ds;
 
-    UCT_CHECK_AM_ID(id);
-    UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->config.max_sge - 1, "am_zcopy");
-    STRAND_DC_CHECK_MAX(header_length, STRAND_DC_AM_MAX_HDR,
-                     "am_zcopy header");
-    STRAND_DC_CHECK_MAX(strand_dc_am_hdr_len(iface) + header_length +
-                     uct_iov_total_length(iov, iovcnt), iface->config.seg_size, "am_zcopy");
     status = strand_dc_iov_lkeys(iface, iov, iovcnt, lkeys, &op.tmp_reg);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
@@ -195,16 +193,10 @@ ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
         status = UCS_ERR_NO_RESOURCE;
         goto err;
     }
-    /* the AM id and header go from a registered buffer (an inline segment
-     * followed by data segments is not used: one kind per WQE) */
-    hdr_len = strand_dc_am_hdr_pack(iface, desc->data, id);
-    if (header_length > 0) { /* a NULL header with length 0 is allowed */
-        memcpy(desc->data + hdr_len, header, header_length);
-    }
+    memcpy(desc->data, hdr, hdr_len);
 
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    strand_set_data_seg(seg, (uintptr_t)desc->data, header_length + hdr_len,
-                        desc->lkey);
+    strand_set_data_seg(seg, (uintptr_t)desc->data, hdr_len, desc->lkey);
     seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg), dci->sq_buf,
                           dci->sq_end);
     ds   = STRAND_DC_EP_DS(ep) + 1 +
@@ -212,8 +204,8 @@ ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     op.type = STRAND_DC_OP_DESC;
     op.desc = desc;
     op.comp = comp;
-    strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
-                       strand_dc_ep_am_fm_se(iface, ep), &op);
+    strand_dc_ep_post_imm(iface, ep, dci, ctrl, opcode, 0, ds,
+                          strand_dc_ep_am_fm_se(iface, ep), imm_be, &op);
     strand_dc_ep_am_sent(iface, ep);
     return UCS_INPROGRESS;
 
@@ -222,6 +214,32 @@ err:
         strand_dc_tmp_reg_release(iface, op.tmp_reg);
     }
     return status;
+}
+
+ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
+                                   const void *header, unsigned header_length,
+                                   const uct_iov_t *iov, size_t iovcnt,
+                                   unsigned flags, uct_completion_t *comp)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_dc_iface_t);
+    uint8_t hdr[STRAND_DC_AM_HDR_MAX + STRAND_DC_AM_MAX_HDR];
+    unsigned hdr_len;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->config.max_sge - 1, "am_zcopy");
+    STRAND_DC_CHECK_MAX(header_length, STRAND_DC_AM_MAX_HDR,
+                        "am_zcopy header");
+    STRAND_DC_CHECK_MAX(strand_dc_am_hdr_len(iface) + header_length +
+                        uct_iov_total_length(iov, iovcnt),
+                        iface->config.seg_size, "am_zcopy");
+    hdr_len = strand_dc_am_hdr_pack(iface, hdr, id);
+    if (header_length > 0) { /* a NULL header with length 0 is allowed */
+        memcpy(hdr + hdr_len, header, header_length);
+    }
+    return strand_dc_ep_send_hdr_zcopy(tl_ep, hdr, hdr_len + header_length,
+                                       iov, iovcnt, MLX5_OPCODE_SEND, 0,
+                                       comp);
 }
 
 /* ---------------------------------------------------------------- RMA */

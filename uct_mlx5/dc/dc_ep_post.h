@@ -252,6 +252,14 @@ strand_dc_set_iov_segs(strand_dc_dci_t *dci, void **seg_p,
     struct mlx5_wqe_ctrl_seg *ctrl; \
     void *seg
 
+/* A zero-copy SEND: hdr from a bounce buffer, then the iov (limits checked
+ * by the caller); UCS_INPROGRESS and comp later, or an error. */
+ucs_status_t strand_dc_ep_send_hdr_zcopy(uct_ep_h tl_ep, const void *hdr,
+                                         unsigned hdr_len,
+                                         const uct_iov_t *iov, size_t iovcnt,
+                                         uint8_t opcode, uint32_t imm_be,
+                                         uct_completion_t *comp);
+
 /* A SEND whose data (the AM id first) is written inline from `sge`. */
 void strand_dc_ep_post_inline_send(strand_dc_iface_t *iface,
                                    strand_dc_ep_t *ep, strand_dc_dci_t *dci,

@@ -216,15 +216,15 @@ ucs_status_t strand_dc_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
     return UCS_OK;
 }
 
-ssize_t strand_dc_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag,
-                                     uint64_t imm,
-                                     uct_pack_callback_t pack_cb, void *arg,
-                                     unsigned flags)
+/* An eager message from a bounce buffer: TMH, then what pack_cb writes. */
+static ssize_t strand_dc_tag_send_bcopy(uct_ep_h tl_ep, uct_tag_t tag,
+                                        uint8_t opcode, uint32_t imm_be,
+                                        uint32_t app_ctx,
+                                        uct_pack_callback_t pack_cb,
+                                        void *arg)
 {
     STRAND_DC_EP_DECL(tl_ep);
     strand_dc_tx_desc_t *desc;
-    uint32_t imm_be, app_ctx;
-    uint8_t opcode;
     size_t length;
 
     STRAND_DC_TAG_CHECK(iface);
@@ -236,7 +236,6 @@ ssize_t strand_dc_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag,
     if (ucs_unlikely(desc == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    opcode = strand_dc_tag_opcode(imm, &imm_be, &app_ctx);
     strand_set_tmh((struct ibv_tmh*)desc->data, IBV_TMH_EAGER, app_ctx, tag);
     length = pack_cb(desc->data + STRAND_TMH_SIZE, arg);
     ucs_assert(length + STRAND_TMH_SIZE <= iface->config.seg_size);
@@ -253,59 +252,38 @@ ssize_t strand_dc_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag,
     return length;
 }
 
+ssize_t strand_dc_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag,
+                                     uint64_t imm,
+                                     uct_pack_callback_t pack_cb, void *arg,
+                                     unsigned flags)
+{
+    uint32_t imm_be, app_ctx;
+    uint8_t opcode = strand_dc_tag_opcode(imm, &imm_be, &app_ctx);
+
+    return strand_dc_tag_send_bcopy(tl_ep, tag, opcode, imm_be, app_ctx,
+                                    pack_cb, arg);
+}
+
 ucs_status_t strand_dc_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                                           uint64_t imm, const uct_iov_t *iov,
                                           size_t iovcnt, unsigned flags,
                                           uct_completion_t *comp)
 {
-    STRAND_DC_EP_DECL(tl_ep);
-    strand_dc_tx_desc_t *desc;
-    uint32_t lkeys[STRAND_DC_MAX_SGE];
+    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_dc_iface_t);
     uint32_t imm_be, app_ctx;
+    struct ibv_tmh tmh;
     uint8_t opcode;
-    unsigned ds;
 
     STRAND_DC_TAG_CHECK(iface);
     UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->config.max_sge - 1,
                        "tag_eager_zcopy");
     STRAND_DC_CHECK_MAX(STRAND_TMH_SIZE + uct_iov_total_length(iov, iovcnt),
                         iface->config.seg_size, "tag_eager_zcopy");
-    status = strand_dc_iov_lkeys(iface, iov, iovcnt, lkeys, &op.tmp_reg);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    status = strand_dc_ep_am_get_dci(iface, ep, &dci);
-    if (ucs_unlikely(status != UCS_OK)) {
-        goto err;
-    }
-    desc = strand_dc_ep_get_desc(iface, ep);
-    if (ucs_unlikely(desc == NULL)) {
-        status = UCS_ERR_NO_RESOURCE;
-        goto err;
-    }
     opcode = strand_dc_tag_opcode(imm, &imm_be, &app_ctx);
-    strand_set_tmh((struct ibv_tmh*)desc->data, IBV_TMH_EAGER, app_ctx, tag);
-
-    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    strand_set_data_seg(seg, (uintptr_t)desc->data, STRAND_TMH_SIZE,
-                        desc->lkey);
-    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg), dci->sq_buf,
-                          dci->sq_end);
-    ds   = STRAND_DC_EP_DS(ep) + 1 +
-           strand_dc_set_iov_segs(dci, &seg, iov, iovcnt, lkeys);
-    op.type = STRAND_DC_OP_DESC;
-    op.desc = desc;
-    op.comp = comp;
-    strand_dc_ep_post_imm(iface, ep, dci, ctrl, opcode, 0, ds,
-                          strand_dc_ep_am_fm_se(iface, ep), imm_be, &op);
-    strand_dc_ep_am_sent(iface, ep);
-    return UCS_INPROGRESS;
-
-err:
-    if (op.tmp_reg != NULL) {
-        strand_dc_tmp_reg_release(iface, op.tmp_reg);
-    }
-    return status;
+    strand_set_tmh(&tmh, IBV_TMH_EAGER, app_ctx, tag);
+    return strand_dc_ep_send_hdr_zcopy(tl_ep, &tmh, sizeof(tmh), iov, iovcnt,
+                                       opcode, imm_be, comp);
 }
 
 ucs_status_ptr_t strand_dc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
@@ -389,6 +367,21 @@ ucs_status_t strand_dc_ep_tag_rndv_cancel(uct_ep_h tl_ep, void *op)
     return strand_tm_rndv_cancel(&iface->tm, tl_ep, op);
 }
 
+typedef struct {
+    const void *header;
+    unsigned    length;
+} strand_dc_tag_hdr_t;
+
+static size_t strand_dc_tag_pack_hdr(void *dest, void *arg)
+{
+    const strand_dc_tag_hdr_t *h = arg;
+
+    if (h->length > 0) {
+        memcpy(dest, h->header, h->length);
+    }
+    return h->length;
+}
+
 /* A software rendezvous request: an eager message with an immediate of 0
  * (SEND_IMM, imm 0); the receiver hands the header to the protocol. */
 ucs_status_t strand_dc_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
@@ -396,34 +389,16 @@ ucs_status_t strand_dc_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
                                            unsigned header_length,
                                            unsigned flags)
 {
-    STRAND_DC_EP_DECL(tl_ep);
-    strand_dc_tx_desc_t *desc;
+    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_dc_iface_t);
+    strand_dc_tag_hdr_t h    = {header, header_length};
+    ssize_t ret;
 
-    STRAND_DC_TAG_CHECK(iface);
     STRAND_DC_CHECK_MAX(STRAND_TMH_SIZE + header_length,
                         iface->config.seg_size, "tag_rndv_request");
-    status = strand_dc_ep_am_get_dci(iface, ep, &dci);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    desc = strand_dc_ep_get_desc(iface, ep);
-    if (ucs_unlikely(desc == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    strand_set_tmh((struct ibv_tmh*)desc->data, IBV_TMH_EAGER, 0, tag);
-    if (header_length > 0) {
-        memcpy(desc->data + STRAND_TMH_SIZE, header, header_length);
-    }
-    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    strand_set_data_seg(seg, (uintptr_t)desc->data,
-                        STRAND_TMH_SIZE + header_length, desc->lkey);
-    op.type = STRAND_DC_OP_DESC;
-    op.desc = desc;
-    strand_dc_ep_post_imm(iface, ep, dci, ctrl, MLX5_OPCODE_SEND_IMM, 0,
-                          STRAND_DC_EP_DS(ep) + 1,
-                          strand_dc_ep_am_fm_se(iface, ep), 0, &op);
-    strand_dc_ep_am_sent(iface, ep);
-    return UCS_OK;
+    ret = strand_dc_tag_send_bcopy(tl_ep, tag, MLX5_OPCODE_SEND_IMM, 0, 0,
+                                   strand_dc_tag_pack_hdr, &h);
+    return (ret < 0) ? (ucs_status_t)ret : UCS_OK;
 }
 
 void strand_dc_tag_ep_purge(strand_dc_iface_t *iface, void *ep,
