@@ -132,16 +132,17 @@ ucs_status_t strand_dc_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     return UCS_OK;
 }
 
-ssize_t strand_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
-                              uct_pack_callback_t pack_cb, void *arg,
-                              unsigned flags)
+/* A SEND from a bounce buffer: `hdr` (hdr_len bytes), then what pack_cb
+ * writes; returns the packed length or an error. */
+ssize_t strand_dc_ep_send_hdr_bcopy(uct_ep_h tl_ep, const void *hdr,
+                                    unsigned hdr_len,
+                                    uct_pack_callback_t pack_cb, void *arg,
+                                    uint8_t opcode, uint32_t imm_be)
 {
     STRAND_DC_EP_DECL(tl_ep);
     strand_dc_tx_desc_t *desc;
-    unsigned hdr_len;
     size_t length;
 
-    UCT_CHECK_AM_ID(id);
     status = strand_dc_ep_am_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
@@ -150,8 +151,8 @@ ssize_t strand_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     if (ucs_unlikely(desc == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    hdr_len = strand_dc_am_hdr_pack(iface, desc->data, id);
-    length  = pack_cb(desc->data + hdr_len, arg);
+    memcpy(desc->data, hdr, hdr_len);
+    length = pack_cb(desc->data + hdr_len, arg);
     ucs_assert(length + hdr_len <= iface->config.seg_size);
 
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
@@ -159,11 +160,25 @@ ssize_t strand_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
                         desc->lkey);
     op.type = STRAND_DC_OP_DESC;
     op.desc = desc;
-    strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, 0,
-                       STRAND_DC_EP_DS(ep) + 1,
-                       strand_dc_ep_am_fm_se(iface, ep), &op);
+    strand_dc_ep_post_imm(iface, ep, dci, ctrl, opcode, 0,
+                          STRAND_DC_EP_DS(ep) + 1,
+                          strand_dc_ep_am_fm_se(iface, ep), imm_be, &op);
     strand_dc_ep_am_sent(iface, ep);
     return length;
+}
+
+ssize_t strand_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                              uct_pack_callback_t pack_cb, void *arg,
+                              unsigned flags)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_dc_iface_t);
+    uint8_t hdr[STRAND_DC_AM_HDR_MAX];
+
+    UCT_CHECK_AM_ID(id);
+    return strand_dc_ep_send_hdr_bcopy(tl_ep, hdr,
+                                       strand_dc_am_hdr_pack(iface, hdr, id),
+                                       pack_cb, arg, MLX5_OPCODE_SEND, 0);
 }
 
 /* A zero-copy SEND: `hdr` (hdr_len bytes) goes from a registered bounce

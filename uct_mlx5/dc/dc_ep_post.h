@@ -252,6 +252,12 @@ strand_dc_set_iov_segs(strand_dc_dci_t *dci, void **seg_p,
     struct mlx5_wqe_ctrl_seg *ctrl; \
     void *seg
 
+/* A SEND from a bounce buffer: hdr, then what pack_cb writes. */
+ssize_t strand_dc_ep_send_hdr_bcopy(uct_ep_h tl_ep, const void *hdr,
+                                    unsigned hdr_len,
+                                    uct_pack_callback_t pack_cb, void *arg,
+                                    uint8_t opcode, uint32_t imm_be);
+
 /* A zero-copy SEND: hdr from a bounce buffer, then the iov (limits checked
  * by the caller); UCS_INPROGRESS and comp later, or an error. */
 ucs_status_t strand_dc_ep_send_hdr_zcopy(uct_ep_h tl_ep, const void *hdr,

@@ -223,33 +223,14 @@ static ssize_t strand_dc_tag_send_bcopy(uct_ep_h tl_ep, uct_tag_t tag,
                                         uct_pack_callback_t pack_cb,
                                         void *arg)
 {
-    STRAND_DC_EP_DECL(tl_ep);
-    strand_dc_tx_desc_t *desc;
-    size_t length;
+    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_dc_iface_t);
+    struct ibv_tmh tmh;
 
     STRAND_DC_TAG_CHECK(iface);
-    status = strand_dc_ep_am_get_dci(iface, ep, &dci);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    desc = strand_dc_ep_get_desc(iface, ep);
-    if (ucs_unlikely(desc == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    strand_set_tmh((struct ibv_tmh*)desc->data, IBV_TMH_EAGER, app_ctx, tag);
-    length = pack_cb(desc->data + STRAND_TMH_SIZE, arg);
-    ucs_assert(length + STRAND_TMH_SIZE <= iface->config.seg_size);
-
-    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    strand_set_data_seg(seg, (uintptr_t)desc->data,
-                        length + STRAND_TMH_SIZE, desc->lkey);
-    op.type = STRAND_DC_OP_DESC;
-    op.desc = desc;
-    strand_dc_ep_post_imm(iface, ep, dci, ctrl, opcode, 0,
-                          STRAND_DC_EP_DS(ep) + 1,
-                          strand_dc_ep_am_fm_se(iface, ep), imm_be, &op);
-    strand_dc_ep_am_sent(iface, ep);
-    return length;
+    strand_set_tmh(&tmh, IBV_TMH_EAGER, app_ctx, tag);
+    return strand_dc_ep_send_hdr_bcopy(tl_ep, &tmh, sizeof(tmh), pack_cb,
+                                       arg, opcode, imm_be);
 }
 
 ssize_t strand_dc_ep_tag_eager_bcopy(uct_ep_h tl_ep, uct_tag_t tag,
