@@ -187,11 +187,22 @@ void sim_tm_cmd_process(smlx5_qp_t *qp)
     bool success;
     int ret;
 
-    while ((qp->state == IBV_QPS_RTS) && ((uint16_t)qp->sq_fetched != db)) {
+    while ((uint16_t)qp->sq_fetched != db) {
         ctrl = (const void*)(qp->sq_buf + (size_t)(qp->sq_fetched &
                                                    (qp->sq_wqe_cnt - 1)) *
                                           STRAND_WQE_BB);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (qp->state == IBV_QPS_ERR) {
+            /* posted after the error: flushed, each with its CQE */
+            sim_cqe_error(tm->srq->tm_cq, MLX5_CQE_REQ_ERR, qp->qpn,
+                          strand_ctrl_opcode(ctrl), strand_ctrl_wqe_idx(ctrl),
+                          MLX5_CQE_SYNDROME_WR_FLUSH_ERR, qp->user_index);
+            qp->sq_completed = ++qp->sq_fetched;
+            continue;
+        }
+        if (qp->state != IBV_QPS_RTS) {
+            return;
+        }
         ds  = strand_ctrl_ds(ctrl);
         ret = -1;
         if ((strand_ctrl_opcode(ctrl) == MLX5_OPCODE_TAG_MATCHING) &&
@@ -203,7 +214,7 @@ void sim_tm_cmd_process(smlx5_qp_t *qp)
             sim_cqe_error(tm->srq->tm_cq, MLX5_CQE_REQ_ERR, qp->qpn,
                           strand_ctrl_opcode(ctrl), strand_ctrl_wqe_idx(ctrl),
                           MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, qp->user_index);
-            ++qp->sq_fetched;
+            qp->sq_completed = ++qp->sq_fetched;
             sim_qp_to_err(qp, IBV_EVENT_QP_FATAL);
             return;
         }

@@ -1,0 +1,183 @@
+/*
+ * The software device's tag-matching SRQ at the WQE/CQE level (spec
+ * section 4, seed page ibv_post_srq_ops.3): list operations built by hand
+ * on the command QP, as the transport builds them, and the CQE bytes they
+ * produce. Matching, rendezvous and phase run end to end in
+ * test/gtest/uct/test_dc_tag.cc.
+ */
+#include "sim_fixture.h"
+#include "sim_dv_util.h"
+
+extern "C" {
+#include "mlx5/tm.h"
+#include "mlx5/doorbell.h"
+}
+
+class sim_tm : public sim_fixture {
+protected:
+    void SetUp() override
+    {
+        sim_fixture::SetUp();
+        m_cq = smlx5_create_cq(m_ctx, 256, nullptr);
+        ASSERT_NE(nullptr, m_cq);
+        m_dvcq.init(m_cq);
+    }
+
+    void TearDown() override
+    {
+        if (m_srq != nullptr) {
+            smlx5_destroy_srq(m_srq);
+        }
+        smlx5_destroy_cq(m_cq);
+        sim_fixture::TearDown();
+    }
+
+    smlx5_srq_t *create(uint32_t tags, uint32_t ops, smlx5_cq_t *cq)
+    {
+        smlx5_srq_init_attr_t attr;
+        memset(&attr, 0, sizeof(attr));
+        attr.max_wr       = 16;
+        attr.max_sge      = 1;
+        attr.max_num_tags = tags;
+        attr.max_ops      = ops;
+        attr.cq           = cq;
+        return smlx5_create_srq(m_pd, &attr);
+    }
+
+    void open_srq()
+    {
+        m_srq = create(7, 16, m_cq);
+        ASSERT_NE(nullptr, m_srq);
+        m_cmd = smlx5_srq_cmd_qp(m_srq);
+        ASSERT_NE(nullptr, m_cmd);
+        ASSERT_EQ(0, smlx5_qp_dv(m_cmd, &m_dv));
+    }
+
+    /* one list operation, one BB: ctrl + tm segment (+ data segment) */
+    void post(unsigned op, uint8_t flags, uint16_t index, uint16_t sw_cnt,
+              uint64_t tag = 0, uint64_t mask = 0, unsigned ds = 0,
+              uint8_t opcode = MLX5_OPCODE_TAG_MATCHING)
+    {
+        auto *ctrl = (struct mlx5_wqe_ctrl_seg*)
+                     strand_sq_bb(m_dv.sq.buf, m_dv.sq.wqe_cnt, m_cur);
+        auto *seg  = (struct mlx5_wqe_tm_seg*)(ctrl + 1);
+        strand_set_tm_seg(seg, op, flags, index, sw_cnt, tag, mask);
+        if (ds == 0) {
+            ds = (op == STRAND_TM_OP_APPEND) ? 4 : 3;
+        }
+        if (op == STRAND_TM_OP_APPEND) {
+            strand_set_data_seg((struct mlx5_wqe_data_seg*)(seg + 1),
+                                (uintptr_t)m_buf[0], 64, smlx5_mr_lkey(m_mr[0]));
+        }
+        strand_set_ctrl_seg(ctrl, 0, (uint16_t)m_cur, opcode,
+                            smlx5_qp_num(m_cmd), ds, 0, 0);
+        ++m_cur;
+        strand_sq_ring_doorbell(m_dv.dbrec, m_dv.bf.reg, &m_bf_offset,
+                                m_dv.bf.size, m_cur, ctrl);
+        smlx5_qp_doorbell(m_cmd);
+    }
+
+    smlx5_cq_t        *m_cq  = nullptr;
+    dv_cq              m_dvcq;
+    smlx5_srq_t       *m_srq = nullptr;
+    smlx5_qp_t        *m_cmd = nullptr;
+    struct mlx5dv_qp   m_dv;
+    uint32_t           m_cur = 0, m_bf_offset = 0;
+};
+
+/* spec section 4: "Requires an extended CQ (else EINVAL)"; the tag list is
+ * limited by max_num_tags, list operations in flight by max_ops */
+TEST_F(sim_tm, create_checks_cq_tags_and_ops)
+{
+    errno = 0;
+    EXPECT_EQ(nullptr, create(7, 16, nullptr));
+    EXPECT_EQ(EINVAL, errno);
+    EXPECT_EQ(nullptr, create(m_caps.tm_max_num_tags + 1, 16, m_cq));
+    EXPECT_EQ(EINVAL, errno);
+    EXPECT_EQ(nullptr, create(7, 0, m_cq));
+    EXPECT_EQ(EINVAL, errno);
+    EXPECT_EQ(nullptr, create(7, m_caps.tm_max_ops + 1, m_cq));
+    EXPECT_EQ(EINVAL, errno);
+    /* an ordinary SRQ has no command QP */
+    smlx5_srq_t *plain = create(0, 0, nullptr);
+    ASSERT_NE(nullptr, plain);
+    EXPECT_EQ(nullptr, smlx5_srq_cmd_qp(plain));
+    smlx5_destroy_srq(plain);
+}
+
+/* seed: "To request WC for tag list operations IBV_OPS_SIGNALED flags
+ * should be passed"; spec: ADD/DEL/SYNC done are NO_PACKET CQEs with
+ * app 1, app_op 5/6/7, tm_cqe success and hw_phase_cnt */
+TEST_F(sim_tm, list_operations_complete_only_when_asked)
+{
+    open_srq();
+    post(STRAND_TM_OP_APPEND, STRAND_TM_FLAG_CQE | STRAND_TM_FLAG_SW_CNT, 1,
+         0, 0x1234, ~0ull);
+    struct mlx5_cqe64 *cqe = m_dvcq.next(m_ctx);
+    ASSERT_NE(nullptr, cqe);
+    EXPECT_EQ(MLX5_CQE_NO_PACKET, strand_cqe_opcode(cqe));
+    EXPECT_EQ(STRAND_CQE_APP_TM, cqe->app);
+    EXPECT_EQ(STRAND_CQE_APP_OP_TM_APPEND, cqe->app_op);
+    EXPECT_TRUE(be32toh(cqe->tm_cqe.success) & STRAND_TM_CQE_SUCCESS);
+    EXPECT_EQ(0, be16toh(cqe->tm_cqe.hw_phase_cnt));
+    EXPECT_EQ(0, strand_cqe_wqe_counter(cqe));
+    EXPECT_EQ(smlx5_qp_num(m_cmd), strand_cqe_qpn(cqe));
+
+    /* unsignaled: no CQE */
+    post(STRAND_TM_OP_APPEND, 0, 2, 0, 0x5678, ~0ull);
+    EXPECT_EQ(nullptr, m_dvcq.wait(m_ctx, m_dvcq.ci, 100));
+
+    /* seed: "IBV_WR_TAG_SYNC may be used if no changes to matching list
+     * required, just to updated unexpected messages counter" */
+    post(STRAND_TM_OP_NOP, STRAND_TM_FLAG_CQE | STRAND_TM_FLAG_SW_CNT, 0, 0);
+    cqe = m_dvcq.next(m_ctx);
+    ASSERT_NE(nullptr, cqe);
+    EXPECT_EQ(STRAND_CQE_APP_OP_TM_NOOP, cqe->app_op);
+    EXPECT_EQ(2, strand_cqe_wqe_counter(cqe));
+}
+
+/* seed: "Opcode IBV_WR_TAG_DEL removes previously added tag entry ...
+ * Operation may fail due to concurrent tag consumption - in this case
+ * IBV_WC_TM_ERR status will be returned": a REMOVE of an entry that is no
+ * longer in the list reports success clear */
+TEST_F(sim_tm, remove_of_an_entry_no_longer_listed_reports_failure)
+{
+    open_srq();
+    post(STRAND_TM_OP_APPEND, 0, 1, 0, 7, ~0ull);          /* slot 0 */
+    post(STRAND_TM_OP_REMOVE, STRAND_TM_FLAG_CQE, 0, 0);
+    struct mlx5_cqe64 *cqe = m_dvcq.next(m_ctx);
+    ASSERT_NE(nullptr, cqe);
+    EXPECT_EQ(STRAND_CQE_APP_OP_TM_REMOVE, cqe->app_op);
+    EXPECT_TRUE(be32toh(cqe->tm_cqe.success) & STRAND_TM_CQE_SUCCESS);
+    post(STRAND_TM_OP_REMOVE, STRAND_TM_FLAG_CQE, 0, 0);
+    cqe = m_dvcq.next(m_ctx);
+    ASSERT_NE(nullptr, cqe);
+    EXPECT_EQ(STRAND_CQE_APP_OP_TM_REMOVE, cqe->app_op);
+    EXPECT_FALSE(be32toh(cqe->tm_cqe.success) & STRAND_TM_CQE_SUCCESS);
+}
+
+/* A malformed list operation (an APPEND into an entry that is in the
+ * list, a wrong size, another opcode) fails like any malformed WQE:
+ * LOC_QP_OP_ERR, and the command QP goes to error. */
+TEST_F(sim_tm, malformed_list_operation_is_a_local_qp_operation_error)
+{
+    open_srq();
+    post(STRAND_TM_OP_APPEND, 0, 1, 0, 7, ~0ull);  /* slot 0, next 1 */
+    post(STRAND_TM_OP_APPEND, 0, 0, 0, 8, ~0ull);  /* slot 1, next 0 */
+    post(STRAND_TM_OP_APPEND, STRAND_TM_FLAG_CQE, 2, 0, 9, ~0ull); /* 0 */
+    struct mlx5_cqe64 *cqe = m_dvcq.next(m_ctx);
+    ASSERT_NE(nullptr, cqe);
+    EXPECT_EQ(MLX5_CQE_REQ_ERR, strand_cqe_opcode(cqe));
+    EXPECT_EQ(MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, strand_cqe_syndrome(cqe));
+    struct ibv_qp_attr attr;
+    struct ibv_qp_init_attr init;
+    ASSERT_EQ(0, smlx5_query_qp(m_cmd, &attr, IBV_QP_STATE, &init));
+    EXPECT_EQ(IBV_QPS_ERR, attr.qp_state);
+    /* what is posted after it is flushed, one CQE each, signaled or not */
+    post(STRAND_TM_OP_NOP, 0, 0, 0);
+    cqe = m_dvcq.next(m_ctx);
+    ASSERT_NE(nullptr, cqe);
+    EXPECT_EQ(MLX5_CQE_REQ_ERR, strand_cqe_opcode(cqe));
+    EXPECT_EQ(MLX5_CQE_SYNDROME_WR_FLUSH_ERR, strand_cqe_syndrome(cqe));
+    EXPECT_EQ(3, strand_cqe_wqe_counter(cqe));
+}
