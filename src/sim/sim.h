@@ -27,7 +27,9 @@ enum { SIM_CQ_DBR_CI = 0, SIM_CQ_DBR_ARM = 1 };
 #define SIM_MAX_CQS        1024
 #define SIM_MAX_SRQS       256
 #define SIM_TM_MAX_TAGS    1023   /* tag list of a tag-matching SRQ */
-#define SIM_TM_MAX_OPS     128    /* list operations in flight */
+/* list operations in flight: mlx5_ib reports 1 << log_max_qp_sz (the
+ * send queue limit, 32768 BBs here), not a tag-matching limit */
+#define SIM_TM_MAX_OPS     32768
 #define SIM_TM_RNDV_HDR    64     /* TMH + RVH + RAVH + user header */
 #define SIM_SQ_MAX_WQE     32768  /* basic blocks */
 #define SIM_MAX_SGE        30

@@ -26,9 +26,23 @@
 #include <ucs/datastruct/khash.h>
 #include <ucs/datastruct/string_buffer.h>
 
-/* buffers of posted tags: one buffer is never posted twice (two matches
- * would write into it at once) */
-KHASH_SET_INIT_INT64(strand_tm_bufs)
+/* Buffers of posted tags: one buffer is never posted twice (two matches
+ * would write into it at once). Receive buffers are often a page or more
+ * apart, and khash's own 64-bit hash keeps their low bits, so they would
+ * all land in one bucket (a post walked the whole list): the key is mixed
+ * first (the 64-bit finalizer of MurmurHash3). */
+static inline khint32_t strand_tm_buf_hash(uint64_t key)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    key *= 0xc4ceb9fe1a85ec53ull;
+    key ^= key >> 33;
+    return (khint32_t)key;
+}
+
+KHASH_INIT(strand_tm_bufs, uint64_t, char, 0, strand_tm_buf_hash,
+           kh_int64_hash_equal)
 
 /* What tests and the VFS see: which path messages took. */
 typedef struct strand_tm_stats {

@@ -84,6 +84,17 @@ static uint32_t strand_dc_tag_list_size(const strand_dc_iface_t *iface,
     return ucs_min(config->tm_list_size, iface->dev->caps.tm_max_num_tags);
 }
 
+/* List operations in flight: as UCX sizes its command QP, an APPEND and a
+ * REMOVE for every tag and two more (a SYNC, and a REMOVE whose entry is
+ * appended again), so posting or cancelling a whole list never finds the
+ * command QP full while the device allows that many. */
+static uint32_t strand_dc_tag_list_ops(const strand_dc_iface_t *iface,
+                                       const strand_dc_iface_config_t *config)
+{
+    return ucs_min(2 * strand_dc_tag_list_size(iface, config) + 2,
+                   iface->dev->caps.tm_max_ops);
+}
+
 unsigned strand_dc_tag_rx_cq_extra(const strand_dc_iface_t *iface,
                                    const strand_dc_iface_config_t *config)
 {
@@ -92,7 +103,7 @@ unsigned strand_dc_tag_rx_cq_extra(const strand_dc_iface_t *iface,
     }
     /* a completion per list operation in flight, and up to two per posted
      * tag (a rendezvous: CONSUMED, then EXPECTED) */
-    return iface->dev->caps.tm_max_ops +
+    return strand_dc_tag_list_ops(iface, config) +
            2 * strand_dc_tag_list_size(iface, config);
 }
 
@@ -117,7 +128,7 @@ ucs_status_t strand_dc_tag_create_srq(strand_dc_iface_t *iface,
     }
 
     tm_attr.max_num_tags = strand_dc_tag_list_size(iface, config);
-    tm_attr.max_ops      = dev->caps.tm_max_ops;
+    tm_attr.max_ops      = strand_dc_tag_list_ops(iface, config);
     tm_attr.cq           = &iface->rx_cq;
     err = dev->ops->create_tm_srq(dev, config->rx_queue_len, 1, &tm_attr,
                                   &iface->srq, &iface->tm_cmd_qp);
