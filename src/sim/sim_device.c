@@ -254,7 +254,9 @@ int smlx5_progress(smlx5_context_t *ctx)
             goto progress;
         }
     }
-    if (!sim_fabric_rx_pending(ctx->port)) {
+    /* rendezvous work of the device's own (a READ or FIN flushed by its
+     * DCI's error, to post again) waits for no packet */
+    if (!sim_fabric_rx_pending(ctx->port) && (ctx->tm_work == 0)) {
         return 0;
     }
 progress:
