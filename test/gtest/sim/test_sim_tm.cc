@@ -44,9 +44,15 @@ protected:
         return smlx5_create_srq(m_pd, &attr);
     }
 
-    void open_srq()
+    /* cq: where the SRQ's completions go (list operations, tags, and for
+     * DCTs on it their receives): the fixture's own, or the RESP side's */
+    void open_srq(smlx5_cq_t *cq = nullptr)
     {
-        m_srq = create(7, 16, m_cq);
+        if (cq != nullptr) {
+            m_dvcq = dv_cq();
+            m_dvcq.init(cq);
+        }
+        m_srq = create(7, 16, (cq != nullptr) ? cq : m_cq);
         ASSERT_NE(nullptr, m_srq);
         m_cmd = smlx5_srq_cmd_qp(m_srq);
         ASSERT_NE(nullptr, m_cmd);
@@ -75,6 +81,30 @@ protected:
         strand_sq_ring_doorbell(m_dv.dbrec, m_dv.bf.reg, &m_bf_offset,
                                 m_dv.bf.size, m_cur, ctrl);
         smlx5_qp_doorbell(m_cmd);
+    }
+
+    /* A SEND with a TMH (EAGER, `tag`) and `len` payload bytes from REQ
+     * memory at offset 1024, over a DCI to `dct`. */
+    void send_tmh(smlx5_qp_t *dci, smlx5_qp_t *dct, uint64_t tag,
+                  uint32_t len, uint8_t seed)
+    {
+        auto *tmh = reinterpret_cast<struct ibv_tmh*>(buf(REQ, 1024));
+        memset(tmh, 0, sizeof(*tmh));
+        tmh->opcode  = IBV_TMH_EAGER;
+        tmh->app_ctx = htobe32(0x1234);
+        tmh->tag     = htobe64(tag);
+        for (uint32_t i = 0; i < len; ++i) {
+            buf(REQ, 1024 + STRAND_TMH_SIZE)[i] = (uint8_t)(seed * 31 + i);
+        }
+        smlx5_dc_target_t dc = {m_lid, smlx5_dct_num(dct),
+                                SMLX5_DC_KEY_DEFAULT};
+        struct ibv_sge s = sge(REQ, 1024, STRAND_TMH_SIZE + len);
+        struct ibv_send_wr wr = make_wr(IBV_WR_SEND, tag, &s, 1), *bad;
+        ASSERT_EQ(0, smlx5_post_send_dc(dci, &wr, &dc, 0, &bad));
+        struct ibv_wc wc;
+        ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+        EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+        EXPECT_EQ(tag, wc.wr_id);
     }
 
     smlx5_cq_t        *m_cq  = nullptr;
@@ -180,4 +210,73 @@ TEST_F(sim_tm, malformed_list_operation_is_a_local_qp_operation_error)
     EXPECT_EQ(MLX5_CQE_REQ_ERR, strand_cqe_opcode(cqe));
     EXPECT_EQ(MLX5_CQE_SYNDROME_WR_FLUSH_ERR, strand_cqe_syndrome(cqe));
     EXPECT_EQ(3, strand_cqe_wqe_counter(cqe));
+}
+
+/* seed: "This process considered coherent only if all unexpected messages
+ * received by HW is completely processed in SW. To pass to hardware number
+ * of processed unexpected messages unexpected_cnt field should be used and
+ * IBV_OPS_TM_SYNC flag should be set"; spec section 4: after an unexpected
+ * message the device stops matching until software reports the count;
+ * the unexpected CQE carries the whole message with its TMH (app_op
+ * UNEXPECTED, byte count with the TMH), a matched eager message lands in
+ * the tag's buffer (CONSUMED_MSG, TMH in the CQE, app_info = the handle,
+ * byte count without the TMH). */
+TEST_F(sim_tm, matching_stops_after_an_unexpected_message_until_synced)
+{
+    open_srq(m_rcq[RESP]);
+    smlx5_qp_t *dct = create_dct(m_srq, SMLX5_DC_KEY_DEFAULT);
+    smlx5_qp_t *dci = create_dci();
+    ASSERT_NE(nullptr, dct);
+    ASSERT_NE(nullptr, dci);
+    for (unsigned i = 0; i < 4; ++i) {
+        post_srq_recv(m_srq, RESP, 256 * i, 256, 100 + i);
+    }
+    post(STRAND_TM_OP_APPEND, STRAND_TM_FLAG_CQE | STRAND_TM_FLAG_SW_CNT, 1,
+         0, 5, ~0ull);                                 /* handle 0: tag 5 */
+    struct mlx5_cqe64 *cqe = m_dvcq.next(m_ctx);
+    ASSERT_NE(nullptr, cqe);
+    EXPECT_EQ(STRAND_CQE_APP_OP_TM_APPEND, cqe->app_op);
+
+    /* tag 9 matches nothing: unexpected, in an SRQ buffer, TMH and all */
+    send_tmh(dci, dct, 9, 32, 1);
+    cqe = m_dvcq.next(m_ctx);
+    ASSERT_NE(nullptr, cqe);
+    EXPECT_EQ(MLX5_CQE_RESP_SEND, strand_cqe_opcode(cqe));
+    EXPECT_EQ(STRAND_CQE_APP_OP_TM_UNEXPECTED, cqe->app_op);
+    EXPECT_EQ(STRAND_TMH_SIZE + 32u, be32toh(cqe->byte_cnt));
+    EXPECT_EQ(0, strand_cqe_wqe_counter(cqe));
+    auto *tmh = reinterpret_cast<struct ibv_tmh*>(buf(RESP));
+    EXPECT_EQ(IBV_TMH_EAGER, tmh->opcode);
+    EXPECT_EQ(9u, be64toh(tmh->tag));
+    EXPECT_EQ(0, memcmp(buf(RESP, STRAND_TMH_SIZE), buf(REQ, 1024 + 16),
+                        32));
+
+    /* tag 5 is listed, but software has not reported the unexpected one:
+     * not matched */
+    send_tmh(dci, dct, 5, 32, 2);
+    cqe = m_dvcq.next(m_ctx);
+    ASSERT_NE(nullptr, cqe);
+    EXPECT_EQ(STRAND_CQE_APP_OP_TM_UNEXPECTED, cqe->app_op);
+    EXPECT_EQ(1, strand_cqe_wqe_counter(cqe));
+
+    /* seed: "IBV_WR_TAG_SYNC may be used if no changes to matching list
+     * required, just to updated unexpected messages counter" */
+    post(STRAND_TM_OP_NOP, STRAND_TM_FLAG_CQE | STRAND_TM_FLAG_SW_CNT, 0, 2);
+    cqe = m_dvcq.next(m_ctx);
+    ASSERT_NE(nullptr, cqe);
+    EXPECT_EQ(STRAND_CQE_APP_OP_TM_NOOP, cqe->app_op);
+    EXPECT_EQ(2, be16toh(cqe->tm_cqe.hw_phase_cnt));
+
+    /* in phase again: tag 5 lands in its buffer */
+    memset(buf(REQ), 0, 64);
+    send_tmh(dci, dct, 5, 40, 3);
+    cqe = m_dvcq.next(m_ctx);
+    ASSERT_NE(nullptr, cqe);
+    EXPECT_EQ(MLX5_CQE_RESP_SEND, strand_cqe_opcode(cqe));
+    EXPECT_EQ(STRAND_CQE_APP_OP_TM_CONSUMED_MSG, cqe->app_op);
+    EXPECT_EQ(0, be16toh(cqe->app_info));               /* the handle */
+    EXPECT_EQ(40u, be32toh(cqe->byte_cnt));
+    EXPECT_EQ(5u, be64toh(reinterpret_cast<const struct ibv_tmh*>(
+                              &cqe->tmh)->tag));
+    EXPECT_EQ(0, memcmp(buf(REQ), buf(REQ, 1024 + 16), 40));
 }
