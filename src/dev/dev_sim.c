@@ -258,7 +258,7 @@ static int dev_sim_create_srq(strand_dev_t *dev, uint32_t max_wr,
     return smlx5_srq_dv(ssrq, &srq->dv);
 }
 
-static void dev_sim_kick(void *arg);
+static void dev_sim_qp_wrap(strand_dev_qp_t *qp, smlx5_qp_t *sqp);
 
 static int dev_sim_create_tm_srq(strand_dev_t *dev, uint32_t max_wr,
                                  uint32_t max_sge,
@@ -294,10 +294,7 @@ static int dev_sim_create_tm_srq(strand_dev_t *dev, uint32_t max_wr,
         smlx5_destroy_srq(ssrq);
         return ret;
     }
-    cmd_qp->h        = cqp;
-    cmd_qp->qpn      = smlx5_qp_num(cqp);
-    cmd_qp->kick     = dev_sim_kick;
-    cmd_qp->kick_arg = cqp;
+    dev_sim_qp_wrap(cmd_qp, cqp);
     return 0;
 }
 
@@ -309,6 +306,16 @@ static int dev_sim_destroy_srq(strand_dev_t *dev, strand_dev_srq_t *srq)
 static void dev_sim_kick(void *arg)
 {
     smlx5_qp_doorbell(arg);
+}
+
+/* A device QP whose doorbell the transport rings (the software device then
+ * runs its requester at once). */
+static void dev_sim_qp_wrap(strand_dev_qp_t *qp, smlx5_qp_t *sqp)
+{
+    qp->h        = sqp;
+    qp->qpn      = smlx5_qp_num(sqp);
+    qp->kick     = dev_sim_kick;
+    qp->kick_arg = sqp;
 }
 
 static int dev_sim_dci_to_rts(strand_dev_t *dev, smlx5_qp_t *qp,
@@ -370,10 +377,7 @@ static int dev_sim_create_dci(strand_dev_t *dev,
         smlx5_destroy_qp(sqp);
         return ret;
     }
-    qp->h        = sqp;
-    qp->qpn      = smlx5_qp_num(sqp);
-    qp->kick     = dev_sim_kick;
-    qp->kick_arg = sqp;
+    dev_sim_qp_wrap(qp, sqp);
     return smlx5_qp_dv(sqp, &qp->dv);
 }
 
