@@ -409,14 +409,16 @@ void strand_tm_handle_cqe(strand_tm_t *tm, const struct mlx5_cqe64 *cqe)
 }
 
 /* An unexpected rendezvous: hand the sender's buffer to the user, who
- * reads it and tells the sender in software. */
+ * reads it and tells the sender in software. tmh: an aligned copy of the
+ * message's TMH (msg). */
 static ucs_status_t strand_tm_unexp_rndv(strand_tm_t *tm,
                                          const struct ibv_tmh *tmh,
-                                         uint32_t length)
+                                         const void *msg, uint32_t length)
 {
-    const struct ibv_rvh *rvh = (const void*)(tmh + 1);
-    const uint8_t *rest       = (const uint8_t*)rvh + tm->rndv_hdr_len;
+    const uint8_t *rest = (const uint8_t*)msg + STRAND_TMH_SIZE +
+                          tm->rndv_hdr_len;
     uint8_t header[STRAND_TM_RNDV_PRIV_MAX + 256];
+    struct ibv_rvh rvh_copy, *rvh = &rvh_copy;
     strand_md_packed_rkey_t rkey;
     unsigned priv_len         = tmh->reserved[0];
     unsigned rest_len;
@@ -432,6 +434,7 @@ static ucs_status_t strand_tm_unexp_rndv(strand_tm_t *tm,
         ucs_error("%s: rendezvous header of %u bytes", tm->name, rest_len);
         return UCS_OK;
     }
+    memcpy(rvh, (const uint8_t*)msg + STRAND_TMH_SIZE, sizeof(*rvh));
     memcpy(header, &tmh->reserved[1], priv_len);
     memcpy(header + priv_len, rest, rest_len);
     rkey.rkey        = be32toh(rvh->rkey);
@@ -446,10 +449,10 @@ ucs_status_t strand_tm_handle_unexp(strand_tm_t *tm,
                                     const struct mlx5_cqe64 *cqe, void *msg,
                                     uint32_t length)
 {
-    const struct ibv_tmh *tmh = msg;
     void *data                = (uint8_t*)msg + STRAND_TMH_SIZE;
     uint64_t imm              = 0;
     void *context             = NULL; /* for messages in fragments: none */
+    struct ibv_tmh tmh_copy, *tmh = &tmh_copy;
 
     /* whatever it is, the device counted it */
     ++tm->unexp_cnt;
@@ -458,8 +461,11 @@ ucs_status_t strand_tm_handle_unexp(strand_tm_t *tm,
         ucs_error("%s: unexpected message of %u bytes", tm->name, length);
         return UCS_OK;
     }
+    /* the TMH follows whatever headroom the receive buffer has: it need
+     * not be aligned */
+    memcpy(tmh, msg, sizeof(*tmh));
     if (tmh->opcode == IBV_TMH_RNDV) {
-        return strand_tm_unexp_rndv(tm, tmh, length);
+        return strand_tm_unexp_rndv(tm, tmh, msg, length);
     }
     if (tmh->opcode != IBV_TMH_EAGER) {
         ucs_error("%s: unexpected message with TMH opcode %u", tm->name,

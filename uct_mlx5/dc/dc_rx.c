@@ -256,13 +256,13 @@ static int strand_dc_rx_handle_tm(strand_dc_iface_t *iface,
                                   struct mlx5_cqe64 *cqe,
                                   strand_dc_rx_desc_t *desc, uint32_t length)
 {
-    const struct ibv_tmh *tmh = (const void*)strand_dc_rx_wqe_data(iface,
-                                                                   desc);
+    void *msg = strand_dc_rx_wqe_data(iface, desc);
+    struct ibv_tmh tmh;
     ucs_status_t status;
 
     if (strand_cqe_is_tm(cqe) &&
         (cqe->app_op == STRAND_CQE_APP_OP_TM_UNEXPECTED)) {
-        status = strand_tm_handle_unexp(&iface->tm, cqe, (void*)tmh, length);
+        status = strand_tm_handle_unexp(&iface->tm, cqe, msg, length);
         if (status == UCS_INPROGRESS) {
             /* the user keeps it: uct_iface_release_desc() on the pointer
              * rx_headroom before the data (after the TMH) */
@@ -275,8 +275,12 @@ static int strand_dc_rx_handle_tm(strand_dc_iface_t *iface,
         }
         return 1;
     }
-    if ((length >= STRAND_TMH_SIZE) && (tmh->opcode == IBV_TMH_FIN)) {
-        strand_tm_rndv_fin(&iface->tm, tmh->app_ctx);
+    if (length < STRAND_TMH_SIZE) {
+        return 0;
+    }
+    memcpy(&tmh, msg, sizeof(tmh)); /* not aligned in the buffer */
+    if (tmh.opcode == IBV_TMH_FIN) {
+        strand_tm_rndv_fin(&iface->tm, tmh.app_ctx);
         ucs_mpool_put_inline(desc);
         return 1;
     }
