@@ -647,7 +647,9 @@ unsigned strand_tm_rndv_priv_pack(struct ibv_tmh *tmh, const void *header,
 
     ucs_assert(priv <= STRAND_TM_RNDV_PRIV_MAX);
     tmh->reserved[0] = (uint8_t)priv;
-    memcpy(&tmh->reserved[1], header, priv);
+    if (priv > 0) {
+        memcpy(&tmh->reserved[1], header, priv); /* header may be NULL */
+    }
     return priv;
 }
 
