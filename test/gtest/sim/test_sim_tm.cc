@@ -25,8 +25,13 @@ protected:
 
     void TearDown() override
     {
+        /* QPs on the SRQ (a DCT) go first: an SRQ in use is not destroyed */
+        for (auto *qp : m_extra_qps) {
+            EXPECT_EQ(0, smlx5_destroy_qp(qp));
+        }
+        m_extra_qps.clear();
         if (m_srq != nullptr) {
-            smlx5_destroy_srq(m_srq);
+            EXPECT_EQ(0, smlx5_destroy_srq(m_srq));
         }
         smlx5_destroy_cq(m_cq);
         sim_fixture::TearDown();
