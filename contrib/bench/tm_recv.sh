@@ -45,7 +45,7 @@ one() {
     local mode=$1 n=$2 out=$tmp/$1.$2
     STRAND_SIM_FABRIC=tm_recv_$$_${mode}_$n timeout 300 "$run" \
         mpirun -np 2 --oversubscribe -x UCX_TLS -x UCX_NET_DEVICES \
-        -x UCX_LOG_LEVEL -x STRAND_SIM_FABRIC \
+        -x UCX_LOG_LEVEL -x STRAND_SIM_FABRIC ${ASAN_OPTIONS:+-x ASAN_OPTIONS} \
         -x UCX_DC_STRAND_TM_ENABLE="$([ "$mode" = on ] && echo y || echo n)" \
         "$tmp/tm_recv" "$rounds" "$size" >"$out" 2>&1
     if ! grep -q '^tm_recv: .* bad_bytes 0$' "$out"; then
