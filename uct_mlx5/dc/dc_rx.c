@@ -361,6 +361,14 @@ static inline void strand_dc_rx_take_inline(strand_dc_iface_t *iface,
     memcpy(strand_dc_rx_wqe_data(iface, desc), data, length);
 }
 
+/* The consumer index goes to the device once per poll (and every
+ * STRAND_DC_RX_CI_BATCH CQEs of a long one), after the CQEs are handled: a
+ * CQE is parsed in place, its slot still the transport's. Handling may
+ * post list operations whose completions come to this CQ, and the CQ has
+ * room for what is outstanding, not for a whole poll's CQEs twice: hence
+ * the batch. */
+#define STRAND_DC_RX_CI_BATCH 64
+
 unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
 {
     strand_dev_cq_t *cq = &iface->rx_cq;
@@ -374,12 +382,13 @@ unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
                                   iface->rx_cqe_shift,
                                   iface->rx_ci)) != NULL)) {
         ++iface->rx_ci;
-        ++count;
+        if ((++count % STRAND_DC_RX_CI_BATCH) == 0) {
+            /* the CQEs before this one are handled */
+            strand_cq_update_ci(cq->dv.dbrec, iface->rx_ci - 1);
+        }
         if (ucs_unlikely(!strand_tm_cqe_has_buffer(cqe))) {
             /* tag matching: a list operation or a matched tag */
-            struct mlx5_cqe64 copy = *cqe;
-            strand_cq_update_ci(cq->dv.dbrec, iface->rx_ci);
-            strand_tm_handle_cqe(&iface->tm, &copy);
+            strand_tm_handle_cqe(&iface->tm, cqe);
             continue;
         }
         idx  = strand_cqe_wqe_counter(cqe) & iface->srq_mask;
@@ -387,19 +396,16 @@ unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
         if (ucs_unlikely(desc == NULL)) {
             ucs_error("%s: receive CQE for empty SRQ slot %u",
                       iface->dev->info.name, idx);
-            strand_cq_update_ci(cq->dv.dbrec, iface->rx_ci);
             continue;
         }
         iface->srq_descs[idx] = NULL;
         ++iface->srq_missing;
         strand_dc_rx_srq_free(iface, idx);
         strand_dc_rx_take_inline(iface, cqe, desc);
-        /* a CQE is copied out before the slot is given back */
-        {
-            struct mlx5_cqe64 copy = *cqe;
-            strand_cq_update_ci(cq->dv.dbrec, iface->rx_ci);
-            strand_dc_rx_handle(iface, &copy, desc);
-        }
+        strand_dc_rx_handle(iface, cqe, desc);
+    }
+    if (count > 0) {
+        strand_cq_update_ci(cq->dv.dbrec, iface->rx_ci);
     }
     if (iface->srq_missing > 0) {
         strand_dc_rx_refill(iface);
