@@ -53,49 +53,65 @@ void strand_dc_ep_post_inline_send(strand_dc_iface_t *iface,
 
 /* ------------------------------------------------------ active messages */
 
+/* An inline SEND of hdr (hdr_len bytes: a constant where this is inlined,
+ * so the header copy is a few moves, not a memcpy call) and the payload. */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_ep_am_short_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                           strand_dc_dci_t *dci, const void *hdr,
+                           unsigned hdr_len, const void *payload,
+                           unsigned length)
+{
+    strand_dc_op_t op = {.type = STRAND_DC_OP_PLAIN};
+    struct mlx5_wqe_ctrl_seg *ctrl;
+    struct ibv_sge sge[2];
+    unsigned ds;
+    void *seg;
+
+    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    if (ucs_likely(strand_inline_fits(seg, hdr_len + length, dci->sq_end))) {
+        ds = STRAND_DC_EP_DS(ep) +
+             strand_set_inline_hdr_data(seg, hdr, hdr_len, payload, length);
+        strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
+                          strand_dc_ep_am_fm_se(iface, ep), &op);
+    } else { /* the data wraps around the end of the send queue */
+        sge[0].addr   = (uintptr_t)hdr;
+        sge[0].length = hdr_len;
+        sge[1].addr   = (uintptr_t)payload;
+        sge[1].length = length;
+        strand_dc_ep_post_inline_send(iface, ep, dci, sge, 2,
+                                      strand_dc_ep_am_fm_se(iface, ep));
+    }
+}
+
 ucs_status_t strand_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
                                    const void *payload, unsigned length)
 {
-    STRAND_DC_EP_DECL(tl_ep);
+    STRAND_DC_EP_BASE_DECL(tl_ep);
     struct {
         struct ibv_tmh tmh;  /* tag matching: NO_TAG (zeroes) */
         uint8_t        id;
         uint64_t       hdr;
     } UCS_S_PACKED am_hdr;
-    unsigned hdr_len   = sizeof(am_hdr) - sizeof(am_hdr.tmh) +
-                         iface->config.am_tmh;
-    const void *hdr_p  = UCS_PTR_BYTE_OFFSET(&am_hdr.id,
-                                             -(ptrdiff_t)iface->config.am_tmh);
-    struct ibv_sge sge[2];
-    unsigned ds;
 
     UCT_CHECK_AM_ID(id);
-    STRAND_DC_CHECK_MAX(length + hdr_len, iface->config.max_inline,
+    STRAND_DC_CHECK_MAX(length + sizeof(am_hdr) - sizeof(am_hdr.tmh) +
+                        iface->config.am_tmh, iface->config.max_inline,
                         "am_short");
     status = strand_dc_ep_am_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
 
-    memset(&am_hdr.tmh, 0, sizeof(am_hdr.tmh));
     am_hdr.id  = id;
     am_hdr.hdr = hdr;
-    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    if (ucs_likely(strand_inline_fits(seg, hdr_len + length,
-                                      dci->sq_end))) {
-        ds = STRAND_DC_EP_DS(ep) +
-             strand_set_inline_hdr_data(seg, hdr_p, hdr_len, payload,
-                                        length);
-        op.type = STRAND_DC_OP_PLAIN;
-        strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
-                           strand_dc_ep_am_fm_se(iface, ep), &op);
-    } else { /* the data wraps around the end of the send queue */
-        sge[0].addr   = (uintptr_t)hdr_p;
-        sge[0].length = hdr_len;
-        sge[1].addr   = (uintptr_t)payload;
-        sge[1].length = length;
-        strand_dc_ep_post_inline_send(iface, ep, dci, sge, 2,
-                                      strand_dc_ep_am_fm_se(iface, ep));
+    if (ucs_likely(iface->config.am_tmh == 0)) {
+        strand_dc_ep_am_short_post(iface, ep, dci, &am_hdr.id,
+                                   sizeof(am_hdr) - sizeof(am_hdr.tmh),
+                                   payload, length);
+    } else {
+        memset(&am_hdr.tmh, 0, sizeof(am_hdr.tmh));
+        strand_dc_ep_am_short_post(iface, ep, dci, &am_hdr, sizeof(am_hdr),
+                                   payload, length);
     }
     strand_dc_ep_am_sent(iface, ep);
     return UCS_OK;
