@@ -219,6 +219,10 @@ static void round_trip(int k, int late, unsigned seed)
     }
     MPI_Waitall(nr, rq, st);
     MPI_Waitall(ns, sq, MPI_STATUSES_IGNORE);
+    /* nobody sends the next round's messages before every rank has all of
+     * this round's: a wildcard receive still waiting here would take a
+     * message of the next round (MPI lets it) */
+    MPI_Barrier(MPI_COMM_WORLD);
     for (int i = 0; i < nr; ++i) {
         check_recv(&rv[i], &st[i], seen, k);
     }
