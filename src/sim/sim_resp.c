@@ -437,6 +437,14 @@ void sim_resp_resume_reads(smlx5_context_t *ctx, smlx5_qp_t *qp)
 
     while (qp->rjob_head != qp->rjob_tail) {
         job = &qp->rjobs[qp->rjob_head & (qp->rjob_cap - 1)];
+        if ((job->pkt.dma_len > 0) &&
+            sim_mr_check_remote(ctx, qp->pd, job->pkt.rkey, job->pkt.va,
+                                job->pkt.dma_len, IBV_ACCESS_REMOTE_READ)) {
+            /* deregistered while its responses waited: the rest is not
+             * read (the requester's retry will be refused) */
+            ++qp->rjob_head;
+            continue;
+        }
         n   = (job->pkt.dma_len + (1u << job->pkt.log_mtu) - 1) >>
               job->pkt.log_mtu;
         job->next = sim_resp_read_send(ctx, qp, &job->pkt, job->next);
@@ -569,6 +577,26 @@ static bool sim_resp_atomic(smlx5_context_t *ctx, smlx5_qp_t *qp,
 
 /* ------------------------------------------------------ duplicates */
 
+/* A READ of this requester whose responses wait in the queue (the
+ * requester's ring was full) already covers `pkt`, a retry of it. */
+static bool sim_resp_read_queued(const smlx5_qp_t *qp, const sim_pkt_t *pkt)
+{
+    const sim_read_job_t *job;
+    uint32_t i, n;
+
+    for (i = qp->rjob_head; i != qp->rjob_tail; ++i) {
+        job = &qp->rjobs[i & (qp->rjob_cap - 1)];
+        n   = (job->pkt.dma_len + (1u << job->pkt.log_mtu) - 1) >>
+              job->pkt.log_mtu;
+        if ((job->pkt.slid == pkt->slid) && (job->pkt.sqpn == pkt->sqpn) &&
+            (job->pkt.chan == pkt->chan) &&
+            ((uint32_t)(pkt->psn - job->pkt.psn) < (n ? n : 1))) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static void sim_resp_duplicate(smlx5_context_t *ctx, smlx5_qp_t *qp,
                                sim_resp_ctx_t *c, const sim_pkt_t *pkt)
 {
@@ -577,7 +605,14 @@ static void sim_resp_duplicate(smlx5_context_t *ctx, smlx5_qp_t *qp,
     switch (pkt->op) {
     case SIM_PKT_READ_REQ:
         /* reads are idempotent: answer again (a retry asks for the rest
-         * of a READ: its own address and length, checked again) */
+         * of a READ: its own address and length, checked again). Not
+         * while its responses still wait in the queue: they reach the
+         * requester in order, and a second job could outlive the READ,
+         * reading memory the application freed once it completed (a
+         * NIC reads pinned pages; this device reads the process's). */
+        if (sim_resp_read_queued(qp, pkt)) {
+            break;
+        }
         if ((pkt->dma_len == 0) ||
             !sim_mr_check_remote(ctx, qp->pd, pkt->rkey, pkt->va,
                                  pkt->dma_len, IBV_ACCESS_REMOTE_READ)) {
