@@ -29,15 +29,10 @@ while [ $# -gt 0 ]; do
 done
 bin=${STRAND_BUILDDIR:+$STRAND_BUILDDIR/contrib/bench/dc_bench}
 [ -x "${bin:-}" ] || bin=$here/dc_bench
-run=${STRAND_BUILDDIR:+$STRAND_BUILDDIR/contrib/strand-run}
-[ -x "${run:-}" ] || run=$here/../strand-run
-[ -x "$run" ] || run=$(command -v strand-run)
+. "$here/strand_env.sh"
 if [ ! -x "$bin" ] || [ -z "$run" ]; then
     echo "dc_streams.sh: build first (make contrib/bench/dc_bench contrib/strand-run)" >&2
     exit 2
-fi
-if [ -z "${STRAND_PLUGIN:-}" ] && [ -n "${STRAND_BUILDDIR:-}" ]; then
-    export STRAND_PLUGIN=$STRAND_BUILDDIR/.libs/libuct_strand.so
 fi
 rc=0
 fabric=dcbench$$

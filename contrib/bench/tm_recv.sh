@@ -23,16 +23,12 @@ while [ $# -gt 0 ]; do
     *) echo "tm_recv.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
-run=${STRAND_BUILDDIR:+$STRAND_BUILDDIR/contrib/strand-run}
-[ -x "${run:-}" ] || run=$here/../strand-run
+. "$here/strand_env.sh"
 mpicc=${MPICC:-mpicc}
-if [ ! -x "$run" ] || ! command -v "$mpicc" >/dev/null ||
+if [ -z "$run" ] || ! command -v "$mpicc" >/dev/null ||
    ! command -v mpirun >/dev/null; then
     echo "tm_recv.sh: needs contrib/strand-run (build first), mpicc and mpirun" >&2
     exit 2
-fi
-if [ -z "${STRAND_PLUGIN:-}" ] && [ -n "${STRAND_BUILDDIR:-}" ]; then
-    export STRAND_PLUGIN=$STRAND_BUILDDIR/.libs/libuct_strand.so
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; rm -f /dev/shm/tm_recv_$$_*' EXIT

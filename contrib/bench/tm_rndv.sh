@@ -17,15 +17,10 @@ while [ $# -gt 0 ]; do
     *) echo "tm_rndv.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
-run=${STRAND_BUILDDIR:+$STRAND_BUILDDIR/contrib/strand-run}
-[ -x "${run:-}" ] || run=$here/../strand-run
-[ -x "$run" ] || run=$(command -v strand-run)
+. "$here/strand_env.sh"
 if [ -z "$run" ] || ! command -v ucx_perftest >/dev/null; then
     echo "tm_rndv.sh: needs contrib/strand-run (build first) and ucx_perftest" >&2
     exit 2
-fi
-if [ -z "${STRAND_PLUGIN:-}" ] && [ -n "${STRAND_BUILDDIR:-}" ]; then
-    export STRAND_PLUGIN=$STRAND_BUILDDIR/.libs/libuct_strand.so
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"; rm -f /dev/shm/tm_rndv_$$_*' EXIT
