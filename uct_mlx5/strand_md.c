@@ -25,6 +25,13 @@ static const char *strand_dev_type_names[] = {
     [STRAND_DEV_TYPE_LAST] = NULL
 };
 
+static const char *strand_mmio_mode_names[] = {
+    [STRAND_MMIO_MODE_DB]      = "db",
+    [STRAND_MMIO_MODE_BF_POST] = "bf_post",
+    [STRAND_MMIO_MODE_AUTO]    = "auto",
+    [STRAND_MMIO_MODE_LAST]    = NULL
+};
+
 ucs_config_field_t strand_md_config_table[] = {
     {"", "", NULL, ucs_offsetof(strand_md_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
@@ -56,6 +63,18 @@ ucs_config_field_t strand_md_config_table[] = {
      "Estimated memory registration cost per byte.",
      ucs_offsetof(strand_md_config_t, reg_cost_growth),
      UCS_CONFIG_TYPE_TIME},
+
+    {"MMIO_MODE", "auto",
+     "How a send queue's doorbell reaches the device (as UCX's "
+     "UCX_IB_MLX5_MMIO_MODE):\n"
+     " bf_post - the last WQE posted is copied to the BlueFlame buffer when "
+     "it fits (the NIC takes it without reading host memory)\n"
+     " db      - 8 bytes of its ctrl segment are written to the doorbell "
+     "register (the NIC then reads the WQEs)\n"
+     " auto    - bf_post on a NIC with a BlueFlame register, db on the "
+     "software device (which reads the queue in any case)",
+     ucs_offsetof(strand_md_config_t, mmio_mode),
+     UCS_CONFIG_TYPE_ENUM(strand_mmio_mode_names)},
 
     {NULL}
 };
@@ -403,6 +422,11 @@ strand_md_open(uct_component_t *component, const char *md_name,
     md->super.component = component;
     md->reg_cost        = ucs_linear_func_make(config->reg_cost_overhead,
                                                config->reg_cost_growth);
+    md->mmio_mode       = config->mmio_mode;
+    if (md->mmio_mode == STRAND_MMIO_MODE_AUTO) {
+        md->mmio_mode = (md->dev->info.kind == STRAND_DEV_KIND_SIM) ?
+                        STRAND_MMIO_MODE_DB : STRAND_MMIO_MODE_AUTO;
+    }
     strand_md_local_cpus(md->dev, &md->local_cpus);
 
     if (config->rcache_enable != UCS_NO) {

@@ -12,6 +12,8 @@
 #include <ucs/memory/rcache.h>
 #include <uct/base/uct_md.h>
 
+#include "mlx5/sq.h"
+
 #define STRAND_COMPONENT_NAME "strand"
 
 /* Which device backend the MD opens (UCX_STRAND_DEVICE_TYPE). */
@@ -29,6 +31,7 @@ typedef struct strand_md_config {
     uct_md_rcache_config_t rcache;
     double                 reg_cost_overhead;  /* seconds */
     double                 reg_cost_growth;    /* seconds per byte */
+    int                    mmio_mode;          /* strand_mmio_mode_t */
 } strand_md_config_t;
 
 /* A registration: the device's keys. In the cache it follows the region. */
@@ -56,6 +59,9 @@ typedef struct strand_md {
     ucs_linear_func_t  reg_cost;
     ucs_cpu_set_t      local_cpus;
     strand_async_t     async;         /* the device's async events */
+    uint8_t            mmio_mode;     /* how every send queue of the MD
+                                         rings (strand_mmio_mode_t,
+                                         resolved for the device) */
 } strand_md_t;
 
 extern uct_component_t strand_component;

@@ -384,6 +384,35 @@ static inline int strand_inline_fits(const void *seg, uint32_t len,
            (const uint8_t*)sq_end;
 }
 
+/* A copy of a few bytes without a call: short messages are mostly 0-16
+ * bytes, where a libc memcpy call costs several times the copy. */
+static inline void strand_copy_small(void *dst, const void *src, uint32_t len)
+{
+    uint8_t *d       = (uint8_t*)dst;
+    const uint8_t *s = (const uint8_t*)src;
+    uint64_t a, b;
+    uint32_t x, y;
+
+    if (len > 16) {
+        memcpy(d, s, len);
+    } else if (len >= 8) {
+        /* two 8-byte moves that overlap when len < 16 */
+        memcpy(&a, s, 8);
+        memcpy(&b, s + len - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + len - 8, &b, 8);
+    } else if (len >= 4) {
+        memcpy(&x, s, 4);
+        memcpy(&y, s + len - 4, 4);
+        memcpy(d, &x, 4);
+        memcpy(d + len - 4, &y, 4);
+    } else {
+        while (len-- > 0) {
+            *d++ = *s++;
+        }
+    }
+}
+
 static inline unsigned strand_set_inline_hdr_data(void *seg, const void *hdr,
                                                   unsigned hdr_len,
                                                   const void *data,
@@ -397,9 +426,7 @@ static inline unsigned strand_set_inline_hdr_data(void *seg, const void *hdr,
     if (hdr_len > 0) {
         memcpy(dst, hdr, hdr_len);
     }
-    if (len > 0) {
-        memcpy(dst + hdr_len, data, len);
-    }
+    strand_copy_small(dst + hdr_len, data, len);
     return (total + (unsigned)sizeof(*inl) + STRAND_WQE_DS - 1) /
            STRAND_WQE_DS;
 }

@@ -23,15 +23,12 @@
 
 #include <string.h>
 
-void strand_dc_dci_geometry(strand_dc_dci_t *dci)
+void strand_dc_dci_geometry(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
 {
-    dci->wqe_cnt     = dci->qp.dv.sq.wqe_cnt;
-    dci->sq_buf      = dci->qp.dv.sq.buf;
-    dci->sq_end      = strand_sq_end(dci->sq_buf, dci->wqe_cnt);
-    dci->cur_post    = 0;
+    strand_sq_init(&dci->sq, &dci->qp.dv, dci->qp.qpn, iface->mmio_mode);
     dci->sq_tail     = 0;
-    dci->bf_offset   = 0;
-    dci->avail_bbs   = dci->wqe_cnt;
+    dci->unsignaled  = 0;
+    dci->avail_bbs   = dci->sq.wqe_cnt;
     dci->outstanding = 0;
 }
 
@@ -72,13 +69,17 @@ static ucs_status_t strand_dc_dci_create(strand_dc_iface_t *iface,
         return UCS_ERR_IO_ERROR;
     }
     kh_value(&iface->dci_by_qpn, it) = i;
-    strand_dc_dci_geometry(dci);
-    if (dci->wqe_cnt < iface->config.dci_max_bbs) {
+    strand_dc_dci_geometry(iface, dci);
+    if (dci->sq.wqe_cnt < iface->config.dci_max_bbs) {
         ucs_error("%s: DCI send queue of %u BBs is too small",
-                  dev->info.name, dci->wqe_cnt);
+                  dev->info.name, dci->sq.wqe_cnt);
         return UCS_ERR_INVALID_PARAM;
     }
-    dci->ops = ucs_calloc(dci->wqe_cnt, sizeof(*dci->ops), "strand_dc_ops");
+    /* unsignaled WQEs of the largest size fill at most a quarter of it */
+    iface->tx_moderation = ucs_max(1, ucs_min(iface->tx_moderation,
+                                              dci->sq.wqe_cnt /
+                                              (4 * iface->config.dci_max_bbs)));
+    dci->ops = ucs_calloc(dci->sq.wqe_cnt, sizeof(*dci->ops), "strand_dc_ops");
     return (dci->ops == NULL) ? UCS_ERR_NO_MEMORY : UCS_OK;
 }
 
@@ -117,6 +118,9 @@ void strand_dc_tmp_reg_release(strand_dc_iface_t *iface,
 
 static void strand_dc_op_release(strand_dc_iface_t *iface, strand_dc_op_t *op)
 {
+    if (op->type == STRAND_DC_OP_LIGHT) {
+        return;
+    }
     if (ucs_unlikely(op->tmp_reg != NULL)) {
         strand_dc_tmp_reg_release(iface, op->tmp_reg);
         op->tmp_reg = NULL;
@@ -140,9 +144,9 @@ void strand_dc_dci_pool_cleanup(strand_dc_iface_t *iface)
         dci = &iface->dcis[i];
         if (dci->ops != NULL) {
             /* descriptors of work still on the wire at close */
-            for (bb = dci->sq_tail; bb != dci->cur_post; ++bb) {
+            for (bb = dci->sq_tail; bb != dci->sq.cur_post; ++bb) {
                 strand_dc_op_release(iface,
-                                     &dci->ops[bb & (dci->wqe_cnt - 1)]);
+                                     &dci->ops[bb & (dci->sq.wqe_cnt - 1)]);
             }
         }
         strand_dc_recovery_cleanup(iface, dci);
@@ -177,7 +181,7 @@ int strand_dc_dci_pool_busy(strand_dc_iface_t *iface)
 
 strand_dc_op_t *strand_dc_dci_op(strand_dc_dci_t *dci, uint16_t wqe_idx)
 {
-    strand_dc_op_t *op = &dci->ops[wqe_idx & (dci->wqe_cnt - 1)];
+    strand_dc_op_t *op = &dci->ops[wqe_idx & (dci->sq.wqe_cnt - 1)];
 
     return ((op->state == STRAND_DC_OP_POSTED) && (op->wqe_idx == wqe_idx)) ?
            op : NULL;
@@ -189,8 +193,8 @@ static void strand_dc_dci_advance_tail(strand_dc_dci_t *dci)
 {
     strand_dc_op_t *op;
 
-    while (dci->sq_tail != dci->cur_post) {
-        op = &dci->ops[dci->sq_tail & (dci->wqe_cnt - 1)];
+    while (dci->sq_tail != dci->sq.cur_post) {
+        op = &dci->ops[dci->sq_tail & (dci->sq.wqe_cnt - 1)];
         if (op->state != STRAND_DC_OP_FREE) {
             break;
         }
@@ -245,19 +249,22 @@ static void strand_dc_op_deliver(strand_dc_iface_t *iface, strand_dc_op_t *op)
 void strand_dc_op_complete(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
                            strand_dc_op_t *op, ucs_status_t status)
 {
-    uct_completion_t *comp = op->comp;
+    uct_completion_t *comp = NULL;
     uct_completion_t *last = NULL;
     strand_dc_ep_t *ep     = op->ep;
 
-    if (status == UCS_OK) {
-        strand_dc_op_deliver(iface, op);
+    if (op->type != STRAND_DC_OP_LIGHT) {
+        comp = op->comp;
+        if (status == UCS_OK) {
+            strand_dc_op_deliver(iface, op);
+        }
+        strand_dc_op_release(iface, op);
+        op->comp = NULL;
     }
-    strand_dc_op_release(iface, op);
     if (op->state == STRAND_DC_OP_FLUSHED) {
         dci->flushed--;
     }
     op->state = STRAND_DC_OP_FREE;
-    op->comp  = NULL;
     op->ep    = NULL;
     dci->outstanding--;
     dci->streams[op->stream].outstanding--;
@@ -286,17 +293,20 @@ void strand_dc_dci_orphan(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
     strand_dc_op_t *op;
     uint32_t bb;
 
-    for (bb = dci->sq_tail; bb != dci->cur_post; ++bb) {
-        op = &dci->ops[bb & (dci->wqe_cnt - 1)];
+    for (bb = dci->sq_tail; bb != dci->sq.cur_post; ++bb) {
+        op = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
         if ((op->state != STRAND_DC_OP_POSTED) || (op->ep != ep)) {
+            continue;
+        }
+        op->ep = NULL;
+        ep->outstanding--;
+        if (op->type == STRAND_DC_OP_LIGHT) {
             continue;
         }
         comp     = op->comp;
         op->comp = NULL;
-        op->ep   = NULL;
         /* no unpacking or fetched value into the user's memory later */
         op->type = STRAND_DC_OP_PLAIN;
-        ep->outstanding--;
         if (comp != NULL) {
             uct_invoke_completion(comp, UCS_ERR_CANCELED);
         }
@@ -316,23 +326,44 @@ int strand_dc_dci_reset(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
         dci->state = STRAND_DC_DCI_BROKEN;
         return err;
     }
-    strand_dc_dci_geometry(dci);
-    memset(dci->ops, 0, dci->wqe_cnt * sizeof(*dci->ops));
+    strand_dc_dci_geometry(iface, dci);
+    memset(dci->ops, 0, dci->sq.wqe_cnt * sizeof(*dci->ops));
     return 0;
 }
 
 void strand_dc_dci_log_wqe(strand_dc_dci_t *dci, uint16_t wqe_idx)
 {
-    struct mlx5_wqe_ctrl_seg *ctrl = strand_sq_bb(dci->sq_buf, dci->wqe_cnt,
+    struct mlx5_wqe_ctrl_seg *ctrl = strand_sq_bb(dci->sq.buf, dci->sq.wqe_cnt,
                                                   wqe_idx);
     const uint32_t *u;
     unsigned i, ds = strand_ctrl_ds(ctrl);
 
     for (i = 0; i < ds; ++i) {
-        u = strand_sq_wrap((uint8_t*)ctrl + i * STRAND_WQE_DS, dci->sq_buf,
-                           dci->sq_end);
+        u = strand_sq_wrap((uint8_t*)ctrl + i * STRAND_WQE_DS, dci->sq.buf,
+                           dci->sq.end);
         ucs_debug("  wqe[%u]: %08x %08x %08x %08x", i, be32toh(u[0]),
                   be32toh(u[1]), be32toh(u[2]), be32toh(u[3]));
+    }
+}
+
+/* The WQEs before op that asked for no CQE completed (CQEs come in SQ
+ * order, also across streams: an error or a flush CQE too comes only
+ * after every WQE before its own is done). Those still posted succeeded:
+ * the ones that failed or were flushed had CQEs of their own. */
+static void strand_dc_dci_retire_before(strand_dc_iface_t *iface,
+                                        strand_dc_dci_t *dci,
+                                        const strand_dc_op_t *op)
+{
+    uint32_t bb  = dci->sq_tail;
+    uint32_t end = bb + (uint16_t)(op->wqe_idx - (uint16_t)bb);
+    strand_dc_op_t *prev;
+
+    while (bb != end) {
+        prev = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
+        bb  += prev->bbs;
+        if (prev->state == STRAND_DC_OP_POSTED) {
+            strand_dc_op_complete(iface, dci, prev, UCS_OK);
+        }
     }
 }
 
@@ -347,6 +378,9 @@ static void strand_dc_dci_cqe(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
         ucs_error("%s: CQE for WQE %u, which DCI %u has not outstanding",
                   iface->dev->info.name, wqe_counter, dci->index);
         return;
+    }
+    if ((uint16_t)dci->sq_tail != wqe_counter) {
+        strand_dc_dci_retire_before(iface, dci, op);
     }
     if (ucs_unlikely((dci->state == STRAND_DC_DCI_DRAINING) ||
                      (dci->streams[op->stream].state !=
@@ -393,6 +427,38 @@ unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface)
     return count;
 }
 
+ucs_status_t strand_dc_dci_signal_tail(strand_dc_iface_t *iface,
+                                       strand_dc_dci_t *dci)
+{
+    struct mlx5_wqe_ctrl_seg *ctrl;
+    unsigned i;
+
+    if ((dci->unsignaled == 0) || (dci->outstanding == 0)) {
+        return UCS_OK; /* a CQE is due for every WQE posted */
+    }
+    if ((dci->state != STRAND_DC_DCI_ACTIVE) ||
+        !strand_dc_dci_has_room(iface, dci)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    /* on a healthy stream, else it would only come back flushed */
+    for (i = 0; i < iface->config.num_streams; ++i) {
+        if (dci->streams[i].state == STRAND_DC_STREAM_OK) {
+            break;
+        }
+    }
+    if (i == iface->config.num_streams) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    ctrl = strand_sq_ctrl(&dci->sq);
+    strand_sq_set_ctrl(&dci->sq, ctrl, 0, MLX5_OPCODE_NOP, 1,
+                       strand_dc_dci_ce(iface, dci, 1), 0);
+    strand_set_ctrl_stream(ctrl, dci->streams[i].id);
+    /* nobody's: it only retires the WQEs before it */
+    strand_dc_dci_claim_light(dci, 1, NULL, i, MLX5_OPCODE_NOP);
+    strand_dc_dci_ring(dci, ctrl, 1);
+    return UCS_OK;
+}
+
 /* ---------------------------------------------------------------- VFS */
 
 static const char *strand_dc_dci_state_str(uint8_t state)
@@ -431,9 +497,9 @@ static int strand_dc_dci_pool_consistent(strand_dc_iface_t *iface)
             ((dci->users > 0) || (dci->outstanding > 0))) {
             return 0;
         }
-        for (posted = 0, flushed = 0, bb = dci->sq_tail; bb != dci->cur_post;
+        for (posted = 0, flushed = 0, bb = dci->sq_tail; bb != dci->sq.cur_post;
              ++bb) {
-            state    = dci->ops[bb & (dci->wqe_cnt - 1)].state;
+            state    = dci->ops[bb & (dci->sq.wqe_cnt - 1)].state;
             posted  += (state != STRAND_DC_OP_FREE);
             flushed += (state == STRAND_DC_OP_FLUSHED);
         }

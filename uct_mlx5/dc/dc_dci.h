@@ -10,7 +10,7 @@
 
 #include "dc_iface.h"
 #include "mlx5/wqe.h"
-#include "mlx5/doorbell.h"
+#include "mlx5/sq.h"
 #include "mlx5/cqe.h"
 
 #include <ucs/datastruct/queue_types.h>
@@ -24,7 +24,10 @@ enum {
     STRAND_DC_OP_DESC,       /* release the tx descriptor */
     STRAND_DC_OP_GET_BCOPY,  /* unpack from the descriptor, release it */
     STRAND_DC_OP_FETCH32,    /* copy the fetched value, release */
-    STRAND_DC_OP_FETCH64
+    STRAND_DC_OP_FETCH64,
+    STRAND_DC_OP_LIGHT       /* nothing to do but count it (short ops, a
+                                NOP): only the head of the record is
+                                written, comp .. u are not valid */
 };
 
 /* Where an operation stands (strand_dc_op_t.state). */
@@ -43,7 +46,10 @@ typedef struct strand_dc_tmp_reg {
     uct_mem_h memh[STRAND_DC_MAX_SGE];
 } strand_dc_tmp_reg_t;
 
-/* One outstanding WQE, in the slot of its first basic block. */
+/* One outstanding WQE, in the slot of its first basic block. The head
+ * (wqe_idx .. ep, 16 bytes) is written for every WQE: it is what an error
+ * or flush CQE needs to find the endpoint and stream the WQE belongs to;
+ * the rest only for WQEs whose completion has work to do. */
 typedef struct strand_dc_op {
     uint16_t              wqe_idx;  /* WQE index in the ctrl segment */
     uint8_t               bbs;
@@ -51,7 +57,9 @@ typedef struct strand_dc_op {
     uint8_t               state;    /* STRAND_DC_OP_FREE, ... */
     uint8_t               stream;   /* index in dci->streams */
     uint8_t               opcode;   /* MLX5_OPCODE_* (for recovery) */
+    uint8_t               reserved;
     struct strand_dc_ep  *ep;       /* NULL: the ep is gone */
+    /* type != STRAND_DC_OP_LIGHT only */
     uct_completion_t     *comp;
     strand_dc_tx_desc_t  *desc;
     strand_dc_tmp_reg_t  *tmp_reg;  /* NULL almost always */
@@ -99,15 +107,13 @@ typedef enum strand_dc_dci_state {
 
 typedef struct strand_dc_dci {
     strand_dev_qp_t       qp;
-    void                 *sq_buf;
-    void                 *sq_end;
-    uint32_t              wqe_cnt;     /* BBs in the SQ */
-    uint32_t              cur_post;    /* free-running BB counter */
+    strand_sq_t           sq;
     uint32_t              sq_tail;     /* BB counter of the oldest WQE not
-                                          retired (== cur_post: none) */
-    uint32_t              bf_offset;
+                                          retired (== sq.cur_post: none) */
     uint32_t              avail_bbs;
     uint32_t              posts;       /* WQEs since its ep took it (dcs) */
+    uint32_t              unsignaled;  /* WQEs posted since the last one
+                                          that asked for a CQE */
     uint32_t              outstanding; /* WQEs posted and not retired */
     uint32_t              flushed;     /* of those, FLUSHED */
     strand_dc_op_t       *ops;         /* by BB slot of the ctrl segment */
@@ -140,7 +146,7 @@ void strand_dc_dci_pool_show(strand_dc_iface_t *iface,
  * its old incarnation was consumed. 0 or errno. */
 int strand_dc_dci_reset(strand_dc_iface_t *iface, strand_dc_dci_t *dci);
 /* the SQ geometry of a fresh (or reset) DCI */
-void strand_dc_dci_geometry(strand_dc_dci_t *dci);
+void strand_dc_dci_geometry(strand_dc_iface_t *iface, strand_dc_dci_t *dci);
 /* complete an operation (status UCS_OK: unpack / copy results) and free
  * its slot; the ep's count of outstanding operations goes down */
 void strand_dc_op_complete(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
@@ -175,50 +181,104 @@ static UCS_F_ALWAYS_INLINE struct mlx5_wqe_ctrl_seg *
 strand_dc_dci_wqe_start(strand_dc_dci_t *dci, const struct mlx5_wqe_av *av,
                         unsigned av_ds, void **next_seg)
 {
-    struct mlx5_wqe_ctrl_seg *ctrl = strand_sq_bb(dci->sq_buf, dci->wqe_cnt,
-                                                  dci->cur_post);
+    struct mlx5_wqe_ctrl_seg *ctrl = strand_sq_ctrl(&dci->sq);
 
     if (ucs_likely(av_ds == 1)) {
         memcpy(ctrl + 1, av, STRAND_AV_BASE_SIZE);
     } else {
         memcpy(ctrl + 1, av, STRAND_AV_FULL_SIZE);
     }
-    *next_seg = strand_sq_next((uint8_t*)(ctrl + 1), av_ds * STRAND_WQE_DS,
-                               dci->sq_buf, dci->sq_end);
+    *next_seg = strand_sq_seg_next(&dci->sq, ctrl + 1, av_ds * STRAND_WQE_DS);
     return ctrl;
 }
 
-/* Ring the doorbell for everything up to cur_post and hand the SQ to the
- * device. */
+/* Ring the doorbell for everything up to the producer index (ctrl: the
+ * last WQE, of bbs BBs) and hand the SQ to the device. */
 static UCS_F_ALWAYS_INLINE void
-strand_dc_dci_ring(strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl)
+strand_dc_dci_ring(strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
+                   unsigned bbs)
 {
-    strand_sq_ring_doorbell(dci->qp.dv.dbrec, dci->qp.dv.bf.reg,
-                            &dci->bf_offset, dci->qp.dv.bf.size,
-                            dci->cur_post, ctrl);
+    strand_sq_ring(&dci->sq, ctrl, bbs);
     if (dci->qp.kick != NULL) {
         dci->qp.kick(dci->qp.kick_arg);
     }
 }
 
-/* Take the next BBs of the SQ for the WQE at ctrl and remember what to do
- * when it retires (the caller wrote the WQE; the ctrl segment's index is
- * set here). Returns the op slot. */
+/* The op slot of the WQE at the producer index. */
 static UCS_F_ALWAYS_INLINE strand_dc_op_t *
-strand_dc_dci_claim(strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
-                    unsigned bbs, const strand_dc_op_t *op_in)
+strand_dc_dci_next_op(strand_dc_dci_t *dci)
 {
-    strand_dc_op_t *op = &dci->ops[dci->cur_post & (dci->wqe_cnt - 1)];
+    return &dci->ops[dci->sq.cur_post & (dci->sq.wqe_cnt - 1)];
+}
+
+/* The WQE at the producer index (written by the caller) takes bbs BBs of
+ * the SQ and counts as outstanding on its stream. */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_dci_take(strand_dc_dci_t *dci, unsigned stream, unsigned bbs)
+{
+    strand_sq_advance(&dci->sq, bbs);
+    dci->avail_bbs -= bbs;
+    dci->outstanding++;
+    dci->streams[stream].outstanding++;
+}
+
+/* A WQE whose completion only counts: the head of its record. */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_dci_claim_light(strand_dc_dci_t *dci, unsigned bbs,
+                          struct strand_dc_ep *ep, unsigned stream,
+                          uint8_t opcode)
+{
+    strand_dc_op_t *op = strand_dc_dci_next_op(dci);
+
+    op->wqe_idx = (uint16_t)dci->sq.cur_post;
+    op->bbs     = bbs;
+    op->type    = STRAND_DC_OP_LIGHT;
+    op->state   = STRAND_DC_OP_POSTED;
+    op->stream  = stream;
+    op->opcode  = opcode;
+    op->ep      = ep;
+    strand_dc_dci_take(dci, stream, bbs);
+}
+
+/* A WQE with work at its completion: the whole record, from op_in (its
+ * ep, stream, opcode and what to do), at the producer index. Returns the
+ * op slot. */
+static UCS_F_ALWAYS_INLINE strand_dc_op_t *
+strand_dc_dci_claim(strand_dc_dci_t *dci, unsigned bbs,
+                    const strand_dc_op_t *op_in)
+{
+    strand_dc_op_t *op = strand_dc_dci_next_op(dci);
 
     *op         = *op_in;
-    op->wqe_idx = (uint16_t)dci->cur_post;
+    op->wqe_idx = (uint16_t)dci->sq.cur_post;
     op->bbs     = bbs;
     op->state   = STRAND_DC_OP_POSTED;
-    dci->cur_post    += bbs;
-    dci->avail_bbs   -= bbs;
-    dci->outstanding++;
-    dci->streams[op->stream].outstanding++;
+    strand_dc_dci_take(dci, op->stream, bbs);
     return op;
 }
+
+/* Whether the WQE being posted asks for a CQE: every tx_moderation-th
+ * one; one that carries work for its completion always (moderation only
+ * spares the CQEs no one waits for). A CQE retires every WQE before it
+ * (CQEs come in SQ order), so an unsignaled WQE completes with the next
+ * signaled one; the queue never fills up with unsignaled WQEs because
+ * tx_moderation is at most a quarter of it. */
+static UCS_F_ALWAYS_INLINE uint8_t
+strand_dc_dci_ce(const strand_dc_iface_t *iface, strand_dc_dci_t *dci,
+                 int must)
+{
+    if (must || (++dci->unsignaled >= iface->tx_moderation)) {
+        dci->unsignaled = 0;
+        return MLX5_WQE_CTRL_CQ_UPDATE;
+    }
+    return 0;
+}
+
+/* The last WQE posted on dci asked for no CQE, and something waits for
+ * the WQEs before it (a flush, an endpoint wanting a DCI): post a
+ * signaled NOP behind them. UCS_OK, or UCS_ERR_NO_RESOURCE when the DCI
+ * cannot take it now (full: its CQEs are due anyway; recovering). */
+ucs_status_t strand_dc_dci_signal_tail(strand_dc_iface_t *iface,
+                                       strand_dc_dci_t *dci);
 
 #endif

@@ -39,16 +39,16 @@ void strand_dc_ep_post_inline_send(strand_dc_iface_t *iface,
                                    const struct ibv_sge *sge, unsigned n,
                                    uint8_t fm_se)
 {
-    strand_dc_op_t op = {.type = STRAND_DC_OP_PLAIN};
     struct mlx5_wqe_ctrl_seg *ctrl;
     unsigned ds;
     void *seg;
 
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     ds   = STRAND_DC_EP_DS(ep) +
-           strand_set_inline_seg(seg, sge, n, dci->sq_buf, dci->sq_end,
+           strand_set_inline_seg(seg, sge, n, dci->sq.buf, dci->sq.end,
                                      NULL);
-    strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, 0, ds, fm_se, &op);
+    strand_dc_ep_post_light(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, ds,
+                            fm_se);
 }
 
 /* ------------------------------------------------------ active messages */
@@ -61,18 +61,17 @@ strand_dc_ep_am_short_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
                            unsigned hdr_len, const void *payload,
                            unsigned length)
 {
-    strand_dc_op_t op = {.type = STRAND_DC_OP_PLAIN};
     struct mlx5_wqe_ctrl_seg *ctrl;
     struct ibv_sge sge[2];
     unsigned ds;
     void *seg;
 
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    if (ucs_likely(strand_inline_fits(seg, hdr_len + length, dci->sq_end))) {
+    if (ucs_likely(strand_inline_fits(seg, hdr_len + length, dci->sq.end))) {
         ds = STRAND_DC_EP_DS(ep) +
              strand_set_inline_hdr_data(seg, hdr, hdr_len, payload, length);
-        strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, 0, ds,
-                          strand_dc_ep_am_fm_se(iface, ep), &op);
+        strand_dc_ep_post_light(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, ds,
+                                strand_dc_ep_am_fm_se(iface, ep));
     } else { /* the data wraps around the end of the send queue */
         sge[0].addr   = (uintptr_t)hdr;
         sge[0].length = hdr_len;
@@ -228,8 +227,8 @@ ucs_status_t strand_dc_ep_send_hdr_zcopy(uct_ep_h tl_ep, const void *hdr,
 
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_data_seg(seg, (uintptr_t)desc->data, hdr_len, desc->lkey);
-    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg), dci->sq_buf,
-                          dci->sq_end);
+    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg), dci->sq.buf,
+                          dci->sq.end);
     ds   = STRAND_DC_EP_DS(ep) + 1 +
            strand_dc_set_iov_segs(dci, &seg, iov, iovcnt, lkeys);
     op.type = STRAND_DC_OP_DESC;
@@ -279,9 +278,11 @@ ucs_status_t strand_dc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                     unsigned length, uint64_t remote_addr,
                                     uct_rkey_t rkey)
 {
-    STRAND_DC_EP_DECL(tl_ep);
+    STRAND_DC_EP_BASE_DECL(tl_ep);
+    struct mlx5_wqe_ctrl_seg *ctrl;
     struct ibv_sge sge;
     unsigned ds;
+    void *seg;
 
     STRAND_DC_CHECK_MAX(length, iface->config.max_inline, "put_short");
     status = strand_dc_ep_get_dci(iface, ep, &dci);
@@ -290,10 +291,10 @@ ucs_status_t strand_dc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     }
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
-    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq_buf,
-                          dci->sq_end);
+    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
+                          dci->sq.end);
     if (ucs_likely((length > 0) &&
-                   strand_inline_fits(seg, length, dci->sq_end))) {
+                   strand_inline_fits(seg, length, dci->sq.end))) {
         ds = STRAND_DC_EP_DS(ep) + 1 +
              strand_set_inline_hdr_data(seg, NULL, 0, buffer, length);
     } else {
@@ -301,12 +302,11 @@ ucs_status_t strand_dc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
         sge.length = length;
         sge.lkey   = 0;
         ds = STRAND_DC_EP_DS(ep) + 1 +
-             strand_set_inline_seg(seg, &sge, 1, dci->sq_buf, dci->sq_end,
+             strand_set_inline_seg(seg, &sge, 1, dci->sq.buf, dci->sq.end,
                                        NULL);
     }
-    op.type = STRAND_DC_OP_PLAIN;
-    strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_WRITE, 0, ds,
-                       strand_dc_ep_fence_mode(iface, ep), &op);
+    strand_dc_ep_post_light(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_WRITE, ds,
+                            strand_dc_ep_fence_mode(iface, ep));
     return UCS_OK;
 }
 
@@ -334,7 +334,7 @@ ssize_t strand_dc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
     if (length > 0) {
         seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg),
-                             dci->sq_buf, dci->sq_end);
+                             dci->sq.buf, dci->sq.end);
         strand_set_data_seg(seg, (uintptr_t)desc->data, length, desc->lkey);
         ++ds;
     }
@@ -370,8 +370,8 @@ strand_dc_ep_rdma_zcopy(uct_ep_h tl_ep, uint8_t opcode, const uct_iov_t *iov,
     }
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
-    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq_buf,
-                          dci->sq_end);
+    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
+                          dci->sq.end);
     ds   = STRAND_DC_EP_DS(ep) + 1 +
            strand_dc_set_iov_segs(dci, &seg, iov, iovcnt, lkeys);
     op.type = STRAND_DC_OP_PLAIN;
@@ -419,8 +419,8 @@ ucs_status_t strand_dc_ep_get_bcopy(uct_ep_h tl_ep,
     }
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
-    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq_buf,
-                         dci->sq_end);
+    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
+                         dci->sq.end);
     strand_set_data_seg(seg, (uintptr_t)desc->data, length, desc->lkey);
     op.type            = STRAND_DC_OP_GET_BCOPY;
     op.desc            = desc;
@@ -493,8 +493,8 @@ strand_dc_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
 
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
-    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq_buf,
-                         dci->sq_end);
+    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
+                         dci->sq.end);
     ds  = STRAND_DC_EP_DS(ep) + 1;
 
     value    &= mask;
@@ -557,7 +557,7 @@ strand_dc_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
         opcode = MLX5_OPCODE_ATOMIC_MASKED_CS;
         if (size == 8) {
             void *seg2 = strand_sq_next(seg, sizeof(struct mlx5_wqe_atomic_seg),
-                                        dci->sq_buf, dci->sq_end);
+                                        dci->sq.buf, dci->sq.end);
             strand_set_masked_cs64_segs(seg, seg2, swap, cmp, swap_mask,
                                         cmp_mask);
             seg = seg2;
@@ -570,8 +570,8 @@ strand_dc_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
         (opcode == MLX5_OPCODE_ATOMIC_MASKED_FA)) {
         opmod = STRAND_MASKED_ATOMIC_OPMOD(size);
     }
-    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_atomic_seg), dci->sq_buf,
-                         dci->sq_end);
+    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_atomic_seg), dci->sq.buf,
+                         dci->sq.end);
     ++ds;
     strand_set_data_seg(seg, (uintptr_t)landing, size, lkey);
     ++ds;
@@ -708,6 +708,11 @@ ucs_status_t strand_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return UCS_OK;
     }
     if (comp == NULL) {
+        /* its last WQEs may not have asked for a CQE: a NOP behind them
+         * does (the caller comes back until this returns UCS_OK) */
+        if (ep->dci != STRAND_DC_DCI_NONE) {
+            (void)strand_dc_dci_signal_tail(iface, &iface->dcis[ep->dci]);
+        }
         return UCS_INPROGRESS;
     }
     /* behind its held work too: the NOP must come after it */
@@ -898,9 +903,18 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
 
 void strand_dc_ep_dispatch_pending(strand_dc_iface_t *iface)
 {
+    unsigned i;
+
     /* whoever still waits for a DCI says so again */
     iface->dci_wanted = 0;
     ucs_arbiter_dispatch(&iface->arbiter, 1, strand_dc_ep_pending_cb, iface);
+    if (ucs_unlikely(iface->dci_wanted)) {
+        /* a DCI goes back once its WQEs completed: the last ones of each
+         * may have asked for no CQE */
+        for (i = 0; i < iface->num_dci; ++i) {
+            (void)strand_dc_dci_signal_tail(iface, &iface->dcis[i]);
+        }
+    }
 }
 
 void strand_dc_ep_schedule(strand_dc_iface_t *iface, strand_dc_ep_t *ep)

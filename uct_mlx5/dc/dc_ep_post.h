@@ -83,11 +83,32 @@ strand_dc_ep_get_desc(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     return desc;
 }
 
+/* The ctrl segment of the WQE at ctrl, on the ep's stream. */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_ep_set_ctrl(strand_dc_ep_t *ep, strand_dc_dci_t *dci,
+                      struct mlx5_wqe_ctrl_seg *ctrl, uint8_t opcode,
+                      uint8_t opmod, unsigned ds, uint8_t fm_ce_se,
+                      uint32_t imm)
+{
+    strand_sq_set_ctrl(&dci->sq, ctrl, opmod, opcode, ds, fm_ce_se, imm);
+    strand_set_ctrl_stream(ctrl, dci->streams[ep->stream].id);
+}
+
+/* The WQE at ctrl (bbs BBs) is complete: ring the doorbell and hand the SQ
+ * to the device. */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_ep_posted(strand_dc_ep_t *ep, strand_dc_dci_t *dci,
+                    struct mlx5_wqe_ctrl_seg *ctrl, unsigned bbs)
+{
+    dci->posts++;
+    ep->outstanding++;
+    strand_dc_dci_ring(dci, ctrl, bbs);
+}
+
 /*
- * Finish the WQE at ctrl (every WQE is signaled; fm_se: fence mode and
- * solicited bit; imm: as the WQE carries it, network order) on the ep's
- * stream, remember what to do when it retires, ring the doorbell and hand
- * the SQ to the device.
+ * Finish the WQE at ctrl, one whose completion has work to do (op: what,
+ * and its type): it asks for a CQE. fm_se: fence mode and solicited bit;
+ * imm: as the WQE carries it, network order.
  */
 static UCS_F_ALWAYS_INLINE void
 strand_dc_ep_post_imm(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
@@ -95,17 +116,15 @@ strand_dc_ep_post_imm(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
                       uint8_t opcode, uint8_t opmod, unsigned ds,
                       uint8_t fm_se, uint32_t imm, strand_dc_op_t *op)
 {
-    strand_set_ctrl_seg(ctrl, opmod, (uint16_t)dci->cur_post, opcode,
-                        dci->qp.qpn, ds, MLX5_WQE_CTRL_CQ_UPDATE | fm_se,
-                        imm);
-    strand_set_ctrl_stream(ctrl, dci->streams[ep->stream].id);
+    unsigned bbs = strand_ds_to_bbs(ds);
+
+    strand_dc_ep_set_ctrl(ep, dci, ctrl, opcode, opmod, ds,
+                          fm_se | strand_dc_dci_ce(iface, dci, 1), imm);
     op->ep     = ep;
     op->stream = ep->stream;
     op->opcode = opcode;
-    strand_dc_dci_claim(dci, ctrl, strand_ds_to_bbs(ds), op);
-    dci->posts++;
-    ep->outstanding++;
-    strand_dc_dci_ring(dci, ctrl);
+    strand_dc_dci_claim(dci, bbs, op);
+    strand_dc_ep_posted(ep, dci, ctrl, bbs);
 }
 
 static UCS_F_ALWAYS_INLINE void
@@ -116,6 +135,23 @@ strand_dc_ep_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
 {
     strand_dc_ep_post_imm(iface, ep, dci, ctrl, opcode, opmod, ds, fm_se, 0,
                           op);
+}
+
+/* Finish the WQE at ctrl, one whose completion only counts (short
+ * operations): a CQE only every tx_moderation WQEs, and only the head of
+ * its record is written. */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_ep_post_light(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                        strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
+                        uint8_t opcode, unsigned ds, uint8_t fm_se)
+{
+    unsigned bbs = strand_ds_to_bbs(ds);
+
+    strand_dc_ep_set_ctrl(ep, dci, ctrl, opcode, 0, ds,
+                          fm_se | strand_dc_dci_ce(iface, dci,
+                                                   iface->dci_wanted), 0);
+    strand_dc_dci_claim_light(dci, bbs, ep, ep->stream, opcode);
+    strand_dc_ep_posted(ep, dci, ctrl, bbs);
 }
 
 /* Credits ran low: ask for more once; none left: no resource. */
@@ -224,7 +260,7 @@ strand_dc_set_iov_segs(strand_dc_dci_t *dci, void **seg_p,
         }
         strand_set_data_seg(seg, (uintptr_t)iov[i].buffer, len, lkeys[i]);
         seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg),
-                             dci->sq_buf, dci->sq_end);
+                             dci->sq.buf, dci->sq.end);
         ++n;
     }
     *seg_p = seg;

@@ -55,6 +55,16 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
      ucs_offsetof(strand_dc_iface_config_t, tx_queue_len),
      UCS_CONFIG_TYPE_UINT},
 
+    {"TX_CQ_MODERATION", "32",
+     "Send WQEs posted without asking for a completion (CQE) at most, "
+     "before one that asks (1 .. inf; 1 = every WQE gets a CQE). Fewer "
+     "CQEs make posting and completing cheaper; a CQE completes every WQE "
+     "before it. WQEs whose completion has work to do (a callback, a "
+     "buffer to release, data to unpack) always ask. At most a quarter of "
+     "the send queue takes effect.",
+     ucs_offsetof(strand_dc_iface_config_t, tx_cq_moderation),
+     UCS_CONFIG_TYPE_UINT},
+
     {"RX_QUEUE_LEN", "4095",
      "Receive buffers posted on the shared receive queue of the DCT "
      "(1 .. 32767).",
@@ -480,10 +490,20 @@ ucs_status_t strand_dc_iface_flush(uct_iface_h tl_iface, unsigned flags,
 {
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
 
+    unsigned i;
+
     if (comp != NULL) {
         return UCS_ERR_UNSUPPORTED;
     }
-    return strand_dc_dci_pool_busy(iface) ? UCS_INPROGRESS : UCS_OK;
+    if (!strand_dc_dci_pool_busy(iface)) {
+        return UCS_OK;
+    }
+    /* the last WQEs may not have asked for CQEs: a NOP behind them asks
+     * (a DCI that is full or recovering has CQEs to come anyway) */
+    for (i = 0; i < iface->num_dci; ++i) {
+        (void)strand_dc_dci_signal_tail(iface, &iface->dcis[i]);
+    }
+    return UCS_INPROGRESS;
 }
 
 ucs_status_t strand_dc_iface_fence(uct_iface_h tl_iface, unsigned flags)
@@ -523,6 +543,8 @@ strand_dc_iface_check_config(strand_dc_iface_t *iface,
                     (config->tx_queue_len <= max_wr),
                     "UCX_DC_STRAND_TX_QUEUE_LEN=%u (valid: 8 .. %u)",
                     config->tx_queue_len, max_wr);
+    STRAND_DC_CHECK(config->tx_cq_moderation >= 1,
+                    "UCX_DC_STRAND_TX_CQ_MODERATION=0 (valid: 1 .. inf)");
     STRAND_DC_CHECK((config->rx_queue_len >= 1) &&
                     (config->rx_queue_len <= 32767),
                     "UCX_DC_STRAND_RX_QUEUE_LEN=%u (valid: 1 .. 32767)",
@@ -810,6 +832,12 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
 
     self->num_dci                = config->num_dci;
     self->config.tx_queue_len    = config->tx_queue_len;
+    self->mmio_mode              = md->mmio_mode;
+    /* a signaled WQE among any quarter of the queue: a full queue always
+     * has a CQE to come (the DCIs' geometry may lower it further) */
+    self->tx_moderation          = ucs_max(1, ucs_min(config->tx_cq_moderation,
+                                                      config->tx_queue_len /
+                                                      4));
     status = strand_dc_iface_resolve_policy(self, config);
     if (status != UCS_OK) {
         return status;

@@ -58,6 +58,7 @@ extern const char *strand_dc_tx_policy_names[];
 typedef struct strand_dc_iface_config {
     uct_iface_config_t super;
     unsigned           tx_queue_len;
+    unsigned           tx_cq_moderation;
     unsigned           rx_queue_len;
     unsigned long      rx_max_poll;
     size_t             seg_size;
@@ -156,6 +157,9 @@ typedef struct strand_dc_iface {
     uint8_t              *dci_stack;     /* free DCIs */
     unsigned              dci_top;
     uint8_t               dci_wanted;    /* an ep waits for a free DCI */
+    uint8_t               mmio_mode;     /* how the DCIs ring (the MD's) */
+    unsigned              tx_moderation; /* a CQE per this many WQEs at
+                                            least (1: every WQE) */
     uint8_t               tx_policy;     /* strand_dc_tx_policy_t, resolved */
     uint8_t               repost_pending;/* held WQEs wait for room */
     unsigned              next_dci;      /* streams: where leases start */

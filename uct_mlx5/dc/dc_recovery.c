@@ -123,7 +123,7 @@ static void strand_dc_failure_init(strand_dc_failure_t *f,
     uint8_t syndrome = strand_cqe_syndrome(cqe);
     struct mlx5_wqe_ctrl_seg *ctrl;
 
-    ctrl        = strand_sq_bb(dci->sq_buf, dci->wqe_cnt, op->wqe_idx);
+    ctrl        = strand_sq_bb(dci->sq.buf, dci->sq.wqe_cnt, op->wqe_idx);
     f->status   = strand_syndrome_status(syndrome);
     f->syndrome = syndrome;
     snprintf(f->detail, sizeof(f->detail),
@@ -183,7 +183,7 @@ static void strand_dc_recovery_hold(strand_dc_iface_t *iface,
     }
     for (i = 0; i < op->bbs; ++i) {
         memcpy(h->wqe + i * STRAND_WQE_BB,
-               strand_sq_bb(dci->sq_buf, dci->wqe_cnt, op->wqe_idx + i),
+               strand_sq_bb(dci->sq.buf, dci->sq.wqe_cnt, op->wqe_idx + i),
                STRAND_WQE_BB);
     }
     h->op = *op;
@@ -208,14 +208,14 @@ static void strand_dc_recovery_repost_one(strand_dc_iface_t *iface,
     strand_dc_ep_t *ep = h->op.ep;
     unsigned i;
 
-    ctrl = strand_sq_bb(dci->sq_buf, dci->wqe_cnt, dci->cur_post);
+    ctrl = strand_sq_bb(dci->sq.buf, dci->sq.wqe_cnt, dci->sq.cur_post);
     for (i = 0; i < h->op.bbs; ++i) {
-        memcpy(strand_sq_bb(dci->sq_buf, dci->wqe_cnt, dci->cur_post + i),
+        memcpy(strand_sq_bb(dci->sq.buf, dci->sq.wqe_cnt, dci->sq.cur_post + i),
                h->wqe + i * STRAND_WQE_BB, STRAND_WQE_BB);
     }
-    strand_set_ctrl_wqe_idx(ctrl, (uint16_t)dci->cur_post);
+    strand_set_ctrl_wqe_idx(ctrl, (uint16_t)dci->sq.cur_post);
     /* still outstanding for its ep all along: only the slot is new */
-    strand_dc_dci_claim(dci, ctrl, h->op.bbs, &h->op);
+    strand_dc_dci_claim(dci, h->op.bbs, &h->op);
     ep->held--;
     *ctrl_p = ctrl;
 }
@@ -225,6 +225,10 @@ static void strand_dc_held_drop(strand_dc_iface_t *iface, strand_dc_held_t *h,
 {
     strand_dc_op_t *op = &h->op;
 
+    if (op->type == STRAND_DC_OP_LIGHT) {
+        ucs_free(h);
+        return;
+    }
     if (op->tmp_reg != NULL) {
         strand_dc_tmp_reg_release(iface, op->tmp_reg);
     }
@@ -305,7 +309,12 @@ static unsigned strand_dc_recovery_repost(strand_dc_iface_t *iface,
         }
     }
     if (ctrl != NULL) {
-        strand_dc_dci_ring(dci, ctrl);
+        /* the held WQEs may not have asked for CQEs: the last one asks,
+         * so that they all complete */
+        ctrl->fm_ce_se |= MLX5_WQE_CTRL_CQ_UPDATE;
+        dci->unsignaled = 0;
+        strand_dc_dci_ring(dci, ctrl,
+                           strand_ds_to_bbs(strand_ctrl_ds(ctrl)));
     }
     return count;
 }
@@ -472,12 +481,12 @@ static void strand_dc_recovery_settle(strand_dc_iface_t *iface,
                                       strand_dc_dci_t *dci)
 {
     strand_dc_failure_t f = {.status = UCS_ERR_IO_ERROR};
-    uint32_t bb, end = dci->cur_post;
+    uint32_t bb, end = dci->sq.cur_post;
     strand_dc_op_t *op;
     unsigned bbs;
 
     for (bb = dci->sq_tail; bb != end; bb += bbs) {
-        op  = &dci->ops[bb & (dci->wqe_cnt - 1)];
+        op  = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
         bbs = op->bbs ? op->bbs : 1;
         if (op->state != STRAND_DC_OP_FLUSHED) {
             continue;
@@ -551,8 +560,8 @@ static int strand_dc_dci_only_of(strand_dc_dci_t *dci, strand_dc_ep_t *ep)
     strand_dc_op_t *op;
     uint32_t bb;
 
-    for (bb = dci->sq_tail; bb != dci->cur_post; ++bb) {
-        op = &dci->ops[bb & (dci->wqe_cnt - 1)];
+    for (bb = dci->sq_tail; bb != dci->sq.cur_post; ++bb) {
+        op = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
         if ((op->state != STRAND_DC_OP_FREE) && (op->ep != NULL) &&
             (op->ep != ep)) {
             return 0;
@@ -640,7 +649,7 @@ void strand_dc_recovery_cleanup(strand_dc_iface_t *iface,
         while (!ucs_queue_is_empty(&dci->streams[j].held)) {
             h = ucs_queue_pull_elem_non_empty(&dci->streams[j].held,
                                               strand_dc_held_t, queue);
-            if (h->op.comp != NULL) {
+            if (h->op.type != STRAND_DC_OP_LIGHT) {
                 h->op.comp = NULL; /* the iface is closing */
             }
             strand_dc_held_drop(iface, h, UCS_ERR_CANCELED);

@@ -1,0 +1,213 @@
+/*
+ * The send queue of one QP as the poster sees it: geometry, producer index,
+ * ctrl segment, doorbell record and the MMIO write that tells the device.
+ * Every queue that posts uses it: the transport's DCIs and tag-matching
+ * command QP, and the software device's own verbs-like provider (its
+ * ibv_post_send and its rendezvous DCI). Plain C, no UCX or software-device
+ * types.
+ *
+ * Geometry (spec section 1): wqe_cnt (a power of two) 64-byte basic blocks
+ * (BB); the producer index is a free-running BB counter; a WQE starts at BB
+ * (pi & (wqe_cnt - 1)), its ctrl segment (and a DC address vector) never
+ * wrap, later segments may continue at BB 0.
+ *
+ * MMIO (how the doorbell reaches the device, as UCX's UCX_IB_MLX5_MMIO_MODE):
+ *   db       the doorbell record, then one 8-byte store of the last WQE's
+ *            ctrl bytes 0-7 to the BlueFlame register (a plain doorbell);
+ *   bf_post  the doorbell record, then the last WQE itself copied into the
+ *            BlueFlame buffer when it is at most bf_size bytes (the device
+ *            can take it without reading host memory), else as db;
+ * either way the next doorbell goes to the other half of the BF buffer.
+ * Without a register (bf_reg NULL) only the record is written.
+ *
+ * A debug build (STRAND_DEBUG) checks the queue's state on every post and
+ * doorbell: a WQE whose index is not the producer index, a ds out of range,
+ * more BBs posted than the queue holds, a doorbell with nothing new.
+ */
+#ifndef STRAND_MLX5_SQ_H_
+#define STRAND_MLX5_SQ_H_
+
+#include "mlx5/barrier.h"
+#include "mlx5/wqe.h"
+
+#include <infiniband/mlx5dv.h>
+#include <endian.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifdef STRAND_DEBUG
+#include <stdio.h>
+#include <stdlib.h>
+#endif
+
+typedef enum strand_mmio_mode {
+    STRAND_MMIO_MODE_DB,       /* 8-byte doorbell write */
+    STRAND_MMIO_MODE_BF_POST,  /* small WQEs copied to the BF buffer */
+    STRAND_MMIO_MODE_AUTO,     /* resolved at init: BF_POST where there is
+                                  a register of at least one BB */
+    STRAND_MMIO_MODE_LAST
+} strand_mmio_mode_t;
+
+typedef struct strand_sq {
+    void     *buf;        /* BB 0 */
+    void     *end;        /* one past the last BB */
+    uint32_t  wqe_cnt;    /* BBs, a power of two */
+    uint32_t  cur_post;   /* producer index: free-running BB counter */
+    uint32_t  qpn;
+    uint32_t  bf_offset;  /* 0 / bf_size, alternating */
+    uint32_t  bf_size;
+    uint8_t   mmio_mode;  /* STRAND_MMIO_MODE_DB or _BF_POST */
+    __be32   *dbrec;      /* [MLX5_SND_DBR] is the producer index */
+    void     *bf_reg;     /* BlueFlame register page; NULL: record only */
+#ifdef STRAND_DEBUG
+    uint32_t  rung;       /* cur_post at the last doorbell */
+#endif
+} strand_sq_t;
+
+#ifdef STRAND_DEBUG
+#define strand_sq_check(_cond, _sq, _what) \
+    do { \
+        if (!(_cond)) { \
+            fprintf(stderr, "strand: send queue of QP 0x%x: %s " \
+                    "(producer index %u, %u BBs)\n", (_sq)->qpn, _what, \
+                    (_sq)->cur_post, (_sq)->wqe_cnt); \
+            abort(); \
+        } \
+    } while (0)
+#else
+#define strand_sq_check(_cond, _sq, _what) do { } while (0)
+#endif
+
+/*
+ * Take over the queue rdma-core (or the software device) describes in dv,
+ * at producer index 0 (a fresh QP, or one back from RESET: the device
+ * starts again at WQE 0 and BF offset 0).
+ */
+static inline void strand_sq_init(strand_sq_t *sq, const struct mlx5dv_qp *dv,
+                                  uint32_t qpn, strand_mmio_mode_t mode)
+{
+    sq->buf       = dv->sq.buf;
+    sq->wqe_cnt   = dv->sq.wqe_cnt;
+    sq->end       = strand_sq_end(sq->buf, sq->wqe_cnt);
+    sq->cur_post  = 0;
+    sq->qpn       = qpn;
+    sq->bf_offset = 0;
+    sq->bf_size   = dv->bf.size;
+    sq->dbrec     = dv->dbrec;
+    sq->bf_reg    = dv->bf.reg;
+    if (mode == STRAND_MMIO_MODE_AUTO) {
+        mode = ((sq->bf_reg != NULL) && (sq->bf_size >= STRAND_WQE_BB)) ?
+               STRAND_MMIO_MODE_BF_POST : STRAND_MMIO_MODE_DB;
+    }
+    sq->mmio_mode = (uint8_t)mode;
+#ifdef STRAND_DEBUG
+    sq->rung      = 0;
+#endif
+}
+
+/* The ctrl segment of the next WQE (at the producer index). */
+static inline struct mlx5_wqe_ctrl_seg *strand_sq_ctrl(const strand_sq_t *sq)
+{
+    return (struct mlx5_wqe_ctrl_seg*)strand_sq_bb(sq->buf, sq->wqe_cnt,
+                                                   sq->cur_post);
+}
+
+/* BB n of the queue (n free-running). */
+static inline void *strand_sq_at(const strand_sq_t *sq, uint32_t n)
+{
+    return strand_sq_bb(sq->buf, sq->wqe_cnt, n);
+}
+
+/* The segment after one of `size` bytes at seg, wrapping at the end. */
+static inline void *strand_sq_seg_next(const strand_sq_t *sq, void *seg,
+                                       size_t size)
+{
+    return strand_sq_next(seg, size, sq->buf, sq->end);
+}
+
+/* The ctrl segment of the WQE at the producer index (its index, the QP
+ * number, ds, fence/completion/solicited flags, immediate as given). */
+static inline void strand_sq_set_ctrl(const strand_sq_t *sq,
+                                      struct mlx5_wqe_ctrl_seg *ctrl,
+                                      uint8_t opmod, uint8_t opcode,
+                                      unsigned ds, uint8_t fm_ce_se,
+                                      uint32_t imm_be)
+{
+    strand_sq_check((ds > 0) && (ds <= 0x3f), sq, "ds out of range");
+    strand_sq_check(ctrl == strand_sq_ctrl(sq), sq,
+                    "WQE not at the producer index");
+    strand_set_ctrl_seg(ctrl, opmod, (uint16_t)sq->cur_post, opcode, sq->qpn,
+                        ds, fm_ce_se, imm_be);
+}
+
+/* The WQE at the producer index is written: it takes its BBs. */
+static inline void strand_sq_advance(strand_sq_t *sq, unsigned bbs)
+{
+    strand_sq_check((bbs > 0) && (bbs <= 4), sq, "WQE of more than 4 BBs");
+    sq->cur_post += bbs;
+#ifdef STRAND_DEBUG
+    strand_sq_check(sq->cur_post - sq->rung <= sq->wqe_cnt, sq,
+                    "more BBs posted since the last doorbell than the queue "
+                    "holds");
+#endif
+}
+
+/* Copy the WQE at ctrl (bbs BBs, wrapping) to the BF buffer in 8-byte
+ * stores, as write-combining memory takes them. */
+static inline void strand_sq_bf_copy(const strand_sq_t *sq,
+                                     const struct mlx5_wqe_ctrl_seg *ctrl,
+                                     unsigned bbs)
+{
+    volatile uint64_t *dst = (volatile uint64_t*)((uint8_t*)sq->bf_reg +
+                                                  sq->bf_offset);
+    const uint8_t *src     = (const uint8_t*)(const void*)ctrl;
+    unsigned i, n;
+    uint64_t v;
+
+    for (n = 0; n < bbs; ++n) {
+        for (i = 0; i < STRAND_WQE_BB; i += sizeof(v)) {
+            memcpy(&v, src + i, sizeof(v));
+            *dst++ = v;
+        }
+        src = (const uint8_t*)strand_sq_wrap((uint8_t*)src + STRAND_WQE_BB,
+                                             sq->buf, sq->end);
+    }
+}
+
+/*
+ * Tell the device about every WQE up to the producer index; ctrl is the
+ * last one's, last_bbs its size. Order (spec section 1): the WQE stores
+ * before the doorbell record, the record before the register write.
+ */
+static inline void strand_sq_ring(strand_sq_t *sq,
+                                  const struct mlx5_wqe_ctrl_seg *ctrl,
+                                  unsigned last_bbs)
+{
+    uint64_t ctrl8;
+
+#ifdef STRAND_DEBUG
+    strand_sq_check(sq->cur_post != sq->rung, sq, "doorbell with no new WQE");
+    sq->rung = sq->cur_post;
+#endif
+    strand_wmb();
+    *(volatile __be32*)&sq->dbrec[MLX5_SND_DBR] =
+        htobe32(sq->cur_post & 0xffff);
+    strand_wc_wmb();
+    if (sq->bf_reg != NULL) {
+        if ((sq->mmio_mode == STRAND_MMIO_MODE_BF_POST) &&
+            (last_bbs * STRAND_WQE_BB <= sq->bf_size)) {
+            strand_sq_bf_copy(sq, ctrl, last_bbs);
+        } else {
+            memcpy(&ctrl8, ctrl, sizeof(ctrl8));
+            *(volatile uint64_t*)((uint8_t*)sq->bf_reg + sq->bf_offset) =
+                ctrl8;
+        }
+        strand_wc_wmb();
+    }
+    sq->bf_offset ^= sq->bf_size;
+}
+
+#endif
