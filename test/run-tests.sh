@@ -32,8 +32,9 @@ declare -A MODE_ENV=(
     [dcs]='UCX_DC_STRAND_TX_POLICY=dcs'
     [cqe128]='MLX5_CQE_SIZE=128'
     [roce]='STRAND_SIM_LINK_LAYER=ethernet'
+    [signaled]='UCX_DC_STRAND_TX_CQ_MODERATION=1'
 )
-ALL_MODES='default num_dci1 dcs cqe128 roce'
+ALL_MODES='default num_dci1 dcs cqe128 roce signaled'
 modes=${STRAND_TEST_MODES:-$ALL_MODES}
 
 builddir=${STRAND_BUILDDIR:-$(pwd)}

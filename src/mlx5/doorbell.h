@@ -14,7 +14,30 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Steps 1-3: the WQE stores before the doorbell record, the producer
+ * index (BBs), the record before a register write (WC memory). */
+static inline void strand_sq_doorbell_record(__be32 *dbrec, uint32_t cur_post)
+{
+    strand_wmb();
+    *(volatile __be32*)&dbrec[MLX5_SND_DBR] = htobe32(cur_post & 0xffff);
+    strand_wc_wmb();
+}
+
+/* Step 4 as a plain doorbell: one 8-byte store of ctrl bytes 0-7 to the
+ * register, flushed. */
+static inline void strand_sq_doorbell_mmio8(void *bf_reg, uint32_t bf_offset,
+                                            const void *ctrl)
+{
+    uint64_t ctrl8;
+
+    memcpy(&ctrl8, ctrl, sizeof(ctrl8));
+    *(volatile uint64_t*)((uint8_t*)bf_reg + bf_offset) = ctrl8;
+    strand_wc_wmb();
+}
+
 /*
+ * The whole sequence with a plain doorbell (what src/mlx5/sq.h does for a
+ * send queue object; tests that build WQEs by hand use this).
  * dbrec:     the QP doorbell record ([MLX5_SND_DBR] is written)
  * bf_reg:    BlueFlame/doorbell register page (may be NULL: record only)
  * bf_offset: in/out, alternates between 0 and bf_size
@@ -26,19 +49,9 @@ static inline void strand_sq_ring_doorbell(__be32 *dbrec, void *bf_reg,
                                            uint32_t bf_size, uint32_t cur_post,
                                            const void *ctrl)
 {
-    uint64_t ctrl8;
-
-    /* 1. WQE stores before the doorbell record */
-    strand_wmb();
-    /* 2. producer index (BBs) */
-    *(volatile __be32*)&dbrec[MLX5_SND_DBR] = htobe32(cur_post & 0xffff);
-    /* 3. the record before the register write (WC memory) */
-    strand_wc_wmb();
-    /* 4. one 8-byte store of ctrl bytes 0-7 */
+    strand_sq_doorbell_record(dbrec, cur_post);
     if (bf_reg != NULL) {
-        memcpy(&ctrl8, ctrl, sizeof(ctrl8));
-        *(volatile uint64_t*)((uint8_t*)bf_reg + *bf_offset) = ctrl8;
-        strand_wc_wmb();
+        strand_sq_doorbell_mmio8(bf_reg, *bf_offset, ctrl);
     }
     /* 5. next doorbell goes to the other BF buffer */
     *bf_offset ^= bf_size;

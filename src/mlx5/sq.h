@@ -28,6 +28,7 @@
 #define STRAND_MLX5_SQ_H_
 
 #include "mlx5/barrier.h"
+#include "mlx5/doorbell.h"
 #include "mlx5/wqe.h"
 
 #include <infiniband/mlx5dv.h>
@@ -186,26 +187,19 @@ static inline void strand_sq_ring(strand_sq_t *sq,
                                   const struct mlx5_wqe_ctrl_seg *ctrl,
                                   unsigned last_bbs)
 {
-    uint64_t ctrl8;
-
 #ifdef STRAND_DEBUG
     strand_sq_check(sq->cur_post != sq->rung, sq, "doorbell with no new WQE");
     sq->rung = sq->cur_post;
 #endif
-    strand_wmb();
-    *(volatile __be32*)&sq->dbrec[MLX5_SND_DBR] =
-        htobe32(sq->cur_post & 0xffff);
-    strand_wc_wmb();
+    strand_sq_doorbell_record(sq->dbrec, sq->cur_post);
     if (sq->bf_reg != NULL) {
         if ((sq->mmio_mode == STRAND_MMIO_MODE_BF_POST) &&
             (last_bbs * STRAND_WQE_BB <= sq->bf_size)) {
             strand_sq_bf_copy(sq, ctrl, last_bbs);
+            strand_wc_wmb();
         } else {
-            memcpy(&ctrl8, ctrl, sizeof(ctrl8));
-            *(volatile uint64_t*)((uint8_t*)sq->bf_reg + sq->bf_offset) =
-                ctrl8;
+            strand_sq_doorbell_mmio8(sq->bf_reg, sq->bf_offset, ctrl);
         }
-        strand_wc_wmb();
     }
     sq->bf_offset ^= sq->bf_size;
 }

@@ -12,6 +12,7 @@
 #include "smlx5.h"
 #include "fabric.h"
 #include "packet.h"
+#include "mlx5/sq.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -314,11 +315,10 @@ struct smlx5_qp {
     __be32           *dbrec;          /* [0] RQ, [1] SQ */
     uint8_t          *bf_reg;         /* BlueFlame page (2 x bf_size) */
     uint32_t          bf_size;
-    uint32_t          bf_offset;      /* alternates 0 / bf_size */
     struct ibv_qp_cap cap;
 
     /* provider side of the SQ (smlx5_post_send) */
-    uint32_t          cur_post;       /* free-running BB counter */
+    strand_sq_t       sq;             /* producer index, doorbell */
     uint32_t          sq_tail;        /* BB counter retired by polled CQEs */
     uint64_t         *sq_wrid;        /* per BB of a ctrl: wr_id */
     uint32_t         *sq_wqe_head;    /* per BB of a ctrl: cur_post after it */

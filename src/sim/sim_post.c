@@ -71,10 +71,19 @@ static int sim_post_atomic_supported(smlx5_qp_t *qp)
     return caps.attr.atomic_cap != IBV_ATOMIC_NONE;
 }
 
-/* The BF offset (0 / bf_size, alternating): lives in the QP. */
-static inline uint32_t *sim_post_bf_offset(smlx5_qp_t *qp)
+void sim_post_sq_reset(smlx5_qp_t *qp)
 {
-    return &qp->bf_offset;
+    struct mlx5dv_qp dv;
+
+    memset(&dv, 0, sizeof(dv));
+    dv.dbrec      = qp->dbrec;
+    dv.sq.buf     = qp->sq_buf;
+    dv.sq.wqe_cnt = qp->sq_wqe_cnt;
+    dv.sq.stride  = STRAND_WQE_BB;
+    dv.bf.reg     = qp->bf_reg;
+    dv.bf.size    = qp->bf_size;
+    /* the device reads the queue itself: a doorbell is all it needs */
+    strand_sq_init(&qp->sq, &dv, qp->qpn, STRAND_MMIO_MODE_DB);
 }
 
 /*
@@ -85,9 +94,10 @@ static int sim_post_send_common(smlx5_qp_t *qp, struct ibv_send_wr *wr,
                                 const smlx5_dc_target_t *dc, uint16_t stream_id,
                                 struct ibv_send_wr **bad_wr)
 {
-    void *sq_buf  = qp->sq_buf;
-    void *sq_end  = strand_sq_end(qp->sq_buf, qp->sq_wqe_cnt);
+    void *sq_buf  = qp->sq.buf;
+    void *sq_end  = qp->sq.end;
     struct mlx5_wqe_ctrl_seg *ctrl, *last_ctrl = NULL;
+    unsigned last_bbs = 0;
     int atomic_ok = -1;   /* not queried yet */
     sim_post_op_t op;
     unsigned ds, nseg, bbs;
@@ -143,7 +153,7 @@ static int sim_post_send_common(smlx5_qp_t *qp, struct ibv_send_wr *wr,
             ds += strand_sgl_count(wr->sg_list, wr->num_sge);
         }
         bbs = strand_ds_to_bbs(ds);
-        if ((qp->cur_post - qp->sq_tail) + bbs > qp->sq_wqe_cnt) {
+        if ((qp->sq.cur_post - qp->sq_tail) + bbs > qp->sq.wqe_cnt) {
             err = ENOMEM;
             break;
         }
@@ -175,10 +185,9 @@ static int sim_post_send_common(smlx5_qp_t *qp, struct ibv_send_wr *wr,
         }
 
         /* build */
-        ctrl = (struct mlx5_wqe_ctrl_seg*)strand_sq_bb(sq_buf, qp->sq_wqe_cnt,
-                                                       qp->cur_post);
-        strand_set_ctrl_seg(ctrl, 0, (uint16_t)(qp->cur_post & 0xffff),
-                            op.mlx5_opcode, qp->qpn, ds, fm_ce_se, imm);
+        ctrl = strand_sq_ctrl(&qp->sq);
+        strand_sq_set_ctrl(&qp->sq, ctrl, 0, op.mlx5_opcode, ds, fm_ce_se,
+                           imm);
         seg = strand_sq_next(ctrl, sizeof(*ctrl), sq_buf, sq_end);
 
         if (dc != NULL) {
@@ -224,12 +233,13 @@ static int sim_post_send_common(smlx5_qp_t *qp, struct ibv_send_wr *wr,
         (void)nseg;
 
         /* provider bookkeeping, at the ctrl's BB */
-        idx = qp->cur_post & (qp->sq_wqe_cnt - 1);
-        qp->cur_post        += bbs;
+        idx = qp->sq.cur_post & (qp->sq.wqe_cnt - 1);
+        strand_sq_advance(&qp->sq, bbs);
         qp->sq_wrid[idx]     = wr->wr_id;
-        qp->sq_wqe_head[idx] = qp->cur_post;
+        qp->sq_wqe_head[idx] = qp->sq.cur_post;
         qp->sq_opcode[idx]   = op.wc_opcode;
         last_ctrl            = ctrl;
+        last_bbs             = bbs;
     }
 
     if (err != 0) {
@@ -238,8 +248,7 @@ static int sim_post_send_common(smlx5_qp_t *qp, struct ibv_send_wr *wr,
 
     /* WRs before the failing one stay posted and are doorbelled */
     if (last_ctrl != NULL) {
-        strand_sq_ring_doorbell(qp->dbrec, qp->bf_reg, sim_post_bf_offset(qp),
-                                qp->bf_size, qp->cur_post, last_ctrl);
+        strand_sq_ring(&qp->sq, last_ctrl, last_bbs);
         smlx5_qp_doorbell(qp);
     }
     return err;

@@ -26,4 +26,8 @@ void sim_srq_init_list(smlx5_srq_t *srq);
  */
 void sim_srq_free_wqe(smlx5_srq_t *srq, uint32_t idx);
 
+/* The provider's send queue of a QP with a send queue, at producer index
+ * 0: after the queue and its doorbell record exist, and after a reset. */
+void sim_post_sq_reset(smlx5_qp_t *qp);
+
 #endif

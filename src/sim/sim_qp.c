@@ -326,6 +326,9 @@ smlx5_qp_t *smlx5_create_qp(smlx5_pd_t *pd, smlx5_qp_init_attr_t *attr)
     ctx->qp_gen  = (ctx->qp_gen + 1) & 0xfff;
     qp->qpn      = (((ctx->qp_gen ? ctx->qp_gen : 1) << 12) | i) & 0xffffff;
     ctx->qps[i]  = qp;
+    if (qp->sq_buf != NULL) {
+        sim_post_sq_reset(qp);  /* its ctrl segments carry the QPN */
+    }
     if (qp->send_cq) {
         atomic_fetch_add(&qp->send_cq->refs, 1);
     }
@@ -582,9 +585,8 @@ static void sim_qp_reset(smlx5_qp_t *qp)
     if (qp->recv_cq && (qp->recv_cq != qp->send_cq)) {
         sim_cq_clean(qp->recv_cq, qp);
     }
-    qp->cur_post = qp->sq_tail = qp->sq_fetched = qp->sq_completed = 0;
+    qp->sq_tail = qp->sq_fetched = qp->sq_completed = 0;
     qp->req_bb   = 0;
-    qp->bf_offset = 0;
     qp->rq_head  = qp->rq_tail = 0;
     qp->rq_consumed = 0;
     qp->rd_atomic_inflight = 0;
@@ -602,6 +604,9 @@ static void sim_qp_reset(smlx5_qp_t *qp)
     }
     memset(qp->dbrec, 0, 64);
     qp->dctn = 0;
+    if (qp->sq_buf != NULL) {
+        sim_post_sq_reset(qp);
+    }
 }
 
 int smlx5_modify_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr, int mask)

@@ -438,14 +438,12 @@ static void sim_tm_rndv_post(sim_tm_t *tm, const sim_tm_rndv_t *r, bool fin)
     unsigned ds;
     void *seg;
 
-    ctrl = strand_sq_bb(dci->sq_buf, dci->sq_wqe_cnt, dci->cur_post);
+    ctrl = strand_sq_ctrl(&dci->sq);
     ds   = 1 + sim_tm_av(dci->ctx, r, (struct mlx5_wqe_av*)(ctrl + 1));
-    seg  = strand_sq_next(ctrl + 1, (ds - 1) * STRAND_WQE_DS, dci->sq_buf,
-                          strand_sq_end(dci->sq_buf, dci->sq_wqe_cnt));
+    seg  = strand_sq_seg_next(&dci->sq, ctrl + 1, (ds - 1) * STRAND_WQE_DS);
     if (!fin) {
         strand_set_raddr_seg(seg, r->va, r->rkey);
-        seg = strand_sq_next(seg, STRAND_WQE_DS, dci->sq_buf,
-                             strand_sq_end(dci->sq_buf, dci->sq_wqe_cnt));
+        seg = strand_sq_seg_next(&dci->sq, seg, STRAND_WQE_DS);
         strand_set_data_seg(seg, s->addr, r->len, s->lkey);
         ds += 2;
     } else {
@@ -455,17 +453,16 @@ static void sim_tm_rndv_post(sim_tm_t *tm, const sim_tm_rndv_t *r, bool fin)
         tmh.tag     = r->tag;
         sge.addr    = (uintptr_t)&tmh;
         sge.length  = sizeof(tmh);
-        ds += strand_set_inline_seg(seg, &sge, 1, dci->sq_buf,
-                                    strand_sq_end(dci->sq_buf,
-                                                  dci->sq_wqe_cnt), NULL);
+        ds += strand_set_inline_seg(seg, &sge, 1, dci->sq.buf, dci->sq.end,
+                                    NULL);
     }
-    strand_set_ctrl_seg(ctrl, 0, (uint16_t)dci->cur_post,
-                        fin ? MLX5_OPCODE_SEND : MLX5_OPCODE_RDMA_READ,
-                        dci->qpn, ds, MLX5_WQE_CTRL_CQ_UPDATE, 0);
-    tm->by_bb[dci->cur_post & (dci->sq_wqe_cnt - 1)] = *r;
-    tm->by_bb[dci->cur_post & (dci->sq_wqe_cnt - 1)].read_done = fin;
-    dci->cur_post += strand_ds_to_bbs(ds);
-    dci->dbrec[MLX5_SND_DBR] = htobe32(dci->cur_post & 0xffff);
+    strand_sq_set_ctrl(&dci->sq, ctrl, 0,
+                       fin ? MLX5_OPCODE_SEND : MLX5_OPCODE_RDMA_READ, ds,
+                       MLX5_WQE_CTRL_CQ_UPDATE, 0);
+    tm->by_bb[dci->sq.cur_post & (dci->sq.wqe_cnt - 1)] = *r;
+    tm->by_bb[dci->sq.cur_post & (dci->sq.wqe_cnt - 1)].read_done = fin;
+    strand_sq_advance(&dci->sq, strand_ds_to_bbs(ds));
+    strand_sq_ring(&dci->sq, ctrl, strand_ds_to_bbs(ds));
 }
 
 static bool sim_tm_dci_room(const sim_tm_t *tm)
@@ -473,7 +470,7 @@ static bool sim_tm_dci_room(const sim_tm_t *tm)
     const smlx5_qp_t *dci = tm->dci;
 
     /* a WQE is at most 2 BBs (ctrl, full AV, raddr, data) */
-    return (dci->cur_post - dci->sq_completed) + 2 <= dci->sq_wqe_cnt;
+    return (dci->sq.cur_post - dci->sq_completed) + 2 <= dci->sq.wqe_cnt;
 }
 
 /* Back to RTS once every WQE of the failed DCI came back. */

@@ -58,7 +58,7 @@ static inline strand_tm_ctx_priv_t *strand_tm_priv(uct_tag_context_t *ctx)
 
 static inline int strand_tm_cmd_room(const strand_tm_t *tm)
 {
-    return (tm->cmd_cur_post - tm->cmd_done) < tm->cmd_max;
+    return (tm->cmd_sq.cur_post - tm->cmd_done) < tm->cmd_max;
 }
 
 /* One list operation (every one fits one basic block: ctrl, tm segment
@@ -76,7 +76,7 @@ static void strand_tm_cmd_post(strand_tm_t *tm, unsigned op, uint32_t entry,
     unsigned ds = 3;
 
     ucs_assert(strand_tm_cmd_room(tm));
-    ctrl = strand_sq_bb(tm->cmd_buf, tm->cmd_wqe_cnt, tm->cmd_cur_post);
+    ctrl = strand_sq_ctrl(&tm->cmd_sq);
     seg  = (struct mlx5_wqe_tm_seg*)(ctrl + 1);
     strand_set_tm_seg(seg, op, STRAND_TM_FLAG_CQE | STRAND_TM_FLAG_SW_CNT,
                       index, tm->unexp_cnt, tag, mask);
@@ -89,19 +89,16 @@ static void strand_tm_cmd_post(strand_tm_t *tm, unsigned op, uint32_t entry,
         }
         ds = 4;
     }
-    strand_set_ctrl_seg(ctrl, 0, (uint16_t)tm->cmd_cur_post,
-                        MLX5_OPCODE_TAG_MATCHING, tm->cmd_qp->qpn, ds, 0, 0);
+    strand_sq_set_ctrl(&tm->cmd_sq, ctrl, 0, MLX5_OPCODE_TAG_MATCHING, ds, 0,
+                       0);
 
-    cmd         = &tm->cmds[tm->cmd_cur_post & (tm->cmd_wqe_cnt - 1)];
+    cmd         = &tm->cmds[tm->cmd_sq.cur_post & (tm->cmd_sq.wqe_cnt - 1)];
     cmd->entry  = entry;
     cmd->op     = (uint8_t)op;
     cmd->sw_cnt = tm->unexp_cnt;
     tm->unexp_reported = tm->unexp_cnt;
-    ++tm->cmd_cur_post;
-
-    strand_sq_ring_doorbell(tm->cmd_qp->dv.dbrec, tm->cmd_qp->dv.bf.reg,
-                            &tm->cmd_bf_offset, tm->cmd_qp->dv.bf.size,
-                            tm->cmd_cur_post, ctrl);
+    strand_sq_advance(&tm->cmd_sq, 1);
+    strand_sq_ring(&tm->cmd_sq, ctrl, 1);
     if (tm->cmd_qp->kick != NULL) {
         tm->cmd_qp->kick(tm->cmd_qp->kick_arg);
     }
@@ -302,13 +299,13 @@ static void strand_tm_handle_consumed_msg(strand_tm_t *tm, uint32_t idx,
 static void strand_tm_handle_list_op(strand_tm_t *tm,
                                      const struct mlx5_cqe64 *cqe)
 {
-    strand_tm_cmd_t *cmd = &tm->cmds[tm->cmd_done & (tm->cmd_wqe_cnt - 1)];
+    strand_tm_cmd_t *cmd = &tm->cmds[tm->cmd_done & (tm->cmd_sq.wqe_cnt - 1)];
     uint16_t hw_cnt      = be16toh(cqe->tm_cqe.hw_phase_cnt);
     int success          = !!(be32toh(cqe->tm_cqe.success) &
                               STRAND_TM_CQE_SUCCESS);
     strand_tm_entry_t *e;
 
-    if (tm->cmd_done == tm->cmd_cur_post) {
+    if (tm->cmd_done == tm->cmd_sq.cur_post) {
         ucs_error("%s: tag list operation completed but none posted",
                   tm->name);
         return;
@@ -520,7 +517,7 @@ void strand_tm_show(const strand_tm_t *tm, ucs_string_buffer_t *strb)
     ucs_string_buffer_appendf(strb,
             "tags %u/%u list_ops_in_flight %u unexpected_count %u "
             "reported %u\n", tm->tags_used, tm->max_tags,
-            tm->cmd_cur_post - tm->cmd_done, tm->unexp_cnt,
+            tm->cmd_sq.cur_post - tm->cmd_done, tm->unexp_cnt,
             tm->unexp_reported);
     ucs_string_buffer_appendf(strb,
             "tags_posted %" PRIu64 "\ntags_canceled %" PRIu64 "\n"
@@ -656,7 +653,8 @@ unsigned strand_tm_rndv_priv_pack(struct ibv_tmh *tmh, const void *header,
 /* -------------------------------------------------------- life cycle */
 
 ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
-                            strand_dev_qp_t *cmd_qp, uint32_t max_tags,
+                            strand_dev_qp_t *cmd_qp, uint8_t mmio_mode,
+                            uint32_t max_tags,
                             uint32_t max_ops, unsigned rndv_hdr_len,
                             unsigned max_rndv_hdr_size, uint32_t max_rndv_ops,
                             const uct_iface_params_t *params)
@@ -667,9 +665,9 @@ ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
     kh_init_inplace(strand_tm_bufs, &tm->bufs);
     tm->name          = name;
     tm->cmd_qp        = cmd_qp;
-    tm->cmd_buf       = cmd_qp->dv.sq.buf;
-    tm->cmd_wqe_cnt   = cmd_qp->dv.sq.wqe_cnt;
-    tm->cmd_max       = ucs_min(max_ops, tm->cmd_wqe_cnt);
+    strand_sq_init(&tm->cmd_sq, &cmd_qp->dv, cmd_qp->qpn,
+                   (strand_mmio_mode_t)mmio_mode);
+    tm->cmd_max       = ucs_min(max_ops, tm->cmd_sq.wqe_cnt);
     tm->rndv_hdr_len  = rndv_hdr_len;
     if (max_rndv_hdr_size < STRAND_TMH_SIZE + rndv_hdr_len) {
         ucs_error("%s: rendezvous headers of %u bytes do not fit the "
@@ -700,7 +698,7 @@ ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
                                  "strand_tm_entries");
     tm->cancel_wait = ucs_calloc(tm->num_entries, sizeof(*tm->cancel_wait),
                                  "strand_tm_cancel_wait");
-    tm->cmds        = ucs_calloc(tm->cmd_wqe_cnt, sizeof(*tm->cmds),
+    tm->cmds        = ucs_calloc(tm->cmd_sq.wqe_cnt, sizeof(*tm->cmds),
                                  "strand_tm_cmds");
     tm->num_rndv_ops = ucs_min(max_rndv_ops, 0x10000);
     tm->rndv_ops    = ucs_calloc(tm->num_rndv_ops, sizeof(*tm->rndv_ops),

@@ -21,6 +21,7 @@
 
 #include "dev/dev.h"
 #include "mlx5/tm.h"
+#include "mlx5/sq.h"
 
 #include <uct/api/uct.h>
 #include <ucs/datastruct/khash.h>
@@ -75,13 +76,10 @@ typedef struct strand_tm_cmd {
 typedef struct strand_tm {
     /* the command QP */
     strand_dev_qp_t          *cmd_qp;
-    void                     *cmd_buf;
-    uint32_t                  cmd_wqe_cnt;   /* BBs, power of two */
-    uint32_t                  cmd_cur_post;  /* free-running */
+    strand_sq_t               cmd_sq;
     uint32_t                  cmd_done;      /* list operations completed */
     uint32_t                  cmd_max;       /* in flight at most */
-    uint32_t                  cmd_bf_offset;
-    strand_tm_cmd_t          *cmds;          /* by cmd_cur_post */
+    strand_tm_cmd_t          *cmds;          /* by producer index */
 
     /* the tag list: num_entries = max_tags + 1 (one is always the
      * device's next append slot) */
@@ -131,7 +129,8 @@ typedef struct strand_tm_ctx_priv {
 #define STRAND_TM_RNDV_PRIV_MAX 2
 
 ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
-                            strand_dev_qp_t *cmd_qp, uint32_t max_tags,
+                            strand_dev_qp_t *cmd_qp, uint8_t mmio_mode,
+                            uint32_t max_tags,
                             uint32_t max_ops, unsigned rndv_hdr_len,
                             unsigned max_rndv_hdr_size, uint32_t max_rndv_ops,
                             const uct_iface_params_t *params);

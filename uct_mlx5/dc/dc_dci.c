@@ -396,6 +396,7 @@ static void strand_dc_dci_cqe(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
 unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface)
 {
     strand_dev_cq_t *cq = &iface->tx_cq;
+    strand_dc_dci_t *dci;
     struct mlx5_cqe64 *cqe;
     unsigned count = 0;
     uint32_t qpn;
@@ -414,8 +415,9 @@ unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface)
                       iface->dev->info.name, qpn);
             continue;
         }
-        strand_dc_dci_cqe(iface, &iface->dcis[kh_value(&iface->dci_by_qpn,
-                                                       it)], cqe);
+        dci = &iface->dcis[kh_value(&iface->dci_by_qpn, it)];
+        dci->cqes++;
+        strand_dc_dci_cqe(iface, dci, cqe);
     }
     if (ucs_unlikely(iface->repost_pending)) {
         count += strand_dc_recovery_progress(iface);
@@ -532,10 +534,12 @@ void strand_dc_dci_pool_show(strand_dc_iface_t *iface,
         dci = &iface->dcis[i];
         ucs_string_buffer_appendf(strb, "dci %u qpn 0x%x state %s "
                                   "outstanding %u users %u errored %u "
-                                  "flushed %u resets %u\n", i, dci->qp.qpn,
+                                  "flushed %u resets %u cqes %" PRIu64
+                                  " unsignaled %u\n", i, dci->qp.qpn,
                                   strand_dc_dci_state_str(dci->state),
                                   dci->outstanding, dci->users, dci->errored,
-                                  dci->flushed, dci->resets);
+                                  dci->flushed, dci->resets, dci->cqes,
+                                  dci->unsignaled);
         for (j = 0; j < iface->config.num_streams; ++j) {
             if ((dci->streams[j].users == 0) &&
                 (dci->streams[j].outstanding == 0) &&

@@ -129,6 +129,7 @@ typedef struct strand_dc_dci {
     uint8_t               state;       /* strand_dc_dci_state_t */
     uint8_t               errored;     /* streams in error now */
     uint32_t              resets;      /* back from ERR to RTS */
+    uint64_t              cqes;        /* send CQEs consumed, ever */
 } strand_dc_dci_t;
 
 ucs_status_t strand_dc_dci_pool_init(strand_dc_iface_t *iface);

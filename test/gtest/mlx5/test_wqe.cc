@@ -9,6 +9,7 @@
 extern "C" {
 #include "mlx5/cqe.h"
 #include "mlx5/doorbell.h"
+#include "mlx5/sq.h"
 #include "mlx5/wqe.h"
 }
 
@@ -464,6 +465,117 @@ TEST(wqe_doorbell, no_bf_register_writes_record_only)
     strand_sq_ring_doorbell(dbrec, nullptr, &bf_offset, 0, 2, &c);
     EXPECT_EQ(htobe32(2), dbrec[MLX5_SND_DBR]);
     EXPECT_EQ(0u, bf_offset);
+}
+
+/* ------------------------------------------------- send-queue object */
+
+namespace {
+
+struct sq_fixture {
+    alignas(64) uint8_t buf[4 * 64];   /* 4 BBs */
+    alignas(64) uint8_t bf[512];
+    __be32 dbrec[2] = {htobe32(0xdead), 0};
+    struct mlx5dv_qp dv;
+    strand_sq_t sq;
+
+    sq_fixture(strand_mmio_mode_t mode, bool with_bf = true)
+    {
+        memset(buf, 0, sizeof(buf));
+        memset(bf, 0, sizeof(bf));
+        memset(&dv, 0, sizeof(dv));
+        dv.dbrec      = dbrec;
+        dv.sq.buf     = buf;
+        dv.sq.wqe_cnt = 4;
+        dv.sq.stride  = 64;
+        dv.bf.reg     = with_bf ? bf : nullptr;
+        dv.bf.size    = 256;
+        strand_sq_init(&sq, &dv, 0xabc, mode);
+    }
+
+    /* a WQE of `bbs` BBs filled with `fill` after its ctrl segment */
+    struct mlx5_wqe_ctrl_seg *post(unsigned bbs, uint8_t fill)
+    {
+        struct mlx5_wqe_ctrl_seg *ctrl = strand_sq_ctrl(&sq);
+        uint8_t *p = reinterpret_cast<uint8_t*>(ctrl + 1);
+
+        for (unsigned i = 16; i < bbs * 64; ++i, ++p) {
+            p = static_cast<uint8_t*>(strand_sq_wrap(p, buf, buf + 256));
+            *p = fill;
+        }
+        strand_sq_set_ctrl(&sq, ctrl, 0, MLX5_OPCODE_SEND, bbs * 4,
+                           MLX5_WQE_CTRL_CQ_UPDATE, 0);
+        strand_sq_advance(&sq, bbs);
+        return ctrl;
+    }
+};
+
+} // namespace
+
+TEST(wqe_sq, ctrl_carries_the_producer_index_and_qpn)
+{
+    sq_fixture f(STRAND_MMIO_MODE_DB);
+    EXPECT_EQ(STRAND_MMIO_MODE_DB, f.sq.mmio_mode);
+    struct mlx5_wqe_ctrl_seg *c0 = f.post(1, 0x11);
+    EXPECT_EQ(static_cast<void*>(f.buf), static_cast<void*>(c0));
+    EXPECT_EQ(0u, strand_ctrl_wqe_idx(c0));
+    EXPECT_EQ(0xabcu, strand_ctrl_qpn(c0));
+    struct mlx5_wqe_ctrl_seg *c1 = f.post(2, 0x22);
+    EXPECT_EQ(static_cast<void*>(f.buf + 64), static_cast<void*>(c1));
+    EXPECT_EQ(1u, strand_ctrl_wqe_idx(c1));
+    EXPECT_EQ(3u, f.sq.cur_post);
+}
+
+TEST(wqe_sq, db_mode_writes_the_record_then_8_bytes_and_flips)
+{
+    sq_fixture f(STRAND_MMIO_MODE_DB);
+    struct mlx5_wqe_ctrl_seg *c = f.post(2, 0x33);
+    strand_sq_ring(&f.sq, c, 2);
+    EXPECT_EQ(htobe32(0xdead), f.dbrec[MLX5_RCV_DBR]);
+    EXPECT_EQ(htobe32(2), f.dbrec[MLX5_SND_DBR]);
+    EXPECT_EQ(bytes(c, 8), bytes(f.bf, 8));
+    EXPECT_EQ(std::vector<uint8_t>(8, 0), bytes(f.bf + 8, 8));
+    EXPECT_EQ(256u, f.sq.bf_offset);
+    c = f.post(1, 0x44);
+    strand_sq_ring(&f.sq, c, 1);
+    EXPECT_EQ(htobe32(3), f.dbrec[MLX5_SND_DBR]);
+    EXPECT_EQ(bytes(c, 8), bytes(f.bf + 256, 8));
+    EXPECT_EQ(0u, f.sq.bf_offset);
+}
+
+/* bf_post: the whole WQE goes to the BlueFlame buffer, also one that
+ * wraps around the end of the queue; a WQE larger than the buffer gets a
+ * plain doorbell. */
+TEST(wqe_sq, bf_post_copies_the_wqe_across_the_wrap)
+{
+    sq_fixture f(STRAND_MMIO_MODE_BF_POST);
+    strand_sq_ring(&f.sq, f.post(3, 0x55), 3);      /* BBs 0-2 */
+    EXPECT_EQ(bytes(f.buf, 192), bytes(f.bf, 192));
+    struct mlx5_wqe_ctrl_seg *c = f.post(2, 0x66);  /* BB 3, then BB 0 */
+    EXPECT_EQ(static_cast<void*>(f.buf + 192), static_cast<void*>(c));
+    strand_sq_ring(&f.sq, c, 2);
+    EXPECT_EQ(bytes(f.buf + 192, 64), bytes(f.bf + 256, 64));
+    EXPECT_EQ(bytes(f.buf, 64), bytes(f.bf + 320, 64));
+    EXPECT_EQ(0x66, f.buf[0]);                     /* it did wrap */
+    EXPECT_EQ(htobe32(5), f.dbrec[MLX5_SND_DBR]);
+
+    sq_fixture g(STRAND_MMIO_MODE_BF_POST);
+    g.dv.bf.size = 64;
+    strand_sq_init(&g.sq, &g.dv, 0xabc, STRAND_MMIO_MODE_BF_POST);
+    c = g.post(2, 0x77);
+    strand_sq_ring(&g.sq, c, 2);
+    EXPECT_EQ(bytes(c, 8), bytes(g.bf, 8));
+    EXPECT_EQ(std::vector<uint8_t>(56, 0), bytes(g.bf + 8, 56));
+}
+
+TEST(wqe_sq, auto_mode_and_no_register)
+{
+    sq_fixture f(STRAND_MMIO_MODE_AUTO);
+    EXPECT_EQ(STRAND_MMIO_MODE_BF_POST, f.sq.mmio_mode);
+    sq_fixture g(STRAND_MMIO_MODE_AUTO, false);
+    EXPECT_EQ(STRAND_MMIO_MODE_DB, g.sq.mmio_mode);
+    strand_sq_ring(&g.sq, g.post(1, 0x12), 1);
+    EXPECT_EQ(htobe32(1), g.dbrec[MLX5_SND_DBR]);
+    EXPECT_EQ(256u, g.sq.bf_offset);  /* alternates all the same */
 }
 
 TEST(wqe_doorbell, rq_and_srq_records)
