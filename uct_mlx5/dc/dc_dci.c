@@ -402,22 +402,33 @@ unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface)
     uint32_t qpn;
     khiter_t it;
 
+    /* The consumer index is written once per poll (and every
+     * tx_ci_batch CQEs of a long one: completions post, and the CQ has
+     * room for what can be outstanding plus one batch), and before a
+     * CQE whose handling may reset its DCI (an error, a DCI draining). */
     while ((cqe = strand_cqe_get(cq->dv.buf, cq->dv.cqe_cnt,
                                  iface->tx_cqe_shift, iface->tx_ci)) != NULL) {
         qpn = strand_cqe_qpn(cqe);
         ++iface->tx_ci;
-        /* consumed before it is handled: handling may reset the DCI */
-        strand_cq_update_ci(cq->dv.dbrec, iface->tx_ci);
         ++count;
         it = kh_get(strand_dc_qpn, &iface->dci_by_qpn, qpn);
         if (ucs_unlikely(it == kh_end(&iface->dci_by_qpn))) {
             ucs_error("%s: send CQE of unknown QP 0x%x",
                       iface->dev->info.name, qpn);
+            strand_cq_update_ci(cq->dv.dbrec, iface->tx_ci);
             continue;
         }
         dci = &iface->dcis[kh_value(&iface->dci_by_qpn, it)];
         dci->cqes++;
+        if (ucs_unlikely(strand_cqe_is_error(cqe) ||
+                         (dci->state != STRAND_DC_DCI_ACTIVE) ||
+                         ((count % iface->tx_ci_batch) == 0))) {
+            strand_cq_update_ci(cq->dv.dbrec, iface->tx_ci);
+        }
         strand_dc_dci_cqe(iface, dci, cqe);
+    }
+    if (count > 0) {
+        strand_cq_update_ci(cq->dv.dbrec, iface->tx_ci);
     }
     if (ucs_unlikely(iface->repost_pending)) {
         count += strand_dc_recovery_progress(iface);

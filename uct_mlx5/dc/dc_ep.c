@@ -93,9 +93,8 @@ ucs_status_t strand_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
     } UCS_S_PACKED am_hdr;
 
     UCT_CHECK_AM_ID(id);
-    STRAND_DC_CHECK_MAX(length + sizeof(am_hdr) - sizeof(am_hdr.tmh) +
-                        iface->config.am_tmh, iface->config.max_inline,
-                        "am_short");
+    STRAND_DC_CHECK_MAX(length, iface->config.am_short_payload,
+                        "am_short payload");
     status = strand_dc_ep_am_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;

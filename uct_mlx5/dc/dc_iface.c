@@ -173,7 +173,9 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
 
     {"TX_CQ_LEN", "0",
      "Entries of the send completion queue; 0 = NUM_DCI * TX_QUEUE_LEN "
-     "(every send is signaled, so it must be at least that).",
+     "+ 64 (a CQE may come for every send, and the CQ is told what was "
+     "consumed once per poll, so it must be at least NUM_DCI * "
+     "TX_QUEUE_LEN).",
      ucs_offsetof(strand_dc_iface_config_t, tx_cq_len),
      UCS_CONFIG_TYPE_UINT},
 
@@ -870,8 +872,18 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     if (status != UCS_OK) {
         return status;
     }
+    /* the payload of an am_short: its 8-byte header and the AM id (and a
+     * TMH) go inline before it */
+    self->config.am_short_payload = self->config.max_inline -
+                                    (sizeof(uint64_t) +
+                                     strand_dc_am_hdr_len(self));
+    /* what can be outstanding, and a batch consumed before the consumer
+     * index is written (dc_dci.c) */
     tx_cq_len = config->tx_cq_len ? config->tx_cq_len :
-                config->num_dci * config->tx_queue_len;
+                config->num_dci * config->tx_queue_len + 64;
+    self->tx_ci_batch = ucs_max(1, ucs_min(64, tx_cq_len -
+                                              config->num_dci *
+                                              config->tx_queue_len));
     rx_cq_len = config->rx_cq_len ? config->rx_cq_len :
                 config->rx_queue_len + 1 +
                 strand_dc_tag_rx_cq_extra(self, config);

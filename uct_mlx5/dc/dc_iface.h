@@ -117,6 +117,8 @@ typedef struct strand_dc_iface {
     strand_dev_cq_t       tx_cq;
     strand_dev_cq_t       rx_cq;
     uint32_t              tx_ci;
+    uint32_t              tx_ci_batch;   /* send CQEs consumed at most
+                                            before the CQ is told */
     uint32_t              rx_ci;
     uint8_t               tx_cqe_shift;  /* log2 of the CQE sizes */
     uint8_t               rx_cqe_shift;
@@ -180,6 +182,7 @@ typedef struct strand_dc_iface {
         unsigned          rx_max_poll;   /* receive CQEs per progress */
         size_t            seg_size;
         size_t            max_inline;
+        size_t            am_short_payload; /* am_short's length at most */
         unsigned          max_sge;
         int               atomic_reply_be;
         unsigned          dci_max_bbs;   /* the largest WQE we build */
