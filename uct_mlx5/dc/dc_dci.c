@@ -420,6 +420,10 @@ unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface)
         }
         dci = &iface->dcis[kh_value(&iface->dci_by_qpn, it)];
         dci->cqes++;
+        STRAND_DC_IFACE_STAT(iface, TX_CQE, 1);
+        if (ucs_unlikely(strand_cqe_is_error(cqe))) {
+            STRAND_DC_IFACE_STAT(iface, TX_CQE_ERROR, 1);
+        }
         if (ucs_unlikely(strand_cqe_is_error(cqe) ||
                          (dci->state != STRAND_DC_DCI_ACTIVE) ||
                          ((count % iface->tx_ci_batch) == 0))) {
@@ -466,6 +470,8 @@ ucs_status_t strand_dc_dci_signal_tail(strand_dc_iface_t *iface,
     strand_sq_set_ctrl(&dci->sq, ctrl, 0, MLX5_OPCODE_NOP, 1,
                        strand_dc_dci_ce(iface, dci, 1), 0);
     strand_set_ctrl_stream(ctrl, dci->streams[i].id);
+    STRAND_DC_IFACE_STAT(iface, TX_TAIL_NOP, 1);
+    strand_dc_dci_log_tx(dci, ctrl, 0);
     /* nobody's: it only retires the WQEs before it */
     strand_dc_dci_claim_light(dci, 1, NULL, i, MLX5_OPCODE_NOP);
     strand_dc_dci_ring(dci, ctrl, 1);

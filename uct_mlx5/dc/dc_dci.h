@@ -12,6 +12,7 @@
 #include "mlx5/wqe.h"
 #include "mlx5/sq.h"
 #include "mlx5/cqe.h"
+#include "mlx5/wqe_dump.h"
 
 #include <ucs/datastruct/queue_types.h>
 #include <ucs/datastruct/string_buffer.h>
@@ -191,6 +192,22 @@ strand_dc_dci_wqe_start(strand_dc_dci_t *dci, const struct mlx5_wqe_av *av,
     }
     *next_seg = strand_sq_seg_next(&dci->sq, ctrl + 1, av_ds * STRAND_WQE_DS);
     return ctrl;
+}
+
+/* The WQE at ctrl in the trace log (UCX's TRACE_DATA level, as UCX's own
+ * transports log what they post; compiled out where UCX's log level stops
+ * below it, as with this UCX). */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_dci_log_tx(strand_dc_dci_t *dci,
+                     const struct mlx5_wqe_ctrl_seg *ctrl, unsigned av_ds)
+{
+    char buf[256];
+
+    if (ucs_log_is_enabled(UCS_LOG_LEVEL_TRACE_DATA)) {
+        ucs_trace_data("TX DCI %u %s", dci->index,
+                       strand_wqe_dump(ctrl, dci->sq.buf, dci->sq.end, av_ds,
+                                       buf, sizeof(buf)));
+    }
 }
 
 /* Ring the doorbell for everything up to the producer index (ctrl: the

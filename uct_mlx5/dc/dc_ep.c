@@ -30,7 +30,11 @@ ucs_status_t strand_dc_ep_fc_low(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
             return status;
         }
     }
-    return (ep->fc_wnd > 0) ? UCS_OK : UCS_ERR_NO_RESOURCE;
+    if (ep->fc_wnd > 0) {
+        return UCS_OK;
+    }
+    STRAND_DC_EP_STAT(ep, FC_WAIT);
+    return UCS_ERR_NO_RESOURCE;
 }
 
 /* A SEND whose data (the AM id first) is written inline from `sge`. */
@@ -112,6 +116,7 @@ ucs_status_t strand_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
                                    payload, length);
     }
     strand_dc_ep_am_sent(iface, ep);
+    UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, sizeof(hdr) + length);
     return UCS_OK;
 }
 
@@ -143,6 +148,7 @@ ucs_status_t strand_dc_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     strand_dc_ep_post_inline_send(iface, ep, dci, sge, n,
                                   strand_dc_ep_am_fm_se(iface, ep));
     strand_dc_ep_am_sent(iface, ep);
+    UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, total);
     return UCS_OK;
 }
 
@@ -189,10 +195,15 @@ ssize_t strand_dc_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
                                               strand_dc_iface_t);
     uint8_t hdr[STRAND_DC_AM_HDR_MAX];
 
+    ssize_t ret;
+
     UCT_CHECK_AM_ID(id);
-    return strand_dc_ep_send_hdr_bcopy(tl_ep, hdr,
-                                       strand_dc_am_hdr_pack(iface, hdr, id),
-                                       pack_cb, arg, MLX5_OPCODE_SEND, 0);
+    ret = strand_dc_ep_send_hdr_bcopy(tl_ep, hdr,
+                                      strand_dc_am_hdr_pack(iface, hdr, id),
+                                      pack_cb, arg, MLX5_OPCODE_SEND, 0);
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(ret, ucs_derived_of(tl_ep, uct_base_ep_t),
+                                 AM, BCOPY, ret);
+    return ret;
 }
 
 /* A zero-copy SEND: `hdr` (hdr_len bytes) goes from a registered bounce
@@ -253,6 +264,7 @@ ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                               strand_dc_iface_t);
     uint8_t hdr[STRAND_DC_AM_HDR_MAX + STRAND_DC_AM_MAX_HDR];
+    ucs_status_t status;
     unsigned hdr_len;
 
     UCT_CHECK_AM_ID(id);
@@ -266,9 +278,13 @@ ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     if (header_length > 0) { /* a NULL header with length 0 is allowed */
         memcpy(hdr + hdr_len, header, header_length);
     }
-    return strand_dc_ep_send_hdr_zcopy(tl_ep, hdr, hdr_len + header_length,
-                                       iov, iovcnt, MLX5_OPCODE_SEND, 0,
-                                       comp);
+    status = strand_dc_ep_send_hdr_zcopy(tl_ep, hdr, hdr_len + header_length,
+                                         iov, iovcnt, MLX5_OPCODE_SEND, 0,
+                                         comp);
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
+                                 AM, ZCOPY, header_length +
+                                 uct_iov_total_length(iov, iovcnt));
+    return status;
 }
 
 /* ---------------------------------------------------------------- RMA */
@@ -306,6 +322,7 @@ ucs_status_t strand_dc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     }
     strand_dc_ep_post_light(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_WRITE, ds,
                             strand_dc_ep_fence_mode(iface, ep));
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
     return UCS_OK;
 }
 
@@ -341,6 +358,7 @@ ssize_t strand_dc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     op.desc = desc;
     strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_WRITE, 0, ds,
                        strand_dc_ep_fence_mode(iface, ep), &op);
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
     return length;
 }
 
@@ -377,6 +395,13 @@ strand_dc_ep_rdma_zcopy(uct_ep_h tl_ep, uint8_t opcode, const uct_iov_t *iov,
     op.comp = comp;
     strand_dc_ep_post(iface, ep, dci, ctrl, opcode, 0, ds,
                        strand_dc_ep_fence_mode(iface, ep), &op);
+    if (opcode == MLX5_OPCODE_RDMA_READ) {
+        UCT_TL_EP_STAT_OP(&ep->super, GET, ZCOPY,
+                          uct_iov_total_length(iov, iovcnt));
+    } else {
+        UCT_TL_EP_STAT_OP(&ep->super, PUT, ZCOPY,
+                          uct_iov_total_length(iov, iovcnt));
+    }
     return UCS_INPROGRESS;
 }
 
@@ -430,6 +455,7 @@ ucs_status_t strand_dc_ep_get_bcopy(uct_ep_h tl_ep,
     strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_READ, 0,
                        STRAND_DC_EP_DS(ep) + 2,
                        strand_dc_ep_fence_mode(iface, ep), &op);
+    UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
     return UCS_INPROGRESS;
 }
 
@@ -577,6 +603,7 @@ strand_dc_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
 
     strand_dc_ep_post(iface, ep, dci, ctrl, opcode, opmod, ds,
                        strand_dc_ep_fence_mode(iface, ep), &op);
+    UCT_TL_EP_STAT_ATOMIC(&ep->super);
     return (result != NULL) ? UCS_INPROGRESS : UCS_OK;
 }
 
@@ -697,6 +724,7 @@ ucs_status_t strand_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
     if (ucs_unlikely(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
         return UCS_OK; /* its operations complete with its error */
     }
+    UCT_TL_EP_STAT_FLUSH(&ep->super);
     /* pending requests go first; a flush that is itself the pending
      * request being dispatched has everything before it posted */
     if (!(ep->flags & STRAND_DC_EP_FLAG_IN_PENDING) &&
@@ -706,6 +734,7 @@ ucs_status_t strand_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
     if ((ep->outstanding == 0) && (ep->held == 0)) {
         return UCS_OK;
     }
+    UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
     if (comp == NULL) {
         /* its last WQEs may not have asked for a CQE: a NOP behind them
          * does (the caller comes back until this returns UCS_OK) */
@@ -736,6 +765,7 @@ ucs_status_t strand_dc_ep_fence(uct_ep_h tl_ep, unsigned flags)
 
     /* the next WQE is fenced: its beat differs from the iface's */
     ep->fence_beat = iface->fence_beat - 1;
+    UCT_TL_EP_STAT_FENCE(&ep->super);
     return UCS_OK;
 }
 
@@ -806,6 +836,7 @@ ucs_status_t strand_dc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     }
     uct_pending_req_arb_group_push(&ep->arb_group, req);
     ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
+    UCT_TL_EP_STAT_PEND(&ep->super);
     return UCS_OK;
 }
 
@@ -1031,8 +1062,14 @@ UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
     self->cancel_comp = NULL;
     ucs_arbiter_group_init(&self->arb_group);
     ucs_list_head_init(&self->dci_wait);
+    status = UCS_STATS_NODE_ALLOC(&self->stats, &strand_dc_ep_stats_class,
+                                  self->super.stats, "");
+    if (status != UCS_OK) {
+        return status;
+    }
     status = strand_dc_fc_ep_add(iface, self);
     if (status != UCS_OK) {
+        UCS_STATS_NODE_FREE(self->stats);
         return status;
     }
     ucs_list_add_tail(&iface->eps, &self->list);
@@ -1049,6 +1086,7 @@ static UCS_CLASS_CLEANUP_FUNC(strand_dc_ep_t)
 
     strand_dc_fc_ep_remove(iface, self);
     ucs_list_del(&self->list);
+    UCS_STATS_NODE_FREE(self->stats);
 
     ucs_arbiter_group_purge(&iface->arbiter, &self->arb_group,
                             strand_dc_ep_purge_cb, &args);

@@ -26,6 +26,7 @@ enum {
 
 typedef struct strand_dc_ep {
     uct_base_ep_t       super;
+    UCS_STATS_NODE_DECLARE(stats)     /* dc_stats.h */
     struct mlx5_wqe_av  av;           /* the peer's DCT, ready for WQEs */
     uint8_t             av_ds;        /* 1 (base AV) or 3 (with GRH) */
     uint32_t            dctn;

@@ -40,11 +40,17 @@ strand_dc_ep_take_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
         return UCS_OK;
     }
     status = strand_dc_policy_lease(iface, ep);
-    if (status != UCS_OK) {
-        return status;
+    if (status == UCS_OK) {
+        *dci_p = strand_dc_policy_ready(iface, ep);
+        if (*dci_p != NULL) {
+            return UCS_OK;
+        }
+        status = UCS_ERR_NO_RESOURCE;
     }
-    *dci_p = strand_dc_policy_ready(iface, ep);
-    return (*dci_p != NULL) ? UCS_OK : UCS_ERR_NO_RESOURCE;
+    if (status == UCS_ERR_NO_RESOURCE) {
+        STRAND_DC_EP_STAT(ep, DCI_WAIT);
+    }
+    return status;
 }
 
 /* The DCI for a user's operation: while the ep has pending requests, only
@@ -78,6 +84,7 @@ strand_dc_ep_get_desc(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     strand_dc_tx_desc_t *desc = ucs_mpool_get_inline(&iface->tx_mp);
 
     if (ucs_unlikely(desc == NULL)) {
+        UCT_TL_IFACE_STAT_TX_NO_DESC(&iface->super);
         strand_dc_ep_unlease_if_idle(iface, ep);
     }
     return desc;
@@ -102,6 +109,7 @@ strand_dc_ep_posted(strand_dc_ep_t *ep, strand_dc_dci_t *dci,
 {
     dci->posts++;
     ep->outstanding++;
+    strand_dc_dci_log_tx(dci, ctrl, ep->av_ds);
     strand_dc_dci_ring(dci, ctrl, bbs);
 }
 

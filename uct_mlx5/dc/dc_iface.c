@@ -46,6 +46,34 @@ const char *strand_dc_stream_map_names[] = {
     [STRAND_DC_STREAM_MAP_LAST] = NULL
 };
 
+#ifdef ENABLE_STATS
+ucs_stats_class_t strand_dc_iface_stats_class = {
+    .name          = "dc_strand_iface",
+    .num_counters  = STRAND_DC_IFACE_STAT_LAST,
+    .class_id      = UCS_STATS_CLASS_ID_INVALID,
+    .counter_names = {
+        [STRAND_DC_IFACE_STAT_TX_CQE]       = "tx_cqe",
+        [STRAND_DC_IFACE_STAT_TX_CQE_ERROR] = "tx_cqe_error",
+        [STRAND_DC_IFACE_STAT_TX_TAIL_NOP]  = "tx_tail_nop",
+        [STRAND_DC_IFACE_STAT_RX_CQE]       = "rx_cqe",
+        [STRAND_DC_IFACE_STAT_REPOST]       = "repost",
+        [STRAND_DC_IFACE_STAT_STREAM_RESET] = "stream_reset",
+        [STRAND_DC_IFACE_STAT_DCI_RESET]    = "dci_reset"
+    }
+};
+
+ucs_stats_class_t strand_dc_ep_stats_class = {
+    .name          = "dc_strand_ep",
+    .num_counters  = STRAND_DC_EP_STAT_LAST,
+    .class_id      = UCS_STATS_CLASS_ID_INVALID,
+    .counter_names = {
+        [STRAND_DC_EP_STAT_FC_WAIT]  = "fc_wait",
+        [STRAND_DC_EP_STAT_DCI_WAIT] = "dci_wait",
+        [STRAND_DC_EP_STAT_ERROR]    = "error"
+    }
+};
+#endif
+
 ucs_config_field_t strand_dc_iface_config_table[] = {
     {"", "", NULL, ucs_offsetof(strand_dc_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
@@ -497,9 +525,11 @@ ucs_status_t strand_dc_iface_flush(uct_iface_h tl_iface, unsigned flags,
     if (comp != NULL) {
         return UCS_ERR_UNSUPPORTED;
     }
+    UCT_TL_IFACE_STAT_FLUSH(&iface->super);
     if (!strand_dc_dci_pool_busy(iface)) {
         return UCS_OK;
     }
+    UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);
     /* the last WQEs may not have asked for CQEs: a NOP behind them asks
      * (a DCI that is full or recovering has CQEs to come anyway) */
     for (i = 0; i < iface->num_dci; ++i) {
@@ -513,6 +543,7 @@ ucs_status_t strand_dc_iface_fence(uct_iface_h tl_iface, unsigned flags)
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
 
     ++iface->fence_beat; /* every ep fences its next WQE */
+    UCT_TL_IFACE_STAT_FENCE(&iface->super);
     return UCS_OK;
 }
 
@@ -676,6 +707,8 @@ static void strand_dc_iface_release(strand_dc_iface_t *iface)
 {
     strand_dev_t *dev = iface->dev;
 
+    UCS_STATS_NODE_FREE(iface->stats);
+
     if (iface->have_fc) {
         strand_dc_fc_cleanup(iface); /* its endpoints hold DCIs */
         iface->have_fc = 0;
@@ -815,7 +848,11 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &strand_dc_iface_ops,
                               &strand_dc_iface_internal_ops, uct_md, worker,
-                              params, tl_config);
+                              params, tl_config
+                              UCS_STATS_ARG((params->field_mask &
+                                             UCT_IFACE_PARAM_FIELD_STATS_ROOT) ?
+                                            params->stats_root : NULL)
+                              UCS_STATS_ARG("dc_strand"));
 
     /* UCS_CLASS_NEW hands out malloc'ed memory: every field below the
      * superclass starts at zero, so that the release path knows what
@@ -887,6 +924,12 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     rx_cq_len = config->rx_cq_len ? config->rx_cq_len :
                 config->rx_queue_len + 1 +
                 strand_dc_tag_rx_cq_extra(self, config);
+
+    status = UCS_STATS_NODE_ALLOC(&self->stats, &strand_dc_iface_stats_class,
+                                  self->super.stats, "-%p", self);
+    if (status != UCS_OK) {
+        return status;
+    }
 
     /* a channel of its own: events of other interfaces on the same device
      * never wake (or get drained by) this one */

@@ -11,6 +11,7 @@
 #define STRAND_DC_IFACE_H_
 
 #include "uct_mlx5/strand_md.h"
+#include "dc_stats.h"
 #include "dev/dev.h"
 #include "dc_fc.h"
 #include "uct_mlx5/common/tm.h"
@@ -110,6 +111,7 @@ KHASH_MAP_INIT_INT(strand_dc_qpn, uint8_t)
 
 typedef struct strand_dc_iface {
     uct_base_iface_t      super;
+    UCS_STATS_NODE_DECLARE(stats)        /* dc_stats.h */
     strand_md_t          *md;
     strand_dev_t         *dev;
 

@@ -62,6 +62,7 @@ static void strand_dc_failure_add(strand_dc_iface_t *iface,
     }
     ep->flags |= STRAND_DC_EP_FLAG_FAILED;
     ep->status = f->status;
+    STRAND_DC_EP_STAT(ep, ERROR);
     if (iface->num_failed == iface->max_failed) {
         max = ucs_max(16, iface->max_failed * 2);
         q   = ucs_realloc(iface->failed, max * sizeof(*q), "strand_dc_failed");
@@ -304,6 +305,7 @@ static unsigned strand_dc_recovery_repost(strand_dc_iface_t *iface,
         strand_dc_recovery_repost_one(iface, dci, h, &ctrl);
         ucs_free(h);
         ++count;
+        STRAND_DC_IFACE_STAT(iface, REPOST, 1);
         if (ep->held == 0) {
             strand_dc_ep_schedule(iface, ep);
         }
@@ -378,6 +380,7 @@ static void strand_dc_recovery_stream_done(strand_dc_iface_t *iface,
     }
     s->state = STRAND_DC_STREAM_OK;
     s->resets++;
+    STRAND_DC_IFACE_STAT(iface, STREAM_RESET, 1);
     dci->errored--;
     strand_dc_recovery_repost(iface, dci, s);
     iface->repost_pending = 1;
@@ -398,6 +401,7 @@ static void strand_dc_recovery_dci_done(strand_dc_iface_t *iface,
     dci->errored = 0;
     dci->state   = STRAND_DC_DCI_ACTIVE;
     dci->resets++;
+    STRAND_DC_IFACE_STAT(iface, DCI_RESET, 1);
     strand_dc_policy_dci_idle(iface, dci);
     iface->repost_pending = 1;
     strand_dc_recovery_progress(iface);

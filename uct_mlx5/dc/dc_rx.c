@@ -406,6 +406,7 @@ unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
     }
     if (count > 0) {
         strand_cq_update_ci(cq->dv.dbrec, iface->rx_ci);
+        STRAND_DC_IFACE_STAT(iface, RX_CQE, count);
     }
     if (iface->srq_missing > 0) {
         strand_dc_rx_refill(iface);

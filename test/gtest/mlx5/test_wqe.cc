@@ -10,6 +10,7 @@ extern "C" {
 #include "mlx5/cqe.h"
 #include "mlx5/doorbell.h"
 #include "mlx5/sq.h"
+#include "mlx5/wqe_dump.h"
 #include "mlx5/wqe.h"
 }
 
@@ -576,6 +577,56 @@ TEST(wqe_sq, auto_mode_and_no_register)
     strand_sq_ring(&g.sq, g.post(1, 0x12), 1);
     EXPECT_EQ(htobe32(1), g.dbrec[MLX5_SND_DBR]);
     EXPECT_EQ(256u, g.sq.bf_offset);  /* alternates all the same */
+}
+
+/* The trace line of a WQE says what its bytes say. */
+TEST(wqe_dump, write_with_av_raddr_and_inline_data)
+{
+    alignas(64) uint8_t sq[256];
+    memset(sq, 0, sizeof(sq));
+    auto *ctrl = reinterpret_cast<struct mlx5_wqe_ctrl_seg*>(sq);
+    strand_set_av_base(reinterpret_cast<struct mlx5_wqe_av*>(ctrl + 1),
+                       0x1ee7a330, 0x1234, 7);
+    strand_set_raddr_seg(reinterpret_cast<struct mlx5_wqe_raddr_seg*>(sq + 32),
+                         0x7f0000001000ull, 0xabcd);
+    const uint64_t v = 5;
+    unsigned ids = strand_set_inline_hdr_data(sq + 48, nullptr, 0, &v, 8);
+    strand_set_ctrl_seg(ctrl, 0, 17, MLX5_OPCODE_RDMA_WRITE, 0x2002, 3 + ids,
+                        MLX5_WQE_CTRL_CQ_UPDATE, 0);
+    strand_set_ctrl_stream(ctrl, 3);
+    char buf[256];
+    EXPECT_STREQ("RDMA_WRITE idx 17 qp 0x2002 ds 4 -s- stream 3 "
+                 "[dct 0x1234 lid 7] [va 0x7f0000001000 rkey 0xabcd] "
+                 "[inline 8]",
+                 strand_wqe_dump(ctrl, sq, sq + sizeof(sq), 1, buf,
+                                 sizeof(buf)));
+}
+
+TEST(wqe_dump, send_with_a_data_segment_across_the_wrap_and_a_short_buffer)
+{
+    alignas(64) uint8_t sq[128];
+    memset(sq, 0, sizeof(sq));
+    auto *ctrl = reinterpret_cast<struct mlx5_wqe_ctrl_seg*>(sq + 64);
+    strand_set_av_base(reinterpret_cast<struct mlx5_wqe_av*>(ctrl + 1),
+                       0x1ee7a330, 0x99, 3);
+    /* ctrl + AV fill 32 bytes, two data segments: the second wraps */
+    strand_set_data_seg(reinterpret_cast<struct mlx5_wqe_data_seg*>(sq + 96),
+                        0x1000, 64, 0x11);
+    strand_set_data_seg(reinterpret_cast<struct mlx5_wqe_data_seg*>(sq + 112),
+                        0x2000, 32, 0x22);
+    strand_set_data_seg(reinterpret_cast<struct mlx5_wqe_data_seg*>(sq),
+                        0x3000, 16, 0x33);
+    strand_set_ctrl_seg(ctrl, 0, 1, MLX5_OPCODE_SEND, 0x10, 5,
+                        MLX5_WQE_CTRL_SOLICITED | 0x80, 0);
+    char buf[256];
+    EXPECT_STREQ("SEND idx 1 qp 0x10 ds 5 f-e [dct 0x99 lid 3] "
+                 "[va 0x1000 len 64 lkey 0x11] [va 0x2000 len 32 lkey 0x22] "
+                 "[va 0x3000 len 16 lkey 0x33]",
+                 strand_wqe_dump(ctrl, sq, sq + sizeof(sq), 1, buf,
+                                 sizeof(buf)));
+    char small[12];
+    EXPECT_STREQ("SEND idx 1 ", strand_wqe_dump(ctrl, sq, sq + sizeof(sq), 1,
+                                               small, sizeof(small)));
 }
 
 TEST(wqe_doorbell, rq_and_srq_records)

@@ -1,0 +1,8 @@
+#!/bin/bash
+# The UCS statistics counters of dc_strand (uct_mlx5/dc/dc_stats.h) are
+# compiled out with this machine's UCX (built without statistics); the
+# transport must still compile against a UCX that has them.
+. "$(dirname "$0")/lib.sh"
+
+check "the transport compiles with ENABLE_STATS" \
+    make -s -C "$STRAND_BUILDDIR" check-stats-build
