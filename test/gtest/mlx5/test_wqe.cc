@@ -568,6 +568,24 @@ TEST(wqe_sq, bf_post_copies_the_wqe_across_the_wrap)
     EXPECT_EQ(std::vector<uint8_t>(56, 0), bytes(g.bf + 8, 56));
 }
 
+#ifdef STRAND_DEBUG
+/* A debug build (--enable-debug) stops a queue whose state went wrong. */
+TEST(wqe_sq, debug_build_checks_the_queue_state)
+{
+    sq_fixture f(STRAND_MMIO_MODE_DB);
+    struct mlx5_wqe_ctrl_seg *c = f.post(1, 0x11);
+    EXPECT_DEATH(strand_sq_set_ctrl(&f.sq, c, 0, MLX5_OPCODE_SEND, 2, 0, 0),
+                 "WQE not at the producer index");
+    EXPECT_DEATH(strand_sq_set_ctrl(&f.sq, strand_sq_ctrl(&f.sq), 0,
+                                    MLX5_OPCODE_SEND, 0, 0, 0),
+                 "ds out of range");
+    strand_sq_ring(&f.sq, c, 1);
+    EXPECT_DEATH(strand_sq_ring(&f.sq, c, 1), "doorbell with no new WQE");
+    EXPECT_DEATH({ for (int i = 0; i < 5; ++i) { f.post(1, 0x22); } },
+                 "more BBs posted since the last doorbell");
+}
+#endif
+
 TEST(wqe_sq, auto_mode_and_no_register)
 {
     sq_fixture f(STRAND_MMIO_MODE_AUTO);
