@@ -634,40 +634,40 @@ static bool sim_req_fetch(smlx5_qp_t *qp)
     sim_wqe_t *w  = &qp->wqes[bb & (qp->sq_wqe_cnt - 1)];
     smlx5_dc_target_t dc = {0};
     bool dci_work;
-    sim_wqe_t tmp;
     int fi = 0;
     int ret;
 
-    ret = sim_parse_wqe(qp, bb, &tmp, &dc);
+    /* parsed into its slot right away (no copy of the whole record): the
+     * slot at sq_fetched is free, and stays so while the WQE waits */
+    ret = sim_parse_wqe(qp, bb, w, &dc);
 
-    if (ret == 0 && tmp.opcode != MLX5_OPCODE_NOP) {
+    if (ret == 0 && w->opcode != MLX5_OPCODE_NOP) {
         /* ordering constraints: wait without consuming the WQE */
-        if ((tmp.fm_ce_se & 0xe0) == 0x60) {           /* strong order */
+        if ((w->fm_ce_se & 0xe0) == 0x60) {           /* strong order */
             if (qp->sq_completed != qp->sq_fetched) {
                 return false;
             }
-        } else if (tmp.fenced && (qp->rd_atomic_inflight > 0)) {
+        } else if (w->fenced && (qp->rd_atomic_inflight > 0)) {
             return false;
         }
-        if (sim_req_rd_atomic_full(qp, &tmp)) {
+        if (sim_req_rd_atomic_full(qp, w)) {
             return false;
         }
     }
     dci_work = (ret == 0) && (qp->type == SMLX5_QPT_DCI) &&
-               (tmp.opcode != MLX5_OPCODE_NOP) &&
-               !sim_stream_errored(qp, tmp.stream);
+               (w->opcode != MLX5_OPCODE_NOP) &&
+               !sim_stream_errored(qp, w->stream);
     if (dci_work) {
-        tmp.chan   = tmp.stream & ((1u << qp->log_num_concurent) - 1);
-        tmp.dlid   = dc.dlid;
-        tmp.dqpn   = dc.dctn;
-        tmp.dc_key = dc.dc_key;
-        fi = sim_req_chan_has_deferred(qp, tmp.chan) ? -1 :
-             sim_req_dci_flow(qp, &tmp);
+        w->chan   = w->stream & ((1u << qp->log_num_concurent) - 1);
+        w->dlid   = dc.dlid;
+        w->dqpn   = dc.dctn;
+        w->dc_key = dc.dc_key;
+        fi = sim_req_chan_has_deferred(qp, w->chan) ? -1 :
+             sim_req_dci_flow(qp, w);
     } else if ((ret == 0) && (qp->type == SMLX5_QPT_RC)) {
         fi = sim_flow_get(qp, 0, 0, 0);
     }
 
-    *w = tmp;
     qp->sq_fetched += w->bbs;
     sim_qp_activate(qp);
     /* nothing of a NOP, a flushed or a failed WQE goes on the wire: the
