@@ -147,7 +147,8 @@ static inline void strand_sq_set_ctrl(const strand_sq_t *sq,
 /* The WQE at the producer index is written: it takes its BBs. */
 static inline void strand_sq_advance(strand_sq_t *sq, unsigned bbs)
 {
-    strand_sq_check((bbs > 0) && (bbs <= 4), sq, "WQE of more than 4 BBs");
+    /* ds <= 63: a WQE is at most 16 BBs */
+    strand_sq_check((bbs > 0) && (bbs <= 16), sq, "WQE of more than 16 BBs");
     sq->cur_post += bbs;
 #ifdef STRAND_DEBUG
     strand_sq_check(sq->cur_post - sq->rung <= sq->wqe_cnt, sq,
