@@ -835,8 +835,20 @@ ucs_status_t strand_dc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
         strand_dc_fc_request(iface, ep); /* or from the pending dispatch */
     }
     uct_pending_req_arb_group_push(&ep->arb_group, req);
-    ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
     UCT_TL_EP_STAT_PEND(&ep->super);
+    if ((ep->fc_wnd > 0) && (ep->dci != STRAND_DC_DCI_NONE) &&
+        (iface->dcis[ep->dci].state == STRAND_DC_DCI_ACTIVE) &&
+        !strand_dc_dci_has_room(iface, &iface->dcis[ep->dci])) {
+        /* its DCI is full: it waits behind the eps already waiting for
+         * room there (scheduled now, it would go before them: with CQEs
+         * that free many slots at once, the eps that just sent would
+         * take them again and again) */
+        if (ucs_list_is_empty(&ep->dci_wait)) {
+            ucs_list_add_tail(&iface->dcis[ep->dci].waiters, &ep->dci_wait);
+        }
+        return UCS_OK;
+    }
+    ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
     return UCS_OK;
 }
 
