@@ -84,6 +84,39 @@ typedef struct strand_dev_caps {
     uint32_t      max_rd_atomic;
 } strand_dev_caps_t;
 
+/* How fast the device is, for the transport's estimates (what UCP's
+ * protocol thresholds are computed from: uct_iface_attr_t latency,
+ * bandwidth and overhead). Seconds and bytes per second, as UCX has them.
+ * Hardware: from the port's active speed, width, MTU and link layer
+ * (strand_dev_perf_from_port); the software device: its own measured costs
+ * or STRAND_SIM_PERF (docs/software-device.md). */
+typedef enum strand_dev_perf_source {
+    STRAND_DEV_PERF_PORT,        /* hw: the port's speed, width and MTU */
+    STRAND_DEV_PERF_PORT_GUESS,  /* hw: speed or width unknown: the slowest
+                                    known link (SDR, 1x) is assumed */
+    STRAND_DEV_PERF_MEASURED,    /* sim: calibrated in this process */
+    STRAND_DEV_PERF_OVERRIDE,    /* sim: STRAND_SIM_PERF */
+    STRAND_DEV_PERF_FIXED,       /* sim: calibration failed: fixed values */
+} strand_dev_perf_source_t;
+
+typedef struct strand_dev_perf {
+    double latency;         /* s: one way, one small message, unloaded */
+    double latency_per_ep;  /* s added per endpoint in use (DC: 0) */
+    double bandwidth;       /* bytes/s of payload the port carries, shared
+                               by all the processes that use it */
+    double send_overhead;   /* s of host CPU per posted message */
+    double recv_overhead;   /* s of host CPU per received message */
+    strand_dev_perf_source_t source;
+    char   what[96];        /* how it was found, for logs and ucx_info */
+} strand_dev_perf_t;
+
+/* The estimates of a DC message on a hardware port, from its attributes
+ * (active_speed, active_width, active_mtu, link_layer): a pure function
+ * (dev_perf.c). An unknown speed or width gives the slowest link
+ * (STRAND_DEV_PERF_PORT_GUESS, `what` names the value), never garbage. */
+void strand_dev_perf_from_port(const struct ibv_port_attr *pa,
+                               strand_dev_perf_t *perf);
+
 typedef struct strand_dev      strand_dev_t;
 typedef struct strand_dev_ops  strand_dev_ops_t;
 
@@ -216,6 +249,11 @@ struct strand_dev_ops {
     int  (*qp_to_err)(strand_dev_t *dev, strand_dev_qp_t *qp);
     int  (*dci_stream_id_reset)(strand_dev_t *dev, strand_dev_qp_t *qp,
                                 uint16_t stream_id);
+
+    /* The device's performance description (strand_dev_perf_t); 0 or
+     * errno. The software device measures itself on the first call in a
+     * process (a few ms). */
+    int  (*query_perf)(strand_dev_t *dev, strand_dev_perf_t *perf);
 
     /* Device progress hook for CQ polling; NULL on hardware. */
     void (*progress)(strand_dev_t *dev);

@@ -487,6 +487,12 @@ static int dev_hw_get_async_event(strand_dev_t *dev, strand_dev_event_t *ev)
     return 0;
 }
 
+static int dev_hw_query_perf(strand_dev_t *dev, strand_dev_perf_t *perf)
+{
+    *perf = ((dev_hw_t*)dev->priv)->perf;
+    return 0;
+}
+
 const strand_dev_ops_t strand_dev_hw_ops = {
     .name                = "hw",
     .list                = dev_hw_list,
@@ -509,6 +515,7 @@ const strand_dev_ops_t strand_dev_hw_ops = {
     .qp_state            = dev_hw_qp_state,
     .qp_to_err           = dev_hw_qp_to_err,
     .dci_stream_id_reset = dev_hw_dci_stream_id_reset,
+    .query_perf          = dev_hw_query_perf,
     .progress            = NULL,
     .get_async_event     = dev_hw_get_async_event,
 };

@@ -12,6 +12,7 @@ typedef struct dev_hw {
     struct ibv_context *ctx;
     struct ibv_pd      *pd;
     int                 devx;     /* opened with DEVX: PRM queries work */
+    strand_dev_perf_t   perf;     /* from the port, at open */
 } dev_hw_t;
 
 /* Fill dev->caps from the device: verbs, mlx5dv, the port, its GID table,

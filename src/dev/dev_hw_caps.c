@@ -149,6 +149,7 @@ int strand_dev_hw_query_caps(strand_dev_t *dev)
                                                   1);
     caps->max_rd_atomic    = attr.orig_attr.max_qp_rd_atom;
     caps->mtu              = 128u << pa.active_mtu;
+    strand_dev_perf_from_port(&pa, &h->perf);
     caps->port_num         = DEV_HW_PORT;
     caps->link_layer       = (pa.link_layer == IBV_LINK_LAYER_ETHERNET) ?
                              IBV_LINK_LAYER_ETHERNET :

@@ -6,6 +6,7 @@
 #include "sim/smlx5.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -512,6 +513,37 @@ static int dev_sim_get_async_event(strand_dev_t *dev, strand_dev_event_t *ev)
     return 0;
 }
 
+static int dev_sim_query_perf(strand_dev_t *dev, strand_dev_perf_t *perf)
+{
+    static const char *const how[] = {
+        [SMLX5_PERF_MEASURED] = "measured",
+        [SMLX5_PERF_OVERRIDE] = "STRAND_SIM_PERF",
+        [SMLX5_PERF_FIXED]    = "fixed (measuring failed)",
+    };
+    dev_sim_t *s = dev->priv;
+    smlx5_perf_t sp;
+    int ret;
+
+    ret = smlx5_query_perf(s->ctx, &sp);
+    if (ret != 0) {
+        return ret;
+    }
+    memset(perf, 0, sizeof(*perf));
+    perf->latency        = sp.latency_ns * 1e-9;
+    perf->latency_per_ep = 0; /* DCIs are shared: nothing per peer */
+    perf->bandwidth      = sp.bw_mbs * 1e6;
+    perf->send_overhead  = sp.overhead_ns * 1e-9;
+    perf->recv_overhead  = sp.recv_overhead_ns * 1e-9;
+    switch (sp.source) {
+    case SMLX5_PERF_OVERRIDE: perf->source = STRAND_DEV_PERF_OVERRIDE; break;
+    case SMLX5_PERF_FIXED:    perf->source = STRAND_DEV_PERF_FIXED;    break;
+    default:                  perf->source = STRAND_DEV_PERF_MEASURED; break;
+    }
+    snprintf(perf->what, sizeof(perf->what), "software device, %s, MTU %u",
+             how[sp.source], dev->caps.mtu);
+    return 0;
+}
+
 const strand_dev_ops_t strand_dev_sim_ops = {
     .name                = "sim",
     .list                = dev_sim_list,
@@ -535,6 +567,7 @@ const strand_dev_ops_t strand_dev_sim_ops = {
     .qp_state            = dev_sim_qp_state,
     .qp_to_err           = dev_sim_qp_to_err,
     .dci_stream_id_reset = dev_sim_dci_stream_id_reset,
+    .query_perf          = dev_sim_query_perf,
     .progress            = dev_sim_progress,
     .get_async_event     = dev_sim_get_async_event,
 };

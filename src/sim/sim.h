@@ -45,6 +45,13 @@ enum { SIM_CQ_DBR_CI = 0, SIM_CQ_DBR_ARM = 1 };
 #define SIM_MAX_UIDX       (SIM_MAX_QPS + SIM_MAX_SRQS)
 #define SIM_GID_TBL_LEN    4      /* Ethernet: link-local and ULA, v1 and v2 */
 
+/* STRAND_SIM_PERF: what smlx5_query_perf reports instead of measuring
+ * (sim_perf.c). */
+typedef struct sim_perf_cfg {
+    bool   set;
+    double latency_ns, bw_mbs, overhead_ns, recv_overhead_ns;
+} sim_perf_cfg_t;
+
 /* Device tunables, read once from the environment (docs/software-device.md). */
 typedef struct sim_config {
     uint32_t mtu;                 /* STRAND_SIM_MTU, bytes (256..4096) */
@@ -68,6 +75,7 @@ typedef struct sim_config {
     uint32_t fail_rkey;           /* packets naming this rkey fail access */
     uint16_t cut_lid;             /* drop everything to/from this LID */
     uint64_t seed;
+    sim_perf_cfg_t perf;          /* STRAND_SIM_PERF */
 } sim_config_t;
 
 /* ---------------------------------------------------------------- MR */
@@ -441,6 +449,9 @@ uint64_t sim_now_ns(void);
 int      sim_config_read(sim_config_t *cfg);  /* 0 or EINVAL */
 /* STRAND_SIM_CAPS and STRAND_SIM_LINK_LAYER into cfg (sim_caps.c). */
 int      sim_caps_config_read(sim_config_t *cfg);
+/* STRAND_SIM_PERF into cfg->perf (sim_perf.c); 0 or EINVAL (said on
+ * stderr). */
+int      sim_perf_config_read(sim_config_t *cfg);
 uint64_t sim_timeout_ns(const smlx5_qp_t *qp);
 uint64_t sim_rnr_timer_ns(const smlx5_context_t *ctx, uint8_t min_rnr_timer);
 

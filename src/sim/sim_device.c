@@ -50,6 +50,9 @@ int sim_config_read(sim_config_t *cfg)
     cfg->progress_thread     = (int)sim_env_u64("STRAND_SIM_PROGRESS_THREAD", 1);
     cfg->atomics             = (int)sim_env_u64("STRAND_SIM_ATOMICS", 1);
     sim_fault_config_read(cfg);
+    if (sim_perf_config_read(cfg) != 0) {
+        return EINVAL;
+    }
     return sim_caps_config_read(cfg);
 }
 

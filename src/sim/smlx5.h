@@ -84,6 +84,26 @@ int  smlx5_query_gid_ex(smlx5_context_t *ctx, uint8_t port, uint32_t index,
  * docs/software-device.md); "" clears them. 0 or EINVAL (nothing
  * changed) when the string does not parse. */
 int  smlx5_set_faults(smlx5_context_t *ctx, const char *spec);
+/* What a message costs on this device (docs/software-device.md): measured
+ * once per process on a private fabric (a few ms, on the first call), or
+ * STRAND_SIM_PERF="latency_ns=N,bw_mbs=N,overhead_ns=N,recv_overhead_ns=N"
+ * (keys left out take fixed values; a bad key or value: open fails with
+ * EINVAL). Always 0. */
+typedef enum smlx5_perf_source {
+    SMLX5_PERF_MEASURED,
+    SMLX5_PERF_OVERRIDE,
+    SMLX5_PERF_FIXED,       /* the measurement failed */
+} smlx5_perf_source_t;
+
+typedef struct smlx5_perf {
+    double latency_ns;        /* one way, a small message */
+    double bw_mbs;            /* payload, 10^6 bytes per second */
+    double overhead_ns;       /* CPU per posted message */
+    double recv_overhead_ns;  /* CPU per received message */
+    smlx5_perf_source_t source;
+} smlx5_perf_t;
+
+int  smlx5_query_perf(smlx5_context_t *ctx, smlx5_perf_t *perf);
 /* Run the device engine once (inbound packets, timers). Returns the number
  * of events handled. Called implicitly on doorbells and CQ polls. */
 int  smlx5_progress(smlx5_context_t *ctx);

@@ -374,6 +374,27 @@ strand_dc_query_devices(uct_md_h uct_md, uct_tl_device_resource_t **devices_p,
 
 /* --------------------------------------------------------------- query */
 
+static ucs_status_t strand_dc_iface_perf(strand_dc_iface_t *iface,
+                                         strand_dev_perf_t *perf)
+{
+    int ret = iface->dev->ops->query_perf(iface->dev, perf);
+
+    if (ret != 0) {
+        ucs_error("%s: cannot get the device's performance estimates: %s",
+                  iface->dev->info.name, strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+    if (perf->source == STRAND_DEV_PERF_PORT_GUESS) {
+        ucs_diag("%s: port speed not known, estimates assume %s",
+                 iface->dev->info.name, perf->what);
+    }
+    ucs_trace("%s: estimates (%s): latency %.0f ns, bandwidth %.0f MB/s, "
+              "overhead %.0f/%.0f ns", iface->dev->info.name, perf->what,
+              perf->latency * 1e9, perf->bandwidth / 1e6,
+              perf->send_overhead * 1e9, perf->recv_overhead * 1e9);
+    return UCS_OK;
+}
+
 static ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
                                           uct_iface_attr_t *attr)
 {
@@ -385,6 +406,8 @@ static ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
                                UCS_BIT(UCT_ATOMIC_OP_XOR);
     uint64_t famo            = amo | UCS_BIT(UCT_ATOMIC_OP_SWAP) |
                                UCS_BIT(UCT_ATOMIC_OP_CSWAP);
+    strand_dev_perf_t perf;
+    ucs_status_t status;
 
     uct_base_iface_query(&iface->super, attr);
 
@@ -450,13 +473,41 @@ static ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
     attr->dev_num_paths   = 1;
     attr->max_num_eps     = SIZE_MAX;
 
-    /* ConnectX-like DC: ~1us, flat in the number of endpoints */
-    attr->latency                 = ucs_linear_func_make(1000e-9, 0.1e-9);
-    attr->bandwidth.dedicated     = 0;
-    attr->bandwidth.shared        = 6.0e9;
-    attr->overhead                = 75e-9;
-    attr->priority                = 0;
+    /* what the device says it is worth (src/dev: the port's speed on a
+     * NIC, measured costs on the software device): the link is shared by
+     * every process on the port */
+    status = strand_dc_iface_perf(iface, &perf);
+    if (status != UCS_OK) {
+        return status;
+    }
+    attr->latency             = ucs_linear_func_make(perf.latency,
+                                                     perf.latency_per_ep);
+    attr->bandwidth.dedicated = 0;
+    attr->bandwidth.shared    = perf.bandwidth;
+    attr->overhead            = perf.send_overhead;
+    attr->priority            = 0;
     return UCS_OK;
+}
+
+/* UCP's protocol selection asks for the send and receive overheads apart
+ * (uct_iface_estimate_perf); the rest is what iface_query reports. */
+static ucs_status_t strand_dc_iface_estimate_perf(uct_iface_h tl_iface,
+                                                  uct_perf_attr_t *perf_attr)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+    strand_dev_perf_t perf;
+    ucs_status_t status;
+
+    status = uct_base_iface_estimate_perf(tl_iface, perf_attr);
+    if ((status != UCS_OK) ||
+        !(perf_attr->field_mask & UCT_PERF_ATTR_FIELD_RECV_OVERHEAD)) {
+        return status;
+    }
+    status = strand_dc_iface_perf(iface, &perf);
+    if (status == UCS_OK) {
+        perf_attr->recv_overhead = perf.recv_overhead;
+    }
+    return status;
 }
 
 /* ------------------------------------------------------------ addresses */
@@ -805,7 +856,7 @@ static void strand_dc_iface_vfs_refresh(uct_iface_h tl_iface)
 }
 
 static uct_iface_internal_ops_t strand_dc_iface_internal_ops = {
-    .iface_estimate_perf = uct_base_iface_estimate_perf,
+    .iface_estimate_perf = strand_dc_iface_estimate_perf,
     .iface_vfs_refresh   = strand_dc_iface_vfs_refresh,
     .ep_query            = (uct_ep_query_func_t)
                            ucs_empty_function_return_unsupported,

@@ -1,0 +1,80 @@
+#!/bin/bash
+# UCP's protocol thresholds follow the estimates the device gives: with
+# STRAND_SIM_PERF the software device reports fixed latency, bandwidth and
+# overhead, and ucx_info's endpoint configuration (eager zcopy and
+# rendezvous thresholds of tag_send) moves when they change; without it the
+# device's measured costs give sane figures; a bad value is an error
+# message, not a crash.
+. "$(dirname "$0")/lib.sh"
+
+# UCX_BCOPY_BW: UCP's own memcpy estimate (else taken from the CPU model),
+# which the zero-copy threshold is weighed against
+export UCX_TLS=dc_strand,self UCX_NET_DEVICES=smlx5_0:1 UCX_BCOPY_BW=5000MBs
+export STRAND_SIM_FABRIC="${fabric_prefix}info"
+base="latency_ns=300,bw_mbs=20000,overhead_ns=60"
+
+# tag_send PERF: the tag_send line of an endpoint to a peer on another node
+tag_send() {
+    STRAND_SIM_PERF=$1 strand-run ucx_info -e -u t -P inter 2>&1 |
+        sed -n 's/^# *tag_send: //p'
+}
+# rndv_from LINE / zcopy_from LINE: the size the protocol starts at ("" if none)
+rndv_from()  { sed -n 's/.*\.\.\([0-9]*\)\.\.<rndv>.*/\1/p' <<<"$1"; }
+zcopy_from() { sed -n 's/.*\.\.\([0-9]*\)\.\.<egr\/zcopy>.*/\1/p' <<<"$1"; }
+# gt A B: A and B are numbers and A > B
+gt() { [ -n "$1" ] && [ -n "$2" ] && [ "$1" -gt "$2" ]; }
+
+b=$(tag_send "$base")
+echo "# $base: $b"
+check "tag_send has eager zcopy and rendezvous thresholds ($base)" \
+    bash -c "[ -n '$(zcopy_from "$b")' ] && [ -n '$(rndv_from "$b")' ]"
+
+slow=$(tag_send "latency_ns=3000,bw_mbs=20000,overhead_ns=60")
+echo "# latency 3000 ns: $slow"
+check "10x the latency: rendezvous starts at over 4x the size" \
+    gt "$(rndv_from "$slow")" "$(( $(rndv_from "$b") * 4 ))"
+
+narrow=$(tag_send "latency_ns=300,bw_mbs=3000,overhead_ns=60")
+echo "# bandwidth 3000 MB/s: $narrow"
+check "a link slower than memcpy: no eager zcopy" \
+    bash -c "[ -n '$narrow' ] && [ -z '$(zcopy_from "$narrow")' ]"
+check "a link slower than memcpy: rendezvous threshold moves" \
+    bash -c "[ -n '$(rndv_from "$narrow")' ] && [ '$(rndv_from "$narrow")' != '$(rndv_from "$b")' ]"
+
+wide=$(tag_send "latency_ns=300,bw_mbs=1000000,overhead_ns=60")
+echo "# bandwidth 1 TB/s: $wide"
+check "a faster link: eager zcopy starts at a smaller size" \
+    gt "$(zcopy_from "$b")" "$(zcopy_from "$wide")"
+
+STRAND_SIM_PERF="latency_ns=1234,bw_mbs=5678,overhead_ns=91" \
+    strand-run ucx_info -d -t dc_strand >"$tmpdir/d" 2>&1
+# ucx_info prints bandwidth in MiB/s: 5678e6 / 2^20 = 5414.96
+check "ucx_info -d shows the override's latency, bandwidth and overhead" \
+    bash -c "grep -q 'latency: *1234 nsec' '$tmpdir/d' &&
+             grep -q 'bandwidth: *5414.9[0-9]/ppn' '$tmpdir/d' &&
+             grep -q 'overhead: *91 nsec' '$tmpdir/d'"
+
+unset STRAND_SIM_PERF
+strand-run ucx_info -d -t dc_strand >"$tmpdir/m" 2>&1
+lat=$(sed -n 's/.*latency: *\([0-9]*\) nsec.*/\1/p' "$tmpdir/m" | head -n1)
+echo "# measured: $(grep -E 'latency|bandwidth|overhead' "$tmpdir/m" | tr -s ' ' | paste -sd' ')"
+check "measured: a latency from 1 ns to 1 ms" \
+    bash -c "[ -n '$lat' ] && [ '$lat' -ge 1 ] && [ '$lat' -lt 1000000 ]"
+m=$(tag_send "")
+echo "# measured: $m"
+check "measured: UCP computes a rendezvous threshold" \
+    bash -c "[ -n '$(rndv_from "$m")' ]"
+
+# ucx_info -e exits with UCP's error (the device is gone, so is every
+# active-message transport); a crash would be 128 + a signal number
+STRAND_SIM_PERF="bw_mbs=fast" strand-run ucx_info -e -u t -P inter \
+    >"$tmpdir/bad" 2>&1
+rc=$?
+check "a bad STRAND_SIM_PERF value is named, and is no crash" \
+    bash -c "grep -q \"STRAND_SIM_PERF: bw_mbs='fast'\" '$tmpdir/bad' &&
+             ! { [ $rc -gt 128 ] && [ $rc -lt 160 ]; } &&
+             ! grep -qi 'segmentation\|backtrace\|caught signal' '$tmpdir/bad'"
+STRAND_SIM_PERF="latency_ns=-1" strand-run ucx_info -d >"$tmpdir/bad_d" 2>&1
+check_exit "ucx_info -d with a bad STRAND_SIM_PERF exits 0" $?
+check "... and names the value" \
+    grep -q "STRAND_SIM_PERF: latency_ns='-1': a number from 1 to" "$tmpdir/bad_d"
