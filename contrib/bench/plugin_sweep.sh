@@ -9,15 +9,16 @@
 #                   [--sizes "4096 8192 ..."]
 #
 # Each run is an ucx_perftest server / client pair started through
-# strand-run on a fabric of its own (UCX_TLS=dc_strand,self,
-# UCX_NET_DEVICES=smlx5_0:1); bandwidth in MB/s as ucx_perftest prints it
-# (its overall figure), latency in us (typical).
+# strand-run on a fabric of its own (UCP: UCX_TLS=dc_strand,self,
+# UCX_NET_DEVICES=smlx5_0:1; UCT tests: -x dc_strand -d smlx5_0:1);
+# bandwidth in MB/s as ucx_perftest prints it (its overall figure),
+# latency in us (typical).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 me=plugin_sweep.sh
 . "$here/strand_env.sh"
 
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n "2,15p" "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 [ $# -ge 2 ] || usage 2
 before=$1 after=$2; shift 2
 test=tag_bw rounds=3
@@ -32,6 +33,12 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
+# UCT tests name the transport and device; UCP ones (tag_*, ucp_*,
+# stream_*) take them from UCX_TLS / UCX_NET_DEVICES
+case $test in
+tag_*|ucp_*|stream_*) uct_args= ;;
+*) uct_args="-x dc_strand -d smlx5_0:1" ;;
+esac
 for p in "$before" "$after"; do
     [ -r "$p" ] || { echo "$me: no plugin file '$p'" >&2; exit 2; }
 done
@@ -47,7 +54,8 @@ one() {
     srv=$!
     sleep 0.5
     out=$(timeout 120 "$run" ucx_perftest 127.0.0.1 -p "$port" -t "$test" \
-              -s "$size" -n "$n" -w $((n / 10)) 2>/dev/null | grep 'Final:')
+              $uct_args -s "$size" -n "$n" -w $((n / 10)) 2>/dev/null |
+          grep 'Final:')
     wait "$srv" 2>/dev/null
     case $test in
     *bw) echo "$out" | awk '{ print $6 }' ;;

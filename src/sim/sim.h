@@ -37,6 +37,12 @@ enum { SIM_CQ_DBR_CI = 0, SIM_CQ_DBR_ARM = 1 };
 #define SIM_MAX_INLINE     828    /* like ConnectX: fits a 1 KiB WQE */
 #define SIM_MAX_RD_ATOMIC  16
 #define SIM_FLOWS_PER_QP   64     /* DCI: destinations in flight at once */
+/* for each flow i in use of qp (m: a uint64_t the walk consumes); a flow
+ * may be given up inside the loop body */
+#define sim_for_each_flow(_qp, _i, _m) \
+    for ((_m) = (_qp)->flows_used; \
+         ((_m) != 0) && ((_i) = __builtin_ctzll(_m)) >= 0; \
+         (_m) &= (_m) - 1)
 #define SIM_DCI_MAX_CHANNELS 16   /* 2^dci_log_concurent at most */
 #define SIM_RESP_CTX_MAX   256    /* DCT: requesters remembered at first */
 #define SIM_RESP_CTX_CAP   16384  /* DCT: ... and at most */
@@ -342,6 +348,9 @@ struct smlx5_qp {
     uint32_t          sq_completed;   /* BBs whose CQE is written */
     sim_wqe_t        *wqes;           /* indexed by BB & (sq_wqe_cnt-1) */
     sim_flow_t        flows[SIM_FLOWS_PER_QP];
+    uint64_t          flows_used;     /* bit i: flows[i].used (the timer,
+                                         ACK and idle walks visit these
+                                         only) */
     uint32_t          rd_atomic_inflight;
     uint32_t          num_deferred;   /* DCI: WQEs in SIM_WQE_DEFERRED */
     uint8_t           chan_flow[SIM_DCI_MAX_CHANNELS]; /* DCI: 1 + the flow

@@ -201,10 +201,11 @@ static void sim_comp_fail(smlx5_qp_t *qp, sim_wqe_t *w, uint8_t syndrome)
 
 static int sim_comp_find_flow(smlx5_qp_t *qp, const sim_pkt_t *pkt)
 {
+    uint64_t m;
     int i;
 
-    for (i = 0; i < SIM_FLOWS_PER_QP; ++i) {
-        if (qp->flows[i].used && (qp->flows[i].dlid == pkt->slid) &&
+    sim_for_each_flow(qp, i, m) {
+        if ((qp->flows[i].dlid == pkt->slid) &&
             (qp->flows[i].dqpn == pkt->sqpn) &&
             (qp->flows[i].chan == pkt->chan)) {
             return i;
@@ -472,6 +473,7 @@ void sim_comp_flush_qp(smlx5_qp_t *qp)
             }
         }
         memset(qp->flows, 0, sizeof(qp->flows));
+        qp->flows_used = 0;
         qp->rd_atomic_inflight = 0;
         qp->num_deferred       = 0;
         memset(qp->chan_flow, 0, sizeof(qp->chan_flow));
@@ -497,6 +499,7 @@ void sim_comp_flush_qp(smlx5_qp_t *qp)
 
 static bool sim_qp_idle(const smlx5_qp_t *qp)
 {
+    uint64_t m;
     int i;
 
     if ((qp->sq_completed != qp->sq_fetched) ||
@@ -504,7 +507,7 @@ static bool sim_qp_idle(const smlx5_qp_t *qp)
         qp->tx_blocked || (qp->rjob_head != qp->rjob_tail)) {
         return false;
     }
-    for (i = 0; i < SIM_FLOWS_PER_QP; ++i) {
+    sim_for_each_flow(qp, i, m) {
         if (qp->flows[i].outstanding || qp->flows[i].deadline_ns) {
             return false;
         }
@@ -516,11 +519,12 @@ static void sim_comp_qp_timers(smlx5_qp_t *qp, uint64_t now)
 {
     sim_flow_t *f;
     sim_wqe_t *w;
+    uint64_t m;
     int i;
 
-    for (i = 0; i < SIM_FLOWS_PER_QP; ++i) {
+    sim_for_each_flow(qp, i, m) {
         f = &qp->flows[i];
-        if (!f->used || (f->deadline_ns == 0) || (f->deadline_ns > now)) {
+        if ((f->deadline_ns == 0) || (f->deadline_ns > now)) {
             continue;
         }
         f->deadline_ns = 0;
@@ -549,7 +553,7 @@ static void sim_comp_qp_timers(smlx5_qp_t *qp, uint64_t now)
 
 void sim_comp_timers(smlx5_context_t *ctx, uint64_t now)
 {
-    uint64_t next = 0;
+    uint64_t next = 0, m;
     unsigned i = 0;
     smlx5_qp_t *qp;
     int f;
@@ -571,7 +575,7 @@ void sim_comp_timers(smlx5_context_t *ctx, uint64_t now)
             ctx->active[i] = ctx->active[--ctx->num_active];
             continue;
         }
-        for (f = 0; f < SIM_FLOWS_PER_QP; ++f) {
+        sim_for_each_flow(qp, f, m) {
             uint64_t d = qp->flows[f].deadline_ns;
             if (d && (!next || (d < next))) {
                 next = d;

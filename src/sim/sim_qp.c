@@ -594,6 +594,7 @@ static void sim_qp_reset(smlx5_qp_t *qp)
     qp->tx_blocked  = false;
     sim_resp_drop_reads(qp);
     memset(qp->flows, 0, sizeof(qp->flows));
+    qp->flows_used = 0;
     memset(qp->chan_flow, 0, sizeof(qp->chan_flow));
     qp->num_deferred = 0;
     if (qp->wqes) {

@@ -22,11 +22,13 @@ static int sim_flow_get(smlx5_qp_t *qp, uint16_t chan, uint16_t dlid,
                         uint32_t dqpn)
 {
     int i, free_idx = -1;
+    uint64_t m;
 
     if (qp->type == SMLX5_QPT_RC) {
         sim_flow_t *f = &qp->flows[0];
         if (!f->used) {
             f->used      = true;
+            qp->flows_used |= 1;
             f->dlid      = qp->dlid;
             f->dqpn      = qp->dest_qpn;
             f->start_psn = f->next_psn = f->una_psn = qp->sq_psn;
@@ -34,15 +36,17 @@ static int sim_flow_get(smlx5_qp_t *qp, uint16_t chan, uint16_t dlid,
         return 0;
     }
 
-    for (i = 0; i < SIM_FLOWS_PER_QP; ++i) {
+    sim_for_each_flow(qp, i, m) {
         sim_flow_t *f = &qp->flows[i];
-        if (f->used && (f->chan == chan) && (f->dlid == dlid) &&
-            (f->dqpn == dqpn)) {
+        if ((f->chan == chan) && (f->dlid == dlid) && (f->dqpn == dqpn)) {
             return i;
         }
-        if ((free_idx < 0) && (!f->used || (f->outstanding == 0))) {
+        if ((free_idx < 0) && (f->outstanding == 0)) {
             free_idx = i;
         }
+    }
+    if ((free_idx < 0) && (~qp->flows_used != 0)) {
+        free_idx = __builtin_ctzll(~qp->flows_used); /* never used yet */
     }
     if (free_idx < 0) {
         return -1;
@@ -51,6 +55,7 @@ static int sim_flow_get(smlx5_qp_t *qp, uint16_t chan, uint16_t dlid,
     sim_flow_t *f = &qp->flows[free_idx];
     memset(f, 0, sizeof(*f));
     f->used      = true;
+    qp->flows_used |= 1ull << free_idx;
     f->chan      = chan;
     f->dlid      = dlid;
     f->dqpn      = dqpn;
@@ -832,12 +837,13 @@ out:
 void sim_req_resume(smlx5_qp_t *qp)
 {
     sim_flow_t *f;
+    uint64_t m;
     int i;
 
     qp->tx_blocked = false;
-    for (i = 0; i < SIM_FLOWS_PER_QP; ++i) {
+    sim_for_each_flow(qp, i, m) {
         f = &qp->flows[i];
-        if (f->used && f->rexmit_pending) {
+        if (f->rexmit_pending) {
             f->rexmit_pending = false;
             sim_req_retransmit(qp, i, f->rexmit_psn);
         }
