@@ -39,6 +39,14 @@ enum {
     SIM_PKT_F_CORRUPT  = 1u << 7,  /* ICRC failed (fault injection) */
 };
 
+/* xflags of WRITE requests, READ requests and READ responses */
+enum {
+    SIM_PKT_X_ONECOPY  = 1u << 0,  /* the data moves in one copy
+                                      (sim_onecopy.c): a WRITE carries a
+                                      descriptor, a READ has one response
+                                      naming the responder's process */
+};
+
 /* AETH syndromes (IBA 9.7.5.1.4, simplified). */
 enum {
     SIM_AETH_ACK          = 0,
@@ -64,7 +72,11 @@ enum {
 typedef struct sim_pkt {
     uint8_t  op;            /* sim_pkt_op_t */
     uint8_t  flags;         /* SIM_PKT_F_* */
-    uint8_t  syndrome;      /* ACK: SIM_AETH_*; RNR: timer */
+    union {
+        uint8_t syndrome;   /* ACK: SIM_AETH_*; RNR: timer */
+        uint8_t xflags;     /* WRITE, READ request and response:
+                               SIM_PKT_X_* */
+    };
     uint8_t  atomic_op;     /* SIM_ATOMIC_*; RNR NAK: min_rnr_timer */
     uint16_t slid;
     uint16_t payload_len;
@@ -92,6 +104,18 @@ typedef struct sim_pkt {
 #define SIM_PKT_HDR_BASE   offsetof(sim_pkt_t, dc_key)
 #define SIM_PKT_HDR_DC     offsetof(sim_pkt_t, swap_add)
 #define SIM_PKT_HDR_ATOMIC sizeof(sim_pkt_t)
+
+/* Responses a READ request gets: one per path MTU of its length (at
+ * least one), or one when its data moves in one copy. */
+static inline uint32_t sim_pkt_read_npkts(const sim_pkt_t *pkt)
+{
+    uint32_t n = (pkt->dma_len + (1u << pkt->log_mtu) - 1) >> pkt->log_mtu;
+
+    if (pkt->xflags & SIM_PKT_X_ONECOPY) {
+        return 1;
+    }
+    return n ? n : 1;
+}
 
 /* Bytes of header a packet carries on the wire. */
 static inline size_t sim_pkt_hdr_len(const sim_pkt_t *pkt)

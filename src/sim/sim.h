@@ -37,6 +37,7 @@ enum { SIM_CQ_DBR_CI = 0, SIM_CQ_DBR_ARM = 1 };
 #define SIM_MAX_INLINE     828    /* like ConnectX: fits a 1 KiB WQE */
 #define SIM_MAX_RD_ATOMIC  16
 #define SIM_FLOWS_PER_QP   64     /* DCI: destinations in flight at once */
+#define SIM_ONECOPY_DEFAULT_MIN 32768 /* STRAND_SIM_ONECOPY default */
 /* for each flow i in use of qp (m: a uint64_t the walk consumes); a flow
  * may be given up inside the loop body */
 #define sim_for_each_flow(_qp, _i, _m) \
@@ -65,6 +66,9 @@ typedef struct sim_config {
     uint64_t rnr_timer_ns;        /* STRAND_SIM_RNR_NS: 0 = from QP attr */
     int      progress_thread;     /* STRAND_SIM_PROGRESS_THREAD (default 1) */
     int      atomics;             /* STRAND_SIM_ATOMICS (default 1) */
+    uint32_t onecopy_min;         /* STRAND_SIM_ONECOPY: WRITEs / READs of
+                                     at least this many bytes move in one
+                                     copy (sim_onecopy.c); 0: never */
     /* the NIC it looks like: STRAND_SIM_CAPS (sim_caps.c) */
     bool     masked_atomics;      /* opcodes 0x14 / 0x15 execute */
     bool     atomic_reply_be;     /* fetched values land big-endian */
@@ -240,6 +244,8 @@ typedef struct sim_wqe {
     uint8_t   status;             /* 0 or an MLX5_CQE_SYNDROME_* */
     uint64_t  fetched;            /* atomic: original value */
     bool      needs_response;     /* READ / atomic */
+    bool      onecopy;            /* its data moves in one copy: one
+                                     packet (sim_onecopy.c) */
     bool      fenced;
     /* requester scatter-to-CQE (cs_req): the response data goes into the
      * CQE, not the local buffers */

@@ -4,6 +4,7 @@
  * order.
  */
 #include "sim.h"
+#include "sim_onecopy.h"
 
 #include <string.h>
 
@@ -333,6 +334,7 @@ static void sim_comp_response(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt,
     sim_flow_t *f = &qp->flows[fi];
     sim_wqe_t *w  = sim_comp_find_wqe(qp, fi, pkt->psn);
     uint32_t off;
+    int err;
 
     if ((int32_t)(pkt->psn - f->una_psn) > 0) {
         /* responses come in order: a gap means the one awaited was lost;
@@ -347,7 +349,19 @@ static void sim_comp_response(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt,
     if ((w == NULL) || !w->needs_response || (pkt->psn != f->una_psn)) {
         return; /* a duplicate */
     }
-    if (pkt->op == SIM_PKT_READ_RESP) {
+    if ((pkt->op == SIM_PKT_READ_RESP) && w->onecopy) {
+        if (!(pkt->xflags & SIM_PKT_X_ONECOPY)) {
+            return; /* not the answer to this request */
+        }
+        err = sim_onecopy_read_fetch(w, pkt->imm);
+        if (err != 0) {
+            /* the responder checked its key; its memory is gone (or the
+             * host forbids the copy): a remote operation error, as a NAK
+             * would report it */
+            sim_comp_fail(qp, w, MLX5_CQE_SYNDROME_REMOTE_OP_ERR);
+            return;
+        }
+    } else if (pkt->op == SIM_PKT_READ_RESP) {
         off = (pkt->psn - w->first_psn) * qp->path_mtu;
         if (off + pkt->payload_len <= w->length) {
             sim_comp_deliver(w, off, payload, pkt->payload_len);

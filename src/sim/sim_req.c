@@ -8,6 +8,7 @@
  * when the flow's window is full and resumes when ACKs open it.
  */
 #include "sim.h"
+#include "sim_onecopy.h"
 
 #include <errno.h>
 
@@ -388,7 +389,7 @@ static uint32_t sim_wqe_npkts(const smlx5_qp_t *qp, const sim_wqe_t *w)
 {
     uint32_t n;
 
-    if (sim_opcode_is_atomic(w->opcode)) {
+    if (sim_opcode_is_atomic(w->opcode) || w->onecopy) {
         return 1;
     }
     n = (w->length + qp->path_mtu - 1) / qp->path_mtu;
@@ -440,6 +441,7 @@ int sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
         pkt.dma_len = w->length - off;
         pkt.offset  = 0;
         pkt.flags  |= SIM_PKT_F_ACKREQ;
+        pkt.xflags  = w->onecopy ? SIM_PKT_X_ONECOPY : 0;
         break;
     case MLX5_OPCODE_ATOMIC_CS:
     case MLX5_OPCODE_ATOMIC_FA:
@@ -490,7 +492,13 @@ int sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
                 pkt.flags |= SIM_PKT_F_SE;
             }
         }
-        if (len > 0) {
+        if (w->onecopy) {
+            /* the responder reads the data from here: the packet
+             * carries where it is */
+            pkt.xflags = SIM_PKT_X_ONECOPY;
+            len        = (uint32_t)sim_onecopy_desc_pack(w, buf, sizeof(buf));
+            payload    = buf;
+        } else if (len > 0) {
             if (!w->is_inline && (w->num_sge == 1)) {
                 payload = (const uint8_t*)(uintptr_t)(w->sge[0].addr + off);
             } else {
@@ -559,8 +567,10 @@ static bool sim_req_rd_atomic_full(const smlx5_qp_t *qp, const sim_wqe_t *w)
 static void sim_req_launch(smlx5_qp_t *qp, sim_wqe_t *w, int fi)
 {
     sim_flow_t *f = &qp->flows[fi];
-    uint32_t n    = sim_wqe_npkts(qp, w);
+    uint32_t n;
 
+    w->onecopy   = sim_onecopy_wanted(qp, w);
+    n            = sim_wqe_npkts(qp, w);
     w->flow      = fi;
     w->first_psn = f->next_psn;
     w->last_psn  = f->next_psn + n - 1;

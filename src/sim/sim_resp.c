@@ -5,11 +5,14 @@
  * order; duplicates are answered again without executing twice.
  */
 #include "sim.h"
+#include "sim_onecopy.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <string.h>
+#include <unistd.h>
 
 /* A coalesced ACK leaves at the latest this long after the request. */
 #define SIM_ACK_DELAY_NS 10000ull
@@ -331,6 +334,36 @@ static int sim_resp_qp_access(const smlx5_qp_t *qp)
     return qp->access_flags;
 }
 
+/* The data of a one-copy WRITE (key and bounds checked) into place. A
+ * requester that is gone gets no answer, as on a wire; a descriptor that
+ * makes no sense is an invalid request; a copy the host refuses or whose
+ * source is not there, a remote operation error. */
+static bool sim_resp_write_onecopy(smlx5_context_t *ctx, smlx5_qp_t *qp,
+                                   sim_resp_ctx_t *c, const sim_pkt_t *pkt,
+                                   const uint8_t *payload)
+{
+    static bool warned;
+    int err;
+
+    err = sim_onecopy_write_place(payload, pkt->payload_len, pkt->va,
+                                  pkt->dma_len);
+    if (err == 0) {
+        return true;
+    }
+    if (err == ESRCH) {
+        return false;
+    }
+    if ((err == EPERM) && !warned) {
+        warned = true;
+        fprintf(stderr, "smlx5: this host does not let the device copy "
+                "between processes (process_vm_readv: %s); set "
+                "STRAND_SIM_ONECOPY=0\n", strerror(err));
+    }
+    sim_resp_error(ctx, qp, c, pkt, (err == EINVAL) ? SIM_AETH_NAK_INV_REQ :
+                                                      SIM_AETH_NAK_OP);
+    return false;
+}
+
 static bool sim_resp_write(smlx5_context_t *ctx, smlx5_qp_t *qp,
                            sim_resp_ctx_t *c, const sim_pkt_t *pkt,
                            const uint8_t *payload)
@@ -339,16 +372,25 @@ static bool sim_resp_write(smlx5_context_t *ctx, smlx5_qp_t *qp,
                 (pkt->op == SIM_PKT_WRITE_ONLY);
     smlx5_pd_t *pd = qp->pd;
 
+    bool onecopy = (pkt->xflags & SIM_PKT_X_ONECOPY) != 0;
+
     if (pkt->dma_len > 0) {
         if (!(sim_resp_qp_access(qp) & IBV_ACCESS_REMOTE_WRITE) ||
             sim_mr_check_remote(ctx, pd, pkt->rkey, pkt->va, pkt->dma_len,
                                 IBV_ACCESS_REMOTE_WRITE) ||
-            (pkt->offset + pkt->payload_len > pkt->dma_len)) {
+            (!onecopy &&
+             (pkt->offset + pkt->payload_len > pkt->dma_len))) {
             sim_resp_error(ctx, qp, c, pkt, SIM_AETH_NAK_ACCESS);
             return false;
         }
-        memcpy((void*)(uintptr_t)(pkt->va + pkt->offset),
-               payload, pkt->payload_len);
+        if (onecopy) {
+            if (!sim_resp_write_onecopy(ctx, qp, c, pkt, payload)) {
+                return false;
+            }
+        } else {
+            memcpy((void*)(uintptr_t)(pkt->va + pkt->offset),
+                   payload, pkt->payload_len);
+        }
     }
     if (last && (pkt->flags & SIM_PKT_F_IMM)) {
         if (!sim_resp_take_recv(ctx, qp, c, pkt)) {
@@ -375,8 +417,20 @@ static uint32_t sim_resp_read_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
     uint32_t mtu = 1u << pkt->log_mtu, n, off, len;
     sim_pkt_t rsp;
 
-    n = (pkt->dma_len + mtu - 1) / mtu;
-    n = n ? n : 1;
+    n = sim_pkt_read_npkts(pkt);
+    if ((pkt->xflags & SIM_PKT_X_ONECOPY) && (i == 0)) {
+        /* one response, no data: the requester reads it in place */
+        memset(&rsp, 0, sizeof(rsp));
+        rsp.op     = SIM_PKT_READ_RESP;
+        rsp.xflags = SIM_PKT_X_ONECOPY;
+        rsp.psn    = pkt->psn;
+        rsp.imm    = (uint32_t)getpid();
+        rsp.dqpn   = pkt->sqpn;
+        rsp.sqpn   = (qp->type == SMLX5_QPT_DCT) ? qp->dctn : qp->qpn;
+        rsp.chan   = pkt->chan;
+        return (sim_send_pkt(ctx, pkt->slid, &rsp, NULL, 0) == -EAGAIN) ?
+               0 : 1;
+    }
     for (; i < n; ++i) {
         off = i * mtu;
         len = (pkt->dma_len - off < mtu) ? pkt->dma_len - off : mtu;
@@ -445,10 +499,9 @@ void sim_resp_resume_reads(smlx5_context_t *ctx, smlx5_qp_t *qp)
             ++qp->rjob_head;
             continue;
         }
-        n   = (job->pkt.dma_len + (1u << job->pkt.log_mtu) - 1) >>
-              job->pkt.log_mtu;
+        n         = sim_pkt_read_npkts(&job->pkt);
         job->next = sim_resp_read_send(ctx, qp, &job->pkt, job->next);
-        if (job->next < (n ? n : 1)) {
+        if (job->next < n) {
             ctx->tx_backlog = true;
             return;
         }
@@ -472,11 +525,12 @@ static void sim_resp_read(smlx5_context_t *ctx, smlx5_qp_t *qp,
 {
     uint32_t first = ((int32_t)(from_psn - pkt->psn) > 0) ?
                      from_psn - pkt->psn : 0;
-    uint32_t mtu   = 1u << pkt->log_mtu;
-    uint32_t n     = (pkt->dma_len + mtu - 1) / mtu, next;
+    uint32_t n     = sim_pkt_read_npkts(pkt), next;
 
     (void)c;
-    n = n ? n : 1;
+    if ((pkt->xflags & SIM_PKT_X_ONECOPY) && (first > 0)) {
+        first = 0; /* its one response, again */
+    }
     if (qp->rjob_head != qp->rjob_tail) {
         sim_resp_read_queue(ctx, qp, pkt, first);
         return;
@@ -586,11 +640,10 @@ static bool sim_resp_read_queued(const smlx5_qp_t *qp, const sim_pkt_t *pkt)
 
     for (i = qp->rjob_head; i != qp->rjob_tail; ++i) {
         job = &qp->rjobs[i & (qp->rjob_cap - 1)];
-        n   = (job->pkt.dma_len + (1u << job->pkt.log_mtu) - 1) >>
-              job->pkt.log_mtu;
+        n   = sim_pkt_read_npkts(&job->pkt);
         if ((job->pkt.slid == pkt->slid) && (job->pkt.sqpn == pkt->sqpn) &&
             (job->pkt.chan == pkt->chan) &&
-            ((uint32_t)(pkt->psn - job->pkt.psn) < (n ? n : 1))) {
+            ((uint32_t)(pkt->psn - job->pkt.psn) < n)) {
             return true;
         }
     }
@@ -720,9 +773,7 @@ void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
             return;
         }
         sim_resp_read(ctx, qp, c, pkt, pkt->psn);
-        c->epsn = pkt->psn + (((pkt->dma_len >> pkt->log_mtu) +
-                               !!(pkt->dma_len & ((1u << pkt->log_mtu) - 1)))
-                              ?: 1);
+        c->epsn = pkt->psn + sim_pkt_read_npkts(pkt);
         return;
     case SIM_PKT_ATOMIC_REQ:
         if (sim_resp_atomic(ctx, qp, c, pkt)) {
