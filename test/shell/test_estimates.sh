@@ -11,6 +11,9 @@
 # which the zero-copy threshold is weighed against
 export UCX_TLS=dc_strand,self UCX_NET_DEVICES=smlx5_0:1 UCX_BCOPY_BW=5000MBs
 export STRAND_SIM_FABRIC="${fabric_prefix}info"
+# under AddressSanitizer: ucx_info -e leaks 45 bytes of UCX's own, and
+# LeakSanitizer's exit then loses what it wrote to the pipe
+[ -n "${STRAND_ASAN_RUNTIME:-}" ] && export ASAN_OPTIONS=detect_leaks=0
 base="latency_ns=300,bw_mbs=20000,overhead_ns=60"
 
 # tag_send PERF: the tag_send line of an endpoint to a peer on another node
@@ -31,8 +34,9 @@ check "tag_send has eager zcopy and rendezvous thresholds ($base)" \
 
 slow=$(tag_send "latency_ns=3000,bw_mbs=20000,overhead_ns=60")
 echo "# latency 3000 ns: $slow"
+r=$(rndv_from "$b")
 check "10x the latency: rendezvous starts at over 4x the size" \
-    gt "$(rndv_from "$slow")" "$(( $(rndv_from "$b") * 4 ))"
+    gt "$(rndv_from "$slow")" "${r:+$((r * 4))}"
 
 narrow=$(tag_send "latency_ns=300,bw_mbs=3000,overhead_ns=60")
 echo "# bandwidth 3000 MB/s: $narrow"
