@@ -418,26 +418,19 @@ static uint32_t sim_resp_read_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
     sim_pkt_t rsp;
 
     n = sim_pkt_read_npkts(pkt);
-    if ((pkt->xflags & SIM_PKT_X_ONECOPY) && (i == 0)) {
-        /* one response, no data: the requester reads it in place */
-        memset(&rsp, 0, sizeof(rsp));
-        rsp.op     = SIM_PKT_READ_RESP;
-        rsp.xflags = SIM_PKT_X_ONECOPY;
-        rsp.psn    = pkt->psn;
-        rsp.imm    = (uint32_t)getpid();
-        rsp.dqpn   = pkt->sqpn;
-        rsp.sqpn   = (qp->type == SMLX5_QPT_DCT) ? qp->dctn : qp->qpn;
-        rsp.chan   = pkt->chan;
-        return (sim_send_pkt(ctx, pkt->slid, &rsp, NULL, 0) == -EAGAIN) ?
-               0 : 1;
-    }
     for (; i < n; ++i) {
         off = i * mtu;
         len = (pkt->dma_len - off < mtu) ? pkt->dma_len - off : mtu;
-        if (pkt->dma_len == 0) {
+        memset(&rsp, 0, sizeof(rsp));
+        if ((pkt->dma_len == 0) || (pkt->xflags & SIM_PKT_X_ONECOPY)) {
             len = 0;
         }
-        memset(&rsp, 0, sizeof(rsp));
+        if (pkt->xflags & SIM_PKT_X_ONECOPY) {
+            /* its one response carries no data but who answers: the
+             * requester reads the data in place */
+            rsp.xflags = SIM_PKT_X_ONECOPY;
+            rsp.imm    = (uint32_t)getpid();
+        }
         rsp.op     = SIM_PKT_READ_RESP;
         rsp.psn    = pkt->psn + i;
         rsp.offset = off;
@@ -528,9 +521,6 @@ static void sim_resp_read(smlx5_context_t *ctx, smlx5_qp_t *qp,
     uint32_t n     = sim_pkt_read_npkts(pkt), next;
 
     (void)c;
-    if ((pkt->xflags & SIM_PKT_X_ONECOPY) && (first > 0)) {
-        first = 0; /* its one response, again */
-    }
     if (qp->rjob_head != qp->rjob_tail) {
         sim_resp_read_queue(ctx, qp, pkt, first);
         return;
