@@ -25,7 +25,8 @@
 
 void strand_dc_dci_geometry(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
 {
-    strand_sq_init(&dci->sq, &dci->qp.dv, dci->qp.qpn, iface->mmio_mode);
+    strand_sq_init(&dci->sq, &dci->qp.dv, dci->qp.qpn,
+                   (strand_mmio_mode_t)iface->md->mmio_mode);
     dci->sq_tail     = 0;
     dci->unsignaled  = 0;
     dci->avail_bbs   = dci->sq.wqe_cnt;
@@ -423,10 +424,9 @@ unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface)
         STRAND_DC_IFACE_STAT(iface, TX_CQE, 1);
         if (ucs_unlikely(strand_cqe_is_error(cqe))) {
             STRAND_DC_IFACE_STAT(iface, TX_CQE_ERROR, 1);
-        }
-        if (ucs_unlikely(strand_cqe_is_error(cqe) ||
-                         (dci->state != STRAND_DC_DCI_ACTIVE) ||
-                         ((count % iface->tx_ci_batch) == 0))) {
+            strand_cq_update_ci(cq->dv.dbrec, iface->tx_ci);
+        } else if (ucs_unlikely((dci->state != STRAND_DC_DCI_ACTIVE) ||
+                                ((count % iface->tx_ci_batch) == 0))) {
             strand_cq_update_ci(cq->dv.dbrec, iface->tx_ci);
         }
         strand_dc_dci_cqe(iface, dci, cqe);
@@ -476,6 +476,15 @@ ucs_status_t strand_dc_dci_signal_tail(strand_dc_iface_t *iface,
     strand_dc_dci_claim_light(dci, 1, NULL, i, MLX5_OPCODE_NOP);
     strand_dc_dci_ring(dci, ctrl, 1);
     return UCS_OK;
+}
+
+void strand_dc_dci_signal_tails(strand_dc_iface_t *iface)
+{
+    unsigned i;
+
+    for (i = 0; i < iface->num_dci; ++i) {
+        (void)strand_dc_dci_signal_tail(iface, &iface->dcis[i]);
+    }
 }
 
 /* ---------------------------------------------------------------- VFS */

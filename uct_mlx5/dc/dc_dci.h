@@ -298,5 +298,8 @@ strand_dc_dci_ce(const strand_dc_iface_t *iface, strand_dc_dci_t *dci,
  * cannot take it now (full: its CQEs are due anyway; recovering). */
 ucs_status_t strand_dc_dci_signal_tail(strand_dc_iface_t *iface,
                                        strand_dc_dci_t *dci);
+/* The same for every DCI (an iface flush, eps waiting for a DCI): a DCI
+ * that is full or recovering has CQEs to come anyway. */
+void strand_dc_dci_signal_tails(strand_dc_iface_t *iface);
 
 #endif

@@ -817,6 +817,16 @@ ucs_status_t strand_dc_ep_check(uct_ep_h tl_ep, unsigned flags,
 
 /* -------------------------------------------------------------- pending */
 
+/* ep waits for room on its leased DCI, behind the eps waiting there
+ * already (the DCI's room wakes them in order, dc_dci.c) */
+static void strand_dc_ep_join_waiters(strand_dc_iface_t *iface,
+                                      strand_dc_ep_t *ep)
+{
+    if (ucs_list_is_empty(&ep->dci_wait)) {
+        ucs_list_add_tail(&iface->dcis[ep->dci].waiters, &ep->dci_wait);
+    }
+}
+
 ucs_status_t strand_dc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                       unsigned flags)
 {
@@ -843,9 +853,7 @@ ucs_status_t strand_dc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
          * room there (scheduled now, it would go before them: with CQEs
          * that free many slots at once, the eps that just sent would
          * take them again and again) */
-        if (ucs_list_is_empty(&ep->dci_wait)) {
-            ucs_list_add_tail(&iface->dcis[ep->dci].waiters, &ep->dci_wait);
-        }
+        strand_dc_ep_join_waiters(iface, ep);
         return UCS_OK;
     }
     ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
@@ -872,9 +880,7 @@ strand_dc_ep_pending_no_credits(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 static ucs_arbiter_cb_result_t
 strand_dc_ep_wait_room(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 {
-    if (ucs_list_is_empty(&ep->dci_wait)) {
-        ucs_list_add_tail(&iface->dcis[ep->dci].waiters, &ep->dci_wait);
-    }
+    strand_dc_ep_join_waiters(iface, ep);
     return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
 }
 
@@ -945,17 +951,12 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
 
 void strand_dc_ep_dispatch_pending(strand_dc_iface_t *iface)
 {
-    unsigned i;
-
     /* whoever still waits for a DCI says so again */
     iface->dci_wanted = 0;
     ucs_arbiter_dispatch(&iface->arbiter, 1, strand_dc_ep_pending_cb, iface);
     if (ucs_unlikely(iface->dci_wanted)) {
-        /* a DCI goes back once its WQEs completed: the last ones of each
-         * may have asked for no CQE */
-        for (i = 0; i < iface->num_dci; ++i) {
-            (void)strand_dc_dci_signal_tail(iface, &iface->dcis[i]);
-        }
+        /* a DCI goes back once its WQEs completed */
+        strand_dc_dci_signal_tails(iface);
     }
 }
 

@@ -571,8 +571,6 @@ ucs_status_t strand_dc_iface_flush(uct_iface_h tl_iface, unsigned flags,
 {
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
 
-    unsigned i;
-
     if (comp != NULL) {
         return UCS_ERR_UNSUPPORTED;
     }
@@ -581,11 +579,7 @@ ucs_status_t strand_dc_iface_flush(uct_iface_h tl_iface, unsigned flags,
         return UCS_OK;
     }
     UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);
-    /* the last WQEs may not have asked for CQEs: a NOP behind them asks
-     * (a DCI that is full or recovering has CQEs to come anyway) */
-    for (i = 0; i < iface->num_dci; ++i) {
-        (void)strand_dc_dci_signal_tail(iface, &iface->dcis[i]);
-    }
+    strand_dc_dci_signal_tails(iface);
     return UCS_INPROGRESS;
 }
 
@@ -922,7 +916,6 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
 
     self->num_dci                = config->num_dci;
     self->config.tx_queue_len    = config->tx_queue_len;
-    self->mmio_mode              = md->mmio_mode;
     /* a signaled WQE among any quarter of the queue: a full queue always
      * has a CQE to come (the DCIs' geometry may lower it further) */
     self->tx_moderation          = ucs_max(1, ucs_min(config->tx_cq_moderation,

@@ -161,7 +161,6 @@ typedef struct strand_dc_iface {
     uint8_t              *dci_stack;     /* free DCIs */
     unsigned              dci_top;
     uint8_t               dci_wanted;    /* an ep waits for a free DCI */
-    uint8_t               mmio_mode;     /* how the DCIs ring (the MD's) */
     unsigned              tx_moderation; /* a CQE per this many WQEs at
                                             least (1: every WQE) */
     uint8_t               tx_policy;     /* strand_dc_tx_policy_t, resolved */

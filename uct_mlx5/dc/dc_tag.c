@@ -140,7 +140,7 @@ ucs_status_t strand_dc_tag_create_srq(strand_dc_iface_t *iface,
     }
     iface->have_srq = 1;
     status = strand_tm_init(&iface->tm, dev->info.name, &iface->tm_cmd_qp,
-                            iface->mmio_mode,
+                            iface->md->mmio_mode,
                             tm_attr.max_num_tags, tm_attr.max_ops,
                             STRAND_DC_RNDV_HDR_LEN,
                             dev->caps.tm_max_rndv_hdr_size,
