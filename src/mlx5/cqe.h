@@ -55,6 +55,45 @@ static inline struct mlx5_cqe64 *strand_cqe_get(void *cq_buf, uint32_t cqe_cnt,
     return cqe;
 }
 
+/*
+ * A signature error CQE (opcode MLX5_CQE_SIG_ERR): a transfer through the
+ * signature mkey `mkey` found a bad block. It belongs to no WQE: the WQE
+ * itself completes as usual. mlx5dv.h has no struct for it; the layout is
+ * the one rdma-core's provider parses (providers/mlx5/cq.c). For CRC
+ * signatures the CRCs are in the trans_sig words; for T10-DIF the guard is
+ * bits 31:16 and the application tag bits 15:0 of trans_sig, the reference
+ * tag in ref_tag.
+ */
+struct strand_sigerr_cqe {
+    uint8_t  rsvd0[16];
+    __be32   expected_trans_sig;
+    __be32   actual_trans_sig;
+    __be32   expected_ref_tag;
+    __be32   actual_ref_tag;
+    __be16   syndrome;       /* STRAND_SIGERR_SYNDROME_* */
+    uint8_t  sig_type;       /* 0: block signature */
+    uint8_t  domain;         /* STRAND_SIGERR_DOMAIN_* */
+    __be32   mkey;
+    __be64   sig_err_offset;
+    uint8_t  rsvd30[14];
+    uint8_t  signature;
+    uint8_t  op_own;
+};
+
+enum {
+    STRAND_SIGERR_SYNDROME_REFTAG = 1 << 11,
+    STRAND_SIGERR_SYNDROME_APPTAG = 1 << 12,
+    STRAND_SIGERR_SYNDROME_GUARD  = 1 << 13,
+    STRAND_SIGERR_DOMAIN_WIRE     = 0,
+    STRAND_SIGERR_DOMAIN_MEMORY   = 1,
+    STRAND_SIGERR_TYPE_BLOCK      = 0,
+};
+
+static inline uint32_t strand_sigerr_cqe_mkey(const struct mlx5_cqe64 *cqe)
+{
+    return be32toh(((const struct strand_sigerr_cqe*)(const void*)cqe)->mkey);
+}
+
 /* The most a CQE holds of a scattered message (a 128-byte CQE's first half) */
 #define STRAND_CQE_INLINE_MAX 64
 

@@ -73,6 +73,7 @@ typedef struct sim_config {
     bool     masked_atomics;      /* opcodes 0x14 / 0x15 execute */
     bool     atomic_reply_be;     /* fetched values land big-endian */
     bool     scatter_dct;         /* SMLX5_CAP_SCATTER_TO_CQE_DCT */
+    bool     signature;           /* signature mkeys, SIG_PIPELINING */
     uint32_t tm_max_num_tags;     /* 0: no tag matching */
     uint32_t max_inline;          /* bytes, <= SIM_MAX_INLINE */
     uint32_t max_sge;             /* 1..SIM_MAX_SGE */
@@ -83,12 +84,17 @@ typedef struct sim_config {
     uint32_t drop_ppm, dup_ppm, corrupt_ppm, delay_ppm;
     uint64_t delay_ns;
     uint32_t fail_rkey;           /* packets naming this rkey fail access */
+    uint32_t sdc_ppm;             /* silent data corruption: per 512 bytes
+                                     of RDMA data, a bit flipped past the
+                                     link CRC (sim_fault.c) */
     uint16_t cut_lid;             /* drop everything to/from this LID */
     uint64_t seed;
     sim_perf_cfg_t perf;          /* STRAND_SIM_PERF */
 } sim_config_t;
 
 /* ---------------------------------------------------------------- MR */
+/* A slot of the key table: a memory region, or an indirect mkey (mkey
+ * != NULL: addr and length are unused, the mkey translates). */
 struct smlx5_mr {
     smlx5_pd_t *pd;
     uintptr_t   addr;
@@ -96,7 +102,19 @@ struct smlx5_mr {
     int         access;
     uint32_t    lkey, rkey;
     bool        valid;
+    struct smlx5_mkey *mkey;
 };
+
+/* Where an operation through a signature mkey stands in a stream of wire
+ * bytes that arrive in order (sim_sig.c): the next wire offset expected,
+ * the running checksums of the current block, the signature bytes seen so
+ * far. */
+typedef struct sim_sig_rx {
+    uint64_t pos;           /* next wire offset (zero-based, in the mkey) */
+    uint32_t acc_wire;      /* check of the wire signature */
+    uint32_t acc_mem;       /* generation of the memory signature */
+    uint8_t  sigbuf[8];
+} sim_sig_rx_t;
 
 struct smlx5_pd {
     smlx5_context_t *ctx;
@@ -251,6 +269,12 @@ typedef struct sim_wqe {
      * CQE, not the local buffers */
     bool      to_cqe;
     uint8_t   cqe_data[64];
+    /* its one SGE names an indirect / signature mkey (sge[0]: the key and
+     * the zero-based offset; looked up at each use, so an mkey destroyed
+     * under the WQE is never touched), and the check of what a READ
+     * brings */
+    bool      via_mkey;
+    sim_sig_rx_t sig_rx;
     /* local scatter for READ / atomic responses (the parser clears what
      * comes before it) */
     uint8_t   num_sge;
@@ -286,6 +310,8 @@ typedef struct sim_resp_ctx {
     bool     tm_trunc;
     uint32_t tm_slot;
     uint8_t  tm_tmh[16];
+    /* a WRITE into a signature mkey: its stream of wire bytes */
+    sim_sig_rx_t sig_rx;
     /* the last atomic results, replayed for duplicates (IBA keeps
      * max_dest_rd_atomic of them) */
     struct {
@@ -311,6 +337,12 @@ struct smlx5_qp {
     uint8_t           log_num_concurent, log_num_errored;
     uint32_t          create_flags;   /* MLX5DV_QP_CREATE_* */
     bool              sig_pipelining;
+    /* signature pipelining: a transfer failed its check; the SQ stops in
+     * SQD before the next fenced WQE (sim_req.c) */
+    bool              sig_stop;
+    /* IBV_EVENT_SQ_DRAINED is due once everything before the stop point
+     * has completed */
+    bool              sqd_notify;
     /* tag matching: the command QP of a TM SRQ (its WQEs are list
      * operations), or the device's own DCI of a TM SRQ (rendezvous READs
      * and FINs; its completions are the device's, not a CQ's) */
@@ -456,6 +488,9 @@ void sim_cqe_error(smlx5_cq_t *cq, uint8_t cqe_opcode, uint32_t qpn,
                    uint8_t wqe_opcode, uint16_t wqe_counter,
                    uint8_t syndrome, uint32_t user_index);
 bool sim_fault_rkey(smlx5_context_t *ctx, uint32_t rkey);
+/* STRAND_SIM_FAULTS sdc: flip bits in RDMA data that has left the link
+ * (or was copied in one copy) */
+void sim_fault_sdc(smlx5_context_t *ctx, uint8_t *data, size_t len);
 bool sim_timers_due(smlx5_context_t *ctx);
 int  sim_engine_progress(smlx5_context_t *ctx);  /* lock held */
 void sim_cq_clean(smlx5_cq_t *cq, const smlx5_qp_t *qp);
@@ -550,7 +585,7 @@ int  sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
                          bool retry);                  /* -EAGAIN: ring full */
 void sim_req_retransmit(smlx5_qp_t *qp, int flow, uint32_t from_psn);
 void sim_req_resume(smlx5_qp_t *qp);     /* after a full ring (tx_blocked) */
-void sim_wqe_gather(const smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
+void sim_wqe_gather(smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
                     uint8_t *dst, uint32_t len);
 void sim_comp_wqe_failed(smlx5_qp_t *qp, sim_wqe_t *w); /* w->status set */
 void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,

@@ -5,6 +5,7 @@
  */
 #include "sim.h"
 #include "sim_onecopy.h"
+#include "sim_sig.h"
 
 #include <string.h>
 
@@ -301,10 +302,20 @@ static void sim_comp_ack(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
 
 /* Response data of a READ / atomic at message offset `off`: into the
  * WQE's local buffers, or kept for its CQE (requester scatter-to-CQE). */
-static void sim_comp_deliver(sim_wqe_t *w, uint32_t off, const void *data,
-                             uint32_t len)
+static void sim_comp_deliver(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t off,
+                             const void *data, uint32_t len)
 {
-    if (w->to_cqe) {
+    const sim_sig_report_t rep = {qp->send_cq, qp};
+    smlx5_mkey_t *mk;
+
+    if (w->via_mkey) {
+        /* checked block by block as the responses come, in order */
+        mk = sim_mkey_lookup(qp->ctx, w->sge[0].lkey);
+        if (mk != NULL) {
+            sim_sig_rx(mk, &w->sig_rx, w->sge[0].addr + off, data, len,
+                       &rep);
+        }
+    } else if (w->to_cqe) {
         memcpy(w->cqe_data + off, data, len);
     } else {
         sim_wqe_sge_copy(w, off, (void*)data, len, true);
@@ -321,10 +332,22 @@ static void sim_comp_atomic_reply(smlx5_qp_t *qp, sim_wqe_t *w, uint64_t v)
 
     if (w->atomic_size == 4) {
         v32 = be ? htobe32((uint32_t)v) : (uint32_t)v;
-        sim_comp_deliver(w, 0, &v32, sizeof(v32));
+        sim_comp_deliver(qp, w, 0, &v32, sizeof(v32));
     } else {
         v64 = be ? htobe64(v) : v;
-        sim_comp_deliver(w, 0, &v64, sizeof(v64));
+        sim_comp_deliver(qp, w, 0, &v64, sizeof(v64));
+    }
+}
+
+/* Fault injection (sdc): the data a one-copy READ placed. */
+static void sim_comp_sdc_sges(smlx5_qp_t *qp, const sim_wqe_t *w)
+{
+    uint32_t i, left = w->length, n;
+
+    for (i = 0; (i < w->num_sge) && (left > 0); ++i) {
+        n = (w->sge[i].len < left) ? w->sge[i].len : left;
+        sim_fault_sdc(qp->ctx, (uint8_t*)(uintptr_t)w->sge[i].addr, n);
+        left -= n;
     }
 }
 
@@ -361,10 +384,11 @@ static void sim_comp_response(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt,
             sim_comp_fail(qp, w, MLX5_CQE_SYNDROME_REMOTE_OP_ERR);
             return;
         }
+        sim_comp_sdc_sges(qp, w);
     } else if (pkt->op == SIM_PKT_READ_RESP) {
         off = (pkt->psn - w->first_psn) * qp->path_mtu;
         if (off + pkt->payload_len <= w->length) {
-            sim_comp_deliver(w, off, payload, pkt->payload_len);
+            sim_comp_deliver(qp, w, off, payload, pkt->payload_len);
         }
     } else if (pkt->op == SIM_PKT_ATOMIC_RESP) {
         w->fetched = pkt->swap_add;
@@ -467,6 +491,11 @@ void sim_comp_retire(smlx5_qp_t *qp)
         }
         qp->sq_completed += w->bbs;
         w->state = SIM_WQE_FREE;
+    }
+    if ((qp->state == IBV_QPS_SQD) && qp->sqd_notify &&
+        (qp->sq_completed == qp->sq_fetched)) {
+        qp->sqd_notify = false;
+        sim_async_push(qp->ctx, IBV_EVENT_SQ_DRAINED, qp);
     }
 }
 
@@ -580,8 +609,9 @@ void sim_comp_timers(smlx5_context_t *ctx, uint64_t now)
                 next = d;
             }
         }
-        if ((qp->state == IBV_QPS_RTS) && (qp->sq_buf != NULL)) {
-            sim_comp_qp_timers(qp, now);
+        if (((qp->state == IBV_QPS_RTS) || (qp->state == IBV_QPS_SQD)) &&
+            (qp->sq_buf != NULL)) {
+            sim_comp_qp_timers(qp, now); /* SQD: what started completes */
         }
         if (sim_qp_idle(qp) || (qp->state == IBV_QPS_ERR) ||
             (qp->state == IBV_QPS_RESET)) {

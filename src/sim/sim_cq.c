@@ -5,6 +5,7 @@
  */
 #include "sim.h"
 #include "sim_post.h"
+#include "sim_sig.h"
 
 #include "mlx5/cqe.h"
 
@@ -561,6 +562,14 @@ static int sim_poll_one(smlx5_cq_t *cq, struct ibv_wc *wc)
     uint8_t opcode;
     uint32_t qpn;
 
+    /* a signature error is the provider's: it marks the mkey (as
+     * rdma-core's mlx5_parse_cqe) and polling goes on */
+    while ((cqe != NULL) && (strand_cqe_opcode(cqe) == MLX5_CQE_SIG_ERR)) {
+        sim_mkey_take_sigerr(cq->ctx, cqe);
+        cq->poll_ci++;
+        strand_cq_update_ci(cq->dbrec, cq->poll_ci);
+        cqe = strand_cqe_get(cq->buf, cq->nent, cq->cqe_shift, cq->poll_ci);
+    }
     if (cqe == NULL) {
         return 0;
     }

@@ -71,6 +71,7 @@ typedef enum sim_cap_key {
     SIM_CAP_DCI_LOG_ERRORED,
     SIM_CAP_SCATTER_DCT,
     SIM_CAP_TM_MAX_NUM_TAGS,
+    SIM_CAP_SIGNATURE,
     SIM_CAP_NUM_KEYS
 } sim_cap_key_t;
 
@@ -86,6 +87,7 @@ static const struct {
     [SIM_CAP_DCI_LOG_ERRORED]   = {"dci_log_errored", 0, 3},
     [SIM_CAP_SCATTER_DCT]       = {"scatter_dct", 0, 1},
     [SIM_CAP_TM_MAX_NUM_TAGS]   = {"tm_max_num_tags", 0, SIM_TM_MAX_TAGS},
+    [SIM_CAP_SIGNATURE]         = {"signature", 0, 1},
 };
 
 static void sim_cap_set(sim_config_t *cfg, sim_cap_key_t key, uint32_t v)
@@ -98,6 +100,7 @@ static void sim_cap_set(sim_config_t *cfg, sim_cap_key_t key, uint32_t v)
     case SIM_CAP_DCI_LOG_CONCURENT: cfg->dci_log_concurent = v;  break;
     case SIM_CAP_DCI_LOG_ERRORED:   cfg->dci_log_errored   = v;  break;
     case SIM_CAP_TM_MAX_NUM_TAGS:   cfg->tm_max_num_tags   = v;  break;
+    case SIM_CAP_SIGNATURE:         cfg->signature         = v;  break;
     default:                        cfg->scatter_dct       = v;  break;
     }
 }
@@ -108,6 +111,7 @@ static void sim_caps_defaults(sim_config_t *cfg)
     cfg->masked_atomics    = true;
     cfg->atomic_reply_be   = true;
     cfg->scatter_dct       = true;
+    cfg->signature         = true;
     cfg->max_inline        = SIM_MAX_INLINE;
     cfg->max_sge           = SIM_MAX_SGE;
     cfg->dci_log_concurent = 4;
@@ -135,7 +139,7 @@ static int sim_cap_parse_one(sim_config_t *cfg, char *tok)
         fprintf(stderr, "smlx5: STRAND_SIM_CAPS: unknown key '%s' (known: "
                 "masked_atomics, atomic_reply_be, max_inline, max_sge, "
                 "dci_log_concurent, dci_log_errored, scatter_dct, "
-                "tm_max_num_tags)\n", tok);
+                "tm_max_num_tags, signature)\n", tok);
         return EINVAL;
     }
     v = (val != NULL) ? strtoul(val, &end, 0) : 0;
@@ -507,6 +511,22 @@ int smlx5_query_device(smlx5_context_t *ctx, smlx5_device_caps_t *caps)
     }
     if (ctx->cfg.scatter_dct) {
         caps->flags |= SMLX5_CAP_SCATTER_TO_CQE_DCT;
+    }
+    if (ctx->cfg.signature) {
+        /* what sim_mkey.c accepts: CRC32, CRC32C and T10-DIF (CRC or IP
+         * checksum guard) on every block size */
+        caps->flags |= SMLX5_CAP_SIG_PIPELINING;
+        caps->sig_caps.block_size = MLX5DV_BLOCK_SIZE_CAP_512 |
+                                    MLX5DV_BLOCK_SIZE_CAP_520 |
+                                    MLX5DV_BLOCK_SIZE_CAP_4048 |
+                                    MLX5DV_BLOCK_SIZE_CAP_4096 |
+                                    MLX5DV_BLOCK_SIZE_CAP_4160;
+        caps->sig_caps.block_prot = MLX5DV_SIG_PROT_CAP_T10DIF |
+                                    MLX5DV_SIG_PROT_CAP_CRC;
+        caps->sig_caps.t10dif_bg  = MLX5DV_SIG_T10DIF_BG_CAP_CRC |
+                                    MLX5DV_SIG_T10DIF_BG_CAP_CSUM;
+        caps->sig_caps.crc_type   = MLX5DV_SIG_CRC_TYPE_CAP_CRC32 |
+                                    MLX5DV_SIG_CRC_TYPE_CAP_CRC32C;
     }
     return 0;
 }

@@ -5,6 +5,10 @@
  *   corrupt=P     damage a fraction P (the receiver's ICRC check drops them)
  *   delay=P:NS    hold a fraction P back for NS nanoseconds (reordering)
  *   fail_rkey=K   remote accesses with rkey K fail (REM_ACCESS_ERR)
+ *   sdc=P         silent data corruption: in a fraction P of the 512-byte
+ *                 blocks of RDMA data (READ responses, WRITE payloads, the
+ *                 data of one-copy transfers) one bit flips where the link
+ *                 CRC does not see it: only a block signature can
  *   cut=LID       no packet reaches or leaves LID
  *   seed=N        random seed (runs are repeatable per process)
  * Retransmission hides drops, duplicates, corruption and delays until the
@@ -38,6 +42,7 @@ static int sim_fault_parse(const char *spec, sim_config_t *cfg)
     cfg->delay_ns = 0;
     cfg->fail_rkey = 0;
     cfg->cut_lid = 0;
+    cfg->sdc_ppm = 0;
     if ((spec == NULL) || (*spec == '\0')) {
         return 0;
     }
@@ -64,6 +69,8 @@ static int sim_fault_parse(const char *spec, sim_config_t *cfg)
             colon = strchr(val, ':');
             cfg->delay_ppm = sim_ppm(val);
             cfg->delay_ns  = colon ? strtoull(colon + 1, NULL, 0) : 100000;
+        } else if (!strcmp(tok, "sdc")) {
+            cfg->sdc_ppm = sim_ppm(val);
         } else if (!strcmp(tok, "fail_rkey")) {
             cfg->fail_rkey = (uint32_t)strtoul(val, &end, 0);
         } else if (!strcmp(tok, "cut")) {
@@ -104,7 +111,7 @@ bool sim_fault_active(const smlx5_context_t *ctx)
     const sim_config_t *c = &ctx->cfg;
 
     return c->drop_ppm || c->dup_ppm || c->corrupt_ppm || c->delay_ppm ||
-           c->cut_lid;
+           c->cut_lid || c->sdc_ppm;
 }
 
 bool sim_fault_rkey(smlx5_context_t *ctx, uint32_t rkey)
@@ -122,6 +129,44 @@ static uint32_t sim_rand_ppm(smlx5_context_t *ctx)
     x ^= x >> 27;
     ctx->rng = x;
     return (uint32_t)(((x * 0x2545F4914F6CDD1Dull) >> 32) % 1000000u);
+}
+
+#define SIM_SDC_BLOCK 512
+
+void sim_fault_sdc(smlx5_context_t *ctx, uint8_t *data, size_t len)
+{
+    size_t off, n;
+    uint32_t bit;
+
+    if (ctx->cfg.sdc_ppm == 0) {
+        return;
+    }
+    for (off = 0; off < len; off += SIM_SDC_BLOCK) {
+        if (sim_rand_ppm(ctx) >= ctx->cfg.sdc_ppm) {
+            continue;
+        }
+        n   = (len - off < SIM_SDC_BLOCK) ? len - off : SIM_SDC_BLOCK;
+        bit = sim_rand_ppm(ctx) % (uint32_t)(n * 8);
+        data[off + bit / 8] ^= (uint8_t)(1u << (bit % 8));
+    }
+}
+
+/* Packets whose payload is RDMA data (not a one-copy descriptor). */
+static bool sim_fault_rdma_data(const sim_pkt_t *pkt)
+{
+    if (pkt->xflags & SIM_PKT_X_ONECOPY) {
+        return false;
+    }
+    switch (pkt->op) {
+    case SIM_PKT_WRITE_FIRST:
+    case SIM_PKT_WRITE_MIDDLE:
+    case SIM_PKT_WRITE_LAST:
+    case SIM_PKT_WRITE_ONLY:
+    case SIM_PKT_READ_RESP:
+        return true;
+    default:
+        return false;
+    }
 }
 
 static int sim_fault_wire(smlx5_context_t *ctx, uint16_t dlid,
@@ -151,6 +196,9 @@ int sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
     memcpy(buf, hdr, hlen);
     if (len) {
         memcpy(buf + hlen, payload, len);
+        if (sim_fault_rdma_data(hdr)) {
+            sim_fault_sdc(ctx, buf + hlen, len);
+        }
     }
     if (c->corrupt_ppm && (sim_rand_ppm(ctx) < c->corrupt_ppm)) {
         ((sim_pkt_t*)buf)->flags |= SIM_PKT_F_CORRUPT;

@@ -135,7 +135,9 @@ int sim_mr_check_local(smlx5_context_t *ctx, smlx5_pd_t *pd, uint32_t lkey,
 {
     smlx5_mr_t *mr = sim_mr_lookup(ctx, lkey, false);
 
-    if ((mr == NULL) || (mr->pd != pd) || !sim_mr_in_bounds(mr, addr, len) ||
+    /* an mkey goes through sim_mkey_check_op where the device takes one */
+    if ((mr == NULL) || (mr->mkey != NULL) || (mr->pd != pd) ||
+        !sim_mr_in_bounds(mr, addr, len) ||
         ((access & IBV_ACCESS_LOCAL_WRITE) &&
          !(mr->access & IBV_ACCESS_LOCAL_WRITE))) {
         return MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
@@ -148,7 +150,8 @@ int sim_mr_check_remote(smlx5_context_t *ctx, smlx5_pd_t *pd, uint32_t rkey,
 {
     smlx5_mr_t *mr = sim_mr_lookup(ctx, rkey, true);
 
-    if ((mr == NULL) || (mr->pd != pd) || !sim_mr_in_bounds(mr, addr, len) ||
+    if ((mr == NULL) || (mr->mkey != NULL) || (mr->pd != pd) ||
+        !sim_mr_in_bounds(mr, addr, len) ||
         ((mr->access & access) != access) ||
         sim_fault_rkey(ctx, rkey)) {
         return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;

@@ -173,6 +173,11 @@ static int sim_qp_check_init_attr(smlx5_context_t *ctx,
     if (!sim_qp_create_flags_ok(attr->create_flags)) {
         return EINVAL;
     }
+    /* the kernel allows no SQD on a DC QP: pipelining is RC only */
+    if ((attr->create_flags & MLX5DV_QP_CREATE_SIG_PIPELINING) &&
+        ((attr->type != SMLX5_QPT_RC) || !ctx->cfg.signature)) {
+        return EINVAL;
+    }
     switch (attr->type) {
     case SMLX5_QPT_RC:
         break;
@@ -700,10 +705,20 @@ int smlx5_modify_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr, int mask)
     }
 
     qp->state = next;
+    if (next != IBV_QPS_SQD) {
+        qp->sig_stop   = false;
+        qp->sqd_notify = false;
+    }
     if ((next == IBV_QPS_ERR) && (cur != IBV_QPS_ERR)) {
         sim_comp_flush_qp(qp);
     } else if ((next == IBV_QPS_RTS) && (cur == IBV_QPS_SQD)) {
         sim_req_process(qp); /* resume from the first unexecuted WQE */
+    } else if ((next == IBV_QPS_SQD) && (cur == IBV_QPS_RTS)) {
+        /* the SQ stops at the next WQE boundary; drained when what was
+         * started has completed (now, if nothing was) */
+        qp->sqd_notify = (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY) &&
+                         attr->en_sqd_async_notify;
+        sim_comp_retire(qp);
     }
 out:
     pthread_mutex_unlock(&ctx->lock);
@@ -753,6 +768,53 @@ void sim_qp_to_err(smlx5_qp_t *qp, enum ibv_event_type ev)
     qp->state = IBV_QPS_ERR;
     sim_comp_flush_qp(qp);
     sim_async_push(qp->ctx, ev, qp);
+}
+
+/* ------------------------------------------ signature pipelining, SQD */
+
+int smlx5_qp_query_sqd(smlx5_qp_t *qp, uint32_t *wqebb_counter)
+{
+    int ret = 0;
+
+    pthread_mutex_lock(&qp->ctx->lock);
+    if (qp->state != IBV_QPS_SQD) {
+        ret = EINVAL;
+    } else {
+        *wqebb_counter = qp->sq_fetched & 0xffff;
+    }
+    pthread_mutex_unlock(&qp->ctx->lock);
+    return ret;
+}
+
+int smlx5_qp_cancel_posted_send_wrs(smlx5_qp_t *qp, uint64_t wr_id)
+{
+    struct mlx5_wqe_ctrl_seg *ctrl;
+    uint32_t bb, slot, v;
+    int n = 0;
+
+    pthread_mutex_lock(&qp->ctx->lock);
+    if ((qp->state != IBV_QPS_SQD) || (qp->sq_buf == NULL)) {
+        pthread_mutex_unlock(&qp->ctx->lock);
+        return -EINVAL;
+    }
+    /* from the first WQE not executed to the provider's producer index,
+     * WQE by WQE (the provider's wqe_head chain) */
+    for (bb = qp->sq_fetched; bb != qp->sq.cur_post;
+         bb = qp->sq_wqe_head[slot]) {
+        slot = bb & (qp->sq_wqe_cnt - 1);
+        if (qp->sq_wrid[slot] != wr_id) {
+            continue;
+        }
+        /* a NOP of the same size, fence and signaling: opcode and opmod
+         * cleared, the WQE index kept; its completion reports the
+         * original opcode (sq_opcode) */
+        ctrl = (struct mlx5_wqe_ctrl_seg*)(qp->sq_buf + (size_t)slot * 64);
+        v    = be32toh(ctrl->opmod_idx_opcode);
+        ctrl->opmod_idx_opcode = htobe32((v & 0x00ffff00u) | MLX5_OPCODE_NOP);
+        ++n;
+    }
+    pthread_mutex_unlock(&qp->ctx->lock);
+    return n;
 }
 
 /* ------------------------------------------------------ DCI streams */

@@ -9,6 +9,7 @@
  */
 #include "sim.h"
 #include "sim_onecopy.h"
+#include "sim_sig.h"
 
 #include <errno.h>
 
@@ -125,6 +126,32 @@ static bool sim_opcode_supported(const sim_config_t *cfg, uint8_t op)
     return !sim_opcode_is_atomic(op) || cfg->atomics;
 }
 
+/* A data segment naming an mkey: zero-based, the WQE's only data segment,
+ * on a SEND, WRITE or READ (an atomic's result goes to a memory region). */
+static int sim_parse_mkey_seg(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t unit,
+                              uint32_t ds, uint32_t lkey, uint64_t off,
+                              uint32_t len, int access)
+{
+    int ret;
+
+    if ((w->num_sge != 0) || (unit + 1 != ds) ||
+        sim_opcode_is_atomic(w->opcode)) {
+        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    }
+    ret = sim_mkey_check_op(qp->ctx, qp->pd, sim_mkey_lookup(qp->ctx, lkey),
+                            off, len, access, false);
+    if (ret != 0) {
+        return ret;
+    }
+    w->via_mkey     = true;
+    w->sge[0].addr  = off;
+    w->sge[0].len   = len;
+    w->sge[0].lkey  = lkey;
+    w->num_sge      = 1;
+    w->length       = len;
+    return 0;
+}
+
 /* Read the data segments from `unit` to the end of the WQE into w->sge,
  * checking local keys. Returns 0 or a syndrome. */
 static int sim_parse_data(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t unit,
@@ -165,6 +192,13 @@ static int sim_parse_data(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t unit,
         }
         if (bc == 0) {
             continue; /* the provider never emits these; tolerate */
+        }
+        if (sim_mkey_lookup(qp->ctx, lkey) != NULL) {
+            ret = sim_parse_mkey_seg(qp, w, unit, ds, lkey, addr, bc, access);
+            if (ret != 0) {
+                return ret;
+            }
+            continue;
         }
         ret = sim_mr_check_local(qp->ctx, qp->pd, lkey, addr, bc, access);
         if (ret != 0) {
@@ -337,8 +371,23 @@ static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
 
 /* --------------------------------------------------------- packets */
 
+/* The bytes of a WQE whose data goes through an mkey (signed or checked on
+ * the way: a bad block stops a pipelining QP's SQ). */
+static void sim_wqe_mkey_tx(smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
+                            uint8_t *dst, uint32_t len)
+{
+    smlx5_mkey_t *mk           = sim_mkey_lookup(qp->ctx, w->sge[0].lkey);
+    const sim_sig_report_t rep = {qp->send_cq, qp};
+
+    if (mk == NULL) {
+        memset(dst, 0, len); /* destroyed under the WQE */
+        return;
+    }
+    sim_sig_tx(mk, w->sge[0].addr + off, dst, len, &rep);
+}
+
 /* Copy `len` bytes of the WQE's gather list from byte `off` into `dst`. */
-void sim_wqe_gather(const smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
+void sim_wqe_gather(smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
                     uint8_t *dst, uint32_t len)
 {
     uint32_t sq_size = qp->sq_wqe_cnt * 64, n;
@@ -352,6 +401,10 @@ void sim_wqe_gather(const smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
             memcpy(dst, qp->sq_buf + pos, n);
             memcpy(dst + n, qp->sq_buf, len - n);
         }
+        return;
+    }
+    if (w->via_mkey) {
+        sim_wqe_mkey_tx(qp, w, off, dst, len);
         return;
     }
     sim_wqe_sge_copy(w, off, dst, len, false);
@@ -499,7 +552,7 @@ int sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
             len        = (uint32_t)sim_onecopy_desc_pack(w, buf, sizeof(buf));
             payload    = buf;
         } else if (len > 0) {
-            if (!w->is_inline && (w->num_sge == 1)) {
+            if (!w->is_inline && (w->num_sge == 1) && !w->via_mkey) {
                 payload = (const uint8_t*)(uintptr_t)(w->sge[0].addr + off);
             } else {
                 sim_wqe_gather(qp, w, off, buf, len);
@@ -570,6 +623,9 @@ static void sim_req_launch(smlx5_qp_t *qp, sim_wqe_t *w, int fi)
     uint32_t n;
 
     w->onecopy   = sim_onecopy_wanted(qp, w);
+    if (w->via_mkey) {
+        sim_sig_rx_start(&w->sig_rx, w->sge[0].addr);
+    }
     n            = sim_wqe_npkts(qp, w);
     w->flow      = fi;
     w->first_psn = f->next_psn;
@@ -584,7 +640,7 @@ static void sim_req_launch(smlx5_qp_t *qp, sim_wqe_t *w, int fi)
     /* cs_req: a signaled READ / atomic whose data fits the CQE (an
      * unsignaled one has no CQE to carry it) */
     w->to_cqe   = w->needs_response && w->signaled && (w->length > 0) &&
-                  (w->length <= qp->cs_req);
+                  (w->length <= qp->cs_req) && !w->via_mkey;
     w->state    = SIM_WQE_SENT;
     qp->req_bb  = w->bb;
     qp->req_psn = w->first_psn;
@@ -642,6 +698,14 @@ static bool sim_req_chan_has_deferred(const smlx5_qp_t *qp, uint16_t chan)
     return false;
 }
 
+/* A WQE whose fence a signature-pipelining SQ stops before: fence (0x40),
+ * strong ordering (0x60) or small-and-fence (0x80, IBV_SEND_FENCE); the
+ * initiator small fence (0x20) orders local operations only. */
+static bool sim_wqe_fence_point(const sim_wqe_t *w)
+{
+    return (w->fm_ce_se & 0xe0) >= 0x40;
+}
+
 /* Parse the next WQE. Returns true when the walk may go on. */
 static bool sim_req_fetch(smlx5_qp_t *qp)
 {
@@ -655,6 +719,15 @@ static bool sim_req_fetch(smlx5_qp_t *qp)
     /* parsed into its slot right away (no copy of the whole record): the
      * slot at sq_fetched is free, and stays so while the WQE waits */
     ret = sim_parse_wqe(qp, bb, w, &dc);
+
+    if (qp->sig_stop && sim_wqe_fence_point(w)) {
+        /* signature pipelining (seed page
+         * mlx5dv_qp_cancel_posted_send_wrs.3): a transfer failed its check;
+         * the SQ stops before this fenced WQE, which stays posted */
+        qp->state      = IBV_QPS_SQD;
+        qp->sqd_notify = true;
+        return false;
+    }
 
     if (ret == 0 && w->opcode != MLX5_OPCODE_NOP) {
         /* ordering constraints: wait without consuming the WQE */

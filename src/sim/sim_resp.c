@@ -6,6 +6,7 @@
  */
 #include "sim.h"
 #include "sim_onecopy.h"
+#include "sim_sig.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -334,6 +335,49 @@ static int sim_resp_qp_access(const smlx5_qp_t *qp)
     return qp->access_flags;
 }
 
+/* The rkey, address and length of a READ or WRITE: a memory region, or an
+ * mkey (zero-based; never in one copy, its data is transformed on the
+ * way). 0, or the NAK (SIM_AETH_*) that refuses it. */
+static uint8_t sim_resp_rkey(smlx5_context_t *ctx, const smlx5_qp_t *qp,
+                             const sim_pkt_t *pkt, int access)
+{
+    smlx5_mkey_t *mk = sim_mkey_lookup(ctx, pkt->rkey);
+    int ret;
+
+    if (mk == NULL) {
+        return sim_mr_check_remote(ctx, qp->pd, pkt->rkey, pkt->va,
+                                   pkt->dma_len, access) ?
+               SIM_AETH_NAK_ACCESS : 0;
+    }
+    if (pkt->xflags & SIM_PKT_X_ONECOPY) {
+        return SIM_AETH_NAK_INV_REQ;
+    }
+    if (sim_fault_rkey(ctx, pkt->rkey)) {
+        return SIM_AETH_NAK_ACCESS;
+    }
+    ret = sim_mkey_check_op(ctx, qp->pd, mk, pkt->va, pkt->dma_len, access,
+                            true);
+    return (ret == 0) ? 0 :
+           (ret == MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR) ?
+           SIM_AETH_NAK_INV_REQ : SIM_AETH_NAK_ACCESS;
+}
+
+/* A WRITE's data into an mkey: checked as it streams in (the packets of a
+ * requester arrive in PSN order, each once). */
+static void sim_resp_write_mkey(smlx5_context_t *ctx, smlx5_qp_t *qp,
+                                sim_resp_ctx_t *c, const sim_pkt_t *pkt,
+                                const uint8_t *payload)
+{
+    const sim_sig_report_t rep = {qp->recv_cq, NULL};
+    smlx5_mkey_t *mk           = sim_mkey_lookup(ctx, pkt->rkey);
+
+    if ((pkt->op == SIM_PKT_WRITE_FIRST) || (pkt->op == SIM_PKT_WRITE_ONLY)) {
+        sim_sig_rx_start(&c->sig_rx, pkt->va);
+    }
+    sim_sig_rx(mk, &c->sig_rx, pkt->va + pkt->offset, payload,
+               pkt->payload_len, &rep);
+}
+
 /* The data of a one-copy WRITE (key and bounds checked) into place. A
  * requester that is gone gets no answer, as on a wire; a descriptor that
  * makes no sense is an invalid request; a copy the host refuses or whose
@@ -348,6 +392,7 @@ static bool sim_resp_write_onecopy(smlx5_context_t *ctx, smlx5_qp_t *qp,
     err = sim_onecopy_write_place(payload, pkt->payload_len, pkt->va,
                                   pkt->dma_len);
     if (err == 0) {
+        sim_fault_sdc(ctx, (uint8_t*)(uintptr_t)pkt->va, pkt->dma_len);
         return true;
     }
     if (err == ESRCH) {
@@ -370,20 +415,24 @@ static bool sim_resp_write(smlx5_context_t *ctx, smlx5_qp_t *qp,
 {
     bool last = (pkt->op == SIM_PKT_WRITE_LAST) ||
                 (pkt->op == SIM_PKT_WRITE_ONLY);
-    smlx5_pd_t *pd = qp->pd;
-
     bool onecopy = (pkt->xflags & SIM_PKT_X_ONECOPY) != 0;
+    uint8_t nak;
 
     if (pkt->dma_len > 0) {
-        if (!(sim_resp_qp_access(qp) & IBV_ACCESS_REMOTE_WRITE) ||
-            sim_mr_check_remote(ctx, pd, pkt->rkey, pkt->va, pkt->dma_len,
-                                IBV_ACCESS_REMOTE_WRITE) ||
-            (!onecopy &&
-             (pkt->offset + pkt->payload_len > pkt->dma_len))) {
-            sim_resp_error(ctx, qp, c, pkt, SIM_AETH_NAK_ACCESS);
+        nak = !(sim_resp_qp_access(qp) & IBV_ACCESS_REMOTE_WRITE) ?
+              SIM_AETH_NAK_ACCESS :
+              sim_resp_rkey(ctx, qp, pkt, IBV_ACCESS_REMOTE_WRITE);
+        if ((nak == 0) && !onecopy &&
+            (pkt->offset + pkt->payload_len > pkt->dma_len)) {
+            nak = SIM_AETH_NAK_ACCESS;
+        }
+        if (nak != 0) {
+            sim_resp_error(ctx, qp, c, pkt, nak);
             return false;
         }
-        if (onecopy) {
+        if (sim_mkey_lookup(ctx, pkt->rkey) != NULL) {
+            sim_resp_write_mkey(ctx, qp, c, pkt, payload);
+        } else if (onecopy) {
             if (!sim_resp_write_onecopy(ctx, qp, c, pkt, payload)) {
                 return false;
             }
@@ -409,12 +458,29 @@ typedef struct sim_read_job {
     uint32_t  next;     /* index of the next response to send */
 } sim_read_job_t;
 
+/* The data of one READ response: in place in a memory region, or made
+ * (signed, checked) from an mkey into buf. */
+static const void *sim_resp_read_data(smlx5_context_t *ctx, smlx5_qp_t *qp,
+                                      const sim_pkt_t *pkt, uint32_t off,
+                                      uint32_t len, uint8_t *buf)
+{
+    const sim_sig_report_t rep = {qp->recv_cq, NULL};
+    smlx5_mkey_t *mk;
+
+    if ((len == 0) || ((mk = sim_mkey_lookup(ctx, pkt->rkey)) == NULL)) {
+        return (const void*)(uintptr_t)(pkt->va + off);
+    }
+    sim_sig_tx(mk, pkt->va + off, buf, len, &rep);
+    return buf;
+}
+
 /* Send the responses of a READ from index `i` on; the index of the first
  * one the requester's ring had no room for, or the count when all went. */
 static uint32_t sim_resp_read_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
                                    const sim_pkt_t *pkt, uint32_t i)
 {
     uint32_t mtu = 1u << pkt->log_mtu, n, off, len;
+    uint8_t buf[4096];
     sim_pkt_t rsp;
 
     n = sim_pkt_read_npkts(pkt);
@@ -439,8 +505,8 @@ static uint32_t sim_resp_read_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
         rsp.chan        = pkt->chan;
         rsp.payload_len = (uint16_t)len;
         if (sim_send_pkt(ctx, pkt->slid, &rsp,
-                         (const void*)(uintptr_t)(pkt->va + off), len) ==
-            -EAGAIN) {
+                         sim_resp_read_data(ctx, qp, pkt, off, len, buf),
+                         len) == -EAGAIN) {
             return i;
         }
     }
@@ -485,8 +551,7 @@ void sim_resp_resume_reads(smlx5_context_t *ctx, smlx5_qp_t *qp)
     while (qp->rjob_head != qp->rjob_tail) {
         job = &qp->rjobs[qp->rjob_head & (qp->rjob_cap - 1)];
         if ((job->pkt.dma_len > 0) &&
-            sim_mr_check_remote(ctx, qp->pd, job->pkt.rkey, job->pkt.va,
-                                job->pkt.dma_len, IBV_ACCESS_REMOTE_READ)) {
+            sim_resp_rkey(ctx, qp, &job->pkt, IBV_ACCESS_REMOTE_READ)) {
             /* deregistered while its responses waited: the rest is not
              * read (the requester's retry will be refused) */
             ++qp->rjob_head;
@@ -657,8 +722,7 @@ static void sim_resp_duplicate(smlx5_context_t *ctx, smlx5_qp_t *qp,
             break;
         }
         if ((pkt->dma_len == 0) ||
-            !sim_mr_check_remote(ctx, qp->pd, pkt->rkey, pkt->va,
-                                 pkt->dma_len, IBV_ACCESS_REMOTE_READ)) {
+            !sim_resp_rkey(ctx, qp, pkt, IBV_ACCESS_REMOTE_READ)) {
             sim_resp_read(ctx, qp, c, pkt, pkt->psn);
         }
         break;
@@ -707,6 +771,7 @@ void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
     sim_resp_ctx_t *c;
     int32_t d;
     bool advance;
+    uint8_t nak;
 
     if (qp == NULL) {
         return; /* no such QP: silently dropped, the requester times out */
@@ -755,11 +820,12 @@ void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
         advance = sim_resp_write(ctx, qp, c, pkt, payload);
         break;
     case SIM_PKT_READ_REQ:
-        if (!(sim_resp_qp_access(qp) & IBV_ACCESS_REMOTE_READ) ||
-            ((pkt->dma_len > 0) &&
-             sim_mr_check_remote(ctx, qp->pd, pkt->rkey, pkt->va,
-                                 pkt->dma_len, IBV_ACCESS_REMOTE_READ))) {
-            sim_resp_error(ctx, qp, c, pkt, SIM_AETH_NAK_ACCESS);
+        nak = !(sim_resp_qp_access(qp) & IBV_ACCESS_REMOTE_READ) ?
+              SIM_AETH_NAK_ACCESS :
+              (pkt->dma_len > 0) ?
+              sim_resp_rkey(ctx, qp, pkt, IBV_ACCESS_REMOTE_READ) : 0;
+        if (nak != 0) {
+            sim_resp_error(ctx, qp, c, pkt, nak);
             return;
         }
         sim_resp_read(ctx, qp, c, pkt, pkt->psn);

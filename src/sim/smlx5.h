@@ -29,6 +29,7 @@ typedef struct smlx5_cq      smlx5_cq_t;
 typedef struct smlx5_srq     smlx5_srq_t;
 typedef struct smlx5_qp      smlx5_qp_t;
 typedef struct smlx5_channel smlx5_channel_t;
+typedef struct smlx5_mkey    smlx5_mkey_t;
 
 #define SMLX5_DEV_NAME      "smlx5_0"
 #define SMLX5_PORT_NUM      1
@@ -46,6 +47,7 @@ typedef struct smlx5_device_caps {
     uint32_t tm_max_ops;
     uint32_t tm_max_sge;
     uint32_t tm_max_rndv_hdr_size;
+    struct mlx5dv_sig_caps sig_caps;      /* block signatures (mkeys) */
     uint32_t flags;                       /* SMLX5_CAP_* */
 } smlx5_device_caps_t;
 
@@ -55,6 +57,8 @@ enum {
     SMLX5_CAP_CQE_V1           = 1u << 2, /* user index in srqn_uidx */
     SMLX5_CAP_SCATTER_TO_CQE_DCT = 1u << 3, /* a DCT scatters small messages
                                              to 128-byte receive CQEs */
+    SMLX5_CAP_SIG_PIPELINING   = 1u << 4, /* RC QPs with
+                                             MLX5DV_QP_CREATE_SIG_PIPELINING */
 };
 
 /* The device can be made to look like different NICs (environment, read at
@@ -128,6 +132,50 @@ smlx5_mr_t *smlx5_reg_mr(smlx5_pd_t *pd, void *addr, size_t length,
 int         smlx5_dereg_mr(smlx5_mr_t *mr);
 uint32_t    smlx5_mr_lkey(const smlx5_mr_t *mr);
 uint32_t    smlx5_mr_rkey(const smlx5_mr_t *mr);
+
+/* ------------------------------------------------------------- mkeys */
+/* Indirect mkeys (mlx5dv_create_mkey(3)): create_flags INDIRECT, and
+ * BLOCK_SIGNATURE for signature offload; up to max_entries buffers. Its
+ * one key (lkey == rkey) comes from the same table as memory regions.
+ * Used zero-based (docs/software-device.md, "Signature mkeys"). */
+smlx5_mkey_t *smlx5_create_mkey(smlx5_pd_t *pd, uint32_t create_flags,
+                                uint16_t max_entries);
+int           smlx5_destroy_mkey(smlx5_mkey_t *mkey);
+uint32_t      smlx5_mkey_key(const smlx5_mkey_t *mkey);
+
+/* What mlx5dv_wr_mkey_configure(3) and its setters do, applied when the
+ * call returns (the device's control path takes the place of the UMR WQE
+ * rdma-core builds; a configuration QP is the equivalent on a NIC):
+ *   conf_flags   MLX5DV_MKEY_CONF_FLAG_RESET_SIG_ATTR
+ *   set_access   access_flags (IBV_ACCESS_*) replace the previous ones
+ *   num_sges     > 0: the layout (mlx5dv_wr_set_mkey_layout_list), lkeys
+ *                of memory regions of the mkey's PD
+ *   sig          the block signature (mlx5dv_wr_set_mkey_sig_block)
+ * Clears a reported signature error. 0 or EINVAL (nothing changed). */
+typedef struct smlx5_mkey_conf {
+    uint32_t                            conf_flags;
+    int                                 set_access;
+    uint32_t                            access_flags;
+    uint16_t                            num_sges;
+    const struct ibv_sge               *sge;
+    const struct mlx5dv_sig_block_attr *sig;
+} smlx5_mkey_conf_t;
+int smlx5_mkey_configure(smlx5_mkey_t *mkey, const smlx5_mkey_conf_t *conf);
+
+/* mlx5dv_mkey_check(3): the signature error smlx5_poll_cq took from a
+ * SIG_ERR CQE for this mkey (and clears it), MLX5DV_MKEY_NO_ERR if none;
+ * EINVAL when the mkey has no signature. A data path that parses CQEs
+ * itself sees the SIG_ERR CQEs instead (struct strand_sigerr_cqe). */
+int smlx5_mkey_check(smlx5_mkey_t *mkey, struct mlx5dv_mkey_err *err);
+
+/* Fault injection: the next time the device produces block `block` (its
+ * index from the mkey's offset 0) of this mkey for the link, one byte of
+ * its data is damaged: SMLX5_CORRUPT_WIRE after the wire signature was
+ * computed (the receiver's check finds it), SMLX5_CORRUPT_MEMORY as it is
+ * read from memory (the memory signature's check finds it; without one the
+ * damage travels signed). 0 or EINVAL. */
+enum { SMLX5_CORRUPT_WIRE = 1, SMLX5_CORRUPT_MEMORY = 2 };
+int smlx5_mkey_corrupt_block(smlx5_mkey_t *mkey, uint64_t block, int where);
 
 /* The address vector of a destination, as ibv_create_ah followed by
  * mlx5dv_init_obj(MLX5DV_OBJ_AH) gives it on hardware: rlid, SL and static
@@ -240,6 +288,16 @@ int smlx5_post_send_dc(smlx5_qp_t *qp, struct ibv_send_wr *wr,
                        struct ibv_send_wr **bad_wr);
 int smlx5_post_recv(smlx5_qp_t *qp, struct ibv_recv_wr *wr,
                     struct ibv_recv_wr **bad_wr);
+
+/* Signature pipelining (seed page mlx5dv_qp_cancel_posted_send_wrs.3).
+ * The first WQE the send queue of a QP in SQD has not executed: its 16-bit
+ * WQE counter, as a DEVX QP query's hw_sq_wqebb_counter gives it on
+ * hardware. 0, or EINVAL when the QP is not in SQD. */
+int smlx5_qp_query_sqd(smlx5_qp_t *qp, uint32_t *wqebb_counter);
+/* mlx5dv_qp_cancel_posted_send_wrs for WRs posted with smlx5_post_send:
+ * every WR not yet executed whose wr_id matches becomes a NOP of the same
+ * size and signaling. The number cancelled, or -EINVAL outside SQD. */
+int smlx5_qp_cancel_posted_send_wrs(smlx5_qp_t *qp, uint64_t wr_id);
 
 /* DCI streams (seed page mlx5dv_dci_stream_id_reset.3). */
 int smlx5_dci_stream_id_reset(smlx5_qp_t *qp, uint16_t stream_id);
