@@ -82,6 +82,10 @@ typedef struct strand_dev_caps {
     uint32_t      tm_max_ops;
     uint32_t      tm_max_rndv_hdr_size; /* TMH + RVH (+ RAVH) + user header */
     uint32_t      max_rd_atomic;
+    /* block signature offload (mlx5dv_query_device sig_caps; all zero:
+     * none) and RC QPs that stop in SQD on a bad block */
+    struct mlx5dv_sig_caps sig_caps;
+    int           sig_pipelining;
 } strand_dev_caps_t;
 
 /* How fast the device is, for the transport's estimates (what UCP's
@@ -187,6 +191,36 @@ typedef struct strand_dev_dct_attr {
                                          CQE (else they never do) */
 } strand_dev_dct_attr_t;
 
+/* An indirect mkey (mlx5dv_create_mkey): zero-based, its layout a list of
+ * registered buffers, optionally with block signature offload. */
+typedef struct strand_dev_mkey {
+    void     *h;
+    uint32_t  key;                 /* lkey == rkey */
+} strand_dev_mkey_t;
+
+/* An RC QP (a send queue the data path posts on; receives through `srq`).
+ * The connect attributes are those of a DCI plus the receive side. */
+typedef struct strand_dev_rc_attr {
+    strand_dev_cq_t  *send_cq;
+    strand_dev_cq_t  *recv_cq;
+    strand_dev_srq_t *srq;
+    uint32_t          max_send_wr;
+    uint32_t          max_send_sge;
+    uint32_t          max_inline;
+    int               sig_pipelining; /* MLX5DV_QP_CREATE_SIG_PIPELINING */
+    /* RTR/RTS attributes */
+    uint8_t           timeout, retry_cnt, rnr_retry, max_rd_atomic;
+    uint8_t           min_rnr_timer;
+} strand_dev_rc_attr_t;
+
+/* Where an RC QP connects: the peer QP and its port (LID on InfiniBand,
+ * GID on Ethernet). */
+typedef struct strand_dev_rc_dest {
+    uint32_t      qpn;
+    uint16_t      lid;
+    union ibv_gid gid;
+} strand_dev_rc_dest_t;
+
 /* Asynchronous events, backend-neutral. */
 typedef struct strand_dev_event {
     enum ibv_event_type type;
@@ -249,6 +283,39 @@ struct strand_dev_ops {
     int  (*qp_to_err)(strand_dev_t *dev, strand_dev_qp_t *qp);
     int  (*dci_stream_id_reset)(strand_dev_t *dev, strand_dev_qp_t *qp,
                                 uint16_t stream_id);
+
+    /* An RC QP brought to INIT (remote read, write and atomic access); its
+     * view is valid at once, posting waits for connect_rc. */
+    int  (*create_rc)(strand_dev_t *dev, const strand_dev_rc_attr_t *attr,
+                      strand_dev_qp_t *qp);
+    /* INIT -> RTR -> RTS towards `dest`. */
+    int  (*connect_rc)(strand_dev_t *dev, strand_dev_qp_t *qp,
+                       const strand_dev_rc_attr_t *attr,
+                       const strand_dev_rc_dest_t *dest);
+    /* Signature pipelining (seed page mlx5dv_qp_cancel_posted_send_wrs.3):
+     * the first WQE the SQ of a QP in SQD did not execute (its 16-bit WQE
+     * counter; hw: a DEVX QP query's hw_sq_wqebb_counter), EINVAL outside
+     * SQD; and SQD -> RTS, the SQ resuming there. The data path cancels its
+     * own WQEs itself (it posted them: rdma-core's cancel only knows the
+     * WRs rdma-core posted). */
+    int  (*query_sqd)(strand_dev_t *dev, strand_dev_qp_t *qp,
+                      uint32_t *wqebb_counter);
+    int  (*sqd_to_rts)(strand_dev_t *dev, strand_dev_qp_t *qp);
+
+    /* An indirect mkey of up to max_entries buffers, with block signature
+     * offload when `signature` (EOPNOTSUPP without the capability). */
+    int  (*create_mkey)(strand_dev_t *dev, uint16_t max_entries,
+                        int signature, strand_dev_mkey_t *mkey);
+    int  (*destroy_mkey)(strand_dev_t *dev, strand_dev_mkey_t *mkey);
+    /* What mlx5dv_wr_mkey_configure(3) and its setters do: the layout
+     * (lkeys of memory regions), the access flags, and the block signature
+     * (NULL: none; any earlier one is reset). A signature error reported on
+     * the mkey is cleared. Done when the call returns (hw: a UMR on a
+     * configuration QP of the device layer, its completion polled). */
+    int  (*mkey_configure)(strand_dev_t *dev, strand_dev_mkey_t *mkey,
+                           const struct ibv_sge *sge, unsigned num_sge,
+                           int access,
+                           const struct mlx5dv_sig_block_attr *sig);
 
     /* The device's performance description (strand_dev_perf_t); 0 or
      * errno. The software device measures itself on the first call in a

@@ -13,9 +13,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+static void dev_hw_cfg_qp_destroy(dev_hw_t *h);
 
 static int dev_hw_list(strand_dev_info_t *out, int max)
 {
@@ -56,6 +60,8 @@ static void dev_hw_close(strand_dev_t *dev)
 {
     dev_hw_t *h = dev->priv;
 
+    dev_hw_cfg_qp_destroy(h);   /* before the PD its QP lives on */
+    pthread_mutex_destroy(&h->cfg.lock);
     if (h->pd != NULL) {
         ibv_dealloc_pd(h->pd);
     }
@@ -92,6 +98,7 @@ static int dev_hw_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
         free(h);
         return ENOMEM;
     }
+    pthread_mutex_init(&h->cfg.lock, NULL); /* dev_hw_close destroys it */
     dev->ops  = &strand_dev_hw_ops;
     dev->info = *info;
     dev->priv = h;
@@ -462,6 +469,463 @@ static int dev_hw_dci_stream_id_reset(strand_dev_t *dev, strand_dev_qp_t *qp,
     return mlx5dv_dci_stream_id_reset(qp->h, stream_id);
 }
 
+/* ---------------------------------------------------------------- RC */
+
+/* RESET -> INIT on the port, pkey index 0, with the remote access given. */
+static int dev_hw_rc_to_init(struct ibv_qp *qp, int access)
+{
+    struct ibv_qp_attr a;
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state        = IBV_QPS_INIT;
+    a.pkey_index      = 0;
+    a.port_num        = DEV_HW_PORT;
+    a.qp_access_flags = (unsigned)access;
+    return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                                 IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+/* INIT -> RTR -> RTS towards `dest`, both PSNs 0. */
+static int dev_hw_rc_to_rts(strand_dev_t *dev, struct ibv_qp *qp,
+                            const strand_dev_rc_attr_t *attr,
+                            const strand_dev_rc_dest_t *dest)
+{
+    struct ibv_qp_attr a;
+    int ret;
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state           = IBV_QPS_RTR;
+    a.path_mtu           = strand_dev_path_mtu(dev);
+    a.dest_qp_num        = dest->qpn;
+    a.rq_psn             = 0;
+    a.max_dest_rd_atomic = attr->max_rd_atomic;
+    a.min_rnr_timer      = attr->min_rnr_timer;
+    strand_dev_set_path(dev, &a.ah_attr);
+    a.ah_attr.dlid       = dest->lid;
+    if (a.ah_attr.is_global) {
+        a.ah_attr.grh.dgid = dest->gid;
+    }
+    ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                                IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                IBV_QP_MAX_DEST_RD_ATOMIC |
+                                IBV_QP_MIN_RNR_TIMER);
+    if (ret != 0) {
+        return ret;
+    }
+    memset(&a, 0, sizeof(a));
+    a.qp_state      = IBV_QPS_RTS;
+    a.sq_psn        = 0;
+    a.timeout       = attr->timeout;
+    a.retry_cnt     = attr->retry_cnt;
+    a.rnr_retry     = attr->rnr_retry;
+    a.max_rd_atomic = attr->max_rd_atomic;
+    return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+                                 IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                 IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static int dev_hw_create_rc(strand_dev_t *dev, const strand_dev_rc_attr_t *attr,
+                            strand_dev_qp_t *qp)
+{
+    dev_hw_t *h = dev->priv;
+    struct ibv_qp_init_attr_ex init;
+    struct mlx5dv_qp_init_attr dv;
+    struct ibv_qp *iqp;
+    int ret;
+
+    /* rdma-core would refuse it too, or (without DEVX) fail at INIT */
+    if (attr->sig_pipelining && !dev->caps.sig_pipelining) {
+        return EOPNOTSUPP;
+    }
+    memset(&init, 0, sizeof(init));
+    init.qp_type             = IBV_QPT_RC;
+    init.send_cq             = attr->send_cq->h;
+    init.recv_cq             = attr->recv_cq->h;
+    init.srq                 = (attr->srq != NULL) ? attr->srq->h : NULL;
+    init.pd                  = h->pd;
+    init.comp_mask           = IBV_QP_INIT_ATTR_PD;
+    init.cap.max_send_wr     = attr->max_send_wr;
+    init.cap.max_send_sge    = attr->max_send_sge;
+    init.cap.max_inline_data = attr->max_inline;
+    memset(&dv, 0, sizeof(dv));
+    dv.comp_mask    = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
+    /* as a DCT: messages land in SRQ buffers, never in CQEs; with
+     * SIG_PIPELINING rdma-core sets drain_sigerr at INIT (a DEVX command):
+     * a bad signature block stops the SQ in SQD */
+    dv.create_flags = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE |
+                      (attr->sig_pipelining ?
+                       MLX5DV_QP_CREATE_SIG_PIPELINING : 0);
+    iqp = mlx5dv_create_qp(h->ctx, &init, &dv);
+    if (iqp == NULL) {
+        return errno ? errno : ENOMEM;
+    }
+    ret = dev_hw_rc_to_init(iqp, IBV_ACCESS_REMOTE_WRITE |
+                                 IBV_ACCESS_REMOTE_READ |
+                                 IBV_ACCESS_REMOTE_ATOMIC);
+    if (ret == 0) {
+        qp->h        = iqp;
+        qp->qpn      = iqp->qp_num;
+        qp->kick     = NULL;  /* the BlueFlame store is the doorbell */
+        qp->kick_arg = NULL;
+        ret = dev_hw_qp_view(qp);
+    }
+    if (ret != 0) {
+        ibv_destroy_qp(iqp);
+        qp->h = NULL;
+    }
+    return ret;
+}
+
+static int dev_hw_connect_rc(strand_dev_t *dev, strand_dev_qp_t *qp,
+                             const strand_dev_rc_attr_t *attr,
+                             const strand_dev_rc_dest_t *dest)
+{
+    return dev_hw_rc_to_rts(dev, qp->h, attr, dest);
+}
+
+/* ------------------------------------------------- SQD (PRM QUERY_QP)
+ *
+ * The command and the fields read, from rdma-core's providers/mlx5/
+ * mlx5_ifc.h (struct mlx5_ifc_query_qp_in_bits, mlx5_ifc_query_qp_out_bits,
+ * mlx5_ifc_qpc_bits, MLX5_CMD_OP_QUERY_QP, MLX5_QPC_STATE_SQDRAINED,
+ * MLX5_CMD_STAT_*); PRM layouts are big-endian, bit offsets count from the
+ * most significant bit of dword 0:
+ *   query_qp_in, 0x80 bits (16 bytes):
+ *     opcode = 0x50b    bits 0x00..0x0f: bits 31:16 of dword 0, bytes 0-1
+ *     qpn               bits 0x48..0x5f: bits 23:0 of dword 2, bytes 9-11
+ *   query_qp_out, 0x880 bits (272 bytes; the pas[] list after it is empty):
+ *     status            bits 0x00..0x07: byte 0 (0: OK)
+ *     syndrome          bits 0x20..0x3f: dword 1
+ *     qpc               from bit 0xc0 = byte 0x18 (after status, syndrome,
+ *                       0x40 reserved bits, opt_param_mask and 0x20
+ *                       reserved bits), 0x740 bits long
+ *   qpc:
+ *     state             bits 0x00..0x03: bits 31:28 of qpc dword 0, the
+ *                       high nibble of out byte 0x18; SQ drained = 0x5
+ *     hw_sq_wqebb_counter bits 0x5a0..0x5af (after reserved_at_580[0x8] and
+ *                       rmsn[0x18]): bits 31:16 of qpc dword 45 = qpc byte
+ *                       0xb4, out bytes 0xcc-0xcd
+ * rdma-core's own mlx5_qp_query_sqd (providers/mlx5/qp.c) reads the same two
+ * fields; it masks the counter to a WQE index, the device layer hands out
+ * the 16-bit counter (dev.h). */
+#define DEV_HW_CMD_QUERY_QP          0x50b
+#define DEV_HW_QUERY_QP_IN_SIZE      16
+#define DEV_HW_QUERY_QP_OUT_SIZE     (0x880 / 8)
+#define DEV_HW_QUERY_QP_QPN_OFF      8       /* BE32, qpn in bits 23:0 */
+#define DEV_HW_QUERY_QP_QPC_OFF      0x18
+#define DEV_HW_QPC_STATE_BYTE        0x00    /* bits 7:4 */
+#define DEV_HW_QPC_HW_SQ_WQEBB_OFF   0xb4    /* BE16 */
+#define DEV_HW_QPC_STATE_SQDRAINED   0x5
+
+/* A PRM command status (byte 0 of the output) as an errno. */
+static int dev_hw_cmd_status_errno(uint8_t status)
+{
+    switch (status) {
+    case 0x00:                    /* OK */
+        return 0;
+    case 0x02:                    /* bad opcode: firmware without it */
+        return EOPNOTSUPP;
+    case 0x03: case 0x05:         /* bad parameter, bad resource */
+    case 0x09: case 0x0a:         /* bad resource state, bad index */
+    case 0x10:                    /* bad QP state */
+        return EINVAL;
+    case 0x06:                    /* resource busy */
+        return EBUSY;
+    case 0x08:                    /* exceeds a limit */
+        return ENOMEM;
+    case 0x0f:                    /* no resources */
+        return EAGAIN;
+    default:                      /* internal, system state, lengths, ... */
+        return EIO;
+    }
+}
+
+static int dev_hw_query_sqd(strand_dev_t *dev, strand_dev_qp_t *qp,
+                            uint32_t *wqebb_counter)
+{
+    dev_hw_t *h = dev->priv;
+    uint8_t in[DEV_HW_QUERY_QP_IN_SIZE], out[DEV_HW_QUERY_QP_OUT_SIZE];
+    const uint8_t *qpc = out + DEV_HW_QUERY_QP_QPC_OFF;
+    uint32_t qpn       = qp->qpn & 0xffffff;
+    int ret;
+
+    if (!h->devx) {
+        return EOPNOTSUPP; /* the kernel takes DEVX commands only then */
+    }
+    memset(in, 0, sizeof(in));
+    memset(out, 0, sizeof(out));
+    in[0] = DEV_HW_CMD_QUERY_QP >> 8;
+    in[1] = DEV_HW_CMD_QUERY_QP & 0xff;
+    in[DEV_HW_QUERY_QP_QPN_OFF + 1] = (uint8_t)(qpn >> 16);
+    in[DEV_HW_QUERY_QP_QPN_OFF + 2] = (uint8_t)(qpn >> 8);
+    in[DEV_HW_QUERY_QP_QPN_OFF + 3] = (uint8_t)qpn;
+    ret = mlx5dv_devx_qp_query(qp->h, in, sizeof(in), out, sizeof(out));
+    if (out[0] != 0) {
+        /* the firmware answered, with an error (the kernel's return is
+         * EREMOTEIO or a translation of the same status) */
+        return dev_hw_cmd_status_errno(out[0]);
+    }
+    if (ret != 0) {
+        return ret;
+    }
+    if ((qpc[DEV_HW_QPC_STATE_BYTE] >> 4) != DEV_HW_QPC_STATE_SQDRAINED) {
+        return EINVAL;
+    }
+    *wqebb_counter = ((uint32_t)qpc[DEV_HW_QPC_HW_SQ_WQEBB_OFF] << 8) |
+                     qpc[DEV_HW_QPC_HW_SQ_WQEBB_OFF + 1];
+    return 0;
+}
+
+static int dev_hw_sqd_to_rts(strand_dev_t *dev, strand_dev_qp_t *qp)
+{
+    struct ibv_qp_attr a;
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state     = IBV_QPS_RTS;
+    a.cur_qp_state = IBV_QPS_SQD;
+    return ibv_modify_qp(qp->h, &a, IBV_QP_STATE | IBV_QP_CUR_STATE);
+}
+
+/* ------------------------------------------------------------- mkeys */
+
+static int dev_hw_create_mkey(strand_dev_t *dev, uint16_t max_entries,
+                              int signature, strand_dev_mkey_t *mkey)
+{
+    dev_hw_t *h = dev->priv;
+    struct mlx5dv_mkey_init_attr a;
+    struct mlx5dv_mkey *mk;
+
+    if (max_entries == 0) {
+        return EINVAL;
+    }
+    /* rdma-core creates the mkey with a DEVX command (CREATE_MKEY) and
+     * refuses BLOCK_SIGNATURE without sig_caps.block_prot */
+    if (!h->devx ||
+        (signature && (dev->caps.sig_caps.block_prot == 0))) {
+        return EOPNOTSUPP;
+    }
+    memset(&a, 0, sizeof(a));
+    a.pd           = h->pd;
+    a.create_flags = MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT |
+                     (signature ?
+                      MLX5DV_MKEY_INIT_ATTR_FLAGS_BLOCK_SIGNATURE : 0);
+    a.max_entries  = max_entries;
+    mk = mlx5dv_create_mkey(&a);
+    if (mk == NULL) {
+        return errno ? errno : ENOMEM;
+    }
+    mkey->h   = mk;
+    mkey->key = mk->lkey; /* == rkey */
+    return 0;
+}
+
+static int dev_hw_destroy_mkey(strand_dev_t *dev, strand_dev_mkey_t *mkey)
+{
+    return mlx5dv_destroy_mkey(mkey->h);
+}
+
+/* The configuration QP (dev_hw.h). One configuration at a time, under its
+ * lock: a UMR, and with a signature one or two SET_PSV WQEs after it, of
+ * which rdma-core signals only the last. */
+#define DEV_HW_CFG_QP_WR         8
+#define DEV_HW_CFG_TIMEOUT_NS    2000000000ll  /* a UMR takes microseconds */
+#define DEV_HW_CFG_SPIN_NS       100000ll      /* then yield while waiting */
+
+static void dev_hw_cfg_qp_destroy(dev_hw_t *h)
+{
+    if (h->cfg.qp != NULL) {
+        ibv_destroy_qp(h->cfg.qp);
+    }
+    if (h->cfg.cq != NULL) {
+        ibv_destroy_cq(h->cfg.cq);
+    }
+    h->cfg.qp         = NULL;
+    h->cfg.cq         = NULL;
+    h->cfg.qpx        = NULL;
+    h->cfg.mqpx       = NULL;
+    h->cfg.max_inline = 0;
+}
+
+static int dev_hw_cfg_qp_create(strand_dev_t *dev)
+{
+    /* The UMR's translation list and BSF go inline in its WQE, so the inline
+     * size bounds a layout; rdma-core refuses a WQE beyond the device's
+     * send descriptor size and says what it gave. Largest first (WQEs of
+     * 1024, 768, 512, 384, 320 and 256 bytes with rdma-core's UMR
+     * overhead). */
+    static const uint32_t want[] = {828, 572, 316, 188, 124, 60};
+    dev_hw_t *h          = dev->priv;
+    dev_hw_cfg_qp_t *c   = &h->cfg;
+    strand_dev_rc_attr_t attr;
+    strand_dev_rc_dest_t self;
+    struct ibv_qp_init_attr_ex init;
+    struct mlx5dv_qp_init_attr dv;
+    unsigned i;
+    int ret = ENOMEM;
+
+    c->cq = ibv_create_cq(h->ctx, DEV_HW_CFG_QP_WR, NULL, NULL, 0);
+    if (c->cq == NULL) {
+        return errno ? errno : ENOMEM;
+    }
+    for (i = 0; (c->qp == NULL) && (i < sizeof(want) / sizeof(want[0]));
+         ++i) {
+        memset(&init, 0, sizeof(init));
+        init.qp_type             = IBV_QPT_RC;
+        init.send_cq             = c->cq;
+        init.recv_cq             = c->cq;
+        init.pd                  = h->pd;
+        init.comp_mask           = IBV_QP_INIT_ATTR_PD |
+                                   IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+        init.send_ops_flags      = IBV_QP_EX_WITH_SEND;
+        init.cap.max_send_wr     = DEV_HW_CFG_QP_WR;
+        init.cap.max_send_sge    = 1;
+        init.cap.max_inline_data = want[i];
+        memset(&dv, 0, sizeof(dv));
+        dv.comp_mask      = MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS;
+        dv.send_ops_flags = MLX5DV_QP_EX_WITH_MKEY_CONFIGURE;
+        c->qp = mlx5dv_create_qp(h->ctx, &init, &dv);
+        ret   = (c->qp != NULL) ? 0 : (errno ? errno : ENOMEM);
+    }
+    if (ret != 0) {
+        goto err;
+    }
+    c->max_inline = init.cap.max_inline_data;
+
+    /* connected to itself: a UMR is local work, the QP only has to be in
+     * RTS (on RoCE the path to its own GID) */
+    memset(&attr, 0, sizeof(attr));
+    attr.timeout       = 14;
+    attr.retry_cnt     = 7;
+    attr.rnr_retry     = 7;
+    attr.min_rnr_timer = 12;
+    memset(&self, 0, sizeof(self));
+    self.qpn = c->qp->qp_num;
+    self.lid = dev->caps.lid;
+    self.gid = dev->caps.gid;
+    ret = dev_hw_rc_to_init(c->qp, 0);
+    if (ret == 0) {
+        ret = dev_hw_rc_to_rts(dev, c->qp, &attr, &self);
+    }
+    if (ret != 0) {
+        goto err;
+    }
+    c->qpx  = ibv_qp_to_qp_ex(c->qp);
+    c->mqpx = (c->qpx != NULL) ? mlx5dv_qp_ex_from_ibv_qp_ex(c->qpx) : NULL;
+    if (c->mqpx == NULL) {
+        ret = EOPNOTSUPP;
+        goto err;
+    }
+    return 0;
+
+err:
+    dev_hw_cfg_qp_destroy(h);
+    return ret;
+}
+
+static long long dev_hw_elapsed_ns(const struct timespec *t0)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)(t.tv_sec - t0->tv_sec) * 1000000000ll +
+           (t.tv_nsec - t0->tv_nsec);
+}
+
+/* The completion of configuration `wr_id`: 0, EIO (an error completion:
+ * the QP is in ERR), ETIMEDOUT. */
+static int dev_hw_cfg_qp_wait(dev_hw_cfg_qp_t *c, uint64_t wr_id)
+{
+    struct timespec t0;
+    struct ibv_wc wc;
+    long long ns;
+    int n;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        n = ibv_poll_cq(c->cq, 1, &wc);
+        if (n < 0) {
+            return EIO;
+        }
+        if (n > 0) {
+            if (wc.status != IBV_WC_SUCCESS) {
+                return EIO;
+            }
+            if (wc.wr_id == wr_id) {
+                return 0;
+            }
+            continue; /* not ours: cannot be, the QP is made anew after a
+                         failure; skipped all the same */
+        }
+        ns = dev_hw_elapsed_ns(&t0);
+        if (ns > DEV_HW_CFG_TIMEOUT_NS) {
+            return ETIMEDOUT;
+        }
+        if (ns > DEV_HW_CFG_SPIN_NS) {
+            sched_yield();
+        }
+    }
+}
+
+static int dev_hw_mkey_configure(strand_dev_t *dev, strand_dev_mkey_t *mkey,
+                                 const struct ibv_sge *sge, unsigned num_sge,
+                                 int access,
+                                 const struct mlx5dv_sig_block_attr *sig)
+{
+    dev_hw_t *h        = dev->priv;
+    dev_hw_cfg_qp_t *c = &h->cfg;
+    struct mlx5dv_mkey_conf_attr conf;
+    uint8_t setters;
+    int ret;
+
+    if ((num_sge > UINT16_MAX) || ((num_sge > 0) && (sge == NULL))) {
+        return EINVAL;
+    }
+    pthread_mutex_lock(&c->lock);
+    if (c->qp == NULL) {
+        ret = dev_hw_cfg_qp_create(dev);
+        if (ret != 0) {
+            goto out;
+        }
+    }
+    memset(&conf, 0, sizeof(conf));
+    conf.conf_flags = (sig == NULL) ? MLX5DV_MKEY_CONF_FLAG_RESET_SIG_ATTR :
+                                      0;
+    /* rdma-core finishes the WQE when the announced number of setters has
+     * been called: access, the layout when given, the signature when given
+     * (no layout: the mkey keeps the one it has, as on the software
+     * device) */
+    setters = (uint8_t)(1 + (num_sge > 0) + (sig != NULL));
+
+    ibv_wr_start(c->qpx);
+    c->qpx->wr_id    = ++c->seq;
+    c->qpx->wr_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+    mlx5dv_wr_mkey_configure(c->mqpx, mkey->h, setters, &conf);
+    mlx5dv_wr_set_mkey_access_flags(c->mqpx, (uint32_t)access);
+    if (num_sge > 0) {
+        mlx5dv_wr_set_mkey_layout_list(c->mqpx, (uint16_t)num_sge, sge);
+    }
+    if (sig != NULL) {
+        mlx5dv_wr_set_mkey_sig_block(c->mqpx, sig);
+    }
+    ret = ibv_wr_complete(c->qpx);
+    if (ret != 0) {
+        /* nothing posted: rdma-core rolled the WQE back. Its ENOMEM says
+         * the layout is longer than the mkey's max_entries or than the
+         * configuration QP's inline space: an invalid layout, as the
+         * software device answers */
+        ret = (ret == ENOMEM) ? EINVAL : ret;
+        goto out;
+    }
+    ret = dev_hw_cfg_qp_wait(c, c->seq);
+    if (ret != 0) {
+        /* ERR, or a UMR that may still complete: start over next time */
+        dev_hw_cfg_qp_destroy(h);
+    }
+out:
+    pthread_mutex_unlock(&c->lock);
+    return ret;
+}
+
 static int dev_hw_get_async_event(strand_dev_t *dev, strand_dev_event_t *ev)
 {
     dev_hw_t *h = dev->priv;
@@ -515,6 +979,13 @@ const strand_dev_ops_t strand_dev_hw_ops = {
     .qp_state            = dev_hw_qp_state,
     .qp_to_err           = dev_hw_qp_to_err,
     .dci_stream_id_reset = dev_hw_dci_stream_id_reset,
+    .create_rc           = dev_hw_create_rc,
+    .connect_rc          = dev_hw_connect_rc,
+    .query_sqd           = dev_hw_query_sqd,
+    .sqd_to_rts          = dev_hw_sqd_to_rts,
+    .create_mkey         = dev_hw_create_mkey,
+    .destroy_mkey        = dev_hw_destroy_mkey,
+    .mkey_configure      = dev_hw_mkey_configure,
     .query_perf          = dev_hw_query_perf,
     .progress            = NULL,
     .get_async_event     = dev_hw_get_async_event,

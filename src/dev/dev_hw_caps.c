@@ -3,7 +3,9 @@
  * section 9): verbs device and port attributes, the GID table, DCI stream
  * limits (mlx5dv_query_device), atomic operations and their reply byte
  * order (the HCA's atomic capabilities through DEVX; without DEVX only what
- * verbs promises), and the inline size a DCI is really given.
+ * verbs promises), the inline size a DCI is really given, and block
+ * signature offload (mlx5dv_query_device sig_caps) with whether RC QPs may
+ * be created for signature pipelining.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -117,6 +119,48 @@ static uint32_t dev_hw_probe_max_inline(dev_hw_t *h, uint32_t max_sge)
     return got;
 }
 
+/* Signature pipelining (MLX5DV_QP_CREATE_SIG_PIPELINING): rdma-core refuses
+ * the flag unless the kernel reported SQD->RTS support when the context was
+ * opened (a provider-private flag no public call reads), and turns it on at
+ * INIT with a DEVX INIT2INIT command (drain_sigerr). So: a DEVX context, a
+ * device with block signature offload, and an RC QP rdma-core agrees to
+ * create with the flag (destroyed at once; it never leaves RESET). */
+static int dev_hw_probe_sig_pipelining(dev_hw_t *h,
+                                       const struct mlx5dv_sig_caps *sig)
+{
+    struct ibv_qp_init_attr_ex init;
+    struct mlx5dv_qp_init_attr dv;
+    struct ibv_cq *cq;
+    struct ibv_qp *qp;
+
+    if (!h->devx || (sig->block_prot == 0)) {
+        return 0;
+    }
+    cq = ibv_create_cq(h->ctx, 1, NULL, NULL, 0);
+    if (cq == NULL) {
+        return 0;
+    }
+    memset(&init, 0, sizeof(init));
+    init.qp_type          = IBV_QPT_RC;
+    init.send_cq          = cq;
+    init.recv_cq          = cq;
+    init.pd               = h->pd;
+    init.comp_mask        = IBV_QP_INIT_ATTR_PD;
+    init.cap.max_send_wr  = 1;
+    init.cap.max_send_sge = 1;
+    init.cap.max_recv_wr  = 1;
+    init.cap.max_recv_sge = 1;
+    memset(&dv, 0, sizeof(dv));
+    dv.comp_mask    = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
+    dv.create_flags = MLX5DV_QP_CREATE_SIG_PIPELINING;
+    qp = mlx5dv_create_qp(h->ctx, &init, &dv);
+    if (qp != NULL) {
+        ibv_destroy_qp(qp);
+    }
+    ibv_destroy_cq(cq);
+    return qp != NULL;
+}
+
 static int dev_hw_query_gid_ex(void *ctx, uint8_t port, uint32_t index,
                                struct ibv_gid_entry *entry)
 {
@@ -134,7 +178,8 @@ int strand_dev_hw_query_caps(strand_dev_t *dev)
 
     memset(&attr, 0, sizeof(attr));
     memset(&dv, 0, sizeof(dv));
-    dv.comp_mask = MLX5DV_CONTEXT_MASK_DCI_STREAMS;
+    dv.comp_mask = MLX5DV_CONTEXT_MASK_DCI_STREAMS |
+                   MLX5DV_CONTEXT_MASK_SIGNATURE_OFFLOAD;
     if ((ibv_query_device_ex(h->ctx, NULL, &attr) != 0) ||
         (mlx5dv_query_device(h->ctx, &dv) != 0) ||
         (ibv_query_port(h->ctx, DEV_HW_PORT, &pa) != 0)) {
@@ -168,6 +213,13 @@ int strand_dev_hw_query_caps(strand_dev_t *dev)
         caps->dci_max_log_num_errored =
                 dv.dci_streams_caps.max_log_num_errored;
     }
+    /* block signature offload: what rdma-core's context holds (all zero on
+     * a device without it, or a provider that does not answer the mask) */
+    memset(&caps->sig_caps, 0, sizeof(caps->sig_caps));
+    if (dv.comp_mask & MLX5DV_CONTEXT_MASK_SIGNATURE_OFFLOAD) {
+        caps->sig_caps = dv.sig_caps;
+    }
+    caps->sig_pipelining = dev_hw_probe_sig_pipelining(h, &caps->sig_caps);
     caps->tm_max_num_tags = attr.tm_caps.max_num_tags;
     caps->tm_max_ops      = attr.tm_caps.max_ops;
     caps->tm_max_rndv_hdr_size = attr.tm_caps.max_rndv_hdr_size;

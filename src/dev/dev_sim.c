@@ -118,6 +118,8 @@ static int dev_sim_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
     dev->caps.tm_max_ops       = caps.tm_max_ops;
     dev->caps.tm_max_rndv_hdr_size = caps.tm_max_rndv_hdr_size;
     dev->caps.max_rd_atomic    = caps.attr.max_qp_rd_atom;
+    dev->caps.sig_caps         = caps.sig_caps;
+    dev->caps.sig_pipelining   = !!(caps.flags & SMLX5_CAP_SIG_PIPELINING);
     dev->async_fd              = smlx5_async_fd(s->ctx);
     /* the software device is on no bus: every CPU is as near as any */
     strand_dev_locality_all(&dev->locality);
@@ -482,6 +484,151 @@ static int dev_sim_dci_stream_id_reset(strand_dev_t *dev, strand_dev_qp_t *qp,
     return smlx5_dci_stream_id_reset(qp->h, stream_id);
 }
 
+/* ---------------------------------------------------------------- RC */
+
+static int dev_sim_create_rc(strand_dev_t *dev, const strand_dev_rc_attr_t *attr,
+                             strand_dev_qp_t *qp)
+{
+    dev_sim_t *s = dev->priv;
+    smlx5_qp_init_attr_t init;
+    struct ibv_qp_attr a;
+    smlx5_qp_t *sqp;
+    int ret;
+
+    memset(&init, 0, sizeof(init));
+    init.type                = SMLX5_QPT_RC;
+    init.send_cq             = attr->send_cq->h;
+    init.recv_cq             = attr->recv_cq->h;
+    init.srq                 = (attr->srq != NULL) ? attr->srq->h : NULL;
+    init.cap.max_send_wr     = attr->max_send_wr;
+    init.cap.max_send_sge    = attr->max_send_sge;
+    init.cap.max_inline_data = attr->max_inline;
+    /* as a DCT: messages land in SRQ buffers, never in CQEs of a CQ the
+     * transport parses for receives and sends alike */
+    init.create_flags        = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE |
+                               (attr->sig_pipelining ?
+                                MLX5DV_QP_CREATE_SIG_PIPELINING : 0);
+    sqp = smlx5_create_qp(s->pd, &init);
+    if (sqp == NULL) {
+        return errno ? errno : ENOMEM;
+    }
+    memset(&a, 0, sizeof(a));
+    a.qp_state        = IBV_QPS_INIT;
+    a.port_num        = SMLX5_PORT_NUM;
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                        IBV_ACCESS_REMOTE_ATOMIC;
+    ret = smlx5_modify_qp(sqp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                                   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+    if (ret != 0) {
+        smlx5_destroy_qp(sqp);
+        return ret;
+    }
+    dev_sim_qp_wrap(qp, sqp);
+    return smlx5_qp_dv(sqp, &qp->dv);
+}
+
+static int dev_sim_connect_rc(strand_dev_t *dev, strand_dev_qp_t *qp,
+                              const strand_dev_rc_attr_t *attr,
+                              const strand_dev_rc_dest_t *dest)
+{
+    struct ibv_qp_attr a;
+    int ret;
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state           = IBV_QPS_RTR;
+    a.path_mtu           = strand_dev_path_mtu(dev);
+    a.dest_qp_num        = dest->qpn;
+    a.rq_psn             = 0;
+    a.max_dest_rd_atomic = attr->max_rd_atomic;
+    a.min_rnr_timer      = attr->min_rnr_timer;
+    strand_dev_set_path(dev, &a.ah_attr);
+    a.ah_attr.dlid       = dest->lid;
+    if (a.ah_attr.is_global) {
+        a.ah_attr.grh.dgid = dest->gid;
+    }
+    ret = smlx5_modify_qp(qp->h, &a, IBV_QP_STATE | IBV_QP_AV |
+                                     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                     IBV_QP_RQ_PSN |
+                                     IBV_QP_MAX_DEST_RD_ATOMIC |
+                                     IBV_QP_MIN_RNR_TIMER);
+    if (ret != 0) {
+        return ret;
+    }
+    memset(&a, 0, sizeof(a));
+    a.qp_state      = IBV_QPS_RTS;
+    a.sq_psn        = 0;
+    a.timeout       = attr->timeout;
+    a.retry_cnt     = attr->retry_cnt;
+    a.rnr_retry     = attr->rnr_retry;
+    a.max_rd_atomic = attr->max_rd_atomic;
+    return smlx5_modify_qp(qp->h, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+                                      IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                      IBV_QP_RNR_RETRY |
+                                      IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static int dev_sim_query_sqd(strand_dev_t *dev, strand_dev_qp_t *qp,
+                             uint32_t *wqebb_counter)
+{
+    return smlx5_qp_query_sqd(qp->h, wqebb_counter);
+}
+
+static int dev_sim_sqd_to_rts(strand_dev_t *dev, strand_dev_qp_t *qp)
+{
+    struct ibv_qp_attr a;
+
+    memset(&a, 0, sizeof(a));
+    a.qp_state     = IBV_QPS_RTS;
+    a.cur_qp_state = IBV_QPS_SQD;
+    return smlx5_modify_qp(qp->h, &a, IBV_QP_STATE | IBV_QP_CUR_STATE);
+}
+
+/* ------------------------------------------------------------- mkeys */
+
+static int dev_sim_create_mkey(strand_dev_t *dev, uint16_t max_entries,
+                               int signature, strand_dev_mkey_t *mkey)
+{
+    dev_sim_t *s = dev->priv;
+    smlx5_mkey_t *mk;
+
+    mk = smlx5_create_mkey(s->pd, MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT |
+                                  (signature ?
+                                   MLX5DV_MKEY_INIT_ATTR_FLAGS_BLOCK_SIGNATURE :
+                                   0),
+                           max_entries);
+    if (mk == NULL) {
+        return errno ? errno : ENOMEM;
+    }
+    mkey->h   = mk;
+    mkey->key = smlx5_mkey_key(mk);
+    return 0;
+}
+
+static int dev_sim_destroy_mkey(strand_dev_t *dev, strand_dev_mkey_t *mkey)
+{
+    return smlx5_destroy_mkey(mkey->h);
+}
+
+static int dev_sim_mkey_configure(strand_dev_t *dev, strand_dev_mkey_t *mkey,
+                                  const struct ibv_sge *sge, unsigned num_sge,
+                                  int access,
+                                  const struct mlx5dv_sig_block_attr *sig)
+{
+    smlx5_mkey_conf_t c;
+
+    if (num_sge > UINT16_MAX) {
+        return EINVAL;
+    }
+    memset(&c, 0, sizeof(c));
+    c.conf_flags   = (sig == NULL) ? MLX5DV_MKEY_CONF_FLAG_RESET_SIG_ATTR : 0;
+    c.set_access   = 1;
+    c.access_flags = (uint32_t)access;
+    c.num_sges     = (uint16_t)num_sge;
+    c.sge          = sge;
+    c.sig          = sig;
+    return smlx5_mkey_configure(mkey->h, &c);
+}
+
 static void dev_sim_progress(strand_dev_t *dev)
 {
     smlx5_progress(((dev_sim_t*)dev->priv)->ctx);
@@ -566,6 +713,13 @@ const strand_dev_ops_t strand_dev_sim_ops = {
     .reset_dci           = dev_sim_reset_dci,
     .qp_state            = dev_sim_qp_state,
     .qp_to_err           = dev_sim_qp_to_err,
+    .create_rc           = dev_sim_create_rc,
+    .connect_rc          = dev_sim_connect_rc,
+    .query_sqd           = dev_sim_query_sqd,
+    .sqd_to_rts          = dev_sim_sqd_to_rts,
+    .create_mkey         = dev_sim_create_mkey,
+    .destroy_mkey        = dev_sim_destroy_mkey,
+    .mkey_configure      = dev_sim_mkey_configure,
     .dci_stream_id_reset = dev_sim_dci_stream_id_reset,
     .query_perf          = dev_sim_query_perf,
     .progress            = dev_sim_progress,
