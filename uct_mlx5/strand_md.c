@@ -142,6 +142,109 @@ strand_md_query_resources(uct_component_t *component,
     return UCS_OK;
 }
 
+/* -------------------------------------------------------- integrity */
+
+/* The transports' INTEGRITY options (UCX_DC_STRAND_INTEGRITY,
+ * UCX_RC_STRAND_INTEGRITY), read here through UCX's parser with their own
+ * prefixes: the MD packs remote keys before any interface is open, and
+ * their size (md_query) must say already whether they carry a signing
+ * key. */
+typedef struct strand_md_tl_integrity {
+    int kind;
+} strand_md_tl_integrity_t;
+
+static ucs_config_field_t strand_md_tl_integrity_table[] = {
+    {"INTEGRITY", "off", "(read by the MD; documented with the transport)",
+     ucs_offsetof(strand_md_tl_integrity_t, kind),
+     UCS_CONFIG_TYPE_ENUM(strand_integrity_kind_names)},
+    {NULL}
+};
+
+static ucs_status_t strand_md_read_integrity(strand_md_t *md)
+{
+    static const char *prefixes[] = {"DC_STRAND_", "RC_STRAND_"};
+    strand_md_tl_integrity_t opts;
+    unsigned i;
+
+    md->integrity = STRAND_INTEGRITY_OFF;
+    for (i = 0; i < ucs_static_array_size(prefixes); ++i) {
+        if (ucs_config_parser_fill_opts(&opts, strand_md_tl_integrity_table,
+                                        UCS_DEFAULT_ENV_PREFIX, prefixes[i],
+                                        1) != UCS_OK) {
+            continue; /* a bad value: the transport's own parse says so */
+        }
+        ucs_config_parser_release_opts(&opts, strand_md_tl_integrity_table);
+        if (opts.kind == STRAND_INTEGRITY_OFF) {
+            continue;
+        }
+        if ((md->integrity != STRAND_INTEGRITY_OFF) &&
+            (md->integrity != opts.kind)) {
+            ucs_error("%s: UCX_DC_STRAND_INTEGRITY and "
+                      "UCX_RC_STRAND_INTEGRITY ask for different signatures "
+                      "(%s, %s)", md->dev->info.name,
+                      strand_integrity_kind_names[md->integrity],
+                      strand_integrity_kind_names[opts.kind]);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        md->integrity = (strand_integrity_kind_t)opts.kind;
+    }
+    if ((md->integrity != STRAND_INTEGRITY_OFF) &&
+        !strand_integrity_supported(&md->dev->caps, md->integrity)) {
+        ucs_error("%s: integrity %s asked for, but the device has no block "
+                  "signature offload of that kind", md->dev->info.name,
+                  strand_integrity_kind_names[md->integrity]);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    return UCS_OK;
+}
+
+/* The mkey that signs what peers read of memh: its layout the whole
+ * registration, memory plain, every 512-byte block signed on the wire. */
+static ucs_status_t strand_md_memh_sign(strand_md_t *md,
+                                        strand_md_memh_t *memh)
+{
+    strand_integrity_sig_t sig;
+    struct ibv_sge sge;
+    int err;
+
+    pthread_mutex_lock(&md->sig_lock);
+    if (memh->have_sig) {
+        pthread_mutex_unlock(&md->sig_lock);
+        return UCS_OK;
+    }
+    err = md->dev->ops->create_mkey(md->dev, 1, 1, &memh->sig);
+    if (err == 0) {
+        strand_integrity_sig_init(&sig, md->integrity);
+        sge.addr   = memh->addr;
+        sge.length = (uint32_t)memh->length;
+        sge.lkey   = memh->mr.lkey;
+        err = (memh->length > UINT32_MAX) ? EINVAL :
+              md->dev->ops->mkey_configure(md->dev, &memh->sig, &sge, 1,
+                                           IBV_ACCESS_REMOTE_READ,
+                                           &sig.attr);
+        if (err != 0) {
+            md->dev->ops->destroy_mkey(md->dev, &memh->sig);
+        }
+    }
+    memh->have_sig = (err == 0);
+    pthread_mutex_unlock(&md->sig_lock);
+    if (err != 0) {
+        ucs_error("%s: failed to make the signing mkey of %p length %" PRIu64
+                  ": %s", md->dev->info.name, (void*)(uintptr_t)memh->addr,
+                  memh->length, strerror(err));
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+static void strand_md_memh_unsign(strand_md_t *md, strand_md_memh_t *memh)
+{
+    if (memh->have_sig) {
+        md->dev->ops->destroy_mkey(md->dev, &memh->sig);
+        memh->have_sig = 0;
+    }
+}
+
 /* ----------------------------------------------------- registration */
 
 static ucs_status_t strand_md_errno_status(int err)
@@ -168,6 +271,9 @@ static ucs_status_t strand_md_reg(strand_md_t *md, void *address,
     int err = md->dev->ops->reg_mr(md->dev, address, length,
                                    strand_md_access, &memh->mr);
 
+    memh->addr     = (uintptr_t)address;
+    memh->length   = length;
+    memh->have_sig = 0;
     if (err != 0) {
         ucs_log((flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ? UCS_LOG_LEVEL_DEBUG :
                 UCS_LOG_LEVEL_ERROR,
@@ -200,6 +306,7 @@ static void strand_md_rcache_mem_dereg(void *context, ucs_rcache_t *rcache,
     strand_md_rcache_region_t *region = ucs_derived_of(rregion,
                                                        strand_md_rcache_region_t);
 
+    strand_md_memh_unsign(md, &region->memh);
     md->dev->ops->dereg_mr(md->dev, &region->memh.mr);
 }
 
@@ -272,6 +379,7 @@ strand_md_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
                                                 memh)->super);
         return UCS_OK;
     }
+    strand_md_memh_unsign(md, memh);
     err = md->dev->ops->dereg_mr(md->dev, &memh->mr);
     ucs_free(memh);
     return strand_md_errno_status(err);
@@ -281,22 +389,80 @@ static ucs_status_t
 strand_md_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
                     const uct_md_mkey_pack_params_t *params, void *rkey_buffer)
 {
-    const strand_md_memh_t *memh   = uct_memh;
-    strand_md_packed_rkey_t *packed = rkey_buffer;
+    strand_md_t *md                     = ucs_derived_of(uct_md,
+                                                         strand_md_t);
+    strand_md_memh_t *memh              = uct_memh;
+    strand_md_packed_rkey_sig_t *packed = rkey_buffer;
+    ucs_status_t status;
 
-    packed->rkey        = memh->mr.rkey;
-    packed->atomic_rkey = memh->mr.rkey;
+    packed->plain.rkey        = memh->mr.rkey;
+    packed->plain.atomic_rkey = memh->mr.rkey;
+    if (md->integrity == STRAND_INTEGRITY_OFF) {
+        return UCS_OK;
+    }
+    status = strand_md_memh_sign(md, memh);
+    if (status != UCS_OK) {
+        return status;
+    }
+    /* the second word says what follows (strand_md_rkey_unpack) */
+    packed->plain.atomic_rkey = ~memh->mr.rkey;
+    memset(packed->reserved, 0, sizeof(packed->reserved));
+    packed->sig_rkey = memh->sig.key;
+    packed->kind     = (uint8_t)md->integrity;
+    packed->base     = memh->addr;
+    packed->length   = memh->length;
     return UCS_OK;
 }
 
+/* A key packed with integrity: the signing key too (a tagged pointer to
+ * it, integrity.h), when the registration is signed. */
+static ucs_status_t
+strand_md_rkey_unpack_sig(const strand_md_packed_rkey_sig_t *packed,
+                          uct_rkey_t *rkey_p, void **handle_p)
+{
+    strand_rkey_sig_t *rk;
+
+    if ((packed->sig_rkey == 0) || (packed->kind == STRAND_INTEGRITY_OFF) ||
+        (packed->kind >= STRAND_INTEGRITY_LAST)) {
+        *rkey_p   = packed->plain.rkey;
+        *handle_p = NULL;
+        return UCS_OK;
+    }
+    rk = ucs_malloc(sizeof(*rk), "strand_rkey_sig");
+    if (rk == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    rk->rkey     = packed->plain.rkey;
+    rk->sig_rkey = packed->sig_rkey;
+    rk->kind     = packed->kind;
+    rk->base     = packed->base;
+    rk->length   = packed->length;
+    *rkey_p      = (uintptr_t)rk | STRAND_RKEY_SIG_TAG;
+    *handle_p    = rk;
+    return UCS_OK;
+}
+
+/* The component cannot know how large the peer's key is (its INTEGRITY
+ * options decide): the second word tells. Plain keys repeat the key there;
+ * keys with a signing mkey behind them carry its complement. */
 static ucs_status_t
 strand_md_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
                       uct_rkey_t *rkey_p, void **handle_p)
 {
     const strand_md_packed_rkey_t *packed = rkey_buffer;
 
+    if (packed->atomic_rkey == ~packed->rkey) {
+        return strand_md_rkey_unpack_sig(rkey_buffer, rkey_p, handle_p);
+    }
     *rkey_p   = packed->rkey;
     *handle_p = NULL;
+    return UCS_OK;
+}
+
+static ucs_status_t strand_md_rkey_release(uct_component_t *component,
+                                           uct_rkey_t rkey, void *handle)
+{
+    ucs_free(handle);
     return UCS_OK;
 }
 
@@ -321,7 +487,9 @@ static ucs_status_t strand_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
                                  (1ul << md->dev->caps.max_mr_size_log2);
     attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->rkey_packed_size     = sizeof(strand_md_packed_rkey_t);
+    attr->rkey_packed_size     = (md->integrity != STRAND_INTEGRITY_OFF) ?
+                                 sizeof(strand_md_packed_rkey_sig_t) :
+                                 sizeof(strand_md_packed_rkey_t);
     attr->reg_cost             = md->reg_cost;
     attr->local_cpus           = md->local_cpus;
     ucs_strncpy_zero(attr->component_name, STRAND_COMPONENT_NAME,
@@ -351,6 +519,7 @@ static void strand_md_close(uct_md_h uct_md)
     if (md->rcache != NULL) {
         ucs_rcache_destroy(md->rcache);
     }
+    pthread_mutex_destroy(&md->sig_lock);
     strand_async_cleanup(&md->async);
     md->dev->ops->close(md->dev);
     ucs_free(md);
@@ -418,6 +587,15 @@ strand_md_open(uct_component_t *component, const char *md_name,
         ucs_free(md);
         return status;
     }
+    pthread_mutex_init(&md->sig_lock, NULL);
+    status = strand_md_read_integrity(md);
+    if (status != UCS_OK) {
+        pthread_mutex_destroy(&md->sig_lock);
+        strand_async_cleanup(&md->async);
+        md->dev->ops->close(md->dev);
+        ucs_free(md);
+        return status;
+    }
     md->super.ops       = &ops;
     md->super.component = component;
     md->reg_cost        = ucs_linear_func_make(config->reg_cost_overhead,
@@ -437,6 +615,7 @@ strand_md_open(uct_component_t *component, const char *md_name,
         } else if (config->rcache_enable == UCS_YES) {
             ucs_error("%s: failed to create the registration cache: %s",
                       md_name, ucs_status_string(status));
+            pthread_mutex_destroy(&md->sig_lock);
             strand_async_cleanup(&md->async);
             md->dev->ops->close(md->dev);
             ucs_free(md);
@@ -459,8 +638,7 @@ uct_component_t strand_component = {
     .rkey_unpack        = strand_md_rkey_unpack,
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)
                           ucs_empty_function_return_unsupported,
-    .rkey_release       = (uct_component_rkey_release_func_t)
-                          ucs_empty_function_return_success,
+    .rkey_release       = strand_md_rkey_release,
     .name               = STRAND_COMPONENT_NAME,
     .md_config          = {
         .name           = "strand memory domain",

@@ -13,6 +13,9 @@
 #include <uct/base/uct_md.h>
 
 #include "mlx5/sq.h"
+#include "uct_mlx5/common/integrity.h"
+
+#include <pthread.h>
 
 #define STRAND_COMPONENT_NAME "strand"
 
@@ -34,9 +37,15 @@ typedef struct strand_md_config {
     int                    mmio_mode;          /* strand_mmio_mode_t */
 } strand_md_config_t;
 
-/* A registration: the device's keys. In the cache it follows the region. */
+/* A registration: the device's keys; with integrity, the mkey that signs
+ * what peers read of it (made when its key is first packed). In the cache
+ * it follows the region. */
 typedef struct strand_md_memh {
-    strand_dev_mr_t mr;
+    strand_dev_mr_t   mr;
+    uint64_t          addr;
+    uint64_t          length;
+    strand_dev_mkey_t sig;
+    int               have_sig;
 } strand_md_memh_t;
 
 typedef struct strand_md_rcache_region {
@@ -52,6 +61,18 @@ typedef struct strand_md_packed_rkey {
     uint32_t atomic_rkey;
 } UCS_S_PACKED strand_md_packed_rkey_t;
 
+/* With integrity (a transport's INTEGRITY option set) the packed key goes
+ * on with the signing mkey of the registration: rkey_packed_size grows
+ * from 8 to 32 bytes. */
+typedef struct strand_md_packed_rkey_sig {
+    strand_md_packed_rkey_t plain;
+    uint32_t sig_rkey;      /* 0: the registration is not signed */
+    uint8_t  kind;          /* strand_integrity_kind_t */
+    uint8_t  reserved[3];
+    uint64_t base;          /* the registration the signing mkey covers */
+    uint64_t length;
+} UCS_S_PACKED strand_md_packed_rkey_sig_t;
+
 typedef struct strand_md {
     uct_md_t           super;
     strand_dev_t      *dev;
@@ -62,6 +83,10 @@ typedef struct strand_md {
     uint8_t            mmio_mode;     /* how every send queue of the MD
                                          rings (strand_mmio_mode_t,
                                          resolved for the device) */
+    /* what the transports' INTEGRITY options ask for: remote keys carry
+     * a signing mkey of this kind */
+    strand_integrity_kind_t integrity;
+    pthread_mutex_t    sig_lock;      /* signing mkeys made at pack time */
 } strand_md_t;
 
 extern uct_component_t strand_component;

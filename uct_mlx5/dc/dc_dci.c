@@ -14,6 +14,7 @@
 #include "dc_ep.h"
 #include "dc_policy.h"
 #include "dc_recovery.h"
+#include "dc_integrity.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -119,8 +120,18 @@ void strand_dc_tmp_reg_release(strand_dc_iface_t *iface,
 
 static void strand_dc_op_release(strand_dc_iface_t *iface, strand_dc_op_t *op)
 {
+    strand_integrity_get_t *get;
+
     if (op->type == STRAND_DC_OP_LIGHT) {
         return;
+    }
+    if (ucs_unlikely(op->type == STRAND_DC_OP_CHECKED)) {
+        /* at close: the registrations the GET made go with it */
+        get = op->u.result;
+        if (get->tmp_reg != NULL) {
+            strand_dc_tmp_reg_release(iface, get->tmp_reg);
+            get->tmp_reg = NULL;
+        }
     }
     if (ucs_unlikely(op->tmp_reg != NULL)) {
         strand_dc_tmp_reg_release(iface, op->tmp_reg);
@@ -250,13 +261,16 @@ static void strand_dc_op_deliver(strand_dc_iface_t *iface, strand_dc_op_t *op)
 void strand_dc_op_complete(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
                            strand_dc_op_t *op, ucs_status_t status)
 {
-    uct_completion_t *comp = NULL;
-    uct_completion_t *last = NULL;
-    strand_dc_ep_t *ep     = op->ep;
+    uct_completion_t *comp      = NULL;
+    uct_completion_t *last      = NULL;
+    strand_dc_ep_t *ep          = op->ep;
+    strand_integrity_get_t *again = NULL;
 
     if (op->type != STRAND_DC_OP_LIGHT) {
         comp = op->comp;
-        if (status == UCS_OK) {
+        if (ucs_unlikely(op->type == STRAND_DC_OP_CHECKED)) {
+            again = strand_dc_integrity_op_done(iface, op, &status, &comp);
+        } else if (status == UCS_OK) {
             strand_dc_op_deliver(iface, op);
         }
         strand_dc_op_release(iface, op);
@@ -271,7 +285,11 @@ void strand_dc_op_complete(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
     dci->streams[op->stream].outstanding--;
     strand_dc_dci_advance_tail(dci);
     strand_dc_dci_wake_waiters(iface, dci);
-    if (ep != NULL) {
+    if (ucs_unlikely(again != NULL)) {
+        /* a bad block: the same GET reads again, still outstanding for
+         * its ep */
+        strand_dc_integrity_again(iface, again);
+    } else if (ep != NULL) {
         if ((--ep->outstanding == 0) && (ep->held == 0)) {
             last = strand_dc_ep_idle(iface, ep);
         }
@@ -302,6 +320,10 @@ void strand_dc_dci_orphan(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
         op->ep = NULL;
         ep->outstanding--;
         if (op->type == STRAND_DC_OP_LIGHT) {
+            continue;
+        }
+        if (op->type == STRAND_DC_OP_CHECKED) {
+            strand_dc_integrity_orphan_op(op);
             continue;
         }
         comp     = op->comp;
@@ -409,9 +431,18 @@ unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface)
      * CQE whose handling may reset its DCI (an error, a DCI draining). */
     while ((cqe = strand_cqe_get(cq->dv.buf, cq->dv.cqe_cnt,
                                  iface->tx_cqe_shift, iface->tx_ci)) != NULL) {
-        qpn = strand_cqe_qpn(cqe);
         ++iface->tx_ci;
         ++count;
+        if (ucs_unlikely(strand_cqe_opcode(cqe) == MLX5_CQE_SIG_ERR)) {
+            /* a checked GET had a bad block; its READ's own CQE follows */
+            if (strand_integrity_sigerr(&iface->integrity, cqe) != 0) {
+                ucs_warn("%s: signature error CQE for mkey 0x%x, which "
+                         "lands no GET", iface->dev->info.name,
+                         strand_sigerr_cqe_mkey(cqe));
+            }
+            continue;
+        }
+        qpn = strand_cqe_qpn(cqe);
         it = kh_get(strand_dc_qpn, &iface->dci_by_qpn, qpn);
         if (ucs_unlikely(it == kh_end(&iface->dci_by_qpn))) {
             ucs_error("%s: send CQE of unknown QP 0x%x",

@@ -13,6 +13,7 @@
 #include "dc_policy.h"
 #include "dc_recovery.h"
 #include "dc_tag.h"
+#include "dc_integrity.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/datastruct/mpool.inl>
@@ -305,7 +306,7 @@ ucs_status_t strand_dc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
         return status;
     }
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
+    strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
     seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
                           dci->sq.end);
     if (ucs_likely((length > 0) &&
@@ -347,7 +348,7 @@ ssize_t strand_dc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     ucs_assert(length <= iface->config.seg_size);
 
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
+    strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
     if (length > 0) {
         seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg),
                              dci->sq.buf, dci->sq.end);
@@ -386,7 +387,7 @@ strand_dc_ep_rdma_zcopy(uct_ep_h tl_ep, uint8_t opcode, const uct_iov_t *iov,
         return status;
     }
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
+    strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
     seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
                           dci->sq.end);
     ds   = STRAND_DC_EP_DS(ep) + 1 +
@@ -417,8 +418,30 @@ ucs_status_t strand_dc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                     size_t iovcnt, uint64_t remote_addr,
                                     uct_rkey_t rkey, uct_completion_t *comp)
 {
+    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_dc_iface_t);
+    const strand_rkey_sig_t *rk;
+
     UCT_CHECK_LENGTH(uct_iov_total_length(iov, iovcnt), 1,
                      STRAND_DC_MAX_ZCOPY, "get_zcopy");
+    if (ucs_unlikely(iface->integrity.kind != STRAND_INTEGRITY_OFF)) {
+        rk = strand_rkey_sig(rkey);
+        if (rk != NULL) {
+            UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->config.max_sge,
+                               "get_zcopy");
+            return strand_dc_ep_get_checked(iface,
+                                            ucs_derived_of(tl_ep,
+                                                           strand_dc_ep_t),
+                                            iov, iovcnt, remote_addr, rk,
+                                            comp);
+        }
+        /* the peer signs nothing: read as it is, and say so once */
+        if (iface->integrity.unchecked++ == 0) {
+            ucs_warn("%s: a peer's memory is read without integrity checks "
+                     "(its keys carry no signing mkey: UCX_DC_STRAND_"
+                     "INTEGRITY is off there)", iface->dev->info.name);
+        }
+    }
     return strand_dc_ep_rdma_zcopy(tl_ep, MLX5_OPCODE_RDMA_READ, iov, iovcnt,
                                    remote_addr, rkey, comp);
 }
@@ -442,7 +465,7 @@ ucs_status_t strand_dc_ep_get_bcopy(uct_ep_h tl_ep,
         return UCS_ERR_NO_RESOURCE;
     }
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
+    strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
     seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
                          dci->sq.end);
     strand_set_data_seg(seg, (uintptr_t)desc->data, length, desc->lkey);
@@ -517,7 +540,7 @@ strand_dc_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
     op.comp = comp;
 
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
+    strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
     seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
                          dci->sq.end);
     ds  = STRAND_DC_EP_DS(ep) + 1;
@@ -1109,6 +1132,7 @@ static UCS_CLASS_CLEANUP_FUNC(strand_dc_ep_t)
      * must not hear of this ep later); the DCI finishes the WQEs and its
      * lease ends */
     strand_dc_recovery_orphan(iface, self);
+    strand_dc_integrity_ep_gone(iface, self);
     strand_dc_tag_ep_purge(iface, self, UCS_ERR_CANCELED);
     if (self->dci != STRAND_DC_DCI_NONE) {
         strand_dc_dci_orphan(iface, &iface->dcis[self->dci], self);

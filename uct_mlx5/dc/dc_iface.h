@@ -84,6 +84,8 @@ typedef struct strand_dc_iface_config {
     int                tm_enable;       /* ucs_ternary_auto_value_t */
     unsigned           tm_list_size;
     unsigned           tm_rndv_ops;
+    int                integrity;       /* strand_integrity_kind_t */
+    unsigned           integrity_retries;
 } strand_dc_iface_config_t;
 
 /* A registered send buffer (bcopy, AM zcopy header, fetched atomics). */
@@ -176,6 +178,11 @@ typedef struct strand_dc_iface {
     unsigned              fence_beat;
 
     strand_dc_fc_t        fc;            /* receiver flow control */
+
+    /* integrity-checked GETs (dc_integrity.c): the landing mkeys, and
+     * the GETs to read again that wait for room */
+    strand_integrity_t    integrity;
+    strand_integrity_get_t *integrity_retry;
 
     struct {
         unsigned          tx_queue_len;

@@ -12,6 +12,7 @@
 #include "dc_addr.h"
 #include "dc_ep.h"
 #include "dc_policy.h"
+#include "dc_integrity.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -227,6 +228,11 @@ static void strand_dc_held_drop(strand_dc_iface_t *iface, strand_dc_held_t *h,
     strand_dc_op_t *op = &h->op;
 
     if (op->type == STRAND_DC_OP_LIGHT) {
+        ucs_free(h);
+        return;
+    }
+    if (op->type == STRAND_DC_OP_CHECKED) {
+        strand_dc_integrity_drop(iface, op->u.result, status);
         ucs_free(h);
         return;
     }

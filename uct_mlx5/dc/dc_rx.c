@@ -386,6 +386,14 @@ unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
             /* the CQEs before this one are handled */
             strand_cq_update_ci(cq->dv.dbrec, iface->rx_ci - 1);
         }
+        if (ucs_unlikely(strand_cqe_opcode(cqe) == MLX5_CQE_SIG_ERR)) {
+            /* a responder's check (no mkey of ours checks what peers
+             * write or read: the sender signs, the reader checks) */
+            ucs_warn("%s: signature error CQE on the receive CQ for mkey "
+                     "0x%x", iface->dev->info.name,
+                     strand_sigerr_cqe_mkey(cqe));
+            continue;
+        }
         if (ucs_unlikely(!strand_tm_cqe_has_buffer(cqe))) {
             /* tag matching: a list operation or a matched tag */
             strand_tm_handle_cqe(&iface->tm, cqe);

@@ -1,0 +1,337 @@
+/*
+ * Integrity-checked zero-copy GETs on dc_strand (UCX_DC_STRAND_INTEGRITY):
+ * the signing key in every packed remote key, GETs at any offset and
+ * length read through whole checked blocks, bad blocks read again, a GET
+ * that stays bad fails, and without the check the same damage goes
+ * through. The damage is the software device's silent data corruption
+ * (STRAND_SIM_FAULTS sdc=P: bits flipped in RDMA data past the link CRC).
+ */
+#include "dc_fixture.h"
+
+#include <cinttypes>
+#include <regex>
+
+namespace {
+
+/* "crc32c: 3 checked, 1 bad reads, 1 read again, 0 failed, 0 unchecked" */
+struct integrity_counters {
+    uint64_t checked = 0, bad = 0, reread = 0, failed = 0, unchecked = 0;
+    bool     valid   = false;
+
+    explicit integrity_counters(const std::string &line)
+    {
+        std::smatch m;
+        std::regex re("(\\d+) checked, (\\d+) bad reads, (\\d+) read again, "
+                      "(\\d+) failed, (\\d+) unchecked");
+        if (std::regex_search(line, m, re)) {
+            checked   = std::stoull(m[1]);
+            bad       = std::stoull(m[2]);
+            reread    = std::stoull(m[3]);
+            failed    = std::stoull(m[4]);
+            unchecked = std::stoull(m[5]);
+            valid     = true;
+        }
+    }
+};
+
+} // namespace
+
+class dc_strand_integrity : public dc_strand {
+protected:
+    void SetUp() override
+    {
+        /* the MD reads the option when it opens: before the fixture's */
+        set_env("UCX_DC_STRAND_INTEGRITY", "crc32c");
+        dc_strand::SetUp();
+    }
+
+    /* set the device's faults and reopen the MD (it reads them at open) */
+    void reopen(const char *faults, const char *retries = nullptr)
+    {
+        set_env("STRAND_SIM_FAULTS", faults);
+        if (retries != nullptr) {
+            set_env("UCX_DC_STRAND_INTEGRITY_RETRIES", retries);
+        }
+        ASSERT_EQ(UCS_OK, open_md());
+    }
+
+    /* uct_ep_get_zcopy into dst (registered), waited for */
+    ucs_status_t get(const std::vector<uct_iov_t> &iov, uint64_t raddr,
+                     uct_rkey_t rkey)
+    {
+        test_comp c;
+        comp_init(&c);
+        ucs_status_t status = UCS_ERR_NO_RESOURCE;
+        if (!progress_until([&] {
+                status = uct_ep_get_zcopy(m_ep, iov.data(), iov.size(), raddr,
+                                          rkey, &c.uct);
+                return status != UCS_ERR_NO_RESOURCE;
+            })) {
+            return UCS_ERR_TIMED_OUT;
+        }
+        if (status != UCS_INPROGRESS) {
+            return status;
+        }
+        if (!progress_until([&] { return c.done != 0; })) {
+            return UCS_ERR_TIMED_OUT;
+        }
+        return c.status;
+    }
+
+    ucs_status_t get1(region &dst, size_t doff, region &src, size_t soff,
+                      size_t len)
+    {
+        std::vector<uct_iov_t> iov(1);
+        iov[0].buffer = dst.buf.data() + doff;
+        iov[0].length = len;
+        iov[0].memh   = dst.memh;
+        iov[0].stride = 0;
+        iov[0].count  = 1;
+        return get(iov, addr(src, soff), src.rkey.rkey);
+    }
+
+    /* the plain key of a registration: the first word of its packed key */
+    uint32_t plain_key(region &r)
+    {
+        uint8_t packed[64];
+        uint32_t k = 0;
+        EXPECT_EQ(UCS_OK, uct_md_mkey_pack(m_md, r.memh, packed));
+        memcpy(&k, packed, sizeof(k));
+        return k;
+    }
+
+    /* the region's own buffer (it is registered: never reallocated) */
+    static void fill(region &r, unsigned seed)
+    {
+        std::vector<uint8_t> p = pattern(r.buf.size(), seed);
+        std::copy(p.begin(), p.end(), r.buf.begin());
+    }
+
+    integrity_counters counters()
+    {
+        return integrity_counters(vfs_read(m_a, "integrity"));
+    }
+};
+
+TEST_F(dc_strand_integrity, remote_keys_carry_the_signing_mkey)
+{
+    uct_md_attr_t attr;
+    ASSERT_EQ(UCS_OK, uct_md_query(m_md, &attr));
+    EXPECT_EQ(32u, attr.rkey_packed_size);
+
+    std::vector<uint8_t> buf(10000);
+    uct_mem_h memh;
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf.data(), buf.size(),
+                                     UCT_MD_MEM_ACCESS_ALL, &memh));
+    uint8_t packed[64];
+    memset(packed, 0xee, sizeof(packed));
+    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, memh, packed));
+    EXPECT_EQ(0xee, packed[32]) << "packed past rkey_packed_size";
+    uint32_t w[3];
+    uint64_t base, length;
+    memcpy(w, packed, sizeof(w));
+    memcpy(&base, packed + 16, 8);
+    memcpy(&length, packed + 24, 8);
+    EXPECT_EQ(~w[0], w[1]) << "the second word says a signing key follows";
+    EXPECT_NE(0u, w[2]);
+    EXPECT_NE(w[0], w[2]) << "the signing mkey is a key of its own";
+    EXPECT_EQ(1, packed[12]) << "crc32c";
+    EXPECT_LE(base, (uintptr_t)buf.data());
+    EXPECT_GE(base + length, (uintptr_t)buf.data() + buf.size());
+
+    uct_rkey_bundle_t rkey;
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, packed, &rkey));
+    EXPECT_NE(0u, rkey.rkey >> 63) << "a tagged key (integrity.h)";
+    EXPECT_NE(nullptr, rkey.handle);
+    uct_rkey_release(m_component, &rkey);
+    uct_md_mem_dereg(m_md, memh);
+}
+
+/* GETs that start and end anywhere read the whole blocks around them:
+ * every byte right, every GET checked, nothing but the range written. */
+TEST_F(dc_strand_integrity, gets_at_any_offset_and_length_are_checked)
+{
+    ASSERT_NO_FATAL_FAILURE(open_pair());
+    region src, dst;
+    reg(src, 300000);
+    reg(dst, 300000);
+    fill(src, 3);
+    const std::vector<std::pair<size_t, size_t>> cases = {
+        {0, 512}, {1, 1}, {100, 5000}, {511, 514}, {4096, 65536},
+        {777, 200000}, {300000 - 1000, 1000}, {299999, 1}};
+    uint64_t n = 0;
+    for (auto c : cases) {
+        std::fill(dst.buf.begin(), dst.buf.end(), 0xab);
+        ASSERT_EQ(UCS_OK, get1(dst, 10, src, c.first, c.second))
+            << c.first << "+" << c.second;
+        ++n;
+        EXPECT_EQ(0, memcmp(dst.buf.data() + 10, src.buf.data() + c.first,
+                            c.second)) << c.first << "+" << c.second;
+        EXPECT_EQ(0xab, dst.buf[9]) << "nothing before the range";
+        EXPECT_EQ(0xab, dst.buf[10 + c.second]) << "nothing after it";
+    }
+    integrity_counters k = counters();
+    ASSERT_TRUE(k.valid) << vfs_read(m_a, "integrity");
+    EXPECT_EQ(n, k.checked);
+    EXPECT_EQ(0u, k.bad);
+    EXPECT_EQ(0u, k.unchecked);
+    unreg(src);
+    unreg(dst);
+}
+
+TEST_F(dc_strand_integrity, a_get_into_several_buffers)
+{
+    ASSERT_NO_FATAL_FAILURE(open_pair());
+    region src, dst;
+    reg(src, 20000);
+    reg(dst, 20000);
+    fill(src, 9);
+    std::vector<uct_iov_t> iov(3);
+    size_t lens[3] = {300, 0, 7000}, offs[3] = {0, 500, 9000};
+    for (int i = 0; i < 3; ++i) {
+        iov[i].buffer = dst.buf.data() + offs[i];
+        iov[i].length = lens[i];
+        iov[i].memh   = dst.memh;
+        iov[i].stride = 0;
+        iov[i].count  = 1;
+    }
+    ASSERT_EQ(UCS_OK, get(iov, addr(src, 1234), src.rkey.rkey));
+    EXPECT_EQ(0, memcmp(dst.buf.data(), src.buf.data() + 1234, 300));
+    EXPECT_EQ(0, memcmp(dst.buf.data() + 9000, src.buf.data() + 1534, 7000));
+    unreg(src);
+    unreg(dst);
+}
+
+/* The damage of sdc is found, and the GET is read again until it is
+ * right: the user only ever sees the right bytes. */
+TEST_F(dc_strand_integrity, bad_blocks_are_read_again_until_right)
+{
+    ASSERT_NO_FATAL_FAILURE(reopen("sdc=0.005,seed=11", "20"));
+    ASSERT_NO_FATAL_FAILURE(open_pair());
+    region src, dst;
+    reg(src, 1 << 20);
+    reg(dst, 1 << 20);
+    fill(src, 5);
+    for (int round = 0; round < 8; ++round) {
+        std::fill(dst.buf.begin(), dst.buf.end(), 0);
+        size_t off = round * 1000, len = 128 * 1024 + round * 333;
+        ASSERT_EQ(UCS_OK, get1(dst, 0, src, off, len)) << "round " << round;
+        ASSERT_EQ(0, memcmp(dst.buf.data(), src.buf.data() + off, len))
+            << "round " << round;
+    }
+    integrity_counters k = counters();
+    EXPECT_EQ(8u, k.checked);
+    EXPECT_GT(k.bad, 0u) << "the injection found nothing to damage";
+    EXPECT_EQ(k.bad, k.reread);
+    EXPECT_EQ(0u, k.failed);
+    unreg(src);
+    unreg(dst);
+}
+
+TEST_F(dc_strand_integrity, a_get_bad_in_every_read_fails_with_io_error)
+{
+    ASSERT_NO_FATAL_FAILURE(reopen("sdc=0.5,seed=3", "1"));
+    ASSERT_NO_FATAL_FAILURE(open_pair());
+    region src, dst;
+    reg(src, 65536);
+    reg(dst, 65536);
+    fill(src, 1);
+    EXPECT_EQ(UCS_ERR_IO_ERROR, get1(dst, 0, src, 0, 65536));
+    integrity_counters k = counters();
+    EXPECT_EQ(1u, k.failed);
+    EXPECT_EQ(2u, k.bad) << "the first read and the one again";
+    EXPECT_EQ(0u, k.checked);
+    /* the ep goes on */
+    set_env("STRAND_SIM_FAULTS", "");
+    unreg(src);
+    unreg(dst);
+}
+
+/* The same injection without the check damages what the user gets: it is
+ * the check that keeps the data right. */
+TEST_F(dc_strand, without_integrity_sdc_damages_the_data_of_a_get)
+{
+    auto fill = [](region &r, unsigned seed) {
+        std::vector<uint8_t> p = pattern(r.buf.size(), seed);
+        std::copy(p.begin(), p.end(), r.buf.begin());
+    };
+    set_env("STRAND_SIM_FAULTS", "sdc=0.01,seed=11");
+    ASSERT_EQ(UCS_OK, open_md());
+    ASSERT_NO_FATAL_FAILURE(open_pair());
+    region src, dst;
+    reg(src, 1 << 20);
+    reg(dst, 1 << 20);
+    fill(src, 5);
+    uct_iov_t iov = {dst.buf.data(), src.buf.size(), dst.memh, 0, 1};
+    test_comp c;
+    comp_init(&c);
+    ucs_status_t status = uct_ep_get_zcopy(m_ep, &iov, 1, addr(src),
+                                           src.rkey.rkey, &c.uct);
+    ASSERT_EQ(UCS_INPROGRESS, status);
+    ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+    EXPECT_EQ(UCS_OK, c.status) << "nobody notices";
+    EXPECT_NE(0, memcmp(dst.buf.data(), src.buf.data(), src.buf.size()))
+        << "and the data is damaged";
+    unreg(src);
+    unreg(dst);
+}
+
+/* A key of a peer that signs nothing (an 8-byte key) is read as it is,
+ * and counted. */
+TEST_F(dc_strand_integrity, a_key_without_signing_mkey_is_read_unchecked)
+{
+    ASSERT_NO_FATAL_FAILURE(open_pair());
+    region src, dst;
+    reg(src, 8192);
+    reg(dst, 8192);
+    fill(src, 2);
+    uint32_t plain[2] = {plain_key(src), plain_key(src)};
+    uct_rkey_bundle_t rk;
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, plain, &rk));
+    EXPECT_EQ(0u, rk.rkey >> 63);
+    uct_iov_t iov = {dst.buf.data(), 8192, dst.memh, 0, 1};
+    ASSERT_EQ(UCS_OK, get({iov}, addr(src), rk.rkey));
+    EXPECT_EQ(0, memcmp(dst.buf.data(), src.buf.data(), 8192));
+    EXPECT_EQ(1u, counters().unchecked);
+    uct_rkey_release(m_component, &rk);
+    unreg(src);
+    unreg(dst);
+}
+
+TEST_F(dc_strand_integrity, an_ep_destroyed_under_a_checked_get)
+{
+    ASSERT_NO_FATAL_FAILURE(open_pair());
+    region src, dst;
+    reg(src, 1 << 20);
+    reg(dst, 1 << 20);
+    uct_iov_t iov = {dst.buf.data(), 1 << 20, dst.memh, 0, 1};
+    test_comp c;
+    comp_init(&c);
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_zcopy(m_ep, &iov, 1, addr(src),
+                                               src.rkey.rkey, &c.uct));
+    uct_ep_destroy(m_ep);
+    m_eps.clear();
+    EXPECT_TRUE(c.done);
+    EXPECT_EQ(UCS_ERR_CANCELED, c.status);
+    /* the READ retires into nobody's memory; the iface closes cleanly */
+    for (int i = 0; i < 1000; ++i) {
+        uct_worker_progress(m_worker);
+    }
+    unreg(src);
+    unreg(dst);
+}
+
+TEST_F(dc_strand, integrity_options_are_checked)
+{
+    set_env("UCX_DC_STRAND_INTEGRITY", "md5");
+    uct_iface_config_t *config = nullptr;
+    EXPECT_NE(UCS_OK, uct_md_iface_config_read(m_md, "dc_strand", nullptr,
+                                               nullptr, &config));
+    if (config != nullptr) {
+        uct_config_release(config);
+    }
+    /* a device without signature offload refuses at open, with a reason */
+    set_env("UCX_DC_STRAND_INTEGRITY", "crc32c");
+    set_env("STRAND_SIM_CAPS", "signature=0");
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, open_md());
+}
