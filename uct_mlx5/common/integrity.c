@@ -1,6 +1,6 @@
 /*
- * Integrity-checked zero-copy GETs: signatures, the blocks a GET reads,
- * the pool of landing mkeys, bad blocks and reads again (integrity.h).
+ * Integrity-checked zero-copy GETs: signatures, the pieces a GET is read
+ * in, the pool of landing mkeys, bad blocks and reads again (integrity.h).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -74,24 +74,27 @@ int strand_integrity_supported(const strand_dev_caps_t *caps,
 
 ucs_status_t strand_integrity_init(strand_integrity_t *ig, strand_dev_t *dev,
                                    strand_integrity_kind_t kind,
-                                   unsigned max_sge, unsigned max_gets,
-                                   unsigned max_retries)
+                                   unsigned max_sge, unsigned max_pieces,
+                                   size_t read_size, unsigned max_retries)
 {
     int err;
 
     memset(ig, 0, sizeof(*ig));
-    ig->dev         = dev;
-    ig->kind        = kind;
-    ig->max_sge     = max_sge;
-    ig->max_gets    = max_gets;
-    ig->max_retries = max_retries;
+    ig->dev          = dev;
+    ig->kind         = kind;
+    ig->max_sge      = ucs_min(max_sge, STRAND_INTEGRITY_MAX_IOV);
+    ig->max_pieces   = max_pieces;
+    ig->piece_blocks = ucs_max(1, read_size / STRAND_INTEGRITY_BLOCK);
+    ig->max_retries  = max_retries;
     if (kind == STRAND_INTEGRITY_OFF) {
         return UCS_OK;
     }
     strand_integrity_sig_init(&ig->sig, kind);
-    ig->gets = ucs_calloc(max_gets, sizeof(*ig->gets), "strand_integrity");
-    ig->scratch = ucs_malloc(STRAND_INTEGRITY_BLOCK, "strand_integrity_scratch");
-    if ((ig->gets == NULL) || (ig->scratch == NULL)) {
+    ig->pieces  = ucs_calloc(max_pieces, sizeof(*ig->pieces),
+                             "strand_integrity");
+    ig->scratch = ucs_malloc(STRAND_INTEGRITY_BLOCK,
+                             "strand_integrity_scratch");
+    if ((ig->pieces == NULL) || (ig->scratch == NULL)) {
         strand_integrity_cleanup(ig);
         return UCS_ERR_NO_MEMORY;
     }
@@ -111,113 +114,109 @@ void strand_integrity_cleanup(strand_integrity_t *ig)
 {
     unsigned i;
 
-    for (i = 0; i < ig->num_gets; ++i) {
-        ig->dev->ops->destroy_mkey(ig->dev, &ig->gets[i]->mkey);
-        ucs_free(ig->gets[i]->sge);
-        ucs_free(ig->gets[i]);
+    for (i = 0; i < ig->num_pieces; ++i) {
+        ig->dev->ops->destroy_mkey(ig->dev, &ig->pieces[i]->mkey);
+        ucs_free(ig->pieces[i]->sge);
+        ucs_free(ig->pieces[i]);
     }
     if (ig->have_scratch) {
         ig->dev->ops->dereg_mr(ig->dev, &ig->scratch_mr);
     }
     ucs_free(ig->scratch);
-    ucs_free(ig->gets);
-    ig->gets     = NULL;
-    ig->scratch  = NULL;
-    ig->num_gets = 0;
-    ig->free     = NULL;
+    ucs_free(ig->pieces);
+    ig->pieces     = NULL;
+    ig->scratch    = NULL;
+    ig->num_pieces = 0;
+    ig->free       = NULL;
 }
 
-/* A landing mkey that is not in use: a free one, or a new one while fewer
- * than max_gets exist. */
-static strand_integrity_get_t *strand_integrity_get_take(strand_integrity_t *ig)
+int strand_integrity_piece_available(const strand_integrity_t *ig)
 {
-    strand_integrity_get_t *get = ig->free;
+    return (ig->free != NULL) || (ig->num_pieces < ig->max_pieces);
+}
+
+/* A landing mkey not in use: a free one, or a new one while fewer than
+ * max_pieces exist. */
+static strand_integrity_piece_t *
+strand_integrity_piece_take(strand_integrity_t *ig)
+{
+    strand_integrity_piece_t *piece = ig->free;
     int err;
 
-    if (get != NULL) {
-        ig->free = get->next;
-        return get;
+    if (piece != NULL) {
+        ig->free = piece->next;
+        return piece;
     }
-    if (ig->num_gets == ig->max_gets) {
+    if (ig->num_pieces == ig->max_pieces) {
         return NULL;
     }
-    get = ucs_calloc(1, sizeof(*get), "strand_integrity_get");
-    if (get == NULL) {
+    piece = ucs_calloc(1, sizeof(*piece), "strand_integrity_piece");
+    if (piece == NULL) {
         return NULL;
     }
-    get->sge = ucs_calloc(ig->max_sge + 2, sizeof(*get->sge),
-                          "strand_integrity_sge");
-    if (get->sge == NULL) {
-        ucs_free(get);
+    piece->sge = ucs_calloc(ig->max_sge + 2, sizeof(*piece->sge),
+                            "strand_integrity_sge");
+    if (piece->sge == NULL) {
+        ucs_free(piece);
         return NULL;
     }
-    err = ig->dev->ops->create_mkey(ig->dev, ig->max_sge + 2, 1, &get->mkey);
+    err = ig->dev->ops->create_mkey(ig->dev, ig->max_sge + 2, 1,
+                                    &piece->mkey);
     if (err != 0) {
         ucs_error("%s: failed to create a signature mkey: %s",
                   ig->dev->info.name, strerror(err));
-        ucs_free(get->sge);
-        ucs_free(get);
+        ucs_free(piece->sge);
+        ucs_free(piece);
         return NULL;
     }
-    ig->gets[ig->num_gets++] = get;
-    return get;
+    ig->pieces[ig->num_pieces++] = piece;
+    return piece;
 }
 
-void strand_integrity_get_release(strand_integrity_t *ig,
-                                  strand_integrity_get_t *get)
+static void strand_integrity_piece_put(strand_integrity_t *ig,
+                                       strand_integrity_piece_t *piece)
 {
-    get->in_use = 0;
-    get->ep     = NULL;
-    get->comp   = NULL;
-    get->next   = ig->free;
-    ig->free    = get;
+    piece->req  = NULL;
+    piece->next = ig->free;
+    ig->free    = piece;
 }
 
+/* Configure the landing mkey of piece (a bad block reported on it since
+ * is cleared). */
 static ucs_status_t strand_integrity_configure(strand_integrity_t *ig,
-                                               strand_integrity_get_t *get)
+                                               strand_integrity_piece_t *piece)
 {
     int err;
 
-    err = ig->dev->ops->mkey_configure(ig->dev, &get->mkey, get->sge,
-                                       get->num_sge, IBV_ACCESS_LOCAL_WRITE,
+    err = ig->dev->ops->mkey_configure(ig->dev, &piece->mkey, piece->sge,
+                                       piece->num_sge, IBV_ACCESS_LOCAL_WRITE,
                                        &ig->sig.attr);
     if (err != 0) {
         ucs_error("%s: failed to configure signature mkey 0x%x: %s",
-                  ig->dev->info.name, get->mkey.key, strerror(err));
+                  ig->dev->info.name, piece->mkey.key, strerror(err));
         return UCS_ERR_IO_ERROR;
     }
-    get->bad = 0;
+    piece->bad = 0;
     return UCS_OK;
 }
 
 /* ------------------------------------------------------------- a GET */
 
-static void strand_integrity_sge(struct ibv_sge *sge, uint64_t addr,
-                                 uint64_t len, uint32_t lkey)
-{
-    sge->addr   = addr;
-    sge->length = (uint32_t)len;
-    sge->lkey   = lkey;
-}
-
-ucs_status_t strand_integrity_get_start(strand_integrity_t *ig,
-                                        const strand_rkey_sig_t *rk,
-                                        uint64_t remote_addr,
-                                        const uct_iov_t *iov, size_t iovcnt,
-                                        const uint32_t *lkeys,
-                                        strand_integrity_get_t **get_p)
+ucs_status_t strand_integrity_req_init(strand_integrity_t *ig,
+                                       strand_integrity_req_t *req,
+                                       const strand_rkey_sig_t *rk,
+                                       uint64_t remote_addr,
+                                       const uct_iov_t *iov, size_t iovcnt,
+                                       const uint32_t *lkeys)
 {
     const uint64_t bs = STRAND_INTEGRITY_BLOCK;
-    uint64_t off, end, m0, m1, nblk;
-    strand_integrity_get_t *get;
-    size_t i, len = 0, n;
-    ucs_status_t status;
+    size_t i, len = 0;
 
     for (i = 0; i < iovcnt; ++i) {
         len += uct_iov_get_length(&iov[i]);
     }
-    if ((rk->kind != ig->kind) || (remote_addr < rk->base) ||
-        (remote_addr - rk->base > rk->length) ||
+    if ((iovcnt > ig->max_sge) || (rk->kind != ig->kind) ||
+        (remote_addr < rk->base) || (remote_addr - rk->base > rk->length) ||
         (len > rk->length - (remote_addr - rk->base))) {
         ucs_error("%s: checked GET of %zu bytes at 0x%" PRIx64 " outside the "
                   "peer's registration [0x%" PRIx64 ", +%" PRIu64 ") or of "
@@ -228,61 +227,192 @@ ucs_status_t strand_integrity_get_start(strand_integrity_t *ig,
                   strand_integrity_kind_names[ig->kind]);
         return UCS_ERR_INVALID_PARAM;
     }
-    get = strand_integrity_get_take(ig);
-    if (get == NULL) {
-        return UCS_ERR_NO_RESOURCE;
+    memcpy(req->iov, iov, iovcnt * sizeof(*iov));
+    memcpy(req->lkeys, lkeys, iovcnt * sizeof(*lkeys));
+    req->iovcnt     = iovcnt;
+    req->sig_rkey   = rk->sig_rkey;
+    req->length     = rk->length;
+    req->off        = remote_addr - rk->base;
+    req->end        = req->off + len;
+    req->next_block = req->off / bs;
+    req->end_block  = (req->end + bs - 1) / bs;
+    req->in_flight  = 0;
+    req->again      = NULL;
+    req->status     = UCS_OK;
+    req->next       = NULL;
+    return UCS_OK;
+}
+
+static void strand_integrity_sge(strand_integrity_piece_t *piece,
+                                 uint64_t addr, uint64_t len, uint32_t lkey)
+{
+    struct ibv_sge *sge = &piece->sge[piece->num_sge++];
+
+    sge->addr   = addr;
+    sge->length = (uint32_t)len;
+    sge->lkey   = lkey;
+}
+
+/* The user's bytes [u0, u1) of req (offsets in the GET) as the next
+ * entries of piece's layout. */
+static void strand_integrity_user_sges(strand_integrity_req_t *req,
+                                       strand_integrity_piece_t *piece,
+                                       uint64_t u0, uint64_t u1)
+{
+    uint64_t pos = 0, len, a, b;
+    size_t i;
+
+    for (i = 0; (i < req->iovcnt) && (pos < u1); ++i) {
+        len = uct_iov_get_length(&req->iov[i]);
+        a   = ucs_max(u0, pos);
+        b   = ucs_min(u1, pos + len);
+        if (a < b) {
+            strand_integrity_sge(piece, (uintptr_t)req->iov[i].buffer +
+                                        (a - pos), b - a, req->lkeys[i]);
+        }
+        pos += len;
     }
+}
 
-    /* the whole blocks around [off, end) of the sender's registration */
-    off  = remote_addr - rk->base;
-    end  = off + len;
-    m0   = off - off % bs;
-    m1   = ucs_min(rk->length, (end + bs - 1) / bs * bs);
-    nblk = (m1 - m0 + bs - 1) / bs;
-    get->wire_off = (m0 / bs) * (bs + strand_integrity_sig_size(ig->kind));
-    get->wire_len = (uint32_t)((m1 - m0) +
-                               nblk * strand_integrity_sig_size(ig->kind));
-    get->sig_rkey = rk->sig_rkey;
-    get->length   = len;
-    get->retries  = 0;
+/* Lay out a new piece: the blocks from req->next_block on, as many as a
+ * piece holds; where they land: scratch, the user's buffers, scratch. */
+static void strand_integrity_lay_out(strand_integrity_t *ig,
+                                     strand_integrity_req_t *req,
+                                     strand_integrity_piece_t *piece)
+{
+    const uint64_t bs = STRAND_INTEGRITY_BLOCK;
+    uint64_t b0       = req->next_block;
+    uint64_t b1       = ucs_min(req->end_block, b0 + ig->piece_blocks);
+    uint64_t m0       = b0 * bs;
+    uint64_t m1       = ucs_min(req->length, b1 * bs);
+    uint64_t u0       = ucs_max(m0, req->off);
+    uint64_t u1       = ucs_min(m1, req->end);
 
-    /* where they land: scratch, the user's buffers, scratch */
-    n = 0;
-    if (off > m0) {
-        strand_integrity_sge(&get->sge[n++], (uintptr_t)ig->scratch, off - m0,
+    piece->num_sge  = 0;
+    if (u0 > m0) {
+        strand_integrity_sge(piece, (uintptr_t)ig->scratch, u0 - m0,
                              ig->scratch_mr.lkey);
     }
-    for (i = 0; i < iovcnt; ++i) {
-        if (uct_iov_get_length(&iov[i]) > 0) {
-            strand_integrity_sge(&get->sge[n++], (uintptr_t)iov[i].buffer,
-                                 uct_iov_get_length(&iov[i]), lkeys[i]);
+    strand_integrity_user_sges(req, piece, u0 - req->off, u1 - req->off);
+    if (m1 > u1) {
+        strand_integrity_sge(piece, (uintptr_t)ig->scratch, m1 - u1,
+                             ig->scratch_mr.lkey);
+    }
+    piece->wire_off = b0 * (bs + strand_integrity_sig_size(ig->kind));
+    piece->wire_len = (uint32_t)((m1 - m0) + (b1 - b0) *
+                                 strand_integrity_sig_size(ig->kind));
+    piece->retries  = 0;
+    req->next_block = b1;
+}
+
+ucs_status_t strand_integrity_next_piece(strand_integrity_t *ig,
+                                         strand_integrity_req_t *req,
+                                         strand_integrity_piece_t **piece_p)
+{
+    strand_integrity_piece_t *piece;
+    ucs_status_t status;
+
+    if (req->status != UCS_OK) {
+        return UCS_ERR_NO_ELEM;
+    }
+    if (req->again != NULL) {
+        /* configured again when it came back bad */
+        piece      = req->again;
+        req->again = piece->next;
+    } else if (req->next_block == req->end_block) {
+        return UCS_ERR_NO_ELEM;
+    } else {
+        piece = strand_integrity_piece_take(ig);
+        if (piece == NULL) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        strand_integrity_lay_out(ig, req, piece);
+        status = strand_integrity_configure(ig, piece);
+        if (status != UCS_OK) {
+            strand_integrity_piece_put(ig, piece);
+            req->status = status;
+            return UCS_ERR_NO_ELEM;
+        }
+        piece->req = req;
+        ++ig->reads;
+    }
+    ++req->in_flight;
+    *piece_p = piece;
+    return UCS_OK;
+}
+
+void strand_integrity_piece_done(strand_integrity_t *ig,
+                                 strand_integrity_piece_t *piece,
+                                 ucs_status_t status)
+{
+    strand_integrity_req_t *req = piece->req;
+
+    --req->in_flight;
+    if ((status == UCS_OK) && piece->bad) {
+        ++ig->bad;
+        if ((req->ep == NULL) || (req->status != UCS_OK)) {
+            status = UCS_ERR_CANCELED; /* nobody waits for it any more */
+        } else if (piece->retries >= ig->max_retries) {
+            ucs_error("%s: a piece of %u bytes of a GET had a bad block in "
+                      "each of its %u reads: the GET fails",
+                      ig->dev->info.name, piece->wire_len,
+                      piece->retries + 1);
+            status = UCS_ERR_IO_ERROR;
+        } else {
+            status = strand_integrity_configure(ig, piece);
+            if (status == UCS_OK) {
+                ++piece->retries;
+                ++ig->reread;
+                piece->next = req->again;
+                req->again  = piece;
+                return;
+            }
         }
     }
-    if (m1 > end) {
-        strand_integrity_sge(&get->sge[n++], (uintptr_t)ig->scratch, m1 - end,
-                             ig->scratch_mr.lkey);
+    if ((status != UCS_OK) && (req->status == UCS_OK)) {
+        req->status = status;
     }
-    get->num_sge = (uint16_t)n;
-    status       = strand_integrity_configure(ig, get);
-    if (status != UCS_OK) {
-        strand_integrity_get_release(ig, get);
-        return status;
+    strand_integrity_piece_put(ig, piece);
+}
+
+int strand_integrity_req_done(const strand_integrity_req_t *req)
+{
+    if (req->in_flight > 0) {
+        return 0;
     }
-    get->in_use = 1;
-    *get_p      = get;
-    return UCS_OK;
+    return (req->status != UCS_OK) || (req->ep == NULL) ||
+           ((req->next_block == req->end_block) && (req->again == NULL));
+}
+
+void strand_integrity_req_finish(strand_integrity_t *ig,
+                                 strand_integrity_req_t *req)
+{
+    strand_integrity_piece_t *piece;
+
+    while ((piece = req->again) != NULL) {
+        req->again = piece->next;
+        strand_integrity_piece_put(ig, piece);
+    }
+    if (req->ep == NULL) {
+        return;
+    }
+    if (req->status == UCS_OK) {
+        ++ig->checked;
+    } else {
+        ++ig->failed;
+    }
 }
 
 int strand_integrity_sigerr(strand_integrity_t *ig,
                             const struct mlx5_cqe64 *cqe)
 {
-    uint32_t key = strand_sigerr_cqe_mkey(cqe);
     const struct strand_sigerr_cqe *se = (const void*)cqe;
+    uint32_t key                       = strand_sigerr_cqe_mkey(cqe);
     unsigned i;
 
-    for (i = 0; i < ig->num_gets; ++i) {
-        if (ig->gets[i]->in_use && (ig->gets[i]->mkey.key == key)) {
-            ig->gets[i]->bad = 1;
+    for (i = 0; i < ig->num_pieces; ++i) {
+        if ((ig->pieces[i]->req != NULL) && (ig->pieces[i]->mkey.key == key)) {
+            ig->pieces[i]->bad = 1;
             ucs_debug("%s: signature error on mkey 0x%x at offset %" PRIu64
                       " (syndrome 0x%x, expected 0x%x, actual 0x%x)",
                       ig->dev->info.name, key, be64toh(se->sig_err_offset),
@@ -295,36 +425,12 @@ int strand_integrity_sigerr(strand_integrity_t *ig,
     return -1;
 }
 
-ucs_status_t strand_integrity_get_check(strand_integrity_t *ig,
-                                        strand_integrity_get_t *get)
-{
-    if (!get->bad) {
-        ++ig->checked;
-        return UCS_OK;
-    }
-    ++ig->bad;
-    if (get->retries >= ig->max_retries) {
-        ++ig->failed;
-        ucs_error("%s: a GET of %zu bytes had a bad block in each of its %u "
-                  "reads: failed", ig->dev->info.name, get->length,
-                  get->retries + 1);
-        return UCS_ERR_IO_ERROR;
-    }
-    /* configured again: a new bad block is reported again */
-    if (strand_integrity_configure(ig, get) != UCS_OK) {
-        ++ig->failed;
-        return UCS_ERR_IO_ERROR;
-    }
-    ++get->retries;
-    ++ig->reread;
-    return UCS_INPROGRESS;
-}
-
 void strand_integrity_summary(const strand_integrity_t *ig, char *buf,
                               size_t max)
 {
-    snprintf(buf, max, "%s: %" PRIu64 " checked, %" PRIu64 " bad reads, %"
-             PRIu64 " read again, %" PRIu64 " failed, %" PRIu64
-             " unchecked", strand_integrity_kind_names[ig->kind], ig->checked,
+    snprintf(buf, max, "%s: %" PRIu64 " checked, %" PRIu64 " pieces read, %"
+             PRIu64 " bad reads, %" PRIu64 " read again, %" PRIu64
+             " failed, %" PRIu64 " unchecked",
+             strand_integrity_kind_names[ig->kind], ig->checked, ig->reads,
              ig->bad, ig->reread, ig->failed, ig->unchecked);
 }

@@ -2,17 +2,20 @@
  * Integrity-checked zero-copy GETs (UCX_DC_STRAND_INTEGRITY): the data of a
  * GET leaves the sender through a signature mkey that adds a checksum to
  * every 512-byte block on the wire (made by the MD for each registration a
- * peer gets a key to) and lands through one that checks and strips them
- * (taken from a pool here, configured per GET over the user's buffers). A
- * bad block is reported in a SIG_ERR CQE naming the landing mkey; the GET
- * is read again, a bounded number of times, and fails with
- * UCS_ERR_IO_ERROR after that: a damaged byte never completes as success.
+ * peer gets a key to) and lands through mkeys that check and strip them.
+ *
+ * A GET is read in pieces of a few blocks (INTEGRITY_READ_SIZE), each an
+ * RDMA READ into a landing mkey of its own from a pool: a bad block is
+ * reported in a SIG_ERR CQE naming that mkey, and only its piece is read
+ * again, a bounded number of times; after that the GET fails with
+ * UCS_ERR_IO_ERROR. A damaged byte never completes as success.
  *
  * Block boundaries are those of the sender's registration, so a GET that
  * starts or ends inside a block reads the whole blocks around it; the
- * bytes before and after its range land in a scratch buffer.
+ * bytes outside its range land in a scratch buffer.
  *
- * Transport-neutral: knows no DCI and no RC QP (docs/integrity.md).
+ * Transport-neutral: knows no DCI and no RC QP; the transport posts the
+ * READ of each piece and reports its completion (docs/integrity.md).
  */
 #ifndef STRAND_COMMON_INTEGRITY_H_
 #define STRAND_COMMON_INTEGRITY_H_
@@ -32,7 +35,8 @@ typedef enum strand_integrity_kind {
 
 extern const char *strand_integrity_kind_names[];
 
-#define STRAND_INTEGRITY_BLOCK  512u   /* data bytes per signed block */
+#define STRAND_INTEGRITY_BLOCK    512u  /* data bytes per signed block */
+#define STRAND_INTEGRITY_MAX_IOV  16    /* user buffers of one GET */
 
 /* The block signature of a kind, with the storage its pointers need. */
 typedef struct strand_integrity_sig {
@@ -51,7 +55,7 @@ int strand_integrity_supported(const strand_dev_caps_t *caps,
                                strand_integrity_kind_t kind);
 
 /* A remote key whose memory can be read signed: the registration's plain
- * key, the key of its generating mkey, the kind, and the registration the
+ * key, the key of its signing mkey, the kind, and the registration the
  * mkey covers (its block grid starts at base). uct_rkey_t carries a
  * pointer to it with STRAND_RKEY_SIG_TAG set (user pointers never have
  * bit 63), plain keys are 32 bits. */
@@ -79,81 +83,112 @@ static inline uint32_t strand_rkey_plain(uct_rkey_t rkey)
                                           (uint32_t)rkey;
 }
 
-/* One checked GET in flight: its landing mkey, what it reads, and the
- * transport's context (the endpoint, the user's completion). */
-typedef struct strand_integrity_get {
-    strand_dev_mkey_t  mkey;
-    uint8_t            bad;        /* a SIG_ERR CQE named the mkey since it
-                                      was configured */
-    uint8_t            retries;
-    uint8_t            in_use;
-    uint16_t           num_sge;
-    struct ibv_sge    *sge;        /* the landing layout */
-    uint32_t           sig_rkey;   /* the sender's generating mkey */
-    uint64_t           wire_off;   /* where the blocks start in it */
-    uint32_t           wire_len;   /* blocks and their signatures */
-    size_t             length;     /* the user's bytes */
-    void              *ep;         /* the transport's */
-    uct_completion_t  *comp;
-    void              *tmp_reg;
-    struct strand_integrity_get *next; /* free list, retry queue */
-} strand_integrity_get_t;
+typedef struct strand_integrity_req strand_integrity_req_t;
+
+/* One piece of a GET in flight: its landing mkey and what it reads. */
+typedef struct strand_integrity_piece {
+    strand_dev_mkey_t              mkey;
+    strand_integrity_req_t        *req;      /* NULL: free */
+    uint8_t                        bad;      /* a SIG_ERR CQE named the mkey
+                                                since it was configured */
+    uint8_t                        retries;
+    uint16_t                       num_sge;
+    struct ibv_sge                *sge;      /* the landing layout */
+    uint64_t                       wire_off; /* in the signing mkey */
+    uint32_t                       wire_len; /* blocks and signatures */
+    struct strand_integrity_piece *next;     /* free list, reads again */
+} strand_integrity_piece_t;
+
+/* One GET: the user's buffers and completion, the remote range, which
+ * pieces are still to be read. The transport's fields are ep, comp and
+ * tmp_reg. */
+struct strand_integrity_req {
+    uct_iov_t                 iov[STRAND_INTEGRITY_MAX_IOV];
+    uint32_t                  lkeys[STRAND_INTEGRITY_MAX_IOV];
+    size_t                    iovcnt;
+    uint32_t                  sig_rkey;
+    uint64_t                  length;     /* of the remote registration */
+    uint64_t                  off, end;   /* the GET's range in it */
+    uint64_t                  next_block; /* first block not read yet */
+    uint64_t                  end_block;
+    unsigned                  in_flight;  /* pieces posted */
+    strand_integrity_piece_t *again;      /* pieces to read again */
+    ucs_status_t              status;     /* the first failure */
+    void                     *ep;         /* the transport's; NULL: gone */
+    uct_completion_t         *comp;
+    void                     *tmp_reg;
+    strand_integrity_req_t   *next;       /* the transport's queue */
+    uint8_t                   queued;
+};
 
 typedef struct strand_integrity {
-    strand_dev_t            *dev;
-    strand_integrity_kind_t  kind;
-    strand_integrity_sig_t   sig;
-    unsigned                 max_sge;     /* user iov entries per GET */
-    unsigned                 max_gets;    /* in flight at most */
-    unsigned                 max_retries; /* reads again before failing */
-    strand_integrity_get_t **gets;        /* created so far */
-    unsigned                 num_gets;
-    strand_integrity_get_t  *free;
-    /* landing zone of the bytes of the first and last block outside the
+    strand_dev_t              *dev;
+    strand_integrity_kind_t    kind;
+    strand_integrity_sig_t     sig;
+    unsigned                   max_sge;     /* user buffers per GET */
+    unsigned                   max_pieces;  /* in flight at most */
+    unsigned                   piece_blocks;/* blocks per piece */
+    unsigned                   max_retries; /* reads again of a piece */
+    strand_integrity_piece_t **pieces;      /* created so far */
+    unsigned                   num_pieces;
+    strand_integrity_piece_t  *free;
+    /* landing zone of the bytes of the first and last block outside a
      * GET's range (contents never used) */
-    void                    *scratch;
-    strand_dev_mr_t          scratch_mr;
-    int                      have_scratch;
-    /* counters (summary at close, the VFS file integrity) */
-    uint64_t                 checked;     /* GETs that completed good */
-    uint64_t                 bad;         /* reads that had a bad block */
-    uint64_t                 reread;      /* reads started again */
-    uint64_t                 failed;      /* GETs failed after retries */
-    uint64_t                 unchecked;   /* GETs of keys with no
-                                             signature (a peer without
-                                             integrity) */
-    uint64_t                 sigerr_other;/* SIG_ERR CQEs of no GET */
+    void                      *scratch;
+    strand_dev_mr_t            scratch_mr;
+    int                        have_scratch;
+    /* counters (the VFS file integrity, and a line at close) */
+    uint64_t                   checked;     /* GETs that completed good */
+    uint64_t                   reads;       /* pieces read, first time */
+    uint64_t                   bad;         /* reads with a bad block */
+    uint64_t                   reread;      /* pieces read again */
+    uint64_t                   failed;      /* GETs failed */
+    uint64_t                   unchecked;   /* GETs of keys without
+                                               signing mkey (a peer
+                                               without integrity) */
+    uint64_t                   sigerr_other;/* SIG_ERR CQEs of no piece */
 } strand_integrity_t;
 
 ucs_status_t strand_integrity_init(strand_integrity_t *ig, strand_dev_t *dev,
                                    strand_integrity_kind_t kind,
-                                   unsigned max_sge, unsigned max_gets,
-                                   unsigned max_retries);
+                                   unsigned max_sge, unsigned max_pieces,
+                                   size_t read_size, unsigned max_retries);
 void strand_integrity_cleanup(strand_integrity_t *ig);
 
-/* A checked GET of the user's iov (its lkeys) from rk at remote_addr: a
- * landing mkey configured for it, the blocks to read. UCS_ERR_NO_RESOURCE
- * when max_gets are in flight; UCS_ERR_INVALID_PARAM when the range is
- * outside the remote registration. */
-ucs_status_t strand_integrity_get_start(strand_integrity_t *ig,
-                                        const strand_rkey_sig_t *rk,
-                                        uint64_t remote_addr,
-                                        const uct_iov_t *iov, size_t iovcnt,
-                                        const uint32_t *lkeys,
-                                        strand_integrity_get_t **get_p);
+/* A GET of the user's iov (its lkeys) from rk at remote_addr into req.
+ * UCS_ERR_INVALID_PARAM when the range is outside the remote registration
+ * or of another signature. */
+ucs_status_t strand_integrity_req_init(strand_integrity_t *ig,
+                                       strand_integrity_req_t *req,
+                                       const strand_rkey_sig_t *rk,
+                                       uint64_t remote_addr,
+                                       const uct_iov_t *iov, size_t iovcnt,
+                                       const uint32_t *lkeys);
 
-/* A SIG_ERR CQE (opcode MLX5_CQE_SIG_ERR): marks the GET whose mkey it
+/* The next piece of req to read (one to read again first), its landing
+ * mkey configured: UCS_OK, UCS_ERR_NO_RESOURCE (no landing mkey free now)
+ * or UCS_ERR_NO_ELEM (nothing left to read, or the GET failed). */
+ucs_status_t strand_integrity_next_piece(strand_integrity_t *ig,
+                                         strand_integrity_req_t *req,
+                                         strand_integrity_piece_t **piece_p);
+/* a landing mkey could be had now */
+int strand_integrity_piece_available(const strand_integrity_t *ig);
+
+/* The READ of a piece completed with `status`: the piece is free again,
+ * or waits in req->again to be read again. */
+void strand_integrity_piece_done(strand_integrity_t *ig,
+                                 strand_integrity_piece_t *piece,
+                                 ucs_status_t status);
+/* every piece of req is read, or it failed and none is in flight */
+int strand_integrity_req_done(const strand_integrity_req_t *req);
+/* the end of req: counts it; its pieces to read again go back */
+void strand_integrity_req_finish(strand_integrity_t *ig,
+                                 strand_integrity_req_t *req);
+
+/* A SIG_ERR CQE (opcode MLX5_CQE_SIG_ERR): marks the piece whose mkey it
  * names. 0, or -1 when it names no mkey of ours. */
 int strand_integrity_sigerr(strand_integrity_t *ig,
                             const struct mlx5_cqe64 *cqe);
-
-/* The read of `get` completed: UCS_OK (every block good), UCS_INPROGRESS
- * (a bad block: the mkey is ready for the same read again), or
- * UCS_ERR_IO_ERROR (bad after max_retries reads again). */
-ucs_status_t strand_integrity_get_check(strand_integrity_t *ig,
-                                        strand_integrity_get_t *get);
-void strand_integrity_get_release(strand_integrity_t *ig,
-                                  strand_integrity_get_t *get);
 
 /* one line of counters, for logs and VFS */
 void strand_integrity_summary(const strand_integrity_t *ig, char *buf,

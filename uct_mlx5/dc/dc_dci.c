@@ -120,18 +120,8 @@ void strand_dc_tmp_reg_release(strand_dc_iface_t *iface,
 
 static void strand_dc_op_release(strand_dc_iface_t *iface, strand_dc_op_t *op)
 {
-    strand_integrity_get_t *get;
-
     if (op->type == STRAND_DC_OP_LIGHT) {
         return;
-    }
-    if (ucs_unlikely(op->type == STRAND_DC_OP_CHECKED)) {
-        /* at close: the registrations the GET made go with it */
-        get = op->u.result;
-        if (get->tmp_reg != NULL) {
-            strand_dc_tmp_reg_release(iface, get->tmp_reg);
-            get->tmp_reg = NULL;
-        }
     }
     if (ucs_unlikely(op->tmp_reg != NULL)) {
         strand_dc_tmp_reg_release(iface, op->tmp_reg);
@@ -264,12 +254,12 @@ void strand_dc_op_complete(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
     uct_completion_t *comp      = NULL;
     uct_completion_t *last      = NULL;
     strand_dc_ep_t *ep          = op->ep;
-    strand_integrity_get_t *again = NULL;
+    strand_integrity_req_t *get = NULL;
 
     if (op->type != STRAND_DC_OP_LIGHT) {
         comp = op->comp;
         if (ucs_unlikely(op->type == STRAND_DC_OP_CHECKED)) {
-            again = strand_dc_integrity_op_done(iface, op, &status, &comp);
+            get = strand_dc_integrity_op_done(iface, op, status);
         } else if (status == UCS_OK) {
             strand_dc_op_deliver(iface, op);
         }
@@ -285,17 +275,18 @@ void strand_dc_op_complete(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
     dci->streams[op->stream].outstanding--;
     strand_dc_dci_advance_tail(dci);
     strand_dc_dci_wake_waiters(iface, dci);
-    if (ucs_unlikely(again != NULL)) {
-        /* a bad block: the same GET reads again, still outstanding for
-         * its ep */
-        strand_dc_integrity_again(iface, again);
-    } else if (ep != NULL) {
+    if (ep != NULL) {
         if ((--ep->outstanding == 0) && (ep->held == 0)) {
             last = strand_dc_ep_idle(iface, ep);
         }
         strand_dc_ep_schedule(iface, ep);
     } else {
         strand_dc_policy_dci_idle(iface, dci);
+    }
+    if (ucs_unlikely(get != NULL)) {
+        /* a piece of a checked GET: the next ones, this one again, or the
+         * GET's end (its ep counts the GET until then) */
+        strand_dc_integrity_kick(iface, get);
     }
     if (comp != NULL) {
         uct_invoke_completion(comp, status);
@@ -323,7 +314,7 @@ void strand_dc_dci_orphan(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
             continue;
         }
         if (op->type == STRAND_DC_OP_CHECKED) {
-            strand_dc_integrity_orphan_op(op);
+            strand_dc_integrity_orphan_op(iface, op);
             continue;
         }
         comp     = op->comp;

@@ -26,9 +26,9 @@ enum {
     STRAND_DC_OP_GET_BCOPY,  /* unpack from the descriptor, release it */
     STRAND_DC_OP_FETCH32,    /* copy the fetched value, release */
     STRAND_DC_OP_FETCH64,
-    STRAND_DC_OP_CHECKED,    /* an integrity-checked GET's READ: u.result
-                                is its strand_integrity_get_t
-                                (dc_integrity.c) */
+    STRAND_DC_OP_CHECKED,    /* the READ of a piece of an integrity-
+                                checked GET: u.result is the
+                                strand_integrity_piece_t (dc_integrity.c) */
     STRAND_DC_OP_LIGHT       /* nothing to do but count it (short ops, a
                                 NOP): only the head of the record is
                                 written, comp .. u are not valid */

@@ -269,7 +269,7 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
      " crc32c - the sender's device adds a CRC32C to every 512-byte block "
      "it reads out of registered memory, the receiver's device checks and "
      "strips it; a bad block makes the transport read the data again "
-     "(INTEGRITY_RETRIES times at most, then the GET fails with "
+     "(INTEGRITY_RETRIES times at most per piece, then the GET fails with "
      "UCS_ERR_IO_ERROR)\n"
      " t10dif - the same with a T10-DIF guard (CRC16) per block\n"
      "Both sides need it (a key of a peer without it is read unchecked, and "
@@ -279,10 +279,18 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
      ucs_offsetof(strand_dc_iface_config_t, integrity),
      UCS_CONFIG_TYPE_ENUM(strand_integrity_kind_names)},
 
-    {"INTEGRITY_RETRIES", "3",
-     "Reads again of a GET that had a bad block, before it fails.",
+    {"INTEGRITY_RETRIES", "8",
+     "Reads again of a piece of a GET that had a bad block, before the GET "
+     "fails.",
      ucs_offsetof(strand_dc_iface_config_t, integrity_retries),
      UCS_CONFIG_TYPE_UINT},
+
+    {"INTEGRITY_READ_SIZE", "8k",
+     "A checked GET is read in pieces of this many bytes (whole 512-byte "
+     "blocks), each checked and read again on its own: the larger, the "
+     "fewer READs; the smaller, the less a bad block costs.",
+     ucs_offsetof(strand_dc_iface_config_t, integrity_read_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
 
     {"FC_SOFT_THRESH", "0.5",
      "Fraction of the window left when the endpoint asks for the next grant "
@@ -570,7 +578,7 @@ unsigned strand_dc_iface_progress(uct_iface_h tl_iface)
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
     unsigned count;
 
-    if (ucs_unlikely(iface->integrity_retry != NULL)) {
+    if (ucs_unlikely(iface->integrity_queue != NULL)) {
         strand_dc_integrity_progress(iface);
     }
 

@@ -86,6 +86,7 @@ typedef struct strand_dc_iface_config {
     unsigned           tm_rndv_ops;
     int                integrity;       /* strand_integrity_kind_t */
     unsigned           integrity_retries;
+    size_t             integrity_read_size;
 } strand_dc_iface_config_t;
 
 /* A registered send buffer (bcopy, AM zcopy header, fetched atomics). */
@@ -180,9 +181,9 @@ typedef struct strand_dc_iface {
     strand_dc_fc_t        fc;            /* receiver flow control */
 
     /* integrity-checked GETs (dc_integrity.c): the landing mkeys, and
-     * the GETs to read again that wait for room */
+     * the GETs that wait for room or a landing mkey */
     strand_integrity_t    integrity;
-    strand_integrity_get_t *integrity_retry;
+    strand_integrity_req_t *integrity_queue;
 
     struct {
         unsigned          tx_queue_len;

@@ -9,17 +9,14 @@
 #include "dc_ep_post.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
 
 ucs_status_t strand_dc_integrity_init(strand_dc_iface_t *iface,
                                       const strand_dc_iface_config_t *config)
 {
     strand_integrity_kind_t kind = (strand_integrity_kind_t)config->integrity;
 
-    if (kind == STRAND_INTEGRITY_OFF) {
-        return strand_integrity_init(&iface->integrity, iface->dev, kind, 0,
-                                     0, 0);
-    }
-    if (iface->md->integrity != kind) {
+    if ((kind != STRAND_INTEGRITY_OFF) && (iface->md->integrity != kind)) {
         /* the MD packs the signing keys: it read the same option from
          * the environment when it was opened */
         ucs_error("%s: UCX_DC_STRAND_INTEGRITY=%s, but the memory domain "
@@ -29,140 +26,40 @@ ucs_status_t strand_dc_integrity_init(strand_dc_iface_t *iface,
                   strand_integrity_kind_names[iface->md->integrity]);
         return UCS_ERR_INVALID_PARAM;
     }
-    /* as many checked GETs as the DCIs can have READs outstanding: a GET
-     * never waits for a landing mkey longer than for a send slot */
+    if ((kind != STRAND_INTEGRITY_OFF) &&
+        (config->integrity_read_size < STRAND_INTEGRITY_BLOCK)) {
+        ucs_error("%s: UCX_DC_STRAND_INTEGRITY_READ_SIZE=%zu: at least one "
+                  "block (%u bytes)", iface->dev->info.name,
+                  config->integrity_read_size, STRAND_INTEGRITY_BLOCK);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    /* as many pieces in flight as the DCIs can have READs outstanding: a
+     * piece never waits for a landing mkey longer than for a send slot */
     return strand_integrity_init(&iface->integrity, iface->dev, kind,
                                  iface->config.max_sge,
                                  ucs_min(1024, iface->num_dci *
                                                iface->config.tx_queue_len),
+                                 config->integrity_read_size,
                                  config->integrity_retries);
 }
 
-void strand_dc_integrity_cleanup(strand_dc_iface_t *iface)
-{
-    char buf[256];
-
-    strand_integrity_get_t *get;
-
-    if (iface->integrity.kind == STRAND_INTEGRITY_OFF) {
-        return;
-    }
-    /* reads again still waiting at close: their registrations go */
-    while ((get = iface->integrity_retry) != NULL) {
-        iface->integrity_retry = get->next;
-        if (get->tmp_reg != NULL) {
-            strand_dc_tmp_reg_release(iface, get->tmp_reg);
-        }
-    }
-    strand_integrity_summary(&iface->integrity, buf, sizeof(buf));
-    ucs_info("%s: integrity %s", iface->dev->info.name, buf);
-    strand_integrity_cleanup(&iface->integrity);
-}
-
-/* The READ of get: its blocks from the sender's signing mkey into the
- * landing mkey (zero-based, the length on the wire), on ep's DCI. */
-static void strand_dc_integrity_post(strand_dc_iface_t *iface,
-                                     strand_dc_ep_t *ep, strand_dc_dci_t *dci,
-                                     strand_integrity_get_t *get)
-{
-    strand_dc_op_t op = {0};
-    struct mlx5_wqe_ctrl_seg *ctrl;
-    void *seg;
-
-    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    strand_set_raddr_seg(seg, get->wire_off, get->sig_rkey);
-    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
-                          dci->sq.end);
-    strand_set_data_seg(seg, 0, get->wire_len, get->mkey.key);
-    op.type     = STRAND_DC_OP_CHECKED;
-    op.u.result = get;
-    strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_READ, 0,
-                      STRAND_DC_EP_DS(ep) + 2,
-                      strand_dc_ep_fence_mode(iface, ep), &op);
-}
-
-ucs_status_t strand_dc_ep_get_checked(strand_dc_iface_t *iface,
-                                      strand_dc_ep_t *ep,
-                                      const uct_iov_t *iov, size_t iovcnt,
-                                      uint64_t remote_addr,
-                                      const strand_rkey_sig_t *rk,
-                                      uct_completion_t *comp)
-{
-    uint32_t lkeys[STRAND_DC_MAX_SGE];
-    strand_dc_tmp_reg_t *reg = NULL;
-    strand_integrity_get_t *get = NULL;
-    strand_dc_dci_t *dci        = NULL;
-    ucs_status_t status;
-
-    status = strand_dc_iov_lkeys(iface, iov, iovcnt, lkeys, &reg);
-    if (status != UCS_OK) {
-        return status;
-    }
-    status = strand_dc_ep_get_dci(iface, ep, &dci);
-    if (status == UCS_OK) {
-        status = strand_integrity_get_start(&iface->integrity, rk,
-                                            remote_addr, iov, iovcnt, lkeys,
-                                            &get);
-        if (status != UCS_OK) {
-            strand_dc_ep_unlease_if_idle(iface, ep);
-        }
-    }
-    if (status != UCS_OK) {
-        if (reg != NULL) {
-            strand_dc_tmp_reg_release(iface, reg);
-        }
-        return status;
-    }
-    get->ep      = ep;
-    get->comp    = comp;
-    get->tmp_reg = reg;
-    strand_dc_integrity_post(iface, ep, dci, get);
-    return UCS_INPROGRESS;
-}
-
-strand_integrity_get_t *
-strand_dc_integrity_op_done(strand_dc_iface_t *iface, strand_dc_op_t *op,
-                            ucs_status_t *status_p, uct_completion_t **comp_p)
-{
-    strand_integrity_get_t *get = op->u.result;
-    ucs_status_t status         = *status_p;
-
-    if (get->ep == NULL) {
-        /* its ep is gone: nobody to tell, nothing to read again */
-        op->tmp_reg  = get->tmp_reg;
-        get->tmp_reg = NULL;
-        *comp_p      = NULL;
-        strand_integrity_get_release(&iface->integrity, get);
-        return NULL;
-    }
-    if (status == UCS_OK) {
-        status = strand_integrity_get_check(&iface->integrity, get);
-        if (status == UCS_INPROGRESS) {
-            *comp_p = NULL;
-            return get;
-        }
-    }
-    op->tmp_reg  = get->tmp_reg;
-    get->tmp_reg = NULL;
-    *comp_p      = get->comp;
-    *status_p    = status;
-    strand_integrity_get_release(&iface->integrity, get);
-    return NULL;
-}
-
-/* A read again that will not go: its ep failed (or is being cancelled). */
+/* The GET is over: the user hears of it, its ep has one operation less. */
 static void strand_dc_integrity_finish(strand_dc_iface_t *iface,
-                                       strand_integrity_get_t *get,
-                                       ucs_status_t status)
+                                       strand_integrity_req_t *req)
 {
-    strand_dc_ep_t *ep     = get->ep;
-    uct_completion_t *comp = get->comp;
+    strand_dc_ep_t *ep     = req->ep;
+    uct_completion_t *comp = req->comp;
+    ucs_status_t status    = req->status;
     uct_completion_t *last = NULL;
 
-    if (get->tmp_reg != NULL) {
-        strand_dc_tmp_reg_release(iface, get->tmp_reg);
+    strand_integrity_req_finish(&iface->integrity, req);
+    if (req->tmp_reg != NULL) {
+        strand_dc_tmp_reg_release(iface, req->tmp_reg);
     }
-    strand_integrity_get_release(&iface->integrity, get);
+    ucs_free(req);
+    if (ep == NULL) {
+        return; /* its ep was destroyed: told then */
+    }
     if ((--ep->outstanding == 0) && (ep->held == 0)) {
         last = strand_dc_ep_idle(iface, ep);
     }
@@ -175,112 +72,269 @@ static void strand_dc_integrity_finish(strand_dc_iface_t *iface,
     }
 }
 
-/* Post the read again now: 1, or 0 when its ep has no room. The ep kept
- * the GET outstanding meanwhile (a flush waits for it): the post counts it
- * once more, so it is taken back. */
-static int strand_dc_integrity_try(strand_dc_iface_t *iface,
-                                   strand_integrity_get_t *get)
+void strand_dc_integrity_cleanup(strand_dc_iface_t *iface)
 {
-    strand_dc_ep_t *ep = get->ep;
-    strand_dc_dci_t *dci;
-    ucs_status_t status;
+    strand_integrity_req_t *req;
+    char buf[256];
 
-    if (ep->flags & STRAND_DC_EP_FLAG_FAILED) {
-        strand_dc_integrity_finish(iface, get, ep->status);
-        return 1;
-    }
-    status = strand_dc_ep_take_dci(iface, ep, &dci);
-    if (status == UCS_ERR_NO_RESOURCE) {
-        return 0;
-    }
-    if (status != UCS_OK) {
-        strand_dc_integrity_finish(iface, get, status);
-        return 1;
-    }
-    strand_dc_integrity_post(iface, ep, dci, get);
-    ep->outstanding--;
-    return 1;
-}
-
-void strand_dc_integrity_again(strand_dc_iface_t *iface,
-                               strand_integrity_get_t *get)
-{
-    strand_integrity_get_t **pp;
-
-    if ((iface->integrity_retry == NULL) && strand_dc_integrity_try(iface,
-                                                                    get)) {
+    if (iface->integrity.kind == STRAND_INTEGRITY_OFF) {
         return;
     }
-    /* behind the ones already waiting, in order */
-    get->next = NULL;
-    for (pp = &iface->integrity_retry; *pp != NULL; pp = &(*pp)->next) {
+    /* GETs still waiting at close: their registrations go */
+    while ((req = iface->integrity_queue) != NULL) {
+        iface->integrity_queue = req->next;
+        if (req->tmp_reg != NULL) {
+            strand_dc_tmp_reg_release(iface, req->tmp_reg);
+        }
+        ucs_free(req);
     }
-    *pp = get;
+    strand_integrity_summary(&iface->integrity, buf, sizeof(buf));
+    ucs_info("%s: integrity %s", iface->dev->info.name, buf);
+    strand_integrity_cleanup(&iface->integrity);
+}
+
+/* ---------------------------------------------------------- the queue */
+
+static void strand_dc_integrity_enqueue(strand_dc_iface_t *iface,
+                                        strand_integrity_req_t *req)
+{
+    strand_integrity_req_t **pp;
+
+    if (req->queued) {
+        return;
+    }
+    req->queued = 1;
+    req->next   = NULL;
+    for (pp = &iface->integrity_queue; *pp != NULL; pp = &(*pp)->next) {
+    }
+    *pp = req;
+}
+
+static void strand_dc_integrity_dequeue(strand_dc_iface_t *iface,
+                                        strand_integrity_req_t *req)
+{
+    strand_integrity_req_t **pp;
+
+    if (!req->queued) {
+        return;
+    }
+    for (pp = &iface->integrity_queue; *pp != req; pp = &(*pp)->next) {
+    }
+    *pp         = req->next;
+    req->queued = 0;
+}
+
+/* ------------------------------------------------------------ pieces */
+
+/* The READ of a piece: its blocks from the sender's signing mkey into the
+ * landing mkey (zero-based, the length on the wire), on ep's DCI. */
+static void strand_dc_integrity_post(strand_dc_iface_t *iface,
+                                     strand_dc_ep_t *ep, strand_dc_dci_t *dci,
+                                     strand_integrity_piece_t *piece)
+{
+    strand_dc_op_t op = {0};
+    struct mlx5_wqe_ctrl_seg *ctrl;
+    void *seg;
+
+    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    strand_set_raddr_seg(seg, piece->wire_off, piece->req->sig_rkey);
+    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
+                          dci->sq.end);
+    strand_set_data_seg(seg, 0, piece->wire_len, piece->mkey.key);
+    op.type     = STRAND_DC_OP_CHECKED;
+    op.u.result = piece;
+    strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_READ, 0,
+                      STRAND_DC_EP_DS(ep) + 2,
+                      strand_dc_ep_fence_mode(iface, ep), &op);
+}
+
+/* Post what req has to read while its ep has room and landing mkeys are
+ * free; then it waits in the queue, or it is over. */
+static void strand_dc_integrity_issue(strand_dc_iface_t *iface,
+                                      strand_integrity_req_t *req)
+{
+    strand_dc_ep_t *ep = req->ep;
+    strand_integrity_piece_t *piece;
+    strand_dc_dci_t *dci = NULL;
+    ucs_status_t status;
+
+    while ((ep != NULL) && !strand_integrity_req_done(req)) {
+        if (ep->flags & STRAND_DC_EP_FLAG_FAILED) {
+            req->status = (req->status == UCS_OK) ? ep->status : req->status;
+            break;
+        }
+        if (!strand_integrity_piece_available(&iface->integrity) &&
+            (req->again == NULL)) {
+            strand_dc_integrity_enqueue(iface, req);
+            return;
+        }
+        status = strand_dc_ep_take_dci(iface, ep, &dci);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            strand_dc_integrity_enqueue(iface, req);
+            return;
+        }
+        if (status != UCS_OK) {
+            req->status = (req->status == UCS_OK) ? status : req->status;
+            break;
+        }
+        status = strand_integrity_next_piece(&iface->integrity, req, &piece);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            strand_dc_integrity_enqueue(iface, req);
+            return;
+        }
+        if (status != UCS_OK) {
+            break; /* nothing more to read now */
+        }
+        strand_dc_integrity_post(iface, ep, dci, piece);
+    }
+    strand_dc_integrity_dequeue(iface, req);
+    if (strand_integrity_req_done(req)) {
+        strand_dc_integrity_finish(iface, req);
+    }
+}
+
+ucs_status_t strand_dc_ep_get_checked(strand_dc_iface_t *iface,
+                                      strand_dc_ep_t *ep,
+                                      const uct_iov_t *iov, size_t iovcnt,
+                                      uint64_t remote_addr,
+                                      const strand_rkey_sig_t *rk,
+                                      uct_completion_t *comp)
+{
+    uint32_t lkeys[STRAND_DC_MAX_SGE];
+    strand_dc_tmp_reg_t *reg        = NULL;
+    strand_integrity_req_t *req     = NULL;
+    strand_integrity_piece_t *piece = NULL;
+    strand_dc_dci_t *dci = NULL;
+    ucs_status_t status;
+
+    /* taken only when its first piece can go now (UCP waits otherwise) */
+    if (!strand_integrity_piece_available(&iface->integrity)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = strand_dc_iov_lkeys(iface, iov, iovcnt, lkeys, &reg);
+    if (status == UCS_OK) {
+        req    = ucs_calloc(1, sizeof(*req), "strand_integrity_req");
+        status = (req == NULL) ? UCS_ERR_NO_MEMORY :
+                 strand_integrity_req_init(&iface->integrity, req, rk,
+                                           remote_addr, iov, iovcnt, lkeys);
+    }
+    if (status == UCS_OK) {
+        /* its first piece goes now: nothing of it is reported before
+         * this call returns */
+        req->ep = ep;
+        status  = strand_integrity_next_piece(&iface->integrity, req, &piece);
+    }
+    if (status != UCS_OK) {
+        if (req != NULL) {
+            req->ep = NULL;
+            strand_integrity_req_finish(&iface->integrity, req);
+        }
+        ucs_free(req);
+        if (reg != NULL) {
+            strand_dc_tmp_reg_release(iface, reg);
+        }
+        strand_dc_ep_unlease_if_idle(iface, ep);
+        return (status == UCS_ERR_NO_ELEM) ? UCS_ERR_IO_ERROR : status;
+    }
+    req->comp    = comp;
+    req->tmp_reg = reg;
+    ep->outstanding++; /* the GET itself, until its last piece is in */
+    strand_dc_integrity_post(iface, ep, dci, piece);
+    strand_dc_integrity_issue(iface, req);
+    return UCS_INPROGRESS;
+}
+
+strand_integrity_req_t *strand_dc_integrity_op_done(strand_dc_iface_t *iface,
+                                                    strand_dc_op_t *op,
+                                                    ucs_status_t status)
+{
+    strand_integrity_piece_t *piece = op->u.result;
+    strand_integrity_req_t *req     = piece->req;
+
+    strand_integrity_piece_done(&iface->integrity, piece, status);
+    return req;
+}
+
+void strand_dc_integrity_kick(strand_dc_iface_t *iface,
+                              strand_integrity_req_t *req)
+{
+    if (req->ep == NULL) {
+        if (strand_integrity_req_done(req)) {
+            strand_dc_integrity_finish(iface, req);
+        }
+        return;
+    }
+    strand_dc_integrity_issue(iface, req);
 }
 
 unsigned strand_dc_integrity_progress(strand_dc_iface_t *iface)
 {
-    strand_integrity_get_t *get;
-    unsigned count = 0;
+    strand_integrity_req_t *req;
+    unsigned n, count = 0;
 
-    while ((get = iface->integrity_retry) != NULL) {
-        iface->integrity_retry = get->next;
-        if (!strand_dc_integrity_try(iface, get)) {
-            get->next              = iface->integrity_retry;
-            iface->integrity_retry = get;
-            break;
-        }
+    /* each waiting GET once, in order (one that has to wait again goes to
+     * the end) */
+    for (req = iface->integrity_queue, n = 0; req != NULL; req = req->next) {
+        ++n;
+    }
+    while ((n-- > 0) && ((req = iface->integrity_queue) != NULL)) {
+        strand_dc_integrity_dequeue(iface, req);
+        strand_dc_integrity_issue(iface, req);
         ++count;
     }
     return count;
 }
 
-void strand_dc_integrity_orphan_op(strand_dc_op_t *op)
+/* ep is gone: its GET ends for the user now, and for the transport when
+ * its last piece is in. */
+static void strand_dc_integrity_cancel(strand_dc_iface_t *iface,
+                                       strand_integrity_req_t *req)
 {
-    strand_integrity_get_t *get = op->u.result;
-    uct_completion_t *comp      = get->comp;
+    uct_completion_t *comp = req->comp;
 
-    get->ep   = NULL;
-    get->comp = NULL;
+    req->ep   = NULL;
+    req->comp = NULL;
+    strand_dc_integrity_dequeue(iface, req);
     if (comp != NULL) {
         uct_invoke_completion(comp, UCS_ERR_CANCELED);
+    }
+    if (strand_integrity_req_done(req)) {
+        strand_dc_integrity_finish(iface, req);
+    }
+}
+
+void strand_dc_integrity_orphan_op(strand_dc_iface_t *iface,
+                                   strand_dc_op_t *op)
+{
+    strand_integrity_piece_t *piece = op->u.result;
+
+    if (piece->req->ep != NULL) {
+        strand_dc_integrity_cancel(iface, piece->req);
     }
 }
 
 void strand_dc_integrity_ep_gone(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 {
-    strand_integrity_get_t **pp = &iface->integrity_retry, *get;
-    uct_completion_t *comp;
+    strand_integrity_req_t *req, *next;
 
-    while ((get = *pp) != NULL) {
-        if (get->ep != ep) {
-            pp = &get->next;
-            continue;
-        }
-        *pp  = get->next;
-        comp = get->comp;
-        if (get->tmp_reg != NULL) {
-            strand_dc_tmp_reg_release(iface, get->tmp_reg);
-        }
-        strand_integrity_get_release(&iface->integrity, get);
-        ep->outstanding--;
-        if (comp != NULL) {
-            uct_invoke_completion(comp, UCS_ERR_CANCELED);
+    for (req = iface->integrity_queue; req != NULL; req = next) {
+        next = req->next;
+        if (req->ep == ep) {
+            strand_dc_integrity_cancel(iface, req);
         }
     }
 }
 
 void strand_dc_integrity_drop(strand_dc_iface_t *iface,
-                              strand_integrity_get_t *get,
+                              strand_integrity_piece_t *piece,
                               ucs_status_t status)
 {
-    uct_completion_t *comp = get->comp;
+    strand_integrity_req_t *req = piece->req;
 
-    if (get->tmp_reg != NULL) {
-        strand_dc_tmp_reg_release(iface, get->tmp_reg);
-    }
-    strand_integrity_get_release(&iface->integrity, get);
-    if (comp != NULL) {
-        uct_invoke_completion(comp, status);
-    }
+    strand_integrity_piece_done(&iface->integrity, piece, status);
+    strand_dc_integrity_kick(iface, req);
 }

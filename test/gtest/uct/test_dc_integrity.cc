@@ -13,22 +13,25 @@
 
 namespace {
 
-/* "crc32c: 3 checked, 1 bad reads, 1 read again, 0 failed, 0 unchecked" */
+/* "crc32c: 3 checked, 40 pieces read, 1 bad reads, 1 read again, 0 failed,
+ * 0 unchecked" */
 struct integrity_counters {
-    uint64_t checked = 0, bad = 0, reread = 0, failed = 0, unchecked = 0;
-    bool     valid   = false;
+    uint64_t checked = 0, reads = 0, bad = 0, reread = 0, failed = 0;
+    uint64_t unchecked = 0;
+    bool     valid     = false;
 
     explicit integrity_counters(const std::string &line)
     {
         std::smatch m;
-        std::regex re("(\\d+) checked, (\\d+) bad reads, (\\d+) read again, "
-                      "(\\d+) failed, (\\d+) unchecked");
+        std::regex re("(\\d+) checked, (\\d+) pieces read, (\\d+) bad reads, "
+                      "(\\d+) read again, (\\d+) failed, (\\d+) unchecked");
         if (std::regex_search(line, m, re)) {
             checked   = std::stoull(m[1]);
-            bad       = std::stoull(m[2]);
-            reread    = std::stoull(m[3]);
-            failed    = std::stoull(m[4]);
-            unchecked = std::stoull(m[5]);
+            reads     = std::stoull(m[2]);
+            bad       = std::stoull(m[3]);
+            reread    = std::stoull(m[4]);
+            failed    = std::stoull(m[5]);
+            unchecked = std::stoull(m[6]);
             valid     = true;
         }
     }
@@ -173,6 +176,8 @@ TEST_F(dc_strand_integrity, gets_at_any_offset_and_length_are_checked)
     integrity_counters k = counters();
     ASSERT_TRUE(k.valid) << vfs_read(m_a, "integrity");
     EXPECT_EQ(n, k.checked);
+    /* 8 KiB pieces: the 200000-byte GET alone is 25 of them */
+    EXPECT_GE(k.reads, n + 24);
     EXPECT_EQ(0u, k.bad);
     EXPECT_EQ(0u, k.unchecked);
     unreg(src);
@@ -204,26 +209,29 @@ TEST_F(dc_strand_integrity, a_get_into_several_buffers)
 
 /* The damage of sdc is found, and the GET is read again until it is
  * right: the user only ever sees the right bytes. */
+/* 1% of the blocks damaged (the issue's figure): a 1 MiB GET has about 20
+ * bad blocks each time it is read; only their pieces are read again. */
 TEST_F(dc_strand_integrity, bad_blocks_are_read_again_until_right)
 {
-    ASSERT_NO_FATAL_FAILURE(reopen("sdc=0.005,seed=11", "20"));
+    ASSERT_NO_FATAL_FAILURE(reopen("sdc=0.01,seed=11"));
     ASSERT_NO_FATAL_FAILURE(open_pair());
     region src, dst;
-    reg(src, 1 << 20);
-    reg(dst, 1 << 20);
+    reg(src, 4 << 20);
+    reg(dst, 4 << 20);
     fill(src, 5);
     for (int round = 0; round < 8; ++round) {
         std::fill(dst.buf.begin(), dst.buf.end(), 0);
-        size_t off = round * 1000, len = 128 * 1024 + round * 333;
+        size_t off = round * 1000, len = (1 << 20) + round * 333;
         ASSERT_EQ(UCS_OK, get1(dst, 0, src, off, len)) << "round " << round;
         ASSERT_EQ(0, memcmp(dst.buf.data(), src.buf.data() + off, len))
             << "round " << round;
     }
     integrity_counters k = counters();
     EXPECT_EQ(8u, k.checked);
-    EXPECT_GT(k.bad, 0u) << "the injection found nothing to damage";
+    EXPECT_GT(k.bad, 8u) << "the injection found nothing to damage";
     EXPECT_EQ(k.bad, k.reread);
     EXPECT_EQ(0u, k.failed);
+    EXPECT_LT(k.reread, k.reads / 4) << "pieces, not whole GETs, again";
     unreg(src);
     unreg(dst);
 }
@@ -239,7 +247,7 @@ TEST_F(dc_strand_integrity, a_get_bad_in_every_read_fails_with_io_error)
     EXPECT_EQ(UCS_ERR_IO_ERROR, get1(dst, 0, src, 0, 65536));
     integrity_counters k = counters();
     EXPECT_EQ(1u, k.failed);
-    EXPECT_EQ(2u, k.bad) << "the first read and the one again";
+    EXPECT_GE(k.bad, 2u) << "a first read and the one again";
     EXPECT_EQ(0u, k.checked);
     /* the ep goes on */
     set_env("STRAND_SIM_FAULTS", "");
@@ -317,6 +325,28 @@ TEST_F(dc_strand_integrity, an_ep_destroyed_under_a_checked_get)
     for (int i = 0; i < 1000; ++i) {
         uct_worker_progress(m_worker);
     }
+    unreg(src);
+    unreg(dst);
+}
+
+TEST_F(dc_strand_integrity, read_size_is_checked)
+{
+    set_env("UCX_DC_STRAND_INTEGRITY_READ_SIZE", "100");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, open_iface(m_a));
+}
+
+TEST_F(dc_strand_integrity, one_block_pieces)
+{
+    set_env("UCX_DC_STRAND_INTEGRITY_READ_SIZE", "512");
+    ASSERT_NO_FATAL_FAILURE(open_pair());
+    region src, dst;
+    reg(src, 20000);
+    reg(dst, 20000);
+    fill(src, 4);
+    ASSERT_EQ(UCS_OK, get1(dst, 0, src, 300, 10000));
+    EXPECT_EQ(0, memcmp(dst.buf.data(), src.buf.data() + 300, 10000));
+    integrity_counters k = counters();
+    EXPECT_EQ(21u, k.reads) << "bytes 300..10299: blocks 0..20";
     unreg(src);
     unreg(dst);
 }
