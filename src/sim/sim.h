@@ -87,6 +87,7 @@ typedef struct sim_config {
     uint32_t sdc_ppm;             /* silent data corruption: per 512 bytes
                                      of RDMA data, a bit flipped past the
                                      link CRC (sim_fault.c) */
+    uint32_t sdc_read_ppm;        /* the same, READ responses only */
     uint16_t cut_lid;             /* drop everything to/from this LID */
     uint64_t seed;
     sim_perf_cfg_t perf;          /* STRAND_SIM_PERF */
@@ -490,7 +491,8 @@ void sim_cqe_error(smlx5_cq_t *cq, uint8_t cqe_opcode, uint32_t qpn,
 bool sim_fault_rkey(smlx5_context_t *ctx, uint32_t rkey);
 /* STRAND_SIM_FAULTS sdc: flip bits in RDMA data that has left the link
  * (or was copied in one copy) */
-void sim_fault_sdc(smlx5_context_t *ctx, uint8_t *data, size_t len);
+void sim_fault_sdc(smlx5_context_t *ctx, uint8_t *data, size_t len,
+                   bool read);
 bool sim_timers_due(smlx5_context_t *ctx);
 int  sim_engine_progress(smlx5_context_t *ctx);  /* lock held */
 void sim_cq_clean(smlx5_cq_t *cq, const smlx5_qp_t *qp);

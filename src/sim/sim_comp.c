@@ -346,7 +346,7 @@ static void sim_comp_sdc_sges(smlx5_qp_t *qp, const sim_wqe_t *w)
 
     for (i = 0; (i < w->num_sge) && (left > 0); ++i) {
         n = (w->sge[i].len < left) ? w->sge[i].len : left;
-        sim_fault_sdc(qp->ctx, (uint8_t*)(uintptr_t)w->sge[i].addr, n);
+        sim_fault_sdc(qp->ctx, (uint8_t*)(uintptr_t)w->sge[i].addr, n, true);
         left -= n;
     }
 }

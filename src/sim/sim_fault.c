@@ -9,6 +9,8 @@
  *                 blocks of RDMA data (READ responses, WRITE payloads, the
  *                 data of one-copy transfers) one bit flips where the link
  *                 CRC does not see it: only a block signature can
+ *   sdc_read=P    the same for the data of READs only (what the
+ *                 transport's integrity checks protect)
  *   cut=LID       no packet reaches or leaves LID
  *   seed=N        random seed (runs are repeatable per process)
  * Retransmission hides drops, duplicates, corruption and delays until the
@@ -42,7 +44,7 @@ static int sim_fault_parse(const char *spec, sim_config_t *cfg)
     cfg->delay_ns = 0;
     cfg->fail_rkey = 0;
     cfg->cut_lid = 0;
-    cfg->sdc_ppm = 0;
+    cfg->sdc_ppm = cfg->sdc_read_ppm = 0;
     if ((spec == NULL) || (*spec == '\0')) {
         return 0;
     }
@@ -71,6 +73,8 @@ static int sim_fault_parse(const char *spec, sim_config_t *cfg)
             cfg->delay_ns  = colon ? strtoull(colon + 1, NULL, 0) : 100000;
         } else if (!strcmp(tok, "sdc")) {
             cfg->sdc_ppm = sim_ppm(val);
+        } else if (!strcmp(tok, "sdc_read")) {
+            cfg->sdc_read_ppm = sim_ppm(val);
         } else if (!strcmp(tok, "fail_rkey")) {
             cfg->fail_rkey = (uint32_t)strtoul(val, &end, 0);
         } else if (!strcmp(tok, "cut")) {
@@ -111,7 +115,7 @@ bool sim_fault_active(const smlx5_context_t *ctx)
     const sim_config_t *c = &ctx->cfg;
 
     return c->drop_ppm || c->dup_ppm || c->corrupt_ppm || c->delay_ppm ||
-           c->cut_lid || c->sdc_ppm;
+           c->cut_lid || c->sdc_ppm || c->sdc_read_ppm;
 }
 
 bool sim_fault_rkey(smlx5_context_t *ctx, uint32_t rkey)
@@ -133,16 +137,18 @@ static uint32_t sim_rand_ppm(smlx5_context_t *ctx)
 
 #define SIM_SDC_BLOCK 512
 
-void sim_fault_sdc(smlx5_context_t *ctx, uint8_t *data, size_t len)
+void sim_fault_sdc(smlx5_context_t *ctx, uint8_t *data, size_t len,
+                   bool read)
 {
+    uint32_t ppm = ctx->cfg.sdc_ppm + (read ? ctx->cfg.sdc_read_ppm : 0);
     size_t off, n;
     uint32_t bit;
 
-    if (ctx->cfg.sdc_ppm == 0) {
+    if (ppm == 0) {
         return;
     }
     for (off = 0; off < len; off += SIM_SDC_BLOCK) {
-        if (sim_rand_ppm(ctx) >= ctx->cfg.sdc_ppm) {
+        if (sim_rand_ppm(ctx) >= ppm) {
             continue;
         }
         n   = (len - off < SIM_SDC_BLOCK) ? len - off : SIM_SDC_BLOCK;
@@ -197,7 +203,7 @@ int sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
     if (len) {
         memcpy(buf + hlen, payload, len);
         if (sim_fault_rdma_data(hdr)) {
-            sim_fault_sdc(ctx, buf + hlen, len);
+            sim_fault_sdc(ctx, buf + hlen, len, hdr->op == SIM_PKT_READ_RESP);
         }
     }
     if (c->corrupt_ppm && (sim_rand_ppm(ctx) < c->corrupt_ppm)) {

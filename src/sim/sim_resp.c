@@ -392,7 +392,7 @@ static bool sim_resp_write_onecopy(smlx5_context_t *ctx, smlx5_qp_t *qp,
     err = sim_onecopy_write_place(payload, pkt->payload_len, pkt->va,
                                   pkt->dma_len);
     if (err == 0) {
-        sim_fault_sdc(ctx, (uint8_t*)(uintptr_t)pkt->va, pkt->dma_len);
+        sim_fault_sdc(ctx, (uint8_t*)(uintptr_t)pkt->va, pkt->dma_len, false);
         return true;
     }
     if (err == ESRCH) {

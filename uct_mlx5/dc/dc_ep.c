@@ -456,6 +456,10 @@ ucs_status_t strand_dc_ep_get_bcopy(uct_ep_h tl_ep,
     strand_dc_tx_desc_t *desc;
 
     UCT_CHECK_LENGTH(length, 1, iface->config.seg_size, "get_bcopy");
+    if (ucs_unlikely(strand_rkey_sig(rkey) != NULL) &&
+        (iface->integrity.kind != STRAND_INTEGRITY_OFF)) {
+        return UCS_ERR_UNSUPPORTED; /* checked GETs are zero-copy only */
+    }
     status = strand_dc_ep_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;

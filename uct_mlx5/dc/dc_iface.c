@@ -488,6 +488,11 @@ static ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
     attr->cap.put.max_iov         = iface->config.max_sge;
 
     attr->cap.get.max_bcopy       = seg_size;
+    if (iface->integrity.kind != STRAND_INTEGRITY_OFF) {
+        /* every GET lands through a checking mkey: zero-copy only */
+        attr->cap.flags         &= ~UCT_IFACE_FLAG_GET_BCOPY;
+        attr->cap.get.max_bcopy  = 0;
+    }
     attr->cap.get.min_zcopy       = 1;
     attr->cap.get.max_zcopy       = STRAND_DC_MAX_ZCOPY;
     attr->cap.get.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;

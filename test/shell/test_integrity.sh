@@ -1,0 +1,140 @@
+#!/bin/bash
+# Integrity-checked GETs under UCP and Open MPI: the software device damages
+# 1% of the 512-byte blocks of every READ's data past the link CRC
+# (STRAND_SIM_FAULTS sdc_read=0.01). With UCX_DC_STRAND_INTEGRITY every byte
+# arrives right, and each interface counts at close (UCX_LOG_LEVEL=info) the
+# bad blocks it found and the pieces it read again: the check is what saves
+# the data. Without it the same damage reaches the application.
+. "$(dirname "$0")/lib.sh"
+
+# the device modes do not change what is checked: once
+if ! default_mode; then
+    skip "integrity checks under UCP and MPI" "runs in the default device mode"
+    exit 0
+fi
+
+cc=${CC:-cc}
+if ! $cc -O2 -Wall -o "$tmpdir/ucp_check" "$STRAND_SRCDIR/test/ucp/ucp_check.c" \
+        $(pkg-config --cflags --libs ucx 2>/dev/null || echo -lucp -lucs) \
+        2>"$tmpdir/cc"; then
+    not_ok "ucp_check builds"; sed 's/^/#   /' "$tmpdir/cc"; exit 0
+fi
+export UCX_NET_DEVICES=smlx5_0:1 UCX_LOG_LEVEL=info
+export STRAND_SIM_FAULTS="sdc_read=0.01"
+
+# counter LOG NAME: NAME summed over the interfaces' integrity lines
+# ("crc32c: 16 checked, 4900 pieces read, 953 bad reads, 953 read again,
+# 0 failed, 0 unchecked")
+counter() {
+    grep -o "integrity [a-z0-9]*: .*" "$1" | grep -o "[0-9]* $2" |
+        awk '{s += $1} END {print s + 0}'
+}
+
+# counted NAME LOG: bad blocks found, every bad read read again, no GET
+# failed, nothing read unchecked
+counted() {
+    local bad again failed unchecked
+    bad=$(counter "$2" "bad reads")
+    again=$(counter "$2" "read again")
+    failed=$(counter "$2" "failed")
+    unchecked=$(counter "$2" "unchecked")
+    if [ "$bad" -gt 0 ] && [ "$again" = "$bad" ] && [ "$failed" = 0 ] &&
+       [ "$unchecked" = 0 ]; then
+        ok "$1 ($bad bad reads found and read again)"
+    else
+        not_ok "$1 (bad $bad, read again $again, failed $failed, unchecked $unchecked)"
+        grep "integrity " "$2" | sed 's/^/#   /' | head -4
+    fi
+}
+
+# ucp KIND: ucp_check's data traffic (tag 1 B .. 16 MiB, PUT/GET, ...) with
+# integrity KIND; the logs in $tmpdir/ucp.KIND
+ucp() {
+    local d p0 rc0 rc1
+    d=$(mktemp -d "$tmpdir/ucp.XXXX")
+    export UCX_TLS=dc_strand UCX_DC_STRAND_INTEGRITY=$1
+    export STRAND_SIM_FABRIC="${fabric_prefix}ucp$1"
+    timeout 240 strand-run "$tmpdir/ucp_check" "$d" 0 data >"$d/0.log" 2>&1 &
+    p0=$!
+    timeout 240 strand-run "$tmpdir/ucp_check" "$d" 1 data >"$d/1.log" 2>&1
+    rc1=$?
+    wait "$p0"; rc0=$?
+    cat "$d/0.log" "$d/1.log" >"$tmpdir/ucp.$1"
+    echo "$rc0 $rc1"
+}
+
+for kind in crc32c t10dif; do
+    rcs=$(ucp "$kind")
+    if [ "$rcs" = "0 0" ] &&
+       [ "$(grep -c '^ucp_check: rank [01]: PASS$' "$tmpdir/ucp.$kind")" = 2 ]; then
+        ok "ucp, integrity $kind, 1% of READ blocks damaged: every byte right"
+    else
+        not_ok "ucp, integrity $kind: ucp_check (exit $rcs)"
+        grep 'ucp_check' "$tmpdir/ucp.$kind" | sed 's/^/#   /' | tail -6
+    fi
+    counted "ucp, integrity $kind: the damage was found and read again" \
+        "$tmpdir/ucp.$kind"
+done
+
+rcs=$(ucp off)
+if [ "$rcs" != "0 0" ] &&
+   grep -q '^ucp_check: rank [01]: FAIL (.*wrong byte' "$tmpdir/ucp.off"; then
+    ok "ucp, integrity off: the same damage reaches the application ($(
+        grep -o 'FAIL (.*)' "$tmpdir/ucp.off" | head -1))"
+else
+    not_ok "ucp, integrity off: the damage should show (exit $rcs)"
+    grep 'ucp_check' "$tmpdir/ucp.off" | sed 's/^/#   /' | tail -4
+fi
+
+# UCP tag_bw through rendezvous, 64 KiB .. 16 MiB
+export UCX_TLS=dc_strand,self UCX_DC_STRAND_INTEGRITY=crc32c
+export STRAND_SIM_FABRIC="${fabric_prefix}perf"
+: >"$tmpdir/perf.log"
+for size in 65536 1048576 16777216; do
+    perf "ucp tag_bw $size, integrity crc32c, 1% damaged" -t tag_bw \
+        -s "$size" -n $((size > 1048576 ? 10 : 100)) -w 2
+    cat "$tmpdir/srv" "$tmpdir/cli" >>"$tmpdir/perf.log"
+done
+counted "ucp tag_bw 64k..16MiB: the damage was found and read again" \
+    "$tmpdir/perf.log"
+
+# ------------------------------------------------------------- Open MPI
+mpicc=${MPICC:-mpicc}
+if ! command -v "$mpicc" >/dev/null || ! command -v mpirun >/dev/null; then
+    skip "Open MPI with integrity" "mpicc/mpirun not installed"
+    exit 0
+fi
+if ! "$mpicc" -O2 -Wall -o "$tmpdir/mpi_check" \
+        "$STRAND_SRCDIR/test/mpi/mpi_check.c" 2>"$tmpdir/cc"; then
+    not_ok "mpi_check builds"; sed 's/^/#   /' "$tmpdir/cc"; exit 0
+fi
+asan=()
+[ -n "${STRAND_ASAN_RUNTIME:-}" ] && asan=(-x ASAN_OPTIONS=detect_leaks=0)
+
+# mpi KIND: mpi_check on 4 ranks with integrity KIND; the output in
+# $tmpdir/mpi.KIND
+mpi() {
+    timeout 240 strand-run mpirun -np 4 --oversubscribe "${asan[@]}" \
+        -x UCX_TLS=dc_strand,self -x UCX_NET_DEVICES=smlx5_0:1 \
+        -x UCX_LOG_LEVEL=info -x STRAND_SIM_FAULTS \
+        -x UCX_DC_STRAND_INTEGRITY="$1" \
+        -x STRAND_SIM_FABRIC="${fabric_prefix}mpi$1" \
+        "$tmpdir/mpi_check" >"$tmpdir/mpi.$1" 2>&1
+}
+mpi crc32c; rc=$?
+pass=$(grep -c '^mpi_check: rank [0-9] of 4: PASS$' "$tmpdir/mpi.crc32c")
+if [ "$rc" = 0 ] && [ "$pass" = 4 ]; then
+    ok "mpirun -np 4, integrity crc32c, 1% damaged: every check passes"
+else
+    not_ok "mpirun -np 4, integrity crc32c (mpirun $rc, $pass of 4 passed)"
+    grep 'mpi_check' "$tmpdir/mpi.crc32c" | sed 's/^/#   /' | tail -6
+fi
+counted "mpirun -np 4: the damage was found and read again" \
+    "$tmpdir/mpi.crc32c"
+mpi off; rc=$?
+if [ "$rc" != 0 ] && grep -q 'FAIL (.*wrong byte' "$tmpdir/mpi.off"; then
+    ok "mpirun -np 4, integrity off: the same damage reaches the application"
+else
+    not_ok "mpirun -np 4, integrity off: the damage should show (mpirun $rc)"
+    grep 'mpi_check' "$tmpdir/mpi.off" | sed 's/^/#   /' | tail -4
+fi
