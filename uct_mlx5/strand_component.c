@@ -14,6 +14,7 @@
 #include "strand_abi.h"
 #include "strand_md.h"
 #include "dc/dc_iface.h"
+#include "rc/rc_iface.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,7 @@ static void __attribute__((constructor)) strand_component_init(void)
     }
 
     uct_tl_register(&strand_component, &uct_dc_strand_tl);
+    uct_tl_register(&strand_component, &uct_rc_strand_tl);
     uct_component_register(&strand_component);
     strand_registered = 1;
 }

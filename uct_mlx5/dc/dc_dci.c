@@ -34,13 +34,11 @@ void strand_dc_dci_geometry(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
     dci->outstanding = 0;
 }
 
-static ucs_status_t strand_dc_dci_create(strand_dc_iface_t *iface,
-                                         strand_dc_dci_t *dci, unsigned i)
+/* A slot of the pool: streams, no QP yet. */
+static ucs_status_t strand_dc_dci_slot_init(strand_dc_iface_t *iface,
+                                            strand_dc_dci_t *dci, unsigned i)
 {
-    strand_dev_t *dev = iface->dev;
     unsigned s;
-    khiter_t it;
-    int err, ret;
 
     dci->index   = i;
     dci->home    = 0;
@@ -57,23 +55,26 @@ static ucs_status_t strand_dc_dci_create(strand_dc_iface_t *iface,
                               STRAND_DC_TX_POLICY_STREAMS) ? s + 1 : 0;
         ucs_queue_head_init(&dci->streams[s].held);
     }
-    err = dev->ops->create_dci(dev, &iface->dci_attr, &dci->qp);
-    if (err != 0) {
-        ucs_error("%s: failed to create DCI %u: %s", dev->info.name, i,
-                  strerror(err));
-        return UCS_ERR_IO_ERROR;
-    }
-    iface->num_dci_created++;
+    return UCS_OK;
+}
+
+ucs_status_t strand_dc_dci_attach_qp(strand_dc_iface_t *iface,
+                                     strand_dc_dci_t *dci)
+{
+    strand_dev_t *dev = iface->dev;
+    khiter_t it;
+    int ret;
+
     it = kh_put(strand_dc_qpn, &iface->dci_by_qpn, dci->qp.qpn, &ret);
     if (ret <= 0) {
-        ucs_error("%s: DCI %u: QP number 0x%x is not unique", dev->info.name,
-                  i, dci->qp.qpn);
+        ucs_error("%s: send queue %u: QP number 0x%x is not unique",
+                  dev->info.name, dci->index, dci->qp.qpn);
         return UCS_ERR_IO_ERROR;
     }
-    kh_value(&iface->dci_by_qpn, it) = i;
+    kh_value(&iface->dci_by_qpn, it) = dci->index;
     strand_dc_dci_geometry(iface, dci);
     if (dci->sq.wqe_cnt < iface->config.dci_max_bbs) {
-        ucs_error("%s: DCI send queue of %u BBs is too small",
+        ucs_error("%s: send queue of %u BBs is too small",
                   dev->info.name, dci->sq.wqe_cnt);
         return UCS_ERR_INVALID_PARAM;
     }
@@ -83,6 +84,136 @@ static ucs_status_t strand_dc_dci_create(strand_dc_iface_t *iface,
                                               (4 * iface->config.dci_max_bbs)));
     dci->ops = ucs_calloc(dci->sq.wqe_cnt, sizeof(*dci->ops), "strand_dc_ops");
     return (dci->ops == NULL) ? UCS_ERR_NO_MEMORY : UCS_OK;
+}
+
+void strand_dc_dci_detach_qp(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
+{
+    khiter_t it;
+
+    if (dci->qp.h == NULL) {
+        return;
+    }
+    it = kh_get(strand_dc_qpn, &iface->dci_by_qpn, dci->qp.qpn);
+    if (it != kh_end(&iface->dci_by_qpn)) {
+        kh_del(strand_dc_qpn, &iface->dci_by_qpn, it);
+    }
+    iface->dev->ops->destroy_qp(iface->dev, &dci->qp);
+    dci->qp.h = NULL;
+    ucs_free(dci->ops);
+    dci->ops = NULL;
+}
+
+/* ------------------------------------------- rc_strand: a QP per ep */
+
+void strand_dc_rc_attr(const strand_dc_iface_t *iface,
+                       strand_dev_rc_attr_t *attr)
+{
+    const strand_dev_dci_attr_t *d = &iface->dci_attr;
+
+    memset(attr, 0, sizeof(*attr));
+    attr->send_cq       = d->send_cq;
+    attr->recv_cq       = (strand_dev_cq_t*)&iface->rx_cq;
+    attr->srq           = (strand_dev_srq_t*)&iface->srq;
+    attr->max_send_wr   = d->max_send_wr;
+    attr->max_send_sge  = d->max_send_sge;
+    attr->max_inline    = d->max_inline;
+    attr->timeout       = d->timeout;
+    attr->retry_cnt     = d->retry_cnt;
+    attr->rnr_retry     = d->rnr_retry;
+    attr->max_rd_atomic = d->max_rd_atomic;
+    attr->min_rnr_timer = iface->min_rnr_timer;
+}
+
+ucs_status_t strand_dc_dci_rc_take(strand_dc_iface_t *iface,
+                                   strand_dc_ep_t *ep)
+{
+    strand_dev_t *dev = iface->dev;
+    strand_dev_rc_attr_t attr;
+    strand_dc_dci_t *dci = NULL;
+    ucs_status_t status;
+    unsigned i;
+    int err;
+
+    ucs_assert(iface->rc);
+    for (i = 0; i < iface->num_dci; ++i) {
+        if ((iface->dcis[i].qp.h == NULL) &&
+            (iface->dcis[i].state == STRAND_DC_DCI_FREE)) {
+            dci = &iface->dcis[i];
+            break;
+        }
+    }
+    if (dci == NULL) {
+        ucs_error("%s: %s: all %u endpoints of the interface are in use "
+                  "(UCX_%sMAX_EPS)", dev->info.name, iface->tl_name,
+                  iface->num_dci, iface->cfg_prefix);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+    strand_dc_rc_attr(iface, &attr);
+    err = dev->ops->create_rc(dev, &attr, &dci->qp);
+    if (err != 0) {
+        ucs_error("%s: failed to create an RC QP: %s", dev->info.name,
+                  strerror(err));
+        dci->qp.h = NULL;
+        return UCS_ERR_IO_ERROR;
+    }
+    status = strand_dc_dci_attach_qp(iface, dci);
+    if (status != UCS_OK) {
+        strand_dc_dci_detach_qp(iface, dci);
+        return status;
+    }
+    /* the ep's for good; it posts once connected (ACTIVE) */
+    dci->ep     = ep;
+    dci->users  = 1;
+    dci->streams[0].users = 1;
+    ep->dci     = dci->index;
+    ep->stream  = 0;
+    return UCS_OK;
+}
+
+void strand_dc_dci_rc_give(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    strand_dc_dci_t *dci;
+
+    if (ep->dci == STRAND_DC_DCI_NONE) {
+        return;
+    }
+    dci        = &iface->dcis[ep->dci];
+    dci->ep    = NULL;
+    dci->users = 0;
+    dci->streams[0].users = 0;
+    ep->dci    = STRAND_DC_DCI_NONE;
+    if (dci->state == STRAND_DC_DCI_BROKEN) {
+        /* in error since: nothing more of it comes back */
+        strand_dc_dci_detach_qp(iface, dci);
+        dci->state = STRAND_DC_DCI_FREE;
+        return;
+    }
+    if (dci->state == STRAND_DC_DCI_ACTIVE) {
+        dci->state = STRAND_DC_DCI_FREE;
+    }
+    /* now, or once its last WQE is back (strand_dc_policy_dci_idle) */
+    strand_dc_policy_dci_idle(iface, dci);
+}
+
+static ucs_status_t strand_dc_dci_create(strand_dc_iface_t *iface,
+                                         strand_dc_dci_t *dci, unsigned i)
+{
+    strand_dev_t *dev = iface->dev;
+    ucs_status_t status;
+    int err;
+
+    status = strand_dc_dci_slot_init(iface, dci, i);
+    if ((status != UCS_OK) || iface->rc) {
+        return status; /* rc_strand: an ep brings its QP */
+    }
+    err = dev->ops->create_dci(dev, &iface->dci_attr, &dci->qp);
+    if (err != 0) {
+        ucs_error("%s: failed to create DCI %u: %s", dev->info.name, i,
+                  strerror(err));
+        dci->qp.h = NULL;
+        return UCS_ERR_IO_ERROR;
+    }
+    return strand_dc_dci_attach_qp(iface, dci);
 }
 
 ucs_status_t strand_dc_dci_pool_init(strand_dc_iface_t *iface)
@@ -152,7 +283,7 @@ void strand_dc_dci_pool_cleanup(strand_dc_iface_t *iface)
             }
         }
         strand_dc_recovery_cleanup(iface, dci);
-        if (i < iface->num_dci_created) {
+        if (dci->qp.h != NULL) {
             iface->dev->ops->destroy_qp(iface->dev, &dci->qp);
         }
         ucs_free(dci->ops);
@@ -332,6 +463,16 @@ int strand_dc_dci_reset(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
     strand_dev_t *dev = iface->dev;
     int err;
 
+    if (iface->rc) {
+        /* an RC QP in error is connected to nobody any more: its ep has
+         * failed, and the QP goes with the ep (or now, if it is gone) */
+        dci->state = STRAND_DC_DCI_BROKEN;
+        if (dci->ep == NULL) {
+            strand_dc_dci_detach_qp(iface, dci);
+            dci->state = STRAND_DC_DCI_FREE;
+        }
+        return ENOTCONN;
+    }
     err = dev->ops->reset_dci(dev, &dci->qp, &iface->dci_attr);
     if (err != 0) {
         ucs_error("%s: failed to reset DCI %u (qpn 0x%x): %s; it is not "

@@ -129,7 +129,7 @@ typedef struct strand_dc_dci {
     struct strand_dc_ep  *ep;          /* dcs: the lessee */
     ucs_list_link_t       waiters;     /* eps whose pending requests wait
                                           for room in this SQ, in order */
-    uint8_t               index;
+    uint16_t              index;
     uint8_t               state;       /* strand_dc_dci_state_t */
     uint8_t               errored;     /* streams in error now */
     uint32_t              resets;      /* back from ERR to RTS */
@@ -147,8 +147,24 @@ int strand_dc_dci_pool_busy(strand_dc_iface_t *iface);
 void strand_dc_dci_pool_show(strand_dc_iface_t *iface,
                              ucs_string_buffer_t *strb);
 
+/* rc_strand: an RC QP for ep in a free slot, ep's for good (take), and
+ * given back when ep goes (give: destroyed now, or once its last WQE is
+ * back); strand_dc_rc_attr: how the interface's RC QPs are made. */
+ucs_status_t strand_dc_dci_rc_take(strand_dc_iface_t *iface,
+                                   struct strand_dc_ep *ep);
+void strand_dc_dci_rc_give(strand_dc_iface_t *iface, struct strand_dc_ep *ep);
+void strand_dc_rc_attr(const strand_dc_iface_t *iface,
+                       strand_dev_rc_attr_t *attr);
+
+/* A QP the slot dci holds (dci->qp, created by the caller): known by its
+ * number, its send queue taken over; detach destroys it. */
+ucs_status_t strand_dc_dci_attach_qp(strand_dc_iface_t *iface,
+                                     strand_dc_dci_t *dci);
+void strand_dc_dci_detach_qp(strand_dc_iface_t *iface, strand_dc_dci_t *dci);
+
 /* Back to RESET and up to RTS: a DCI that went to ERR, once every CQE of
- * its old incarnation was consumed. 0 or errno. */
+ * its old incarnation was consumed. 0 or errno (rc_strand: an RC QP is not
+ * reset: ENOTCONN, its slot broken until its ep goes). */
 int strand_dc_dci_reset(strand_dc_iface_t *iface, strand_dc_dci_t *dci);
 /* the SQ geometry of a fresh (or reset) DCI */
 void strand_dc_dci_geometry(strand_dc_iface_t *iface, strand_dc_dci_t *dci);
@@ -181,7 +197,8 @@ strand_dc_dci_has_room(const strand_dc_iface_t *iface,
 }
 
 /* The ctrl segment of the next WQE, with the endpoint's address vector
- * right behind it (ctrl and AV fit the first BB: never wrapped). */
+ * right behind it (ctrl and AV fit the first BB: never wrapped); av_ds 0:
+ * an RC QP, whose WQEs name no destination. */
 static UCS_F_ALWAYS_INLINE struct mlx5_wqe_ctrl_seg *
 strand_dc_dci_wqe_start(strand_dc_dci_t *dci, const struct mlx5_wqe_av *av,
                         unsigned av_ds, void **next_seg)
@@ -190,9 +207,9 @@ strand_dc_dci_wqe_start(strand_dc_dci_t *dci, const struct mlx5_wqe_av *av,
 
     if (ucs_likely(av_ds == 1)) {
         memcpy(ctrl + 1, av, STRAND_AV_BASE_SIZE);
-    } else {
+    } else if (av_ds == 3) {
         memcpy(ctrl + 1, av, STRAND_AV_FULL_SIZE);
-    }
+    } /* else an RC QP: no address in its WQEs */
     *next_seg = strand_sq_seg_next(&dci->sq, ctrl + 1, av_ds * STRAND_WQE_DS);
     return ctrl;
 }

@@ -1065,9 +1065,25 @@ UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
     ucs_status_t status;
     char peer[96];
 
-    UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
+    if (iface->rc) {
+        /* rc_strand: a QP of its own now, its peer with connect_to_ep */
+        UCT_CHECK_PARAM(!(params->field_mask &
+                          (UCT_EP_PARAM_FIELD_DEV_ADDR |
+                           UCT_EP_PARAM_FIELD_IFACE_ADDR)),
+                        "rc_strand connects to an endpoint: create it "
+                        "without addresses, then uct_ep_connect_to_ep");
+    } else {
+        UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
+    }
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
 
+    if (iface->rc) {
+        memset(&self->av, 0, sizeof(self->av));
+        self->dctn     = 0;
+        self->av_ds    = 0;    /* RC WQEs name no destination */
+        self->peer_key = 0;
+        goto common;
+    }
     dev_addr   = (const strand_dc_device_addr_t*)params->dev_addr;
     iface_addr = (const strand_dc_iface_addr_t*)params->iface_addr;
     if (!strand_dc_addr_is_reachable(iface, dev_addr)) {
@@ -1092,6 +1108,7 @@ UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
     }
     self->av_ds       = av_size / STRAND_WQE_DS;
     self->peer_key    = strand_dc_addr_peer_key(&self->av);
+common:
     self->dci         = STRAND_DC_DCI_NONE;
     self->stream      = 0;
     self->held        = 0;
@@ -1107,8 +1124,16 @@ UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
     if (status != UCS_OK) {
         return status;
     }
+    if (iface->rc) {
+        status = strand_dc_dci_rc_take(iface, self);
+        if (status != UCS_OK) {
+            UCS_STATS_NODE_FREE(self->stats);
+            return status;
+        }
+    }
     status = strand_dc_fc_ep_add(iface, self);
     if (status != UCS_OK) {
+        strand_dc_dci_rc_give(iface, self);
         UCS_STATS_NODE_FREE(self->stats);
         return status;
     }
@@ -1140,7 +1165,11 @@ static UCS_CLASS_CLEANUP_FUNC(strand_dc_ep_t)
     strand_dc_tag_ep_purge(iface, self, UCS_ERR_CANCELED);
     if (self->dci != STRAND_DC_DCI_NONE) {
         strand_dc_dci_orphan(iface, &iface->dcis[self->dci], self);
-        strand_dc_policy_release(iface, self);
+        if (iface->rc) {
+            strand_dc_dci_rc_give(iface, self);
+        } else {
+            strand_dc_policy_release(iface, self);
+        }
     }
     if (self->cancel_comp != NULL) {
         uct_invoke_completion(self->cancel_comp, UCS_ERR_CANCELED);

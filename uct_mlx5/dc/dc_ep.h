@@ -31,7 +31,8 @@ typedef struct strand_dc_ep {
     uint8_t             av_ds;        /* 1 (base AV) or 3 (with GRH) */
     uint32_t            dctn;
     uint64_t            peer_key;     /* the peer NIC (streams per peer) */
-    uint8_t             dci;          /* leased DCI; STRAND_DC_DCI_NONE: none */
+    uint16_t            dci;          /* leased DCI (rc_strand: its own QP);
+                                         STRAND_DC_DCI_NONE: none */
     uint8_t             stream;       /* leased stream (index in the DCI) */
     uint8_t             flags;
     uint16_t            held;         /* flushed, to be posted again */

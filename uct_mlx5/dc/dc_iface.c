@@ -388,7 +388,7 @@ static ucs_sys_device_t strand_dc_sys_device(const strand_dev_t *dev)
     return sys_dev;
 }
 
-static ucs_status_t
+ucs_status_t
 strand_dc_query_devices(uct_md_h uct_md, uct_tl_device_resource_t **devices_p,
                         unsigned *num_devices_p)
 {
@@ -425,7 +425,7 @@ static ucs_status_t strand_dc_iface_perf(strand_dc_iface_t *iface,
     return UCS_OK;
 }
 
-static ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
+ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
                                           uct_iface_attr_t *attr)
 {
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
@@ -547,7 +547,7 @@ static ucs_status_t strand_dc_iface_estimate_perf(uct_iface_h tl_iface,
 
 /* ------------------------------------------------------------ addresses */
 
-static ucs_status_t strand_dc_iface_get_device_address(uct_iface_h tl_iface,
+ucs_status_t strand_dc_iface_get_device_address(uct_iface_h tl_iface,
                                                        uct_device_addr_t *addr)
 {
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
@@ -565,7 +565,7 @@ static ucs_status_t strand_dc_iface_get_address(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
-static int strand_dc_iface_is_reachable(const uct_iface_h tl_iface,
+int strand_dc_iface_is_reachable(const uct_iface_h tl_iface,
                                         const uct_device_addr_t *dev_addr,
                                         const uct_iface_addr_t *iface_addr)
 {
@@ -648,71 +648,74 @@ strand_dc_iface_check_config(strand_dc_iface_t *iface,
     const strand_dev_caps_t *caps = &iface->dev->caps;
     const char *dev_name          = iface->dev->info.name;
     unsigned max_wr               = caps->max_qp_wr ? caps->max_qp_wr : 32768;
+    unsigned max_dci              = iface->rc ? STRAND_RC_MAX_EPS :
+                                                STRAND_DC_MAX_DCI;
 
 #define STRAND_DC_CHECK(_cond, _fmt, ...) \
     if (!(_cond)) { \
-        ucs_error("%s: dc_strand: invalid configuration: " _fmt, dev_name, \
-                  ## __VA_ARGS__); \
+        ucs_error("%s: %s: invalid configuration: UCX_%s" _fmt, dev_name, \
+                  iface->tl_name, iface->cfg_prefix, ## __VA_ARGS__); \
         return UCS_ERR_INVALID_PARAM; \
     }
 
     STRAND_DC_CHECK((config->tx_queue_len >= 8) &&
                     (config->tx_queue_len <= max_wr),
-                    "UCX_DC_STRAND_TX_QUEUE_LEN=%u (valid: 8 .. %u)",
+                    "TX_QUEUE_LEN=%u (valid: 8 .. %u)",
                     config->tx_queue_len, max_wr);
     STRAND_DC_CHECK(config->tx_cq_moderation >= 1,
-                    "UCX_DC_STRAND_TX_CQ_MODERATION=0 (valid: 1 .. inf)");
+                    "TX_CQ_MODERATION=0 (valid: 1 .. inf)");
     STRAND_DC_CHECK((config->rx_queue_len >= 1) &&
                     (config->rx_queue_len <= 32767),
-                    "UCX_DC_STRAND_RX_QUEUE_LEN=%u (valid: 1 .. 32767)",
+                    "RX_QUEUE_LEN=%u (valid: 1 .. 32767)",
                     config->rx_queue_len);
     STRAND_DC_CHECK(config->rx_max_poll >= 1,
-                    "UCX_DC_STRAND_RX_MAX_POLL=%lu (valid: 1 .. inf)",
+                    "RX_MAX_POLL=%lu (valid: 1 .. inf)",
                     config->rx_max_poll);
     STRAND_DC_CHECK((config->seg_size >= 64) &&
                     (config->seg_size <= UCS_MBYTE),
-                    "UCX_DC_STRAND_SEG_SIZE=%zu (valid: 64 .. 1048576)",
+                    "SEG_SIZE=%zu (valid: 64 .. 1048576)",
                     config->seg_size);
     STRAND_DC_CHECK((config->num_dci >= 1) &&
-                    (config->num_dci <= STRAND_DC_MAX_DCI),
-                    "UCX_DC_STRAND_NUM_DCI=%u (valid: 1 .. %d)",
-                    config->num_dci, STRAND_DC_MAX_DCI);
+                    (config->num_dci <= max_dci),
+                    "%s=%u (valid: 1 .. %u)", iface->rc ? "MAX_EPS" : "NUM_DCI",
+                    config->num_dci, max_dci);
     STRAND_DC_CHECK(config->quota >= 1,
-                    "UCX_DC_STRAND_QUOTA=%u (valid: >= 1)", config->quota);
+                    "QUOTA=%u (valid: >= 1)", config->quota);
     STRAND_DC_CHECK((config->timeout > 0) && (config->timeout <= 8796.0),
-                    "UCX_DC_STRAND_TIMEOUT=%gs (valid: > 0 .. 8796s)",
+                    "TIMEOUT=%gs (valid: > 0 .. 8796s)",
                     config->timeout);
     STRAND_DC_CHECK(config->retry_count <= 7,
-                    "UCX_DC_STRAND_RETRY_COUNT=%u (valid: 0 .. 7)",
+                    "RETRY_COUNT=%u (valid: 0 .. 7)",
                     config->retry_count);
     STRAND_DC_CHECK((config->rnr_timeout >= 0) &&
                     (config->rnr_timeout <= 0.49152),
-                    "UCX_DC_STRAND_RNR_TIMEOUT=%gs (valid: 0 .. 491.52ms)",
+                    "RNR_TIMEOUT=%gs (valid: 0 .. 491.52ms)",
                     config->rnr_timeout);
     STRAND_DC_CHECK(config->rnr_retry_count <= 7,
-                    "UCX_DC_STRAND_RNR_RETRY_COUNT=%u (valid: 0 .. 7)",
+                    "RNR_RETRY_COUNT=%u (valid: 0 .. 7)",
                     config->rnr_retry_count);
     STRAND_DC_CHECK((config->max_inline >= 16) &&
                     (config->max_inline <= ucs_min(caps->max_inline, 800)),
-                    "UCX_DC_STRAND_MAX_INLINE=%zu (valid: 16 .. %u)",
+                    "MAX_INLINE=%zu (valid: 16 .. %u)",
                     config->max_inline, ucs_min(caps->max_inline, 800));
     STRAND_DC_CHECK((config->tx_cq_len == 0) ||
                     (config->tx_cq_len >=
                      config->num_dci * config->tx_queue_len),
-                    "UCX_DC_STRAND_TX_CQ_LEN=%u (must be 0 or >= NUM_DCI * "
+                    "TX_CQ_LEN=%u (must be 0 or >= %s * "
                     "TX_QUEUE_LEN = %u)", config->tx_cq_len,
+                    iface->rc ? "MAX_EPS" : "NUM_DCI",
                     config->num_dci * config->tx_queue_len);
     STRAND_DC_CHECK((config->rx_cq_len == 0) ||
                     (config->rx_cq_len > config->rx_queue_len),
-                    "UCX_DC_STRAND_RX_CQ_LEN=%u (must be 0 or > RX_QUEUE_LEN "
+                    "RX_CQ_LEN=%u (must be 0 or > RX_QUEUE_LEN "
                     "= %u)", config->rx_cq_len, config->rx_queue_len);
     STRAND_DC_CHECK((config->fc_wnd_size >= 1) &&
                     (config->fc_wnd_size <= (1u << 20)),
-                    "UCX_DC_STRAND_FC_WND_SIZE=%u (valid: 1 .. 1048576)",
+                    "FC_WND_SIZE=%u (valid: 1 .. 1048576)",
                     config->fc_wnd_size);
     STRAND_DC_CHECK((config->fc_soft_thresh >= 0) &&
                     (config->fc_soft_thresh <= 1),
-                    "UCX_DC_STRAND_FC_SOFT_THRESH=%g (valid: 0 .. 1)",
+                    "FC_SOFT_THRESH=%g (valid: 0 .. 1)",
                     config->fc_soft_thresh);
 #undef STRAND_DC_CHECK
     return UCS_OK;
@@ -736,6 +739,11 @@ strand_dc_iface_resolve_policy(strand_dc_iface_t *iface,
     iface->config.num_streams = 1;
     iface->config.log_concurent = 0;
     iface->config.log_errored   = 0;
+    if (iface->rc) {
+        /* rc_strand: an ep's own QP, as a DCI of its own (dc_policy.c) */
+        iface->tx_policy = STRAND_DC_TX_POLICY_DCS;
+        return UCS_OK;
+    }
     if (iface->tx_policy == STRAND_DC_TX_POLICY_AUTO) {
         /* without errored-stream support every error would reset a DCI
          * shared by many endpoints: dcs_quota isolates better then */
@@ -913,14 +921,20 @@ static uct_iface_internal_ops_t strand_dc_iface_internal_ops = {
     .ep_invalidate       = strand_dc_ep_invalidate
 };
 
+/* The interface of dc_strand, or (rc != 0) of rc_strand: the same
+ * receive side, send queues, endpoint operations and recovery; rc_strand
+ * has no DCT, and each of its endpoints a QP of its own in the DCI slots
+ * (rc/rc_iface.c). `config` is the transport's configuration as the
+ * shared code reads it (rc_strand fills in what it has no option for). */
 static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
                            uct_worker_h worker,
                            const uct_iface_params_t *params,
-                           const uct_iface_config_t *tl_config)
+                           const uct_iface_config_t *tl_config,
+                           const strand_dc_iface_config_t *config, int rc,
+                           uct_iface_ops_t *ops)
 {
-    const strand_dc_iface_config_t *config =
-            ucs_derived_of(tl_config, strand_dc_iface_config_t);
     strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
+    const char *tl_name = rc ? STRAND_RC_TL_NAME : STRAND_DC_TL_NAME;
     uct_iface_mpool_config_t mp_config = {
         .max_bufs  = UINT_MAX,
         .bufs_grow = 128
@@ -935,33 +949,37 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     UCT_CHECK_PARAM(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE,
                     "UCT_IFACE_PARAM_FIELD_OPEN_MODE is not defined");
     if (!(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
-        ucs_error("dc_strand supports only UCT_IFACE_OPEN_MODE_DEVICE");
+        ucs_error("%s supports only UCT_IFACE_OPEN_MODE_DEVICE", tl_name);
         return UCS_ERR_UNSUPPORTED;
     }
     ucs_snprintf_zero(dev_name, sizeof(dev_name), "%s:%d", dev->info.name,
                       STRAND_DC_PORT);
     if ((params->field_mask & UCT_IFACE_PARAM_FIELD_DEVICE) &&
         strcmp(params->mode.device.dev_name, dev_name)) {
-        ucs_error("dc_strand: no device '%s' on memory domain %s (it has %s)",
-                  params->mode.device.dev_name, dev->info.name, dev_name);
+        ucs_error("%s: no device '%s' on memory domain %s (it has %s)",
+                  tl_name, params->mode.device.dev_name, dev->info.name,
+                  dev_name);
         return UCS_ERR_NO_DEVICE;
     }
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &strand_dc_iface_ops,
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops,
                               &strand_dc_iface_internal_ops, uct_md, worker,
                               params, tl_config
                               UCS_STATS_ARG((params->field_mask &
                                              UCT_IFACE_PARAM_FIELD_STATS_ROOT) ?
                                             params->stats_root : NULL)
-                              UCS_STATS_ARG("dc_strand"));
+                              UCS_STATS_ARG(tl_name));
 
     /* UCS_CLASS_NEW hands out malloc'ed memory: every field below the
      * superclass starts at zero, so that the release path knows what
      * exists and counters start where the device starts */
     memset(UCS_PTR_BYTE_OFFSET(self, sizeof(self->super)), 0,
            sizeof(*self) - sizeof(self->super));
-    self->md  = md;
-    self->dev = dev;
+    self->md         = md;
+    self->dev        = dev;
+    self->rc         = rc;
+    self->tl_name    = tl_name;
+    self->cfg_prefix = rc ? STRAND_RC_CONFIG_PREFIX : STRAND_DC_CONFIG_PREFIX;
     ucs_arbiter_init(&self->arbiter);
     ucs_list_head_init(&self->eps);
 
@@ -1101,14 +1119,17 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     dct_attr.access_key    = STRAND_DC_ACCESS_KEY;
     dct_attr.min_rnr_timer = strand_dc_rnr_code(config->rnr_timeout);
     dct_attr.scatter_to_cqe = config->rx_inline;
-    err = dev->ops->create_dct(dev, &dct_attr, &self->dct);
-    if (err != 0) {
-        ucs_error("%s: failed to create DCT: %s", dev->info.name,
-                  strerror(err));
-        status = strand_dc_errno_status(err);
-        goto err;
+    self->min_rnr_timer    = dct_attr.min_rnr_timer;
+    if (!rc) {
+        err = dev->ops->create_dct(dev, &dct_attr, &self->dct);
+        if (err != 0) {
+            ucs_error("%s: failed to create DCT: %s", dev->info.name,
+                      strerror(err));
+            status = strand_dc_errno_status(err);
+            goto err;
+        }
+        self->have_dct = 1;
     }
-    self->have_dct = 1;
 
     memset(&self->dci_attr, 0, sizeof(self->dci_attr));
     self->dci_attr.send_cq       = &self->tx_cq;
@@ -1137,9 +1158,10 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     }
     self->have_fc = 1;
 
-    ucs_debug("%s: dc_strand iface %p: lid %u dct 0x%x, %u DCIs, seg %zu",
-              dev->info.name, self, dev->caps.lid, self->dct.qpn,
-              self->num_dci, self->config.seg_size);
+    ucs_debug("%s: %s iface %p: lid %u dct 0x%x, %u %s, seg %zu",
+              dev->info.name, tl_name, self, dev->caps.lid, self->dct.qpn,
+              self->num_dci, rc ? "RC QP slots" : "DCIs",
+              self->config.seg_size);
     return UCS_OK;
 
 err:
@@ -1156,10 +1178,29 @@ static UCS_CLASS_CLEANUP_FUNC(strand_dc_iface_t)
 
 UCS_CLASS_DEFINE(strand_dc_iface_t, uct_base_iface_t);
 
-static UCS_CLASS_DEFINE_NEW_FUNC(strand_dc_iface_t, uct_iface_t, uct_md_h,
-                                 uct_worker_h, const uct_iface_params_t*,
-                                 const uct_iface_config_t*);
-static UCS_CLASS_DEFINE_DELETE_FUNC(strand_dc_iface_t, uct_iface_t);
+UCS_CLASS_DEFINE_DELETE_FUNC(strand_dc_iface_t, uct_iface_t);
+
+ucs_status_t strand_dc_iface_create(uct_md_h md, uct_worker_h worker,
+                                    const uct_iface_params_t *params,
+                                    const uct_iface_config_t *tl_config,
+                                    const strand_dc_iface_config_t *config,
+                                    int rc, uct_iface_ops_t *ops,
+                                    uct_iface_h *iface_p)
+{
+    return UCS_CLASS_NEW(strand_dc_iface_t, iface_p, md, worker, params,
+                         tl_config, config, rc, ops);
+}
+
+static ucs_status_t strand_dc_iface_open(uct_md_h md, uct_worker_h worker,
+                                         const uct_iface_params_t *params,
+                                         const uct_iface_config_t *tl_config,
+                                         uct_iface_h *iface_p)
+{
+    return strand_dc_iface_create(md, worker, params, tl_config,
+                                  ucs_derived_of(tl_config,
+                                                 strand_dc_iface_config_t),
+                                  0, &strand_dc_iface_ops, iface_p);
+}
 
 static uct_iface_ops_t strand_dc_iface_ops = {
     .ep_am_short              = strand_dc_ep_am_short,
@@ -1206,6 +1247,14 @@ static uct_iface_ops_t strand_dc_iface_ops = {
     .iface_tag_recv_cancel    = strand_dc_iface_tag_recv_cancel
 };
 
-UCT_TL_DEFINE_ENTRY(&strand_component, dc_strand, strand_dc_query_devices,
-                    strand_dc_iface_t, STRAND_DC_CONFIG_PREFIX,
-                    strand_dc_iface_config_table, strand_dc_iface_config_t);
+uct_tl_t uct_dc_strand_tl = {
+    .name          = STRAND_DC_TL_NAME,
+    .query_devices = strand_dc_query_devices,
+    .iface_open    = strand_dc_iface_open,
+    .config = {
+        .name   = STRAND_DC_TL_NAME " transport",
+        .prefix = STRAND_DC_CONFIG_PREFIX,
+        .table  = strand_dc_iface_config_table,
+        .size   = sizeof(strand_dc_iface_config_t),
+    }
+};

@@ -26,10 +26,13 @@
 
 #define STRAND_DC_TL_NAME        "dc_strand"
 #define STRAND_DC_CONFIG_PREFIX  "DC_STRAND_"
+#define STRAND_RC_TL_NAME        "rc_strand"
+#define STRAND_RC_CONFIG_PREFIX  "RC_STRAND_"
+#define STRAND_RC_MAX_EPS        4096           /* RC QPs of an interface */
 #define STRAND_DC_ACCESS_KEY     0x1ee7a330ull  /* DC access key (as UCX) */
 #define STRAND_DC_AM_HDR_SIZE    1u             /* the AM id byte */
 #define STRAND_DC_AM_HDR_MAX     (STRAND_TMH_SIZE + STRAND_DC_AM_HDR_SIZE)
-#define STRAND_DC_DCI_NONE       0xff
+#define STRAND_DC_DCI_NONE       0xffff
 #define STRAND_DC_MAX_DCI        128
 #define STRAND_DC_MAX_SGE        16             /* data segments per WQE */
 #define STRAND_DC_AM_MAX_HDR     128            /* am_zcopy header bytes */
@@ -110,13 +113,19 @@ struct strand_dc_dci;
 struct strand_dc_ep;
 
 /* send CQE -> DCI: by QP number (the user index is the provider's) */
-KHASH_MAP_INIT_INT(strand_dc_qpn, uint8_t)
+KHASH_MAP_INIT_INT(strand_dc_qpn, uint16_t)
 
 typedef struct strand_dc_iface {
     uct_base_iface_t      super;
     UCS_STATS_NODE_DECLARE(stats)        /* dc_stats.h */
     strand_md_t          *md;
     strand_dev_t         *dev;
+    /* rc_strand (rc/rc_iface.c): no DCT; each ep has an RC QP of its own
+     * in a DCI slot, as a DCI it never gives back */
+    uint8_t               rc;
+    const char           *tl_name;       /* "dc_strand", "rc_strand" */
+    const char           *cfg_prefix;    /* "DC_STRAND_", "RC_STRAND_" */
+    uint8_t               min_rnr_timer; /* the receive side's RNR timer */
 
     strand_dev_channel_t  channel;       /* completion events (event fd) */
     strand_dev_cq_t       tx_cq;
@@ -159,9 +168,8 @@ typedef struct strand_dc_iface {
                                             atomics */
     struct strand_dc_dci *dcis;
     unsigned              num_dci;
-    unsigned              num_dci_created;
     khash_t(strand_dc_qpn) dci_by_qpn;   /* QPN -> DCI index */
-    uint8_t              *dci_stack;     /* free DCIs */
+    uint16_t             *dci_stack;     /* free DCIs */
     unsigned              dci_top;
     uint8_t               dci_wanted;    /* an ep waits for a free DCI */
     unsigned              tx_moderation; /* a CQE per this many WQEs at
@@ -228,6 +236,26 @@ strand_dc_am_hdr_pack(const strand_dc_iface_t *iface, uint8_t *buf,
     buf[iface->config.am_tmh] = am_id;
     return strand_dc_am_hdr_len(iface);
 }
+
+/* Open the interface of dc_strand (rc 0) or rc_strand (rc 1) with the
+ * transport's operations table and configuration. */
+ucs_status_t strand_dc_iface_create(uct_md_h md, uct_worker_h worker,
+                                    const uct_iface_params_t *params,
+                                    const uct_iface_config_t *tl_config,
+                                    const strand_dc_iface_config_t *config,
+                                    int rc, uct_iface_ops_t *ops,
+                                    uct_iface_h *iface_p);
+UCS_CLASS_DECLARE_DELETE_FUNC(strand_dc_iface_t, uct_iface_t);
+ucs_status_t strand_dc_query_devices(uct_md_h uct_md,
+                                     uct_tl_device_resource_t **devices_p,
+                                     unsigned *num_devices_p);
+ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
+                                   uct_iface_attr_t *attr);
+ucs_status_t strand_dc_iface_get_device_address(uct_iface_h tl_iface,
+                                                uct_device_addr_t *addr);
+int strand_dc_iface_is_reachable(const uct_iface_h tl_iface,
+                                 const uct_device_addr_t *dev_addr,
+                                 const uct_iface_addr_t *iface_addr);
 
 /* helpers shared by the files of the transport */
 unsigned strand_dc_iface_progress(uct_iface_h tl_iface);

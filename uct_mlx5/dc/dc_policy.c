@@ -33,7 +33,8 @@ ucs_status_t strand_dc_policy_init(strand_dc_iface_t *iface)
     for (i = 0; i < iface->num_dci; ++i) {
         iface->dci_stack[iface->num_dci - 1 - i] = i;
     }
-    iface->dci_top  = strand_dc_policy_streams(iface) ? 0 : iface->num_dci;
+    iface->dci_top  = (strand_dc_policy_streams(iface) || iface->rc) ? 0 :
+                      iface->num_dci;
     iface->next_dci = 0;
     return UCS_OK;
 }
@@ -256,6 +257,10 @@ static void strand_dc_policy_consider_move(strand_dc_iface_t *iface,
 ucs_status_t strand_dc_policy_lease(strand_dc_iface_t *iface,
                                     strand_dc_ep_t *ep)
 {
+    if (iface->rc) {
+        /* its own QP: not connected yet, full, or in error */
+        return UCS_ERR_NO_RESOURCE;
+    }
     if (ep->dci != STRAND_DC_DCI_NONE) {
         /* leased, but not ready */
         if (strand_dc_policy_streams(iface) &&
@@ -271,6 +276,16 @@ ucs_status_t strand_dc_policy_lease(strand_dc_iface_t *iface,
 
 void strand_dc_policy_dci_idle(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
 {
+    if (iface->rc) {
+        /* the QP of an ep destroyed with work on the wire goes once the
+         * work is back (or with its recovery, strand_dc_dci_reset) */
+        if ((dci->ep == NULL) && (dci->outstanding == 0) &&
+            (dci->state != STRAND_DC_DCI_DRAINING)) {
+            strand_dc_dci_detach_qp(iface, dci);
+            dci->state = STRAND_DC_DCI_FREE;
+        }
+        return;
+    }
     if ((dci->state != STRAND_DC_DCI_ACTIVE) || (dci->users > 0) ||
         (dci->outstanding > 0)) {
         return;
@@ -289,8 +304,8 @@ void strand_dc_policy_release(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     strand_dc_dci_t *dci;
     strand_dc_stream_t *s;
 
-    if (ep->dci == STRAND_DC_DCI_NONE) {
-        return;
+    if ((ep->dci == STRAND_DC_DCI_NONE) || iface->rc) {
+        return; /* rc_strand: the QP stays with its ep (rc_ep.c) */
     }
     dci = &iface->dcis[ep->dci];
     s   = &dci->streams[ep->stream];
@@ -314,7 +329,7 @@ int strand_dc_policy_can_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     strand_dc_dci_t *wait;
     int stream;
 
-    if (ep->dci != STRAND_DC_DCI_NONE) {
+    if ((ep->dci != STRAND_DC_DCI_NONE) || iface->rc) {
         return strand_dc_policy_ready(iface, ep) != NULL;
     }
     if (!strand_dc_policy_streams(iface)) {

@@ -1,0 +1,331 @@
+/*
+ * rc_strand: configuration, capabilities, endpoint addresses and the
+ * connection of an endpoint's RC QP to its peer (rc_iface.h).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "rc_iface.h"
+#include "uct_mlx5/dc/dc_addr.h"
+#include "uct_mlx5/dc/dc_dci.h"
+#include "uct_mlx5/dc/dc_ep.h"
+
+#include <ucs/debug/log.h>
+
+#include <arpa/inet.h>
+#include <string.h>
+
+static ucs_config_field_t strand_rc_iface_config_table[] = {
+    {"", "", NULL, ucs_offsetof(strand_rc_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+
+    {"TX_QUEUE_LEN", "128",
+     "Send queue depth of each endpoint's QP, in work requests.",
+     ucs_offsetof(strand_rc_iface_config_t, tx_queue_len),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"TX_CQ_MODERATION", "32",
+     "Send WQEs posted without asking for a completion at most (1: a "
+     "completion for every WQE); as UCX_DC_STRAND_TX_CQ_MODERATION.",
+     ucs_offsetof(strand_rc_iface_config_t, tx_cq_moderation),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"RX_QUEUE_LEN", "4095",
+     "Receive buffers on the interface's shared receive queue.",
+     ucs_offsetof(strand_rc_iface_config_t, rx_queue_len),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"RX_MAX_POLL", "inf",
+     "Receive completions one progress call handles at most.",
+     ucs_offsetof(strand_rc_iface_config_t, rx_max_poll),
+     UCS_CONFIG_TYPE_ULUNITS},
+
+    {"SEG_SIZE", "8256",
+     "Receive and bounce buffer size: the largest AM and bcopy PUT/GET.",
+     ucs_offsetof(strand_rc_iface_config_t, seg_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"MAX_EPS", "256",
+     "Endpoints (each with a QP of its own) of the interface at once "
+     "(1 .. 4096).",
+     ucs_offsetof(strand_rc_iface_config_t, max_eps),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"TIMEOUT", "1.0s",
+     "Transport (ACK) timeout, rounded to 4.096 us * 2^n.",
+     ucs_offsetof(strand_rc_iface_config_t, timeout),
+     UCS_CONFIG_TYPE_TIME},
+
+    {"RETRY_COUNT", "7",
+     "Retransmissions before an operation fails (0 .. 7).",
+     ucs_offsetof(strand_rc_iface_config_t, retry_count),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"RNR_TIMEOUT", "1ms",
+     "Receiver-not-ready delay this interface asks its peers to wait.",
+     ucs_offsetof(strand_rc_iface_config_t, rnr_timeout),
+     UCS_CONFIG_TYPE_TIME},
+
+    {"RNR_RETRY_COUNT", "7",
+     "Receiver-not-ready retries before failing (7: for ever).",
+     ucs_offsetof(strand_rc_iface_config_t, rnr_retry_count),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"MAX_INLINE", "186",
+     "Largest data written into the WQE (AM short with its id and header, "
+     "PUT short).",
+     ucs_offsetof(strand_rc_iface_config_t, max_inline),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"TX_CQ_LEN", "0",
+     "Send CQ entries (0: MAX_EPS * TX_QUEUE_LEN + 64).",
+     ucs_offsetof(strand_rc_iface_config_t, tx_cq_len),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"RX_CQ_LEN", "0",
+     "Receive CQ entries (0: RX_QUEUE_LEN + 1).",
+     ucs_offsetof(strand_rc_iface_config_t, rx_cq_len),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"INTEGRITY", "off",
+     "Integrity-checked zero-copy GETs, as UCX_DC_STRAND_INTEGRITY: off, "
+     "crc32c or t10dif (docs/integrity.md).",
+     ucs_offsetof(strand_rc_iface_config_t, integrity),
+     UCS_CONFIG_TYPE_ENUM(strand_integrity_kind_names)},
+
+    {"INTEGRITY_RETRIES", "8",
+     "Reads again of a piece of a GET that had a bad block, before the GET "
+     "fails.",
+     ucs_offsetof(strand_rc_iface_config_t, integrity_retries),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"INTEGRITY_READ_SIZE", "8k",
+     "A checked GET is read in pieces of this many bytes, each checked and "
+     "read again on its own.",
+     ucs_offsetof(strand_rc_iface_config_t, integrity_read_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {NULL}
+};
+
+/* The configuration as the shared code reads it: what rc_strand has no
+ * option for is fixed (no DCI policy, streams, flow control or tag
+ * matching: an RC receiver that runs out of buffers is covered by
+ * receiver-not-ready retries). */
+static void strand_rc_config_to_dc(const strand_rc_iface_config_t *rc,
+                                   strand_dc_iface_config_t *dc)
+{
+    memset(dc, 0, sizeof(*dc));
+    dc->super               = rc->super;
+    dc->tx_queue_len        = rc->tx_queue_len;
+    dc->tx_cq_moderation    = rc->tx_cq_moderation;
+    dc->rx_queue_len        = rc->rx_queue_len;
+    dc->rx_max_poll         = rc->rx_max_poll;
+    dc->seg_size            = rc->seg_size;
+    dc->num_dci             = rc->max_eps;
+    dc->tx_policy           = STRAND_DC_TX_POLICY_DCS;
+    dc->quota               = UINT_MAX;
+    dc->stream_map          = STRAND_DC_STREAM_MAP_EP;
+    dc->timeout             = rc->timeout;
+    dc->retry_count         = rc->retry_count;
+    dc->rnr_timeout         = rc->rnr_timeout;
+    dc->rnr_retry_count     = rc->rnr_retry_count;
+    dc->max_inline          = rc->max_inline;
+    dc->tx_cq_len           = rc->tx_cq_len;
+    dc->rx_cq_len           = rc->rx_cq_len;
+    dc->fc_enable           = 0;
+    dc->fc_wnd_size         = 512;
+    dc->fc_soft_thresh      = 0.5;
+    dc->fc_hard_req_timeout = UCS_TIME_INFINITY;
+    dc->rx_inline           = 0;
+    dc->tm_enable           = UCS_NO;
+    dc->tm_list_size        = 1024;
+    dc->tm_rndv_ops         = 1024;
+    dc->integrity           = rc->integrity;
+    dc->integrity_retries   = rc->integrity_retries;
+    dc->integrity_read_size = rc->integrity_read_size;
+}
+
+static uct_iface_ops_t strand_rc_iface_ops;
+
+static ucs_status_t strand_rc_iface_open(uct_md_h md, uct_worker_h worker,
+                                         const uct_iface_params_t *params,
+                                         const uct_iface_config_t *tl_config,
+                                         uct_iface_h *iface_p)
+{
+    strand_dc_iface_config_t config;
+
+    strand_rc_config_to_dc(ucs_derived_of(tl_config,
+                                          strand_rc_iface_config_t),
+                           &config);
+    return strand_dc_iface_create(md, worker, params, tl_config, &config, 1,
+                                  &strand_rc_iface_ops, iface_p);
+}
+
+static ucs_status_t strand_rc_iface_query(uct_iface_h tl_iface,
+                                          uct_iface_attr_t *attr)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+    ucs_status_t status      = strand_dc_iface_query(tl_iface, attr);
+
+    if (status != UCS_OK) {
+        return status;
+    }
+    attr->cap.flags      &= ~UCT_IFACE_FLAG_CONNECT_TO_IFACE;
+    attr->cap.flags      |= UCT_IFACE_FLAG_CONNECT_TO_EP;
+    attr->iface_addr_len  = 0;
+    attr->ep_addr_len     = sizeof(strand_rc_ep_addr_t);
+    attr->max_num_eps     = iface->num_dci;
+    /* a QP per peer: each one costs the NIC a context (as UCX's rc) */
+    attr->latency.m       = 1e-9;
+    return UCS_OK;
+}
+
+static ucs_status_t strand_rc_iface_get_address(uct_iface_h tl_iface,
+                                                uct_iface_addr_t *addr)
+{
+    return UCS_OK; /* none: peers connect to an endpoint */
+}
+
+/* ----------------------------------------------------------- endpoints */
+
+static ucs_status_t strand_rc_ep_get_address(uct_ep_h tl_ep,
+                                             uct_ep_addr_t *addr)
+{
+    strand_dc_ep_t *ep       = ucs_derived_of(tl_ep, strand_dc_ep_t);
+    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_dc_iface_t);
+    strand_rc_ep_addr_t *a   = (strand_rc_ep_addr_t*)addr;
+    uint32_t qpn             = iface->dcis[ep->dci].qp.qpn;
+
+    a->qpn[0] = (uint8_t)qpn;
+    a->qpn[1] = (uint8_t)(qpn >> 8);
+    a->qpn[2] = (uint8_t)(qpn >> 16);
+    a->flags  = 0;
+    return UCS_OK;
+}
+
+/* Where the peer QP is: its number, and its port from the device address
+ * (LID on InfiniBand, GID on Ethernet). */
+static void strand_rc_dest(const strand_dc_iface_t *iface,
+                           const strand_dc_device_addr_t *dev_addr,
+                           const strand_rc_ep_addr_t *ep_addr,
+                           strand_dev_rc_dest_t *dest)
+{
+    memset(dest, 0, sizeof(*dest));
+    dest->qpn = ep_addr->qpn[0] | ((uint32_t)ep_addr->qpn[1] << 8) |
+                ((uint32_t)ep_addr->qpn[2] << 16);
+    if (dev_addr->flags & STRAND_DC_ADDR_FLAG_ETH) {
+        memcpy(dest->gid.raw, dev_addr->gid, sizeof(dest->gid.raw));
+    } else {
+        dest->lid = dev_addr->ib.lid;
+    }
+}
+
+static ucs_status_t strand_rc_ep_connect_to_ep(uct_ep_h tl_ep,
+                                               const uct_device_addr_t *da,
+                                               const uct_ep_addr_t *ea)
+{
+    strand_dc_ep_t *ep       = ucs_derived_of(tl_ep, strand_dc_ep_t);
+    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_dc_iface_t);
+    const strand_dc_device_addr_t *dev_addr = (const void*)da;
+    strand_dc_dci_t *dci     = &iface->dcis[ep->dci];
+    strand_dev_t *dev        = iface->dev;
+    strand_dev_rc_attr_t attr;
+    strand_dev_rc_dest_t dest;
+    unsigned av_size;
+    ucs_status_t status;
+    char peer[96];
+    int err;
+
+    if (!strand_dc_addr_is_reachable(iface, dev_addr)) {
+        ucs_error("%s: rc_strand: the device address of the peer is not "
+                  "reachable from here (another link layer, subnet or "
+                  "fabric, or a malformed address)", dev->info.name);
+        return UCS_ERR_UNREACHABLE;
+    }
+    if (dci->state != STRAND_DC_DCI_FREE) {
+        ucs_error("%s: rc_strand: endpoint %p is connected already",
+                  dev->info.name, ep);
+        return UCS_ERR_ALREADY_EXISTS;
+    }
+    strand_rc_dest(iface, dev_addr, (const strand_rc_ep_addr_t*)ea, &dest);
+    /* the path as a DC address vector would name it: for the messages and
+     * for telling peers apart (peer_key); RC WQEs carry none */
+    status = strand_dc_addr_make_av(iface, dev_addr, dest.qpn, &ep->av,
+                                    &av_size);
+    if (status != UCS_OK) {
+        return status;
+    }
+    strand_dc_rc_attr(iface, &attr);
+    err = dev->ops->connect_rc(dev, &dci->qp, &attr, &dest);
+    if (err != 0) {
+        ucs_error("%s: rc_strand: failed to connect QP 0x%x to %s: %s",
+                  dev->info.name, dci->qp.qpn,
+                  strand_dc_addr_av_str(&ep->av, peer, sizeof(peer)),
+                  strerror(err));
+        return UCS_ERR_IO_ERROR;
+    }
+    ep->dctn     = dest.qpn;
+    ep->peer_key = strand_dc_addr_peer_key(&ep->av);
+    dci->state   = STRAND_DC_DCI_ACTIVE;
+    ucs_debug("%s: rc_strand ep %p: QP 0x%x connected to %s",
+              dev->info.name, ep, dci->qp.qpn,
+              strand_dc_addr_av_str(&ep->av, peer, sizeof(peer)));
+    return UCS_OK;
+}
+
+/* ------------------------------------------------------------ the tl */
+
+static uct_iface_ops_t strand_rc_iface_ops = {
+    .ep_am_short              = strand_dc_ep_am_short,
+    .ep_am_short_iov          = strand_dc_ep_am_short_iov,
+    .ep_am_bcopy              = strand_dc_ep_am_bcopy,
+    .ep_am_zcopy              = strand_dc_ep_am_zcopy,
+    .ep_put_short             = strand_dc_ep_put_short,
+    .ep_put_bcopy             = strand_dc_ep_put_bcopy,
+    .ep_put_zcopy             = strand_dc_ep_put_zcopy,
+    .ep_get_bcopy             = strand_dc_ep_get_bcopy,
+    .ep_get_zcopy             = strand_dc_ep_get_zcopy,
+    .ep_atomic_cswap64        = strand_dc_ep_atomic_cswap64,
+    .ep_atomic_cswap32        = strand_dc_ep_atomic_cswap32,
+    .ep_atomic64_post         = strand_dc_ep_atomic64_post,
+    .ep_atomic32_post         = strand_dc_ep_atomic32_post,
+    .ep_atomic64_fetch        = strand_dc_ep_atomic64_fetch,
+    .ep_atomic32_fetch        = strand_dc_ep_atomic32_fetch,
+    .ep_pending_add           = strand_dc_ep_pending_add,
+    .ep_pending_purge         = strand_dc_ep_pending_purge,
+    .ep_flush                 = strand_dc_ep_flush,
+    .ep_fence                 = strand_dc_ep_fence,
+    .ep_check                 = strand_dc_ep_check,
+    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(strand_dc_ep_t),
+    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(strand_dc_ep_t),
+    .ep_get_address           = strand_rc_ep_get_address,
+    .ep_connect_to_ep         = strand_rc_ep_connect_to_ep,
+    .iface_flush              = strand_dc_iface_flush,
+    .iface_fence              = strand_dc_iface_fence,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = strand_dc_iface_progress,
+    .iface_event_fd_get       = strand_dc_iface_event_fd_get,
+    .iface_event_arm          = strand_dc_iface_event_arm,
+    .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(strand_dc_iface_t),
+    .iface_query              = strand_rc_iface_query,
+    .iface_get_device_address = strand_dc_iface_get_device_address,
+    .iface_get_address        = strand_rc_iface_get_address,
+    .iface_is_reachable       = strand_dc_iface_is_reachable,
+};
+
+uct_tl_t uct_rc_strand_tl = {
+    .name          = STRAND_RC_TL_NAME,
+    .query_devices = strand_dc_query_devices,
+    .iface_open    = strand_rc_iface_open,
+    .config = {
+        .name   = STRAND_RC_TL_NAME " transport",
+        .prefix = STRAND_RC_CONFIG_PREFIX,
+        .table  = strand_rc_iface_config_table,
+        .size   = sizeof(strand_rc_iface_config_t),
+    }
+};

@@ -1,0 +1,47 @@
+/*
+ * rc_strand: the RC transport of the strand component. An endpoint has an
+ * RC queue pair of its own, connected to one peer endpoint
+ * (UCT_IFACE_FLAG_CONNECT_TO_EP: uct_ep_create without address, the peer's
+ * endpoint address with uct_ep_connect_to_ep); receives land on the
+ * interface's shared receive queue.
+ *
+ * The data path is dc_strand's, not a copy: the same WQE building, send
+ * queue tracking, completions, receive ring, recovery and integrity
+ * checks, the QP of an endpoint held in a DCI slot as a DCI it never gives
+ * back, its WQEs without address vector. What is RC's alone is here:
+ * configuration, addresses and connection.
+ */
+#ifndef STRAND_RC_IFACE_H_
+#define STRAND_RC_IFACE_H_
+
+#include "uct_mlx5/dc/dc_iface.h"
+
+/* Endpoint address: the QP number (24 bits), and flags. */
+typedef struct strand_rc_ep_addr {
+    uint8_t qpn[3];
+    uint8_t flags;
+} UCS_S_PACKED strand_rc_ep_addr_t;
+
+typedef struct strand_rc_iface_config {
+    uct_iface_config_t super;
+    unsigned           tx_queue_len;
+    unsigned           tx_cq_moderation;
+    unsigned           rx_queue_len;
+    unsigned long      rx_max_poll;
+    size_t             seg_size;
+    unsigned           max_eps;
+    double             timeout;
+    unsigned           retry_count;
+    double             rnr_timeout;
+    unsigned           rnr_retry_count;
+    size_t             max_inline;
+    unsigned           tx_cq_len;
+    unsigned           rx_cq_len;
+    int                integrity;       /* strand_integrity_kind_t */
+    unsigned           integrity_retries;
+    size_t             integrity_read_size;
+} strand_rc_iface_config_t;
+
+extern uct_tl_t uct_rc_strand_tl;
+
+#endif
