@@ -8,6 +8,41 @@
 #include <ucs/async/async.h>
 #include <ucs/debug/log.h>
 #include <errno.h>
+#include <pthread.h>
+
+/* The async fds this process watches. Two memory domains of one process
+ * can share a device context (the software device has one per process;
+ * Open MPI's pml and osc each open UCP): the first one watches it, and the
+ * second does not try (UCS would log an error for the taken fd). */
+#define STRAND_ASYNC_MAX_WATCHED 64
+static pthread_mutex_t strand_async_lock = PTHREAD_MUTEX_INITIALIZER;
+static int strand_async_watched[STRAND_ASYNC_MAX_WATCHED];
+static unsigned strand_async_num_watched;
+
+static int strand_async_is_watched(int fd)
+{
+    unsigned i;
+
+    for (i = 0; i < strand_async_num_watched; ++i) {
+        if (strand_async_watched[i] == fd) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void strand_async_unwatch(int fd)
+{
+    unsigned i;
+
+    for (i = 0; i < strand_async_num_watched; ++i) {
+        if (strand_async_watched[i] == fd) {
+            strand_async_watched[i] =
+                strand_async_watched[--strand_async_num_watched];
+            return;
+        }
+    }
+}
 
 static ucs_log_level_t strand_async_level(enum ibv_event_type type)
 {
@@ -62,22 +97,29 @@ ucs_status_t strand_async_init(strand_async_t *a, strand_dev_t *dev)
     if ((dev->async_fd < 0) || (dev->ops->get_async_event == NULL)) {
         return UCS_OK;
     }
-    status = ucs_async_set_event_handler(UCS_ASYNC_MODE_THREAD_SPINLOCK,
-                                         dev->async_fd, UCS_EVENT_SET_EVREAD,
-                                         strand_async_cb, a, NULL);
-    if (status == UCS_ERR_ALREADY_EXISTS) {
-        /* another MD of this process has the same device context (the
-         * software device has one per process; e.g. Open MPI's pml and
-         * osc each open UCP): that one reads the events */
+    pthread_mutex_lock(&strand_async_lock);
+    if (strand_async_is_watched(dev->async_fd) ||
+        (strand_async_num_watched == STRAND_ASYNC_MAX_WATCHED)) {
+        /* another memory domain of this process reads the events */
         ucs_debug("%s: async events read by another memory domain",
                   dev->info.name);
-    } else if (status != UCS_OK) {
+        status = UCS_ERR_ALREADY_EXISTS;
+    } else {
+        status = ucs_async_set_event_handler(UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                             dev->async_fd,
+                                             UCS_EVENT_SET_EVREAD,
+                                             strand_async_cb, a, NULL);
+        if (status == UCS_OK) {
+            strand_async_watched[strand_async_num_watched++] = dev->async_fd;
+            a->registered = 1;
+        }
+    }
+    pthread_mutex_unlock(&strand_async_lock);
+    if ((status != UCS_OK) && (status != UCS_ERR_ALREADY_EXISTS)) {
         /* not fatal: the DCIs recover from their CQEs; the events are
          * then read when the VFS file is read and at close */
         ucs_diag("%s: cannot watch the device's async events: %s",
                  dev->info.name, ucs_status_string(status));
-    } else {
-        a->registered = 1;
     }
     return UCS_OK;
 }
@@ -86,6 +128,9 @@ void strand_async_cleanup(strand_async_t *a)
 {
     if (a->registered) {
         ucs_async_remove_handler(a->dev->async_fd, 1);
+        pthread_mutex_lock(&strand_async_lock);
+        strand_async_unwatch(a->dev->async_fd);
+        pthread_mutex_unlock(&strand_async_lock);
         a->registered = 0;
     }
     strand_async_drain(a);

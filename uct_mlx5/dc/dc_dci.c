@@ -353,6 +353,15 @@ static void strand_dc_dci_wake_waiters(strand_dc_iface_t *iface,
     }
 }
 
+void strand_dc_dci_rc_connected(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    strand_dc_dci_t *dci = &iface->dcis[ep->dci];
+
+    dci->state = STRAND_DC_DCI_ACTIVE;
+    strand_dc_dci_wake_waiters(iface, dci);
+    strand_dc_ep_schedule(iface, ep);
+}
+
 static void strand_dc_op_deliver(strand_dc_iface_t *iface, strand_dc_op_t *op)
 {
     switch (op->type) {

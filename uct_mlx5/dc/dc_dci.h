@@ -153,6 +153,9 @@ void strand_dc_dci_pool_show(strand_dc_iface_t *iface,
 ucs_status_t strand_dc_dci_rc_take(strand_dc_iface_t *iface,
                                    struct strand_dc_ep *ep);
 void strand_dc_dci_rc_give(strand_dc_iface_t *iface, struct strand_dc_ep *ep);
+/* the QP of ep was connected: ep posts, its pending requests go */
+void strand_dc_dci_rc_connected(strand_dc_iface_t *iface,
+                                struct strand_dc_ep *ep);
 void strand_dc_rc_attr(const strand_dc_iface_t *iface,
                        strand_dev_rc_attr_t *attr);
 

@@ -828,14 +828,17 @@ ucs_status_t strand_dc_ep_send_ctrl(strand_dc_ep_t *ep, uint8_t am_id,
 ucs_status_t strand_dc_ep_check(uct_ep_h tl_ep, unsigned flags,
                                 uct_completion_t *comp)
 {
-    strand_dc_ep_t *ep = ucs_derived_of(tl_ep, strand_dc_ep_t);
+    strand_dc_ep_t *ep       = ucs_derived_of(tl_ep, strand_dc_ep_t);
+    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_dc_iface_t);
     ucs_status_t status;
 
     UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
     if (ep->flags & STRAND_DC_EP_FLAG_FAILED) {
         return UCS_OK; /* already reported */
     }
-    if (ep->dci != STRAND_DC_DCI_NONE) {
+    if ((ep->dci != STRAND_DC_DCI_NONE) &&
+        (!iface->rc || (iface->dcis[ep->dci].outstanding > 0))) {
         return UCS_OK; /* outstanding work will tell */
     }
     status = strand_dc_ep_send_ctrl(ep, STRAND_DC_AM_KEEPALIVE, NULL, 0);
@@ -1066,12 +1069,11 @@ UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
     char peer[96];
 
     if (iface->rc) {
-        /* rc_strand: a QP of its own now, its peer with connect_to_ep */
+        /* rc_strand: a QP of its own now; rc/rc_iface.c connects it */
         UCT_CHECK_PARAM(!(params->field_mask &
                           (UCT_EP_PARAM_FIELD_DEV_ADDR |
                            UCT_EP_PARAM_FIELD_IFACE_ADDR)),
-                        "rc_strand connects to an endpoint: create it "
-                        "without addresses, then uct_ep_connect_to_ep");
+                        "an rc_strand QP is created without addresses");
     } else {
         UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
     }
@@ -1109,6 +1111,7 @@ UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
     self->av_ds       = av_size / STRAND_WQE_DS;
     self->peer_key    = strand_dc_addr_peer_key(&self->av);
 common:
+    self->rc_conn     = NULL;
     self->dci         = STRAND_DC_DCI_NONE;
     self->stream      = 0;
     self->held        = 0;

@@ -51,6 +51,8 @@ typedef struct strand_dc_ep {
     uint16_t            fc_seq;       /* its last credit request */
     uint16_t            fc_seq_first; /* the first of the current wait */
     ucs_time_t          fc_req_time;  /* when it last asked */
+    struct strand_rc_conn *rc_conn;   /* rc_strand: its connection
+                                         (rc/rc_cm.c) */
 } strand_dc_ep_t;
 
 /* ds units of the ctrl segment and the address vector */

@@ -13,6 +13,8 @@
  *   RECV_SIG   arms the receive CQ for solicited CQEs: active messages and
  *              flow-control requests are sent solicited; keepalive probes
  *              are not.
+ * rc_strand's connection manager (a companion DC interface, rc/rc_cm.c)
+ * reports to its parent's channel: any armed wait arms its CQs too.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -27,7 +29,7 @@ ucs_status_t strand_dc_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
 {
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
 
-    *fd_p = iface->channel.fd;
+    *fd_p = iface->chan->fd;
     return UCS_OK;
 }
 
@@ -46,49 +48,77 @@ static void strand_dc_cq_arm(strand_dev_cq_t *cq, uint8_t sn, uint32_t ci,
     }
 }
 
-/* Take the events that woke us off the channel: each one consumed an arm of
- * its CQ, so that CQ's sequence number moves on. */
+/* An event of cq consumed an arm of it: its sequence number moves on.
+ * Returns 0 when cq is not iface's. */
+static int strand_dc_iface_count_event(strand_dc_iface_t *iface,
+                                       strand_dev_cq_t *cq)
+{
+    if (cq == &iface->tx_cq) {
+        ++iface->tx_arm_sn;
+    } else if (cq == &iface->rx_cq) {
+        ++iface->rx_arm_sn;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* Take the events that woke us off the channel (ours, and those of a
+ * companion that reports to it). */
 static void strand_dc_iface_ack_events(strand_dc_iface_t *iface)
 {
     strand_dev_t *dev = iface->dev;
     strand_dev_cq_t *cq;
 
-    while (dev->ops->get_cq_event(dev, &iface->channel, &cq) == 0) {
-        if (cq == &iface->tx_cq) {
-            ++iface->tx_arm_sn;
-        } else if (cq == &iface->rx_cq) {
-            ++iface->rx_arm_sn;
+    while (dev->ops->get_cq_event(dev, iface->chan, &cq) == 0) {
+        if (!strand_dc_iface_count_event(iface, cq) &&
+            (iface->companion != NULL)) {
+            strand_dc_iface_count_event(iface->companion, cq);
         }
     }
 }
 
 static int strand_dc_iface_has_work(strand_dc_iface_t *iface, int tx, int rx)
 {
-    return (tx && strand_dc_cq_has_work(&iface->tx_cq, iface->tx_cqe_shift,
+    return !ucs_arbiter_is_empty(&iface->arbiter) ||
+           (tx && strand_dc_cq_has_work(&iface->tx_cq, iface->tx_cqe_shift,
                                         iface->tx_ci)) ||
            (rx && strand_dc_cq_has_work(&iface->rx_cq, iface->rx_cqe_shift,
                                         iface->rx_ci));
 }
 
-ucs_status_t strand_dc_iface_event_arm(uct_iface_h tl_iface, unsigned events)
+static void strand_dc_iface_arm_cqs(strand_dc_iface_t *iface, int tx, int rx,
+                                    int rx_sol)
 {
-    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
-    int tx        = !!(events & UCT_EVENT_SEND_COMP);
-    int rx        = !!(events & (UCT_EVENT_SEND_COMP | UCT_EVENT_RECV |
-                                 UCT_EVENT_RECV_SIG));
-    int rx_sol    = !(events & UCT_EVENT_RECV);
-
-    strand_dc_iface_ack_events(iface);
-    if (!ucs_arbiter_is_empty(&iface->arbiter) ||
-        strand_dc_iface_has_work(iface, tx, rx)) {
-        return UCS_ERR_BUSY;
-    }
     if (tx) {
         strand_dc_cq_arm(&iface->tx_cq, iface->tx_arm_sn, iface->tx_ci, 0);
     }
     if (rx) {
         strand_dc_cq_arm(&iface->rx_cq, iface->rx_arm_sn, iface->rx_ci,
                          rx_sol);
+    }
+}
+
+ucs_status_t strand_dc_iface_event_arm(uct_iface_h tl_iface, unsigned events)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+    strand_dc_iface_t *cm    = iface->companion;
+    int tx        = !!(events & UCT_EVENT_SEND_COMP);
+    int rx        = !!(events & (UCT_EVENT_SEND_COMP | UCT_EVENT_RECV |
+                                 UCT_EVENT_RECV_SIG));
+    int rx_sol    = !(events & UCT_EVENT_RECV);
+
+    strand_dc_iface_ack_events(iface);
+    /* a companion's messages (connection requests and replies, sent
+     * solicited) and its failures matter to every kind of waiter */
+    if (strand_dc_iface_has_work(iface, tx, rx) ||
+        ((cm != NULL) && (events != 0) &&
+         strand_dc_iface_has_work(cm, 1, 1))) {
+        return UCS_ERR_BUSY;
+    }
+    strand_dc_iface_arm_cqs(iface, tx, rx, rx_sol);
+    if ((cm != NULL) && (events != 0)) {
+        strand_dc_iface_arm_cqs(cm, 1, 1, 1);
     }
     return UCS_OK;
 }

@@ -515,7 +515,12 @@ ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
     if (status != UCS_OK) {
         return status;
     }
-    attr->latency             = ucs_linear_func_make(perf.latency,
+    /* a DCI that changes its target sends a DC connect packet first (and
+     * the DCT answers it): UCX's dc_mlx5 counts 60 ns for it; an RC QP
+     * has no such cost, so UCP prefers rc_strand at small scale */
+    attr->latency             = ucs_linear_func_make(perf.latency +
+                                                     (iface->rc ? 0 :
+                                                      STRAND_DC_CONNECT_LATENCY),
                                                      perf.latency_per_ep);
     attr->bandwidth.dedicated = 0;
     attr->bandwidth.shared    = perf.bandwidth;
@@ -931,7 +936,7 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
                            const uct_iface_params_t *params,
                            const uct_iface_config_t *tl_config,
                            const strand_dc_iface_config_t *config, int rc,
-                           uct_iface_ops_t *ops)
+                           strand_dc_iface_t *parent, uct_iface_ops_t *ops)
 {
     strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
     const char *tl_name = rc ? STRAND_RC_TL_NAME : STRAND_DC_TL_NAME;
@@ -1050,17 +1055,23 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     }
 
     /* a channel of its own: events of other interfaces on the same device
-     * never wake (or get drained by) this one */
-    err = dev->ops->create_channel(dev, &self->channel);
-    if (err != 0) {
-        ucs_error("%s: failed to create a completion channel: %s",
-                  dev->info.name, strerror(err));
-        status = strand_dc_errno_status(err);
-        goto err;
+     * never wake (or get drained by) this one; a companion reports to its
+     * parent's (dc_event.c) */
+    if (parent != NULL) {
+        self->chan = parent->chan;
+    } else {
+        err = dev->ops->create_channel(dev, &self->channel);
+        if (err != 0) {
+            ucs_error("%s: failed to create a completion channel: %s",
+                      dev->info.name, strerror(err));
+            status = strand_dc_errno_status(err);
+            goto err;
+        }
+        self->have_channel = 1;
+        self->chan         = &self->channel;
     }
-    self->have_channel = 1;
 
-    err = dev->ops->create_cq(dev, tx_cq_len, &self->channel, &self->tx_cq);
+    err = dev->ops->create_cq(dev, tx_cq_len, self->chan, &self->tx_cq);
     if (err != 0) {
         ucs_error("%s: failed to create send CQ of %u: %s", dev->info.name,
                   tx_cq_len, strerror(err));
@@ -1068,7 +1079,7 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
         goto err;
     }
     self->have_tx_cq = 1;
-    err = dev->ops->create_cq(dev, rx_cq_len, &self->channel, &self->rx_cq);
+    err = dev->ops->create_cq(dev, rx_cq_len, self->chan, &self->rx_cq);
     if (err != 0) {
         ucs_error("%s: failed to create receive CQ of %u: %s",
                   dev->info.name, rx_cq_len, strerror(err));
@@ -1184,11 +1195,13 @@ ucs_status_t strand_dc_iface_create(uct_md_h md, uct_worker_h worker,
                                     const uct_iface_params_t *params,
                                     const uct_iface_config_t *tl_config,
                                     const strand_dc_iface_config_t *config,
-                                    int rc, uct_iface_ops_t *ops,
+                                    int rc, strand_dc_iface_t *parent,
+                                    uct_iface_ops_t *ops,
                                     uct_iface_h *iface_p)
 {
     return UCS_CLASS_NEW(strand_dc_iface_t, iface_p, md, worker, params,
-                         tl_config, config, rc, ops);
+                         tl_config, config, rc, parent,
+                         (ops != NULL) ? ops : &strand_dc_iface_ops);
 }
 
 static ucs_status_t strand_dc_iface_open(uct_md_h md, uct_worker_h worker,
@@ -1199,7 +1212,7 @@ static ucs_status_t strand_dc_iface_open(uct_md_h md, uct_worker_h worker,
     return strand_dc_iface_create(md, worker, params, tl_config,
                                   ucs_derived_of(tl_config,
                                                  strand_dc_iface_config_t),
-                                  0, &strand_dc_iface_ops, iface_p);
+                                  0, NULL, NULL, iface_p);
 }
 
 static uct_iface_ops_t strand_dc_iface_ops = {

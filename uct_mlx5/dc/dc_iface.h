@@ -37,6 +37,8 @@
 #define STRAND_DC_MAX_SGE        16             /* data segments per WQE */
 #define STRAND_DC_AM_MAX_HDR     128            /* am_zcopy header bytes */
 #define STRAND_DC_MAX_ZCOPY      (1ul << 30)
+#define STRAND_DC_CONNECT_LATENCY 60e-9         /* DC connect packet (as
+                                                   UCX's dc_mlx5) */
 
 /* How endpoints share the DCIs (UCX_DC_STRAND_TX_POLICY). */
 typedef enum strand_dc_tx_policy {
@@ -128,6 +130,13 @@ typedef struct strand_dc_iface {
     uint8_t               min_rnr_timer; /* the receive side's RNR timer */
 
     strand_dev_channel_t  channel;       /* completion events (event fd) */
+    strand_dev_channel_t *chan;          /* where its CQs report: its own
+                                            channel, or its parent's */
+    /* rc_strand: the DC interface its connection manager talks over
+     * (rc/rc_cm.c); its CQs report to this interface's channel, so that
+     * connection requests wake a sleeping worker */
+    struct strand_dc_iface *companion;
+    struct strand_rc_cm   *rc_cm;
     strand_dev_cq_t       tx_cq;
     strand_dev_cq_t       rx_cq;
     uint32_t              tx_ci;
@@ -238,12 +247,15 @@ strand_dc_am_hdr_pack(const strand_dc_iface_t *iface, uint8_t *buf,
 }
 
 /* Open the interface of dc_strand (rc 0) or rc_strand (rc 1) with the
- * transport's operations table and configuration. */
+ * transport's operations table (NULL: dc_strand's) and configuration;
+ * parent: the interface whose completion channel it reports to (NULL: a
+ * channel of its own). */
 ucs_status_t strand_dc_iface_create(uct_md_h md, uct_worker_h worker,
                                     const uct_iface_params_t *params,
                                     const uct_iface_config_t *tl_config,
                                     const strand_dc_iface_config_t *config,
-                                    int rc, uct_iface_ops_t *ops,
+                                    int rc, strand_dc_iface_t *parent,
+                                    uct_iface_ops_t *ops,
                                     uct_iface_h *iface_p);
 UCS_CLASS_DECLARE_DELETE_FUNC(strand_dc_iface_t, uct_iface_t);
 ucs_status_t strand_dc_query_devices(uct_md_h uct_md,

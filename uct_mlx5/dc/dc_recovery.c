@@ -16,6 +16,7 @@
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
+#include <ucs/sys/string.h>
 #include <ucs/datastruct/queue.h>
 
 #include <string.h>
@@ -81,6 +82,21 @@ static void strand_dc_failure_add(strand_dc_iface_t *iface,
     q->status = f->status;
     memcpy(q->detail, f->detail, sizeof(q->detail));
     ep->flags |= STRAND_DC_EP_FLAG_FAIL_PENDING;
+}
+
+void strand_dc_recovery_fail(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                             ucs_status_t status, const char *detail)
+{
+    strand_dc_failure_t f = {.status = status};
+
+    ucs_strncpy_zero(f.detail, detail, sizeof(f.detail));
+    strand_dc_failure_add(iface, &f, ep);
+    /* its pending requests run, and fail, from the dispatch */
+    if (!ucs_list_is_empty(&ep->dci_wait)) {
+        ucs_list_del(&ep->dci_wait);
+        ucs_list_head_init(&ep->dci_wait);
+    }
+    strand_dc_ep_schedule(iface, ep);
 }
 
 void strand_dc_recovery_notify(strand_dc_iface_t *iface)

@@ -57,6 +57,11 @@ void strand_dc_recovery_cancel(strand_dc_iface_t *iface,
  * progress) and its work is cancelled as above */
 void strand_dc_recovery_invalidate(strand_dc_iface_t *iface,
                                    struct strand_dc_ep *ep);
+/* ep fails with status for a reason outside its DCI (rc_strand: its
+ * connection could not be made); its owner is told from progress */
+void strand_dc_recovery_fail(strand_dc_iface_t *iface,
+                             struct strand_dc_ep *ep, ucs_status_t status,
+                             const char *detail);
 /* ep is destroyed: its held WQEs are dropped, their completions
  * cancelled, and its owner is not told of a failure any more */
 void strand_dc_recovery_orphan(strand_dc_iface_t *iface,

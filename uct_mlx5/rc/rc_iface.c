@@ -1,12 +1,13 @@
 /*
- * rc_strand: configuration, capabilities, endpoint addresses and the
- * connection of an endpoint's RC QP to its peer (rc_iface.h).
+ * rc_strand: configuration, capabilities, addresses, and endpoints whose QP
+ * the connection manager connects (rc_iface.h, rc_cm.h).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
 #include "rc_iface.h"
+#include "rc_cm.h"
 #include "uct_mlx5/dc/dc_addr.h"
 #include "uct_mlx5/dc/dc_dci.h"
 #include "uct_mlx5/dc/dc_ep.h"
@@ -155,12 +156,36 @@ static ucs_status_t strand_rc_iface_open(uct_md_h md, uct_worker_h worker,
                                          uct_iface_h *iface_p)
 {
     strand_dc_iface_config_t config;
+    strand_dc_iface_t *iface;
+    uct_iface_h tl_iface;
+    ucs_status_t status;
 
     strand_rc_config_to_dc(ucs_derived_of(tl_config,
                                           strand_rc_iface_config_t),
                            &config);
-    return strand_dc_iface_create(md, worker, params, tl_config, &config, 1,
-                                  &strand_rc_iface_ops, iface_p);
+    status = strand_dc_iface_create(md, worker, params, tl_config, &config, 1,
+                                    NULL, &strand_rc_iface_ops, &tl_iface);
+    if (status != UCS_OK) {
+        return status;
+    }
+    iface  = ucs_derived_of(tl_iface, strand_dc_iface_t);
+    status = strand_rc_cm_open(iface, worker, params, tl_config, &config,
+                               &iface->rc_cm);
+    if (status != UCS_OK) {
+        UCS_CLASS_DELETE_FUNC_NAME(strand_dc_iface_t)(&iface->super.super);
+        return status;
+    }
+    *iface_p = tl_iface;
+    return UCS_OK;
+}
+
+static void strand_rc_iface_close(uct_iface_h tl_iface)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+
+    strand_rc_cm_close(iface->rc_cm);
+    iface->rc_cm = NULL;
+    UCS_CLASS_DELETE_FUNC_NAME(strand_dc_iface_t)(&iface->super.super);
 }
 
 static ucs_status_t strand_rc_iface_query(uct_iface_h tl_iface,
@@ -172,10 +197,11 @@ static ucs_status_t strand_rc_iface_query(uct_iface_h tl_iface,
     if (status != UCS_OK) {
         return status;
     }
-    attr->cap.flags      &= ~UCT_IFACE_FLAG_CONNECT_TO_IFACE;
-    attr->cap.flags      |= UCT_IFACE_FLAG_CONNECT_TO_EP;
-    attr->iface_addr_len  = 0;
-    attr->ep_addr_len     = sizeof(strand_rc_ep_addr_t);
+    /* connected to an interface: the transport wires its QPs itself */
+    attr->cap.flags      |= UCT_IFACE_FLAG_CONNECT_TO_IFACE;
+    attr->cap.flags      &= ~UCT_IFACE_FLAG_CONNECT_TO_EP;
+    attr->iface_addr_len  = strand_rc_cm_iface_addr_len();
+    attr->ep_addr_len     = 0;
     attr->max_num_eps     = iface->num_dci;
     /* a QP per peer: each one costs the NIC a context (as UCX's rc) */
     attr->latency.m       = 1e-9;
@@ -185,96 +211,85 @@ static ucs_status_t strand_rc_iface_query(uct_iface_h tl_iface,
 static ucs_status_t strand_rc_iface_get_address(uct_iface_h tl_iface,
                                                 uct_iface_addr_t *addr)
 {
-    return UCS_OK; /* none: peers connect to an endpoint */
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+
+    return strand_rc_cm_iface_addr(iface->rc_cm, addr);
+}
+
+static int strand_rc_iface_is_reachable(const uct_iface_h tl_iface,
+                                        const uct_device_addr_t *dev_addr,
+                                        const uct_iface_addr_t *iface_addr)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+
+    return strand_rc_cm_is_reachable(iface->rc_cm, dev_addr, iface_addr);
+}
+
+static unsigned strand_rc_iface_progress(uct_iface_h tl_iface)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+
+    return strand_dc_iface_progress(tl_iface) +
+           strand_rc_cm_progress(iface->rc_cm);
 }
 
 /* ----------------------------------------------------------- endpoints */
 
-static ucs_status_t strand_rc_ep_get_address(uct_ep_h tl_ep,
-                                             uct_ep_addr_t *addr)
+/* An ep: its QP now, connected by the connection manager (rc_cm.h); it
+ * posts once the peer answered. */
+static ucs_status_t strand_rc_ep_create(const uct_ep_params_t *params,
+                                        uct_ep_h *ep_p)
 {
-    strand_dc_ep_t *ep       = ucs_derived_of(tl_ep, strand_dc_ep_t);
-    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                              strand_dc_iface_t);
-    strand_rc_ep_addr_t *a   = (strand_rc_ep_addr_t*)addr;
-    uint32_t qpn             = iface->dcis[ep->dci].qp.qpn;
-
-    a->qpn[0] = (uint8_t)qpn;
-    a->qpn[1] = (uint8_t)(qpn >> 8);
-    a->qpn[2] = (uint8_t)(qpn >> 16);
-    a->flags  = 0;
-    return UCS_OK;
-}
-
-/* Where the peer QP is: its number, and its port from the device address
- * (LID on InfiniBand, GID on Ethernet). */
-static void strand_rc_dest(const strand_dc_iface_t *iface,
-                           const strand_dc_device_addr_t *dev_addr,
-                           const strand_rc_ep_addr_t *ep_addr,
-                           strand_dev_rc_dest_t *dest)
-{
-    memset(dest, 0, sizeof(*dest));
-    dest->qpn = ep_addr->qpn[0] | ((uint32_t)ep_addr->qpn[1] << 8) |
-                ((uint32_t)ep_addr->qpn[2] << 16);
-    if (dev_addr->flags & STRAND_DC_ADDR_FLAG_ETH) {
-        memcpy(dest->gid.raw, dev_addr->gid, sizeof(dest->gid.raw));
-    } else {
-        dest->lid = dev_addr->ib.lid;
-    }
-}
-
-static ucs_status_t strand_rc_ep_connect_to_ep(uct_ep_h tl_ep,
-                                               const uct_device_addr_t *da,
-                                               const uct_ep_addr_t *ea)
-{
-    strand_dc_ep_t *ep       = ucs_derived_of(tl_ep, strand_dc_ep_t);
-    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                              strand_dc_iface_t);
-    const strand_dc_device_addr_t *dev_addr = (const void*)da;
-    strand_dc_dci_t *dci     = &iface->dcis[ep->dci];
-    strand_dev_t *dev        = iface->dev;
-    strand_dev_rc_attr_t attr;
-    strand_dev_rc_dest_t dest;
-    unsigned av_size;
+    strand_dc_iface_t *iface;
+    uct_ep_params_t qp_params;
+    strand_dc_ep_t *ep;
     ucs_status_t status;
-    char peer[96];
-    int err;
 
-    if (!strand_dc_addr_is_reachable(iface, dev_addr)) {
-        ucs_error("%s: rc_strand: the device address of the peer is not "
-                  "reachable from here (another link layer, subnet or "
-                  "fabric, or a malformed address)", dev->info.name);
+    UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
+    iface = ucs_derived_of(params->iface, strand_dc_iface_t);
+    if (!strand_rc_cm_is_reachable(iface->rc_cm, params->dev_addr,
+                                   params->iface_addr)) {
+        ucs_error("%s: rc_strand: the peer's address is not reachable from "
+                  "here (another link layer, subnet or fabric, or a "
+                  "malformed address)", iface->dev->info.name);
         return UCS_ERR_UNREACHABLE;
     }
-    if (dci->state != STRAND_DC_DCI_FREE) {
-        ucs_error("%s: rc_strand: endpoint %p is connected already",
-                  dev->info.name, ep);
-        return UCS_ERR_ALREADY_EXISTS;
-    }
-    strand_rc_dest(iface, dev_addr, (const strand_rc_ep_addr_t*)ea, &dest);
-    /* the path as a DC address vector would name it: for the messages and
-     * for telling peers apart (peer_key); RC WQEs carry none */
-    status = strand_dc_addr_make_av(iface, dev_addr, dest.qpn, &ep->av,
-                                    &av_size);
+    qp_params             = *params;
+    qp_params.field_mask &= ~(UCT_EP_PARAM_FIELD_DEV_ADDR |
+                              UCT_EP_PARAM_FIELD_IFACE_ADDR);
+    status = UCS_CLASS_NEW(strand_dc_ep_t, &ep, &qp_params);
     if (status != UCS_OK) {
         return status;
     }
-    strand_dc_rc_attr(iface, &attr);
-    err = dev->ops->connect_rc(dev, &dci->qp, &attr, &dest);
-    if (err != 0) {
-        ucs_error("%s: rc_strand: failed to connect QP 0x%x to %s: %s",
-                  dev->info.name, dci->qp.qpn,
-                  strand_dc_addr_av_str(&ep->av, peer, sizeof(peer)),
-                  strerror(err));
-        return UCS_ERR_IO_ERROR;
+    status = strand_rc_cm_connect(iface->rc_cm, ep, params->dev_addr,
+                                  params->iface_addr);
+    if (status != UCS_OK) {
+        UCS_CLASS_DELETE(strand_dc_ep_t, ep);
+        return status;
     }
-    ep->dctn     = dest.qpn;
-    ep->peer_key = strand_dc_addr_peer_key(&ep->av);
-    dci->state   = STRAND_DC_DCI_ACTIVE;
-    ucs_debug("%s: rc_strand ep %p: QP 0x%x connected to %s",
-              dev->info.name, ep, dci->qp.qpn,
-              strand_dc_addr_av_str(&ep->av, peer, sizeof(peer)));
+    *ep_p = &ep->super.super;
     return UCS_OK;
+}
+
+static void strand_rc_ep_destroy(uct_ep_h tl_ep)
+{
+    strand_dc_ep_t *ep       = ucs_derived_of(tl_ep, strand_dc_ep_t);
+    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_dc_iface_t);
+
+    strand_rc_cm_forget(iface->rc_cm, ep);
+    UCS_CLASS_DELETE(strand_dc_ep_t, ep);
+}
+
+static ucs_status_t strand_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                       uct_completion_t *comp)
+{
+    strand_dc_ep_t *ep       = ucs_derived_of(tl_ep, strand_dc_ep_t);
+    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_dc_iface_t);
+
+    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    return strand_rc_cm_check(iface->rc_cm, ep);
 }
 
 /* ------------------------------------------------------------ the tl */
@@ -299,23 +314,21 @@ static uct_iface_ops_t strand_rc_iface_ops = {
     .ep_pending_purge         = strand_dc_ep_pending_purge,
     .ep_flush                 = strand_dc_ep_flush,
     .ep_fence                 = strand_dc_ep_fence,
-    .ep_check                 = strand_dc_ep_check,
-    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(strand_dc_ep_t),
-    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(strand_dc_ep_t),
-    .ep_get_address           = strand_rc_ep_get_address,
-    .ep_connect_to_ep         = strand_rc_ep_connect_to_ep,
+    .ep_check                 = strand_rc_ep_check,
+    .ep_create                = strand_rc_ep_create,
+    .ep_destroy               = strand_rc_ep_destroy,
     .iface_flush              = strand_dc_iface_flush,
     .iface_fence              = strand_dc_iface_fence,
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
-    .iface_progress           = strand_dc_iface_progress,
+    .iface_progress           = strand_rc_iface_progress,
     .iface_event_fd_get       = strand_dc_iface_event_fd_get,
     .iface_event_arm          = strand_dc_iface_event_arm,
-    .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(strand_dc_iface_t),
+    .iface_close              = strand_rc_iface_close,
     .iface_query              = strand_rc_iface_query,
     .iface_get_device_address = strand_dc_iface_get_device_address,
     .iface_get_address        = strand_rc_iface_get_address,
-    .iface_is_reachable       = strand_dc_iface_is_reachable,
+    .iface_is_reachable       = strand_rc_iface_is_reachable,
 };
 
 uct_tl_t uct_rc_strand_tl = {

@@ -1,9 +1,9 @@
 /*
  * rc_strand: the RC transport of the strand component. An endpoint has an
- * RC queue pair of its own, connected to one peer endpoint
- * (UCT_IFACE_FLAG_CONNECT_TO_EP: uct_ep_create without address, the peer's
- * endpoint address with uct_ep_connect_to_ep); receives land on the
- * interface's shared receive queue.
+ * RC queue pair of its own, which the transport connects to a QP of the
+ * peer interface (UCT_IFACE_FLAG_CONNECT_TO_IFACE: uct_ep_create with the
+ * peer's device and interface addresses; rc_cm.h says how); receives land
+ * on the interface's shared receive queue.
  *
  * The data path is dc_strand's, not a copy: the same WQE building, send
  * queue tracking, completions, receive ring, recovery and integrity
@@ -15,12 +15,6 @@
 #define STRAND_RC_IFACE_H_
 
 #include "uct_mlx5/dc/dc_iface.h"
-
-/* Endpoint address: the QP number (24 bits), and flags. */
-typedef struct strand_rc_ep_addr {
-    uint8_t qpn[3];
-    uint8_t flags;
-} UCS_S_PACKED strand_rc_ep_addr_t;
 
 typedef struct strand_rc_iface_config {
     uct_iface_config_t super;

@@ -1,0 +1,767 @@
+/*
+ * rc_strand's connection manager (rc_cm.h): requests, answers and
+ * disconnects over a companion dc_strand interface, the responder QPs it
+ * makes for its peers, and the state of each endpoint's connection.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "rc_cm.h"
+#include "uct_mlx5/dc/dc_addr.h"
+#include "uct_mlx5/dc/dc_dci.h"
+#include "uct_mlx5/dc/dc_ep.h"
+#include "uct_mlx5/dc/dc_recovery.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/datastruct/khash.h>
+
+#include <string.h>
+
+#define STRAND_RC_CM_AM_ID  0   /* the companion interface is ours alone */
+
+/* The companion interface: few, small messages. */
+#define STRAND_RC_CM_NUM_DCI   4
+#define STRAND_RC_CM_TX_QUEUE  32
+#define STRAND_RC_CM_RX_QUEUE  128
+#define STRAND_RC_CM_SEG_SIZE  256
+
+typedef enum strand_rc_cm_msg_type {
+    STRAND_RC_CM_REQ  = 1,
+    STRAND_RC_CM_REP  = 2,
+    STRAND_RC_CM_DISC = 3
+} strand_rc_cm_msg_type_t;
+
+/* Every message: what follows the 8-byte AM header (the connection id). A
+ * REQ names its sender: its manager's interface address and its device
+ * address (the key of a peer, as flow control keys its requesters). */
+typedef struct strand_rc_cm_msg {
+    uint8_t             type;      /* strand_rc_cm_msg_type_t */
+    int8_t              status;    /* REP: UCS_OK or why not */
+    uint16_t            reserved;
+    uint32_t            qpn;       /* REQ: requester's QP; REP, DISC: the
+                                      responder QP */
+    strand_dc_fc_peer_t from;      /* REQ, DISC: the sender */
+} UCS_S_PACKED strand_rc_cm_msg_t;
+
+/* A peer manager, and the endpoint of ours that talks to it. */
+typedef struct strand_rc_cm_peer {
+    strand_dc_fc_peer_t key;
+    uct_ep_h            ep;
+} strand_rc_cm_peer_t;
+
+typedef enum strand_rc_conn_state {
+    STRAND_RC_CONN_REQUESTED,   /* REQ sent (or waiting to go) */
+    STRAND_RC_CONN_CONNECTED
+} strand_rc_conn_state_t;
+
+/* An endpoint's connection (ep->rc_conn). One whose ep was destroyed before
+ * the answer stays until the answer comes, to be disconnected. */
+typedef struct strand_rc_conn {
+    uint64_t               id;
+    strand_dc_ep_t        *ep;          /* NULL: destroyed */
+    strand_rc_cm_peer_t   *peer;        /* NULL: the peer failed */
+    strand_dc_device_addr_t dev_addr;   /* the peer's */
+    uint32_t               remote_qpn;  /* the responder QP, once REP */
+    uint8_t                state;       /* strand_rc_conn_state_t */
+} strand_rc_conn_t;
+
+/* A QP of ours answering a peer's endpoint. */
+typedef struct strand_rc_responder {
+    strand_dev_qp_t     qp;
+    uint64_t            conn_id;
+    strand_dc_fc_peer_t requester;
+} strand_rc_responder_t;
+
+/* A message waiting for room on a manager endpoint. */
+typedef struct strand_rc_cm_outgoing {
+    uct_pending_req_t   super;
+    strand_rc_cm_t     *cm;
+    uct_ep_h            ep;
+    uint64_t            conn_id;
+    strand_rc_cm_msg_t  msg;
+} strand_rc_cm_outgoing_t;
+
+KHASH_INIT(strand_rc_cm_peers, strand_dc_fc_peer_t, strand_rc_cm_peer_t*, 1,
+           strand_dc_fc_peer_hash, strand_dc_fc_peer_equal)
+KHASH_MAP_INIT_INT64(strand_rc_cm_conns, strand_rc_conn_t*)
+KHASH_MAP_INIT_INT(strand_rc_cm_responders, strand_rc_responder_t*)
+
+struct strand_rc_cm {
+    strand_dc_iface_t              *iface;     /* rc_strand */
+    strand_dc_iface_t              *dc;        /* the companion */
+    strand_dc_fc_peer_t             self;      /* our key, as peers see it */
+    uint64_t                        next_id;
+    khash_t(strand_rc_cm_peers)     peers;
+    khash_t(strand_rc_cm_conns)     conns;     /* by id */
+    khash_t(strand_rc_cm_responders) responders; /* by QP number */
+};
+
+/* ------------------------------------------------------------ addresses */
+
+static strand_dc_fc_peer_t
+strand_rc_cm_key(const strand_dc_iface_t *dc,
+                 const strand_dc_device_addr_t *dev_addr,
+                 const strand_dc_iface_addr_t *iface_addr)
+{
+    strand_dc_fc_peer_t key;
+
+    memset(&key, 0, sizeof(key));
+    memcpy(key.bytes, iface_addr, sizeof(*iface_addr));
+    memcpy(key.bytes + sizeof(*iface_addr), dev_addr,
+           strand_dc_addr_device_len(dc));
+    return key;
+}
+
+static const strand_dc_iface_addr_t *
+strand_rc_cm_key_iface(const strand_dc_fc_peer_t *key)
+{
+    return (const strand_dc_iface_addr_t*)key->bytes;
+}
+
+static const strand_dc_device_addr_t *
+strand_rc_cm_key_device(const strand_dc_fc_peer_t *key)
+{
+    return (const strand_dc_device_addr_t*)(key->bytes +
+                                            sizeof(strand_dc_iface_addr_t));
+}
+
+size_t strand_rc_cm_iface_addr_len(void)
+{
+    return sizeof(strand_dc_iface_addr_t);
+}
+
+ucs_status_t strand_rc_cm_iface_addr(strand_rc_cm_t *cm,
+                                     uct_iface_addr_t *addr)
+{
+    strand_dc_addr_pack_iface(cm->dc, (strand_dc_iface_addr_t*)addr);
+    return UCS_OK;
+}
+
+int strand_rc_cm_is_reachable(strand_rc_cm_t *cm,
+                              const uct_device_addr_t *dev_addr,
+                              const uct_iface_addr_t *iface_addr)
+{
+    return strand_dc_iface_is_reachable(&cm->dc->super.super, dev_addr,
+                                        iface_addr);
+}
+
+/* ------------------------------------------------------------- sending */
+
+static ucs_status_t strand_rc_cm_send_now(uct_ep_h ep, uint64_t conn_id,
+                                          const strand_rc_cm_msg_t *msg)
+{
+    return uct_ep_am_short(ep, STRAND_RC_CM_AM_ID, conn_id, msg,
+                           sizeof(*msg));
+}
+
+static ucs_status_t strand_rc_cm_outgoing_progress(uct_pending_req_t *self)
+{
+    strand_rc_cm_outgoing_t *out = ucs_derived_of(self,
+                                                  strand_rc_cm_outgoing_t);
+    ucs_status_t status;
+
+    status = strand_rc_cm_send_now(out->ep, out->conn_id, &out->msg);
+    if (status != UCS_ERR_NO_RESOURCE) {
+        /* sent, or the peer failed (its error handler tells) */
+        ucs_free(out);
+        return UCS_OK;
+    }
+    return status;
+}
+
+/* A message to the peer of ep; when there is no room, it waits in ep's
+ * pending queue (after any earlier one: they keep their order). */
+static ucs_status_t strand_rc_cm_send(strand_rc_cm_t *cm, uct_ep_h ep,
+                                      uint64_t conn_id,
+                                      const strand_rc_cm_msg_t *msg)
+{
+    strand_rc_cm_outgoing_t *out;
+    ucs_status_t status;
+
+    for (;;) {
+        status = strand_rc_cm_send_now(ep, conn_id, msg);
+        if (status != UCS_ERR_NO_RESOURCE) {
+            return status;
+        }
+        out = ucs_malloc(sizeof(*out), "strand_rc_cm_outgoing");
+        if (out == NULL) {
+            return UCS_ERR_NO_MEMORY;
+        }
+        out->super.func = strand_rc_cm_outgoing_progress;
+        out->cm         = cm;
+        out->ep         = ep;
+        out->conn_id    = conn_id;
+        out->msg        = *msg;
+        status = uct_ep_pending_add(ep, &out->super, 0);
+        if (status == UCS_OK) {
+            return UCS_OK;
+        }
+        ucs_free(out); /* UCS_ERR_BUSY: room again, send */
+    }
+}
+
+static void strand_rc_cm_outgoing_purge(uct_pending_req_t *self, void *arg)
+{
+    ucs_free(ucs_derived_of(self, strand_rc_cm_outgoing_t));
+}
+
+/* ---------------------------------------------------------------- peers */
+
+static strand_rc_cm_peer_t *
+strand_rc_cm_peer_get(strand_rc_cm_t *cm, const strand_dc_fc_peer_t *key)
+{
+    strand_rc_cm_peer_t *peer;
+    uct_ep_params_t params;
+    ucs_status_t status;
+    khiter_t it;
+    int ret;
+
+    it = kh_get(strand_rc_cm_peers, &cm->peers, *key);
+    if (it != kh_end(&cm->peers)) {
+        return kh_value(&cm->peers, it);
+    }
+    peer = ucs_calloc(1, sizeof(*peer), "strand_rc_cm_peer");
+    if (peer == NULL) {
+        return NULL;
+    }
+    peer->key         = *key;
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = &cm->dc->super.super;
+    params.dev_addr   = (const uct_device_addr_t*)
+                        strand_rc_cm_key_device(key);
+    params.iface_addr = (const uct_iface_addr_t*)strand_rc_cm_key_iface(key);
+    status = uct_ep_create(&params, &peer->ep);
+    if (status != UCS_OK) {
+        ucs_free(peer);
+        return NULL;
+    }
+    it = kh_put(strand_rc_cm_peers, &cm->peers, *key, &ret);
+    if (ret < 0) {
+        uct_ep_destroy(peer->ep);
+        ucs_free(peer);
+        return NULL;
+    }
+    kh_value(&cm->peers, it) = peer;
+    return peer;
+}
+
+static void strand_rc_cm_peer_destroy(strand_rc_cm_peer_t *peer)
+{
+    uct_ep_pending_purge(peer->ep, strand_rc_cm_outgoing_purge, NULL);
+    uct_ep_destroy(peer->ep);
+    ucs_free(peer);
+}
+
+static void strand_rc_responder_destroy(strand_rc_cm_t *cm,
+                                        strand_rc_responder_t *r)
+{
+    cm->iface->dev->ops->destroy_qp(cm->iface->dev, &r->qp);
+    ucs_free(r);
+}
+
+/* A manager endpoint of ours failed: its peer is gone. The connections
+ * that still wait for its answer fail; the responder QPs we keep for its
+ * endpoints go. */
+static ucs_status_t strand_rc_cm_peer_failed(void *arg, uct_ep_h ep,
+                                             ucs_status_t status)
+{
+    strand_rc_cm_t *cm = arg;
+    strand_rc_cm_peer_t *peer = NULL;
+    strand_rc_responder_t *r;
+    strand_rc_conn_t *conn;
+    char detail[STRAND_DC_FAILED_DETAIL];
+    khiter_t it;
+
+    kh_foreach_value(&cm->peers, peer, {
+        if (peer->ep == ep) {
+            break;
+        }
+        peer = NULL;
+    });
+    if (peer == NULL) {
+        return UCS_OK;
+    }
+    snprintf(detail, sizeof(detail), "rc_strand connection request to dct "
+             "0x%x failed: %s",
+             strand_dc_addr_dctn(strand_rc_cm_key_iface(&peer->key)),
+             ucs_status_string(status));
+    for (it = kh_begin(&cm->conns); it != kh_end(&cm->conns); ++it) {
+        if (!kh_exist(&cm->conns, it)) {
+            continue;
+        }
+        conn = kh_value(&cm->conns, it);
+        if (conn->peer != peer) {
+            continue;
+        }
+        conn->peer = NULL;
+        if (conn->ep == NULL) {
+            kh_del(strand_rc_cm_conns, &cm->conns, it);
+            ucs_free(conn);
+        } else if (conn->state == STRAND_RC_CONN_REQUESTED) {
+            strand_dc_recovery_fail(cm->iface, conn->ep, status, detail);
+        }
+    }
+    for (it = kh_begin(&cm->responders); it != kh_end(&cm->responders);
+         ++it) {
+        if (!kh_exist(&cm->responders, it)) {
+            continue;
+        }
+        r = kh_value(&cm->responders, it);
+        if (strand_dc_fc_peer_equal(r->requester, peer->key)) {
+            kh_del(strand_rc_cm_responders, &cm->responders, it);
+            strand_rc_responder_destroy(cm, r);
+        }
+    }
+    it = kh_get(strand_rc_cm_peers, &cm->peers, peer->key);
+    kh_del(strand_rc_cm_peers, &cm->peers, it);
+    strand_rc_cm_peer_destroy(peer);
+    return UCS_OK;
+}
+
+/* ------------------------------------------------------------ responder */
+
+static void strand_rc_dest(const strand_dc_device_addr_t *dev_addr,
+                           uint32_t qpn, strand_dev_rc_dest_t *dest)
+{
+    memset(dest, 0, sizeof(*dest));
+    dest->qpn = qpn;
+    if (dev_addr->flags & STRAND_DC_ADDR_FLAG_ETH) {
+        memcpy(dest->gid.raw, dev_addr->gid, sizeof(dest->gid.raw));
+    } else {
+        dest->lid = dev_addr->ib.lid;
+    }
+}
+
+/* A QP answering the requester's, connected to it. */
+static ucs_status_t
+strand_rc_cm_responder_make(strand_rc_cm_t *cm, uint64_t conn_id,
+                            const strand_rc_cm_msg_t *req, uint32_t *qpn_p)
+{
+    strand_dc_iface_t *iface = cm->iface;
+    strand_dev_t *dev        = iface->dev;
+    strand_rc_responder_t *r;
+    strand_dev_rc_attr_t attr;
+    strand_dev_rc_dest_t dest;
+    khiter_t it;
+    int err, ret;
+
+    r = ucs_calloc(1, sizeof(*r), "strand_rc_responder");
+    if (r == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    r->conn_id   = conn_id;
+    r->requester = req->from;
+    strand_dc_rc_attr(iface, &attr);
+    err = dev->ops->create_rc(dev, &attr, &r->qp);
+    if (err != 0) {
+        ucs_error("%s: rc_strand: no QP for a peer's endpoint: %s",
+                  dev->info.name, strerror(err));
+        ucs_free(r);
+        return UCS_ERR_NO_RESOURCE;
+    }
+    strand_rc_dest(strand_rc_cm_key_device(&r->requester), req->qpn, &dest);
+    err = dev->ops->connect_rc(dev, &r->qp, &attr, &dest);
+    if (err != 0) {
+        ucs_error("%s: rc_strand: failed to connect QP 0x%x to QP 0x%x: %s",
+                  dev->info.name, r->qp.qpn, req->qpn, strerror(err));
+        strand_rc_responder_destroy(cm, r);
+        return UCS_ERR_IO_ERROR;
+    }
+    it = kh_put(strand_rc_cm_responders, &cm->responders, r->qp.qpn, &ret);
+    if (ret < 0) {
+        strand_rc_responder_destroy(cm, r);
+        return UCS_ERR_NO_MEMORY;
+    }
+    kh_value(&cm->responders, it) = r;
+    *qpn_p = r->qp.qpn;
+    return UCS_OK;
+}
+
+static void strand_rc_cm_handle_req(strand_rc_cm_t *cm, uint64_t conn_id,
+                                    const strand_rc_cm_msg_t *req)
+{
+    strand_rc_cm_msg_t rep = {.type = STRAND_RC_CM_REP};
+    strand_rc_cm_peer_t *peer;
+    ucs_status_t status;
+    uint32_t qpn = 0;
+
+    peer = strand_rc_cm_peer_get(cm, &req->from);
+    if (peer == NULL) {
+        ucs_error("%s: rc_strand: cannot answer the connection request of "
+                  "dct 0x%x", cm->iface->dev->info.name,
+                  strand_dc_addr_dctn(strand_rc_cm_key_iface(&req->from)));
+        return; /* the requester's ep waits until checked or destroyed */
+    }
+    status     = strand_rc_cm_responder_make(cm, conn_id, req, &qpn);
+    rep.qpn    = (status == UCS_OK) ? qpn : 0;
+    rep.status = (int8_t)status;
+    rep.from   = cm->self;
+    ucs_debug("%s: rc_strand: connection %" PRIx64 " from QP 0x%x: %s QP "
+              "0x%x", cm->iface->dev->info.name, conn_id, req->qpn,
+              ucs_status_string(status), rep.qpn);
+    strand_rc_cm_send(cm, peer->ep, conn_id, &rep);
+}
+
+static void strand_rc_cm_handle_disc(strand_rc_cm_t *cm, uint64_t conn_id,
+                                     const strand_rc_cm_msg_t *disc)
+{
+    khiter_t it = kh_get(strand_rc_cm_responders, &cm->responders,
+                         disc->qpn);
+    strand_rc_responder_t *r;
+
+    if (it == kh_end(&cm->responders)) {
+        return;
+    }
+    r = kh_value(&cm->responders, it);
+    /* the same connection, not a later one on a reused QP number */
+    if ((r->conn_id != conn_id) ||
+        !strand_dc_fc_peer_equal(r->requester, disc->from)) {
+        return;
+    }
+    kh_del(strand_rc_cm_responders, &cm->responders, it);
+    strand_rc_responder_destroy(cm, r);
+}
+
+/* ------------------------------------------------------------ requester */
+
+static void strand_rc_cm_disconnect(strand_rc_cm_t *cm,
+                                    const strand_rc_conn_t *conn)
+{
+    strand_rc_cm_msg_t disc = {.type = STRAND_RC_CM_DISC,
+                               .qpn  = conn->remote_qpn,
+                               .from = cm->self};
+
+    if (conn->peer != NULL) {
+        strand_rc_cm_send(cm, conn->peer->ep, conn->id, &disc);
+    }
+}
+
+/* The requester's QP to the responder's: the ep may post. */
+static ucs_status_t strand_rc_cm_connect_qp(strand_rc_cm_t *cm,
+                                            strand_rc_conn_t *conn)
+{
+    strand_dc_iface_t *iface = cm->iface;
+    strand_dc_ep_t *ep       = conn->ep;
+    strand_dc_dci_t *dci     = &iface->dcis[ep->dci];
+    strand_dev_t *dev        = iface->dev;
+    strand_dev_rc_attr_t attr;
+    strand_dev_rc_dest_t dest;
+    unsigned av_size;
+    char peer[96];
+    int err;
+
+    strand_rc_dest(&conn->dev_addr, conn->remote_qpn, &dest);
+    strand_dc_rc_attr(iface, &attr);
+    err = dev->ops->connect_rc(dev, &dci->qp, &attr, &dest);
+    if (err != 0) {
+        ucs_error("%s: rc_strand: failed to connect QP 0x%x to QP 0x%x: %s",
+                  dev->info.name, dci->qp.qpn, conn->remote_qpn,
+                  strerror(err));
+        return UCS_ERR_IO_ERROR;
+    }
+    /* the path as a DC address vector names it: for the messages and to
+     * tell peers apart (RC WQEs carry none) */
+    if (strand_dc_addr_make_av(iface, &conn->dev_addr, conn->remote_qpn,
+                               &ep->av, &av_size) == UCS_OK) {
+        ep->peer_key = strand_dc_addr_peer_key(&ep->av);
+    }
+    ep->dctn = conn->remote_qpn;
+    ucs_debug("%s: rc_strand ep %p: QP 0x%x connected to %s",
+              dev->info.name, ep, dci->qp.qpn,
+              strand_dc_addr_av_str(&ep->av, peer, sizeof(peer)));
+    strand_dc_dci_rc_connected(iface, ep);
+    return UCS_OK;
+}
+
+static void strand_rc_cm_handle_rep(strand_rc_cm_t *cm, uint64_t conn_id,
+                                    const strand_rc_cm_msg_t *rep)
+{
+    khiter_t it = kh_get(strand_rc_cm_conns, &cm->conns, conn_id);
+    strand_rc_conn_t *conn;
+    ucs_status_t status;
+    char detail[STRAND_DC_FAILED_DETAIL];
+
+    if (it == kh_end(&cm->conns)) {
+        return;
+    }
+    conn = kh_value(&cm->conns, it);
+    if (conn->state != STRAND_RC_CONN_REQUESTED) {
+        return;
+    }
+    conn->remote_qpn = rep->qpn;
+    if (conn->ep == NULL) {
+        /* destroyed while asking: the peer's QP goes too */
+        if (rep->status == UCS_OK) {
+            strand_rc_cm_disconnect(cm, conn);
+        }
+        kh_del(strand_rc_cm_conns, &cm->conns, it);
+        ucs_free(conn);
+        return;
+    }
+    status = (ucs_status_t)rep->status;
+    if (status == UCS_OK) {
+        status = strand_rc_cm_connect_qp(cm, conn);
+        if (status != UCS_OK) {
+            strand_rc_cm_disconnect(cm, conn);
+        }
+    }
+    if (status != UCS_OK) {
+        snprintf(detail, sizeof(detail), "rc_strand connection refused by "
+                 "dct 0x%x: %s",
+                 conn->peer ? strand_dc_addr_dctn(
+                                  strand_rc_cm_key_iface(&conn->peer->key)) :
+                              0, ucs_status_string(status));
+        strand_dc_recovery_fail(cm->iface, conn->ep, status, detail);
+        return;
+    }
+    conn->state = STRAND_RC_CONN_CONNECTED;
+}
+
+ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, strand_dc_ep_t *ep,
+                                  const uct_device_addr_t *dev_addr,
+                                  const uct_iface_addr_t *iface_addr)
+{
+    strand_rc_cm_msg_t req = {.type = STRAND_RC_CM_REQ};
+    strand_dc_fc_peer_t key;
+    strand_rc_conn_t *conn;
+    ucs_status_t status;
+    unsigned av_size;
+    khiter_t it;
+    int ret;
+
+    conn = ucs_calloc(1, sizeof(*conn), "strand_rc_conn");
+    if (conn == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    key = strand_rc_cm_key(cm->dc, (const void*)dev_addr,
+                           (const void*)iface_addr);
+    conn->peer = strand_rc_cm_peer_get(cm, &key);
+    if (conn->peer == NULL) {
+        ucs_free(conn);
+        return UCS_ERR_NO_RESOURCE;
+    }
+    conn->id    = cm->next_id++;
+    conn->ep    = ep;
+    conn->state = STRAND_RC_CONN_REQUESTED;
+    memcpy(&conn->dev_addr, dev_addr, strand_dc_addr_device_len(cm->dc));
+    it = kh_put(strand_rc_cm_conns, &cm->conns, conn->id, &ret);
+    if (ret < 0) {
+        ucs_free(conn);
+        return UCS_ERR_NO_MEMORY;
+    }
+    kh_value(&cm->conns, it) = conn;
+    ep->rc_conn = conn;
+    /* until connected, messages name the peer by its manager */
+    if (strand_dc_addr_make_av(cm->iface, &conn->dev_addr,
+                               strand_dc_addr_dctn((const void*)iface_addr),
+                               &ep->av, &av_size) == UCS_OK) {
+        ep->peer_key = strand_dc_addr_peer_key(&ep->av);
+    }
+
+    req.qpn  = cm->iface->dcis[ep->dci].qp.qpn;
+    req.from = cm->self;
+    status   = strand_rc_cm_send(cm, conn->peer->ep, conn->id, &req);
+    if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
+        kh_del(strand_rc_cm_conns, &cm->conns, it);
+        ep->rc_conn = NULL;
+        ucs_free(conn);
+        return status;
+    }
+    return UCS_OK;
+}
+
+void strand_rc_cm_forget(strand_rc_cm_t *cm, strand_dc_ep_t *ep)
+{
+    strand_rc_conn_t *conn = ep->rc_conn;
+    khiter_t it;
+
+    if (conn == NULL) {
+        return;
+    }
+    ep->rc_conn = NULL;
+    conn->ep    = NULL;
+    if ((conn->state == STRAND_RC_CONN_REQUESTED) && (conn->peer != NULL)) {
+        return; /* the answer disconnects it */
+    }
+    if (conn->state == STRAND_RC_CONN_CONNECTED) {
+        strand_rc_cm_disconnect(cm, conn);
+    }
+    it = kh_get(strand_rc_cm_conns, &cm->conns, conn->id);
+    if (it != kh_end(&cm->conns)) {
+        kh_del(strand_rc_cm_conns, &cm->conns, it);
+    }
+    ucs_free(conn);
+}
+
+ucs_status_t strand_rc_cm_check(strand_rc_cm_t *cm, strand_dc_ep_t *ep)
+{
+    strand_rc_conn_t *conn = ep->rc_conn;
+
+    if ((conn != NULL) && (conn->state == STRAND_RC_CONN_REQUESTED)) {
+        /* no QP to probe yet: the path of its request is */
+        return (conn->peer != NULL) ? uct_ep_check(conn->peer->ep, 0, NULL) :
+                                      UCS_OK;
+    }
+    return strand_dc_ep_check(&ep->super.super, 0, NULL);
+}
+
+/* ------------------------------------------------------------- messages */
+
+static ucs_status_t strand_rc_cm_am_cb(void *arg, void *data, size_t length,
+                                       unsigned flags)
+{
+    strand_rc_cm_t *cm = arg;
+    strand_rc_cm_msg_t msg;
+    uint64_t conn_id;
+
+    if (length != sizeof(conn_id) + sizeof(msg)) {
+        ucs_debug("%s: rc_strand: dropped a connection message of %zu "
+                  "bytes", cm->iface->dev->info.name, length);
+        return UCS_OK;
+    }
+    memcpy(&conn_id, data, sizeof(conn_id));
+    memcpy(&msg, UCS_PTR_BYTE_OFFSET(data, sizeof(conn_id)), sizeof(msg));
+    switch (msg.type) {
+    case STRAND_RC_CM_REQ:
+        strand_rc_cm_handle_req(cm, conn_id, &msg);
+        break;
+    case STRAND_RC_CM_REP:
+        strand_rc_cm_handle_rep(cm, conn_id, &msg);
+        break;
+    case STRAND_RC_CM_DISC:
+        strand_rc_cm_handle_disc(cm, conn_id, &msg);
+        break;
+    default:
+        ucs_debug("%s: rc_strand: dropped a connection message of type %u",
+                  cm->iface->dev->info.name, msg.type);
+        break;
+    }
+    return UCS_OK;
+}
+
+unsigned strand_rc_cm_progress(strand_rc_cm_t *cm)
+{
+    return strand_dc_iface_progress(&cm->dc->super.super);
+}
+
+/* ------------------------------------------------------- open and close */
+
+/* The companion's configuration: rc_strand's timeouts and retries, small
+ * queues, no flow control (requests are few; receiver-not-ready retries
+ * cover a burst), no tag matching or integrity. */
+static void strand_rc_cm_config(const strand_dc_iface_config_t *rc,
+                                strand_dc_iface_config_t *dc)
+{
+    *dc                  = *rc;
+    dc->tx_queue_len     = STRAND_RC_CM_TX_QUEUE;
+    dc->tx_cq_moderation = 1;
+    dc->rx_queue_len     = STRAND_RC_CM_RX_QUEUE;
+    dc->rx_max_poll      = 16;
+    dc->seg_size         = STRAND_RC_CM_SEG_SIZE;
+    dc->num_dci          = STRAND_RC_CM_NUM_DCI;
+    dc->tx_cq_len        = 0;
+    dc->rx_cq_len        = 0;
+    dc->max_inline       = ucs_min(rc->max_inline, 128);
+    dc->integrity        = 0;
+}
+
+ucs_status_t strand_rc_cm_open(strand_dc_iface_t *iface, uct_worker_h worker,
+                               const uct_iface_params_t *params,
+                               const uct_iface_config_t *tl_config,
+                               const strand_dc_iface_config_t *rc_config,
+                               strand_rc_cm_t **cm_p)
+{
+    strand_dc_iface_config_t config;
+    strand_dc_device_addr_t dev_addr;
+    strand_dc_iface_addr_t iface_addr;
+    uct_iface_params_t cm_params;
+    uct_iface_h dc;
+    strand_rc_cm_t *cm;
+    ucs_status_t status;
+
+    cm = ucs_calloc(1, sizeof(*cm), "strand_rc_cm");
+    if (cm == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    cm->iface   = iface;
+    cm->next_id = 1;
+    kh_init_inplace(strand_rc_cm_peers, &cm->peers);
+    kh_init_inplace(strand_rc_cm_conns, &cm->conns);
+    kh_init_inplace(strand_rc_cm_responders, &cm->responders);
+
+    strand_rc_cm_config(rc_config, &config);
+    memset(&cm_params, 0, sizeof(cm_params));
+    cm_params.field_mask      = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                UCT_IFACE_PARAM_FIELD_DEVICE |
+                                UCT_IFACE_PARAM_FIELD_RX_HEADROOM |
+                                UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                                UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS |
+                                UCT_IFACE_PARAM_FIELD_FEATURES;
+    cm_params.open_mode       = UCT_IFACE_OPEN_MODE_DEVICE;
+    cm_params.mode.device     = params->mode.device;
+    cm_params.rx_headroom     = 0;
+    cm_params.err_handler     = strand_rc_cm_peer_failed;
+    cm_params.err_handler_arg = cm;
+    cm_params.err_handler_flags = 0;
+    cm_params.features        = UCT_IFACE_FEATURE_AM;
+    status = strand_dc_iface_create(&iface->md->super, worker, &cm_params,
+                                    tl_config, &config, 0, iface, NULL, &dc);
+    if (status != UCS_OK) {
+        goto err;
+    }
+    cm->dc = ucs_derived_of(dc, strand_dc_iface_t);
+    status = uct_iface_set_am_handler(dc, STRAND_RC_CM_AM_ID,
+                                      strand_rc_cm_am_cb, cm, 0);
+    if (status != UCS_OK) {
+        goto err_close;
+    }
+    strand_dc_addr_pack_device(cm->dc, &dev_addr);
+    strand_dc_addr_pack_iface(cm->dc, &iface_addr);
+    cm->self         = strand_rc_cm_key(cm->dc, &dev_addr, &iface_addr);
+    iface->companion = cm->dc;
+    *cm_p            = cm;
+    return UCS_OK;
+
+err_close:
+    uct_iface_close(dc);
+err:
+    kh_destroy_inplace(strand_rc_cm_peers, &cm->peers);
+    kh_destroy_inplace(strand_rc_cm_conns, &cm->conns);
+    kh_destroy_inplace(strand_rc_cm_responders, &cm->responders);
+    ucs_free(cm);
+    return status;
+}
+
+void strand_rc_cm_close(strand_rc_cm_t *cm)
+{
+    strand_rc_responder_t *r;
+    strand_rc_cm_peer_t *peer;
+    strand_rc_conn_t *conn;
+
+    if (cm == NULL) {
+        return;
+    }
+    kh_foreach_value(&cm->conns, conn, {
+        if (conn->ep != NULL) {
+            conn->ep->rc_conn = NULL;
+        }
+        ucs_free(conn);
+    });
+    kh_foreach_value(&cm->responders, r, {
+        strand_rc_responder_destroy(cm, r);
+    });
+    kh_foreach_value(&cm->peers, peer, {
+        strand_rc_cm_peer_destroy(peer);
+    });
+    kh_destroy_inplace(strand_rc_cm_peers, &cm->peers);
+    kh_destroy_inplace(strand_rc_cm_conns, &cm->conns);
+    kh_destroy_inplace(strand_rc_cm_responders, &cm->responders);
+    cm->iface->companion = NULL;
+    uct_iface_close(&cm->dc->super.super);
+    ucs_free(cm);
+}

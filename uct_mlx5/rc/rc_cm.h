@@ -1,0 +1,68 @@
+/*
+ * rc_strand's connection manager: it connects the RC QP of a new endpoint
+ * to a QP of the peer interface by itself, so that rc_strand connects to an
+ * interface (UCT_IFACE_FLAG_CONNECT_TO_IFACE) and UCP runs on it without an
+ * auxiliary transport (UCP 1.13 wires a CONNECT_TO_EP transport only through
+ * one with asynchronous callbacks, as ud is for UCX's rc; strand has none).
+ *
+ * Its messages go over a companion dc_strand interface, whose DCT number is
+ * the rc_strand interface address:
+ *
+ *   requester (uct_ep_create)                 peer interface
+ *   RC QP made (INIT), ep posts nothing
+ *   REQ {conn id, its QP, its device and
+ *        manager addresses}          ------>  a responder QP of its own (no
+ *                                             ep: receives land on the SRQ,
+ *                                             READs and atomics answered),
+ *                                             connected to the requester's
+ *                                    <------  REP {conn id, responder QP}
+ *   QP connected to it (RTS): pending
+ *   requests go
+ *   ...
+ *   uct_ep_destroy: DISC {conn id, QP} ---->  responder QP destroyed
+ *
+ * An endpoint's QP carries its sends; the peer's answers come on the peer's
+ * own endpoint, a QP pair of its own. A REQ that cannot be delivered (the
+ * peer is gone) fails the endpoint as any operation to that peer would; a
+ * REP refusing the connection fails it with the peer's status.
+ */
+#ifndef STRAND_RC_CM_H_
+#define STRAND_RC_CM_H_
+
+#include "uct_mlx5/dc/dc_iface.h"
+
+struct strand_dc_ep;
+typedef struct strand_rc_cm strand_rc_cm_t;
+
+/* The manager of iface (rc_strand), with its companion interface. */
+ucs_status_t strand_rc_cm_open(strand_dc_iface_t *iface, uct_worker_h worker,
+                               const uct_iface_params_t *params,
+                               const uct_iface_config_t *tl_config,
+                               const strand_dc_iface_config_t *rc_config,
+                               strand_rc_cm_t **cm_p);
+/* Responder QPs and the manager's endpoints go, then its interface. */
+void strand_rc_cm_close(strand_rc_cm_t *cm);
+
+/* The interface address of rc_strand (the companion's DCT), its size */
+size_t strand_rc_cm_iface_addr_len(void);
+ucs_status_t strand_rc_cm_iface_addr(strand_rc_cm_t *cm,
+                                     uct_iface_addr_t *addr);
+int strand_rc_cm_is_reachable(strand_rc_cm_t *cm,
+                              const uct_device_addr_t *dev_addr,
+                              const uct_iface_addr_t *iface_addr);
+
+/* ep (its QP made, not connected) asks the interface at dev_addr and
+ * iface_addr for a QP; it posts once the answer connected it. */
+ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, struct strand_dc_ep *ep,
+                                  const uct_device_addr_t *dev_addr,
+                                  const uct_iface_addr_t *iface_addr);
+/* ep is destroyed: the peer is told to drop its QP (now, or once it
+ * answered). */
+void strand_rc_cm_forget(strand_rc_cm_t *cm, struct strand_dc_ep *ep);
+/* uct_ep_check: a connected ep probes its peer as dc_strand's do; one
+ * still connecting probes the path of its request */
+ucs_status_t strand_rc_cm_check(strand_rc_cm_t *cm, struct strand_dc_ep *ep);
+/* messages in and out, failures of the manager's endpoints */
+unsigned strand_rc_cm_progress(strand_rc_cm_t *cm);
+
+#endif
