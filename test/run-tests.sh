@@ -33,8 +33,17 @@ declare -A MODE_ENV=(
     [cqe128]='MLX5_CQE_SIZE=128'
     [roce]='STRAND_SIM_LINK_LAYER=ethernet'
     [signaled]='UCX_DC_STRAND_TX_CQ_MODERATION=1'
+    [rc]='STRAND_TEST_TL=rc_strand'
 )
-ALL_MODES='default num_dci1 dcs cqe128 roce signaled'
+ALL_MODES='default num_dci1 dcs cqe128 roce signaled rc'
+# Modes that run other transport suites than TRANSPORT_GTEST/SHELL: rc runs
+# the suites on rc_strand (the shell tests read STRAND_TEST_TL).
+declare -A MODE_GTEST=(
+    [rc]='rc_strand*.*:*/rc_strand*.*'
+)
+declare -A MODE_SHELL=(
+    [rc]='test_perftest test_ucp test_ucp_wakeup test_mpi test_shmem'
+)
 modes=${STRAND_TEST_MODES:-$ALL_MODES}
 
 builddir=${STRAND_BUILDDIR:-$(pwd)}
@@ -138,13 +147,15 @@ run_shell() {
     tally "$mode" "$name" "$log" $? < <(tap_results "$log")
 }
 
-# mode_filter: the gtest filter of a non-default mode: the transport suites,
-# narrowed to GTEST_FILTER's tests when that is set ("" when none is left)
+# mode_filter MODE: the gtest filter of a non-default mode: its transport
+# suites, narrowed to GTEST_FILTER's tests when that is set ("" when none is
+# left)
 mode_filter() {
+    local suites=${MODE_GTEST[$1]:-$TRANSPORT_GTEST}
     if [ -z "${GTEST_FILTER:-}" ]; then
-        echo "$TRANSPORT_GTEST"
+        echo "$suites"
     else
-        comm -12 <(gtest_names "$TRANSPORT_GTEST") <(gtest_names "$GTEST_FILTER") |
+        comm -12 <(gtest_names "$suites") <(gtest_names "$GTEST_FILTER") |
             paste -sd:
     fi
 }
@@ -176,10 +187,10 @@ for mode in $modes; do
         shells=$(cd "$srcdir/test/shell" && ls test_*.sh | sed 's/\.sh$//')
     else
         if [ "$has_gtest" = 1 ]; then
-            filter=$(mode_filter)
+            filter=$(mode_filter "$mode")
             [ -n "$filter" ] && run_gtest "$mode" "$filter"
         fi
-        shells=$TRANSPORT_SHELL
+        shells=${MODE_SHELL[$mode]:-$TRANSPORT_SHELL}
     fi
     [ "$valgrind" = 1 ] && continue  # valgrind checks the gtest suites only
     for name in $shells; do

@@ -17,6 +17,16 @@ trap 'rm -rf "$tmpdir"; rm -f /dev/shm/"$fabric_prefix"*' EXIT
 # parts that do not touch the device run in the default mode only.
 default_mode() { [ "${STRAND_TEST_MODE:-default}" = default ]; }
 
+# The transport under test: dc_strand, or rc_strand (STRAND_TEST_TL, set by
+# the rc mode); tlp: its configuration prefix. Parts about DCIs, streams or
+# credits run on dc_strand only (is_dc).
+tl=${STRAND_TEST_TL:-dc_strand}
+case "$tl" in
+rc_strand) tlp=UCX_RC_STRAND_ ;;
+*)         tl=dc_strand; tlp=UCX_DC_STRAND_ ;;
+esac
+is_dc() { [ "$tl" = dc_strand ]; }
+
 ok()     { echo "ok - $*"; }
 not_ok() { echo "not ok - $*"; }
 # skip NAME WHY...: NAME cannot run here (a missing tool, a sanitizer build)
@@ -97,7 +107,7 @@ free_port() {
 }
 
 # rank_env_args: sets the array rank_env to "-x NAME" for every device-mode
-# variable in the environment (UCX_DC_STRAND_*, MLX5_CQE_SIZE,
+# variable in the environment (UCX_DC_STRAND_*, UCX_RC_STRAND_*, MLX5_CQE_SIZE,
 # MLX5_SCATTER_TO_CQE, STRAND_SIM_*). mpirun and oshrun promise ranks only
 # the variables named with -x (strand-run adds LD_PRELOAD itself); a test
 # passes its own -x NAME=VALUE after these, and the last one wins.
@@ -106,7 +116,7 @@ rank_env_args() {
     rank_env=()
     for name in $(compgen -e); do
         case "$name" in
-        UCX_DC_STRAND_*|MLX5_CQE_SIZE|MLX5_SCATTER_TO_CQE|STRAND_SIM_*)
+        UCX_DC_STRAND_*|UCX_RC_STRAND_*|MLX5_CQE_SIZE|MLX5_SCATTER_TO_CQE|STRAND_SIM_*)
             rank_env+=(-x "$name") ;;
         esac
     done

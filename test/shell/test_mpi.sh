@@ -1,5 +1,6 @@
 #!/bin/bash
-# Open MPI over dc_strand: pml ucx and osc ucx, 2 and 4 ranks on one
+# Open MPI over dc_strand (rc_strand in the rc mode): pml ucx and osc ucx,
+# 2 and 4 ranks on one
 # software fabric, running test/mpi/mpi_check.c (point-to-point, wildcards,
 # large messages, collectives, one-sided with fence and lock/unlock).
 . "$(dirname "$0")/lib.sh"
@@ -24,20 +25,22 @@ asan=()
 rank_env_args
 check_rank_env mpirun
 
-# run NP [extra mpirun args]: mpi_check on NP ranks; its output in $tmpdir/out
+# run NP [extra mpirun args]: mpi_check on NP ranks over $tl (and self);
+# its output in $tmpdir/out
 run() {
     local np=$1; shift
     timeout 240 strand-run mpirun -np "$np" --oversubscribe "${asan[@]}" \
-        "${rank_env[@]}" -x UCX_TLS=dc_strand,self -x UCX_NET_DEVICES=smlx5_0:1 \
+        "${rank_env[@]}" -x UCX_TLS="$tl,self" -x UCX_NET_DEVICES=smlx5_0:1 \
         -x STRAND_SIM_FABRIC="$fabric_prefix$np" "$@" \
         "$tmpdir/mpi_check" >"$tmpdir/out" 2>&1
 }
 
-# verdict NAME NP RC: every rank printed PASS, none FAIL, mpirun exited 0
+# verdict NAME NP RC: every rank printed PASS, none FAIL, mpirun exited 0,
+# and UCX reported no error
 verdict() {
     local name=$1 np=$2 rc=$3 pass fail
     pass=$(grep -c "^mpi_check: rank [0-9]* of $np: PASS$" "$tmpdir/out")
-    fail=$(grep -c "FAIL" "$tmpdir/out")
+    fail=$(grep -c "FAIL\|UCX  ERROR" "$tmpdir/out")
     if [ "$rc" = 0 ] && [ "$pass" = "$np" ] && [ "$fail" = 0 ]; then
         ok "$name"
     else
@@ -51,13 +54,36 @@ for np in 2 4; do
     # endpoint configuration: the proof that tag matching (pml ucx) and RMA
     # and atomics (osc ucx) between ranks went over dc_strand.
     run "$np" -x UCX_LOG_LEVEL=info; rc=$?
-    verdict "mpirun -np $np: pml ucx + osc ucx over dc_strand" "$np" "$rc"
-    check "np $np: MPI messages between ranks use dc_strand" \
-        grep -q 'ep_cfg\[[0-9]*\]: tag(dc_strand/smlx5_0:1)' "$tmpdir/out"
-    check "np $np: one-sided operations use dc_strand" \
-        grep -q 'ep_cfg\[[0-9]*\]: rma(dc_strand/smlx5_0:1) amo(dc_strand/smlx5_0:1)' \
+    verdict "mpirun -np $np: pml ucx + osc ucx over $tl" "$np" "$rc"
+    check "np $np: MPI messages between ranks use $tl" \
+        grep -q "ep_cfg\[[0-9]*\]: tag($tl/smlx5_0:1)" "$tmpdir/out"
+    check "np $np: one-sided operations use $tl" \
+        grep -q "ep_cfg\[[0-9]*\]: rma($tl/smlx5_0:1) amo($tl/smlx5_0:1)" \
         "$tmpdir/out"
 done
+
+if ! is_dc; then
+    # Mixed: rank 0 has dc_strand only, the others rc_strand and dc_strand.
+    # Ranks 1..3 talk over rc_strand (UCP prefers it: no DC connect cost),
+    # rank 0 and the others over dc_strand, in one job.
+    cat >"$tmpdir/rank0_tls" <<'EOS'
+#!/bin/sh
+[ "$OMPI_COMM_WORLD_RANK" = 0 ] && export UCX_TLS=dc_strand,self
+exec "$@"
+EOS
+    chmod +x "$tmpdir/rank0_tls"
+    timeout 240 strand-run mpirun -np 4 --oversubscribe "${asan[@]}" \
+        "${rank_env[@]}" -x UCX_TLS=rc_strand,dc_strand,self \
+        -x UCX_NET_DEVICES=smlx5_0:1 -x STRAND_SIM_FABRIC="${fabric_prefix}mixed" \
+        -x UCX_LOG_LEVEL=info "$tmpdir/rank0_tls" "$tmpdir/mpi_check" \
+        >"$tmpdir/out" 2>&1; rc=$?
+    verdict "mpirun -np 4, rank 0 on dc_strand only, ranks 1..3 on rc_strand and dc_strand" 4 "$rc"
+    check "mixed: ranks 1..3 send MPI messages over rc_strand" \
+        grep -q 'ep_cfg\[[0-9]*\]: tag(rc_strand/smlx5_0:1)' "$tmpdir/out"
+    check "mixed: rank 0 and the others send MPI messages over dc_strand" \
+        grep -q 'ep_cfg\[[0-9]*\]: tag(dc_strand/smlx5_0:1)' "$tmpdir/out"
+    exit 0
+fi
 
 # Scarce resources: 4 ranks sharing one DCI each, a 16-deep send queue and
 # an 8-message credit window: pending queues and flow control everywhere

@@ -1,12 +1,12 @@
 #!/bin/bash
-# ucx_perftest over dc_strand on the software device: UCT-level latency,
+# ucx_perftest over dc_strand (rc_strand in the rc mode) on the software device: UCT-level latency,
 # bandwidth and atomics, and UCP tag matching (alone and with self) up to
 # 16 MiB. Server and client are two processes on one software fabric.
 . "$(dirname "$0")/lib.sh"
 export STRAND_SIM_FABRIC="${fabric_prefix}pair"
 DEV=smlx5_0:1
 
-U=(-x dc_strand -d "$DEV")
+U=(-x "$tl" -d "$DEV")
 perf "uct am_lat"             -t am_lat  "${U[@]}" -n 1000
 perf "uct put_lat"            -t put_lat "${U[@]}" -n 1000
 perf "uct am_bw short"        -t am_bw   "${U[@]}" -D short -n 10000
@@ -24,7 +24,7 @@ perf "uct cswap"              -t cswap   "${U[@]}" -n 1000
 perf "uct add_mr"             -t add_mr  "${U[@]}" -n 10000
 
 export UCX_NET_DEVICES=$DEV
-for tls in dc_strand dc_strand,self; do
+for tls in $tl $tl,self; do
     export UCX_TLS=$tls
     perf "ucp tag_lat 8 ($tls)"      -t tag_lat -n 1000
     perf "ucp tag_bw 8 ($tls)"       -t tag_bw  -n 10000
@@ -34,7 +34,7 @@ for tls in dc_strand dc_strand,self; do
     perf "ucp tag_lat 16MiB ($tls)"  -t tag_lat -s 16777216 -n 10 -w 2
     perf "ucp tag_bw 16MiB ($tls)"   -t tag_bw  -s 16777216 -n 10 -w 2
 done
-export UCX_TLS=dc_strand
+export UCX_TLS=$tl
 perf "ucp put_lat"      -t ucp_put_lat -n 1000
 perf "ucp get 64k"      -t ucp_get -s 65536 -n 500
 perf "ucp put_bw 1MiB"   -t ucp_put_bw -s 1048576 -n 100
@@ -47,7 +47,8 @@ perf "ucp stream_lat"   -t stream_lat -n 1000
 perf "ucp am_lat"       -t ucp_am_lat -n 1000
 perf "ucp am_bw 10000"  -t ucp_am_bw -s 10000 -n 1000
 
-# The README's one-command pair, with no configuration at all
+# The README's one-command pair, with no configuration at all (dc_strand)
+is_dc || exit 0
 unset UCX_TLS UCX_NET_DEVICES STRAND_SIM_FABRIC
 timeout 120 "$STRAND_SRCDIR/contrib/strand-perftest" -n 2000 >"$tmpdir/pair" 2>&1
 rc=$?

@@ -1,5 +1,5 @@
 #!/bin/bash
-# OpenSHMEM over dc_strand: Open MPI's oshmem with spml ucx, 2 and 4 PEs on
+# OpenSHMEM over dc_strand (rc_strand in the rc mode): Open MPI's oshmem with spml ucx, 2 and 4 PEs on
 # one software fabric, running test/shmem/shmem_check.c (putmem/getmem 1 B ..
 # 4 MiB blocking and nbi, long_p/g, atomics hammering one counter, barrier,
 # broadcast, reductions, fcollect, collect, alltoall; every byte checked).
@@ -98,11 +98,11 @@ verdict() {
 }
 
 # transports NAME NP TLS-RE: from the UCX_LOG_LEVEL=info output, all NP PEs
-# have an endpoint whose RMA and atomics lanes are dc_strand, and every
+# have an endpoint whose RMA and atomics lanes are $tl, and every
 # endpoint configuration uses only transports matching TLS-RE.
 transports() {
     local name=$1 np=$2 allowed=$3 pes foreign
-    pes=$(grep 'ep_cfg\[[0-9]*\]: rma(dc_strand/smlx5_0:1) amo(dc_strand/smlx5_0:1)' \
+    pes=$(grep "ep_cfg\[[0-9]*\]: rma($tl/smlx5_0:1) amo($tl/smlx5_0:1)" \
               "$tmpdir/out" |
           sed -n 's/^\[[^]]*\] *\[[^]:]*: *\([0-9][0-9]*\) *:.*/\1/p' |
           sort -u | wc -l) # UCX pads the pid: "[vm:2176 :0]"
@@ -115,30 +115,33 @@ transports() {
     if [ "$pes" = "$np" ] && [ -z "$foreign" ]; then
         ok "$name"
     else
-        not_ok "$name: $pes of $np PEs showed rma/amo on dc_strand;" \
+        not_ok "$name: $pes of $np PEs showed rma/amo on $tl;" \
                "other transports: ${foreign:-none}"
         [ "$pes" = 0 ] && show_out
     fi
 }
 
 for np in 2 4; do
-    run "$np" dc_strand,self -x UCX_LOG_LEVEL=info
-    verdict "oshrun -np $np, UCX_TLS=dc_strand,self: all checks pass" "$np"
-    transports "np $np: spml ucx RMA and atomics between PEs use dc_strand" \
-        "$np" 'dc_strand/smlx5_0:1|self/memory0'
+    run "$np" "$tl,self" -x UCX_LOG_LEVEL=info
+    verdict "oshrun -np $np, UCX_TLS=$tl,self: all checks pass" "$np"
+    transports "np $np: spml ucx RMA and atomics between PEs use $tl" \
+        "$np" "$tl/smlx5_0:1|self/memory0"
 done
 
-# Eight PEs on one DCI each: every PE's RMA and atomics to its seven peers
-# are multiplexed on that DCI (on its streams, with the streams policy)
-run 8 dc_strand,self -x UCX_DC_STRAND_NUM_DCI=1
-verdict "oshrun -np 8 with one DCI per PE: all checks pass" 8
+if is_dc; then
+    # Eight PEs on one DCI each: every PE's RMA and atomics to its seven
+    # peers are multiplexed on that DCI (on its streams, with the streams
+    # policy)
+    run 8 dc_strand,self -x UCX_DC_STRAND_NUM_DCI=1
+    verdict "oshrun -np 8 with one DCI per PE: all checks pass" 8
+fi
 
-# dc_strand alone: a PE's own puts, gets and atomics loop back through the
+# $tl alone: a PE's own puts, gets and atomics loop back through the
 # software device too.
-run 4 dc_strand -x UCX_LOG_LEVEL=info
-verdict "oshrun -np 4, UCX_TLS=dc_strand alone: all checks pass" 4
-transports "np 4, dc_strand alone: every endpoint uses only dc_strand" 4 \
-    'dc_strand/smlx5_0:1'
+run 4 "$tl" -x UCX_LOG_LEVEL=info
+verdict "oshrun -np 4, UCX_TLS=$tl alone: all checks pass" 4
+transports "np 4, $tl alone: every endpoint uses only $tl" 4 \
+    "$tl/smlx5_0:1"
 
 # Negative control: no inter-process transport, no pass (and no hang). No
 # device is involved: once, in the default mode.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# UCP over dc_strand with test/ucp/ucp_check.c: every byte of tag (eager
+# UCP over dc_strand (rc_strand in the rc mode) with test/ucp/ucp_check.c: every byte of tag (eager
 # and rendezvous, expected and unexpected), stream, active message, PUT/GET
 # and atomic traffic checked; and peer failure: a rank killed mid-traffic
 # fails only its own endpoint, within the configured transport timeout.
@@ -35,12 +35,21 @@ data() {
         show "$d/0.log" "$d/1.log"
     fi
 }
-data dc_strand
-data dc_strand,self
-# scarce resources: one DCI, a short send queue and a small credit window
-# put every pending and flow-control path under the same traffic
-UCX_DC_STRAND_NUM_DCI=1 UCX_DC_STRAND_TX_QUEUE_LEN=16 \
-UCX_DC_STRAND_FC_WND_SIZE=8 data dc_strand "one DCI, short queue, small window"
+data $tl
+data $tl,self
+if is_dc; then
+    # scarce resources: one DCI, a short send queue and a small credit
+    # window put every pending and flow-control path under the same traffic
+    UCX_DC_STRAND_NUM_DCI=1 UCX_DC_STRAND_TX_QUEUE_LEN=16 \
+    UCX_DC_STRAND_FC_WND_SIZE=8 data dc_strand "one DCI, short queue, small window"
+else
+    # a short send queue and a small receive queue: pending and
+    # receiver-not-ready retries under the same traffic
+    UCX_RC_STRAND_TX_QUEUE_LEN=16 UCX_RC_STRAND_RX_QUEUE_LEN=32 \
+    data rc_strand "short send queue, 32 receive buffers"
+    # with dc_strand next to it (UCP picks rc_strand: no DC connect cost)
+    data rc_strand,dc_strand,self
+fi
 
 # Peer failure. Transport timeout 100 ms x (3 retries + 1): the error must
 # reach rank 0 within that plus scheduling slack on a busy 2-core machine.
@@ -49,8 +58,8 @@ failure() {
     local n=$1 what=$2 d r victim=$(($1 - 1)) p0 rc0 ok_all=1
     local -a pids=()
     d=$(mktemp -d "$tmpdir/fail.XXXX")
-    export UCX_TLS=dc_strand STRAND_SIM_FABRIC="${fabric_prefix}failure$n"
-    export UCX_DC_STRAND_TIMEOUT=100ms UCX_DC_STRAND_RETRY_COUNT=3
+    export UCX_TLS=$tl STRAND_SIM_FABRIC="${fabric_prefix}failure$n"
+    export "${tlp}TIMEOUT=100ms" "${tlp}RETRY_COUNT=3"
     export STRAND_CHECK_ERR_TIMEOUT=3 STRAND_CHECK_RANKS=$n
     for r in $(seq 0 "$victim"); do
         timeout 150 strand-run "$tmpdir/ucp_check" "$d" "$r" failure \
@@ -94,4 +103,6 @@ failure() {
 }
 failure 3 "peer failure"
 # more peers than DCIs: the UCP endpoints to 5 peers share 2 DCIs
-UCX_DC_STRAND_NUM_DCI=2 failure 6 "peer failure, 5 peers on 2 DCIs"
+is_dc && UCX_DC_STRAND_NUM_DCI=2 failure 6 "peer failure, 5 peers on 2 DCIs"
+# a QP per endpoint: 5 peers, the last one killed
+is_dc || failure 6 "peer failure, 5 peers"

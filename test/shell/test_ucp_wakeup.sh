@@ -1,5 +1,5 @@
 #!/bin/bash
-# A blocking UCP program over dc_strand (test/ucp/ucp_wakeup.c): a 10000
+# A blocking UCP program over dc_strand or rc_strand (test/ucp/ucp_wakeup.c): a 10000
 # iteration ping-pong where both sides sleep on the worker's event fd
 # whenever progress finds nothing. It must neither hang (every wait has a
 # deadline) nor spin (loops per iteration are counted).
@@ -14,7 +14,7 @@ if ! $cc -O2 -Wall -o "$tmpdir/ucp_wakeup" \
 fi
 export UCX_NET_DEVICES=smlx5_0:1
 
-for tls in dc_strand dc_strand,self; do
+for tls in $tl $tl,self; do
     export UCX_TLS=$tls STRAND_SIM_FABRIC="wakeup_$$_${tls//,/_}"
     if timeout 300 strand-run "$tmpdir/ucp_wakeup" 10000 >"$tmpdir/out" 2>&1 &&
        grep -q '^ucp_wakeup: PASS$' "$tmpdir/out"; then
