@@ -531,8 +531,8 @@ ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
 
 /* UCP's protocol selection asks for the send and receive overheads apart
  * (uct_iface_estimate_perf); the rest is what iface_query reports. */
-static ucs_status_t strand_dc_iface_estimate_perf(uct_iface_h tl_iface,
-                                                  uct_perf_attr_t *perf_attr)
+ucs_status_t strand_dc_iface_estimate_perf(uct_iface_h tl_iface,
+                                           uct_perf_attr_t *perf_attr)
 {
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
     strand_dev_perf_t perf;
@@ -900,7 +900,7 @@ static void strand_dc_iface_vfs_show_tm(void *obj, ucs_string_buffer_t *strb,
 
 /* What UCX's VFS (and tests) can read: the DCI pool, async events, tag
  * matching. */
-static void strand_dc_iface_vfs_refresh(uct_iface_h tl_iface)
+void strand_dc_iface_vfs_refresh(uct_iface_h tl_iface)
 {
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
 

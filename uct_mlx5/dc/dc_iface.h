@@ -269,6 +269,11 @@ int strand_dc_iface_is_reachable(const uct_iface_h tl_iface,
                                  const uct_device_addr_t *dev_addr,
                                  const uct_iface_addr_t *iface_addr);
 
+/* the internal operations (rc_strand adds to them) */
+void strand_dc_iface_vfs_refresh(uct_iface_h tl_iface);
+ucs_status_t strand_dc_iface_estimate_perf(uct_iface_h tl_iface,
+                                           uct_perf_attr_t *perf_attr);
+
 /* helpers shared by the files of the transport */
 unsigned strand_dc_iface_progress(uct_iface_h tl_iface);
 ucs_status_t strand_dc_iface_flush(uct_iface_h tl_iface, unsigned flags,

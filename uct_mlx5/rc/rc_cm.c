@@ -53,7 +53,9 @@ typedef struct strand_rc_cm_peer {
 
 typedef enum strand_rc_conn_state {
     STRAND_RC_CONN_REQUESTED,   /* REQ sent (or waiting to go) */
-    STRAND_RC_CONN_CONNECTED
+    STRAND_RC_CONN_CONNECTED,
+    STRAND_RC_CONN_FAILED       /* refused, or its peer is gone: its ep
+                                   failed */
 } strand_rc_conn_state_t;
 
 /* An endpoint's connection (ep->rc_conn). One whose ep was destroyed before
@@ -302,6 +304,7 @@ static ucs_status_t strand_rc_cm_peer_failed(void *arg, uct_ep_h ep,
             kh_del(strand_rc_cm_conns, &cm->conns, it);
             ucs_free(conn);
         } else if (conn->state == STRAND_RC_CONN_REQUESTED) {
+            conn->state = STRAND_RC_CONN_FAILED;
             strand_dc_recovery_fail(cm->iface, conn->ep, status, detail);
         }
     }
@@ -515,6 +518,7 @@ static void strand_rc_cm_handle_rep(strand_rc_cm_t *cm, uint64_t conn_id,
                  conn->peer ? strand_dc_addr_dctn(
                                   strand_rc_cm_key_iface(&conn->peer->key)) :
                               0, ucs_status_string(status));
+        conn->state = STRAND_RC_CONN_FAILED;
         strand_dc_recovery_fail(cm->iface, conn->ep, status, detail);
         return;
     }
@@ -587,6 +591,7 @@ void strand_rc_cm_forget(strand_rc_cm_t *cm, strand_dc_ep_t *ep)
     if ((conn->state == STRAND_RC_CONN_REQUESTED) && (conn->peer != NULL)) {
         return; /* the answer disconnects it */
     }
+    /* connected: the peer drops its responder; failed: nothing to undo */
     if (conn->state == STRAND_RC_CONN_CONNECTED) {
         strand_rc_cm_disconnect(cm, conn);
     }
@@ -641,6 +646,22 @@ static ucs_status_t strand_rc_cm_am_cb(void *arg, void *data, size_t length,
         break;
     }
     return UCS_OK;
+}
+
+void strand_rc_cm_show(strand_rc_cm_t *cm, ucs_string_buffer_t *strb)
+{
+    unsigned count[3] = {0, 0, 0};
+    strand_rc_conn_t *conn;
+
+    kh_foreach_value(&cm->conns, conn, {
+        ++count[conn->state];
+    });
+    ucs_string_buffer_appendf(strb, "connecting %u connected %u failed %u "
+                              "responders %u peers %u\n",
+                              count[STRAND_RC_CONN_REQUESTED],
+                              count[STRAND_RC_CONN_CONNECTED],
+                              count[STRAND_RC_CONN_FAILED],
+                              kh_size(&cm->responders), kh_size(&cm->peers));
 }
 
 unsigned strand_rc_cm_progress(strand_rc_cm_t *cm)

@@ -31,6 +31,8 @@
 
 #include "uct_mlx5/dc/dc_iface.h"
 
+#include <ucs/datastruct/string_buffer.h>
+
 struct strand_dc_ep;
 typedef struct strand_rc_cm strand_rc_cm_t;
 
@@ -64,5 +66,8 @@ void strand_rc_cm_forget(strand_rc_cm_t *cm, struct strand_dc_ep *ep);
 ucs_status_t strand_rc_cm_check(strand_rc_cm_t *cm, struct strand_dc_ep *ep);
 /* messages in and out, failures of the manager's endpoints */
 unsigned strand_rc_cm_progress(strand_rc_cm_t *cm);
+/* "connecting N connected N failed N responders N peers N": the VFS file
+ * 'connections' */
+void strand_rc_cm_show(strand_rc_cm_t *cm, ucs_string_buffer_t *strb);
 
 #endif

@@ -13,6 +13,8 @@
 #include "uct_mlx5/dc/dc_ep.h"
 
 #include <ucs/debug/log.h>
+#include <ucs/vfs/base/vfs_obj.h>
+#include <ucs/sys/stubs.h>
 
 #include <arpa/inet.h>
 #include <string.h>
@@ -150,6 +152,32 @@ static void strand_rc_config_to_dc(const strand_rc_iface_config_t *rc,
 
 static uct_iface_ops_t strand_rc_iface_ops;
 
+static void strand_rc_iface_vfs_show_connections(void *obj,
+                                                 ucs_string_buffer_t *strb,
+                                                 void *arg_ptr,
+                                                 uint64_t arg_u64)
+{
+    strand_dc_iface_t *iface = obj;
+
+    strand_rc_cm_show(iface->rc_cm, strb);
+}
+
+/* dc_strand's files, and the connection manager's */
+static void strand_rc_iface_vfs_refresh(uct_iface_h tl_iface)
+{
+    strand_dc_iface_vfs_refresh(tl_iface);
+    ucs_vfs_obj_add_ro_file(tl_iface, strand_rc_iface_vfs_show_connections,
+                            NULL, 0, "connections");
+}
+
+static uct_iface_internal_ops_t strand_rc_iface_internal_ops = {
+    .iface_estimate_perf = strand_dc_iface_estimate_perf,
+    .iface_vfs_refresh   = strand_rc_iface_vfs_refresh,
+    .ep_query            = (uct_ep_query_func_t)
+                           ucs_empty_function_return_unsupported,
+    .ep_invalidate       = strand_dc_ep_invalidate
+};
+
 static ucs_status_t strand_rc_iface_open(uct_md_h md, uct_worker_h worker,
                                          const uct_iface_params_t *params,
                                          const uct_iface_config_t *tl_config,
@@ -169,6 +197,7 @@ static ucs_status_t strand_rc_iface_open(uct_md_h md, uct_worker_h worker,
         return status;
     }
     iface  = ucs_derived_of(tl_iface, strand_dc_iface_t);
+    iface->super.internal_ops = &strand_rc_iface_internal_ops;
     status = strand_rc_cm_open(iface, worker, params, tl_config, &config,
                                &iface->rc_cm);
     if (status != UCS_OK) {

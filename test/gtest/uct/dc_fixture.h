@@ -1,7 +1,7 @@
 /*
  * The dc_strand test fixture: two interfaces on one memory domain in one
  * process (one software NIC), connected to each other's DCT, driven through
- * UCX's public UCT API; helpers for registered regions, completions,
+ * UCX's public UCT API (rc_strand's tests use it with m_tl "rc_strand"); helpers for registered regions, completions,
  * flushes, and reading the transport's VFS files.
  */
 #ifndef STRAND_TEST_DC_FIXTURE_H_
@@ -221,7 +221,7 @@ protected:
     ucs_status_t open_iface(iface_t &i, uct_worker_h worker = nullptr)
     {
         uct_iface_config_t *config;
-        ucs_status_t status = uct_md_iface_config_read(m_md, "dc_strand",
+        ucs_status_t status = uct_md_iface_config_read(m_md, m_tl.c_str(),
                                                        nullptr, nullptr,
                                                        &config);
         if (status != UCS_OK) {
@@ -229,6 +229,7 @@ protected:
         }
         uct_iface_params_t params;
         strand_test_dc_iface_params(&params, err_cb, &i.err);
+        params.mode.device.tl_name = m_tl.c_str();
         if (m_iface_params_hook) {
             m_iface_params_hook(params);
         }
@@ -370,6 +371,7 @@ protected:
         return text;
     }
 
+    std::string              m_tl        = "dc_strand"; /* or rc_strand */
     uct_component_h          m_component = nullptr;
     uct_md_h                 m_md        = nullptr;
     ucs_async_context_t     *m_async     = nullptr;

@@ -1,0 +1,495 @@
+/*
+ * rc_strand through UCX's public UCT API: an interface address and
+ * endpoints the transport connects itself (a QP per endpoint, a responder
+ * QP at the peer), traffic that waits for the connection, AM / PUT / GET /
+ * atomics byte for byte, disconnects, peers that are not there, limits,
+ * wakeup by the connection manager's messages, and integrity-checked GETs.
+ */
+#include "dc_fixture.h"
+
+#include <cinttypes>
+#include <regex>
+
+class rc_strand : public dc_strand {
+protected:
+    void SetUp() override
+    {
+        m_tl = "rc_strand";
+        dc_strand::SetUp();
+    }
+
+    /* "connecting N connected N failed N responders N peers N" of i's
+     * VFS file */
+    struct conns {
+        unsigned connecting = ~0u, connected = ~0u, failed = ~0u;
+        unsigned responders = ~0u, peers = ~0u;
+    };
+
+    conns connections(const iface_t &i)
+    {
+        conns c;
+        std::string text = vfs_read(i, "connections");
+        sscanf(text.c_str(), "connecting %u connected %u failed %u "
+               "responders %u peers %u", &c.connecting, &c.connected,
+               &c.failed, &c.responders, &c.peers);
+        return c;
+    }
+
+    bool connected(const iface_t &i, unsigned n)
+    {
+        return connections(i).connected == n;
+    }
+
+    /* an op retried while the transport says no resource */
+    ucs_status_t retry(const std::function<ucs_status_t()> &op)
+    {
+        ucs_status_t status = UCS_ERR_NO_RESOURCE;
+        progress_until([&] {
+            status = op();
+            return status != UCS_ERR_NO_RESOURCE;
+        });
+        return status;
+    }
+
+    /* wait for a zero-copy / fetching op's completion */
+    ucs_status_t wait(ucs_status_t status, test_comp &c)
+    {
+        if (status != UCS_INPROGRESS) {
+            return status;
+        }
+        if (!progress_until([&] { return c.done != 0; })) {
+            return UCS_ERR_TIMED_OUT;
+        }
+        return c.status;
+    }
+};
+
+/* What UCP reads to wire it: an interface address, no endpoint address. */
+TEST_F(rc_strand, connects_to_an_interface)
+{
+    ASSERT_EQ(UCS_OK, open_iface(m_a));
+    uint64_t flags = m_a.attr.cap.flags;
+    EXPECT_TRUE(flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE);
+    EXPECT_FALSE(flags & UCT_IFACE_FLAG_CONNECT_TO_EP);
+    EXPECT_EQ(4u, m_a.attr.iface_addr_len);
+    EXPECT_EQ(0u, m_a.attr.ep_addr_len);
+    EXPECT_EQ(256u, m_a.attr.max_num_eps);  /* MAX_EPS */
+    EXPECT_DOUBLE_EQ(1e-9, m_a.attr.latency.m);
+    EXPECT_TRUE(flags & UCT_IFACE_FLAG_AM_SHORT);
+    EXPECT_TRUE(flags & UCT_IFACE_FLAG_GET_ZCOPY);
+    EXPECT_TRUE(flags & UCT_IFACE_FLAG_ATOMIC_DEVICE);
+    EXPECT_TRUE(flags & UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE);
+    EXPECT_TRUE(flags & UCT_IFACE_FLAG_EP_CHECK);
+    EXPECT_FALSE(flags & UCT_IFACE_FLAG_TAG_EAGER_SHORT); /* no offload */
+
+    /* dc_strand on the same device counts a DC connect packet more: UCP
+     * prefers rc_strand where both are enabled */
+    m_tl = "dc_strand";
+    ASSERT_EQ(UCS_OK, open_iface(m_b));
+    EXPECT_NEAR(m_b.attr.latency.c - m_a.attr.latency.c, 60e-9, 1e-12);
+}
+
+/* A new ep posts nothing until the peer answered: its first send says
+ * no resource, a pending request goes once connected, and the messages
+ * arrive in order. The peer made a responder QP for it. */
+TEST_F(rc_strand, sends_wait_for_the_connection)
+{
+    open_pair();
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_ep_am_short(m_ep, 5, 1, nullptr, 0));
+    conns c = connections(m_a);
+    EXPECT_EQ(1u, c.connecting);
+    EXPECT_EQ(0u, c.connected);
+
+    am_short_pending p;
+    p.ep  = m_ep;
+    p.seq = 1;
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ep, &p.uct, 0));
+    ASSERT_TRUE(progress_until([&] { return p.done != 0; }));
+    for (uint64_t seq = 2; seq <= 100; ++seq) {
+        ASSERT_EQ(UCS_OK, am_short_retry(m_ep, seq));
+    }
+    ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 100; }));
+    for (uint64_t seq = 1; seq <= 100; ++seq) {
+        uint64_t hdr;
+        memcpy(&hdr, m_b.am.msgs[seq - 1].data(), sizeof(hdr));
+        EXPECT_EQ(seq, hdr);
+    }
+    c = connections(m_a);
+    EXPECT_EQ(0u, c.connecting);
+    EXPECT_EQ(1u, c.connected);
+    EXPECT_EQ(1u, c.peers);
+    EXPECT_EQ(1u, connections(m_b).responders);
+    EXPECT_EQ(0u, connections(m_b).connected); /* B has no ep of its own */
+}
+
+TEST_F(rc_strand, active_messages_byte_for_byte)
+{
+    open_pair();
+    auto small = pattern(100, 1);
+    ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 7, small.data(), small.size()));
+
+    auto mid = pattern(4000, 2);
+    ssize_t len;
+    ASSERT_TRUE(progress_until([&] {
+        len = uct_ep_am_bcopy(m_ep, 5, pack_cb, &mid, 0);
+        return len != UCS_ERR_NO_RESOURCE;
+    }));
+    ASSERT_EQ((ssize_t)mid.size(), len);
+
+    region z;
+    ASSERT_NO_FATAL_FAILURE(reg(z, 8000));
+    auto zdata = pattern(8000, 3);
+    memcpy(z.buf.data(), zdata.data(), zdata.size()); /* registered buffer */
+    uct_iov_t iov = {z.buf.data(), z.buf.size(), z.memh, 0, 1};
+    uint64_t zhdr = 0x1122334455667788ull;
+    test_comp c;
+    comp_init(&c);
+    ucs_status_t status = retry([&] {
+        return uct_ep_am_zcopy(m_ep, 5, &zhdr, sizeof(zhdr), &iov, 1, 0,
+                               &c.uct);
+    });
+    ASSERT_EQ(UCS_OK, wait(status, c));
+    ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 3; }));
+
+    std::vector<uint8_t> want(8, 0);
+    uint64_t seven = 7;
+    memcpy(want.data(), &seven, 8);
+    want.insert(want.end(), small.begin(), small.end());
+    EXPECT_EQ(want, m_b.am.msgs[0]);
+    EXPECT_EQ(mid, m_b.am.msgs[1]);
+    want.assign((uint8_t*)&zhdr, (uint8_t*)&zhdr + sizeof(zhdr));
+    want.insert(want.end(), z.buf.begin(), z.buf.end());
+    EXPECT_EQ(want, m_b.am.msgs[2]);
+    unreg(z);
+}
+
+TEST_F(rc_strand, put_and_get_byte_for_byte)
+{
+    open_pair();
+    region target, local;
+    ASSERT_NO_FATAL_FAILURE(reg(target, 256 * 1024));
+    ASSERT_NO_FATAL_FAILURE(reg(local, 256 * 1024));
+
+    /* short at 0, bcopy at 1 KiB, zcopy of 200 KiB at 8 KiB */
+    auto a = pattern(64, 4), b = pattern(4096, 5);
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_put_short(m_ep, a.data(), a.size(), addr(target),
+                                target.rkey.rkey);
+    }));
+    ssize_t len;
+    ASSERT_TRUE(progress_until([&] {
+        len = uct_ep_put_bcopy(m_ep, pack_cb, &b, addr(target, 1024),
+                               target.rkey.rkey);
+        return len != UCS_ERR_NO_RESOURCE;
+    }));
+    ASSERT_EQ((ssize_t)b.size(), len);
+    auto big = pattern(200 * 1024, 6);
+    memcpy(local.buf.data(), big.data(), big.size());
+    uct_iov_t iov = {local.buf.data(), big.size(), local.memh, 0, 1};
+    test_comp c;
+    comp_init(&c);
+    ASSERT_EQ(UCS_OK, wait(retry([&] {
+        return uct_ep_put_zcopy(m_ep, &iov, 1, addr(target, 8192),
+                                target.rkey.rkey, &c.uct);
+    }), c));
+    flush(m_ep);
+    EXPECT_EQ(0, memcmp(target.buf.data(), a.data(), a.size()));
+    EXPECT_EQ(0, memcmp(target.buf.data() + 1024, b.data(), b.size()));
+    EXPECT_EQ(0, memcmp(target.buf.data() + 8192, big.data(), big.size()));
+
+    /* and read back: bcopy 4 KiB, zcopy 200 KiB into a zeroed buffer */
+    std::vector<uint8_t> got;
+    comp_init(&c);
+    ASSERT_EQ(UCS_OK, wait(retry([&] {
+        return uct_ep_get_bcopy(m_ep, unpack_cb, &got, b.size(),
+                                addr(target, 1024), target.rkey.rkey, &c.uct);
+    }), c));
+    EXPECT_EQ(b, got);
+    memset(local.buf.data(), 0, local.buf.size());
+    comp_init(&c);
+    ASSERT_EQ(UCS_OK, wait(retry([&] {
+        return uct_ep_get_zcopy(m_ep, &iov, 1, addr(target, 8192),
+                                target.rkey.rkey, &c.uct);
+    }), c));
+    EXPECT_EQ(0, memcmp(local.buf.data(), big.data(), big.size()));
+    unreg(local);
+    unreg(target);
+}
+
+TEST_F(rc_strand, atomics)
+{
+    open_pair();
+    region target;
+    ASSERT_NO_FATAL_FAILURE(reg(target, 64));
+    uint64_t v64 = 1000;
+    uint32_t v32 = 50;
+    memcpy(target.buf.data(), &v64, 8);
+    memcpy(target.buf.data() + 8, &v32, 4);
+
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_atomic64_post(m_ep, UCT_ATOMIC_OP_ADD, 5, addr(target),
+                                    target.rkey.rkey);
+    }));
+    uint64_t old64 = 0;
+    test_comp c;
+    comp_init(&c);
+    ASSERT_EQ(UCS_OK, wait(retry([&] {
+        return uct_ep_atomic64_fetch(m_ep, UCT_ATOMIC_OP_ADD, 10, &old64,
+                                     addr(target), target.rkey.rkey, &c.uct);
+    }), c));
+    EXPECT_EQ(1005u, old64);
+    comp_init(&c);
+    ASSERT_EQ(UCS_OK, wait(retry([&] {
+        return uct_ep_atomic_cswap64(m_ep, 1015, 7, addr(target),
+                                     target.rkey.rkey, &old64, &c.uct);
+    }), c));
+    EXPECT_EQ(1015u, old64);
+    uint32_t old32 = 0;
+    comp_init(&c);
+    ASSERT_EQ(UCS_OK, wait(retry([&] {
+        return uct_ep_atomic32_fetch(m_ep, UCT_ATOMIC_OP_SWAP, 99, &old32,
+                                     addr(target, 8), target.rkey.rkey,
+                                     &c.uct);
+    }), c));
+    EXPECT_EQ(50u, old32);
+    flush(m_ep);
+    memcpy(&v64, target.buf.data(), 8);
+    memcpy(&v32, target.buf.data() + 8, 4);
+    EXPECT_EQ(7u, v64);
+    EXPECT_EQ(99u, v32);
+    unreg(target);
+}
+
+/* Each direction has its own QP pair: both sides' eps, one responder each;
+ * a destroyed ep's responder goes at the peer (DISC), the other stays. */
+TEST_F(rc_strand, both_directions_and_disconnect)
+{
+    open_pair();
+    uct_ep_h back = connect(m_b, m_a.dev_addr, m_a.iface_addr);
+    ASSERT_NE(nullptr, back);
+    ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 1));
+    ASSERT_EQ(UCS_OK, am_short_retry(back, 2));
+    ASSERT_TRUE(progress_until([&] {
+        return (m_a.am.msgs.size() == 1) && (m_b.am.msgs.size() == 1);
+    }));
+    EXPECT_EQ(1u, connections(m_a).responders);
+    EXPECT_EQ(1u, connections(m_b).responders);
+
+    flush(m_ep);
+    uct_ep_destroy(m_ep);
+    m_eps.erase(m_eps.begin());
+    m_ep = nullptr;
+    EXPECT_TRUE(progress_until([&] {
+        return connections(m_b).responders == 0;
+    })) << vfs_read(m_b, "connections");
+    EXPECT_EQ(1u, connections(m_a).responders); /* B's ep to A stays */
+    ASSERT_EQ(UCS_OK, am_short_retry(back, 3));
+    ASSERT_TRUE(progress_until([&] { return m_a.am.msgs.size() == 2; }));
+}
+
+/* An ep destroyed before the answer came: the answer disconnects it, and
+ * the peer's responder goes too. */
+TEST_F(rc_strand, destroyed_while_connecting)
+{
+    open_pair_own_workers(); /* B answers only when it progresses */
+    EXPECT_EQ(1u, connections(m_a).connecting);
+    uct_ep_destroy(m_ep);
+    m_eps.clear();
+    m_ep = nullptr;
+    EXPECT_EQ(1u, connections(m_a).connecting); /* waits for the answer */
+    auto both = [&] {
+        uct_worker_progress(m_worker_b);
+        return (connections(m_a).connecting == 0) &&
+               (connections(m_b).responders == 0);
+    };
+    /* B makes its responder and answers, A disconnects it, B drops it */
+    bool made = false;
+    EXPECT_TRUE(progress_until([&] {
+        made |= connections(m_b).responders == 1;
+        return both();
+    })) << vfs_read(m_a, "connections") << vfs_read(m_b, "connections");
+    EXPECT_TRUE(made);
+}
+
+/* Many eps to one peer: one manager endpoint carries all their requests;
+ * MAX_EPS eps at most, the next one is refused with a readable status. */
+TEST_F(rc_strand, max_eps)
+{
+    set_env("UCX_RC_STRAND_MAX_EPS", "4");
+    open_pair();
+    EXPECT_EQ(4u, m_a.attr.max_num_eps);
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_NE(nullptr, connect(m_a, m_b.dev_addr, m_b.iface_addr));
+    }
+    uct_ep_params_t params;
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = m_a.iface;
+    params.dev_addr   = (const uct_device_addr_t*)m_b.dev_addr.data();
+    params.iface_addr = (const uct_iface_addr_t*)m_b.iface_addr.data();
+    uct_ep_h ep5      = nullptr;
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT, uct_ep_create(&params, &ep5));
+    for (size_t i = 0; i < m_eps.size(); ++i) {
+        ASSERT_EQ(UCS_OK, am_short_retry(m_eps[i], i));
+    }
+    ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 4; }));
+    conns c = connections(m_a);
+    EXPECT_EQ(4u, c.connected);
+    EXPECT_EQ(1u, c.peers);
+    EXPECT_EQ(4u, connections(m_b).responders);
+}
+
+TEST_F(rc_strand, bad_configuration_and_addresses)
+{
+    set_env("UCX_RC_STRAND_MAX_EPS", "0");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, open_iface(m_a));
+    set_env("UCX_RC_STRAND_MAX_EPS", "5000");
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, open_iface(m_a));
+    set_env("UCX_RC_STRAND_MAX_EPS", "256");
+    ASSERT_EQ(UCS_OK, open_iface(m_a));
+
+    /* a device address of another fabric (subnet prefix) */
+    std::vector<uint8_t> dev = m_a.dev_addr;
+    dev.back() ^= 0xff;
+    uct_ep_params_t params;
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = m_a.iface;
+    params.dev_addr   = (const uct_device_addr_t*)dev.data();
+    params.iface_addr = (const uct_iface_addr_t*)m_a.iface_addr.data();
+    uct_ep_h ep       = nullptr;
+    EXPECT_EQ(UCS_ERR_UNREACHABLE, uct_ep_create(&params, &ep));
+    /* no addresses at all */
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
+    EXPECT_NE(UCS_OK, uct_ep_create(&params, &ep));
+}
+
+/* Nobody at the address (an interface that was closed): the connection
+ * request is not delivered, the ep fails with the transport's status and
+ * its pending request sees the failure; nothing hangs. */
+TEST_F(rc_strand, peer_not_there)
+{
+    set_env("UCX_RC_STRAND_TIMEOUT", "5ms");
+    set_env("UCX_RC_STRAND_RETRY_COUNT", "1");
+    ASSERT_EQ(UCS_OK, open_iface(m_a));
+    ASSERT_EQ(UCS_OK, open_iface(m_b));
+    std::vector<uint8_t> dev = m_b.dev_addr, addr = m_b.iface_addr;
+    uct_iface_close(m_b.iface);
+    m_b.iface = nullptr;
+
+    m_ep = connect(m_a, dev, addr);
+    ASSERT_NE(nullptr, m_ep);
+    am_short_pending p;
+    p.ep = m_ep;
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ep, &p.uct, 0));
+    ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }, 20));
+    EXPECT_EQ(m_ep, m_a.err.errors[0].first);
+    EXPECT_TRUE(UCS_IS_ENDPOINT_ERROR(m_a.err.errors[0].second) ||
+                (m_a.err.errors[0].second == UCS_ERR_ENDPOINT_TIMEOUT))
+        << ucs_status_string(m_a.err.errors[0].second);
+    EXPECT_FALSE(p.done);
+    EXPECT_NE(UCS_OK, uct_ep_am_short(m_ep, 5, 0, nullptr, 0));
+    /* the owner of a failed ep takes its pending requests back */
+    unsigned purged = 0;
+    uct_ep_pending_purge(m_ep, [](uct_pending_req_t*, void *arg) {
+        ++*static_cast<unsigned*>(arg);
+    }, &purged);
+    EXPECT_EQ(1u, purged);
+    conns c = connections(m_a);
+    EXPECT_EQ(0u, c.connecting);
+    EXPECT_EQ(1u, c.failed);
+    EXPECT_EQ(0u, c.peers); /* its manager endpoint is gone too */
+}
+
+/* A connected peer goes away: the ep's next operation fails, its owner
+ * is told, and uct_ep_check finds it on an idle ep too. */
+TEST_F(rc_strand, connected_peer_goes_away)
+{
+    set_env("UCX_RC_STRAND_TIMEOUT", "5ms");
+    set_env("UCX_RC_STRAND_RETRY_COUNT", "1");
+    open_pair();
+    ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 1));
+    ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 1; }));
+    flush(m_ep);
+    uct_iface_close(m_b.iface);
+    m_b.iface = nullptr;
+
+    ASSERT_EQ(UCS_OK, uct_ep_check(m_ep, 0, nullptr));
+    ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }, 20));
+    EXPECT_EQ(m_ep, m_a.err.errors[0].first);
+    EXPECT_TRUE(UCS_IS_ENDPOINT_ERROR(m_a.err.errors[0].second))
+        << ucs_status_string(m_a.err.errors[0].second);
+}
+
+/* A worker asleep on rc_strand's event fd wakes for a connection request
+ * (the connection manager's CQs report to the interface's channel) and
+ * for the message that follows. */
+TEST_F(rc_strand, connection_request_wakes_the_peer)
+{
+    ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
+                                        &m_worker_b));
+    ASSERT_EQ(UCS_OK, open_iface(m_a));
+    ASSERT_EQ(UCS_OK, open_iface(m_b, m_worker_b));
+    int fd;
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_b.iface, &fd));
+    ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV));
+    struct pollfd pfd = {fd, POLLIN, 0};
+    ASSERT_EQ(0, poll(&pfd, 1, 0));
+
+    /* B sleeps; A's progress alone cannot connect: the request wakes B */
+    m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    ASSERT_NE(nullptr, m_ep);
+    int woke = 0;
+    progress_until([&] {
+        woke = poll(&pfd, 1, 0);
+        return woke > 0;
+    }, 10);
+    EXPECT_EQ(1, woke) << "B's event fd never became readable";
+    EXPECT_EQ(1u, connections(m_a).connecting);
+    /* B runs: A connects and its message arrives */
+    ASSERT_TRUE(progress_until([&] {
+        uct_worker_progress(m_worker_b);
+        return uct_ep_am_short(m_ep, 5, 42, nullptr, 0) == UCS_OK;
+    }));
+    ASSERT_TRUE(progress_until([&] {
+        uct_worker_progress(m_worker_b);
+        return m_b.am.msgs.size() == 1;
+    }));
+}
+
+/* Integrity-checked GETs on rc_strand (UCX_RC_STRAND_INTEGRITY): damage
+ * on the wire is found and read again, the data comes out right. */
+TEST_F(rc_strand, integrity_checked_get)
+{
+    set_env("UCX_RC_STRAND_INTEGRITY", "crc32c");
+    set_env("STRAND_SIM_FAULTS", "sdc=0.01,seed=5");
+    ASSERT_EQ(UCS_OK, open_md()); /* the MD reads both when it opens */
+    open_pair();
+    region target, local;
+    ASSERT_NO_FATAL_FAILURE(reg(target, 1 << 20));
+    ASSERT_NO_FATAL_FAILURE(reg(local, 1 << 20));
+    auto data = pattern(1 << 20, 9);
+    memcpy(target.buf.data(), data.data(), data.size());
+    uct_iov_t iov = {local.buf.data(), data.size(), local.memh, 0, 1};
+    for (int round = 0; round < 4; ++round) {
+        memset(local.buf.data(), 0, local.buf.size());
+        test_comp c;
+        comp_init(&c);
+        ASSERT_EQ(UCS_OK, wait(retry([&] {
+            return uct_ep_get_zcopy(m_ep, &iov, 1, addr(target),
+                                    target.rkey.rkey, &c.uct);
+        }), c));
+        ASSERT_EQ(0, memcmp(local.buf.data(), data.data(), data.size()))
+            << "round " << round;
+    }
+    std::string text = vfs_read(m_a, "integrity");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(text, m, std::regex(
+        "(\\d+) checked, \\d+ pieces read, (\\d+) bad reads"))) << text;
+    EXPECT_EQ(4u, std::stoul(m[1]));
+    EXPECT_GT(std::stoul(m[2]), 0u) << "the damage was never found";
+    unreg(local);
+    unreg(target);
+}
