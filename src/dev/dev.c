@@ -100,6 +100,41 @@ enum ibv_mtu strand_dev_path_mtu(const strand_dev_t *dev)
     return mtu;
 }
 
+int strand_dev_rc_rtr_attr(const strand_dev_t *dev,
+                           const strand_dev_rc_attr_t *attr,
+                           const strand_dev_rc_dest_t *dest,
+                           struct ibv_qp_attr *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->qp_state           = IBV_QPS_RTR;
+    a->path_mtu           = strand_dev_path_mtu(dev);
+    a->dest_qp_num        = dest->qpn;
+    a->rq_psn             = 0;
+    a->max_dest_rd_atomic = attr->max_rd_atomic;
+    a->min_rnr_timer      = attr->min_rnr_timer;
+    strand_dev_set_path(dev, &a->ah_attr);
+    a->ah_attr.dlid       = dest->lid;
+    if (a->ah_attr.is_global) {
+        a->ah_attr.grh.dgid = dest->gid;
+    }
+    return IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+           IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+}
+
+int strand_dev_rc_rts_attr(const strand_dev_rc_attr_t *attr,
+                           struct ibv_qp_attr *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->qp_state      = IBV_QPS_RTS;
+    a->sq_psn        = 0;
+    a->timeout       = attr->timeout;
+    a->retry_cnt     = attr->retry_cnt;
+    a->rnr_retry     = attr->rnr_retry;
+    a->max_rd_atomic = attr->max_rd_atomic;
+    return IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+           IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+}
+
 void strand_dev_locality_all(strand_dev_locality_t *loc)
 {
     long i, n = sysconf(_SC_NPROCESSORS_CONF);

@@ -360,6 +360,15 @@ int  strand_dev_pick_gid(void *ctx, strand_dev_query_gid_ex_t query,
 void strand_dev_set_path(const strand_dev_t *dev, struct ibv_ah_attr *ah);
 /* The largest MTU enum the port allows. */
 enum ibv_mtu strand_dev_path_mtu(const strand_dev_t *dev);
+/* The INIT -> RTR and RTR -> RTS transitions of an RC QP towards `dest`
+ * (both PSNs 0): the attributes and their mask, for ibv_modify_qp or the
+ * software device's equivalent. */
+int strand_dev_rc_rtr_attr(const strand_dev_t *dev,
+                           const strand_dev_rc_attr_t *attr,
+                           const strand_dev_rc_dest_t *dest,
+                           struct ibv_qp_attr *a);
+int strand_dev_rc_rts_attr(const strand_dev_rc_attr_t *attr,
+                           struct ibv_qp_attr *a);
 
 #ifdef __cplusplus
 }

@@ -491,37 +491,15 @@ static int dev_hw_rc_to_rts(strand_dev_t *dev, struct ibv_qp *qp,
                             const strand_dev_rc_dest_t *dest)
 {
     struct ibv_qp_attr a;
-    int ret;
+    int mask, ret;
 
-    memset(&a, 0, sizeof(a));
-    a.qp_state           = IBV_QPS_RTR;
-    a.path_mtu           = strand_dev_path_mtu(dev);
-    a.dest_qp_num        = dest->qpn;
-    a.rq_psn             = 0;
-    a.max_dest_rd_atomic = attr->max_rd_atomic;
-    a.min_rnr_timer      = attr->min_rnr_timer;
-    strand_dev_set_path(dev, &a.ah_attr);
-    a.ah_attr.dlid       = dest->lid;
-    if (a.ah_attr.is_global) {
-        a.ah_attr.grh.dgid = dest->gid;
-    }
-    ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                                IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                IBV_QP_MAX_DEST_RD_ATOMIC |
-                                IBV_QP_MIN_RNR_TIMER);
+    mask = strand_dev_rc_rtr_attr(dev, attr, dest, &a);
+    ret  = ibv_modify_qp(qp, &a, mask);
     if (ret != 0) {
         return ret;
     }
-    memset(&a, 0, sizeof(a));
-    a.qp_state      = IBV_QPS_RTS;
-    a.sq_psn        = 0;
-    a.timeout       = attr->timeout;
-    a.retry_cnt     = attr->retry_cnt;
-    a.rnr_retry     = attr->rnr_retry;
-    a.max_rd_atomic = attr->max_rd_atomic;
-    return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-                                 IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                 IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+    mask = strand_dev_rc_rts_attr(attr, &a);
+    return ibv_modify_qp(qp, &a, mask);
 }
 
 static int dev_hw_create_rc(strand_dev_t *dev, const strand_dev_rc_attr_t *attr,

@@ -845,7 +845,6 @@ static void strand_dc_iface_release(strand_dc_iface_t *iface)
     }
 }
 
-static uct_iface_ops_t strand_dc_iface_ops;
 
 static void strand_dc_iface_vfs_show_dci_pool(void *obj,
                                               ucs_string_buffer_t *strb,
@@ -1215,7 +1214,7 @@ static ucs_status_t strand_dc_iface_open(uct_md_h md, uct_worker_h worker,
                                   0, NULL, NULL, iface_p);
 }
 
-static uct_iface_ops_t strand_dc_iface_ops = {
+uct_iface_ops_t strand_dc_iface_ops = {
     .ep_am_short              = strand_dc_ep_am_short,
     .ep_am_short_iov          = strand_dc_ep_am_short_iov,
     .ep_am_bcopy              = strand_dc_ep_am_bcopy,

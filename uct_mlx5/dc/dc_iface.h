@@ -269,6 +269,9 @@ int strand_dc_iface_is_reachable(const uct_iface_h tl_iface,
                                  const uct_device_addr_t *dev_addr,
                                  const uct_iface_addr_t *iface_addr);
 
+/* dc_strand's operations (rc_strand's start from them) */
+extern uct_iface_ops_t strand_dc_iface_ops;
+
 /* the internal operations (rc_strand adds to them) */
 void strand_dc_iface_vfs_refresh(uct_iface_h tl_iface);
 ucs_status_t strand_dc_iface_estimate_perf(uct_iface_h tl_iface,

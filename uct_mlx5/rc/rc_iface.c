@@ -323,42 +323,20 @@ static ucs_status_t strand_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
 
 /* ------------------------------------------------------------ the tl */
 
-static uct_iface_ops_t strand_rc_iface_ops = {
-    .ep_am_short              = strand_dc_ep_am_short,
-    .ep_am_short_iov          = strand_dc_ep_am_short_iov,
-    .ep_am_bcopy              = strand_dc_ep_am_bcopy,
-    .ep_am_zcopy              = strand_dc_ep_am_zcopy,
-    .ep_put_short             = strand_dc_ep_put_short,
-    .ep_put_bcopy             = strand_dc_ep_put_bcopy,
-    .ep_put_zcopy             = strand_dc_ep_put_zcopy,
-    .ep_get_bcopy             = strand_dc_ep_get_bcopy,
-    .ep_get_zcopy             = strand_dc_ep_get_zcopy,
-    .ep_atomic_cswap64        = strand_dc_ep_atomic_cswap64,
-    .ep_atomic_cswap32        = strand_dc_ep_atomic_cswap32,
-    .ep_atomic64_post         = strand_dc_ep_atomic64_post,
-    .ep_atomic32_post         = strand_dc_ep_atomic32_post,
-    .ep_atomic64_fetch        = strand_dc_ep_atomic64_fetch,
-    .ep_atomic32_fetch        = strand_dc_ep_atomic32_fetch,
-    .ep_pending_add           = strand_dc_ep_pending_add,
-    .ep_pending_purge         = strand_dc_ep_pending_purge,
-    .ep_flush                 = strand_dc_ep_flush,
-    .ep_fence                 = strand_dc_ep_fence,
-    .ep_check                 = strand_rc_ep_check,
-    .ep_create                = strand_rc_ep_create,
-    .ep_destroy               = strand_rc_ep_destroy,
-    .iface_flush              = strand_dc_iface_flush,
-    .iface_fence              = strand_dc_iface_fence,
-    .iface_progress_enable    = uct_base_iface_progress_enable,
-    .iface_progress_disable   = uct_base_iface_progress_disable,
-    .iface_progress           = strand_rc_iface_progress,
-    .iface_event_fd_get       = strand_dc_iface_event_fd_get,
-    .iface_event_arm          = strand_dc_iface_event_arm,
-    .iface_close              = strand_rc_iface_close,
-    .iface_query              = strand_rc_iface_query,
-    .iface_get_device_address = strand_dc_iface_get_device_address,
-    .iface_get_address        = strand_rc_iface_get_address,
-    .iface_is_reachable       = strand_rc_iface_is_reachable,
-};
+/* dc_strand's operations, but for endpoints that connect themselves, the
+ * connection manager's progress, addresses and lifetime */
+UCS_STATIC_INIT
+{
+    strand_rc_iface_ops                    = strand_dc_iface_ops;
+    strand_rc_iface_ops.ep_check           = strand_rc_ep_check;
+    strand_rc_iface_ops.ep_create          = strand_rc_ep_create;
+    strand_rc_iface_ops.ep_destroy         = strand_rc_ep_destroy;
+    strand_rc_iface_ops.iface_progress     = strand_rc_iface_progress;
+    strand_rc_iface_ops.iface_close        = strand_rc_iface_close;
+    strand_rc_iface_ops.iface_query        = strand_rc_iface_query;
+    strand_rc_iface_ops.iface_get_address  = strand_rc_iface_get_address;
+    strand_rc_iface_ops.iface_is_reachable = strand_rc_iface_is_reachable;
+}
 
 uct_tl_t uct_rc_strand_tl = {
     .name          = STRAND_RC_TL_NAME,
