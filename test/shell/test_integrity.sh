@@ -1,15 +1,16 @@
 #!/bin/bash
 # Integrity-checked GETs under UCP and Open MPI: the software device damages
 # 1% of the 512-byte blocks of every READ's data past the link CRC
-# (STRAND_SIM_FAULTS sdc_read=0.01). With UCX_DC_STRAND_INTEGRITY every byte
+# (STRAND_SIM_FAULTS sdc_read=0.01). With UCX_DC_STRAND_INTEGRITY (in the rc
+# mode: rc_strand and UCX_RC_STRAND_INTEGRITY) every byte
 # arrives right, and each interface counts at close (UCX_LOG_LEVEL=info) the
 # bad blocks it found and the pieces it read again: the check is what saves
 # the data. Without it the same damage reaches the application.
 . "$(dirname "$0")/lib.sh"
 
-# the device modes do not change what is checked: once
-if ! default_mode; then
-    skip "integrity checks under UCP and MPI" "runs in the default device mode"
+# the device modes do not change what is checked: once per transport
+if ! default_mode && is_dc; then
+    skip "integrity checks under UCP and MPI" "runs in the default and rc modes"
     exit 0
 fi
 
@@ -52,7 +53,7 @@ counted() {
 ucp() {
     local d p0 rc0 rc1
     d=$(mktemp -d "$tmpdir/ucp.XXXX")
-    export UCX_TLS=dc_strand UCX_DC_STRAND_INTEGRITY=$1
+    export UCX_TLS=$tl "${tlp}INTEGRITY=$1"
     export STRAND_SIM_FABRIC="${fabric_prefix}ucp$1"
     timeout 240 strand-run "$tmpdir/ucp_check" "$d" 0 data >"$d/0.log" 2>&1 &
     p0=$!
@@ -87,7 +88,7 @@ else
 fi
 
 # UCP tag_bw through rendezvous, 64 KiB .. 16 MiB
-export UCX_TLS=dc_strand,self UCX_DC_STRAND_INTEGRITY=crc32c
+export UCX_TLS=$tl,self "${tlp}INTEGRITY=crc32c"
 export STRAND_SIM_FABRIC="${fabric_prefix}perf"
 : >"$tmpdir/perf.log"
 for size in 65536 1048576 16777216; do
@@ -115,9 +116,9 @@ asan=()
 # $tmpdir/mpi.KIND
 mpi() {
     timeout 240 strand-run mpirun -np 4 --oversubscribe "${asan[@]}" \
-        -x UCX_TLS=dc_strand,self -x UCX_NET_DEVICES=smlx5_0:1 \
+        -x UCX_TLS="$tl,self" -x UCX_NET_DEVICES=smlx5_0:1 \
         -x UCX_LOG_LEVEL=info -x STRAND_SIM_FAULTS \
-        -x UCX_DC_STRAND_INTEGRITY="$1" \
+        -x "${tlp}INTEGRITY=$1" \
         -x STRAND_SIM_FABRIC="${fabric_prefix}mpi$1" \
         "$tmpdir/mpi_check" >"$tmpdir/mpi.$1" 2>&1
 }
