@@ -493,6 +493,12 @@ static void strand_rc_cm_handle_rep(strand_rc_cm_t *cm, uint64_t conn_id,
     }
     conn = kh_value(&cm->conns, it);
     if (conn->state != STRAND_RC_CONN_REQUESTED) {
+        /* failed meanwhile (its ep was told): a QP the peer made for it
+         * anyway goes */
+        if ((conn->state == STRAND_RC_CONN_FAILED) && (rep->status == UCS_OK)) {
+            conn->remote_qpn = rep->qpn;
+            strand_rc_cm_disconnect(cm, conn);
+        }
         return;
     }
     conn->remote_qpn = rep->qpn;
