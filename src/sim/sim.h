@@ -237,50 +237,60 @@ typedef enum sim_wqe_state {
 } sim_wqe_state_t;
 
 typedef struct sim_wqe {
+    /* --- every WQE: the fast path (sim_req.c) clears and fills only this
+     * head, so what follows it is read only where a field here says it is
+     * there */
+    uint64_t  raddr;              /* remote address, rkey (WRITE/READ/atomic) */
     sim_wqe_state_t state;
     uint32_t  wqe_idx;            /* 16-bit WQE index from the ctrl segment */
     uint32_t  bb;                 /* cur_post value (free-running) of ctrl */
-    uint16_t  bbs;                /* basic blocks the WQE occupies */
-    uint64_t  raddr;              /* remote address, rkey (WRITE/READ/atomic) */
     uint32_t  rkey;
     uint32_t  imm;
-    uint8_t   fm_ce_se;
-    uint8_t   atomic_op, atomic_size;
-    uint64_t  swap_add, compare, swap_mask, compare_mask;
     uint32_t  inline_off;         /* byte offset of inline data in the SQ */
-    bool      is_inline;
-    uint8_t   opcode;             /* MLX5_OPCODE_* */
-    uint8_t   opmod;
-    bool      signaled;
+    uint32_t  length;             /* bytes (READ: to scatter) */
+    uint32_t  first_psn, last_psn;
+    uint16_t  bbs;                /* basic blocks the WQE occupies */
     uint16_t  stream;
     uint16_t  chan;               /* DCI: stream mod 2^log_num_concurent */
-    uint16_t  dlid;               /* DCI: the target from the AV */
-    uint32_t  dqpn;
-    uint64_t  dc_key;
+    uint8_t   opcode;             /* MLX5_OPCODE_* */
+    uint8_t   opmod;
+    uint8_t   fm_ce_se;
     uint8_t   flow;               /* index in qp->flows */
-    uint32_t  first_psn, last_psn;
-    uint32_t  length;             /* bytes (READ: to scatter) */
     uint8_t   status;             /* 0 or an MLX5_CQE_SYNDROME_* */
-    uint64_t  fetched;            /* atomic: original value */
+    uint8_t   num_sge;            /* entries of sge[] */
+    bool      signaled;
+    bool      fenced;
+    bool      is_inline;
     bool      needs_response;     /* READ / atomic */
     bool      onecopy;            /* its data moves in one copy: one
                                      packet (sim_onecopy.c) */
-    bool      fenced;
     /* requester scatter-to-CQE (cs_req): the response data goes into the
-     * CQE, not the local buffers */
+     * CQE (cqe_data), not the local buffers */
     bool      to_cqe;
-    uint8_t   cqe_data[64];
     /* its one SGE names an indirect / signature mkey (sge[0]: the key and
      * the zero-based offset; looked up at each use, so an mkey destroyed
-     * under the WQE is never touched), and the check of what a READ
+     * under the WQE is never touched), and sig_rx checks what a READ
      * brings */
     bool      via_mkey;
+    /* --- atomics only (an atomic opcode) */
+    uint8_t   atomic_op, atomic_size;
+    uint64_t  swap_add, compare, swap_mask, compare_mask;
+    uint64_t  fetched;            /* the original value */
+    /* --- DCI only: the target from the AV */
+    uint16_t  dlid;
+    uint32_t  dqpn;
+    uint64_t  dc_key;
+    /* --- to_cqe only */
+    uint8_t   cqe_data[64];
+    /* --- via_mkey only */
     sim_sig_rx_t sig_rx;
-    /* local scatter for READ / atomic responses (the parser clears what
-     * comes before it) */
-    uint8_t   num_sge;
+    /* local scatter for READ / atomic responses, num_sge entries (the
+     * general parser clears everything before it) */
     struct { uint64_t addr; uint32_t len, lkey; } sge[SIM_MAX_SGE];
 } sim_wqe_t;
+
+/* The part of a WQE record every WQE has (see sim_wqe_t). */
+#define SIM_WQE_HEAD_SIZE offsetof(sim_wqe_t, atomic_op)
 
 /* Responder context per requester (RC: the one peer; DCT: per DCI flow). */
 typedef struct sim_resp_ctx {

@@ -152,13 +152,40 @@ static int sim_parse_mkey_seg(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t unit,
     return 0;
 }
 
+/* The segment at `unit` of the WQE at BB `bb` is an inline segment. */
+static bool sim_unit_is_inline(const smlx5_qp_t *qp, uint32_t bb,
+                               uint32_t unit)
+{
+    const struct mlx5_wqe_inl_data_seg *inl = sim_sq_unit(qp, bb, unit);
+
+    return (be32toh(inl->byte_count) & MLX5_INLINE_SEG) != 0;
+}
+
+/* The inline segment at `unit`: its bytes stay in the SQ, where the
+ * packets take them from. Returns 0 or a syndrome. */
+static int sim_parse_inline(const smlx5_qp_t *qp, sim_wqe_t *w,
+                            uint32_t unit, uint32_t ds, int access)
+{
+    const struct mlx5_wqe_inl_data_seg *inl = sim_sq_unit(qp, w->bb, unit);
+    uint32_t bc = be32toh(inl->byte_count) & ~MLX5_INLINE_SEG;
+
+    if ((access & IBV_ACCESS_LOCAL_WRITE) ||
+        ((4 + bc + 15) / 16 > ds - unit)) {
+        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    }
+    w->is_inline  = true;
+    w->inline_off = (w->bb * 64u + unit * 16u + 4u) &
+                    (qp->sq_wqe_cnt * 64u - 1);
+    w->length     = bc;
+    return 0;
+}
+
 /* Read the data segments from `unit` to the end of the WQE into w->sge,
  * checking local keys. Returns 0 or a syndrome. */
 static int sim_parse_data(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t unit,
                           uint32_t ds, int access)
 {
     const struct mlx5_wqe_data_seg *dseg;
-    const struct mlx5_wqe_inl_data_seg *inl;
     uint32_t bc, lkey;
     uint64_t addr;
     int ret;
@@ -168,19 +195,8 @@ static int sim_parse_data(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t unit,
     if (unit >= ds) {
         return 0;
     }
-    inl = sim_sq_unit(qp, w->bb, unit);
-    bc  = be32toh(inl->byte_count);
-    if (bc & MLX5_INLINE_SEG) {
-        bc &= ~MLX5_INLINE_SEG;
-        if ((access & IBV_ACCESS_LOCAL_WRITE) ||
-            ((4 + bc + 15) / 16 > ds - unit)) {
-            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-        }
-        w->is_inline  = true;
-        w->inline_off = (w->bb * 64u + unit * 16u + 4u) &
-                        (qp->sq_wqe_cnt * 64u - 1);
-        w->length     = bc;
-        return 0;
+    if (sim_unit_is_inline(qp, w->bb, unit)) {
+        return sim_parse_inline(qp, w, unit, ds, access);
     }
     for (; unit < ds; ++unit) {
         dseg = sim_sq_unit(qp, w->bb, unit);
@@ -269,21 +285,18 @@ static int sim_parse_atomic(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t *unit)
     return 0;
 }
 
-/* Parse the WQE at BB `bb` into `w`. Returns 0 or a syndrome; on a syndrome
- * w->bbs is still set so the SQ can move past the WQE. */
-static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
-                         smlx5_dc_target_t *dc)
+/* The ctrl segment of the WQE at BB `bb` into the head of `w` (which the
+ * caller cleared), its size in 16-byte units into *ds_p. Returns 0 or a
+ * syndrome; w->bbs is set either way, so the SQ can move past a malformed
+ * WQE. */
+static int sim_parse_ctrl(const smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
+                          uint32_t *ds_p)
 {
     const struct mlx5_wqe_ctrl_seg *ctrl = sim_sq_unit(qp, bb, 0);
     uint32_t opmod_idx_opcode = be32toh(ctrl->opmod_idx_opcode);
     uint32_t qpn_ds           = be32toh(ctrl->qpn_ds);
     uint32_t ds               = qpn_ds & 0x3f;
-    uint32_t unit             = 1;
-    const struct mlx5_wqe_raddr_seg *raddr;
-    const struct mlx5_wqe_av *av;
-    int access                = 0;
 
-    memset(w, 0, offsetof(sim_wqe_t, sge));
     w->bb       = bb;
     w->opcode   = opmod_idx_opcode & 0xff;
     w->wqe_idx  = (opmod_idx_opcode >> 8) & 0xffff;
@@ -294,9 +307,37 @@ static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
     w->signaled = (ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE) != 0;
     w->fenced   = (ctrl->fm_ce_se & 0xe0) != 0;
     w->bbs      = (ds == 0) ? 1 : (ds * 16 + 63) / 64;
+    *ds_p       = ds;
 
     if ((ds == 0) || ((qpn_ds >> 8) != qp->qpn) || (w->bbs > qp->sq_wqe_cnt)) {
         return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    }
+    return 0;
+}
+
+static void sim_parse_raddr(const smlx5_qp_t *qp, sim_wqe_t *w,
+                            uint32_t unit)
+{
+    const struct mlx5_wqe_raddr_seg *raddr = sim_sq_unit(qp, w->bb, unit);
+
+    w->raddr = be64toh(raddr->raddr);
+    w->rkey  = be32toh(raddr->rkey);
+}
+
+/* Parse the WQE at BB `bb` into `w`. Returns 0 or a syndrome; on a syndrome
+ * w->bbs is still set so the SQ can move past the WQE. */
+static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
+                         smlx5_dc_target_t *dc)
+{
+    uint32_t ds, unit         = 1;
+    const struct mlx5_wqe_av *av;
+    int access                = 0;
+    int ret;
+
+    memset(w, 0, offsetof(sim_wqe_t, sge));
+    ret = sim_parse_ctrl(qp, bb, w, &ds);
+    if (ret != 0) {
+        return ret;
     }
     if (w->opcode == MLX5_OPCODE_NOP) {
         return 0;
@@ -328,9 +369,7 @@ static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
         if (unit >= ds) {
             return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
         }
-        raddr    = sim_sq_unit(qp, bb, unit++);
-        w->raddr = be64toh(raddr->raddr);
-        w->rkey  = be32toh(raddr->rkey);
+        sim_parse_raddr(qp, w, unit++);
         break;
     default:
         /* UMR, SET_PSV, TAG_MATCHING, ... are not for this QP */
@@ -342,7 +381,6 @@ static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
         return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR; /* no such capability */
     }
     if (sim_opcode_is_atomic(w->opcode)) {
-        int ret;
         if (unit >= ds) {
             return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
         }
@@ -355,7 +393,7 @@ static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
         access = IBV_ACCESS_LOCAL_WRITE;
     }
 
-    int ret = sim_parse_data(qp, w, unit, ds, access);
+    ret = sim_parse_data(qp, w, unit, ds, access);
     if (ret != 0) {
         return ret;
     }
@@ -615,35 +653,41 @@ static bool sim_req_rd_atomic_full(const smlx5_qp_t *qp, const sim_wqe_t *w)
                                        qp->max_rd_atomic : 1));
 }
 
-/* The WQE goes on flow `fi`: it gets its PSNs and becomes the one the
- * transmitter works on. */
-static void sim_req_launch(smlx5_qp_t *qp, sim_wqe_t *w, int fi)
+/* The WQE goes on flow `fi` as `npkts` packets: it gets its PSNs and
+ * becomes the one the transmitter works on. */
+static void sim_req_launch_on_flow(smlx5_qp_t *qp, sim_wqe_t *w, int fi,
+                                   uint32_t npkts)
 {
     sim_flow_t *f = &qp->flows[fi];
-    uint32_t n;
 
-    w->onecopy   = sim_onecopy_wanted(qp, w);
-    if (w->via_mkey) {
-        sim_sig_rx_start(&w->sig_rx, w->sge[0].addr);
-    }
-    n            = sim_wqe_npkts(qp, w);
     w->flow      = fi;
     w->first_psn = f->next_psn;
-    w->last_psn  = f->next_psn + n - 1;
-    f->next_psn += n;
+    w->last_psn  = f->next_psn + npkts - 1;
+    f->next_psn += npkts;
     if (f->outstanding++ == 0) {
         qp->chan_flow[f->chan] = fi + 1;
     }
     if (w->needs_response) {
         qp->rd_atomic_inflight++;
     }
+    w->state    = SIM_WQE_SENT;
+    qp->req_bb  = w->bb;
+    qp->req_psn = w->first_psn;
+}
+
+/* The WQE goes on flow `fi`: how its data moves (one copy, through an
+ * mkey, into the CQE), then its PSNs. */
+static void sim_req_launch(smlx5_qp_t *qp, sim_wqe_t *w, int fi)
+{
+    w->onecopy   = sim_onecopy_wanted(qp, w);
+    if (w->via_mkey) {
+        sim_sig_rx_start(&w->sig_rx, w->sge[0].addr);
+    }
     /* cs_req: a signaled READ / atomic whose data fits the CQE (an
      * unsignaled one has no CQE to carry it) */
     w->to_cqe   = w->needs_response && w->signaled && (w->length > 0) &&
                   (w->length <= qp->cs_req) && !w->via_mkey;
-    w->state    = SIM_WQE_SENT;
-    qp->req_bb  = w->bb;
-    qp->req_psn = w->first_psn;
+    sim_req_launch_on_flow(qp, w, fi, sim_wqe_npkts(qp, w));
 }
 
 /* A deferred WQE whose channel is free now goes; the first deferred WQE
