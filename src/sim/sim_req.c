@@ -476,6 +476,27 @@ void sim_wqe_sge_copy(const sim_wqe_t *w, uint32_t off, void *data,
     }
 }
 
+/* `len` bytes of the WQE's data from byte `off`: where they are when they
+ * are in one piece (inline bytes that do not wrap around the end of the
+ * SQ, a plain single SGE), else gathered into `buf`. */
+static const uint8_t *sim_wqe_payload(smlx5_qp_t *qp, const sim_wqe_t *w,
+                                      uint32_t off, uint32_t len,
+                                      uint8_t *buf)
+{
+    uint32_t pos;
+
+    if (w->is_inline) {
+        pos = w->inline_off + off;
+        if (pos + len <= qp->sq_wqe_cnt * 64u) {
+            return qp->sq_buf + pos;
+        }
+    } else if ((w->num_sge == 1) && !w->via_mkey) {
+        return (const uint8_t*)(uintptr_t)(w->sge[0].addr + off);
+    }
+    sim_wqe_gather(qp, w, off, buf, len);
+    return buf;
+}
+
 static uint32_t sim_wqe_npkts(const smlx5_qp_t *qp, const sim_wqe_t *w)
 {
     uint32_t n;
@@ -590,12 +611,7 @@ int sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
             len        = (uint32_t)sim_onecopy_desc_pack(w, buf, sizeof(buf));
             payload    = buf;
         } else if (len > 0) {
-            if (!w->is_inline && (w->num_sge == 1) && !w->via_mkey) {
-                payload = (const uint8_t*)(uintptr_t)(w->sge[0].addr + off);
-            } else {
-                sim_wqe_gather(qp, w, off, buf, len);
-                payload = buf;
-            }
+            payload = sim_wqe_payload(qp, w, off, len, buf);
         }
         break;
     }
