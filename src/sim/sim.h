@@ -65,6 +65,10 @@ typedef struct sim_config {
     uint64_t timeout_ns_override; /* STRAND_SIM_TIMEOUT_NS: 0 = from QP attr */
     uint64_t rnr_timer_ns;        /* STRAND_SIM_RNR_NS: 0 = from QP attr */
     int      progress_thread;     /* STRAND_SIM_PROGRESS_THREAD (default 1) */
+    bool     fastpath;            /* STRAND_SIM_FASTPATH (default 1): the
+                                     requester's short path for
+                                     single-packet inline WRITEs / SENDs
+                                     (sim_req.c); smlx5_set_fastpath */
     int      atomics;             /* STRAND_SIM_ATOMICS (default 1) */
     uint32_t onecopy_min;         /* STRAND_SIM_ONECOPY: WRITEs / READs of
                                      at least this many bytes move in one

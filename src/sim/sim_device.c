@@ -49,6 +49,7 @@ int sim_config_read(sim_config_t *cfg)
     cfg->timeout_ns_override = sim_env_u64("STRAND_SIM_TIMEOUT_NS", 0);
     cfg->rnr_timer_ns        = sim_env_u64("STRAND_SIM_RNR_NS", 0);
     cfg->progress_thread     = (int)sim_env_u64("STRAND_SIM_PROGRESS_THREAD", 1);
+    cfg->fastpath            = sim_env_u64("STRAND_SIM_FASTPATH", 1) != 0;
     cfg->atomics             = (int)sim_env_u64("STRAND_SIM_ATOMICS", 1);
     cfg->onecopy_min         = (uint32_t)sim_env_u64("STRAND_SIM_ONECOPY",
                                                      SIM_ONECOPY_DEFAULT_MIN);
@@ -587,6 +588,14 @@ int smlx5_query_gid_ex(smlx5_context_t *ctx, uint8_t port, uint32_t index,
     entry->gid_index = index;
     entry->port_num  = port;
     entry->gid_type  = ctx->gid_types[index];
+    return 0;
+}
+
+int smlx5_set_fastpath(smlx5_context_t *ctx, int on)
+{
+    pthread_mutex_lock(&ctx->lock);
+    ctx->cfg.fastpath = (on != 0);
+    pthread_mutex_unlock(&ctx->lock);
     return 0;
 }
 

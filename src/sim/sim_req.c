@@ -845,6 +845,84 @@ static bool sim_req_fetch(smlx5_qp_t *qp)
     return true;
 }
 
+/* ------------------------------------------------------ the fast path */
+
+/*
+ * A single-packet inline WRITE or SEND (WRITE_IMM, SEND_IMM, SEND_INVAL
+ * too) on an RC QP skips the general parse and launch: it is read straight
+ * into the head of its record (sim_wqe_t: no atomic operands, DC target,
+ * scatter list or mkey state to clear or compute) and goes on the QP's one
+ * flow as one packet. Everything after that is the general machinery, so
+ * nothing of its meaning changes: it is fetched in SQ order by the same
+ * walk (sim_req_process), only when the WQE at the head of the SQ is one
+ * (it never passes a WQE that waits, e.g. a READ over max_rd_atomic or a
+ * fenced WQE: that one is at the head and is not fast), it is transmitted,
+ * acknowledged, retransmitted and completed as any other (its bytes stay in
+ * the SQ, where go-back-N finds them), and its packet goes through fault
+ * injection. A WQE the fast path does not take (any other opcode, a fence,
+ * a data segment, more than one packet, a DCI) or cannot read (malformed:
+ * it fails in the general parse) goes the general way.
+ */
+
+static bool sim_opcode_is_fast(uint8_t op)
+{
+    switch (op) {
+    case MLX5_OPCODE_RDMA_WRITE:
+    case MLX5_OPCODE_RDMA_WRITE_IMM:
+    case MLX5_OPCODE_SEND:
+    case MLX5_OPCODE_SEND_IMM:
+    case MLX5_OPCODE_SEND_INVAL:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool sim_opcode_is_write(uint8_t op)
+{
+    return (op == MLX5_OPCODE_RDMA_WRITE) || (op == MLX5_OPCODE_RDMA_WRITE_IMM);
+}
+
+/* Reads the WQE at BB `bb` into the head of `w` when the fast path takes
+ * it; false leaves it to sim_parse_wqe, which starts over. */
+static bool sim_parse_fast(const smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w)
+{
+    uint32_t ds, unit = 1;
+
+    memset(w, 0, SIM_WQE_HEAD_SIZE);
+    if ((sim_parse_ctrl(qp, bb, w, &ds) != 0) || w->fenced ||
+        !sim_opcode_is_fast(w->opcode)) {
+        return false;
+    }
+    if (sim_opcode_is_write(w->opcode)) {
+        if (unit >= ds) {
+            return false;
+        }
+        sim_parse_raddr(qp, w, unit++);
+    }
+    return (unit < ds) && sim_unit_is_inline(qp, bb, unit) &&
+           (sim_parse_inline(qp, w, unit, ds, 0) == 0) &&
+           (w->length <= qp->path_mtu);
+}
+
+/* Take the WQE at the head of the SQ the fast way if it is one (see
+ * above). Returns true when it was fetched and launched. */
+static bool sim_req_fetch_fast(smlx5_qp_t *qp)
+{
+    uint32_t bb  = qp->sq_fetched;
+    sim_wqe_t *w = &qp->wqes[bb & (qp->sq_wqe_cnt - 1)];
+
+    if (!qp->ctx->cfg.fastpath || (qp->type != SMLX5_QPT_RC) ||
+        !sim_parse_fast(qp, bb, w)) {
+        return false;
+    }
+    qp->sq_fetched += w->bbs;
+    sim_qp_activate(qp);
+    sim_req_launch_on_flow(qp, w, sim_flow_get(qp, 0, 0, 0), 1);
+    qp->stats.fast_wqes++;
+    return true;
+}
+
 /* The peer's ring is full: stop here, the engine retries this QP. */
 static bool sim_req_blocked(smlx5_qp_t *qp)
 {
@@ -932,6 +1010,9 @@ void sim_req_process(smlx5_qp_t *qp)
         }
         if (qp->sq_fetched == end) {
             break;
+        }
+        if (sim_req_fetch_fast(qp)) {
+            continue;
         }
         if (!sim_req_fetch(qp)) {
             break;
