@@ -472,6 +472,7 @@ struct smlx5_context {
     uint32_t          key_gen;        /* MR key variant byte */
 
     uint32_t          polls;          /* smlx5_progress calls */
+    uint32_t          busy_passes;    /* engine passes that took packets */
     bool              tx_backlog;     /* some QP waits for ring space */
 
     int               async_fd;       /* eventfd */
