@@ -452,6 +452,10 @@ struct smlx5_context {
     uint64_t          fabric_hash;    /* FNV-1a 64 of the segment name */
     uint32_t          tag;            /* high bits of QPN/keys: unique per ctx */
     pthread_mutex_t   lock;           /* the device engine lock */
+    /* one thread owns the context: the data path runs the engine without
+     * the lock (sim_engine_enter); engine_in_use may catch a second one */
+    bool              single_thread;
+    atomic_bool       engine_in_use;
     int               refs;
 
     smlx5_qp_t       *qps[SIM_MAX_QPS];
@@ -565,6 +569,39 @@ void sim_cq_push_scatter(smlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
 uint32_t sim_cq_scatter_max(const smlx5_cq_t *cq);
 void sim_async_push(smlx5_context_t *ctx, enum ibv_event_type type,
                     void *element);
+
+/* Doorbells and polls run the engine under ctx->lock; `wait` false: not
+ * when another thread has it (false is returned). When one thread owns the
+ * context (smlx5_open_device: the application said MLX5_SINGLE_THREADED=1,
+ * as it says to rdma-core's mlx5 provider, which then takes none of its
+ * locks either, and the device has no progress thread) no lock is taken,
+ * and a second thread found inside stops the process, as rdma-core stops
+ * it, rather than corrupting the device. */
+void sim_engine_violation(void) __attribute__((noreturn));
+
+static inline bool sim_engine_enter(smlx5_context_t *ctx, bool wait)
+{
+    if (!ctx->single_thread) {
+        return wait ? (pthread_mutex_lock(&ctx->lock) == 0) :
+                      (pthread_mutex_trylock(&ctx->lock) == 0);
+    }
+    /* plain loads and stores, no locked instruction: the check is
+     * best-effort, as rdma-core's is */
+    if (atomic_load_explicit(&ctx->engine_in_use, memory_order_relaxed)) {
+        sim_engine_violation();
+    }
+    atomic_store_explicit(&ctx->engine_in_use, true, memory_order_relaxed);
+    return true;
+}
+
+static inline void sim_engine_leave(smlx5_context_t *ctx)
+{
+    if (!ctx->single_thread) {
+        pthread_mutex_unlock(&ctx->lock);
+        return;
+    }
+    atomic_store_explicit(&ctx->engine_in_use, false, memory_order_relaxed);
+}
 
 /* Make the engine (inline progress or its thread) look again at `t`. */
 static inline void sim_timer_schedule(smlx5_context_t *ctx, uint64_t t)

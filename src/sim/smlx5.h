@@ -126,6 +126,10 @@ typedef struct smlx5_progress_stats {
     uint64_t untimed_sleeps;  /* ... of them with no time limit */
     int      asleep_untimed;  /* 1 while it sleeps with no time limit (no
                                  timer pending: it uses no CPU) */
+    int      engine_unlocked; /* 1 when doorbells and polls run the engine
+                                 without its lock: one thread owns the
+                                 context (MLX5_SINGLE_THREADED=1 and
+                                 STRAND_SIM_PROGRESS_THREAD=0) */
 } smlx5_progress_stats_t;
 int  smlx5_progress_stats(smlx5_context_t *ctx, smlx5_progress_stats_t *st);
 
