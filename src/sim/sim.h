@@ -65,6 +65,10 @@ typedef struct sim_config {
     uint64_t timeout_ns_override; /* STRAND_SIM_TIMEOUT_NS: 0 = from QP attr */
     uint64_t rnr_timer_ns;        /* STRAND_SIM_RNR_NS: 0 = from QP attr */
     int      progress_thread;     /* STRAND_SIM_PROGRESS_THREAD (default 1) */
+    bool     fastpath;            /* STRAND_SIM_FASTPATH (default 1): the
+                                     requester's short path for
+                                     single-packet inline WRITEs / SENDs
+                                     (sim_req.c); smlx5_set_fastpath */
     int      atomics;             /* STRAND_SIM_ATOMICS (default 1) */
     uint32_t onecopy_min;         /* STRAND_SIM_ONECOPY: WRITEs / READs of
                                      at least this many bytes move in one
@@ -237,50 +241,60 @@ typedef enum sim_wqe_state {
 } sim_wqe_state_t;
 
 typedef struct sim_wqe {
+    /* --- every WQE: the fast path (sim_req.c) clears and fills only this
+     * head, so what follows it is read only where a field here says it is
+     * there */
+    uint64_t  raddr;              /* remote address, rkey (WRITE/READ/atomic) */
     sim_wqe_state_t state;
     uint32_t  wqe_idx;            /* 16-bit WQE index from the ctrl segment */
     uint32_t  bb;                 /* cur_post value (free-running) of ctrl */
-    uint16_t  bbs;                /* basic blocks the WQE occupies */
-    uint64_t  raddr;              /* remote address, rkey (WRITE/READ/atomic) */
     uint32_t  rkey;
     uint32_t  imm;
-    uint8_t   fm_ce_se;
-    uint8_t   atomic_op, atomic_size;
-    uint64_t  swap_add, compare, swap_mask, compare_mask;
     uint32_t  inline_off;         /* byte offset of inline data in the SQ */
-    bool      is_inline;
-    uint8_t   opcode;             /* MLX5_OPCODE_* */
-    uint8_t   opmod;
-    bool      signaled;
+    uint32_t  length;             /* bytes (READ: to scatter) */
+    uint32_t  first_psn, last_psn;
+    uint16_t  bbs;                /* basic blocks the WQE occupies */
     uint16_t  stream;
     uint16_t  chan;               /* DCI: stream mod 2^log_num_concurent */
-    uint16_t  dlid;               /* DCI: the target from the AV */
-    uint32_t  dqpn;
-    uint64_t  dc_key;
+    uint8_t   opcode;             /* MLX5_OPCODE_* */
+    uint8_t   opmod;
+    uint8_t   fm_ce_se;
     uint8_t   flow;               /* index in qp->flows */
-    uint32_t  first_psn, last_psn;
-    uint32_t  length;             /* bytes (READ: to scatter) */
     uint8_t   status;             /* 0 or an MLX5_CQE_SYNDROME_* */
-    uint64_t  fetched;            /* atomic: original value */
+    uint8_t   num_sge;            /* entries of sge[] */
+    bool      signaled;
+    bool      fenced;
+    bool      is_inline;
     bool      needs_response;     /* READ / atomic */
     bool      onecopy;            /* its data moves in one copy: one
                                      packet (sim_onecopy.c) */
-    bool      fenced;
     /* requester scatter-to-CQE (cs_req): the response data goes into the
-     * CQE, not the local buffers */
+     * CQE (cqe_data), not the local buffers */
     bool      to_cqe;
-    uint8_t   cqe_data[64];
     /* its one SGE names an indirect / signature mkey (sge[0]: the key and
      * the zero-based offset; looked up at each use, so an mkey destroyed
-     * under the WQE is never touched), and the check of what a READ
+     * under the WQE is never touched), and sig_rx checks what a READ
      * brings */
     bool      via_mkey;
+    /* --- atomics only (an atomic opcode) */
+    uint8_t   atomic_op, atomic_size;
+    uint64_t  swap_add, compare, swap_mask, compare_mask;
+    uint64_t  fetched;            /* the original value */
+    /* --- DCI only: the target from the AV */
+    uint16_t  dlid;
+    uint32_t  dqpn;
+    uint64_t  dc_key;
+    /* --- to_cqe only */
+    uint8_t   cqe_data[64];
+    /* --- via_mkey only */
     sim_sig_rx_t sig_rx;
-    /* local scatter for READ / atomic responses (the parser clears what
-     * comes before it) */
-    uint8_t   num_sge;
+    /* local scatter for READ / atomic responses, num_sge entries (the
+     * general parser clears everything before it) */
     struct { uint64_t addr; uint32_t len, lkey; } sge[SIM_MAX_SGE];
 } sim_wqe_t;
+
+/* The part of a WQE record every WQE has (see sim_wqe_t). */
+#define SIM_WQE_HEAD_SIZE offsetof(sim_wqe_t, atomic_op)
 
 /* Responder context per requester (RC: the one peer; DCT: per DCI flow). */
 typedef struct sim_resp_ctx {
@@ -438,6 +452,10 @@ struct smlx5_context {
     uint64_t          fabric_hash;    /* FNV-1a 64 of the segment name */
     uint32_t          tag;            /* high bits of QPN/keys: unique per ctx */
     pthread_mutex_t   lock;           /* the device engine lock */
+    /* one thread owns the context: the data path runs the engine without
+     * the lock (sim_engine_enter); engine_in_use may catch a second one */
+    bool              single_thread;
+    atomic_bool       engine_in_use;
     int               refs;
 
     smlx5_qp_t       *qps[SIM_MAX_QPS];
@@ -458,6 +476,7 @@ struct smlx5_context {
     uint32_t          key_gen;        /* MR key variant byte */
 
     uint32_t          polls;          /* smlx5_progress calls */
+    uint32_t          busy_passes;    /* engine passes that took packets */
     bool              tx_backlog;     /* some QP waits for ring space */
 
     int               async_fd;       /* eventfd */
@@ -550,6 +569,39 @@ void sim_cq_push_scatter(smlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
 uint32_t sim_cq_scatter_max(const smlx5_cq_t *cq);
 void sim_async_push(smlx5_context_t *ctx, enum ibv_event_type type,
                     void *element);
+
+/* Doorbells and polls run the engine under ctx->lock; `wait` false: not
+ * when another thread has it (false is returned). When one thread owns the
+ * context (smlx5_open_device: the application said MLX5_SINGLE_THREADED=1,
+ * as it says to rdma-core's mlx5 provider, which then takes none of its
+ * locks either, and the device has no progress thread) no lock is taken,
+ * and a second thread found inside stops the process, as rdma-core stops
+ * it, rather than corrupting the device. */
+void sim_engine_violation(void) __attribute__((noreturn));
+
+static inline bool sim_engine_enter(smlx5_context_t *ctx, bool wait)
+{
+    if (!ctx->single_thread) {
+        return wait ? (pthread_mutex_lock(&ctx->lock) == 0) :
+                      (pthread_mutex_trylock(&ctx->lock) == 0);
+    }
+    /* plain loads and stores, no locked instruction: the check is
+     * best-effort, as rdma-core's is */
+    if (atomic_load_explicit(&ctx->engine_in_use, memory_order_relaxed)) {
+        sim_engine_violation();
+    }
+    atomic_store_explicit(&ctx->engine_in_use, true, memory_order_relaxed);
+    return true;
+}
+
+static inline void sim_engine_leave(smlx5_context_t *ctx)
+{
+    if (!ctx->single_thread) {
+        pthread_mutex_unlock(&ctx->lock);
+        return;
+    }
+    atomic_store_explicit(&ctx->engine_in_use, false, memory_order_relaxed);
+}
 
 /* Make the engine (inline progress or its thread) look again at `t`. */
 static inline void sim_timer_schedule(smlx5_context_t *ctx, uint64_t t)

@@ -49,6 +49,7 @@ int sim_config_read(sim_config_t *cfg)
     cfg->timeout_ns_override = sim_env_u64("STRAND_SIM_TIMEOUT_NS", 0);
     cfg->rnr_timer_ns        = sim_env_u64("STRAND_SIM_RNR_NS", 0);
     cfg->progress_thread     = (int)sim_env_u64("STRAND_SIM_PROGRESS_THREAD", 1);
+    cfg->fastpath            = sim_env_u64("STRAND_SIM_FASTPATH", 1) != 0;
     cfg->atomics             = (int)sim_env_u64("STRAND_SIM_ATOMICS", 1);
     cfg->onecopy_min         = (uint32_t)sim_env_u64("STRAND_SIM_ONECOPY",
                                                      SIM_ONECOPY_DEFAULT_MIN);
@@ -270,11 +271,11 @@ int smlx5_progress(smlx5_context_t *ctx)
         return 0;
     }
 progress:
-    if (pthread_mutex_trylock(&ctx->lock) != 0) {
+    if (!sim_engine_enter(ctx, false)) {
         return 0; /* the progress thread is at it */
     }
     count = sim_engine_progress(ctx);
-    pthread_mutex_unlock(&ctx->lock);
+    sim_engine_leave(ctx);
     return count;
 }
 
@@ -352,6 +353,26 @@ static void *sim_progress_thread(void *arg)
 
 /* ----------------------------------------------------------- context */
 
+/* MLX5_SINGLE_THREADED=1: the application's word to rdma-core's mlx5
+ * provider that one thread uses the context (read as the provider reads
+ * it: "1" and nothing else). */
+static bool sim_app_single_threaded(void)
+{
+    const char *env = getenv("MLX5_SINGLE_THREADED");
+
+    return (env != NULL) && !strcmp(env, "1");
+}
+
+void sim_engine_violation(void)
+{
+    fprintf(stderr, "smlx5: *** ERROR: multithreading violation ***\n"
+            "smlx5: two threads ran the device at once, but "
+            "MLX5_SINGLE_THREADED=1 said one thread uses it (and "
+            "STRAND_SIM_PROGRESS_THREAD=0 that the device has no thread): "
+            "unset MLX5_SINGLE_THREADED\n");
+    abort();
+}
+
 static smlx5_context_t *sim_the_context;
 static pthread_mutex_t sim_open_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -415,6 +436,10 @@ smlx5_context_t *smlx5_open_device(const char *name)
     pthread_mutexattr_settype(&mattr, PTHREAD_MUTEX_RECURSIVE);
     pthread_mutex_init(&ctx->lock, &mattr);
     pthread_mutexattr_destroy(&mattr);
+    /* the one thread that uses the context owns the engine: nobody else
+     * (no progress thread) runs it */
+    ctx->single_thread = sim_app_single_threaded() &&
+                         !ctx->cfg.progress_thread;
 
     ctx->async_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (ctx->async_fd < 0) {
@@ -590,6 +615,14 @@ int smlx5_query_gid_ex(smlx5_context_t *ctx, uint8_t port, uint32_t index,
     return 0;
 }
 
+int smlx5_set_fastpath(smlx5_context_t *ctx, int on)
+{
+    pthread_mutex_lock(&ctx->lock);
+    ctx->cfg.fastpath = (on != 0);
+    pthread_mutex_unlock(&ctx->lock);
+    return 0;
+}
+
 int smlx5_progress_stats(smlx5_context_t *ctx, smlx5_progress_stats_t *st)
 {
     sim_port_stats_t ps;
@@ -599,6 +632,7 @@ int smlx5_progress_stats(smlx5_context_t *ctx, smlx5_progress_stats_t *st)
     st->sleeps         = ps.sleeps;
     st->untimed_sleeps = ps.untimed_sleeps;
     st->asleep_untimed = ps.asleep_untimed;
+    st->engine_unlocked = ctx->single_thread;
     return 0;
 }
 

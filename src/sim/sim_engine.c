@@ -21,15 +21,22 @@ static void sim_engine_rx(void *arg, const void *data, size_t len)
     if (len < SIM_PKT_HDR_BASE) {
         return; /* runt */
     }
-    /* the header as a whole struct: absent parts read as zero */
+    /* the header as a whole struct: absent parts read as zero (copies of
+     * fixed sizes: this runs for every packet) */
+    memset(&pkt, 0, sizeof(pkt));
     memcpy(&pkt, data, SIM_PKT_HDR_BASE);
     hlen = sim_pkt_hdr_len(&pkt);
     if ((len != hlen + pkt.payload_len) || (pkt.flags & SIM_PKT_F_CORRUPT)) {
         return; /* malformed, or failed ICRC: dropped like on a wire */
     }
-    memcpy((uint8_t*)&pkt + SIM_PKT_HDR_BASE,
-           (const uint8_t*)data + SIM_PKT_HDR_BASE, hlen - SIM_PKT_HDR_BASE);
-    memset((uint8_t*)&pkt + hlen, 0, sizeof(pkt) - hlen);
+    if (hlen == SIM_PKT_HDR_DC) {
+        memcpy(&pkt.dc_key, (const uint8_t*)data + SIM_PKT_HDR_BASE,
+               sizeof(pkt.dc_key));
+    } else if (hlen == SIM_PKT_HDR_ATOMIC) {
+        memcpy((uint8_t*)&pkt + SIM_PKT_HDR_BASE,
+               (const uint8_t*)data + SIM_PKT_HDR_BASE,
+               SIM_PKT_HDR_ATOMIC - SIM_PKT_HDR_BASE);
+    }
     if (sim_pkt_is_request(pkt.op)) {
         sim_resp_packet(ctx, &pkt, (const uint8_t*)data + hlen);
     } else {
@@ -71,6 +78,20 @@ static void sim_engine_resume(smlx5_context_t *ctx)
  * while packets are pending. */
 #define SIM_ENGINE_RX_BUDGET SIM_FABRIC_RING_SIZE
 
+/* A pass that handled packets looks at the clock only this often: such a
+ * pass stands between a packet and whoever polls for what it brought, a
+ * clock read costs as much as handling a small packet, and timers are
+ * microseconds to milliseconds away. A pass that found nothing always
+ * looks. */
+#define SIM_ENGINE_TIMERS_EVERY 16
+
+/* Timers may be due: nothing came in, or enough busy passes went by. */
+static bool sim_engine_timers_check(smlx5_context_t *ctx, int count)
+{
+    return (count == 0) ||
+           ((++ctx->busy_passes % SIM_ENGINE_TIMERS_EVERY) == 0);
+}
+
 int sim_engine_progress(smlx5_context_t *ctx)
 {
     int count;
@@ -84,7 +105,7 @@ int sim_engine_progress(smlx5_context_t *ctx)
         sim_tm_engine(ctx); /* rendezvous READs and FINs to post */
     }
 
-    if (sim_timers_due(ctx)) {
+    if (sim_engine_timers_check(ctx, count) && sim_timers_due(ctx)) {
         uint64_t now = sim_now_ns();
         sim_fault_release(ctx, now);
         if (ctx->next_deadline_ns && (now >= ctx->next_deadline_ns)) {

@@ -850,8 +850,8 @@ void smlx5_qp_doorbell(smlx5_qp_t *qp)
 {
     smlx5_context_t *ctx = qp->ctx;
 
-    pthread_mutex_lock(&ctx->lock);
+    sim_engine_enter(ctx, true);
     sim_req_process(qp);
     sim_engine_progress(ctx);
-    pthread_mutex_unlock(&ctx->lock);
+    sim_engine_leave(ctx);
 }

@@ -152,13 +152,40 @@ static int sim_parse_mkey_seg(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t unit,
     return 0;
 }
 
+/* The segment at `unit` of the WQE at BB `bb` is an inline segment. */
+static bool sim_unit_is_inline(const smlx5_qp_t *qp, uint32_t bb,
+                               uint32_t unit)
+{
+    const struct mlx5_wqe_inl_data_seg *inl = sim_sq_unit(qp, bb, unit);
+
+    return (be32toh(inl->byte_count) & MLX5_INLINE_SEG) != 0;
+}
+
+/* The inline segment at `unit`: its bytes stay in the SQ, where the
+ * packets take them from. Returns 0 or a syndrome. */
+static int sim_parse_inline(const smlx5_qp_t *qp, sim_wqe_t *w,
+                            uint32_t unit, uint32_t ds, int access)
+{
+    const struct mlx5_wqe_inl_data_seg *inl = sim_sq_unit(qp, w->bb, unit);
+    uint32_t bc = be32toh(inl->byte_count) & ~MLX5_INLINE_SEG;
+
+    if ((access & IBV_ACCESS_LOCAL_WRITE) ||
+        ((4 + bc + 15) / 16 > ds - unit)) {
+        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    }
+    w->is_inline  = true;
+    w->inline_off = (w->bb * 64u + unit * 16u + 4u) &
+                    (qp->sq_wqe_cnt * 64u - 1);
+    w->length     = bc;
+    return 0;
+}
+
 /* Read the data segments from `unit` to the end of the WQE into w->sge,
  * checking local keys. Returns 0 or a syndrome. */
 static int sim_parse_data(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t unit,
                           uint32_t ds, int access)
 {
     const struct mlx5_wqe_data_seg *dseg;
-    const struct mlx5_wqe_inl_data_seg *inl;
     uint32_t bc, lkey;
     uint64_t addr;
     int ret;
@@ -168,19 +195,8 @@ static int sim_parse_data(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t unit,
     if (unit >= ds) {
         return 0;
     }
-    inl = sim_sq_unit(qp, w->bb, unit);
-    bc  = be32toh(inl->byte_count);
-    if (bc & MLX5_INLINE_SEG) {
-        bc &= ~MLX5_INLINE_SEG;
-        if ((access & IBV_ACCESS_LOCAL_WRITE) ||
-            ((4 + bc + 15) / 16 > ds - unit)) {
-            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-        }
-        w->is_inline  = true;
-        w->inline_off = (w->bb * 64u + unit * 16u + 4u) &
-                        (qp->sq_wqe_cnt * 64u - 1);
-        w->length     = bc;
-        return 0;
+    if (sim_unit_is_inline(qp, w->bb, unit)) {
+        return sim_parse_inline(qp, w, unit, ds, access);
     }
     for (; unit < ds; ++unit) {
         dseg = sim_sq_unit(qp, w->bb, unit);
@@ -269,21 +285,18 @@ static int sim_parse_atomic(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t *unit)
     return 0;
 }
 
-/* Parse the WQE at BB `bb` into `w`. Returns 0 or a syndrome; on a syndrome
- * w->bbs is still set so the SQ can move past the WQE. */
-static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
-                         smlx5_dc_target_t *dc)
+/* The ctrl segment of the WQE at BB `bb` into the head of `w` (which the
+ * caller cleared), its size in 16-byte units into *ds_p. Returns 0 or a
+ * syndrome; w->bbs is set either way, so the SQ can move past a malformed
+ * WQE. */
+static int sim_parse_ctrl(const smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
+                          uint32_t *ds_p)
 {
     const struct mlx5_wqe_ctrl_seg *ctrl = sim_sq_unit(qp, bb, 0);
     uint32_t opmod_idx_opcode = be32toh(ctrl->opmod_idx_opcode);
     uint32_t qpn_ds           = be32toh(ctrl->qpn_ds);
     uint32_t ds               = qpn_ds & 0x3f;
-    uint32_t unit             = 1;
-    const struct mlx5_wqe_raddr_seg *raddr;
-    const struct mlx5_wqe_av *av;
-    int access                = 0;
 
-    memset(w, 0, offsetof(sim_wqe_t, sge));
     w->bb       = bb;
     w->opcode   = opmod_idx_opcode & 0xff;
     w->wqe_idx  = (opmod_idx_opcode >> 8) & 0xffff;
@@ -294,9 +307,37 @@ static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
     w->signaled = (ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE) != 0;
     w->fenced   = (ctrl->fm_ce_se & 0xe0) != 0;
     w->bbs      = (ds == 0) ? 1 : (ds * 16 + 63) / 64;
+    *ds_p       = ds;
 
     if ((ds == 0) || ((qpn_ds >> 8) != qp->qpn) || (w->bbs > qp->sq_wqe_cnt)) {
         return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    }
+    return 0;
+}
+
+static void sim_parse_raddr(const smlx5_qp_t *qp, sim_wqe_t *w,
+                            uint32_t unit)
+{
+    const struct mlx5_wqe_raddr_seg *raddr = sim_sq_unit(qp, w->bb, unit);
+
+    w->raddr = be64toh(raddr->raddr);
+    w->rkey  = be32toh(raddr->rkey);
+}
+
+/* Parse the WQE at BB `bb` into `w`. Returns 0 or a syndrome; on a syndrome
+ * w->bbs is still set so the SQ can move past the WQE. */
+static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
+                         smlx5_dc_target_t *dc)
+{
+    uint32_t ds, unit         = 1;
+    const struct mlx5_wqe_av *av;
+    int access                = 0;
+    int ret;
+
+    memset(w, 0, offsetof(sim_wqe_t, sge));
+    ret = sim_parse_ctrl(qp, bb, w, &ds);
+    if (ret != 0) {
+        return ret;
     }
     if (w->opcode == MLX5_OPCODE_NOP) {
         return 0;
@@ -328,9 +369,7 @@ static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
         if (unit >= ds) {
             return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
         }
-        raddr    = sim_sq_unit(qp, bb, unit++);
-        w->raddr = be64toh(raddr->raddr);
-        w->rkey  = be32toh(raddr->rkey);
+        sim_parse_raddr(qp, w, unit++);
         break;
     default:
         /* UMR, SET_PSV, TAG_MATCHING, ... are not for this QP */
@@ -342,7 +381,6 @@ static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
         return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR; /* no such capability */
     }
     if (sim_opcode_is_atomic(w->opcode)) {
-        int ret;
         if (unit >= ds) {
             return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
         }
@@ -355,7 +393,7 @@ static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
         access = IBV_ACCESS_LOCAL_WRITE;
     }
 
-    int ret = sim_parse_data(qp, w, unit, ds, access);
+    ret = sim_parse_data(qp, w, unit, ds, access);
     if (ret != 0) {
         return ret;
     }
@@ -436,6 +474,27 @@ void sim_wqe_sge_copy(const sim_wqe_t *w, uint32_t off, void *data,
         len -= n;
         off  = 0;
     }
+}
+
+/* `len` bytes of the WQE's data from byte `off`: where they are when they
+ * are in one piece (inline bytes that do not wrap around the end of the
+ * SQ, a plain single SGE), else gathered into `buf`. */
+static const uint8_t *sim_wqe_payload(smlx5_qp_t *qp, const sim_wqe_t *w,
+                                      uint32_t off, uint32_t len,
+                                      uint8_t *buf)
+{
+    uint32_t pos;
+
+    if (w->is_inline) {
+        pos = w->inline_off + off;
+        if (pos + len <= qp->sq_wqe_cnt * 64u) {
+            return qp->sq_buf + pos;
+        }
+    } else if ((w->num_sge == 1) && !w->via_mkey) {
+        return (const uint8_t*)(uintptr_t)(w->sge[0].addr + off);
+    }
+    sim_wqe_gather(qp, w, off, buf, len);
+    return buf;
 }
 
 static uint32_t sim_wqe_npkts(const smlx5_qp_t *qp, const sim_wqe_t *w)
@@ -552,12 +611,7 @@ int sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
             len        = (uint32_t)sim_onecopy_desc_pack(w, buf, sizeof(buf));
             payload    = buf;
         } else if (len > 0) {
-            if (!w->is_inline && (w->num_sge == 1) && !w->via_mkey) {
-                payload = (const uint8_t*)(uintptr_t)(w->sge[0].addr + off);
-            } else {
-                sim_wqe_gather(qp, w, off, buf, len);
-                payload = buf;
-            }
+            payload = sim_wqe_payload(qp, w, off, len, buf);
         }
         break;
     }
@@ -615,35 +669,41 @@ static bool sim_req_rd_atomic_full(const smlx5_qp_t *qp, const sim_wqe_t *w)
                                        qp->max_rd_atomic : 1));
 }
 
-/* The WQE goes on flow `fi`: it gets its PSNs and becomes the one the
- * transmitter works on. */
-static void sim_req_launch(smlx5_qp_t *qp, sim_wqe_t *w, int fi)
+/* The WQE goes on flow `fi` as `npkts` packets: it gets its PSNs and
+ * becomes the one the transmitter works on. */
+static void sim_req_launch_on_flow(smlx5_qp_t *qp, sim_wqe_t *w, int fi,
+                                   uint32_t npkts)
 {
     sim_flow_t *f = &qp->flows[fi];
-    uint32_t n;
 
-    w->onecopy   = sim_onecopy_wanted(qp, w);
-    if (w->via_mkey) {
-        sim_sig_rx_start(&w->sig_rx, w->sge[0].addr);
-    }
-    n            = sim_wqe_npkts(qp, w);
     w->flow      = fi;
     w->first_psn = f->next_psn;
-    w->last_psn  = f->next_psn + n - 1;
-    f->next_psn += n;
+    w->last_psn  = f->next_psn + npkts - 1;
+    f->next_psn += npkts;
     if (f->outstanding++ == 0) {
         qp->chan_flow[f->chan] = fi + 1;
     }
     if (w->needs_response) {
         qp->rd_atomic_inflight++;
     }
+    w->state    = SIM_WQE_SENT;
+    qp->req_bb  = w->bb;
+    qp->req_psn = w->first_psn;
+}
+
+/* The WQE goes on flow `fi`: how its data moves (one copy, through an
+ * mkey, into the CQE), then its PSNs. */
+static void sim_req_launch(smlx5_qp_t *qp, sim_wqe_t *w, int fi)
+{
+    w->onecopy   = sim_onecopy_wanted(qp, w);
+    if (w->via_mkey) {
+        sim_sig_rx_start(&w->sig_rx, w->sge[0].addr);
+    }
     /* cs_req: a signaled READ / atomic whose data fits the CQE (an
      * unsignaled one has no CQE to carry it) */
     w->to_cqe   = w->needs_response && w->signaled && (w->length > 0) &&
                   (w->length <= qp->cs_req) && !w->via_mkey;
-    w->state    = SIM_WQE_SENT;
-    qp->req_bb  = w->bb;
-    qp->req_psn = w->first_psn;
+    sim_req_launch_on_flow(qp, w, fi, sim_wqe_npkts(qp, w));
 }
 
 /* A deferred WQE whose channel is free now goes; the first deferred WQE
@@ -785,6 +845,84 @@ static bool sim_req_fetch(smlx5_qp_t *qp)
     return true;
 }
 
+/* ------------------------------------------------------ the fast path */
+
+/*
+ * A single-packet inline WRITE or SEND (WRITE_IMM, SEND_IMM, SEND_INVAL
+ * too) on an RC QP skips the general parse and launch: it is read straight
+ * into the head of its record (sim_wqe_t: no atomic operands, DC target,
+ * scatter list or mkey state to clear or compute) and goes on the QP's one
+ * flow as one packet. Everything after that is the general machinery, so
+ * nothing of its meaning changes: it is fetched in SQ order by the same
+ * walk (sim_req_process), only when the WQE at the head of the SQ is one
+ * (it never passes a WQE that waits, e.g. a READ over max_rd_atomic or a
+ * fenced WQE: that one is at the head and is not fast), it is transmitted,
+ * acknowledged, retransmitted and completed as any other (its bytes stay in
+ * the SQ, where go-back-N finds them), and its packet goes through fault
+ * injection. A WQE the fast path does not take (any other opcode, a fence,
+ * a data segment, more than one packet, a DCI) or cannot read (malformed:
+ * it fails in the general parse) goes the general way.
+ */
+
+static bool sim_opcode_is_fast(uint8_t op)
+{
+    switch (op) {
+    case MLX5_OPCODE_RDMA_WRITE:
+    case MLX5_OPCODE_RDMA_WRITE_IMM:
+    case MLX5_OPCODE_SEND:
+    case MLX5_OPCODE_SEND_IMM:
+    case MLX5_OPCODE_SEND_INVAL:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool sim_opcode_is_write(uint8_t op)
+{
+    return (op == MLX5_OPCODE_RDMA_WRITE) || (op == MLX5_OPCODE_RDMA_WRITE_IMM);
+}
+
+/* Reads the WQE at BB `bb` into the head of `w` when the fast path takes
+ * it; false leaves it to sim_parse_wqe, which starts over. */
+static bool sim_parse_fast(const smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w)
+{
+    uint32_t ds, unit = 1;
+
+    memset(w, 0, SIM_WQE_HEAD_SIZE);
+    if ((sim_parse_ctrl(qp, bb, w, &ds) != 0) || w->fenced ||
+        !sim_opcode_is_fast(w->opcode)) {
+        return false;
+    }
+    if (sim_opcode_is_write(w->opcode)) {
+        if (unit >= ds) {
+            return false;
+        }
+        sim_parse_raddr(qp, w, unit++);
+    }
+    return (unit < ds) && sim_unit_is_inline(qp, bb, unit) &&
+           (sim_parse_inline(qp, w, unit, ds, 0) == 0) &&
+           (w->length <= qp->path_mtu);
+}
+
+/* Take the WQE at the head of the SQ the fast way if it is one (see
+ * above). Returns true when it was fetched and launched. */
+static bool sim_req_fetch_fast(smlx5_qp_t *qp)
+{
+    uint32_t bb  = qp->sq_fetched;
+    sim_wqe_t *w = &qp->wqes[bb & (qp->sq_wqe_cnt - 1)];
+
+    if (!qp->ctx->cfg.fastpath || (qp->type != SMLX5_QPT_RC) ||
+        !sim_parse_fast(qp, bb, w)) {
+        return false;
+    }
+    qp->sq_fetched += w->bbs;
+    sim_qp_activate(qp);
+    sim_req_launch_on_flow(qp, w, sim_flow_get(qp, 0, 0, 0), 1);
+    qp->stats.fast_wqes++;
+    return true;
+}
+
 /* The peer's ring is full: stop here, the engine retries this QP. */
 static bool sim_req_blocked(smlx5_qp_t *qp)
 {
@@ -872,6 +1010,9 @@ void sim_req_process(smlx5_qp_t *qp)
         }
         if (qp->sq_fetched == end) {
             break;
+        }
+        if (sim_req_fetch_fast(qp)) {
+            continue;
         }
         if (!sim_req_fetch(qp)) {
             break;

@@ -338,10 +338,10 @@ static int sim_resp_qp_access(const smlx5_qp_t *qp)
 /* The rkey, address and length of a READ or WRITE: a memory region, or an
  * mkey (zero-based; never in one copy, its data is transformed on the
  * way). 0, or the NAK (SIM_AETH_*) that refuses it. */
-static uint8_t sim_resp_rkey(smlx5_context_t *ctx, const smlx5_qp_t *qp,
-                             const sim_pkt_t *pkt, int access)
+static uint8_t sim_resp_rkey_mk(smlx5_context_t *ctx, const smlx5_qp_t *qp,
+                                const sim_pkt_t *pkt, smlx5_mkey_t *mk,
+                                int access)
 {
-    smlx5_mkey_t *mk = sim_mkey_lookup(ctx, pkt->rkey);
     int ret;
 
     if (mk == NULL) {
@@ -360,6 +360,13 @@ static uint8_t sim_resp_rkey(smlx5_context_t *ctx, const smlx5_qp_t *qp,
     return (ret == 0) ? 0 :
            (ret == MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR) ?
            SIM_AETH_NAK_INV_REQ : SIM_AETH_NAK_ACCESS;
+}
+
+static uint8_t sim_resp_rkey(smlx5_context_t *ctx, const smlx5_qp_t *qp,
+                             const sim_pkt_t *pkt, int access)
+{
+    return sim_resp_rkey_mk(ctx, qp, pkt, sim_mkey_lookup(ctx, pkt->rkey),
+                            access);
 }
 
 /* A WRITE's data into an mkey: checked as it streams in (the packets of a
@@ -416,12 +423,14 @@ static bool sim_resp_write(smlx5_context_t *ctx, smlx5_qp_t *qp,
     bool last = (pkt->op == SIM_PKT_WRITE_LAST) ||
                 (pkt->op == SIM_PKT_WRITE_ONLY);
     bool onecopy = (pkt->xflags & SIM_PKT_X_ONECOPY) != 0;
+    smlx5_mkey_t *mk;
     uint8_t nak;
 
     if (pkt->dma_len > 0) {
+        mk  = sim_mkey_lookup(ctx, pkt->rkey);
         nak = !(sim_resp_qp_access(qp) & IBV_ACCESS_REMOTE_WRITE) ?
               SIM_AETH_NAK_ACCESS :
-              sim_resp_rkey(ctx, qp, pkt, IBV_ACCESS_REMOTE_WRITE);
+              sim_resp_rkey_mk(ctx, qp, pkt, mk, IBV_ACCESS_REMOTE_WRITE);
         if ((nak == 0) && !onecopy &&
             (pkt->offset + pkt->payload_len > pkt->dma_len)) {
             nak = SIM_AETH_NAK_ACCESS;
@@ -430,7 +439,7 @@ static bool sim_resp_write(smlx5_context_t *ctx, smlx5_qp_t *qp,
             sim_resp_error(ctx, qp, c, pkt, nak);
             return false;
         }
-        if (sim_mkey_lookup(ctx, pkt->rkey) != NULL) {
+        if (mk != NULL) {
             sim_resp_write_mkey(ctx, qp, c, pkt, payload);
         } else if (onecopy) {
             if (!sim_resp_write_onecopy(ctx, qp, c, pkt, payload)) {
@@ -790,7 +799,10 @@ void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
     if (c == NULL) {
         return;
     }
-    c->last_used_ns = sim_now_ns();
+    if (qp->type == SMLX5_QPT_DCT) {
+        /* which context a new requester may take (an RC QP has one) */
+        c->last_used_ns = sim_now_ns();
+    }
 
     d = (int32_t)(pkt->psn - c->epsn);
     if (d < 0) {

@@ -88,6 +88,11 @@ int  smlx5_query_gid_ex(smlx5_context_t *ctx, uint8_t port, uint32_t index,
  * docs/software-device.md); "" clears them. 0 or EINVAL (nothing
  * changed) when the string does not parse. */
 int  smlx5_set_faults(smlx5_context_t *ctx, const char *spec);
+/* Turn the requester's fast path for single-packet inline WRITEs and SENDs
+ * on or off (STRAND_SIM_FASTPATH at open; docs/software-device.md): a
+ * test / observability hook, so that one WQE can be run both ways on the
+ * same queues. Always 0. */
+int  smlx5_set_fastpath(smlx5_context_t *ctx, int on);
 /* What a message costs on this device (docs/software-device.md): measured
  * once per process on a private fabric (a few ms, on the first call), or
  * STRAND_SIM_PERF="latency_ns=N,bw_mbs=N,overhead_ns=N,recv_overhead_ns=N"
@@ -121,6 +126,10 @@ typedef struct smlx5_progress_stats {
     uint64_t untimed_sleeps;  /* ... of them with no time limit */
     int      asleep_untimed;  /* 1 while it sleeps with no time limit (no
                                  timer pending: it uses no CPU) */
+    int      engine_unlocked; /* 1 when doorbells and polls run the engine
+                                 without its lock: one thread owns the
+                                 context (MLX5_SINGLE_THREADED=1 and
+                                 STRAND_SIM_PROGRESS_THREAD=0) */
 } smlx5_progress_stats_t;
 int  smlx5_progress_stats(smlx5_context_t *ctx, smlx5_progress_stats_t *st);
 
@@ -318,6 +327,9 @@ typedef struct smlx5_qp_stats {
     uint64_t seq_naks_sent;   /* PSN-sequence NAKs sent */
     uint64_t reqs_discarded;  /* out-of-sequence requests dropped silently
                                  (a NAK for their flow is outstanding) */
+    /* requester: WQEs that took the fast path (single-packet inline WRITE
+     * or SEND, docs/software-device.md) */
+    uint64_t fast_wqes;
 } smlx5_qp_stats_t;
 int smlx5_qp_stats(smlx5_qp_t *qp, smlx5_qp_stats_t *st);
 
