@@ -818,8 +818,8 @@ TEST_F(sim_single_thread, engine_runs_unlocked_and_keeps_every_semantic)
     w[1].next = &w[2];
     post(req(), &w[0]);
     EXPECT_EQ(2, strand_cqe_wqe_counter(cqe64(take(m_scqe[REQ]))));
-    const struct mlx5_cqe64 *rc = cqe64(take(m_rcqe[RESP]));
-    EXPECT_EQ(MLX5_CQE_RESP_SEND_IMM, strand_cqe_opcode(rc));
+    const std::vector<uint8_t> rslot = take(m_rcqe[RESP]);
+    EXPECT_EQ(MLX5_CQE_RESP_SEND_IMM, strand_cqe_opcode(cqe64(rslot)));
     EXPECT_EQ(0, memcmp(buf(RESP), buf(REQ), 24));
     EXPECT_EQ(0, memcmp(buf(REQ, 512), buf(REQ), 24)); /* read back */
     EXPECT_EQ(2u, fast_wqes(req()) - fast_before);
@@ -828,8 +828,9 @@ TEST_F(sim_single_thread, engine_runs_unlocked_and_keeps_every_semantic)
     struct ibv_send_wr bad = inline_wr(IBV_WR_RDMA_WRITE, 9, &s, 0);
     bad.wr.rdma.rkey ^= 0x5500;
     post(req(), &bad);
-    const struct mlx5_cqe64 *e = cqe64(take(m_scqe[REQ]));
-    EXPECT_EQ(MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, strand_cqe_syndrome(e));
+    const std::vector<uint8_t> eslot = take(m_scqe[REQ]);
+    EXPECT_EQ(MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR,
+              strand_cqe_syndrome(cqe64(eslot)));
     EXPECT_EQ(IBV_QPS_ERR, state(req()));
 }
 
