@@ -849,10 +849,13 @@ static bool sim_req_fetch(smlx5_qp_t *qp)
 
 /*
  * A single-packet inline WRITE or SEND (WRITE_IMM, SEND_IMM, SEND_INVAL
- * too) on an RC QP skips the general parse and launch: it is read straight
- * into the head of its record (sim_wqe_t: no atomic operands, DC target,
- * scatter list or mkey state to clear or compute) and goes on the QP's one
- * flow as one packet. Everything after that is the general machinery, so
+ * too) on an RC QP or a DCI skips the general parse and launch: it is read
+ * straight into the head of its record (sim_wqe_t: no atomic operands,
+ * scatter list or mkey state to clear or compute; a DCI's target from its
+ * AV) and goes as one packet on the QP's one flow (RC) or its channel's
+ * flow to that DCT (DCI: when the channel may send there now; a failed
+ * stream, a channel with deferred WQEs or busy at another DCT take the
+ * general way, which flushes or defers). Everything after that is the general machinery, so
  * nothing of its meaning changes: it is fetched in SQ order by the same
  * walk (sim_req_process), only when the WQE at the head of the SQ is one
  * (it never passes a WQE that waits, e.g. a READ over max_rd_atomic or a
@@ -860,8 +863,8 @@ static bool sim_req_fetch(smlx5_qp_t *qp)
  * acknowledged, retransmitted and completed as any other (its bytes stay in
  * the SQ, where go-back-N finds them), and its packet goes through fault
  * injection. A WQE the fast path does not take (any other opcode, a fence,
- * a data segment, more than one packet, a DCI) or cannot read (malformed:
- * it fails in the general parse) goes the general way.
+ * a data segment, more than one packet) or cannot read (malformed: it fails
+ * in the general parse) goes the general way.
  */
 
 static bool sim_opcode_is_fast(uint8_t op)
@@ -883,16 +886,28 @@ static bool sim_opcode_is_write(uint8_t op)
     return (op == MLX5_OPCODE_RDMA_WRITE) || (op == MLX5_OPCODE_RDMA_WRITE_IMM);
 }
 
-/* Reads the WQE at BB `bb` into the head of `w` when the fast path takes
- * it; false leaves it to sim_parse_wqe, which starts over. */
+/* Reads the WQE at BB `bb` into the head of `w` (and a DCI's target into
+ * the DCI part) when the fast path takes it; false leaves it to
+ * sim_parse_wqe, which starts over. */
 static bool sim_parse_fast(const smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w)
 {
+    const struct mlx5_wqe_av *av;
     uint32_t ds, unit = 1;
 
     memset(w, 0, SIM_WQE_HEAD_SIZE);
     if ((sim_parse_ctrl(qp, bb, w, &ds) != 0) || w->fenced ||
         !sim_opcode_is_fast(w->opcode)) {
         return false;
+    }
+    if (qp->type == SMLX5_QPT_DCI) {
+        if (ds <= 1) {
+            return false;
+        }
+        av        = sim_sq_unit(qp, bb, 1);
+        w->dc_key = be64toh(av->key.dc_key);
+        w->dqpn   = be32toh(av->dqp_dct) & 0xffffff;
+        w->dlid   = sim_av_route(qp->ctx, av);
+        unit     += (be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) ? 3 : 1;
     }
     if (sim_opcode_is_write(w->opcode)) {
         if (unit >= ds) {
@@ -911,14 +926,34 @@ static bool sim_req_fetch_fast(smlx5_qp_t *qp)
 {
     uint32_t bb  = qp->sq_fetched;
     sim_wqe_t *w = &qp->wqes[bb & (qp->sq_wqe_cnt - 1)];
+    int fi;
 
-    if (!qp->ctx->cfg.fastpath || (qp->type != SMLX5_QPT_RC) ||
+    if (!qp->ctx->cfg.fastpath ||
+        ((qp->type != SMLX5_QPT_RC) && (qp->type != SMLX5_QPT_DCI)) ||
         !sim_parse_fast(qp, bb, w)) {
         return false;
     }
+    if (qp->type == SMLX5_QPT_DCI) {
+        /* a failed stream's WQE is flushed, a channel's WQE waits behind
+         * the channel's deferred ones or while the channel is busy at
+         * another DCT: the general way does each */
+        if (sim_stream_errored(qp, w->stream)) {
+            return false;
+        }
+        w->chan = w->stream & ((1u << qp->log_num_concurent) - 1);
+        if (sim_req_chan_has_deferred(qp, w->chan)) {
+            return false;
+        }
+        fi = sim_req_dci_flow(qp, w);
+        if (fi < 0) {
+            return false;
+        }
+    } else {
+        fi = sim_flow_get(qp, 0, 0, 0);
+    }
     qp->sq_fetched += w->bbs;
     sim_qp_activate(qp);
-    sim_req_launch_on_flow(qp, w, sim_flow_get(qp, 0, 0, 0), 1);
+    sim_req_launch_on_flow(qp, w, fi, 1);
     qp->stats.fast_wqes++;
     return true;
 }

@@ -13,7 +13,9 @@
  */
 #include "sim_dv_util.h"
 
+#include <algorithm>
 #include <functional>
+#include <tuple>
 
 namespace {
 
@@ -745,27 +747,162 @@ TEST_F(sim_fastpath_not_taken, fast_wqe_waits_behind_a_long_write_in_flight)
     EXPECT_EQ(0, memcmp(buf(RESP, big - 8), buf(REQ, big), 8));
 }
 
-/* A DCI is not fast (its streams and channels need the general walk), and
- * its inline WRITE arrives all the same. */
-TEST_F(sim_fastpath_not_taken, dci_inline_write_goes_the_general_way)
+/* A DCI's single-packet inline WRITEs and SENDs are fast too. Two
+ * channels, two DCTs: a channel's WQE for the DCT its channel is not busy
+ * at goes fast; one for another DCT while the channel is busy waits its
+ * turn the general way. With the fast path on and off: the same send
+ * completions in posting order, the same receives, the same memory. */
+class sim_fastpath_dci : public sim_fastpath_not_taken {
+protected:
+    struct outcome {
+        std::vector<std::tuple<uint64_t, int, int>> sends;  /* wr_id, status,
+                                                               opcode */
+        std::vector<std::tuple<uint64_t, int, uint32_t, uint32_t>> recvs;
+        std::vector<uint8_t> mem;
+        uint64_t fast = 0;
+    };
+
+    void post_dc(smlx5_qp_t *dci, smlx5_qp_t *dct, uint16_t stream,
+                 enum ibv_wr_opcode op, uint64_t wr_id, size_t off,
+                 uint32_t len, uint32_t rk = 0)
+    {
+        fill_pattern(off, len, (uint8_t)(wr_id * 3));
+        struct ibv_sge s     = sge(REQ, off, len);
+        struct ibv_send_wr w = inline_wr(op, wr_id, &s, off);
+        if (rk != 0) {
+            w.wr.rdma.rkey = rk;
+        }
+        smlx5_dc_target_t t  = {m_lid, smlx5_dct_num(dct),
+                                SMLX5_DC_KEY_DEFAULT};
+        struct ibv_send_wr *bad = nullptr;
+        ASSERT_EQ(0, smlx5_post_send_dc(dci, &w, &t, stream, &bad));
+    }
+
+    void scenario(outcome &out)
+    {
+        smlx5_srq_t *srq = create_srq(16, 1);
+        ASSERT_NE(nullptr, srq);
+        smlx5_qp_t *dct_a = create_dct(srq, SMLX5_DC_KEY_DEFAULT);
+        smlx5_qp_t *dct_b = create_dct(srq, SMLX5_DC_KEY_DEFAULT);
+        smlx5_qp_t *dci   = create_dci(1);   /* two channels */
+        ASSERT_NE(nullptr, dct_a);
+        ASSERT_NE(nullptr, dct_b);
+        ASSERT_NE(nullptr, dci);
+        memset(buf(RESP), 0, 4096);
+        for (int i = 0; i < 4; ++i) {
+            post_srq_recv(srq, RESP, 2048 + 256 * i, 256, 100 + i);
+        }
+        uint64_t before = fast_wqes(dci);
+        /* stream 0 (channel 0) at A, then at B; stream 1 (channel 1) at
+         * B, then at A; every WQE signaled */
+        post_dc(dci, dct_a, 0, IBV_WR_RDMA_WRITE, 1, 0, 8);
+        post_dc(dci, dct_b, 0, IBV_WR_SEND, 2, 64, 40);
+        post_dc(dci, dct_b, 1, IBV_WR_SEND_WITH_IMM, 3, 128, 24);
+        post_dc(dci, dct_a, 1, IBV_WR_RDMA_WRITE_WITH_IMM, 4, 256, 100);
+        post_dc(dci, dct_a, 0, IBV_WR_RDMA_WRITE, 5, 512, 200);
+        struct ibv_wc wc;
+        for (int i = 0; i < 5; ++i) {
+            ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+            out.sends.emplace_back(wc.wr_id, wc.status, wc.opcode);
+        }
+        for (int i = 0; i < 3; ++i) {
+            ASSERT_TRUE(poll_one(m_rcq[RESP], &wc));
+            EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+            out.recvs.emplace_back(wc.wr_id, wc.opcode, wc.byte_len,
+                                   be32toh(wc.imm_data));
+        }
+        EXPECT_TRUE(stays_quiet(m_rcq[RESP], 50));
+        std::sort(out.recvs.begin(), out.recvs.end());
+        out.mem.assign(buf(RESP), buf(RESP) + 4096);
+        out.fast = fast_wqes(dci) - before;
+    }
+
+    bool stays_quiet(smlx5_cq_t *cq, int ms)
+    {
+        struct ibv_wc wc;
+        return !poll_one(cq, &wc, ms);
+    }
+};
+
+TEST_F(sim_fastpath_dci, inline_wqes_are_fast_and_give_what_the_general_path_gives)
+{
+    outcome r[2];
+    for (int fast = 1; fast >= 0; --fast) {
+        SCOPED_TRACE(fast ? "fast path on" : "fast path off");
+        ASSERT_EQ(0, smlx5_set_fastpath(m_ctx, fast));
+        ASSERT_NO_FATAL_FAILURE(scenario(r[fast]));
+    }
+    ASSERT_EQ(0, smlx5_set_fastpath(m_ctx, 1));
+
+    EXPECT_EQ(r[0].sends, r[1].sends);
+    EXPECT_EQ(r[0].recvs, r[1].recvs);
+    EXPECT_EQ(r[0].mem, r[1].mem);
+    EXPECT_EQ(0u, r[0].fast);
+    /* WR 1 and 3 find their channels free; 2 and 4 wait for theirs (fast
+     * only if the first one completed meanwhile) */
+    EXPECT_GE(r[1].fast, 2u);
+    EXPECT_LE(r[1].fast, 5u);
+
+    /* in posting order, all good */
+    for (uint64_t i = 0; i < 5; ++i) {
+        EXPECT_EQ(i + 1, std::get<0>(r[1].sends.at(i)));
+        EXPECT_EQ(IBV_WC_SUCCESS, std::get<1>(r[1].sends.at(i)));
+    }
+    /* what arrived is what was sent */
+    EXPECT_EQ(0, memcmp(&r[1].mem[0], buf(REQ, 0), 8));
+    EXPECT_EQ(0, memcmp(&r[1].mem[256], buf(REQ, 256), 100));
+    EXPECT_EQ(0, memcmp(&r[1].mem[512], buf(REQ, 512), 200));
+    EXPECT_EQ(0, memcmp(&r[1].mem[2048], buf(REQ, 64), 40));   /* WR 2 */
+    EXPECT_EQ(0, memcmp(&r[1].mem[2048 + 256], buf(REQ, 128), 24));
+    ASSERT_EQ(3u, r[1].recvs.size());
+    EXPECT_EQ(std::make_tuple((uint64_t)100, (int)IBV_WC_RECV, 40u, 0u),
+              r[1].recvs[0]);
+    EXPECT_EQ(std::make_tuple((uint64_t)101, (int)IBV_WC_RECV, 24u,
+                              0xfeed0003u), r[1].recvs[1]);
+    EXPECT_EQ(std::make_tuple((uint64_t)102, (int)IBV_WC_RECV_RDMA_WITH_IMM,
+                              100u, 0xfeed0004u), r[1].recvs[2]);
+}
+
+/* Streams keep their meaning on the fast path: after a stream's error its
+ * inline WRITE is flushed (not fast), another stream's goes fast, and
+ * after the reset the stream is fast again. */
+TEST_F(sim_fastpath_dci, failed_stream_flushes_while_other_streams_go_fast)
 {
     smlx5_srq_t *srq = create_srq(16, 1);
     ASSERT_NE(nullptr, srq);
     smlx5_qp_t *dct = create_dct(srq, SMLX5_DC_KEY_DEFAULT);
-    smlx5_qp_t *dci = create_dci();
+    smlx5_qp_t *dci = create_dci(2, 1);
     ASSERT_NE(nullptr, dct);
     ASSERT_NE(nullptr, dci);
-    fill_pattern(0, 8, 0x99);
-    struct ibv_sge s     = sge(REQ, 0, 8);
-    struct ibv_send_wr w = inline_wr(IBV_WR_RDMA_WRITE, 1, &s, 64);
-    smlx5_dc_target_t t  = {m_lid, smlx5_dct_num(dct), SMLX5_DC_KEY_DEFAULT};
-    struct ibv_send_wr *bad = nullptr;
-    ASSERT_EQ(0, smlx5_post_send_dc(dci, &w, &t, 0, &bad));
     struct ibv_wc wc;
+
+    post_dc(dci, dct, 5, IBV_WR_RDMA_WRITE, 1, 0, 8, rkey(RESP) ^ 0x4400);
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, wc.status);
+    EXPECT_EQ(IBV_QPS_RTS, state(dci));
+
+    uint64_t before = fast_wqes(dci);
+    post_dc(dci, dct, 5, IBV_WR_RDMA_WRITE, 2, 64, 8);
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(2u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+    EXPECT_EQ(before, fast_wqes(dci));
+
+    post_dc(dci, dct, 9, IBV_WR_RDMA_WRITE, 3, 128, 8);
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(3u, wc.wr_id);
     EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
-    EXPECT_EQ(0u, fast_wqes(dci));
-    EXPECT_EQ(0, memcmp(buf(RESP, 64), buf(REQ), 8));
+    EXPECT_EQ(before + 1, fast_wqes(dci));
+    EXPECT_EQ(0, memcmp(buf(RESP, 128), buf(REQ, 128), 8));
+
+    EXPECT_EQ(0, smlx5_dci_stream_id_reset(dci, 5));
+    post_dc(dci, dct, 5, IBV_WR_RDMA_WRITE, 4, 192, 8);
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(4u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(before + 2, fast_wqes(dci));
+    EXPECT_EQ(0, memcmp(buf(RESP, 192), buf(REQ, 192), 8));
+    EXPECT_NE(0, memcmp(buf(RESP, 64), buf(REQ, 64), 8)); /* flushed */
 }
 
 /* ------------------------------------------------------------------ */
