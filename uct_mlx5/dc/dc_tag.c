@@ -45,8 +45,14 @@ ucs_status_t strand_dc_tag_resolve(strand_dc_iface_t *iface,
                   iface->dev->info.name);
         return UCS_OK;
     }
-    if ((caps->tm_max_num_tags == 0) || (caps->tm_max_ops == 0) ||
-        (iface->dev->ops->create_tm_srq == NULL)) {
+    if (config->integrity != STRAND_INTEGRITY_OFF) {
+        /* the device's rendezvous READ lands through no checking mkey,
+         * and its FIN goes out whatever the data: a damaged block would
+         * complete as success (docs/integrity.md) */
+        why = "integrity checks are on (UCX_DC_STRAND_INTEGRITY), and the "
+              "device's rendezvous reads are not checked";
+    } else if ((caps->tm_max_num_tags == 0) || (caps->tm_max_ops == 0) ||
+               (iface->dev->ops->create_tm_srq == NULL)) {
         why = "the device has no tag matching";
     } else if (caps->tm_max_rndv_hdr_size <
                STRAND_TMH_SIZE + STRAND_DC_RNDV_HDR_LEN) {

@@ -294,6 +294,22 @@ TEST_F(dc_strand_tag, without_unexpected_callbacks_opens_without_tags)
     EXPECT_FALSE(m_a.attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY);
 }
 
+/* Integrity-checked GETs and the device's rendezvous do not mix: the
+ * device would READ through no checking mkey and send its FIN whatever
+ * came, so y refuses to open with integrity on, and try opens without tag
+ * matching (every rendezvous is then UCP's checked GET). */
+TEST_F(dc_strand_tag, integrity_turns_the_device_rendezvous_away)
+{
+    set_env("UCX_DC_STRAND_INTEGRITY", "crc32c");
+    ASSERT_EQ(UCS_OK, open_md());
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, open_iface(m_a));
+    set_env("UCX_DC_STRAND_TM_ENABLE", "try");
+    ASSERT_EQ(UCS_OK, open_iface(m_a));
+    EXPECT_FALSE(m_a.attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY);
+    EXPECT_FALSE(m_a.attr.cap.flags & UCT_IFACE_FLAG_TAG_RNDV_ZCOPY);
+    EXPECT_EQ(0, m_a.iface_addr[3]);  /* its address says: no tags */
+}
+
 TEST_F(dc_strand_tag, on_and_off_do_not_reach_each_other)
 {
     m_hook_target = &m_tag_a;
