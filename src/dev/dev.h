@@ -294,8 +294,10 @@ struct strand_dev_ops {
                        const strand_dev_rc_dest_t *dest);
     /* Signature pipelining (seed page mlx5dv_qp_cancel_posted_send_wrs.3):
      * the first WQE the SQ of a QP in SQD did not execute (its 16-bit WQE
-     * counter; hw: a DEVX QP query's hw_sq_wqebb_counter), EINVAL outside
-     * SQD; and SQD -> RTS, the SQ resuming there. The data path cancels its
+     * counter; hw: a DEVX QP query's hw_sq_wqebb_counter), once every WQE
+     * it executed completed (EBUSY while the drain is still in progress:
+     * ibv_query_qp's sq_draining, the PRM's SQ_DRAINING state), EINVAL
+     * outside SQD; and SQD -> RTS, the SQ resuming there. The data path cancels its
      * own WQEs itself (it posted them: rdma-core's cancel only knows the
      * WRs rdma-core posted). */
     int  (*query_sqd)(strand_dev_t *dev, strand_dev_qp_t *qp,

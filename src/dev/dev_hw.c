@@ -594,6 +594,7 @@ static int dev_hw_connect_rc(strand_dev_t *dev, strand_dev_qp_t *qp,
 #define DEV_HW_QPC_STATE_BYTE        0x00    /* bits 7:4 */
 #define DEV_HW_QPC_HW_SQ_WQEBB_OFF   0xb4    /* BE16 */
 #define DEV_HW_QPC_STATE_SQDRAINED   0x5
+#define DEV_HW_QPC_STATE_SQ_DRAINING 0x7     /* SQD, drain in progress */
 
 /* A PRM command status (byte 0 of the output) as an errno. */
 static int dev_hw_cmd_status_errno(uint8_t status)
@@ -645,6 +646,9 @@ static int dev_hw_query_sqd(strand_dev_t *dev, strand_dev_qp_t *qp,
     }
     if (ret != 0) {
         return ret;
+    }
+    if ((qpc[DEV_HW_QPC_STATE_BYTE] >> 4) == DEV_HW_QPC_STATE_SQ_DRAINING) {
+        return EBUSY; /* stopped; what it started is still completing */
     }
     if ((qpc[DEV_HW_QPC_STATE_BYTE] >> 4) != DEV_HW_QPC_STATE_SQDRAINED) {
         return EINVAL;

@@ -122,6 +122,16 @@ static inline void strand_set_ctrl_wqe_idx(struct mlx5_wqe_ctrl_seg *ctrl,
 }
 
 /* Rewrite only the ds field (when it is known after the segments). */
+/* A WQE cancelled in place before the device executed it (what
+ * mlx5dv_qp_cancel_posted_send_wrs(3) does in SQD): a NOP, opcode and
+ * opmod cleared, its index, ds, fence and signaling kept. */
+static inline void strand_set_ctrl_nop(struct mlx5_wqe_ctrl_seg *ctrl)
+{
+    uint32_t v = be32toh(ctrl->opmod_idx_opcode);
+
+    ctrl->opmod_idx_opcode = htobe32((v & 0x00ffff00u) | MLX5_OPCODE_NOP);
+}
+
 static inline void strand_set_ctrl_ds(struct mlx5_wqe_ctrl_seg *ctrl,
                                       unsigned ds)
 {

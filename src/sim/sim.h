@@ -579,6 +579,13 @@ void sim_async_push(smlx5_context_t *ctx, enum ibv_event_type type,
  * it, rather than corrupting the device. */
 void sim_engine_violation(void) __attribute__((noreturn));
 
+/* The number a QP is known by on the wire and in its CQEs: a DCT's
+ * number, else its QP number. */
+static inline uint32_t sim_qp_number(const smlx5_qp_t *qp)
+{
+    return (qp->type == SMLX5_QPT_DCT) ? qp->dctn : qp->qpn;
+}
+
 static inline bool sim_engine_enter(smlx5_context_t *ctx, bool wait)
 {
     if (!ctx->single_thread) {

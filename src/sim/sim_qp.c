@@ -779,6 +779,11 @@ int smlx5_qp_query_sqd(smlx5_qp_t *qp, uint32_t *wqebb_counter)
     pthread_mutex_lock(&qp->ctx->lock);
     if (qp->state != IBV_QPS_SQD) {
         ret = EINVAL;
+    } else if (qp->sq_completed != qp->sq_fetched) {
+        /* stopped, but what it started has not all completed: the
+         * drain is in progress (ibv_query_qp's sq_draining; the PRM's
+         * SQ_DRAINING QP state) and its CQEs are still to come */
+        ret = EBUSY;
     } else {
         *wqebb_counter = qp->sq_fetched & 0xffff;
     }
@@ -789,7 +794,7 @@ int smlx5_qp_query_sqd(smlx5_qp_t *qp, uint32_t *wqebb_counter)
 int smlx5_qp_cancel_posted_send_wrs(smlx5_qp_t *qp, uint64_t wr_id)
 {
     struct mlx5_wqe_ctrl_seg *ctrl;
-    uint32_t bb, slot, v;
+    uint32_t bb, slot;
     int n = 0;
 
     pthread_mutex_lock(&qp->ctx->lock);
@@ -809,8 +814,7 @@ int smlx5_qp_cancel_posted_send_wrs(smlx5_qp_t *qp, uint64_t wr_id)
          * cleared, the WQE index kept; its completion reports the
          * original opcode (sq_opcode) */
         ctrl = (struct mlx5_wqe_ctrl_seg*)(qp->sq_buf + (size_t)slot * 64);
-        v    = be32toh(ctrl->opmod_idx_opcode);
-        ctrl->opmod_idx_opcode = htobe32((v & 0x00ffff00u) | MLX5_OPCODE_NOP);
+        strand_set_ctrl_nop(ctrl);
         ++n;
     }
     pthread_mutex_unlock(&qp->ctx->lock);

@@ -23,7 +23,7 @@ static void sim_resp_reply(smlx5_context_t *ctx, const smlx5_qp_t *qp,
                            const void *payload, uint32_t len)
 {
     rsp->dqpn        = req->sqpn;
-    rsp->sqpn        = (qp->type == SMLX5_QPT_DCT) ? qp->dctn : qp->qpn;
+    rsp->sqpn        = sim_qp_number(qp);
     rsp->chan        = req->chan;
     rsp->payload_len = (uint16_t)len;
     sim_send_pkt(ctx, req->slid, rsp, payload, len);
@@ -158,8 +158,7 @@ static void sim_resp_cqe_recv(smlx5_qp_t *qp, sim_resp_ctx_t *c,
     cqe.srqn_uidx      = htobe32(qp->user_index & 0xffffff);
     cqe.byte_cnt       = htobe32(byte_cnt);
     cqe.imm_inval_pkey = pkt->imm; /* as the WQE carried it (big-endian) */
-    cqe.sop_drop_qpn   = htobe32((qp->type == SMLX5_QPT_DCT) ? qp->dctn :
-                                 qp->qpn);
+    cqe.sop_drop_qpn   = htobe32(sim_qp_number(qp));
     cqe.flags_rqpn     = htobe32(pkt->sqpn & 0xffffff);
     cqe.slid           = htobe16(pkt->slid);
     cqe.wqe_counter    = htobe16((uint16_t)c->recv_wqe);
@@ -260,7 +259,7 @@ static void sim_resp_recv_error(smlx5_context_t *ctx, smlx5_qp_t *qp,
                                 sim_resp_ctx_t *c, const sim_pkt_t *pkt,
                                 int syndrome)
 {
-    uint32_t qpn = (qp->type == SMLX5_QPT_DCT) ? qp->dctn : qp->qpn;
+    uint32_t qpn = sim_qp_number(qp);
 
     sim_cqe_error(qp->recv_cq, MLX5_CQE_RESP_ERR, qpn, 0,
                   (uint16_t)c->recv_wqe, (uint8_t)syndrome, qp->user_index);
@@ -510,7 +509,7 @@ static uint32_t sim_resp_read_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
         rsp.psn    = pkt->psn + i;
         rsp.offset = off;
         rsp.dqpn        = pkt->sqpn;
-        rsp.sqpn        = (qp->type == SMLX5_QPT_DCT) ? qp->dctn : qp->qpn;
+        rsp.sqpn        = sim_qp_number(qp);
         rsp.chan        = pkt->chan;
         rsp.payload_len = (uint16_t)len;
         if (sim_send_pkt(ctx, pkt->slid, &rsp,

@@ -282,7 +282,7 @@ static int sim_tm_rndv_match(smlx5_qp_t *qp, sim_tm_t *tm, uint32_t slot,
 
     sim_tm_unlink(tm, slot);
     sim_tm_cqe_init(tm, &cqe, MLX5_CQE_NO_PACKET,
-                    STRAND_CQE_APP_OP_TM_CONSUMED, qp->dctn);
+                    STRAND_CQE_APP_OP_TM_CONSUMED, sim_qp_number(qp));
     memcpy(&cqe.tmh, tmh, sizeof(cqe.tmh));
     cqe.app_info = htobe16((uint16_t)slot);
     sim_cq_push(tm->srq->tm_cq, &cqe);
@@ -399,7 +399,8 @@ void sim_tm_recv_tag_data(smlx5_qp_t *qp, sim_resp_ctx_t *c,
     }
     sim_tm_cqe_init(tm, &cqe, (pkt->flags & SIM_PKT_F_IMM) ?
                     MLX5_CQE_RESP_SEND_IMM : MLX5_CQE_RESP_SEND,
-                    STRAND_CQE_APP_OP_TM_CONSUMED_MSG, qp->dctn);
+                    STRAND_CQE_APP_OP_TM_CONSUMED_MSG,
+                    sim_qp_number(qp));
     memcpy(&cqe.tmh, c->tm_tmh, sizeof(cqe.tmh));
     cqe.app_info       = htobe16((uint16_t)c->tm_slot);
     cqe.byte_cnt       = htobe32(off + len);
