@@ -414,17 +414,43 @@ strand_md_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
     return UCS_OK;
 }
 
-/* A key packed with integrity: the signing key too (a tagged pointer to
- * it, integrity.h), when the registration is signed. */
-static ucs_status_t
-strand_md_rkey_unpack_sig(const strand_md_packed_rkey_sig_t *packed,
-                          uct_rkey_t *rkey_p, void **handle_p)
+int strand_md_rkey_parse(const void *rkey_buffer, size_t len,
+                         strand_rkey_sig_t *rk)
 {
-    strand_rkey_sig_t *rk;
+    const strand_md_packed_rkey_sig_t *packed = rkey_buffer;
 
-    if ((packed->sig_rkey == 0) || (packed->kind == STRAND_INTEGRITY_OFF) ||
+    memset(rk, 0, sizeof(*rk));
+    rk->rkey = packed->plain.rkey;
+    /* the second word says what follows: plain keys repeat the key there,
+     * keys with a signing mkey behind them carry its complement */
+    if ((len < sizeof(*packed)) ||
+        (packed->plain.atomic_rkey != ~packed->plain.rkey) ||
+        (packed->sig_rkey == 0) || (packed->kind == STRAND_INTEGRITY_OFF) ||
         (packed->kind >= STRAND_INTEGRITY_LAST)) {
-        *rkey_p   = packed->plain.rkey;
+        return 0;
+    }
+    rk->sig_rkey = packed->sig_rkey;
+    rk->kind     = packed->kind;
+    rk->base     = packed->base;
+    rk->length   = packed->length;
+    return 1;
+}
+
+/* The component cannot know how large the peer's key is (its INTEGRITY
+ * options decide): the second word tells (strand_md_rkey_parse). A key
+ * with a signing mkey is a tagged pointer to it (integrity.h). */
+static ucs_status_t
+strand_md_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
+                      uct_rkey_t *rkey_p, void **handle_p)
+{
+    const strand_md_packed_rkey_t *packed = rkey_buffer;
+    strand_rkey_sig_t parsed, *rk;
+
+    if ((packed->atomic_rkey != ~packed->rkey) ||
+        !strand_md_rkey_parse(rkey_buffer,
+                              sizeof(strand_md_packed_rkey_sig_t),
+                              &parsed)) {
+        *rkey_p   = packed->rkey;
         *handle_p = NULL;
         return UCS_OK;
     }
@@ -432,30 +458,9 @@ strand_md_rkey_unpack_sig(const strand_md_packed_rkey_sig_t *packed,
     if (rk == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    rk->rkey     = packed->plain.rkey;
-    rk->sig_rkey = packed->sig_rkey;
-    rk->kind     = packed->kind;
-    rk->base     = packed->base;
-    rk->length   = packed->length;
-    *rkey_p      = (uintptr_t)rk | STRAND_RKEY_SIG_TAG;
-    *handle_p    = rk;
-    return UCS_OK;
-}
-
-/* The component cannot know how large the peer's key is (its INTEGRITY
- * options decide): the second word tells. Plain keys repeat the key there;
- * keys with a signing mkey behind them carry its complement. */
-static ucs_status_t
-strand_md_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
-                      uct_rkey_t *rkey_p, void **handle_p)
-{
-    const strand_md_packed_rkey_t *packed = rkey_buffer;
-
-    if (packed->atomic_rkey == ~packed->rkey) {
-        return strand_md_rkey_unpack_sig(rkey_buffer, rkey_p, handle_p);
-    }
-    *rkey_p   = packed->rkey;
-    *handle_p = NULL;
+    *rk       = parsed;
+    *rkey_p   = (uintptr_t)rk | STRAND_RKEY_SIG_TAG;
+    *handle_p = rk;
     return UCS_OK;
 }
 
@@ -487,9 +492,7 @@ static ucs_status_t strand_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
                                  (1ul << md->dev->caps.max_mr_size_log2);
     attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->rkey_packed_size     = (md->integrity != STRAND_INTEGRITY_OFF) ?
-                                 sizeof(strand_md_packed_rkey_sig_t) :
-                                 sizeof(strand_md_packed_rkey_t);
+    attr->rkey_packed_size     = strand_md_rkey_packed_size(md);
     attr->reg_cost             = md->reg_cost;
     attr->local_cpus           = md->local_cpus;
     ucs_strncpy_zero(attr->component_name, STRAND_COMPONENT_NAME,

@@ -89,6 +89,18 @@ typedef struct strand_md {
     pthread_mutex_t    sig_lock;      /* signing mkeys made at pack time */
 } strand_md_t;
 
+/* A packed remote key (len bytes of it at hand) read without unpacking:
+ * the plain key, and 1 with the signing mkey behind it (0: none). */
+int strand_md_rkey_parse(const void *rkey_buffer, size_t len,
+                         strand_rkey_sig_t *rk);
+/* the bytes mkey_pack writes for the MD's keys */
+static inline size_t strand_md_rkey_packed_size(const strand_md_t *md)
+{
+    return (md->integrity != STRAND_INTEGRITY_OFF) ?
+           sizeof(strand_md_packed_rkey_sig_t) :
+           sizeof(strand_md_packed_rkey_t);
+}
+
 extern uct_component_t strand_component;
 extern ucs_config_field_t strand_md_config_table[];
 

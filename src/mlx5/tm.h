@@ -41,6 +41,17 @@ struct strand_ravh {
     __be64 dc_access_key;
 };
 
+/* strand's use of the TMH's reserved bytes (a device matches on the
+ * opcode and the tag only, and hands all 16 bytes on: in the CQE of a
+ * matched message, in the buffer of an unexpected one):
+ * - an EAGER TMH with STRAND_TMH_RTS in reserved[0] is the request of a
+ *   rendezvous the receiver's transport reads itself (rc_strand; its
+ *   payload: common/tm.h strand_tm_rts_t); the device takes it for an
+ *   eager message and reads nothing;
+ * - a FIN's reserved[0] is the receiver's status, an int8 ucs_status_t
+ *   (0: the data arrived; a device's own FIN has 0 there). */
+#define STRAND_TMH_RTS    0x80
+
 #define STRAND_TMH_SIZE   ((unsigned)sizeof(struct ibv_tmh))   /* 16 */
 #define STRAND_RVH_SIZE   ((unsigned)sizeof(struct ibv_rvh))   /* 16 */
 #define STRAND_RAVH_SIZE  ((unsigned)sizeof(struct strand_ravh)) /* 16 */

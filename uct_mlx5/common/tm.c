@@ -34,6 +34,7 @@ enum {
 struct strand_tm_entry {
     uct_tag_context_t *ctx;      /* NULL once the user may reuse it */
     void              *buffer;   /* in tm->bufs while the user owns it */
+    uint32_t           lkey;
     uint32_t           next;     /* free list */
     uint8_t            cqes;     /* completions still to come */
     uint8_t            flags;
@@ -169,6 +170,12 @@ ucs_status_t strand_tm_recv_zcopy(strand_tm_t *tm, uct_tag_t tag,
                         "tag_recv_zcopy: the buffer needs a memory handle");
         lkey = ((const strand_md_memh_t*)iov[0].memh)->mr.lkey;
     }
+    if (length < tm->min_recv) {
+        ucs_error("%s: tag_recv_zcopy: a buffer of %zu bytes: it takes "
+                  "at least %u (cap.tag.recv.min_recv: a rendezvous request "
+                  "lands in it)", tm->name, length, tm->min_recv);
+        return UCS_ERR_INVALID_PARAM;
+    }
     if (tm->tags_used >= tm->max_tags) {
         ++tm->stats.list_full;
         return UCS_ERR_EXCEEDS_LIMIT;
@@ -193,6 +200,7 @@ ucs_status_t strand_tm_recv_zcopy(strand_tm_t *tm, uct_tag_t tag,
     e->next  = STRAND_TM_NONE;
     e->ctx    = ctx;
     e->buffer = (length > 0) ? buffer : NULL;
+    e->lkey   = lkey;
     e->flags  = 0;
     e->cqes   = 2; /* the APPEND's, and the one that ends the tag */
     ++tm->tags_used;
@@ -265,6 +273,59 @@ static void strand_tm_consumed(strand_tm_t *tm, uint32_t idx)
     }
 }
 
+/* A rendezvous request the transport reads itself landed in the tag's
+ * buffer: the tag stays the transport's (one completion more to come,
+ * strand_tm_rts_done) while it reads the data over it. */
+static void strand_tm_rts_matched(strand_tm_t *tm, uint32_t idx,
+                                  const struct mlx5_cqe64 *cqe)
+{
+    strand_tm_entry_t *e = &tm->entries[idx];
+    uint8_t rts[STRAND_TM_RTS_MAX];
+    strand_tm_rts_match_t m;
+    uint32_t len = strand_cqe_byte_cnt(cqe);
+
+    e->flags |= STRAND_TM_ENTRY_RNDV; /* a REMOVE can no longer win */
+    e->cqes++;
+    strand_tm_consumed(tm, idx);
+    strand_tm_entry_cqe(tm, idx, 1);
+
+    m.entry      = idx;
+    m.taken      = (e->ctx != NULL) && !(e->flags & STRAND_TM_ENTRY_REPORTED);
+    m.stag       = be64toh(cqe->tmh.tag);
+    m.app_ctx_be = cqe->tmh.app_ctx;
+    m.qpn        = strand_cqe_qpn(cqe);
+    m.buffer     = e->buffer;
+    m.length     = m.taken ? strand_tm_priv(e->ctx)->length : 0;
+    m.lkey       = e->lkey;
+    if (m.taken) {
+        strand_tm_priv(e->ctx)->tag = m.stag;
+    }
+    /* copied out: the READ writes over it */
+    len = ucs_min(len, sizeof(rts));
+    if (m.taken && (len > 0)) {
+        memcpy(rts, e->buffer, len);
+    } else {
+        len = 0; /* nothing to read it from: the transport answers */
+    }
+    tm->rts_cb(tm->rts_arg, &m, rts, len);
+}
+
+void strand_tm_rts_done(strand_tm_t *tm, uint32_t idx, size_t length,
+                        ucs_status_t status)
+{
+    strand_tm_entry_t *e = &tm->entries[idx];
+
+    ucs_assert((idx < tm->num_entries) && (e->cqes > 0));
+    if (status == UCS_OK) {
+        ++tm->stats.exp_rts;
+    } else {
+        ++tm->stats.tag_errors;
+    }
+    strand_tm_report(tm, idx, (e->ctx != NULL) ?
+                     strand_tm_priv(e->ctx)->tag : 0, 0, length, status);
+    strand_tm_entry_cqe(tm, idx, 1);
+}
+
 /* An eager message (or a software rendezvous request) landed in the tag's
  * buffer. */
 static void strand_tm_handle_consumed_msg(strand_tm_t *tm, uint32_t idx,
@@ -276,6 +337,10 @@ static void strand_tm_handle_consumed_msg(strand_tm_t *tm, uint32_t idx,
     uct_tag_context_t *ctx;
     uint64_t imm = 0;
 
+    if ((cqe->tmh.reserved[0] & STRAND_TMH_RTS) && (tm->rts_cb != NULL)) {
+        strand_tm_rts_matched(tm, idx, cqe);
+        return;
+    }
     strand_tm_consumed(tm, idx);
     if (strand_cqe_opcode(cqe) == MLX5_CQE_RESP_SEND_IMM) {
         imm = ((uint64_t)be32toh(cqe->tmh.app_ctx) << 32) |
@@ -442,6 +507,27 @@ static ucs_status_t strand_tm_unexp_rndv(strand_tm_t *tm,
                        be32toh(rvh->len), &rkey);
 }
 
+/* An unexpected rendezvous request the transport would have read itself:
+ * the user reads it (as any unexpected rendezvous), with the sender's
+ * packed key. */
+static ucs_status_t strand_tm_unexp_rts(strand_tm_t *tm,
+                                        const struct ibv_tmh *tmh,
+                                        const void *data, uint32_t length)
+{
+    const void *rkey, *header;
+    strand_tm_rts_t rts;
+
+    if (strand_tm_rts_parse(data, length, &rts, &rkey, &header) != UCS_OK) {
+        ucs_error("%s: malformed rendezvous request (%u bytes)", tm->name,
+                  length);
+        return UCS_OK;
+    }
+    ++tm->stats.unexp_rndv;
+    return tm->rndv_cb(tm->rndv_arg, 0, be64toh(tmh->tag), header,
+                       rts.hdr_len, be64toh(rts.va), be32toh(rts.length),
+                       rkey);
+}
+
 ucs_status_t strand_tm_handle_unexp(strand_tm_t *tm,
                                     const struct mlx5_cqe64 *cqe, void *msg,
                                     uint32_t length)
@@ -468,6 +554,9 @@ ucs_status_t strand_tm_handle_unexp(strand_tm_t *tm,
         ucs_error("%s: unexpected message with TMH opcode %u", tm->name,
                   tmh->opcode);
         return UCS_OK;
+    }
+    if (tmh->reserved[0] & STRAND_TMH_RTS) {
+        return strand_tm_unexp_rts(tm, tmh, data, length - STRAND_TMH_SIZE);
     }
     if (strand_cqe_opcode(cqe) == MLX5_CQE_RESP_SEND_IMM) {
         imm = ((uint64_t)be32toh(tmh->app_ctx) << 32) |
@@ -522,13 +611,15 @@ void strand_tm_show(const strand_tm_t *tm, ucs_string_buffer_t *strb)
     ucs_string_buffer_appendf(strb,
             "tags_posted %" PRIu64 "\ntags_canceled %" PRIu64 "\n"
             "exp_eager %" PRIu64 "\nexp_rndv %" PRIu64 "\n"
-            "exp_sw_rndv %" PRIu64 "\ntag_errors %" PRIu64 "\n"
+            "exp_sw_rndv %" PRIu64 "\nexp_rts %" PRIu64 "\n"
+            "tag_errors %" PRIu64 "\n"
             "unexp_eager %" PRIu64 "\nunexp_rndv %" PRIu64 "\n"
             "unexp_sw_rndv %" PRIu64 "\nrndv_sent %" PRIu64 "\n"
             "rndv_fin %" PRIu64 "\nsyncs %" PRIu64 "\n"
             "sync_requests %" PRIu64 "\nlist_full %" PRIu64 "\n",
             s->tags_posted, s->tags_canceled, s->exp_eager, s->exp_rndv,
-            s->exp_sw_rndv, s->tag_errors, s->unexp_eager, s->unexp_rndv,
+            s->exp_sw_rndv, s->exp_rts, s->tag_errors, s->unexp_eager,
+            s->unexp_rndv,
             s->unexp_sw_rndv, s->rndv_sent, s->rndv_fin, s->syncs,
             s->sync_requests, s->list_full);
 }
@@ -538,12 +629,13 @@ void strand_tm_log_summary(const strand_tm_t *tm)
     const strand_tm_stats_t *s = &tm->stats;
 
     ucs_info("%s: tag matching: tags_posted %" PRIu64 " exp_eager %" PRIu64
-             " exp_rndv %" PRIu64 " exp_sw_rndv %" PRIu64 " unexp_eager %"
+             " exp_rndv %" PRIu64 " exp_sw_rndv %" PRIu64 " exp_rts %"
+             PRIu64 " unexp_eager %"
              PRIu64 " unexp_rndv %" PRIu64 " unexp_sw_rndv %" PRIu64
              " tags_canceled %" PRIu64 " rndv_sent %" PRIu64 " rndv_fin %"
              PRIu64 " syncs %" PRIu64 " list_full %" PRIu64, tm->name,
              s->tags_posted, s->exp_eager, s->exp_rndv, s->exp_sw_rndv,
-             s->unexp_eager, s->unexp_rndv, s->unexp_sw_rndv,
+             s->exp_rts, s->unexp_eager, s->unexp_rndv, s->unexp_sw_rndv,
              s->tags_canceled, s->rndv_sent, s->rndv_fin, s->syncs,
              s->list_full);
 }
@@ -594,7 +686,8 @@ ucs_status_t strand_tm_rndv_cancel(strand_tm_t *tm, void *owner, void *op_h)
     return UCS_OK;
 }
 
-void strand_tm_rndv_fin(strand_tm_t *tm, uint32_t app_ctx_be)
+void strand_tm_rndv_fin(strand_tm_t *tm, uint32_t app_ctx_be,
+                        ucs_status_t status)
 {
     uint32_t id = be32toh(app_ctx_be);
     uint32_t idx = id & 0xffff;
@@ -614,8 +707,48 @@ void strand_tm_rndv_fin(strand_tm_t *tm, uint32_t app_ctx_be)
     strand_tm_rndv_put(tm, op);
     ++tm->stats.rndv_fin;
     if (comp != NULL) {
-        uct_invoke_completion(comp, UCS_OK);
+        uct_invoke_completion(comp, status);
     }
+}
+
+size_t strand_tm_rts_pack(void *buf, uint64_t va, uint32_t length,
+                          const void *rkey, unsigned rkey_len,
+                          const void *header, unsigned header_length)
+{
+    strand_tm_rts_t *rts = buf;
+    size_t total         = sizeof(*rts) + rkey_len + header_length;
+
+    if ((total > STRAND_TM_RTS_MAX) || (rkey_len > UINT8_MAX) ||
+        (header_length > UINT8_MAX)) {
+        return 0;
+    }
+    rts->va       = htobe64(va);
+    rts->length   = htobe32(length);
+    rts->rkey_len = (uint8_t)rkey_len;
+    rts->hdr_len  = (uint8_t)header_length;
+    rts->reserved = 0;
+    memcpy(rts + 1, rkey, rkey_len);
+    if (header_length > 0) {
+        memcpy((uint8_t*)(rts + 1) + rkey_len, header, header_length);
+    }
+    return total;
+}
+
+ucs_status_t strand_tm_rts_parse(const void *data, uint32_t len,
+                                 strand_tm_rts_t *rts, const void **rkey_p,
+                                 const void **header_p)
+{
+    if (len < sizeof(*rts)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    memcpy(rts, data, sizeof(*rts));
+    if ((rts->rkey_len < sizeof(uint32_t)) ||
+        (sizeof(*rts) + rts->rkey_len + rts->hdr_len > len)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    *rkey_p   = (const uint8_t*)data + sizeof(*rts);
+    *header_p = (const uint8_t*)data + sizeof(*rts) + rts->rkey_len;
+    return UCS_OK;
 }
 
 void strand_tm_rndv_purge(strand_tm_t *tm, void *owner, ucs_status_t status)

@@ -14,7 +14,10 @@
  * - the completions of tags (consumed, expected, canceled, failed) and the
  *   unexpected messages (to the user's eager / rendezvous callbacks);
  * - the sender's rendezvous operations, found again by the FIN the
- *   receiver's device sends (app_ctx carries their id).
+ *   receiver's device sends (app_ctx carries their id);
+ * - rendezvous requests a transport reads itself (rc_strand: an eager
+ *   message flagged STRAND_TMH_RTS): handed to the transport when one
+ *   matched a tag, to the user's rendezvous callback when unexpected.
  */
 #ifndef STRAND_COMMON_TM_H_
 #define STRAND_COMMON_TM_H_
@@ -52,6 +55,8 @@ typedef struct strand_tm_stats {
     uint64_t exp_eager;      /* eager matched by the device */
     uint64_t exp_rndv;       /* rendezvous matched and read by the device */
     uint64_t exp_sw_rndv;    /* software rendezvous request matched */
+    uint64_t exp_rts;        /* rendezvous request matched and read by
+                                the transport (rc_strand) */
     uint64_t tag_errors;     /* a matched tag that failed */
     uint64_t unexp_eager;
     uint64_t unexp_rndv;
@@ -65,6 +70,47 @@ typedef struct strand_tm_stats {
 
 typedef struct strand_tm_entry strand_tm_entry_t;
 typedef struct strand_tm_rndv_op strand_tm_rndv_op_t;
+
+/* The request of a rendezvous the receiver's transport reads itself
+ * (rc_strand's uct_ep_tag_rndv_zcopy): the payload of an EAGER message
+ * flagged STRAND_TMH_RTS, this header, the sender's packed remote key,
+ * then the user's header. Matched, it lands in the tag's buffer (which is
+ * why rc_strand takes no tag buffer smaller than STRAND_TM_RTS_MAX:
+ * cap.tag.recv.min_recv), and the data overwrites it; unexpected, the
+ * user reads it as any unexpected rendezvous. Big-endian, as the TMH. */
+typedef struct strand_tm_rts {
+    uint64_t va;          /* the sender's buffer */
+    uint32_t length;
+    uint8_t  rkey_len;    /* the packed key after this header */
+    uint8_t  hdr_len;     /* the user's header after the key */
+    uint16_t reserved;
+} UCS_S_PACKED strand_tm_rts_t;
+
+#define STRAND_TM_RTS_MAX  128  /* an RTS payload at most */
+
+/* the user header an RTS can carry after a packed key of rkey_len bytes */
+static inline unsigned strand_tm_rts_max_hdr(unsigned rkey_len)
+{
+    return STRAND_TM_RTS_MAX - (unsigned)sizeof(strand_tm_rts_t) - rkey_len;
+}
+
+/* A rendezvous request that matched a tag: where it goes. */
+typedef struct strand_tm_rts_match {
+    uint32_t  entry;       /* for strand_tm_rts_done */
+    int       taken;       /* 0: the user forgot the tag (a forced
+                              cancel): its buffer must not be touched */
+    uint64_t  stag;
+    uint32_t  app_ctx_be;  /* the sender's operation: its FIN's app_ctx */
+    uint32_t  qpn;         /* the QP it arrived on */
+    void     *buffer;      /* the tag's buffer */
+    uint32_t  length;
+    uint32_t  lkey;
+} strand_tm_rts_match_t;
+
+/* rts (rts_len bytes, an aligned copy) matched m; the transport reads the
+ * data and calls strand_tm_rts_done(). */
+typedef void (*strand_tm_rts_cb_t)(void *arg, const strand_tm_rts_match_t *m,
+                                   const void *rts, uint32_t rts_len);
 
 /* A list operation posted and not yet completed (they complete in order). */
 typedef struct strand_tm_cmd {
@@ -106,6 +152,12 @@ typedef struct strand_tm {
     /* rendezvous headers after the TMH: RVH, and RAVH on DC */
     unsigned                  rndv_hdr_len;
     unsigned                  max_rndv_data; /* user header after them */
+
+    /* rendezvous requests the transport reads itself (NULL: none), and
+     * the smallest tag buffer that can take one (0: any) */
+    strand_tm_rts_cb_t        rts_cb;
+    void                     *rts_arg;
+    uint32_t                  min_recv;
 
     /* sender side: rendezvous operations waiting for their FIN */
     strand_tm_rndv_op_t      *rndv_ops;
@@ -176,8 +228,24 @@ strand_tm_rndv_op_t *strand_tm_rndv_get(strand_tm_t *tm, void *owner,
 void strand_tm_rndv_put(strand_tm_t *tm, strand_tm_rndv_op_t *op);
 /* uct_ep_tag_rndv_cancel: forget it, its completion is not called */
 ucs_status_t strand_tm_rndv_cancel(strand_tm_t *tm, void *owner, void *op);
-/* the FIN of app_ctx arrived: the operation completes */
-void strand_tm_rndv_fin(strand_tm_t *tm, uint32_t app_ctx_be);
+/* the FIN of app_ctx arrived: the operation completes with the status
+ * the receiver put in it */
+void strand_tm_rndv_fin(strand_tm_t *tm, uint32_t app_ctx_be,
+                        ucs_status_t status);
+/* The transport read the rendezvous of a matched entry (or failed to):
+ * the tag completes with length and status, the entry is free. */
+void strand_tm_rts_done(strand_tm_t *tm, uint32_t entry, size_t length,
+                        ucs_status_t status);
+/* The RTS of a rendezvous the receiver reads itself, into buf (at most
+ * STRAND_TM_RTS_MAX bytes): its length, or 0 when it does not fit. */
+size_t strand_tm_rts_pack(void *buf, uint64_t va, uint32_t length,
+                          const void *rkey, unsigned rkey_len,
+                          const void *header, unsigned header_length);
+/* Parse an RTS payload (len bytes): UCS_OK and its parts, or
+ * UCS_ERR_INVALID_PARAM when malformed. */
+ucs_status_t strand_tm_rts_parse(const void *rts, uint32_t len,
+                                 strand_tm_rts_t *hdr, const void **rkey_p,
+                                 const void **header_p);
 /* owner failed or is destroyed: its operations complete with status */
 void strand_tm_rndv_purge(strand_tm_t *tm, void *owner, ucs_status_t status);
 

@@ -586,9 +586,13 @@ unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface)
         qpn = strand_cqe_qpn(cqe);
         it = kh_get(strand_dc_qpn, &iface->dci_by_qpn, qpn);
         if (ucs_unlikely(it == kh_end(&iface->dci_by_qpn))) {
-            ucs_error("%s: send CQE of unknown QP 0x%x",
-                      iface->dev->info.name, qpn);
             strand_cq_update_ci(cq->dv.dbrec, iface->tx_ci);
+            /* not an ep's: a QP that reads rendezvous (rc_strand) */
+            if ((iface->tx_cqe_other == NULL) ||
+                (iface->tx_cqe_other(iface->rc_rndv, cqe) != 0)) {
+                ucs_error("%s: send CQE of unknown QP 0x%x",
+                          iface->dev->info.name, qpn);
+            }
             continue;
         }
         dci = &iface->dcis[kh_value(&iface->dci_by_qpn, it)];

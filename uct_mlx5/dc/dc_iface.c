@@ -947,7 +947,7 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     strand_dev_dct_attr_t dct_attr;
     char dev_name[UCT_DEVICE_NAME_MAX];
     ucs_status_t status;
-    unsigned tx_cq_len, rx_cq_len, max_ds, av_ds;
+    unsigned tx_cq_len, rx_cq_len, max_ds, av_ds, tx_outstanding;
     int err;
 
     UCT_CHECK_PARAM(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE,
@@ -1038,11 +1038,12 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
                                      strand_dc_am_hdr_len(self));
     /* what can be outstanding, and a batch consumed before the consumer
      * index is written (dc_dci.c) */
-    tx_cq_len = config->tx_cq_len ? config->tx_cq_len :
-                config->num_dci * config->tx_queue_len + 64;
-    self->tx_ci_batch = ucs_max(1, ucs_min(64, tx_cq_len -
-                                              config->num_dci *
-                                              config->tx_queue_len));
+    tx_outstanding = config->num_dci * config->tx_queue_len +
+                     ((rc && self->config.am_tmh) ?
+                      STRAND_RC_RNDV_MAX_WQES : 0);
+    tx_cq_len = config->tx_cq_len ? config->tx_cq_len : tx_outstanding + 64;
+    self->tx_ci_batch = ucs_max(1, ucs_min(64, (int)tx_cq_len -
+                                               (int)tx_outstanding));
     rx_cq_len = config->rx_cq_len ? config->rx_cq_len :
                 config->rx_queue_len + 1 +
                 strand_dc_tag_rx_cq_extra(self, config);

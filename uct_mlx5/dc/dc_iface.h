@@ -29,6 +29,10 @@
 #define STRAND_RC_TL_NAME        "rc_strand"
 #define STRAND_RC_CONFIG_PREFIX  "RC_STRAND_"
 #define STRAND_RC_MAX_EPS        4096           /* RC QPs of an interface */
+#define STRAND_RC_RNDV_MAX_WQES  1024           /* rc_strand's rendezvous:
+                                                   WQEs of its responder
+                                                   QPs outstanding at most
+                                                   (rc/rc_rndv.c) */
 #define STRAND_DC_ACCESS_KEY     0x1ee7a330ull  /* DC access key (as UCX) */
 #define STRAND_DC_AM_HDR_SIZE    1u             /* the AM id byte */
 #define STRAND_DC_AM_HDR_MAX     (STRAND_TMH_SIZE + STRAND_DC_AM_HDR_SIZE)
@@ -92,6 +96,8 @@ typedef struct strand_dc_iface_config {
     int                integrity;       /* strand_integrity_kind_t */
     unsigned           integrity_retries;
     size_t             integrity_read_size;
+    int                integrity_pipeline; /* rc_strand's rendezvous:
+                                              ucs_ternary_auto_value_t */
 } strand_dc_iface_config_t;
 
 /* A registered send buffer (bcopy, AM zcopy header, fetched atomics). */
@@ -137,6 +143,11 @@ typedef struct strand_dc_iface {
      * connection requests wake a sleeping worker */
     struct strand_dc_iface *companion;
     struct strand_rc_cm   *rc_cm;
+    /* rc_strand with tag matching: the rendezvous it reads itself on its
+     * responder QPs (rc/rc_rndv.c), whose send CQEs come on tx_cq */
+    struct strand_rc_rndv *rc_rndv;
+    int                 (*tx_cqe_other)(struct strand_rc_rndv *rndv,
+                                        const struct mlx5_cqe64 *cqe);
     strand_dev_cq_t       tx_cq;
     strand_dev_cq_t       rx_cq;
     uint32_t              tx_ci;

@@ -280,7 +280,8 @@ static int strand_dc_rx_handle_tm(strand_dc_iface_t *iface,
     }
     memcpy(&tmh, msg, sizeof(tmh)); /* not aligned in the buffer */
     if (tmh.opcode == IBV_TMH_FIN) {
-        strand_tm_rndv_fin(&iface->tm, tmh.app_ctx);
+        strand_tm_rndv_fin(&iface->tm, tmh.app_ctx,
+                           (ucs_status_t)(int8_t)tmh.reserved[0]);
         ucs_mpool_put_inline(desc);
         return 1;
     }

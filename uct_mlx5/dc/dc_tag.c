@@ -40,12 +40,12 @@ ucs_status_t strand_dc_tag_resolve(strand_dc_iface_t *iface,
         /* its user does not match tags here (UCP opens interfaces of
          * workers without the tag feature so, e.g. Open MPI's osc): it
          * could take no unexpected message */
-        ucs_debug("%s: dc_strand: no tag matching: the interface was opened "
+        ucs_debug("%s: %s: no tag matching: the interface was opened "
                   "without the unexpected tagged message callbacks",
-                  iface->dev->info.name);
+                  iface->dev->info.name, iface->tl_name);
         return UCS_OK;
     }
-    if (config->integrity != STRAND_INTEGRITY_OFF) {
+    if ((config->integrity != STRAND_INTEGRITY_OFF) && !iface->rc) {
         /* the device's rendezvous READ lands through no checking mkey,
          * and its FIN goes out whatever the data: a damaged block would
          * complete as success (docs/integrity.md) */
@@ -54,30 +54,32 @@ ucs_status_t strand_dc_tag_resolve(strand_dc_iface_t *iface,
     } else if ((caps->tm_max_num_tags == 0) || (caps->tm_max_ops == 0) ||
                (iface->dev->ops->create_tm_srq == NULL)) {
         why = "the device has no tag matching";
-    } else if (caps->tm_max_rndv_hdr_size <
-               STRAND_TMH_SIZE + STRAND_DC_RNDV_HDR_LEN) {
+    } else if (!iface->rc && (caps->tm_max_rndv_hdr_size <
+                              STRAND_TMH_SIZE + STRAND_DC_RNDV_HDR_LEN)) {
+        /* rc_strand reads its rendezvous itself (rc/rc_rndv.c) */
         why = "the device's rendezvous header is too small for DC";
     }
     if (why != NULL) {
         if (config->tm_enable == UCS_YES) {
-            ucs_error("%s: dc_strand: UCX_DC_STRAND_TM_ENABLE=y, but %s",
-                      iface->dev->info.name, why);
+            ucs_error("%s: %s: UCX_%sTM_ENABLE=y, but %s",
+                      iface->dev->info.name, iface->tl_name,
+                      iface->cfg_prefix, why);
             return UCS_ERR_UNSUPPORTED;
         }
-        ucs_debug("%s: dc_strand: no tag matching: %s",
-                  iface->dev->info.name, why);
+        ucs_debug("%s: %s: no tag matching: %s", iface->dev->info.name,
+                  iface->tl_name, why);
         return UCS_OK;
     }
     if (config->tm_list_size == 0) {
-        ucs_error("%s: dc_strand: invalid configuration: "
-                  "UCX_DC_STRAND_TM_LIST_SIZE=0 (valid: 1 .. %u)",
-                  iface->dev->info.name, caps->tm_max_num_tags);
+        ucs_error("%s: %s: invalid configuration: UCX_%sTM_LIST_SIZE=0 "
+                  "(valid: 1 .. %u)", iface->dev->info.name, iface->tl_name,
+                  iface->cfg_prefix, caps->tm_max_num_tags);
         return UCS_ERR_INVALID_PARAM;
     }
     if ((config->tm_rndv_ops == 0) || (config->tm_rndv_ops > 0x10000)) {
-        ucs_error("%s: dc_strand: invalid configuration: "
-                  "UCX_DC_STRAND_TM_RNDV_OPS=%u (valid: 1 .. 65536)",
-                  iface->dev->info.name, config->tm_rndv_ops);
+        ucs_error("%s: %s: invalid configuration: UCX_%sTM_RNDV_OPS=%u "
+                  "(valid: 1 .. 65536)", iface->dev->info.name,
+                  iface->tl_name, iface->cfg_prefix, config->tm_rndv_ops);
         return UCS_ERR_INVALID_PARAM;
     }
     iface->config.am_tmh = STRAND_TMH_SIZE;
@@ -145,14 +147,20 @@ ucs_status_t strand_dc_tag_create_srq(strand_dc_iface_t *iface,
         return (err == EOPNOTSUPP) ? UCS_ERR_UNSUPPORTED : UCS_ERR_IO_ERROR;
     }
     iface->have_srq = 1;
+    /* dc_strand's rendezvous is the receiver's device's (TMH, RVH and
+     * RAVH, as much user header as the device takes); rc_strand's an
+     * eager request its transport reads (a tag buffer must hold it) */
     status = strand_tm_init(&iface->tm, dev->info.name, &iface->tm_cmd_qp,
                             iface->md->mmio_mode,
                             tm_attr.max_num_tags, tm_attr.max_ops,
-                            STRAND_DC_RNDV_HDR_LEN,
+                            iface->rc ? 0 : STRAND_DC_RNDV_HDR_LEN,
                             dev->caps.tm_max_rndv_hdr_size,
                             config->tm_rndv_ops, params);
     if (status != UCS_OK) {
         return status;
+    }
+    if (iface->rc) {
+        iface->tm.min_recv = STRAND_TM_RTS_MAX;
     }
     iface->have_tm = 1;
     return UCS_OK;
@@ -184,10 +192,14 @@ void strand_dc_tag_query(strand_dc_iface_t *iface, uct_iface_attr_t *attr)
     attr->cap.tag.eager.max_zcopy   = eager_max;
     attr->cap.tag.eager.max_iov     = iface->config.max_sge - 1;
     attr->cap.tag.rndv.max_zcopy    = STRAND_DC_MAX_ZCOPY;
-    attr->cap.tag.rndv.max_hdr      = iface->tm.max_rndv_data +
+    attr->cap.tag.rndv.max_hdr      = iface->rc ?
+                                      strand_tm_rts_max_hdr(
+                                          strand_md_rkey_packed_size(
+                                              iface->md)) :
+                                      iface->tm.max_rndv_data +
                                       STRAND_TM_RNDV_PRIV_MAX;
     attr->cap.tag.rndv.max_iov      = 1;
-    attr->cap.tag.recv.min_recv     = 0;
+    attr->cap.tag.recv.min_recv     = iface->tm.min_recv;
     attr->cap.tag.recv.max_zcopy    = STRAND_DC_MAX_ZCOPY;
     attr->cap.tag.recv.max_iov      = 1;
     attr->cap.tag.recv.max_outstanding = iface->tm.max_tags;

@@ -8,6 +8,7 @@
 #endif
 
 #include "rc_cm.h"
+#include "rc_rndv.h"
 #include "uct_mlx5/dc/dc_addr.h"
 #include "uct_mlx5/dc/dc_dci.h"
 #include "uct_mlx5/dc/dc_ep.h"
@@ -71,9 +72,11 @@ typedef struct strand_rc_conn {
 
 /* A QP of ours answering a peer's endpoint. */
 typedef struct strand_rc_responder {
-    strand_dev_qp_t     qp;
-    uint64_t            conn_id;
-    strand_dc_fc_peer_t requester;
+    strand_dev_qp_t      qp;
+    uint64_t             conn_id;
+    strand_dc_fc_peer_t  requester;
+    strand_rc_rndv_qp_t *rndv;      /* the rendezvous it reads (tag
+                                       matching), NULL: none */
 } strand_rc_responder_t;
 
 /* A message waiting for room on a manager endpoint. */
@@ -261,6 +264,9 @@ static void strand_rc_cm_peer_destroy(strand_rc_cm_peer_t *peer)
 static void strand_rc_responder_destroy(strand_rc_cm_t *cm,
                                         strand_rc_responder_t *r)
 {
+    if (cm->iface->rc_rndv != NULL) {
+        strand_rc_rndv_qp_remove(cm->iface->rc_rndv, r->rndv);
+    }
     cm->iface->dev->ops->destroy_qp(cm->iface->dev, &r->qp);
     ucs_free(r);
 }
@@ -349,6 +355,7 @@ strand_rc_cm_responder_make(strand_rc_cm_t *cm, uint64_t conn_id,
     strand_rc_responder_t *r;
     strand_dev_rc_attr_t attr;
     strand_dev_rc_dest_t dest;
+    ucs_status_t status;
     khiter_t it;
     int err, ret;
 
@@ -359,6 +366,9 @@ strand_rc_cm_responder_make(strand_rc_cm_t *cm, uint64_t conn_id,
     r->conn_id   = conn_id;
     r->requester = req->from;
     strand_dc_rc_attr(iface, &attr);
+    if (iface->rc_rndv != NULL) {
+        strand_rc_rndv_qp_attr(iface->rc_rndv, &attr);
+    }
     err = dev->ops->create_rc(dev, &attr, &r->qp);
     if (err != 0) {
         ucs_error("%s: rc_strand: no QP for a peer's endpoint: %s",
@@ -373,6 +383,13 @@ strand_rc_cm_responder_make(strand_rc_cm_t *cm, uint64_t conn_id,
                   dev->info.name, r->qp.qpn, req->qpn, strerror(err));
         strand_rc_responder_destroy(cm, r);
         return UCS_ERR_IO_ERROR;
+    }
+    if (iface->rc_rndv != NULL) {
+        status = strand_rc_rndv_qp_add(iface->rc_rndv, &r->qp, &r->rndv);
+        if (status != UCS_OK) {
+            strand_rc_responder_destroy(cm, r);
+            return status;
+        }
     }
     it = kh_put(strand_rc_cm_responders, &cm->responders, r->qp.qpn, &ret);
     if (ret < 0) {

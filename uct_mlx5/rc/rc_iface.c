@@ -8,6 +8,7 @@
 
 #include "rc_iface.h"
 #include "rc_cm.h"
+#include "rc_rndv.h"
 #include "uct_mlx5/dc/dc_addr.h"
 #include "uct_mlx5/dc/dc_dci.h"
 #include "uct_mlx5/dc/dc_ep.h"
@@ -109,13 +110,51 @@ static ucs_config_field_t strand_rc_iface_config_table[] = {
      ucs_offsetof(strand_rc_iface_config_t, integrity_read_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"INTEGRITY_PIPELINE", "try",
+     "Tag matching with integrity: how the FIN of a rendezvous the "
+     "transport read goes to the sender. y: in the same doorbell as the "
+     "READ, fenced behind it, on responder QPs that stop in SQD after a bad "
+     "block (signature pipelining); the transport then cancels the FIN, "
+     "reads the bad pieces again and sends it after them (the interface "
+     "fails to open on a device without signature pipelining). n: once "
+     "the READ came back with every block good. try: y where the device "
+     "has signature pipelining.",
+     ucs_offsetof(strand_rc_iface_config_t, integrity_pipeline),
+     UCS_CONFIG_TYPE_TERNARY},
+
+    {"TM_ENABLE", "n",
+     "Hardware tag matching: the device matches tagged messages against "
+     "the receives posted with uct_iface_tag_recv_zcopy and puts eager data "
+     "straight into their buffers; a rendezvous is read by the transport "
+     "itself on the QP it arrived on (READ, then a FIN fenced behind it, "
+     "both checked with INTEGRITY). y: on, or the interface fails to open "
+     "where the device has no tag matching; try: on where it has; n: off. "
+     "Only for an interface whose user takes unexpected tagged messages "
+     "(UCP with the tag feature); a tag buffer holds at least 128 bytes "
+     "(cap.tag.recv.min_recv). Both sides must agree.",
+     ucs_offsetof(strand_rc_iface_config_t, tm_enable),
+     UCS_CONFIG_TYPE_TERNARY},
+
+    {"TM_LIST_SIZE", "1024",
+     "Tag matching: receives posted to the device at a time (1 .. the "
+     "device's tag list); more get UCS_ERR_EXCEEDS_LIMIT and UCP keeps "
+     "them.",
+     ucs_offsetof(strand_rc_iface_config_t, tm_list_size),
+     UCS_CONFIG_TYPE_UINT},
+
+    {"TM_RNDV_OPS", "1024",
+     "Tag matching: rendezvous sends waiting for the receiver's FIN at a "
+     "time (1 .. 65536); more get UCS_ERR_NO_RESOURCE.",
+     ucs_offsetof(strand_rc_iface_config_t, tm_rndv_ops),
+     UCS_CONFIG_TYPE_UINT},
+
     {NULL}
 };
 
 /* The configuration as the shared code reads it: what rc_strand has no
- * option for is fixed (no DCI policy, streams, flow control or tag
- * matching: an RC receiver that runs out of buffers is covered by
- * receiver-not-ready retries). */
+ * option for is fixed (no DCI policy, streams or flow control: an RC
+ * receiver that runs out of buffers is covered by receiver-not-ready
+ * retries). */
 static void strand_rc_config_to_dc(const strand_rc_iface_config_t *rc,
                                    strand_dc_iface_config_t *dc)
 {
@@ -142,12 +181,13 @@ static void strand_rc_config_to_dc(const strand_rc_iface_config_t *rc,
     dc->fc_soft_thresh      = 0.5;
     dc->fc_hard_req_timeout = UCS_TIME_INFINITY;
     dc->rx_inline           = 0;
-    dc->tm_enable           = UCS_NO;
-    dc->tm_list_size        = 1024;
-    dc->tm_rndv_ops         = 1024;
+    dc->tm_enable           = rc->tm_enable;
+    dc->tm_list_size        = rc->tm_list_size;
+    dc->tm_rndv_ops         = rc->tm_rndv_ops;
     dc->integrity           = rc->integrity;
     dc->integrity_retries   = rc->integrity_retries;
     dc->integrity_read_size = rc->integrity_read_size;
+    dc->integrity_pipeline  = rc->integrity_pipeline;
 }
 
 static uct_iface_ops_t strand_rc_iface_ops;
@@ -162,12 +202,38 @@ static void strand_rc_iface_vfs_show_connections(void *obj,
     strand_rc_cm_show(iface->rc_cm, strb);
 }
 
-/* dc_strand's files, and the connection manager's */
+static void strand_rc_iface_vfs_show_rendezvous(void *obj,
+                                                ucs_string_buffer_t *strb,
+                                                void *arg_ptr,
+                                                uint64_t arg_u64)
+{
+    strand_dc_iface_t *iface = obj;
+
+    strand_rc_rndv_show(iface->rc_rndv, strb);
+}
+
+/* dc_strand's files, the connection manager's and the rendezvous' */
 static void strand_rc_iface_vfs_refresh(uct_iface_h tl_iface)
 {
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+
     strand_dc_iface_vfs_refresh(tl_iface);
     ucs_vfs_obj_add_ro_file(tl_iface, strand_rc_iface_vfs_show_connections,
                             NULL, 0, "connections");
+    if (iface->rc_rndv != NULL) {
+        ucs_vfs_obj_add_ro_file(tl_iface, strand_rc_iface_vfs_show_rendezvous,
+                                NULL, 0, "rendezvous");
+    }
+}
+
+/* Before the connection manager's responder QPs go: their transfers are
+ * dropped without a word to the user (nothing is called from a closing
+ * interface). */
+static void strand_rc_iface_rndv_cleanup(strand_dc_iface_t *iface)
+{
+    strand_rc_rndv_cleanup(iface->rc_rndv);
+    iface->rc_rndv      = NULL;
+    iface->tx_cqe_other = NULL;
 }
 
 static uct_iface_internal_ops_t strand_rc_iface_internal_ops = {
@@ -198,9 +264,20 @@ static ucs_status_t strand_rc_iface_open(uct_md_h md, uct_worker_h worker,
     }
     iface  = ucs_derived_of(tl_iface, strand_dc_iface_t);
     iface->super.internal_ops = &strand_rc_iface_internal_ops;
+    if (iface->have_tm) {
+        /* its rendezvous read on the responder QPs the manager makes */
+        status = strand_rc_rndv_init(iface, config.integrity_pipeline,
+                                     &iface->rc_rndv);
+        if (status != UCS_OK) {
+            UCS_CLASS_DELETE_FUNC_NAME(strand_dc_iface_t)(&iface->super.super);
+            return status;
+        }
+        iface->tx_cqe_other = strand_rc_rndv_cqe;
+    }
     status = strand_rc_cm_open(iface, worker, params, tl_config, &config,
                                &iface->rc_cm);
     if (status != UCS_OK) {
+        strand_rc_iface_rndv_cleanup(iface);
         UCS_CLASS_DELETE_FUNC_NAME(strand_dc_iface_t)(&iface->super.super);
         return status;
     }
@@ -212,6 +289,7 @@ static void strand_rc_iface_close(uct_iface_h tl_iface)
 {
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
 
+    strand_rc_iface_rndv_cleanup(iface);
     strand_rc_cm_close(iface->rc_cm);
     iface->rc_cm = NULL;
     UCS_CLASS_DELETE_FUNC_NAME(strand_dc_iface_t)(&iface->super.super);
@@ -258,8 +336,13 @@ static unsigned strand_rc_iface_progress(uct_iface_h tl_iface)
 {
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
 
-    return strand_dc_iface_progress(tl_iface) +
-           strand_rc_cm_progress(iface->rc_cm);
+    unsigned count = strand_dc_iface_progress(tl_iface) +
+                     strand_rc_cm_progress(iface->rc_cm);
+
+    if (iface->rc_rndv != NULL) {
+        count += strand_rc_rndv_progress(iface->rc_rndv);
+    }
+    return count;
 }
 
 /* ----------------------------------------------------------- endpoints */
@@ -336,6 +419,7 @@ UCS_STATIC_INIT
     strand_rc_iface_ops.iface_query        = strand_rc_iface_query;
     strand_rc_iface_ops.iface_get_address  = strand_rc_iface_get_address;
     strand_rc_iface_ops.iface_is_reachable = strand_rc_iface_is_reachable;
+    strand_rc_iface_ops.ep_tag_rndv_zcopy  = strand_rc_ep_tag_rndv_zcopy;
 }
 
 uct_tl_t uct_rc_strand_tl = {

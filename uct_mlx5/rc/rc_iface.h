@@ -9,7 +9,9 @@
  * queue tracking, completions, receive ring, recovery and integrity
  * checks, the QP of an endpoint held in a DCI slot as a DCI it never gives
  * back, its WQEs without address vector. What is RC's alone is here:
- * configuration, addresses and connection.
+ * configuration, addresses and connection (rc_cm.h), and the rendezvous of
+ * tag matching, which the transport reads itself on the responder QPs, its
+ * FIN pipelined behind the READ (rc_rndv.h).
  */
 #ifndef STRAND_RC_IFACE_H_
 #define STRAND_RC_IFACE_H_
@@ -34,6 +36,10 @@ typedef struct strand_rc_iface_config {
     int                integrity;       /* strand_integrity_kind_t */
     unsigned           integrity_retries;
     size_t             integrity_read_size;
+    int                integrity_pipeline; /* ucs_ternary_auto_value_t */
+    int                tm_enable;          /* ucs_ternary_auto_value_t */
+    unsigned           tm_list_size;
+    unsigned           tm_rndv_ops;
 } strand_rc_iface_config_t;
 
 extern uct_tl_t uct_rc_strand_tl;

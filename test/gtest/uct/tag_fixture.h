@@ -1,0 +1,273 @@
+/*
+ * The fixture of the tag-matching tests (test_dc_tag.cc: dc_strand, whose
+ * receiver's device reads rendezvous; test_rc_tag.cc: rc_strand, whose
+ * transport reads them): two interfaces with tag matching on, unexpected
+ * message callbacks that record what came, posted receives (recv_ctx),
+ * senders that retry while the transport says no resource, and the
+ * transport's tag_matching VFS counters.
+ */
+#ifndef STRAND_TEST_TAG_FIXTURE_H_
+#define STRAND_TEST_TAG_FIXTURE_H_
+
+#include "dc_fixture.h"
+
+extern "C" {
+#include "dev/dev.h"   /* strand_dev_mr_t: a memory handle's keys */
+}
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+namespace tag_test {
+
+/* the MD's packed key size, for copying rkey_buf */
+inline size_t &rkey_packed_size()
+{
+    static size_t size = 0;
+    return size;
+}
+
+struct unexp_msg {
+    uint64_t             tag;
+    uint64_t             imm;
+    unsigned             flags;
+    std::vector<uint8_t> data;
+};
+
+struct unexp_rndv {
+    uint64_t             tag;
+    std::vector<uint8_t> header;
+    uint64_t             remote_addr;
+    size_t               length;
+    std::vector<uint8_t> rkey_buf;
+};
+
+struct tag_record {
+    std::vector<unexp_msg>  eager;
+    std::vector<unexp_rndv> rndv;
+};
+
+inline ucs_status_t eager_unexp_cb(void *arg, void *data, size_t length,
+                            unsigned flags, uct_tag_t stag, uint64_t imm,
+                            void **context)
+{
+    auto *rec = static_cast<tag_record*>(arg);
+    auto *p   = static_cast<uint8_t*>(data);
+    rec->eager.push_back({stag, imm, flags, {p, p + length}});
+    return UCS_OK;
+}
+
+inline ucs_status_t rndv_unexp_cb(void *arg, unsigned flags, uint64_t stag,
+                           const void *header, unsigned header_length,
+                           uint64_t remote_addr, size_t length,
+                           const void *rkey_buf)
+{
+    auto *rec = static_cast<tag_record*>(arg);
+    auto *h   = static_cast<const uint8_t*>(header);
+    unexp_rndv r{stag, {h, h + header_length}, remote_addr, length, {}};
+    if (rkey_buf != nullptr) {
+        auto *k = static_cast<const uint8_t*>(rkey_buf);
+        r.rkey_buf.assign(k, k + rkey_packed_size());
+    }
+    rec->rndv.push_back(r);
+    return UCS_OK;
+}
+
+/* A posted receive: the UCT tag context and what the transport said. */
+struct recv_ctx {
+    uct_tag_context_t    uct;
+    int                  consumed  = 0;
+    int                  completed = 0;
+    int                  rndv      = 0;
+    uint64_t             stag      = 0;
+    uint64_t             imm       = 0;
+    size_t               length    = 0;
+    ucs_status_t         status    = UCS_ERR_LAST;
+    std::vector<uint8_t> rndv_header;
+
+    recv_ctx()
+    {
+        memset(&uct, 0, sizeof(uct));
+        uct.tag_consumed_cb = consumed_cb;
+        uct.completed_cb    = completed_cb;
+        uct.rndv_cb         = rndv_cb;
+    }
+
+    static recv_ctx *self(uct_tag_context_t *c)
+    {
+        return ucs_container_of(c, recv_ctx, uct);
+    }
+
+    static void consumed_cb(uct_tag_context_t *c)
+    {
+        self(c)->consumed++;
+    }
+
+    static void completed_cb(uct_tag_context_t *c, uct_tag_t stag,
+                             uint64_t imm, size_t length, void *inline_data,
+                             ucs_status_t status)
+    {
+        recv_ctx *r  = self(c);
+        r->completed++;
+        r->stag      = stag;
+        r->imm       = imm;
+        r->length    = length;
+        r->status    = status;
+    }
+
+    static void rndv_cb(uct_tag_context_t *c, uct_tag_t stag,
+                        const void *header, unsigned header_length,
+                        ucs_status_t status, unsigned flags)
+    {
+        recv_ctx *r = self(c);
+        auto *h     = static_cast<const uint8_t*>(header);
+        r->rndv++;
+        r->stag     = stag;
+        r->status   = status;
+        r->rndv_header.assign(h, h + header_length);
+    }
+};
+
+} // namespace tag_test
+
+using namespace tag_test;
+
+class dc_strand_tag : public dc_strand {
+protected:
+    void SetUp() override
+    {
+        dc_strand::SetUp();
+        /* UCX_DC_STRAND_TM_ENABLE, or rc_strand's (m_tl set before) */
+        m_tm_env = "UCX_" + tl_prefix() + "TM_ENABLE";
+        set_env(m_tm_env.c_str(), "y");
+        m_iface_params_hook = [this](uct_iface_params_t &p) {
+            tag_record *rec = m_hook_target;
+            p.field_mask |= UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_ARG |
+                            UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB |
+                            UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_ARG |
+                            UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB;
+            p.eager_arg = rec;
+            p.eager_cb  = eager_unexp_cb;
+            p.rndv_arg  = rec;
+            p.rndv_cb   = rndv_unexp_cb;
+        };
+    }
+
+    void open_tag_pair()
+    {
+        uct_md_attr_t md_attr;
+        ASSERT_EQ(UCS_OK, uct_md_query(m_md, &md_attr));
+        rkey_packed_size() = md_attr.rkey_packed_size;
+        m_hook_target = &m_tag_a;
+        ASSERT_EQ(UCS_OK, open_iface(m_a));
+        m_hook_target = &m_tag_b;
+        ASSERT_EQ(UCS_OK, open_iface(m_b));
+        m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+        ASSERT_NE(nullptr, m_ep);
+        ASSERT_TRUE(m_a.attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY);
+    }
+
+    /* a pattern into registered memory (assigning the vector would move
+     * another buffer in) */
+    static void fill(region &r, const std::vector<uint8_t> &p)
+    {
+        std::copy(p.begin(), p.end(), r.buf.begin());
+    }
+
+    /* post a receive on b for `tag` into region r */
+    ucs_status_t post_recv(recv_ctx &c, region &r, uint64_t tag,
+                           uint64_t mask = UINT64_MAX, size_t len = SIZE_MAX)
+    {
+        uct_iov_t iov;
+        iov.buffer = r.buf.data();
+        iov.length = (len == SIZE_MAX) ? r.buf.size() : len;
+        iov.memh   = r.memh;
+        iov.stride = 0;
+        iov.count  = 1;
+        return uct_iface_tag_recv_zcopy(m_b.iface, tag, mask, &iov, 1,
+                                        &c.uct);
+    }
+
+    /* the counter `name` of b's (or a's) tag_matching VFS file */
+    uint64_t tm_stat(const char *name, bool sender = false)
+    {
+        std::string text = vfs_read(sender ? m_a : m_b, "tag_matching");
+        std::string key  = std::string("\n") + name + " ";
+        size_t pos       = text.find(key);
+        if (pos == std::string::npos) {
+            ADD_FAILURE() << "no " << name << " in:\n" << text;
+            return 0;
+        }
+        return std::stoull(text.substr(pos + key.size()));
+    }
+
+    ssize_t eager_bcopy(uint64_t tag, std::vector<uint8_t> &data,
+                        uint64_t imm = 0)
+    {
+        ssize_t len = UCS_ERR_NO_RESOURCE;
+        progress_until([&] {
+            len = uct_ep_tag_eager_bcopy(m_ep, tag, imm, pack_cb, &data, 0);
+            return len != UCS_ERR_NO_RESOURCE;
+        });
+        return len;
+    }
+
+    ucs_status_t eager_short(uint64_t tag, const std::vector<uint8_t> &data)
+    {
+        ucs_status_t s = UCS_ERR_NO_RESOURCE;
+        progress_until([&] {
+            s = uct_ep_tag_eager_short(m_ep, tag, data.data(), data.size());
+            return s != UCS_ERR_NO_RESOURCE;
+        });
+        return s;
+    }
+
+    void eager_zcopy(uint64_t tag, region &src, size_t len, uint64_t imm = 0)
+    {
+        test_comp c;
+        comp_init(&c);
+        uct_iov_t iov = {src.buf.data(), len, src.memh, 0, 1};
+        ucs_status_t s = UCS_ERR_NO_RESOURCE;
+        ASSERT_TRUE(progress_until([&] {
+            s = uct_ep_tag_eager_zcopy(m_ep, tag, imm, &iov, 1, 0, &c.uct);
+            return s != UCS_ERR_NO_RESOURCE;
+        }));
+        ASSERT_EQ(UCS_INPROGRESS, s);
+        ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+        EXPECT_EQ(UCS_OK, c.status);
+    }
+
+    void *rndv_zcopy(uint64_t tag, region &src, size_t len, test_comp &c,
+                     const std::vector<uint8_t> &hdr)
+    {
+        uct_iov_t iov = {src.buf.data(), len, src.memh, 0, 1};
+        ucs_status_ptr_t op = UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
+        comp_init(&c);
+        progress_until([&] {
+            op = uct_ep_tag_rndv_zcopy(m_ep, tag, hdr.data(), hdr.size(),
+                                       &iov, 1, 0, &c.uct);
+            return UCS_PTR_STATUS(op) != UCS_ERR_NO_RESOURCE;
+        });
+        EXPECT_FALSE(UCS_PTR_IS_ERR(op)) << ucs_status_string(
+                                            UCS_PTR_STATUS(op));
+        return op;
+    }
+
+    /* "DC_STRAND_" / "RC_STRAND_": the transport's configuration */
+    std::string tl_prefix() const
+    {
+        std::string p;
+        for (char c : m_tl) {
+            p += (char)toupper((unsigned char)c);
+        }
+        return p + "_";
+    }
+
+    tag_record *m_hook_target = nullptr;
+    tag_record  m_tag_a, m_tag_b;
+    std::string m_tm_env;
+};
+
+
+#endif

@@ -1,0 +1,368 @@
+/*
+ * rc_strand with hardware tag matching (UCX_RC_STRAND_TM_ENABLE=y): the
+ * device matches, and a rendezvous is read by the receiver's transport on
+ * the responder QP it arrived on, its FIN fenced behind the READ
+ * (rc/rc_rndv.h). With integrity, a bad block stops the pipelining QP in
+ * SQD before the FIN; the transport cancels the FIN, reads the bad piece
+ * again and sends a FIN of its own (seed page
+ * mlx5dv_qp_cancel_posted_send_wrs(3), in the transport). Every byte is
+ * checked; the tag_matching, rendezvous and integrity VFS files say which
+ * path each message took.
+ */
+#include "tag_fixture.h"
+
+#include <regex>
+
+class rc_strand_tag : public dc_strand_tag {
+protected:
+    void SetUp() override
+    {
+        m_tl = "rc_strand";
+        dc_strand_tag::SetUp();
+    }
+
+    /* a counter of b's 'rendezvous' VFS file */
+    uint64_t rndv_stat(const char *name)
+    {
+        std::string text = vfs_read(m_b, "rendezvous");
+        std::smatch m;
+        if (!std::regex_search(text, m, std::regex(std::string("(^|\n)") +
+                                                   name + " (\\d+)"))) {
+            ADD_FAILURE() << "no " << name << " in:\n" << text;
+            return 0;
+        }
+        return std::stoull(m[2]);
+    }
+
+    /* "N bad reads" / "N read again" ... of b's 'integrity' VFS file */
+    uint64_t integrity_stat(const char *what)
+    {
+        std::string text = vfs_read(m_b, "integrity");
+        std::smatch m;
+        if (!std::regex_search(text, m, std::regex(std::string("(\\d+) ") +
+                                                   what))) {
+            ADD_FAILURE() << "no '" << what << "' in:\n" << text;
+            return 0;
+        }
+        return std::stoull(m[1]);
+    }
+
+    /* integrity on both sides, the device's faults, reopened MD */
+    void integrity(const char *kind, const char *faults)
+    {
+        set_env("UCX_RC_STRAND_INTEGRITY", kind);
+        set_env("STRAND_SIM_FAULTS", faults);
+        ASSERT_EQ(UCS_OK, open_md()); /* the MD reads both when it opens */
+    }
+
+    /* n rendezvous of len bytes at once on one connection, each into its
+     * own receive; every byte checked; the senders' completions too */
+    void rndv_round(size_t len, unsigned n, ucs_status_t want = UCS_OK)
+    {
+        std::vector<region> src(n), dst(n);
+        std::vector<recv_ctx> ctx(n);
+        std::vector<test_comp> comp(n);
+        for (unsigned i = 0; i < n; ++i) {
+            reg(src[i], len);
+            reg(dst[i], len);
+            fill(src[i], pattern(len, 100 + i));
+            ASSERT_EQ(UCS_OK, post_recv(ctx[i], dst[i], 0x500 + i));
+        }
+        std::vector<uint8_t> hdr = pattern(17, 4);
+        for (unsigned i = 0; i < n; ++i) {
+            rndv_zcopy(0x500 + i, src[i], len, comp[i], hdr);
+        }
+        ASSERT_TRUE(progress_until([&] {
+            for (unsigned i = 0; i < n; ++i) {
+                if (!ctx[i].completed || !comp[i].done) {
+                    return false;
+                }
+            }
+            return true;
+        }, 120));
+        for (unsigned i = 0; i < n; ++i) {
+            SCOPED_TRACE(i);
+            EXPECT_EQ(1, ctx[i].consumed);
+            EXPECT_EQ(1, ctx[i].completed);
+            EXPECT_EQ(want, ctx[i].status);
+            EXPECT_EQ(want, comp[i].status); /* the FIN says so */
+            if (want == UCS_OK) {
+                EXPECT_EQ(0x500u + i, ctx[i].stag);
+                EXPECT_EQ(len, ctx[i].length);
+                EXPECT_TRUE(src[i].buf == dst[i].buf);
+            }
+        }
+        for (unsigned i = 0; i < n; ++i) {
+            unreg(src[i]);
+            unreg(dst[i]);
+        }
+    }
+};
+
+TEST_F(rc_strand_tag, capabilities_and_the_smallest_tag_buffer)
+{
+    open_tag_pair();
+    const uct_iface_attr_t &a = m_a.attr;
+    EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_SHORT);
+    EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_ZCOPY);
+    EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_TAG_RNDV_ZCOPY);
+    EXPECT_EQ(1023u, a.cap.tag.recv.max_outstanding);
+    /* a rendezvous request lands in the tag's buffer: 128 bytes at least
+     * (UCP offloads no smaller receive then) */
+    EXPECT_EQ(128u, a.cap.tag.recv.min_recv);
+    /* 128 - the request's 16 - the packed key's 8 */
+    EXPECT_EQ(104u, a.cap.tag.rndv.max_hdr);
+    region dst;
+    reg(dst, 4096);
+    recv_ctx ctx;
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, post_recv(ctx, dst, 1, UINT64_MAX, 127));
+    EXPECT_EQ(UCS_OK, post_recv(ctx, dst, 1, UINT64_MAX, 128));
+    EXPECT_EQ(UCS_OK, uct_iface_tag_recv_cancel(m_b.iface, &ctx.uct, 1));
+    unreg(dst);
+}
+
+TEST_F(rc_strand_tag, eager_expected_and_unexpected)
+{
+    open_tag_pair();
+    region dst[2];
+    recv_ctx ctx[2];
+    for (auto &d : dst) {
+        reg(d, 9000);
+    }
+    ASSERT_EQ(UCS_OK, post_recv(ctx[0], dst[0], 0x10));
+    ASSERT_EQ(UCS_OK, post_recv(ctx[1], dst[1], 0x11));
+    std::vector<uint8_t> s = pattern(m_a.attr.cap.tag.eager.max_short, 1);
+    std::vector<uint8_t> b = pattern(m_a.attr.cap.tag.eager.max_bcopy, 2);
+    std::vector<uint8_t> u = pattern(300, 3);
+    ASSERT_EQ(UCS_OK, eager_short(0x10, s));
+    ASSERT_EQ((ssize_t)b.size(), eager_bcopy(0x11, b, 0xabcdef0011ull));
+    ASSERT_EQ((ssize_t)u.size(), eager_bcopy(0x12, u));
+    ASSERT_TRUE(progress_until([&] {
+        return ctx[0].completed && ctx[1].completed &&
+               (m_tag_b.eager.size() == 1);
+    }));
+    EXPECT_EQ(UCS_OK, ctx[0].status);
+    EXPECT_EQ(s.size(), ctx[0].length);
+    EXPECT_TRUE(std::equal(s.begin(), s.end(), dst[0].buf.begin()));
+    EXPECT_EQ(b.size(), ctx[1].length);
+    EXPECT_EQ(0xabcdef0011ull, ctx[1].imm);
+    EXPECT_TRUE(std::equal(b.begin(), b.end(), dst[1].buf.begin()));
+    EXPECT_EQ(0x12u, m_tag_b.eager[0].tag);
+    EXPECT_EQ(u, m_tag_b.eager[0].data);
+    EXPECT_EQ(2u, tm_stat("exp_eager"));
+    EXPECT_EQ(1u, tm_stat("unexp_eager"));
+    for (auto &d : dst) {
+        unreg(d);
+    }
+}
+
+/* The receiver's transport reads: every size from the smallest buffer to
+ * 16 MiB, the FIN in the READ's doorbell (nothing to check here: the FIN
+ * always goes with the READ). */
+TEST_F(rc_strand_tag, rndv_expected_the_receivers_transport_reads)
+{
+    open_tag_pair();
+    unsigned n = 0;
+    for (size_t len : {(size_t)128, (size_t)4096, (size_t)65537,
+                       (size_t)(1 << 20), (size_t)(16 << 20)}) {
+        SCOPED_TRACE(len);
+        ASSERT_NO_FATAL_FAILURE(rndv_round(len, 1));
+        ++n;
+    }
+    EXPECT_EQ(n, tm_stat("exp_rts"));
+    EXPECT_EQ(0u, tm_stat("exp_rndv")); /* the device read nothing */
+    EXPECT_EQ(n, tm_stat("rndv_fin", true));
+    EXPECT_EQ(n, rndv_stat("xfers"));
+    EXPECT_EQ(n, rndv_stat("fins"));
+    EXPECT_EQ(n, rndv_stat("fins_pipelined"));
+    EXPECT_EQ(0u, rndv_stat("stops"));
+    EXPECT_TRUE(m_tag_b.rndv.empty());
+}
+
+TEST_F(rc_strand_tag, rndv_many_at_once_on_one_qp)
+{
+    open_tag_pair();
+    ASSERT_NO_FATAL_FAILURE(rndv_round(300000, 24));
+    EXPECT_EQ(24u, rndv_stat("xfers"));
+    EXPECT_EQ(24u, tm_stat("rndv_fin", true));
+}
+
+TEST_F(rc_strand_tag, rndv_unexpected_is_read_by_the_user_then_cancelled)
+{
+    open_tag_pair();
+    const size_t len = 300000;
+    region src, dst;
+    reg(src, len);
+    reg(dst, len);
+    fill(src, pattern(len, 17));
+    test_comp c;
+    std::vector<uint8_t> hdr = pattern(17, 8);
+    void *op = rndv_zcopy(0x99, src, len, c, hdr);
+    ASSERT_TRUE(progress_until([&] { return m_tag_b.rndv.size() == 1; }));
+
+    unexp_rndv &r = m_tag_b.rndv[0];
+    EXPECT_EQ(0x99u, r.tag);
+    EXPECT_EQ(hdr, r.header);
+    EXPECT_EQ((uintptr_t)src.buf.data(), r.remote_addr);
+    EXPECT_EQ(len, r.length);
+    /* as UCP does: read it with the key the callback gave, tell the
+     * sender in software, which cancels its operation */
+    uct_rkey_bundle_t rkey;
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, r.rkey_buf.data(),
+                                      &rkey));
+    uct_ep_h back = connect(m_b, m_a.dev_addr, m_a.iface_addr);
+    uct_iov_t iov = {dst.buf.data(), len, dst.memh, 0, 1};
+    test_comp g;
+    comp_init(&g);
+    ucs_status_t s = UCS_ERR_NO_RESOURCE;
+    ASSERT_TRUE(progress_until([&] {
+        s = uct_ep_get_zcopy(back, &iov, 1, r.remote_addr, rkey.rkey, &g.uct);
+        return s != UCS_ERR_NO_RESOURCE;
+    }));
+    ASSERT_EQ(UCS_INPROGRESS, s);
+    ASSERT_TRUE(progress_until([&] { return g.done != 0; }, 30));
+    EXPECT_EQ(UCS_OK, g.status);
+    EXPECT_TRUE(src.buf == dst.buf);
+    EXPECT_EQ(UCS_OK, uct_ep_tag_rndv_cancel(m_ep, op));
+    flush(m_ep);
+    EXPECT_EQ(0, c.done);
+    EXPECT_EQ(1u, tm_stat("unexp_rndv"));
+    EXPECT_EQ(0u, tm_stat("exp_rts"));
+    uct_rkey_release(m_component, &rkey);
+    unreg(src);
+    unreg(dst);
+}
+
+/* A rendezvous longer than the tag's buffer: nothing is read, both sides
+ * hear MESSAGE_TRUNCATED (the sender through its FIN). */
+TEST_F(rc_strand_tag, rndv_longer_than_the_buffer_is_truncated_on_both_sides)
+{
+    open_tag_pair();
+    region src, dst;
+    reg(src, 8192);
+    reg(dst, 8192);
+    fill(src, pattern(8192, 1));
+    recv_ctx ctx;
+    ASSERT_EQ(UCS_OK, post_recv(ctx, dst, 3, UINT64_MAX, 4096));
+    test_comp c;
+    rndv_zcopy(3, src, 8192, c, {});
+    ASSERT_TRUE(progress_until([&] { return ctx.completed && c.done; }));
+    EXPECT_EQ(UCS_ERR_MESSAGE_TRUNCATED, ctx.status);
+    EXPECT_EQ(UCS_ERR_MESSAGE_TRUNCATED, c.status);
+    /* only the request itself was written: nothing past it */
+    EXPECT_TRUE(std::all_of(dst.buf.begin() + 128, dst.buf.end(),
+                            [](uint8_t x) { return x == 0; }));
+    EXPECT_EQ(1u, rndv_stat("failed"));
+    unreg(src);
+    unreg(dst);
+}
+
+/* A sender's key the device refuses: the READ fails, its tag completes with
+ * the error (the responder QP is in error now: RC). */
+TEST_F(rc_strand_tag, rndv_with_a_bad_key_fails_its_tag)
+{
+    open_tag_pair();
+    region src, dst;
+    reg(src, 8192);
+    reg(dst, 8192);
+    recv_ctx ctx;
+    ASSERT_EQ(UCS_OK, post_recv(ctx, dst, 1));
+    strand_dev_mr_t bad = *static_cast<strand_dev_mr_t*>(src.memh);
+    bad.rkey ^= 0x5a5a00;
+    uct_iov_t iov = {src.buf.data(), 8192, &bad, 0, 1};
+    test_comp c;
+    comp_init(&c);
+    ucs_status_ptr_t op = UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
+    ASSERT_TRUE(progress_until([&] {
+        op = uct_ep_tag_rndv_zcopy(m_ep, 1, nullptr, 0, &iov, 1, 0, &c.uct);
+        return UCS_PTR_STATUS(op) != UCS_ERR_NO_RESOURCE;
+    }));
+    ASSERT_FALSE(UCS_PTR_IS_ERR(op));
+    ASSERT_TRUE(progress_until([&] { return ctx.completed != 0; }, 30));
+    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, ctx.status);
+    EXPECT_EQ(1u, tm_stat("tag_errors"));
+    EXPECT_EQ(1u, rndv_stat("failed"));
+    EXPECT_EQ(UCS_OK, uct_ep_tag_rndv_cancel(m_ep, op));
+    unreg(src);
+    unreg(dst);
+}
+
+/* ------------------------------------------------------- integrity */
+
+/* The issue's acceptance in the transport: with signature pipelining the
+ * FIN goes in the READs' doorbell; the device damages 1% of the blocks the
+ * READs carry, a bad block stops the QP in SQD before the FIN, the
+ * transport cancels that FIN, reads the bad piece again and sends a FIN of
+ * its own; every byte arrives right and every sender completes once. */
+TEST_F(rc_strand_tag, integrity_pipelined_fin_cancelled_and_read_again)
+{
+    integrity("crc32c", "sdc_read=0.01,seed=7");
+    open_tag_pair();
+    for (int round = 0; round < 3; ++round) {
+        SCOPED_TRACE(round);
+        ASSERT_NO_FATAL_FAILURE(rndv_round(1 << 20, 4));
+    }
+    EXPECT_EQ(12u, rndv_stat("xfers"));
+    EXPECT_EQ(12u, rndv_stat("checked"));
+    EXPECT_EQ(1u, rndv_stat("pipeline"));
+    EXPECT_GE(rndv_stat("fins_pipelined"), 12u);
+    EXPECT_GT(rndv_stat("stops"), 0u) << "no block was bad: no stop";
+    EXPECT_GT(rndv_stat("fins_cancelled"), 0u);
+    /* every FIN that reached the sender was the good one */
+    EXPECT_EQ(12u, tm_stat("rndv_fin", true));
+    EXPECT_GT(integrity_stat("bad reads"), 0u);
+    EXPECT_EQ(integrity_stat("bad reads"), integrity_stat("read again"));
+    EXPECT_EQ(0u, integrity_stat("failed"));
+}
+
+/* UCX_RC_STRAND_INTEGRITY_PIPELINE=n: the FIN waits for the READs to come
+ * back good; no stop, nothing cancelled, the same bytes. */
+TEST_F(rc_strand_tag, integrity_without_pipelining_waits_for_the_reads)
+{
+    set_env("UCX_RC_STRAND_INTEGRITY_PIPELINE", "n");
+    integrity("crc32c", "sdc_read=0.01,seed=7");
+    open_tag_pair();
+    ASSERT_NO_FATAL_FAILURE(rndv_round(1 << 20, 4));
+    EXPECT_EQ(0u, rndv_stat("pipeline"));
+    EXPECT_EQ(4u, rndv_stat("xfers"));
+    EXPECT_EQ(0u, rndv_stat("fins_pipelined"));
+    EXPECT_EQ(0u, rndv_stat("stops"));
+    EXPECT_GT(integrity_stat("read again"), 0u);
+}
+
+/* A piece that stays bad: the transfer fails with UCS_ERR_IO_ERROR on both
+ * sides (its FIN carries the status), after its pipelined FIN was
+ * cancelled; no damaged byte completes as success. */
+TEST_F(rc_strand_tag, integrity_retries_exhausted_fail_both_sides)
+{
+    set_env("UCX_RC_STRAND_INTEGRITY_RETRIES", "0");
+    integrity("t10dif", "sdc_read=0.2,seed=3");
+    open_tag_pair();
+    ASSERT_NO_FATAL_FAILURE(rndv_round(64 << 10, 1, UCS_ERR_IO_ERROR));
+    EXPECT_EQ(1u, rndv_stat("failed"));
+    EXPECT_EQ(1u, rndv_stat("fins_cancelled"));
+    EXPECT_EQ(1u, integrity_stat("failed"));
+}
+
+/* Without the check the same damage reaches the buffer: the check is what
+ * saves it. */
+TEST_F(rc_strand_tag, without_integrity_the_damage_arrives)
+{
+    set_env("STRAND_SIM_FAULTS", "sdc_read=0.05,seed=7");
+    ASSERT_EQ(UCS_OK, open_md());
+    open_tag_pair();
+    const size_t len = 1 << 20;
+    region src, dst;
+    reg(src, len);
+    reg(dst, len);
+    fill(src, pattern(len, 5));
+    recv_ctx ctx;
+    ASSERT_EQ(UCS_OK, post_recv(ctx, dst, 9));
+    test_comp c;
+    rndv_zcopy(9, src, len, c, {});
+    ASSERT_TRUE(progress_until([&] { return ctx.completed && c.done; }));
+    EXPECT_EQ(UCS_OK, ctx.status);
+    EXPECT_FALSE(src.buf == dst.buf) << "no damage was injected";
+    unreg(src);
+    unreg(dst);
+}
