@@ -28,7 +28,8 @@
 enum {
     STRAND_TM_ENTRY_RNDV     = UCS_BIT(0), /* CONSUMED: the device reads */
     STRAND_TM_ENTRY_CANCEL   = UCS_BIT(1), /* a REMOVE is posted or waits */
-    STRAND_TM_ENTRY_REPORTED = UCS_BIT(2)  /* the user was told the end */
+    STRAND_TM_ENTRY_REPORTED = UCS_BIT(2), /* the user was told the end */
+    STRAND_TM_ENTRY_BOUNCE   = UCS_BIT(3)  /* posted as its bounce slot */
 };
 
 struct strand_tm_entry {
@@ -53,6 +54,16 @@ static inline strand_tm_ctx_priv_t *strand_tm_priv(uct_tag_context_t *ctx)
 {
     UCS_STATIC_ASSERT(sizeof(strand_tm_ctx_priv_t) <= UCT_TAG_PRIV_LEN);
     return (strand_tm_ctx_priv_t*)ctx->priv;
+}
+
+/* Where a message matched to entry idx landed: its bounce slot, or the
+ * user's buffer. */
+static inline void *strand_tm_landed(const strand_tm_t *tm, uint32_t idx)
+{
+    const strand_tm_entry_t *e = &tm->entries[idx];
+
+    return (e->flags & STRAND_TM_ENTRY_BOUNCE) ?
+           tm->bounce + (size_t)idx * tm->min_recv : e->buffer;
 }
 
 /* ------------------------------------------------------- command QP */
@@ -170,12 +181,6 @@ ucs_status_t strand_tm_recv_zcopy(strand_tm_t *tm, uct_tag_t tag,
                         "tag_recv_zcopy: the buffer needs a memory handle");
         lkey = ((const strand_md_memh_t*)iov[0].memh)->mr.lkey;
     }
-    if (length < tm->min_recv) {
-        ucs_error("%s: tag_recv_zcopy: a buffer of %zu bytes: it takes "
-                  "at least %u (cap.tag.recv.min_recv: a rendezvous request "
-                  "lands in it)", tm->name, length, tm->min_recv);
-        return UCS_ERR_INVALID_PARAM;
-    }
     if (tm->tags_used >= tm->max_tags) {
         ++tm->stats.list_full;
         return UCS_ERR_EXCEEDS_LIMIT;
@@ -201,7 +206,7 @@ ucs_status_t strand_tm_recv_zcopy(strand_tm_t *tm, uct_tag_t tag,
     e->ctx    = ctx;
     e->buffer = (length > 0) ? buffer : NULL;
     e->lkey   = lkey;
-    e->flags  = 0;
+    e->flags  = (length < tm->min_recv) ? STRAND_TM_ENTRY_BOUNCE : 0;
     e->cqes   = 2; /* the APPEND's, and the one that ends the tag */
     ++tm->tags_used;
 
@@ -209,8 +214,16 @@ ucs_status_t strand_tm_recv_zcopy(strand_tm_t *tm, uct_tag_t tag,
     priv->buffer = buffer;
     priv->length = (uint32_t)length;
     priv->entry  = idx;
-    strand_tm_cmd_post(tm, STRAND_TM_OP_APPEND, idx, (uint16_t)tm->head,
-                       tag, tag_mask, buffer, (uint32_t)length, lkey);
+    if (e->flags & STRAND_TM_ENTRY_BOUNCE) {
+        /* too small for a rendezvous request: the device puts what
+         * matches into the entry's bounce slot */
+        strand_tm_cmd_post(tm, STRAND_TM_OP_APPEND, idx, (uint16_t)tm->head,
+                           tag, tag_mask, strand_tm_landed(tm, idx),
+                           tm->min_recv, tm->bounce_mr.lkey);
+    } else {
+        strand_tm_cmd_post(tm, STRAND_TM_OP_APPEND, idx, (uint16_t)tm->head,
+                           tag, tag_mask, buffer, (uint32_t)length, lkey);
+    }
     ++tm->stats.tags_posted;
     return UCS_OK;
 }
@@ -303,7 +316,7 @@ static void strand_tm_rts_matched(strand_tm_t *tm, uint32_t idx,
     /* copied out: the READ writes over it */
     len = ucs_min(len, sizeof(rts));
     if (m.taken && (len > 0)) {
-        memcpy(rts, e->buffer, len);
+        memcpy(rts, strand_tm_landed(tm, idx), len);
     } else {
         len = 0; /* nothing to read it from: the transport answers */
     }
@@ -347,16 +360,31 @@ static void strand_tm_handle_consumed_msg(strand_tm_t *tm, uint32_t idx,
               be32toh(strand_cqe_imm(cqe));
         if ((imm == 0) && !(e->flags & STRAND_TM_ENTRY_REPORTED) &&
             (e->ctx != NULL)) {
-            /* a software rendezvous request: its header is in the buffer */
+            /* a software rendezvous request: its header is in the buffer
+             * (found before the entry lets go of it) */
+            void *header = strand_tm_landed(tm, idx);
+
             ctx = strand_tm_entry_detach(tm, e);
             ++tm->stats.exp_sw_rndv;
-            ctx->rndv_cb(ctx, stag, strand_tm_priv(ctx)->buffer, length,
-                         UCS_OK, 0);
+            ctx->rndv_cb(ctx, stag, header, length, UCS_OK, 0);
             strand_tm_entry_cqe(tm, idx, 1);
             return;
         }
     }
     ++tm->stats.exp_eager;
+    if ((e->flags & STRAND_TM_ENTRY_BOUNCE) && (e->ctx != NULL) &&
+        !(e->flags & STRAND_TM_ENTRY_REPORTED)) {
+        if (length > strand_tm_priv(e->ctx)->length) {
+            /* the device took it into the larger bounce slot */
+            strand_tm_report(tm, idx, stag, imm, 0,
+                             UCS_ERR_MESSAGE_TRUNCATED);
+            strand_tm_entry_cqe(tm, idx, 1);
+            return;
+        }
+        if (length > 0) {
+            memcpy(e->buffer, strand_tm_landed(tm, idx), length);
+        }
+    }
     strand_tm_report(tm, idx, stag, imm, length, UCS_OK);
     strand_tm_entry_cqe(tm, idx, 1);
 }
@@ -855,8 +883,37 @@ ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
     return UCS_OK;
 }
 
+ucs_status_t strand_tm_bounce_init(strand_tm_t *tm, strand_dev_t *dev,
+                                   uint32_t min_recv)
+{
+    size_t size = (size_t)tm->num_entries * min_recv;
+    int err;
+
+    tm->bounce = ucs_malloc(size, "strand_tm_bounce");
+    if (tm->bounce == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    err = dev->ops->reg_mr(dev, tm->bounce, size, IBV_ACCESS_LOCAL_WRITE,
+                           &tm->bounce_mr);
+    if (err != 0) {
+        ucs_error("%s: failed to register %zu bytes of tag bounce slots: %s",
+                  tm->name, size, strerror(err));
+        ucs_free(tm->bounce);
+        tm->bounce = NULL;
+        return UCS_ERR_IO_ERROR;
+    }
+    tm->dev      = dev;
+    tm->min_recv = min_recv;
+    return UCS_OK;
+}
+
 void strand_tm_cleanup(strand_tm_t *tm)
 {
+    if (tm->bounce != NULL) {
+        tm->dev->ops->dereg_mr(tm->dev, &tm->bounce_mr);
+        ucs_free(tm->bounce);
+        tm->bounce = NULL;
+    }
     /* receives still posted are the user's to forget: UCT calls nothing
      * from a closing interface */
     kh_destroy_inplace(strand_tm_bufs, &tm->bufs);

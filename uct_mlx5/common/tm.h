@@ -74,10 +74,11 @@ typedef struct strand_tm_rndv_op strand_tm_rndv_op_t;
 /* The request of a rendezvous the receiver's transport reads itself
  * (rc_strand's uct_ep_tag_rndv_zcopy): the payload of an EAGER message
  * flagged STRAND_TMH_RTS, this header, the sender's packed remote key,
- * then the user's header. Matched, it lands in the tag's buffer (which is
- * why rc_strand takes no tag buffer smaller than STRAND_TM_RTS_MAX:
- * cap.tag.recv.min_recv), and the data overwrites it; unexpected, the
- * user reads it as any unexpected rendezvous. Big-endian, as the TMH. */
+ * then the user's header. Matched, it lands in the tag's buffer (a tag
+ * buffer smaller than STRAND_TM_RTS_MAX is posted as a bounce slot of the
+ * transport's: strand_tm_bounce_init), and the data overwrites it;
+ * unexpected, the user reads it as any unexpected rendezvous. Big-endian,
+ * as the TMH. */
 typedef struct strand_tm_rts {
     uint64_t va;          /* the sender's buffer */
     uint32_t length;
@@ -153,11 +154,16 @@ typedef struct strand_tm {
     unsigned                  rndv_hdr_len;
     unsigned                  max_rndv_data; /* user header after them */
 
-    /* rendezvous requests the transport reads itself (NULL: none), and
-     * the smallest tag buffer that can take one (0: any) */
+    /* rendezvous requests the transport reads itself (NULL: none); a
+     * smaller tag buffer than min_recv (0: none) is posted as a slot of
+     * the bounce buffer (min_recv bytes per entry), what lands there is
+     * copied to the user's */
     strand_tm_rts_cb_t        rts_cb;
     void                     *rts_arg;
     uint32_t                  min_recv;
+    uint8_t                  *bounce;
+    strand_dev_mr_t           bounce_mr;
+    strand_dev_t             *dev;
 
     /* sender side: rendezvous operations waiting for their FIN */
     strand_tm_rndv_op_t      *rndv_ops;
@@ -179,6 +185,12 @@ typedef struct strand_tm_ctx_priv {
 /* Header bytes a rendezvous can carry in the TMH's reserved bytes, in
  * addition to max_rndv_data (as UCX does: [length][2 bytes]). */
 #define STRAND_TM_RNDV_PRIV_MAX 2
+
+/* Tag buffers smaller than min_recv bytes go through a bounce buffer of
+ * min_recv bytes per entry, registered on dev (rc_strand: its rendezvous
+ * requests land in a tag's buffer). */
+ucs_status_t strand_tm_bounce_init(strand_tm_t *tm, strand_dev_t *dev,
+                                   uint32_t min_recv);
 
 ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
                             strand_dev_qp_t *cmd_qp, uint8_t mmio_mode,

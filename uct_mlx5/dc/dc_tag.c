@@ -160,7 +160,11 @@ ucs_status_t strand_dc_tag_create_srq(strand_dc_iface_t *iface,
         return status;
     }
     if (iface->rc) {
-        iface->tm.min_recv = STRAND_TM_RTS_MAX;
+        status = strand_tm_bounce_init(&iface->tm, dev, STRAND_TM_RTS_MAX);
+        if (status != UCS_OK) {
+            strand_tm_cleanup(&iface->tm);
+            return status;
+        }
     }
     iface->have_tm = 1;
     return UCS_OK;
@@ -199,7 +203,7 @@ void strand_dc_tag_query(strand_dc_iface_t *iface, uct_iface_attr_t *attr)
                                       iface->tm.max_rndv_data +
                                       STRAND_TM_RNDV_PRIV_MAX;
     attr->cap.tag.rndv.max_iov      = 1;
-    attr->cap.tag.recv.min_recv     = iface->tm.min_recv;
+    attr->cap.tag.recv.min_recv     = 0;
     attr->cap.tag.recv.max_zcopy    = STRAND_DC_MAX_ZCOPY;
     attr->cap.tag.recv.max_iov      = 1;
     attr->cap.tag.recv.max_outstanding = iface->tm.max_tags;

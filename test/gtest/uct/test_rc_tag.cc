@@ -99,7 +99,7 @@ protected:
     }
 };
 
-TEST_F(rc_strand_tag, capabilities_and_the_smallest_tag_buffer)
+TEST_F(rc_strand_tag, capabilities)
 {
     open_tag_pair();
     const uct_iface_attr_t &a = m_a.attr;
@@ -107,18 +107,76 @@ TEST_F(rc_strand_tag, capabilities_and_the_smallest_tag_buffer)
     EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_ZCOPY);
     EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_TAG_RNDV_ZCOPY);
     EXPECT_EQ(1023u, a.cap.tag.recv.max_outstanding);
-    /* a rendezvous request lands in the tag's buffer: 128 bytes at least
-     * (UCP offloads no smaller receive then) */
-    EXPECT_EQ(128u, a.cap.tag.recv.min_recv);
-    /* 128 - the request's 16 - the packed key's 8 */
+    EXPECT_EQ(0u, a.cap.tag.recv.min_recv);
+    /* a request of 128 bytes: less its 16 and the packed key's 8 */
     EXPECT_EQ(104u, a.cap.tag.rndv.max_hdr);
-    region dst;
-    reg(dst, 4096);
-    recv_ctx ctx;
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM, post_recv(ctx, dst, 1, UINT64_MAX, 127));
-    EXPECT_EQ(UCS_OK, post_recv(ctx, dst, 1, UINT64_MAX, 128));
-    EXPECT_EQ(UCS_OK, uct_iface_tag_recv_cancel(m_b.iface, &ctx.uct, 1));
-    unreg(dst);
+    EXPECT_EQ(1u << 30, a.cap.tag.rndv.max_zcopy);
+}
+
+/* A rendezvous request lands in the tag's buffer: tag buffers smaller than
+ * one are posted as bounce slots of the transport; eager messages are
+ * copied out of them, a rendezvous is read straight into the user's
+ * buffer, and a message longer than the user's buffer is truncated with
+ * nothing written past it. */
+TEST_F(rc_strand_tag, small_tag_buffers_through_bounce_slots)
+{
+    open_tag_pair();
+    region src, dst[5];
+    reg(src, 200);
+    fill(src, pattern(200, 3));
+    for (auto &d : dst) {
+        reg(d, 200);
+    }
+    recv_ctx ctx[5];
+    ASSERT_EQ(UCS_OK, post_recv(ctx[0], dst[0], 1, UINT64_MAX, 1));
+    ASSERT_EQ(UCS_OK, post_recv(ctx[1], dst[1], 2, UINT64_MAX, 100));
+    ASSERT_EQ(UCS_OK, post_recv(ctx[2], dst[2], 3, UINT64_MAX, 1));
+    ASSERT_EQ(UCS_OK, post_recv(ctx[3], dst[3], 4, UINT64_MAX, 100));
+    ASSERT_EQ(UCS_OK, post_recv(ctx[4], dst[4], 5, UINT64_MAX, 100));
+    std::vector<uint8_t> one = pattern(1, 9), hundred = pattern(100, 8),
+                         more = pattern(120, 7);
+    ASSERT_EQ(UCS_OK, eager_short(1, one));
+    ASSERT_EQ((ssize_t)hundred.size(), eager_bcopy(2, hundred));
+    test_comp c3, c4;
+    rndv_zcopy(3, src, 1, c3, {});
+    rndv_zcopy(4, src, 100, c4, pattern(30, 1));
+    ASSERT_EQ((ssize_t)more.size(), eager_bcopy(5, more));
+    ASSERT_TRUE(progress_until([&] {
+        for (auto &c : ctx) {
+            if (!c.completed) {
+                return false;
+            }
+        }
+        return c3.done && c4.done;
+    }));
+    EXPECT_EQ(UCS_OK, ctx[0].status);
+    EXPECT_EQ(1u, ctx[0].length);
+    EXPECT_EQ(one[0], dst[0].buf[0]);
+    EXPECT_EQ(UCS_OK, ctx[1].status);
+    EXPECT_TRUE(std::equal(hundred.begin(), hundred.end(),
+                           dst[1].buf.begin()));
+    EXPECT_EQ(UCS_OK, ctx[2].status);
+    EXPECT_EQ(1u, ctx[2].length);
+    EXPECT_EQ(src.buf[0], dst[2].buf[0]);
+    EXPECT_EQ(UCS_OK, ctx[3].status);
+    EXPECT_TRUE(std::equal(src.buf.begin(), src.buf.begin() + 100,
+                           dst[3].buf.begin()));
+    EXPECT_EQ(UCS_OK, c3.status);
+    EXPECT_EQ(UCS_OK, c4.status);
+    EXPECT_EQ(UCS_ERR_MESSAGE_TRUNCATED, ctx[4].status);
+    for (unsigned i = 0; i < 5; ++i) {
+        size_t posted = (i % 2 == 0 && i < 4) ? 1 : 100;
+        EXPECT_TRUE(std::all_of(dst[i].buf.begin() + posted,
+                                dst[i].buf.end(),
+                                [](uint8_t x) { return x == 0; })) << i;
+    }
+    EXPECT_TRUE(std::all_of(dst[4].buf.begin(), dst[4].buf.end(),
+                            [](uint8_t x) { return x == 0; }));
+    EXPECT_EQ(2u, tm_stat("exp_rts"));
+    unreg(src);
+    for (auto &d : dst) {
+        unreg(d);
+    }
 }
 
 TEST_F(rc_strand_tag, eager_expected_and_unexpected)
@@ -163,7 +221,7 @@ TEST_F(rc_strand_tag, rndv_expected_the_receivers_transport_reads)
 {
     open_tag_pair();
     unsigned n = 0;
-    for (size_t len : {(size_t)128, (size_t)4096, (size_t)65537,
+    for (size_t len : {(size_t)1, (size_t)4096, (size_t)65537,
                        (size_t)(1 << 20), (size_t)(16 << 20)}) {
         SCOPED_TRACE(len);
         ASSERT_NO_FATAL_FAILURE(rndv_round(len, 1));
@@ -252,6 +310,7 @@ TEST_F(rc_strand_tag, rndv_longer_than_the_buffer_is_truncated_on_both_sides)
     /* only the request itself was written: nothing past it */
     EXPECT_TRUE(std::all_of(dst.buf.begin() + 128, dst.buf.end(),
                             [](uint8_t x) { return x == 0; }));
+    EXPECT_EQ(1u, tm_stat("tag_errors"));
     EXPECT_EQ(1u, rndv_stat("failed"));
     unreg(src);
     unreg(dst);
