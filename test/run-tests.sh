@@ -42,7 +42,7 @@ declare -A MODE_GTEST=(
     [rc]='rc_strand*.*:*/rc_strand*.*'
 )
 declare -A MODE_SHELL=(
-    [rc]='test_perftest test_ucp test_ucp_wakeup test_mpi test_shmem test_integrity'
+    [rc]='test_perftest test_ucp test_ucp_wakeup test_mpi test_shmem test_integrity test_tag_offload'
 )
 modes=${STRAND_TEST_MODES:-$ALL_MODES}
 

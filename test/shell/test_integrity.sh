@@ -99,6 +99,61 @@ done
 counted "ucp tag_bw 64k..16MiB: the damage was found and read again" \
     "$tmpdir/perf.log"
 
+# rc_strand with tag matching: the transport reads each matched rendezvous
+# itself with its FIN pipelined behind the READ; a bad block stops the QP
+# in SQD before the FIN, the FIN is cancelled and the piece read again.
+# rndv_counter LOG NAME: NAME summed over the rendezvous lines at close
+rndv_counter() {
+    grep -o "rc_strand rendezvous: .*" "$1" | grep -o " $2 [0-9]*" |
+        awk '{s += $2} END {print s + 0}'
+}
+# pipelined NAME LOG: rendezvous read by the transport, stops handled and
+# FINs cancelled, nothing failed
+pipelined() {
+    local xfers stops cancelled failed
+    xfers=$(rndv_counter "$2" xfers)
+    stops=$(rndv_counter "$2" stops)
+    cancelled=$(rndv_counter "$2" fins_cancelled)
+    failed=$(rndv_counter "$2" failed)
+    if [ "$xfers" -gt 0 ] && [ "$stops" -gt 0 ] && [ "$cancelled" -gt 0 ] &&
+       [ "$failed" = 0 ]; then
+        ok "$1 ($xfers rendezvous, $stops stops in SQD, $cancelled FINs cancelled)"
+    else
+        not_ok "$1 (rendezvous $xfers, stops $stops, FINs cancelled $cancelled, failed $failed)"
+        grep "rc_strand rendezvous" "$2" | sed 's/^/#   /' | head -4
+    fi
+}
+if ! is_dc; then
+    export "${tlp}TM_ENABLE=y"
+    for kind in crc32c t10dif; do
+        rcs=$(ucp "$kind")
+        if [ "$rcs" = "0 0" ] &&
+           [ "$(grep -c '^ucp_check: rank [01]: PASS$' "$tmpdir/ucp.$kind")" = 2 ]; then
+            ok "ucp, tag matching, integrity $kind, 1% damaged: every byte right"
+        else
+            not_ok "ucp, tag matching, integrity $kind: ucp_check (exit $rcs)"
+            grep 'ucp_check' "$tmpdir/ucp.$kind" | sed 's/^/#   /' | tail -6
+        fi
+        counted "ucp, tag matching, integrity $kind: the damage was found" \
+            "$tmpdir/ucp.$kind"
+        pipelined "ucp, tag matching, integrity $kind: pipelined FINs" \
+            "$tmpdir/ucp.$kind"
+    done
+    export UCX_TLS=$tl,self "${tlp}INTEGRITY=crc32c"
+    export STRAND_SIM_FABRIC="${fabric_prefix}tmperf"
+    : >"$tmpdir/tmperf.log"
+    for size in 65536 1048576 16777216; do
+        perf "ucp tag_bw $size, tag matching, integrity crc32c, 1% damaged" \
+            -t tag_bw -s "$size" -n $((size > 1048576 ? 10 : 100)) -w 2
+        cat "$tmpdir/srv" "$tmpdir/cli" >>"$tmpdir/tmperf.log"
+    done
+    counted "ucp tag_bw 64k..16MiB, tag matching: the damage was found" \
+        "$tmpdir/tmperf.log"
+    pipelined "ucp tag_bw 64k..16MiB, tag matching: pipelined FINs" \
+        "$tmpdir/tmperf.log"
+    unset "${tlp}TM_ENABLE"
+fi
+
 # ------------------------------------------------------------- Open MPI
 mpicc=${MPICC:-mpicc}
 if ! command -v "$mpicc" >/dev/null || ! command -v mpirun >/dev/null; then
@@ -112,15 +167,16 @@ fi
 asan=()
 [ -n "${STRAND_ASAN_RUNTIME:-}" ] && asan=(-x ASAN_OPTIONS=detect_leaks=0)
 
-# mpi KIND: mpi_check on 4 ranks with integrity KIND; the output in
-# $tmpdir/mpi.KIND
+# mpi KIND [TM]: mpi_check on 4 ranks with integrity KIND (and tag
+# matching: TM y); the output in $tmpdir/mpi.KIND[TM]
 mpi() {
     timeout 240 strand-run mpirun -np 4 --oversubscribe "${asan[@]}" \
         -x UCX_TLS="$tl,self" -x UCX_NET_DEVICES=smlx5_0:1 \
         -x UCX_LOG_LEVEL=info -x STRAND_SIM_FAULTS \
-        -x "${tlp}INTEGRITY=$1" \
-        -x STRAND_SIM_FABRIC="${fabric_prefix}mpi$1" \
-        "$tmpdir/mpi_check" >"$tmpdir/mpi.$1" 2>&1
+        -x "${tlp}INTEGRITY=$1" -x "${tlp}TM_ENABLE=${2:-n}" \
+        -x UCX_TM_THRESH=0 \
+        -x STRAND_SIM_FABRIC="${fabric_prefix}mpi$1${2:-}" \
+        "$tmpdir/mpi_check" >"$tmpdir/mpi.$1${2:-}" 2>&1
 }
 mpi crc32c; rc=$?
 pass=$(grep -c '^mpi_check: rank [0-9] of 4: PASS$' "$tmpdir/mpi.crc32c")
@@ -138,4 +194,21 @@ if [ "$rc" != 0 ] && grep -q 'FAIL (.*wrong byte' "$tmpdir/mpi.off"; then
 else
     not_ok "mpirun -np 4, integrity off: the damage should show (mpirun $rc)"
     grep 'mpi_check' "$tmpdir/mpi.off" | sed 's/^/#   /' | tail -4
+fi
+if ! is_dc; then
+    mpi crc32c y; rc=$?
+    pass=$(grep -c '^mpi_check: rank [0-9] of 4: PASS$' "$tmpdir/mpi.crc32cy")
+    if [ "$rc" = 0 ] && [ "$pass" = 4 ]; then
+        ok "mpirun -np 4, tag matching, integrity crc32c, 1% damaged: every check passes"
+    else
+        not_ok "mpirun -np 4, tag matching, integrity crc32c (mpirun $rc, $pass of 4 passed)"
+        grep 'mpi_check' "$tmpdir/mpi.crc32cy" | sed 's/^/#   /' | tail -6
+    fi
+    rts=$(grep -o "tag matching: .*" "$tmpdir/mpi.crc32cy" |
+          grep -o " exp_rts [0-9]*" | awk '{s += $2} END {print s + 0}')
+    if [ "$rts" -gt 0 ]; then
+        ok "mpirun -np 4, tag matching: MPI rendezvous read by the transport (exp_rts $rts)"
+    else
+        not_ok "mpirun -np 4, tag matching: no rendezvous read by the transport"
+    fi
 fi

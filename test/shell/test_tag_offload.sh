@@ -1,17 +1,26 @@
 #!/bin/bash
-# Hardware tag matching under UCP and Open MPI (UCX_DC_STRAND_TM_ENABLE=y):
-# ucx_perftest tag_lat and tag_bw from 8 B to 16 MiB, and Open MPI -np 4
-# running mpi_check and mpi_tags (1000+ receives posted per rank, wildcards,
+# Hardware tag matching under UCP and Open MPI (UCX_DC_STRAND_TM_ENABLE=y;
+# in the rc mode rc_strand and UCX_RC_STRAND_TM_ENABLE=y): ucx_perftest
+# tag_lat and tag_bw from 8 B to 16 MiB, and Open MPI -np 4 running
+# mpi_check and mpi_tags (1000+ receives posted per rank, wildcards,
 # out-of-order and unexpected arrivals, every byte checked). Each interface
 # logs at close (UCX_LOG_LEVEL=info) what the device matched: the proof
 # that messages took the offload path, not UCP's software matching alone.
+# A matched rendezvous is read by the receiver's device on dc_strand
+# (exp_rndv), by the receiver's transport on rc_strand (exp_rts).
 . "$(dirname "$0")/lib.sh"
 
 # the device modes differ in CQE size, link layer and DCI policy, which the
-# UCT tag tests cover in every mode; this end-to-end run is long: once
-if ! default_mode; then
-    skip "tag offload under UCP and MPI" "runs in the default device mode"
+# UCT tag tests cover in every mode; this end-to-end run is long: once per
+# transport
+if ! default_mode && is_dc; then
+    skip "tag offload under UCP and MPI" "runs in the default and rc modes"
     exit 0
+fi
+if is_dc; then
+    rndv_read=exp_rndv; rndv_by="the receiver's device"
+else
+    rndv_read=exp_rts; rndv_by="the receiver's transport"
 fi
 
 # tm_sum LOG COUNTER: the sum of COUNTER over the tag-matching summary lines
@@ -33,8 +42,8 @@ offloaded() {
 }
 
 export STRAND_SIM_FABRIC="${fabric_prefix}tm"
-export UCX_NET_DEVICES=smlx5_0:1 UCX_TLS=dc_strand,self
-export UCX_DC_STRAND_TM_ENABLE=y UCX_LOG_LEVEL=info
+export UCX_NET_DEVICES=smlx5_0:1 UCX_TLS=$tl,self
+export "${tlp}TM_ENABLE=y" UCX_LOG_LEVEL=info
 
 # small messages too: UCP posts receives of at least TM_THRESH bytes to the
 # device
@@ -56,9 +65,9 @@ for size in 65536 1048576 16777216; do
         -n $((size > 1048576 ? 10 : 100)) -w 2
     cat "$tmpdir/srv" "$tmpdir/cli" >>"$tmpdir/rndv.log"
 done
-offloaded "ucp 64k..16MiB: rendezvous completed by the receiver's device" \
-    "$tmpdir/rndv.log" exp_rndv
-offloaded "ucp 64k..16MiB: the senders saw the device's FIN" \
+offloaded "ucp 64k..16MiB: rendezvous completed by $rndv_by" \
+    "$tmpdir/rndv.log" "$rndv_read"
+offloaded "ucp 64k..16MiB: the senders saw the receiver's FIN" \
     "$tmpdir/rndv.log" rndv_fin
 
 # ------------------------------------------------------------- Open MPI
@@ -82,7 +91,7 @@ mpi() {
     local name=$1 prog=$2 rc pass; shift 2
     timeout 300 strand-run mpirun -np 4 --oversubscribe "${asan[@]}" \
         "${rank_env[@]}" -x UCX_TLS -x UCX_NET_DEVICES \
-        -x UCX_DC_STRAND_TM_ENABLE -x UCX_LOG_LEVEL -x UCX_TM_THRESH=0 \
+        -x "${tlp}TM_ENABLE" -x UCX_LOG_LEVEL -x UCX_TM_THRESH=0 \
         -x STRAND_SIM_FABRIC="${fabric_prefix}tm_$prog" \
         "$tmpdir/$prog" "$@" >"$tmpdir/$prog.out" 2>&1
     rc=$?
@@ -97,8 +106,8 @@ mpi() {
 mpi "mpirun -np 4 mpi_check with tag offload" mpi_check
 offloaded "mpi_check: MPI messages matched by the device" \
     "$tmpdir/mpi_check.out" exp_eager
-offloaded "mpi_check: MPI rendezvous read by the device" \
-    "$tmpdir/mpi_check.out" exp_rndv
+offloaded "mpi_check: MPI rendezvous read by $rndv_by" \
+    "$tmpdir/mpi_check.out" "$rndv_read"
 mpi "mpirun -np 4 mpi_tags: 1263 receives posted per rank, wildcards, late posts" \
     mpi_tags 400
 # UCP posts to the device only receives no software-held one precedes
@@ -108,6 +117,7 @@ offloaded "mpi_tags: receives posted to the device" \
 offloaded "mpi_tags: eager messages matched by the device" \
     "$tmpdir/mpi_tags.out" exp_eager
 
+is_dc || exit 0
 # The receive-heavy benchmark (make bench-tm) still runs end to end: one
 # short run each way, every byte checked by the program; the device must
 # have matched the 1023 pre-posted receives (the figures themselves come

@@ -545,7 +545,8 @@ static ucs_status_t strand_tm_unexp_rts(strand_tm_t *tm,
     const void *rkey, *header;
     strand_tm_rts_t rts;
 
-    if (strand_tm_rts_parse(data, length, &rts, &rkey, &header) != UCS_OK) {
+    if (strand_tm_rts_parse(data, length, tmh->app_ctx, be64toh(tmh->tag),
+                            &rts, &rkey, &header) != UCS_OK) {
         ucs_error("%s: malformed rendezvous request (%u bytes)", tm->name,
                   length);
         return UCS_OK;
@@ -718,7 +719,7 @@ void strand_tm_rndv_fin(strand_tm_t *tm, uint32_t app_ctx_be,
                         ucs_status_t status)
 {
     uint32_t id = be32toh(app_ctx_be);
-    uint32_t idx = id & 0xffff;
+    uint32_t idx = strand_tm_rndv_slot(app_ctx_be);
     strand_tm_rndv_op_t *op;
     uct_completion_t *comp;
 
@@ -739,9 +740,35 @@ void strand_tm_rndv_fin(strand_tm_t *tm, uint32_t app_ctx_be,
     }
 }
 
+/* FNV-1a over buf, going on from h */
+static uint32_t strand_tm_fnv1a(uint32_t h, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+
+    while (len-- > 0) {
+        h = (h ^ *p++) * 16777619u;
+    }
+    return h;
+}
+
+/* the check of an RTS (total bytes, its check field as 0) */
+static uint32_t strand_tm_rts_check(const strand_tm_rts_t *rts, size_t total,
+                                    uint32_t app_ctx_be, uint64_t tag)
+{
+    strand_tm_rts_t head = *rts;
+    uint32_t h;
+
+    head.check = 0;
+    h = strand_tm_fnv1a(2166136261u, &head, sizeof(head));
+    h = strand_tm_fnv1a(h, rts + 1, total - sizeof(head));
+    h = strand_tm_fnv1a(h, &app_ctx_be, sizeof(app_ctx_be));
+    return strand_tm_fnv1a(h, &tag, sizeof(tag));
+}
+
 size_t strand_tm_rts_pack(void *buf, uint64_t va, uint32_t length,
                           const void *rkey, unsigned rkey_len,
-                          const void *header, unsigned header_length)
+                          const void *header, unsigned header_length,
+                          uint32_t app_ctx_be, uint64_t tag)
 {
     strand_tm_rts_t *rts = buf;
     size_t total         = sizeof(*rts) + rkey_len + header_length;
@@ -759,19 +786,31 @@ size_t strand_tm_rts_pack(void *buf, uint64_t va, uint32_t length,
     if (header_length > 0) {
         memcpy((uint8_t*)(rts + 1) + rkey_len, header, header_length);
     }
+    rts->check    = htobe32(strand_tm_rts_check(rts, total, app_ctx_be, tag));
     return total;
 }
 
 ucs_status_t strand_tm_rts_parse(const void *data, uint32_t len,
+                                 uint32_t app_ctx_be, uint64_t tag,
                                  strand_tm_rts_t *rts, const void **rkey_p,
                                  const void **header_p)
 {
+    uint8_t copy[STRAND_TM_RTS_MAX];
+    size_t total;
+
     if (len < sizeof(*rts)) {
         return UCS_ERR_INVALID_PARAM;
     }
     memcpy(rts, data, sizeof(*rts));
-    if ((rts->rkey_len < sizeof(uint32_t)) ||
-        (sizeof(*rts) + rts->rkey_len + rts->hdr_len > len)) {
+    total = sizeof(*rts) + rts->rkey_len + rts->hdr_len;
+    if ((rts->rkey_len < sizeof(uint32_t)) || (total > len) ||
+        (total > sizeof(copy))) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    memcpy(copy, data, total); /* aligned */
+    if (be32toh(rts->check) !=
+        strand_tm_rts_check((const strand_tm_rts_t*)copy, total, app_ctx_be,
+                            tag)) {
         return UCS_ERR_INVALID_PARAM;
     }
     *rkey_p   = (const uint8_t*)data + sizeof(*rts);

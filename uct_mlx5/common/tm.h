@@ -78,10 +78,15 @@ typedef struct strand_tm_rndv_op strand_tm_rndv_op_t;
  * buffer smaller than STRAND_TM_RTS_MAX is posted as a bounce slot of the
  * transport's: strand_tm_bounce_init), and the data overwrites it;
  * unexpected, the user reads it as any unexpected rendezvous. Big-endian,
- * as the TMH. */
+ * as the TMH. A buffer is the user's, and a user may have another
+ * operation write into it meanwhile (two receives into one buffer, as
+ * ucx_perftest's tag_bw posts them): `check` covers the request with the
+ * TMH's app_ctx and tag, so that a request written over is not taken for
+ * one (rc_strand then reads it from the sender, rc/rc_rndv.c). */
 typedef struct strand_tm_rts {
     uint64_t va;          /* the sender's buffer */
     uint32_t length;
+    uint32_t check;       /* FNV-1a of the rest, app_ctx and tag */
     uint8_t  rkey_len;    /* the packed key after this header */
     uint8_t  hdr_len;     /* the user's header after the key */
     uint16_t reserved;
@@ -248,16 +253,24 @@ void strand_tm_rndv_fin(strand_tm_t *tm, uint32_t app_ctx_be,
  * the tag completes with length and status, the entry is free. */
 void strand_tm_rts_done(strand_tm_t *tm, uint32_t entry, size_t length,
                         ucs_status_t status);
-/* The RTS of a rendezvous the receiver reads itself, into buf (at most
- * STRAND_TM_RTS_MAX bytes): its length, or 0 when it does not fit. */
+/* The RTS of a rendezvous the receiver reads itself (app_ctx and tag:
+ * its TMH's), into buf (at most STRAND_TM_RTS_MAX bytes): its length, or
+ * 0 when it does not fit. */
 size_t strand_tm_rts_pack(void *buf, uint64_t va, uint32_t length,
                           const void *rkey, unsigned rkey_len,
-                          const void *header, unsigned header_length);
-/* Parse an RTS payload (len bytes): UCS_OK and its parts, or
- * UCS_ERR_INVALID_PARAM when malformed. */
+                          const void *header, unsigned header_length,
+                          uint32_t app_ctx_be, uint64_t tag);
+/* Parse an RTS payload (len bytes, its TMH's app_ctx and tag): UCS_OK and
+ * its parts, or UCS_ERR_INVALID_PARAM when malformed or written over. */
 ucs_status_t strand_tm_rts_parse(const void *rts, uint32_t len,
+                                 uint32_t app_ctx_be, uint64_t tag,
                                  strand_tm_rts_t *hdr, const void **rkey_p,
                                  const void **header_p);
+/* the sender's operation slot an app_ctx names (its rendezvous id) */
+static inline uint32_t strand_tm_rndv_slot(uint32_t app_ctx_be)
+{
+    return be32toh(app_ctx_be) & 0xffff;
+}
 /* owner failed or is destroyed: its operations complete with status */
 void strand_tm_rndv_purge(strand_tm_t *tm, void *owner, ucs_status_t status);
 

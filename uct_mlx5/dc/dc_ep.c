@@ -865,9 +865,12 @@ ucs_status_t strand_dc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                               strand_dc_iface_t);
 
     /* behind requests already pending it always queues (a send would
-     * return NO_RESOURCE to keep their order) */
+     * return NO_RESOURCE to keep their order); so does one that may be a
+     * checked GET while no landing mkey is free (BUSY would have the
+     * caller retry it at once, for ever) */
     if (ucs_arbiter_group_is_empty(&ep->arb_group) &&
-        (strand_dc_ep_can_send(iface, ep) ||
+        ((strand_dc_ep_can_send(iface, ep) &&
+          strand_dc_integrity_can_start(iface)) ||
          (ep->flags & STRAND_DC_EP_FLAG_FAILED))) {
         return UCS_ERR_BUSY;
     }
@@ -973,6 +976,12 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
         }
         iface->dci_wanted = 1;
         return UCS_ARBITER_CB_RESULT_STOP;
+    } else if ((status == UCS_ERR_NO_RESOURCE) &&
+               !strand_dc_integrity_can_start(iface)) {
+        /* a checked GET without a landing mkey: scheduled again when one
+         * is free (strand_dc_integrity_progress) */
+        iface->integrity_starved = 1;
+        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
     } else if (status == UCS_ERR_NO_RESOURCE) {
         return strand_dc_ep_wait_room(iface, ep);
     }

@@ -588,7 +588,8 @@ unsigned strand_dc_iface_progress(uct_iface_h tl_iface)
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
     unsigned count;
 
-    if (ucs_unlikely(iface->integrity_queue != NULL)) {
+    if (ucs_unlikely((iface->integrity_queue != NULL) ||
+                     iface->integrity_starved)) {
         strand_dc_integrity_progress(iface);
     }
 

@@ -212,6 +212,8 @@ typedef struct strand_dc_iface {
      * the GETs that wait for room or a landing mkey */
     strand_integrity_t    integrity;
     strand_integrity_req_t *integrity_queue;
+    uint8_t               integrity_starved; /* a pending request waits for
+                                                a landing mkey */
 
     struct {
         unsigned          tx_queue_len;

@@ -275,6 +275,18 @@ unsigned strand_dc_integrity_progress(strand_dc_iface_t *iface)
 {
     strand_integrity_req_t *req;
     unsigned n, count = 0;
+    strand_dc_ep_t *ep;
+
+    if (iface->integrity_starved &&
+        strand_integrity_piece_available(&iface->integrity)) {
+        /* a landing mkey is free again: pending requests that waited for
+         * one try again (the eps' own DCIs may have nothing to complete
+         * that would wake them) */
+        iface->integrity_starved = 0;
+        ucs_list_for_each(ep, &iface->eps, list) {
+            strand_dc_ep_schedule(iface, ep);
+        }
+    }
 
     /* each waiting GET once, in order (one that has to wait again goes to
      * the end) */

@@ -34,8 +34,17 @@ strand_integrity_req_t *strand_dc_integrity_op_done(strand_dc_iface_t *iface,
                                                     ucs_status_t status);
 void strand_dc_integrity_kick(strand_dc_iface_t *iface,
                               strand_integrity_req_t *req);
-/* GETs that waited for room or a landing mkey (from progress) */
+/* GETs that waited for room or a landing mkey (from progress); pending
+ * requests that waited for a landing mkey are scheduled again once one
+ * is free */
 unsigned strand_dc_integrity_progress(strand_dc_iface_t *iface);
+/* whether a checked GET could start now (no integrity: always) */
+static UCS_F_ALWAYS_INLINE int
+strand_dc_integrity_can_start(const strand_dc_iface_t *iface)
+{
+    return (iface->integrity.kind == STRAND_INTEGRITY_OFF) ||
+           strand_integrity_piece_available(&iface->integrity);
+}
 /* ep is destroyed: its GETs complete with UCS_ERR_CANCELED now (pieces
  * still posted retire later, into nobody's memory) */
 void strand_dc_integrity_orphan_op(strand_dc_iface_t *iface,

@@ -44,6 +44,9 @@ typedef struct strand_rc_cm_msg {
     uint32_t            qpn;       /* REQ: requester's QP; REP, DISC: the
                                       responder QP */
     strand_dc_fc_peer_t from;      /* REQ, DISC: the sender */
+    uint64_t            rts_table; /* REQ: where its rendezvous requests
+                                      can be read again (tag matching; */
+    uint32_t            rts_rkey;  /* 0: none, rc/rc_rndv.h) */
 } UCS_S_PACKED strand_rc_cm_msg_t;
 
 /* A peer manager, and the endpoint of ours that talks to it. */
@@ -385,7 +388,9 @@ strand_rc_cm_responder_make(strand_rc_cm_t *cm, uint64_t conn_id,
         return UCS_ERR_IO_ERROR;
     }
     if (iface->rc_rndv != NULL) {
-        status = strand_rc_rndv_qp_add(iface->rc_rndv, &r->qp, &r->rndv);
+        status = strand_rc_rndv_qp_add(iface->rc_rndv, &r->qp,
+                                       req->rts_table, req->rts_rkey,
+                                       &r->rndv);
         if (status != UCS_OK) {
             strand_rc_responder_destroy(cm, r);
             return status;
@@ -557,9 +562,14 @@ ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, strand_dc_ep_t *ep,
     strand_rc_conn_t *conn;
     ucs_status_t status;
     unsigned av_size;
+    uint64_t rts_table;
+    uint32_t rts_rkey;
     khiter_t it;
     int ret;
 
+    strand_rc_rndv_table(cm->iface->rc_rndv, &rts_table, &rts_rkey);
+    req.rts_table = rts_table;
+    req.rts_rkey  = rts_rkey;
     conn = ucs_calloc(1, sizeof(*conn), "strand_rc_conn");
     if (conn == NULL) {
         return UCS_ERR_NO_MEMORY;

@@ -23,6 +23,7 @@
 enum {
     STRAND_RC_WQE_NONE,
     STRAND_RC_WQE_READ,       /* the data, or a checked piece of it */
+    STRAND_RC_WQE_RTS,        /* the request, from the sender's table */
     STRAND_RC_WQE_FIN,
     STRAND_RC_WQE_CANCELLED   /* a FIN cancelled in SQD: a NOP now */
 };
@@ -52,6 +53,8 @@ struct strand_rc_rndv_qp {
     ucs_list_link_t       stop_link;    /* in rndv->stopping while set */
     ucs_status_t          status;       /* not UCS_OK: the QP is in ERR */
     uint8_t               stopping;     /* a bad block: SQD to come */
+    uint64_t              rts_table;    /* the sender's requests (rkey 0: */
+    uint32_t              rts_rkey;     /* it told none) */
 };
 
 /* One rendezvous being read. */
@@ -72,6 +75,9 @@ struct strand_rc_xfer {
     uint8_t                 bad;        /* a piece came back bad while
                                            the FIN was posted: the FIN is
                                            cancelled at the stop */
+    strand_dc_tx_desc_t    *rts_desc;   /* the request read from the
+                                           sender (it was written over in
+                                           the tag's buffer) */
     ucs_status_t            status;
 };
 
@@ -86,6 +92,11 @@ struct strand_rc_rndv {
     uint8_t                     pipeline;    /* FIN with the READs */
     uint8_t                     closing;     /* the interface closes:
                                                 nothing is reported */
+    /* the sender's side: a copy of every request it sent, where the
+     * receiver reads it when the one in the tag's buffer was written over
+     * (one slot of STRAND_TM_RTS_MAX bytes per rendezvous operation) */
+    uint8_t                    *rts_table;
+    strand_dev_mr_t             rts_mr;
     struct {
         uint64_t                xfers;       /* rendezvous read */
         uint64_t                checked;     /* ... through landing mkeys */
@@ -94,6 +105,7 @@ struct strand_rc_rndv {
         uint64_t                fins_pipelined; /* in the READs' doorbell */
         uint64_t                stops;       /* SQD stops handled */
         uint64_t                fins_cancelled;
+        uint64_t                rts_fetched; /* read from the sender */
     } stats;
 };
 
@@ -115,11 +127,30 @@ ucs_status_t strand_rc_rndv_init(strand_dc_iface_t *iface, int pipeline,
                   iface->dev->info.name);
         return UCS_ERR_UNSUPPORTED;
     }
+    size_t table = (size_t)iface->tm.num_rndv_ops * STRAND_TM_RTS_MAX;
+    int err;
+
     rndv = ucs_calloc(1, sizeof(*rndv), "strand_rc_rndv");
     if (rndv == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    rndv->iface = iface;
+    rndv->iface     = iface;
+    rndv->rts_table = ucs_calloc(1, table, "strand_rc_rts_table");
+    if (rndv->rts_table == NULL) {
+        ucs_free(rndv);
+        return UCS_ERR_NO_MEMORY;
+    }
+    err = iface->dev->ops->reg_mr(iface->dev, rndv->rts_table, table,
+                                  IBV_ACCESS_LOCAL_WRITE |
+                                  IBV_ACCESS_REMOTE_READ, &rndv->rts_mr);
+    if (err != 0) {
+        ucs_error("%s: rc_strand: failed to register its table of "
+                  "rendezvous requests (%zu bytes): %s",
+                  iface->dev->info.name, table, strerror(err));
+        ucs_free(rndv->rts_table);
+        ucs_free(rndv);
+        return UCS_ERR_IO_ERROR;
+    }
     /* without checks nothing can stop the FIN: it always goes with the
      * READ; with them, where the device can stop before it */
     rndv->pipeline = !checked ||
@@ -263,7 +294,7 @@ static void strand_rc_xfer_fail(strand_rc_xfer_t *x, ucs_status_t status)
 /* Every byte of the data is in (and good), or it never will be. */
 static int strand_rc_xfer_data_done(const strand_rc_xfer_t *x)
 {
-    if (x->reads > 0) {
+    if ((x->reads > 0) || (x->rts_desc != NULL)) {
         return 0;
     }
     if (x->status != UCS_OK) {
@@ -362,8 +393,10 @@ static void strand_rc_xfer_issue(strand_rc_xfer_t *x)
     int wait                = 0;
     ucs_status_t status;
 
-    if (x->bad) {
-        return; /* its FIN is cancelled first, when the QP stopped */
+    if (x->bad || (x->rts_desc != NULL)) {
+        /* its FIN is cancelled first, when the QP stopped; its request is
+         * still on the way */
+        return;
     }
     if (rq->status != UCS_OK) {
         /* the QP is in ERR: nothing goes out on it any more */
@@ -428,19 +461,114 @@ static void strand_rc_xfer_issue(strand_rc_xfer_t *x)
 
 /* ---------------------------------------------- a matched request */
 
+/* What the request says: where to read, and how (checked pieces with
+ * integrity and a signing key, else one plain READ). UCS_ERR_INVALID_PARAM
+ * when it does not parse or was written over. */
+static ucs_status_t strand_rc_xfer_start(strand_rc_xfer_t *x,
+                                         const void *data, uint32_t len)
+{
+    strand_rc_rndv_t *rndv = x->rq->rndv;
+    strand_integrity_t *ig = strand_rc_rndv_ig(rndv);
+    const void *rkey_buf, *header;
+    strand_rkey_sig_t rk;
+    strand_tm_rts_t rts;
+    uct_iov_t iov;
+    int sig;
+
+    if (strand_tm_rts_parse(data, len, x->m.app_ctx_be, x->m.stag, &rts,
+                            &rkey_buf, &header) != UCS_OK) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    x->va     = be64toh(rts.va);
+    x->length = be32toh(rts.length);
+    sig       = strand_md_rkey_parse(rkey_buf, rts.rkey_len, &rk);
+    x->rkey   = rk.rkey;
+    if (x->length > x->m.length) {
+        ucs_debug("%s: rendezvous of %u bytes into a tag buffer of %u",
+                  rndv->iface->dev->info.name, x->length, x->m.length);
+        strand_rc_xfer_fail(x, UCS_ERR_MESSAGE_TRUNCATED);
+        return UCS_OK;
+    }
+    if ((ig->kind == STRAND_INTEGRITY_OFF) || (x->length == 0)) {
+        return UCS_OK;
+    }
+    if (!sig) {
+        ++ig->unchecked; /* a sender without integrity */
+        return UCS_OK;
+    }
+    iov.buffer = x->m.buffer;
+    iov.length = x->length;
+    iov.memh   = UCT_MEM_HANDLE_NULL;
+    iov.stride = 0;
+    iov.count  = 1;
+    x->req     = ucs_calloc(1, sizeof(*x->req), "strand_integrity_req");
+    if (x->req == NULL) {
+        strand_rc_xfer_fail(x, UCS_ERR_NO_MEMORY);
+    } else if (strand_integrity_req_init(ig, x->req, &rk, x->va, &iov, 1,
+                                         &x->m.lkey) != UCS_OK) {
+        ucs_free(x->req);
+        x->req = NULL;
+        strand_rc_xfer_fail(x, UCS_ERR_INVALID_PARAM);
+    } else {
+        x->req->ep = x; /* alive: bad pieces are read again */
+        ++rndv->stats.checked;
+    }
+    return UCS_OK;
+}
+
+/* The request in the tag's buffer was written over (another operation of
+ * the user writes into that buffer): read it from the sender's table. */
+static ucs_status_t strand_rc_xfer_fetch_rts(strand_rc_xfer_t *x)
+{
+    strand_rc_rndv_qp_t *rq = x->rq;
+    strand_dc_iface_t *iface = rq->rndv->iface;
+
+    if ((rq->rts_rkey == 0) || !strand_rc_rndv_room(rq, 1)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    x->rts_desc = ucs_mpool_get(&iface->tx_mp);
+    if (x->rts_desc == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    strand_rc_rndv_post_read(rq, x, NULL, rq->rts_table +
+                             (uint64_t)strand_tm_rndv_slot(x->m.app_ctx_be) *
+                             STRAND_TM_RTS_MAX, rq->rts_rkey,
+                             (uintptr_t)x->rts_desc->data, STRAND_TM_RTS_MAX,
+                             x->rts_desc->lkey);
+    rq->wqes[(rq->sq.cur_post - 1) & (rq->sq.wqe_cnt - 1)].kind =
+            STRAND_RC_WQE_RTS;
+    strand_rc_rndv_ring(rq);
+    ++rq->rndv->stats.rts_fetched;
+    return UCS_OK;
+}
+
+/* The request came back from the sender: the transfer starts now. */
+static void strand_rc_xfer_rts_fetched(strand_rc_xfer_t *x,
+                                       ucs_status_t status)
+{
+    strand_dc_tx_desc_t *desc = x->rts_desc;
+
+    x->rts_desc = NULL;
+    if ((status == UCS_OK) &&
+        (strand_rc_xfer_start(x, desc->data, STRAND_TM_RTS_MAX) != UCS_OK)) {
+        ucs_error("%s: the rendezvous request read from the sender does "
+                  "not parse either", x->rq->rndv->iface->dev->info.name);
+        status = UCS_ERR_INVALID_PARAM;
+    }
+    if (status != UCS_OK) {
+        strand_rc_xfer_fail(x, status);
+    }
+    ucs_mpool_put_inline(desc);
+}
+
 static void strand_rc_rndv_rts(void *arg, const strand_tm_rts_match_t *m,
                                const void *data, uint32_t len)
 {
     strand_rc_rndv_t *rndv = arg;
-    strand_integrity_t *ig = strand_rc_rndv_ig(rndv);
     strand_rc_rndv_qp_t *rq;
-    const void *rkey_buf, *header;
-    strand_rkey_sig_t rk;
     strand_rc_xfer_t *x;
-    strand_tm_rts_t rts;
-    uct_iov_t iov;
+    ucs_status_t status;
     khiter_t it;
-    int sig;
 
     it = kh_get(strand_rc_rndv_qps, &rndv->qps, m->qpn);
     if (it == kh_end(&rndv->qps)) {
@@ -466,45 +594,19 @@ static void strand_rc_rndv_rts(void *arg, const strand_tm_rts_match_t *m,
     if (!m->taken) {
         /* the user forgot the tag (forced cancel): only the answer */
         strand_rc_xfer_fail(x, UCS_ERR_CANCELED);
-    } else if (strand_tm_rts_parse(data, len, &rts, &rkey_buf,
-                                   &header) != UCS_OK) {
-        ucs_error("%s: malformed rendezvous request (%u bytes) on QP 0x%x",
+    } else if (strand_rc_xfer_start(x, data, len) != UCS_OK) {
+        ucs_debug("%s: the rendezvous request in the tag's buffer was "
+                  "written over (%u bytes on QP 0x%x): read from the sender",
                   rndv->iface->dev->info.name, len, m->qpn);
-        strand_rc_xfer_fail(x, UCS_ERR_INVALID_PARAM);
-    } else {
-        x->va     = be64toh(rts.va);
-        x->length = be32toh(rts.length);
-        sig       = strand_md_rkey_parse(rkey_buf, rts.rkey_len, &rk);
-        x->rkey   = rk.rkey;
-        if (x->length > m->length) {
-            ucs_debug("%s: rendezvous of %u bytes into a tag buffer of %u",
-                      rndv->iface->dev->info.name, x->length, m->length);
-            strand_rc_xfer_fail(x, UCS_ERR_MESSAGE_TRUNCATED);
-        } else if ((ig->kind != STRAND_INTEGRITY_OFF) && (x->length > 0)) {
-            if (!sig) {
-                ++ig->unchecked; /* a sender without integrity */
-            } else {
-                iov.buffer = m->buffer;
-                iov.length = x->length;
-                iov.memh   = UCT_MEM_HANDLE_NULL;
-                iov.stride = 0;
-                iov.count  = 1;
-                x->req     = ucs_calloc(1, sizeof(*x->req),
-                                        "strand_integrity_req");
-                if (x->req == NULL) {
-                    strand_rc_xfer_fail(x, UCS_ERR_NO_MEMORY);
-                } else if (strand_integrity_req_init(ig, x->req, &rk, x->va,
-                                                     &iov, 1, &m->lkey) !=
-                           UCS_OK) {
-                    ucs_free(x->req);
-                    x->req = NULL;
-                    strand_rc_xfer_fail(x, UCS_ERR_INVALID_PARAM);
-                } else {
-                    x->req->ep = x; /* alive: bad pieces are read again */
-                    ++rndv->stats.checked;
-                }
-            }
+        status = strand_rc_xfer_fetch_rts(x);
+        if (status == UCS_OK) {
+            return; /* goes on when it is back */
         }
+        ucs_error("%s: malformed rendezvous request (%u bytes) on QP 0x%x, "
+                  "and it cannot be read from the sender: %s",
+                  rndv->iface->dev->info.name, len, m->qpn,
+                  ucs_status_string(status));
+        strand_rc_xfer_fail(x, UCS_ERR_INVALID_PARAM);
     }
     strand_rc_xfer_issue(x);
 }
@@ -534,6 +636,10 @@ static void strand_rc_rndv_wqe_done(strand_rc_rndv_qp_t *rq,
     w->piece = NULL;
     --rq->rndv->outstanding;
     switch (kind) {
+    case STRAND_RC_WQE_RTS:
+        --x->reads;
+        strand_rc_xfer_rts_fetched(x, status);
+        break;
     case STRAND_RC_WQE_READ:
         --x->reads;
         if (piece != NULL) {
@@ -707,7 +813,8 @@ unsigned strand_rc_rndv_progress(strand_rc_rndv_t *rndv)
 /* ---------------------------------------------------- responder QPs */
 
 ucs_status_t strand_rc_rndv_qp_add(strand_rc_rndv_t *rndv,
-                                   strand_dev_qp_t *qp,
+                                   strand_dev_qp_t *qp, uint64_t rts_table,
+                                   uint32_t rts_rkey,
                                    strand_rc_rndv_qp_t **rq_p)
 {
     strand_rc_rndv_qp_t *rq;
@@ -718,8 +825,10 @@ ucs_status_t strand_rc_rndv_qp_add(strand_rc_rndv_t *rndv,
     if (rq == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    rq->rndv = rndv;
-    rq->qp   = qp;
+    rq->rndv      = rndv;
+    rq->qp        = qp;
+    rq->rts_table = rts_table;
+    rq->rts_rkey  = rts_rkey;
     strand_sq_init(&rq->sq, &qp->dv, qp->qpn,
                    (strand_mmio_mode_t)rndv->iface->md->mmio_mode);
     rq->wqes = ucs_calloc(rq->sq.wqe_cnt, sizeof(*rq->wqes),
@@ -765,7 +874,10 @@ void strand_rc_rndv_qp_remove(strand_rc_rndv_t *rndv, strand_rc_rndv_qp_t *rq)
             continue;
         }
         --rndv->outstanding;
-        if (w->kind == STRAND_RC_WQE_READ) {
+        if (w->kind == STRAND_RC_WQE_RTS) {
+            --w->xfer->reads;
+            strand_rc_xfer_rts_fetched(w->xfer, UCS_ERR_CANCELED);
+        } else if (w->kind == STRAND_RC_WQE_READ) {
             --w->xfer->reads;
             if (w->piece != NULL) {
                 strand_integrity_piece_done(ig, w->piece,
@@ -803,6 +915,8 @@ void strand_rc_rndv_cleanup(strand_rc_rndv_t *rndv)
         strand_rc_rndv_qp_remove(rndv, rq);
     });
     kh_destroy_inplace(strand_rc_rndv_qps, &rndv->qps);
+    rndv->iface->dev->ops->dereg_mr(rndv->iface->dev, &rndv->rts_mr);
+    ucs_free(rndv->rts_table);
     ucs_free(rndv);
 }
 
@@ -810,14 +924,22 @@ void strand_rc_rndv_show(const strand_rc_rndv_t *rndv,
                          ucs_string_buffer_t *strb)
 {
     ucs_string_buffer_appendf(strb,
-            "pipeline %u qps %u outstanding %u\n"
+            "pipeline %u\nqps %u\noutstanding %u\n"
             "xfers %" PRIu64 "\nchecked %" PRIu64 "\nfailed %" PRIu64 "\n"
             "fins %" PRIu64 "\nfins_pipelined %" PRIu64 "\nstops %" PRIu64
-            "\nfins_cancelled %" PRIu64 "\n", rndv->pipeline,
+            "\nfins_cancelled %" PRIu64 "\nrts_fetched %" PRIu64 "\n",
+            rndv->pipeline,
             kh_size(&rndv->qps), rndv->outstanding, rndv->stats.xfers,
             rndv->stats.checked, rndv->stats.failed, rndv->stats.fins,
             rndv->stats.fins_pipelined, rndv->stats.stops,
-            rndv->stats.fins_cancelled);
+            rndv->stats.fins_cancelled, rndv->stats.rts_fetched);
+}
+
+void strand_rc_rndv_table(const strand_rc_rndv_t *rndv, uint64_t *va_p,
+                          uint32_t *rkey_p)
+{
+    *va_p   = (rndv != NULL) ? (uintptr_t)rndv->rts_table : 0;
+    *rkey_p = (rndv != NULL) ? rndv->rts_mr.rkey : 0;
 }
 
 /* ------------------------------------------------------- the sender */
@@ -867,12 +989,6 @@ ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
             return UCS_STATUS_PTR(status);
         }
     }
-    rts_len = strand_tm_rts_pack(rts, (length > 0) ?
-                                 (uintptr_t)iov[0].buffer : 0,
-                                 (uint32_t)length, rkey, rkey_len, header,
-                                 header_length);
-    ucs_assert((rts_len > 0) &&
-               (STRAND_TMH_SIZE + rts_len <= iface->config.max_inline));
     status = strand_dc_ep_am_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
         return UCS_STATUS_PTR(status);
@@ -882,6 +998,17 @@ ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
         strand_dc_ep_unlease_if_idle(iface, ep);
         return UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
     }
+    rts_len = strand_tm_rts_pack(rts, (length > 0) ?
+                                 (uintptr_t)iov[0].buffer : 0,
+                                 (uint32_t)length, rkey, rkey_len, header,
+                                 header_length, app_ctx, tag);
+    ucs_assert((rts_len > 0) &&
+               (STRAND_TMH_SIZE + rts_len <= iface->config.max_inline));
+    /* its copy, where the receiver reads it if the one in the tag's
+     * buffer gets written over before it is read */
+    memcpy(iface->rc_rndv->rts_table +
+           (size_t)strand_tm_rndv_slot(app_ctx) * STRAND_TM_RTS_MAX, rts,
+           rts_len);
     /* an eager message to the device (it reads nothing), a rendezvous
      * request to the receiver's transport */
     strand_set_tmh(&tmh, IBV_TMH_EAGER, app_ctx, tag);

@@ -49,10 +49,16 @@ void strand_rc_rndv_cleanup(strand_rc_rndv_t *rndv);
 void strand_rc_rndv_qp_attr(const strand_rc_rndv_t *rndv,
                             strand_dev_rc_attr_t *attr);
 /* A responder QP, connected: rendezvous that arrive on it are read on it
- * from now on. */
+ * from now on; the requester's table of requests (strand_rc_rndv_table)
+ * is where a request written over in a tag's buffer is read again. */
 ucs_status_t strand_rc_rndv_qp_add(strand_rc_rndv_t *rndv,
-                                   strand_dev_qp_t *qp,
+                                   strand_dev_qp_t *qp, uint64_t rts_table,
+                                   uint32_t rts_rkey,
                                    strand_rc_rndv_qp_t **rq_p);
+/* Where the peer reads the copies of the requests this interface sends
+ * (its connection request carries them; 0 and 0 without tag matching). */
+void strand_rc_rndv_table(const strand_rc_rndv_t *rndv, uint64_t *va_p,
+                          uint32_t *rkey_p);
 /* ... and before it is destroyed: its transfers fail (their tags with
  * UCS_ERR_CONNECTION_RESET). */
 void strand_rc_rndv_qp_remove(strand_rc_rndv_t *rndv,

@@ -108,8 +108,8 @@ TEST_F(rc_strand_tag, capabilities)
     EXPECT_TRUE(a.cap.flags & UCT_IFACE_FLAG_TAG_RNDV_ZCOPY);
     EXPECT_EQ(1023u, a.cap.tag.recv.max_outstanding);
     EXPECT_EQ(0u, a.cap.tag.recv.min_recv);
-    /* a request of 128 bytes: less its 16 and the packed key's 8 */
-    EXPECT_EQ(104u, a.cap.tag.rndv.max_hdr);
+    /* a request of 128 bytes: less its 20 and the packed key's 8 */
+    EXPECT_EQ(100u, a.cap.tag.rndv.max_hdr);
     EXPECT_EQ(1u << 30, a.cap.tag.rndv.max_zcopy);
 }
 
@@ -291,6 +291,71 @@ TEST_F(rc_strand_tag, rndv_unexpected_is_read_by_the_user_then_cancelled)
     unreg(dst);
 }
 
+/* The request lands in the user's buffer, where another operation of the
+ * user may write meanwhile (ucx_perftest's tag_bw receives into one buffer
+ * with a window: a GET of an earlier message can still be writing it). A
+ * request written over fails its check and is read again from the
+ * sender's copy; the data comes right. */
+TEST_F(rc_strand_tag, a_request_written_over_in_its_buffer_is_read_from_the_sender)
+{
+    uct_md_attr_t md_attr;
+    ASSERT_EQ(UCS_OK, uct_md_query(m_md, &md_attr));
+    rkey_packed_size() = md_attr.rkey_packed_size;
+    ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
+                                        &m_worker_b));
+    m_hook_target = &m_tag_a;
+    ASSERT_EQ(UCS_OK, open_iface(m_a));
+    m_hook_target = &m_tag_b;
+    ASSERT_EQ(UCS_OK, open_iface(m_b, m_worker_b));
+    m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    auto both = [&] {
+        uct_worker_progress(m_worker);
+        uct_worker_progress(m_worker_b);
+    };
+    /* connected: a message both ways of the connection manager */
+    std::vector<uint8_t> hello = pattern(10, 1);
+    ucs_status_t s = UCS_ERR_NO_RESOURCE;
+    ASSERT_TRUE(progress_until([&] {
+        uct_worker_progress(m_worker_b);
+        s = uct_ep_tag_eager_short(m_ep, 1, hello.data(), hello.size());
+        return s != UCS_ERR_NO_RESOURCE;
+    }));
+    ASSERT_EQ(UCS_OK, s);
+    ASSERT_TRUE(progress_until([&] {
+        both();
+        return m_tag_b.eager.size() == 1;
+    }));
+
+    const size_t len = 100000;
+    region src, dst;
+    reg(src, len);
+    reg(dst, len);
+    fill(src, pattern(len, 21));
+    recv_ctx ctx;
+    ASSERT_EQ(UCS_OK, post_recv(ctx, dst, 0x42));
+    test_comp c;
+    rndv_zcopy(0x42, src, len, c, pattern(17, 2)); /* a's progress only */
+    /* the request is in the buffer (its first 8 bytes: the sender's
+     * address), b has not looked at it yet: write over it */
+    uint64_t va_be = htobe64((uintptr_t)src.buf.data());
+    ASSERT_TRUE(progress_until([&] {
+        return memcmp(dst.buf.data(), &va_be, sizeof(va_be)) == 0;
+    }));
+    memset(dst.buf.data(), 0x5a, 64);
+    ASSERT_TRUE(progress_until([&] {
+        both();
+        return ctx.completed && c.done;
+    }));
+    EXPECT_EQ(UCS_OK, ctx.status);
+    EXPECT_EQ(UCS_OK, c.status);
+    EXPECT_EQ(len, ctx.length);
+    EXPECT_TRUE(src.buf == dst.buf);
+    EXPECT_EQ(1u, rndv_stat("rts_fetched"));
+    EXPECT_EQ(1u, rndv_stat("xfers"));
+    unreg(src);
+    unreg(dst);
+}
+
 /* A rendezvous longer than the tag's buffer: nothing is read, both sides
  * hear MESSAGE_TRUNCATED (the sender through its FIN). */
 TEST_F(rc_strand_tag, rndv_longer_than_the_buffer_is_truncated_on_both_sides)
@@ -424,4 +489,106 @@ TEST_F(rc_strand_tag, without_integrity_the_damage_arrives)
     EXPECT_FALSE(src.buf == dst.buf) << "no damage was injected";
     unreg(src);
     unreg(dst);
+}
+
+/* The landing mkeys (MAX_EPS 1 x TX_QUEUE_LEN 8: 8 of them) are shared by
+ * the rendezvous the transport reads and the GETs of the user: with the
+ * rendezvous' READs holding most of them (every packet held back 20 ms),
+ * a GET of the user finds none although its endpoint's QP has room. It
+ * says no resource, and pending_add queues it (UCS_ERR_BUSY would have UCP
+ * retry it at once, for ever: ucx_perftest tag_bw hung so); it goes once
+ * a landing mkey is free, and every byte arrives. */
+TEST_F(rc_strand_tag, a_get_without_a_landing_mkey_waits_in_pending)
+{
+    set_env("UCX_RC_STRAND_MAX_EPS", "1");
+    set_env("UCX_RC_STRAND_TX_QUEUE_LEN", "8");
+    integrity("crc32c", "delay=1:20000000");
+    open_tag_pair();
+    uct_ep_h back = connect(m_b, m_a.dev_addr, m_a.iface_addr);
+    std::vector<uint8_t> hello = pattern(8, 1);
+    ucs_status_t s = UCS_ERR_NO_RESOURCE;
+    ASSERT_TRUE(progress_until([&] {  /* both connections up */
+        s = uct_ep_tag_eager_short(back, 1, hello.data(), hello.size());
+        return s != UCS_ERR_NO_RESOURCE;
+    }, 30));
+    ASSERT_EQ(UCS_OK, eager_short(2, hello));
+
+    const size_t len = 64 << 10;
+    region src, dst, g[3], gdst[3];
+    reg(src, len);
+    reg(dst, len);
+    fill(src, pattern(len, 1));
+    for (int i = 0; i < 3; ++i) {
+        reg(g[i], len);
+        reg(gdst[i], len);
+        fill(g[i], pattern(len, 2 + i));
+    }
+    recv_ctx ctx;
+    ASSERT_EQ(UCS_OK, post_recv(ctx, dst, 3));
+    test_comp c;
+    rndv_zcopy(3, src, len, c, {});
+    /* the rendezvous reads (its READs held back in the fabric) */
+    ASSERT_TRUE(progress_until([&] {
+        return rndv_stat("outstanding") > 0;
+    }, 30));
+    /* b's GETs from a take what landing mkeys are left, until one finds
+     * none while back's QP still has room */
+    uct_iov_t iov[3];
+    test_comp gc[3];
+    int n = 0;
+    for (; n < 3; ++n) {
+        iov[n] = {gdst[n].buf.data(), len, gdst[n].memh, 0, 1};
+        comp_init(&gc[n]);
+        s = uct_ep_get_zcopy(back, &iov[n], 1, addr(g[n]), g[n].rkey.rkey,
+                             &gc[n].uct);
+        if (s != UCS_INPROGRESS) {
+            break;
+        }
+    }
+    ASSERT_LT(n, 3);
+    ASSERT_EQ(UCS_ERR_NO_RESOURCE, s);
+    struct get_pending {
+        uct_pending_req_t uct;
+        uct_ep_h          ep;
+        uct_iov_t        *iov;
+        uint64_t          raddr;
+        uct_rkey_t        rkey;
+        test_comp        *comp;
+        ucs_status_t      status;
+    } p;
+    p.uct.func = [](uct_pending_req_t *self) {
+        auto *gp   = ucs_container_of(self, get_pending, uct);
+        gp->status = uct_ep_get_zcopy(gp->ep, gp->iov, 1, gp->raddr, gp->rkey,
+                                      &gp->comp->uct);
+        return (gp->status == UCS_INPROGRESS) ? UCS_OK : gp->status;
+    };
+    p.ep     = back;
+    p.iov    = &iov[n];
+    p.raddr  = addr(g[n]);
+    p.rkey   = g[n].rkey.rkey;
+    p.comp   = &gc[n];
+    p.status = UCS_ERR_LAST;
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(back, &p.uct, 0))
+        << "no landing mkey free: the request must wait in pending";
+    ASSERT_TRUE(progress_until([&] {
+        for (int i = 0; i <= n; ++i) {
+            if (!gc[i].done) {
+                return false;
+            }
+        }
+        return ctx.completed && c.done;
+    }, 60));
+    EXPECT_EQ(UCS_INPROGRESS, p.status);
+    EXPECT_EQ(UCS_OK, ctx.status);
+    EXPECT_TRUE(src.buf == dst.buf);
+    for (int i = 0; i <= n; ++i) {
+        EXPECT_EQ(UCS_OK, gc[i].status);
+        EXPECT_TRUE(g[i].buf == gdst[i].buf) << i;
+    }
+    unreg(src);
+    unreg(dst);
+    for (int i = 0; i < 3; ++i) {
+        unreg(g[i]);
+        unreg(gdst[i]);
+    }
 }
