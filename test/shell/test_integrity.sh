@@ -134,9 +134,9 @@ if ! is_dc; then
             not_ok "ucp, tag matching, integrity $kind: ucp_check (exit $rcs)"
             grep 'ucp_check' "$tmpdir/ucp.$kind" | sed 's/^/#   /' | tail -6
         fi
+        # (ucp_check's receives come after their messages: UCP reads
+        # those rendezvous itself, through checked GETs)
         counted "ucp, tag matching, integrity $kind: the damage was found" \
-            "$tmpdir/ucp.$kind"
-        pipelined "ucp, tag matching, integrity $kind: pipelined FINs" \
             "$tmpdir/ucp.$kind"
     done
     export UCX_TLS=$tl,self "${tlp}INTEGRITY=crc32c"
@@ -204,11 +204,8 @@ if ! is_dc; then
         not_ok "mpirun -np 4, tag matching, integrity crc32c (mpirun $rc, $pass of 4 passed)"
         grep 'mpi_check' "$tmpdir/mpi.crc32cy" | sed 's/^/#   /' | tail -6
     fi
-    rts=$(grep -o "tag matching: .*" "$tmpdir/mpi.crc32cy" |
-          grep -o " exp_rts [0-9]*" | awk '{s += $2} END {print s + 0}')
-    if [ "$rts" -gt 0 ]; then
-        ok "mpirun -np 4, tag matching: MPI rendezvous read by the transport (exp_rts $rts)"
-    else
-        not_ok "mpirun -np 4, tag matching: no rendezvous read by the transport"
-    fi
+    counted "mpirun -np 4, tag matching: the damage was found and read again" \
+        "$tmpdir/mpi.crc32cy"
+    pipelined "mpirun -np 4, tag matching: MPI rendezvous read by the transport" \
+        "$tmpdir/mpi.crc32cy"
 fi
