@@ -906,11 +906,12 @@ void strand_rc_rndv_cleanup(strand_rc_rndv_t *rndv)
     rndv->closing = 1;
     ucs_info("%s: rc_strand rendezvous: xfers %" PRIu64 " checked %" PRIu64
              " failed %" PRIu64 " fins %" PRIu64 " fins_pipelined %" PRIu64
-             " stops %" PRIu64 " fins_cancelled %" PRIu64,
+             " stops %" PRIu64 " fins_cancelled %" PRIu64 " rts_fetched %"
+             PRIu64,
              rndv->iface->dev->info.name, rndv->stats.xfers,
              rndv->stats.checked, rndv->stats.failed, rndv->stats.fins,
              rndv->stats.fins_pipelined, rndv->stats.stops,
-             rndv->stats.fins_cancelled);
+             rndv->stats.fins_cancelled, rndv->stats.rts_fetched);
     kh_foreach_value(&rndv->qps, rq, {
         strand_rc_rndv_qp_remove(rndv, rq);
     });
