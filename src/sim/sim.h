@@ -569,6 +569,12 @@ void sim_cq_push_scatter(smlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
 uint32_t sim_cq_scatter_max(const smlx5_cq_t *cq);
 void sim_async_push(smlx5_context_t *ctx, enum ibv_event_type type,
                     void *element);
+/* A QP is destroyed: its events not read yet go (the kernel drops an
+ * object's unread events when it is destroyed; rdma-core's destroy then
+ * waits only for those read and not acknowledged, and the application
+ * reads and acknowledges them at once here). Caller holds ctx->lock. */
+#define SIM_ASYNC_DROPPED ((enum ibv_event_type)-1)
+void sim_async_drop_qp(smlx5_context_t *ctx, const smlx5_qp_t *qp);
 
 /* Doorbells and polls run the engine under ctx->lock; `wait` false: not
  * when another thread has it (false is returned). When one thread owns the

@@ -927,6 +927,33 @@ void sim_async_push(smlx5_context_t *ctx, enum ibv_event_type type,
     }
 }
 
+void sim_async_drop_qp(smlx5_context_t *ctx, const smlx5_qp_t *qp)
+{
+    sim_async_queue_t *q = &ctx->async;
+    smlx5_async_event_t *ev;
+    uint32_t i;
+
+    for (i = q->head; i != q->tail; ++i) {
+        ev = &q->ev[i % 256];
+        if (ev->type == SIM_ASYNC_DROPPED) {
+            continue;
+        }
+        switch (ev->type) {
+        case IBV_EVENT_CQ_ERR:
+        case IBV_EVENT_SRQ_ERR:
+        case IBV_EVENT_SRQ_LIMIT_REACHED:
+        case IBV_EVENT_PORT_ACTIVE:
+        case IBV_EVENT_PORT_ERR:
+            break;
+        default:
+            if (ev->element.qp == qp) {
+                ev->type = SIM_ASYNC_DROPPED;
+            }
+            break;
+        }
+    }
+}
+
 int smlx5_async_fd(smlx5_context_t *ctx)
 {
     return ctx->async_fd;
@@ -939,9 +966,11 @@ int smlx5_get_async_event(smlx5_context_t *ctx, smlx5_async_event_t *ev)
     int ret = EAGAIN;
 
     pthread_mutex_lock(&ctx->lock);
-    if (q->head != q->tail) {
+    while ((ret != 0) && (q->head != q->tail)) {
         *ev = q->ev[q->head++ % 256];
-        ret = 0;
+        if (ev->type != SIM_ASYNC_DROPPED) {
+            ret = 0;
+        }
     }
     if (q->head == q->tail) {
         if (read(ctx->async_fd, &cnt, sizeof(cnt)) < 0) {

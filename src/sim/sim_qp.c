@@ -360,6 +360,7 @@ int smlx5_destroy_qp(smlx5_qp_t *qp)
     pthread_mutex_lock(&ctx->lock);
     ctx->qps[qp->qpn & (SIM_MAX_QPS - 1)] = NULL;
     sim_uidx_clear(ctx, qp->user_index);
+    sim_async_drop_qp(ctx, qp);
     if (qp->busy) {
         unsigned i;
         for (i = 0; i < ctx->num_active; ++i) {
