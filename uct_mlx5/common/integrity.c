@@ -353,7 +353,7 @@ void strand_integrity_piece_done(strand_integrity_t *ig,
         if ((req->ep == NULL) || (req->status != UCS_OK)) {
             status = UCS_ERR_CANCELED; /* nobody waits for it any more */
         } else if (piece->retries >= ig->max_retries) {
-            ucs_error("%s: a piece of %u bytes of a GET had a bad block in "
+            ucs_error("%s: a piece of %u bytes of a checked read had a bad block in "
                       "each of its %u reads: the GET fails",
                       ig->dev->info.name, piece->wire_len,
                       piece->retries + 1);

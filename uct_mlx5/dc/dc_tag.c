@@ -301,6 +301,59 @@ ucs_status_t strand_dc_ep_tag_eager_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                                        opcode, imm_be, comp);
 }
 
+strand_tm_rndv_op_t *strand_dc_tag_rndv_start(strand_dc_iface_t *iface,
+                                              strand_dc_ep_t *ep,
+                                              const uct_iov_t *iov,
+                                              size_t iovcnt,
+                                              uct_completion_t *comp,
+                                              strand_dc_dci_t **dci_p,
+                                              uint32_t *app_ctx_p,
+                                              ucs_status_t *status_p)
+{
+    size_t length = uct_iov_total_length(iov, iovcnt);
+    strand_tm_rndv_op_t *rndv;
+
+    *status_p = UCS_ERR_INVALID_PARAM;
+    if (ucs_unlikely(!iface->have_tm)) {
+        *status_p = UCS_ERR_UNSUPPORTED;
+        return NULL;
+    }
+    if (iovcnt > 1) {
+        ucs_error("tag_rndv_zcopy: iovcnt %zu (max 1)", iovcnt);
+        return NULL;
+    }
+    if (length > STRAND_DC_MAX_ZCOPY) {
+        ucs_error("tag_rndv_zcopy: %zu bytes (max %lu)", length,
+                  STRAND_DC_MAX_ZCOPY);
+        return NULL;
+    }
+    if ((length > 0) && (iov[0].memh == UCT_MEM_HANDLE_NULL)) {
+        ucs_error("tag_rndv_zcopy: the buffer needs a memory handle (the "
+                  "receiver reads it)");
+        return NULL;
+    }
+    *status_p = strand_dc_ep_am_get_dci(iface, ep, dci_p);
+    if (ucs_unlikely(*status_p != UCS_OK)) {
+        return NULL;
+    }
+    rndv = strand_tm_rndv_get(&iface->tm, ep, comp, app_ctx_p);
+    if (ucs_unlikely(rndv == NULL)) {
+        strand_dc_ep_unlease_if_idle(iface, ep);
+        *status_p = UCS_ERR_NO_RESOURCE;
+    }
+    return rndv;
+}
+
+void strand_dc_tag_rndv_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                             strand_dc_dci_t *dci, const struct ibv_sge *sge,
+                             unsigned n)
+{
+    strand_dc_ep_post_inline_send(iface, ep, dci, sge, n,
+                                  strand_dc_ep_am_fm_se(iface, ep));
+    strand_dc_ep_am_sent(iface, ep);
+    ++iface->tm.stats.rndv_sent;
+}
+
 ucs_status_ptr_t strand_dc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                                              const void *header,
                                              unsigned header_length,
@@ -317,16 +370,11 @@ ucs_status_ptr_t strand_dc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     size_t length = uct_iov_total_length(iov, iovcnt);
     strand_tm_rndv_op_t *rndv;
     struct ibv_sge sge[2];
-    uint32_t app_ctx, rkey = 0;
+    uint32_t app_ctx;
     unsigned priv;
 
     UCS_STATIC_ASSERT(sizeof(hdrs) == STRAND_TMH_SIZE +
                       STRAND_DC_RNDV_HDR_LEN);
-    if (ucs_unlikely(!iface->have_tm)) {
-        return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
-    }
-    UCT_CHECK_PARAM_PTR(iovcnt <= 1, "tag_rndv_zcopy: iovcnt %zu (max 1)",
-                        iovcnt);
     UCT_CHECK_PARAM_PTR(header_length <= iface->tm.max_rndv_data +
                         STRAND_TM_RNDV_PRIV_MAX,
                         "tag_rndv_zcopy: header of %u bytes (max %u)",
@@ -337,39 +385,24 @@ ucs_status_ptr_t strand_dc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                         "tag_rndv_zcopy: %zu header bytes inline (max %zu)",
                         sizeof(hdrs) + header_length,
                         iface->config.max_inline);
-    UCT_CHECK_PARAM_PTR(length <= STRAND_DC_MAX_ZCOPY,
-                        "tag_rndv_zcopy: %zu bytes (max %lu)", length,
-                        STRAND_DC_MAX_ZCOPY);
-    if (length > 0) {
-        UCT_CHECK_PARAM_PTR(iov[0].memh != UCT_MEM_HANDLE_NULL,
-                            "tag_rndv_zcopy: the buffer needs a memory "
-                            "handle (the receiver reads it)");
-        rkey = ((const strand_md_memh_t*)iov[0].memh)->mr.rkey;
-    }
-    status = strand_dc_ep_am_get_dci(iface, ep, &dci);
-    if (ucs_unlikely(status != UCS_OK)) {
+    rndv = strand_dc_tag_rndv_start(iface, ep, iov, iovcnt, comp, &dci,
+                                    &app_ctx, &status);
+    if (rndv == NULL) {
         return UCS_STATUS_PTR(status);
     }
-    rndv = strand_tm_rndv_get(&iface->tm, ep, comp, &app_ctx);
-    if (ucs_unlikely(rndv == NULL)) {
-        strand_dc_ep_unlease_if_idle(iface, ep);
-        return UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
-    }
-
     strand_set_tmh(&hdrs.tmh, IBV_TMH_RNDV, app_ctx, tag);
     priv = strand_tm_rndv_priv_pack(&hdrs.tmh, header, header_length,
                                     iface->tm.max_rndv_data);
-    strand_set_rvh(&hdrs.rvh, (iovcnt > 0) ? (uintptr_t)iov[0].buffer : 0,
-                   rkey, (uint32_t)length);
+    strand_set_rvh(&hdrs.rvh, (length > 0) ? (uintptr_t)iov[0].buffer : 0,
+                   (length > 0) ?
+                   ((const strand_md_memh_t*)iov[0].memh)->mr.rkey : 0,
+                   (uint32_t)length);
     strand_set_ravh(&hdrs.ravh, iface->dct.qpn, STRAND_DC_ACCESS_KEY);
     sge[0].addr   = (uintptr_t)&hdrs;
     sge[0].length = sizeof(hdrs);
     sge[1].addr   = (uintptr_t)header + priv;
     sge[1].length = header_length - priv;
-    strand_dc_ep_post_inline_send(iface, ep, dci, sge, 2,
-                                  strand_dc_ep_am_fm_se(iface, ep));
-    strand_dc_ep_am_sent(iface, ep);
-    ++iface->tm.stats.rndv_sent;
+    strand_dc_tag_rndv_post(iface, ep, dci, sge, 2);
     return rndv;
 }
 

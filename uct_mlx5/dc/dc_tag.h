@@ -46,6 +46,26 @@ ucs_status_ptr_t strand_dc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                                              size_t iovcnt, unsigned flags,
                                              uct_completion_t *comp);
 ucs_status_t strand_dc_ep_tag_rndv_cancel(uct_ep_h tl_ep, void *op);
+
+struct strand_dc_dci;
+/* The start of a rendezvous send, for both transports: the checks every
+ * one has (tag matching on, one buffer of at most 1 GiB with a memory
+ * handle), a DCI (rc_strand: the ep's QP) and an operation waiting for its
+ * FIN, whose id goes in the request's app_ctx. NULL and *status_p when it
+ * cannot go now. */
+strand_tm_rndv_op_t *strand_dc_tag_rndv_start(strand_dc_iface_t *iface,
+                                              struct strand_dc_ep *ep,
+                                              const uct_iov_t *iov,
+                                              size_t iovcnt,
+                                              uct_completion_t *comp,
+                                              struct strand_dc_dci **dci_p,
+                                              uint32_t *app_ctx_p,
+                                              ucs_status_t *status_p);
+/* ... and its end: the request (TMH first) inline on that DCI. */
+void strand_dc_tag_rndv_post(strand_dc_iface_t *iface,
+                             struct strand_dc_ep *ep,
+                             struct strand_dc_dci *dci,
+                             const struct ibv_sge *sge, unsigned n);
 ucs_status_t strand_dc_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
                                            const void *header,
                                            unsigned header_length,

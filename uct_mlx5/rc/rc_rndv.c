@@ -7,6 +7,7 @@
 
 #include "rc_rndv.h"
 #include "uct_mlx5/dc/dc_ep_post.h"
+#include "uct_mlx5/dc/dc_tag.h"
 #include "uct_mlx5/common/status.h"
 #include "mlx5/cqe.h"
 
@@ -960,7 +961,7 @@ ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     STRAND_DC_EP_BASE_DECL(tl_ep);
     uint8_t rts[STRAND_TM_RTS_MAX];
     uint8_t rkey[sizeof(strand_md_packed_rkey_sig_t)] = {0};
-    size_t length = uct_iov_total_length(iov, iovcnt);
+    size_t length     = uct_iov_total_length(iov, iovcnt);
     unsigned rkey_len = strand_md_rkey_packed_size(iface->md);
     strand_tm_rndv_op_t *rndv;
     struct ibv_sge sge[2];
@@ -968,36 +969,23 @@ ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     uint32_t app_ctx;
     size_t rts_len;
 
-    if (ucs_unlikely(!iface->have_tm)) {
-        return UCS_STATUS_PTR(UCS_ERR_UNSUPPORTED);
-    }
-    UCT_CHECK_PARAM_PTR(iovcnt <= 1, "tag_rndv_zcopy: iovcnt %zu (max 1)",
-                        iovcnt);
     UCT_CHECK_PARAM_PTR(header_length <= strand_rc_rndv_max_hdr(iface),
                         "tag_rndv_zcopy: header of %u bytes (max %u)",
                         header_length, strand_rc_rndv_max_hdr(iface));
-    UCT_CHECK_PARAM_PTR(length <= STRAND_DC_MAX_ZCOPY,
-                        "tag_rndv_zcopy: %zu bytes (max %lu)", length,
-                        STRAND_DC_MAX_ZCOPY);
+    rndv = strand_dc_tag_rndv_start(iface, ep, iov, iovcnt, comp, &dci,
+                                    &app_ctx, &status);
+    if (rndv == NULL) {
+        return UCS_STATUS_PTR(status);
+    }
     if (length > 0) {
-        UCT_CHECK_PARAM_PTR(iov[0].memh != UCT_MEM_HANDLE_NULL,
-                            "tag_rndv_zcopy: the buffer needs a memory "
-                            "handle (the receiver reads it)");
         /* the key the receiver reads with: with integrity, the signing
          * mkey of the registration too */
         status = uct_md_mkey_pack(&iface->md->super, iov[0].memh, rkey);
         if (status != UCS_OK) {
+            strand_tm_rndv_put(&iface->tm, rndv);
+            strand_dc_ep_unlease_if_idle(iface, ep);
             return UCS_STATUS_PTR(status);
         }
-    }
-    status = strand_dc_ep_am_get_dci(iface, ep, &dci);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return UCS_STATUS_PTR(status);
-    }
-    rndv = strand_tm_rndv_get(&iface->tm, ep, comp, &app_ctx);
-    if (ucs_unlikely(rndv == NULL)) {
-        strand_dc_ep_unlease_if_idle(iface, ep);
-        return UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
     }
     rts_len = strand_tm_rts_pack(rts, (length > 0) ?
                                  (uintptr_t)iov[0].buffer : 0,
@@ -1018,9 +1006,6 @@ ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     sge[0].length = sizeof(tmh);
     sge[1].addr   = (uintptr_t)rts;
     sge[1].length = (uint32_t)rts_len;
-    strand_dc_ep_post_inline_send(iface, ep, dci, sge, 2,
-                                  strand_dc_ep_am_fm_se(iface, ep));
-    strand_dc_ep_am_sent(iface, ep);
-    ++iface->tm.stats.rndv_sent;
+    strand_dc_tag_rndv_post(iface, ep, dci, sge, 2);
     return rndv;
 }
