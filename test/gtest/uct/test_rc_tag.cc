@@ -512,6 +512,12 @@ TEST_F(rc_strand_tag, a_get_without_a_landing_mkey_waits_in_pending)
         return s != UCS_ERR_NO_RESOURCE;
     }, 30));
     ASSERT_EQ(UCS_OK, eager_short(2, hello));
+    /* both handled before the receive is posted: a device that saw an
+     * unexpected message software has not reported matches nothing
+     * (phase), and the rendezvous would go to the unexpected callback */
+    ASSERT_TRUE(progress_until([&] {
+        return (m_tag_a.eager.size() == 1) && (m_tag_b.eager.size() == 1);
+    }, 30));
 
     const size_t len = 64 << 10;
     region src, dst, g[3], gdst[3];
