@@ -52,17 +52,28 @@ typedef enum strand_mmio_mode {
     STRAND_MMIO_MODE_LAST
 } strand_mmio_mode_t;
 
+/* How strand_sq_ring reaches the device, resolved from the MMIO mode and
+ * the register at init (one compare on the hot path). */
+enum {
+    STRAND_SQ_RING_DB,         /* record, 8-byte register write */
+    STRAND_SQ_RING_BF_POST,    /* record, the WQE into the BF buffer */
+    STRAND_SQ_RING_RECORD      /* no register: the record only */
+};
+
 typedef struct strand_sq {
     void     *buf;        /* BB 0 */
     void     *end;        /* one past the last BB */
     uint32_t  wqe_cnt;    /* BBs, a power of two */
     uint32_t  cur_post;   /* producer index: free-running BB counter */
     uint32_t  qpn;
-    uint32_t  bf_offset;  /* 0 / bf_size, alternating */
     uint32_t  bf_size;
     uint8_t   mmio_mode;  /* STRAND_MMIO_MODE_DB or _BF_POST */
+    uint8_t   ring;       /* STRAND_SQ_RING_* */
     __be32   *dbrec;      /* [MLX5_SND_DBR] is the producer index */
     void     *bf_reg;     /* BlueFlame register page; NULL: record only */
+    void     *bf_cur;     /* the half of the BF buffer the next doorbell
+                             goes to (bf_reg + 0 or + bf_size) */
+    uintptr_t bf_flip;    /* bf_cur ^ bf_flip: the other half */
 #ifdef STRAND_DEBUG
     uint32_t  rung;       /* cur_post at the last doorbell */
 #endif
@@ -95,7 +106,6 @@ static inline void strand_sq_init(strand_sq_t *sq, const struct mlx5dv_qp *dv,
     sq->end       = strand_sq_end(sq->buf, sq->wqe_cnt);
     sq->cur_post  = 0;
     sq->qpn       = qpn;
-    sq->bf_offset = 0;
     sq->bf_size   = dv->bf.size;
     sq->dbrec     = dv->dbrec;
     sq->bf_reg    = dv->bf.reg;
@@ -104,9 +114,26 @@ static inline void strand_sq_init(strand_sq_t *sq, const struct mlx5dv_qp *dv,
                STRAND_MMIO_MODE_BF_POST : STRAND_MMIO_MODE_DB;
     }
     sq->mmio_mode = (uint8_t)mode;
+    if (sq->bf_reg == NULL) {
+        sq->ring = STRAND_SQ_RING_RECORD;
+    } else {
+        sq->ring = (mode == STRAND_MMIO_MODE_BF_POST) ?
+                   STRAND_SQ_RING_BF_POST : STRAND_SQ_RING_DB;
+    }
+    /* the halves alternate even without a register (bf_cur is then only
+     * the offset, never written through) */
+    sq->bf_cur    = sq->bf_reg;
+    sq->bf_flip   = (uintptr_t)sq->bf_reg ^
+                    ((uintptr_t)sq->bf_reg + sq->bf_size);
 #ifdef STRAND_DEBUG
     sq->rung      = 0;
 #endif
+}
+
+/* The offset in the BF buffer of the next doorbell: 0 or bf_size. */
+static inline uint32_t strand_sq_bf_offset(const strand_sq_t *sq)
+{
+    return (uint32_t)((uintptr_t)sq->bf_cur - (uintptr_t)sq->bf_reg);
 }
 
 /* The ctrl segment of the next WQE (at the producer index). */
@@ -163,8 +190,7 @@ static inline void strand_sq_bf_copy(const strand_sq_t *sq,
                                      const struct mlx5_wqe_ctrl_seg *ctrl,
                                      unsigned bbs)
 {
-    volatile uint64_t *dst = (volatile uint64_t*)((uint8_t*)sq->bf_reg +
-                                                  sq->bf_offset);
+    volatile uint64_t *dst = (volatile uint64_t*)sq->bf_cur;
     const uint8_t *src     = (const uint8_t*)(const void*)ctrl;
     unsigned i, n;
     uint64_t v;
@@ -179,30 +205,56 @@ static inline void strand_sq_bf_copy(const strand_sq_t *sq,
     }
 }
 
+/* The doorbell other than a plain one: the WQE into the BF buffer (when
+ * it fits, else as a plain one), or no register at all. */
+static inline void strand_sq_ring_bf(strand_sq_t *sq,
+                                     const struct mlx5_wqe_ctrl_seg *ctrl,
+                                     unsigned last_bbs, uint64_t head)
+{
+    if (sq->ring == STRAND_SQ_RING_RECORD) {
+        return;
+    }
+    if (last_bbs * STRAND_WQE_BB <= sq->bf_size) {
+        strand_sq_bf_copy(sq, ctrl, last_bbs);
+        strand_wc_wmb();
+    } else {
+        strand_sq_doorbell_mmio8(sq->bf_cur, 0, &head);
+    }
+}
+
 /*
  * Tell the device about every WQE up to the producer index; ctrl is the
- * last one's, last_bbs its size. Order (spec section 1): the WQE stores
- * before the doorbell record, the record before the register write.
+ * last one's, last_bbs its size, head its bytes 0-7 as stored (what a
+ * plain doorbell writes: the caller has them in a register). Order (spec
+ * section 1): the WQE stores before the doorbell record, the record
+ * before the register write.
  */
-static inline void strand_sq_ring(strand_sq_t *sq,
-                                  const struct mlx5_wqe_ctrl_seg *ctrl,
-                                  unsigned last_bbs)
+static inline void strand_sq_ring_head(strand_sq_t *sq,
+                                       const struct mlx5_wqe_ctrl_seg *ctrl,
+                                       unsigned last_bbs, uint64_t head)
 {
 #ifdef STRAND_DEBUG
     strand_sq_check(sq->cur_post != sq->rung, sq, "doorbell with no new WQE");
     sq->rung = sq->cur_post;
 #endif
     strand_sq_doorbell_record(sq->dbrec, sq->cur_post);
-    if (sq->bf_reg != NULL) {
-        if ((sq->mmio_mode == STRAND_MMIO_MODE_BF_POST) &&
-            (last_bbs * STRAND_WQE_BB <= sq->bf_size)) {
-            strand_sq_bf_copy(sq, ctrl, last_bbs);
-            strand_wc_wmb();
-        } else {
-            strand_sq_doorbell_mmio8(sq->bf_reg, sq->bf_offset, ctrl);
-        }
+    if (__builtin_expect(sq->ring == STRAND_SQ_RING_DB, 1)) {
+        strand_sq_doorbell_mmio8(sq->bf_cur, 0, &head);
+    } else {
+        strand_sq_ring_bf(sq, ctrl, last_bbs, head);
     }
-    sq->bf_offset ^= sq->bf_size;
+    sq->bf_cur = (void*)((uintptr_t)sq->bf_cur ^ sq->bf_flip);
+}
+
+/* The same, the head read from ctrl. */
+static inline void strand_sq_ring(strand_sq_t *sq,
+                                  const struct mlx5_wqe_ctrl_seg *ctrl,
+                                  unsigned last_bbs)
+{
+    uint64_t head;
+
+    memcpy(&head, ctrl, sizeof(head));
+    strand_sq_ring_head(sq, ctrl, last_bbs, head);
 }
 
 #endif

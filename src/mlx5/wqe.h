@@ -83,6 +83,38 @@ static inline unsigned strand_inline_ds(uint32_t len)
 /* ---------------------------------------------------------------- ctrl */
 
 /*
+ * The ctrl segment in two 8-byte words, as they are stored (a hot post
+ * writes each with one store; the doorbell sends the first again):
+ *   head  bytes 0-7: opmod, WQE index, opcode, QP number, ds;
+ *   tail  bytes 8-15: signature 0, DCI stream id, fm_ce_se, imm (as
+ *         given: already BE).
+ * Each is built as a big-endian 64-bit number and swapped once, so that
+ * a constant part (an endpoint's stream, an operation's opcode) folds.
+ */
+static inline uint64_t strand_ctrl_head(uint8_t opmod, uint16_t wqe_idx,
+                                        uint8_t opcode, uint32_t qpn,
+                                        unsigned ds)
+{
+    return htobe64(((uint64_t)opmod << 56) | ((uint64_t)wqe_idx << 40) |
+                   ((uint64_t)opcode << 32) |
+                   ((uint64_t)(qpn & 0xffffff) << 8) | (ds & 0x3f));
+}
+
+static inline uint64_t strand_ctrl_tail(uint16_t stream_id, uint8_t fm_ce_se,
+                                        uint32_t imm_be)
+{
+    return htobe64(((uint64_t)stream_id << 40) | ((uint64_t)fm_ce_se << 32) |
+                   be32toh(imm_be));
+}
+
+static inline void strand_set_ctrl_words(struct mlx5_wqe_ctrl_seg *ctrl,
+                                         uint64_t head, uint64_t tail)
+{
+    memcpy(ctrl, &head, sizeof(head));
+    memcpy((uint8_t*)ctrl + sizeof(head), &tail, sizeof(tail));
+}
+
+/*
  * Ctrl segment. `wqe_idx` is the 16-bit WQE index (producer BB counter,
  * not masked to the SQ size); `imm` is stored as given (already BE: for
  * *_WITH_IMM it is the user's imm_data; for SEND_WITH_INV pass
@@ -95,13 +127,9 @@ static inline void strand_set_ctrl_seg(struct mlx5_wqe_ctrl_seg *ctrl,
                                        unsigned ds, uint8_t fm_ce_se,
                                        uint32_t imm_be)
 {
-    ctrl->opmod_idx_opcode = htobe32(((uint32_t)opmod << 24) |
-                                     ((uint32_t)wqe_idx << 8) | opcode);
-    ctrl->qpn_ds                = htobe32((qpn << 8) | (ds & 0x3f));
-    ctrl->signature             = 0;
-    ctrl->dci_stream_channel_id = 0;
-    ctrl->fm_ce_se              = fm_ce_se;
-    ctrl->imm                   = imm_be;
+    strand_set_ctrl_words(ctrl, strand_ctrl_head(opmod, wqe_idx, opcode, qpn,
+                                                 ds),
+                          strand_ctrl_tail(0, fm_ce_se, imm_be));
 }
 
 /* DCI stream id: ctrl bytes 9-10, BE16 (0: no stream). */

@@ -24,14 +24,48 @@
 
 #include <string.h>
 
+/* The last producer index at which a WQE of the largest size fits. */
+static void strand_dc_dci_set_room(strand_dc_iface_t *iface,
+                                   strand_dc_dci_t *dci)
+{
+    dci->room_pi = dci->sq_tail + dci->sq.wqe_cnt - iface->config.dci_max_bbs;
+}
+
 void strand_dc_dci_geometry(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
 {
     strand_sq_init(&dci->sq, &dci->qp.dv, dci->qp.qpn,
                    (strand_mmio_mode_t)iface->md->mmio_mode);
-    dci->sq_tail     = 0;
-    dci->unsignaled  = 0;
-    dci->avail_bbs   = dci->sq.wqe_cnt;
-    dci->outstanding = 0;
+    dci->sq_tail      = 0;
+    dci->ce_countdown = iface->tx_moderation;
+    dci->outstanding  = 0;
+    strand_dc_dci_set_room(iface, dci);
+}
+
+/* A queue of wqe_cnt BBs came: unsignaled WQEs of the largest size fill
+ * at most a quarter of it. If that lowers the interface's moderation, the
+ * countdown of each queue is what the WQEs it posted since its last CQE
+ * leave of the new one (at least one more). */
+static void strand_dc_dci_moderation_fit(strand_dc_iface_t *iface,
+                                         uint32_t wqe_cnt)
+{
+    unsigned m = ucs_max(1, ucs_min(iface->tx_moderation,
+                                    wqe_cnt /
+                                    (4 * iface->config.dci_max_bbs)));
+    strand_dc_dci_t *dci;
+    unsigned i, unsignaled;
+
+    if (m == iface->tx_moderation) {
+        return;
+    }
+    for (i = 0; i < iface->num_dci; ++i) {
+        dci = &iface->dcis[i];
+        if (dci->qp.h == NULL) {
+            continue;
+        }
+        unsignaled        = strand_dc_dci_unsignaled(iface, dci);
+        dci->ce_countdown = (unsignaled < m) ? m - unsignaled : 1;
+    }
+    iface->tx_moderation = m;
 }
 
 /* A slot of the pool: streams, no QP yet. */
@@ -78,10 +112,7 @@ ucs_status_t strand_dc_dci_attach_qp(strand_dc_iface_t *iface,
                   dev->info.name, dci->sq.wqe_cnt);
         return UCS_ERR_INVALID_PARAM;
     }
-    /* unsignaled WQEs of the largest size fill at most a quarter of it */
-    iface->tx_moderation = ucs_max(1, ucs_min(iface->tx_moderation,
-                                              dci->sq.wqe_cnt /
-                                              (4 * iface->config.dci_max_bbs)));
+    strand_dc_dci_moderation_fit(iface, dci->sq.wqe_cnt);
     dci->ops = ucs_calloc(dci->sq.wqe_cnt, sizeof(*dci->ops), "strand_dc_ops");
     return (dci->ops == NULL) ? UCS_ERR_NO_MEMORY : UCS_OK;
 }
@@ -312,6 +343,20 @@ int strand_dc_dci_pool_busy(strand_dc_iface_t *iface)
     return 0;
 }
 
+unsigned strand_dc_dci_stream_outstanding(const strand_dc_dci_t *dci,
+                                          unsigned stream)
+{
+    const strand_dc_op_t *op;
+    unsigned count = 0;
+    uint32_t bb;
+
+    for (bb = dci->sq_tail; bb != dci->sq.cur_post; ++bb) {
+        op     = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
+        count += (op->state != STRAND_DC_OP_FREE) && (op->stream == stream);
+    }
+    return count;
+}
+
 strand_dc_op_t *strand_dc_dci_op(strand_dc_dci_t *dci, uint16_t wqe_idx)
 {
     strand_dc_op_t *op = &dci->ops[wqe_idx & (dci->sq.wqe_cnt - 1)];
@@ -322,7 +367,8 @@ strand_dc_op_t *strand_dc_dci_op(strand_dc_dci_t *dci, uint16_t wqe_idx)
 
 /* The SQ's free space grows only from its oldest WQE: retired slots after
  * a WQE still outstanding (another stream) wait for it. */
-static void strand_dc_dci_advance_tail(strand_dc_dci_t *dci)
+static void strand_dc_dci_advance_tail(strand_dc_iface_t *iface,
+                                       strand_dc_dci_t *dci)
 {
     strand_dc_op_t *op;
 
@@ -331,9 +377,9 @@ static void strand_dc_dci_advance_tail(strand_dc_dci_t *dci)
         if (op->state != STRAND_DC_OP_FREE) {
             break;
         }
-        dci->sq_tail   += op->bbs;
-        dci->avail_bbs += op->bbs;
+        dci->sq_tail += op->bbs;
     }
+    strand_dc_dci_set_room(iface, dci);
 }
 
 /* Room again: the eps waiting for it go back to the pending dispatch. */
@@ -412,8 +458,7 @@ void strand_dc_op_complete(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
     op->state = STRAND_DC_OP_FREE;
     op->ep    = NULL;
     dci->outstanding--;
-    dci->streams[op->stream].outstanding--;
-    strand_dc_dci_advance_tail(dci);
+    strand_dc_dci_advance_tail(iface, dci);
     strand_dc_dci_wake_waiters(iface, dci);
     if (ep != NULL) {
         if ((--ep->outstanding == 0) && (ep->held == 0)) {
@@ -622,7 +667,8 @@ ucs_status_t strand_dc_dci_signal_tail(strand_dc_iface_t *iface,
     struct mlx5_wqe_ctrl_seg *ctrl;
     unsigned i;
 
-    if ((dci->unsignaled == 0) || (dci->outstanding == 0)) {
+    if ((strand_dc_dci_unsignaled(iface, dci) == 0) ||
+        (dci->outstanding == 0)) {
         return UCS_OK; /* a CQE is due for every WQE posted */
     }
     if ((dci->state != STRAND_DC_DCI_ACTIVE) ||
@@ -704,7 +750,7 @@ static int strand_dc_dci_pool_consistent(strand_dc_iface_t *iface)
             flushed += (state == STRAND_DC_OP_FLUSHED);
         }
         for (per_stream = 0, j = 0; j < iface->config.num_streams; ++j) {
-            per_stream += dci->streams[j].outstanding;
+            per_stream += strand_dc_dci_stream_outstanding(dci, j);
         }
         if ((posted != dci->outstanding) || (per_stream != posted) ||
             (flushed != dci->flushed)) {
@@ -718,7 +764,7 @@ void strand_dc_dci_pool_show(strand_dc_iface_t *iface,
                              ucs_string_buffer_t *strb)
 {
     strand_dc_dci_t *dci;
-    unsigned i, j;
+    unsigned i, j, outstanding;
 
     ucs_string_buffer_appendf(strb, "policy %s streams %u\n",
                               strand_dc_tx_policy_names[iface->tx_policy],
@@ -737,10 +783,11 @@ void strand_dc_dci_pool_show(strand_dc_iface_t *iface,
                                   strand_dc_dci_state_str(dci->state),
                                   dci->outstanding, dci->users, dci->errored,
                                   dci->flushed, dci->resets, dci->cqes,
-                                  dci->unsignaled);
+                                  (dci->qp.h != NULL) ?
+                                  strand_dc_dci_unsignaled(iface, dci) : 0);
         for (j = 0; j < iface->config.num_streams; ++j) {
-            if ((dci->streams[j].users == 0) &&
-                (dci->streams[j].outstanding == 0) &&
+            outstanding = strand_dc_dci_stream_outstanding(dci, j);
+            if ((dci->streams[j].users == 0) && (outstanding == 0) &&
                 (dci->streams[j].state == STRAND_DC_STREAM_OK) &&
                 (dci->streams[j].resets == 0) &&
                 (dci->streams[j].leases == 0) &&
@@ -753,7 +800,7 @@ void strand_dc_dci_pool_show(strand_dc_iface_t *iface,
                                       dci->streams[j].id,
                                       (dci->streams[j].state ==
                                        STRAND_DC_STREAM_OK) ? "ok" :
-                                      "draining", dci->streams[j].outstanding,
+                                      "draining", outstanding,
                                       dci->streams[j].users,
                                       ucs_queue_length(&dci->streams[j].held),
                                       dci->streams[j].resets,

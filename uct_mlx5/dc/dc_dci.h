@@ -87,7 +87,6 @@ typedef enum strand_dc_stream_state {
 typedef struct strand_dc_stream {
     uint16_t  id;                /* the stream id in WQEs */
     uint8_t   state;             /* strand_dc_stream_state_t */
-    uint32_t  outstanding;       /* WQEs posted and not retired */
     uint32_t  users;             /* eps that lease it */
     uint64_t  peer;              /* per-peer mapping: the peer's key */
     uint64_t  dest;              /* its first user's destination */
@@ -114,10 +113,15 @@ typedef struct strand_dc_dci {
     strand_sq_t           sq;
     uint32_t              sq_tail;     /* BB counter of the oldest WQE not
                                           retired (== sq.cur_post: none) */
-    uint32_t              avail_bbs;
+    uint32_t              room_pi;     /* the last producer index at which
+                                          a WQE of the largest size still
+                                          fits: sq_tail + wqe_cnt -
+                                          dci_max_bbs (the free BBs are
+                                          derived from the two indexes) */
     uint32_t              posts;       /* WQEs since its ep took it (dcs) */
-    uint32_t              unsignaled;  /* WQEs posted since the last one
-                                          that asked for a CQE */
+    uint32_t              ce_countdown;/* WQEs to post until one asks for
+                                          a CQE (tx_moderation after one
+                                          that asked) */
     uint32_t              outstanding; /* WQEs posted and not retired */
     uint32_t              flushed;     /* of those, FLUSHED */
     strand_dc_op_t       *ops;         /* by BB slot of the ctrl segment */
@@ -191,12 +195,22 @@ strand_dc_dci_outstanding(const strand_dc_dci_t *dci)
     return dci->outstanding;
 }
 
+/* Room for one more WQE of any size: a WQE of the largest size fits in
+ * the free BBs (from the producer index up to the oldest WQE not retired)
+ * and the WQE count allows one more. */
 static UCS_F_ALWAYS_INLINE int
 strand_dc_dci_has_room(const strand_dc_iface_t *iface,
                        const strand_dc_dci_t *dci)
 {
-    return (dci->avail_bbs >= iface->config.dci_max_bbs) &&
+    return ((int32_t)(dci->room_pi - dci->sq.cur_post) >= 0) &&
            (dci->outstanding < iface->config.tx_queue_len);
+}
+
+/* The free BBs of the SQ (for messages and checks; posts use the room). */
+static UCS_F_ALWAYS_INLINE uint32_t
+strand_dc_dci_avail_bbs(const strand_dc_dci_t *dci)
+{
+    return dci->sq.wqe_cnt - (dci->sq.cur_post - dci->sq_tail);
 }
 
 /* The ctrl segment of the next WQE, with the endpoint's address vector
@@ -253,14 +267,12 @@ strand_dc_dci_next_op(strand_dc_dci_t *dci)
 }
 
 /* The WQE at the producer index (written by the caller) takes bbs BBs of
- * the SQ and counts as outstanding on its stream. */
+ * the SQ and counts as outstanding. */
 static UCS_F_ALWAYS_INLINE void
-strand_dc_dci_take(strand_dc_dci_t *dci, unsigned stream, unsigned bbs)
+strand_dc_dci_take(strand_dc_dci_t *dci, unsigned bbs)
 {
     strand_sq_advance(&dci->sq, bbs);
-    dci->avail_bbs -= bbs;
     dci->outstanding++;
-    dci->streams[stream].outstanding++;
 }
 
 /* A WQE whose completion only counts: the head of its record. */
@@ -278,7 +290,7 @@ strand_dc_dci_claim_light(strand_dc_dci_t *dci, unsigned bbs,
     op->stream  = stream;
     op->opcode  = opcode;
     op->ep      = ep;
-    strand_dc_dci_take(dci, stream, bbs);
+    strand_dc_dci_take(dci, bbs);
 }
 
 /* A WQE with work at its completion: the whole record, from op_in (its
@@ -294,7 +306,7 @@ strand_dc_dci_claim(strand_dc_dci_t *dci, unsigned bbs,
     op->wqe_idx = (uint16_t)dci->sq.cur_post;
     op->bbs     = bbs;
     op->state   = STRAND_DC_OP_POSTED;
-    strand_dc_dci_take(dci, op->stream, bbs);
+    strand_dc_dci_take(dci, bbs);
     return op;
 }
 
@@ -303,17 +315,31 @@ strand_dc_dci_claim(strand_dc_dci_t *dci, unsigned bbs,
  * spares the CQEs no one waits for). A CQE retires every WQE before it
  * (CQEs come in SQ order), so an unsignaled WQE completes with the next
  * signaled one; the queue never fills up with unsignaled WQEs because
- * tx_moderation is at most a quarter of it. */
+ * tx_moderation is at most a quarter of it. Counted down, so that the
+ * common case is one decrement. */
 static UCS_F_ALWAYS_INLINE uint8_t
 strand_dc_dci_ce(const strand_dc_iface_t *iface, strand_dc_dci_t *dci,
                  int must)
 {
-    if (must || (++dci->unsignaled >= iface->tx_moderation)) {
-        dci->unsignaled = 0;
+    if (must || (--dci->ce_countdown == 0)) {
+        dci->ce_countdown = iface->tx_moderation;
         return MLX5_WQE_CTRL_CQ_UPDATE;
     }
     return 0;
 }
+
+/* WQEs posted on dci since the last one that asked for a CQE. */
+static UCS_F_ALWAYS_INLINE unsigned
+strand_dc_dci_unsignaled(const strand_dc_iface_t *iface,
+                         const strand_dc_dci_t *dci)
+{
+    return iface->tx_moderation - dci->ce_countdown;
+}
+
+/* WQEs of stream `stream` outstanding on dci (a walk over the SQ: only
+ * recovery and the VFS ask, the post path counts per DCI only). */
+unsigned strand_dc_dci_stream_outstanding(const strand_dc_dci_t *dci,
+                                          unsigned stream);
 
 /* The last WQE posted on dci asked for no CQE, and something waits for
  * the WQEs before it (a flush, an endpoint wanting a DCI): post a

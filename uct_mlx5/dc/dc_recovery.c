@@ -336,7 +336,7 @@ static unsigned strand_dc_recovery_repost(strand_dc_iface_t *iface,
         /* the held WQEs may not have asked for CQEs: the last one asks,
          * so that they all complete */
         ctrl->fm_ce_se |= MLX5_WQE_CTRL_CQ_UPDATE;
-        dci->unsignaled = 0;
+        dci->ce_countdown = iface->tx_moderation;
         strand_dc_dci_ring(dci, ctrl,
                            strand_ds_to_bbs(strand_ctrl_ds(ctrl)));
     }
@@ -440,7 +440,8 @@ static void strand_dc_recovery_check_done(strand_dc_iface_t *iface,
             strand_dc_recovery_dci_done(iface, dci);
         }
     } else if ((s->state == STRAND_DC_STREAM_DRAINING) &&
-               (s->outstanding == 0)) {
+               (strand_dc_dci_stream_outstanding(dci, s - dci->streams) ==
+                0)) {
         strand_dc_recovery_stream_done(iface, dci, s);
     }
 }
