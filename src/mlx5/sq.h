@@ -67,6 +67,7 @@ typedef struct strand_sq {
     uint32_t  cur_post;   /* producer index: free-running BB counter */
     uint32_t  qpn;
     uint32_t  bf_size;
+    uint64_t  head_qpn;   /* strand_ctrl_head_qpn(qpn) */
     uint8_t   mmio_mode;  /* STRAND_MMIO_MODE_DB or _BF_POST */
     uint8_t   ring;       /* STRAND_SQ_RING_* */
     __be32   *dbrec;      /* [MLX5_SND_DBR] is the producer index */
@@ -106,6 +107,7 @@ static inline void strand_sq_init(strand_sq_t *sq, const struct mlx5dv_qp *dv,
     sq->end       = strand_sq_end(sq->buf, sq->wqe_cnt);
     sq->cur_post  = 0;
     sq->qpn       = qpn;
+    sq->head_qpn  = strand_ctrl_head_qpn(qpn);
     sq->bf_size   = dv->bf.size;
     sq->dbrec     = dv->dbrec;
     sq->bf_reg    = dv->bf.reg;
@@ -156,32 +158,63 @@ static inline void *strand_sq_seg_next(const strand_sq_t *sq, void *seg,
     return strand_sq_next(seg, size, sq->buf, sq->end);
 }
 
+/* Ctrl bytes 0-7 of the WQE at the producer index pi, as stored
+ * (strand_ctrl_head: its index, the QP number). */
+static inline uint64_t strand_sq_ctrl_head(const strand_sq_t *sq, uint32_t pi,
+                                           uint8_t opmod, uint8_t opcode,
+                                           unsigned ds)
+{
+    strand_sq_check((ds > 0) && (ds <= 0x3f), sq, "ds out of range");
+    strand_sq_check(pi == sq->cur_post, sq, "WQE not at the producer index");
+    return strand_ctrl_head_of(sq->head_qpn, opmod, (uint16_t)pi, opcode,
+                               ds);
+}
+
+/* The ctrl segment of the WQE at ctrl, the producer index's, from its
+ * two words (strand_sq_ctrl_head, strand_ctrl_tail). */
+static inline void strand_sq_write_ctrl(const strand_sq_t *sq,
+                                        struct mlx5_wqe_ctrl_seg *ctrl,
+                                        uint64_t head, uint64_t tail)
+{
+    strand_sq_check(ctrl == strand_sq_ctrl(sq), sq,
+                    "WQE not at the producer index");
+    strand_set_ctrl_words(ctrl, head, tail);
+}
+
 /* The ctrl segment of the WQE at the producer index (its index, the QP
- * number, ds, fence/completion/solicited flags, immediate as given). */
+ * number, ds, fence/completion/solicited flags, immediate as given; DCI
+ * stream 0). */
 static inline void strand_sq_set_ctrl(const strand_sq_t *sq,
                                       struct mlx5_wqe_ctrl_seg *ctrl,
                                       uint8_t opmod, uint8_t opcode,
                                       unsigned ds, uint8_t fm_ce_se,
                                       uint32_t imm_be)
 {
-    strand_sq_check((ds > 0) && (ds <= 0x3f), sq, "ds out of range");
-    strand_sq_check(ctrl == strand_sq_ctrl(sq), sq,
-                    "WQE not at the producer index");
-    strand_set_ctrl_seg(ctrl, opmod, (uint16_t)sq->cur_post, opcode, sq->qpn,
-                        ds, fm_ce_se, imm_be);
+    strand_sq_write_ctrl(sq, ctrl,
+                         strand_sq_ctrl_head(sq, sq->cur_post, opmod, opcode,
+                                             ds),
+                         strand_ctrl_tail(0, fm_ce_se, imm_be));
 }
 
-/* The WQE at the producer index is written: it takes its BBs. */
-static inline void strand_sq_advance(strand_sq_t *sq, unsigned bbs)
+/* The WQE at the producer index pi (the caller has it at hand) is
+ * written: it takes its BBs. */
+static inline void strand_sq_advance_from(strand_sq_t *sq, uint32_t pi,
+                                          unsigned bbs)
 {
+    strand_sq_check(pi == sq->cur_post, sq, "WQE not at the producer index");
     /* ds <= 63: a WQE is at most 16 BBs */
     strand_sq_check((bbs > 0) && (bbs <= 16), sq, "WQE of more than 16 BBs");
-    sq->cur_post += bbs;
+    sq->cur_post = pi + bbs;
 #ifdef STRAND_DEBUG
     strand_sq_check(sq->cur_post - sq->rung <= sq->wqe_cnt, sq,
                     "more BBs posted since the last doorbell than the queue "
                     "holds");
 #endif
+}
+
+static inline void strand_sq_advance(strand_sq_t *sq, unsigned bbs)
+{
+    strand_sq_advance_from(sq, sq->cur_post, bbs);
 }
 
 /* Copy the WQE at ctrl (bbs BBs, wrapping) to the BF buffer in 8-byte

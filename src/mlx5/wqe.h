@@ -91,13 +91,26 @@ static inline unsigned strand_inline_ds(uint32_t len)
  * Each is built as a big-endian 64-bit number and swapped once, so that
  * a constant part (an endpoint's stream, an operation's opcode) folds.
  */
+/* the QP number's part of a head (a queue keeps it: a post adds the rest) */
+static inline uint64_t strand_ctrl_head_qpn(uint32_t qpn)
+{
+    return (uint64_t)(qpn & 0xffffff) << 8;
+}
+
+static inline uint64_t strand_ctrl_head_of(uint64_t head_qpn, uint8_t opmod,
+                                           uint16_t wqe_idx, uint8_t opcode,
+                                           unsigned ds)
+{
+    return htobe64(((uint64_t)opmod << 56) | ((uint64_t)wqe_idx << 40) |
+                   ((uint64_t)opcode << 32) | head_qpn | (ds & 0x3f));
+}
+
 static inline uint64_t strand_ctrl_head(uint8_t opmod, uint16_t wqe_idx,
                                         uint8_t opcode, uint32_t qpn,
                                         unsigned ds)
 {
-    return htobe64(((uint64_t)opmod << 56) | ((uint64_t)wqe_idx << 40) |
-                   ((uint64_t)opcode << 32) |
-                   ((uint64_t)(qpn & 0xffffff) << 8) | (ds & 0x3f));
+    return strand_ctrl_head_of(strand_ctrl_head_qpn(qpn), opmod, wqe_idx,
+                               opcode, ds);
 }
 
 static inline uint64_t strand_ctrl_tail(uint16_t stream_id, uint8_t fm_ce_se,
@@ -412,8 +425,11 @@ static inline int strand_inline_fits(const void *seg, uint32_t len,
            (const uint8_t*)sq_end;
 }
 
-/* A copy of a few bytes without a call: short messages are mostly 0-16
- * bytes, where a libc memcpy call costs several times the copy. */
+/* A copy of inline data without a call: short messages are mostly 0-16
+ * bytes, where a libc memcpy call costs several times the copy (and makes
+ * its caller keep everything in callee-saved registers around it);
+ * inline data is never long. 16-byte steps, then moves that overlap at
+ * the end. */
 static inline void strand_copy_small(void *dst, const void *src, uint32_t len)
 {
     uint8_t *d       = (uint8_t*)dst;
@@ -421,10 +437,20 @@ static inline void strand_copy_small(void *dst, const void *src, uint32_t len)
     uint64_t a, b;
     uint32_t x, y;
 
-    if (len > 16) {
-        memcpy(d, s, len);
-    } else if (len >= 8) {
-        /* two 8-byte moves that overlap when len < 16 */
+    if (len == 0) {
+        return;
+    }
+    if (len >= 8) {
+        while (len > 16) {
+            memcpy(&a, s, 8);
+            memcpy(&b, s + 8, 8);
+            memcpy(d, &a, 8);
+            memcpy(d + 8, &b, 8);
+            d   += 16;
+            s   += 16;
+            len -= 16;
+        }
+        /* 1..16 bytes left, 8 or more copied before them when < 8 */
         memcpy(&a, s, 8);
         memcpy(&b, s + len - 8, 8);
         memcpy(d, &a, 8);
@@ -435,9 +461,10 @@ static inline void strand_copy_small(void *dst, const void *src, uint32_t len)
         memcpy(d, &x, 4);
         memcpy(d + len - 4, &y, 4);
     } else {
-        while (len-- > 0) {
-            *d++ = *s++;
-        }
+        /* 1..3 bytes: the first, the middle and the last */
+        d[0]        = s[0];
+        d[len >> 1] = s[len >> 1];
+        d[len - 1]  = s[len - 1];
     }
 }
 

@@ -31,10 +31,30 @@ static void strand_dc_dci_set_room(strand_dc_iface_t *iface,
     dci->room_pi = dci->sq_tail + dci->sq.wqe_cnt - iface->config.dci_max_bbs;
 }
 
+void strand_dc_dci_set_state(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
+                             strand_dc_dci_state_t state)
+{
+    if (dci->state != state) {
+        dci->state = state;
+        strand_dc_ep_tx_update_dci(iface, dci);
+    }
+}
+
+void strand_dc_stream_set_state(strand_dc_iface_t *iface,
+                                strand_dc_dci_t *dci, strand_dc_stream_t *s,
+                                strand_dc_stream_state_t state)
+{
+    if (s->state != state) {
+        s->state = state;
+        strand_dc_ep_tx_update_dci(iface, dci);
+    }
+}
+
 void strand_dc_dci_geometry(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
 {
     strand_sq_init(&dci->sq, &dci->qp.dv, dci->qp.qpn,
                    (strand_mmio_mode_t)iface->md->mmio_mode);
+    dci->op_delta     = (uintptr_t)dci->ops - (uintptr_t)dci->sq.buf;
     dci->sq_tail      = 0;
     dci->ce_countdown = iface->tx_moderation;
     dci->outstanding  = 0;
@@ -113,7 +133,9 @@ ucs_status_t strand_dc_dci_attach_qp(strand_dc_iface_t *iface,
         return UCS_ERR_INVALID_PARAM;
     }
     strand_dc_dci_moderation_fit(iface, dci->sq.wqe_cnt);
-    dci->ops = ucs_calloc(dci->sq.wqe_cnt, sizeof(*dci->ops), "strand_dc_ops");
+    dci->ops      = ucs_calloc(dci->sq.wqe_cnt, sizeof(*dci->ops),
+                               "strand_dc_ops");
+    dci->op_delta = (uintptr_t)dci->ops - (uintptr_t)dci->sq.buf;
     return (dci->ops == NULL) ? UCS_ERR_NO_MEMORY : UCS_OK;
 }
 
@@ -198,6 +220,7 @@ ucs_status_t strand_dc_dci_rc_take(strand_dc_iface_t *iface,
     dci->streams[0].users = 1;
     ep->dci     = dci->index;
     ep->stream  = 0;
+    strand_dc_ep_tx_update(iface, ep);
     return UCS_OK;
 }
 
@@ -213,14 +236,15 @@ void strand_dc_dci_rc_give(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     dci->users = 0;
     dci->streams[0].users = 0;
     ep->dci    = STRAND_DC_DCI_NONE;
+    strand_dc_ep_tx_update(iface, ep);
     if (dci->state == STRAND_DC_DCI_BROKEN) {
         /* in error since: nothing more of it comes back */
         strand_dc_dci_detach_qp(iface, dci);
-        dci->state = STRAND_DC_DCI_FREE;
+        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_FREE);
         return;
     }
     if (dci->state == STRAND_DC_DCI_ACTIVE) {
-        dci->state = STRAND_DC_DCI_FREE;
+        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_FREE);
     }
     /* now, or once its last WQE is back (strand_dc_policy_dci_idle) */
     strand_dc_policy_dci_idle(iface, dci);
@@ -403,7 +427,7 @@ void strand_dc_dci_rc_connected(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 {
     strand_dc_dci_t *dci = &iface->dcis[ep->dci];
 
-    dci->state = STRAND_DC_DCI_ACTIVE;
+    strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_ACTIVE);
     strand_dc_dci_wake_waiters(iface, dci);
     strand_dc_ep_schedule(iface, ep);
 }
@@ -520,10 +544,10 @@ int strand_dc_dci_reset(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
     if (iface->rc) {
         /* an RC QP in error is connected to nobody any more: its ep has
          * failed, and the QP goes with the ep (or now, if it is gone) */
-        dci->state = STRAND_DC_DCI_BROKEN;
+        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_BROKEN);
         if (dci->ep == NULL) {
             strand_dc_dci_detach_qp(iface, dci);
-            dci->state = STRAND_DC_DCI_FREE;
+            strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_FREE);
         }
         return ENOTCONN;
     }
@@ -532,7 +556,7 @@ int strand_dc_dci_reset(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
         ucs_error("%s: failed to reset DCI %u (qpn 0x%x): %s; it is not "
                   "used again", dev->info.name, dci->index, dci->qp.qpn,
                   strerror(err));
-        dci->state = STRAND_DC_DCI_BROKEN;
+        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_BROKEN);
         return err;
     }
     strand_dc_dci_geometry(iface, dci);
@@ -664,7 +688,7 @@ unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface)
 ucs_status_t strand_dc_dci_signal_tail(strand_dc_iface_t *iface,
                                        strand_dc_dci_t *dci)
 {
-    struct mlx5_wqe_ctrl_seg *ctrl;
+    strand_dc_slot_t slot;
     unsigned i;
 
     if ((strand_dc_dci_unsignaled(iface, dci) == 0) ||
@@ -684,15 +708,15 @@ ucs_status_t strand_dc_dci_signal_tail(strand_dc_iface_t *iface,
     if (i == iface->config.num_streams) {
         return UCS_ERR_NO_RESOURCE;
     }
-    ctrl = strand_sq_ctrl(&dci->sq);
-    strand_sq_set_ctrl(&dci->sq, ctrl, 0, MLX5_OPCODE_NOP, 1,
+    strand_dc_dci_slot(dci, &slot);
+    strand_sq_set_ctrl(&dci->sq, slot.ctrl, 0, MLX5_OPCODE_NOP, 1,
                        strand_dc_dci_ce(iface, dci, 1), 0);
-    strand_set_ctrl_stream(ctrl, dci->streams[i].id);
+    strand_set_ctrl_stream(slot.ctrl, dci->streams[i].id);
     STRAND_DC_IFACE_STAT(iface, TX_TAIL_NOP, 1);
-    strand_dc_dci_log_tx(dci, ctrl, 0);
+    strand_dc_dci_log_tx(dci, slot.ctrl, 0);
     /* nobody's: it only retires the WQEs before it */
-    strand_dc_dci_claim_light(dci, 1, NULL, i, MLX5_OPCODE_NOP);
-    strand_dc_dci_ring(dci, ctrl, 1);
+    strand_dc_dci_claim_light(dci, &slot, 1, NULL, i, MLX5_OPCODE_NOP);
+    strand_dc_dci_ring(dci, slot.ctrl, 1);
     return UCS_OK;
 }
 

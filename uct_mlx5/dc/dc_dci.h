@@ -53,13 +53,15 @@ typedef struct strand_dc_tmp_reg {
 /* One outstanding WQE, in the slot of its first basic block. The head
  * (wqe_idx .. ep, 16 bytes) is written for every WQE: it is what an error
  * or flush CQE needs to find the endpoint and stream the WQE belongs to;
- * the rest only for WQEs whose completion has work to do. */
+ * the rest only for WQEs whose completion has work to do. The head's
+ * fields that are constants of a short operation (type .. reserved) are
+ * side by side: one store. */
 typedef struct strand_dc_op {
     uint16_t              wqe_idx;  /* WQE index in the ctrl segment */
     uint8_t               bbs;
+    uint8_t               stream;   /* index in dci->streams */
     uint8_t               type;     /* STRAND_DC_OP_PLAIN, ... */
     uint8_t               state;    /* STRAND_DC_OP_FREE, ... */
-    uint8_t               stream;   /* index in dci->streams */
     uint8_t               opcode;   /* MLX5_OPCODE_* (for recovery) */
     uint8_t               reserved;
     struct strand_dc_ep  *ep;       /* NULL: the ep is gone */
@@ -125,6 +127,9 @@ typedef struct strand_dc_dci {
     uint32_t              outstanding; /* WQEs posted and not retired */
     uint32_t              flushed;     /* of those, FLUSHED */
     strand_dc_op_t       *ops;         /* by BB slot of the ctrl segment */
+    uintptr_t             op_delta;    /* a WQE's op record is at its ctrl
+                                          segment + this (strand_dc_slot_op):
+                                          BBs and records are 64 bytes */
     strand_dc_stream_t   *streams;
     uint32_t              users;       /* eps leasing it */
     uint64_t              home;        /* streams: the destination of the
@@ -173,6 +178,13 @@ void strand_dc_dci_detach_qp(strand_dc_iface_t *iface, strand_dc_dci_t *dci);
  * its old incarnation was consumed. 0 or errno (rc_strand: an RC QP is not
  * reset: ENOTCONN, its slot broken until its ep goes). */
 int strand_dc_dci_reset(strand_dc_iface_t *iface, strand_dc_dci_t *dci);
+/* dci, or its stream s, goes to state: the readiness of the eps leasing
+ * it follows at once (before anything else can post) */
+void strand_dc_dci_set_state(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
+                             strand_dc_dci_state_t state);
+void strand_dc_stream_set_state(strand_dc_iface_t *iface,
+                                strand_dc_dci_t *dci, strand_dc_stream_t *s,
+                                strand_dc_stream_state_t state);
 /* the SQ geometry of a fresh (or reset) DCI */
 void strand_dc_dci_geometry(strand_dc_iface_t *iface, strand_dc_dci_t *dci);
 /* complete an operation (status UCS_OK: unpack / copy results) and free
@@ -213,20 +225,29 @@ strand_dc_dci_avail_bbs(const strand_dc_dci_t *dci)
     return dci->sq.wqe_cnt - (dci->sq.cur_post - dci->sq_tail);
 }
 
+/* The endpoint's address vector behind the ctrl segment at ctrl (ctrl and
+ * AV fit the first BB: never wrapped); av_ds 0: an RC QP, whose WQEs name
+ * no destination. */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_dci_set_av(struct mlx5_wqe_ctrl_seg *ctrl,
+                     const struct mlx5_wqe_av *av, unsigned av_ds)
+{
+    if (ucs_likely(av_ds == 1)) {
+        memcpy(ctrl + 1, av, STRAND_AV_BASE_SIZE);
+    } else if (av_ds == 3) {
+        memcpy(ctrl + 1, av, STRAND_AV_FULL_SIZE);
+    }
+}
+
 /* The ctrl segment of the next WQE, with the endpoint's address vector
- * right behind it (ctrl and AV fit the first BB: never wrapped); av_ds 0:
- * an RC QP, whose WQEs name no destination. */
+ * right behind it. */
 static UCS_F_ALWAYS_INLINE struct mlx5_wqe_ctrl_seg *
 strand_dc_dci_wqe_start(strand_dc_dci_t *dci, const struct mlx5_wqe_av *av,
                         unsigned av_ds, void **next_seg)
 {
     struct mlx5_wqe_ctrl_seg *ctrl = strand_sq_ctrl(&dci->sq);
 
-    if (ucs_likely(av_ds == 1)) {
-        memcpy(ctrl + 1, av, STRAND_AV_BASE_SIZE);
-    } else if (av_ds == 3) {
-        memcpy(ctrl + 1, av, STRAND_AV_FULL_SIZE);
-    } /* else an RC QP: no address in its WQEs */
+    strand_dc_dci_set_av(ctrl, av, av_ds);
     *next_seg = strand_sq_seg_next(&dci->sq, ctrl + 1, av_ds * STRAND_WQE_DS);
     return ctrl;
 }
@@ -248,49 +269,79 @@ strand_dc_dci_log_tx(strand_dc_dci_t *dci,
 }
 
 /* Ring the doorbell for everything up to the producer index (ctrl: the
- * last WQE, of bbs BBs) and hand the SQ to the device. */
+ * last WQE, of bbs BBs, its bytes 0-7 as stored in head) and hand the SQ
+ * to the device. */
 static UCS_F_ALWAYS_INLINE void
-strand_dc_dci_ring(strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
-                   unsigned bbs)
+strand_dc_dci_ring_head(strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
+                        unsigned bbs, uint64_t head)
 {
-    strand_sq_ring(&dci->sq, ctrl, bbs);
+    strand_sq_ring_head(&dci->sq, ctrl, bbs, head);
     if (dci->qp.kick != NULL) {
         dci->qp.kick(dci->qp.kick_arg);
     }
 }
 
-/* The op slot of the WQE at the producer index. */
-static UCS_F_ALWAYS_INLINE strand_dc_op_t *
-strand_dc_dci_next_op(strand_dc_dci_t *dci)
+static UCS_F_ALWAYS_INLINE void
+strand_dc_dci_ring(strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
+                   unsigned bbs)
 {
-    return &dci->ops[dci->sq.cur_post & (dci->sq.wqe_cnt - 1)];
+    uint64_t head;
+
+    memcpy(&head, ctrl, sizeof(head));
+    strand_dc_dci_ring_head(dci, ctrl, bbs, head);
 }
 
-/* The WQE at the producer index (written by the caller) takes bbs BBs of
- * the SQ and counts as outstanding. */
+/* Where the WQE at the producer index goes: its ctrl segment and its
+ * index. Taken once, before the WQE's bytes are written: the compiler
+ * would read the queue's fields again after every byte stored. */
+typedef struct strand_dc_slot {
+    struct mlx5_wqe_ctrl_seg *ctrl;
+    uint32_t                  pi;
+} strand_dc_slot_t;
+
+_Static_assert(sizeof(strand_dc_op_t) == STRAND_WQE_BB,
+               "an op record is as large as a BB");
+
 static UCS_F_ALWAYS_INLINE void
-strand_dc_dci_take(strand_dc_dci_t *dci, unsigned bbs)
+strand_dc_dci_slot(const strand_dc_dci_t *dci, strand_dc_slot_t *slot)
 {
-    strand_sq_advance(&dci->sq, bbs);
+    slot->pi   = dci->sq.cur_post;
+    slot->ctrl = strand_sq_ctrl(&dci->sq);
+}
+
+/* The op record of the WQE in slot. */
+static UCS_F_ALWAYS_INLINE strand_dc_op_t *
+strand_dc_slot_op(const strand_dc_dci_t *dci, const strand_dc_slot_t *slot)
+{
+    return (strand_dc_op_t*)((uintptr_t)slot->ctrl + dci->op_delta);
+}
+
+/* The WQE at the producer index pi (written by the caller) takes bbs BBs
+ * of the SQ and counts as outstanding. */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_dci_take(strand_dc_dci_t *dci, uint32_t pi, unsigned bbs)
+{
+    strand_sq_advance_from(&dci->sq, pi, bbs);
     dci->outstanding++;
 }
 
 /* A WQE whose completion only counts: the head of its record. */
 static UCS_F_ALWAYS_INLINE void
-strand_dc_dci_claim_light(strand_dc_dci_t *dci, unsigned bbs,
-                          struct strand_dc_ep *ep, unsigned stream,
-                          uint8_t opcode)
+strand_dc_dci_claim_light(strand_dc_dci_t *dci, const strand_dc_slot_t *slot,
+                          unsigned bbs, struct strand_dc_ep *ep,
+                          unsigned stream, uint8_t opcode)
 {
-    strand_dc_op_t *op = strand_dc_dci_next_op(dci);
+    strand_dc_op_t *op = strand_dc_slot_op(dci, slot);
 
-    op->wqe_idx = (uint16_t)dci->sq.cur_post;
-    op->bbs     = bbs;
-    op->type    = STRAND_DC_OP_LIGHT;
-    op->state   = STRAND_DC_OP_POSTED;
-    op->stream  = stream;
-    op->opcode  = opcode;
-    op->ep      = ep;
-    strand_dc_dci_take(dci, bbs);
+    op->wqe_idx  = (uint16_t)slot->pi;
+    op->bbs      = bbs;
+    op->stream   = stream;
+    op->type     = STRAND_DC_OP_LIGHT;
+    op->state    = STRAND_DC_OP_POSTED;
+    op->opcode   = opcode;
+    op->reserved = 0;
+    op->ep       = ep;
+    strand_dc_dci_take(dci, slot->pi, bbs);
 }
 
 /* A WQE with work at its completion: the whole record, from op_in (its
@@ -300,13 +351,16 @@ static UCS_F_ALWAYS_INLINE strand_dc_op_t *
 strand_dc_dci_claim(strand_dc_dci_t *dci, unsigned bbs,
                     const strand_dc_op_t *op_in)
 {
-    strand_dc_op_t *op = strand_dc_dci_next_op(dci);
+    strand_dc_slot_t slot;
+    strand_dc_op_t *op;
 
+    strand_dc_dci_slot(dci, &slot);
+    op          = strand_dc_slot_op(dci, &slot);
     *op         = *op_in;
-    op->wqe_idx = (uint16_t)dci->sq.cur_post;
+    op->wqe_idx = (uint16_t)slot.pi;
     op->bbs     = bbs;
     op->state   = STRAND_DC_OP_POSTED;
-    strand_dc_dci_take(dci, bbs);
+    strand_dc_dci_take(dci, slot.pi, bbs);
     return op;
 }
 
