@@ -159,7 +159,8 @@ static inline void *strand_sq_seg_next(const strand_sq_t *sq, void *seg,
 }
 
 /* Ctrl bytes 0-7 of the WQE at the producer index pi, as stored
- * (strand_ctrl_head: its index, the QP number). */
+ * (strand_ctrl_head: its index, the QP number; ds in range, checked by
+ * debug builds). */
 static inline uint64_t strand_sq_ctrl_head(const strand_sq_t *sq, uint32_t pi,
                                            uint8_t opmod, uint8_t opcode,
                                            unsigned ds)
@@ -271,7 +272,7 @@ static inline void strand_sq_ring_head(strand_sq_t *sq,
     sq->rung = sq->cur_post;
 #endif
     strand_sq_doorbell_record(sq->dbrec, sq->cur_post);
-    if (__builtin_expect(sq->ring == STRAND_SQ_RING_DB, 1)) {
+    if (__builtin_expect(!sq->ring, 1)) { /* STRAND_SQ_RING_DB */
         strand_sq_doorbell_mmio8(sq->bf_cur, 0, &head);
     } else {
         strand_sq_ring_bf(sq, ctrl, last_bbs, head);

@@ -63,10 +63,11 @@ static inline void *strand_sq_next(void *seg, size_t size, void *sq_buf,
     return strand_sq_wrap((uint8_t*)seg + size, sq_buf, sq_end);
 }
 
-/* Number of BBs a WQE of `ds` 16-byte units takes. */
+/* Number of BBs a WQE of `ds` 16-byte units (at most 63) takes. */
 static inline unsigned strand_ds_to_bbs(unsigned ds)
 {
-    return (ds * STRAND_WQE_DS + STRAND_WQE_BB - 1) / STRAND_WQE_BB;
+    return (ds + (STRAND_WQE_BB / STRAND_WQE_DS) - 1) /
+           (STRAND_WQE_BB / STRAND_WQE_DS);
 }
 
 /* ds units of an inline segment carrying `len` bytes (0 when len is 0:
@@ -97,12 +98,13 @@ static inline uint64_t strand_ctrl_head_qpn(uint32_t qpn)
     return (uint64_t)(qpn & 0xffffff) << 8;
 }
 
+/* ... of a ds already checked to be at most 0x3f (strand_sq_ctrl_head) */
 static inline uint64_t strand_ctrl_head_of(uint64_t head_qpn, uint8_t opmod,
                                            uint16_t wqe_idx, uint8_t opcode,
                                            unsigned ds)
 {
     return htobe64(((uint64_t)opmod << 56) | ((uint64_t)wqe_idx << 40) |
-                   ((uint64_t)opcode << 32) | head_qpn | (ds & 0x3f));
+                   ((uint64_t)opcode << 32) | head_qpn | ds);
 }
 
 static inline uint64_t strand_ctrl_head(uint8_t opmod, uint16_t wqe_idx,
@@ -110,7 +112,7 @@ static inline uint64_t strand_ctrl_head(uint8_t opmod, uint16_t wqe_idx,
                                         unsigned ds)
 {
     return strand_ctrl_head_of(strand_ctrl_head_qpn(qpn), opmod, wqe_idx,
-                               opcode, ds);
+                               opcode, ds & 0x3f);
 }
 
 static inline uint64_t strand_ctrl_tail(uint16_t stream_id, uint8_t fm_ce_se,

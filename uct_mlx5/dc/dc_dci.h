@@ -54,16 +54,16 @@ typedef struct strand_dc_tmp_reg {
  * (wqe_idx .. ep, 16 bytes) is written for every WQE: it is what an error
  * or flush CQE needs to find the endpoint and stream the WQE belongs to;
  * the rest only for WQEs whose completion has work to do. The head's
- * fields that are constants of a short operation (type .. reserved) are
- * side by side: one store. */
+ * fields a short operation writes from its ep and constants (stream ..
+ * opcode) are side by side: one store. */
 typedef struct strand_dc_op {
     uint16_t              wqe_idx;  /* WQE index in the ctrl segment */
     uint8_t               bbs;
+    uint8_t               reserved;
     uint8_t               stream;   /* index in dci->streams */
     uint8_t               type;     /* STRAND_DC_OP_PLAIN, ... */
     uint8_t               state;    /* STRAND_DC_OP_FREE, ... */
     uint8_t               opcode;   /* MLX5_OPCODE_* (for recovery) */
-    uint8_t               reserved;
     struct strand_dc_ep  *ep;       /* NULL: the ep is gone */
     /* type != STRAND_DC_OP_LIGHT only */
     uct_completion_t     *comp;
@@ -333,14 +333,13 @@ strand_dc_dci_claim_light(strand_dc_dci_t *dci, const strand_dc_slot_t *slot,
 {
     strand_dc_op_t *op = strand_dc_slot_op(dci, slot);
 
-    op->wqe_idx  = (uint16_t)slot->pi;
-    op->bbs      = bbs;
-    op->stream   = stream;
-    op->type     = STRAND_DC_OP_LIGHT;
-    op->state    = STRAND_DC_OP_POSTED;
-    op->opcode   = opcode;
-    op->reserved = 0;
-    op->ep       = ep;
+    op->wqe_idx = (uint16_t)slot->pi;
+    op->bbs     = bbs;
+    op->stream  = stream;
+    op->type    = STRAND_DC_OP_LIGHT;
+    op->state   = STRAND_DC_OP_POSTED;
+    op->opcode  = opcode;
+    op->ep      = ep;
     strand_dc_dci_take(dci, slot->pi, bbs);
 }
 

@@ -268,8 +268,8 @@ strand_dc_ep_am_short_fast(uct_ep_h tl_ep, unsigned av_ds, unsigned tmh_len,
     UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, sizeof(hdr) + length);
     strand_dc_am_short_inline(seg, total, tmh_len, id, hdr, payload, length);
     ds   = 1 + av_ds + strand_inline_ds(total);
-    head = strand_dc_ep_fast_claim(iface, ep, dci, &slot, MLX5_OPCODE_SEND,
-                                   ds, MLX5_WQE_CTRL_SOLICITED);
+    head = strand_dc_ep_fast_claim(ep, dci, &slot, MLX5_OPCODE_SEND, ds,
+                                   MLX5_WQE_CTRL_SOLICITED);
     strand_dc_ep_ring(ep, dci, slot.ctrl, strand_ds_to_bbs(ds), head);
     return UCS_OK;
 }
@@ -517,8 +517,7 @@ strand_dc_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds,
            strand_set_inline_hdr_data(UCS_PTR_BYTE_OFFSET(seg,
                                           sizeof(struct mlx5_wqe_raddr_seg)),
                                       NULL, 0, buffer, length);
-    head = strand_dc_ep_fast_claim(iface, ep, dci, &slot,
-                                   MLX5_OPCODE_RDMA_WRITE, ds,
+    head = strand_dc_ep_fast_claim(ep, dci, &slot, MLX5_OPCODE_RDMA_WRITE, ds,
                                    STRAND_WQE_CTRL_FM_NONE);
     UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
     strand_dc_ep_ring(ep, dci, slot.ctrl, strand_ds_to_bbs(ds), head);

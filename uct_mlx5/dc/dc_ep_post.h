@@ -169,10 +169,12 @@ strand_dc_ep_claim_light(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
                          uint64_t stream_tail, int must)
 {
     uint64_t head = strand_sq_ctrl_head(&dci->sq, slot->pi, 0, opcode, ds);
-    uint8_t fm    = fm_se | strand_dc_dci_ce(iface, dci, must);
+    uint64_t tail = stream_tail | strand_ctrl_tail(0, fm_se, 0);
 
-    strand_sq_write_ctrl(&dci->sq, slot->ctrl, head,
-                         stream_tail | strand_ctrl_tail(0, fm, 0));
+    if (strand_dc_dci_ce(iface, dci, must)) {
+        tail |= strand_ctrl_tail(0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+    }
+    strand_sq_write_ctrl(&dci->sq, slot->ctrl, head, tail);
     strand_dc_dci_claim_light(dci, slot, strand_ds_to_bbs(ds), ep,
                               ep->stream, opcode);
     strand_dc_ep_count(ep, dci);
@@ -226,17 +228,21 @@ strand_dc_ep_fast_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 /* The slot of a short operation's WQE on dci, ep's address vector (av_ds
  * units: ep->av_ds, or the constant it is) behind its ctrl segment, and
  * where its segments go (*seg_p); 0 when their seg_bytes would run over
- * the end of the send queue (the general path wraps them). */
+ * the end of the send queue (the general path wraps them). A WQE within
+ * its first BB never does (BBs are whole): the short ones need no look at
+ * the end. */
 static UCS_F_ALWAYS_INLINE int
 strand_dc_ep_fast_start(strand_dc_ep_t *ep, strand_dc_dci_t *dci,
                         unsigned av_ds, unsigned seg_bytes,
                         strand_dc_slot_t *slot, void **seg_p)
 {
+    unsigned prefix = (1 + av_ds) * STRAND_WQE_DS;
     uint8_t *seg;
 
     strand_dc_dci_slot(dci, slot);
-    seg = (uint8_t*)(slot->ctrl + 1) + av_ds * STRAND_WQE_DS;
-    if (ucs_unlikely(seg + seg_bytes > (uint8_t*)dci->sq.end)) {
+    seg = (uint8_t*)slot->ctrl + prefix;
+    if (ucs_unlikely((prefix + seg_bytes > STRAND_WQE_BB) &&
+                     (seg + seg_bytes > (uint8_t*)dci->sq.end))) {
         return 0;
     }
     strand_dc_dci_set_av(slot->ctrl, &ep->av, av_ds);
@@ -246,14 +252,19 @@ strand_dc_ep_fast_start(strand_dc_ep_t *ep, strand_dc_dci_t *dci,
 
 /* The ctrl segment, op record and counts of a short operation's WQE in
  * slot (strand_dc_ep_claim_light: no ep waits for a DCI, the stream's ctrl
- * bytes are ready); its segments are written after, where nothing else
- * needs a register. Returns the ctrl bytes 0-7 for the doorbell. */
+ * bytes are ready). Written after the segments: nothing of the operation's
+ * arguments needs a register then, and the interface is read again only
+ * for the CQE moderation's next count (the data stores may alias it: it is
+ * not kept in a register all along). Returns the ctrl bytes 0-7 for the
+ * doorbell. */
 static UCS_F_ALWAYS_INLINE uint64_t
-strand_dc_ep_fast_claim(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
-                        strand_dc_dci_t *dci, const strand_dc_slot_t *slot,
-                        uint8_t opcode, unsigned ds, uint8_t fm_se)
+strand_dc_ep_fast_claim(strand_dc_ep_t *ep, strand_dc_dci_t *dci,
+                        const strand_dc_slot_t *slot, uint8_t opcode,
+                        unsigned ds, uint8_t fm_se)
 {
-    return strand_dc_ep_claim_light(iface, ep, dci, slot, opcode, ds, fm_se,
+    return strand_dc_ep_claim_light(ucs_derived_of(ep->super.super.iface,
+                                                   strand_dc_iface_t),
+                                    ep, dci, slot, opcode, ds, fm_se,
                                     ep->tx_ctrl_tail, 0);
 }
 
