@@ -98,7 +98,9 @@ static inline uint64_t strand_ctrl_head_qpn(uint32_t qpn)
     return (uint64_t)(qpn & 0xffffff) << 8;
 }
 
-/* ... of a ds already checked to be at most 0x3f (strand_sq_ctrl_head) */
+/* ... of a ds already checked to be at most 0x3f (strand_sq_ctrl_head);
+ * opmod and opcode, constants where a post is inlined, are swapped apart
+ * (the compiler folds their swap). */
 static inline uint64_t strand_ctrl_head_of(uint64_t head_qpn, uint8_t opmod,
                                            uint16_t wqe_idx, uint8_t opcode,
                                            unsigned ds)

@@ -56,7 +56,8 @@ void strand_dc_dci_geometry(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
                    (strand_mmio_mode_t)iface->md->mmio_mode);
     dci->op_delta     = (uintptr_t)dci->ops - (uintptr_t)dci->sq.buf;
     dci->sq_tail      = 0;
-    dci->ce_countdown = iface->tx_moderation;
+    dci->moderation   = iface->tx_moderation;
+    dci->ce_countdown = dci->moderation;
     dci->outstanding  = 0;
     strand_dc_dci_set_room(iface, dci);
 }
@@ -82,7 +83,8 @@ static void strand_dc_dci_moderation_fit(strand_dc_iface_t *iface,
         if (dci->qp.h == NULL) {
             continue;
         }
-        unsignaled        = strand_dc_dci_unsignaled(iface, dci);
+        unsignaled        = strand_dc_dci_unsignaled(dci);
+        dci->moderation   = m;
         dci->ce_countdown = (unsignaled < m) ? m - unsignaled : 1;
     }
     iface->tx_moderation = m;
@@ -691,7 +693,7 @@ ucs_status_t strand_dc_dci_signal_tail(strand_dc_iface_t *iface,
     strand_dc_slot_t slot;
     unsigned i;
 
-    if ((strand_dc_dci_unsignaled(iface, dci) == 0) ||
+    if ((strand_dc_dci_unsignaled(dci) == 0) ||
         (dci->outstanding == 0)) {
         return UCS_OK; /* a CQE is due for every WQE posted */
     }
@@ -710,12 +712,13 @@ ucs_status_t strand_dc_dci_signal_tail(strand_dc_iface_t *iface,
     }
     strand_dc_dci_slot(dci, &slot);
     strand_sq_set_ctrl(&dci->sq, slot.ctrl, 0, MLX5_OPCODE_NOP, 1,
-                       strand_dc_dci_ce(iface, dci, 1), 0);
+                       strand_dc_dci_ce(dci, 1), 0);
     strand_set_ctrl_stream(slot.ctrl, dci->streams[i].id);
     STRAND_DC_IFACE_STAT(iface, TX_TAIL_NOP, 1);
     strand_dc_dci_log_tx(dci, slot.ctrl, 0);
     /* nobody's: it only retires the WQEs before it */
-    strand_dc_dci_claim_light(dci, &slot, 1, NULL, i, MLX5_OPCODE_NOP);
+    strand_dc_dci_claim_light(dci, &slot, 1, NULL,
+                              strand_dc_op_light_kind(i, MLX5_OPCODE_NOP));
     strand_dc_dci_ring(dci, slot.ctrl, 1);
     return UCS_OK;
 }
@@ -808,7 +811,7 @@ void strand_dc_dci_pool_show(strand_dc_iface_t *iface,
                                   dci->outstanding, dci->users, dci->errored,
                                   dci->flushed, dci->resets, dci->cqes,
                                   (dci->qp.h != NULL) ?
-                                  strand_dc_dci_unsignaled(iface, dci) : 0);
+                                  strand_dc_dci_unsignaled(dci) : 0);
         for (j = 0; j < iface->config.num_streams; ++j) {
             outstanding = strand_dc_dci_stream_outstanding(dci, j);
             if ((dci->streams[j].users == 0) && (outstanding == 0) &&

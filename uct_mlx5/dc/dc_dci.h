@@ -53,17 +53,22 @@ typedef struct strand_dc_tmp_reg {
 /* One outstanding WQE, in the slot of its first basic block. The head
  * (wqe_idx .. ep, 16 bytes) is written for every WQE: it is what an error
  * or flush CQE needs to find the endpoint and stream the WQE belongs to;
- * the rest only for WQEs whose completion has work to do. The head's
- * fields a short operation writes from its ep and constants (stream ..
- * opcode) are side by side: one store. */
+ * the rest only for WQEs whose completion has work to do. */
 typedef struct strand_dc_op {
     uint16_t              wqe_idx;  /* WQE index in the ctrl segment */
     uint8_t               bbs;
     uint8_t               reserved;
-    uint8_t               stream;   /* index in dci->streams */
-    uint8_t               type;     /* STRAND_DC_OP_PLAIN, ... */
-    uint8_t               state;    /* STRAND_DC_OP_FREE, ... */
-    uint8_t               opcode;   /* MLX5_OPCODE_* (for recovery) */
+    union {
+        struct {
+            uint8_t       stream;   /* index in dci->streams */
+            uint8_t       type;     /* STRAND_DC_OP_PLAIN, ... */
+            uint8_t       state;    /* STRAND_DC_OP_FREE, ... */
+            uint8_t       opcode;   /* MLX5_OPCODE_* (for recovery) */
+        };
+        uint32_t          kind;     /* the four in one word: what a short
+                                       operation of an ep writes, from the
+                                       ep's template (strand_dc_op_kind) */
+    };
     struct strand_dc_ep  *ep;       /* NULL: the ep is gone */
     /* type != STRAND_DC_OP_LIGHT only */
     uct_completion_t     *comp;
@@ -122,8 +127,10 @@ typedef struct strand_dc_dci {
                                           derived from the two indexes) */
     uint32_t              posts;       /* WQEs since its ep took it (dcs) */
     uint32_t              ce_countdown;/* WQEs to post until one asks for
-                                          a CQE (tx_moderation after one
-                                          that asked) */
+                                          a CQE (moderation after one that
+                                          asked) */
+    uint32_t              moderation;  /* the interface's tx_moderation,
+                                          here for the post path */
     uint32_t              outstanding; /* WQEs posted and not retired */
     uint32_t              flushed;     /* of those, FLUSHED */
     strand_dc_op_t       *ops;         /* by BB slot of the ctrl segment */
@@ -325,20 +332,39 @@ strand_dc_dci_take(strand_dc_dci_t *dci, uint32_t pi, unsigned bbs)
     dci->outstanding++;
 }
 
-/* A WQE whose completion only counts: the head of its record. */
+/* The op record's stream, type, state and opcode as its kind word. */
+static UCS_F_ALWAYS_INLINE uint32_t
+strand_dc_op_kind(uint8_t stream, uint8_t type, uint8_t state, uint8_t opcode)
+{
+    strand_dc_op_t op;
+
+    op.stream = stream;
+    op.type   = type;
+    op.state  = state;
+    op.opcode = opcode;
+    return op.kind;
+}
+
+/* The kind word of a posted short operation on stream (the ep's template
+ * of it: opcode 0). */
+static UCS_F_ALWAYS_INLINE uint32_t
+strand_dc_op_light_kind(uint8_t stream, uint8_t opcode)
+{
+    return strand_dc_op_kind(stream, STRAND_DC_OP_LIGHT, STRAND_DC_OP_POSTED,
+                             opcode);
+}
+
+/* A WQE whose completion only counts: the head of its record; kind:
+ * strand_dc_op_light_kind(). */
 static UCS_F_ALWAYS_INLINE void
 strand_dc_dci_claim_light(strand_dc_dci_t *dci, const strand_dc_slot_t *slot,
-                          unsigned bbs, struct strand_dc_ep *ep,
-                          unsigned stream, uint8_t opcode)
+                          unsigned bbs, struct strand_dc_ep *ep, uint32_t kind)
 {
     strand_dc_op_t *op = strand_dc_slot_op(dci, slot);
 
     op->wqe_idx = (uint16_t)slot->pi;
     op->bbs     = bbs;
-    op->stream  = stream;
-    op->type    = STRAND_DC_OP_LIGHT;
-    op->state   = STRAND_DC_OP_POSTED;
-    op->opcode  = opcode;
+    op->kind    = kind;
     op->ep      = ep;
     strand_dc_dci_take(dci, slot->pi, bbs);
 }
@@ -371,11 +397,10 @@ strand_dc_dci_claim(strand_dc_dci_t *dci, unsigned bbs,
  * tx_moderation is at most a quarter of it. Counted down, so that the
  * common case is one decrement. */
 static UCS_F_ALWAYS_INLINE uint8_t
-strand_dc_dci_ce(const strand_dc_iface_t *iface, strand_dc_dci_t *dci,
-                 int must)
+strand_dc_dci_ce(strand_dc_dci_t *dci, int must)
 {
     if (must || (--dci->ce_countdown == 0)) {
-        dci->ce_countdown = iface->tx_moderation;
+        dci->ce_countdown = dci->moderation;
         return MLX5_WQE_CTRL_CQ_UPDATE;
     }
     return 0;
@@ -383,10 +408,9 @@ strand_dc_dci_ce(const strand_dc_iface_t *iface, strand_dc_dci_t *dci,
 
 /* WQEs posted on dci since the last one that asked for a CQE. */
 static UCS_F_ALWAYS_INLINE unsigned
-strand_dc_dci_unsignaled(const strand_dc_iface_t *iface,
-                         const strand_dc_dci_t *dci)
+strand_dc_dci_unsignaled(const strand_dc_dci_t *dci)
 {
-    return iface->tx_moderation - dci->ce_countdown;
+    return dci->moderation - dci->ce_countdown;
 }
 
 /* WQEs of stream `stream` outstanding on dci (a walk over the SQ: only

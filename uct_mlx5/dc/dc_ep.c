@@ -51,6 +51,7 @@ void strand_dc_ep_tx_update(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     ep->tx_dci = dci;
     if (dci != NULL) {
         ep->tx_ctrl_tail = strand_dc_ep_ctrl_tail(ep, dci, 0, 0);
+        ep->tx_op_kind   = strand_dc_op_light_kind(ep->stream, 0);
     }
     strand_dc_ep_gate(iface, ep);
 }
@@ -96,9 +97,11 @@ void strand_dc_ep_tx_verify(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
                        "%u stream %u flags 0x%x held %u)", ep, ep->tx_dci,
                        dci, ep->dci, ep->stream, ep->flags, ep->held);
     ucs_assertv_always((dci == NULL) ||
-                       (ep->tx_ctrl_tail ==
-                        strand_dc_ep_ctrl_tail(ep, dci, 0, 0)),
-                       "ep %p: ctrl template of another stream", ep);
+                       ((ep->tx_ctrl_tail ==
+                         strand_dc_ep_ctrl_tail(ep, dci, 0, 0)) &&
+                        (ep->tx_op_kind ==
+                         strand_dc_op_light_kind(ep->stream, 0))),
+                       "ep %p: templates of another stream", ep);
     ucs_assertv_always((ep->tx_gate != iface->tx_gate) ||
                        ((dci != NULL) &&
                         (ep->fence_beat == iface->fence_beat) &&

@@ -54,6 +54,9 @@ typedef struct strand_dc_ep {
                                          fm_ce_se and imm 0) */
     unsigned            tx_gate;      /* == iface->tx_gate: the fast path
                                          is open (above) */
+    uint32_t            tx_op_kind;   /* while ready: the kind word of its
+                                         short operations' op records but
+                                         for the opcode (dc_dci.h) */
     UCS_STATS_NODE_DECLARE(stats)     /* dc_stats.h */
     struct mlx5_wqe_av  av;           /* the peer's DCT, ready for WQEs */
     uint8_t             av_ds;        /* 1 (base AV) or 3 (with GRH) */

@@ -133,7 +133,7 @@ strand_dc_ep_post_imm(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
     unsigned bbs  = strand_ds_to_bbs(ds);
     uint64_t head = strand_sq_ctrl_head(&dci->sq, dci->sq.cur_post, opmod,
                                         opcode, ds);
-    uint8_t fm    = fm_se | strand_dc_dci_ce(iface, dci, 1);
+    uint8_t fm    = fm_se | strand_dc_dci_ce(dci, 1);
 
     strand_sq_write_ctrl(&dci->sq, ctrl, head,
                          strand_dc_ep_ctrl_tail(ep, dci, fm, imm));
@@ -159,24 +159,27 @@ strand_dc_ep_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
 /* The ctrl segment, the head of the op record and the counts of the WQE
  * in slot (ds units), one whose completion only counts (short operations):
  * a CQE only every tx_moderation WQEs (and, must, now). stream_tail: ctrl
- * bytes 8-15 without fm_ce_se (strand_dc_ep_ctrl_tail, or the ready ep's).
+ * bytes 8-15 without fm_ce_se (strand_dc_ep_ctrl_tail), stream_kind: the op
+ * record's kind without opcode (strand_dc_op_light_kind); the ready ep's
+ * templates of both on the fast path.
  * Its segments are written before or after; then strand_dc_ep_ring() with
  * what this returns, the ctrl bytes 0-7. */
 static UCS_F_ALWAYS_INLINE uint64_t
-strand_dc_ep_claim_light(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+strand_dc_ep_claim_light(strand_dc_ep_t *ep,
                          strand_dc_dci_t *dci, const strand_dc_slot_t *slot,
                          uint8_t opcode, unsigned ds, uint8_t fm_se,
-                         uint64_t stream_tail, int must)
+                         uint64_t stream_tail, uint32_t stream_kind, int must)
 {
     uint64_t head = strand_sq_ctrl_head(&dci->sq, slot->pi, 0, opcode, ds);
     uint64_t tail = stream_tail | strand_ctrl_tail(0, fm_se, 0);
 
-    if (strand_dc_dci_ce(iface, dci, must)) {
+    if (strand_dc_dci_ce(dci, must)) {
         tail |= strand_ctrl_tail(0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
     }
     strand_sq_write_ctrl(&dci->sq, slot->ctrl, head, tail);
     strand_dc_dci_claim_light(dci, slot, strand_ds_to_bbs(ds), ep,
-                              ep->stream, opcode);
+                              stream_kind |
+                              strand_dc_op_kind(0, 0, 0, opcode));
     strand_dc_ep_count(ep, dci);
     return head;
 }
@@ -193,8 +196,9 @@ strand_dc_ep_post_light(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
     uint64_t head;
 
     strand_dc_dci_slot(dci, &slot);
-    head = strand_dc_ep_claim_light(iface, ep, dci, &slot, opcode, ds, fm_se,
+    head = strand_dc_ep_claim_light(ep, dci, &slot, opcode, ds, fm_se,
                                     strand_dc_ep_ctrl_tail(ep, dci, 0, 0),
+                                    strand_dc_op_light_kind(ep->stream, 0),
                                     iface->dci_wanted);
     strand_dc_ep_ring(ep, dci, ctrl, strand_ds_to_bbs(ds), head);
     strand_dc_ep_gate(iface, ep); /* a fence may be spent */
@@ -253,19 +257,15 @@ strand_dc_ep_fast_start(strand_dc_ep_t *ep, strand_dc_dci_t *dci,
 /* The ctrl segment, op record and counts of a short operation's WQE in
  * slot (strand_dc_ep_claim_light: no ep waits for a DCI, the stream's ctrl
  * bytes are ready). Written after the segments: nothing of the operation's
- * arguments needs a register then, and the interface is read again only
- * for the CQE moderation's next count (the data stores may alias it: it is
- * not kept in a register all along). Returns the ctrl bytes 0-7 for the
+ * arguments needs a register then. Returns the ctrl bytes 0-7 for the
  * doorbell. */
 static UCS_F_ALWAYS_INLINE uint64_t
 strand_dc_ep_fast_claim(strand_dc_ep_t *ep, strand_dc_dci_t *dci,
                         const strand_dc_slot_t *slot, uint8_t opcode,
                         unsigned ds, uint8_t fm_se)
 {
-    return strand_dc_ep_claim_light(ucs_derived_of(ep->super.super.iface,
-                                                   strand_dc_iface_t),
-                                    ep, dci, slot, opcode, ds, fm_se,
-                                    ep->tx_ctrl_tail, 0);
+    return strand_dc_ep_claim_light(ep, dci, slot, opcode, ds, fm_se,
+                                    ep->tx_ctrl_tail, ep->tx_op_kind, 0);
 }
 
 /* Credits ran low: ask for more once; none left: no resource. */

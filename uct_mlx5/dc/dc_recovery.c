@@ -340,7 +340,7 @@ static unsigned strand_dc_recovery_repost(strand_dc_iface_t *iface,
         /* the held WQEs may not have asked for CQEs: the last one asks,
          * so that they all complete */
         ctrl->fm_ce_se |= MLX5_WQE_CTRL_CQ_UPDATE;
-        dci->ce_countdown = iface->tx_moderation;
+        dci->ce_countdown = dci->moderation;
         strand_dc_dci_ring(dci, ctrl,
                            strand_ds_to_bbs(strand_ctrl_ds(ctrl)));
     }
