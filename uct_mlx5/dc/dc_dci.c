@@ -24,11 +24,18 @@
 
 #include <string.h>
 
-/* The last producer index at which a WQE of the largest size fits. */
+/* room_pi (strand_dc_dci_fast_room): the last producer index at which a
+ * WQE of the largest size fits, and at which the WQEs posted from now on
+ * (a BB each at least) leave the count below tx_queue_len. */
 static void strand_dc_dci_set_room(strand_dc_iface_t *iface,
                                    strand_dc_dci_t *dci)
 {
-    dci->room_pi = dci->sq_tail + dci->sq.wqe_cnt - iface->config.dci_max_bbs;
+    uint32_t bbs_pi  = dci->sq_tail + dci->sq.wqe_cnt -
+                       iface->config.dci_max_bbs;
+    uint32_t wqes_pi = dci->sq.cur_post +
+                       (iface->config.tx_queue_len - dci->outstanding) - 1;
+
+    dci->room_pi = ((int32_t)(wqes_pi - bbs_pi) < 0) ? wqes_pi : bbs_pi;
 }
 
 void strand_dc_dci_set_state(strand_dc_iface_t *iface, strand_dc_dci_t *dci,

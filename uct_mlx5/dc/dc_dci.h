@@ -121,10 +121,8 @@ typedef struct strand_dc_dci {
     uint32_t              sq_tail;     /* BB counter of the oldest WQE not
                                           retired (== sq.cur_post: none) */
     uint32_t              room_pi;     /* the last producer index at which
-                                          a WQE of the largest size still
-                                          fits: sq_tail + wqe_cnt -
-                                          dci_max_bbs (the free BBs are
-                                          derived from the two indexes) */
+                                          a post needs no look at the queue
+                                          (strand_dc_dci_fast_room) */
     uint32_t              posts;       /* WQEs since its ep took it (dcs) */
     uint32_t              ce_countdown;/* WQEs to post until one asks for
                                           a CQE (moderation after one that
@@ -214,22 +212,34 @@ strand_dc_dci_outstanding(const strand_dc_dci_t *dci)
     return dci->outstanding;
 }
 
-/* Room for one more WQE of any size: a WQE of the largest size fits in
- * the free BBs (from the producer index up to the oldest WQE not retired)
- * and the WQE count allows one more. */
-static UCS_F_ALWAYS_INLINE int
-strand_dc_dci_has_room(const strand_dc_iface_t *iface,
-                       const strand_dc_dci_t *dci)
-{
-    return ((int32_t)(dci->room_pi - dci->sq.cur_post) >= 0) &&
-           (dci->outstanding < iface->config.tx_queue_len);
-}
-
-/* The free BBs of the SQ (for messages and checks; posts use the room). */
+/* The free BBs of the SQ: from the producer index up to the oldest WQE
+ * not retired (derived: a post counts none). */
 static UCS_F_ALWAYS_INLINE uint32_t
 strand_dc_dci_avail_bbs(const strand_dc_dci_t *dci)
 {
     return dci->sq.wqe_cnt - (dci->sq.cur_post - dci->sq_tail);
+}
+
+/* Room for one more WQE of any size: a WQE of the largest size fits in
+ * the free BBs and the WQE count allows one more. */
+static UCS_F_ALWAYS_INLINE int
+strand_dc_dci_has_room(const strand_dc_iface_t *iface,
+                       const strand_dc_dci_t *dci)
+{
+    return (strand_dc_dci_avail_bbs(dci) >= iface->config.dci_max_bbs) &&
+           (dci->outstanding < iface->config.tx_queue_len);
+}
+
+/* The same from the producer index pi alone (the fast path): up to
+ * room_pi both hold. room_pi is set where a WQE retires or the tail moves
+ * (strand_dc_dci_set_room) and stays right while WQEs are posted: each
+ * takes a BB at least, so the count cannot pass the bound before the
+ * index does. It is never too high; past it a post looks at the queue
+ * (has_room). */
+static UCS_F_ALWAYS_INLINE int
+strand_dc_dci_fast_room(const strand_dc_dci_t *dci, uint32_t pi)
+{
+    return (int32_t)(dci->room_pi - pi) >= 0;
 }
 
 /* The endpoint's address vector behind the ctrl segment at ctrl (ctrl and

@@ -226,7 +226,11 @@ strand_dc_ep_fast_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
         return NULL;
     }
     dci = ep->tx_dci; /* an open gate: ready */
-    return ucs_likely(strand_dc_dci_has_room(iface, dci)) ? dci : NULL;
+    if (ucs_unlikely(!strand_dc_dci_fast_room(dci, dci->sq.cur_post))) {
+        return NULL;
+    }
+    strand_dc_debug_assert(strand_dc_dci_has_room(iface, dci));
+    return dci;
 }
 
 /* The slot of a short operation's WQE on dci, ep's address vector (av_ds
