@@ -105,8 +105,8 @@ static inline uint64_t strand_ctrl_head_of(uint64_t head_qpn, uint8_t opmod,
                                            uint16_t wqe_idx, uint8_t opcode,
                                            unsigned ds)
 {
-    return htobe64(((uint64_t)opmod << 56) | ((uint64_t)wqe_idx << 40) |
-                   ((uint64_t)opcode << 32) | head_qpn | ds);
+    return htobe64(((uint64_t)wqe_idx << 40) | head_qpn | ds) |
+           htobe64(((uint64_t)opmod << 56) | ((uint64_t)opcode << 32));
 }
 
 static inline uint64_t strand_ctrl_head(uint8_t opmod, uint16_t wqe_idx,
