@@ -502,11 +502,16 @@ strand_dc_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds,
     uint64_t head;
     void *seg;
 
-    STRAND_DC_CHECK_MAX(length, iface->config.max_inline, "put_short");
+    /* 1 .. max_inline bytes in one compare; no data goes the general way
+     * (no inline segment), too much is the error */
+    if (ucs_unlikely((size_t)length - 1 >= iface->config.max_inline)) {
+        STRAND_DC_CHECK_MAX(length, iface->config.max_inline, "put_short");
+        return strand_dc_ep_put_short_general(iface, ep, buffer, length,
+                                              remote_addr, rkey);
+    }
     strand_dc_debug_assert(ep->av_ds == av_ds);
     dci = strand_dc_ep_fast_dci(iface, ep);
-    if (ucs_unlikely((dci == NULL) || (length == 0) ||
-                     (strand_rkey_sig(rkey) != NULL) ||
+    if (ucs_unlikely((dci == NULL) || (strand_rkey_sig(rkey) != NULL) ||
                      !strand_dc_ep_fast_start(
                              ep, dci, av_ds,
                              sizeof(struct mlx5_wqe_raddr_seg) +
