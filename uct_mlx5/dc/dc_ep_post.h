@@ -196,6 +196,7 @@ strand_dc_ep_post_light(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
     uint64_t head;
 
     strand_dc_dci_slot(dci, &slot);
+    strand_dc_debug_assert(slot.ctrl == ctrl);
     head = strand_dc_ep_claim_light(ep, dci, &slot, opcode, ds, fm_se,
                                     strand_dc_ep_ctrl_tail(ep, dci, 0, 0),
                                     strand_dc_op_light_kind(ep->stream, 0),
@@ -208,11 +209,12 @@ strand_dc_ep_post_light(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
 
 /*
  * A short operation (am_short, put_short) is posted straight from its
- * entry point when there is nothing to decide: ep is ready (its readiness,
- * dc_ep.h), no fence is due, no ep waits for a DCI (that one wants a CQE
- * and the dcs quota counted), the DCI has room, and the WQE does not run
- * over the end of the send queue. Anything else goes the general way, to
- * the same WQE bytes through every check.
+ * entry point when there is nothing to decide: ep's gate is open (dc_ep.h:
+ * ready, no fence due, no ep waiting for a DCI, which would want a CQE and
+ * the dcs quota checked), the DCI has room, an active message's window is
+ * above ep->fc_limit (dc_fc.c), and the WQE does not run over the end of
+ * the send queue. Anything else goes the general way, to the same WQE
+ * bytes through every check.
  */
 
 /* The DCI for a short operation of ep; NULL: the general path. */
