@@ -9,6 +9,8 @@
 
 #include <infiniband/verbs.h>
 
+extern "C" ucs_status_t uct_ep_invalidate(uct_ep_h ep, unsigned flags);
+
 TEST_F(dc_strand, capabilities_and_addresses)
 {
     open_pair();
@@ -188,6 +190,48 @@ TEST_F(dc_strand, short_operations_around_fences)
         memcpy(&v, r.buf.data() + sizeof(v) * s, sizeof(v));
         EXPECT_EQ(last, v) << "slot " << s;
     }
+    unreg(r);
+}
+
+/* An ep invalidated while its short operations are outstanding on a DCI
+ * it shares (the DCI stays up: another ep's work is on it, so nothing but
+ * the ep's own failure changes): its very next operations fail with
+ * UCS_ERR_CANCELED, before any progress, instead of being posted; the
+ * other ep goes on. */
+TEST_F(dc_strand, invalidate_refuses_the_next_short_post_at_once)
+{
+    set_env("UCX_DC_STRAND_TX_POLICY", "streams");
+    set_env("UCX_DC_STRAND_NUM_DCI", "1");
+    open_pair();
+    uct_ep_h ep2 = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    ASSERT_NE(nullptr, ep2);
+    uint64_t v = 7;
+    region r;
+    reg(r, 64);
+
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, 1, nullptr, 0));
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(ep2, 5, 2, nullptr, 0));
+    ASSERT_EQ(UCS_OK, uct_ep_put_short(ep2, &v, sizeof(v), addr(r),
+                                       r.rkey.rkey));
+    ASSERT_EQ(UCS_OK, uct_ep_invalidate(ep2, 0));
+    EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_am_short(ep2, 5, 3, nullptr, 0));
+    EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_put_short(ep2, &v, sizeof(v),
+                                                 addr(r), r.rkey.rkey));
+    ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }));
+    EXPECT_EQ(ep2, m_a.err.errors[0].first);
+    EXPECT_EQ(UCS_ERR_CANCELED, m_a.err.errors[0].second);
+    ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 4));
+    flush(m_ep);
+    ASSERT_TRUE(progress_until([&] {
+        return std::count_if(m_b.am.msgs.begin(), m_b.am.msgs.end(),
+                             [](const std::vector<uint8_t> &m) {
+                                 return m[0] == 1 || m[0] == 4;
+                             }) == 2;
+    }));
+    for (auto &m : m_b.am.msgs) {
+        EXPECT_NE(3, m[0]) << "an operation of the invalidated ep was sent";
+    }
+    EXPECT_EQ(1u, m_a.err.errors.size());
     unreg(r);
 }
 
