@@ -44,9 +44,7 @@ static strand_dc_dci_t *strand_dc_ep_tx_state(strand_dc_iface_t *iface,
 
 void strand_dc_ep_tx_update(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 {
-    strand_dc_dci_t *dci = strand_dc_ep_tx_state(iface, ep,
-                                                 ep->flags &
-                                                 STRAND_DC_EP_FLAG_PENDING);
+    strand_dc_dci_t *dci = strand_dc_ep_tx_state(iface, ep, ep->pending > 0);
 
     ep->tx_dci = dci;
     if (dci != NULL) {
@@ -89,9 +87,9 @@ void strand_dc_ep_tx_verify(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     int pending          = !ucs_arbiter_group_is_empty(&ep->arb_group);
     strand_dc_dci_t *dci = strand_dc_ep_tx_state(iface, ep, pending);
 
-    ucs_assertv_always(pending == !!(ep->flags & STRAND_DC_EP_FLAG_PENDING),
-                       "ep %p: pending requests %d, flags 0x%x", ep, pending,
-                       ep->flags);
+    ucs_assertv_always(pending == (ep->pending > 0),
+                       "ep %p: pending requests %d, counted %u", ep, pending,
+                       ep->pending);
     ucs_assertv_always(ep->tx_dci == dci,
                        "ep %p: cached readiness %p, its state says %p (dci "
                        "%u stream %u flags 0x%x held %u)", ep, ep->tx_dci,
@@ -1119,18 +1117,19 @@ void strand_dc_ep_pending_push(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
                                uct_pending_req_t *req)
 {
     uct_pending_req_arb_group_push(&ep->arb_group, req);
-    if (!(ep->flags & STRAND_DC_EP_FLAG_PENDING)) {
-        ep->flags |= STRAND_DC_EP_FLAG_PENDING;
+    if (ep->pending++ == 0) {
         strand_dc_ep_tx_update(iface, ep);
     }
 }
 
-/* The last pending request of ep leaves its group (or all are purged). */
+/* count pending requests of ep leave its group */
 static void strand_dc_ep_pending_gone(strand_dc_iface_t *iface,
-                                      strand_dc_ep_t *ep)
+                                      strand_dc_ep_t *ep, uint32_t count)
 {
-    ep->flags &= ~STRAND_DC_EP_FLAG_PENDING;
-    strand_dc_ep_tx_update(iface, ep);
+    ep->pending -= count;
+    if (ep->pending == 0) {
+        strand_dc_ep_tx_update(iface, ep);
+    }
 }
 
 /* ep waits for room on its leased DCI, behind the eps waiting there
@@ -1246,11 +1245,9 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
     status     = req->func(req);
     ep->flags &= ~STRAND_DC_EP_FLAG_IN_PENDING;
     if (status == UCS_OK) {
-        if (ucs_arbiter_elem_is_only(elem)) {
-            /* it leaves the group empty once this returns (the arbiter
-             * takes it out: nothing posts before) */
-            strand_dc_ep_pending_gone(iface, ep);
-        }
+        /* the arbiter takes it out once this returns: nothing posts
+         * before (its callback may have freed it already) */
+        strand_dc_ep_pending_gone(iface, ep, 1);
         return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
     } else if (status == UCS_INPROGRESS) {
         return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
@@ -1317,7 +1314,7 @@ void strand_dc_ep_pending_purge(uct_ep_h tl_ep,
 
     ucs_arbiter_group_purge(&iface->arbiter, &ep->arb_group,
                             strand_dc_ep_purge_cb, &args);
-    strand_dc_ep_pending_gone(iface, ep);
+    strand_dc_ep_pending_gone(iface, ep, ep->pending);
 }
 
 /* ---------------------------------------------------------------- errors */
@@ -1405,6 +1402,7 @@ UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
 common:
     self->rc_conn     = NULL;
     self->tx_dci      = NULL;
+    self->pending     = 0;
     self->tx_gate     = iface->tx_gate - 1;
     self->dci         = STRAND_DC_DCI_NONE;
     self->stream      = 0;

@@ -18,14 +18,10 @@ enum {
     STRAND_DC_EP_FLAG_INTERNAL = UCS_BIT(4), /* the transport's own (flow
                                                 control grants): errors are
                                                 not reported to the user */
-    STRAND_DC_EP_FLAG_MOVING   = UCS_BIT(5), /* its DCI is full and another
+    STRAND_DC_EP_FLAG_MOVING   = UCS_BIT(5)  /* its DCI is full and another
                                                 is less shared: posts
                                                 nothing until its work is
                                                 done, then leases again */
-    STRAND_DC_EP_FLAG_PENDING  = UCS_BIT(6)  /* requests wait in arb_group
-                                                (set and cleared where the
-                                                group fills and empties,
-                                                for the readiness below) */
 };
 
 /*
@@ -72,6 +68,10 @@ typedef struct strand_dc_ep {
     unsigned            fence_beat;   /* != iface's: fence the next WQE */
     ucs_status_t        status;       /* the error once FAILED */
     ucs_arbiter_group_t arb_group;    /* pending requests */
+    uint32_t            pending;      /* how many: counted where they are
+                                         queued and leave (a request may be
+                                         freed by its callback, so the
+                                         group is not looked at then) */
     ucs_list_link_t     dci_wait;     /* in its DCI's waiters (linked to
                                          itself when not) */
     ucs_list_link_t     list;         /* in iface->eps */
