@@ -406,7 +406,8 @@ better() {
 # FN, total = their inclusive cost, sim = the inclusive cost of the calls
 # from non-device code into device functions (SIM_FUNC_RE: the doorbell
 # processing the software device does inside the post), doorbells = the
-# calls FN itself makes into the device (one per WQE posted).
+# calls FN makes into the device, itself or through FN_general, its general
+# path out of line (one per WQE posted).
 cg_tree() {
     awk -v fn="$1" -v re="$SIM_FUNC_RE" '
         # "COST (PCT%)  *  FILE:FUNCTION [OBJ]" starts the block of a caller,
@@ -425,7 +426,8 @@ cg_tree() {
         h[2] == ">" { if (name == fn && caller != fn) { calls += n; total += cost }
                       if (caller !~ re && name ~ re) {
                           sim += cost; via[caller "->" name] += cost
-                          if (caller == fn) db += n } }
+                          if ((caller == fn) || (caller == fn "_general"))
+                              db += n } }
         END { if (calls == 0) exit 1
               printf "%.0f %.0f %.0f %.0f", calls, total, sim, db
               for (k in via) printf " %s=%.0f", k, via[k]

@@ -52,17 +52,29 @@ typedef enum strand_mmio_mode {
     STRAND_MMIO_MODE_LAST
 } strand_mmio_mode_t;
 
+/* How strand_sq_ring reaches the device, resolved from the MMIO mode and
+ * the register at init (one compare on the hot path). */
+enum {
+    STRAND_SQ_RING_DB,         /* record, 8-byte register write */
+    STRAND_SQ_RING_BF_POST,    /* record, the WQE into the BF buffer */
+    STRAND_SQ_RING_RECORD      /* no register: the record only */
+};
+
 typedef struct strand_sq {
     void     *buf;        /* BB 0 */
     void     *end;        /* one past the last BB */
     uint32_t  wqe_cnt;    /* BBs, a power of two */
     uint32_t  cur_post;   /* producer index: free-running BB counter */
     uint32_t  qpn;
-    uint32_t  bf_offset;  /* 0 / bf_size, alternating */
     uint32_t  bf_size;
+    uint64_t  head_qpn;   /* strand_ctrl_head_qpn(qpn) */
     uint8_t   mmio_mode;  /* STRAND_MMIO_MODE_DB or _BF_POST */
+    uint8_t   ring;       /* STRAND_SQ_RING_* */
     __be32   *dbrec;      /* [MLX5_SND_DBR] is the producer index */
     void     *bf_reg;     /* BlueFlame register page; NULL: record only */
+    void     *bf_cur;     /* the half of the BF buffer the next doorbell
+                             goes to (bf_reg + 0 or + bf_size) */
+    uintptr_t bf_flip;    /* bf_cur ^ bf_flip: the other half */
 #ifdef STRAND_DEBUG
     uint32_t  rung;       /* cur_post at the last doorbell */
 #endif
@@ -95,7 +107,7 @@ static inline void strand_sq_init(strand_sq_t *sq, const struct mlx5dv_qp *dv,
     sq->end       = strand_sq_end(sq->buf, sq->wqe_cnt);
     sq->cur_post  = 0;
     sq->qpn       = qpn;
-    sq->bf_offset = 0;
+    sq->head_qpn  = strand_ctrl_head_qpn(qpn);
     sq->bf_size   = dv->bf.size;
     sq->dbrec     = dv->dbrec;
     sq->bf_reg    = dv->bf.reg;
@@ -104,9 +116,26 @@ static inline void strand_sq_init(strand_sq_t *sq, const struct mlx5dv_qp *dv,
                STRAND_MMIO_MODE_BF_POST : STRAND_MMIO_MODE_DB;
     }
     sq->mmio_mode = (uint8_t)mode;
+    if (sq->bf_reg == NULL) {
+        sq->ring = STRAND_SQ_RING_RECORD;
+    } else {
+        sq->ring = (mode == STRAND_MMIO_MODE_BF_POST) ?
+                   STRAND_SQ_RING_BF_POST : STRAND_SQ_RING_DB;
+    }
+    /* the halves alternate even without a register (bf_cur is then only
+     * the offset, never written through) */
+    sq->bf_cur    = sq->bf_reg;
+    sq->bf_flip   = (uintptr_t)sq->bf_reg ^
+                    ((uintptr_t)sq->bf_reg + sq->bf_size);
 #ifdef STRAND_DEBUG
     sq->rung      = 0;
 #endif
+}
+
+/* The offset in the BF buffer of the next doorbell: 0 or bf_size. */
+static inline uint32_t strand_sq_bf_offset(const strand_sq_t *sq)
+{
+    return (uint32_t)((uintptr_t)sq->bf_cur - (uintptr_t)sq->bf_reg);
 }
 
 /* The ctrl segment of the next WQE (at the producer index). */
@@ -129,32 +158,64 @@ static inline void *strand_sq_seg_next(const strand_sq_t *sq, void *seg,
     return strand_sq_next(seg, size, sq->buf, sq->end);
 }
 
+/* Ctrl bytes 0-7 of the WQE at the producer index pi, as stored
+ * (strand_ctrl_head: its index, the QP number; ds in range, checked by
+ * debug builds). */
+static inline uint64_t strand_sq_ctrl_head(const strand_sq_t *sq, uint32_t pi,
+                                           uint8_t opmod, uint8_t opcode,
+                                           unsigned ds)
+{
+    strand_sq_check((ds > 0) && (ds <= 0x3f), sq, "ds out of range");
+    strand_sq_check(pi == sq->cur_post, sq, "WQE not at the producer index");
+    return strand_ctrl_head_of(sq->head_qpn, opmod, (uint16_t)pi, opcode,
+                               ds);
+}
+
+/* The ctrl segment of the WQE at ctrl, the producer index's, from its
+ * two words (strand_sq_ctrl_head, strand_ctrl_tail). */
+static inline void strand_sq_write_ctrl(const strand_sq_t *sq,
+                                        struct mlx5_wqe_ctrl_seg *ctrl,
+                                        uint64_t head, uint64_t tail)
+{
+    strand_sq_check(ctrl == strand_sq_ctrl(sq), sq,
+                    "WQE not at the producer index");
+    strand_set_ctrl_words(ctrl, head, tail);
+}
+
 /* The ctrl segment of the WQE at the producer index (its index, the QP
- * number, ds, fence/completion/solicited flags, immediate as given). */
+ * number, ds, fence/completion/solicited flags, immediate as given; DCI
+ * stream 0). */
 static inline void strand_sq_set_ctrl(const strand_sq_t *sq,
                                       struct mlx5_wqe_ctrl_seg *ctrl,
                                       uint8_t opmod, uint8_t opcode,
                                       unsigned ds, uint8_t fm_ce_se,
                                       uint32_t imm_be)
 {
-    strand_sq_check((ds > 0) && (ds <= 0x3f), sq, "ds out of range");
-    strand_sq_check(ctrl == strand_sq_ctrl(sq), sq,
-                    "WQE not at the producer index");
-    strand_set_ctrl_seg(ctrl, opmod, (uint16_t)sq->cur_post, opcode, sq->qpn,
-                        ds, fm_ce_se, imm_be);
+    strand_sq_write_ctrl(sq, ctrl,
+                         strand_sq_ctrl_head(sq, sq->cur_post, opmod, opcode,
+                                             ds),
+                         strand_ctrl_tail(0, fm_ce_se, imm_be));
 }
 
-/* The WQE at the producer index is written: it takes its BBs. */
-static inline void strand_sq_advance(strand_sq_t *sq, unsigned bbs)
+/* The WQE at the producer index pi (the caller has it at hand) is
+ * written: it takes its BBs. */
+static inline void strand_sq_advance_from(strand_sq_t *sq, uint32_t pi,
+                                          unsigned bbs)
 {
+    strand_sq_check(pi == sq->cur_post, sq, "WQE not at the producer index");
     /* ds <= 63: a WQE is at most 16 BBs */
     strand_sq_check((bbs > 0) && (bbs <= 16), sq, "WQE of more than 16 BBs");
-    sq->cur_post += bbs;
+    sq->cur_post = pi + bbs;
 #ifdef STRAND_DEBUG
     strand_sq_check(sq->cur_post - sq->rung <= sq->wqe_cnt, sq,
                     "more BBs posted since the last doorbell than the queue "
                     "holds");
 #endif
+}
+
+static inline void strand_sq_advance(strand_sq_t *sq, unsigned bbs)
+{
+    strand_sq_advance_from(sq, sq->cur_post, bbs);
 }
 
 /* Copy the WQE at ctrl (bbs BBs, wrapping) to the BF buffer in 8-byte
@@ -163,8 +224,7 @@ static inline void strand_sq_bf_copy(const strand_sq_t *sq,
                                      const struct mlx5_wqe_ctrl_seg *ctrl,
                                      unsigned bbs)
 {
-    volatile uint64_t *dst = (volatile uint64_t*)((uint8_t*)sq->bf_reg +
-                                                  sq->bf_offset);
+    volatile uint64_t *dst = (volatile uint64_t*)sq->bf_cur;
     const uint8_t *src     = (const uint8_t*)(const void*)ctrl;
     unsigned i, n;
     uint64_t v;
@@ -179,30 +239,56 @@ static inline void strand_sq_bf_copy(const strand_sq_t *sq,
     }
 }
 
+/* The doorbell other than a plain one: the WQE into the BF buffer (when
+ * it fits, else as a plain one), or no register at all. */
+static inline void strand_sq_ring_bf(strand_sq_t *sq,
+                                     const struct mlx5_wqe_ctrl_seg *ctrl,
+                                     unsigned last_bbs, uint64_t head)
+{
+    if (sq->ring == STRAND_SQ_RING_RECORD) {
+        return;
+    }
+    if (last_bbs * STRAND_WQE_BB <= sq->bf_size) {
+        strand_sq_bf_copy(sq, ctrl, last_bbs);
+        strand_wc_wmb();
+    } else {
+        strand_sq_doorbell_mmio8(sq->bf_cur, 0, &head);
+    }
+}
+
 /*
  * Tell the device about every WQE up to the producer index; ctrl is the
- * last one's, last_bbs its size. Order (spec section 1): the WQE stores
- * before the doorbell record, the record before the register write.
+ * last one's, last_bbs its size, head its bytes 0-7 as stored (what a
+ * plain doorbell writes: the caller has them in a register). Order (spec
+ * section 1): the WQE stores before the doorbell record, the record
+ * before the register write.
  */
-static inline void strand_sq_ring(strand_sq_t *sq,
-                                  const struct mlx5_wqe_ctrl_seg *ctrl,
-                                  unsigned last_bbs)
+static inline void strand_sq_ring_head(strand_sq_t *sq,
+                                       const struct mlx5_wqe_ctrl_seg *ctrl,
+                                       unsigned last_bbs, uint64_t head)
 {
 #ifdef STRAND_DEBUG
     strand_sq_check(sq->cur_post != sq->rung, sq, "doorbell with no new WQE");
     sq->rung = sq->cur_post;
 #endif
     strand_sq_doorbell_record(sq->dbrec, sq->cur_post);
-    if (sq->bf_reg != NULL) {
-        if ((sq->mmio_mode == STRAND_MMIO_MODE_BF_POST) &&
-            (last_bbs * STRAND_WQE_BB <= sq->bf_size)) {
-            strand_sq_bf_copy(sq, ctrl, last_bbs);
-            strand_wc_wmb();
-        } else {
-            strand_sq_doorbell_mmio8(sq->bf_reg, sq->bf_offset, ctrl);
-        }
+    if (__builtin_expect(!sq->ring, 1)) { /* STRAND_SQ_RING_DB */
+        strand_sq_doorbell_mmio8(sq->bf_cur, 0, &head);
+    } else {
+        strand_sq_ring_bf(sq, ctrl, last_bbs, head);
     }
-    sq->bf_offset ^= sq->bf_size;
+    sq->bf_cur = (void*)((uintptr_t)sq->bf_cur ^ sq->bf_flip);
+}
+
+/* The same, the head read from ctrl. */
+static inline void strand_sq_ring(strand_sq_t *sq,
+                                  const struct mlx5_wqe_ctrl_seg *ctrl,
+                                  unsigned last_bbs)
+{
+    uint64_t head;
+
+    memcpy(&head, ctrl, sizeof(head));
+    strand_sq_ring_head(sq, ctrl, last_bbs, head);
 }
 
 #endif

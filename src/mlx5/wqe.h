@@ -63,10 +63,11 @@ static inline void *strand_sq_next(void *seg, size_t size, void *sq_buf,
     return strand_sq_wrap((uint8_t*)seg + size, sq_buf, sq_end);
 }
 
-/* Number of BBs a WQE of `ds` 16-byte units takes. */
+/* Number of BBs a WQE of `ds` 16-byte units (at most 63) takes. */
 static inline unsigned strand_ds_to_bbs(unsigned ds)
 {
-    return (ds * STRAND_WQE_DS + STRAND_WQE_BB - 1) / STRAND_WQE_BB;
+    return (ds + (STRAND_WQE_BB / STRAND_WQE_DS) - 1) /
+           (STRAND_WQE_BB / STRAND_WQE_DS);
 }
 
 /* ds units of an inline segment carrying `len` bytes (0 when len is 0:
@@ -83,6 +84,54 @@ static inline unsigned strand_inline_ds(uint32_t len)
 /* ---------------------------------------------------------------- ctrl */
 
 /*
+ * The ctrl segment in two 8-byte words, as they are stored (a hot post
+ * writes each with one store; the doorbell sends the first again):
+ *   head  bytes 0-7: opmod, WQE index, opcode, QP number, ds;
+ *   tail  bytes 8-15: signature 0, DCI stream id, fm_ce_se, imm (as
+ *         given: already BE).
+ * Each is built as a big-endian 64-bit number and swapped once, so that
+ * a constant part (an endpoint's stream, an operation's opcode) folds.
+ */
+/* the QP number's part of a head (a queue keeps it: a post adds the rest) */
+static inline uint64_t strand_ctrl_head_qpn(uint32_t qpn)
+{
+    return (uint64_t)(qpn & 0xffffff) << 8;
+}
+
+/* ... of a ds already checked to be at most 0x3f (strand_sq_ctrl_head);
+ * opmod and opcode, constants where a post is inlined, are swapped apart
+ * (the compiler folds their swap). */
+static inline uint64_t strand_ctrl_head_of(uint64_t head_qpn, uint8_t opmod,
+                                           uint16_t wqe_idx, uint8_t opcode,
+                                           unsigned ds)
+{
+    return htobe64(((uint64_t)wqe_idx << 40) | head_qpn | ds) |
+           htobe64(((uint64_t)opmod << 56) | ((uint64_t)opcode << 32));
+}
+
+static inline uint64_t strand_ctrl_head(uint8_t opmod, uint16_t wqe_idx,
+                                        uint8_t opcode, uint32_t qpn,
+                                        unsigned ds)
+{
+    return strand_ctrl_head_of(strand_ctrl_head_qpn(qpn), opmod, wqe_idx,
+                               opcode, ds & 0x3f);
+}
+
+static inline uint64_t strand_ctrl_tail(uint16_t stream_id, uint8_t fm_ce_se,
+                                        uint32_t imm_be)
+{
+    return htobe64(((uint64_t)stream_id << 40) | ((uint64_t)fm_ce_se << 32) |
+                   be32toh(imm_be));
+}
+
+static inline void strand_set_ctrl_words(struct mlx5_wqe_ctrl_seg *ctrl,
+                                         uint64_t head, uint64_t tail)
+{
+    memcpy(ctrl, &head, sizeof(head));
+    memcpy((uint8_t*)ctrl + sizeof(head), &tail, sizeof(tail));
+}
+
+/*
  * Ctrl segment. `wqe_idx` is the 16-bit WQE index (producer BB counter,
  * not masked to the SQ size); `imm` is stored as given (already BE: for
  * *_WITH_IMM it is the user's imm_data; for SEND_WITH_INV pass
@@ -95,13 +144,9 @@ static inline void strand_set_ctrl_seg(struct mlx5_wqe_ctrl_seg *ctrl,
                                        unsigned ds, uint8_t fm_ce_se,
                                        uint32_t imm_be)
 {
-    ctrl->opmod_idx_opcode = htobe32(((uint32_t)opmod << 24) |
-                                     ((uint32_t)wqe_idx << 8) | opcode);
-    ctrl->qpn_ds                = htobe32((qpn << 8) | (ds & 0x3f));
-    ctrl->signature             = 0;
-    ctrl->dci_stream_channel_id = 0;
-    ctrl->fm_ce_se              = fm_ce_se;
-    ctrl->imm                   = imm_be;
+    strand_set_ctrl_words(ctrl, strand_ctrl_head(opmod, wqe_idx, opcode, qpn,
+                                                 ds),
+                          strand_ctrl_tail(0, fm_ce_se, imm_be));
 }
 
 /* DCI stream id: ctrl bytes 9-10, BE16 (0: no stream). */
@@ -394,8 +439,11 @@ static inline int strand_inline_fits(const void *seg, uint32_t len,
            (const uint8_t*)sq_end;
 }
 
-/* A copy of a few bytes without a call: short messages are mostly 0-16
- * bytes, where a libc memcpy call costs several times the copy. */
+/* A copy of inline data without a call: short messages are mostly 0-16
+ * bytes, where a libc memcpy call costs several times the copy (and makes
+ * its caller keep everything in callee-saved registers around it);
+ * inline data is never long. 16-byte steps, then moves that overlap at
+ * the end. */
 static inline void strand_copy_small(void *dst, const void *src, uint32_t len)
 {
     uint8_t *d       = (uint8_t*)dst;
@@ -403,10 +451,20 @@ static inline void strand_copy_small(void *dst, const void *src, uint32_t len)
     uint64_t a, b;
     uint32_t x, y;
 
-    if (len > 16) {
-        memcpy(d, s, len);
-    } else if (len >= 8) {
-        /* two 8-byte moves that overlap when len < 16 */
+    if (len == 0) {
+        return;
+    }
+    if (len >= 8) {
+        while (len > 16) {
+            memcpy(&a, s, 8);
+            memcpy(&b, s + 8, 8);
+            memcpy(d, &a, 8);
+            memcpy(d + 8, &b, 8);
+            d   += 16;
+            s   += 16;
+            len -= 16;
+        }
+        /* 1..16 bytes left, 8 or more copied before them when < 8 */
         memcpy(&a, s, 8);
         memcpy(&b, s + len - 8, 8);
         memcpy(d, &a, 8);
@@ -417,9 +475,10 @@ static inline void strand_copy_small(void *dst, const void *src, uint32_t len)
         memcpy(d, &x, 4);
         memcpy(d + len - 4, &y, 4);
     } else {
-        while (len-- > 0) {
-            *d++ = *s++;
-        }
+        /* 1..3 bytes: the first, the middle and the last */
+        d[0]        = s[0];
+        d[len >> 1] = s[len >> 1];
+        d[len - 1]  = s[len - 1];
     }
 }
 

@@ -24,14 +24,77 @@
 
 #include <string.h>
 
+/* room_pi (strand_dc_dci_fast_room): the last producer index at which a
+ * WQE of the largest size fits, and at which the WQEs posted from now on
+ * (a BB each at least) leave the count below tx_queue_len. */
+static void strand_dc_dci_set_room(strand_dc_iface_t *iface,
+                                   strand_dc_dci_t *dci)
+{
+    uint32_t bbs_pi  = dci->sq_tail + dci->sq.wqe_cnt -
+                       iface->config.dci_max_bbs;
+    uint32_t wqes_pi = dci->sq.cur_post +
+                       (iface->config.tx_queue_len - dci->outstanding) - 1;
+
+    dci->room_pi = ((int32_t)(wqes_pi - bbs_pi) < 0) ? wqes_pi : bbs_pi;
+}
+
+void strand_dc_dci_set_state(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
+                             strand_dc_dci_state_t state)
+{
+    if (dci->state != state) {
+        dci->state = state;
+        strand_dc_ep_tx_update_dci(iface, dci);
+    }
+}
+
+void strand_dc_stream_set_state(strand_dc_iface_t *iface,
+                                strand_dc_dci_t *dci, strand_dc_stream_t *s,
+                                strand_dc_stream_state_t state)
+{
+    if (s->state != state) {
+        s->state = state;
+        strand_dc_ep_tx_update_dci(iface, dci);
+    }
+}
+
 void strand_dc_dci_geometry(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
 {
     strand_sq_init(&dci->sq, &dci->qp.dv, dci->qp.qpn,
                    (strand_mmio_mode_t)iface->md->mmio_mode);
-    dci->sq_tail     = 0;
-    dci->unsignaled  = 0;
-    dci->avail_bbs   = dci->sq.wqe_cnt;
-    dci->outstanding = 0;
+    dci->op_delta     = (uintptr_t)dci->ops - (uintptr_t)dci->sq.buf;
+    dci->sq_tail      = 0;
+    dci->moderation   = iface->tx_moderation;
+    dci->ce_countdown = dci->moderation;
+    dci->outstanding  = 0;
+    strand_dc_dci_set_room(iface, dci);
+}
+
+/* A queue of wqe_cnt BBs came: unsignaled WQEs of the largest size fill
+ * at most a quarter of it. If that lowers the interface's moderation, the
+ * countdown of each queue is what the WQEs it posted since its last CQE
+ * leave of the new one (at least one more). */
+static void strand_dc_dci_moderation_fit(strand_dc_iface_t *iface,
+                                         uint32_t wqe_cnt)
+{
+    unsigned m = ucs_max(1, ucs_min(iface->tx_moderation,
+                                    wqe_cnt /
+                                    (4 * iface->config.dci_max_bbs)));
+    strand_dc_dci_t *dci;
+    unsigned i, unsignaled;
+
+    if (m == iface->tx_moderation) {
+        return;
+    }
+    for (i = 0; i < iface->num_dci; ++i) {
+        dci = &iface->dcis[i];
+        if (dci->qp.h == NULL) {
+            continue;
+        }
+        unsignaled        = strand_dc_dci_unsignaled(dci);
+        dci->moderation   = m;
+        dci->ce_countdown = (unsignaled < m) ? m - unsignaled : 1;
+    }
+    iface->tx_moderation = m;
 }
 
 /* A slot of the pool: streams, no QP yet. */
@@ -78,11 +141,10 @@ ucs_status_t strand_dc_dci_attach_qp(strand_dc_iface_t *iface,
                   dev->info.name, dci->sq.wqe_cnt);
         return UCS_ERR_INVALID_PARAM;
     }
-    /* unsignaled WQEs of the largest size fill at most a quarter of it */
-    iface->tx_moderation = ucs_max(1, ucs_min(iface->tx_moderation,
-                                              dci->sq.wqe_cnt /
-                                              (4 * iface->config.dci_max_bbs)));
-    dci->ops = ucs_calloc(dci->sq.wqe_cnt, sizeof(*dci->ops), "strand_dc_ops");
+    strand_dc_dci_moderation_fit(iface, dci->sq.wqe_cnt);
+    dci->ops      = ucs_calloc(dci->sq.wqe_cnt, sizeof(*dci->ops),
+                               "strand_dc_ops");
+    dci->op_delta = (uintptr_t)dci->ops - (uintptr_t)dci->sq.buf;
     return (dci->ops == NULL) ? UCS_ERR_NO_MEMORY : UCS_OK;
 }
 
@@ -167,6 +229,7 @@ ucs_status_t strand_dc_dci_rc_take(strand_dc_iface_t *iface,
     dci->streams[0].users = 1;
     ep->dci     = dci->index;
     ep->stream  = 0;
+    strand_dc_ep_tx_update(iface, ep);
     return UCS_OK;
 }
 
@@ -182,14 +245,15 @@ void strand_dc_dci_rc_give(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     dci->users = 0;
     dci->streams[0].users = 0;
     ep->dci    = STRAND_DC_DCI_NONE;
+    strand_dc_ep_tx_update(iface, ep);
     if (dci->state == STRAND_DC_DCI_BROKEN) {
         /* in error since: nothing more of it comes back */
         strand_dc_dci_detach_qp(iface, dci);
-        dci->state = STRAND_DC_DCI_FREE;
+        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_FREE);
         return;
     }
     if (dci->state == STRAND_DC_DCI_ACTIVE) {
-        dci->state = STRAND_DC_DCI_FREE;
+        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_FREE);
     }
     /* now, or once its last WQE is back (strand_dc_policy_dci_idle) */
     strand_dc_policy_dci_idle(iface, dci);
@@ -312,6 +376,20 @@ int strand_dc_dci_pool_busy(strand_dc_iface_t *iface)
     return 0;
 }
 
+unsigned strand_dc_dci_stream_outstanding(const strand_dc_dci_t *dci,
+                                          unsigned stream)
+{
+    const strand_dc_op_t *op;
+    unsigned count = 0;
+    uint32_t bb;
+
+    for (bb = dci->sq_tail; bb != dci->sq.cur_post; ++bb) {
+        op     = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
+        count += (op->state != STRAND_DC_OP_FREE) && (op->stream == stream);
+    }
+    return count;
+}
+
 strand_dc_op_t *strand_dc_dci_op(strand_dc_dci_t *dci, uint16_t wqe_idx)
 {
     strand_dc_op_t *op = &dci->ops[wqe_idx & (dci->sq.wqe_cnt - 1)];
@@ -322,7 +400,8 @@ strand_dc_op_t *strand_dc_dci_op(strand_dc_dci_t *dci, uint16_t wqe_idx)
 
 /* The SQ's free space grows only from its oldest WQE: retired slots after
  * a WQE still outstanding (another stream) wait for it. */
-static void strand_dc_dci_advance_tail(strand_dc_dci_t *dci)
+static void strand_dc_dci_advance_tail(strand_dc_iface_t *iface,
+                                       strand_dc_dci_t *dci)
 {
     strand_dc_op_t *op;
 
@@ -331,9 +410,9 @@ static void strand_dc_dci_advance_tail(strand_dc_dci_t *dci)
         if (op->state != STRAND_DC_OP_FREE) {
             break;
         }
-        dci->sq_tail   += op->bbs;
-        dci->avail_bbs += op->bbs;
+        dci->sq_tail += op->bbs;
     }
+    strand_dc_dci_set_room(iface, dci);
 }
 
 /* Room again: the eps waiting for it go back to the pending dispatch. */
@@ -357,7 +436,7 @@ void strand_dc_dci_rc_connected(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 {
     strand_dc_dci_t *dci = &iface->dcis[ep->dci];
 
-    dci->state = STRAND_DC_DCI_ACTIVE;
+    strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_ACTIVE);
     strand_dc_dci_wake_waiters(iface, dci);
     strand_dc_ep_schedule(iface, ep);
 }
@@ -412,8 +491,7 @@ void strand_dc_op_complete(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
     op->state = STRAND_DC_OP_FREE;
     op->ep    = NULL;
     dci->outstanding--;
-    dci->streams[op->stream].outstanding--;
-    strand_dc_dci_advance_tail(dci);
+    strand_dc_dci_advance_tail(iface, dci);
     strand_dc_dci_wake_waiters(iface, dci);
     if (ep != NULL) {
         if ((--ep->outstanding == 0) && (ep->held == 0)) {
@@ -475,10 +553,10 @@ int strand_dc_dci_reset(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
     if (iface->rc) {
         /* an RC QP in error is connected to nobody any more: its ep has
          * failed, and the QP goes with the ep (or now, if it is gone) */
-        dci->state = STRAND_DC_DCI_BROKEN;
+        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_BROKEN);
         if (dci->ep == NULL) {
             strand_dc_dci_detach_qp(iface, dci);
-            dci->state = STRAND_DC_DCI_FREE;
+            strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_FREE);
         }
         return ENOTCONN;
     }
@@ -487,7 +565,7 @@ int strand_dc_dci_reset(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
         ucs_error("%s: failed to reset DCI %u (qpn 0x%x): %s; it is not "
                   "used again", dev->info.name, dci->index, dci->qp.qpn,
                   strerror(err));
-        dci->state = STRAND_DC_DCI_BROKEN;
+        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_BROKEN);
         return err;
     }
     strand_dc_dci_geometry(iface, dci);
@@ -623,10 +701,11 @@ unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface)
 ucs_status_t strand_dc_dci_signal_tail(strand_dc_iface_t *iface,
                                        strand_dc_dci_t *dci)
 {
-    struct mlx5_wqe_ctrl_seg *ctrl;
+    strand_dc_slot_t slot;
     unsigned i;
 
-    if ((dci->unsignaled == 0) || (dci->outstanding == 0)) {
+    if ((strand_dc_dci_unsignaled(dci) == 0) ||
+        (dci->outstanding == 0)) {
         return UCS_OK; /* a CQE is due for every WQE posted */
     }
     if ((dci->state != STRAND_DC_DCI_ACTIVE) ||
@@ -642,15 +721,16 @@ ucs_status_t strand_dc_dci_signal_tail(strand_dc_iface_t *iface,
     if (i == iface->config.num_streams) {
         return UCS_ERR_NO_RESOURCE;
     }
-    ctrl = strand_sq_ctrl(&dci->sq);
-    strand_sq_set_ctrl(&dci->sq, ctrl, 0, MLX5_OPCODE_NOP, 1,
-                       strand_dc_dci_ce(iface, dci, 1), 0);
-    strand_set_ctrl_stream(ctrl, dci->streams[i].id);
+    strand_dc_dci_slot(dci, &slot);
+    strand_sq_set_ctrl(&dci->sq, slot.ctrl, 0, MLX5_OPCODE_NOP, 1,
+                       strand_dc_dci_ce(dci, 1), 0);
+    strand_set_ctrl_stream(slot.ctrl, dci->streams[i].id);
     STRAND_DC_IFACE_STAT(iface, TX_TAIL_NOP, 1);
-    strand_dc_dci_log_tx(dci, ctrl, 0);
+    strand_dc_dci_log_tx(dci, slot.ctrl, 0);
     /* nobody's: it only retires the WQEs before it */
-    strand_dc_dci_claim_light(dci, 1, NULL, i, MLX5_OPCODE_NOP);
-    strand_dc_dci_ring(dci, ctrl, 1);
+    strand_dc_dci_claim_light(dci, &slot, 1, NULL,
+                              strand_dc_op_light_kind(i, MLX5_OPCODE_NOP));
+    strand_dc_dci_ring(dci, slot.ctrl, 1);
     return UCS_OK;
 }
 
@@ -708,7 +788,7 @@ static int strand_dc_dci_pool_consistent(strand_dc_iface_t *iface)
             flushed += (state == STRAND_DC_OP_FLUSHED);
         }
         for (per_stream = 0, j = 0; j < iface->config.num_streams; ++j) {
-            per_stream += dci->streams[j].outstanding;
+            per_stream += strand_dc_dci_stream_outstanding(dci, j);
         }
         if ((posted != dci->outstanding) || (per_stream != posted) ||
             (flushed != dci->flushed)) {
@@ -722,7 +802,7 @@ void strand_dc_dci_pool_show(strand_dc_iface_t *iface,
                              ucs_string_buffer_t *strb)
 {
     strand_dc_dci_t *dci;
-    unsigned i, j;
+    unsigned i, j, outstanding;
 
     ucs_string_buffer_appendf(strb, "policy %s streams %u\n",
                               strand_dc_tx_policy_names[iface->tx_policy],
@@ -741,10 +821,11 @@ void strand_dc_dci_pool_show(strand_dc_iface_t *iface,
                                   strand_dc_dci_state_str(dci->state),
                                   dci->outstanding, dci->users, dci->errored,
                                   dci->flushed, dci->resets, dci->cqes,
-                                  dci->unsignaled);
+                                  (dci->qp.h != NULL) ?
+                                  strand_dc_dci_unsignaled(dci) : 0);
         for (j = 0; j < iface->config.num_streams; ++j) {
-            if ((dci->streams[j].users == 0) &&
-                (dci->streams[j].outstanding == 0) &&
+            outstanding = strand_dc_dci_stream_outstanding(dci, j);
+            if ((dci->streams[j].users == 0) && (outstanding == 0) &&
                 (dci->streams[j].state == STRAND_DC_STREAM_OK) &&
                 (dci->streams[j].resets == 0) &&
                 (dci->streams[j].leases == 0) &&
@@ -757,7 +838,7 @@ void strand_dc_dci_pool_show(strand_dc_iface_t *iface,
                                       dci->streams[j].id,
                                       (dci->streams[j].state ==
                                        STRAND_DC_STREAM_OK) ? "ok" :
-                                      "draining", dci->streams[j].outstanding,
+                                      "draining", outstanding,
                                       dci->streams[j].users,
                                       ucs_queue_length(&dci->streams[j].held),
                                       dci->streams[j].resets,

@@ -57,11 +57,18 @@ typedef struct strand_dc_tmp_reg {
 typedef struct strand_dc_op {
     uint16_t              wqe_idx;  /* WQE index in the ctrl segment */
     uint8_t               bbs;
-    uint8_t               type;     /* STRAND_DC_OP_PLAIN, ... */
-    uint8_t               state;    /* STRAND_DC_OP_FREE, ... */
-    uint8_t               stream;   /* index in dci->streams */
-    uint8_t               opcode;   /* MLX5_OPCODE_* (for recovery) */
     uint8_t               reserved;
+    union {
+        struct {
+            uint8_t       stream;   /* index in dci->streams */
+            uint8_t       type;     /* STRAND_DC_OP_PLAIN, ... */
+            uint8_t       state;    /* STRAND_DC_OP_FREE, ... */
+            uint8_t       opcode;   /* MLX5_OPCODE_* (for recovery) */
+        };
+        uint32_t          kind;     /* the four in one word: what a short
+                                       operation of an ep writes, from the
+                                       ep's template (strand_dc_op_kind) */
+    };
     struct strand_dc_ep  *ep;       /* NULL: the ep is gone */
     /* type != STRAND_DC_OP_LIGHT only */
     uct_completion_t     *comp;
@@ -87,7 +94,6 @@ typedef enum strand_dc_stream_state {
 typedef struct strand_dc_stream {
     uint16_t  id;                /* the stream id in WQEs */
     uint8_t   state;             /* strand_dc_stream_state_t */
-    uint32_t  outstanding;       /* WQEs posted and not retired */
     uint32_t  users;             /* eps that lease it */
     uint64_t  peer;              /* per-peer mapping: the peer's key */
     uint64_t  dest;              /* its first user's destination */
@@ -114,13 +120,21 @@ typedef struct strand_dc_dci {
     strand_sq_t           sq;
     uint32_t              sq_tail;     /* BB counter of the oldest WQE not
                                           retired (== sq.cur_post: none) */
-    uint32_t              avail_bbs;
+    uint32_t              room_pi;     /* the last producer index at which
+                                          a post needs no look at the queue
+                                          (strand_dc_dci_fast_room) */
     uint32_t              posts;       /* WQEs since its ep took it (dcs) */
-    uint32_t              unsignaled;  /* WQEs posted since the last one
-                                          that asked for a CQE */
+    uint32_t              ce_countdown;/* WQEs to post until one asks for
+                                          a CQE (moderation after one that
+                                          asked) */
+    uint32_t              moderation;  /* the interface's tx_moderation,
+                                          here for the post path */
     uint32_t              outstanding; /* WQEs posted and not retired */
     uint32_t              flushed;     /* of those, FLUSHED */
     strand_dc_op_t       *ops;         /* by BB slot of the ctrl segment */
+    uintptr_t             op_delta;    /* a WQE's op record is at its ctrl
+                                          segment + this (strand_dc_slot_op):
+                                          BBs and records are 64 bytes */
     strand_dc_stream_t   *streams;
     uint32_t              users;       /* eps leasing it */
     uint64_t              home;        /* streams: the destination of the
@@ -169,6 +183,13 @@ void strand_dc_dci_detach_qp(strand_dc_iface_t *iface, strand_dc_dci_t *dci);
  * its old incarnation was consumed. 0 or errno (rc_strand: an RC QP is not
  * reset: ENOTCONN, its slot broken until its ep goes). */
 int strand_dc_dci_reset(strand_dc_iface_t *iface, strand_dc_dci_t *dci);
+/* dci, or its stream s, goes to state: the readiness of the eps leasing
+ * it follows at once (before anything else can post) */
+void strand_dc_dci_set_state(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
+                             strand_dc_dci_state_t state);
+void strand_dc_stream_set_state(strand_dc_iface_t *iface,
+                                strand_dc_dci_t *dci, strand_dc_stream_t *s,
+                                strand_dc_stream_state_t state);
 /* the SQ geometry of a fresh (or reset) DCI */
 void strand_dc_dci_geometry(strand_dc_iface_t *iface, strand_dc_dci_t *dci);
 /* complete an operation (status UCS_OK: unpack / copy results) and free
@@ -191,28 +212,59 @@ strand_dc_dci_outstanding(const strand_dc_dci_t *dci)
     return dci->outstanding;
 }
 
+/* The free BBs of the SQ: from the producer index up to the oldest WQE
+ * not retired (derived: a post counts none). */
+static UCS_F_ALWAYS_INLINE uint32_t
+strand_dc_dci_avail_bbs(const strand_dc_dci_t *dci)
+{
+    return dci->sq.wqe_cnt - (dci->sq.cur_post - dci->sq_tail);
+}
+
+/* Room for one more WQE of any size: a WQE of the largest size fits in
+ * the free BBs and the WQE count allows one more. */
 static UCS_F_ALWAYS_INLINE int
 strand_dc_dci_has_room(const strand_dc_iface_t *iface,
                        const strand_dc_dci_t *dci)
 {
-    return (dci->avail_bbs >= iface->config.dci_max_bbs) &&
+    return (strand_dc_dci_avail_bbs(dci) >= iface->config.dci_max_bbs) &&
            (dci->outstanding < iface->config.tx_queue_len);
 }
 
+/* The same from the producer index pi alone (the fast path): up to
+ * room_pi both hold. room_pi is set where a WQE retires or the tail moves
+ * (strand_dc_dci_set_room) and stays right while WQEs are posted: each
+ * takes a BB at least, so the count cannot pass the bound before the
+ * index does. It is never too high; past it a post looks at the queue
+ * (has_room). */
+static UCS_F_ALWAYS_INLINE int
+strand_dc_dci_fast_room(const strand_dc_dci_t *dci, uint32_t pi)
+{
+    return (int32_t)(dci->room_pi - pi) >= 0;
+}
+
+/* The endpoint's address vector behind the ctrl segment at ctrl (ctrl and
+ * AV fit the first BB: never wrapped); av_ds 0: an RC QP, whose WQEs name
+ * no destination. */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_dci_set_av(struct mlx5_wqe_ctrl_seg *ctrl,
+                     const struct mlx5_wqe_av *av, unsigned av_ds)
+{
+    if (ucs_likely(av_ds == 1)) {
+        memcpy(ctrl + 1, av, STRAND_AV_BASE_SIZE);
+    } else if (av_ds == 3) {
+        memcpy(ctrl + 1, av, STRAND_AV_FULL_SIZE);
+    }
+}
+
 /* The ctrl segment of the next WQE, with the endpoint's address vector
- * right behind it (ctrl and AV fit the first BB: never wrapped); av_ds 0:
- * an RC QP, whose WQEs name no destination. */
+ * right behind it. */
 static UCS_F_ALWAYS_INLINE struct mlx5_wqe_ctrl_seg *
 strand_dc_dci_wqe_start(strand_dc_dci_t *dci, const struct mlx5_wqe_av *av,
                         unsigned av_ds, void **next_seg)
 {
     struct mlx5_wqe_ctrl_seg *ctrl = strand_sq_ctrl(&dci->sq);
 
-    if (ucs_likely(av_ds == 1)) {
-        memcpy(ctrl + 1, av, STRAND_AV_BASE_SIZE);
-    } else if (av_ds == 3) {
-        memcpy(ctrl + 1, av, STRAND_AV_FULL_SIZE);
-    } /* else an RC QP: no address in its WQEs */
+    strand_dc_dci_set_av(ctrl, av, av_ds);
     *next_seg = strand_sq_seg_next(&dci->sq, ctrl + 1, av_ds * STRAND_WQE_DS);
     return ctrl;
 }
@@ -234,51 +286,97 @@ strand_dc_dci_log_tx(strand_dc_dci_t *dci,
 }
 
 /* Ring the doorbell for everything up to the producer index (ctrl: the
- * last WQE, of bbs BBs) and hand the SQ to the device. */
+ * last WQE, of bbs BBs, its bytes 0-7 as stored in head) and hand the SQ
+ * to the device. */
 static UCS_F_ALWAYS_INLINE void
-strand_dc_dci_ring(strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
-                   unsigned bbs)
+strand_dc_dci_ring_head(strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
+                        unsigned bbs, uint64_t head)
 {
-    strand_sq_ring(&dci->sq, ctrl, bbs);
+    strand_sq_ring_head(&dci->sq, ctrl, bbs, head);
     if (dci->qp.kick != NULL) {
         dci->qp.kick(dci->qp.kick_arg);
     }
 }
 
-/* The op slot of the WQE at the producer index. */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_dci_ring(strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
+                   unsigned bbs)
+{
+    uint64_t head;
+
+    memcpy(&head, ctrl, sizeof(head));
+    strand_dc_dci_ring_head(dci, ctrl, bbs, head);
+}
+
+/* Where the WQE at the producer index goes: its ctrl segment and its
+ * index. Taken once, before the WQE's bytes are written: the compiler
+ * would read the queue's fields again after every byte stored. */
+typedef struct strand_dc_slot {
+    struct mlx5_wqe_ctrl_seg *ctrl;
+    uint32_t                  pi;
+} strand_dc_slot_t;
+
+_Static_assert(sizeof(strand_dc_op_t) == STRAND_WQE_BB,
+               "an op record is as large as a BB");
+
+static UCS_F_ALWAYS_INLINE void
+strand_dc_dci_slot(const strand_dc_dci_t *dci, strand_dc_slot_t *slot)
+{
+    slot->pi   = dci->sq.cur_post;
+    slot->ctrl = strand_sq_ctrl(&dci->sq);
+}
+
+/* The op record of the WQE in slot. */
 static UCS_F_ALWAYS_INLINE strand_dc_op_t *
-strand_dc_dci_next_op(strand_dc_dci_t *dci)
+strand_dc_slot_op(const strand_dc_dci_t *dci, const strand_dc_slot_t *slot)
 {
-    return &dci->ops[dci->sq.cur_post & (dci->sq.wqe_cnt - 1)];
+    return (strand_dc_op_t*)((uintptr_t)slot->ctrl + dci->op_delta);
 }
 
-/* The WQE at the producer index (written by the caller) takes bbs BBs of
- * the SQ and counts as outstanding on its stream. */
+/* The WQE at the producer index pi (written by the caller) takes bbs BBs
+ * of the SQ and counts as outstanding. */
 static UCS_F_ALWAYS_INLINE void
-strand_dc_dci_take(strand_dc_dci_t *dci, unsigned stream, unsigned bbs)
+strand_dc_dci_take(strand_dc_dci_t *dci, uint32_t pi, unsigned bbs)
 {
-    strand_sq_advance(&dci->sq, bbs);
-    dci->avail_bbs -= bbs;
+    strand_sq_advance_from(&dci->sq, pi, bbs);
     dci->outstanding++;
-    dci->streams[stream].outstanding++;
 }
 
-/* A WQE whose completion only counts: the head of its record. */
-static UCS_F_ALWAYS_INLINE void
-strand_dc_dci_claim_light(strand_dc_dci_t *dci, unsigned bbs,
-                          struct strand_dc_ep *ep, unsigned stream,
-                          uint8_t opcode)
+/* The op record's stream, type, state and opcode as its kind word. */
+static UCS_F_ALWAYS_INLINE uint32_t
+strand_dc_op_kind(uint8_t stream, uint8_t type, uint8_t state, uint8_t opcode)
 {
-    strand_dc_op_t *op = strand_dc_dci_next_op(dci);
+    strand_dc_op_t op;
 
-    op->wqe_idx = (uint16_t)dci->sq.cur_post;
+    op.stream = stream;
+    op.type   = type;
+    op.state  = state;
+    op.opcode = opcode;
+    return op.kind;
+}
+
+/* The kind word of a posted short operation on stream (the ep's template
+ * of it: opcode 0). */
+static UCS_F_ALWAYS_INLINE uint32_t
+strand_dc_op_light_kind(uint8_t stream, uint8_t opcode)
+{
+    return strand_dc_op_kind(stream, STRAND_DC_OP_LIGHT, STRAND_DC_OP_POSTED,
+                             opcode);
+}
+
+/* A WQE whose completion only counts: the head of its record; kind:
+ * strand_dc_op_light_kind(). */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_dci_claim_light(strand_dc_dci_t *dci, const strand_dc_slot_t *slot,
+                          unsigned bbs, struct strand_dc_ep *ep, uint32_t kind)
+{
+    strand_dc_op_t *op = strand_dc_slot_op(dci, slot);
+
+    op->wqe_idx = (uint16_t)slot->pi;
     op->bbs     = bbs;
-    op->type    = STRAND_DC_OP_LIGHT;
-    op->state   = STRAND_DC_OP_POSTED;
-    op->stream  = stream;
-    op->opcode  = opcode;
+    op->kind    = kind;
     op->ep      = ep;
-    strand_dc_dci_take(dci, stream, bbs);
+    strand_dc_dci_take(dci, slot->pi, bbs);
 }
 
 /* A WQE with work at its completion: the whole record, from op_in (its
@@ -288,13 +386,16 @@ static UCS_F_ALWAYS_INLINE strand_dc_op_t *
 strand_dc_dci_claim(strand_dc_dci_t *dci, unsigned bbs,
                     const strand_dc_op_t *op_in)
 {
-    strand_dc_op_t *op = strand_dc_dci_next_op(dci);
+    strand_dc_slot_t slot;
+    strand_dc_op_t *op;
 
+    strand_dc_dci_slot(dci, &slot);
+    op          = strand_dc_slot_op(dci, &slot);
     *op         = *op_in;
-    op->wqe_idx = (uint16_t)dci->sq.cur_post;
+    op->wqe_idx = (uint16_t)slot.pi;
     op->bbs     = bbs;
     op->state   = STRAND_DC_OP_POSTED;
-    strand_dc_dci_take(dci, op->stream, bbs);
+    strand_dc_dci_take(dci, slot.pi, bbs);
     return op;
 }
 
@@ -303,17 +404,29 @@ strand_dc_dci_claim(strand_dc_dci_t *dci, unsigned bbs,
  * spares the CQEs no one waits for). A CQE retires every WQE before it
  * (CQEs come in SQ order), so an unsignaled WQE completes with the next
  * signaled one; the queue never fills up with unsignaled WQEs because
- * tx_moderation is at most a quarter of it. */
+ * tx_moderation is at most a quarter of it. Counted down, so that the
+ * common case is one decrement. */
 static UCS_F_ALWAYS_INLINE uint8_t
-strand_dc_dci_ce(const strand_dc_iface_t *iface, strand_dc_dci_t *dci,
-                 int must)
+strand_dc_dci_ce(strand_dc_dci_t *dci, int must)
 {
-    if (must || (++dci->unsignaled >= iface->tx_moderation)) {
-        dci->unsignaled = 0;
+    if (must || (--dci->ce_countdown == 0)) {
+        dci->ce_countdown = dci->moderation;
         return MLX5_WQE_CTRL_CQ_UPDATE;
     }
     return 0;
 }
+
+/* WQEs posted on dci since the last one that asked for a CQE. */
+static UCS_F_ALWAYS_INLINE unsigned
+strand_dc_dci_unsignaled(const strand_dc_dci_t *dci)
+{
+    return dci->moderation - dci->ce_countdown;
+}
+
+/* WQEs of stream `stream` outstanding on dci (a walk over the SQ: only
+ * recovery and the VFS ask, the post path counts per DCI only). */
+unsigned strand_dc_dci_stream_outstanding(const strand_dc_dci_t *dci,
+                                          unsigned stream);
 
 /* The last WQE posted on dci asked for no CQE, and something waits for
  * the WQEs before it (a flush, an endpoint wanting a DCI): post a

@@ -20,6 +20,96 @@
 
 #include <string.h>
 
+/* ------------------------------------------------------------ readiness */
+
+/* What ep's readiness is (dc_ep.h), from its state; pending: whether
+ * requests wait in its group. */
+static strand_dc_dci_t *strand_dc_ep_tx_state(strand_dc_iface_t *iface,
+                                              const strand_dc_ep_t *ep,
+                                              int pending)
+{
+    strand_dc_dci_t *dci;
+
+    if ((ep->dci == STRAND_DC_DCI_NONE) || pending || (ep->held > 0) ||
+        (ep->flags & (STRAND_DC_EP_FLAG_FAILED | STRAND_DC_EP_FLAG_MOVING))) {
+        return NULL;
+    }
+    dci = &iface->dcis[ep->dci];
+    if ((dci->state != STRAND_DC_DCI_ACTIVE) ||
+        (dci->streams[ep->stream].state != STRAND_DC_STREAM_OK)) {
+        return NULL;
+    }
+    return dci;
+}
+
+void strand_dc_ep_tx_update(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    strand_dc_dci_t *dci = strand_dc_ep_tx_state(iface, ep, ep->pending > 0);
+
+    ep->tx_dci = dci;
+    if (dci != NULL) {
+        ep->tx_ctrl_tail = strand_dc_ep_ctrl_tail(ep, dci, 0, 0);
+        ep->tx_op_kind   = strand_dc_op_light_kind(ep->stream, 0);
+    }
+    strand_dc_ep_gate(iface, ep);
+}
+
+void strand_dc_ep_gate(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    ep->tx_gate = ((ep->tx_dci != NULL) &&
+                   (ep->fence_beat == iface->fence_beat) &&
+                   !iface->dci_wanted) ? iface->tx_gate : iface->tx_gate - 1;
+}
+
+void strand_dc_ep_tx_update_dci(strand_dc_iface_t *iface,
+                                strand_dc_dci_t *dci)
+{
+    strand_dc_ep_t *ep;
+
+    if (dci->users == 0) {
+        return;
+    }
+    if ((dci->ep != NULL) && (dci->users == 1)) {
+        /* dcs, rc_strand: its one lessee */
+        strand_dc_ep_tx_update(iface, dci->ep);
+        return;
+    }
+    ucs_list_for_each(ep, &iface->eps, list) {
+        if (ep->dci == dci->index) {
+            strand_dc_ep_tx_update(iface, ep);
+        }
+    }
+}
+
+#ifdef STRAND_DEBUG
+void strand_dc_ep_tx_verify(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    int pending          = !ucs_arbiter_group_is_empty(&ep->arb_group);
+    strand_dc_dci_t *dci = strand_dc_ep_tx_state(iface, ep, pending);
+
+    ucs_assertv_always(pending == (ep->pending > 0),
+                       "ep %p: pending requests %d, counted %u", ep, pending,
+                       ep->pending);
+    ucs_assertv_always(ep->tx_dci == dci,
+                       "ep %p: cached readiness %p, its state says %p (dci "
+                       "%u stream %u flags 0x%x held %u)", ep, ep->tx_dci,
+                       dci, ep->dci, ep->stream, ep->flags, ep->held);
+    ucs_assertv_always((dci == NULL) ||
+                       ((ep->tx_ctrl_tail ==
+                         strand_dc_ep_ctrl_tail(ep, dci, 0, 0)) &&
+                        (ep->tx_op_kind ==
+                         strand_dc_op_light_kind(ep->stream, 0))),
+                       "ep %p: templates of another stream", ep);
+    ucs_assertv_always((ep->tx_gate != iface->tx_gate) ||
+                       ((dci != NULL) &&
+                        (ep->fence_beat == iface->fence_beat) &&
+                        !iface->dci_wanted),
+                       "ep %p: gate open, ready %p, fence beat %u/%u, DCI "
+                       "wanted %u", ep, dci, ep->fence_beat,
+                       iface->fence_beat, iface->dci_wanted);
+}
+#endif
+
 /* Credits ran low: ask for more once; none left: no resource. */
 ucs_status_t strand_dc_ep_fc_low(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 {
@@ -87,19 +177,22 @@ strand_dc_ep_am_short_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
     }
 }
 
-ucs_status_t strand_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
-                                   const void *payload, unsigned length)
+/* An am_short (its parameters checked) the general way: flow control, the
+ * pending requests, a lease, room; the data may wrap around the end of
+ * the send queue. */
+static UCS_F_NOINLINE ucs_status_t
+strand_dc_ep_am_short_general(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                              uint8_t id, uint64_t hdr, const void *payload,
+                              unsigned length)
 {
-    STRAND_DC_EP_BASE_DECL(tl_ep);
+    strand_dc_dci_t *dci = NULL;
+    ucs_status_t status;
     struct {
         struct ibv_tmh tmh;  /* tag matching: NO_TAG (zeroes) */
         uint8_t        id;
         uint64_t       hdr;
     } UCS_S_PACKED am_hdr;
 
-    UCT_CHECK_AM_ID(id);
-    STRAND_DC_CHECK_MAX(length, iface->config.am_short_payload,
-                        "am_short payload");
     status = strand_dc_ep_am_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
@@ -118,6 +211,67 @@ ucs_status_t strand_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
     }
     strand_dc_ep_am_sent(iface, ep);
     UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, sizeof(hdr) + length);
+    return UCS_OK;
+}
+
+/* The inline segment of an am_short at seg, total bytes of data:
+ * [TMH: tmh_len zeroes][id][hdr][payload], written in place (no header on
+ * the stack). */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_am_short_inline(void *seg, uint32_t total, unsigned tmh_len,
+                          uint8_t id, uint64_t hdr, const void *payload,
+                          unsigned length)
+{
+    struct mlx5_wqe_inl_data_seg *inl = (struct mlx5_wqe_inl_data_seg*)seg;
+    uint8_t *dst                      = (uint8_t*)(inl + 1) + tmh_len;
+
+    inl->byte_count = htobe32(total | MLX5_INLINE_SEG);
+    memset(inl + 1, 0, tmh_len);
+    dst[0] = id;
+    memcpy(dst + STRAND_DC_AM_HDR_SIZE, &hdr, sizeof(hdr));
+    strand_copy_small(dst + STRAND_DC_AM_HDR_SIZE + sizeof(hdr), payload,
+                      length);
+}
+
+/* am_short of an ep whose WQEs carry av_ds units of address vector, on
+ * an interface whose active messages start with a TMH of tmh_len bytes. */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_dc_ep_am_short_fast(uct_ep_h tl_ep, unsigned av_ds, unsigned tmh_len,
+                           uint8_t id, uint64_t hdr, const void *payload,
+                           unsigned length)
+{
+    strand_dc_ep_t *ep       = ucs_derived_of(tl_ep, strand_dc_ep_t);
+    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_dc_iface_t);
+    uint32_t total           = tmh_len + STRAND_DC_AM_HDR_SIZE +
+                               sizeof(hdr) + length;
+    strand_dc_slot_t slot;
+    strand_dc_dci_t *dci;
+    unsigned ds;
+    uint64_t head;
+    void *seg;
+
+    UCT_CHECK_AM_ID(id);
+    STRAND_DC_CHECK_MAX(length, iface->config.am_short_payload,
+                        "am_short payload");
+    strand_dc_debug_assert((iface->config.am_tmh == tmh_len) &&
+                           (ep->av_ds == av_ds));
+    dci = strand_dc_ep_fast_dci(iface, ep);
+    if (ucs_unlikely((dci == NULL) || (ep->fc_wnd <= ep->fc_limit) ||
+                     !strand_dc_ep_fast_start(
+                             ep, dci, av_ds,
+                             sizeof(struct mlx5_wqe_inl_data_seg) + total,
+                             &slot, &seg))) {
+        return strand_dc_ep_am_short_general(iface, ep, id, hdr, payload,
+                                             length);
+    }
+    strand_dc_ep_am_sent(iface, ep);
+    UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, sizeof(hdr) + length);
+    strand_dc_am_short_inline(seg, total, tmh_len, id, hdr, payload, length);
+    ds   = 1 + av_ds + strand_inline_ds(total);
+    head = strand_dc_ep_fast_claim(ep, dci, &slot, MLX5_OPCODE_SEND, ds,
+                                   MLX5_WQE_CTRL_SOLICITED);
+    strand_dc_ep_ring(ep, dci, slot.ctrl, strand_ds_to_bbs(ds), head);
     return UCS_OK;
 }
 
@@ -290,17 +444,21 @@ ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
 
 /* ---------------------------------------------------------------- RMA */
 
-ucs_status_t strand_dc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
-                                    unsigned length, uint64_t remote_addr,
-                                    uct_rkey_t rkey)
+/* A put_short (its length checked) the general way: the pending requests,
+ * a lease, room, a signing key; the data may wrap around the end of the
+ * send queue, and no data is no inline segment. */
+static UCS_F_NOINLINE ucs_status_t
+strand_dc_ep_put_short_general(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                               const void *buffer, unsigned length,
+                               uint64_t remote_addr, uct_rkey_t rkey)
 {
-    STRAND_DC_EP_BASE_DECL(tl_ep);
+    strand_dc_dci_t *dci = NULL;
     struct mlx5_wqe_ctrl_seg *ctrl;
+    ucs_status_t status;
     struct ibv_sge sge;
     unsigned ds;
     void *seg;
 
-    STRAND_DC_CHECK_MAX(length, iface->config.max_inline, "put_short");
     status = strand_dc_ep_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
@@ -325,6 +483,112 @@ ucs_status_t strand_dc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                             strand_dc_ep_fence_mode(iface, ep));
     UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
     return UCS_OK;
+}
+
+/* put_short of an ep whose WQEs carry av_ds units of address vector */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_dc_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds,
+                            const void *buffer, unsigned length,
+                            uint64_t remote_addr, uct_rkey_t rkey)
+{
+    strand_dc_ep_t *ep       = ucs_derived_of(tl_ep, strand_dc_ep_t);
+    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_dc_iface_t);
+    strand_dc_slot_t slot;
+    strand_dc_dci_t *dci;
+    unsigned ds;
+    uint64_t head;
+    void *seg;
+
+    /* 1 .. max_inline bytes in one compare; no data goes the general way
+     * (no inline segment), too much is the error */
+    if (ucs_unlikely((size_t)length - 1 >= iface->config.max_inline)) {
+        STRAND_DC_CHECK_MAX(length, iface->config.max_inline, "put_short");
+        return strand_dc_ep_put_short_general(iface, ep, buffer, length,
+                                              remote_addr, rkey);
+    }
+    strand_dc_debug_assert(ep->av_ds == av_ds);
+    dci = strand_dc_ep_fast_dci(iface, ep);
+    if (ucs_unlikely((dci == NULL) || (strand_rkey_sig(rkey) != NULL) ||
+                     !strand_dc_ep_fast_start(
+                             ep, dci, av_ds,
+                             sizeof(struct mlx5_wqe_raddr_seg) +
+                             sizeof(struct mlx5_wqe_inl_data_seg) + length,
+                             &slot, &seg))) {
+        return strand_dc_ep_put_short_general(iface, ep, buffer, length,
+                                              remote_addr, rkey);
+    }
+    strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
+    ds   = 1 + av_ds + 1 +
+           strand_set_inline_hdr_data(UCS_PTR_BYTE_OFFSET(seg,
+                                          sizeof(struct mlx5_wqe_raddr_seg)),
+                                      NULL, 0, buffer, length);
+    head = strand_dc_ep_fast_claim(ep, dci, &slot, MLX5_OPCODE_RDMA_WRITE, ds,
+                                   STRAND_WQE_CTRL_FM_NONE);
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
+    strand_dc_ep_ring(ep, dci, slot.ctrl, strand_ds_to_bbs(ds), head);
+    return UCS_OK;
+}
+
+/*
+ * The entry points of the short operations of eps whose WQEs carry av_ds
+ * units of address vector, a constant of the interface (the path kind is
+ * the device's: the base AV of InfiniBand DC, RoCE's with a GRH, none for
+ * rc_strand), so that every offset in the WQE folds; with tag matching
+ * (_tmh) every active message starts with a TMH. strand_dc_ep_short_ops
+ * installs an interface's.
+ */
+#define STRAND_DC_EP_SHORT_ENTRY_POINTS(_kind, _av_ds) \
+    ucs_status_t strand_dc_ep_am_short##_kind(uct_ep_h tl_ep, uint8_t id, \
+                                              uint64_t hdr, \
+                                              const void *payload, \
+                                              unsigned length) \
+    { \
+        return strand_dc_ep_am_short_fast(tl_ep, _av_ds, 0, id, hdr, \
+                                          payload, length); \
+    } \
+    \
+    static ucs_status_t \
+    strand_dc_ep_am_short##_kind##_tmh(uct_ep_h tl_ep, uint8_t id, \
+                                       uint64_t hdr, const void *payload, \
+                                       unsigned length) \
+    { \
+        return strand_dc_ep_am_short_fast(tl_ep, _av_ds, STRAND_TMH_SIZE, \
+                                          id, hdr, payload, length); \
+    } \
+    \
+    ucs_status_t strand_dc_ep_put_short##_kind(uct_ep_h tl_ep, \
+                                               const void *buffer, \
+                                               unsigned length, \
+                                               uint64_t remote_addr, \
+                                               uct_rkey_t rkey) \
+    { \
+        return strand_dc_ep_put_short_fast(tl_ep, _av_ds, buffer, length, \
+                                           remote_addr, rkey); \
+    }
+
+STRAND_DC_EP_SHORT_ENTRY_POINTS(, 1)
+STRAND_DC_EP_SHORT_ENTRY_POINTS(_grh, 3)
+STRAND_DC_EP_SHORT_ENTRY_POINTS(_rc, 0)
+
+void strand_dc_ep_short_ops(const strand_dc_iface_t *iface,
+                            uct_iface_ops_t *ops)
+{
+    int tmh = (iface->config.am_tmh != 0);
+
+    if (iface->rc) {
+        ops->ep_am_short  = tmh ? strand_dc_ep_am_short_rc_tmh :
+                                  strand_dc_ep_am_short_rc;
+        ops->ep_put_short = strand_dc_ep_put_short_rc;
+    } else if (iface->config.av_size == STRAND_AV_FULL_SIZE) {
+        ops->ep_am_short  = tmh ? strand_dc_ep_am_short_grh_tmh :
+                                  strand_dc_ep_am_short_grh;
+        ops->ep_put_short = strand_dc_ep_put_short_grh;
+    } else {
+        ops->ep_am_short  = tmh ? strand_dc_ep_am_short_tmh :
+                                  strand_dc_ep_am_short;
+        ops->ep_put_short = strand_dc_ep_put_short;
+    }
 }
 
 ssize_t strand_dc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
@@ -713,6 +977,7 @@ static ucs_status_t strand_dc_ep_flush_cancel(strand_dc_iface_t *iface,
     if (!(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
         ep->flags |= STRAND_DC_EP_FLAG_FAILED;
         ep->status = UCS_ERR_CANCELED;
+        strand_dc_ep_tx_update(iface, ep);
     }
     strand_dc_recovery_cancel(iface, ep);
     if (ep->outstanding == 0) {
@@ -792,6 +1057,7 @@ ucs_status_t strand_dc_ep_fence(uct_ep_h tl_ep, unsigned flags)
 
     /* the next WQE is fenced: its beat differs from the iface's */
     ep->fence_beat = iface->fence_beat - 1;
+    strand_dc_ep_gate(iface, ep);
     UCT_TL_EP_STAT_FENCE(&ep->super);
     return UCS_OK;
 }
@@ -847,6 +1113,25 @@ ucs_status_t strand_dc_ep_check(uct_ep_h tl_ep, unsigned flags,
 
 /* -------------------------------------------------------------- pending */
 
+void strand_dc_ep_pending_push(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                               uct_pending_req_t *req)
+{
+    uct_pending_req_arb_group_push(&ep->arb_group, req);
+    if (ep->pending++ == 0) {
+        strand_dc_ep_tx_update(iface, ep);
+    }
+}
+
+/* count pending requests of ep leave its group */
+static void strand_dc_ep_pending_gone(strand_dc_iface_t *iface,
+                                      strand_dc_ep_t *ep, uint32_t count)
+{
+    ep->pending -= count;
+    if (ep->pending == 0) {
+        strand_dc_ep_tx_update(iface, ep);
+    }
+}
+
 /* ep waits for room on its leased DCI, behind the eps waiting there
  * already (the DCI's room wakes them in order, dc_dci.c) */
 static void strand_dc_ep_join_waiters(strand_dc_iface_t *iface,
@@ -877,7 +1162,7 @@ ucs_status_t strand_dc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     if ((ep->fc_wnd <= 0) && !(ep->flags & STRAND_DC_EP_FLAG_FC_REQ)) {
         strand_dc_fc_request(iface, ep); /* or from the pending dispatch */
     }
-    uct_pending_req_arb_group_push(&ep->arb_group, req);
+    strand_dc_ep_pending_push(iface, ep, req);
     UCT_TL_EP_STAT_PEND(&ep->super);
     if ((ep->fc_wnd > 0) && (ep->dci != STRAND_DC_DCI_NONE) &&
         (iface->dcis[ep->dci].state == STRAND_DC_DCI_ACTIVE) &&
@@ -955,7 +1240,7 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
             }
             /* waiting for a DCI: everybody after waits too, and the eps
              * holding one give it back after their quota */
-            iface->dci_wanted = 1;
+            strand_dc_iface_want_dci(iface);
             return UCS_ARBITER_CB_RESULT_STOP;
         }
     }
@@ -963,6 +1248,9 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
     status     = req->func(req);
     ep->flags &= ~STRAND_DC_EP_FLAG_IN_PENDING;
     if (status == UCS_OK) {
+        /* the arbiter takes it out once this returns: nothing posts
+         * before (its callback may have freed it already) */
+        strand_dc_ep_pending_gone(iface, ep, 1);
         return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
     } else if (status == UCS_INPROGRESS) {
         return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
@@ -974,7 +1262,7 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
             /* the send's lease attempt put it in its DCI's waiters */
             return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
         }
-        iface->dci_wanted = 1;
+        strand_dc_iface_want_dci(iface);
         return UCS_ARBITER_CB_RESULT_STOP;
     } else if ((status == UCS_ERR_NO_RESOURCE) &&
                !strand_dc_integrity_can_start(iface)) {
@@ -1035,6 +1323,7 @@ void strand_dc_ep_pending_purge(uct_ep_h tl_ep,
 
     ucs_arbiter_group_purge(&iface->arbiter, &ep->arb_group,
                             strand_dc_ep_purge_cb, &args);
+    strand_dc_ep_pending_gone(iface, ep, ep->pending);
 }
 
 /* ---------------------------------------------------------------- errors */
@@ -1121,6 +1410,9 @@ UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
     self->peer_key    = strand_dc_addr_peer_key(&self->av);
 common:
     self->rc_conn     = NULL;
+    self->tx_dci      = NULL;
+    self->pending     = 0;
+    self->tx_gate     = iface->tx_gate - 1;
     self->dci         = STRAND_DC_DCI_NONE;
     self->stream      = 0;
     self->held        = 0;

@@ -24,8 +24,35 @@ enum {
                                                 done, then leases again */
 };
 
+/*
+ * Readiness: whether an endpoint may post on its DCI as far as its own
+ * state and its lease's go (leased; the DCI ACTIVE; its stream OK; nothing
+ * of it held for re-posting; not MOVING, not FAILED; no pending requests),
+ * kept in ep->tx_dci by strand_dc_ep_tx_update() at every change of one of
+ * those conditions, so that a post checks one pointer instead of each.
+ * What changes with every post (room in the SQ, flow-control credits) is
+ * checked by the post itself.
+ *
+ * The gate: a short operation is posted straight from its entry point
+ * (dc_ep_post.h, the fast path) while ep->tx_gate == iface->tx_gate. It is
+ * opened (strand_dc_ep_gate) where ep is ready, no fence is due and no ep
+ * waits for a DCI, and closed where one of those stops: ep's readiness,
+ * an ep fence (ep's gate), an iface fence or an ep starting to wait for a
+ * DCI (iface->tx_gate moves on: every gate closes at once). A closed gate
+ * opens again after a post on the general path.
+ */
 typedef struct strand_dc_ep {
     uct_base_ep_t       super;
+    struct strand_dc_dci *tx_dci;     /* its DCI while it is ready (above);
+                                         NULL: the general path decides */
+    uint64_t            tx_ctrl_tail; /* while ready: ctrl bytes 8-15 of its
+                                         WQEs as stored (its stream id;
+                                         fm_ce_se and imm 0) */
+    unsigned            tx_gate;      /* == iface->tx_gate: the fast path
+                                         is open (above) */
+    uint32_t            tx_op_kind;   /* while ready: the kind word of its
+                                         short operations' op records but
+                                         for the opcode (dc_dci.h) */
     UCS_STATS_NODE_DECLARE(stats)     /* dc_stats.h */
     struct mlx5_wqe_av  av;           /* the peer's DCT, ready for WQEs */
     uint8_t             av_ds;        /* 1 (base AV) or 3 (with GRH) */
@@ -41,12 +68,19 @@ typedef struct strand_dc_ep {
     unsigned            fence_beat;   /* != iface's: fence the next WQE */
     ucs_status_t        status;       /* the error once FAILED */
     ucs_arbiter_group_t arb_group;    /* pending requests */
+    uint32_t            pending;      /* how many: counted where they are
+                                         queued and leave (a request may be
+                                         freed by its callback, so the
+                                         group is not looked at then) */
     ucs_list_link_t     dci_wait;     /* in its DCI's waiters (linked to
                                          itself when not) */
     ucs_list_link_t     list;         /* in iface->eps */
     uct_completion_t   *cancel_comp;  /* flush(CANCEL) waiting for the
                                          last outstanding operation */
     int32_t             fc_wnd;       /* active messages it may still send */
+    int32_t             fc_limit;     /* an active message looks at flow
+                                         control when fc_wnd is not above
+                                         this (dc_fc.c) */
     uint32_t            fc_id;        /* its id in FC requests and grants */
     uint16_t            fc_seq;       /* its last credit request */
     uint16_t            fc_seq_first; /* the first of the current wait */
@@ -62,6 +96,8 @@ UCS_CLASS_DECLARE(strand_dc_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DECLARE_NEW_FUNC(strand_dc_ep_t, uct_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DECLARE_DELETE_FUNC(strand_dc_ep_t, uct_ep_t);
 
+/* am_short and put_short of an InfiniBand DC interface without tag
+ * matching; strand_dc_ep_short_ops: those of the interface's kind */
 ucs_status_t strand_dc_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
                                    const void *payload, unsigned length);
 ucs_status_t strand_dc_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
@@ -76,6 +112,8 @@ ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
 ucs_status_t strand_dc_ep_put_short(uct_ep_h tl_ep, const void *buffer,
                                     unsigned length, uint64_t remote_addr,
                                     uct_rkey_t rkey);
+void strand_dc_ep_short_ops(const strand_dc_iface_t *iface,
+                            uct_iface_ops_t *ops);
 ssize_t strand_dc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
                                void *arg, uint64_t remote_addr,
                                uct_rkey_t rkey);
@@ -137,6 +175,27 @@ ucs_status_t strand_dc_ep_send_ctrl(strand_dc_ep_t *ep, uint8_t am_id,
 uct_completion_t *strand_dc_ep_idle(strand_dc_iface_t *iface,
                                     strand_dc_ep_t *ep);
 ucs_status_t strand_dc_ep_invalidate(uct_ep_h tl_ep, unsigned flags);
+
+/* the readiness of ep (above) after a change of its state or its lease's;
+ * of every ep leasing dci after a change of the DCI's or a stream's */
+void strand_dc_ep_tx_update(strand_dc_iface_t *iface, strand_dc_ep_t *ep);
+void strand_dc_ep_tx_update_dci(strand_dc_iface_t *iface,
+                                struct strand_dc_dci *dci);
+/* open ep's gate when ep is ready, no fence is due and no ep waits for a
+ * DCI; close it otherwise */
+void strand_dc_ep_gate(strand_dc_iface_t *iface, strand_dc_ep_t *ep);
+#ifdef STRAND_DEBUG
+/* debug builds, on every post: the cached readiness is what the state
+ * says, and an open gate is right */
+void strand_dc_ep_tx_verify(strand_dc_iface_t *iface, strand_dc_ep_t *ep);
+#else
+#define strand_dc_ep_tx_verify(_iface, _ep) do { } while (0)
+#endif
+
+/* queue a pending request of ep (uct_ep_pending_add, the transport's own
+ * grants): it waits behind the ep's others */
+void strand_dc_ep_pending_push(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                               uct_pending_req_t *req);
 
 /* dispatch the pending requests of the iface (from progress) */
 void strand_dc_ep_dispatch_pending(strand_dc_iface_t *iface);

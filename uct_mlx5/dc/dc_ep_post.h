@@ -32,6 +32,7 @@ strand_dc_ep_take_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
 {
     ucs_status_t status;
 
+    strand_dc_ep_tx_verify(iface, ep);
     if (ucs_unlikely(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
         return ep->status;
     }
@@ -90,27 +91,32 @@ strand_dc_ep_get_desc(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     return desc;
 }
 
-/* The ctrl segment of the WQE at ctrl, on the ep's stream. */
-static UCS_F_ALWAYS_INLINE void
-strand_dc_ep_set_ctrl(strand_dc_ep_t *ep, strand_dc_dci_t *dci,
-                      struct mlx5_wqe_ctrl_seg *ctrl, uint8_t opcode,
-                      uint8_t opmod, unsigned ds, uint8_t fm_ce_se,
-                      uint32_t imm)
+/* Ctrl bytes 8-15 of ep's WQEs on dci with fm_ce_se and imm (as the WQE
+ * carries it, network order): ep's stream id, from its readiness when it
+ * is ready. */
+static UCS_F_ALWAYS_INLINE uint64_t
+strand_dc_ep_ctrl_tail(const strand_dc_ep_t *ep, const strand_dc_dci_t *dci,
+                       uint8_t fm_ce_se, uint32_t imm)
 {
-    strand_sq_set_ctrl(&dci->sq, ctrl, opmod, opcode, ds, fm_ce_se, imm);
-    strand_set_ctrl_stream(ctrl, dci->streams[ep->stream].id);
+    return strand_ctrl_tail(dci->streams[ep->stream].id, fm_ce_se, imm);
 }
 
-/* The WQE at ctrl (bbs BBs) is complete: ring the doorbell and hand the SQ
- * to the device. */
+/* ep posts one more WQE on dci (its slot claimed). */
 static UCS_F_ALWAYS_INLINE void
-strand_dc_ep_posted(strand_dc_ep_t *ep, strand_dc_dci_t *dci,
-                    struct mlx5_wqe_ctrl_seg *ctrl, unsigned bbs)
+strand_dc_ep_count(strand_dc_ep_t *ep, strand_dc_dci_t *dci)
 {
     dci->posts++;
     ep->outstanding++;
+}
+
+/* The WQE at ctrl (bbs BBs, its ctrl bytes 0-7 in head) is written and
+ * counted: ring the doorbell and hand the SQ to the device. */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_ep_ring(strand_dc_ep_t *ep, strand_dc_dci_t *dci,
+                  struct mlx5_wqe_ctrl_seg *ctrl, unsigned bbs, uint64_t head)
+{
     strand_dc_dci_log_tx(dci, ctrl, ep->av_ds);
-    strand_dc_dci_ring(dci, ctrl, bbs);
+    strand_dc_dci_ring_head(dci, ctrl, bbs, head);
 }
 
 /*
@@ -124,15 +130,20 @@ strand_dc_ep_post_imm(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
                       uint8_t opcode, uint8_t opmod, unsigned ds,
                       uint8_t fm_se, uint32_t imm, strand_dc_op_t *op)
 {
-    unsigned bbs = strand_ds_to_bbs(ds);
+    unsigned bbs  = strand_ds_to_bbs(ds);
+    uint64_t head = strand_sq_ctrl_head(&dci->sq, dci->sq.cur_post, opmod,
+                                        opcode, ds);
+    uint8_t fm    = fm_se | strand_dc_dci_ce(dci, 1);
 
-    strand_dc_ep_set_ctrl(ep, dci, ctrl, opcode, opmod, ds,
-                          fm_se | strand_dc_dci_ce(iface, dci, 1), imm);
+    strand_sq_write_ctrl(&dci->sq, ctrl, head,
+                         strand_dc_ep_ctrl_tail(ep, dci, fm, imm));
     op->ep     = ep;
     op->stream = ep->stream;
     op->opcode = opcode;
     strand_dc_dci_claim(dci, bbs, op);
-    strand_dc_ep_posted(ep, dci, ctrl, bbs);
+    strand_dc_ep_count(ep, dci);
+    strand_dc_ep_ring(ep, dci, ctrl, bbs, head);
+    strand_dc_ep_gate(iface, ep); /* a fence may be spent */
 }
 
 static UCS_F_ALWAYS_INLINE void
@@ -145,39 +156,147 @@ strand_dc_ep_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
                           op);
 }
 
-/* Finish the WQE at ctrl, one whose completion only counts (short
- * operations): a CQE only every tx_moderation WQEs, and only the head of
- * its record is written. */
+/* The ctrl segment, the head of the op record and the counts of the WQE
+ * in slot (ds units), one whose completion only counts (short operations):
+ * a CQE only every tx_moderation WQEs (and, must, now). stream_tail: ctrl
+ * bytes 8-15 without fm_ce_se (strand_dc_ep_ctrl_tail), stream_kind: the op
+ * record's kind without opcode (strand_dc_op_light_kind); the ready ep's
+ * templates of both on the fast path.
+ * Its segments are written before or after; then strand_dc_ep_ring() with
+ * what this returns, the ctrl bytes 0-7. */
+static UCS_F_ALWAYS_INLINE uint64_t
+strand_dc_ep_claim_light(strand_dc_ep_t *ep,
+                         strand_dc_dci_t *dci, const strand_dc_slot_t *slot,
+                         uint8_t opcode, unsigned ds, uint8_t fm_se,
+                         uint64_t stream_tail, uint32_t stream_kind, int must)
+{
+    uint64_t head = strand_sq_ctrl_head(&dci->sq, slot->pi, 0, opcode, ds);
+    uint64_t tail = stream_tail | strand_ctrl_tail(0, fm_se, 0);
+
+    if (strand_dc_dci_ce(dci, must)) {
+        tail |= strand_ctrl_tail(0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+    }
+    strand_sq_write_ctrl(&dci->sq, slot->ctrl, head, tail);
+    strand_dc_dci_claim_light(dci, slot, strand_ds_to_bbs(ds), ep,
+                              stream_kind |
+                              strand_dc_op_kind(0, 0, 0, opcode));
+    strand_dc_ep_count(ep, dci);
+    return head;
+}
+
+/* Finish the WQE at ctrl (ds units), one whose completion only counts, on
+ * the general path: a CQE also when an ep waits for a DCI (the DCIs' work
+ * must complete for one to be given back). */
 static UCS_F_ALWAYS_INLINE void
 strand_dc_ep_post_light(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
                         strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
                         uint8_t opcode, unsigned ds, uint8_t fm_se)
 {
-    unsigned bbs = strand_ds_to_bbs(ds);
+    strand_dc_slot_t slot;
+    uint64_t head;
 
-    strand_dc_ep_set_ctrl(ep, dci, ctrl, opcode, 0, ds,
-                          fm_se | strand_dc_dci_ce(iface, dci,
-                                                   iface->dci_wanted), 0);
-    strand_dc_dci_claim_light(dci, bbs, ep, ep->stream, opcode);
-    strand_dc_ep_posted(ep, dci, ctrl, bbs);
+    strand_dc_dci_slot(dci, &slot);
+    strand_dc_debug_assert(slot.ctrl == ctrl);
+    head = strand_dc_ep_claim_light(ep, dci, &slot, opcode, ds, fm_se,
+                                    strand_dc_ep_ctrl_tail(ep, dci, 0, 0),
+                                    strand_dc_op_light_kind(ep->stream, 0),
+                                    iface->dci_wanted);
+    strand_dc_ep_ring(ep, dci, ctrl, strand_ds_to_bbs(ds), head);
+    strand_dc_ep_gate(iface, ep); /* a fence may be spent */
+}
+
+/* ------------------------------------------------------ the fast path */
+
+/*
+ * A short operation (am_short, put_short) is posted straight from its
+ * entry point when there is nothing to decide: ep's gate is open (dc_ep.h:
+ * ready, no fence due, no ep waiting for a DCI, which would want a CQE and
+ * the dcs quota checked), the DCI has room, an active message's window is
+ * above ep->fc_limit (dc_fc.c), and the WQE does not run over the end of
+ * the send queue. Anything else goes the general way, to the same WQE
+ * bytes through every check.
+ */
+
+/* The DCI for a short operation of ep; NULL: the general path. */
+static UCS_F_ALWAYS_INLINE strand_dc_dci_t *
+strand_dc_ep_fast_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    strand_dc_dci_t *dci;
+
+    strand_dc_ep_tx_verify(iface, ep);
+    if (ucs_unlikely(ep->tx_gate != iface->tx_gate)) {
+        return NULL;
+    }
+    dci = ep->tx_dci; /* an open gate: ready */
+    if (ucs_unlikely(!strand_dc_dci_fast_room(dci, dci->sq.cur_post))) {
+        return NULL;
+    }
+    strand_dc_debug_assert(strand_dc_dci_has_room(iface, dci));
+    return dci;
+}
+
+/* The slot of a short operation's WQE on dci, ep's address vector (av_ds
+ * units: ep->av_ds, or the constant it is) behind its ctrl segment, and
+ * where its segments go (*seg_p); 0 when their seg_bytes would run over
+ * the end of the send queue (the general path wraps them). A WQE within
+ * its first BB never does (BBs are whole): the short ones need no look at
+ * the end. */
+static UCS_F_ALWAYS_INLINE int
+strand_dc_ep_fast_start(strand_dc_ep_t *ep, strand_dc_dci_t *dci,
+                        unsigned av_ds, unsigned seg_bytes,
+                        strand_dc_slot_t *slot, void **seg_p)
+{
+    unsigned prefix = (1 + av_ds) * STRAND_WQE_DS;
+    uint8_t *seg;
+
+    strand_dc_dci_slot(dci, slot);
+    seg = (uint8_t*)slot->ctrl + prefix;
+    if (ucs_unlikely((prefix + seg_bytes > STRAND_WQE_BB) &&
+                     (seg + seg_bytes > (uint8_t*)dci->sq.end))) {
+        return 0;
+    }
+    strand_dc_dci_set_av(slot->ctrl, &ep->av, av_ds);
+    *seg_p = seg;
+    return 1;
+}
+
+/* The ctrl segment, op record and counts of a short operation's WQE in
+ * slot (strand_dc_ep_claim_light: no ep waits for a DCI, the stream's ctrl
+ * bytes are ready). Written after the segments: nothing of the operation's
+ * arguments needs a register then. Returns the ctrl bytes 0-7 for the
+ * doorbell. */
+static UCS_F_ALWAYS_INLINE uint64_t
+strand_dc_ep_fast_claim(strand_dc_ep_t *ep, strand_dc_dci_t *dci,
+                        const strand_dc_slot_t *slot, uint8_t opcode,
+                        unsigned ds, uint8_t fm_se)
+{
+    return strand_dc_ep_claim_light(ep, dci, slot, opcode, ds, fm_se,
+                                    ep->tx_ctrl_tail, ep->tx_op_kind, 0);
 }
 
 /* Credits ran low: ask for more once; none left: no resource. */
 ucs_status_t strand_dc_ep_fc_low(strand_dc_iface_t *iface, strand_dc_ep_t *ep);
 
-/* The DCI for an active message: flow control first (a no-op when it is
- * disabled: the window never gets low). */
+/* Flow control of an active message (a no-op when it is disabled: the
+ * window never gets low): UCS_OK, or why it may not be sent now. */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_dc_ep_fc_check(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    if (ucs_unlikely(ep->fc_wnd <= iface->fc.soft_thresh)) {
+        return strand_dc_ep_fc_low(iface, ep);
+    }
+    return UCS_OK;
+}
+
+/* The DCI for an active message: flow control first. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 strand_dc_ep_am_get_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
                         strand_dc_dci_t **dci_p)
 {
-    ucs_status_t status;
+    ucs_status_t status = strand_dc_ep_fc_check(iface, ep);
 
-    if (ucs_unlikely(ep->fc_wnd <= iface->fc.soft_thresh)) {
-        status = strand_dc_ep_fc_low(iface, ep);
-        if (status != UCS_OK) {
-            return status;
-        }
+    if (status != UCS_OK) {
+        return status;
     }
     return strand_dc_ep_get_dci(iface, ep, dci_p);
 }

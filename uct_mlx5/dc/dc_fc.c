@@ -90,6 +90,22 @@ void strand_dc_fc_cleanup(strand_dc_iface_t *iface)
     kh_destroy_inplace(strand_dc_fc_eps, &fc->eps);
 }
 
+/* ep asked for credits and waits for the grant (FC_REQ), or not. What an
+ * active message compares its window with follows: while ep waits it may
+ * spend the rest (0), else it asks first below the soft threshold
+ * (strand_dc_ep_fc_check, the fast path's one compare). */
+static void strand_dc_fc_set_req(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                                 int req)
+{
+    if (req) {
+        ep->flags    |= STRAND_DC_EP_FLAG_FC_REQ;
+        ep->fc_limit  = 0;
+    } else {
+        ep->flags    &= ~STRAND_DC_EP_FLAG_FC_REQ;
+        ep->fc_limit  = iface->fc.soft_thresh;
+    }
+}
+
 ucs_status_t strand_dc_fc_ep_add(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 {
     strand_dc_fc_t *fc = &iface->fc;
@@ -97,6 +113,7 @@ ucs_status_t strand_dc_fc_ep_add(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     int ret;
 
     ep->fc_wnd       = fc->wnd_size;
+    strand_dc_fc_set_req(iface, ep, 0);
     ep->fc_seq       = 0; /* the first request is 1 */
     ep->fc_seq_first = 0;
     ep->fc_req_time  = 0;
@@ -120,7 +137,7 @@ void strand_dc_fc_ep_remove(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     khiter_t it;
 
     if (ep->flags & STRAND_DC_EP_FLAG_FC_REQ) {
-        ep->flags &= ~STRAND_DC_EP_FLAG_FC_REQ;
+        strand_dc_fc_set_req(iface, ep, 0);
         iface->fc.waiting--;
     }
     if (ep->fc_id == 0) {
@@ -241,7 +258,7 @@ static void strand_dc_fc_handle_request(strand_dc_iface_t *iface,
     pending->super.func = strand_dc_fc_grant_progress;
     pending->ep         = ep;
     pending->grant      = grant;
-    uct_pending_req_arb_group_push(&ep->arb_group, &pending->super);
+    strand_dc_ep_pending_push(iface, ep, &pending->super);
     ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
 }
 
@@ -262,8 +279,8 @@ static void strand_dc_fc_handle_grant(strand_dc_iface_t *iface,
         ((int16_t)(ep->fc_seq - grant->seq) < 0)) {
         return;
     }
-    ep->fc_wnd  = iface->fc.wnd_size;
-    ep->flags  &= ~STRAND_DC_EP_FLAG_FC_REQ;
+    ep->fc_wnd = iface->fc.wnd_size;
+    strand_dc_fc_set_req(iface, ep, 0);
     iface->fc.waiting--;
     strand_dc_ep_schedule(iface, ep);
 }
@@ -302,7 +319,7 @@ ucs_status_t strand_dc_fc_request(strand_dc_iface_t *iface,
     ep->fc_seq      = req.seq;
     ep->fc_req_time = ucs_get_time();
     if (!(ep->flags & STRAND_DC_EP_FLAG_FC_REQ)) {
-        ep->flags       |= STRAND_DC_EP_FLAG_FC_REQ;
+        strand_dc_fc_set_req(iface, ep, 1);
         ep->fc_seq_first = req.seq;
         iface->fc.waiting++;
     }

@@ -633,6 +633,7 @@ ucs_status_t strand_dc_iface_fence(uct_iface_h tl_iface, unsigned flags)
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
 
     ++iface->fence_beat; /* every ep fences its next WQE */
+    ++iface->tx_gate;    /* on the general path */
     UCT_TL_IFACE_STAT_FENCE(&iface->super);
     return UCS_OK;
 }
@@ -1032,6 +1033,9 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     if (status != UCS_OK) {
         return status;
     }
+    /* the entry points of am_short and put_short for its address vector
+     * and TMH (constants there) */
+    strand_dc_ep_short_ops(self, &self->super.super.ops);
     /* the payload of an am_short: its 8-byte header and the AM id (and a
      * TMH) go inline before it */
     self->config.am_short_payload = self->config.max_inline -

@@ -191,7 +191,14 @@ typedef struct strand_dc_iface {
     khash_t(strand_dc_qpn) dci_by_qpn;   /* QPN -> DCI index */
     uint16_t             *dci_stack;     /* free DCIs */
     unsigned              dci_top;
-    uint8_t               dci_wanted;    /* an ep waits for a free DCI */
+    uint8_t               dci_wanted;    /* an ep waits for a free DCI
+                                            (strand_dc_iface_want_dci) */
+    unsigned              tx_gate;       /* the fast path of short posts is
+                                            open to an ep whose tx_gate is
+                                            this (dc_ep.h); moved on where
+                                            every ep must look again: an
+                                            iface fence, an ep starting to
+                                            wait for a DCI */
     unsigned              tx_moderation; /* a CQE per this many WQEs at
                                             least (1: every WQE) */
     uint8_t               tx_policy;     /* strand_dc_tx_policy_t, resolved */
@@ -241,6 +248,25 @@ typedef struct strand_dc_iface {
 } strand_dc_iface_t;
 
 extern uct_tl_t uct_dc_strand_tl;
+
+/* An ep waits for a DCI: the eps holding one want CQEs and count their
+ * quota, so every fast path closes (dc_ep.h). */
+static UCS_F_ALWAYS_INLINE void
+strand_dc_iface_want_dci(strand_dc_iface_t *iface)
+{
+    if (!iface->dci_wanted) {
+        iface->dci_wanted = 1;
+        ++iface->tx_gate;
+    }
+}
+
+/* An assertion of debug builds (--enable-debug) only: UCX's own are on in
+ * every build of this UCX, too costly on the post path. */
+#ifdef STRAND_DEBUG
+#define strand_dc_debug_assert(_cond) ucs_assert_always(_cond)
+#else
+#define strand_dc_debug_assert(_cond) do { } while (0)
+#endif
 
 /* The header an active message starts with: the AM id, and with tag
  * matching a NO_TAG TMH (zeroes) before it. */

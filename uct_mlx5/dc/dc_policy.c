@@ -86,7 +86,8 @@ static uint64_t strand_dc_policy_dest(const strand_dc_ep_t *ep)
     return ep->peer_key ^ ((uint64_t)ep->dctn << 24);
 }
 
-static void strand_dc_policy_attach(strand_dc_dci_t *dci, int stream,
+static void strand_dc_policy_attach(strand_dc_iface_t *iface,
+                                    strand_dc_dci_t *dci, int stream,
                                     strand_dc_ep_t *ep)
 {
     strand_dc_stream_t *s = &dci->streams[stream];
@@ -102,10 +103,12 @@ static void strand_dc_policy_attach(strand_dc_dci_t *dci, int stream,
         s->mixed = 1;
     }
     s->leases++;
-    dci->users++;
+    /* a DCI that was FREE has no lessee whose readiness could change */
     dci->state = STRAND_DC_DCI_ACTIVE;
+    dci->users++;
     ep->dci    = dci->index;
     ep->stream = stream;
+    strand_dc_ep_tx_update(iface, ep);
 }
 
 static ucs_status_t strand_dc_policy_lease_dcs(strand_dc_iface_t *iface,
@@ -114,7 +117,8 @@ static ucs_status_t strand_dc_policy_lease_dcs(strand_dc_iface_t *iface,
     strand_dc_dci_t *dci;
 
     if (iface->dci_top == 0) {
-        iface->dci_wanted = 1; /* holders give theirs back sooner */
+        strand_dc_iface_want_dci(iface); /* holders give theirs back
+                                            sooner */
         return UCS_ERR_NO_RESOURCE;
     }
     dci = &iface->dcis[iface->dci_stack[--iface->dci_top]];
@@ -124,7 +128,7 @@ static ucs_status_t strand_dc_policy_lease_dcs(strand_dc_iface_t *iface,
                 dci->outstanding);
     dci->ep    = ep;
     dci->posts = 0;
-    strand_dc_policy_attach(dci, 0, ep);
+    strand_dc_policy_attach(iface, dci, 0, ep);
     return UCS_OK;
 }
 
@@ -220,7 +224,7 @@ static ucs_status_t strand_dc_policy_lease_streams(strand_dc_iface_t *iface,
         ucs_list_head_init(&ep->dci_wait);
     }
     iface->next_dci = (best->index + 1) % iface->num_dci;
-    strand_dc_policy_attach(best, stream, ep);
+    strand_dc_policy_attach(iface, best, stream, ep);
     return UCS_OK;
 }
 
@@ -249,6 +253,7 @@ static void strand_dc_policy_consider_move(strand_dc_iface_t *iface,
             (strand_dc_policy_dci_rank(iface, &iface->dcis[i], ep) >=
              rank)) {
             ep->flags |= STRAND_DC_EP_FLAG_MOVING;
+            strand_dc_ep_tx_update(iface, ep);
             return;
         }
     }
@@ -282,7 +287,7 @@ void strand_dc_policy_dci_idle(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
         if ((dci->ep == NULL) && (dci->outstanding == 0) &&
             (dci->state != STRAND_DC_DCI_DRAINING)) {
             strand_dc_dci_detach_qp(iface, dci);
-            dci->state = STRAND_DC_DCI_FREE;
+            strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_FREE);
         }
         return;
     }
@@ -290,7 +295,7 @@ void strand_dc_policy_dci_idle(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
         (dci->outstanding > 0)) {
         return;
     }
-    dci->state = STRAND_DC_DCI_FREE;
+    strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_FREE);
     dci->ep    = NULL;
     if (!strand_dc_policy_streams(iface)) {
         ucs_assertv(iface->dci_top < iface->num_dci,
@@ -321,6 +326,7 @@ void strand_dc_policy_release(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     }
     ep->dci    = STRAND_DC_DCI_NONE;
     ep->flags &= ~STRAND_DC_EP_FLAG_MOVING;
+    strand_dc_ep_tx_update(iface, ep);
     strand_dc_policy_dci_idle(iface, dci);
 }
 

@@ -64,6 +64,7 @@ static void strand_dc_failure_add(strand_dc_iface_t *iface,
     }
     ep->flags |= STRAND_DC_EP_FLAG_FAILED;
     ep->status = f->status;
+    strand_dc_ep_tx_update(iface, ep);
     STRAND_DC_EP_STAT(ep, ERROR);
     if (iface->num_failed == iface->max_failed) {
         max = ucs_max(16, iface->max_failed * 2);
@@ -207,6 +208,7 @@ static void strand_dc_recovery_hold(strand_dc_iface_t *iface,
     h->op = *op;
     ucs_queue_push(&s->held, &h->queue);
     op->ep->held++;
+    strand_dc_ep_tx_update(iface, op->ep);
     op->desc    = NULL;  /* now the held copy's */
     op->tmp_reg = NULL;
     op->comp    = NULL;
@@ -235,6 +237,7 @@ static void strand_dc_recovery_repost_one(strand_dc_iface_t *iface,
     /* still outstanding for its ep all along: only the slot is new */
     strand_dc_dci_claim(dci, h->op.bbs, &h->op);
     ep->held--;
+    strand_dc_ep_tx_update(iface, ep);
     *ctrl_p = ctrl;
 }
 
@@ -274,6 +277,7 @@ static void strand_dc_recovery_held_fail(strand_dc_iface_t *iface,
 
     ep->held--;
     ep->outstanding--;
+    strand_dc_ep_tx_update(iface, ep);
     strand_dc_held_drop(iface, h, ep->status);
     if ((ep->outstanding == 0) && (ep->held == 0)) {
         last = strand_dc_ep_idle(iface, ep);
@@ -336,7 +340,7 @@ static unsigned strand_dc_recovery_repost(strand_dc_iface_t *iface,
         /* the held WQEs may not have asked for CQEs: the last one asks,
          * so that they all complete */
         ctrl->fm_ce_se |= MLX5_WQE_CTRL_CQ_UPDATE;
-        dci->unsignaled = 0;
+        dci->ce_countdown = dci->moderation;
         strand_dc_dci_ring(dci, ctrl,
                            strand_ds_to_bbs(strand_ctrl_ds(ctrl)));
     }
@@ -393,14 +397,14 @@ static void strand_dc_recovery_stream_done(strand_dc_iface_t *iface,
          * its last flush is back */
         ucs_debug("%s: DCI %u: stream %u reset: %s", dev->info.name,
                   dci->index, s->id, strerror(err));
-        dci->state = STRAND_DC_DCI_DRAINING;
+        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_DRAINING);
         if (dci->outstanding == dci->flushed) {
             strand_dc_recovery_settle(iface, dci);
             strand_dc_recovery_dci_done(iface, dci);
         }
         return;
     }
-    s->state = STRAND_DC_STREAM_OK;
+    strand_dc_stream_set_state(iface, dci, s, STRAND_DC_STREAM_OK);
     s->resets++;
     STRAND_DC_IFACE_STAT(iface, STREAM_RESET, 1);
     dci->errored--;
@@ -417,11 +421,12 @@ static void strand_dc_recovery_dci_done(strand_dc_iface_t *iface,
     if (strand_dc_dci_reset(iface, dci) != 0) {
         return; /* broken: its held WQEs fail at close */
     }
+    /* the streams first: setting the DCI's state tells its eps */
     for (i = 0; i < iface->config.num_streams; ++i) {
         dci->streams[i].state = STRAND_DC_STREAM_OK;
     }
     dci->errored = 0;
-    dci->state   = STRAND_DC_DCI_ACTIVE;
+    strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_ACTIVE);
     dci->resets++;
     STRAND_DC_IFACE_STAT(iface, DCI_RESET, 1);
     strand_dc_policy_dci_idle(iface, dci);
@@ -440,7 +445,8 @@ static void strand_dc_recovery_check_done(strand_dc_iface_t *iface,
             strand_dc_recovery_dci_done(iface, dci);
         }
     } else if ((s->state == STRAND_DC_STREAM_DRAINING) &&
-               (s->outstanding == 0)) {
+               (strand_dc_dci_stream_outstanding(dci, s - dci->streams) ==
+                0)) {
         strand_dc_recovery_stream_done(iface, dci, s);
     }
 }
@@ -488,7 +494,7 @@ static void strand_dc_recovery_failed(strand_dc_iface_t *iface,
     }
     strand_dc_failure_scope(iface, &f, op);
     if (s->state == STRAND_DC_STREAM_OK) {
-        s->state = STRAND_DC_STREAM_DRAINING;
+        strand_dc_stream_set_state(iface, dci, s, STRAND_DC_STREAM_DRAINING);
         dci->errored++;
     }
     strand_dc_op_complete(iface, dci, op, f.status);
@@ -541,7 +547,7 @@ void strand_dc_recovery_error(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
                               strand_dc_op_t *op, struct mlx5_cqe64 *cqe)
 {
     if (strand_dc_dci_in_error(iface, dci)) {
-        dci->state = STRAND_DC_DCI_DRAINING;
+        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_DRAINING);
     }
     strand_dc_recovery_flush(iface, dci, op, cqe);
 }
@@ -569,7 +575,8 @@ void strand_dc_recovery_flush(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
         if (s->state == STRAND_DC_STREAM_OK) {
             /* a flush whose stream's error CQE we have not seen: the
              * stream is in error all the same */
-            s->state = STRAND_DC_STREAM_DRAINING;
+            strand_dc_stream_set_state(iface, dci, s,
+                                       STRAND_DC_STREAM_DRAINING);
             dci->errored++;
         }
         strand_dc_recovery_hold(iface, dci, op);
@@ -621,7 +628,7 @@ void strand_dc_recovery_cancel(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     }
     /* every WQE comes back flushed, completes with the ep's status, and
      * the DCI is reset after the last (strand_dc_recovery_flush) */
-    dci->state = STRAND_DC_DCI_DRAINING;
+    strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_DRAINING);
 }
 
 void strand_dc_recovery_invalidate(strand_dc_iface_t *iface,
@@ -655,6 +662,7 @@ void strand_dc_recovery_orphan(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
                 if (h->op.ep == ep) {
                     ucs_queue_del_iter(&dci->streams[j].held, iter);
                     ep->held--;
+                    strand_dc_ep_tx_update(iface, ep);
                     strand_dc_held_drop(iface, h, UCS_ERR_CANCELED);
                 }
             }

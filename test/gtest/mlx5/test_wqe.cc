@@ -535,12 +535,12 @@ TEST(wqe_sq, db_mode_writes_the_record_then_8_bytes_and_flips)
     EXPECT_EQ(htobe32(2), f.dbrec[MLX5_SND_DBR]);
     EXPECT_EQ(bytes(c, 8), bytes(f.bf, 8));
     EXPECT_EQ(std::vector<uint8_t>(8, 0), bytes(f.bf + 8, 8));
-    EXPECT_EQ(256u, f.sq.bf_offset);
+    EXPECT_EQ(256u, strand_sq_bf_offset(&f.sq));
     c = f.post(1, 0x44);
     strand_sq_ring(&f.sq, c, 1);
     EXPECT_EQ(htobe32(3), f.dbrec[MLX5_SND_DBR]);
     EXPECT_EQ(bytes(c, 8), bytes(f.bf + 256, 8));
-    EXPECT_EQ(0u, f.sq.bf_offset);
+    EXPECT_EQ(0u, strand_sq_bf_offset(&f.sq));
 }
 
 /* bf_post: the whole WQE goes to the BlueFlame buffer, also one that
@@ -594,7 +594,7 @@ TEST(wqe_sq, auto_mode_and_no_register)
     EXPECT_EQ(STRAND_MMIO_MODE_DB, g.sq.mmio_mode);
     strand_sq_ring(&g.sq, g.post(1, 0x12), 1);
     EXPECT_EQ(htobe32(1), g.dbrec[MLX5_SND_DBR]);
-    EXPECT_EQ(256u, g.sq.bf_offset);  /* alternates all the same */
+    EXPECT_EQ(256u, strand_sq_bf_offset(&g.sq));  /* alternates all the same */
 }
 
 /* The trace line of a WQE says what its bytes say. */

@@ -9,6 +9,8 @@
 
 #include <infiniband/verbs.h>
 
+extern "C" ucs_status_t uct_ep_invalidate(uct_ep_h ep, unsigned flags);
+
 TEST_F(dc_strand, capabilities_and_addresses)
 {
     open_pair();
@@ -144,6 +146,92 @@ TEST_F(dc_strand, put_short_bcopy_zcopy_byte_for_byte)
     EXPECT_EQ(0, r.buf[7]);
     EXPECT_EQ(0, r.buf[65536 + z.size()]);
     uct_md_mem_dereg(m_md, zm);
+    unreg(r);
+}
+
+/* Short operations around ep and iface fences: a fence closes the fast
+ * path to the ep's next post (it goes the general way and is fenced), the
+ * ones after go fast again. Every PUT lands and every active message comes,
+ * in order (a debug build checks each post's readiness and gate too). */
+TEST_F(dc_strand, short_operations_around_fences)
+{
+    const uint64_t n = 300;
+    ucs_status_t status;
+    region r;
+
+    open_pair();
+    reg(r, 64 * sizeof(uint64_t));
+    for (uint64_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(progress_until([&] {
+            status = uct_ep_put_short(m_ep, &i, sizeof(i),
+                                      addr(r, sizeof(i) * (i % 64)),
+                                      r.rkey.rkey);
+            return status != UCS_ERR_NO_RESOURCE;
+        }));
+        ASSERT_EQ(UCS_OK, status);
+        if ((i % 3) == 0) {
+            ASSERT_EQ(UCS_OK, uct_ep_fence(m_ep, 0));
+        }
+        ASSERT_EQ(UCS_OK, am_short_retry(m_ep, i));
+        if ((i % 7) == 0) {
+            ASSERT_EQ(UCS_OK, uct_iface_fence(m_a.iface, 0));
+        }
+    }
+    flush(m_ep);
+    ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == n; }));
+    for (uint64_t i = 0; i < n; ++i) {
+        uint64_t hdr;
+        ASSERT_EQ(sizeof(hdr), m_b.am.msgs[i].size());
+        memcpy(&hdr, m_b.am.msgs[i].data(), sizeof(hdr));
+        EXPECT_EQ(i, hdr);
+    }
+    for (uint64_t s = 0; s < 64; ++s) {
+        uint64_t v, last = s + ((n - 1 - s) / 64) * 64;
+        memcpy(&v, r.buf.data() + sizeof(v) * s, sizeof(v));
+        EXPECT_EQ(last, v) << "slot " << s;
+    }
+    unreg(r);
+}
+
+/* An ep invalidated while its short operations are outstanding on a DCI
+ * it shares (the DCI stays up: another ep's work is on it, so nothing but
+ * the ep's own failure changes): its very next operations fail with
+ * UCS_ERR_CANCELED, before any progress, instead of being posted; the
+ * other ep goes on. */
+TEST_F(dc_strand, invalidate_refuses_the_next_short_post_at_once)
+{
+    set_env("UCX_DC_STRAND_TX_POLICY", "streams");
+    set_env("UCX_DC_STRAND_NUM_DCI", "1");
+    open_pair();
+    uct_ep_h ep2 = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    ASSERT_NE(nullptr, ep2);
+    uint64_t v = 7;
+    region r;
+    reg(r, 64);
+
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, 1, nullptr, 0));
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(ep2, 5, 2, nullptr, 0));
+    ASSERT_EQ(UCS_OK, uct_ep_put_short(ep2, &v, sizeof(v), addr(r),
+                                       r.rkey.rkey));
+    ASSERT_EQ(UCS_OK, uct_ep_invalidate(ep2, 0));
+    EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_am_short(ep2, 5, 3, nullptr, 0));
+    EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_put_short(ep2, &v, sizeof(v),
+                                                 addr(r), r.rkey.rkey));
+    ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }));
+    EXPECT_EQ(ep2, m_a.err.errors[0].first);
+    EXPECT_EQ(UCS_ERR_CANCELED, m_a.err.errors[0].second);
+    ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 4));
+    flush(m_ep);
+    ASSERT_TRUE(progress_until([&] {
+        return std::count_if(m_b.am.msgs.begin(), m_b.am.msgs.end(),
+                             [](const std::vector<uint8_t> &m) {
+                                 return m[0] == 1 || m[0] == 4;
+                             }) == 2;
+    }));
+    for (auto &m : m_b.am.msgs) {
+        EXPECT_NE(3, m[0]) << "an operation of the invalidated ep was sent";
+    }
+    EXPECT_EQ(1u, m_a.err.errors.size());
     unreg(r);
 }
 
