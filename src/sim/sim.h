@@ -78,6 +78,7 @@ typedef struct sim_config {
     bool     atomic_reply_be;     /* fetched values land big-endian */
     bool     scatter_dct;         /* SMLX5_CAP_SCATTER_TO_CQE_DCT */
     bool     signature;           /* signature mkeys, SIG_PIPELINING */
+    bool     sig_pipelining;      /* ... the latter (with signature) */
     uint32_t tm_max_num_tags;     /* 0: no tag matching */
     uint32_t max_inline;          /* bytes, <= SIM_MAX_INLINE */
     uint32_t max_sge;             /* 1..SIM_MAX_SGE */

@@ -73,6 +73,7 @@ typedef enum sim_cap_key {
     SIM_CAP_SCATTER_DCT,
     SIM_CAP_TM_MAX_NUM_TAGS,
     SIM_CAP_SIGNATURE,
+    SIM_CAP_SIG_PIPELINING,
     SIM_CAP_NUM_KEYS
 } sim_cap_key_t;
 
@@ -89,6 +90,7 @@ static const struct {
     [SIM_CAP_SCATTER_DCT]       = {"scatter_dct", 0, 1},
     [SIM_CAP_TM_MAX_NUM_TAGS]   = {"tm_max_num_tags", 0, SIM_TM_MAX_TAGS},
     [SIM_CAP_SIGNATURE]         = {"signature", 0, 1},
+    [SIM_CAP_SIG_PIPELINING]    = {"sig_pipelining", 0, 1},
 };
 
 static void sim_cap_set(sim_config_t *cfg, sim_cap_key_t key, uint32_t v)
@@ -102,6 +104,7 @@ static void sim_cap_set(sim_config_t *cfg, sim_cap_key_t key, uint32_t v)
     case SIM_CAP_DCI_LOG_ERRORED:   cfg->dci_log_errored   = v;  break;
     case SIM_CAP_TM_MAX_NUM_TAGS:   cfg->tm_max_num_tags   = v;  break;
     case SIM_CAP_SIGNATURE:         cfg->signature         = v;  break;
+    case SIM_CAP_SIG_PIPELINING:    cfg->sig_pipelining    = v;  break;
     default:                        cfg->scatter_dct       = v;  break;
     }
 }
@@ -113,6 +116,7 @@ static void sim_caps_defaults(sim_config_t *cfg)
     cfg->atomic_reply_be   = true;
     cfg->scatter_dct       = true;
     cfg->signature         = true;
+    cfg->sig_pipelining    = true;
     cfg->max_inline        = SIM_MAX_INLINE;
     cfg->max_sge           = SIM_MAX_SGE;
     cfg->dci_log_concurent = 4;
@@ -140,7 +144,7 @@ static int sim_cap_parse_one(sim_config_t *cfg, char *tok)
         fprintf(stderr, "smlx5: STRAND_SIM_CAPS: unknown key '%s' (known: "
                 "masked_atomics, atomic_reply_be, max_inline, max_sge, "
                 "dci_log_concurent, dci_log_errored, scatter_dct, "
-                "tm_max_num_tags, signature)\n", tok);
+                "tm_max_num_tags, signature, sig_pipelining)\n", tok);
         return EINVAL;
     }
     v = (val != NULL) ? strtoul(val, &end, 0) : 0;
@@ -540,7 +544,9 @@ int smlx5_query_device(smlx5_context_t *ctx, smlx5_device_caps_t *caps)
     if (ctx->cfg.signature) {
         /* what sim_mkey.c accepts: CRC32, CRC32C and T10-DIF (CRC or IP
          * checksum guard) on every block size */
-        caps->flags |= SMLX5_CAP_SIG_PIPELINING;
+        if (ctx->cfg.sig_pipelining) {
+            caps->flags |= SMLX5_CAP_SIG_PIPELINING;
+        }
         caps->sig_caps.block_size = MLX5DV_BLOCK_SIZE_CAP_512 |
                                     MLX5DV_BLOCK_SIZE_CAP_520 |
                                     MLX5DV_BLOCK_SIZE_CAP_4048 |

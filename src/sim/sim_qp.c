@@ -175,7 +175,8 @@ static int sim_qp_check_init_attr(smlx5_context_t *ctx,
     }
     /* the kernel allows no SQD on a DC QP: pipelining is RC only */
     if ((attr->create_flags & MLX5DV_QP_CREATE_SIG_PIPELINING) &&
-        ((attr->type != SMLX5_QPT_RC) || !ctx->cfg.signature)) {
+        ((attr->type != SMLX5_QPT_RC) || !ctx->cfg.signature ||
+         !ctx->cfg.sig_pipelining)) {
         return EINVAL;
     }
     switch (attr->type) {

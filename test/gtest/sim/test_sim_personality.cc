@@ -118,6 +118,45 @@ TEST(sim_caps, bad_link_layer_fails_the_open_with_einval)
     }
 }
 
+/* Signature offload without signature pipelining (a kernel or firmware
+ * that allows no SQD->RTS): the capability is not reported, and an RC QP
+ * asking for SIG_PIPELINING is EINVAL, as with no signature offload. */
+TEST(sim_caps, signature_without_pipelining)
+{
+    open_result r = open_with({{"STRAND_SIM_CAPS", "sig_pipelining=0"}});
+    ASSERT_NE(nullptr, r.ctx) << r.err_text;
+    smlx5_device_caps_t caps;
+    ASSERT_EQ(0, smlx5_query_device(r.ctx, &caps));
+    EXPECT_FALSE(caps.flags & SMLX5_CAP_SIG_PIPELINING);
+    EXPECT_NE(0u, caps.sig_caps.block_prot);
+    smlx5_pd_t *pd = smlx5_alloc_pd(r.ctx);
+    smlx5_cq_t *cq = smlx5_create_cq(r.ctx, 16, nullptr);
+    ASSERT_NE(nullptr, pd);
+    ASSERT_NE(nullptr, cq);
+    smlx5_qp_init_attr_t attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.type                 = SMLX5_QPT_RC;
+    attr.send_cq              = cq;
+    attr.recv_cq              = cq;
+    attr.cap.max_send_wr      = 8;
+    attr.cap.max_recv_wr      = 8;
+    attr.cap.max_send_sge     = 1;
+    attr.cap.max_recv_sge     = 1;
+    attr.create_flags         = MLX5DV_QP_CREATE_SIG_PIPELINING;
+    errno = 0;
+    EXPECT_EQ(nullptr, smlx5_create_qp(pd, &attr));
+    EXPECT_EQ(EINVAL, errno);
+    attr.create_flags = 0;
+    smlx5_qp_t *qp    = smlx5_create_qp(pd, &attr);
+    EXPECT_NE(nullptr, qp) << "without the flag it is an RC QP as any";
+    if (qp != nullptr) {
+        smlx5_destroy_qp(qp);
+    }
+    smlx5_destroy_cq(cq);
+    smlx5_dealloc_pd(pd);
+    smlx5_close_device(r.ctx);
+}
+
 /* A device with a smaller profile: every cap reported and enforced. */
 class sim_caps_profile : public sim_fixture {
 protected:

@@ -454,6 +454,24 @@ TEST_F(rc_strand_tag, integrity_without_pipelining_waits_for_the_reads)
     EXPECT_GT(integrity_stat("read again"), 0u);
 }
 
+/* A device with signature offload but without signature pipelining:
+ * INTEGRITY_PIPELINE=y refuses to open with a message, try (the default)
+ * opens with the FIN after the READ, and the bytes come right. */
+TEST_F(rc_strand_tag, integrity_pipeline_needs_the_device_to_have_it)
+{
+    set_env("STRAND_SIM_CAPS", "sig_pipelining=0");
+    set_env("UCX_RC_STRAND_INTEGRITY_PIPELINE", "y");
+    integrity("crc32c", "sdc_read=0.01,seed=2");
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED, open_iface(m_a));
+    set_env("UCX_RC_STRAND_INTEGRITY_PIPELINE", "try");
+    open_tag_pair();
+    ASSERT_NO_FATAL_FAILURE(rndv_round(1 << 20, 2));
+    EXPECT_EQ(0u, rndv_stat("pipeline"));
+    EXPECT_EQ(0u, rndv_stat("stops"));
+    EXPECT_EQ(2u, rndv_stat("xfers"));
+    EXPECT_GT(integrity_stat("read again"), 0u);
+}
+
 /* A piece that stays bad: the transfer fails with UCS_ERR_IO_ERROR on both
  * sides (its FIN carries the status), after its pipelined FIN was
  * cancelled; no damaged byte completes as success. */
