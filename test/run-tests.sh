@@ -63,7 +63,10 @@ tally() {
         case "$kind" in
         pass) p=$((p + 1)) ;;
         fail) f=$((f + 1)); failures+=("[$mode] $suite: $name")
-              echo "   FAILED: $name" ;;
+              echo "   FAILED: $name"
+              # what the test printed about it (shown here: a CI log
+              # keeps this output, not the test's own log)
+              [ -n "$why" ] && tr '\037' '\n' <<<"$why" | sed 's/^/      /' ;;
         skip) s=$((s + 1)); skips+=("[$mode] $suite: $name${why:+ ($why)}") ;;
         esac
     done
@@ -82,9 +85,11 @@ tally() {
 gtest_results() {
     awk '
         function name() { n = $4; sub(/,$/, "", n); return n }
-        /^\[ RUN      \] /                 { cur = name(); why = ""; in_skip = 0; next }
+        /^\[ RUN      \] /                 { cur = name(); why = ""; in_skip = 0; msg = ""; nmsg = 0; in_fail = 0; next }
         /^\[       OK \] .*\([0-9]+ ms\)$/ { print "pass\t" name(); cur = ""; next }
-        /^\[  FAILED  \] .*\([0-9]+ ms\)$/ { print "fail\t" name(); cur = ""; next }
+        /^\[  FAILED  \] .*\([0-9]+ ms\)$/ { print "fail\t" name() "\t" msg; cur = ""; next }
+        cur != "" && /: Failure$/          { in_fail = 1 }
+        in_fail && nmsg < 8                { msg = msg (nmsg++ ? "\037" : "") $0; next }
         /^\[  SKIPPED \] .*\([0-9]+ ms\)$/ { print "skip\t" name() "\t" why; cur = ""; next }
         cur != "" && /: Skipped$/          { in_skip = 1; next }
         in_skip && NF                      { why = why (why == "" ? "" : "; ") $0 }
@@ -92,10 +97,14 @@ gtest_results() {
     ' "$1"
 }
 
-# tap_results LOG: one record per TAP line ("ok 3 - name # SKIP why")
+# tap_results LOG: one record per TAP line ("ok 3 - name # SKIP why"); a
+# failure's record carries the comment lines ("# ...", up to 8) after it
 tap_results() {
     awk '
+        function flush() { if (held != "") print held "\t" msg; held = "" }
+        held != "" && /^#/ { if (nmsg < 8) msg = msg (nmsg++ ? "\037" : "") $0; next }
         /^(not )?ok([ \t]|$)/ {
+            flush()
             kind = /^not / ? "fail" : "pass"
             line = $0; sub(/^(not )?ok[ \t]*([0-9]+)?[ \t]*(-[ \t]*)?/, "", line)
             why = ""
@@ -104,8 +113,10 @@ tap_results() {
                 sub(/^[^ \t]*[ \t]*/, "", why)  # the rest of "SKIP", "skipped"
                 if (kind == "pass") kind = "skip"
             }
+            if (kind == "fail") { held = kind "\t" line; msg = ""; nmsg = 0; next }
             print kind "\t" line "\t" why
-        }' "$1"
+        }
+        END { flush() }' "$1"
 }
 
 # gtest_names FILTER: the tests FILTER selects, one "suite.test" a line

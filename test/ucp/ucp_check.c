@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -60,6 +61,33 @@ static double now(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* what the rank is doing: a rank the harness ends (timeout's SIGTERM)
+ * says where it hung */
+static char phase[128] = "setup";
+
+static void set_phase(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(phase, sizeof(phase), fmt, ap);
+    va_end(ap);
+}
+
+static void on_term(int sig)
+{
+    char line[256];
+    int n;
+
+    n = snprintf(line, sizeof(line), "ucp_check: rank %d: FAIL (ended by "
+                 "signal %d in: %s)\n", rank, sig, phase);
+    if (write(STDOUT_FILENO, line, n) < 0) {
+        /* nothing more to say */
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 static void fail(const char *fmt, ...)
@@ -258,11 +286,15 @@ static ucs_status_t wait_req(void *req, req_ctx_t *c, double secs)
     while (!c->done) {
         ucp_worker_progress(worker);
         if (now() > end) {
+            /* a receive ends cancelled; a send cannot be cancelled: it is
+             * left behind (the rank fails anyway) rather than waited for */
             ucp_request_cancel(worker, req);
-            while (!c->done) {
+            for (end = now() + 5; !c->done && (now() < end);) {
                 ucp_worker_progress(worker);
             }
-            ucp_request_free(req);
+            if (c->done) {
+                ucp_request_free(req);
+            }
             return UCS_ERR_TIMED_OUT;
         }
     }
@@ -331,6 +363,7 @@ static void sync_peer(int peer, unsigned round)
     size_t got;
     ucs_status_t status;
 
+    set_phase("sync %u with rank %d", round, peer);
     status = tag_send(peer, NULL, 0, TAG_SYNC | round, 60);
     if (status == UCS_OK) {
         status = tag_recv(NULL, 0, TAG_SYNC | round, 60, &got);
@@ -526,6 +559,7 @@ static void check_tag(int peer)
     }
     sync_peer(peer, 1);
     for (i = 0; i < NUM_TAG_SIZES; ++i) {
+        set_phase("tag send %zu B (expected)", tag_sizes[i]);
         sbuf = malloc(tag_sizes[i]);
         fill(sbuf, tag_sizes[i], rank, peer, i);
         status = tag_send(peer, sbuf, tag_sizes[i], TAG_DATA | i, 60);
@@ -536,6 +570,7 @@ static void check_tag(int peer)
         free(sbuf);
     }
     for (i = 0; i < NUM_TAG_SIZES; ++i) {
+        set_phase("tag recv %zu B (expected)", tag_sizes[i]);
         status = wait_req(rreq[i], &rc[i], 60);
         if ((status != UCS_OK) ||
             ((rreq[i] != NULL) && (rc[i].length != tag_sizes[i]))) {
@@ -551,6 +586,7 @@ static void check_tag(int peer)
     sync_peer(peer, 2);
     /* ... unexpected: the peer sends before we post */
     for (i = 0; i < NUM_TAG_SIZES; ++i) {
+        set_phase("tag send and recv %zu B (unexpected)", tag_sizes[i]);
         sbuf = malloc(tag_sizes[i]);
         fill(sbuf, tag_sizes[i], rank, peer, 50 + i);
         rbuf[i] = malloc(tag_sizes[i]);
@@ -598,6 +634,7 @@ static void check_stream(int peer)
     };
     void *rreq;
 
+    set_phase("stream");
     fill(sbuf, total, rank, peer, 200);
     memset(rbuf, 0, total);
     rreq = ucp_stream_recv_nbx(eps[peer], rbuf, total, &len, &rp);
@@ -708,6 +745,7 @@ static void check_am(int peer)
         req_ctx_t c   = {0};
         ucp_request_param_t p = send_param(&c);
 
+        set_phase("am send %zu B", am_sizes[i]);
         fill(sbuf, am_sizes[i], rank, peer, 300 + i);
         status = wait_req(ucp_am_send_nbx(eps[peer], AM_ID, &i, sizeof(i),
                                           sbuf, am_sizes[i], &p), &c, 60);
@@ -718,6 +756,7 @@ static void check_am(int peer)
     }
     end = now() + 60;
     for (i = 0; i < NUM_AM_SIZES; ++i) {
+        set_phase("am receive %zu B", am_sizes[i]);
         while (!am_arrived[i] && (now() < end)) {
             ucp_worker_progress(worker);
         }
@@ -761,6 +800,7 @@ static void check_rma(int peer)
 
     /* put into the peer's region, each size at its own offset */
     for (i = 0; i < 4; ++i) {
+        set_phase("put %zu B", sizes[i]);
         fill(buf, sizes[i], rank, peer, 400 + i);
         status = rma(peer, 1, buf, sizes[i], offs[i]);
         if (status != UCS_OK) {
@@ -774,6 +814,7 @@ static void check_rma(int peer)
     }
     /* get back what we put there */
     for (i = 0; i < 4; ++i) {
+        set_phase("get %zu B", sizes[i]);
         memset(buf, 0, sizes[i]);
         status = rma(peer, 0, buf, sizes[i], offs[i]);
         if (status != UCS_OK) {
@@ -824,6 +865,7 @@ static void check_atomics(int peer)
         memcpy(region + off32, &v32, sizeof(v32));
     }
     sync_peer(peer, 8);
+    set_phase("atomics");
     if (rank == 1) {
         for (k = 0; k < 1000; ++k) {
             status = amo(peer, UCP_ATOMIC_OP_ADD, &one, &prev, 8, off64);
@@ -887,6 +929,7 @@ static int run_data(void)
     check_rma(peer);
     check_atomics(peer);
     sync_peer(peer, 11);
+    set_phase("close");
     close_eps(2, 0);
     teardown();
     return verdict();
@@ -1105,6 +1148,7 @@ static int run_survivor(void)
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    signal(SIGTERM, on_term);
     if (argc != 4) {
         fprintf(stderr, "usage: ucp_check DIR RANK data|failure\n");
         return 2;
