@@ -18,6 +18,7 @@
  */
 #include "sim.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,8 @@ static uint32_t sim_rand_ppm(smlx5_context_t *ctx)
 }
 
 #define SIM_SDC_BLOCK 512
+/* a delayed packet that met a full ring tries again this much later */
+#define SIM_FAULT_RETRY_NS 10000
 
 void sim_fault_sdc(smlx5_context_t *ctx, uint8_t *data, size_t len,
                    bool read)
@@ -192,6 +195,7 @@ int sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
     sim_delayed_t *d, **pp;
     size_t hlen  = sim_pkt_hdr_len(hdr);
     size_t total = hlen + len;
+    int ret;
 
     if (c->cut_lid && ((dlid == c->cut_lid) || (ctx->lid == c->cut_lid))) {
         return 0;
@@ -225,11 +229,15 @@ int sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
         sim_timer_schedule(ctx, d->due_ns);
         return 0;
     }
-    sim_fault_wire(ctx, dlid, (const sim_pkt_t*)buf, total);
-    if (c->dup_ppm && (sim_rand_ppm(ctx) < c->dup_ppm)) {
+    /* a full ring is the link's back-pressure, not a fault: the sender
+     * hears -EAGAIN and sends again later, as without fault injection
+     * (an InfiniBand link is lossless: only the faults asked for lose
+     * packets) */
+    ret = sim_fault_wire(ctx, dlid, (const sim_pkt_t*)buf, total);
+    if ((ret == 0) && c->dup_ppm && (sim_rand_ppm(ctx) < c->dup_ppm)) {
         sim_fault_wire(ctx, dlid, (const sim_pkt_t*)buf, total);
     }
-    return 0;
+    return ret;
 }
 
 void sim_fault_release(smlx5_context_t *ctx, uint64_t now)
@@ -237,9 +245,14 @@ void sim_fault_release(smlx5_context_t *ctx, uint64_t now)
     sim_delayed_t *d;
 
     while ((ctx->delayed != NULL) && (ctx->delayed->due_ns <= now)) {
-        d            = ctx->delayed;
+        d = ctx->delayed;
+        if (sim_fault_wire(ctx, d->dlid, (const sim_pkt_t*)d->data,
+                           d->len) == -EAGAIN) {
+            /* the ring is full: it waits its turn (no loss) */
+            d->due_ns = now + SIM_FAULT_RETRY_NS;
+            break;
+        }
         ctx->delayed = d->next;
-        sim_fault_wire(ctx, d->dlid, (const sim_pkt_t*)d->data, d->len);
         free(d);
     }
     if (ctx->delayed != NULL) {

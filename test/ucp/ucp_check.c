@@ -66,6 +66,17 @@ static double now(void)
 /* what the rank is doing: a rank the harness ends (timeout's SIGTERM)
  * says where it hung */
 static char phase[128] = "setup";
+static double phase_start;  /* when the current part began */
+
+/* a part is done: say so, with the seconds it took */
+static void part_done(const char *what)
+{
+    double t = now();
+
+    printf("ucp_check: rank %d: %s done (%.2f s)\n", rank, what,
+           t - phase_start);
+    phase_start = t;
+}
 
 static void set_phase(const char *fmt, ...)
 {
@@ -613,8 +624,7 @@ static void check_tag(int peer)
         free(sbuf);
         free(rbuf[i]);
     }
-    printf("ucp_check: rank %d: tag 1 B .. 16 MiB (expected, unexpected)"
-           " done\n", rank);
+    part_done("tag 1 B .. 16 MiB (expected, unexpected)");
 }
 
 static void check_stream(int peer)
@@ -666,7 +676,7 @@ static void check_stream(int peer)
     free(sbuf);
     free(rbuf);
     sync_peer(peer, 3);
-    printf("ucp_check: rank %d: stream 3 MiB done\n", rank);
+    part_done("stream 3 MiB");
 }
 
 /* active messages: the handler keeps (copies) what arrives */
@@ -773,7 +783,7 @@ static void check_am(int peer)
         free(am_buf[i]);
     }
     sync_peer(peer, 5);
-    printf("ucp_check: rank %d: active messages 0 B .. 4 MiB done\n", rank);
+    part_done("active messages 0 B .. 4 MiB");
 }
 
 static ucs_status_t rma(int peer, int is_put, void *buf, size_t len,
@@ -824,7 +834,7 @@ static void check_rma(int peer)
     }
     free(buf);
     sync_peer(peer, 7);
-    printf("ucp_check: rank %d: put/get 8 B .. 1 MiB done\n", rank);
+    part_done("put/get 8 B .. 1 MiB");
 }
 
 /* one atomic on rank 0's region; cswap passes the swap value in *reply */
@@ -868,6 +878,7 @@ static void check_atomics(int peer)
     set_phase("atomics");
     if (rank == 1) {
         for (k = 0; k < 1000; ++k) {
+            set_phase("atomics: 64-bit fetch-add #%u", k);
             status = amo(peer, UCP_ATOMIC_OP_ADD, &one, &prev, 8, off64);
             if ((status != UCS_OK) || (prev != 1000 + k)) {
                 fail("fetch-add #%u: %s, fetched %" PRIu64, k,
@@ -875,6 +886,7 @@ static void check_atomics(int peer)
                 break;
             }
         }
+        set_phase("atomics: 64-bit cswap, xor");
         cmp = 2000;                      /* succeeds: 2000 -> 77 */
         v64 = 77;
         status = amo(peer, UCP_ATOMIC_OP_CSWAP, &cmp, &v64, 8, off64);
@@ -892,6 +904,7 @@ static void check_atomics(int peer)
         AMO_CHECK((status == UCS_OK) && (prev == 77),
                   "fetch-xor: %s, fetched %" PRIu64,
                   ucs_status_string(status), prev);
+        set_phase("atomics: 32-bit add, swap");
         v32 = 5;                         /* 32 bit: 10 x add 5, swap */
         for (k = 0; k < 10; ++k) {
             status = amo(peer, UCP_ATOMIC_OP_ADD, &v32, NULL, 4, off32);
@@ -903,6 +916,7 @@ static void check_atomics(int peer)
         AMO_CHECK((status == UCS_OK) && (prev32 == 50),
                   "32-bit swap: %s, fetched %u (expected 50)",
                   ucs_status_string(status), prev32);
+        set_phase("atomics: flush");
         flush_ep(peer);
     }
     sync_peer(peer, 9);
@@ -915,7 +929,7 @@ static void check_atomics(int peer)
                   v32);
     }
     sync_peer(peer, 10);
-    printf("ucp_check: rank %d: atomics 32/64 bit done\n", rank);
+    part_done("atomics 32/64 bit");
 }
 
 static int run_data(void)
@@ -923,6 +937,7 @@ static int run_data(void)
     int peer = 1 - rank;
 
     setup(2, 0);
+    phase_start = now();
     check_tag(peer);
     check_stream(peer);
     check_am(peer);
