@@ -93,7 +93,7 @@ gtest_results() {
         /^\[  SKIPPED \] .*\([0-9]+ ms\)$/ { print "skip\t" name() "\t" why; cur = ""; next }
         cur != "" && /: Skipped$/          { in_skip = 1; next }
         in_skip && NF                      { why = why (why == "" ? "" : "; ") $0 }
-        END { if (cur != "") print "fail\t" cur " (never finished: crash or timeout)" }
+        END { if (cur != "") print "fail\t" cur " (never finished: crash or timeout)\t" msg }
     ' "$1"
 }
 
