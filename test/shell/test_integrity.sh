@@ -64,15 +64,33 @@ ucp() {
     echo "$rc0 $rc1"
 }
 
-for kind in crc32c t10dif; do
-    rcs=$(ucp "$kind")
+# ucp_right WHAT KIND: ucp_check with integrity KIND, every byte right on
+# both ranks (WHAT names the run in the verdict)
+ucp_right() {
+    local rcs
+    rcs=$(ucp "$2")
     if [ "$rcs" = "0 0" ] &&
-       [ "$(grep -c '^ucp_check: rank [01]: PASS$' "$tmpdir/ucp.$kind")" = 2 ]; then
-        ok "ucp, integrity $kind, 1% of READ blocks damaged: every byte right"
+       [ "$(grep -c '^ucp_check: rank [01]: PASS$' "$tmpdir/ucp.$2")" = 2 ]; then
+        ok "$1, integrity $2, 1% of READ blocks damaged: every byte right"
     else
-        not_ok "ucp, integrity $kind: ucp_check (exit $rcs)"
-        grep 'ucp_check' "$tmpdir/ucp.$kind" | sed 's/^/#   /' | tail -6
+        not_ok "$1, integrity $2: ucp_check (exit $rcs)"
+        grep 'ucp_check' "$tmpdir/ucp.$2" | sed 's/^/#   /' | tail -6
     fi
+}
+
+# tag_bw_damaged WHAT LOG: UCP tag_bw through rendezvous, 64 KiB .. 16 MiB,
+# integrity crc32c; both sides' output in LOG
+tag_bw_damaged() {
+    : >"$2"
+    for size in 65536 1048576 16777216; do
+        perf "$1 $size, integrity crc32c, 1% damaged" -t tag_bw \
+            -s "$size" -n $((size > 1048576 ? 10 : 100)) -w 2
+        cat "$tmpdir/srv" "$tmpdir/cli" >>"$2"
+    done
+}
+
+for kind in crc32c t10dif; do
+    ucp_right ucp "$kind"
     counted "ucp, integrity $kind: the damage was found and read again" \
         "$tmpdir/ucp.$kind"
 done
@@ -90,12 +108,7 @@ fi
 # UCP tag_bw through rendezvous, 64 KiB .. 16 MiB
 export UCX_TLS=$tl,self "${tlp}INTEGRITY=crc32c"
 export STRAND_SIM_FABRIC="${fabric_prefix}perf"
-: >"$tmpdir/perf.log"
-for size in 65536 1048576 16777216; do
-    perf "ucp tag_bw $size, integrity crc32c, 1% damaged" -t tag_bw \
-        -s "$size" -n $((size > 1048576 ? 10 : 100)) -w 2
-    cat "$tmpdir/srv" "$tmpdir/cli" >>"$tmpdir/perf.log"
-done
+tag_bw_damaged "ucp tag_bw" "$tmpdir/perf.log"
 counted "ucp tag_bw 64k..16MiB: the damage was found and read again" \
     "$tmpdir/perf.log"
 
@@ -126,14 +139,7 @@ pipelined() {
 if ! is_dc; then
     export "${tlp}TM_ENABLE=y"
     for kind in crc32c t10dif; do
-        rcs=$(ucp "$kind")
-        if [ "$rcs" = "0 0" ] &&
-           [ "$(grep -c '^ucp_check: rank [01]: PASS$' "$tmpdir/ucp.$kind")" = 2 ]; then
-            ok "ucp, tag matching, integrity $kind, 1% damaged: every byte right"
-        else
-            not_ok "ucp, tag matching, integrity $kind: ucp_check (exit $rcs)"
-            grep 'ucp_check' "$tmpdir/ucp.$kind" | sed 's/^/#   /' | tail -6
-        fi
+        ucp_right "ucp, tag matching" "$kind"
         # (ucp_check's receives come after their messages: UCP reads
         # those rendezvous itself, through checked GETs)
         counted "ucp, tag matching, integrity $kind: the damage was found" \
@@ -141,12 +147,7 @@ if ! is_dc; then
     done
     export UCX_TLS=$tl,self "${tlp}INTEGRITY=crc32c"
     export STRAND_SIM_FABRIC="${fabric_prefix}tmperf"
-    : >"$tmpdir/tmperf.log"
-    for size in 65536 1048576 16777216; do
-        perf "ucp tag_bw $size, tag matching, integrity crc32c, 1% damaged" \
-            -t tag_bw -s "$size" -n $((size > 1048576 ? 10 : 100)) -w 2
-        cat "$tmpdir/srv" "$tmpdir/cli" >>"$tmpdir/tmperf.log"
-    done
+    tag_bw_damaged "ucp tag_bw, tag matching," "$tmpdir/tmperf.log"
     counted "ucp tag_bw 64k..16MiB, tag matching: the damage was found" \
         "$tmpdir/tmperf.log"
     pipelined "ucp tag_bw 64k..16MiB, tag matching: pipelined FINs" \

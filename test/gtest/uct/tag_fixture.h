@@ -16,6 +16,7 @@ extern "C" {
 }
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -252,6 +253,89 @@ protected:
         EXPECT_FALSE(UCS_PTR_IS_ERR(op)) << ucs_status_string(
                                             UCS_PTR_STATUS(op));
         return op;
+    }
+
+    /*
+     * A third interface sends b a 16 MiB rendezvous and goes away (its ep
+     * destroyed, its interface closed) once `reading` says b has the
+     * transfer in hand, while its data is still on the way; then a sends
+     * a rendezvous and an eager message. That receive fails (`failed`: the
+     * counter of b's file `vfs_file` that counts it, expected at 1); a's
+     * messages land, every byte checked.
+     */
+    void sender_goes_mid_rendezvous(const std::function<bool()> &reading,
+                                    const char *vfs_file,
+                                    const std::function<uint64_t()> &failed)
+    {
+        open_tag_pair();
+        tag_record tag_c;
+        iface_t c;
+        uct_worker_h worker_c = nullptr;
+        ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
+                                            &worker_c));
+        m_hook_target = &tag_c;
+        ASSERT_EQ(UCS_OK, open_iface(c, worker_c));
+        uct_ep_h ep_c = connect(c, m_b.dev_addr, m_b.iface_addr);
+        ASSERT_NE(nullptr, ep_c);
+        m_eps.erase(std::find(m_eps.begin(), m_eps.end(), ep_c));
+
+        /* the going sender's message is long: its interface closes
+         * (waiting only for its own request to be acknowledged) while the
+         * receiver still reads */
+        const size_t len = 1 << 20, len_c = 16 << 20;
+        region src_a, src_c, dst_a, dst_c, dst_e;
+        reg(src_a, len);
+        reg(src_c, len_c);
+        reg(dst_a, len);
+        reg(dst_c, len_c);
+        reg(dst_e, 64);
+        fill(src_a, pattern(len, 1));
+        fill(src_c, pattern(len_c, 2));
+        recv_ctx ctx_a, ctx_c, ctx_e;
+        ASSERT_EQ(UCS_OK, post_recv(ctx_c, dst_c, 0xc));
+        ASSERT_EQ(UCS_OK, post_recv(ctx_a, dst_a, 0xa));
+        ASSERT_EQ(UCS_OK, post_recv(ctx_e, dst_e, 0xe));
+
+        /* the sender that goes: its request on the wire (an RC
+         * connection may have to be wired up first) */
+        test_comp cc;
+        comp_init(&cc);
+        uct_iov_t iov = {src_c.buf.data(), len_c, src_c.memh, 0, 1};
+        ucs_status_ptr_t op_c = UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
+        ASSERT_TRUE(progress_until([&] {
+            uct_worker_progress(worker_c);
+            op_c = uct_ep_tag_rndv_zcopy(ep_c, 0xc, nullptr, 0, &iov, 1, 0,
+                                         &cc.uct);
+            return UCS_PTR_STATUS(op_c) != UCS_ERR_NO_RESOURCE;
+        }));
+        ASSERT_FALSE(UCS_PTR_IS_ERR(op_c));
+        ASSERT_TRUE(progress_until(reading));
+        uct_ep_destroy(ep_c);
+        uct_iface_close(c.iface);
+        uct_worker_destroy(worker_c);
+
+        /* the ones that stay */
+        test_comp ca;
+        rndv_zcopy(0xa, src_a, len, ca, pattern(8, 3));
+        std::vector<uint8_t> d = pattern(40, 4);
+        ASSERT_EQ(UCS_OK, eager_short(0xe, d));
+
+        EXPECT_TRUE(progress_until([&] {
+            return ctx_a.completed && ca.done && ctx_e.completed &&
+                   ctx_c.completed;
+        }, 30)) << "a " << ctx_a.completed << " fin " << ca.done << " e "
+                << ctx_e.completed << " c " << ctx_c.completed << "\n"
+                << vfs_read(m_b, vfs_file);
+        EXPECT_NE(UCS_OK, ctx_c.status) << "the gone sender's receive";
+        EXPECT_EQ(1u, failed());
+        EXPECT_EQ(UCS_OK, ctx_a.status);
+        EXPECT_EQ(UCS_OK, ca.status);
+        EXPECT_TRUE(src_a.buf == dst_a.buf);
+        EXPECT_EQ(UCS_OK, ctx_e.status);
+        EXPECT_TRUE(std::equal(d.begin(), d.end(), dst_e.buf.begin()));
+        for (region *r : {&src_a, &src_c, &dst_a, &dst_c, &dst_e}) {
+            unreg(*r);
+        }
     }
 
     /* "DC_STRAND_" / "RC_STRAND_": the transport's configuration */
