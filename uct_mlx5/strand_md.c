@@ -446,10 +446,10 @@ strand_md_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
     const strand_md_packed_rkey_t *packed = rkey_buffer;
     strand_rkey_sig_t parsed, *rk;
 
-    if ((packed->atomic_rkey != ~packed->rkey) ||
-        !strand_md_rkey_parse(rkey_buffer,
-                              sizeof(strand_md_packed_rkey_sig_t),
-                              &parsed)) {
+    /* (a plain key is only 8 bytes: the parse reads past its second word
+     * only for a key that says more follows) */
+    if (!strand_md_rkey_parse(rkey_buffer,
+                              sizeof(strand_md_packed_rkey_sig_t), &parsed)) {
         *rkey_p   = packed->rkey;
         *handle_p = NULL;
         return UCS_OK;

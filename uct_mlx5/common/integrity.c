@@ -353,8 +353,8 @@ void strand_integrity_piece_done(strand_integrity_t *ig,
         if ((req->ep == NULL) || (req->status != UCS_OK)) {
             status = UCS_ERR_CANCELED; /* nobody waits for it any more */
         } else if (piece->retries >= ig->max_retries) {
-            ucs_error("%s: a piece of %u bytes of a checked read had a bad block in "
-                      "each of its %u reads: the GET fails",
+            ucs_error("%s: a piece of %u bytes of a checked read had a "
+                      "bad block in each of its %u reads: the read fails",
                       ig->dev->info.name, piece->wire_len,
                       piece->retries + 1);
             status = UCS_ERR_IO_ERROR;

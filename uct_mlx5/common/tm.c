@@ -14,6 +14,7 @@
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_iov.inl>
+#include <ucs/algorithm/crc.h>
 #include <ucs/debug/assert.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -740,18 +741,8 @@ void strand_tm_rndv_fin(strand_tm_t *tm, uint32_t app_ctx_be,
     }
 }
 
-/* FNV-1a over buf, going on from h */
-static uint32_t strand_tm_fnv1a(uint32_t h, const void *buf, size_t len)
-{
-    const uint8_t *p = buf;
-
-    while (len-- > 0) {
-        h = (h ^ *p++) * 16777619u;
-    }
-    return h;
-}
-
-/* the check of an RTS (total bytes, its check field as 0) */
+/* the check of an RTS (total bytes, its check field as 0): a CRC32 of
+ * it, the app_ctx and the tag (UCS's) */
 static uint32_t strand_tm_rts_check(const strand_tm_rts_t *rts, size_t total,
                                     uint32_t app_ctx_be, uint64_t tag)
 {
@@ -759,10 +750,10 @@ static uint32_t strand_tm_rts_check(const strand_tm_rts_t *rts, size_t total,
     uint32_t h;
 
     head.check = 0;
-    h = strand_tm_fnv1a(2166136261u, &head, sizeof(head));
-    h = strand_tm_fnv1a(h, rts + 1, total - sizeof(head));
-    h = strand_tm_fnv1a(h, &app_ctx_be, sizeof(app_ctx_be));
-    return strand_tm_fnv1a(h, &tag, sizeof(tag));
+    h = ucs_crc32(0, &head, sizeof(head));
+    h = ucs_crc32(h, rts + 1, total - sizeof(head));
+    h = ucs_crc32(h, &app_ctx_be, sizeof(app_ctx_be));
+    return ucs_crc32(h, &tag, sizeof(tag));
 }
 
 size_t strand_tm_rts_pack(void *buf, uint64_t va, uint32_t length,

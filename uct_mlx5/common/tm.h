@@ -86,7 +86,7 @@ typedef struct strand_tm_rndv_op strand_tm_rndv_op_t;
 typedef struct strand_tm_rts {
     uint64_t va;          /* the sender's buffer */
     uint32_t length;
-    uint32_t check;       /* FNV-1a of the rest, app_ctx and tag */
+    uint32_t check;       /* CRC32 of the rest, app_ctx and tag */
     uint8_t  rkey_len;    /* the packed key after this header */
     uint8_t  hdr_len;     /* the user's header after the key */
     uint16_t reserved;

@@ -119,8 +119,10 @@ ucs_status_t strand_rc_rndv_init(strand_dc_iface_t *iface, int pipeline,
                                  strand_rc_rndv_t **rndv_p)
 {
     const strand_dev_caps_t *caps = &iface->dev->caps;
-    int checked = (iface->integrity.kind != STRAND_INTEGRITY_OFF);
+    int checked  = (iface->integrity.kind != STRAND_INTEGRITY_OFF);
+    size_t table = (size_t)iface->tm.num_rndv_ops * STRAND_TM_RTS_MAX;
     strand_rc_rndv_t *rndv;
+    int err;
 
     if ((pipeline == UCS_YES) && checked && !caps->sig_pipelining) {
         ucs_error("%s: rc_strand: UCX_RC_STRAND_INTEGRITY_PIPELINE=y, but "
@@ -128,8 +130,6 @@ ucs_status_t strand_rc_rndv_init(strand_dc_iface_t *iface, int pipeline,
                   iface->dev->info.name);
         return UCS_ERR_UNSUPPORTED;
     }
-    size_t table = (size_t)iface->tm.num_rndv_ops * STRAND_TM_RTS_MAX;
-    int err;
 
     rndv = ucs_calloc(1, sizeof(*rndv), "strand_rc_rndv");
     if (rndv == NULL) {
