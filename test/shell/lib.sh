@@ -184,6 +184,8 @@ perf() {
         ok "$name"
     else
         not_ok "$name (client $rc, server $src)"
+        # the errors first (make check shows a failure's first lines)
+        grep -h ' ERROR ' "$tmpdir/cli" "$tmpdir/srv" | sed 's/^/#   error: /' | head -4
         sed 's/^/#   cli: /' "$tmpdir/cli" | tail -15
         sed 's/^/#   srv: /' "$tmpdir/srv" | tail -15
     fi

@@ -274,15 +274,14 @@ static void strand_integrity_user_sges(strand_integrity_req_t *req,
     }
 }
 
-/* Lay out a new piece: the blocks from req->next_block on, as many as a
- * piece holds; where they land: scratch, the user's buffers, scratch. */
+/* Lay out piece to read blocks [b0, b1) of req; where they land:
+ * scratch, the user's buffers, scratch. */
 static void strand_integrity_lay_out(strand_integrity_t *ig,
                                      strand_integrity_req_t *req,
-                                     strand_integrity_piece_t *piece)
+                                     strand_integrity_piece_t *piece,
+                                     uint64_t b0, uint64_t b1)
 {
     const uint64_t bs = STRAND_INTEGRITY_BLOCK;
-    uint64_t b0       = req->next_block;
-    uint64_t b1       = ucs_min(req->end_block, b0 + ig->piece_blocks);
     uint64_t m0       = b0 * bs;
     uint64_t m1       = ucs_min(req->length, b1 * bs);
     uint64_t u0       = ucs_max(m0, req->off);
@@ -301,8 +300,23 @@ static void strand_integrity_lay_out(strand_integrity_t *ig,
     piece->wire_off = b0 * (bs + strand_integrity_sig_size(ig->kind));
     piece->wire_len = (uint32_t)((m1 - m0) + (b1 - b0) *
                                  strand_integrity_sig_size(ig->kind));
-    piece->retries  = 0;
-    req->next_block = b1;
+    piece->block     = b0;
+    piece->end_block = b1;
+}
+
+/* The first block of piece the check did not pass: the SIG_ERR CQE's
+ * offset counts from the mkey's start. Divided by a block on the wire
+ * (data and signature), it rounds down under either reading of the
+ * offset (memory or wire bytes): a block before the bad one may be read
+ * again, the bad one is never skipped. */
+static uint64_t strand_integrity_bad_block(const strand_integrity_t *ig,
+                                           const strand_integrity_piece_t *piece)
+{
+    uint64_t stride = STRAND_INTEGRITY_BLOCK +
+                      strand_integrity_sig_size(ig->kind);
+
+    return piece->block + ucs_min(piece->bad_off / stride,
+                                  piece->end_block - piece->block - 1);
 }
 
 ucs_status_t strand_integrity_next_piece(strand_integrity_t *ig,
@@ -326,7 +340,11 @@ ucs_status_t strand_integrity_next_piece(strand_integrity_t *ig,
         if (piece == NULL) {
             return UCS_ERR_NO_RESOURCE;
         }
-        strand_integrity_lay_out(ig, req, piece);
+        strand_integrity_lay_out(ig, req, piece, req->next_block,
+                                 ucs_min(req->end_block,
+                                         req->next_block + ig->piece_blocks));
+        req->next_block = piece->end_block;
+        piece->retries  = 0;
         status = strand_integrity_configure(ig, piece);
         if (status != UCS_OK) {
             strand_integrity_piece_put(ig, piece);
@@ -359,6 +377,11 @@ void strand_integrity_piece_done(strand_integrity_t *ig,
                       piece->retries + 1);
             status = UCS_ERR_IO_ERROR;
         } else {
+            /* from the first bad block on: the blocks before it landed
+             * checked */
+            strand_integrity_lay_out(ig, req, piece,
+                                     strand_integrity_bad_block(ig, piece),
+                                     piece->end_block);
             status = strand_integrity_configure(ig, piece);
             if (status == UCS_OK) {
                 ++piece->retries;
@@ -412,6 +435,9 @@ int strand_integrity_sigerr(strand_integrity_t *ig,
 
     for (i = 0; i < ig->num_pieces; ++i) {
         if ((ig->pieces[i]->req != NULL) && (ig->pieces[i]->mkey.key == key)) {
+            if (!ig->pieces[i]->bad) {
+                ig->pieces[i]->bad_off = be64toh(se->sig_err_offset);
+            }
             ig->pieces[i]->bad = 1;
             ucs_debug("%s: signature error on mkey 0x%x at offset %" PRIu64
                       " (syndrome 0x%x, expected 0x%x, actual 0x%x)",

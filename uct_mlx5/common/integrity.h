@@ -6,9 +6,10 @@
  *
  * A GET is read in pieces of a few blocks (INTEGRITY_READ_SIZE), each an
  * RDMA READ into a landing mkey of its own from a pool: a bad block is
- * reported in a SIG_ERR CQE naming that mkey, and only its piece is read
- * again, a bounded number of times; after that the GET fails with
- * UCS_ERR_IO_ERROR. A damaged byte never completes as success.
+ * reported in a SIG_ERR CQE naming that mkey and the first bad block, and
+ * only its piece is read again from that block on (the blocks before it
+ * passed their check), a bounded number of times; after that the GET
+ * fails with UCS_ERR_IO_ERROR. A damaged byte never completes as success.
  *
  * Block boundaries are those of the sender's registration, so a GET that
  * starts or ends inside a block reads the whole blocks around it; the
@@ -93,6 +94,9 @@ typedef struct strand_integrity_piece {
                                                 since it was configured */
     uint8_t                        retries;
     uint16_t                       num_sge;
+    uint64_t                       bad_off;  /* the SIG_ERR CQE's offset of
+                                                the first bad block */
+    uint64_t                       block, end_block; /* what it reads */
     struct ibv_sge                *sge;      /* the landing layout */
     uint64_t                       wire_off; /* in the signing mkey */
     uint32_t                       wire_len; /* blocks and signatures */

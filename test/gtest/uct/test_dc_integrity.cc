@@ -255,6 +255,33 @@ TEST_F(dc_strand_integrity, a_get_bad_in_every_read_fails_with_io_error)
     unreg(dst);
 }
 
+/* A bad piece is read again from its first bad block on (the SIG_ERR
+ * CQE's offset; the blocks before it passed). With 10% of the blocks
+ * damaged a whole 16-block piece comes back bad 4 times in 5, so reading
+ * whole pieces again, 8 times at most, fails about 1 piece in 6 and a GET
+ * of 32 pieces almost always (99.6%); from the bad block on,
+ * each read again is shorter and a piece fails about 1 time in 3000 (the
+ * seed makes the run repeatable; 1 GET in 100 would fail). */
+TEST_F(dc_strand_integrity, a_bad_piece_is_read_again_from_its_bad_block)
+{
+    ASSERT_NO_FATAL_FAILURE(reopen("sdc=0.1,seed=7", "8"));
+    ASSERT_NO_FATAL_FAILURE(open_pair());
+    region src, dst;
+    reg(src, 256 * 1024);
+    reg(dst, 256 * 1024);
+    fill(src, 9);
+    EXPECT_EQ(UCS_OK, get1(dst, 0, src, 0, 256 * 1024));
+    EXPECT_EQ(0, memcmp(dst.buf.data(), src.buf.data(), 256 * 1024));
+    integrity_counters k = counters();
+    EXPECT_EQ(1u, k.checked);
+    EXPECT_GT(k.bad, 16u) << "most pieces came back bad at least once";
+    EXPECT_EQ(k.bad, k.reread);
+    EXPECT_EQ(0u, k.failed);
+    set_env("STRAND_SIM_FAULTS", "");
+    unreg(src);
+    unreg(dst);
+}
+
 /* The same injection without the check damages what the user gets: it is
  * the check that keeps the data right. */
 TEST_F(dc_strand, without_integrity_sdc_damages_the_data_of_a_get)
