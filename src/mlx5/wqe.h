@@ -454,7 +454,7 @@ static inline void strand_copy_small(void *dst, const void *src, uint32_t len)
     if (len == 0) {
         return;
     }
-    if (len >= 8) {
+    if (len > 16) {
         while (len > 16) {
             memcpy(&a, s, 8);
             memcpy(&b, s + 8, 8);
@@ -464,7 +464,13 @@ static inline void strand_copy_small(void *dst, const void *src, uint32_t len)
             s   += 16;
             len -= 16;
         }
-        /* 1..16 bytes left, 8 or more copied before them when < 8 */
+        /* 1..16 bytes left, 16 copied just before them: the last 16
+         * bytes again (never a byte outside either buffer) */
+        memcpy(&a, s + len - 16, 8);
+        memcpy(&b, s + len - 8, 8);
+        memcpy(d + len - 16, &a, 8);
+        memcpy(d + len - 8, &b, 8);
+    } else if (len >= 8) {
         memcpy(&a, s, 8);
         memcpy(&b, s + len - 8, 8);
         memcpy(d, &a, 8);
