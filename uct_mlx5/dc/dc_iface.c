@@ -269,8 +269,8 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
      " crc32c - the sender's device adds a CRC32C to every 512-byte block "
      "it reads out of registered memory, the receiver's device checks and "
      "strips it; a bad block makes the transport read the data again "
-     "(INTEGRITY_RETRIES times at most per piece, then the GET fails with "
-     "UCS_ERR_IO_ERROR)\n"
+     "(INTEGRITY_RETRIES times at most per piece, then the GET and its "
+     "endpoint fail with UCS_ERR_IO_ERROR)\n"
      " t10dif - the same with a T10-DIF guard (CRC16) per block\n"
      "Both sides need it (a key of a peer without it is read unchecked, and "
      "counted). The memory domain reads this option when it opens, to pack "
@@ -280,8 +280,8 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
      UCS_CONFIG_TYPE_ENUM(strand_integrity_kind_names)},
 
     {"INTEGRITY_RETRIES", "8",
-     "Reads again of a piece of a GET that had a bad block, before the GET "
-     "fails.",
+     "Reads again of a piece of a GET that had a bad block (from its first "
+     "bad block on), before the GET fails, and its endpoint with it.",
      ucs_offsetof(strand_dc_iface_config_t, integrity_retries),
      UCS_CONFIG_TYPE_UINT},
 

@@ -7,6 +7,7 @@
 
 #include "dc_integrity.h"
 #include "dc_ep_post.h"
+#include "dc_recovery.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -62,6 +63,14 @@ static void strand_dc_integrity_finish(strand_dc_iface_t *iface,
     }
     if ((--ep->outstanding == 0) && (ep->held == 0)) {
         last = strand_dc_ep_idle(iface, ep);
+    }
+    if ((status != UCS_OK) && !(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+        /* A GET that fails fails its ep, as every transport error does:
+         * UCP takes a failed GET for a failed ep (its rendezvous then
+         * sends the sender nothing, and only the ep's error tells
+         * anyone); the owner hears of it once the completions are done */
+        strand_dc_recovery_fail(iface, ep, status,
+                                "a checked GET failed");
     }
     strand_dc_ep_schedule(iface, ep);
     if (comp != NULL) {

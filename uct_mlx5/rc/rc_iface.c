@@ -99,8 +99,8 @@ static ucs_config_field_t strand_rc_iface_config_table[] = {
      UCS_CONFIG_TYPE_ENUM(strand_integrity_kind_names)},
 
     {"INTEGRITY_RETRIES", "8",
-     "Reads again of a piece of a GET that had a bad block, before the GET "
-     "fails.",
+     "Reads again of a piece of a GET that had a bad block (from its first "
+     "bad block on), before the GET fails, and its endpoint with it.",
      ucs_offsetof(strand_rc_iface_config_t, integrity_retries),
      UCS_CONFIG_TYPE_UINT},
 

@@ -249,7 +249,16 @@ TEST_F(dc_strand_integrity, a_get_bad_in_every_read_fails_with_io_error)
     EXPECT_EQ(1u, k.failed);
     EXPECT_GE(k.bad, 2u) << "a first read and the one again";
     EXPECT_EQ(0u, k.checked);
-    /* the ep goes on */
+    /* and its ep fails, its owner told once: UCP takes a failed GET for a
+     * failed ep (its rendezvous sends the sender nothing after one) */
+    ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }));
+    ASSERT_EQ(1u, m_a.err.errors.size());
+    EXPECT_EQ(m_ep, m_a.err.errors[0].first);
+    EXPECT_EQ(UCS_ERR_IO_ERROR, m_a.err.errors[0].second);
+    uint64_t word = 1;
+    EXPECT_EQ(UCS_ERR_IO_ERROR,
+              uct_ep_put_short(m_ep, &word, sizeof(word), addr(dst),
+                               dst.rkey.rkey));
     set_env("STRAND_SIM_FAULTS", "");
     unreg(src);
     unreg(dst);
