@@ -627,7 +627,8 @@ static int dev_sim_get_async_event(strand_dev_t *dev, strand_dev_event_t *ev)
     case IBV_EVENT_QP_ACCESS_ERR:
     case IBV_EVENT_SQ_DRAINED:
     case IBV_EVENT_QP_LAST_WQE_REACHED:
-        ev->qpn = smlx5_qp_num(sev.element.qp);
+        /* the number, not the QP: it may be destroyed by now */
+        ev->qpn = sev.qp_num;
         break;
     default:
         ev->qpn = 0;

@@ -910,8 +910,9 @@ void sim_async_push(smlx5_context_t *ctx, enum ibv_event_type type,
     if (q->tail - q->head >= 256) {
         return; /* queue full: the oldest events are kept */
     }
-    ev       = &q->ev[q->tail++ % 256];
-    ev->type = type;
+    ev         = &q->ev[q->tail++ % 256];
+    ev->type   = type;
+    ev->qp_num = 0;
     switch (type) {
     case IBV_EVENT_CQ_ERR:
         ev->element.cq = element;
@@ -926,6 +927,7 @@ void sim_async_push(smlx5_context_t *ctx, enum ibv_event_type type,
         break;
     default:
         ev->element.qp = element;
+        ev->qp_num     = smlx5_qp_num(element);
         break;
     }
     if (write(ctx->async_fd, &one, sizeof(one)) < 0) {

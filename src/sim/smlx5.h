@@ -349,6 +349,10 @@ typedef struct smlx5_async_event {
         smlx5_srq_t *srq;
         int          port_num;
     } element;
+    /* a QP event's QP number, copied when the event was raised: a reader
+     * may use it after the QP is destroyed (the pointer it may not; no
+     * ack makes destroy wait for readers, as in rdma-core) */
+    uint32_t qp_num;
 } smlx5_async_event_t;
 
 int smlx5_async_fd(smlx5_context_t *ctx);    /* poll()able */

@@ -94,6 +94,37 @@ TEST_F(sim_errors, bad_rkey_is_rem_access_err_then_qp_err_and_flush)
     EXPECT_EQ(IBV_QPS_ERR, state(m_qp[RESP]));
 }
 
+/* An async event names its QP by number too: the reader of an event may
+ * see its QP destroyed before it looks at it (strand's async thread read
+ * a freed QP through the pointer when an interface closed meanwhile). */
+TEST_F(sim_errors, async_event_names_its_qp_by_number_after_destroy)
+{
+    struct ibv_sge s = sge(REQ, 0, 64);
+    struct ibv_send_wr wr;
+    write_wr(&wr, &s, 100, addr(RESP), rkey(RESP) ^ 0x5500);
+    post(m_qp[REQ], &wr);
+    struct ibv_wc wc;
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, wc.status);
+
+    uint32_t qpn = smlx5_qp_num(m_qp[RESP]);
+    smlx5_async_event_t ev;
+    bool got = false;
+    for (int i = 0; (i < 2000) && !got; ++i) {
+        smlx5_progress(m_ctx);
+        while (!got && (smlx5_get_async_event(m_ctx, &ev) == 0)) {
+            got = (ev.type == IBV_EVENT_QP_ACCESS_ERR);
+        }
+        if (!got) {
+            usleep(1000);
+        }
+    }
+    ASSERT_TRUE(got);
+    smlx5_destroy_qp(m_qp[RESP]);
+    m_qp[RESP] = nullptr;
+    EXPECT_EQ(qpn, ev.qp_num);
+}
+
 TEST_F(sim_errors, write_out_of_bounds_is_rem_access_err)
 {
     struct ibv_sge s = sge(REQ, 0, 128);
