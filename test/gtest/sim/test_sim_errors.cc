@@ -47,13 +47,18 @@ protected:
         return a.qp_state;
     }
 
-    bool wait_async(enum ibv_event_type type, int ms = 2000)
+    /* waits for an async event of type (kept in *found when asked) */
+    bool wait_async(enum ibv_event_type type,
+                    smlx5_async_event_t *found = nullptr, int ms = 2000)
     {
         smlx5_async_event_t ev;
         for (int i = 0; i < ms; ++i) {
             smlx5_progress(m_ctx);
             while (smlx5_get_async_event(m_ctx, &ev) == 0) {
                 if (ev.type == type) {
+                    if (found != nullptr) {
+                        *found = ev;
+                    }
                     return true;
                 }
             }
@@ -109,17 +114,7 @@ TEST_F(sim_errors, async_event_names_its_qp_by_number_after_destroy)
 
     uint32_t qpn = smlx5_qp_num(m_qp[RESP]);
     smlx5_async_event_t ev;
-    bool got = false;
-    for (int i = 0; (i < 2000) && !got; ++i) {
-        smlx5_progress(m_ctx);
-        while (!got && (smlx5_get_async_event(m_ctx, &ev) == 0)) {
-            got = (ev.type == IBV_EVENT_QP_ACCESS_ERR);
-        }
-        if (!got) {
-            usleep(1000);
-        }
-    }
-    ASSERT_TRUE(got);
+    ASSERT_TRUE(wait_async(IBV_EVENT_QP_ACCESS_ERR, &ev));
     smlx5_destroy_qp(m_qp[RESP]);
     m_qp[RESP] = nullptr;
     EXPECT_EQ(qpn, ev.qp_num);
