@@ -209,7 +209,7 @@ typedef enum sim_rnr_state {
  * peer does not hold the others. */
 typedef struct sim_flow {
     bool     used;
-    uint16_t chan;                /* DCI channel (stream mod 2^lnc) */
+    uint16_t chan;                /* DCI channel (its stream id) */
     uint16_t dlid;
     uint32_t dqpn;
     uint64_t dc_key;
@@ -256,7 +256,7 @@ typedef struct sim_wqe {
     uint32_t  first_psn, last_psn;
     uint16_t  bbs;                /* basic blocks the WQE occupies */
     uint16_t  stream;
-    uint16_t  chan;               /* DCI: stream mod 2^log_num_concurent */
+    uint16_t  chan;               /* DCI: the channel, its stream id */
     uint8_t   opcode;             /* MLX5_OPCODE_* */
     uint8_t   opmod;
     uint8_t   fm_ce_se;

@@ -160,7 +160,10 @@ static void sim_flow_restart(smlx5_qp_t *qp, int fi)
 
 void sim_comp_wqe_failed(smlx5_qp_t *qp, sim_wqe_t *w)
 {
-    bool streams = (qp->type == SMLX5_QPT_DCI) && (qp->log_num_errored > 0);
+    /* a stream error fails only its stream; a WQE whose id is no channel
+     * of the DCI has no stream to fail: the DCI fails as a whole */
+    bool streams = (qp->type == SMLX5_QPT_DCI) && (qp->log_num_errored > 0) &&
+                   ((w->stream >> qp->log_num_concurent) == 0);
     uint8_t status = w->status;
     bool was_sent  = (w->state == SIM_WQE_SENT);
     int fi         = w->flow;

@@ -838,6 +838,11 @@ int smlx5_dci_stream_id_reset(smlx5_qp_t *qp, uint16_t stream_id)
         ret = EOPNOTSUPP;
         goto out;
     }
+    if ((stream_id >> qp->log_num_concurent) != 0) {
+        ret = EINVAL; /* not one of its channels: the firmware refuses the
+                         modify command (bad parameter) */
+        goto out;
+    }
     for (i = 0; i < qp->num_errored; ++i) {
         if (qp->errored_streams[i] == stream_id) {
             qp->errored_streams[i] = qp->errored_streams[--qp->num_errored];

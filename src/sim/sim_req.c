@@ -312,6 +312,13 @@ static int sim_parse_ctrl(const smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
     if ((ds == 0) || ((qpn_ds >> 8) != qp->qpn) || (w->bbs > qp->sq_wqe_cnt)) {
         return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
     }
+    /* a DCI's stream id is one of its channels, 0 .. 2^log_num_concurent
+     * - 1 (0 alone without streams): the hardware maps ids onto channels,
+     * and one outside the range it was created with is a malformed WQE */
+    if ((qp->type == SMLX5_QPT_DCI) &&
+        ((w->stream >> qp->log_num_concurent) != 0)) {
+        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
+    }
     return 0;
 }
 
@@ -635,8 +642,8 @@ static void sim_req_fail_wqe(smlx5_qp_t *qp, sim_wqe_t *w, uint8_t syndrome)
     sim_comp_wqe_failed(qp, w);
 }
 
-/* DCI (spec section 5): a stream runs on channel stream mod
- * 2^log_num_concurent; the channels progress concurrently, the WQEs of one
+/* DCI (spec section 5): stream id n runs on channel n (ids outside the
+ * channel range are refused at parse); the channels progress concurrently, the WQEs of one
  * channel in order, and a channel is connected to one DCT at a time (it
  * moves to another only when all it sent is complete). Returns the flow a
  * WQE of the channel may go on now, or -1 when it must wait: its channel
@@ -806,7 +813,7 @@ static bool sim_req_fetch(smlx5_qp_t *qp)
                (w->opcode != MLX5_OPCODE_NOP) &&
                !sim_stream_errored(qp, w->stream);
     if (dci_work) {
-        w->chan   = w->stream & ((1u << qp->log_num_concurent) - 1);
+        w->chan   = w->stream;
         w->dlid   = dc.dlid;
         w->dqpn   = dc.dctn;
         w->dc_key = dc.dc_key;
@@ -940,7 +947,7 @@ static bool sim_req_fetch_fast(smlx5_qp_t *qp)
         if (sim_stream_errored(qp, w->stream)) {
             return false;
         }
-        w->chan = w->stream & ((1u << qp->log_num_concurent) - 1);
+        w->chan = w->stream;
         if (sim_req_chan_has_deferred(qp, w->chan)) {
             return false;
         }

@@ -113,9 +113,13 @@ static ucs_status_t strand_dc_dci_slot_init(strand_dc_iface_t *iface,
         return UCS_ERR_NO_MEMORY;
     }
     for (s = 0; s < iface->config.num_streams; ++s) {
-        /* stream ids from 1: a stream id of 0 reads as "none" */
-        dci->streams[s].id = (iface->tx_policy ==
-                              STRAND_DC_TX_POLICY_STREAMS) ? s + 1 : 0;
+        /* the stream ids are the DCI's channels 0 .. 2^log_concurent - 1,
+         * as UCX numbers them: the hardware maps an id onto its channel
+         * and refuses one outside the range (spec section 9). Without
+         * streams the one slot writes 0, what a DCI without streams takes.
+         * Whether an ep has a stream is its own state (ep->dci), never an
+         * id. */
+        dci->streams[s].id = (uint16_t)s;
         ucs_queue_head_init(&dci->streams[s].held);
     }
     return UCS_OK;

@@ -396,9 +396,9 @@ TEST_F(sim_dci_streams, stream_error_flushes_only_that_stream_dci_stays_rts)
 {
     smlx5_qp_t *dci = create_dci(2, 1);
     ASSERT_NE(nullptr, dci);
-    post_dc(dci, 5, 1, rkey(RESP) ^ 0x4400);  /* stream 5: bad rkey */
-    post_dc(dci, 5, 2, rkey(RESP));           /* stream 5: flushed */
-    post_dc(dci, 9, 3, rkey(RESP), 64);       /* stream 9: goes on */
+    post_dc(dci, 3, 1, rkey(RESP) ^ 0x4400);  /* stream 3: bad rkey */
+    post_dc(dci, 3, 2, rkey(RESP));           /* stream 3: flushed */
+    post_dc(dci, 0, 3, rkey(RESP), 64);       /* stream 0: goes on */
 
     std::map<uint64_t, ibv_wc_status> st;
     struct ibv_wc wc;
@@ -412,15 +412,15 @@ TEST_F(sim_dci_streams, stream_error_flushes_only_that_stream_dci_stays_rts)
     EXPECT_EQ(IBV_QPS_RTS, state(dci));
 
     /* WRs posted to the errored stream before its reset are flushed */
-    post_dc(dci, 5, 4, rkey(RESP));
+    post_dc(dci, 3, 4, rkey(RESP));
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
     EXPECT_EQ(4u, wc.wr_id);
     EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
 
     /* after the reset the stream accepts work again */
-    EXPECT_EQ(0, smlx5_dci_stream_id_reset(dci, 5));
+    EXPECT_EQ(0, smlx5_dci_stream_id_reset(dci, 3));
     memset(buf(REQ, 128), 0x5c, 8);
-    post_dc(dci, 5, 6, rkey(RESP), 128);
+    post_dc(dci, 3, 6, rkey(RESP), 128);
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
     EXPECT_EQ(6u, wc.wr_id);
     EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
@@ -488,31 +488,44 @@ TEST_F(sim_dci_streams, stream_in_order_across_destinations_flushed_not_executed
     EXPECT_EQ(0, memcmp(zero, buf(RESP, 64), 8)) << "a flushed WR executed";
 }
 
-/* "any 16-bit stream id is accepted (mapped onto channels)": streams 1
- * and 5 share channel 1 of 4; 5 waits behind 1, and after 1 fails (an
- * error of stream 1 only) it runs. */
-TEST_F(sim_dci_streams, streams_sharing_a_channel_wait_in_turn_and_fail_apart)
+/* Spec section 9: stream ids are the channel ids 0 .. 2^log_num_concurent
+ * - 1. An id outside that range is a malformed WQE: its own error CQE
+ * (LOC_QP_OP_ERR) and the DCI in ERR, as for any WQE the hardware cannot
+ * parse; the last id of the range is a stream like any other. A DCI
+ * without streams takes id 0 only. */
+TEST_F(sim_dci_streams, stream_id_outside_the_channel_range_is_refused)
 {
-    smlx5_qp_t *dci = post_stalled_then(1, 5, 0x4c);
+    smlx5_qp_t *dci = create_dci(2, 1);      /* channels 0 .. 3 */
     ASSERT_NE(nullptr, dci);
-
-    /* until stream 1's error CQE, stream 5 has written nothing */
-    uint8_t zero[8] = {0};
     struct ibv_wc wc;
-    bool first = false;
-    auto t0    = std::chrono::steady_clock::now();
-    while (!first &&
-           (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))) {
-        ASSERT_EQ(0, memcmp(zero, buf(RESP, 64), 8)) << "stream 5 overtook 1";
-        first = poll_one(m_scq[REQ], &wc, 0);
-    }
-    ASSERT_TRUE(first);
-    EXPECT_EQ(1u, wc.wr_id);
-    EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+    memset(buf(REQ, 64), 0x6d, 8);
+    post_dc(dci, 3, 1, rkey(RESP), 64);      /* the last channel */
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
-    EXPECT_EQ(2u, wc.wr_id);
+    EXPECT_EQ(1u, wc.wr_id);
     EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
     EXPECT_EQ(0, memcmp(buf(REQ, 64), buf(RESP, 64), 8));
+
+    memset(buf(REQ, 128), 0x7e, 8);
+    memset(buf(RESP, 128), 0, 8);
+    post_dc(dci, 4, 2, rkey(RESP), 128);     /* one past it */
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(2u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_LOC_QP_OP_ERR, wc.status);
+    EXPECT_EQ(IBV_QPS_ERR, state(dci));
+    uint8_t zero[8] = {0};
+    EXPECT_EQ(0, memcmp(zero, buf(RESP, 128), 8)) << "a refused WQE wrote";
+    /* the reset of an id that is no channel: the firmware's bad parameter */
+    smlx5_qp_t *other = create_dci(2, 1);
+    ASSERT_NE(nullptr, other);
+    EXPECT_EQ(EINVAL, smlx5_dci_stream_id_reset(other, 4));
+    EXPECT_EQ(0, smlx5_dci_stream_id_reset(other, 3));
+
+    smlx5_qp_t *plain = create_dci(0, 0);    /* no streams: id 0 only */
+    ASSERT_NE(nullptr, plain);
+    post_dc(plain, 1, 3, rkey(RESP), 128);
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(3u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_LOC_QP_OP_ERR, wc.status);
 }
 
 TEST_F(sim_dci_streams, reset_returns_einval_for_non_dci_eopnotsupp_without_errored)

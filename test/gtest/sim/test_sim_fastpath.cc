@@ -876,27 +876,27 @@ TEST_F(sim_fastpath_dci, failed_stream_flushes_while_other_streams_go_fast)
     ASSERT_NE(nullptr, dci);
     struct ibv_wc wc;
 
-    post_dc(dci, dct, 5, IBV_WR_RDMA_WRITE, 1, 0, 8, rkey(RESP) ^ 0x4400);
+    post_dc(dci, dct, 3, IBV_WR_RDMA_WRITE, 1, 0, 8, rkey(RESP) ^ 0x4400);
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
     EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, wc.status);
     EXPECT_EQ(IBV_QPS_RTS, state(dci));
 
     uint64_t before = fast_wqes(dci);
-    post_dc(dci, dct, 5, IBV_WR_RDMA_WRITE, 2, 64, 8);
+    post_dc(dci, dct, 3, IBV_WR_RDMA_WRITE, 2, 64, 8);
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
     EXPECT_EQ(2u, wc.wr_id);
     EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
     EXPECT_EQ(before, fast_wqes(dci));
 
-    post_dc(dci, dct, 9, IBV_WR_RDMA_WRITE, 3, 128, 8);
+    post_dc(dci, dct, 0, IBV_WR_RDMA_WRITE, 3, 128, 8);
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
     EXPECT_EQ(3u, wc.wr_id);
     EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
     EXPECT_EQ(before + 1, fast_wqes(dci));
     EXPECT_EQ(0, memcmp(buf(RESP, 128), buf(REQ, 128), 8));
 
-    EXPECT_EQ(0, smlx5_dci_stream_id_reset(dci, 5));
-    post_dc(dci, dct, 5, IBV_WR_RDMA_WRITE, 4, 192, 8);
+    EXPECT_EQ(0, smlx5_dci_stream_id_reset(dci, 3));
+    post_dc(dci, dct, 3, IBV_WR_RDMA_WRITE, 4, 192, 8);
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
     EXPECT_EQ(4u, wc.wr_id);
     EXPECT_EQ(IBV_WC_SUCCESS, wc.status);

@@ -480,3 +480,57 @@ TEST_F(dc_strand_hw_truth, roce_port)
     uct_ep_h ep       = nullptr;
     EXPECT_EQ(UCS_ERR_UNREACHABLE, uct_ep_create(&params, &ep));
 }
+
+/*
+ * Spec 9 (DCI stream ids): the ids are the DCI's channels 0 ..
+ * 2^log_num_concurent - 1, and the device refuses any other. One DCI with
+ * as many streams as it has channels (the default on the software device:
+ * 8 of 8), an endpoint on each: every stream's PUTs land and no endpoint
+ * fails. Numbering the streams from 1 gives the last one an id one past
+ * the range: the device fails that WQE and the DCI.
+ */
+TEST_F(dc_strand_hw_truth, every_stream_id_is_a_channel_of_the_dci)
+{
+    set_env("UCX_DC_STRAND_TX_POLICY", "streams");
+    set_env("UCX_DC_STRAND_NUM_DCI", "1");
+    set_env("UCX_DC_STRAND_DCI_STREAMS", "8");
+    set_env("UCX_DC_STRAND_DCI_STREAMS_ERRORED", "8");
+    open_pair();
+    const unsigned n = 8;
+    std::vector<uct_ep_h> eps = {m_ep};
+    while (eps.size() < n) {
+        eps.push_back(connect(m_a, m_b.dev_addr, m_b.iface_addr));
+        ASSERT_NE(nullptr, eps.back());
+    }
+    region r;
+    reg(r, n * 64);
+    for (unsigned round = 0; round < 4; ++round) {
+        std::vector<std::vector<uint8_t>> data;
+        for (unsigned i = 0; i < n; ++i) {
+            data.push_back(pattern(64, 16 * round + i));
+            ucs_status_t status = UCS_ERR_NO_RESOURCE;
+            ASSERT_TRUE(progress_until([&] {
+                status = uct_ep_put_short(eps[i], data[i].data(), 64,
+                                          addr(r, 64 * i), r.rkey.rkey);
+                return status != UCS_ERR_NO_RESOURCE;
+            }));
+            ASSERT_EQ(UCS_OK, status) << "ep " << i;
+        }
+        for (unsigned i = 0; i < n; ++i) {
+            flush(eps[i]);
+            EXPECT_EQ(0, memcmp(r.buf.data() + 64 * i, data[i].data(), 64))
+                    << "round " << round << " ep " << i;
+        }
+    }
+    EXPECT_TRUE(m_a.err.errors.empty()) << m_a.err.errors.size()
+                                        << " endpoints failed";
+    /* the pool's own view: the streams in use are 0 .. 7 */
+    std::string pool = vfs_read(m_a, "dci_pool");
+    for (unsigned i = 0; i < n; ++i) {
+        EXPECT_NE(std::string::npos,
+                  pool.find("stream " + std::to_string(i) + " ok"))
+                << "stream " << i << " in\n" << pool;
+    }
+    EXPECT_EQ(std::string::npos, pool.find("stream 8 ")) << pool;
+    unreg(r);
+}
