@@ -75,7 +75,11 @@ typedef struct strand_dev_caps {
     union ibv_gid gid;
     int           atomics;             /* 64-bit CS and FA (IBV_ATOMIC_HCA) */
     int           masked_atomics;      /* masked CS/FA, 32 and 64 bit */
-    int           atomic_reply_be;     /* fetched values are big-endian */
+    /* fetched values in network order, per size (the HCA's 8-byte
+     * endianness mode governs 64-bit replies only; 32-bit masked replies
+     * are big-endian in either mode, as UCX reads them) */
+    int           atomic_reply_be32;
+    int           atomic_reply_be64;
     uint8_t       dci_max_log_num_concurent;
     uint8_t       dci_max_log_num_errored;
     uint32_t      tm_max_num_tags;     /* 0: no tag matching */

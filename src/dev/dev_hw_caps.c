@@ -73,8 +73,11 @@ static int dev_hw_query_atomics_devx(dev_hw_t *h, strand_dev_caps_t *caps)
                            (ops & DEV_HW_ATOMIC_OPS_MASKED_CS) &&
                            (ops & DEV_HW_ATOMIC_OPS_MASKED_FA) &&
                            ((size_qp & size_dc & (4 | 8)) == (4 | 8));
-    /* endianness mode 0: 8-byte replies in network order */
-    caps->atomic_reply_be = (mode8b == 0);
+    /* endianness mode 0: 8-byte replies in network order, 1: in host
+     * order; 32-bit masked replies in network order in either mode (UCX's
+     * ext_atomic_arg_sizes_be) */
+    caps->atomic_reply_be64 = (mode8b == 0);
+    caps->atomic_reply_be32 = 1;
     return 0;
 }
 
@@ -224,11 +227,15 @@ int strand_dev_hw_query_caps(strand_dev_t *dev)
     caps->tm_max_ops      = attr.tm_caps.max_ops;
     caps->tm_max_rndv_hdr_size = attr.tm_caps.max_rndv_hdr_size;
 
-    /* without DEVX: what verbs promises (64-bit CS/FA, replies in network
-     * order), no masked or 32-bit atomics */
-    caps->atomics         = attr.orig_attr.atomic_cap != IBV_ATOMIC_NONE;
-    caps->masked_atomics  = 0;
-    caps->atomic_reply_be = 1;
+    /* without DEVX: what verbs promises, no masked or 32-bit atomics.
+     * mlx5_ib reports IBV_ATOMIC_HCA only where the HCA answers 8-byte
+     * atomics in host order (endianness mode 1, which mlx5_core sets when
+     * the HCA has it), IBV_ATOMIC_NONE otherwise: so a verbs atomic
+     * replies in host order */
+    caps->atomics           = attr.orig_attr.atomic_cap != IBV_ATOMIC_NONE;
+    caps->masked_atomics    = 0;
+    caps->atomic_reply_be64 = 0;
+    caps->atomic_reply_be32 = 1;
     if (h->devx) {
         dev_hw_query_atomics_devx(h, caps);
     }

@@ -109,9 +109,13 @@ static int dev_sim_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
     dev->caps.port_num         = SMLX5_PORT_NUM;
     dev->caps.link_layer       = pa.link_layer;
     dev->caps.lid              = pa.lid;
-    dev->caps.atomics          = caps.attr.atomic_cap != IBV_ATOMIC_NONE;
-    dev->caps.masked_atomics   = !!(caps.flags & SMLX5_CAP_MASKED_ATOMICS);
-    dev->caps.atomic_reply_be  = !!(caps.flags & SMLX5_CAP_ATOMIC_REPLY_BE);
+    /* the HCA's atomic capabilities, as the hw backend reads them through
+     * DEVX (not verbs' atomic_cap, which says NONE in big-endian mode) */
+    dev->caps.atomics          = !!(caps.flags & SMLX5_CAP_ATOMICS);
+    dev->caps.masked_atomics   = dev->caps.atomics &&
+                                 (caps.flags & SMLX5_CAP_MASKED_ATOMICS);
+    dev->caps.atomic_reply_be64 = (caps.atomic_mode8b == 0);
+    dev->caps.atomic_reply_be32 = 1;
     dev->caps.dci_max_log_num_concurent = caps.dci_max_log_num_concurent;
     dev->caps.dci_max_log_num_errored   = caps.dci_max_log_num_errored;
     dev->caps.tm_max_num_tags  = caps.tm_max_num_tags;

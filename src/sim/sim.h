@@ -75,7 +75,10 @@ typedef struct sim_config {
                                      copy (sim_onecopy.c); 0: never */
     /* the NIC it looks like: STRAND_SIM_CAPS (sim_caps.c) */
     bool     masked_atomics;      /* opcodes 0x14 / 0x15 execute */
-    bool     atomic_reply_be;     /* fetched values land big-endian */
+    uint8_t  atomic_mode8b;       /* the HCA's atomic_req_8B_endianness_mode:
+                                     0: 8-byte replies big-endian, 1: in
+                                     host order (32-bit masked replies are
+                                     big-endian in either mode) */
     bool     scatter_dct;         /* SMLX5_CAP_SCATTER_TO_CQE_DCT */
     bool     signature;           /* signature mkeys, SIG_PIPELINING */
     bool     sig_pipelining;      /* ... the latter (with signature) */

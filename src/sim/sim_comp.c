@@ -325,19 +325,20 @@ static void sim_comp_deliver(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t off,
     }
 }
 
-/* The fetched value of an atomic: big-endian when the device advertises
- * SMLX5_CAP_ATOMIC_REPLY_BE, else in host order. */
+/* The fetched value of an atomic, in the byte order of the HCA's
+ * endianness mode (spec section 9, as UCX reads it): 8-byte replies
+ * big-endian in mode 0, in host order in mode 1; 32-bit (masked) replies
+ * big-endian in either mode. */
 static void sim_comp_atomic_reply(smlx5_qp_t *qp, sim_wqe_t *w, uint64_t v)
 {
-    bool be = qp->ctx->cfg.atomic_reply_be;
     uint32_t v32;
     uint64_t v64;
 
     if (w->atomic_size == 4) {
-        v32 = be ? htobe32((uint32_t)v) : (uint32_t)v;
+        v32 = htobe32((uint32_t)v);
         sim_comp_deliver(qp, w, 0, &v32, sizeof(v32));
     } else {
-        v64 = be ? htobe64(v) : v;
+        v64 = qp->ctx->cfg.atomic_mode8b ? v : htobe64(v);
         sim_comp_deliver(qp, w, 0, &v64, sizeof(v64));
     }
 }

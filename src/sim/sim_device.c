@@ -65,7 +65,7 @@ int sim_config_read(sim_config_t *cfg)
 /* STRAND_SIM_CAPS keys, in the order sim_cap_set knows them. */
 typedef enum sim_cap_key {
     SIM_CAP_MASKED_ATOMICS,
-    SIM_CAP_ATOMIC_REPLY_BE,
+    SIM_CAP_ATOMIC_MODE8B,
     SIM_CAP_MAX_INLINE,
     SIM_CAP_MAX_SGE,
     SIM_CAP_DCI_LOG_CONCURENT,
@@ -82,7 +82,7 @@ static const struct {
     uint32_t    min, max;
 } sim_cap_keys[SIM_CAP_NUM_KEYS] = {
     [SIM_CAP_MASKED_ATOMICS]    = {"masked_atomics", 0, 1},
-    [SIM_CAP_ATOMIC_REPLY_BE]   = {"atomic_reply_be", 0, 1},
+    [SIM_CAP_ATOMIC_MODE8B]     = {"atomic_mode8b", 0, 1},
     [SIM_CAP_MAX_INLINE]        = {"max_inline", 0, SIM_MAX_INLINE},
     [SIM_CAP_MAX_SGE]           = {"max_sge", 1, SIM_MAX_SGE},
     [SIM_CAP_DCI_LOG_CONCURENT] = {"dci_log_concurent", 0, 4},
@@ -97,7 +97,7 @@ static void sim_cap_set(sim_config_t *cfg, sim_cap_key_t key, uint32_t v)
 {
     switch (key) {
     case SIM_CAP_MASKED_ATOMICS:    cfg->masked_atomics    = v;  break;
-    case SIM_CAP_ATOMIC_REPLY_BE:   cfg->atomic_reply_be   = v;  break;
+    case SIM_CAP_ATOMIC_MODE8B:     cfg->atomic_mode8b     = v;  break;
     case SIM_CAP_MAX_INLINE:        cfg->max_inline        = v;  break;
     case SIM_CAP_MAX_SGE:           cfg->max_sge           = v;  break;
     case SIM_CAP_DCI_LOG_CONCURENT: cfg->dci_log_concurent = v;  break;
@@ -113,7 +113,9 @@ static void sim_cap_set(sim_config_t *cfg, sim_cap_key_t key, uint32_t v)
 static void sim_caps_defaults(sim_config_t *cfg)
 {
     cfg->masked_atomics    = true;
-    cfg->atomic_reply_be   = true;
+    /* what mlx5_core sets where the HCA supports it (and ConnectX-4 and
+     * later do): 8-byte atomics answered in host order */
+    cfg->atomic_mode8b     = 1;
     cfg->scatter_dct       = true;
     cfg->signature         = true;
     cfg->sig_pipelining    = true;
@@ -142,7 +144,7 @@ static int sim_cap_parse_one(sim_config_t *cfg, char *tok)
     }
     if (k == SIM_CAP_NUM_KEYS) {
         fprintf(stderr, "smlx5: STRAND_SIM_CAPS: unknown key '%s' (known: "
-                "masked_atomics, atomic_reply_be, max_inline, max_sge, "
+                "masked_atomics, atomic_mode8b, max_inline, max_sge, "
                 "dci_log_concurent, dci_log_errored, scatter_dct, "
                 "tm_max_num_tags, signature, sig_pipelining)\n", tok);
         return EINVAL;
@@ -520,8 +522,13 @@ int smlx5_query_device(smlx5_context_t *ctx, smlx5_device_caps_t *caps)
     caps->attr.max_srq         = SIM_MAX_SRQS;
     caps->attr.max_srq_wr      = 1 << 15;
     caps->attr.max_srq_sge     = ctx->cfg.max_sge;
-    caps->attr.atomic_cap      = ctx->cfg.atomics ? IBV_ATOMIC_HCA :
-                                                  IBV_ATOMIC_NONE;
+    /* as mlx5_ib: verbs atomics (IBV_ATOMIC_HCA) only where the HCA
+     * answers 8-byte atomics in host order, as verbs users expect; in the
+     * big-endian mode the HCA still executes them, for users that read
+     * the mode (the HCA capabilities below, what UCX reads through DEVX) */
+    caps->attr.atomic_cap      = (ctx->cfg.atomics &&
+                                  ctx->cfg.atomic_mode8b) ? IBV_ATOMIC_HCA :
+                                                            IBV_ATOMIC_NONE;
     caps->attr.phys_port_cnt   = 1;
     caps->max_inline_data      = ctx->cfg.max_inline;
     caps->max_mtu              = ctx->cfg.mtu;
@@ -535,9 +542,10 @@ int smlx5_query_device(smlx5_context_t *ctx, smlx5_device_caps_t *caps)
     if (ctx->cfg.masked_atomics) {
         caps->flags |= SMLX5_CAP_MASKED_ATOMICS;
     }
-    if (ctx->cfg.atomics && ctx->cfg.atomic_reply_be) {
-        caps->flags |= SMLX5_CAP_ATOMIC_REPLY_BE;
+    if (ctx->cfg.atomics) {
+        caps->flags |= SMLX5_CAP_ATOMICS;
     }
+    caps->atomic_mode8b        = ctx->cfg.atomic_mode8b;
     if (ctx->cfg.scatter_dct) {
         caps->flags |= SMLX5_CAP_SCATTER_TO_CQE_DCT;
     }

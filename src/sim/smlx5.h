@@ -49,11 +49,19 @@ typedef struct smlx5_device_caps {
     uint32_t tm_max_rndv_hdr_size;
     struct mlx5dv_sig_caps sig_caps;      /* block signatures (mkeys) */
     uint32_t flags;                       /* SMLX5_CAP_* */
+    /* the HCA's atomic_req_8B_endianness_mode (what a DEVX QUERY_HCA_CAP
+     * of the atomic capabilities shows): 0: 8-byte atomics (CS, FA and
+     * masked) answer big-endian, 1: in host order. 32-bit masked atomics
+     * answer big-endian in either mode. */
+    uint8_t  atomic_mode8b;
 } smlx5_device_caps_t;
 
 enum {
     SMLX5_CAP_MASKED_ATOMICS   = 1u << 0, /* opcodes 0x14/0x15, 32 and 64 bit */
-    SMLX5_CAP_ATOMIC_REPLY_BE  = 1u << 1, /* fetched values are big-endian */
+    SMLX5_CAP_ATOMICS          = 1u << 1, /* the HCA executes CS and FA (in
+                                             either endianness mode; verbs'
+                                             atomic_cap says HCA only in host
+                                             mode, as mlx5_ib) */
     SMLX5_CAP_CQE_V1           = 1u << 2, /* user index in srqn_uidx */
     SMLX5_CAP_SCATTER_TO_CQE_DCT = 1u << 3, /* a DCT scatters small messages
                                              to 128-byte receive CQEs */
@@ -63,7 +71,7 @@ enum {
 
 /* The device can be made to look like different NICs (environment, read at
  * open; docs/software-device.md): STRAND_SIM_CAPS="masked_atomics=0,
- * atomic_reply_be=0,max_inline=N,max_sge=N,dci_log_concurent=N,
+ * atomic_mode8b=0,max_inline=N,max_sge=N,dci_log_concurent=N,
  * dci_log_errored=N,scatter_dct=0" changes what smlx5_query_device reports
  * and what the device executes (an unknown key or a bad value: open fails
  * with EINVAL); STRAND_SIM_LINK_LAYER=ethernet gives the port a RoCE

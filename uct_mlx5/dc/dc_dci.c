@@ -455,14 +455,14 @@ static void strand_dc_op_deliver(strand_dc_iface_t *iface, strand_dc_op_t *op)
     case STRAND_DC_OP_FETCH32: {
         uint32_t v;
         memcpy(&v, op->desc->data, sizeof(v));
-        *(uint32_t*)op->u.result = iface->config.atomic_reply_be ?
+        *(uint32_t*)op->u.result = iface->config.atomic_reply_be32 ?
                                    be32toh(v) : v;
         break;
     }
     case STRAND_DC_OP_FETCH64: {
         uint64_t v;
         memcpy(&v, op->desc->data, sizeof(v));
-        *(uint64_t*)op->u.result = iface->config.atomic_reply_be ?
+        *(uint64_t*)op->u.result = iface->config.atomic_reply_be64 ?
                                    be64toh(v) : v;
         break;
     }

@@ -1016,7 +1016,8 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     self->config.max_inline      = config->max_inline;
     self->config.max_sge         = ucs_min(STRAND_DC_MAX_SGE,
                                            dev->caps.max_sge);
-    self->config.atomic_reply_be = dev->caps.atomic_reply_be;
+    self->config.atomic_reply_be32 = dev->caps.atomic_reply_be32;
+    self->config.atomic_reply_be64 = dev->caps.atomic_reply_be64;
     self->config.masked_atomics  = dev->caps.masked_atomics;
     self->config.av_size         = (dev->caps.link_layer ==
                                     IBV_LINK_LAYER_ETHERNET) ?

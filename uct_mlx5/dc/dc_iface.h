@@ -230,7 +230,9 @@ typedef struct strand_dc_iface {
         size_t            max_inline;
         size_t            am_short_payload; /* am_short's length at most */
         unsigned          max_sge;
-        int               atomic_reply_be;
+        int               atomic_reply_be32; /* fetched 32-bit values
+                                                are big-endian */
+        int               atomic_reply_be64; /* ... 64-bit values */
         unsigned          dci_max_bbs;   /* the largest WQE we build */
         unsigned          quota;         /* posts per DCI while others wait
                                             (UINT_MAX: the dcs policy) */

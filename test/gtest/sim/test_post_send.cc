@@ -57,12 +57,12 @@ protected:
         }
     }
 
-    /* Atomic reply as the device advertises it. */
+    /* A 64-bit atomic's reply as the device's endianness mode has it. */
     uint64_t atomic_reply(const void *p)
     {
         uint64_t v;
         memcpy(&v, p, 8);
-        return (m_caps.flags & SMLX5_CAP_ATOMIC_REPLY_BE) ? be64toh(v) : v;
+        return m_caps.atomic_mode8b ? v : be64toh(v);
     }
 
     void fill(int side, size_t off, size_t len, uint8_t seed)

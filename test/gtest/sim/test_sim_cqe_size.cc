@@ -529,9 +529,10 @@ TEST_F(sim_req_scatter, sq_sig_all_read_of_32_bytes_lands_in_a_64_byte_cqe)
     EXPECT_EQ(nullptr, strand_cqe_inline_data(cqe));
     EXPECT_EQ(0, memcmp(buf(REQ, 8192), buf(RESP, 1024), 33));
 
-    /* an atomic's fetched value, as it would land in memory (big-endian,
-     * SMLX5_CAP_ATOMIC_REPLY_BE) */
-    uint64_t orig = 0x1122334455667788ull, v = htobe64(orig);
+    /* an atomic's fetched value, as it would land in memory (in the
+     * byte order of the device's 8-byte endianness mode) */
+    uint64_t orig = 0x1122334455667788ull;
+    uint64_t v    = m_caps.atomic_mode8b ? orig : htobe64(orig);
     memcpy(buf(RESP, 2048), &orig, 8);
     struct ibv_sge s = sge(REQ, 8192, 8);
     struct ibv_send_wr wr = make_wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 9, &s, 1);

@@ -21,9 +21,26 @@ protected:
     }
 
     /* ctrl + raddr + atomic segment(s) + one data segment; returns the
-     * fetched value (big-endian in memory, as advertised). */
+     * fetched value, read in the byte order the HCA's endianness mode
+     * gives each size (spec section 9). */
     uint64_t masked(uint8_t opcode, unsigned size, uint64_t remote_off,
                     uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+    {
+        post_masked(opcode, size, remote_off, a, b, c, d);
+        if (size == 4) {
+            uint32_t v;
+            memcpy(&v, buf(REQ, 512), 4);
+            return be32toh(v);
+        }
+        uint64_t v;
+        memcpy(&v, buf(REQ, 512), 8);
+        return m_caps.atomic_mode8b ? v : be64toh(v);
+    }
+
+    /* the WQE of masked(), its completion polled; the fetched value is in
+     * REQ at 512 as the device wrote it */
+    void post_masked(uint8_t opcode, unsigned size, uint64_t remote_off,
+                     uint64_t a, uint64_t b, uint64_t c, uint64_t d)
     {
         void *sq   = m_dv.sq.buf;
         void *end  = strand_sq_end(sq, m_dv.sq.wqe_cnt);
@@ -75,20 +92,12 @@ protected:
         }
         EXPECT_NE(nullptr, cqe);
         if (cqe == nullptr) {
-            return 0;
+            return;
         }
         EXPECT_EQ(MLX5_CQE_REQ, strand_cqe_opcode(cqe));
         EXPECT_EQ(opcode, be32toh(cqe->sop_drop_qpn) >> 24);
         EXPECT_EQ(size, be32toh(cqe->byte_cnt));
         strand_cq_update_ci(m_cq.dbrec, ++m_ci);
-        if (size == 4) {
-            uint32_t v;
-            memcpy(&v, buf(REQ, 512), 4);
-            return be32toh(v);
-        }
-        uint64_t v;
-        memcpy(&v, buf(REQ, 512), 8);
-        return be64toh(v);
     }
 
     uint32_t &r32(size_t off) { return *reinterpret_cast<uint32_t*>(buf(RESP, off)); }
@@ -148,3 +157,56 @@ TEST_F(sim_masked_atomics, fa_field_boundary_stops_carry)
     masked(MLX5_OPCODE_ATOMIC_MASKED_FA, 8, 32, 1, 0, 0, 0);
     EXPECT_EQ(0x100000000ull, r64(32));
 }
+
+/* Spec section 9 (atomic reply endianness per size): the HCA's 8-byte mode
+ * (STRAND_SIM_CAPS atomic_mode8b) decides how 64-bit replies land, masked
+ * ones included: big-endian in mode 0, host order in mode 1; a 32-bit
+ * masked reply is big-endian in either mode. The bytes as the device
+ * wrote them, in both modes. */
+class sim_atomic_modes : public sim_masked_atomics,
+                         public ::testing::WithParamInterface<int> {
+protected:
+    void SetUp() override
+    {
+        std::string caps = "atomic_mode8b=" + std::to_string(GetParam());
+        setenv("STRAND_SIM_CAPS", caps.c_str(), 1);
+        sim_masked_atomics::SetUp();
+    }
+
+    void TearDown() override
+    {
+        sim_masked_atomics::TearDown();
+        unsetenv("STRAND_SIM_CAPS");
+    }
+};
+
+TEST_P(sim_atomic_modes, reply_bytes_per_size_and_mode)
+{
+    ASSERT_EQ(GetParam(), m_caps.atomic_mode8b);
+    /* verbs' atomic_cap as mlx5_ib has it: HCA only in host mode */
+    EXPECT_EQ(GetParam() ? IBV_ATOMIC_HCA : IBV_ATOMIC_NONE,
+              m_caps.attr.atomic_cap);
+    EXPECT_TRUE(m_caps.flags & SMLX5_CAP_ATOMICS);
+
+    r32(0) = 0x11223344;
+    post_masked(MLX5_OPCODE_ATOMIC_MASKED_FA, 4, 0, 1, 0, 0, 0);
+    const uint8_t be32[4] = {0x11, 0x22, 0x33, 0x44};
+    EXPECT_EQ(0, memcmp(buf(REQ, 512), be32, 4)) << "32-bit reply";
+    EXPECT_EQ(0x11223345u, r32(0));
+
+    const uint64_t v = 0x0102030405060708ull;
+    uint8_t want[8];
+    for (int i = 0; i < 8; ++i) {
+        want[i] = GetParam() ? (uint8_t)(v >> (8 * i)) :       /* host (LE) */
+                               (uint8_t)(v >> (56 - 8 * i));   /* network */
+    }
+    r64(8) = v;
+    post_masked(MLX5_OPCODE_ATOMIC_MASKED_FA, 8, 8, 1, 0, 0, 0);
+    EXPECT_EQ(0, memcmp(buf(REQ, 512), want, 8)) << "64-bit masked reply";
+    r64(16) = v;
+    post_masked(MLX5_OPCODE_ATOMIC_MASKED_CS, 8, 16, 0, 0, 0, 0);
+    EXPECT_EQ(0, memcmp(buf(REQ, 512), want, 8)) << "64-bit masked CS reply";
+    EXPECT_EQ(v, r64(16)); /* empty masks: nothing swapped */
+}
+
+INSTANTIATE_TEST_SUITE_P(mode8b, sim_atomic_modes, ::testing::Values(0, 1));

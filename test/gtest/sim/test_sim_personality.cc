@@ -169,7 +169,7 @@ protected:
 
     void SetUp() override
     {
-        setenv("STRAND_SIM_CAPS", "masked_atomics=0,atomic_reply_be=0,"
+        setenv("STRAND_SIM_CAPS", "masked_atomics=0,atomic_mode8b=1,"
                "max_inline=64,max_sge=2,dci_log_concurent=2,"
                "dci_log_errored=1,scatter_dct=0", 1);
         sim_fixture::SetUp();
@@ -209,7 +209,8 @@ TEST_F(sim_caps_profile, query_device_reports_the_profile)
     EXPECT_EQ(2, m_caps.dci_max_log_num_concurent);
     EXPECT_EQ(1, m_caps.dci_max_log_num_errored);
     EXPECT_FALSE(m_caps.flags & SMLX5_CAP_MASKED_ATOMICS);
-    EXPECT_FALSE(m_caps.flags & SMLX5_CAP_ATOMIC_REPLY_BE);
+    EXPECT_TRUE(m_caps.flags & SMLX5_CAP_ATOMICS);
+    EXPECT_EQ(1, m_caps.atomic_mode8b);
     EXPECT_FALSE(m_caps.flags & SMLX5_CAP_SCATTER_TO_CQE_DCT);
     EXPECT_EQ(IBV_ATOMIC_HCA, m_caps.attr.atomic_cap);
 }
@@ -278,7 +279,7 @@ TEST_F(sim_caps_profile, masked_atomic_without_the_cap_is_loc_qp_op_err)
     EXPECT_EQ(0, memcmp(buf(RESP), &untouched, 8));
 }
 
-/* atomic_reply_be=0: the fetched value lands in host order. */
+/* atomic_mode8b=1: the fetched 64-bit value lands in host order. */
 TEST_F(sim_caps_profile, fetched_atomic_value_in_host_order)
 {
     uint64_t v = 0x0102030405060708ull;

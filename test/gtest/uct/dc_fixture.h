@@ -349,6 +349,108 @@ protected:
         return (uintptr_t)r.buf.data() + off;
     }
 
+    /* Every atomic of both sizes on m_ep (fetching and not, cswap hit and
+     * miss): the target's new value and every fetched value checked. */
+    void check_all_atomics()
+    {
+        region r;
+        reg(r, 4096);
+        uint64_t *v64 = (uint64_t*)r.buf.data();
+        uint32_t *v32 = (uint32_t*)(r.buf.data() + 64);
+
+        struct { uct_atomic_op_t op; uint64_t init, val, expect; } cases[] = {
+            {UCT_ATOMIC_OP_ADD,  0xfffffffffffffff0ull, 0x21, 0x11},
+            {UCT_ATOMIC_OP_AND,  0xf0f0f0f0f0f0f0f0ull, 0xff00ff00ff00ff00ull,
+                                 0xf000f000f000f000ull},
+            {UCT_ATOMIC_OP_OR,   0x0f0000000000000full, 0x00f00000000000f0ull,
+                                 0x0ff00000000000ffull},
+            {UCT_ATOMIC_OP_XOR,  0xffff0000ffff0000ull, 0xff00ff00ff00ff00ull,
+                                 0x00ffff0000ffff00ull},
+            {UCT_ATOMIC_OP_SWAP, 0x1111222233334444ull, 0x5555666677778888ull,
+                                 0x5555666677778888ull},
+        };
+        for (auto &t : cases) {
+            SCOPED_TRACE(t.op);
+            /* 64-bit fetching */
+            *v64 = t.init;
+            uint64_t res64 = 0;
+            test_comp c;
+            comp_init(&c);
+            ASSERT_EQ(UCS_INPROGRESS,
+                      uct_ep_atomic64_fetch(m_ep, t.op, t.val, &res64,
+                                            addr(r), r.rkey.rkey, &c.uct));
+            ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+            EXPECT_EQ(t.init, res64);
+            EXPECT_EQ(t.expect, *v64);
+            /* 32-bit fetching */
+            uint32_t init32 = (uint32_t)(t.init >> 16);
+            uint32_t val32  = (uint32_t)t.val;
+            uint32_t exp32;
+            switch (t.op) {
+            case UCT_ATOMIC_OP_ADD: exp32 = init32 + val32; break;
+            case UCT_ATOMIC_OP_AND: exp32 = init32 & val32; break;
+            case UCT_ATOMIC_OP_OR:  exp32 = init32 | val32; break;
+            case UCT_ATOMIC_OP_XOR: exp32 = init32 ^ val32; break;
+            default:                exp32 = val32;          break;
+            }
+            *v32 = init32;
+            uint32_t res32 = 0;
+            comp_init(&c);
+            ASSERT_EQ(UCS_INPROGRESS,
+                      uct_ep_atomic32_fetch(m_ep, t.op, val32, &res32,
+                                            addr(r, 64), r.rkey.rkey, &c.uct));
+            ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+            EXPECT_EQ(init32, res32);
+            EXPECT_EQ(exp32, *v32);
+            /* non-fetching (not for swap) */
+            if (t.op != UCT_ATOMIC_OP_SWAP) {
+                *v64 = t.init;
+                *v32 = init32;
+                ASSERT_EQ(UCS_OK, uct_ep_atomic64_post(m_ep, t.op, t.val,
+                                                       addr(r), r.rkey.rkey));
+                ASSERT_EQ(UCS_OK, uct_ep_atomic32_post(m_ep, t.op, val32,
+                                                       addr(r, 64),
+                                                       r.rkey.rkey));
+                flush(m_ep);
+                EXPECT_EQ(t.expect, *v64);
+                EXPECT_EQ(exp32, *v32);
+            }
+        }
+
+        /* compare-and-swap: hit and miss */
+        *v64 = 42;
+        uint64_t res64 = 0;
+        test_comp c;
+        comp_init(&c);
+        ASSERT_EQ(UCS_INPROGRESS,
+                  uct_ep_atomic_cswap64(m_ep, 42, 0xabcdef, addr(r),
+                                        r.rkey.rkey, &res64, &c.uct));
+        ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+        EXPECT_EQ(42u, res64);
+        EXPECT_EQ(0xabcdefu, *v64);
+        comp_init(&c);
+        ASSERT_EQ(UCS_INPROGRESS,
+                  uct_ep_atomic_cswap64(m_ep, 42, 7, addr(r), r.rkey.rkey,
+                                        &res64, &c.uct));
+        ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+        EXPECT_EQ(0xabcdefu, res64);
+        EXPECT_EQ(0xabcdefu, *v64);
+
+        *v32 = 0x12345678;
+        v32[1] = 0x9abcdef0; /* the neighbour must not change */
+        uint32_t res32 = 0;
+        comp_init(&c);
+        ASSERT_EQ(UCS_INPROGRESS,
+                  uct_ep_atomic_cswap32(m_ep, 0x12345678, 0x55aa55aa,
+                                        addr(r, 64), r.rkey.rkey, &res32,
+                                        &c.uct));
+        ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+        EXPECT_EQ(0x12345678u, res32);
+        EXPECT_EQ(0x55aa55aau, *v32);
+        EXPECT_EQ(0x9abcdef0u, v32[1]);
+        unreg(r);
+    }
+
     /* A file of an interface's VFS directory: the transport's own view of
      * its state. Empty when there is no such file. */
     std::string vfs_read(const iface_t &i, const char *file)
@@ -383,5 +485,22 @@ protected:
     std::vector<std::string> m_env;
 };
 
+
+/* A transport fixture on a device in each of the HCA's 8-byte atomic
+ * endianness modes (STRAND_SIM_CAPS atomic_mode8b, spec section 9): the
+ * parameter is the mode. */
+template <class Base>
+class atomic_modes : public Base, public ::testing::WithParamInterface<int> {
+protected:
+    void SetUp() override
+    {
+        /* the device reads its capabilities when the MD opens it */
+        m_caps = "atomic_mode8b=" + std::to_string(this->GetParam());
+        this->set_env("STRAND_SIM_CAPS", m_caps.c_str());
+        Base::SetUp();
+    }
+
+    std::string m_caps;
+};
 
 #endif

@@ -534,3 +534,23 @@ TEST_F(dc_strand_hw_truth, every_stream_id_is_a_channel_of_the_dci)
     EXPECT_EQ(std::string::npos, pool.find("stream 8 ")) << pool;
     unreg(r);
 }
+
+/*
+ * Spec 9 (atomic reply endianness per size): the HCA's 8-byte mode decides
+ * how 64-bit replies land; 32-bit masked replies are big-endian in either
+ * mode. Every fetching atomic of both sizes, and cswap, in both modes. A
+ * transport that applies the 8-byte mode to both sizes reads every 32-bit
+ * reply byte-swapped in host mode (the default of ConnectX and of the
+ * software device).
+ */
+class dc_strand_atomic_modes : public atomic_modes<dc_strand> {
+};
+
+TEST_P(dc_strand_atomic_modes, every_fetching_atomic_of_both_sizes)
+{
+    open_pair();
+    check_all_atomics();
+}
+
+INSTANTIATE_TEST_SUITE_P(mode8b, dc_strand_atomic_modes,
+                         ::testing::Values(0, 1));

@@ -493,3 +493,18 @@ TEST_F(rc_strand, integrity_checked_get)
     unreg(local);
     unreg(target);
 }
+
+/* Spec 9 (atomic reply endianness per size), as dc_strand_atomic_modes:
+ * every fetching atomic of both sizes, and cswap, in both 8-byte modes. */
+class rc_strand_atomic_modes : public atomic_modes<rc_strand> {
+};
+
+TEST_P(rc_strand_atomic_modes, every_fetching_atomic_of_both_sizes)
+{
+    open_pair();
+    ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 1)); /* connected */
+    check_all_atomics();
+}
+
+INSTANTIATE_TEST_SUITE_P(mode8b, rc_strand_atomic_modes,
+                         ::testing::Values(0, 1));
