@@ -4,6 +4,7 @@
 
 #include "strand_md.h"
 
+#include <inttypes.h>
 #include <ucm/api/ucm.h>
 #include <ucs/arch/cpu.h>
 #include <ucs/debug/log.h>
@@ -424,9 +425,19 @@ int strand_md_rkey_parse(const void *rkey_buffer, size_t len,
     /* the second word says what follows: plain keys repeat the key there,
      * keys with a signing mkey behind them carry its complement */
     if ((len < sizeof(*packed)) ||
-        (packed->plain.atomic_rkey != ~packed->plain.rkey) ||
-        (packed->sig_rkey == 0) || (packed->kind == STRAND_INTEGRITY_OFF) ||
-        (packed->kind >= STRAND_INTEGRITY_LAST)) {
+        (packed->plain.atomic_rkey != ~packed->plain.rkey)) {
+        return 0;
+    }
+    /* a key from a peer: what it says of its registration must hold
+     * together, else it is read as the plain key it starts with (no
+     * signing mkey: a checked GET of it fails, strand_integrity_req_init) */
+    if ((packed->sig_rkey == 0) || (packed->kind == STRAND_INTEGRITY_OFF) ||
+        (packed->kind >= STRAND_INTEGRITY_LAST) || (packed->length == 0) ||
+        (packed->base + packed->length < packed->base)) {
+        ucs_debug("strand: a remote key's signing part does not hold "
+                  "together (mkey 0x%x, kind %u, [0x%" PRIx64 ", +%" PRIu64
+                  ")): read as a plain key", packed->sig_rkey, packed->kind,
+                  packed->base, packed->length);
         return 0;
     }
     rk->sig_rkey = packed->sig_rkey;
@@ -437,37 +448,31 @@ int strand_md_rkey_parse(const void *rkey_buffer, size_t len,
 }
 
 /* The component cannot know how large the peer's key is (its INTEGRITY
- * options decide): the second word tells (strand_md_rkey_parse). A key
- * with a signing mkey is a tagged pointer to it (integrity.h). */
+ * options decide): the second word tells (strand_md_rkey_parse). Keys are
+ * values (common/rkey.h): a plain key is its 32 bits, one with a signing
+ * mkey names an entry of the process's table of unpacked signing keys. */
 static ucs_status_t
 strand_md_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
                       uct_rkey_t *rkey_p, void **handle_p)
 {
     const strand_md_packed_rkey_t *packed = rkey_buffer;
-    strand_rkey_sig_t parsed, *rk;
+    strand_rkey_sig_t parsed;
 
+    *handle_p = NULL;
     /* (a plain key is only 8 bytes: the parse reads past its second word
      * only for a key that says more follows) */
     if (!strand_md_rkey_parse(rkey_buffer,
                               sizeof(strand_md_packed_rkey_sig_t), &parsed)) {
-        *rkey_p   = packed->rkey;
-        *handle_p = NULL;
+        *rkey_p = packed->rkey;
         return UCS_OK;
     }
-    rk = ucs_malloc(sizeof(*rk), "strand_rkey_sig");
-    if (rk == NULL) {
-        return UCS_ERR_NO_MEMORY;
-    }
-    *rk       = parsed;
-    *rkey_p   = (uintptr_t)rk | STRAND_RKEY_SIG_TAG;
-    *handle_p = rk;
-    return UCS_OK;
+    return strand_rkey_sig_add(&parsed, rkey_p);
 }
 
 static ucs_status_t strand_md_rkey_release(uct_component_t *component,
                                            uct_rkey_t rkey, void *handle)
 {
-    ucs_free(handle);
+    strand_rkey_sig_remove(rkey); /* nothing for a plain key */
     return UCS_OK;
 }
 

@@ -22,6 +22,7 @@
 #define STRAND_COMMON_INTEGRITY_H_
 
 #include "dev/dev.h"
+#include "rkey.h"
 
 #include <uct/api/uct.h>
 #include <ucs/type/status.h>
@@ -54,35 +55,6 @@ unsigned strand_integrity_sig_size(strand_integrity_kind_t kind);
 /* the device can sign and check blocks of this kind */
 int strand_integrity_supported(const strand_dev_caps_t *caps,
                                strand_integrity_kind_t kind);
-
-/* A remote key whose memory can be read signed: the registration's plain
- * key, the key of its signing mkey, the kind, and the registration the
- * mkey covers (its block grid starts at base). uct_rkey_t carries a
- * pointer to it with STRAND_RKEY_SIG_TAG set (user pointers never have
- * bit 63), plain keys are 32 bits. */
-typedef struct strand_rkey_sig {
-    uint32_t rkey;
-    uint32_t sig_rkey;
-    uint8_t  kind;
-    uint64_t base;
-    uint64_t length;
-} strand_rkey_sig_t;
-
-#define STRAND_RKEY_SIG_TAG (1ull << 63)
-
-static inline const strand_rkey_sig_t *strand_rkey_sig(uct_rkey_t rkey)
-{
-    return (rkey & STRAND_RKEY_SIG_TAG) ?
-           (const strand_rkey_sig_t*)(uintptr_t)(rkey & ~STRAND_RKEY_SIG_TAG) :
-           NULL;
-}
-
-/* the key of plain RDMA and atomics */
-static inline uint32_t strand_rkey_plain(uct_rkey_t rkey)
-{
-    return (rkey & STRAND_RKEY_SIG_TAG) ? strand_rkey_sig(rkey)->rkey :
-                                          (uint32_t)rkey;
-}
 
 typedef struct strand_integrity_req strand_integrity_req_t;
 

@@ -509,7 +509,7 @@ strand_dc_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds,
     }
     strand_dc_debug_assert(ep->av_ds == av_ds);
     dci = strand_dc_ep_fast_dci(iface, ep);
-    if (ucs_unlikely((dci == NULL) || (strand_rkey_sig(rkey) != NULL) ||
+    if (ucs_unlikely((dci == NULL) ||
                      !strand_dc_ep_fast_start(
                              ep, dci, av_ds,
                              sizeof(struct mlx5_wqe_raddr_seg) +
@@ -518,7 +518,7 @@ strand_dc_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds,
         return strand_dc_ep_put_short_general(iface, ep, buffer, length,
                                               remote_addr, rkey);
     }
-    strand_set_raddr_seg(seg, remote_addr, (uint32_t)rkey);
+    strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
     ds   = 1 + av_ds + 1 +
            strand_set_inline_hdr_data(UCS_PTR_BYTE_OFFSET(seg,
                                           sizeof(struct mlx5_wqe_raddr_seg)),
@@ -684,19 +684,26 @@ ucs_status_t strand_dc_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 {
     strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                               strand_dc_iface_t);
-    const strand_rkey_sig_t *rk;
+    strand_rkey_sig_t rk;
 
     UCT_CHECK_LENGTH(uct_iov_total_length(iov, iovcnt), 1,
                      STRAND_DC_MAX_ZCOPY, "get_zcopy");
     if (ucs_unlikely(iface->integrity.kind != STRAND_INTEGRITY_OFF)) {
-        rk = strand_rkey_sig(rkey);
-        if (rk != NULL) {
+        if (strand_rkey_is_sig(rkey)) {
+            /* a key that says it is signed but names no signing key this
+             * process unpacked: refused, never read unchecked */
+            if (strand_rkey_sig_get(rkey, &rk) != UCS_OK) {
+                ucs_error("%s: get_zcopy: remote key 0x%" PRIx64 " names no "
+                          "signing key unpacked here (released, or not a "
+                          "key)", iface->dev->info.name, (uint64_t)rkey);
+                return UCS_ERR_INVALID_PARAM;
+            }
             UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->config.max_sge,
                                "get_zcopy");
             return strand_dc_ep_get_checked(iface,
                                             ucs_derived_of(tl_ep,
                                                            strand_dc_ep_t),
-                                            iov, iovcnt, remote_addr, rk,
+                                            iov, iovcnt, remote_addr, &rk,
                                             comp);
         }
         /* the peer signs nothing: read as it is, and say so once */
@@ -718,10 +725,13 @@ ucs_status_t strand_dc_ep_get_bcopy(uct_ep_h tl_ep,
 {
     STRAND_DC_EP_DECL(tl_ep);
     strand_dc_tx_desc_t *desc;
+    strand_rkey_sig_t rk;
+    unsigned ds = STRAND_DC_EP_DS(ep) + 1;
 
-    UCT_CHECK_LENGTH(length, 1, iface->config.seg_size, "get_bcopy");
-    if (ucs_unlikely(strand_rkey_sig(rkey) != NULL) &&
-        (iface->integrity.kind != STRAND_INTEGRITY_OFF)) {
+    UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "get_bcopy");
+    if (ucs_unlikely(strand_rkey_is_sig(rkey)) &&
+        (iface->integrity.kind != STRAND_INTEGRITY_OFF) &&
+        (strand_rkey_sig_get(rkey, &rk) == UCS_OK)) {
         return UCS_ERR_UNSUPPORTED; /* checked GETs are zero-copy only */
     }
     status = strand_dc_ep_get_dci(iface, ep, &dci);
@@ -734,17 +744,19 @@ ucs_status_t strand_dc_ep_get_bcopy(uct_ep_h tl_ep,
     }
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
-    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
-                         dci->sq.end);
-    strand_set_data_seg(seg, (uintptr_t)desc->data, length, desc->lkey);
+    if (length > 0) { /* a zero-length READ has no data segment */
+        seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg),
+                             dci->sq.buf, dci->sq.end);
+        strand_set_data_seg(seg, (uintptr_t)desc->data, length, desc->lkey);
+        ++ds;
+    }
     op.type            = STRAND_DC_OP_GET_BCOPY;
     op.desc            = desc;
     op.comp            = comp;
     op.u.unpack.cb     = unpack_cb;
     op.u.unpack.arg    = arg;
     op.u.unpack.length = length;
-    strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_READ, 0,
-                       STRAND_DC_EP_DS(ep) + 2,
+    strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_READ, 0, ds,
                        strand_dc_ep_fence_mode(iface, ep), &op);
     UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
     return UCS_INPROGRESS;

@@ -565,6 +565,39 @@ TEST_F(sim_errors, cq_arm_fires_completion_channel)
     EXPECT_EQ(0, smlx5_destroy_comp_channel(ch));
 }
 
+/* IB spec C9-88 (and rxe's check_rkey): a zero-length RDMA WRITE or READ
+ * carries no key the responder checks, so it completes OK with any rkey
+ * (UCT_INVALID_RKEY's low word, a made-up one); the same key on a transfer
+ * of one byte is refused with REM_ACCESS_ERR. */
+TEST_F(sim_errors, zero_length_rdma_carries_no_key_the_responder_checks)
+{
+    const uint32_t keys[] = {0xffffffffu, rkey(RESP) ^ 0x5500, 0};
+    struct ibv_wc wc;
+    uint64_t id = 1;
+    for (uint32_t k : keys) {
+        for (auto op : {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ}) {
+            struct ibv_send_wr wr = make_wr(op, id, nullptr, 0);
+            wr.wr.rdma.remote_addr = 0x1000;
+            wr.wr.rdma.rkey        = k;
+            post(m_qp[REQ], &wr);
+            ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+            EXPECT_EQ(id, wc.wr_id);
+            EXPECT_EQ(IBV_WC_SUCCESS, wc.status)
+                    << "zero-length " << (op == IBV_WR_RDMA_READ ? "READ" :
+                                          "WRITE") << " with key 0x"
+                    << std::hex << k;
+            ++id;
+        }
+    }
+    EXPECT_EQ(IBV_QPS_RTS, state(m_qp[REQ]));
+    struct ibv_sge s = sge(REQ, 0, 1);
+    struct ibv_send_wr wr;
+    write_wr(&wr, &s, id, addr(RESP), 0xffffffffu);
+    post(m_qp[REQ], &wr);
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
+    EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, wc.status);
+}
+
 TEST_F(sim_errors, fault_fail_rkey_gives_rem_access_err)
 {
     char spec[64];
