@@ -76,6 +76,10 @@ smlx5_mkey_t *smlx5_create_mkey(smlx5_pd_t *pd, uint32_t create_flags,
     mk->create_flags  = create_flags;
     mk->max_entries   = max_entries;
     mk->corrupt_block = -1;
+    /* the provider arms the mkey with its first configuration (rdma-core:
+     * err_count 1, updated; the kernel: "next UMR, arm SIGERR") */
+    mk->err_count         = 1;
+    mk->err_count_updated = true;
     ctx->mrs[i]       = slot;
     atomic_fetch_add(&pd->refs, 1);
     pthread_mutex_unlock(&ctx->lock);
@@ -293,7 +297,14 @@ int smlx5_mkey_configure(smlx5_mkey_t *mk, const smlx5_mkey_conf_t *c)
         mk->entries[i].len  = c->sge[i].length;
         mk->entries[i].lkey = c->sge[i].lkey;
     }
-    next.err_latched = false;
+    /* the UMR carries the signature error count only when the provider
+     * counted a new one (rdma-core's upd_mkc_sig_err_cnt): errors in CQEs
+     * the application parsed itself were never counted, so the mkey
+     * stays disarmed (docs/software-device.md) */
+    if (next.err_count_updated) {
+        next.sigerr_expected   = (uint8_t)(next.err_count & 1);
+        next.err_count_updated = false;
+    }
     *mk = next;
 out:
     pthread_mutex_unlock(&ctx->lock);
@@ -362,6 +373,7 @@ void sim_mkey_take_sigerr(smlx5_context_t *ctx, const void *cqe_p)
     pthread_mutex_lock(&ctx->lock);
     mk->err_exists          = true;
     mk->err_count++;
+    mk->err_count_updated   = true;
     mk->err_info.syndrome   = be16toh(cqe->syndrome);
     mk->err_info.domain     = cqe->domain;
     mk->err_info.expected   = ((uint64_t)be32toh(cqe->expected_trans_sig) << 32) |

@@ -228,18 +228,27 @@ static void sim_sig_check(smlx5_mkey_t *mk, const sim_sig_domain_t *d,
     sim_sig_report(mk, &err, rep);
 }
 
+/* The mkey reports a signature error (spec section 9, sim_sig.h). */
+static bool sim_sig_armed(const smlx5_mkey_t *mk)
+{
+    return ((mk->sigerr_reported + 1) & 1) == (mk->sigerr_expected & 1);
+}
+
 void sim_sig_report(smlx5_mkey_t *mk, const sim_sig_err_t *err,
                     const sim_sig_report_t *rep)
 {
     struct strand_sigerr_cqe cqe;
 
+    if (!sim_sig_armed(mk)) {
+        return; /* a NIC that reported an error sees no more */
+    }
     if (rep->requester != NULL) {
         rep->requester->sig_stop = rep->requester->sig_pipelining;
     }
-    if (mk->err_latched || (rep->cq == NULL)) {
+    if (rep->cq == NULL) {
         return;
     }
-    mk->err_latched = true;
+    mk->sigerr_reported = (mk->sigerr_reported + 1) & 1;
     memset(&cqe, 0, sizeof(cqe));
     cqe.expected_trans_sig = htobe32((uint32_t)(err->expected >> 32));
     cqe.actual_trans_sig   = htobe32((uint32_t)(err->actual >> 32));

@@ -69,14 +69,22 @@ struct smlx5_mkey {
     uint32_t          bs;          /* data bytes per block */
     sim_sig_domain_t  mem, wire;
     uint8_t           check_mask;
-    /* device: a SIG_ERR CQE was written since the last configuration
-     * (the first error is reported, the next ones are not) */
-    bool              err_latched;
+    /* device: the mkey context's signature error counts (spec section 9,
+     * PRM mkey context sig_err_cnt: one bit). The device counts the errors
+     * it reported; a configuration (UMR) that carries the count writes
+     * `expected`. An error is reported only while the mkey is armed,
+     * (reported + 1) & 1 == expected; reporting one disarms it, and only
+     * a configuration with the next count re-arms it. Unarmed, a bad block
+     * passes as good: no SIG_ERR CQE, no SQ stop. */
+    uint8_t           sigerr_reported;
+    uint8_t           sigerr_expected;   /* 0 at creation: not armed */
     /* provider: what smlx5_poll_cq took from SIG_ERR CQEs, for
-     * smlx5_mkey_check (as rdma-core's mkey->sig) */
+     * smlx5_mkey_check and the count the next configuration writes (as
+     * rdma-core's mkey->sig: err_count from 1, written when updated) */
     bool              err_exists;
     sim_sig_err_t     err_info;
     uint32_t          err_count;
+    bool              err_count_updated;
     /* fault injection (smlx5_mkey_corrupt_block): the block, -1 none */
     int64_t           corrupt_block;
     int               corrupt_where;

@@ -168,7 +168,11 @@ uint32_t      smlx5_mkey_key(const smlx5_mkey_t *mkey);
  *   num_sges     > 0: the layout (mlx5dv_wr_set_mkey_layout_list), lkeys
  *                of memory regions of the mkey's PD
  *   sig          the block signature (mlx5dv_wr_set_mkey_sig_block)
- * Clears a reported signature error. 0 or EINVAL (nothing changed). */
+ * As rdma-core: the configuration re-arms the mkey's signature error
+ * report only when smlx5_poll_cq took a SIG_ERR CQE of it since (the
+ * count the provider writes); a data path that parses its CQEs itself
+ * must configure a new mkey instead (docs/software-device.md). 0 or
+ * EINVAL (nothing changed). */
 typedef struct smlx5_mkey_conf {
     uint32_t                            conf_flags;
     int                                 set_access;

@@ -181,13 +181,50 @@ static void strand_integrity_piece_put(strand_integrity_t *ig,
     ig->free    = piece;
 }
 
-/* Configure the landing mkey of piece (a bad block reported on it since
- * is cleared). */
+/*
+ * A landing mkey that reported a bad block reports no more until a
+ * configuration carries the signature error count the driver has seen
+ * (spec section 9): rdma-core counts only the SIG_ERR CQEs its own
+ * ibv_poll_cq consumed, and this transport parses its CQEs itself, so a
+ * configuration through rdma-core would leave the mkey silent and pass
+ * every later bad block as good. The mkey is retired instead and a new one
+ * takes its place: nothing on the good path, a destroy and a create (two
+ * DEVX commands on a NIC) per bad piece.
+ */
+static ucs_status_t strand_integrity_renew(strand_integrity_t *ig,
+                                           strand_integrity_piece_t *piece)
+{
+    strand_dev_mkey_t fresh;
+    int err;
+
+    err = ig->dev->ops->create_mkey(ig->dev, ig->max_sge + 2, 1, &fresh);
+    if (err != 0) {
+        ucs_error("%s: failed to create a signature mkey to replace 0x%x "
+                  "after its signature error: %s", ig->dev->info.name,
+                  piece->mkey.key, strerror(err));
+        return UCS_ERR_IO_ERROR;
+    }
+    ig->dev->ops->destroy_mkey(ig->dev, &piece->mkey);
+    piece->mkey = fresh;
+    ++ig->renewed;
+    return UCS_OK;
+}
+
+/* Configure the landing mkey of piece: a new one where the old reported a
+ * bad block (above). */
 static ucs_status_t strand_integrity_configure(strand_integrity_t *ig,
                                                strand_integrity_piece_t *piece)
 {
+    ucs_status_t status;
     int err;
 
+    if (piece->bad) {
+        status = strand_integrity_renew(ig, piece);
+        if (status != UCS_OK) {
+            return status;
+        }
+        piece->bad = 0;
+    }
     err = ig->dev->ops->mkey_configure(ig->dev, &piece->mkey, piece->sge,
                                        piece->num_sge, IBV_ACCESS_LOCAL_WRITE,
                                        &ig->sig.attr);
@@ -196,7 +233,6 @@ static ucs_status_t strand_integrity_configure(strand_integrity_t *ig,
                   ig->dev->info.name, piece->mkey.key, strerror(err));
         return UCS_ERR_IO_ERROR;
     }
-    piece->bad = 0;
     return UCS_OK;
 }
 
@@ -456,7 +492,7 @@ void strand_integrity_summary(const strand_integrity_t *ig, char *buf,
 {
     snprintf(buf, max, "%s: %" PRIu64 " checked, %" PRIu64 " pieces read, %"
              PRIu64 " bad reads, %" PRIu64 " read again, %" PRIu64
-             " failed, %" PRIu64 " unchecked",
+             " failed, %" PRIu64 " unchecked, %" PRIu64 " mkeys renewed",
              strand_integrity_kind_names[ig->kind], ig->checked, ig->reads,
-             ig->bad, ig->reread, ig->failed, ig->unchecked);
+             ig->bad, ig->reread, ig->failed, ig->unchecked, ig->renewed);
 }

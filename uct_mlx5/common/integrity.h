@@ -62,8 +62,9 @@ typedef struct strand_integrity_req strand_integrity_req_t;
 typedef struct strand_integrity_piece {
     strand_dev_mkey_t              mkey;
     strand_integrity_req_t        *req;      /* NULL: free */
-    uint8_t                        bad;      /* a SIG_ERR CQE named the mkey
-                                                since it was configured */
+    uint8_t                        bad;      /* a SIG_ERR CQE named the mkey:
+                                                it is replaced before its
+                                                next configuration */
     uint8_t                        retries;
     uint16_t                       num_sge;
     uint64_t                       bad_off;  /* the SIG_ERR CQE's offset of
@@ -123,6 +124,8 @@ typedef struct strand_integrity {
                                                signing mkey (a peer
                                                without integrity) */
     uint64_t                   sigerr_other;/* SIG_ERR CQEs of no piece */
+    uint64_t                   renewed;     /* landing mkeys replaced after
+                                               their signature error */
 } strand_integrity_t;
 
 ucs_status_t strand_integrity_init(strand_integrity_t *ig, strand_dev_t *dev,

@@ -707,6 +707,133 @@ TEST_F(sim_sig, only_the_first_error_is_reported_until_the_mkey_is_configured)
     }
 }
 
+/*
+ * Spec section 9 (signature error re-arm), as a data path that parses its
+ * CQ itself meets it: the provider never sees the SIG_ERR CQE, so a
+ * configuration through it writes no new error count, and the mkey stays
+ * silent: a second bad block through it passes as good, its damage
+ * delivered. A new mkey reports again. On a plain QP and on a pipelining
+ * one (which then does not stop either).
+ */
+class sim_sig_dv : public sim_sig {
+protected:
+    void SetUp() override
+    {
+        sim_sig::SetUp();
+        ASSERT_EQ(0, smlx5_cq_dv(m_scq[REQ], &m_dv));
+    }
+
+    /* the opcode of the next CQE of the requester's CQ (0: none came) */
+    uint8_t next_cqe(const struct mlx5_cqe64 **cqe_p = nullptr)
+    {
+        const struct mlx5_cqe64 *cqe = nullptr;
+        for (int i = 0; (i < 200000) && (cqe == nullptr); ++i) {
+            smlx5_progress(m_ctx);
+            cqe = strand_cqe_get(m_dv.buf, m_dv.cqe_cnt,
+                                 strand_cqe_shift(m_dv.cqe_size), m_ci);
+        }
+        if (cqe == nullptr) {
+            return 0;
+        }
+        ++m_ci;
+        strand_cq_update_ci(m_dv.dbrec, m_ci);
+        if (cqe_p != nullptr) {
+            *cqe_p = cqe;
+        }
+        return strand_cqe_opcode(cqe);
+    }
+
+    /* a READ of `len` bytes through chk from gen with block `bad` damaged
+     * on the wire, and a fenced FIN (on a pipelining QP), the CQEs parsed
+     * here; true when a SIG_ERR CQE named chk */
+    bool damaged_read(smlx5_qp_t *qp, smlx5_mkey_t *gen, smlx5_mkey_t *chk,
+                      uint32_t len, unsigned bad, uint64_t id)
+    {
+        bool sigerr = false;
+        const struct mlx5_cqe64 *cqe;
+        EXPECT_EQ(0, smlx5_mkey_corrupt_block(gen, bad, SMLX5_CORRUPT_WIRE));
+        post_read(qp, id, 0, smlx5_mkey_key(chk), 0, smlx5_mkey_key(gen),
+                  wire_len(len));
+        uint8_t op = next_cqe(&cqe);
+        if (op == MLX5_CQE_SIG_ERR) {
+            const auto *se =
+                    reinterpret_cast<const struct strand_sigerr_cqe*>(cqe);
+            EXPECT_EQ(smlx5_mkey_key(chk), be32toh(se->mkey));
+            EXPECT_EQ((uint64_t)bad * BS, be64toh(se->sig_err_offset));
+            sigerr = true;
+            op     = next_cqe();
+        }
+        EXPECT_EQ(MLX5_CQE_REQ, op) << "the READ's completion";
+        return sigerr;
+    }
+
+    void reconfigure(smlx5_mkey_t *chk, uint32_t len)
+    {
+        struct ibv_sge s = sge(REQ, 0, len);
+        smlx5_mkey_conf_t c;
+        memset(&c, 0, sizeof(c));
+        c.num_sges = 1;
+        c.sge      = &s;
+        ASSERT_EQ(0, smlx5_mkey_configure(chk, &c));
+    }
+
+    struct mlx5dv_cq m_dv;
+    uint32_t         m_ci = 0;
+};
+
+TEST_F(sim_sig_dv, a_reported_mkey_stays_silent_until_replaced)
+{
+    const uint32_t len = 4 * BS;
+    smlx5_mkey_t *gen = gen_crc32c(RESP, 0, len);
+    smlx5_mkey_t *chk = gen_crc32c(REQ, 0, len);
+
+    EXPECT_TRUE(damaged_read(m_qp[REQ], gen, chk, len, 1, 1));
+    ASSERT_NO_FATAL_FAILURE(reconfigure(chk, len));
+    memset(buf(REQ), 0, len);
+    EXPECT_FALSE(damaged_read(m_qp[REQ], gen, chk, len, 2, 2))
+            << "a configuration without the error count re-armed the mkey";
+    EXPECT_EQ(0, memcmp(buf(REQ, 3 * BS), buf(RESP, 3 * BS), BS));
+    EXPECT_NE(0, memcmp(buf(REQ, 2 * BS), buf(RESP, 2 * BS), BS))
+            << "the bad block landed as if good";
+    /* nobody polled through the provider: it has nothing to tell */
+    EXPECT_EQ(MLX5DV_MKEY_NO_ERR, mkey_err(chk).err_type);
+
+    smlx5_mkey_t *fresh = gen_crc32c(REQ, 0, len);
+    EXPECT_TRUE(damaged_read(m_qp[REQ], gen, fresh, len, 3, 3));
+}
+
+TEST_F(sim_sig_dv, a_pipelining_qp_stops_only_for_an_armed_mkey)
+{
+    const uint32_t len = 2 * BS;
+    smlx5_mkey_t *gen = gen_crc32c(RESP, 0, len);
+    smlx5_mkey_t *chk = gen_crc32c(REQ, 0, len);
+    for (int i = 0; i < 4; ++i) {
+        post_recv_on(m_pr, RESP, 16384 + 64 * i, 64, 100 + i);
+    }
+
+    /* armed: the QP stops in SQD before the fenced FIN */
+    post_fin(m_pq, 10); /* (before the READ: runs) */
+    EXPECT_EQ(MLX5_CQE_REQ, next_cqe());
+    EXPECT_TRUE(damaged_read(m_pq, gen, chk, len, 0, 1));
+    post_fin(m_pq, 11);
+    ASSERT_TRUE(wait_state(m_pq, IBV_QPS_SQD));
+    to_rts_from_sqd(m_pq);
+    EXPECT_EQ(MLX5_CQE_REQ, next_cqe()) << "the FIN after the return to RTS";
+
+    /* configured again without the count: silent, no stop */
+    ASSERT_NO_FATAL_FAILURE(reconfigure(chk, len));
+    EXPECT_FALSE(damaged_read(m_pq, gen, chk, len, 1, 2));
+    post_fin(m_pq, 12);
+    EXPECT_EQ(MLX5_CQE_REQ, next_cqe()) << "the FIN ran: nothing stopped it";
+    EXPECT_FALSE(wait_state(m_pq, IBV_QPS_SQD, 50));
+
+    /* a new mkey: reported, stopped */
+    smlx5_mkey_t *fresh = gen_crc32c(REQ, 0, len);
+    EXPECT_TRUE(damaged_read(m_pq, gen, fresh, len, 1, 3));
+    post_fin(m_pq, 13);
+    EXPECT_TRUE(wait_state(m_pq, IBV_QPS_SQD));
+}
+
 TEST_F(sim_sig, t10dif_reports_the_first_bad_part_in_guard_app_ref_order)
 {
     domain wg = dif_domain(MLX5DV_SIG_T10DIF_CRC, 0x1111, 50, 0);

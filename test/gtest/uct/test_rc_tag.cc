@@ -439,6 +439,32 @@ TEST_F(rc_strand_tag, integrity_pipelined_fin_cancelled_and_read_again)
     EXPECT_EQ(0u, integrity_stat("failed"));
 }
 
+/* Spec section 9 (signature error re-arm) on the pipelining QP: 200
+ * rendezvous of 4 KiB, two at a time, through the pool of landing mkeys,
+ * about 5% of the reads damaged. Each landing mkey is used again and
+ * again: one that reported a bad block would pass the next as good, with
+ * no SIG_ERR and no stop, and its pipelined FIN would complete a damaged
+ * transfer. So an mkey that reported is replaced: every damaged read is
+ * caught, stopped before its FIN and read again, and every byte is right. */
+TEST_F(rc_strand_tag, integrity_pipelined_damage_caught_through_reused_mkeys)
+{
+    integrity("crc32c", "sdc_read=0.0064,seed=9");
+    open_tag_pair();
+    for (int round = 0; round < 100; ++round) {
+        SCOPED_TRACE(round);
+        ASSERT_NO_FATAL_FAILURE(rndv_round(4096, 2));
+    }
+    EXPECT_EQ(200u, rndv_stat("xfers"));
+    EXPECT_EQ(200u, rndv_stat("checked"));
+    EXPECT_EQ(1u, rndv_stat("pipeline"));
+    EXPECT_GT(rndv_stat("stops"), 0u);
+    EXPECT_GE(integrity_stat("bad reads"), 4u) << "too little damage";
+    EXPECT_EQ(integrity_stat("bad reads"), integrity_stat("read again"));
+    EXPECT_EQ(integrity_stat("bad reads"), integrity_stat("mkeys renewed"));
+    EXPECT_EQ(0u, integrity_stat("failed"));
+    EXPECT_EQ(200u, tm_stat("rndv_fin", true));
+}
+
 /* UCX_RC_STRAND_INTEGRITY_PIPELINE=n: the FIN waits for the READs to come
  * back good; no stop, nothing cancelled, the same bytes. */
 TEST_F(rc_strand_tag, integrity_without_pipelining_waits_for_the_reads)
