@@ -158,6 +158,16 @@ typedef struct strand_dev_srq {
     uint32_t          max_sge;
 } strand_dev_srq_t;
 
+/* A thread domain (ibv_alloc_td and a parent domain on the PD): the
+ * BlueFlame register of the QPs created on it is theirs alone. rdma-core
+ * lets QPs without one share registers and locks its own writes to them;
+ * a data path that writes BlueFlame itself, as this one does, must not
+ * share a register with a QP another thread rings (spec section 9). */
+typedef struct strand_dev_td {
+    void *h;                      /* hw: the ibv_td; sim: its smlx5_td */
+    void *pd;                     /* hw: the parent domain QPs are made on */
+} strand_dev_td_t;
+
 typedef struct strand_dev_qp {
     void             *h;
     struct mlx5dv_qp  dv;
@@ -168,6 +178,7 @@ typedef struct strand_dev_qp {
 } strand_dev_qp_t;
 
 typedef struct strand_dev_dci_attr {
+    strand_dev_td_t *td;                 /* its BlueFlame register's */
     strand_dev_cq_t *send_cq;
     uint32_t         max_send_wr;
     uint32_t         max_send_sge;
@@ -181,6 +192,7 @@ typedef struct strand_dev_dci_attr {
 /* A tag-matching SRQ (IBV_SRQT_TM): its tag list and the command QP its
  * list operations are posted on; their completions go to `cq`. */
 typedef struct strand_dev_tm_attr {
+    strand_dev_td_t *td;                 /* the command QP's register */
     uint32_t         max_num_tags;
     uint32_t         max_ops;
     strand_dev_cq_t *cq;
@@ -205,6 +217,7 @@ typedef struct strand_dev_mkey {
 /* An RC QP (a send queue the data path posts on; receives through `srq`).
  * The connect attributes are those of a DCI plus the receive side. */
 typedef struct strand_dev_rc_attr {
+    strand_dev_td_t  *td;                /* its BlueFlame register's */
     strand_dev_cq_t  *send_cq;
     strand_dev_cq_t  *recv_cq;
     strand_dev_srq_t *srq;
@@ -260,6 +273,11 @@ struct strand_dev_ops {
      * caller adds the DC key, DCT number and extended-AV bit. 0 / errno. */
     int  (*create_av)(strand_dev_t *dev, const struct ibv_ah_attr *attr,
                       struct mlx5_wqe_av *av);
+
+    /* A thread domain for the QPs one thread rings (strand_dev_td_t);
+     * destroy after its QPs. */
+    int  (*create_td)(strand_dev_t *dev, strand_dev_td_t *td);
+    int  (*destroy_td)(strand_dev_t *dev, strand_dev_td_t *td);
 
     int  (*create_srq)(strand_dev_t *dev, uint32_t max_wr, uint32_t max_sge,
                        strand_dev_srq_t *srq);

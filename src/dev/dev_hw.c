@@ -317,6 +317,53 @@ static int dev_hw_qp_view(strand_dev_qp_t *qp)
     return mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP);
 }
 
+/* ---------------------------------------------------- thread domains */
+
+/* A thread domain and the parent domain its QPs are made on: rdma-core's
+ * mlx5 gives a QP of a parent domain with a thread domain the domain's
+ * dedicated BlueFlame register (a UAR of its own, mlx5_alloc_td), never
+ * one another thread's QPs ring. */
+static int dev_hw_create_td(strand_dev_t *dev, strand_dev_td_t *td)
+{
+    dev_hw_t *h = dev->priv;
+    struct ibv_parent_domain_init_attr pa;
+    struct ibv_td_init_attr ta;
+    struct ibv_td *itd;
+    struct ibv_pd *ipd;
+    int ret;
+
+    memset(&ta, 0, sizeof(ta));
+    itd = ibv_alloc_td(h->ctx, &ta);
+    if (itd == NULL) {
+        return errno ? errno : EOPNOTSUPP;
+    }
+    memset(&pa, 0, sizeof(pa));
+    pa.pd = h->pd;
+    pa.td = itd;
+    ipd   = ibv_alloc_parent_domain(h->ctx, &pa);
+    if (ipd == NULL) {
+        ret = errno ? errno : EOPNOTSUPP;
+        ibv_dealloc_td(itd);
+        return ret;
+    }
+    td->h  = itd;
+    td->pd = ipd;
+    return 0;
+}
+
+static int dev_hw_destroy_td(strand_dev_t *dev, strand_dev_td_t *td)
+{
+    int ret = ibv_dealloc_pd(td->pd);
+
+    return (ret != 0) ? ret : ibv_dealloc_td(td->h);
+}
+
+/* the PD a QP is made on: its thread domain's parent domain */
+static struct ibv_pd *dev_hw_qp_pd(dev_hw_t *h, const strand_dev_td_t *td)
+{
+    return (td != NULL) ? td->pd : h->pd;
+}
+
 static int dev_hw_create_dci(strand_dev_t *dev,
                              const strand_dev_dci_attr_t *attr,
                              strand_dev_qp_t *qp)
@@ -331,7 +378,7 @@ static int dev_hw_create_dci(strand_dev_t *dev,
     init.qp_type             = IBV_QPT_DRIVER;
     init.send_cq             = attr->send_cq->h;
     init.recv_cq             = attr->send_cq->h;
-    init.pd                  = h->pd;
+    init.pd                  = dev_hw_qp_pd(h, attr->td);
     init.comp_mask           = IBV_QP_INIT_ATTR_PD;
     init.cap.max_send_wr     = attr->max_send_wr;
     init.cap.max_send_sge    = attr->max_send_sge;
@@ -520,7 +567,7 @@ static int dev_hw_create_rc(strand_dev_t *dev, const strand_dev_rc_attr_t *attr,
     init.send_cq             = attr->send_cq->h;
     init.recv_cq             = attr->recv_cq->h;
     init.srq                 = (attr->srq != NULL) ? attr->srq->h : NULL;
-    init.pd                  = h->pd;
+    init.pd                  = dev_hw_qp_pd(h, attr->td);
     init.comp_mask           = IBV_QP_INIT_ATTR_PD;
     init.cap.max_send_wr     = attr->max_send_wr;
     init.cap.max_send_sge    = attr->max_send_sge;
@@ -952,6 +999,8 @@ const strand_dev_ops_t strand_dev_hw_ops = {
     .destroy_cq          = dev_hw_destroy_cq,
     .get_cq_event        = dev_hw_get_cq_event,
     .create_av           = dev_hw_create_av,
+    .create_td           = dev_hw_create_td,
+    .destroy_td          = dev_hw_destroy_td,
     .create_srq          = dev_hw_create_srq,
     .destroy_srq         = dev_hw_destroy_srq,
     .create_dci          = dev_hw_create_dci,

@@ -267,6 +267,20 @@ static int dev_sim_create_srq(strand_dev_t *dev, uint32_t max_wr,
 
 static void dev_sim_qp_wrap(strand_dev_qp_t *qp, smlx5_qp_t *sqp);
 
+static int dev_sim_create_td(strand_dev_t *dev, strand_dev_td_t *td)
+{
+    dev_sim_t *s = dev->priv;
+
+    td->h  = smlx5_alloc_td(s->ctx);
+    td->pd = NULL;
+    return (td->h != NULL) ? 0 : (errno ? errno : ENOMEM);
+}
+
+static int dev_sim_destroy_td(strand_dev_t *dev, strand_dev_td_t *td)
+{
+    return smlx5_dealloc_td(td->h);
+}
+
 static int dev_sim_create_tm_srq(strand_dev_t *dev, uint32_t max_wr,
                                  uint32_t max_sge,
                                  const strand_dev_tm_attr_t *tm,
@@ -285,6 +299,7 @@ static int dev_sim_create_tm_srq(strand_dev_t *dev, uint32_t max_wr,
     attr.max_num_tags = tm->max_num_tags;
     attr.max_ops      = tm->max_ops;
     attr.cq           = tm->cq->h;
+    attr.td           = (tm->td != NULL) ? tm->td->h : NULL;
     ssrq = smlx5_create_srq(s->pd, &attr);
     if (ssrq == NULL) {
         return errno ? errno : ENOMEM;
@@ -375,6 +390,7 @@ static int dev_sim_create_dci(strand_dev_t *dev,
     init.cap.max_inline_data = attr->max_inline;
     init.log_num_concurent   = attr->log_num_concurent;
     init.log_num_errored     = attr->log_num_errored;
+    init.td                  = (attr->td != NULL) ? attr->td->h : NULL;
     sqp = smlx5_create_qp(s->pd, &init);
     if (sqp == NULL) {
         return errno ? errno : ENOMEM;
@@ -512,6 +528,7 @@ static int dev_sim_create_rc(strand_dev_t *dev, const strand_dev_rc_attr_t *attr
     init.create_flags        = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE |
                                (attr->sig_pipelining ?
                                 MLX5DV_QP_CREATE_SIG_PIPELINING : 0);
+    init.td                  = (attr->td != NULL) ? attr->td->h : NULL;
     sqp = smlx5_create_qp(s->pd, &init);
     if (sqp == NULL) {
         return errno ? errno : ENOMEM;
@@ -685,6 +702,8 @@ const strand_dev_ops_t strand_dev_sim_ops = {
     .destroy_cq          = dev_sim_destroy_cq,
     .get_cq_event        = dev_sim_get_cq_event,
     .create_av           = dev_sim_create_av,
+    .create_td           = dev_sim_create_td,
+    .destroy_td          = dev_sim_destroy_td,
     .create_srq          = dev_sim_create_srq,
     .destroy_srq         = dev_sim_destroy_srq,
     .create_tm_srq       = dev_sim_create_tm_srq,

@@ -341,6 +341,26 @@ typedef struct sim_resp_ctx {
     unsigned atomic_next;
 } sim_resp_ctx_t;
 
+/* A BlueFlame register: two halves of `size` bytes on a page of its own
+ * (sim_bf.c). */
+typedef struct sim_bfreg {
+    uint8_t        *page;
+    uint32_t        size;
+    unsigned        index;       /* for messages */
+    bool            shared;      /* QPs without a thread domain */
+    pthread_mutex_t lock;        /* the provider's own writes to a shared
+                                    one (rdma-core's bf->lock) */
+} sim_bfreg_t;
+
+#define SIM_BF_SHARED 4          /* registers QPs without a thread domain
+                                    share, round-robin */
+
+struct smlx5_td {
+    smlx5_context_t *ctx;
+    sim_bfreg_t      reg;
+    atomic_uint      users;      /* QPs on it */
+};
+
 struct smlx5_qp {
     smlx5_context_t  *ctx;
     smlx5_pd_t       *pd;
@@ -384,8 +404,10 @@ struct smlx5_qp {
     uint8_t          *sq_buf;
     uint32_t          sq_wqe_cnt;     /* BBs, power of two */
     __be32           *dbrec;          /* [0] RQ, [1] SQ */
-    uint8_t          *bf_reg;         /* BlueFlame page (2 x bf_size) */
+    uint8_t          *bf_reg;         /* bfreg's page (2 x bf_size) */
     uint32_t          bf_size;
+    sim_bfreg_t      *bfreg;          /* shared, or its thread domain's */
+    smlx5_td_t       *td;
     struct ibv_qp_cap cap;
 
     /* provider side of the SQ (smlx5_post_send) */
@@ -487,6 +509,12 @@ struct smlx5_context {
     sim_async_queue_t async;
     uint64_t          rng;
 
+    /* BlueFlame registers QPs without a thread domain share (sim_bf.c) */
+    sim_bfreg_t       bfregs[SIM_BF_SHARED];
+    atomic_uint       next_bfreg;
+    atomic_uint       next_tdreg;     /* numbers, for messages */
+    atomic_ullong     bf_conflicts;
+
     pthread_t         thread;
     bool              thread_running;
     atomic_bool       stop;
@@ -504,6 +532,15 @@ typedef struct sim_delayed {
 
 void sim_fault_config_read(sim_config_t *cfg);
 void sim_fault_cleanup(smlx5_context_t *ctx);
+
+/* BlueFlame registers (sim_bf.c): the context's shared ones; the register
+ * a new QP rings (its thread domain's, or a shared one); released at
+ * destroy; and the check of a doorbell when the device is told of it. */
+int          sim_bf_init(smlx5_context_t *ctx);
+void         sim_bf_cleanup(smlx5_context_t *ctx);
+sim_bfreg_t *sim_bf_take(smlx5_context_t *ctx, smlx5_td_t *td);
+void         sim_bf_put(smlx5_qp_t *qp);
+void         sim_bf_check(smlx5_qp_t *qp);
 bool sim_fault_active(const smlx5_context_t *ctx);
 int  sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
                     const void *payload, size_t len);
@@ -673,7 +710,7 @@ void sim_comp_flush_qp(smlx5_qp_t *qp);                /* QP entered ERR */
 void sim_comp_retire(smlx5_qp_t *qp);                  /* CQEs in SQ order */
 
 /* Tag matching (sim_tm.c) */
-int  sim_tm_create(smlx5_srq_t *srq, uint32_t max_ops);
+int  sim_tm_create(smlx5_srq_t *srq, uint32_t max_ops, smlx5_td_t *td);
 void sim_tm_destroy(smlx5_srq_t *srq);
 void sim_tm_cmd_process(smlx5_qp_t *cmd_qp);           /* list operations */
 /* The first packet of a SEND to a QP whose SRQ matches tags: returns

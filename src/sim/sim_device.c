@@ -452,11 +452,15 @@ smlx5_context_t *smlx5_open_device(const char *name)
         ret = -errno;
         goto err_port;
     }
+    ret = -sim_bf_init(ctx);
+    if (ret < 0) {
+        goto err_fd;
+    }
 
     if (ctx->cfg.progress_thread) {
         ret = -pthread_create(&ctx->thread, NULL, sim_progress_thread, ctx);
         if (ret < 0) {
-            goto err_fd;
+            goto err_bf;
         }
         ctx->thread_running = true;
     }
@@ -465,6 +469,8 @@ smlx5_context_t *smlx5_open_device(const char *name)
     pthread_mutex_unlock(&sim_open_lock);
     return ctx;
 
+err_bf:
+    sim_bf_cleanup(ctx);
 err_fd:
     close(ctx->async_fd);
 err_port:
@@ -495,6 +501,7 @@ int smlx5_close_device(smlx5_context_t *ctx)
         pthread_join(ctx->thread, NULL);
     }
     sim_fault_cleanup(ctx);
+    sim_bf_cleanup(ctx);
     sim_fabric_port_close(ctx->port);
     sim_fabric_detach(ctx->fabric);
     close(ctx->async_fd);

@@ -248,8 +248,17 @@ static int sim_post_send_common(smlx5_qp_t *qp, struct ibv_send_wr *wr,
 
     /* WRs before the failing one stay posted and are doorbelled */
     if (last_ctrl != NULL) {
+        /* a register other QPs share: the provider serialises its own
+         * writes (rdma-core's bf->lock); the device is told inside, so
+         * the doorbell is still in the register then */
+        if (qp->bfreg->shared) {
+            pthread_mutex_lock(&qp->bfreg->lock);
+        }
         strand_sq_ring(&qp->sq, last_ctrl, last_bbs);
         smlx5_qp_doorbell(qp);
+        if (qp->bfreg->shared) {
+            pthread_mutex_unlock(&qp->bfreg->lock);
+        }
     }
     return err;
 }

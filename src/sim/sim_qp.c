@@ -86,9 +86,11 @@ static int sim_qp_alloc_sq(smlx5_qp_t *qp, const smlx5_qp_init_attr_t *attr)
         return EINVAL;
     }
     qp->sq_wqe_cnt = cnt;
-    qp->bf_size    = 256;
-    if ((posix_memalign((void**)&qp->sq_buf, 4096, cnt * SIM_BB) != 0) ||
-        (posix_memalign((void**)&qp->bf_reg, 4096, 4096) != 0)) {
+    qp->td         = attr->td;
+    qp->bfreg      = sim_bf_take(qp->ctx, attr->td);
+    qp->bf_reg     = qp->bfreg->page;
+    qp->bf_size    = qp->bfreg->size;
+    if (posix_memalign((void**)&qp->sq_buf, 4096, cnt * SIM_BB) != 0) {
         return ENOMEM;
     }
     memset(qp->sq_buf, 0, cnt * SIM_BB);
@@ -132,7 +134,7 @@ static int sim_qp_alloc_rq(smlx5_qp_t *qp, const smlx5_qp_init_attr_t *attr)
 static void sim_qp_free(smlx5_qp_t *qp)
 {
     free(qp->sq_buf);
-    free(qp->bf_reg);
+    sim_bf_put(qp);
     free(qp->sq_wrid);
     free(qp->sq_wqe_head);
     free(qp->sq_opcode);
@@ -861,6 +863,7 @@ void smlx5_qp_doorbell(smlx5_qp_t *qp)
 {
     smlx5_context_t *ctx = qp->ctx;
 
+    sim_bf_check(qp);
     sim_engine_enter(ctx, true);
     sim_req_process(qp);
     sim_engine_progress(ctx);

@@ -90,7 +90,8 @@ smlx5_srq_t *smlx5_create_srq(smlx5_pd_t *pd, smlx5_srq_init_attr_t *attr)
     atomic_fetch_add(&pd->refs, 1);
     pthread_mutex_unlock(&ctx->lock);
 
-    if ((srq->max_num_tags > 0) && (sim_tm_create(srq, attr->max_ops) != 0)) {
+    if ((srq->max_num_tags > 0) &&
+        (sim_tm_create(srq, attr->max_ops, attr->td) != 0)) {
         smlx5_destroy_srq(srq);
         errno = ENOMEM;
         return NULL;

@@ -51,6 +51,7 @@ typedef struct sim_tm {
     smlx5_qp_t     *cmd_qp;
     smlx5_qp_t     *dci;       /* rendezvous READ / FIN */
     smlx5_cq_t     *dci_cq;    /* never written: the device takes them */
+    smlx5_td_t     *dci_td;    /* its register: the device's own */
     sim_tm_slot_t  *slots;
     uint32_t        num_slots;
     uint32_t        append_ptr;
@@ -599,7 +600,7 @@ int sim_tm_dci_to_rts(smlx5_qp_t *dci)
                                     IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN);
 }
 
-int sim_tm_create(smlx5_srq_t *srq, uint32_t max_ops)
+int sim_tm_create(smlx5_srq_t *srq, uint32_t max_ops, smlx5_td_t *td)
 {
     smlx5_qp_init_attr_t init;
     sim_tm_t *tm;
@@ -629,6 +630,7 @@ int sim_tm_create(smlx5_srq_t *srq, uint32_t max_ops)
     init.recv_cq          = srq->tm_cq;
     init.cap.max_send_wr  = max_ops;
     init.cap.max_send_sge = 1;
+    init.td               = td; /* the data path rings it */
     tm->cmd_qp = smlx5_create_qp(srq->pd, &init);
     if (tm->cmd_qp == NULL) {
         goto err;
@@ -641,12 +643,19 @@ int sim_tm_create(smlx5_srq_t *srq, uint32_t max_ops)
     if (tm->dci_cq == NULL) {
         goto err;
     }
+    /* the device's own: on a NIC no doorbell at all; here one rung by
+     * whichever thread runs the engine, on a register of its own */
+    tm->dci_td = smlx5_alloc_td(srq->ctx);
+    if (tm->dci_td == NULL) {
+        goto err;
+    }
     memset(&init, 0, sizeof(init));
     init.type                = SMLX5_QPT_DCI;
     init.send_cq             = tm->dci_cq;
     init.cap.max_send_wr     = SIM_TM_DCI_WQES;
     init.cap.max_send_sge    = 1;
     init.cap.max_inline_data = 64;
+    init.td                  = tm->dci_td;
     tm->dci = smlx5_create_qp(srq->pd, &init);
     if ((tm->dci == NULL) || (sim_tm_dci_to_rts(tm->dci) != 0)) {
         goto err;
@@ -679,6 +688,9 @@ void sim_tm_destroy(smlx5_srq_t *srq)
     }
     if (tm->dci_cq != NULL) {
         smlx5_destroy_cq(tm->dci_cq);
+    }
+    if (tm->dci_td != NULL) {
+        smlx5_dealloc_td(tm->dci_td);
     }
     if (tm->cmd_qp != NULL) {
         tm->cmd_qp->tm_cmd = NULL;

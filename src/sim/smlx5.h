@@ -30,6 +30,7 @@ typedef struct smlx5_srq     smlx5_srq_t;
 typedef struct smlx5_qp      smlx5_qp_t;
 typedef struct smlx5_channel smlx5_channel_t;
 typedef struct smlx5_mkey    smlx5_mkey_t;
+typedef struct smlx5_td      smlx5_td_t;
 
 #define SMLX5_DEV_NAME      "smlx5_0"
 #define SMLX5_PORT_NUM      1
@@ -248,6 +249,7 @@ typedef struct smlx5_srq_init_attr {
     uint32_t max_num_tags;
     uint32_t max_ops;
     smlx5_cq_t *cq;           /* CQ for TM list-operation completions */
+    smlx5_td_t *td;           /* the command QP's thread domain, or NULL */
 } smlx5_srq_init_attr_t;
 
 smlx5_srq_t *smlx5_create_srq(smlx5_pd_t *pd, smlx5_srq_init_attr_t *attr);
@@ -280,10 +282,22 @@ typedef struct smlx5_qp_init_attr {
     /* MLX5DV_QP_CREATE_* flags: DISABLE_SCATTER_TO_CQE (responder data
      * stays in the receive buffer), ALLOW_SCATTER_TO_CQE, SIG_PIPELINING */
     uint32_t          create_flags;
+    /* a thread domain (ibv_alloc_td): the QP rings the domain's own
+     * BlueFlame register; NULL: one the context's QPs share
+     * (docs/software-device.md, "BlueFlame registers") */
+    smlx5_td_t       *td;
 } smlx5_qp_init_attr_t;
 
 smlx5_qp_t *smlx5_create_qp(smlx5_pd_t *pd, smlx5_qp_init_attr_t *attr);
 int         smlx5_destroy_qp(smlx5_qp_t *qp);
+/* Thread domains (ibv_alloc_td / ibv_dealloc_td): a BlueFlame register for
+ * the QPs of one thread; dealloc is EBUSY while a QP uses it. */
+smlx5_td_t *smlx5_alloc_td(smlx5_context_t *ctx);
+int         smlx5_dealloc_td(smlx5_td_t *td);
+/* Doorbells that found another thread's write in their register (a QP
+ * rings a register it shares with QPs another thread rings at the same
+ * time); each is an error, the first also said on stderr. */
+uint64_t    smlx5_bf_conflicts(smlx5_context_t *ctx);
 int         smlx5_qp_dv(smlx5_qp_t *qp, struct mlx5dv_qp *out);
 uint32_t    smlx5_qp_num(const smlx5_qp_t *qp);
 /* DCT number: valid after INIT->RTR (0 before). */

@@ -177,6 +177,7 @@ void strand_dc_rc_attr(const strand_dc_iface_t *iface,
     const strand_dev_dci_attr_t *d = &iface->dci_attr;
 
     memset(attr, 0, sizeof(*attr));
+    attr->td            = d->td;
     attr->send_cq       = d->send_cq;
     attr->recv_cq       = (strand_dev_cq_t*)&iface->rx_cq;
     attr->srq           = (strand_dev_srq_t*)&iface->srq;

@@ -833,6 +833,10 @@ static void strand_dc_iface_release(strand_dc_iface_t *iface)
         dev->ops->destroy_srq(dev, &iface->srq);
         iface->have_srq = 0;
     }
+    if (iface->have_td) { /* after every QP made on it */
+        dev->ops->destroy_td(dev, &iface->td);
+        iface->have_td = 0;
+    }
     if (iface->have_rx_cq) {
         dev->ops->destroy_cq(dev, &iface->rx_cq);
         iface->have_rx_cq = 0;
@@ -1103,6 +1107,18 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
         goto err;
     }
 
+    err = dev->ops->create_td(dev, &self->td);
+    if (err != 0) {
+        /* without one this interface's doorbells could share a BlueFlame
+         * register with another thread's: torn WQEs on a NIC */
+        ucs_error("%s: failed to allocate a thread domain (ibv_alloc_td: "
+                  "%s): %s needs a BlueFlame register per interface",
+                  dev->info.name, strerror(err), tl_name);
+        status = strand_dc_errno_status(err);
+        goto err;
+    }
+    self->have_td = 1;
+
     status = strand_dc_tag_create_srq(self, config, params);
     if (status != UCS_OK) {
         goto err;
@@ -1149,6 +1165,7 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     }
 
     memset(&self->dci_attr, 0, sizeof(self->dci_attr));
+    self->dci_attr.td            = &self->td;
     self->dci_attr.send_cq       = &self->tx_cq;
     self->dci_attr.max_send_wr   = config->tx_queue_len;
     self->dci_attr.max_send_sge  = self->config.max_sge;

@@ -160,6 +160,11 @@ typedef struct strand_dc_iface {
     uint8_t               rx_arm_sn;     /* event received on the CQ */
     strand_dev_srq_t      srq;
     strand_dev_qp_t       dct;
+    /* the thread domain every send queue of the interface is made on: a
+     * BlueFlame register of its own, which no QP another thread rings
+     * shares (an interface belongs to one worker; spec section 9) */
+    strand_dev_td_t       td;
+    uint8_t               have_td;
     uint8_t               have_channel;
     uint8_t               have_tx_cq, have_rx_cq, have_srq, have_dct;
     uint8_t               have_rx_mp, have_tx_mp, have_fc;

@@ -135,6 +135,7 @@ ucs_status_t strand_dc_tag_create_srq(strand_dc_iface_t *iface,
         return UCS_OK;
     }
 
+    tm_attr.td           = &iface->td;
     tm_attr.max_num_tags = strand_dc_tag_list_size(iface, config);
     tm_attr.max_ops      = strand_dc_tag_list_ops(iface, config);
     tm_attr.cq           = &iface->rx_cq;

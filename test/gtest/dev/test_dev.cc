@@ -65,7 +65,8 @@ protected:
 
     void create_dci(uint8_t log_streams = 0, uint8_t log_errored = 0)
     {
-        m_attr = {&m_cq, 64, 1, 64, log_streams, log_errored, 14, 7, 7, 1};
+        m_attr = {nullptr, &m_cq, 64, 1, 64, log_streams, log_errored, 14, 7, 7,
+                  1};
         ASSERT_EQ(0, m_ops->create_dci(m_dev, &m_attr, &m_dci));
         m_dci_up = true;
         m_pi     = 0;
