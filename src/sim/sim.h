@@ -352,8 +352,7 @@ typedef struct sim_bfreg {
                                     one (rdma-core's bf->lock) */
 } sim_bfreg_t;
 
-#define SIM_BF_SHARED 4          /* registers QPs without a thread domain
-                                    share, round-robin */
+#define SIM_BF_SHARED SMLX5_BF_SHARED
 
 struct smlx5_td {
     smlx5_context_t *ctx;

@@ -32,6 +32,9 @@ typedef struct smlx5_channel smlx5_channel_t;
 typedef struct smlx5_mkey    smlx5_mkey_t;
 typedef struct smlx5_td      smlx5_td_t;
 
+/* BlueFlame registers QPs without a thread domain share, round-robin */
+#define SMLX5_BF_SHARED 4
+
 #define SMLX5_DEV_NAME      "smlx5_0"
 #define SMLX5_PORT_NUM      1
 /* DC access key UCX uses; any 64-bit key works. */
