@@ -54,8 +54,8 @@ static int hc_bad_put(hc_pair_t *p, uct_ep_h ep_bad, hc_region_t *src,
 {
     uct_iov_t iov     = {src->buf, HC_ERR_SIZE, src->memh, 0, 1};
     uint8_t *before   = malloc(HC_ERR_SIZE);
-    hc_comp_t comp;
-    hc_err_wait_t w   = {&p->a.errors, p->a.errors.count, &comp};
+    hc_comp_t *comp   = hc_comp_new(p->u);
+    hc_err_wait_t w   = {&p->a.errors, p->a.errors.count, comp};
     ucs_status_t status;
     char why[160];
     int ret = -1;
@@ -65,21 +65,20 @@ static int hc_bad_put(hc_pair_t *p, uct_ep_h ep_bad, hc_region_t *src,
         return -1;
     }
     memcpy(before, dead->buf, HC_ERR_SIZE);
-    hc_comp_init(&comp);
     HC_RETRY(p->u, status, uct_ep_put_zcopy(ep_bad, &iov, 1,
                                             (uintptr_t)dead->buf, key,
-                                            &comp.uct));
+                                            &comp->uct));
     if (status == UCS_OK) {
         hc_fail(name, "the PUT with a dead key completed at once as success");
     } else if ((status != UCS_INPROGRESS) && UCS_STATUS_IS_ERR(status)) {
         hc_fail(name, "the PUT was refused when posted (%s), not failed by "
-                "the device", ucs_status_string(status));
+                "the device", hc_why(p->u, status));
     } else if (!hc_wait(p->u, hc_err_seen, &w)) {
         hc_fail(name, "in %.0f s: %s, %s", p->u->timeout,
-                comp.done ? "the PUT completed" : "no completion",
+                comp->done ? "the PUT completed" : "no completion",
                 (p->a.errors.count > w.count) ? "the error handler was called" :
                 "no error handler call");
-    } else if (comp.status == UCS_OK) {
+    } else if (comp->status == UCS_OK) {
         hc_fail(name, "the PUT with a dead key completed as success");
     } else if (p->a.errors.ep[w.count] != ep_bad) {
         hc_fail(name, "the error handler named another endpoint");
@@ -87,7 +86,7 @@ static int hc_bad_put(hc_pair_t *p, uct_ep_h ep_bad, hc_region_t *src,
         hc_fail(name, "the memory behind the dead key was written: %s", why);
     } else {
         hc_ok(name, "a PUT with a deregistered key: completion '%s', error "
-              "handler '%s', nothing written", ucs_status_string(comp.status),
+              "handler '%s', nothing written", ucs_status_string(comp->status),
               ucs_status_string(p->a.errors.status[w.count]));
         ret = 0;
     }
@@ -103,10 +102,12 @@ typedef struct hc_resets {
     char       policy[32];
     unsigned   streams;      /* stream resets */
     unsigned   dcis;         /* DCI resets */
+    unsigned   before;       /* streams + dcis before the error */
 } hc_resets_t;
 
 /* The resets dc_strand's dci_pool file counts (dc_dci.c): "dci N ...
- * resets R ..." lines, and "  stream S ... resets R" lines under them. */
+ * resets R ..." lines, and "  stream S ... resets R" lines under them;
+ * whether there are more than before the error. */
 static int hc_resets_read(void *arg)
 {
     hc_resets_t *r = arg;
@@ -132,33 +133,34 @@ static int hc_resets_read(void *arg)
             r->dcis += n;
         }
     }
-    return (r->streams + r->dcis) > 0;
+    return (r->streams + r->dcis) > r->before;
 }
 
-static void hc_stream_reset(hc_pair_t *p)
+/* After the bad PUT's error (`error_came`): what was reset. */
+static void hc_stream_reset(hc_pair_t *p, hc_resets_t *r, int error_came)
 {
-    hc_resets_t *r = calloc(1, sizeof(*r));
+    unsigned streams = r->streams;
     char name[64];
 
     snprintf(name, sizeof(name), "%s stream reset", p->tl);
     hc_step("%s", name);
-    if (r == NULL) {
-        hc_fail(name, "out of memory");
-        return;
-    }
-    r->p = p;
-    if (!hc_wait(p->u, hc_resets_read, r)) {
-        hc_fail(name, "nothing was reset in %.0f s (dci_pool: %s)",
-                p->u->timeout, r->text[0] ? "no resets" : "not readable");
-    } else if (r->streams > 0) {
-        hc_ok(name, "policy %s: the failed endpoint's DCI stream was reset, "
-              "its DCI stayed in use", r->policy);
+    r->before = r->streams + r->dcis;
+    if (!error_came) {
+        hc_fail(name, "not judged: the bad PUT did not fail its endpoint");
+    } else if (!hc_wait(p->u, hc_resets_read, r)) {
+        hc_fail(name, "nothing was reset in %.0f s after the error "
+                "(dci_pool %s)", p->u->timeout,
+                r->text[0] ? "counts no new reset" : "cannot be read");
+    } else if (strcmp(r->policy, "streams")) {
+        hc_off(name, "policy %s, no DCI streams: the whole DCI was reset "
+               "(such an error fails every endpoint on it)", r->policy);
+    } else if (r->streams > streams) {
+        hc_ok(name, "policy streams: the failed endpoint's DCI stream was "
+              "reset, its DCI stayed in use");
     } else {
-        hc_off(name, "policy %s: without DCI streams the whole DCI was "
-               "reset (every endpoint on it fails with such an error)",
-               r->policy);
+        hc_fail(name, "policy streams, but the whole DCI was reset, not "
+                "only the failed endpoint's stream");
     }
-    free(r);
 }
 
 /* ----------------------------------------------------- other endpoint */
@@ -184,7 +186,7 @@ static int hc_other_works(hc_pair_t *p, uct_ep_h ep, hc_region_t *t,
     uint8_t got[256];
     hc_am_count_t am  = {&p->b.am, p->b.am.count};
     ucs_status_t status;
-    hc_comp_t comp;
+    hc_comp_t *comp;
 
     if (hc_compare(t->buf, want, HC_ERR_SIZE, why, max)) {
         return -1;
@@ -192,9 +194,9 @@ static int hc_other_works(hc_pair_t *p, uct_ep_h ep, hc_region_t *t,
     HC_RETRY(p->u, status, uct_ep_put_short(ep, want + 512, 64,
                                             (uintptr_t)t->buf + 64,
                                             t->rkey.rkey));
-    if ((status != UCS_OK) || ((status = hc_flush(p->u, ep)) != UCS_OK)) {
+    if ((status != UCS_OK) || ((status = hc_flush(p, ep)) != UCS_OK)) {
         snprintf(why, max, "a PUT after the error: %s",
-                 ucs_status_string(status));
+                 hc_why(p->u, status));
         return -1;
     }
     if (memcmp(t->buf + 64, want + 512, 64)) {
@@ -206,20 +208,20 @@ static int hc_other_works(hc_pair_t *p, uct_ep_h ep, hc_region_t *t,
         (p->b.am.length != sizeof(hdr)) ||
         memcmp(p->b.am.data, &hdr, sizeof(hdr))) {
         snprintf(why, max, "an AM after the error: %s",
-                 (status != UCS_OK) ? ucs_status_string(status) :
+                 (status != UCS_OK) ? hc_why(p->u, status) :
                  "did not arrive whole");
         return -1;
     }
-    hc_comp_init(&comp);
+    comp = hc_comp_new(p->u);
     HC_RETRY(p->u, status, uct_ep_get_zcopy(ep, &(uct_iov_t){t->buf + 4096,
                                                 256, t->memh, 0, 1}, 1,
                                             (uintptr_t)t->buf + 8192,
-                                            t->rkey.rkey, &comp.uct));
-    status = hc_comp_wait(p->u, status, &comp);
+                                            t->rkey.rkey, &comp->uct));
+    status = hc_comp_wait(p->u, status, comp);
     memcpy(got, t->buf + 4096, sizeof(got));
     if ((status != UCS_OK) || memcmp(got, t->buf + 8192, sizeof(got))) {
         snprintf(why, max, "a GET after the error: %s",
-                 (status != UCS_OK) ? ucs_status_string(status) :
+                 (status != UCS_OK) ? hc_why(p->u, status) :
                  "wrong bytes");
         return -1;
     }
@@ -237,8 +239,10 @@ void hc_check_errors(hc_pair_t *p)
     uct_iov_t iov;
     uct_rkey_t key = 0;
     ucs_status_t status;
-    hc_comp_t comp;
+    hc_resets_t *resets = hc_keep(p->u, sizeof(*resets));
+    hc_comp_t *comp;
     unsigned errors0;
+    int ok;
 
     snprintf(bad, sizeof(bad), "%s bad rkey", p->tl);
     snprintf(other, sizeof(other), "%s other endpoint", p->tl);
@@ -259,7 +263,7 @@ void hc_check_errors(hc_pair_t *p)
         status = hc_ep_create(p, &ep_other);
     }
     if ((status != UCS_OK) || (want == NULL)) {
-        hc_fail(bad, "setting up: %s", ucs_status_string(status));
+        hc_fail(bad, "setting up: %s", hc_why(p->u, status));
         goto out;
     }
 
@@ -267,21 +271,23 @@ void hc_check_errors(hc_pair_t *p)
     memcpy(want, t.buf, HC_ERR_SIZE);
     memcpy(want, src.buf, HC_ERR_SIZE / 2);
     iov = (uct_iov_t){src.buf, HC_ERR_SIZE / 2, src.memh, 0, 1};
-    hc_comp_init(&comp);
+    comp = hc_comp_new(p->u);
     HC_RETRY(p->u, status, uct_ep_put_zcopy(ep_other, &iov, 1,
                                             (uintptr_t)t.buf, t.rkey.rkey,
-                                            &comp.uct));
+                                            &comp->uct));
     errors0 = p->a.errors.count;
-    hc_bad_put(p, ep_bad, &src, &dead, key, bad);
+    resets->p = p;
+    hc_resets_read(resets);    /* what was reset before */
+    ok = !hc_bad_put(p, ep_bad, &src, &dead, key, bad);
     if (!strcmp(p->tl, "dc_strand")) {
-        hc_stream_reset(p);
+        hc_stream_reset(p, resets, ok);
     }
 
     hc_step("%s", other);
-    status = hc_comp_wait(p->u, status, &comp);
+    status = hc_comp_wait(p->u, status, comp);
     if (status != UCS_OK) {
         hc_fail(other, "its PUT in flight during the error: %s",
-                ucs_status_string(status));
+                hc_why(p->u, status));
     } else if (hc_other_works(p, ep_other, &t, want, why, sizeof(why))) {
         hc_fail(other, "%s", why);
     } else if (p->a.errors.count != errors0 + 1) {

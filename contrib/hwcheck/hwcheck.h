@@ -105,6 +105,9 @@ typedef struct hc_iface {
     hc_tag_rx_t      tag;
 } hc_iface_t;
 
+typedef struct hc_kept hc_kept_t;
+typedef struct hc_late hc_late_t;
+
 typedef struct hc_uct {
     uct_component_h      component;
     uct_md_h             md;
@@ -114,6 +117,12 @@ typedef struct hc_uct {
     char                 md_name[UCT_MD_NAME_MAX];
     char                 dev_name[UCT_DEVICE_NAME_MAX];  /* md:1 */
     double               timeout;     /* every wait, seconds */
+    /* A wait timed out: an operation may still be outstanding, and
+     * complete (write its completion, its data) any time until its
+     * interface closes. What it may touch lives until hc_uct_close. */
+    int                  stuck;
+    hc_kept_t           *kept;        /* hc_keep's memory */
+    hc_late_t           *late;        /* regions freed once closed */
 } hc_uct_t;
 
 /* Two interfaces of one transport on one worker, a -> b. */
@@ -133,11 +142,13 @@ typedef struct hc_region {
     int               have_rkey;
 } hc_region_t;
 
-/* A completion and what it said. */
+/* A completion and what it said; what a fetching atomic fetched. */
 typedef struct hc_comp {
     uct_completion_t uct;
     int              done;
     ucs_status_t     status;
+    uint64_t         result64;
+    uint32_t         result32;
 } hc_comp_t;
 
 /* The strand component (NULL: not registered) and the plugin file. */
@@ -157,6 +168,11 @@ ucs_status_t hc_pair_open(hc_pair_t *p, hc_uct_t *u, const char *tl,
                           int tags, const char **what);
 void hc_pair_close(hc_pair_t *p);
 ucs_status_t hc_ep_create(hc_pair_t *p, uct_ep_h *ep_p);
+/* What the error handler said about ep (UCS_OK: nothing). */
+ucs_status_t hc_ep_error(const hc_pair_t *p, uct_ep_h ep);
+/* A check on the pair's endpoint after it failed would only wait for its
+ * timeout: 1 (and a FAIL line for `name` saying so) when it failed. */
+int  hc_ep_failed(hc_pair_t *p, const char *name);
 
 /* Progress until cond(arg) holds: 1, or 0 after the timeout. */
 int  hc_wait(hc_uct_t *u, int (*cond)(void *arg), void *arg);
@@ -175,14 +191,26 @@ int  hc_wait(hc_uct_t *u, int (*cond)(void *arg), void *arg);
     } while (0)
 double hc_now(void);
 
-void hc_comp_init(hc_comp_t *c);
+/* Zeroed memory that lives until hc_uct_close, for whatever an
+ * operation writes when it completes (completions, fetched values,
+ * GET bcopy data, posted tag receives): an operation that times out may
+ * still complete later. Out of memory ends the program. */
+void *hc_keep(hc_uct_t *u, size_t size);
+/* A fresh completion (hc_keep's memory). */
+hc_comp_t *hc_comp_new(hc_uct_t *u);
 /* An operation's status: UCS_INPROGRESS waits for its completion
  * (UCS_ERR_TIMED_OUT when it never comes). */
 ucs_status_t hc_comp_wait(hc_uct_t *u, ucs_status_t status, hc_comp_t *c);
-ucs_status_t hc_flush(hc_uct_t *u, uct_ep_h ep);
+/* Flush an ep of the pair's sending interface; an ep the error handler
+ * named gives its error (a failed ep flushes "at once"). */
+ucs_status_t hc_flush(hc_pair_t *p, uct_ep_h ep);
+/* A status in words; a wait's own give-ups say how long they waited. */
+const char *hc_why(const hc_uct_t *u, ucs_status_t status);
 
 /* A page-aligned buffer of `length` bytes, filled with `seed`'s pattern,
- * registered, its key unpacked. UCS_OK or what failed. */
+ * registered, its key unpacked. UCS_OK or what failed. Freed at once, or
+ * (when a wait timed out: the device may still write it) at
+ * hc_uct_close. */
 ucs_status_t hc_region_alloc(hc_uct_t *u, hc_region_t *r, size_t length,
                              unsigned seed);
 void hc_region_free(hc_uct_t *u, hc_region_t *r);

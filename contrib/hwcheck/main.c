@@ -133,7 +133,7 @@ static void hc_check_transport(hc_uct_t *u, const char *tl,
     }
     status = hc_pair_open(p, u, tl, 0, &what);
     if (status != UCS_OK) {
-        hc_fail(name, "%s: %s", what, ucs_status_string(status));
+        hc_fail(name, "%s: %s", what, hc_why(u, status));
     } else {
         hc_ok(name, "two, and an endpoint from one to the other");
         hc_check_am(p);

@@ -86,10 +86,10 @@ static ucs_status_t hc_tag_post(hc_pair_t *p, hc_tag_ctx_t *c, hc_region_t *r,
 }
 
 /* The receive's verdict: completed with the tag and the `length` bytes of
- * `want`, nothing written past them. */
-static void hc_tag_verify(hc_pair_t *p, const char *name, hc_tag_ctx_t *c,
-                          hc_region_t *r, uint8_t *image, const uint8_t *want,
-                          size_t length, uct_tag_t tag)
+ * `want`, nothing written past them. 0, or -1 and a FAIL line. */
+static int hc_tag_verify(hc_pair_t *p, const char *name, hc_tag_ctx_t *c,
+                         hc_region_t *r, uint8_t *image, const uint8_t *want,
+                         size_t length, uct_tag_t tag)
 {
     char why[160];
 
@@ -99,19 +99,19 @@ static void hc_tag_verify(hc_pair_t *p, const char *name, hc_tag_ctx_t *c,
     } else if (c->sw_rndv) {
         hc_fail(name, "the device handed the rendezvous to software");
     } else if (c->status != UCS_OK) {
-        hc_fail(name, "the receive: %s", ucs_status_string(c->status));
+        hc_fail(name, "the receive: %s", hc_why(p->u, c->status));
     } else if ((c->stag != tag) || (c->length != length)) {
         hc_fail(name, "the receive got tag 0x%lx and %zu bytes, not 0x%lx "
                 "and %zu", (unsigned long)c->stag, c->length,
                 (unsigned long)tag, length);
     } else {
         memcpy(image, want, length);
-        if (hc_compare(r->buf, image, r->length, why, sizeof(why))) {
-            hc_fail(name, "%s", why);
-        } else {
-            hc_ok(name, "%zu bytes into a posted receive", length);
+        if (!hc_compare(r->buf, image, r->length, why, sizeof(why))) {
+            return 0;
         }
+        hc_fail(name, "%s", why);
     }
+    return -1;
 }
 
 typedef struct hc_bytes {
@@ -150,7 +150,7 @@ static ucs_status_t hc_eager_send(hc_pair_t *p, hc_eager_t kind,
     hc_bytes_t bytes = {src->buf, length};
     uct_iov_t iov    = {src->buf, length, src->memh, 0, 1};
     ucs_status_t status;
-    hc_comp_t comp;
+    hc_comp_t *comp;
     ssize_t sent;
 
     switch (kind) {
@@ -165,10 +165,10 @@ static ucs_status_t hc_eager_send(hc_pair_t *p, hc_eager_t kind,
         return (sent == (ssize_t)length) ? UCS_OK :
                (sent < 0) ? (ucs_status_t)sent : UCS_ERR_IO_ERROR;
     default:
-        hc_comp_init(&comp);
+        comp = hc_comp_new(p->u);
         HC_RETRY(p->u, status, uct_ep_tag_eager_zcopy(p->ep, tag, 0, &iov, 1,
-                                                      0, &comp.uct));
-        return hc_comp_wait(p->u, status, &comp);
+                                                      0, &comp->uct));
+        return hc_comp_wait(p->u, status, comp);
     }
 }
 
@@ -176,16 +176,19 @@ static void hc_tag_eager(hc_pair_t *p, hc_eager_t kind, uint64_t flag,
                          const char *what, uct_tag_t tag)
 {
     size_t length = hc_eager_length(&p->a.attr, kind);
+    hc_tag_ctx_t *ctx = hc_keep(p->u, sizeof(*ctx));
     hc_region_t src, dst;
     uint8_t *image = NULL;
     ucs_status_t status;
-    hc_tag_ctx_t ctx;
     char name[64];
 
     snprintf(name, sizeof(name), "%s tag eager %s", p->tl, what);
     hc_step("%s", name);
     if (!(p->a.attr.cap.flags & flag)) {
         hc_off(name, "not advertised");
+        return;
+    }
+    if (hc_ep_failed(p, name)) {
         return;
     }
     memset(&dst, 0, sizeof(dst));
@@ -197,22 +200,24 @@ static void hc_tag_eager(hc_pair_t *p, hc_eager_t kind, uint64_t flag,
     image = malloc(length + HC_TAG_SLACK);
     if ((status != UCS_OK) || (image == NULL)) {
         hc_fail(name, "registering its buffers: %s",
-                ucs_status_string(status));
+                hc_why(p->u, status));
         goto out;
     }
     memcpy(image, dst.buf, dst.length);
-    status = hc_tag_post(p, &ctx, &dst, tag);
+    status = hc_tag_post(p, ctx, &dst, tag);
     if (status != UCS_OK) {
-        hc_fail(name, "posting the receive: %s", ucs_status_string(status));
+        hc_fail(name, "posting the receive: %s", hc_why(p->u, status));
         goto out;
     }
     status = hc_eager_send(p, kind, &src, length, tag);
     if (status != UCS_OK) {
-        hc_fail(name, "the send: %s", ucs_status_string(status));
-        uct_iface_tag_recv_cancel(p->b.iface, &ctx.uct, 1);
+        hc_fail(name, "the send: %s", hc_why(p->u, status));
+        uct_iface_tag_recv_cancel(p->b.iface, &ctx->uct, 1);
         goto out;
     }
-    hc_tag_verify(p, name, &ctx, &dst, image, src.buf, length, tag);
+    if (!hc_tag_verify(p, name, ctx, &dst, image, src.buf, length, tag)) {
+        hc_ok(name, "%zu bytes into a posted receive", length);
+    }
 out:
     free(image);
     hc_region_free(p->u, &dst);
@@ -247,13 +252,16 @@ static void hc_tag_unexpected(hc_pair_t *p, uct_tag_t tag)
         hc_off(name, "no eager bcopy to send it with");
         return;
     }
+    if (hc_ep_failed(p, name)) {
+        return;
+    }
     length = (length < HC_AM_MAX) ? length : HC_AM_MAX;
     status = hc_region_alloc(p->u, &src, length, 70);
     if (status == UCS_OK) {
         status = hc_eager_send(p, HC_EAGER_BCOPY, &src, length, tag);
     }
     if (status != UCS_OK) {
-        hc_fail(name, "the send: %s", ucs_status_string(status));
+        hc_fail(name, "the send: %s", hc_why(p->u, status));
     } else if (!hc_wait(p->u, hc_unexp_arrived, &w)) {
         hc_fail(name, "the unexpected-message callback was not called in "
                 "%.0f s", p->u->timeout);
@@ -276,13 +284,13 @@ static void hc_tag_rndv(hc_pair_t *p, uct_tag_t tag)
     const uct_iface_attr_t *a = &p->a.attr;
     size_t length = (a->cap.tag.rndv.max_zcopy < HC_RNDV_MAX) ?
                     a->cap.tag.rndv.max_zcopy : HC_RNDV_MAX;
-    uint8_t header[16] = "strand-hwcheck";
+    uint8_t header[16]        = "strand-hwcheck";
+    hc_tag_ctx_t *ctx         = hc_keep(p->u, sizeof(*ctx));
     hc_region_t src, dst;
     uint8_t *image = NULL;
     ucs_status_ptr_t op;
     ucs_status_t status;
-    hc_tag_ctx_t ctx;
-    hc_comp_t comp;
+    hc_comp_t *comp;
     uct_iov_t iov;
     char name[64];
 
@@ -290,6 +298,9 @@ static void hc_tag_rndv(hc_pair_t *p, uct_tag_t tag)
     hc_step("%s", name);
     if (!(a->cap.flags & UCT_IFACE_FLAG_TAG_RNDV_ZCOPY)) {
         hc_off(name, "not advertised");
+        return;
+    }
+    if (hc_ep_failed(p, name)) {
         return;
     }
     memset(&dst, 0, sizeof(dst));
@@ -300,33 +311,38 @@ static void hc_tag_rndv(hc_pair_t *p, uct_tag_t tag)
     image = malloc(length + HC_TAG_SLACK);
     if ((status != UCS_OK) || (image == NULL)) {
         hc_fail(name, "registering its buffers: %s",
-                ucs_status_string(status));
+                hc_why(p->u, status));
         goto out;
     }
     memcpy(image, dst.buf, dst.length);
-    status = hc_tag_post(p, &ctx, &dst, tag);
+    status = hc_tag_post(p, ctx, &dst, tag);
     if (status != UCS_OK) {
-        hc_fail(name, "posting the receive: %s", ucs_status_string(status));
+        hc_fail(name, "posting the receive: %s", hc_why(p->u, status));
         goto out;
     }
     iov = (uct_iov_t){src.buf, length, src.memh, 0, 1};
-    hc_comp_init(&comp);
+    comp = hc_comp_new(p->u);
     HC_RETRY(p->u, status, UCS_PTR_STATUS(op = uct_ep_tag_rndv_zcopy(
                  p->ep, tag, header,
                  (a->cap.tag.rndv.max_hdr < sizeof(header)) ?
                  (unsigned)a->cap.tag.rndv.max_hdr : sizeof(header),
-                 &iov, 1, 0, &comp.uct)));
+                 &iov, 1, 0, &comp->uct)));
     if (UCS_PTR_IS_ERR(op)) {
-        hc_fail(name, "the send: %s", ucs_status_string(UCS_PTR_STATUS(op)));
-        uct_iface_tag_recv_cancel(p->b.iface, &ctx.uct, 1);
+        hc_fail(name, "the send: %s", hc_why(p->u, UCS_PTR_STATUS(op)));
+        uct_iface_tag_recv_cancel(p->b.iface, &ctx->uct, 1);
         goto out;
     }
-    hc_tag_verify(p, name, &ctx, &dst, image, src.buf, length, tag);
-    /* the sender learns the receiver read it (FIN) */
-    status = hc_comp_wait(p->u, UCS_INPROGRESS, &comp);
+    if (hc_tag_verify(p, name, ctx, &dst, image, src.buf, length, tag)) {
+        goto out;
+    }
+    /* and the sender learns the receiver has it (the FIN) */
+    status = hc_comp_wait(p->u, UCS_INPROGRESS, comp);
     if (status != UCS_OK) {
-        hc_fail(name, "the sender's completion: %s",
-                ucs_status_string(status));
+        hc_fail(name, "the data arrived, but the sender's completion: %s",
+                hc_why(p->u, status));
+    } else {
+        hc_ok(name, "%zu bytes into a posted receive, the sender completed",
+              length);
     }
 out:
     free(image);
@@ -380,7 +396,7 @@ void hc_check_tags(hc_uct_t *u, const char *tl, const hc_machine_t *m)
     status = hc_pair_open(p, u, tl, 1, &what);
     if (status != UCS_OK) {
         hc_fail(name, "%s with TM_ENABLE=try: %s", what,
-                ucs_status_string(status));
+                hc_why(p->u, status));
     } else if (!(p->a.attr.cap.flags & any)) {
         hc_off(name, "with UCX_%s_TM_ENABLE=try it opened without: %s",
                !strcmp(tl, "dc_strand") ? "DC_STRAND" : "RC_STRAND",

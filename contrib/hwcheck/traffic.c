@@ -116,7 +116,7 @@ static void hc_am_expect(hc_pair_t *p, const char *name, ucs_status_t status,
 
     status = hc_comp_wait(p->u, status, comp);
     if (status != UCS_OK) {
-        hc_fail(name, "the send: %s", ucs_status_string(status));
+        hc_fail(name, "the send: %s", hc_why(p->u, status));
     } else if (!hc_wait(p->u, hc_am_arrived, &w)) {
         hc_fail(name, "nothing arrived in %.0f s", p->u->timeout);
     } else if (p->b.am.length != length) {
@@ -145,6 +145,9 @@ static void hc_am_short(hc_pair_t *p, uint8_t *want)
         hc_off(name, "not advertised");
         return;
     }
+    if (hc_ep_failed(p, name)) {
+        return;
+    }
     /* the message is the 8-byte header, then the payload */
     length = a->cap.am.max_short;
     memcpy(want, &hdr, sizeof(hdr));
@@ -170,12 +173,15 @@ static void hc_am_bcopy(hc_pair_t *p, uint8_t *want)
         hc_off(name, "not advertised");
         return;
     }
+    if (hc_ep_failed(p, name)) {
+        return;
+    }
     hc_pattern(want, arg.length, 2);
     HC_RETRY(p->u, sent, uct_ep_am_bcopy(p->ep, HC_AM_ID, hc_pack_cb, &arg,
                                          0));
     if (sent != (ssize_t)arg.length) {
         hc_fail(name, "uct_ep_am_bcopy: %s", (sent < 0) ?
-                ucs_status_string((ucs_status_t)sent) : "a short count");
+                hc_why(p->u, (ucs_status_t)sent) : "a short count");
         return;
     }
     hc_am_expect(p, name, UCS_OK, NULL, count0, want, arg.length);
@@ -190,7 +196,7 @@ static void hc_am_zcopy(hc_pair_t *p, uint8_t *want)
     uct_iov_t iov[HC_IOV_MAX];
     hc_region_t src;
     ucs_status_t status;
-    hc_comp_t comp;
+    hc_comp_t *comp;
     char name[64];
 
     hc_name(name, sizeof(name), p, "am zcopy");
@@ -199,13 +205,16 @@ static void hc_am_zcopy(hc_pair_t *p, uint8_t *want)
         hc_off(name, "not advertised");
         return;
     }
+    if (hc_ep_failed(p, name)) {
+        return;
+    }
     hdr_len = hc_min(sizeof(header), a->cap.am.max_hdr);
     length  = hc_min(a->cap.am.max_zcopy, HC_AM_MAX) - hdr_len;
     status  = hc_region_alloc(p->u, &src, length + HC_IOV_MAX * HC_IOV_GAP,
                               3);
     if (status != UCS_OK) {
         hc_fail(name, "registering the source: %s",
-                ucs_status_string(status));
+                hc_why(p->u, status));
         hc_region_free(p->u, &src);
         return;
     }
@@ -214,10 +223,10 @@ static void hc_am_zcopy(hc_pair_t *p, uint8_t *want)
     n = hc_iov_make(iov, a->cap.am.max_iov, &src, length);
     memcpy(want, header, hdr_len);
     hc_iov_gather(iov, n, want + hdr_len);
-    hc_comp_init(&comp);
+    comp = hc_comp_new(p->u);
     HC_RETRY(p->u, status, uct_ep_am_zcopy(p->ep, HC_AM_ID, header, hdr_len,
-                                           iov, n, 0, &comp.uct));
-    hc_am_expect(p, name, status, &comp, count0, want, hdr_len + length);
+                                           iov, n, 0, &comp->uct));
+    hc_am_expect(p, name, status, comp, count0, want, hdr_len + length);
     hc_region_free(p->u, &src);
 }
 
@@ -256,10 +265,10 @@ static void hc_put_verify(hc_pair_t *p, const char *name, ucs_status_t status,
 
     status = hc_comp_wait(p->u, status, comp);
     if (status == UCS_OK) {
-        status = hc_flush(p->u, p->ep);
+        status = hc_flush(p, p->ep);
     }
     if (status != UCS_OK) {
-        hc_fail(name, "%s", ucs_status_string(status));
+        hc_fail(name, "%s", hc_why(p->u, status));
     } else if (hc_compare(t->buf, want, t->length, why, sizeof(why))) {
         hc_fail(name, "%s", why);
     } else if (iovs > 1) {
@@ -279,7 +288,7 @@ void hc_check_put(hc_pair_t *p)
     uct_iov_t iov[HC_IOV_MAX];
     hc_bcopy_arg_t arg;
     ucs_status_t status;
-    hc_comp_t comp;
+    hc_comp_t *comp;
     size_t length, n;
     ssize_t sent;
     char name[64];
@@ -296,7 +305,7 @@ void hc_check_put(hc_pair_t *p)
     if ((status != UCS_OK) || (want == NULL) || (data == NULL)) {
         hc_name(name, sizeof(name), p, "put");
         hc_fail(name, "registering its buffers: %s",
-                ucs_status_string(status));
+                hc_why(p->u, status));
         goto out;
     }
     raddr = (uintptr_t)t.buf + HC_OFFSET;
@@ -304,20 +313,22 @@ void hc_check_put(hc_pair_t *p)
 
     hc_name(name, sizeof(name), p, "put short");
     hc_step("%s", name);
-    if (a->cap.flags & UCT_IFACE_FLAG_PUT_SHORT) {
+    if (!(a->cap.flags & UCT_IFACE_FLAG_PUT_SHORT)) {
+        hc_off(name, "not advertised");
+    } else if (!hc_ep_failed(p, name)) {
         length = a->cap.put.max_short;
         hc_pattern(data, length, 12);
         hc_put_expect(&t, want, data, length, 13);
         HC_RETRY(p->u, status, uct_ep_put_short(p->ep, data, length, raddr,
                                                 rkey));
         hc_put_verify(p, name, status, NULL, &t, want, length, 1);
-    } else {
-        hc_off(name, "not advertised");
     }
 
     hc_name(name, sizeof(name), p, "put bcopy");
     hc_step("%s", name);
-    if (a->cap.flags & UCT_IFACE_FLAG_PUT_BCOPY) {
+    if (!(a->cap.flags & UCT_IFACE_FLAG_PUT_BCOPY)) {
+        hc_off(name, "not advertised");
+    } else if (!hc_ep_failed(p, name)) {
         arg.data   = data;
         arg.length = hc_min(a->cap.put.max_bcopy, HC_ZCOPY_MAX);
         hc_pattern(data, arg.length, 14);
@@ -327,24 +338,22 @@ void hc_check_put(hc_pair_t *p)
         hc_put_verify(p, name, (sent == (ssize_t)arg.length) ? UCS_OK :
                       (sent < 0) ? (ucs_status_t)sent : UCS_ERR_IO_ERROR,
                       NULL, &t, want, arg.length, 1);
-    } else {
-        hc_off(name, "not advertised");
     }
 
     hc_name(name, sizeof(name), p, "put zcopy");
     hc_step("%s", name);
-    if (a->cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY) {
+    if (!(a->cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY)) {
+        hc_off(name, "not advertised");
+    } else if (!hc_ep_failed(p, name)) {
         length = hc_min(a->cap.put.max_zcopy,
                         HC_ZCOPY_MAX - HC_IOV_MAX * HC_IOV_GAP);
         n      = hc_iov_make(iov, a->cap.put.max_iov, &s, length);
         hc_iov_gather(iov, n, data);
         hc_put_expect(&t, want, data, length, 16);
-        hc_comp_init(&comp);
+        comp = hc_comp_new(p->u);
         HC_RETRY(p->u, status, uct_ep_put_zcopy(p->ep, iov, n, raddr, rkey,
-                                                &comp.uct));
-        hc_put_verify(p, name, status, &comp, &t, want, length, n);
-    } else {
-        hc_off(name, "not advertised");
+                                                &comp->uct));
+        hc_put_verify(p, name, status, comp, &t, want, length, n);
     }
 
 out:
@@ -356,13 +365,13 @@ out:
 
 /* --------------------------------------------------------------- GET */
 
-static void hc_get_bcopy(hc_pair_t *p, hc_region_t *t, uint8_t *got)
+static void hc_get_bcopy(hc_pair_t *p, hc_region_t *t)
 {
     const uct_iface_attr_t *a = &p->a.attr;
-    hc_bcopy_arg_t arg        = {got, 0};
-    size_t length;
+    size_t length             = hc_min(a->cap.get.max_bcopy, HC_ZCOPY_MAX);
+    hc_bcopy_arg_t *arg;
     ucs_status_t status;
-    hc_comp_t comp;
+    hc_comp_t *comp;
     char name[64], why[160];
 
     hc_name(name, sizeof(name), p, "get bcopy");
@@ -371,20 +380,25 @@ static void hc_get_bcopy(hc_pair_t *p, hc_region_t *t, uint8_t *got)
         hc_off(name, "not advertised");
         return;
     }
-    length = hc_min(a->cap.get.max_bcopy, HC_ZCOPY_MAX);
-    memset(got, 0, length);
-    hc_comp_init(&comp);
-    HC_RETRY(p->u, status, uct_ep_get_bcopy(p->ep, hc_unpack_cb, &arg,
+    if (hc_ep_failed(p, name)) {
+        return;
+    }
+    /* the data lands when the GET completes, which may be after a
+     * timeout: in memory that stays */
+    arg       = hc_keep(p->u, sizeof(*arg) + length);
+    arg->data = (uint8_t*)(arg + 1);
+    comp      = hc_comp_new(p->u);
+    HC_RETRY(p->u, status, uct_ep_get_bcopy(p->ep, hc_unpack_cb, arg,
                                             length,
                                             (uintptr_t)t->buf + HC_OFFSET,
-                                            t->rkey.rkey, &comp.uct));
-    status = hc_comp_wait(p->u, status, &comp);
+                                            t->rkey.rkey, &comp->uct));
+    status = hc_comp_wait(p->u, status, comp);
     if (status != UCS_OK) {
-        hc_fail(name, "%s", ucs_status_string(status));
-    } else if (arg.length != length) {
-        hc_fail(name, "%zu bytes came back, %zu were read", arg.length,
+        hc_fail(name, "%s", hc_why(p->u, status));
+    } else if (arg->length != length) {
+        hc_fail(name, "%zu bytes came back, %zu were read", arg->length,
                 length);
-    } else if (hc_compare(got, t->buf + HC_OFFSET, length, why,
+    } else if (hc_compare(arg->data, t->buf + HC_OFFSET, length, why,
                           sizeof(why))) {
         hc_fail(name, "%s", why);
     } else {
@@ -399,13 +413,16 @@ static void hc_get_zcopy(hc_pair_t *p, hc_region_t *t, hc_region_t *l,
     uct_iov_t iov[HC_IOV_MAX];
     size_t length, n, k, off;
     ucs_status_t status;
-    hc_comp_t comp;
+    hc_comp_t *comp;
     char name[64], why[160];
 
     hc_name(name, sizeof(name), p, "get zcopy");
     hc_step("%s", name);
     if (!(a->cap.flags & UCT_IFACE_FLAG_GET_ZCOPY)) {
         hc_off(name, "not advertised");
+        return;
+    }
+    if (hc_ep_failed(p, name)) {
         return;
     }
     length = hc_min(a->cap.get.max_zcopy,
@@ -422,13 +439,13 @@ static void hc_get_zcopy(hc_pair_t *p, hc_region_t *t, hc_region_t *l,
         memcpy(want + ((uint8_t*)iov[k].buffer - l->buf), t->buf + off,
                iov[k].length);
     }
-    hc_comp_init(&comp);
+    comp = hc_comp_new(p->u);
     HC_RETRY(p->u, status, uct_ep_get_zcopy(p->ep, iov, n,
                                             (uintptr_t)t->buf + HC_OFFSET,
-                                            t->rkey.rkey, &comp.uct));
-    status = hc_comp_wait(p->u, status, &comp);
+                                            t->rkey.rkey, &comp->uct));
+    status = hc_comp_wait(p->u, status, comp);
     if (status != UCS_OK) {
-        hc_fail(name, "%s", ucs_status_string(status));
+        hc_fail(name, "%s", hc_why(p->u, status));
     } else if (hc_compare(l->buf, want, l->length, why, sizeof(why))) {
         hc_fail(name, "%s", why);
     } else {
@@ -452,9 +469,9 @@ void hc_check_get(hc_pair_t *p)
     if ((status != UCS_OK) || (buf == NULL)) {
         hc_name(name, sizeof(name), p, "get");
         hc_fail(name, "registering its buffers: %s",
-                ucs_status_string(status));
+                hc_why(p->u, status));
     } else {
-        hc_get_bcopy(p, &t, buf);
+        hc_get_bcopy(p, &t);
         hc_get_zcopy(p, &t, &l, buf);
     }
     hc_region_free(p->u, &l);
@@ -512,10 +529,10 @@ static int hc_atomic_one(hc_pair_t *p, hc_region_t *t, int bits, int fetch,
     const uint64_t raddr = (uintptr_t)t->buf + off;
     const uct_rkey_t rk  = t->rkey.rkey;
     uint8_t want[64];
-    uint64_t result64 = 0, expect;
-    uint32_t result32 = 0, v32;
+    uint64_t expect;
+    uint32_t v32;
     ucs_status_t status;
-    hc_comp_t comp;
+    hc_comp_t *comp;
 
     hc_pattern(t->buf, sizeof(want), 30 + op);
     v32 = (uint32_t)init;
@@ -525,7 +542,7 @@ static int hc_atomic_one(hc_pair_t *p, hc_region_t *t, int bits, int fetch,
     v32    = (uint32_t)expect;
     memcpy(want + off, (bits == 64) ? (void*)&expect : (void*)&v32, bits / 8);
 
-    hc_comp_init(&comp);
+    comp = hc_comp_new(p->u);
     if (!fetch && (bits == 64)) {
         HC_RETRY(p->u, status, uct_ep_atomic64_post(p->ep, op, arg, raddr,
                                                     rk));
@@ -534,34 +551,36 @@ static int hc_atomic_one(hc_pair_t *p, hc_region_t *t, int bits, int fetch,
                                                     raddr, rk));
     } else if ((op == UCT_ATOMIC_OP_CSWAP) && (bits == 64)) {
         HC_RETRY(p->u, status, uct_ep_atomic_cswap64(p->ep, init, arg, raddr,
-                                                     rk, &result64,
-                                                     &comp.uct));
+                                                     rk, &comp->result64,
+                                                     &comp->uct));
     } else if (op == UCT_ATOMIC_OP_CSWAP) {
         HC_RETRY(p->u, status, uct_ep_atomic_cswap32(p->ep, (uint32_t)init,
                                                      (uint32_t)arg, raddr, rk,
-                                                     &result32, &comp.uct));
+                                                     &comp->result32, &comp->uct));
     } else if (bits == 64) {
         HC_RETRY(p->u, status, uct_ep_atomic64_fetch(p->ep, op, arg,
-                                                     &result64, raddr, rk,
-                                                     &comp.uct));
+                                                     &comp->result64, raddr, rk,
+                                                     &comp->uct));
     } else {
         HC_RETRY(p->u, status, uct_ep_atomic32_fetch(p->ep, op, (uint32_t)arg,
-                                                     &result32, raddr, rk,
-                                                     &comp.uct));
+                                                     &comp->result32, raddr, rk,
+                                                     &comp->uct));
     }
-    status = hc_comp_wait(p->u, status, &comp);
+    status = hc_comp_wait(p->u, status, comp);
     if (status == UCS_OK) {
-        status = hc_flush(p->u, p->ep);
+        status = hc_flush(p, p->ep);
     }
     if (status != UCS_OK) {
         snprintf(why, max, "%s: %s", op_name,
-                 ucs_status_string(status));
+                 hc_why(p->u, status));
         return -1;
     }
-    if (fetch && (((bits == 64) ? result64 : result32) != init)) {
+    if (fetch &&
+        (((bits == 64) ? comp->result64 : comp->result32) != init)) {
         snprintf(why, max, "%s fetched 0x%" PRIx64 ", not 0x%" PRIx64,
                  op_name,
-                 (bits == 64) ? result64 : (uint64_t)result32, init);
+                 (bits == 64) ? comp->result64 : (uint64_t)comp->result32,
+                 init);
         return -1;
     }
     if (memcmp(t->buf, want, sizeof(want))) {
@@ -607,6 +626,9 @@ static void hc_atomics(hc_pair_t *p, const hc_machine_t *m, hc_region_t *t,
     snprintf(name, sizeof(name), "%s atomic%d %s", p->tl, bits,
              fetch ? "fetch" : "post");
     hc_step("%s", name);
+    if (flags && hc_ep_failed(p, name)) {
+        return;
+    }
     for (i = 0; i < nops; ++i) {
         if (!(flags & UCS_BIT(hc_atomic_ops[i].op))) {
             strcat(missing, missing[0] ? " " : "");
@@ -640,7 +662,7 @@ void hc_check_atomics(hc_pair_t *p, const hc_machine_t *m)
     if (status != UCS_OK) {
         hc_name(name, sizeof(name), p, "atomics");
         hc_fail(name, "registering the target: %s",
-                ucs_status_string(status));
+                hc_why(p->u, status));
     } else {
         for (bits = 32; bits <= 64; bits += 32) {
             hc_atomics(p, m, &t, bits, 0);

@@ -21,6 +21,34 @@
 #include <time.h>
 #include <unistd.h>
 
+struct hc_kept {
+    hc_kept_t *next;
+    /* the memory handed out follows, aligned for any type */
+    union {
+        long double ld;
+        uint64_t    u64;
+        void       *ptr;
+    } data[];
+};
+
+struct hc_late {
+    hc_late_t  *next;
+    hc_region_t region;
+};
+
+void *hc_keep(hc_uct_t *u, size_t size)
+{
+    hc_kept_t *k = calloc(1, sizeof(*k) + size);
+
+    if (k == NULL) {
+        fprintf(stderr, "strand-hwcheck: out of memory\n");
+        exit(1);
+    }
+    k->next = u->kept;
+    u->kept = k;
+    return k->data;
+}
+
 double hc_now(void)
 {
     struct timespec ts;
@@ -158,8 +186,19 @@ int hc_uct_open(hc_uct_t *u, const char *md_name, double timeout)
     return 0;
 }
 
+static void hc_region_release(hc_uct_t *u, hc_region_t *r);
+
 void hc_uct_close(hc_uct_t *u)
 {
+    hc_late_t *l;
+    hc_kept_t *k;
+
+    /* every interface is closed: nothing writes these any more */
+    while ((l = u->late) != NULL) {
+        u->late = l->next;
+        hc_region_release(u, &l->region);
+        free(l);
+    }
     if (u->worker != NULL) {
         uct_worker_destroy(u->worker);
     }
@@ -168,6 +207,10 @@ void hc_uct_close(hc_uct_t *u)
     }
     if (u->md != NULL) {
         uct_md_close(u->md);
+    }
+    while ((k = u->kept) != NULL) {
+        u->kept = k->next;
+        free(k);
     }
 }
 
@@ -330,6 +373,31 @@ ucs_status_t hc_ep_create(hc_pair_t *p, uct_ep_h *ep_p)
     return uct_ep_create(&params, ep_p);
 }
 
+ucs_status_t hc_ep_error(const hc_pair_t *p, uct_ep_h ep)
+{
+    const hc_errors_t *e = &p->a.errors;
+    unsigned i;
+
+    for (i = 0; (i < e->count) && (i < HC_MAX_ERRORS); ++i) {
+        if (e->ep[i] == ep) {
+            return e->status[i];
+        }
+    }
+    return UCS_OK;
+}
+
+int hc_ep_failed(hc_pair_t *p, const char *name)
+{
+    ucs_status_t status = hc_ep_error(p, p->ep);
+
+    if (status == UCS_OK) {
+        return 0;
+    }
+    hc_fail(name, "not run: the endpoint failed before (%s)",
+            ucs_status_string(status));
+    return 1;
+}
+
 ucs_status_t hc_pair_open(hc_pair_t *p, hc_uct_t *u, const char *tl,
                           int tags, const char **what)
 {
@@ -369,6 +437,7 @@ int hc_wait(hc_uct_t *u, int (*cond)(void *arg), void *arg)
 
     while (!cond(arg)) {
         if (hc_now() > end) {
+            u->stuck = 1;
             return 0;
         }
         uct_worker_progress(u->worker);
@@ -384,13 +453,14 @@ static void hc_comp_cb(uct_completion_t *self)
     c->status = self->status;
 }
 
-void hc_comp_init(hc_comp_t *c)
+hc_comp_t *hc_comp_new(hc_uct_t *u)
 {
+    hc_comp_t *c = hc_keep(u, sizeof(*c));
+
     c->uct.func   = hc_comp_cb;
     c->uct.count  = 1;
     c->uct.status = UCS_OK;
-    c->done       = 0;
-    c->status     = UCS_OK;
+    return c;
 }
 
 static int hc_comp_done(void *arg)
@@ -406,14 +476,32 @@ ucs_status_t hc_comp_wait(hc_uct_t *u, ucs_status_t status, hc_comp_t *c)
     return hc_wait(u, hc_comp_done, c) ? c->status : UCS_ERR_TIMED_OUT;
 }
 
-ucs_status_t hc_flush(hc_uct_t *u, uct_ep_h ep)
+ucs_status_t hc_flush(hc_pair_t *p, uct_ep_h ep)
 {
+    hc_comp_t *c = hc_comp_new(p->u);
     ucs_status_t status;
-    hc_comp_t c;
 
-    hc_comp_init(&c);
-    HC_RETRY(u, status, uct_ep_flush(ep, 0, &c.uct));
-    return hc_comp_wait(u, status, &c);
+    HC_RETRY(p->u, status, uct_ep_flush(ep, 0, &c->uct));
+    status = hc_comp_wait(p->u, status, c);
+    return (status == UCS_OK) ? hc_ep_error(p, ep) : status;
+}
+
+const char *hc_why(const hc_uct_t *u, ucs_status_t status)
+{
+    static char buf[160];
+
+    switch (status) {
+    case UCS_ERR_NO_RESOURCE:
+        snprintf(buf, sizeof(buf), "still no resources to send after %.0f s "
+                 "(a full queue, or an endpoint that never connected)",
+                 u->timeout);
+        return buf;
+    case UCS_ERR_TIMED_OUT:
+        snprintf(buf, sizeof(buf), "no completion in %.0f s", u->timeout);
+        return buf;
+    default:
+        return ucs_status_string(status);
+    }
 }
 
 /* ---------------------------------------------------------- regions */
@@ -460,7 +548,7 @@ ucs_status_t hc_region_alloc(hc_uct_t *u, hc_region_t *r, size_t length,
     return status;
 }
 
-void hc_region_free(hc_uct_t *u, hc_region_t *r)
+static void hc_region_release(hc_uct_t *u, hc_region_t *r)
 {
     if (r->have_rkey) {
         uct_rkey_release(u->component, &r->rkey);
@@ -472,6 +560,20 @@ void hc_region_free(hc_uct_t *u, hc_region_t *r)
     }
     free(r->buf);
     r->buf = NULL;
+}
+
+void hc_region_free(hc_uct_t *u, hc_region_t *r)
+{
+    hc_late_t *l;
+
+    if (u->stuck && (r->buf != NULL) && ((l = malloc(sizeof(*l))) != NULL)) {
+        l->region = *r;
+        l->next   = u->late;
+        u->late   = l;
+        memset(r, 0, sizeof(*r));
+        return;
+    }
+    hc_region_release(u, r);
 }
 
 int hc_compare(const uint8_t *got, const uint8_t *want, size_t length,
