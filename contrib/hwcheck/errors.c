@@ -70,7 +70,7 @@ static int hc_bad_put(hc_pair_t *p, uct_ep_h ep_bad, hc_region_t *src,
                                             &comp->uct));
     if (status == UCS_OK) {
         hc_fail(name, "the PUT with a dead key completed at once as success");
-    } else if ((status != UCS_INPROGRESS) && UCS_STATUS_IS_ERR(status)) {
+    } else if (status != UCS_INPROGRESS) {
         hc_fail(name, "the PUT was refused when posted (%s), not failed by "
                 "the device", hc_why(p->u, status));
     } else if (!hc_wait(p->u, hc_err_seen, &w)) {
@@ -80,14 +80,14 @@ static int hc_bad_put(hc_pair_t *p, uct_ep_h ep_bad, hc_region_t *src,
                 "no error handler call");
     } else if (comp->status == UCS_OK) {
         hc_fail(name, "the PUT with a dead key completed as success");
-    } else if (p->a.errors.ep[w.count] != ep_bad) {
+    } else if (hc_ep_error(p, ep_bad) == UCS_OK) {
         hc_fail(name, "the error handler named another endpoint");
     } else if (hc_compare(dead->buf, before, HC_ERR_SIZE, why, sizeof(why))) {
         hc_fail(name, "the memory behind the dead key was written: %s", why);
     } else {
         hc_ok(name, "a PUT with a deregistered key: completion '%s', error "
               "handler '%s', nothing written", ucs_status_string(comp->status),
-              ucs_status_string(p->a.errors.status[w.count]));
+              ucs_status_string(hc_ep_error(p, ep_bad)));
         ret = 0;
     }
     free(before);

@@ -598,14 +598,13 @@ static int hc_atomic_one(hc_pair_t *p, hc_region_t *t, int bits, int fetch,
 static const char *hc_atomics_why(const hc_pair_t *p, const hc_machine_t *m)
 {
     if (!(p->a.attr.cap.flags & UCT_IFACE_FLAG_ATOMIC_DEVICE)) {
-        return "the interface advertises no atomics: the device reports none";
+        return "the device reports no atomics";
     }
     if (!m->sim && !m->devx) {
-        return "not advertised: strand offers them with the NIC's masked "
-               "atomics, read through DEVX, which is off above";
+        return "strand offers them with the NIC's masked atomics, read "
+               "through DEVX, which is off above";
     }
-    return "not advertised: strand offers them only where the device has "
-           "masked atomics";
+    return "strand offers them only where the device has masked atomics";
 }
 
 /* One width, posted or fetching: a line for the ops that were run, and
@@ -647,7 +646,7 @@ static void hc_atomics(hc_pair_t *p, const hc_machine_t *m, hc_region_t *t,
         hc_ok(name, "%s", done);
     }
     if (missing[0]) {
-        hc_off(name, "%s: %s", missing, hc_atomics_why(p, m));
+        hc_off(name, "%s: not advertised; %s", missing, hc_atomics_why(p, m));
     }
 }
 
