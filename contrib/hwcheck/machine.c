@@ -472,10 +472,13 @@ void hc_machine_check(hc_machine_t *m)
     hc_step("verbs device");
     list  = ibv_get_device_list(&num);
     ibdev = (list != NULL) ? hc_verbs_find(list, num, m->device) : NULL;
-    if (ibdev == NULL) {
-        hc_fail("verbs device", "libibverbs does not list %s (%s): is "
-                "ibverbs-providers (libmlx5) installed?", m->device,
-                (list == NULL) ? strerror(errno) : "not among its devices");
+    if (list == NULL) {
+        hc_fail("verbs device", "ibv_get_device_list: %s (is the ib_uverbs "
+                "kernel module loaded? /dev/infiniband/uverbs*)",
+                strerror(errno));
+    } else if (ibdev == NULL) {
+        hc_fail("verbs device", "libibverbs does not list %s: is "
+                "ibverbs-providers (libmlx5) installed?", m->device);
     } else if (!mlx5dv_is_supported(ibdev)) {
         hc_fail("verbs device", "%s is not driven by rdma-core's mlx5 "
                 "provider (mlx5dv_is_supported)", m->device);
