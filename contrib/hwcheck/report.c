@@ -18,8 +18,7 @@
 
 #include <link.h>
 #include <limits.h>
-#include <math.h>
-#include <signal.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +29,8 @@
 
 #define HC_NAME_WIDTH   30
 #define HC_MAX_FAILED   16
+
+static void hc_watchdog_stop(void);
 
 static struct {
     unsigned ok, off, fail;
@@ -209,7 +210,7 @@ int hc_report_finish(int sim)
 {
     unsigned i;
 
-    alarm(0);
+    hc_watchdog_stop();
     printf("\nsummary: %u ok, %u off, %u FAIL\n", hc_counts.ok, hc_counts.off,
            hc_counts.fail);
     if (hc_counts.fail > 0) {
@@ -232,24 +233,45 @@ int hc_report_finish(int sim)
 
 /* ---------------------------------------------------------- watchdog */
 
-static unsigned hc_watchdog_secs;
-static char     hc_watchdog_msg[512];
-static size_t   hc_watchdog_len;
+/* A thread, not SIGALRM: UCX may use that signal for its own timers. It
+ * looks every 100 ms whether the step now running has passed its
+ * deadline, and then ends the run with the line made when the step
+ * began. */
+static pthread_mutex_t hc_watchdog_lock = PTHREAD_MUTEX_INITIALIZER;
+static double          hc_watchdog_secs;
+static double          hc_watchdog_deadline;    /* 0: disarmed */
+static char            hc_watchdog_msg[512];
+static size_t          hc_watchdog_len;
 
-/* The message is made when the step starts: a signal handler may only
- * write(). */
-static void hc_watchdog_fire(int sig)
+static void *hc_watchdog_run(void *arg)
 {
-    ssize_t n = write(STDOUT_FILENO, hc_watchdog_msg, hc_watchdog_len);
+    ssize_t n;
+    int fire;
 
-    (void)n;
-    _exit(1);
+    for (;;) {
+        usleep(100000);
+        pthread_mutex_lock(&hc_watchdog_lock);
+        fire = (hc_watchdog_deadline > 0) && (hc_now() > hc_watchdog_deadline);
+        if (fire) {
+            /* the main thread is stuck in a call, not printing: its lines
+             * are out (each is flushed) */
+            n = write(STDOUT_FILENO, hc_watchdog_msg, hc_watchdog_len);
+            (void)n;
+            _exit(1);
+        }
+        pthread_mutex_unlock(&hc_watchdog_lock);
+    }
+    return NULL;
 }
 
 void hc_watchdog_init(double secs)
 {
-    hc_watchdog_secs = (unsigned)ceil(secs);
-    signal(SIGALRM, hc_watchdog_fire);
+    pthread_t thread;
+
+    hc_watchdog_secs = secs;
+    if (pthread_create(&thread, NULL, hc_watchdog_run, NULL) == 0) {
+        pthread_detach(thread);
+    }
 }
 
 void hc_step(const char *fmt, ...)
@@ -261,12 +283,21 @@ void hc_step(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(step, sizeof(step), fmt, ap);
     va_end(ap);
+    pthread_mutex_lock(&hc_watchdog_lock);
     len = snprintf(hc_watchdog_msg, sizeof(hc_watchdog_msg),
-                   "  %-*s FAIL (did not finish in %u s: it hangs)\n"
+                   "  %-*s FAIL (did not finish in %.0f s: it hangs)\n"
                    "\nstrand-hwcheck: stopped at a check that hangs; send "
                    "this report and ibv_devinfo -v\n",
                    HC_NAME_WIDTH, step, hc_watchdog_secs);
-    hc_watchdog_len = (len < (int)sizeof(hc_watchdog_msg)) ?
-                      (size_t)len : sizeof(hc_watchdog_msg) - 1;
-    alarm(hc_watchdog_secs);
+    hc_watchdog_len      = (len < (int)sizeof(hc_watchdog_msg)) ?
+                           (size_t)len : sizeof(hc_watchdog_msg) - 1;
+    hc_watchdog_deadline = hc_now() + hc_watchdog_secs;
+    pthread_mutex_unlock(&hc_watchdog_lock);
+}
+
+static void hc_watchdog_stop(void)
+{
+    pthread_mutex_lock(&hc_watchdog_lock);
+    hc_watchdog_deadline = 0;
+    pthread_mutex_unlock(&hc_watchdog_lock);
 }
