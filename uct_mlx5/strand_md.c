@@ -116,18 +116,37 @@ static strand_dev_type_t strand_md_config_dev_type(uct_component_t *component)
     return type;
 }
 
+/* A user who asked for hardware and gets no device is told why (auto
+ * falls back to the software device, sim never looks for hardware): else
+ * ucx_info -d and UCP would just not list strand. Once per process: UCX
+ * asks for the resources twice (their count, then the list). */
+static pthread_once_t strand_md_no_hw_once = PTHREAD_ONCE_INIT;
+
+static void strand_md_warn_no_hw(void)
+{
+    char why[256];
+
+    strand_dev_hw_why_none(why, sizeof(why));
+    ucs_warn("strand: UCX_STRAND_DEVICE_TYPE=hw, but no hardware mlx5 "
+             "device: %s; sim (or auto) uses the software device smlx5_0",
+             why);
+}
+
 static ucs_status_t
 strand_md_query_resources(uct_component_t *component,
                           uct_md_resource_desc_t **resources_p,
                           unsigned *num_resources_p)
 {
+    strand_dev_type_t type = strand_md_config_dev_type(component);
     strand_dev_info_t infos[STRAND_MD_MAX_DEVICES];
     uct_md_resource_desc_t *res;
     int i, n;
 
-    n = strand_md_select_devices(strand_md_config_dev_type(component), infos,
-                                 STRAND_MD_MAX_DEVICES);
+    n = strand_md_select_devices(type, infos, STRAND_MD_MAX_DEVICES);
     if (n <= 0) {
+        if (type == STRAND_DEV_TYPE_HW) {
+            pthread_once(&strand_md_no_hw_once, strand_md_warn_no_hw);
+        }
         return uct_md_query_empty_md_resource(resources_p, num_resources_p);
     }
     res = ucs_calloc(n, sizeof(*res), "strand_md_resources");

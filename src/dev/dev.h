@@ -369,6 +369,9 @@ extern const strand_dev_ops_t strand_dev_hw_ops;
 int strand_dev_list(unsigned kind_mask, strand_dev_info_t *out, int max);
 /* Open by info (picks the backend of info->kind). */
 int strand_dev_open(const strand_dev_info_t *info, strand_dev_t **dev_p);
+/* Why the hw backend lists no device, in words for a user who asked for
+ * hardware (no RDMA driver, no device, none of them mlx5). */
+void strand_dev_hw_why_none(char *buf, size_t max);
 
 /* Shared by the backends: the GID index addresses should carry (RoCE v2
  * before v1, IPv4-mapped before other global GIDs before link-local ones;

@@ -11,6 +11,7 @@
 
 #include "dev_hw.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -54,6 +55,51 @@ static int dev_hw_list(strand_dev_info_t *out, int max)
     }
     ibv_free_device_list(list);
     return n;
+}
+
+/* Where dev_hw_list finds nothing: the kernel's view first (a machine
+ * without an RDMA driver has no /sys/class/infiniband), then libibverbs',
+ * then the devices that are there but no mlx5. */
+void strand_dev_hw_why_none(char *buf, size_t max)
+{
+    static const char *sysfs = "/sys/class/infiniband";
+    struct ibv_device **list;
+    struct dirent *e;
+    size_t len;
+    DIR *dir  = opendir(sysfs);
+    int exists = (dir != NULL);
+    int i, num = 0, entries = 0;
+
+    if (exists) {
+        while ((e = readdir(dir)) != NULL) {
+            entries += (e->d_name[0] != '.');
+        }
+        closedir(dir);
+    }
+    if (entries == 0) {
+        snprintf(buf, max, "no RDMA device on this machine (%s %s)", sysfs,
+                 exists ? "is empty" :
+                          "does not exist: no RDMA driver is loaded");
+        return;
+    }
+    errno = 0;
+    list  = ibv_get_device_list(&num);
+    if ((list == NULL) || (num == 0)) {
+        snprintf(buf, max, "libibverbs lists none of the %d devices in %s "
+                 "(%s)", entries, sysfs,
+                 (errno != 0) ? strerror(errno) : "no provider claims them");
+        if (list != NULL) {
+            ibv_free_device_list(list);
+        }
+        return;
+    }
+    len = snprintf(buf, max, "none of the RDMA devices is an mlx5 device "
+                   "(mlx5dv_is_supported):");
+    for (i = 0; (i < num) && (len < max); ++i) {
+        len += snprintf(buf + len, max - len, " %s",
+                        ibv_get_device_name(list[i]));
+    }
+    ibv_free_device_list(list);
 }
 
 static void dev_hw_close(strand_dev_t *dev)

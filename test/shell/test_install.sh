@@ -10,5 +10,8 @@ check "libuct_strand.so installed in UCX's module directory" test -e "$moddir/li
 check "libuct_strand.so.0 installed (UCX >= 1.22 plugin name)" test -e "$moddir/libuct_strand.so.0"
 check "no libtool archive left next to UCX's modules" test ! -e "$moddir/libuct_strand.la"
 check "strand-run installed" bash -c "find '$dest' -path '*/bin/strand-run' | grep -q ."
+check "strand-hwcheck installed, its program in libexec/strand" \
+    bash -c "find '$dest' -path '*/bin/strand-hwcheck' | grep -q . &&
+             find '$dest' -path '*/libexec/strand/strand_hwcheck' -perm -u+x | grep -q ."
 STRAND_PLUGIN=$moddir/libuct_strand.so strand-run ucx_info -d >"$tmpdir/d" 2>&1
 check "the installed module registers component strand" grep -q '^# *Component: strand$' "$tmpdir/d"
