@@ -151,8 +151,7 @@ typedef struct hc_comp {
     uint32_t         result32;
 } hc_comp_t;
 
-/* The strand component (NULL: not registered) and the plugin file. */
-uct_component_h hc_uct_component(void);
+/* The plugin file strand's component came from. */
 const char *hc_plugin_path(void);
 /* The MD on `md_name` (registration cache off: a key must die with its
  * registration, errors.c), a worker: 0, or -1 with the FAIL line said. */

@@ -10,11 +10,11 @@
 #endif
 
 #include "hwcheck.h"
+#include "contrib/uct_component.h"
 
 #include <ucs/datastruct/string_buffer.h>
 #include <ucs/vfs/base/vfs_obj.h>
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,40 +58,6 @@ double hc_now(void)
 }
 
 /* ------------------------------------------------------ component, MD */
-
-static uct_component_h hc_find_component(void)
-{
-    uct_component_h *components, found = NULL;
-    uct_component_attr_t attr;
-    unsigned i, num;
-
-    if (uct_query_components(&components, &num) != UCS_OK) {
-        return NULL;
-    }
-    for (i = 0; i < num; ++i) {
-        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-        if ((uct_component_query(components[i], &attr) == UCS_OK) &&
-            !strcmp(attr.name, "strand")) {
-            found = components[i];
-        }
-    }
-    uct_release_component_list(components);
-    return found;
-}
-
-/* strand-hwcheck starts the program through strand-run, which loads the
- * plugin; run by hand, STRAND_PLUGIN may name it. */
-uct_component_h hc_uct_component(void)
-{
-    uct_component_h c    = hc_find_component();
-    const char *plugin   = getenv("STRAND_PLUGIN");
-
-    if ((c == NULL) && (plugin != NULL) &&
-        (dlopen(plugin, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE) != NULL)) {
-        c = hc_find_component();
-    }
-    return c;
-}
 
 /* Whether the component lists the MD (UCX_STRAND_DEVICE_TYPE decides
  * which devices it lists). */
@@ -148,7 +114,7 @@ int hc_uct_open(hc_uct_t *u, const char *md_name, double timeout)
     snprintf(u->dev_name, sizeof(u->dev_name), "%s:1", md_name);
 
     hc_step("strand component");
-    u->component = hc_uct_component();
+    u->component = strand_uct_component();
     if (u->component == NULL) {
         hc_fail("strand component", "UCX has no component strand: the "
                 "plugin is not loaded (run strand-hwcheck, which loads it "

@@ -3,12 +3,12 @@
  * software NIC, a dc_strand interface), VFS reads and socket helpers.
  */
 #include "peers.h"
+#include "contrib/uct_component.h"
 #include "dc_iface_params.h"
 
 #include <ucs/datastruct/string_buffer.h>
 #include <ucs/vfs/base/vfs_obj.h>
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,38 +24,6 @@ double peers_now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static uct_component_h peers_find_component(void)
-{
-    uct_component_h *components, found = NULL;
-    uct_component_attr_t attr;
-    unsigned i, num;
-
-    if (uct_query_components(&components, &num) != UCS_OK) {
-        return NULL;
-    }
-    for (i = 0; i < num; ++i) {
-        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-        if ((uct_component_query(components[i], &attr) == UCS_OK) &&
-            !strcmp(attr.name, "strand")) {
-            found = components[i];
-        }
-    }
-    uct_release_component_list(components);
-    return found;
-}
-
-/* strand-run preloads the module; without it, STRAND_PLUGIN names it */
-static uct_component_h peers_component(void)
-{
-    uct_component_h c = peers_find_component();
-    const char *plugin = getenv("STRAND_PLUGIN");
-
-    if ((c == NULL) && (plugin != NULL) &&
-        (dlopen(plugin, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE) != NULL)) {
-        c = peers_find_component();
-    }
-    return c;
-}
 
 ucs_status_t peers_uct_open(peers_uct_t *u, uct_error_handler_t err_cb,
                             void *err_arg)
@@ -67,7 +35,7 @@ ucs_status_t peers_uct_open(peers_uct_t *u, uct_error_handler_t err_cb,
 
     memset(u, 0, sizeof(*u));
     u->event_fd  = -1;
-    u->component = peers_component();
+    u->component = strand_uct_component();
     if (u->component == NULL) {
         fprintf(stderr, "dc_peers: no strand component (run through "
                 "strand-run, or set STRAND_PLUGIN)\n");
