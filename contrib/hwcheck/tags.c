@@ -172,6 +172,36 @@ static ucs_status_t hc_eager_send(hc_pair_t *p, hc_eager_t kind,
     }
 }
 
+/* A transfer's buffers (src of `length` bytes; dst with room for what a
+ * bad receive could write past it), dst's bytes before the transfer in
+ * *image, and a receive posted into dst: 0, or -1 with the FAIL line
+ * said (what was made is freed by the caller). */
+static int hc_tag_setup(hc_pair_t *p, const char *name, hc_tag_ctx_t *ctx,
+                        size_t length, unsigned seed, uct_tag_t tag,
+                        hc_region_t *src, hc_region_t *dst, uint8_t **image)
+{
+    ucs_status_t status;
+
+    memset(dst, 0, sizeof(*dst));
+    *image = NULL;
+    status = hc_region_alloc(p->u, src, length, seed);
+    if (status == UCS_OK) {
+        status = hc_region_alloc(p->u, dst, length + HC_TAG_SLACK, seed + 1);
+    }
+    *image = malloc(length + HC_TAG_SLACK);
+    if ((status != UCS_OK) || (*image == NULL)) {
+        hc_fail(name, "registering its buffers: %s", hc_why(p->u, status));
+        return -1;
+    }
+    memcpy(*image, dst->buf, dst->length);
+    status = hc_tag_post(p, ctx, dst, tag);
+    if (status != UCS_OK) {
+        hc_fail(name, "posting the receive: %s", hc_why(p->u, status));
+        return -1;
+    }
+    return 0;
+}
+
 static void hc_tag_eager(hc_pair_t *p, hc_eager_t kind, uint64_t flag,
                          const char *what, uct_tag_t tag)
 {
@@ -191,22 +221,8 @@ static void hc_tag_eager(hc_pair_t *p, hc_eager_t kind, uint64_t flag,
     if (hc_ep_failed(p, name)) {
         return;
     }
-    memset(&dst, 0, sizeof(dst));
-    status = hc_region_alloc(p->u, &src, length + 1, 50 + kind);
-    if (status == UCS_OK) {
-        status = hc_region_alloc(p->u, &dst, length + HC_TAG_SLACK,
-                                 60 + kind);
-    }
-    image = malloc(length + HC_TAG_SLACK);
-    if ((status != UCS_OK) || (image == NULL)) {
-        hc_fail(name, "registering its buffers: %s",
-                hc_why(p->u, status));
-        goto out;
-    }
-    memcpy(image, dst.buf, dst.length);
-    status = hc_tag_post(p, ctx, &dst, tag);
-    if (status != UCS_OK) {
-        hc_fail(name, "posting the receive: %s", hc_why(p->u, status));
+    if (hc_tag_setup(p, name, ctx, length, 50 + 2 * kind, tag, &src, &dst,
+                     &image) != 0) {
         goto out;
     }
     status = hc_eager_send(p, kind, &src, length, tag);
@@ -303,21 +319,8 @@ static void hc_tag_rndv(hc_pair_t *p, uct_tag_t tag)
     if (hc_ep_failed(p, name)) {
         return;
     }
-    memset(&dst, 0, sizeof(dst));
-    status = hc_region_alloc(p->u, &src, length, 80);
-    if (status == UCS_OK) {
-        status = hc_region_alloc(p->u, &dst, length + HC_TAG_SLACK, 81);
-    }
-    image = malloc(length + HC_TAG_SLACK);
-    if ((status != UCS_OK) || (image == NULL)) {
-        hc_fail(name, "registering its buffers: %s",
-                hc_why(p->u, status));
-        goto out;
-    }
-    memcpy(image, dst.buf, dst.length);
-    status = hc_tag_post(p, ctx, &dst, tag);
-    if (status != UCS_OK) {
-        hc_fail(name, "posting the receive: %s", hc_why(p->u, status));
+    if (hc_tag_setup(p, name, ctx, length, 80, tag, &src, &dst,
+                     &image) != 0) {
         goto out;
     }
     iov = (uct_iov_t){src.buf, length, src.memh, 0, 1};
