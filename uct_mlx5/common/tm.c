@@ -211,7 +211,7 @@ ucs_status_t strand_tm_recv_zcopy(strand_tm_t *tm, uct_tag_t tag,
     e->cqes   = 2; /* the APPEND's, and the one that ends the tag */
     ++tm->tags_used;
 
-    priv->tag    = 0;
+    priv->tag    = tag;    /* the match replaces it with the sender's */
     priv->buffer = buffer;
     priv->length = (uint32_t)length;
     priv->entry  = idx;
@@ -275,6 +275,17 @@ static void strand_tm_report(strand_tm_t *tm, uint32_t idx, uint64_t stag,
     if (ctx != NULL) {
         ctx->completed_cb(ctx, stag, imm, length, NULL, status);
     }
+}
+
+/* A receive removed before a match ends with what was posted, as UCX's
+ * own transports report it: its tag and its buffer's length. */
+static void strand_tm_report_canceled(strand_tm_t *tm, uint32_t idx)
+{
+    uct_tag_context_t *ctx = tm->entries[idx].ctx;
+
+    strand_tm_report(tm, idx, (ctx != NULL) ? strand_tm_priv(ctx)->tag : 0, 0,
+                     (ctx != NULL) ? strand_tm_priv(ctx)->length : 0,
+                     UCS_ERR_CANCELED);
 }
 
 /* The device took the tag: software must not match it any more. */
@@ -423,7 +434,7 @@ static void strand_tm_handle_list_op(strand_tm_t *tm,
         if (success) {
             /* removed before a match: nothing else will come for it */
             ++tm->stats.tags_canceled;
-            strand_tm_report(tm, cmd->entry, 0, 0, 0, UCS_ERR_CANCELED);
+            strand_tm_report_canceled(tm, cmd->entry);
             strand_tm_entry_cqe(tm, cmd->entry, 2);
         } else {
             /* lost to a match: its consumption completes the tag */
