@@ -573,14 +573,25 @@ strand_md_open(uct_component_t *component, const char *md_name,
 {
     const strand_md_config_t *config = ucs_derived_of(uct_config,
                                                       strand_md_config_t);
+    /* every operation set: uct_md_* calls each without checking (what
+     * the MD does not do answers UNSUPPORTED, as UCX's ib MD does) */
     static uct_md_ops_t ops = {
-        .close              = strand_md_close,
-        .query              = strand_md_query,
-        .mem_reg            = strand_md_mem_reg,
-        .mem_dereg          = strand_md_mem_dereg,
-        .mkey_pack          = strand_md_mkey_pack,
-        .detect_memory_type = (uct_md_detect_memory_type_func_t)
-                              ucs_empty_function_return_unsupported,
+        .close                  = strand_md_close,
+        .query                  = strand_md_query,
+        .mem_alloc              = (uct_md_mem_alloc_func_t)
+                                  ucs_empty_function_return_unsupported,
+        .mem_free               = (uct_md_mem_free_func_t)
+                                  ucs_empty_function_return_unsupported,
+        .mem_advise             = (uct_md_mem_advise_func_t)
+                                  ucs_empty_function_return_unsupported,
+        .mem_reg                = strand_md_mem_reg,
+        .mem_dereg              = strand_md_mem_dereg,
+        .mem_query              = (uct_md_mem_query_func_t)
+                                  ucs_empty_function_return_unsupported,
+        .mkey_pack              = strand_md_mkey_pack,
+        .is_sockaddr_accessible = ucs_empty_function_return_zero_int,
+        .detect_memory_type     = (uct_md_detect_memory_type_func_t)
+                                  ucs_empty_function_return_unsupported,
     };
     strand_dev_info_t infos[STRAND_MD_MAX_DEVICES];
     strand_md_t *md;

@@ -7,7 +7,11 @@
 
 extern "C" {
 #include "dev/dev.h"
+#include <uct/base/uct_md.h>
 }
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <atomic>
 #include <cstring>
@@ -168,4 +172,32 @@ TEST_F(strand_md, bad_input_is_a_clear_error)
     uct_md_config_t *config;
     EXPECT_NE(UCS_OK, uct_md_config_read(m_component, nullptr, nullptr,
                                          &config));
+}
+
+/* uct_md_* call every operation of the MD's table without checking: what
+ * strand's MD does not do answers (UNSUPPORTED, or "not accessible"), it
+ * never calls a NULL pointer (UCX's test_md.sockaddr_accessibility crashed
+ * the process). */
+TEST_F(strand_md, operations_it_does_not_have_answer_instead_of_crashing)
+{
+    ASSERT_EQ(UCS_OK, open("smlx5_0"));
+    struct sockaddr_in sin;
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family      = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ucs_sock_addr_t sa  = {reinterpret_cast<struct sockaddr*>(&sin),
+                           sizeof(sin)};
+    EXPECT_EQ(0, uct_md_is_sockaddr_accessible(m_md, &sa,
+                                               UCT_SOCKADDR_ACC_LOCAL));
+    std::vector<uint8_t> buf(4096);
+    uct_md_mem_attr_t attr;
+    attr.field_mask = UCT_MD_MEM_ATTR_FIELD_MEM_TYPE;
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
+              uct_md_mem_query(m_md, buf.data(), buf.size(), &attr));
+    size_t length = 4096;
+    void *address = nullptr;
+    uct_mem_h memh;
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
+              uct_md_mem_alloc(m_md, &length, &address,
+                               UCS_MEMORY_TYPE_HOST, 0, "test", &memh));
 }
