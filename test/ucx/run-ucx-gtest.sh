@@ -13,14 +13,14 @@
 # strand memory domain's tests run as "strand". test_tag runs with the
 # transport's tag matching on (UCX's test asks for RC_TM_ENABLE, which is
 # not strand's option). Environment: STRAND_UCX_GTEST_TIMEOUT (seconds per
-# test, default 60), STRAND_UCX_GTEST_FILTER (an extended regexp the test
+# test, default 90), STRAND_UCX_GTEST_FILTER (an extended regexp the test
 # names must match), strand-run on PATH.
 set -u
 gtest=${1:?gtest binary}
 logs=${2:?log directory}
 shift 2
 tls=${*:-dc_strand rc_strand strand}
-limit=${STRAND_UCX_GTEST_TIMEOUT:-60}
+limit=${STRAND_UCX_GTEST_TIMEOUT:-90}
 filter=${STRAND_UCX_GTEST_FILTER:-.}
 mkdir -p "$logs"
 export UCX_HANDLE_ERRORS=bt UCX_LOG_LEVEL=warn UCX_NET_DEVICES=all

@@ -195,7 +195,7 @@ strand_dc_ep_am_short_general(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
 
     status = strand_dc_ep_am_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return strand_dc_ep_refused(iface, ep, status, NULL);
     }
 
     am_hdr.id  = id;
@@ -298,7 +298,7 @@ ucs_status_t strand_dc_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     STRAND_DC_CHECK_MAX(total, iface->config.max_inline, "am_short_iov");
     status = strand_dc_ep_am_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return strand_dc_ep_refused(iface, ep, status, NULL);
     }
     strand_dc_ep_post_inline_send(iface, ep, dci, sge, n,
                                   strand_dc_ep_am_fm_se(iface, ep));
@@ -320,7 +320,7 @@ ssize_t strand_dc_ep_send_hdr_bcopy(uct_ep_h tl_ep, const void *hdr,
 
     status = strand_dc_ep_am_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return strand_dc_ep_refused_len(iface, ep, status);
     }
     desc = strand_dc_ep_get_desc(iface, ep);
     if (ucs_unlikely(desc == NULL)) {
@@ -408,7 +408,7 @@ err:
     if (op.tmp_reg != NULL) {
         strand_dc_tmp_reg_release(iface, op.tmp_reg);
     }
-    return status;
+    return strand_dc_ep_refused(iface, ep, status, comp);
 }
 
 ucs_status_t strand_dc_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
@@ -461,7 +461,7 @@ strand_dc_ep_put_short_general(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
 
     status = strand_dc_ep_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return strand_dc_ep_refused(iface, ep, status, NULL);
     }
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
@@ -602,7 +602,7 @@ ssize_t strand_dc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
 
     status = strand_dc_ep_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return strand_dc_ep_refused_len(iface, ep, status);
     }
     desc = strand_dc_ep_get_desc(iface, ep);
     if (ucs_unlikely(desc == NULL)) {
@@ -648,7 +648,7 @@ strand_dc_ep_rdma_zcopy(uct_ep_h tl_ep, uint8_t opcode, const uct_iov_t *iov,
         if (op.tmp_reg != NULL) {
             strand_dc_tmp_reg_release(iface, op.tmp_reg);
         }
-        return status;
+        return strand_dc_ep_refused(iface, ep, status, comp);
     }
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
@@ -736,7 +736,7 @@ ucs_status_t strand_dc_ep_get_bcopy(uct_ep_h tl_ep,
     }
     status = strand_dc_ep_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return strand_dc_ep_refused(iface, ep, status, comp);
     }
     desc = strand_dc_ep_get_desc(iface, ep);
     if (ucs_unlikely(desc == NULL)) {
@@ -799,7 +799,7 @@ strand_dc_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
     }
     status = strand_dc_ep_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return strand_dc_ep_refused(iface, ep, status, comp);
     }
     if (result != NULL) {
         desc = strand_dc_ep_get_desc(iface, ep);
@@ -1026,7 +1026,10 @@ ucs_status_t strand_dc_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return strand_dc_ep_flush_cancel(iface, ep, comp);
     }
     if (ucs_unlikely(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
-        return UCS_OK; /* its operations complete with its error */
+        /* its operations complete with its error; while its owner is
+         * still to be told, the flush completes with them */
+        return strand_dc_ep_is_failing(ep) ?
+               strand_dc_ep_refused(iface, ep, ep->status, comp) : UCS_OK;
     }
     UCT_TL_EP_STAT_FLUSH(&ep->super);
     /* pending requests go first; a flush that is itself the pending
@@ -1165,7 +1168,10 @@ ucs_status_t strand_dc_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
      * return NO_RESOURCE to keep their order); so does one that may be a
      * checked GET while no landing mkey is free (BUSY would have the
      * caller retry it at once, for ever) */
-    if (ucs_arbiter_group_is_empty(&ep->arb_group) &&
+    /* a failing ep (its owner still to be told) queues it: the owner
+     * purges it when told; once told, it takes no more */
+    if (!strand_dc_ep_is_failing(ep) &&
+        ucs_arbiter_group_is_empty(&ep->arb_group) &&
         ((strand_dc_ep_can_send(iface, ep) &&
           strand_dc_integrity_can_start(iface)) ||
          (ep->flags & STRAND_DC_EP_FLAG_FAILED))) {
@@ -1236,6 +1242,10 @@ strand_dc_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
                                                 priv);
     ucs_status_t status;
 
+    if (strand_dc_ep_is_failing(ep)) {
+        /* its owner purges them when told of the failure */
+        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+    }
     if (!(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
         if (ep->fc_wnd <= 0) {
             /* waiting for credits, not for a DCI: the others go on (one of
@@ -1340,12 +1350,51 @@ void strand_dc_ep_pending_purge(uct_ep_h tl_ep,
 
 /* ---------------------------------------------------------------- errors */
 
+ucs_status_t strand_dc_ep_refused(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                                  ucs_status_t status, uct_completion_t *comp)
+{
+    uct_completion_t **taken;
+    uint32_t max;
+
+    if ((status != ep->status) || !strand_dc_ep_is_failing(ep)) {
+        return status;
+    }
+    if (comp == NULL) {
+        return UCS_OK;
+    }
+    if (ep->num_taken == ep->max_taken) {
+        max   = ucs_max(8, ep->max_taken * 2);
+        taken = ucs_realloc(ep->taken, max * sizeof(*taken),
+                            "strand_dc_ep_taken");
+        if (taken == NULL) {
+            return status;
+        }
+        ep->taken     = taken;
+        ep->max_taken = max;
+    }
+    ep->taken[ep->num_taken++] = comp;
+    return UCS_INPROGRESS;
+}
+
+/* The operations ep took while failing complete with `status`. */
+static void strand_dc_ep_complete_taken(strand_dc_ep_t *ep,
+                                        ucs_status_t status)
+{
+    uint32_t i, n = ep->num_taken;
+
+    ep->num_taken = 0;
+    for (i = 0; i < n; ++i) {
+        uct_invoke_completion(ep->taken[i], status);
+    }
+}
+
 void strand_dc_ep_set_failed(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
                              ucs_status_t status, const char *detail)
 {
     char peer[96];
     ucs_status_t ret;
 
+    strand_dc_ep_complete_taken(ep, status);
     /* its rendezvous sends will hear no FIN */
     strand_dc_tag_ep_purge(iface, ep, status);
     if (ep->flags & STRAND_DC_EP_FLAG_INTERNAL) {
@@ -1433,6 +1482,9 @@ common:
     self->fence_beat = iface->fence_beat;
     self->status     = UCS_OK;
     self->cancel_comp = NULL;
+    self->taken       = NULL;
+    self->num_taken   = 0;
+    self->max_taken   = 0;
     ucs_arbiter_group_init(&self->arb_group);
     ucs_list_head_init(&self->dci_wait);
     status = UCS_STATS_NODE_ALLOC(&self->stats, &strand_dc_ep_stats_class,
@@ -1490,6 +1542,8 @@ static UCS_CLASS_CLEANUP_FUNC(strand_dc_ep_t)
     if (self->cancel_comp != NULL) {
         uct_invoke_completion(self->cancel_comp, UCS_ERR_CANCELED);
     }
+    strand_dc_ep_complete_taken(self, UCS_ERR_CANCELED);
+    ucs_free(self->taken);
 }
 
 UCS_CLASS_DEFINE(strand_dc_ep_t, uct_base_ep_t);

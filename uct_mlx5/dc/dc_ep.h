@@ -77,6 +77,10 @@ typedef struct strand_dc_ep {
     ucs_list_link_t     list;         /* in iface->eps */
     uct_completion_t   *cancel_comp;  /* flush(CANCEL) waiting for the
                                          last outstanding operation */
+    uct_completion_t  **taken;        /* operations taken, not sent, while
+                                         its failure is still to be told
+                                         (strand_dc_ep_refused) */
+    uint32_t            num_taken, max_taken;
     int32_t             fc_wnd;       /* active messages it may still send */
     int32_t             fc_limit;     /* an active message looks at flow
                                          control when fc_wnd is not above
@@ -91,6 +95,29 @@ typedef struct strand_dc_ep {
 
 /* ds units of the ctrl segment and the address vector */
 #define STRAND_DC_EP_DS(_ep)  (1u + (_ep)->av_ds)
+
+/* An operation ep did not post, for `status`: what it returns. An ep whose
+ * failure its owner was not told yet (FAIL_PENDING) still takes work, as
+ * UCX's mlx5 transports do until their error handler ran: nothing is
+ * sent, UCS_OK, or UCS_INPROGRESS and `comp` completes with the failure
+ * when the owner is told. Otherwise `status` itself. */
+ucs_status_t strand_dc_ep_refused(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                                  ucs_status_t status, uct_completion_t *comp);
+/* the same for an operation that returns a length (bcopy) */
+static inline ssize_t strand_dc_ep_refused_len(strand_dc_iface_t *iface,
+                                               strand_dc_ep_t *ep,
+                                               ucs_status_t status)
+{
+    status = strand_dc_ep_refused(iface, ep, status, NULL);
+    return (status == UCS_OK) ? 0 : (ssize_t)status;
+}
+/* ep takes work without sending it (above) */
+static inline int strand_dc_ep_is_failing(const strand_dc_ep_t *ep)
+{
+    return (ep->flags & (STRAND_DC_EP_FLAG_FAILED |
+                         STRAND_DC_EP_FLAG_FAIL_PENDING)) ==
+           (STRAND_DC_EP_FLAG_FAILED | STRAND_DC_EP_FLAG_FAIL_PENDING);
+}
 
 UCS_CLASS_DECLARE(strand_dc_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DECLARE_NEW_FUNC(strand_dc_ep_t, uct_ep_t, const uct_ep_params_t*);

@@ -222,7 +222,7 @@ ucs_status_t strand_dc_ep_get_checked(strand_dc_iface_t *iface,
     }
     status = strand_dc_ep_get_dci(iface, ep, &dci);
     if (status != UCS_OK) {
-        return status;
+        return strand_dc_ep_refused(iface, ep, status, comp);
     }
     status = strand_dc_iov_lkeys(iface, iov, iovcnt, lkeys, &reg);
     if (status == UCS_OK) {

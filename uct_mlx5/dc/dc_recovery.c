@@ -620,6 +620,13 @@ void strand_dc_recovery_cancel(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
          * the others' work; ep's complete as the device returns them */
         return;
     }
+    /* the DCI is reset once the CQE of its last WQE is in; a WQE without
+     * a CQE request that already ran gives none, flushed or not: a
+     * signaled NOP behind it does (success or flush). Without room for
+     * one, the WQEs complete as the device returns them. */
+    if (strand_dc_dci_signal_tail(iface, dci) != UCS_OK) {
+        return;
+    }
     err = dev->ops->qp_to_err(dev, &dci->qp);
     if (err != 0) {
         ucs_debug("%s: DCI %u: to ERR to cancel the work of ep %p: %s",

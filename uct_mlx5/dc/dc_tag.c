@@ -238,7 +238,7 @@ ucs_status_t strand_dc_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
                         "tag_eager_short");
     status = strand_dc_ep_am_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
-        return status;
+        return strand_dc_ep_refused(iface, ep, status, NULL);
     }
     strand_set_tmh(&tmh, IBV_TMH_EAGER, 0, tag);
     sge[0].addr   = (uintptr_t)&tmh;

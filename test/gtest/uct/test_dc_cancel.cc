@@ -181,3 +181,77 @@ TEST_P(dc_strand_cancel, destroy_while_flush_cancel_waits)
 
 INSTANTIATE_TEST_SUITE_P(policy, dc_strand_cancel,
                          ::testing::Values("dcs", "streams"));
+
+/* uct_ep_invalidate as UCX's mlx5 transports have it (UCX's uct suite:
+ * test_uct_peer_failure): until its owner's error handler ran from
+ * progress the ep still takes work (UCS_OK, UCS_INPROGRESS, pending
+ * requests), which is never sent and completes with the error; the
+ * handler runs once, its pending requests are the owner's to purge there;
+ * the interface's flush completes; afterwards every operation fails. */
+TEST_P(dc_strand_cancel, invalidated_ep_takes_work_until_its_failure_is_reported)
+{
+    uct_ep_h ep2 = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    ASSERT_EQ(UCS_OK, am_short_retry(ep2, 1));
+    flush(ep2);
+    size_t before = m_b.am.msgs.size();
+
+    ASSERT_EQ(UCS_OK, uct_ep_invalidate(ep2, 0));
+    EXPECT_EQ(UCS_OK, uct_ep_put_short(ep2, nullptr, 0, 0, 0));
+    EXPECT_EQ(UCS_OK, uct_ep_am_short(ep2, 5, 3, nullptr, 0));
+    EXPECT_EQ(0, uct_ep_am_bcopy(ep2, 5, pack_cb, &m_data, 0));
+    test_comp c;
+    comp_init(&c);
+    uct_iov_t iov = {m_data.data(), m_data.size(), m_memh, 0, 1};
+    EXPECT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(ep2, 5, nullptr, 0, &iov, 1,
+                                              0, &c.uct));
+    am_short_pending p;
+    p.ep = ep2;
+    EXPECT_EQ(UCS_OK, uct_ep_pending_add(ep2, &p.uct, 0));
+    EXPECT_TRUE(m_a.err.errors.empty()) << "told inside the calls";
+
+    ASSERT_TRUE(progress_until([&] {
+        return !m_a.err.errors.empty() && c.done;
+    }, k_quick));
+    EXPECT_EQ(UCS_ERR_CANCELED, c.status);
+    ASSERT_EQ(1u, m_a.err.errors.size());
+    EXPECT_EQ(UCS_ERR_CANCELED, m_a.err.errors[0].second);
+    EXPECT_EQ(0, p.done) << "a pending request of a failing ep ran";
+    unsigned purged = 0;
+    uct_ep_pending_purge(ep2, [](uct_pending_req_t*, void *arg) {
+        ++*static_cast<unsigned*>(arg);
+    }, &purged);
+    EXPECT_EQ(1u, purged);
+    ASSERT_TRUE(progress_until([&] {
+        return uct_iface_flush(m_a.iface, 0, nullptr) == UCS_OK;
+    }, k_quick)) << "the interface's flush never completed";
+    EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_am_short(ep2, 5, 4, nullptr, 0));
+    live_ep_still_sends(100, 10);
+    for (size_t i = before; i < m_b.am.msgs.size(); ++i) {
+        uint64_t hdr;
+        memcpy(&hdr, m_b.am.msgs[i].data(), sizeof(hdr));
+        EXPECT_GE(hdr, 100u) << "an operation of the invalidated ep was sent";
+    }
+}
+
+/* An ep whose last WQE asked for no CQE (moderation) and has run: moving
+ * its DCI to ERR flushes nothing, so no CQE would ever tell the DCI is
+ * empty; a signaled NOP goes first. The interface's flush completes, the
+ * DCI comes back (UCX's uct test_uct_peer_failure.peer_failure hung in the
+ * flush after uct_ep_invalidate). */
+TEST_P(dc_strand_cancel, invalidate_after_an_unsignaled_wqe_ran_lets_flush_complete)
+{
+    uct_ep_h ep2  = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    size_t before = m_b.am.msgs.size();
+    ASSERT_EQ(UCS_OK, am_short_retry(ep2, 1));
+    ASSERT_TRUE(progress_until([&] {
+        return m_b.am.msgs.size() == before + 1;
+    }));
+    /* and the device has its ACK (no CQE: none was asked for) */
+    progress_until([] { return false; }, 0.1);
+    ASSERT_EQ(UCS_OK, uct_ep_invalidate(ep2, 0));
+    ASSERT_TRUE(progress_until([&] {
+        return uct_iface_flush(m_a.iface, 0, nullptr) == UCS_OK;
+    }, k_quick)) << vfs_read(m_a, "dci_pool");
+    ASSERT_EQ(1u, m_a.err.errors.size());
+    live_ep_still_sends(100, 10);
+}
