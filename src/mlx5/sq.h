@@ -280,6 +280,61 @@ static inline void strand_sq_ring_head(strand_sq_t *sq,
     sq->bf_cur = (void*)((uintptr_t)sq->bf_cur ^ sq->bf_flip);
 }
 
+/*
+ * A queue whose device does not take work yet (an RC QP before it is
+ * connected): WQEs are written and "rung" as always, but the doorbell
+ * record and the register writes go to `scratch` (STRAND_SQ_HOLD_SIZE
+ * bytes, 64-byte aligned), so the device hears of nothing.
+ * strand_sq_release then points the queue back at the device (dv) and
+ * rings once for every WQE held: 1 when there were any (a software device
+ * is then kicked), else 0.
+ */
+#define STRAND_SQ_HOLD_SIZE(_bf_size)  (64 + 2 * (_bf_size))
+
+static inline void strand_sq_hold(strand_sq_t *sq, void *scratch)
+{
+    uintptr_t off = (uintptr_t)sq->bf_cur - (uintptr_t)sq->bf_reg;
+
+    memset(scratch, 0, STRAND_SQ_HOLD_SIZE(sq->bf_size));
+    sq->dbrec = (__be32*)scratch;
+    if (sq->bf_reg != NULL) {
+        sq->bf_reg  = (uint8_t*)scratch + 64;
+        sq->bf_cur  = (uint8_t*)sq->bf_reg + off;
+        sq->bf_flip = (uintptr_t)sq->bf_reg ^
+                      ((uintptr_t)sq->bf_reg + sq->bf_size);
+    }
+}
+
+static inline int strand_sq_release(strand_sq_t *sq,
+                                    const struct mlx5dv_qp *dv)
+{
+    uintptr_t off = (uintptr_t)sq->bf_cur - (uintptr_t)sq->bf_reg;
+    uint64_t head = 0;
+    int held      = (sq->dbrec[MLX5_SND_DBR] != 0);
+
+    if (held && (sq->bf_reg != NULL)) {
+        /* the last doorbell's head: in the half before the current one */
+        memcpy(&head, (uint8_t*)sq->bf_reg + (off ^ sq->bf_size),
+               sizeof(head));
+    }
+    sq->dbrec = dv->dbrec;
+    if (sq->bf_reg != NULL) {
+        sq->bf_reg  = dv->bf.reg;
+        sq->bf_cur  = (uint8_t*)sq->bf_reg + off;
+        sq->bf_flip = (uintptr_t)sq->bf_reg ^
+                      ((uintptr_t)sq->bf_reg + sq->bf_size);
+    }
+    if (!held) {
+        return 0;
+    }
+    strand_sq_doorbell_record(sq->dbrec, sq->cur_post);
+    if (sq->bf_reg != NULL) {
+        strand_sq_doorbell_mmio8(sq->bf_cur, 0, &head);
+        sq->bf_cur = (void*)((uintptr_t)sq->bf_cur ^ sq->bf_flip);
+    }
+    return 1;
+}
+
 /* The same, the head read from ctrl. */
 static inline void strand_sq_ring(strand_sq_t *sq,
                                   const struct mlx5_wqe_ctrl_seg *ctrl,

@@ -167,6 +167,8 @@ void strand_dc_dci_detach_qp(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
     dci->qp.h = NULL;
     ucs_free(dci->ops);
     dci->ops = NULL;
+    ucs_free(dci->rc_held);
+    dci->rc_held = NULL;
 }
 
 /* ------------------------------------------- rc_strand: a QP per ep */
@@ -228,14 +230,70 @@ ucs_status_t strand_dc_dci_rc_take(strand_dc_iface_t *iface,
         strand_dc_dci_detach_qp(iface, dci);
         return status;
     }
-    /* the ep's for good; it posts once connected (ACTIVE) */
+    /* the ep's for good. It posts at once, as on a QP wired when it was
+     * made (what UCX's tests and UCP expect of a new endpoint): the WQEs
+     * wait in the queue, their doorbells held, until the connection
+     * manager has the peer's QP (strand_dc_dci_rc_connected) */
+    if (ucs_posix_memalign(&dci->rc_held, 64,
+                           STRAND_SQ_HOLD_SIZE(dci->sq.bf_size),
+                           "strand_rc_held") != 0) {
+        dci->rc_held = NULL;
+        strand_dc_dci_detach_qp(iface, dci);
+        return UCS_ERR_NO_MEMORY;
+    }
+    strand_sq_hold(&dci->sq, dci->rc_held);
+    dci->rc_kick = dci->qp.kick;
+    dci->qp.kick = NULL;
     dci->ep     = ep;
     dci->users  = 1;
     dci->streams[0].users = 1;
     ep->dci     = dci->index;
     ep->stream  = 0;
+    strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_ACTIVE);
     strand_dc_ep_tx_update(iface, ep);
     return UCS_OK;
+}
+
+/* The device hears of every WQE held (a connected QP executes them, one
+ * in ERR flushes them). */
+static void strand_dc_dci_rc_release(strand_dc_dci_t *dci)
+{
+    if (dci->rc_held == NULL) {
+        return;
+    }
+    dci->qp.kick = dci->rc_kick;
+    if (strand_sq_release(&dci->sq, &dci->qp.dv) && (dci->qp.kick != NULL)) {
+        dci->qp.kick(dci->qp.kick_arg);
+    }
+    ucs_free(dci->rc_held);
+    dci->rc_held = NULL;
+}
+
+void strand_dc_dci_rc_abort(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+{
+    strand_dc_dci_t *dci;
+    int err;
+
+    if (ep->dci == STRAND_DC_DCI_NONE) {
+        return;
+    }
+    dci = &iface->dcis[ep->dci];
+    if (dci->rc_held == NULL) {
+        return; /* connected: its own errors tell */
+    }
+    if (dci->outstanding > 0) {
+        /* nothing held ran: ERR flushes each, a CQE apiece */
+        err = iface->dev->ops->qp_to_err(iface->dev, &dci->qp);
+        if (err == 0) {
+            strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_DRAINING);
+        } else {
+            ucs_error("%s: QP 0x%x of an endpoint that did not connect: to "
+                      "ERR: %s", iface->dev->info.name, dci->qp.qpn,
+                      strerror(err));
+            strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_BROKEN);
+        }
+    }
+    strand_dc_dci_rc_release(dci);
 }
 
 void strand_dc_dci_rc_give(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
@@ -245,6 +303,8 @@ void strand_dc_dci_rc_give(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     if (ep->dci == STRAND_DC_DCI_NONE) {
         return;
     }
+    /* never connected: what it posted comes back flushed */
+    strand_dc_dci_rc_abort(iface, ep);
     dci        = &iface->dcis[ep->dci];
     dci->ep    = NULL;
     dci->users = 0;
@@ -441,6 +501,7 @@ void strand_dc_dci_rc_connected(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 {
     strand_dc_dci_t *dci = &iface->dcis[ep->dci];
 
+    strand_dc_dci_rc_release(dci);
     strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_ACTIVE);
     strand_dc_dci_wake_waiters(iface, dci);
     strand_dc_ep_schedule(iface, ep);

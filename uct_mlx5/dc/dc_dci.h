@@ -148,6 +148,12 @@ typedef struct strand_dc_dci {
     uint8_t               errored;     /* streams in error now */
     uint32_t              resets;      /* back from ERR to RTS */
     uint64_t              cqes;        /* send CQEs consumed, ever */
+    void                 *rc_held;     /* rc_strand, until its QP is
+                                          connected: the scratch doorbell
+                                          its WQEs ring (strand_sq_hold);
+                                          NULL: the device's */
+    strand_dev_kick_t     rc_kick;     /* the QP's kick while held (the
+                                          device is not told meanwhile) */
 } strand_dc_dci_t;
 
 ucs_status_t strand_dc_dci_pool_init(strand_dc_iface_t *iface);
@@ -167,9 +173,13 @@ void strand_dc_dci_pool_show(strand_dc_iface_t *iface,
 ucs_status_t strand_dc_dci_rc_take(strand_dc_iface_t *iface,
                                    struct strand_dc_ep *ep);
 void strand_dc_dci_rc_give(strand_dc_iface_t *iface, struct strand_dc_ep *ep);
-/* the QP of ep was connected: ep posts, its pending requests go */
+/* the QP of ep was connected: what ep posted since it was taken goes to
+ * the device, its pending requests go */
 void strand_dc_dci_rc_connected(strand_dc_iface_t *iface,
                                 struct strand_dc_ep *ep);
+/* the QP of ep will not be connected (refused, its peer gone): to ERR,
+ * every WQE posted comes back flushed */
+void strand_dc_dci_rc_abort(strand_dc_iface_t *iface, struct strand_dc_ep *ep);
 void strand_dc_rc_attr(const strand_dc_iface_t *iface,
                        strand_dev_rc_attr_t *attr);
 

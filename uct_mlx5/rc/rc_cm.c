@@ -315,6 +315,7 @@ static ucs_status_t strand_rc_cm_peer_failed(void *arg, uct_ep_h ep,
         } else if (conn->state == STRAND_RC_CONN_REQUESTED) {
             conn->state = STRAND_RC_CONN_FAILED;
             strand_dc_recovery_fail(cm->iface, conn->ep, status, detail);
+            strand_dc_dci_rc_abort(cm->iface, conn->ep);
         }
     }
     for (it = kh_begin(&cm->responders); it != kh_end(&cm->responders);
@@ -548,6 +549,7 @@ static void strand_rc_cm_handle_rep(strand_rc_cm_t *cm, uint64_t conn_id,
                               0, ucs_status_string(status));
         conn->state = STRAND_RC_CONN_FAILED;
         strand_dc_recovery_fail(cm->iface, conn->ep, status, detail);
+        strand_dc_dci_rc_abort(cm->iface, conn->ep);
         return;
     }
     conn->state = STRAND_RC_CONN_CONNECTED;

@@ -297,7 +297,8 @@ protected:
         ASSERT_EQ(UCS_OK, post_recv(ctx_e, dst_e, 0xe));
 
         /* the sender that goes: its request on the wire (an RC
-         * connection may have to be wired up first) */
+         * connection may have to be wired up first: its own worker makes
+         * it, while the receiver starts to read) */
         test_comp cc;
         comp_init(&cc);
         uct_iov_t iov = {src_c.buf.data(), len_c, src_c.memh, 0, 1};
@@ -309,7 +310,10 @@ protected:
             return UCS_PTR_STATUS(op_c) != UCS_ERR_NO_RESOURCE;
         }));
         ASSERT_FALSE(UCS_PTR_IS_ERR(op_c));
-        ASSERT_TRUE(progress_until(reading));
+        ASSERT_TRUE(progress_until([&] {
+            uct_worker_progress(worker_c);
+            return reading();
+        }));
         uct_ep_destroy(ep_c);
         uct_iface_close(c.iface);
         uct_worker_destroy(worker_c);

@@ -89,22 +89,19 @@ TEST_F(rc_strand, connects_to_an_interface)
     EXPECT_NEAR(m_b.attr.latency.c - m_a.attr.latency.c, 60e-9, 1e-12);
 }
 
-/* A new ep posts nothing until the peer answered: its first send says
- * no resource, a pending request goes once connected, and the messages
- * arrive in order. The peer made a responder QP for it. */
-TEST_F(rc_strand, sends_wait_for_the_connection)
+/* A new ep takes work at once, as a QP wired when it was made would (what
+ * UCX's uct suite and UCP expect of a new endpoint): the WQEs wait in its
+ * queue, their doorbells held, until the connection manager has the
+ * peer's QP, then they go, in order. The peer made a responder QP for
+ * it. */
+TEST_F(rc_strand, sends_go_before_the_connection_is_made)
 {
     open_pair();
-    EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_ep_am_short(m_ep, 5, 1, nullptr, 0));
+    EXPECT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, 1, nullptr, 0));
     conns c = connections(m_a);
     EXPECT_EQ(1u, c.connecting);
     EXPECT_EQ(0u, c.connected);
-
-    am_short_pending p;
-    p.ep  = m_ep;
-    p.seq = 1;
-    ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ep, &p.uct, 0));
-    ASSERT_TRUE(progress_until([&] { return p.done != 0; }));
+    EXPECT_TRUE(m_b.am.msgs.empty());
     for (uint64_t seq = 2; seq <= 100; ++seq) {
         ASSERT_EQ(UCS_OK, am_short_retry(m_ep, seq));
     }
@@ -381,22 +378,24 @@ TEST_F(rc_strand, peer_not_there)
 
     m_ep = connect(m_a, dev, addr);
     ASSERT_NE(nullptr, m_ep);
-    am_short_pending p;
-    p.ep = m_ep;
-    ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ep, &p.uct, 0));
-    ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }, 20));
+    /* taken while it connects; it never goes, and completes failed */
+    region local;
+    reg(local, 64);
+    test_comp z;
+    comp_init(&z);
+    uct_iov_t iov = {local.buf.data(), 64, local.memh, 0, 1};
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(m_ep, 5, nullptr, 0, &iov, 1,
+                                              0, &z.uct));
+    ASSERT_TRUE(progress_until([&] {
+        return !m_a.err.errors.empty() && z.done;
+    }, 20));
     EXPECT_EQ(m_ep, m_a.err.errors[0].first);
     EXPECT_TRUE(UCS_IS_ENDPOINT_ERROR(m_a.err.errors[0].second) ||
                 (m_a.err.errors[0].second == UCS_ERR_ENDPOINT_TIMEOUT))
         << ucs_status_string(m_a.err.errors[0].second);
-    EXPECT_FALSE(p.done);
+    EXPECT_NE(UCS_OK, z.status);
     EXPECT_NE(UCS_OK, uct_ep_am_short(m_ep, 5, 0, nullptr, 0));
-    /* the owner of a failed ep takes its pending requests back */
-    unsigned purged = 0;
-    uct_ep_pending_purge(m_ep, [](uct_pending_req_t*, void *arg) {
-        ++*static_cast<unsigned*>(arg);
-    }, &purged);
-    EXPECT_EQ(1u, purged);
+    unreg(local);
     conns c = connections(m_a);
     EXPECT_EQ(0u, c.connecting);
     EXPECT_EQ(1u, c.failed);
