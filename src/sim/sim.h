@@ -23,10 +23,14 @@
 /* CQ doorbell record words (the provider's MLX5_CQ_SET_CI / ARM_DB) */
 enum { SIM_CQ_DBR_CI = 0, SIM_CQ_DBR_ARM = 1 };
 
-#define SIM_MAX_QPS        4096   /* per context; QPN = (ctx tag << 12) | index */
+/* Objects of the NIC (one per process). ConnectX reports far more (QPs
+ * 2^18, CQs 2^24, SRQs 2^23); these are what the tables here hold, enough
+ * for UCX's tests (thousands of endpoints and interfaces a process). */
+#define SIM_QPN_SLOT_BITS  16
+#define SIM_MAX_QPS        (1u << SIM_QPN_SLOT_BITS) /* QPN = gen << 16 | slot */
 #define SIM_MAX_MRS        4096
-#define SIM_MAX_CQS        1024
-#define SIM_MAX_SRQS       256
+#define SIM_MAX_CQS        16384
+#define SIM_MAX_SRQS       8192
 #define SIM_TM_MAX_TAGS    1023   /* tag list of a tag-matching SRQ */
 /* list operations in flight: mlx5_ib reports 1 << log_max_qp_sz (the
  * send queue limit, 32768 BBs here), not a tag-matching limit */

@@ -329,10 +329,11 @@ smlx5_qp_t *smlx5_create_qp(smlx5_pd_t *pd, smlx5_qp_init_attr_t *attr)
         goto err;
     }
     qp->user_index = (uint32_t)uidx;
-    /* QPN: slot in the low 12 bits, a generation above so that a packet
-     * for a destroyed QP never reaches its successor. */
-    ctx->qp_gen  = (ctx->qp_gen + 1) & 0xfff;
-    qp->qpn      = (((ctx->qp_gen ? ctx->qp_gen : 1) << 12) | i) & 0xffffff;
+    /* QPN: the slot in the low bits, a generation above so that a packet
+     * for a destroyed QP does not reach its successor (QPNs are 24 bits) */
+    ctx->qp_gen  = (ctx->qp_gen + 1) & (0xffffff >> SIM_QPN_SLOT_BITS);
+    qp->qpn      = (((ctx->qp_gen ? ctx->qp_gen : 1) << SIM_QPN_SLOT_BITS) |
+                    i) & 0xffffff;
     ctx->qps[i]  = qp;
     if (qp->sq_buf != NULL) {
         sim_post_sq_reset(qp);  /* its ctrl segments carry the QPN */

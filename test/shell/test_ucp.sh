@@ -101,6 +101,44 @@ failure() {
     fi
     unset STRAND_CHECK_RANKS
 }
+# keepalive: rank 0's endpoint to rank 1 idle (a rendezvous send waits for
+# rank 1, which never receives it); rank 1 killed. Only UCP's keepalive
+# (uct_ep_check every UCX_KEEPALIVE_INTERVAL) can find it: the send must
+# end with an error within 3 intervals of the kill.
+keepalive() {
+    local d p0 p1 rc0 interval=2
+    d=$(mktemp -d "$tmpdir/keepalive.XXXX")
+    export UCX_TLS=$tl STRAND_SIM_FABRIC="${fabric_prefix}keepalive"
+    export UCX_KEEPALIVE_INTERVAL=${interval}s
+    export "${tlp}TIMEOUT=100ms" "${tlp}RETRY_COUNT=3"
+    export STRAND_CHECK_ERR_TIMEOUT=$((3 * interval))
+    timeout 150 strand-run "$tmpdir/ucp_check" "$d" 0 keepalive \
+        >"$d/0.log" 2>&1 &
+    p0=$!
+    timeout 150 strand-run "$tmpdir/ucp_check" "$d" 1 keepalive \
+        >"$d/1.log" 2>&1 &
+    p1=$!
+    traffic_or_gone() { [ -e "$d/traffic" ] || gone "$p0"; }
+    wait_until 60 traffic_or_gone
+    if [ -e "$d/traffic" ]; then
+        kill -9 "$(cat "$d/ready.1")"
+        touch "$d/killed"
+    else
+        kill "$p1" 2>/dev/null
+    fi
+    wait "$p1" 2>/dev/null
+    wait "$p0"; rc0=$?
+    if [ "$rc0" = 0 ] && grep -q '^ucp_check: rank 0: PASS$' "$d/0.log"; then
+        ok "keepalive: an idle endpoint's killed peer is reported within 3 intervals ($interval s)"
+        grep -h 'the send ended with' "$d/0.log" | sed 's/^/# /'
+    else
+        not_ok "keepalive: an idle endpoint's killed peer (rank 0 exit $rc0)"
+        show "$d"/*.log
+    fi
+    unset UCX_KEEPALIVE_INTERVAL STRAND_CHECK_ERR_TIMEOUT
+}
+keepalive
+
 failure 3 "peer failure"
 # more peers than DCIs: the UCP endpoints to 5 peers share 2 DCIs
 is_dc && UCX_DC_STRAND_NUM_DCI=2 failure 6 "peer failure, 5 peers on 2 DCIs"

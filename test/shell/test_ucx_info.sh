@@ -19,3 +19,15 @@ check "UCX_STRAND_DEVICE_TYPE has a doc string" \
 UCX_STRAND_DEVICE_TYPE=bogus strand-run ucx_info -c >"$tmpdir/bad" 2>&1
 check "a bad UCX_STRAND_DEVICE_TYPE value is reported, not a crash" \
     bash -c "grep -qi 'DEVICE_TYPE' '$tmpdir/bad' && ! grep -qi 'segmentation\|backtrace' '$tmpdir/bad'"
+
+# tag matching asked for: ucx_info (which opens interfaces without the
+# unexpected-message callbacks) shows the tag capabilities of both
+for tl in dc_strand rc_strand; do
+    env "UCX_$(echo $tl | tr a-z A-Z)_TM_ENABLE=y" strand-run ucx_info -d \
+        -t "$tl" >"$tmpdir/tm_$tl" 2>&1
+    check "UCX_$(echo $tl | tr a-z A-Z)_TM_ENABLE=y: ucx_info -d shows $tl's tag capabilities" \
+        bash -c "for c in tag_eager_short tag_eager_bcopy tag_eager_zcopy tag_rndv_zcopy tag_recv; do grep -q \"^# *\$c: \" '$tmpdir/tm_$tl' || exit 1; done"
+    strand-run ucx_info -d -t "$tl" >"$tmpdir/notm_$tl" 2>&1
+    check "by default ucx_info -d shows no tag capabilities for $tl" \
+        bash -c "grep -q 'Transport: $tl' '$tmpdir/notm_$tl' && ! grep -q 'tag_eager_short' '$tmpdir/notm_$tl'"
+done

@@ -12,6 +12,14 @@
  *                               that endpoint only, within
  *                               STRAND_CHECK_ERR_TIMEOUT seconds (default
  *                               10), and keep talking to the others
+ *   ucp_check DIR RANK keepalive two ranks: rank 0 leaves a rendezvous send
+ *                               to rank 1 waiting (rank 1 never receives
+ *                               it) and stays idle; the harness kills rank
+ *                               1; the send must end with an error, and the
+ *                               endpoint's handler run, within
+ *                               STRAND_CHECK_ERR_TIMEOUT seconds of the kill
+ *                               (UCP's keepalive, uct_ep_check, is all that
+ *                               can find an idle endpoint's peer gone)
  *
  * Ranks find each other through files in DIR (worker address, rkey). Every
  * rank prints one verdict line "ucp_check: rank R: PASS" or "... FAIL (why)"
@@ -1160,18 +1168,86 @@ static int run_survivor(void)
     return verdict();
 }
 
+/* rank 0 of keepalive: a send that waits for a peer who never takes it */
+static int run_idle_sender(void)
+{
+    double limit = getenv("STRAND_CHECK_ERR_TIMEOUT") ?
+                   atof(getenv("STRAND_CHECK_ERR_TIMEOUT")) : 10;
+    static uint8_t big[1 << 20];
+    double killed_at = 0, end;
+    req_ctx_t c;
+    ucp_request_param_t p = send_param(&c);
+    void *req, *unused;
+    size_t len;
+
+    setup(nranks, 1);
+    unused = read_file("ready.1", &len);
+    free(unused);
+    if (ping(1, 0, 30) != UCS_OK) {
+        fail("ping to rank 1 failed");
+        goto out;
+    }
+    /* a rendezvous: its request waits for the receiver to fetch the data */
+    fill(big, sizeof(big), 0, 1, 7);
+    req = ucp_tag_send_nbx(eps[1], big, sizeof(big), TAG_DATA, &p);
+    if ((req == NULL) || UCS_PTR_IS_ERR(req)) {
+        fail("the rendezvous send ended at once: %s",
+             (req == NULL) ? "OK" : ucs_status_string(UCS_PTR_STATUS(req)));
+        goto out;
+    }
+    write_file("traffic", "", 0);
+    printf("ucp_check: rank 0: a rendezvous send to rank 1 waits\n");
+    /* idle: only progress, no other operation that could find the peer */
+    for (end = now() + 120; !c.done && (now() < end);) {
+        ucp_worker_progress(worker);
+        if ((killed_at == 0) && file_exists("killed")) {
+            killed_at = now();
+        }
+        if ((killed_at != 0) && (now() > killed_at + limit)) {
+            break;
+        }
+    }
+    if (!c.done) {
+        fail("the send to the killed rank 1 is still waiting %.1f s after "
+             "the kill", (killed_at != 0) ? now() - killed_at : 0.0);
+        goto out;
+    }
+    ucp_request_free(req);
+    if (c.status == UCS_OK) {
+        fail("the send to the killed rank 1 completed successfully");
+    } else if (!ep_errors[1]) {
+        fail("the send ended (%s) but the endpoint's error handler did not "
+             "run", ucs_status_string(c.status));
+    } else {
+        printf("ucp_check: rank 0: the send ended with '%s', the endpoint "
+               "failed with '%s' %.3f s after the kill was noticed\n",
+               ucs_status_string(c.status),
+               ucs_status_string(ep_error_status[1]),
+               ep_error_time[1] - ((killed_at != 0) ? killed_at :
+                                                      ep_error_time[1]));
+    }
+out:
+    close_eps(nranks, 1);
+    teardown();
+    return verdict();
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     signal(SIGTERM, on_term);
     if (argc != 4) {
-        fprintf(stderr, "usage: ucp_check DIR RANK data|failure\n");
+        fprintf(stderr, "usage: ucp_check DIR RANK data|failure|keepalive\n");
         return 2;
     }
     dir  = argv[1];
     rank = atoi(argv[2]);
     if (!strcmp(argv[3], "data") && (rank == 0 || rank == 1)) {
         return run_data();
+    }
+    if (!strcmp(argv[3], "keepalive") && (rank == 0 || rank == 1)) {
+        nranks = 2;
+        return (rank == 0) ? run_idle_sender() : run_echo();
     }
     if (getenv("STRAND_CHECK_RANKS") != NULL) {
         nranks = atoi(getenv("STRAND_CHECK_RANKS"));

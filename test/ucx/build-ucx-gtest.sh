@@ -6,7 +6,10 @@
 #   - uct_test.h: dc_strand and rc_strand in UCT_TEST_NO_SELF_TLS (every
 #     test instantiated for all transports but self);
 #   - test_tag.cc: dc_strand and rc_strand next to rc_mlx5 and dc_mlx5;
-#   - test_md.cc: the strand component next to UCX's own MDs.
+#   - test_md.cc: the strand component next to UCX's own MDs;
+#   - test_flush.cc: dc_strand and rc_strand next to dc_mlx5, rc_mlx5 and
+#     rc_verbs in the transports uct_cancel_test runs on (the others skip
+#     "not supported yet").
 # The copy and the objects live in OUT_DIR (outside any source tree); a
 # build whose inputs did not change is reused (OUT_DIR/stamp). Prints the
 # path of the binary.
@@ -75,6 +78,11 @@ patch(g + "/uct/test_tag.cc",
       "    _UCT_INSTANTIATE_TEST_CASE(_test_case, dc_mlx5) \\\n"
       "    _UCT_INSTANTIATE_TEST_CASE(_test_case, dc_strand) \\\n"
       "    _UCT_INSTANTIATE_TEST_CASE(_test_case, rc_strand)\n")
+patch(g + "/uct/test_flush.cc",
+      "        if ((GetParam()->tl_name != \"dc_mlx5\") &&\n",
+      "        if ((GetParam()->tl_name != \"dc_mlx5\") &&\n"
+      "            (GetParam()->tl_name != \"dc_strand\") &&\n"
+      "            (GetParam()->tl_name != \"rc_strand\") &&\n")
 patch(g + "/uct/test_md.cc",
       "UCS_PP_FOREACH(_UCT_MD_INSTANTIATE_TEST_CASE, _test_case, \\\n",
       "UCS_PP_FOREACH(_UCT_MD_INSTANTIATE_TEST_CASE, _test_case, \\\n"

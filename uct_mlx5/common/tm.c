@@ -376,6 +376,12 @@ static void strand_tm_handle_consumed_msg(strand_tm_t *tm, uint32_t idx,
              * (found before the entry lets go of it) */
             void *header = strand_tm_landed(tm, idx);
 
+            if ((e->flags & STRAND_TM_ENTRY_BOUNCE) && (length > 0)) {
+                /* where the device puts it when the buffer is posted
+                 * itself: the posted buffer holds the header too */
+                memcpy(e->buffer, header,
+                       ucs_min(length, strand_tm_priv(e->ctx)->length));
+            }
             ctx = strand_tm_entry_detach(tm, e);
             ++tm->stats.exp_sw_rndv;
             ctx->rndv_cb(ctx, stag, header, length, UCS_OK, 0);
@@ -657,12 +663,13 @@ void strand_tm_show(const strand_tm_t *tm, ucs_string_buffer_t *strb)
             "unexp_eager %" PRIu64 "\nunexp_rndv %" PRIu64 "\n"
             "unexp_sw_rndv %" PRIu64 "\nrndv_sent %" PRIu64 "\n"
             "rndv_fin %" PRIu64 "\nsyncs %" PRIu64 "\n"
-            "sync_requests %" PRIu64 "\nlist_full %" PRIu64 "\n",
+            "sync_requests %" PRIu64 "\nlist_full %" PRIu64 "\n"
+            "dropped %" PRIu64 "\n",
             s->tags_posted, s->tags_canceled, s->exp_eager, s->exp_rndv,
             s->exp_sw_rndv, s->exp_rts, s->tag_errors, s->unexp_eager,
             s->unexp_rndv,
             s->unexp_sw_rndv, s->rndv_sent, s->rndv_fin, s->syncs,
-            s->sync_requests, s->list_full);
+            s->sync_requests, s->list_full, s->dropped);
 }
 
 void strand_tm_log_summary(const strand_tm_t *tm)
@@ -852,6 +859,38 @@ unsigned strand_tm_rndv_priv_pack(struct ibv_tmh *tmh, const void *header,
     return priv;
 }
 
+
+/* The unexpected-message callbacks of an interface opened without them:
+ * the message is dropped and said so (its sender saw it delivered; a
+ * rendezvous' sender waits until its ep is flushed with cancel or goes). */
+static ucs_status_t strand_tm_drop_eager(void *arg, void *data, size_t length,
+                                         unsigned flags, uct_tag_t stag,
+                                         uint64_t imm, void **context)
+{
+    strand_tm_t *tm = arg;
+
+    ++tm->stats.dropped;
+    ucs_error("%s: an unexpected tagged message (tag 0x%" PRIx64 ", %zu "
+              "bytes) was dropped: the interface was opened without "
+              "unexpected-message callbacks", tm->name, stag, length);
+    return UCS_OK;
+}
+
+static ucs_status_t strand_tm_drop_rndv(void *arg, unsigned flags,
+                                        uint64_t stag, const void *header,
+                                        unsigned header_length,
+                                        uint64_t remote_addr, size_t length,
+                                        const void *rkey_buf)
+{
+    strand_tm_t *tm = arg;
+
+    ++tm->stats.dropped;
+    ucs_error("%s: an unexpected rendezvous request (tag 0x%" PRIx64 ", "
+              "%zu bytes) was dropped: the interface was opened without "
+              "unexpected-message callbacks", tm->name, stag, length);
+    return UCS_OK;
+}
+
 /* -------------------------------------------------------- life cycle */
 
 ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
@@ -879,20 +918,23 @@ ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
     }
     tm->max_rndv_data = max_rndv_hdr_size - STRAND_TMH_SIZE - rndv_hdr_len;
 
-    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB) ||
-        !(params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB) ||
-        (params->eager_cb == NULL) || (params->rndv_cb == NULL)) {
-        ucs_error("%s: tag matching is enabled, but the interface was "
-                  "opened without the unexpected-message callbacks "
-                  "(uct_iface_params_t eager_cb, rndv_cb)", name);
-        return UCS_ERR_INVALID_PARAM;
+    if ((params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB) &&
+        (params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB) &&
+        (params->eager_cb != NULL) && (params->rndv_cb != NULL)) {
+        tm->eager_cb  = params->eager_cb;
+        tm->eager_arg = UCT_IFACE_PARAM_VALUE(params, eager_arg,
+                                              HW_TM_EAGER_ARG, NULL);
+        tm->rndv_cb   = params->rndv_cb;
+        tm->rndv_arg  = UCT_IFACE_PARAM_VALUE(params, rndv_arg,
+                                              HW_TM_RNDV_ARG, NULL);
+    } else {
+        /* opened without them (tag matching asked for by configuration):
+         * an unexpected tagged message has nobody to go to */
+        tm->eager_cb  = strand_tm_drop_eager;
+        tm->eager_arg = tm;
+        tm->rndv_cb   = strand_tm_drop_rndv;
+        tm->rndv_arg  = tm;
     }
-    tm->eager_cb  = params->eager_cb;
-    tm->eager_arg = UCT_IFACE_PARAM_VALUE(params, eager_arg,
-                                          HW_TM_EAGER_ARG, NULL);
-    tm->rndv_cb   = params->rndv_cb;
-    tm->rndv_arg  = UCT_IFACE_PARAM_VALUE(params, rndv_arg, HW_TM_RNDV_ARG,
-                                          NULL);
 
     tm->num_entries = max_tags + 1;
     tm->max_tags    = max_tags;

@@ -66,6 +66,8 @@ typedef struct strand_tm_stats {
     uint64_t syncs;          /* NOP list operations reporting the count */
     uint64_t sync_requests;  /* completions that asked for one */
     uint64_t list_full;      /* tag_recv_zcopy refused: no entry */
+    uint64_t dropped;        /* unexpected, and no callback to take it
+                                (opened without them) */
 } strand_tm_stats_t;
 
 typedef struct strand_tm_entry strand_tm_entry_t;

@@ -85,7 +85,7 @@ static void strand_dc_dci_moderation_fit(strand_dc_iface_t *iface,
     if (m == iface->tx_moderation) {
         return;
     }
-    for (i = 0; i < iface->num_dci; ++i) {
+    for (i = 0; i < iface->dci_hwm; ++i) {
         dci = &iface->dcis[i];
         if (dci->qp.h == NULL) {
             continue;
@@ -204,12 +204,20 @@ ucs_status_t strand_dc_dci_rc_take(strand_dc_iface_t *iface,
     int err;
 
     ucs_assert(iface->rc);
-    for (i = 0; i < iface->num_dci; ++i) {
+    for (i = 0; i < iface->dci_hwm; ++i) {
         if ((iface->dcis[i].qp.h == NULL) &&
             (iface->dcis[i].state == STRAND_DC_DCI_FREE)) {
             dci = &iface->dcis[i];
             break;
         }
+    }
+    if ((dci == NULL) && (iface->dci_hwm < iface->num_dci)) {
+        dci    = &iface->dcis[iface->dci_hwm];
+        status = strand_dc_dci_slot_init(iface, dci, iface->dci_hwm);
+        if (status != UCS_OK) {
+            return status;
+        }
+        ++iface->dci_hwm;
     }
     if (dci == NULL) {
         ucs_error("%s: %s: all %u endpoints of the interface are in use "
@@ -218,6 +226,10 @@ ucs_status_t strand_dc_dci_rc_take(strand_dc_iface_t *iface,
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     strand_dc_rc_attr(iface, &attr);
+    status = strand_dc_iface_tx_cq_get(iface, dci->index, &attr.send_cq);
+    if (status != UCS_OK) {
+        return status;
+    }
     err = dev->ops->create_rc(dev, &attr, &dci->qp);
     if (err != 0) {
         ucs_error("%s: failed to create an RC QP: %s", dev->info.name,
@@ -358,12 +370,18 @@ ucs_status_t strand_dc_dci_pool_init(strand_dc_iface_t *iface)
     if ((iface->dcis == NULL) || (iface->dci_stack == NULL)) {
         return UCS_ERR_NO_MEMORY;
     }
-    for (i = 0; i < iface->num_dci; ++i) {
-        status = strand_dc_dci_create(iface, &iface->dcis[i], i);
-        if (status != UCS_OK) {
-            return status;
+    if (!iface->rc) {
+        for (i = 0; i < iface->num_dci; ++i) {
+            iface->dci_hwm = i + 1; /* cleaned up, made or not */
+            status = strand_dc_dci_create(iface, &iface->dcis[i], i);
+            if (status != UCS_OK) {
+                return status;
+            }
         }
     }
+    /* rc_strand: a slot is set up when an ep first takes it (slots are
+     * taken lowest first: those below dci_hwm are set up), so MAX_EPS
+     * costs memory only as endpoints come */
     return strand_dc_policy_init(iface);
 }
 
@@ -402,7 +420,7 @@ void strand_dc_dci_pool_cleanup(strand_dc_iface_t *iface)
     if (iface->dcis == NULL) {
         return;
     }
-    for (i = 0; i < iface->num_dci; ++i) {
+    for (i = 0; i < iface->dci_hwm; ++i) {
         dci = &iface->dcis[i];
         if (dci->ops != NULL) {
             /* descriptors of work still on the wire at close */
@@ -433,7 +451,7 @@ int strand_dc_dci_pool_busy(strand_dc_iface_t *iface)
 {
     unsigned i;
 
-    for (i = 0; i < iface->num_dci; ++i) {
+    for (i = 0; i < iface->dci_hwm; ++i) {
         if (iface->dcis[i].outstanding > 0) {
             return 1;
         }
@@ -701,12 +719,16 @@ static void strand_dc_dci_cqe(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
     }
 }
 
-unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface)
+/* The CQEs of one send CQ, until `*budget` sends were completed (a CQE
+ * completes every unsignaled WQE before it too); the CQEs consumed. */
+static unsigned strand_dc_dci_tx_poll(strand_dc_iface_t *iface,
+                                      strand_dc_tx_cq_t *tx, int *budget)
 {
-    strand_dev_cq_t *cq = &iface->tx_cq;
+    strand_dev_cq_t *cq = &tx->cq;
     strand_dc_dci_t *dci;
     struct mlx5_cqe64 *cqe;
     unsigned count = 0;
+    uint32_t before;
     uint32_t qpn;
     khiter_t it;
 
@@ -714,9 +736,10 @@ unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface)
      * tx_ci_batch CQEs of a long one: completions post, and the CQ has
      * room for what can be outstanding plus one batch), and before a
      * CQE whose handling may reset its DCI (an error, a DCI draining). */
-    while ((cqe = strand_cqe_get(cq->dv.buf, cq->dv.cqe_cnt,
-                                 iface->tx_cqe_shift, iface->tx_ci)) != NULL) {
-        ++iface->tx_ci;
+    while ((*budget > 0) &&
+           ((cqe = strand_cqe_get(cq->dv.buf, cq->dv.cqe_cnt,
+                                  iface->tx_cqe_shift, tx->ci)) != NULL)) {
+        ++tx->ci;
         ++count;
         if (ucs_unlikely(strand_cqe_opcode(cqe) == MLX5_CQE_SIG_ERR)) {
             /* a checked GET had a bad block; its READ's own CQE follows */
@@ -730,7 +753,7 @@ unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface)
         qpn = strand_cqe_qpn(cqe);
         it = kh_get(strand_dc_qpn, &iface->dci_by_qpn, qpn);
         if (ucs_unlikely(it == kh_end(&iface->dci_by_qpn))) {
-            strand_cq_update_ci(cq->dv.dbrec, iface->tx_ci);
+            strand_cq_update_ci(cq->dv.dbrec, tx->ci);
             /* not an ep's: a QP that reads rendezvous (rc_strand) */
             if ((iface->tx_cqe_other == NULL) ||
                 (iface->tx_cqe_other(iface->rc_rndv, cqe) != 0)) {
@@ -744,15 +767,45 @@ unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface)
         STRAND_DC_IFACE_STAT(iface, TX_CQE, 1);
         if (ucs_unlikely(strand_cqe_is_error(cqe))) {
             STRAND_DC_IFACE_STAT(iface, TX_CQE_ERROR, 1);
-            strand_cq_update_ci(cq->dv.dbrec, iface->tx_ci);
+            strand_cq_update_ci(cq->dv.dbrec, tx->ci);
         } else if (ucs_unlikely((dci->state != STRAND_DC_DCI_ACTIVE) ||
                                 ((count % iface->tx_ci_batch) == 0))) {
-            strand_cq_update_ci(cq->dv.dbrec, iface->tx_ci);
+            strand_cq_update_ci(cq->dv.dbrec, tx->ci);
         }
+        before = dci->outstanding;
         strand_dc_dci_cqe(iface, dci, cqe);
+        /* (a completion callback may have posted again) */
+        *budget -= ucs_max(1, (int)before - (int)dci->outstanding);
     }
     if (count > 0) {
-        strand_cq_update_ci(cq->dv.dbrec, iface->tx_ci);
+        strand_cq_update_ci(cq->dv.dbrec, tx->ci);
+    }
+    return count;
+}
+
+unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface)
+{
+    return strand_dc_dci_tx_poll_max(iface, iface->config.tx_max_poll);
+}
+
+unsigned strand_dc_dci_tx_poll_max(strand_dc_iface_t *iface, unsigned max)
+{
+    int budget = (int)ucs_min(max, INT_MAX);
+    unsigned count, k, n;
+
+    if (ucs_likely(iface->num_tx_cqs == 1)) {
+        count = strand_dc_dci_tx_poll(iface, &iface->tx_cqs[0], &budget);
+    } else {
+        /* rc_strand's CQs of many endpoints: each in turn polled first,
+         * so that the bound starves none */
+        n = iface->num_tx_cqs;
+        for (count = 0, k = 0; (k < n) && (budget > 0); ++k) {
+            count += strand_dc_dci_tx_poll(iface,
+                                           &iface->tx_cqs[(iface->tx_cq_next +
+                                                           k) % n],
+                                           &budget);
+        }
+        iface->tx_cq_next = (iface->tx_cq_next + 1) % n;
     }
     if (ucs_unlikely(iface->repost_pending)) {
         count += strand_dc_recovery_progress(iface);
@@ -804,7 +857,7 @@ void strand_dc_dci_signal_tails(strand_dc_iface_t *iface)
 {
     unsigned i;
 
-    for (i = 0; i < iface->num_dci; ++i) {
+    for (i = 0; i < iface->dci_hwm; ++i) {
         (void)strand_dc_dci_signal_tail(iface, &iface->dcis[i]);
     }
 }
@@ -830,7 +883,8 @@ static int strand_dc_dci_pool_consistent(strand_dc_iface_t *iface)
     uint32_t bb, posted, flushed, per_stream;
     uint8_t state;
     strand_dc_dci_t *dci;
-    int dcs = (iface->tx_policy != STRAND_DC_TX_POLICY_STREAMS);
+    /* rc_strand's slots are no pool (and may be more than a stack holds) */
+    int dcs = !iface->rc && (iface->tx_policy != STRAND_DC_TX_POLICY_STREAMS);
 
     for (i = 0; i < iface->dci_top; ++i) {
         if ((iface->dci_stack[i] >= iface->num_dci) ||
@@ -838,7 +892,7 @@ static int strand_dc_dci_pool_consistent(strand_dc_iface_t *iface)
             return 0;
         }
     }
-    for (i = 0; i < iface->num_dci; ++i) {
+    for (i = 0; i < iface->dci_hwm; ++i) {
         dci = &iface->dcis[i];
         if (dcs && ((dci->state == STRAND_DC_DCI_FREE) != (on_stack[i] == 1))) {
             return 0;
@@ -878,7 +932,7 @@ void strand_dc_dci_pool_show(strand_dc_iface_t *iface,
         ucs_string_buffer_appendf(strb, " %u", iface->dci_stack[i]);
     }
     ucs_string_buffer_appendf(strb, "\n");
-    for (i = 0; i < iface->num_dci; ++i) {
+    for (i = 0; i < iface->dci_hwm; ++i) {
         dci = &iface->dcis[i];
         ucs_string_buffer_appendf(strb, "dci %u qpn 0x%x state %s "
                                   "outstanding %u users %u errored %u "

@@ -158,7 +158,10 @@ typedef struct strand_dc_dci {
 
 ucs_status_t strand_dc_dci_pool_init(strand_dc_iface_t *iface);
 void strand_dc_dci_pool_cleanup(strand_dc_iface_t *iface);
+/* Send completions: CQEs until TX_MAX_POLL sends completed (progress), or
+ * max of them (UINT_MAX: the CQs polled empty); the CQEs consumed */
 unsigned strand_dc_dci_tx_progress(strand_dc_iface_t *iface);
+unsigned strand_dc_dci_tx_poll_max(strand_dc_iface_t *iface, unsigned max);
 void strand_dc_tmp_reg_release(strand_dc_iface_t *iface,
                                strand_dc_tmp_reg_t *reg);
 int strand_dc_dci_pool_busy(strand_dc_iface_t *iface);

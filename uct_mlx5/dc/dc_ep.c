@@ -328,7 +328,12 @@ ssize_t strand_dc_ep_send_hdr_bcopy(uct_ep_h tl_ep, const void *hdr,
     }
     memcpy(desc->data, hdr, hdr_len);
     length = pack_cb(desc->data + hdr_len, arg);
-    ucs_assert(length + hdr_len <= iface->config.seg_size);
+    status = strand_dc_ep_check_packed(iface, ep, desc, length,
+                                       iface->config.seg_size - hdr_len,
+                                       "bcopy send");
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
 
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_data_seg(seg, (uintptr_t)desc->data, length + hdr_len,
@@ -609,7 +614,11 @@ ssize_t strand_dc_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
         return UCS_ERR_NO_RESOURCE;
     }
     length = pack_cb(desc->data, arg);
-    ucs_assert(length <= iface->config.seg_size);
+    status = strand_dc_ep_check_packed(iface, ep, desc, length,
+                                       iface->config.seg_size, "put_bcopy");
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
 
     ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
@@ -1406,13 +1415,13 @@ void strand_dc_ep_set_failed(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
     }
     ret = uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
                                   status);
-    if (ret != UCS_OK) {
-        ucs_log(uct_base_iface_failure_log_level(&iface->super, ret, status),
-                "%s: endpoint %p to %s failed: %s: %s",
-                iface->dev->info.name, ep,
-                strand_dc_addr_av_str(&ep->av, peer, sizeof(peer)),
-                ucs_status_string(status), detail);
-    }
+    /* as UCX's IB transports: a peer gone at UCX_<TL>_FAILURE's level (diag
+     * by default), any other error (access, protection) as an error, and
+     * fatal when the owner could not handle it */
+    ucs_log(uct_base_iface_failure_log_level(&iface->super, ret, status),
+            "%s: endpoint %p to %s failed: %s: %s", iface->dev->info.name,
+            ep, strand_dc_addr_av_str(&ep->av, peer, sizeof(peer)),
+            ucs_status_string(status), detail);
 }
 
 /* ----------------------------------------------------- create / destroy */

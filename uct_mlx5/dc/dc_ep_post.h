@@ -91,6 +91,26 @@ strand_dc_ep_get_desc(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     return desc;
 }
 
+/* A pack callback wrote `length` bytes where `max` fit
+ * (UCT_IFACE_FLAG_ERRHANDLE_BCOPY_LEN): the operation is refused, its
+ * descriptor and lease go back. The descriptors have STRAND_DC_TX_SLACK
+ * bytes past the segment, so that a callback that overran by a little
+ * wrote into nobody's memory. */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_dc_ep_check_packed(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+                          strand_dc_tx_desc_t *desc, size_t length, size_t max,
+                          const char *what)
+{
+    if (ucs_likely(length <= max)) {
+        return UCS_OK;
+    }
+    ucs_mpool_put_inline(desc);
+    strand_dc_ep_unlease_if_idle(iface, ep);
+    ucs_error("%s: %s: invalid %s length %zu (max_bcopy %zu)",
+              iface->dev->info.name, iface->tl_name, what, length, max);
+    return UCS_ERR_INVALID_PARAM;
+}
+
 /* Ctrl bytes 8-15 of ep's WQEs on dci with fm_ce_se and imm (as the WQE
  * carries it, network order): ep's stream id, from its readiness when it
  * is ready. */

@@ -13,8 +13,9 @@
  *   RECV_SIG   arms the receive CQ for solicited CQEs: active messages and
  *              flow-control requests are sent solicited; keepalive probes
  *              are not.
- * rc_strand's connection manager (a companion DC interface, rc/rc_cm.c)
- * reports to its parent's channel: any armed wait arms its CQs too.
+ * rc_strand's connection manager (a DC interface of its own, rc/rc_cm.c)
+ * is driven by the worker's async thread from its own channel: it wakes
+ * the worker itself when it has news for it.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -53,9 +54,15 @@ static void strand_dc_cq_arm(strand_dev_cq_t *cq, uint8_t sn, uint32_t ci,
 static int strand_dc_iface_count_event(strand_dc_iface_t *iface,
                                        strand_dev_cq_t *cq)
 {
-    if (cq == &iface->tx_cq) {
-        ++iface->tx_arm_sn;
-    } else if (cq == &iface->rx_cq) {
+    unsigned i;
+
+    for (i = 0; i < iface->num_tx_cqs; ++i) {
+        if (cq == &iface->tx_cqs[i].cq) {
+            ++iface->tx_cqs[i].arm_sn;
+            return 1;
+        }
+    }
+    if (cq == &iface->rx_cq) {
         ++iface->rx_arm_sn;
     } else {
         return 0;
@@ -63,35 +70,50 @@ static int strand_dc_iface_count_event(strand_dc_iface_t *iface,
     return 1;
 }
 
-/* Take the events that woke us off the channel (ours, and those of a
- * companion that reports to it). */
+/* Take the events that woke us off the channel. */
 static void strand_dc_iface_ack_events(strand_dc_iface_t *iface)
 {
     strand_dev_t *dev = iface->dev;
     strand_dev_cq_t *cq;
 
     while (dev->ops->get_cq_event(dev, iface->chan, &cq) == 0) {
-        if (!strand_dc_iface_count_event(iface, cq) &&
-            (iface->companion != NULL)) {
-            strand_dc_iface_count_event(iface->companion, cq);
+        strand_dc_iface_count_event(iface, cq);
+    }
+}
+
+static int strand_dc_iface_tx_has_work(strand_dc_iface_t *iface)
+{
+    unsigned i;
+
+    for (i = 0; i < iface->num_tx_cqs; ++i) {
+        if (strand_dc_cq_has_work(&iface->tx_cqs[i].cq, iface->tx_cqe_shift,
+                                  iface->tx_cqs[i].ci)) {
+            return 1;
         }
     }
+    return 0;
 }
 
 static int strand_dc_iface_has_work(strand_dc_iface_t *iface, int tx, int rx)
 {
     return !ucs_arbiter_is_empty(&iface->arbiter) ||
-           (tx && strand_dc_cq_has_work(&iface->tx_cq, iface->tx_cqe_shift,
-                                        iface->tx_ci)) ||
+           (tx && strand_dc_iface_tx_has_work(iface)) ||
            (rx && strand_dc_cq_has_work(&iface->rx_cq, iface->rx_cqe_shift,
                                         iface->rx_ci));
+}
+
+void strand_dc_tx_cq_arm(strand_dc_tx_cq_t *tx)
+{
+    strand_dc_cq_arm(&tx->cq, tx->arm_sn, tx->ci, 0);
 }
 
 static void strand_dc_iface_arm_cqs(strand_dc_iface_t *iface, int tx, int rx,
                                     int rx_sol)
 {
-    if (tx) {
-        strand_dc_cq_arm(&iface->tx_cq, iface->tx_arm_sn, iface->tx_ci, 0);
+    unsigned i;
+
+    for (i = 0; tx && (i < iface->num_tx_cqs); ++i) {
+        strand_dc_tx_cq_arm(&iface->tx_cqs[i]);
     }
     if (rx) {
         strand_dc_cq_arm(&iface->rx_cq, iface->rx_arm_sn, iface->rx_ci,
@@ -102,23 +124,15 @@ static void strand_dc_iface_arm_cqs(strand_dc_iface_t *iface, int tx, int rx,
 ucs_status_t strand_dc_iface_event_arm(uct_iface_h tl_iface, unsigned events)
 {
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
-    strand_dc_iface_t *cm    = iface->companion;
     int tx        = !!(events & UCT_EVENT_SEND_COMP);
     int rx        = !!(events & (UCT_EVENT_SEND_COMP | UCT_EVENT_RECV |
                                  UCT_EVENT_RECV_SIG));
     int rx_sol    = !(events & UCT_EVENT_RECV);
 
     strand_dc_iface_ack_events(iface);
-    /* a companion's messages (connection requests and replies, sent
-     * solicited) and its failures matter to every kind of waiter */
-    if (strand_dc_iface_has_work(iface, tx, rx) ||
-        ((cm != NULL) && (events != 0) &&
-         strand_dc_iface_has_work(cm, 1, 1))) {
+    if (strand_dc_iface_has_work(iface, tx, rx)) {
         return UCS_ERR_BUSY;
     }
     strand_dc_iface_arm_cqs(iface, tx, rx, rx_sol);
-    if ((cm != NULL) && (events != 0)) {
-        strand_dc_iface_arm_cqs(cm, 1, 1, 1);
-    }
     return UCS_OK;
 }

@@ -100,14 +100,32 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
      ucs_offsetof(strand_dc_iface_config_t, rx_queue_len),
      UCS_CONFIG_TYPE_UINT},
 
-    {"RX_MAX_POLL", "inf",
-     "Receive completions handled by one progress call at most (1 .. inf). "
-     "inf handles all that are there: a receiver that handles fewer than "
-     "its senders' completions free falls behind them when they share its "
-     "progress, runs out of posted buffers, and the senders then wait in "
-     "receiver-not-ready back-off, some much longer than others. A small "
-     "value bounds the time one call spends on a flood of messages.",
+    {"RX_MAX_POLL", "16",
+     "Receive completions handled by one progress call at most (1 .. inf), "
+     "as UCX_IB_RX_MAX_POLL: UCP relies on a bound for fair progress "
+     "across its interfaces and for probing.",
      ucs_offsetof(strand_dc_iface_config_t, rx_max_poll),
+     UCS_CONFIG_TYPE_ULUNITS},
+
+    UCT_IFACE_MPOOL_CONFIG_FIELDS("TX_", -1, 128, "send",
+                                  ucs_offsetof(strand_dc_iface_config_t, tx_mp),
+                                  " Bounce buffers of bcopy sends and fetched "
+                                  "atomics."),
+
+    UCT_IFACE_MPOOL_CONFIG_FIELDS("RX_", -1, 256, "receive",
+                                  ucs_offsetof(strand_dc_iface_config_t, rx_mp),
+                                  " Those a receive handler keeps stay out of "
+                                  "the receive queue until released."),
+
+    {"TX_MAX_POLL", "16",
+     "Sends completed by one progress call at most (1 .. inf), as "
+     "UCX_IB_TX_MAX_POLL, but counted in sends, not CQEs (one CQE completes "
+     "up to TX_CQ_MODERATION of them): polling stops at the CQE that "
+     "reaches it. With the receive bound, senders that share a progress "
+     "with their receiver free no more room per call than it frees "
+     "receive buffers, and do not push it into receiver-not-ready "
+     "back-off (whose retries are uneven).",
+     ucs_offsetof(strand_dc_iface_config_t, tx_max_poll),
      UCS_CONFIG_TYPE_ULUNITS},
 
     {"SEG_SIZE", "8256",
@@ -448,6 +466,13 @@ ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
                       UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
                       UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC |
                       UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
+                      /* a bad local or remote buffer fails its ep, not the
+                       * process (the device's protection and access
+                       * errors); a pack callback that wrote too much is
+                       * refused (strand_dc_ep_check_packed) */
+                      UCT_IFACE_FLAG_ERRHANDLE_ZCOPY_BUF |
+                      UCT_IFACE_FLAG_ERRHANDLE_REMOTE_MEM |
+                      UCT_IFACE_FLAG_ERRHANDLE_BCOPY_LEN |
                       UCT_IFACE_FLAG_EP_CHECK;
     attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
                             UCT_IFACE_FLAG_EVENT_RECV |
@@ -648,6 +673,17 @@ static void strand_dc_tx_desc_init(uct_iface_h tl_iface, void *obj,
     desc->lkey = ((strand_md_memh_t*)memh)->mr.lkey;
 }
 
+/* DCI slots sharing a send CQ: all of dc_strand's; rc_strand's endpoints
+ * in groups, so that a CQ of each group made as endpoints come bounds the
+ * memory of few endpoints, not what MAX_EPS of them could need. */
+static unsigned
+strand_dc_iface_tx_cq_dcis(const strand_dc_iface_t *iface,
+                           const strand_dc_iface_config_t *config)
+{
+    return iface->rc ? ucs_min(config->num_dci, STRAND_RC_EPS_PER_CQ) :
+                       config->num_dci;
+}
+
 static ucs_status_t
 strand_dc_iface_check_config(strand_dc_iface_t *iface,
                              const strand_dc_iface_config_t *config)
@@ -678,6 +714,9 @@ strand_dc_iface_check_config(strand_dc_iface_t *iface,
     STRAND_DC_CHECK(config->rx_max_poll >= 1,
                     "RX_MAX_POLL=%lu (valid: 1 .. inf)",
                     config->rx_max_poll);
+    STRAND_DC_CHECK(config->tx_max_poll >= 1,
+                    "TX_MAX_POLL=%lu (valid: 1 .. inf)",
+                    config->tx_max_poll);
     STRAND_DC_CHECK((config->seg_size >= 64) &&
                     (config->seg_size <= UCS_MBYTE),
                     "SEG_SIZE=%zu (valid: 64 .. 1048576)",
@@ -707,11 +746,13 @@ strand_dc_iface_check_config(strand_dc_iface_t *iface,
                     config->max_inline, ucs_min(caps->max_inline, 800));
     STRAND_DC_CHECK((config->tx_cq_len == 0) ||
                     (config->tx_cq_len >=
-                     config->num_dci * config->tx_queue_len),
+                     strand_dc_iface_tx_cq_dcis(iface, config) *
+                     config->tx_queue_len),
                     "TX_CQ_LEN=%u (must be 0 or >= %s * "
                     "TX_QUEUE_LEN = %u)", config->tx_cq_len,
-                    iface->rc ? "MAX_EPS" : "NUM_DCI",
-                    config->num_dci * config->tx_queue_len);
+                    iface->rc ? "min(MAX_EPS, 256)" : "NUM_DCI",
+                    strand_dc_iface_tx_cq_dcis(iface, config) *
+                    config->tx_queue_len);
     STRAND_DC_CHECK((config->rx_cq_len == 0) ||
                     (config->rx_cq_len > config->rx_queue_len),
                     "RX_CQ_LEN=%u (must be 0 or > RX_QUEUE_LEN "
@@ -802,6 +843,39 @@ strand_dc_iface_resolve_policy(strand_dc_iface_t *iface,
     return UCS_OK;
 }
 
+ucs_status_t strand_dc_iface_tx_cq_get(strand_dc_iface_t *iface,
+                                       unsigned dci_index,
+                                       strand_dev_cq_t **cq_p)
+{
+    unsigned n       = dci_index / iface->tx_cq_dcis;
+    strand_dev_t *dev = iface->dev;
+    strand_dc_tx_cq_t *tx;
+    int err;
+
+    ucs_assert(n < iface->max_tx_cqs);
+    /* slots are taken lowest first: the CQs made are those below n */
+    while (iface->num_tx_cqs <= n) {
+        tx  = &iface->tx_cqs[iface->num_tx_cqs];
+        err = dev->ops->create_cq(dev, iface->tx_cq_len, iface->chan,
+                                  &tx->cq);
+        if (err != 0) {
+            ucs_error("%s: failed to create send CQ of %u: %s",
+                      dev->info.name, iface->tx_cq_len, strerror(err));
+            return strand_dc_errno_status(err);
+        }
+        tx->ci     = 0;
+        tx->arm_sn = 0;
+        ++iface->num_tx_cqs;
+        if (n > 0) {
+            /* armed at once: a worker that armed the others before this
+             * endpoint came may sleep (a spurious wake-up at most) */
+            strand_dc_tx_cq_arm(tx);
+        }
+    }
+    *cq_p = &iface->tx_cqs[n].cq;
+    return UCS_OK;
+}
+
 static void strand_dc_iface_release(strand_dc_iface_t *iface)
 {
     strand_dev_t *dev = iface->dev;
@@ -841,10 +915,12 @@ static void strand_dc_iface_release(strand_dc_iface_t *iface)
         dev->ops->destroy_cq(dev, &iface->rx_cq);
         iface->have_rx_cq = 0;
     }
-    if (iface->have_tx_cq) {
-        dev->ops->destroy_cq(dev, &iface->tx_cq);
-        iface->have_tx_cq = 0;
+    while (iface->num_tx_cqs > 0) {
+        --iface->num_tx_cqs;
+        dev->ops->destroy_cq(dev, &iface->tx_cqs[iface->num_tx_cqs].cq);
     }
+    ucs_free(iface->tx_cqs);
+    iface->tx_cqs = NULL;
     if (iface->have_channel) {
         dev->ops->destroy_channel(dev, &iface->channel);
         iface->have_channel = 0;
@@ -941,19 +1017,17 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
                            const uct_iface_params_t *params,
                            const uct_iface_config_t *tl_config,
                            const strand_dc_iface_config_t *config, int rc,
-                           strand_dc_iface_t *parent, uct_iface_ops_t *ops)
+                           uct_iface_ops_t *ops)
 {
     strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
     const char *tl_name = rc ? STRAND_RC_TL_NAME : STRAND_DC_TL_NAME;
-    uct_iface_mpool_config_t mp_config = {
-        .max_bufs  = UINT_MAX,
-        .bufs_grow = 128
-    };
+    uct_iface_mpool_config_t mp_config = config->tx_mp;
     strand_dev_t *dev = md->dev;
     strand_dev_dct_attr_t dct_attr;
     char dev_name[UCT_DEVICE_NAME_MAX];
     ucs_status_t status;
     unsigned tx_cq_len, rx_cq_len, max_ds, av_ds, tx_outstanding;
+    strand_dev_cq_t *tx_cq;
     int err;
 
     UCT_CHECK_PARAM(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE,
@@ -1016,6 +1090,15 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     self->config.rx_queue_len    = config->rx_queue_len;
     self->config.rx_max_poll     = (config->rx_max_poll >= UINT_MAX) ?
                                    UINT_MAX : (unsigned)config->rx_max_poll;
+    self->config.rx_mp           = config->rx_mp;
+    if (self->config.rx_mp.bufs_grow == 0) {
+        self->config.rx_mp.bufs_grow = 256;
+    }
+    if (mp_config.bufs_grow == 0) {
+        mp_config.bufs_grow = 128;
+    }
+    self->config.tx_max_poll     = (config->tx_max_poll >= UINT_MAX) ?
+                                   UINT_MAX : (unsigned)config->tx_max_poll;
     self->config.seg_size        = config->seg_size;
     self->config.max_inline      = config->max_inline;
     self->config.max_sge         = ucs_min(STRAND_DC_MAX_SGE,
@@ -1048,10 +1131,13 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
                                      strand_dc_am_hdr_len(self));
     /* what can be outstanding, and a batch consumed before the consumer
      * index is written (dc_dci.c) */
-    tx_outstanding = config->num_dci * config->tx_queue_len +
-                     ((rc && self->config.am_tmh) ?
-                      STRAND_RC_RNDV_MAX_WQES : 0);
+    self->tx_cq_dcis = strand_dc_iface_tx_cq_dcis(self, config);
+    self->max_tx_cqs = ucs_div_round_up(config->num_dci, self->tx_cq_dcis);
+    tx_outstanding   = self->tx_cq_dcis * config->tx_queue_len +
+                       ((rc && self->config.am_tmh) ?
+                        STRAND_RC_RNDV_MAX_WQES : 0);
     tx_cq_len = config->tx_cq_len ? config->tx_cq_len : tx_outstanding + 64;
+    self->tx_cq_len   = tx_cq_len;
     self->tx_ci_batch = ucs_max(1, ucs_min(64, (int)tx_cq_len -
                                                (int)tx_outstanding));
     rx_cq_len = config->rx_cq_len ? config->rx_cq_len :
@@ -1065,30 +1151,27 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     }
 
     /* a channel of its own: events of other interfaces on the same device
-     * never wake (or get drained by) this one; a companion reports to its
-     * parent's (dc_event.c) */
-    if (parent != NULL) {
-        self->chan = parent->chan;
-    } else {
-        err = dev->ops->create_channel(dev, &self->channel);
-        if (err != 0) {
-            ucs_error("%s: failed to create a completion channel: %s",
-                      dev->info.name, strerror(err));
-            status = strand_dc_errno_status(err);
-            goto err;
-        }
-        self->have_channel = 1;
-        self->chan         = &self->channel;
-    }
-
-    err = dev->ops->create_cq(dev, tx_cq_len, self->chan, &self->tx_cq);
+     * never wake (or get drained by) this one */
+    err = dev->ops->create_channel(dev, &self->channel);
     if (err != 0) {
-        ucs_error("%s: failed to create send CQ of %u: %s", dev->info.name,
-                  tx_cq_len, strerror(err));
+        ucs_error("%s: failed to create a completion channel: %s",
+                  dev->info.name, strerror(err));
         status = strand_dc_errno_status(err);
         goto err;
     }
-    self->have_tx_cq = 1;
+    self->have_channel = 1;
+    self->chan         = &self->channel;
+
+    self->tx_cqs = ucs_calloc(self->max_tx_cqs, sizeof(*self->tx_cqs),
+                              "strand_dc_tx_cqs");
+    if (self->tx_cqs == NULL) {
+        status = UCS_ERR_NO_MEMORY;
+        goto err;
+    }
+    status = strand_dc_iface_tx_cq_get(self, 0, &tx_cq);
+    if (status != UCS_OK) {
+        goto err;
+    }
     err = dev->ops->create_cq(dev, rx_cq_len, self->chan, &self->rx_cq);
     if (err != 0) {
         ucs_error("%s: failed to create receive CQ of %u: %s",
@@ -1097,11 +1180,11 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
         goto err;
     }
     self->have_rx_cq = 1;
-    self->tx_cqe_shift = strand_cqe_shift(self->tx_cq.dv.cqe_size);
+    self->tx_cqe_shift = strand_cqe_shift(tx_cq->dv.cqe_size);
     self->rx_cqe_shift = strand_cqe_shift(self->rx_cq.dv.cqe_size);
     if ((self->tx_cqe_shift == 0) || (self->rx_cqe_shift == 0)) {
         ucs_error("%s: CQEs of %u/%u bytes are not supported (64 or 128)",
-                  dev->info.name, self->tx_cq.dv.cqe_size,
+                  dev->info.name, tx_cq->dv.cqe_size,
                   self->rx_cq.dv.cqe_size);
         status = UCS_ERR_UNSUPPORTED;
         goto err;
@@ -1131,7 +1214,7 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
 
     status = uct_iface_mpool_init(&self->super, &self->tx_mp,
                                   sizeof(strand_dc_tx_desc_t) +
-                                  config->seg_size,
+                                  config->seg_size + STRAND_DC_TX_SLACK,
                                   sizeof(strand_dc_tx_desc_t),
                                   UCS_SYS_CACHE_LINE_SIZE, &mp_config,
                                   mp_config.bufs_grow, strand_dc_tx_desc_init,
@@ -1166,7 +1249,7 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
 
     memset(&self->dci_attr, 0, sizeof(self->dci_attr));
     self->dci_attr.td            = &self->td;
-    self->dci_attr.send_cq       = &self->tx_cq;
+    self->dci_attr.send_cq       = tx_cq;
     self->dci_attr.max_send_wr   = config->tx_queue_len;
     self->dci_attr.max_send_sge  = self->config.max_sge;
     self->dci_attr.max_inline    = config->max_inline;
@@ -1218,12 +1301,11 @@ ucs_status_t strand_dc_iface_create(uct_md_h md, uct_worker_h worker,
                                     const uct_iface_params_t *params,
                                     const uct_iface_config_t *tl_config,
                                     const strand_dc_iface_config_t *config,
-                                    int rc, strand_dc_iface_t *parent,
-                                    uct_iface_ops_t *ops,
+                                    int rc, uct_iface_ops_t *ops,
                                     uct_iface_h *iface_p)
 {
     return UCS_CLASS_NEW(strand_dc_iface_t, iface_p, md, worker, params,
-                         tl_config, config, rc, parent,
+                         tl_config, config, rc,
                          (ops != NULL) ? ops : &strand_dc_iface_ops);
 }
 
@@ -1235,7 +1317,7 @@ static ucs_status_t strand_dc_iface_open(uct_md_h md, uct_worker_h worker,
     return strand_dc_iface_create(md, worker, params, tl_config,
                                   ucs_derived_of(tl_config,
                                                  strand_dc_iface_config_t),
-                                  0, NULL, NULL, iface_p);
+                                  0, NULL, iface_p);
 }
 
 uct_iface_ops_t strand_dc_iface_ops = {

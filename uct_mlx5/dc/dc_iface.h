@@ -28,7 +28,9 @@
 #define STRAND_DC_CONFIG_PREFIX  "DC_STRAND_"
 #define STRAND_RC_TL_NAME        "rc_strand"
 #define STRAND_RC_CONFIG_PREFIX  "RC_STRAND_"
-#define STRAND_RC_MAX_EPS        4096           /* RC QPs of an interface */
+#define STRAND_RC_MAX_EPS        65535          /* RC QPs of an interface
+                                                   (STRAND_DC_DCI_NONE: none) */
+#define STRAND_RC_EPS_PER_CQ     256            /* RC QPs sharing a send CQ */
 #define STRAND_RC_RNDV_MAX_WQES  1024           /* rc_strand's rendezvous:
                                                    WQEs of its responder
                                                    QPs outstanding at most
@@ -71,6 +73,9 @@ typedef struct strand_dc_iface_config {
     unsigned           tx_cq_moderation;
     unsigned           rx_queue_len;
     unsigned long      rx_max_poll;
+    unsigned long      tx_max_poll;
+    uct_iface_mpool_config_t tx_mp;     /* TX_MAX_BUFS, TX_BUFS_GROW */
+    uct_iface_mpool_config_t rx_mp;     /* RX_MAX_BUFS, RX_BUFS_GROW */
     size_t             seg_size;
     unsigned           num_dci;
     int                tx_policy;
@@ -100,7 +105,10 @@ typedef struct strand_dc_iface_config {
                                               ucs_ternary_auto_value_t */
 } strand_dc_iface_config_t;
 
-/* A registered send buffer (bcopy, AM zcopy header, fetched atomics). */
+/* A registered send buffer (bcopy, AM zcopy header, fetched atomics): a
+ * segment and STRAND_DC_TX_SLACK bytes no operation uses
+ * (strand_dc_ep_check_packed). */
+#define STRAND_DC_TX_SLACK       64
 typedef struct strand_dc_tx_desc {
     uint32_t lkey;
     uint32_t pad;
@@ -123,6 +131,13 @@ struct strand_dc_ep;
 /* send CQE -> DCI: by QP number (the user index is the provider's) */
 KHASH_MAP_INIT_INT(strand_dc_qpn, uint16_t)
 
+/* A send CQ and where its consumer is. */
+typedef struct strand_dc_tx_cq {
+    strand_dev_cq_t cq;
+    uint32_t        ci;
+    uint8_t         arm_sn;        /* +1 per event received on it */
+} strand_dc_tx_cq_t;
+
 typedef struct strand_dc_iface {
     uct_base_iface_t      super;
     UCS_STATS_NODE_DECLARE(stats)        /* dc_stats.h */
@@ -136,28 +151,30 @@ typedef struct strand_dc_iface {
     uint8_t               min_rnr_timer; /* the receive side's RNR timer */
 
     strand_dev_channel_t  channel;       /* completion events (event fd) */
-    strand_dev_channel_t *chan;          /* where its CQs report: its own
-                                            channel, or its parent's */
-    /* rc_strand: the DC interface its connection manager talks over
-     * (rc/rc_cm.c); its CQs report to this interface's channel, so that
-     * connection requests wake a sleeping worker */
-    struct strand_dc_iface *companion;
+    strand_dev_channel_t *chan;          /* where its CQs report (its own
+                                            channel) */
     struct strand_rc_cm   *rc_cm;
     /* rc_strand with tag matching: the rendezvous it reads itself on its
-     * responder QPs (rc/rc_rndv.c), whose send CQEs come on tx_cq */
+     * responder QPs (rc/rc_rndv.c), whose send CQEs come on tx_cqs[0] */
     struct strand_rc_rndv *rc_rndv;
     int                 (*tx_cqe_other)(struct strand_rc_rndv *rndv,
                                         const struct mlx5_cqe64 *cqe);
-    strand_dev_cq_t       tx_cq;
+    /* send CQs: dc_strand's one; rc_strand's one per tx_cq_dcis QPs,
+     * made as endpoints come (the first at open), each with room for what
+     * its QPs can have outstanding (a flush completes every WQE) */
+    strand_dc_tx_cq_t    *tx_cqs;
+    unsigned              num_tx_cqs, max_tx_cqs;
+    unsigned              tx_cq_next;    /* polled first next time */
+    unsigned              tx_cq_dcis;    /* DCI slots per send CQ */
+    unsigned              tx_cq_len;     /* entries of each */
     strand_dev_cq_t       rx_cq;
-    uint32_t              tx_ci;
     uint32_t              tx_ci_batch;   /* send CQEs consumed at most
                                             before the CQ is told */
     uint32_t              rx_ci;
     uint8_t               tx_cqe_shift;  /* log2 of the CQE sizes */
     uint8_t               rx_cqe_shift;
-    uint8_t               tx_arm_sn;     /* arm sequence numbers: +1 per */
-    uint8_t               rx_arm_sn;     /* event received on the CQ */
+    uint8_t               rx_arm_sn;     /* arm sequence numbers: +1 per
+                                            event received on the CQ */
     strand_dev_srq_t      srq;
     strand_dev_qp_t       dct;
     /* the thread domain every send queue of the interface is made on: a
@@ -166,7 +183,7 @@ typedef struct strand_dc_iface {
     strand_dev_td_t       td;
     uint8_t               have_td;
     uint8_t               have_channel;
-    uint8_t               have_tx_cq, have_rx_cq, have_srq, have_dct;
+    uint8_t               have_rx_cq, have_srq, have_dct;
     uint8_t               have_rx_mp, have_tx_mp, have_fc;
 
     /* receive side: the SRQ's linked list of WQEs (free list from
@@ -193,6 +210,7 @@ typedef struct strand_dc_iface {
                                             atomics */
     struct strand_dc_dci *dcis;
     unsigned              num_dci;
+    unsigned              dci_hwm;       /* slots set up: [0, dci_hwm) */
     khash_t(strand_dc_qpn) dci_by_qpn;   /* QPN -> DCI index */
     uint16_t             *dci_stack;     /* free DCIs */
     unsigned              dci_top;
@@ -231,6 +249,8 @@ typedef struct strand_dc_iface {
         unsigned          tx_queue_len;
         unsigned          rx_queue_len;
         unsigned          rx_max_poll;   /* receive CQEs per progress */
+        unsigned          tx_max_poll;   /* sends completed per progress */
+        uct_iface_mpool_config_t rx_mp;  /* the receive buffers' pool */
         size_t            seg_size;
         size_t            max_inline;
         size_t            am_short_payload; /* am_short's length at most */
@@ -293,15 +313,12 @@ strand_dc_am_hdr_pack(const strand_dc_iface_t *iface, uint8_t *buf,
 }
 
 /* Open the interface of dc_strand (rc 0) or rc_strand (rc 1) with the
- * transport's operations table (NULL: dc_strand's) and configuration;
- * parent: the interface whose completion channel it reports to (NULL: a
- * channel of its own). */
+ * transport's operations table (NULL: dc_strand's) and configuration. */
 ucs_status_t strand_dc_iface_create(uct_md_h md, uct_worker_h worker,
                                     const uct_iface_params_t *params,
                                     const uct_iface_config_t *tl_config,
                                     const strand_dc_iface_config_t *config,
-                                    int rc, strand_dc_iface_t *parent,
-                                    uct_iface_ops_t *ops,
+                                    int rc, uct_iface_ops_t *ops,
                                     uct_iface_h *iface_p);
 UCS_CLASS_DECLARE_DELETE_FUNC(strand_dc_iface_t, uct_iface_t);
 ucs_status_t strand_dc_query_devices(uct_md_h uct_md,
@@ -330,6 +347,13 @@ ucs_status_t strand_dc_iface_flush(uct_iface_h tl_iface, unsigned flags,
 ucs_status_t strand_dc_iface_fence(uct_iface_h tl_iface, unsigned flags);
 
 /* dc_event.c */
+/* The send CQ of DCI slot dci_index, made (and those before it) if it is
+ * the first of its group. */
+ucs_status_t strand_dc_iface_tx_cq_get(strand_dc_iface_t *iface,
+                                       unsigned dci_index,
+                                       strand_dev_cq_t **cq_p);
+/* Arm a send CQ for its next CQE (dc_event.c) */
+void strand_dc_tx_cq_arm(strand_dc_tx_cq_t *tx);
 ucs_status_t strand_dc_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p);
 ucs_status_t strand_dc_iface_event_arm(uct_iface_h tl_iface, unsigned events);
 

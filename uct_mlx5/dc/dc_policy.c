@@ -29,8 +29,9 @@ ucs_status_t strand_dc_policy_init(strand_dc_iface_t *iface)
 {
     unsigned i;
 
-    /* dcs: the stack pops from the top, DCI 0 first */
-    for (i = 0; i < iface->num_dci; ++i) {
+    /* dcs: the stack pops from the top, DCI 0 first (rc_strand's slots
+     * are no pool) */
+    for (i = 0; !iface->rc && (i < iface->num_dci); ++i) {
         iface->dci_stack[iface->num_dci - 1 - i] = i;
     }
     iface->dci_top  = (strand_dc_policy_streams(iface) || iface->rc) ? 0 :
@@ -247,7 +248,7 @@ static void strand_dc_policy_consider_move(strand_dc_iface_t *iface,
     /* only for a DCI at least as well suited (the lease would choose ep's
      * own again) */
     rank = strand_dc_policy_dci_rank(iface, cur, ep);
-    for (i = 0; i < iface->num_dci; ++i) {
+    for (i = 0; i < iface->dci_hwm; ++i) {
         if (strand_dc_dci_usable(iface, &iface->dcis[i]) &&
             (iface->dcis[i].users + 1 < cur->users) &&
             (strand_dc_policy_dci_rank(iface, &iface->dcis[i], ep) >=

@@ -296,7 +296,7 @@ static void strand_dc_recovery_fail_held(strand_dc_iface_t *iface,
     strand_dc_dci_t *dci;
     unsigned i, j;
 
-    for (i = 0; (i < iface->num_dci) && (ep->held > 0); ++i) {
+    for (i = 0; (i < iface->dci_hwm) && (ep->held > 0); ++i) {
         dci = &iface->dcis[i];
         for (j = 0; j < iface->config.num_streams; ++j) {
             ucs_queue_for_each_safe(h, iter, &dci->streams[j].held, queue) {
@@ -354,7 +354,7 @@ unsigned strand_dc_recovery_progress(strand_dc_iface_t *iface)
     int pending = 0;
 
     iface->repost_pending = 0;
-    for (i = 0; i < iface->num_dci; ++i) {
+    for (i = 0; i < iface->dci_hwm; ++i) {
         dci = &iface->dcis[i];
         if (dci->state != STRAND_DC_DCI_ACTIVE) {
             pending |= (dci->state == STRAND_DC_DCI_DRAINING);
@@ -662,7 +662,7 @@ void strand_dc_recovery_orphan(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     if (ep->held == 0) {
         return;
     }
-    for (i = 0; i < iface->num_dci; ++i) {
+    for (i = 0; i < iface->dci_hwm; ++i) {
         dci = &iface->dcis[i];
         for (j = 0; j < iface->config.num_streams; ++j) {
             ucs_queue_for_each_safe(h, iter, &dci->streams[j].held, queue) {

@@ -171,10 +171,7 @@ static ucs_status_t strand_dc_rx_layout(strand_dc_iface_t *iface,
 ucs_status_t strand_dc_rx_init(strand_dc_iface_t *iface,
                                const uct_iface_params_t *params)
 {
-    uct_iface_mpool_config_t mp_config = {
-        .max_bufs  = UINT_MAX,
-        .bufs_grow = 256
-    };
+    uct_iface_mpool_config_t mp_config = iface->config.rx_mp;
     size_t align, align_offset;
     ucs_status_t status;
     uint32_t slots;
@@ -210,7 +207,10 @@ ucs_status_t strand_dc_rx_init(strand_dc_iface_t *iface,
         return UCS_ERR_NO_MEMORY;
     }
     iface->srq_posted  = 0;
-    iface->srq_missing = ucs_min(iface->config.rx_queue_len, slots - 1);
+    /* RX_MAX_BUFS below RX_QUEUE_LEN: the queue holds what the pool has */
+    iface->srq_missing = ucs_min(ucs_min(iface->config.rx_queue_len,
+                                         slots - 1),
+                                 iface->config.rx_mp.max_bufs);
     strand_dc_rx_refill(iface);
     if (iface->srq_missing > 0) {
         ucs_error("%s: could not post %u receive buffers",

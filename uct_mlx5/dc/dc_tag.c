@@ -34,12 +34,15 @@ ucs_status_t strand_dc_tag_resolve(strand_dc_iface_t *iface,
     if (config->tm_enable == UCS_NO) {
         return UCS_OK;
     }
-    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB) ||
-        !(params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB) ||
-        (params->eager_cb == NULL) || (params->rndv_cb == NULL)) {
+    if ((config->tm_enable != UCS_YES) &&
+        (!(params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB) ||
+         !(params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB) ||
+         (params->eager_cb == NULL) || (params->rndv_cb == NULL))) {
         /* its user does not match tags here (UCP opens interfaces of
          * workers without the tag feature so, e.g. Open MPI's osc): it
-         * could take no unexpected message */
+         * could take no unexpected message. Asked for (y), it is on all
+         * the same, as ucx_info -d shows it: an unexpected tagged message
+         * is then dropped (strand_tm_init) */
         ucs_debug("%s: %s: no tag matching: the interface was opened "
                   "without the unexpected tagged message callbacks",
                   iface->dev->info.name, iface->tl_name);

@@ -14,11 +14,17 @@
 #include "uct_mlx5/dc/dc_ep.h"
 #include "uct_mlx5/dc/dc_recovery.h"
 
+#include <ucs/async/async.h>
+#include <ucs/sys/event_set.h>
+#include <uct/base/uct_worker.h>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/datastruct/khash.h>
 
+#include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #define STRAND_RC_CM_AM_ID  0   /* the companion interface is ours alone */
 
@@ -96,6 +102,24 @@ KHASH_INIT(strand_rc_cm_peers, strand_dc_fc_peer_t, strand_rc_cm_peer_t*, 1,
 KHASH_MAP_INIT_INT64(strand_rc_cm_conns, strand_rc_conn_t*)
 KHASH_MAP_INIT_INT(strand_rc_cm_responders, strand_rc_responder_t*)
 
+/* News for the worker's own thread: an answer to one of its requests, a
+ * peer's disconnect, or the failure of a manager endpoint (each changes
+ * endpoints or rendezvous of the user's, which only the thread that
+ * progresses the interface may touch: their completions run user code). */
+typedef enum strand_rc_cm_news_kind {
+    STRAND_RC_CM_NEWS_REP,
+    STRAND_RC_CM_NEWS_DISC,
+    STRAND_RC_CM_NEWS_FAILURE
+} strand_rc_cm_news_kind_t;
+
+typedef struct strand_rc_cm_news {
+    uint8_t             kind;      /* strand_rc_cm_news_kind_t */
+    uint64_t            conn_id;
+    strand_rc_cm_msg_t  msg;       /* REP, DISC */
+    uct_ep_h            ep;        /* failure: the manager endpoint */
+    ucs_status_t        status;
+} strand_rc_cm_news_t;
+
 struct strand_rc_cm {
     strand_dc_iface_t              *iface;     /* rc_strand */
     strand_dc_iface_t              *dc;        /* the companion */
@@ -104,6 +128,18 @@ struct strand_rc_cm {
     khash_t(strand_rc_cm_peers)     peers;
     khash_t(strand_rc_cm_conns)     conns;     /* by id */
     khash_t(strand_rc_cm_responders) responders; /* by QP number */
+    /* the worker's async context: its thread answers requests (rc_cm.h);
+     * the manager is touched under its lock */
+    ucs_async_context_t            *async;
+    int                             async_fd;  /* registered; -1: none */
+    strand_rc_cm_news_t            *news;
+    unsigned                        num_news, max_news;
+    /* rc_strand's event fd: its completion channel and news_fd, so that
+     * news found by the async thread wakes a worker sleeping in it */
+    ucs_sys_event_set_t            *wait_set;
+    int                             news_fd;   /* an eventfd */
+    int                             armed;     /* news_fd to be signalled:
+                                                  the worker may sleep */
 };
 
 /* ------------------------------------------------------------ addresses */
@@ -277,10 +313,9 @@ static void strand_rc_responder_destroy(strand_rc_cm_t *cm,
 /* A manager endpoint of ours failed: its peer is gone. The connections
  * that still wait for its answer fail; the responder QPs we keep for its
  * endpoints go. */
-static ucs_status_t strand_rc_cm_peer_failed(void *arg, uct_ep_h ep,
-                                             ucs_status_t status)
+static void strand_rc_cm_peer_failed_now(strand_rc_cm_t *cm, uct_ep_h ep,
+                                         ucs_status_t status)
 {
-    strand_rc_cm_t *cm = arg;
     strand_rc_cm_peer_t *peer = NULL;
     strand_rc_responder_t *r;
     strand_rc_conn_t *conn;
@@ -294,7 +329,7 @@ static ucs_status_t strand_rc_cm_peer_failed(void *arg, uct_ep_h ep,
         peer = NULL;
     });
     if (peer == NULL) {
-        return UCS_OK;
+        return;
     }
     snprintf(detail, sizeof(detail), "rc_strand connection request to dct "
              "0x%x failed: %s",
@@ -332,6 +367,58 @@ static ucs_status_t strand_rc_cm_peer_failed(void *arg, uct_ep_h ep,
     it = kh_get(strand_rc_cm_peers, &cm->peers, peer->key);
     kh_del(strand_rc_cm_peers, &cm->peers, it);
     strand_rc_cm_peer_destroy(peer);
+}
+
+/* A worker that sleeps in rc_strand's event fd (UCP's has it in its own
+ * set) wakes: the interface has no asynchronous event callback to call
+ * (UCT_IFACE_FLAG_EVENT_ASYNC_CB), its event fd tells of news. */
+static void strand_rc_cm_wake(strand_rc_cm_t *cm)
+{
+    uint64_t one = 1;
+
+    if (!cm->armed) {
+        return; /* as a CQ: no event unless asked for one */
+    }
+    cm->armed = 0;
+    if (write(cm->news_fd, &one, sizeof(one)) < 0) {
+        /* EAGAIN: the counter is readable already */
+    }
+}
+
+/* News for the worker's thread (the lock held). Found by the async
+ * thread, the worker is woken for it (UCP may sleep in its event fd). */
+static void strand_rc_cm_news_add(strand_rc_cm_t *cm,
+                                  const strand_rc_cm_news_t *n)
+{
+    strand_rc_cm_news_t *q;
+    unsigned max;
+
+    if (cm->num_news == cm->max_news) {
+        max = ucs_max(16, cm->max_news * 2);
+        q   = ucs_realloc(cm->news, max * sizeof(*q), "strand_rc_cm_news");
+        if (q == NULL) {
+            ucs_error("%s: rc_strand: no memory for connection news",
+                      cm->iface->dev->info.name);
+            return;
+        }
+        cm->news     = q;
+        cm->max_news = max;
+    }
+    cm->news[cm->num_news++] = *n;
+    if (ucs_async_is_from_async(cm->async)) {
+        strand_rc_cm_wake(cm);
+    }
+}
+
+/* A manager endpoint failed (from the manager interface's progress, which
+ * may be the async thread's): the worker's thread fails what hangs on it. */
+static ucs_status_t strand_rc_cm_peer_failed(void *arg, uct_ep_h ep,
+                                             ucs_status_t status)
+{
+    strand_rc_cm_news_t n = {.kind = STRAND_RC_CM_NEWS_FAILURE, .ep = ep,
+                             .status = status};
+
+    strand_rc_cm_news_add(arg, &n);
     return UCS_OK;
 }
 
@@ -670,11 +757,16 @@ static ucs_status_t strand_rc_cm_am_cb(void *arg, void *data, size_t length,
         strand_rc_cm_handle_req(cm, conn_id, &msg);
         break;
     case STRAND_RC_CM_REP:
-        strand_rc_cm_handle_rep(cm, conn_id, &msg);
+    case STRAND_RC_CM_DISC: {
+        /* it connects an ep of the user's, or fails rendezvous it reads:
+         * the worker's thread does */
+        strand_rc_cm_news_t n = {.kind    = (msg.type == STRAND_RC_CM_REP) ?
+                                            STRAND_RC_CM_NEWS_REP :
+                                            STRAND_RC_CM_NEWS_DISC,
+                                 .conn_id = conn_id, .msg = msg};
+        strand_rc_cm_news_add(cm, &n);
         break;
-    case STRAND_RC_CM_DISC:
-        strand_rc_cm_handle_disc(cm, conn_id, &msg);
-        break;
+    }
     default:
         ucs_debug("%s: rc_strand: dropped a connection message of type %u",
                   cm->iface->dev->info.name, msg.type);
@@ -701,7 +793,159 @@ void strand_rc_cm_show(strand_rc_cm_t *cm, ucs_string_buffer_t *strb)
 
 unsigned strand_rc_cm_progress(strand_rc_cm_t *cm)
 {
-    return strand_dc_iface_progress(&cm->dc->super.super);
+    unsigned count = strand_dc_iface_progress(&cm->dc->super.super);
+    strand_rc_cm_news_t n;
+    unsigned i;
+
+    /* in order; one may add more (a failure while connecting) */
+    for (i = 0; i < cm->num_news; ++i) {
+        n = cm->news[i];
+        switch (n.kind) {
+        case STRAND_RC_CM_NEWS_REP:
+            strand_rc_cm_handle_rep(cm, n.conn_id, &n.msg);
+            break;
+        case STRAND_RC_CM_NEWS_DISC:
+            strand_rc_cm_handle_disc(cm, n.conn_id, &n.msg);
+            break;
+        default:
+            strand_rc_cm_peer_failed_now(cm, n.ep, n.status);
+            break;
+        }
+    }
+    count        += cm->num_news;
+    cm->num_news  = 0;
+    return count;
+}
+
+/* The manager interface's events, in the async thread (the async context
+ * locked): requests are answered whether or not the worker progresses (a
+ * peer's one-sided work needs its QP answered by this side); the rest is
+ * news for the worker's thread. */
+static void strand_rc_cm_async_cb(int id, ucs_event_set_types_t events,
+                                  void *arg)
+{
+    strand_rc_cm_t *cm = arg;
+
+    do {
+        strand_dc_iface_progress(&cm->dc->super.super);
+    } while (strand_dc_iface_event_arm(&cm->dc->super.super,
+                                       UCT_EVENT_SEND_COMP | UCT_EVENT_RECV) ==
+             UCS_ERR_BUSY);
+}
+
+/* Whether the async thread may drive the manager: a thread (a signal
+ * handler must not make QPs), and the application did not tell rdma-core
+ * that one thread uses the device (MLX5_SINGLE_THREADED: then requests
+ * are answered from the worker's progress only). */
+static int strand_rc_cm_async_ok(ucs_async_context_t *async)
+{
+    const char *single = getenv("MLX5_SINGLE_THREADED");
+
+    return ((async->mode == UCS_ASYNC_MODE_THREAD_SPINLOCK) ||
+            (async->mode == UCS_ASYNC_MODE_THREAD_MUTEX)) &&
+           !((single != NULL) && !strcmp(single, "1"));
+}
+
+/* rc_strand's event fd: an epoll set of its completion channel and the
+ * eventfd the async thread signals news on. */
+static ucs_status_t strand_rc_cm_wait_init(strand_rc_cm_t *cm)
+{
+    ucs_status_t status;
+
+    cm->news_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (cm->news_fd < 0) {
+        ucs_error("rc_strand: eventfd() failed: %m");
+        return UCS_ERR_IO_ERROR;
+    }
+    status = ucs_event_set_create(&cm->wait_set);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = ucs_event_set_add(cm->wait_set, cm->iface->chan->fd,
+                               UCS_EVENT_SET_EVREAD, NULL);
+    if (status != UCS_OK) {
+        return status;
+    }
+    return ucs_event_set_add(cm->wait_set, cm->news_fd, UCS_EVENT_SET_EVREAD,
+                             NULL);
+}
+
+static void strand_rc_cm_wait_cleanup(strand_rc_cm_t *cm)
+{
+    if (cm->wait_set != NULL) {
+        ucs_event_set_cleanup(cm->wait_set);
+        cm->wait_set = NULL;
+    }
+    if (cm->news_fd >= 0) {
+        close(cm->news_fd);
+        cm->news_fd = -1;
+    }
+}
+
+/* The async thread watches the manager's channel (rc_cm.h). */
+static ucs_status_t strand_rc_cm_async_init(strand_rc_cm_t *cm)
+{
+    uct_iface_h dc = &cm->dc->super.super;
+    ucs_status_t status;
+    int fd;
+
+    if (!strand_rc_cm_async_ok(cm->async)) {
+        ucs_debug("%s: rc_strand: connection requests are answered from "
+                  "progress only", cm->iface->dev->info.name);
+        /* then they wake a worker sleeping in rc_strand's event fd */
+        return ucs_event_set_add(cm->wait_set, cm->dc->chan->fd,
+                                 UCS_EVENT_SET_EVREAD, NULL);
+    }
+    fd     = cm->dc->chan->fd;
+    status = ucs_async_set_event_handler(cm->async->mode, fd,
+                                         UCS_EVENT_SET_EVREAD,
+                                         strand_rc_cm_async_cb, cm,
+                                         cm->async);
+    if (status != UCS_OK) {
+        return status;
+    }
+    cm->async_fd = fd;
+    UCS_ASYNC_BLOCK(cm->async);
+    while (strand_dc_iface_event_arm(dc, UCT_EVENT_SEND_COMP |
+                                         UCT_EVENT_RECV) == UCS_ERR_BUSY) {
+        strand_dc_iface_progress(dc);
+    }
+    UCS_ASYNC_UNBLOCK(cm->async);
+    return UCS_OK;
+}
+
+ucs_async_context_t *strand_rc_cm_async(strand_rc_cm_t *cm)
+{
+    return cm->async;
+}
+
+ucs_status_t strand_rc_cm_event_fd(strand_rc_cm_t *cm, int *fd_p)
+{
+    return ucs_event_set_fd_get(cm->wait_set, fd_p);
+}
+
+ucs_status_t strand_rc_cm_event_arm(strand_rc_cm_t *cm, unsigned events)
+{
+    uint64_t count;
+    ucs_status_t status;
+
+    UCS_ASYNC_BLOCK(cm->async);
+    if (read(cm->news_fd, &count, sizeof(count)) < 0) {
+        /* EAGAIN: no news signalled */
+    }
+    if (cm->num_news > 0) {
+        status = UCS_ERR_BUSY;
+    } else if (cm->async_fd < 0) {
+        /* no async thread: the worker's sleep must see requests too */
+        status = strand_dc_iface_event_arm(&cm->dc->super.super,
+                                           UCT_EVENT_SEND_COMP |
+                                           UCT_EVENT_RECV);
+    } else {
+        status = UCS_OK;
+    }
+    cm->armed = (status == UCS_OK);
+    UCS_ASYNC_UNBLOCK(cm->async);
+    return status;
 }
 
 /* ------------------------------------------------------- open and close */
@@ -717,12 +961,17 @@ static void strand_rc_cm_config(const strand_dc_iface_config_t *rc,
     dc->tx_cq_moderation = 1;
     dc->rx_queue_len     = STRAND_RC_CM_RX_QUEUE;
     dc->rx_max_poll      = 16;
+    dc->tx_max_poll      = 16;
     dc->seg_size         = STRAND_RC_CM_SEG_SIZE;
     dc->num_dci          = STRAND_RC_CM_NUM_DCI;
     dc->tx_cq_len        = 0;
     dc->rx_cq_len        = 0;
     dc->max_inline       = ucs_min(rc->max_inline, 128);
     dc->integrity        = 0;
+    dc->tx_mp.max_bufs   = UINT_MAX;
+    dc->tx_mp.bufs_grow  = 32;
+    dc->rx_mp.max_bufs   = UINT_MAX;
+    dc->rx_mp.bufs_grow  = STRAND_RC_CM_RX_QUEUE;
 }
 
 ucs_status_t strand_rc_cm_open(strand_dc_iface_t *iface, uct_worker_h worker,
@@ -743,8 +992,11 @@ ucs_status_t strand_rc_cm_open(strand_dc_iface_t *iface, uct_worker_h worker,
     if (cm == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    cm->iface   = iface;
-    cm->next_id = 1;
+    cm->iface    = iface;
+    cm->next_id  = 1;
+    cm->async    = ucs_derived_of(worker, uct_priv_worker_t)->async;
+    cm->async_fd = -1;
+    cm->news_fd  = -1;
     kh_init_inplace(strand_rc_cm_peers, &cm->peers);
     kh_init_inplace(strand_rc_cm_conns, &cm->conns);
     kh_init_inplace(strand_rc_cm_responders, &cm->responders);
@@ -766,7 +1018,7 @@ ucs_status_t strand_rc_cm_open(strand_dc_iface_t *iface, uct_worker_h worker,
     cm_params.err_handler_flags = 0;
     cm_params.features        = UCT_IFACE_FEATURE_AM;
     status = strand_dc_iface_create(&iface->md->super, worker, &cm_params,
-                                    tl_config, &config, 0, iface, NULL, &dc);
+                                    tl_config, &config, 0, NULL, &dc);
     if (status != UCS_OK) {
         goto err;
     }
@@ -778,12 +1030,20 @@ ucs_status_t strand_rc_cm_open(strand_dc_iface_t *iface, uct_worker_h worker,
     }
     strand_dc_addr_pack_device(cm->dc, &dev_addr);
     strand_dc_addr_pack_iface(cm->dc, &iface_addr);
-    cm->self         = strand_rc_cm_key(cm->dc, &dev_addr, &iface_addr);
-    iface->companion = cm->dc;
-    *cm_p            = cm;
+    cm->self = strand_rc_cm_key(cm->dc, &dev_addr, &iface_addr);
+    status   = strand_rc_cm_wait_init(cm);
+    if (status != UCS_OK) {
+        goto err_close;
+    }
+    status = strand_rc_cm_async_init(cm);
+    if (status != UCS_OK) {
+        goto err_close;
+    }
+    *cm_p = cm;
     return UCS_OK;
 
 err_close:
+    strand_rc_cm_wait_cleanup(cm);
     uct_iface_close(dc);
 err:
     kh_destroy_inplace(strand_rc_cm_peers, &cm->peers);
@@ -791,6 +1051,15 @@ err:
     kh_destroy_inplace(strand_rc_cm_responders, &cm->responders);
     ucs_free(cm);
     return status;
+}
+
+void strand_rc_cm_stop(strand_rc_cm_t *cm)
+{
+    if ((cm != NULL) && (cm->async_fd >= 0)) {
+        /* waits for a handler that runs */
+        ucs_async_remove_handler(cm->async_fd, 1);
+        cm->async_fd = -1;
+    }
 }
 
 void strand_rc_cm_close(strand_rc_cm_t *cm)
@@ -802,6 +1071,7 @@ void strand_rc_cm_close(strand_rc_cm_t *cm)
     if (cm == NULL) {
         return;
     }
+    strand_rc_cm_stop(cm);
     kh_foreach_value(&cm->conns, conn, {
         if (conn->ep != NULL) {
             conn->ep->rc_conn = NULL;
@@ -817,7 +1087,8 @@ void strand_rc_cm_close(strand_rc_cm_t *cm)
     kh_destroy_inplace(strand_rc_cm_peers, &cm->peers);
     kh_destroy_inplace(strand_rc_cm_conns, &cm->conns);
     kh_destroy_inplace(strand_rc_cm_responders, &cm->responders);
-    cm->iface->companion = NULL;
+    strand_rc_cm_wait_cleanup(cm);
     uct_iface_close(&cm->dc->super.super);
+    ucs_free(cm->news);
     ucs_free(cm);
 }

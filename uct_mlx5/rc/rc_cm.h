@@ -31,6 +31,7 @@
 
 #include "uct_mlx5/dc/dc_iface.h"
 
+#include <ucs/async/async_fwd.h>
 #include <ucs/datastruct/string_buffer.h>
 
 struct strand_dc_ep;
@@ -42,6 +43,9 @@ ucs_status_t strand_rc_cm_open(strand_dc_iface_t *iface, uct_worker_h worker,
                                const uct_iface_config_t *tl_config,
                                const strand_dc_iface_config_t *rc_config,
                                strand_rc_cm_t **cm_p);
+/* The async thread no longer answers requests (before the interface's
+ * rendezvous go); close stops it too. */
+void strand_rc_cm_stop(strand_rc_cm_t *cm);
 /* Responder QPs and the manager's endpoints go, then its interface. */
 void strand_rc_cm_close(strand_rc_cm_t *cm);
 
@@ -64,8 +68,15 @@ void strand_rc_cm_forget(strand_rc_cm_t *cm, struct strand_dc_ep *ep);
 /* uct_ep_check: a connected ep probes its peer as dc_strand's do; one
  * still connecting probes the path of its request */
 ucs_status_t strand_rc_cm_check(strand_rc_cm_t *cm, struct strand_dc_ep *ep);
-/* messages in and out, failures of the manager's endpoints */
+/* messages in and out, failures of the manager's endpoints, news from the
+ * async thread (the caller holds the async context, below) */
 unsigned strand_rc_cm_progress(strand_rc_cm_t *cm);
+/* The worker's async context: its thread answers requests, so everything
+ * that touches the manager, or the responder QPs' rendezvous, holds it. */
+ucs_async_context_t *strand_rc_cm_async(strand_rc_cm_t *cm);
+/* rc_strand's event fd and arm: its channel's, and news of the manager */
+ucs_status_t strand_rc_cm_event_fd(strand_rc_cm_t *cm, int *fd_p);
+ucs_status_t strand_rc_cm_event_arm(strand_rc_cm_t *cm, unsigned events);
 /* "connecting N connected N failed N responders N peers N": the VFS file
  * 'connections' */
 void strand_rc_cm_show(strand_rc_cm_t *cm, ucs_string_buffer_t *strb);

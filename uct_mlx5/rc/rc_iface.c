@@ -13,6 +13,7 @@
 #include "uct_mlx5/dc/dc_dci.h"
 #include "uct_mlx5/dc/dc_ep.h"
 
+#include <ucs/async/async.h>
 #include <ucs/debug/log.h>
 #include <ucs/vfs/base/vfs_obj.h>
 #include <ucs/sys/stubs.h>
@@ -40,9 +41,28 @@ static ucs_config_field_t strand_rc_iface_config_table[] = {
      ucs_offsetof(strand_rc_iface_config_t, rx_queue_len),
      UCS_CONFIG_TYPE_UINT},
 
-    {"RX_MAX_POLL", "inf",
-     "Receive completions one progress call handles at most.",
+    {"RX_MAX_POLL", "16",
+     "Receive completions one progress call handles at most (1 .. inf), as "
+     "UCX_IB_RX_MAX_POLL: UCP relies on a bound for fair progress across "
+     "its interfaces.",
      ucs_offsetof(strand_rc_iface_config_t, rx_max_poll),
+     UCS_CONFIG_TYPE_ULUNITS},
+
+    UCT_IFACE_MPOOL_CONFIG_FIELDS("TX_", -1, 128, "send",
+                                  ucs_offsetof(strand_rc_iface_config_t, tx_mp),
+                                  " Bounce buffers of bcopy sends and fetched "
+                                  "atomics."),
+
+    UCT_IFACE_MPOOL_CONFIG_FIELDS("RX_", -1, 256, "receive",
+                                  ucs_offsetof(strand_rc_iface_config_t, rx_mp),
+                                  " Those a receive handler keeps stay out of "
+                                  "the receive queue until released."),
+
+    {"TX_MAX_POLL", "16",
+     "Sends completed by one progress call at most (1 .. inf), as "
+     "UCX_IB_TX_MAX_POLL but counted in sends, not CQEs (see "
+     "UCX_DC_STRAND_TX_MAX_POLL).",
+     ucs_offsetof(strand_rc_iface_config_t, tx_max_poll),
      UCS_CONFIG_TYPE_ULUNITS},
 
     {"SEG_SIZE", "8256",
@@ -50,9 +70,10 @@ static ucs_config_field_t strand_rc_iface_config_table[] = {
      ucs_offsetof(strand_rc_iface_config_t, seg_size),
      UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"MAX_EPS", "256",
+    {"MAX_EPS", "65535",
      "Endpoints (each with a QP of its own) of the interface at once "
-     "(1 .. 4096).",
+     "(1 .. 65535). Memory goes with the endpoints made, not with this "
+     "bound.",
      ucs_offsetof(strand_rc_iface_config_t, max_eps),
      UCS_CONFIG_TYPE_UINT},
 
@@ -83,7 +104,9 @@ static ucs_config_field_t strand_rc_iface_config_table[] = {
      UCS_CONFIG_TYPE_MEMUNITS},
 
     {"TX_CQ_LEN", "0",
-     "Send CQ entries (0: MAX_EPS * TX_QUEUE_LEN + 64).",
+     "Entries of each send CQ; a send CQ serves min(MAX_EPS, 256) "
+     "endpoints and is made when the first of them is (0: that many * "
+     "TX_QUEUE_LEN + 64, and the rendezvous reads with tag matching).",
      ucs_offsetof(strand_rc_iface_config_t, tx_cq_len),
      UCS_CONFIG_TYPE_UINT},
 
@@ -164,6 +187,9 @@ static void strand_rc_config_to_dc(const strand_rc_iface_config_t *rc,
     dc->tx_cq_moderation    = rc->tx_cq_moderation;
     dc->rx_queue_len        = rc->rx_queue_len;
     dc->rx_max_poll         = rc->rx_max_poll;
+    dc->tx_max_poll         = rc->tx_max_poll;
+    dc->tx_mp               = rc->tx_mp;
+    dc->rx_mp               = rc->rx_mp;
     dc->seg_size            = rc->seg_size;
     dc->num_dci             = rc->max_eps;
     dc->tx_policy           = STRAND_DC_TX_POLICY_DCS;
@@ -199,7 +225,9 @@ static void strand_rc_iface_vfs_show_connections(void *obj,
 {
     strand_dc_iface_t *iface = obj;
 
+    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->rc_cm));
     strand_rc_cm_show(iface->rc_cm, strb);
+    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->rc_cm));
 }
 
 static void strand_rc_iface_vfs_show_rendezvous(void *obj,
@@ -209,7 +237,9 @@ static void strand_rc_iface_vfs_show_rendezvous(void *obj,
 {
     strand_dc_iface_t *iface = obj;
 
+    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->rc_cm));
     strand_rc_rndv_show(iface->rc_rndv, strb);
+    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->rc_cm));
 }
 
 /* dc_strand's files, the connection manager's and the rendezvous' */
@@ -258,7 +288,7 @@ static ucs_status_t strand_rc_iface_open(uct_md_h md, uct_worker_h worker,
                                           strand_rc_iface_config_t),
                            &config);
     status = strand_dc_iface_create(md, worker, params, tl_config, &config, 1,
-                                    NULL, &strand_rc_iface_ops, &tl_iface);
+                                    &strand_rc_iface_ops, &tl_iface);
     if (status != UCS_OK) {
         return status;
     }
@@ -289,6 +319,7 @@ static void strand_rc_iface_close(uct_iface_h tl_iface)
 {
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
 
+    strand_rc_cm_stop(iface->rc_cm);
     strand_rc_iface_rndv_cleanup(iface);
     strand_rc_cm_close(iface->rc_cm);
     iface->rc_cm = NULL;
@@ -332,17 +363,47 @@ static int strand_rc_iface_is_reachable(const uct_iface_h tl_iface,
     return strand_rc_cm_is_reachable(iface->rc_cm, dev_addr, iface_addr);
 }
 
+/* The async thread answers connection requests (rc_cm.h): it makes
+ * responder QPs and adds them to the rendezvous that the receive and send
+ * completions look up, so with tag matching the whole of progress holds
+ * the async context; without, the manager's part only. */
 static unsigned strand_rc_iface_progress(uct_iface_h tl_iface)
+{
+    strand_dc_iface_t *iface    = ucs_derived_of(tl_iface, strand_dc_iface_t);
+    ucs_async_context_t *async = strand_rc_cm_async(iface->rc_cm);
+    unsigned count             = 0;
+
+    if (iface->rc_rndv == NULL) {
+        count += strand_dc_iface_progress(tl_iface);
+    }
+    UCS_ASYNC_BLOCK(async);
+    if (iface->rc_rndv != NULL) {
+        count += strand_dc_iface_progress(tl_iface) +
+                 strand_rc_rndv_progress(iface->rc_rndv);
+    }
+    count += strand_rc_cm_progress(iface->rc_cm);
+    UCS_ASYNC_UNBLOCK(async);
+    /* an event the async thread met while we held it */
+    ucs_async_check_miss(async);
+    return count;
+}
+
+static ucs_status_t strand_rc_iface_event_fd_get(uct_iface_h tl_iface,
+                                                 int *fd_p)
 {
     strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
 
-    unsigned count = strand_dc_iface_progress(tl_iface) +
-                     strand_rc_cm_progress(iface->rc_cm);
+    return strand_rc_cm_event_fd(iface->rc_cm, fd_p);
+}
 
-    if (iface->rc_rndv != NULL) {
-        count += strand_rc_rndv_progress(iface->rc_rndv);
-    }
-    return count;
+static ucs_status_t strand_rc_iface_event_arm(uct_iface_h tl_iface,
+                                              unsigned events)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+    ucs_status_t status      = strand_rc_cm_event_arm(iface->rc_cm, events);
+
+    return (status != UCS_OK) ? status :
+           strand_dc_iface_event_arm(tl_iface, events);
 }
 
 /* ----------------------------------------------------------- endpoints */
@@ -373,8 +434,10 @@ static ucs_status_t strand_rc_ep_create(const uct_ep_params_t *params,
     if (status != UCS_OK) {
         return status;
     }
+    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->rc_cm));
     status = strand_rc_cm_connect(iface->rc_cm, ep, params->dev_addr,
                                   params->iface_addr);
+    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->rc_cm));
     if (status != UCS_OK) {
         UCS_CLASS_DELETE(strand_dc_ep_t, ep);
         return status;
@@ -389,7 +452,9 @@ static void strand_rc_ep_destroy(uct_ep_h tl_ep)
     strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                               strand_dc_iface_t);
 
+    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->rc_cm));
     strand_rc_cm_forget(iface->rc_cm, ep);
+    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->rc_cm));
     UCS_CLASS_DELETE(strand_dc_ep_t, ep);
 }
 
@@ -399,9 +464,13 @@ static ucs_status_t strand_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
     strand_dc_ep_t *ep       = ucs_derived_of(tl_ep, strand_dc_ep_t);
     strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                               strand_dc_iface_t);
+    ucs_status_t status;
 
     UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
-    return strand_rc_cm_check(iface->rc_cm, ep);
+    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->rc_cm));
+    status = strand_rc_cm_check(iface->rc_cm, ep);
+    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->rc_cm));
+    return status;
 }
 
 /* ------------------------------------------------------------ the tl */
@@ -415,6 +484,8 @@ UCS_STATIC_INIT
     strand_rc_iface_ops.ep_create          = strand_rc_ep_create;
     strand_rc_iface_ops.ep_destroy         = strand_rc_ep_destroy;
     strand_rc_iface_ops.iface_progress     = strand_rc_iface_progress;
+    strand_rc_iface_ops.iface_event_fd_get = strand_rc_iface_event_fd_get;
+    strand_rc_iface_ops.iface_event_arm    = strand_rc_iface_event_arm;
     strand_rc_iface_ops.iface_close        = strand_rc_iface_close;
     strand_rc_iface_ops.iface_query        = strand_rc_iface_query;
     strand_rc_iface_ops.iface_get_address  = strand_rc_iface_get_address;

@@ -24,6 +24,9 @@ typedef struct strand_rc_iface_config {
     unsigned           tx_cq_moderation;
     unsigned           rx_queue_len;
     unsigned long      rx_max_poll;
+    unsigned long      tx_max_poll;
+    uct_iface_mpool_config_t tx_mp;     /* TX_MAX_BUFS, TX_BUFS_GROW */
+    uct_iface_mpool_config_t rx_mp;     /* RX_MAX_BUFS, RX_BUFS_GROW */
     size_t             seg_size;
     unsigned           max_eps;
     double             timeout;

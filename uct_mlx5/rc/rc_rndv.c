@@ -731,7 +731,7 @@ static void strand_rc_rndv_handle_sqd(strand_rc_rndv_qp_t *rq, uint16_t stop)
 
     /* 1. everything the QP executed has its completion in the CQ (the
      * drain is over): poll it empty; bad pieces are marked now */
-    strand_dc_dci_tx_progress(rndv->iface);
+    strand_dc_dci_tx_poll_max(rndv->iface, UINT_MAX);
     /* 2. the transfers with a bad block (or failed), 3. their FINs
      * cancelled: rewritten into NOPs of the same size, fence and
      * signaling (what mlx5dv_qp_cancel_posted_send_wrs does to the WRs

@@ -12,6 +12,7 @@
 
 extern "C" {
 #include <ucs/async/async.h>
+#include <ucs/debug/log_def.h>
 #include <ucs/datastruct/string_buffer.h>
 #include <ucs/vfs/base/vfs_obj.h>
 }
@@ -20,7 +21,10 @@ extern "C" {
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <cstdarg>
+#include <cstdio>
 #include <poll.h>
+#include <string>
 #include <unistd.h>
 #include <vector>
 
@@ -37,6 +41,50 @@ inline ucs_status_t am_cb(void *arg, void *data, size_t length, unsigned flags)
     rec->msgs.emplace_back(p, p + length);
     return UCS_OK;
 }
+
+/* Error-level log lines while it lives (kept from the output): how many
+ * contain a string. */
+class scoped_log_capture {
+public:
+    scoped_log_capture()
+    {
+        lines().clear();
+        ucs_log_push_handler(handler);
+    }
+    ~scoped_log_capture()
+    {
+        ucs_log_pop_handler();
+    }
+    size_t count(const char *what) const
+    {
+        size_t n = 0;
+        for (auto &l : lines()) {
+            n += (l.find(what) != std::string::npos);
+        }
+        return n;
+    }
+
+private:
+    static std::vector<std::string> &lines()
+    {
+        static std::vector<std::string> l;
+        return l;
+    }
+    static ucs_log_func_rc_t handler(const char *, unsigned, const char *,
+                                     ucs_log_level_t level,
+                                     const ucs_log_component_config_t *,
+                                     const char *message, va_list ap)
+    {
+        char buf[512];
+
+        if (level > UCS_LOG_LEVEL_ERROR) {
+            return UCS_LOG_FUNC_RC_CONTINUE;
+        }
+        vsnprintf(buf, sizeof(buf), message, ap);
+        lines().push_back(buf);
+        return UCS_LOG_FUNC_RC_STOP;
+    }
+};
 
 struct err_record {
     std::vector<std::pair<uct_ep_h, ucs_status_t>> errors;
@@ -196,6 +244,17 @@ protected:
     }
 
     /* an AM short, retried while the transport says no resource */
+    /* an op retried while the transport says no resource */
+    ucs_status_t retry(const std::function<ucs_status_t()> &op)
+    {
+        ucs_status_t status = UCS_ERR_NO_RESOURCE;
+        progress_until([&] {
+            status = op();
+            return status != UCS_ERR_NO_RESOURCE;
+        });
+        return status;
+    }
+
     ucs_status_t am_short_retry(uct_ep_h ep, uint64_t hdr,
                                 const void *payload = nullptr,
                                 unsigned length = 0, double secs = 10)
@@ -206,6 +265,106 @@ protected:
             return status != UCS_ERR_NO_RESOURCE;
         }, secs);
         return status;
+    }
+
+    /* UCT_IFACE_FLAG_ERRHANDLE_BCOPY_LEN: a pack callback that writes one
+     * byte more than max_bcopy gets UCS_ERR_INVALID_PARAM (and a log line
+     * saying "length"), the bytes go nowhere, the ep keeps working. */
+    void check_bcopy_overrun()
+    {
+        open_pair();
+        ASSERT_TRUE(m_a.attr.cap.flags & UCT_IFACE_FLAG_ERRHANDLE_BCOPY_LEN);
+        region r;
+        ASSERT_NO_FATAL_FAILURE(reg(r, m_a.attr.cap.put.max_bcopy + 64));
+        struct fill {
+            size_t len;
+            static size_t pack(void *dest, void *arg)
+            {
+                size_t len = static_cast<fill*>(arg)->len;
+                memset(dest, 0x5a, len);
+                return len;
+            }
+        };
+        fill am_over{m_a.attr.cap.am.max_bcopy + 1};
+        fill put_over{m_a.attr.cap.put.max_bcopy + 1};
+        fill ok{64};
+        {
+            scoped_log_capture logs;
+            EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                      uct_ep_am_bcopy(m_ep, 5, fill::pack, &am_over, 0));
+            EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                      uct_ep_put_bcopy(m_ep, fill::pack, &put_over, addr(r),
+                                       r.rkey.rkey));
+            EXPECT_EQ(2u, logs.count("length"));
+        }
+        flush(m_ep);
+        EXPECT_EQ(std::vector<uint8_t>(r.buf.size(), 0), r.buf)
+            << "a refused put_bcopy wrote to the target";
+        EXPECT_TRUE(m_b.am.msgs.empty());
+        /* the ep still sends */
+        ssize_t len = -1;
+        ASSERT_TRUE(progress_until([&] {
+            len = uct_ep_am_bcopy(m_ep, 5, fill::pack, &ok, 0);
+            return len != UCS_ERR_NO_RESOURCE;
+        }));
+        EXPECT_EQ(64, len);
+        ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 1; }));
+        EXPECT_TRUE(m_a.err.errors.empty());
+        unreg(r);
+    }
+
+    /* UCP relies on a bound to what one progress call handles (fair
+     * progress over interfaces, probing): `count` messages wait at B (its
+     * buffers hold them, A's sends completed, B never progressed); one
+     * progress call of B's interface hands over `bound` of them, the next
+     * ones the rest. With flow control off: the window is not the bound. */
+    void check_rx_bound(unsigned count, unsigned bound)
+    {
+        if (m_tl == "dc_strand") {
+            set_env("UCX_DC_STRAND_FC_ENABLE", "n"); /* rc_strand has none */
+        }
+        open_pair();
+        for (unsigned i = 0; i < count; ++i) {
+            ucs_status_t status;
+            ASSERT_TRUE(progress_iface_until(m_a.iface, [&] {
+                status = uct_ep_am_short(m_ep, 5, i, nullptr, 0);
+                return status != UCS_ERR_NO_RESOURCE;
+            })) << "send " << i;
+            ASSERT_EQ(UCS_OK, status);
+        }
+        test_comp c;
+        comp_init(&c);
+        ucs_status_t status;
+        ASSERT_TRUE(progress_iface_until(m_a.iface, [&] {
+            status = uct_ep_flush(m_ep, 0, &c.uct);
+            return status != UCS_ERR_NO_RESOURCE;
+        }));
+        if (status == UCS_INPROGRESS) {
+            ASSERT_TRUE(progress_iface_until(m_a.iface,
+                                             [&] { return c.done != 0; }));
+        }
+        ASSERT_EQ(0u, m_b.am.msgs.size());
+        uct_iface_progress(m_b.iface);
+        EXPECT_EQ(bound, m_b.am.msgs.size())
+            << "one progress call handed over " << m_b.am.msgs.size()
+            << " of " << count << " waiting messages";
+        ASSERT_TRUE(progress_until([&] {
+            return m_b.am.msgs.size() == count;
+        }));
+    }
+
+    template <typename Cond>
+    bool progress_iface_until(uct_iface_h iface, Cond cond, double secs = 10)
+    {
+        auto end = std::chrono::steady_clock::now() +
+                   std::chrono::duration<double>(secs);
+        while (!cond()) {
+            if (std::chrono::steady_clock::now() > end) {
+                return false;
+            }
+            uct_iface_progress(iface);
+        }
+        return true;
     }
 
     void set_env(const char *name, const char *value)

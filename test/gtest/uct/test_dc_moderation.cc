@@ -89,7 +89,11 @@ TEST_F(dc_strand_moderation, a_cqe_per_wqe_with_moderation_off)
     open_pair();
     region r;
     reg(r, 8 * count);
-    EXPECT_EQ(count, put_run(r, count)) << vfs_read(m_a, "dci_pool");
+    /* the flush's own NOP when its last PUTs are not completed yet (a
+     * progress call completes TX_MAX_POLL of them) */
+    uint64_t cqes = put_run(r, count);
+    EXPECT_GE(cqes, count);
+    EXPECT_LE(cqes, count + 1) << vfs_read(m_a, "dci_pool");
     unreg(r);
 }
 

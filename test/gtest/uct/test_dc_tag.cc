@@ -32,14 +32,16 @@ TEST_F(dc_strand_tag, capabilities_and_limits)
 TEST_F(dc_strand_tag, without_unexpected_callbacks_opens_without_tags)
 {
     /* a user that takes no unexpected tagged message (UCP without the tag
-     * feature) gets an interface without tag matching, and its address
-     * says so */
+     * feature) gets an interface without tag matching where it is only
+     * tried, and its address says so */
+    set_env(m_tm_env.c_str(), "try");
     m_iface_params_hook = nullptr;
     ASSERT_EQ(UCS_OK, open_iface(m_a));
     EXPECT_FALSE(m_a.attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY);
     EXPECT_EQ(0, m_a.iface_addr[3]);
     uct_iface_close(m_a.iface);
     m_a.iface = nullptr;
+    set_env(m_tm_env.c_str(), "y");
     /* on a device without tag matching, y refuses to open and try opens
      * without it */
     set_env("STRAND_SIM_CAPS", "tm_max_num_tags=0");
@@ -54,6 +56,44 @@ TEST_F(dc_strand_tag, without_unexpected_callbacks_opens_without_tags)
     set_env("UCX_DC_STRAND_TM_ENABLE", "try");
     ASSERT_EQ(UCS_OK, open_iface(m_a));
     EXPECT_FALSE(m_a.attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY);
+}
+
+/* Asked for (y), tag matching is on without the callbacks too (what
+ * ucx_info -d shows), and the address says so; a tagged message nobody
+ * posted a receive for has nobody to go to: it is dropped, counted and
+ * logged, and the interface goes on. */
+TEST_F(dc_strand_tag, asked_for_without_callbacks_drops_unexpected_messages)
+{
+    m_iface_params_hook = nullptr;
+    open_pair();
+    EXPECT_TRUE(m_b.attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY);
+    EXPECT_TRUE(m_b.attr.cap.flags & UCT_IFACE_FLAG_TAG_RNDV_ZCOPY);
+    EXPECT_NE(0, m_b.iface_addr[3]);
+    uint64_t v = 42;
+    {
+        scoped_log_capture logs;
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_tag_eager_short(m_ep, 0x77, &v, sizeof(v));
+        }));
+        ASSERT_TRUE(progress_until([&] {
+            return tm_stat("dropped") == 1;
+        }));
+        EXPECT_EQ(1u, logs.count("dropped"));
+    }
+    /* a receive posted now gets the next one */
+    region r;
+    ASSERT_NO_FATAL_FAILURE(reg(r, 64));
+    recv_ctx c;
+    ASSERT_EQ(UCS_OK, post_recv(c, r, 0x77));
+    v = 43;
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_tag_eager_short(m_ep, 0x77, &v, sizeof(v));
+    }));
+    ASSERT_TRUE(progress_until([&] { return c.completed; }));
+    EXPECT_EQ(UCS_OK, c.status);
+    EXPECT_EQ(0, memcmp(r.buf.data(), &v, sizeof(v)));
+    EXPECT_EQ(1u, tm_stat("dropped"));
+    unreg(r);
 }
 
 /* Integrity-checked GETs and the device's rendezvous do not mix: the

@@ -369,9 +369,9 @@ TEST_F(dc_strand_uct_contract, pending_fairness_128_eps_dcs_quota)
 
 /* The defaults (streams over 8 DCIs, a credit window of 512 per ep, so
  * 128 eps may send far more than the receiver has buffers) for UCX's 10k
- * rounds: the receiver keeps up with its senders (it handles every
- * receive completion there is in a progress call) and the dispatch is
- * even. */
+ * rounds: the receiver keeps up with its senders (a progress call
+ * completes no more sends, TX_MAX_POLL, than it hands over messages,
+ * RX_MAX_POLL, both 16) and the dispatch is even. */
 TEST_F(dc_strand_uct_contract, pending_fairness_128_eps_defaults)
 {
     check_fairness(128, under_valgrind() ? 200 : 10000, true);
@@ -529,4 +529,23 @@ TEST_F(dc_strand_uct_contract, md_attributes_as_ucx_ib)
     EXPECT_EQ(key, (uint32_t)rkey.rkey);
     uct_rkey_release(m_component, &rkey);
     uct_md_mem_dereg(m_md, memh);
+}
+
+/* One progress call hands over 16 waiting messages (UCX_IB_RX_MAX_POLL's
+ * default), and what RX_MAX_POLL says. */
+TEST_F(dc_strand_uct_contract, one_progress_call_handles_at_most_rx_max_poll)
+{
+    check_rx_bound(1000, 16);
+}
+
+TEST_F(dc_strand_uct_contract, rx_max_poll_sets_the_bound)
+{
+    set_env("UCX_DC_STRAND_RX_MAX_POLL", "100");
+    check_rx_bound(1000, 100);
+}
+
+/* UCX's invalid_am_bcopy_length / invalid_put_bcopy_length */
+TEST_F(dc_strand_uct_contract, bcopy_that_packs_too_much_is_refused)
+{
+    check_bcopy_overrun();
 }

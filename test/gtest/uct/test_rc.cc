@@ -40,17 +40,6 @@ protected:
         return connections(i).connected == n;
     }
 
-    /* an op retried while the transport says no resource */
-    ucs_status_t retry(const std::function<ucs_status_t()> &op)
-    {
-        ucs_status_t status = UCS_ERR_NO_RESOURCE;
-        progress_until([&] {
-            status = op();
-            return status != UCS_ERR_NO_RESOURCE;
-        });
-        return status;
-    }
-
     /* wait for a zero-copy / fetching op's completion */
     ucs_status_t wait(ucs_status_t status, test_comp &c)
     {
@@ -73,7 +62,7 @@ TEST_F(rc_strand, connects_to_an_interface)
     EXPECT_FALSE(flags & UCT_IFACE_FLAG_CONNECT_TO_EP);
     EXPECT_EQ(4u, m_a.attr.iface_addr_len);
     EXPECT_EQ(0u, m_a.attr.ep_addr_len);
-    EXPECT_EQ(256u, m_a.attr.max_num_eps);  /* MAX_EPS */
+    EXPECT_EQ(65535u, m_a.attr.max_num_eps);  /* MAX_EPS */
     EXPECT_DOUBLE_EQ(1e-9, m_a.attr.latency.m);
     EXPECT_TRUE(flags & UCT_IFACE_FLAG_AM_SHORT);
     EXPECT_TRUE(flags & UCT_IFACE_FLAG_GET_ZCOPY);
@@ -341,7 +330,7 @@ TEST_F(rc_strand, bad_configuration_and_addresses)
 {
     set_env("UCX_RC_STRAND_MAX_EPS", "0");
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, open_iface(m_a));
-    set_env("UCX_RC_STRAND_MAX_EPS", "5000");
+    set_env("UCX_RC_STRAND_MAX_EPS", "65536");
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, open_iface(m_a));
     set_env("UCX_RC_STRAND_MAX_EPS", "256");
     ASSERT_EQ(UCS_OK, open_iface(m_a));
@@ -422,11 +411,51 @@ TEST_F(rc_strand, connected_peer_goes_away)
         << ucs_status_string(m_a.err.errors[0].second);
 }
 
-/* A worker asleep on rc_strand's event fd wakes for a connection request
- * (the connection manager's CQs report to the interface's channel) and
- * for the message that follows. */
-TEST_F(rc_strand, connection_request_wakes_the_peer)
+/* A peer whose worker never progresses still answers a connection
+ * request (from its async thread, as UCX's rc answers through ud's): a
+ * PUT lands in its memory, a flush completes; its event fd stays quiet
+ * until the message that is for it arrives. */
+TEST_F(rc_strand, connection_request_is_answered_while_the_peer_sleeps)
 {
+    ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
+                                        &m_worker_b));
+    ASSERT_EQ(UCS_OK, open_iface(m_a));
+    ASSERT_EQ(UCS_OK, open_iface(m_b, m_worker_b));
+    region target;
+    ASSERT_NO_FATAL_FAILURE(reg(target, 4096));
+    int fd;
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_b.iface, &fd));
+    ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV));
+    struct pollfd pfd = {fd, POLLIN, 0};
+
+    m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    ASSERT_NE(nullptr, m_ep);
+    auto data = pattern(64, 3);
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_put_short(m_ep, data.data(), data.size(), addr(target),
+                                target.rkey.rkey);
+    }));
+    flush(m_ep);
+    EXPECT_EQ(0, memcmp(target.buf.data(), data.data(), data.size()));
+    EXPECT_EQ(1u, connections(m_a).connected);
+    EXPECT_EQ(0, poll(&pfd, 1, 0)) << "a request woke B's worker";
+
+    ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 1));
+    ASSERT_TRUE(progress_until([&] { return poll(&pfd, 1, 0) > 0; }, 10))
+        << "B's event fd never became readable";
+    ASSERT_TRUE(progress_until([&] {
+        uct_worker_progress(m_worker_b);
+        return m_b.am.msgs.size() == 1;
+    }));
+    unreg(target);
+}
+
+/* Without an async thread to answer (the application told rdma-core that
+ * one thread uses the device), a request wakes a worker asleep on
+ * rc_strand's event fd, whose progress answers it. */
+TEST_F(rc_strand, without_an_async_thread_the_request_wakes_the_peer)
+{
+    set_env("MLX5_SINGLE_THREADED", "1");
     ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
                                         &m_worker_b));
     ASSERT_EQ(UCS_OK, open_iface(m_a));
@@ -507,3 +536,22 @@ TEST_P(rc_strand_atomic_modes, every_fetching_atomic_of_both_sizes)
 
 INSTANTIATE_TEST_SUITE_P(mode8b, rc_strand_atomic_modes,
                          ::testing::Values(0, 1));
+
+/* One progress call hands over 16 waiting messages (UCX_IB_RX_MAX_POLL's
+ * default), and what RX_MAX_POLL says. */
+TEST_F(rc_strand, one_progress_call_handles_at_most_rx_max_poll)
+{
+    check_rx_bound(1000, 16);
+}
+
+TEST_F(rc_strand, rx_max_poll_sets_the_bound)
+{
+    set_env("UCX_RC_STRAND_RX_MAX_POLL", "100");
+    check_rx_bound(1000, 100);
+}
+
+/* UCX's invalid_am_bcopy_length / invalid_put_bcopy_length */
+TEST_F(rc_strand, bcopy_that_packs_too_much_is_refused)
+{
+    check_bcopy_overrun();
+}
