@@ -104,7 +104,8 @@ failure() {
 # keepalive: rank 0's endpoint to rank 1 idle (a rendezvous send waits for
 # rank 1, which never receives it); rank 1 killed. Only UCP's keepalive
 # (uct_ep_check every UCX_KEEPALIVE_INTERVAL) can find it: the send must
-# end with an error within 3 intervals of the kill.
+# end with an error within 3 intervals of the kill (a transport timeout of
+# 100 ms x 4 tries: the probe to the dead peer fails in ~0.5 s).
 keepalive() {
     local d p0 p1 rc0 interval=2
     d=$(mktemp -d "$tmpdir/keepalive.XXXX")

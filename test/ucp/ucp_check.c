@@ -1168,6 +1168,51 @@ static int run_survivor(void)
     return verdict();
 }
 
+/* rank 1 of keepalive: answers pings, never receives anything else; runs
+ * until killed */
+static int run_idle_victim(void)
+{
+    uint64_t buf;
+    req_ctx_t c;
+    ucp_tag_recv_info_t info;
+    ucp_tag_message_h msg;
+    ucs_status_t status;
+    double end = now() + 120;
+    char pid[32];
+
+    setup(nranks, 1);
+    snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+    write_file("ready.1", pid, strlen(pid));
+    while (now() < end) {
+        ucp_worker_progress(worker);
+        msg = ucp_tag_probe_nb(worker, TAG_PING, 0xff00000000ull, 1, &info);
+        if (msg == NULL) {
+            continue;
+        }
+        ucp_request_param_t p = {
+            .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                            UCP_OP_ATTR_FIELD_USER_DATA,
+            .cb.recv      = tag_recv_cb,
+            .user_data    = &c
+        };
+        memset(&c, 0, sizeof(c));
+        status = wait_req(ucp_tag_msg_recv_nbx(worker, &buf, sizeof(buf),
+                                               msg, &p), &c, 30);
+        if (status == UCS_OK) {
+            status = tag_send(0, &buf, sizeof(buf), TAG_PING |
+                              ((uint64_t)rank << 24) |
+                              (info.sender_tag & 0xffffff), 30);
+        }
+        if (status != UCS_OK) {
+            fail("ping answer: %s", ucs_status_string(status));
+            break;
+        }
+    }
+    /* not killed: the harness failed; nothing to close cleanly */
+    fail("rank 1 was never killed");
+    return verdict();
+}
+
 /* rank 0 of keepalive: a send that waits for a peer who never takes it */
 static int run_idle_sender(void)
 {
@@ -1247,7 +1292,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[3], "keepalive") && (rank == 0 || rank == 1)) {
         nranks = 2;
-        return (rank == 0) ? run_idle_sender() : run_echo();
+        return (rank == 0) ? run_idle_sender() : run_idle_victim();
     }
     if (getenv("STRAND_CHECK_RANKS") != NULL) {
         nranks = atoi(getenv("STRAND_CHECK_RANKS"));

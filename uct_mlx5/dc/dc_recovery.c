@@ -615,6 +615,12 @@ void strand_dc_recovery_cancel(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
         return;
     }
     dci = &iface->dcis[ep->dci];
+    if (dci->rc_held != NULL) {
+        /* rc_strand, not connected yet: nothing ran; to ERR, and the
+         * device told of every WQE, each comes back flushed */
+        strand_dc_dci_rc_abort(iface, ep);
+        return;
+    }
     if ((dci->state != STRAND_DC_DCI_ACTIVE) || !strand_dc_dci_only_of(dci, ep)) {
         /* shared: a WQE on the wire cannot be taken back without failing
          * the others' work; ep's complete as the device returns them */

@@ -622,6 +622,13 @@ static void strand_rc_cm_handle_rep(strand_rc_cm_t *cm, uint64_t conn_id,
         return;
     }
     status = (ucs_status_t)rep->status;
+    if ((status == UCS_OK) && (conn->ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+        /* failed or cancelled (flush with UCT_FLUSH_FLAG_CANCEL) while it
+         * asked: its QP went to ERR, the peer's goes too */
+        conn->state = STRAND_RC_CONN_FAILED;
+        strand_rc_cm_disconnect(cm, conn);
+        return;
+    }
     if (status == UCS_OK) {
         status = strand_rc_cm_connect_qp(cm, conn);
         if (status != UCS_OK) {

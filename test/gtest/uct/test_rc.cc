@@ -391,6 +391,55 @@ TEST_F(rc_strand, peer_not_there)
     EXPECT_EQ(0u, c.peers); /* its manager endpoint is gone too */
 }
 
+/* UCX's uct_cancel_test on an ep still connecting: flush with
+ * UCT_FLUSH_FLAG_CANCEL takes back what it holds (its WQEs never went:
+ * each completes cancelled), the flush completes, the owner is not told
+ * of an error; the peer's answer that comes after is not connected to
+ * (no error), and the peer's QP for it goes. */
+TEST_F(rc_strand, flush_cancel_while_connecting_takes_everything_back)
+{
+    ASSERT_EQ(UCS_OK, open_iface(m_a));
+    ASSERT_EQ(UCS_OK, open_iface(m_b));
+    m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    ASSERT_NE(nullptr, m_ep);
+    region local;
+    reg(local, 64);
+    uct_iov_t iov = {local.buf.data(), 64, local.memh, 0, 1};
+    std::vector<test_comp> z(4);
+    for (auto &c : z) {
+        comp_init(&c);
+        ASSERT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(m_ep, 5, nullptr, 0, &iov,
+                                                  1, 0, &c.uct));
+    }
+    EXPECT_EQ(1u, connections(m_a).connecting);
+    test_comp f;
+    comp_init(&f);
+    scoped_log_capture logs;
+    ucs_status_t status = uct_ep_flush(m_ep, UCT_FLUSH_FLAG_CANCEL, &f.uct);
+    ASSERT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS))
+        << ucs_status_string(status);
+    ASSERT_TRUE(progress_until([&] {
+        for (auto &c : z) {
+            if (!c.done) {
+                return false;
+            }
+        }
+        return (status == UCS_OK) || f.done;
+    }));
+    for (auto &c : z) {
+        EXPECT_EQ(UCS_ERR_CANCELED, c.status);
+    }
+    /* the answer comes, is not connected to, and its QP is given back */
+    ASSERT_TRUE(progress_until([&] {
+        return (connections(m_a).connecting == 0) &&
+               (connections(m_b).responders == 0);
+    }));
+    EXPECT_EQ(0u, logs.count(""));
+    EXPECT_TRUE(m_a.err.errors.empty());
+    EXPECT_TRUE(m_b.am.msgs.empty());
+    unreg(local);
+}
+
 /* A connected peer goes away: the ep's next operation fails, its owner
  * is told, and uct_ep_check finds it on an idle ep too. */
 TEST_F(rc_strand, connected_peer_goes_away)
