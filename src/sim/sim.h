@@ -692,6 +692,9 @@ void sim_wqe_sge_copy(const sim_wqe_t *w, uint32_t off, void *data,
 
 /* Engine: called with ctx->lock held. */
 void sim_req_process(smlx5_qp_t *qp);                  /* new SQ WQEs */
+/* Whether the WQE's local buffers are still registered (a retransmission
+ * or a response reads or writes them long after the WQE was checked) */
+bool sim_wqe_local_valid(smlx5_qp_t *qp, const sim_wqe_t *w);
 int  sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
                          bool retry);                  /* -EAGAIN: ring full */
 void sim_req_retransmit(smlx5_qp_t *qp, int flow, uint32_t from_psn);

@@ -304,8 +304,9 @@ static void sim_comp_ack(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
 }
 
 /* Response data of a READ / atomic at message offset `off`: into the
- * WQE's local buffers, or kept for its CQE (requester scatter-to-CQE). */
-static void sim_comp_deliver(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t off,
+ * WQE's local buffers, or kept for its CQE (requester scatter-to-CQE).
+ * False: the buffers were deregistered meanwhile, the WQE failed. */
+static bool sim_comp_deliver(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t off,
                              const void *data, uint32_t len)
 {
     const sim_sig_report_t rep = {qp->send_cq, qp};
@@ -320,27 +321,30 @@ static void sim_comp_deliver(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t off,
         }
     } else if (w->to_cqe) {
         memcpy(w->cqe_data + off, data, len);
-    } else {
+    } else if (sim_wqe_local_valid(qp, w)) {
         sim_wqe_sge_copy(w, off, (void*)data, len, true);
+    } else {
+        sim_comp_fail(qp, w, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+        return false;
     }
+    return true;
 }
 
 /* The fetched value of an atomic, in the byte order of the HCA's
  * endianness mode (spec section 9, as UCX reads it): 8-byte replies
  * big-endian in mode 0, in host order in mode 1; 32-bit (masked) replies
  * big-endian in either mode. */
-static void sim_comp_atomic_reply(smlx5_qp_t *qp, sim_wqe_t *w, uint64_t v)
+static bool sim_comp_atomic_reply(smlx5_qp_t *qp, sim_wqe_t *w, uint64_t v)
 {
     uint32_t v32;
     uint64_t v64;
 
     if (w->atomic_size == 4) {
         v32 = htobe32((uint32_t)v);
-        sim_comp_deliver(qp, w, 0, &v32, sizeof(v32));
-    } else {
-        v64 = qp->ctx->cfg.atomic_mode8b ? v : htobe64(v);
-        sim_comp_deliver(qp, w, 0, &v64, sizeof(v64));
+        return sim_comp_deliver(qp, w, 0, &v32, sizeof(v32));
     }
+    v64 = qp->ctx->cfg.atomic_mode8b ? v : htobe64(v);
+    return sim_comp_deliver(qp, w, 0, &v64, sizeof(v64));
 }
 
 /* Fault injection (sdc): the data a one-copy READ placed. */
@@ -391,12 +395,15 @@ static void sim_comp_response(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt,
         sim_comp_sdc_sges(qp, w);
     } else if (pkt->op == SIM_PKT_READ_RESP) {
         off = (pkt->psn - w->first_psn) * qp->path_mtu;
-        if (off + pkt->payload_len <= w->length) {
-            sim_comp_deliver(qp, w, off, payload, pkt->payload_len);
+        if ((off + pkt->payload_len <= w->length) &&
+            !sim_comp_deliver(qp, w, off, payload, pkt->payload_len)) {
+            return;
         }
     } else if (pkt->op == SIM_PKT_ATOMIC_RESP) {
         w->fetched = pkt->swap_add;
-        sim_comp_atomic_reply(qp, w, pkt->swap_add);
+        if (!sim_comp_atomic_reply(qp, w, pkt->swap_add)) {
+            return;
+        }
     } else {
         return;
     }

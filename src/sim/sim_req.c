@@ -483,6 +483,24 @@ void sim_wqe_sge_copy(const sim_wqe_t *w, uint32_t off, void *data,
     }
 }
 
+bool sim_wqe_local_valid(smlx5_qp_t *qp, const sim_wqe_t *w)
+{
+    int access = (w->opcode == MLX5_OPCODE_RDMA_READ) || w->needs_response ?
+                 IBV_ACCESS_LOCAL_WRITE : 0;
+    uint32_t i;
+
+    if (w->is_inline || w->via_mkey || w->onecopy || w->to_cqe) {
+        return true;
+    }
+    for (i = 0; i < w->num_sge; ++i) {
+        if (sim_mr_check_local(qp->ctx, qp->pd, w->sge[i].lkey,
+                               w->sge[i].addr, w->sge[i].len, access) != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* `len` bytes of the WQE's data from byte `off`: where they are when they
  * are in one piece (inline bytes that do not wrap around the end of the
  * SQ, a plain single SGE), else gathered into `buf`. */
@@ -618,6 +636,11 @@ int sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
             len        = (uint32_t)sim_onecopy_desc_pack(w, buf, sizeof(buf));
             payload    = buf;
         } else if (len > 0) {
+            if (!sim_wqe_local_valid(qp, w)) {
+                /* its memory was deregistered meanwhile (a retransmission
+                 * reads it again): the device's DMA fails */
+                return -EFAULT;
+            }
             payload = sim_wqe_payload(qp, w, off, len, buf);
         }
         break;
@@ -639,6 +662,13 @@ static void sim_req_fail_wqe(smlx5_qp_t *qp, sim_wqe_t *w, uint8_t syndrome)
 {
     w->state  = SIM_WQE_DONE;
     w->status = syndrome;
+    sim_comp_wqe_failed(qp, w);
+}
+
+/* A sent WQE whose local memory is no longer registered. */
+static void sim_req_local_fault(smlx5_qp_t *qp, sim_wqe_t *w)
+{
+    w->status = MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
     sim_comp_wqe_failed(qp, w);
 }
 
@@ -979,6 +1009,7 @@ static bool sim_req_transmit(smlx5_qp_t *qp)
 {
     sim_wqe_t *w  = &qp->wqes[qp->req_bb & (qp->sq_wqe_cnt - 1)];
     sim_flow_t *f = &qp->flows[w->flow];
+    int ret;
 
     if (!sim_flow_may_send_new(f)) {
         return false; /* the RNR timer or its retry goes on from here */
@@ -994,8 +1025,13 @@ static bool sim_req_transmit(smlx5_qp_t *qp)
         if ((int32_t)(qp->req_psn - f->una_psn) >= SIM_WINDOW) {
             return false;
         }
-        if (sim_req_send_packet(qp, w, qp->req_psn, false) == -EAGAIN) {
+        ret = sim_req_send_packet(qp, w, qp->req_psn, false);
+        if (ret == -EAGAIN) {
             return sim_req_blocked(qp);
+        } else if (ret == -EFAULT) {
+            qp->req_bb = qp->sq_fetched;
+            sim_req_local_fault(qp, w);
+            return true;
         }
         qp->req_psn++;
     }
@@ -1069,6 +1105,7 @@ void sim_req_retransmit(smlx5_qp_t *qp, int fi, uint32_t from_psn)
     sim_flow_t *f = &qp->flows[fi];
     uint32_t bb, psn, stop;
     sim_wqe_t *w;
+    int ret;
 
     if (f->rnr_state == SIM_RNR_WAITING) {
         return; /* the RNR timer resends, once, when it expires */
@@ -1085,7 +1122,12 @@ void sim_req_retransmit(smlx5_qp_t *qp, int fi, uint32_t from_psn)
         stop = w->needs_response ? psn + 1 :
                (bb == qp->req_bb) ? qp->req_psn : w->last_psn + 1;
         for (; (int32_t)(psn - stop) < 0; ++psn) {
-            if (sim_req_send_packet(qp, w, psn, true) == -EAGAIN) {
+            ret = sim_req_send_packet(qp, w, psn, true);
+            if (ret == -EFAULT) {
+                sim_req_local_fault(qp, w);
+                return; /* the flow restarted, or the QP is in ERR */
+            }
+            if (ret == -EAGAIN) {
                 /* the peer's ring is full: go on from here later */
                 f->rexmit_pending = true;
                 f->rexmit_psn     = psn;

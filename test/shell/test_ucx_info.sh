@@ -31,3 +31,8 @@ for tl in dc_strand rc_strand; do
     check "by default ucx_info -d shows no tag capabilities for $tl" \
         bash -c "grep -q 'Transport: $tl' '$tmpdir/notm_$tl' && ! grep -q 'tag_eager_short' '$tmpdir/notm_$tl'"
 done
+
+# FC_ENABLE also answers to UCX's own name for it (RC_FC_ENABLE)
+UCX_DC_STRAND_RC_FC_ENABLE=n strand-run ucx_info -c -f >"$tmpdir/fc" 2>&1
+check "UCX_DC_STRAND_RC_FC_ENABLE=n turns dc_strand's flow control off" \
+    grep -q '^UCX_DC_STRAND_FC_ENABLE=n$' "$tmpdir/fc"

@@ -14,13 +14,15 @@
 # transport's tag matching on (UCX's test asks for RC_TM_ENABLE, which is
 # not strand's option). Environment: STRAND_UCX_GTEST_TIMEOUT (seconds per
 # test, default 90), STRAND_UCX_GTEST_FILTER (an extended regexp the test
-# names must match), strand-run on PATH.
+# names must match), STRAND_UCX_GTEST_JOBS (tests at once, default 1: each
+# on a software fabric of its own), strand-run on PATH.
 set -u
 gtest=${1:?gtest binary}
 logs=${2:?log directory}
 shift 2
 tls=${*:-dc_strand rc_strand strand}
 limit=${STRAND_UCX_GTEST_TIMEOUT:-90}
+jobs=${STRAND_UCX_GTEST_JOBS:-1}
 filter=${STRAND_UCX_GTEST_FILTER:-.}
 mkdir -p "$logs"
 export UCX_HANDLE_ERRORS=bt UCX_LOG_LEVEL=warn UCX_NET_DEVICES=all
@@ -64,8 +66,13 @@ for tl in $tls; do
         echo "FAIL $tl/*  no test of $tl: is the plugin loaded (strand-run)?"
         bad=1; continue
     fi
+    # the verdicts in the list's order, the tests $jobs at a time
+    export -f run; export logs limit gtest
+    printf '%s\n' $names |
+        xargs -P "$jobs" -I @ bash -c \
+            'run "$1" "$2" >"$logs/$(echo "$2" | tr / _).verdict"' _ "$tl" @
     for t in $names; do
-        line=$(run "$tl" "$t")
+        line=$(cat "$logs/$(echo "$t" | tr / _).verdict")
         echo "$line"
         case "$line" in
         PASS*) p=$((p + 1)) ;;

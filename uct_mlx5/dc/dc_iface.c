@@ -240,6 +240,12 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
      ucs_offsetof(strand_dc_iface_config_t, fc_enable),
      UCS_CONFIG_TYPE_BOOL},
 
+    {"RC_FC_ENABLE", "y",
+     "FC_ENABLE under the name UCX's rc and dc transports give it "
+     "(UCX_DC_MLX5_RC_FC_ENABLE): either sets it.",
+     ucs_offsetof(strand_dc_iface_config_t, fc_enable),
+     UCS_CONFIG_TYPE_BOOL},
+
     {"FC_WND_SIZE", "512",
      "Flow control window: active messages an endpoint may send before it "
      "needs a grant from the receiver (1 .. 1048576).",

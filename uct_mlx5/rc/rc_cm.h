@@ -24,7 +24,19 @@
  * An endpoint's QP carries its sends; the peer's answers come on the peer's
  * own endpoint, a QP pair of its own. A REQ that cannot be delivered (the
  * peer is gone) fails the endpoint as any operation to that peer would; a
- * REP refusing the connection fails it with the peer's status.
+ * REP refusing the connection fails it with the peer's status. Until the
+ * REP the endpoint takes work: its WQEs wait in its QP with their
+ * doorbells held (dc/dc_dci.c, strand_sq_hold).
+ *
+ * Who runs it: the worker's async thread watches the manager interface's
+ * channel and answers REQs itself (a peer's endpoint connects while this
+ * process computes: UCX's tests drive one side only); a REP or a DISC
+ * changes endpoints and rendezvous of the user's, whose completions run
+ * user code, so they are news the worker's progress takes in (the async
+ * thread signals rc_strand's event fd for a worker asleep in it). Both
+ * hold the async context: everything here, and the responder QPs'
+ * rendezvous, is touched under it (strand_rc_cm_async). Without an async
+ * thread (signal mode, or MLX5_SINGLE_THREADED=1) progress does it all.
  */
 #ifndef STRAND_RC_CM_H_
 #define STRAND_RC_CM_H_

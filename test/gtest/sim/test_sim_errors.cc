@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 #include <poll.h>
+#include <sys/mman.h>
 
 class sim_errors : public sim_fixture {
 protected:
@@ -274,6 +275,39 @@ TEST_F(sim_errors, peer_absent_is_retry_exc_err_after_timeout)
                       std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
     EXPECT_GE(ms, 7 * 2);  /* 1 + retry_cnt timeouts of 2 ms */
+    EXPECT_EQ(IBV_QPS_ERR, state(q));
+}
+
+/* A WQE's buffer deregistered (and unmapped) while the WQE is still being
+ * retransmitted: the device reads it again for each retry through its
+ * lkey, which names nothing any more: a local protection error, the QP to
+ * ERR; never a read of memory that is gone (it crashed the process). */
+TEST_F(sim_errors, buffer_deregistered_during_retransmission_is_loc_prot_err)
+{
+    smlx5_qp_t *q = create_rc_qp(m_scq[REQ], m_rcq[REQ]);
+    ASSERT_NE(nullptr, q);
+    m_extra_qps.push_back(q);
+    ASSERT_NO_FATAL_FAILURE(connect_rc(q, 0xabcde)); /* nobody answers */
+    const size_t len = 4096;
+    void *page = mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, page);
+    smlx5_mr_t *mr = smlx5_reg_mr(m_pd, page, len, access_all());
+    ASSERT_NE(nullptr, mr);
+    struct ibv_sge s = {(uintptr_t)page, 1024, smlx5_mr_lkey(mr)};
+    struct ibv_send_wr wr;
+    write_wr(&wr, &s, 9, addr(RESP), rkey(RESP));
+    post(q, &wr);
+    /* sent once; then the memory goes */
+    for (int i = 0; i < 5; ++i) {
+        smlx5_progress(m_ctx);
+    }
+    ASSERT_EQ(0, smlx5_dereg_mr(mr));
+    ASSERT_EQ(0, munmap(page, len));
+    struct ibv_wc wc;
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc, 5000));
+    EXPECT_EQ(9u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
     EXPECT_EQ(IBV_QPS_ERR, state(q));
 }
 
