@@ -14,7 +14,7 @@
 # transport's tag matching on (UCX's test asks for RC_TM_ENABLE, which is
 # not strand's option). Environment: STRAND_UCX_GTEST_TIMEOUT (seconds per
 # test, default 90), STRAND_UCX_GTEST_FILTER (an extended regexp the test
-# names must match), STRAND_UCX_GTEST_JOBS (tests at once, default 1: each
+# names must match), STRAND_UCX_GTEST_PARALLEL (tests at once, default 1: each
 # on a software fabric of its own), strand-run on PATH.
 set -u
 gtest=${1:?gtest binary}
@@ -22,7 +22,7 @@ logs=${2:?log directory}
 shift 2
 tls=${*:-dc_strand rc_strand strand}
 limit=${STRAND_UCX_GTEST_TIMEOUT:-90}
-jobs=${STRAND_UCX_GTEST_JOBS:-1}
+jobs=${STRAND_UCX_GTEST_PARALLEL:-1}
 filter=${STRAND_UCX_GTEST_FILTER:-.}
 mkdir -p "$logs"
 export UCX_HANDLE_ERRORS=bt UCX_LOG_LEVEL=warn UCX_NET_DEVICES=all
