@@ -499,6 +499,7 @@ struct smlx5_context {
     uint64_t          next_deadline_ns; /* earliest timer, 0 = none */
     smlx5_qp_t       *active[SIM_MAX_QPS]; /* QPs with work in flight */
     unsigned          num_active;
+    unsigned          resume_first;   /* where the last resume pass began */
     unsigned          tm_work;        /* TM SRQs with rendezvous work that
                                          waits for the engine */
     struct sim_delayed *delayed;      /* fault injection: held packets */

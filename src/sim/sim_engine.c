@@ -52,15 +52,23 @@ bool sim_timers_due(smlx5_context_t *ctx)
 }
 
 /* Senders that found a full ring try again (they set tx_backlog again
- * when the ring is still full). */
+ * when the ring is still full). The first one resumed may fill the ring
+ * again, so the pass starts one QP further each time: a NIC arbitrates its
+ * send queues round robin, and a fixed order here starved the QPs listed
+ * last whenever the receiver fell behind (one DCI of eight sent a third
+ * of what the others did). */
 static void sim_engine_resume(smlx5_context_t *ctx)
 {
-    unsigned i;
+    unsigned i, n = ctx->num_active;
     smlx5_qp_t *qp;
 
     ctx->tx_backlog = false;
-    for (i = 0; i < ctx->num_active; ++i) {
-        qp = ctx->active[i];
+    if (n == 0) {
+        return;
+    }
+    ctx->resume_first = (ctx->resume_first + 1) % n;
+    for (i = 0; (i < n) && (ctx->num_active > 0); ++i) {
+        qp = ctx->active[(ctx->resume_first + i) % ctx->num_active];
         if (qp->rjob_head != qp->rjob_tail) {
             sim_resp_resume_reads(ctx, qp);
         }

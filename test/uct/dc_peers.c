@@ -364,7 +364,7 @@ static int scenario_kill(const char *what, const unsigned *kill,
 
 int main(int argc, char **argv)
 {
-    static const unsigned one[] = {3}, two[] = {2, 3}, four[] = {4};
+    static const unsigned one[] = {3}, four[] = {1, 2, 3, 4}, other[] = {4};
     const char *s = (argc > 1) ? argv[1] : "";
 
     if (!strcmp(s, "bad_rkey")) {
@@ -375,16 +375,21 @@ int main(int argc, char **argv)
         setenv("UCX_DC_STRAND_TX_POLICY", "streams", 1);
         setenv("UCX_DC_STRAND_DCI_STREAMS_ERRORED", "2", 1);
         setenv("UCX_DC_STRAND_DCI_STREAMS", "2", 1);
-        /* the eps of peers 2 and 3 lease both streams of the one DCI */
+        /* the eps of four dead peers of eight hold both streams of the one
+         * DCI when they time out (with two dead peers, both were on one
+         * stream at times: its reset came first, the DCI never saw two
+         * errored streams). Failed eps are destroyed while the DCI in
+         * error still settles its flushed WQEs: their WQEs must forget
+         * them (they crashed the hub and lost healthy eps' messages). */
         setenv("UCX_DC_STRAND_NUM_DCI", "1", 0);
-        scenario_kill("two peers killed, DCIs in error at 2 errored streams",
-                      two, 2, 1);
+        scenario_kill("four peers killed, DCIs in error at 2 errored "
+                      "streams", four, 4, 1);
     } else if (!strcmp(s, "dci_err1")) {
         setenv("UCX_DC_STRAND_TX_POLICY", "streams", 1);
         setenv("UCX_DC_STRAND_DCI_STREAMS_ERRORED", "1", 1);
         setenv("UCX_DC_STRAND_DCI_STREAMS", "1", 1);
         scenario_kill("peer killed, DCIs in error at their first error",
-                      four, 1, 1);
+                      other, 1, 1);
     } else {
         fprintf(stderr, "usage: dc_peers bad_rkey|peer_kill|dci_err|"
                 "dci_err1\n");

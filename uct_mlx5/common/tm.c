@@ -863,17 +863,21 @@ unsigned strand_tm_rndv_priv_pack(struct ibv_tmh *tmh, const void *header,
 /* The unexpected-message callbacks of an interface opened without them:
  * the message is dropped and said so (its sender saw it delivered; a
  * rendezvous' sender waits until its ep is flushed with cancel or goes). */
+static ucs_status_t strand_tm_dropped(strand_tm_t *tm, const char *what,
+                                      uint64_t stag, size_t length)
+{
+    ++tm->stats.dropped;
+    ucs_error("%s: an unexpected %s (tag 0x%" PRIx64 ", %zu bytes) was "
+              "dropped: the interface was opened without unexpected-message "
+              "callbacks", tm->name, what, stag, length);
+    return UCS_OK;
+}
+
 static ucs_status_t strand_tm_drop_eager(void *arg, void *data, size_t length,
                                          unsigned flags, uct_tag_t stag,
                                          uint64_t imm, void **context)
 {
-    strand_tm_t *tm = arg;
-
-    ++tm->stats.dropped;
-    ucs_error("%s: an unexpected tagged message (tag 0x%" PRIx64 ", %zu "
-              "bytes) was dropped: the interface was opened without "
-              "unexpected-message callbacks", tm->name, stag, length);
-    return UCS_OK;
+    return strand_tm_dropped(arg, "tagged message", stag, length);
 }
 
 static ucs_status_t strand_tm_drop_rndv(void *arg, unsigned flags,
@@ -882,13 +886,7 @@ static ucs_status_t strand_tm_drop_rndv(void *arg, unsigned flags,
                                         uint64_t remote_addr, size_t length,
                                         const void *rkey_buf)
 {
-    strand_tm_t *tm = arg;
-
-    ++tm->stats.dropped;
-    ucs_error("%s: an unexpected rendezvous request (tag 0x%" PRIx64 ", "
-              "%zu bytes) was dropped: the interface was opened without "
-              "unexpected-message callbacks", tm->name, stag, length);
-    return UCS_OK;
+    return strand_tm_dropped(arg, "rendezvous request", stag, length);
 }
 
 /* -------------------------------------------------------- life cycle */

@@ -607,7 +607,9 @@ void strand_dc_dci_orphan(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
 
     for (bb = dci->sq_tail; bb != dci->sq.cur_post; ++bb) {
         op = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
-        if ((op->state != STRAND_DC_OP_POSTED) || (op->ep != ep)) {
+        /* flushed ones too: a DCI in error settles them later, and an ep
+         * that failed (and was destroyed, as UCP does) is gone by then */
+        if ((op->state == STRAND_DC_OP_FREE) || (op->ep != ep)) {
             continue;
         }
         op->ep = NULL;

@@ -121,10 +121,7 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
      "Sends completed by one progress call at most (1 .. inf), as "
      "UCX_IB_TX_MAX_POLL, but counted in sends, not CQEs (one CQE completes "
      "up to TX_CQ_MODERATION of them): polling stops at the CQE that "
-     "reaches it. With the receive bound, senders that share a progress "
-     "with their receiver free no more room per call than it frees "
-     "receive buffers, and do not push it into receiver-not-ready "
-     "back-off (whose retries are uneven).",
+     "reaches it, so 128 endpoints that wait for room are woken evenly.",
      ucs_offsetof(strand_dc_iface_config_t, tx_max_poll),
      UCS_CONFIG_TYPE_ULUNITS},
 

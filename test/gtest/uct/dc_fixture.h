@@ -218,8 +218,13 @@ protected:
         if (m_md != nullptr) {
             uct_md_close(m_md);
         }
-        for (auto v : m_env) {
-            unsetenv(v.c_str());
+        /* the mode's own settings (test/run-tests.sh) come back */
+        for (auto it = m_env.rbegin(); it != m_env.rend(); ++it) {
+            if (it->second.first) {
+                setenv(it->first.c_str(), it->second.second.c_str(), 1);
+            } else {
+                unsetenv(it->first.c_str());
+            }
         }
     }
 
@@ -353,24 +358,21 @@ protected:
         }));
     }
 
-    template <typename Cond>
-    bool progress_iface_until(uct_iface_h iface, Cond cond, double secs = 10)
+    /* progress_until with one interface's progress only */
+    bool progress_iface_until(uct_iface_h iface,
+                              const std::function<bool()> &cond,
+                              double secs = 10)
     {
-        auto end = std::chrono::steady_clock::now() +
-                   std::chrono::duration<double>(secs);
-        while (!cond()) {
-            if (std::chrono::steady_clock::now() > end) {
-                return false;
-            }
-            uct_iface_progress(iface);
-        }
-        return true;
+        return progress_with_until([iface] { uct_iface_progress(iface); },
+                                   cond, secs);
     }
 
     void set_env(const char *name, const char *value)
     {
+        const char *old = getenv(name);
+        m_env.emplace_back(name, std::make_pair(old != nullptr,
+                                                std::string(old ? old : "")));
         setenv(name, value, 1);
-        m_env.push_back(name);
     }
 
     /* extra interface parameters for the next open_iface() calls: a
@@ -452,13 +454,22 @@ protected:
 
     bool progress_until(const std::function<bool()> &cond, double secs = 10)
     {
+        return progress_with_until([this] { uct_worker_progress(m_worker); },
+                                   cond, secs);
+    }
+
+    /* call progress until cond holds; false after secs seconds */
+    static bool progress_with_until(const std::function<void()> &progress,
+                                    const std::function<bool()> &cond,
+                                    double secs)
+    {
         auto end = std::chrono::steady_clock::now() +
                    std::chrono::duration<double>(secs);
         while (!cond()) {
             if (std::chrono::steady_clock::now() > end) {
                 return false;
             }
-            uct_worker_progress(m_worker);
+            progress();
         }
         return true;
     }
@@ -641,7 +652,8 @@ protected:
     iface_t                  m_a, m_b;
     uct_ep_h                 m_ep        = nullptr;
     std::vector<uct_ep_h>    m_eps;
-    std::vector<std::string> m_env;
+    /* variables set by the test: name, (was set, old value) */
+    std::vector<std::pair<std::string, std::pair<bool, std::string>>> m_env;
 };
 
 
