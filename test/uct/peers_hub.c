@@ -303,10 +303,22 @@ void peers_hub_kill_peer(peers_hub_t *h, unsigned p)
 
 static void peers_hub_kill(peers_hub_t *h, const peers_run_t *r)
 {
+    peers_hub_ep_t *e;
     unsigned i;
 
     for (i = 0; i < r->num_kill; ++i) {
         peers_hub_kill_peer(h, r->kill[i]);
+    }
+    /* every endpoint to a dead peer has work in flight before the pause:
+     * spread over all the streams it may lease, so that they all time out
+     * in it together (else which streams held dead peers' work when they
+     * died was chance, and errors met one stream at a time) */
+    for (i = r->first_ep; i < r->first_ep + r->num_eps; ++i) {
+        e = &h->eps[i];
+        if (!h->alive[e->peer] && !e->stopped && !e->failed &&
+            (e->ep != NULL)) {
+            peers_hub_post(h, e);
+        }
     }
     if (r->pause_after_kill > 0) {
         usleep((useconds_t)(r->pause_after_kill * 1e6));

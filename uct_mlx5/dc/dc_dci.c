@@ -38,13 +38,29 @@ static void strand_dc_dci_set_room(strand_dc_iface_t *iface,
     dci->room_pi = ((int32_t)(wqes_pi - bbs_pi) < 0) ? wqes_pi : bbs_pi;
 }
 
+/* Whether s takes work: its held WQEs are posted again only then. */
+static int strand_dc_stream_open(const strand_dc_dci_t *dci,
+                                 const strand_dc_stream_t *s)
+{
+    return (dci->state == STRAND_DC_DCI_ACTIVE) &&
+           (s->state == STRAND_DC_STREAM_OK);
+}
+
 void strand_dc_dci_set_state(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
                              strand_dc_dci_state_t state)
 {
-    if (dci->state != state) {
-        dci->state = state;
-        strand_dc_ep_tx_update_dci(iface, dci);
+    unsigned i;
+
+    if (dci->state == state) {
+        return;
     }
+    for (i = 0; (state != STRAND_DC_DCI_ACTIVE) &&
+                (i < iface->config.num_streams); ++i) {
+        dci->streams[i].closures += strand_dc_stream_open(dci,
+                                                          &dci->streams[i]);
+    }
+    dci->state = state;
+    strand_dc_ep_tx_update_dci(iface, dci);
 }
 
 void strand_dc_stream_set_state(strand_dc_iface_t *iface,
@@ -52,7 +68,9 @@ void strand_dc_stream_set_state(strand_dc_iface_t *iface,
                                 strand_dc_stream_state_t state)
 {
     if (s->state != state) {
-        s->state = state;
+        s->closures += (state != STRAND_DC_STREAM_OK) &&
+                       strand_dc_stream_open(dci, s);
+        s->state     = state;
         strand_dc_ep_tx_update_dci(iface, dci);
     }
 }

@@ -101,6 +101,8 @@ typedef struct strand_dc_stream {
     uint32_t  resets;            /* mlx5dv_dci_stream_id_reset calls */
     uint32_t  leases;            /* eps that took it, ever */
     ucs_queue_head_t held;       /* flushed WQEs to post again, in order */
+    uint32_t  closures;          /* times it stopped taking work (it or
+                                    its DCI in error): orders the held */
 } strand_dc_stream_t;
 
 /* Life of a DCI. An error that puts the DCI in ERR (a non-stream error, or

@@ -25,6 +25,7 @@
  * needed before the stream or DCI is back) until it is posted again. */
 typedef struct strand_dc_held {
     ucs_queue_elem_t queue;
+    uint32_t         closure;    /* its stream's closures when it came */
     strand_dc_op_t   op;
     uint8_t          wqe[];      /* op.bbs basic blocks, as posted */
 } strand_dc_held_t;
@@ -183,6 +184,29 @@ static void strand_dc_failure_scope(strand_dc_iface_t *iface,
 
 /* Copy the WQE of op out of the SQ and free its slot: it is posted again
  * once its stream (or DCI) is back. */
+/* Held WQEs are posted again from the front while the stream takes work
+ * (room permitting); if it fails again meanwhile, the ones that come back
+ * flushed were posted before those still waiting, so they go in front of
+ * those: of each entry kept since an earlier failure (in the order they
+ * come back, SQ order). An ep's work keeps its order through repeated
+ * errors. (Appended, the 4-peer dc_peers run delivered message 4 of a
+ * healthy ep when 2 was next.) */
+static void strand_dc_held_insert(strand_dc_stream_t *s, strand_dc_held_t *h)
+{
+    ucs_queue_iter_t iter;
+    strand_dc_held_t *old;
+
+    h->closure = s->closures;
+    ucs_queue_for_each_safe(old, iter, &s->held, queue) {
+        if (old->closure != s->closures) {
+            h->queue.next = *iter;
+            *iter         = &h->queue;
+            return;
+        }
+    }
+    ucs_queue_push(&s->held, &h->queue);
+}
+
 static void strand_dc_recovery_hold(strand_dc_iface_t *iface,
                                     strand_dc_dci_t *dci, strand_dc_op_t *op)
 {
@@ -206,7 +230,7 @@ static void strand_dc_recovery_hold(strand_dc_iface_t *iface,
                STRAND_WQE_BB);
     }
     h->op = *op;
-    ucs_queue_push(&s->held, &h->queue);
+    strand_dc_held_insert(s, h);
     op->ep->held++;
     strand_dc_ep_tx_update(iface, op->ep);
     op->desc    = NULL;  /* now the held copy's */
