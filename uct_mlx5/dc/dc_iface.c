@@ -79,58 +79,8 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
     {"", "", NULL, ucs_offsetof(strand_dc_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
 
-    {"TX_QUEUE_LEN", "128",
-     "Send queue depth of each DCI, in work requests (8 .. device limit).",
-     ucs_offsetof(strand_dc_iface_config_t, tx_queue_len),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"TX_CQ_MODERATION", "32",
-     "Send WQEs posted without asking for a completion (CQE) at most, "
-     "before one that asks (1 .. inf; 1 = every WQE gets a CQE). Fewer "
-     "CQEs make posting and completing cheaper; a CQE completes every WQE "
-     "before it. WQEs whose completion has work to do (a callback, a "
-     "buffer to release, data to unpack) always ask. At most a quarter of "
-     "the send queue takes effect.",
-     ucs_offsetof(strand_dc_iface_config_t, tx_cq_moderation),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"RX_QUEUE_LEN", "4095",
-     "Receive buffers posted on the shared receive queue of the DCT "
-     "(1 .. 32767).",
-     ucs_offsetof(strand_dc_iface_config_t, rx_queue_len),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"RX_MAX_POLL", "16",
-     "Receive completions handled by one progress call at most (1 .. inf), "
-     "as UCX_IB_RX_MAX_POLL: UCP relies on a bound for fair progress "
-     "across its interfaces and for probing.",
-     ucs_offsetof(strand_dc_iface_config_t, rx_max_poll),
-     UCS_CONFIG_TYPE_ULUNITS},
-
-    UCT_IFACE_MPOOL_CONFIG_FIELDS("TX_", -1, 128, "send",
-                                  ucs_offsetof(strand_dc_iface_config_t, tx_mp),
-                                  " Bounce buffers of bcopy sends and fetched "
-                                  "atomics."),
-
-    UCT_IFACE_MPOOL_CONFIG_FIELDS("RX_", -1, 256, "receive",
-                                  ucs_offsetof(strand_dc_iface_config_t, rx_mp),
-                                  " Those a receive handler keeps stay out of "
-                                  "the receive queue until released."),
-
-    {"TX_MAX_POLL", "16",
-     "Sends completed by one progress call at most (1 .. inf), as "
-     "UCX_IB_TX_MAX_POLL, but counted in sends, not CQEs (one CQE completes "
-     "up to TX_CQ_MODERATION of them): polling stops at the CQE that "
-     "reaches it, so 128 endpoints that wait for room are woken evenly.",
-     ucs_offsetof(strand_dc_iface_config_t, tx_max_poll),
-     UCS_CONFIG_TYPE_ULUNITS},
-
-    {"SEG_SIZE", "8256",
-     "Size of a receive buffer and of a bounce buffer for bcopy operations: "
-     "the largest active message (with its 1-byte id) and the largest "
-     "bcopy PUT/GET (64 .. 1M).",
-     ucs_offsetof(strand_dc_iface_config_t, seg_size),
-     UCS_CONFIG_TYPE_MEMUNITS},
+    {"", "", NULL, ucs_offsetof(strand_dc_iface_config_t, common),
+     UCS_CONFIG_TYPE_TABLE(strand_iface_common_config_table)},
 
     {"NUM_DCI", "8",
      "Number of DC initiators (DCIs) of the interface. An endpoint holds one "
@@ -183,52 +133,6 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
      ucs_offsetof(strand_dc_iface_config_t, quota),
      UCS_CONFIG_TYPE_UINT},
 
-    {"TIMEOUT", "1.0s",
-     "Transport timeout: how long a DCI waits for an acknowledgment before "
-     "retransmitting (rounded up to 4.096us * 2^n, at most ~2.4 hours).",
-     ucs_offsetof(strand_dc_iface_config_t, timeout),
-     UCS_CONFIG_TYPE_TIME},
-
-    {"RETRY_COUNT", "7",
-     "Retransmissions after a transport timeout before the operation fails "
-     "with an endpoint timeout (0 .. 7).",
-     ucs_offsetof(strand_dc_iface_config_t, retry_count),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"RNR_TIMEOUT", "1ms",
-     "Receiver-not-ready delay the DCT asks senders to wait when it has no "
-     "receive buffer (rounded up to the InfiniBand RNR timer table, "
-     "0.01ms .. 491.52ms).",
-     ucs_offsetof(strand_dc_iface_config_t, rnr_timeout),
-     UCS_CONFIG_TYPE_TIME},
-
-    {"RNR_RETRY_COUNT", "7",
-     "Retries after a receiver-not-ready NAK before the operation fails "
-     "(0 .. 7; 7 means retry forever).",
-     ucs_offsetof(strand_dc_iface_config_t, rnr_retry_count),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"MAX_INLINE", "186",
-     "Largest data written inline in a WQE: active message short (including "
-     "the 1-byte AM id and the 8-byte header) and PUT short "
-     "(16 .. device limit).",
-     ucs_offsetof(strand_dc_iface_config_t, max_inline),
-     UCS_CONFIG_TYPE_MEMUNITS},
-
-    {"TX_CQ_LEN", "0",
-     "Entries of the send completion queue; 0 = NUM_DCI * TX_QUEUE_LEN "
-     "+ 64 (a CQE may come for every send, and the CQ is told what was "
-     "consumed once per poll, so it must be at least NUM_DCI * "
-     "TX_QUEUE_LEN).",
-     ucs_offsetof(strand_dc_iface_config_t, tx_cq_len),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"RX_CQ_LEN", "0",
-     "Entries of the receive completion queue; 0 = RX_QUEUE_LEN + 1 "
-     "(must be at least that).",
-     ucs_offsetof(strand_dc_iface_config_t, rx_cq_len),
-     UCS_CONFIG_TYPE_UINT},
-
     {"FC_ENABLE", "y",
      "Receiver flow control of active messages: an endpoint sends at most "
      "FC_WND_SIZE active messages until the receiver, progressing, grants "
@@ -256,62 +160,6 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
      "buffer.",
      ucs_offsetof(strand_dc_iface_config_t, rx_inline),
      UCS_CONFIG_TYPE_BOOL},
-
-    {"TM_ENABLE", "n",
-     "Hardware tag matching: the device matches tagged messages against "
-     "the receives posted with uct_iface_tag_recv_zcopy, puts eager data "
-     "straight into their buffers and completes rendezvous itself (RDMA READ "
-     "and FIN). y: on, or the interface fails to open where the device has "
-     "no tag matching; try: on where the device has it; n: off. Either way "
-     "only for an interface whose user takes unexpected tagged messages "
-     "(uct_iface_params_t eager_cb and rndv_cb: UCP with the tag feature). "
-     "Every message "
-     "then carries a 16-byte tag-matching header, and both sides must agree "
-     "(an interface with it does not reach one without it).",
-     ucs_offsetof(strand_dc_iface_config_t, tm_enable),
-     UCS_CONFIG_TYPE_TERNARY},
-
-    {"TM_LIST_SIZE", "1024",
-     "Tag matching: receives posted to the device at a time (1 .. the "
-     "device's tag list, which caps it); more get UCS_ERR_EXCEEDS_LIMIT and "
-     "UCP keeps them in its own matching.",
-     ucs_offsetof(strand_dc_iface_config_t, tm_list_size),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"TM_RNDV_OPS", "1024",
-     "Tag matching: hardware rendezvous sends waiting for the receiver's FIN "
-     "at a time (1 .. 65536); more get UCS_ERR_NO_RESOURCE.",
-     ucs_offsetof(strand_dc_iface_config_t, tm_rndv_ops),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"INTEGRITY", "off",
-     "Integrity-checked zero-copy GETs (the data of rendezvous):\n"
-     " off    - no checks\n"
-     " crc32c - the sender's device adds a CRC32C to every 512-byte block "
-     "it reads out of registered memory, the receiver's device checks and "
-     "strips it; a bad block makes the transport read the data again "
-     "(INTEGRITY_RETRIES times at most per piece, then the GET and its "
-     "endpoint fail with UCS_ERR_IO_ERROR)\n"
-     " t10dif - the same with a T10-DIF guard (CRC16) per block\n"
-     "Both sides need it (a key of a peer without it is read unchecked, and "
-     "counted). The memory domain reads this option when it opens, to pack "
-     "the signing key with every remote key (32 bytes instead of 8). Needs "
-     "a device with block signature offload.",
-     ucs_offsetof(strand_dc_iface_config_t, integrity),
-     UCS_CONFIG_TYPE_ENUM(strand_integrity_kind_names)},
-
-    {"INTEGRITY_RETRIES", "8",
-     "Reads again of a piece of a GET that had a bad block (from its first "
-     "bad block on), before the GET fails, and its endpoint with it.",
-     ucs_offsetof(strand_dc_iface_config_t, integrity_retries),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"INTEGRITY_READ_SIZE", "8k",
-     "A checked GET is read in pieces of this many bytes (whole 512-byte "
-     "blocks), each checked and read again on its own: the larger, the "
-     "fewer READs; the smaller, the less a bad block costs.",
-     ucs_offsetof(strand_dc_iface_config_t, integrity_read_size),
-     UCS_CONFIG_TYPE_MEMUNITS},
 
     {"FC_SOFT_THRESH", "0.5",
      "Fraction of the window left when the endpoint asks for the next grant "
@@ -356,8 +204,8 @@ strand_dc_fc_req_timeout(const strand_dc_iface_config_t *config)
     }
     if (config->fc_hard_req_timeout == UCS_TIME_AUTO) {
         return 4.096e-6 * (double)(1ull << strand_dc_timeout_code(
-                                   config->timeout)) *
-               (config->retry_count + 1);
+                                   config->common.timeout)) *
+               (config->common.retry_count + 1);
     }
     return ucs_time_to_sec(config->fc_hard_req_timeout);
 }
@@ -704,62 +552,62 @@ strand_dc_iface_check_config(strand_dc_iface_t *iface,
         return UCS_ERR_INVALID_PARAM; \
     }
 
-    STRAND_DC_CHECK((config->tx_queue_len >= 8) &&
-                    (config->tx_queue_len <= max_wr),
+    STRAND_DC_CHECK((config->common.tx_queue_len >= 8) &&
+                    (config->common.tx_queue_len <= max_wr),
                     "TX_QUEUE_LEN=%u (valid: 8 .. %u)",
-                    config->tx_queue_len, max_wr);
-    STRAND_DC_CHECK(config->tx_cq_moderation >= 1,
+                    config->common.tx_queue_len, max_wr);
+    STRAND_DC_CHECK(config->common.tx_cq_moderation >= 1,
                     "TX_CQ_MODERATION=0 (valid: 1 .. inf)");
-    STRAND_DC_CHECK((config->rx_queue_len >= 1) &&
-                    (config->rx_queue_len <= 32767),
+    STRAND_DC_CHECK((config->common.rx_queue_len >= 1) &&
+                    (config->common.rx_queue_len <= 32767),
                     "RX_QUEUE_LEN=%u (valid: 1 .. 32767)",
-                    config->rx_queue_len);
-    STRAND_DC_CHECK(config->rx_max_poll >= 1,
+                    config->common.rx_queue_len);
+    STRAND_DC_CHECK(config->common.rx_max_poll >= 1,
                     "RX_MAX_POLL=%lu (valid: 1 .. inf)",
-                    config->rx_max_poll);
-    STRAND_DC_CHECK(config->tx_max_poll >= 1,
+                    config->common.rx_max_poll);
+    STRAND_DC_CHECK(config->common.tx_max_poll >= 1,
                     "TX_MAX_POLL=%lu (valid: 1 .. inf)",
-                    config->tx_max_poll);
-    STRAND_DC_CHECK((config->seg_size >= 64) &&
-                    (config->seg_size <= UCS_MBYTE),
+                    config->common.tx_max_poll);
+    STRAND_DC_CHECK((config->common.seg_size >= 64) &&
+                    (config->common.seg_size <= UCS_MBYTE),
                     "SEG_SIZE=%zu (valid: 64 .. 1048576)",
-                    config->seg_size);
+                    config->common.seg_size);
     STRAND_DC_CHECK((config->num_dci >= 1) &&
                     (config->num_dci <= max_dci),
                     "%s=%u (valid: 1 .. %u)", iface->rc ? "MAX_EPS" : "NUM_DCI",
                     config->num_dci, max_dci);
     STRAND_DC_CHECK(config->quota >= 1,
                     "QUOTA=%u (valid: >= 1)", config->quota);
-    STRAND_DC_CHECK((config->timeout > 0) && (config->timeout <= 8796.0),
+    STRAND_DC_CHECK((config->common.timeout > 0) && (config->common.timeout <= 8796.0),
                     "TIMEOUT=%gs (valid: > 0 .. 8796s)",
-                    config->timeout);
-    STRAND_DC_CHECK(config->retry_count <= 7,
+                    config->common.timeout);
+    STRAND_DC_CHECK(config->common.retry_count <= 7,
                     "RETRY_COUNT=%u (valid: 0 .. 7)",
-                    config->retry_count);
-    STRAND_DC_CHECK((config->rnr_timeout >= 0) &&
-                    (config->rnr_timeout <= 0.49152),
+                    config->common.retry_count);
+    STRAND_DC_CHECK((config->common.rnr_timeout >= 0) &&
+                    (config->common.rnr_timeout <= 0.49152),
                     "RNR_TIMEOUT=%gs (valid: 0 .. 491.52ms)",
-                    config->rnr_timeout);
-    STRAND_DC_CHECK(config->rnr_retry_count <= 7,
+                    config->common.rnr_timeout);
+    STRAND_DC_CHECK(config->common.rnr_retry_count <= 7,
                     "RNR_RETRY_COUNT=%u (valid: 0 .. 7)",
-                    config->rnr_retry_count);
-    STRAND_DC_CHECK((config->max_inline >= 16) &&
-                    (config->max_inline <= ucs_min(caps->max_inline, 800)),
+                    config->common.rnr_retry_count);
+    STRAND_DC_CHECK((config->common.max_inline >= 16) &&
+                    (config->common.max_inline <= ucs_min(caps->max_inline, 800)),
                     "MAX_INLINE=%zu (valid: 16 .. %u)",
-                    config->max_inline, ucs_min(caps->max_inline, 800));
-    STRAND_DC_CHECK((config->tx_cq_len == 0) ||
-                    (config->tx_cq_len >=
+                    config->common.max_inline, ucs_min(caps->max_inline, 800));
+    STRAND_DC_CHECK((config->common.tx_cq_len == 0) ||
+                    (config->common.tx_cq_len >=
                      strand_dc_iface_tx_cq_dcis(iface, config) *
-                     config->tx_queue_len),
+                     config->common.tx_queue_len),
                     "TX_CQ_LEN=%u (must be 0 or >= %s * "
-                    "TX_QUEUE_LEN = %u)", config->tx_cq_len,
+                    "TX_QUEUE_LEN = %u)", config->common.tx_cq_len,
                     iface->rc ? "min(MAX_EPS, 256)" : "NUM_DCI",
                     strand_dc_iface_tx_cq_dcis(iface, config) *
-                    config->tx_queue_len);
-    STRAND_DC_CHECK((config->rx_cq_len == 0) ||
-                    (config->rx_cq_len > config->rx_queue_len),
+                    config->common.tx_queue_len);
+    STRAND_DC_CHECK((config->common.rx_cq_len == 0) ||
+                    (config->common.rx_cq_len > config->common.rx_queue_len),
                     "RX_CQ_LEN=%u (must be 0 or > RX_QUEUE_LEN "
-                    "= %u)", config->rx_cq_len, config->rx_queue_len);
+                    "= %u)", config->common.rx_cq_len, config->common.rx_queue_len);
     STRAND_DC_CHECK((config->fc_wnd_size >= 1) &&
                     (config->fc_wnd_size <= (1u << 20)),
                     "FC_WND_SIZE=%u (valid: 1 .. 1048576)",
@@ -1024,7 +872,7 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
 {
     strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
     const char *tl_name = rc ? STRAND_RC_TL_NAME : STRAND_DC_TL_NAME;
-    uct_iface_mpool_config_t mp_config = config->tx_mp;
+    uct_iface_mpool_config_t mp_config = config->common.tx_mp;
     strand_dev_t *dev = md->dev;
     strand_dev_dct_attr_t dct_attr;
     char dev_name[UCT_DEVICE_NAME_MAX];
@@ -1076,11 +924,11 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     }
 
     self->num_dci                = config->num_dci;
-    self->config.tx_queue_len    = config->tx_queue_len;
+    self->config.tx_queue_len    = config->common.tx_queue_len;
     /* a signaled WQE among any quarter of the queue: a full queue always
      * has a CQE to come (the DCIs' geometry may lower it further) */
-    self->tx_moderation          = ucs_max(1, ucs_min(config->tx_cq_moderation,
-                                                      config->tx_queue_len /
+    self->tx_moderation          = ucs_max(1, ucs_min(config->common.tx_cq_moderation,
+                                                      config->common.tx_queue_len /
                                                       4));
     status = strand_dc_iface_resolve_policy(self, config);
     if (status != UCS_OK) {
@@ -1089,21 +937,21 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     self->config.quota           = (self->tx_policy ==
                                     STRAND_DC_TX_POLICY_DCS_QUOTA) ?
                                    ucs_min(config->quota,
-                                           config->tx_queue_len) : UINT_MAX;
-    self->config.rx_queue_len    = config->rx_queue_len;
-    self->config.rx_max_poll     = (config->rx_max_poll >= UINT_MAX) ?
-                                   UINT_MAX : (unsigned)config->rx_max_poll;
-    self->config.rx_mp           = config->rx_mp;
+                                           config->common.tx_queue_len) : UINT_MAX;
+    self->config.rx_queue_len    = config->common.rx_queue_len;
+    self->config.rx_max_poll     = (config->common.rx_max_poll >= UINT_MAX) ?
+                                   UINT_MAX : (unsigned)config->common.rx_max_poll;
+    self->config.rx_mp           = config->common.rx_mp;
     if (self->config.rx_mp.bufs_grow == 0) {
         self->config.rx_mp.bufs_grow = 256;
     }
     if (mp_config.bufs_grow == 0) {
         mp_config.bufs_grow = 128;
     }
-    self->config.tx_max_poll     = (config->tx_max_poll >= UINT_MAX) ?
-                                   UINT_MAX : (unsigned)config->tx_max_poll;
-    self->config.seg_size        = config->seg_size;
-    self->config.max_inline      = config->max_inline;
+    self->config.tx_max_poll     = (config->common.tx_max_poll >= UINT_MAX) ?
+                                   UINT_MAX : (unsigned)config->common.tx_max_poll;
+    self->config.seg_size        = config->common.seg_size;
+    self->config.max_inline      = config->common.max_inline;
     self->config.max_sge         = ucs_min(STRAND_DC_MAX_SGE,
                                            dev->caps.max_sge);
     self->config.atomic_reply_be32 = dev->caps.atomic_reply_be32;
@@ -1116,7 +964,7 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
      * or the masked 64-bit CS (raddr, two atomic segments, data) */
     av_ds  = self->config.av_size / STRAND_WQE_DS;
     max_ds = 2 + av_ds + ucs_max(self->config.max_sge,
-                                 strand_inline_ds(config->max_inline));
+                                 strand_inline_ds(config->common.max_inline));
     max_ds = ucs_max(max_ds, 1 + av_ds + 4);
     self->config.dci_max_bbs = strand_ds_to_bbs(max_ds);
 
@@ -1136,15 +984,15 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
      * index is written (dc_dci.c) */
     self->tx_cq_dcis = strand_dc_iface_tx_cq_dcis(self, config);
     self->max_tx_cqs = ucs_div_round_up(config->num_dci, self->tx_cq_dcis);
-    tx_outstanding   = self->tx_cq_dcis * config->tx_queue_len +
+    tx_outstanding   = self->tx_cq_dcis * config->common.tx_queue_len +
                        ((rc && self->config.am_tmh) ?
                         STRAND_RC_RNDV_MAX_WQES : 0);
-    tx_cq_len = config->tx_cq_len ? config->tx_cq_len : tx_outstanding + 64;
+    tx_cq_len = config->common.tx_cq_len ? config->common.tx_cq_len : tx_outstanding + 64;
     self->tx_cq_len   = tx_cq_len;
     self->tx_ci_batch = ucs_max(1, ucs_min(64, (int)tx_cq_len -
                                                (int)tx_outstanding));
-    rx_cq_len = config->rx_cq_len ? config->rx_cq_len :
-                config->rx_queue_len + 1 +
+    rx_cq_len = config->common.rx_cq_len ? config->common.rx_cq_len :
+                config->common.rx_queue_len + 1 +
                 strand_dc_tag_rx_cq_extra(self, config);
 
     status = UCS_STATS_NODE_ALLOC(&self->stats, &strand_dc_iface_stats_class,
@@ -1217,7 +1065,7 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
 
     status = uct_iface_mpool_init(&self->super, &self->tx_mp,
                                   sizeof(strand_dc_tx_desc_t) +
-                                  config->seg_size + STRAND_DC_TX_SLACK,
+                                  config->common.seg_size + STRAND_DC_TX_SLACK,
                                   sizeof(strand_dc_tx_desc_t),
                                   UCS_SYS_CACHE_LINE_SIZE, &mp_config,
                                   mp_config.bufs_grow, strand_dc_tx_desc_init,
@@ -1236,7 +1084,7 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     dct_attr.cq            = &self->rx_cq;
     dct_attr.srq           = &self->srq;
     dct_attr.access_key    = STRAND_DC_ACCESS_KEY;
-    dct_attr.min_rnr_timer = strand_dc_rnr_code(config->rnr_timeout);
+    dct_attr.min_rnr_timer = strand_dc_rnr_code(config->common.rnr_timeout);
     dct_attr.scatter_to_cqe = config->rx_inline;
     self->min_rnr_timer    = dct_attr.min_rnr_timer;
     if (!rc) {
@@ -1253,12 +1101,12 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     memset(&self->dci_attr, 0, sizeof(self->dci_attr));
     self->dci_attr.td            = &self->td;
     self->dci_attr.send_cq       = tx_cq;
-    self->dci_attr.max_send_wr   = config->tx_queue_len;
+    self->dci_attr.max_send_wr   = config->common.tx_queue_len;
     self->dci_attr.max_send_sge  = self->config.max_sge;
-    self->dci_attr.max_inline    = config->max_inline;
-    self->dci_attr.timeout       = strand_dc_timeout_code(config->timeout);
-    self->dci_attr.retry_cnt     = config->retry_count;
-    self->dci_attr.rnr_retry     = config->rnr_retry_count;
+    self->dci_attr.max_inline    = config->common.max_inline;
+    self->dci_attr.timeout       = strand_dc_timeout_code(config->common.timeout);
+    self->dci_attr.retry_cnt     = config->common.retry_count;
+    self->dci_attr.rnr_retry     = config->common.rnr_retry_count;
     self->dci_attr.max_rd_atomic = ucs_max(1, ucs_min(dev->caps.max_rd_atomic,
                                                       16));
     strand_dc_policy_dci_attr(self, &self->dci_attr);

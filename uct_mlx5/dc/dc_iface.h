@@ -15,6 +15,7 @@
 #include "dev/dev.h"
 #include "dc_fc.h"
 #include "uct_mlx5/common/tm.h"
+#include "uct_mlx5/common/iface_config.h"
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_iov.inl>
@@ -69,38 +70,18 @@ extern const char *strand_dc_tx_policy_names[];
 
 typedef struct strand_dc_iface_config {
     uct_iface_config_t super;
-    unsigned           tx_queue_len;
-    unsigned           tx_cq_moderation;
-    unsigned           rx_queue_len;
-    unsigned long      rx_max_poll;
-    unsigned long      tx_max_poll;
-    uct_iface_mpool_config_t tx_mp;     /* TX_MAX_BUFS, TX_BUFS_GROW */
-    uct_iface_mpool_config_t rx_mp;     /* RX_MAX_BUFS, RX_BUFS_GROW */
-    size_t             seg_size;
+    strand_iface_common_config_t common; /* the options rc_strand has too */
     unsigned           num_dci;
     int                tx_policy;
     unsigned           quota;
     unsigned           dci_streams;
     unsigned           errored_streams;
     int                stream_map;
-    double             timeout;
-    unsigned           retry_count;
-    double             rnr_timeout;
-    unsigned           rnr_retry_count;
-    size_t             max_inline;
-    unsigned           tx_cq_len;
-    unsigned           rx_cq_len;
     int                fc_enable;
     unsigned           fc_wnd_size;
     double             fc_soft_thresh;
     ucs_time_t         fc_hard_req_timeout;
     int                rx_inline;
-    int                tm_enable;       /* ucs_ternary_auto_value_t */
-    unsigned           tm_list_size;
-    unsigned           tm_rndv_ops;
-    int                integrity;       /* strand_integrity_kind_t */
-    unsigned           integrity_retries;
-    size_t             integrity_read_size;
     int                integrity_pipeline; /* rc_strand's rendezvous:
                                               ucs_ternary_auto_value_t */
 } strand_dc_iface_config_t;

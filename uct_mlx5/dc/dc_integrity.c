@@ -15,7 +15,7 @@
 ucs_status_t strand_dc_integrity_init(strand_dc_iface_t *iface,
                                       const strand_dc_iface_config_t *config)
 {
-    strand_integrity_kind_t kind = (strand_integrity_kind_t)config->integrity;
+    strand_integrity_kind_t kind = (strand_integrity_kind_t)config->common.integrity;
 
     if ((kind != STRAND_INTEGRITY_OFF) && (iface->md->integrity != kind)) {
         /* the MD packs the signing keys: it read the same option from
@@ -28,10 +28,10 @@ ucs_status_t strand_dc_integrity_init(strand_dc_iface_t *iface,
         return UCS_ERR_INVALID_PARAM;
     }
     if ((kind != STRAND_INTEGRITY_OFF) &&
-        (config->integrity_read_size < STRAND_INTEGRITY_BLOCK)) {
+        (config->common.integrity_read_size < STRAND_INTEGRITY_BLOCK)) {
         ucs_error("%s: UCX_DC_STRAND_INTEGRITY_READ_SIZE=%zu: at least one "
                   "block (%u bytes)", iface->dev->info.name,
-                  config->integrity_read_size, STRAND_INTEGRITY_BLOCK);
+                  config->common.integrity_read_size, STRAND_INTEGRITY_BLOCK);
         return UCS_ERR_INVALID_PARAM;
     }
     /* as many pieces in flight as the DCIs can have READs outstanding: a
@@ -40,8 +40,8 @@ ucs_status_t strand_dc_integrity_init(strand_dc_iface_t *iface,
                                  iface->config.max_sge,
                                  ucs_min(1024, iface->num_dci *
                                                iface->config.tx_queue_len),
-                                 config->integrity_read_size,
-                                 config->integrity_retries);
+                                 config->common.integrity_read_size,
+                                 config->common.integrity_retries);
 }
 
 /* The GET is over: the user hears of it, its ep has one operation less. */

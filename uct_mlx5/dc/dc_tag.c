@@ -31,10 +31,10 @@ ucs_status_t strand_dc_tag_resolve(strand_dc_iface_t *iface,
     const char *why               = NULL;
 
     iface->config.am_tmh = 0;
-    if (config->tm_enable == UCS_NO) {
+    if (config->common.tm_enable == UCS_NO) {
         return UCS_OK;
     }
-    if ((config->tm_enable != UCS_YES) &&
+    if ((config->common.tm_enable != UCS_YES) &&
         (!(params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB) ||
          !(params->field_mask & UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB) ||
          (params->eager_cb == NULL) || (params->rndv_cb == NULL))) {
@@ -48,7 +48,7 @@ ucs_status_t strand_dc_tag_resolve(strand_dc_iface_t *iface,
                   iface->dev->info.name, iface->tl_name);
         return UCS_OK;
     }
-    if ((config->integrity != STRAND_INTEGRITY_OFF) && !iface->rc) {
+    if ((config->common.integrity != STRAND_INTEGRITY_OFF) && !iface->rc) {
         /* the device's rendezvous READ lands through no checking mkey,
          * and its FIN goes out whatever the data: a damaged block would
          * complete as success (docs/integrity.md) */
@@ -63,7 +63,7 @@ ucs_status_t strand_dc_tag_resolve(strand_dc_iface_t *iface,
         why = "the device's rendezvous header is too small for DC";
     }
     if (why != NULL) {
-        if (config->tm_enable == UCS_YES) {
+        if (config->common.tm_enable == UCS_YES) {
             ucs_error("%s: %s: UCX_%sTM_ENABLE=y, but %s",
                       iface->dev->info.name, iface->tl_name,
                       iface->cfg_prefix, why);
@@ -73,16 +73,16 @@ ucs_status_t strand_dc_tag_resolve(strand_dc_iface_t *iface,
                   iface->tl_name, why);
         return UCS_OK;
     }
-    if (config->tm_list_size == 0) {
+    if (config->common.tm_list_size == 0) {
         ucs_error("%s: %s: invalid configuration: UCX_%sTM_LIST_SIZE=0 "
                   "(valid: 1 .. %u)", iface->dev->info.name, iface->tl_name,
                   iface->cfg_prefix, caps->tm_max_num_tags);
         return UCS_ERR_INVALID_PARAM;
     }
-    if ((config->tm_rndv_ops == 0) || (config->tm_rndv_ops > 0x10000)) {
+    if ((config->common.tm_rndv_ops == 0) || (config->common.tm_rndv_ops > 0x10000)) {
         ucs_error("%s: %s: invalid configuration: UCX_%sTM_RNDV_OPS=%u "
                   "(valid: 1 .. 65536)", iface->dev->info.name,
-                  iface->tl_name, iface->cfg_prefix, config->tm_rndv_ops);
+                  iface->tl_name, iface->cfg_prefix, config->common.tm_rndv_ops);
         return UCS_ERR_INVALID_PARAM;
     }
     iface->config.am_tmh = STRAND_TMH_SIZE;
@@ -92,7 +92,7 @@ ucs_status_t strand_dc_tag_resolve(strand_dc_iface_t *iface,
 static uint32_t strand_dc_tag_list_size(const strand_dc_iface_t *iface,
                                         const strand_dc_iface_config_t *config)
 {
-    return ucs_min(config->tm_list_size, iface->dev->caps.tm_max_num_tags);
+    return ucs_min(config->common.tm_list_size, iface->dev->caps.tm_max_num_tags);
 }
 
 /* List operations in flight: as UCX sizes its command QP, an APPEND and a
@@ -128,10 +128,10 @@ ucs_status_t strand_dc_tag_create_srq(strand_dc_iface_t *iface,
     int err;
 
     if (iface->config.am_tmh == 0) {
-        err = dev->ops->create_srq(dev, config->rx_queue_len, 1, &iface->srq);
+        err = dev->ops->create_srq(dev, config->common.rx_queue_len, 1, &iface->srq);
         if (err != 0) {
             ucs_error("%s: failed to create SRQ of %u: %s", dev->info.name,
-                      config->rx_queue_len, strerror(err));
+                      config->common.rx_queue_len, strerror(err));
             return (err == ENOMEM) ? UCS_ERR_NO_MEMORY : UCS_ERR_IO_ERROR;
         }
         iface->have_srq = 1;
@@ -142,11 +142,11 @@ ucs_status_t strand_dc_tag_create_srq(strand_dc_iface_t *iface,
     tm_attr.max_num_tags = strand_dc_tag_list_size(iface, config);
     tm_attr.max_ops      = strand_dc_tag_list_ops(iface, config);
     tm_attr.cq           = &iface->rx_cq;
-    err = dev->ops->create_tm_srq(dev, config->rx_queue_len, 1, &tm_attr,
+    err = dev->ops->create_tm_srq(dev, config->common.rx_queue_len, 1, &tm_attr,
                                   &iface->srq, &iface->tm_cmd_qp);
     if (err != 0) {
         ucs_error("%s: failed to create a tag-matching SRQ of %u with %u "
-                  "tags: %s", dev->info.name, config->rx_queue_len,
+                  "tags: %s", dev->info.name, config->common.rx_queue_len,
                   tm_attr.max_num_tags, strerror(err));
         return (err == EOPNOTSUPP) ? UCS_ERR_UNSUPPORTED : UCS_ERR_IO_ERROR;
     }
@@ -159,7 +159,7 @@ ucs_status_t strand_dc_tag_create_srq(strand_dc_iface_t *iface,
                             tm_attr.max_num_tags, tm_attr.max_ops,
                             iface->rc ? 0 : STRAND_DC_RNDV_HDR_LEN,
                             dev->caps.tm_max_rndv_hdr_size,
-                            config->tm_rndv_ops, params);
+                            config->common.tm_rndv_ops, params);
     if (status != UCS_OK) {
         return status;
     }

@@ -964,21 +964,21 @@ static void strand_rc_cm_config(const strand_dc_iface_config_t *rc,
                                 strand_dc_iface_config_t *dc)
 {
     *dc                  = *rc;
-    dc->tx_queue_len     = STRAND_RC_CM_TX_QUEUE;
-    dc->tx_cq_moderation = 1;
-    dc->rx_queue_len     = STRAND_RC_CM_RX_QUEUE;
-    dc->rx_max_poll      = 16;
-    dc->tx_max_poll      = 16;
-    dc->seg_size         = STRAND_RC_CM_SEG_SIZE;
+    dc->common.tx_queue_len     = STRAND_RC_CM_TX_QUEUE;
+    dc->common.tx_cq_moderation = 1;
+    dc->common.rx_queue_len     = STRAND_RC_CM_RX_QUEUE;
+    dc->common.rx_max_poll      = 16;
+    dc->common.tx_max_poll      = 16;
+    dc->common.seg_size         = STRAND_RC_CM_SEG_SIZE;
     dc->num_dci          = STRAND_RC_CM_NUM_DCI;
-    dc->tx_cq_len        = 0;
-    dc->rx_cq_len        = 0;
-    dc->max_inline       = ucs_min(rc->max_inline, 128);
-    dc->integrity        = 0;
-    dc->tx_mp.max_bufs   = UINT_MAX;
-    dc->tx_mp.bufs_grow  = 32;
-    dc->rx_mp.max_bufs   = UINT_MAX;
-    dc->rx_mp.bufs_grow  = STRAND_RC_CM_RX_QUEUE;
+    dc->common.tx_cq_len        = 0;
+    dc->common.rx_cq_len        = 0;
+    dc->common.max_inline       = ucs_min(rc->common.max_inline, 128);
+    dc->common.integrity        = 0;
+    dc->common.tx_mp.max_bufs   = UINT_MAX;
+    dc->common.tx_mp.bufs_grow  = 32;
+    dc->common.rx_mp.max_bufs   = UINT_MAX;
+    dc->common.rx_mp.bufs_grow  = STRAND_RC_CM_RX_QUEUE;
 }
 
 ucs_status_t strand_rc_cm_open(strand_dc_iface_t *iface, uct_worker_h worker,

@@ -25,50 +25,8 @@ static ucs_config_field_t strand_rc_iface_config_table[] = {
     {"", "", NULL, ucs_offsetof(strand_rc_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
 
-    {"TX_QUEUE_LEN", "128",
-     "Send queue depth of each endpoint's QP, in work requests.",
-     ucs_offsetof(strand_rc_iface_config_t, tx_queue_len),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"TX_CQ_MODERATION", "32",
-     "Send WQEs posted without asking for a completion at most (1: a "
-     "completion for every WQE); as UCX_DC_STRAND_TX_CQ_MODERATION.",
-     ucs_offsetof(strand_rc_iface_config_t, tx_cq_moderation),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"RX_QUEUE_LEN", "4095",
-     "Receive buffers on the interface's shared receive queue.",
-     ucs_offsetof(strand_rc_iface_config_t, rx_queue_len),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"RX_MAX_POLL", "16",
-     "Receive completions one progress call handles at most (1 .. inf), as "
-     "UCX_IB_RX_MAX_POLL: UCP relies on a bound for fair progress across "
-     "its interfaces.",
-     ucs_offsetof(strand_rc_iface_config_t, rx_max_poll),
-     UCS_CONFIG_TYPE_ULUNITS},
-
-    UCT_IFACE_MPOOL_CONFIG_FIELDS("TX_", -1, 128, "send",
-                                  ucs_offsetof(strand_rc_iface_config_t, tx_mp),
-                                  " Bounce buffers of bcopy sends and fetched "
-                                  "atomics."),
-
-    UCT_IFACE_MPOOL_CONFIG_FIELDS("RX_", -1, 256, "receive",
-                                  ucs_offsetof(strand_rc_iface_config_t, rx_mp),
-                                  " Those a receive handler keeps stay out of "
-                                  "the receive queue until released."),
-
-    {"TX_MAX_POLL", "16",
-     "Sends completed by one progress call at most (1 .. inf), as "
-     "UCX_IB_TX_MAX_POLL but counted in sends, not CQEs (see "
-     "UCX_DC_STRAND_TX_MAX_POLL).",
-     ucs_offsetof(strand_rc_iface_config_t, tx_max_poll),
-     UCS_CONFIG_TYPE_ULUNITS},
-
-    {"SEG_SIZE", "8256",
-     "Receive and bounce buffer size: the largest AM and bcopy PUT/GET.",
-     ucs_offsetof(strand_rc_iface_config_t, seg_size),
-     UCS_CONFIG_TYPE_MEMUNITS},
+    {"", "", NULL, ucs_offsetof(strand_rc_iface_config_t, common),
+     UCS_CONFIG_TYPE_TABLE(strand_iface_common_config_table)},
 
     {"MAX_EPS", "65535",
      "Endpoints (each with a QP of its own) of the interface at once "
@@ -76,62 +34,6 @@ static ucs_config_field_t strand_rc_iface_config_table[] = {
      "bound.",
      ucs_offsetof(strand_rc_iface_config_t, max_eps),
      UCS_CONFIG_TYPE_UINT},
-
-    {"TIMEOUT", "1.0s",
-     "Transport (ACK) timeout, rounded to 4.096 us * 2^n.",
-     ucs_offsetof(strand_rc_iface_config_t, timeout),
-     UCS_CONFIG_TYPE_TIME},
-
-    {"RETRY_COUNT", "7",
-     "Retransmissions before an operation fails (0 .. 7).",
-     ucs_offsetof(strand_rc_iface_config_t, retry_count),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"RNR_TIMEOUT", "1ms",
-     "Receiver-not-ready delay this interface asks its peers to wait.",
-     ucs_offsetof(strand_rc_iface_config_t, rnr_timeout),
-     UCS_CONFIG_TYPE_TIME},
-
-    {"RNR_RETRY_COUNT", "7",
-     "Receiver-not-ready retries before failing (7: for ever).",
-     ucs_offsetof(strand_rc_iface_config_t, rnr_retry_count),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"MAX_INLINE", "186",
-     "Largest data written into the WQE (AM short with its id and header, "
-     "PUT short).",
-     ucs_offsetof(strand_rc_iface_config_t, max_inline),
-     UCS_CONFIG_TYPE_MEMUNITS},
-
-    {"TX_CQ_LEN", "0",
-     "Entries of each send CQ; a send CQ serves min(MAX_EPS, 256) "
-     "endpoints and is made when the first of them is (0: that many * "
-     "TX_QUEUE_LEN + 64, and the rendezvous reads with tag matching).",
-     ucs_offsetof(strand_rc_iface_config_t, tx_cq_len),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"RX_CQ_LEN", "0",
-     "Receive CQ entries (0: RX_QUEUE_LEN + 1).",
-     ucs_offsetof(strand_rc_iface_config_t, rx_cq_len),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"INTEGRITY", "off",
-     "Integrity-checked zero-copy GETs, as UCX_DC_STRAND_INTEGRITY: off, "
-     "crc32c or t10dif (docs/integrity.md).",
-     ucs_offsetof(strand_rc_iface_config_t, integrity),
-     UCS_CONFIG_TYPE_ENUM(strand_integrity_kind_names)},
-
-    {"INTEGRITY_RETRIES", "8",
-     "Reads again of a piece of a GET that had a bad block (from its first "
-     "bad block on), before the GET fails, and its endpoint with it.",
-     ucs_offsetof(strand_rc_iface_config_t, integrity_retries),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"INTEGRITY_READ_SIZE", "8k",
-     "A checked GET is read in pieces of this many bytes, each checked and "
-     "read again on its own.",
-     ucs_offsetof(strand_rc_iface_config_t, integrity_read_size),
-     UCS_CONFIG_TYPE_MEMUNITS},
 
     {"INTEGRITY_PIPELINE", "try",
      "Tag matching with integrity: how the FIN of a rendezvous the "
@@ -145,32 +47,6 @@ static ucs_config_field_t strand_rc_iface_config_table[] = {
      ucs_offsetof(strand_rc_iface_config_t, integrity_pipeline),
      UCS_CONFIG_TYPE_TERNARY},
 
-    {"TM_ENABLE", "n",
-     "Hardware tag matching: the device matches tagged messages against "
-     "the receives posted with uct_iface_tag_recv_zcopy and puts eager data "
-     "straight into their buffers; a rendezvous is read by the transport "
-     "itself on the QP it arrived on (READ, then a FIN fenced behind it, "
-     "both checked with INTEGRITY). y: on, or the interface fails to open "
-     "where the device has no tag matching; try: on where it has; n: off. "
-     "Only for an interface whose user takes unexpected tagged messages "
-     "(UCP with the tag feature); a tag buffer holds at least 128 bytes "
-     "(cap.tag.recv.min_recv). Both sides must agree.",
-     ucs_offsetof(strand_rc_iface_config_t, tm_enable),
-     UCS_CONFIG_TYPE_TERNARY},
-
-    {"TM_LIST_SIZE", "1024",
-     "Tag matching: receives posted to the device at a time (1 .. the "
-     "device's tag list); more get UCS_ERR_EXCEEDS_LIMIT and UCP keeps "
-     "them.",
-     ucs_offsetof(strand_rc_iface_config_t, tm_list_size),
-     UCS_CONFIG_TYPE_UINT},
-
-    {"TM_RNDV_OPS", "1024",
-     "Tag matching: rendezvous sends waiting for the receiver's FIN at a "
-     "time (1 .. 65536); more get UCS_ERR_NO_RESOURCE.",
-     ucs_offsetof(strand_rc_iface_config_t, tm_rndv_ops),
-     UCS_CONFIG_TYPE_UINT},
-
     {NULL}
 };
 
@@ -183,36 +59,16 @@ static void strand_rc_config_to_dc(const strand_rc_iface_config_t *rc,
 {
     memset(dc, 0, sizeof(*dc));
     dc->super               = rc->super;
-    dc->tx_queue_len        = rc->tx_queue_len;
-    dc->tx_cq_moderation    = rc->tx_cq_moderation;
-    dc->rx_queue_len        = rc->rx_queue_len;
-    dc->rx_max_poll         = rc->rx_max_poll;
-    dc->tx_max_poll         = rc->tx_max_poll;
-    dc->tx_mp               = rc->tx_mp;
-    dc->rx_mp               = rc->rx_mp;
-    dc->seg_size            = rc->seg_size;
+    dc->common              = rc->common;
     dc->num_dci             = rc->max_eps;
     dc->tx_policy           = STRAND_DC_TX_POLICY_DCS;
     dc->quota               = UINT_MAX;
     dc->stream_map          = STRAND_DC_STREAM_MAP_EP;
-    dc->timeout             = rc->timeout;
-    dc->retry_count         = rc->retry_count;
-    dc->rnr_timeout         = rc->rnr_timeout;
-    dc->rnr_retry_count     = rc->rnr_retry_count;
-    dc->max_inline          = rc->max_inline;
-    dc->tx_cq_len           = rc->tx_cq_len;
-    dc->rx_cq_len           = rc->rx_cq_len;
     dc->fc_enable           = 0;
     dc->fc_wnd_size         = 512;
     dc->fc_soft_thresh      = 0.5;
     dc->fc_hard_req_timeout = UCS_TIME_INFINITY;
     dc->rx_inline           = 0;
-    dc->tm_enable           = rc->tm_enable;
-    dc->tm_list_size        = rc->tm_list_size;
-    dc->tm_rndv_ops         = rc->tm_rndv_ops;
-    dc->integrity           = rc->integrity;
-    dc->integrity_retries   = rc->integrity_retries;
-    dc->integrity_read_size = rc->integrity_read_size;
     dc->integrity_pipeline  = rc->integrity_pipeline;
 }
 

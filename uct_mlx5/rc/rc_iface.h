@@ -19,30 +19,10 @@
 #include "uct_mlx5/dc/dc_iface.h"
 
 typedef struct strand_rc_iface_config {
-    uct_iface_config_t super;
-    unsigned           tx_queue_len;
-    unsigned           tx_cq_moderation;
-    unsigned           rx_queue_len;
-    unsigned long      rx_max_poll;
-    unsigned long      tx_max_poll;
-    uct_iface_mpool_config_t tx_mp;     /* TX_MAX_BUFS, TX_BUFS_GROW */
-    uct_iface_mpool_config_t rx_mp;     /* RX_MAX_BUFS, RX_BUFS_GROW */
-    size_t             seg_size;
-    unsigned           max_eps;
-    double             timeout;
-    unsigned           retry_count;
-    double             rnr_timeout;
-    unsigned           rnr_retry_count;
-    size_t             max_inline;
-    unsigned           tx_cq_len;
-    unsigned           rx_cq_len;
-    int                integrity;       /* strand_integrity_kind_t */
-    unsigned           integrity_retries;
-    size_t             integrity_read_size;
-    int                integrity_pipeline; /* ucs_ternary_auto_value_t */
-    int                tm_enable;          /* ucs_ternary_auto_value_t */
-    unsigned           tm_list_size;
-    unsigned           tm_rndv_ops;
+    uct_iface_config_t           super;
+    strand_iface_common_config_t common; /* the options dc_strand has too */
+    unsigned                     max_eps;
+    int                          integrity_pipeline; /* ternary */
 } strand_rc_iface_config_t;
 
 extern uct_tl_t uct_rc_strand_tl;
