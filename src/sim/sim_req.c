@@ -7,6 +7,7 @@
  * order, up to the doorbell record; transmission of a long message stops
  * when the flow's window is full and resumes when ACKs open it.
  */
+#define _GNU_SOURCE /* process_vm_readv */
 #include "sim.h"
 #include "sim_onecopy.h"
 #include "sim_sig.h"
@@ -14,6 +15,8 @@
 #include <errno.h>
 
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #define SIM_WINDOW      64    /* packets in flight per flow */
 #define SIM_ACK_EVERY   16    /* request an ACK every N packets */
@@ -483,6 +486,48 @@ void sim_wqe_sge_copy(const sim_wqe_t *w, uint32_t off, void *data,
     }
 }
 
+/* A retransmission's bytes, gathered into buf through the kernel: the
+ * user may have unmapped a buffer whose registration UCX's cache still
+ * holds (its pages stay pinned, so a NIC reads them as they were), which
+ * a plain copy would take the process down with. -EFAULT: not readable,
+ * the WQE fails as a local protection error, the one thing the software
+ * device can do where a NIC would send stale bytes. Only retransmissions
+ * come here: the first transmission follows the post, while the
+ * operation is the user's to keep. */
+static int sim_wqe_gather_checked(smlx5_qp_t *qp, const sim_wqe_t *w,
+                                  uint32_t off, uint8_t *buf, uint32_t len)
+{
+    uint32_t off0 = off;
+    ssize_t got;
+    struct iovec local = {buf, len}, remote[SIM_MAX_SGE];
+    unsigned i, n = 0;
+    uint32_t take, want = len;
+
+    for (i = 0; (i < w->num_sge) && (len > 0); ++i) {
+        if (off >= w->sge[i].len) {
+            off -= w->sge[i].len;
+            continue;
+        }
+        take               = (w->sge[i].len - off < len) ?
+                             w->sge[i].len - off : len;
+        remote[n].iov_base = (void*)(uintptr_t)(w->sge[i].addr + off);
+        remote[n].iov_len  = take;
+        ++n;
+        len -= take;
+        off  = 0;
+    }
+    got = process_vm_readv(getpid(), &local, 1, remote, n, 0);
+    if (got == (ssize_t)want) {
+        return 0;
+    }
+    if ((got < 0) && ((errno == ENOSYS) || (errno == EPERM))) {
+        /* a sandbox without the call: the plain copy, as before */
+        sim_wqe_gather(qp, w, off0, buf, want);
+        return 0;
+    }
+    return -EFAULT;
+}
+
 bool sim_wqe_local_valid(smlx5_qp_t *qp, const sim_wqe_t *w)
 {
     int access = (w->opcode == MLX5_OPCODE_RDMA_READ) || w->needs_response ?
@@ -641,7 +686,14 @@ int sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
                  * reads it again): the device's DMA fails */
                 return -EFAULT;
             }
-            payload = sim_wqe_payload(qp, w, off, len, buf);
+            if (retry && !w->is_inline && !w->via_mkey) {
+                if (sim_wqe_gather_checked(qp, w, off, buf, len) != 0) {
+                    return -EFAULT;
+                }
+                payload = buf;
+            } else {
+                payload = sim_wqe_payload(qp, w, off, len, buf);
+            }
         }
         break;
     }
