@@ -111,10 +111,7 @@ static void strand_tm_cmd_post(strand_tm_t *tm, unsigned op, uint32_t entry,
     cmd->sw_cnt = tm->unexp_cnt;
     tm->unexp_reported = tm->unexp_cnt;
     strand_sq_advance(&tm->cmd_sq, 1);
-    strand_sq_ring(&tm->cmd_sq, ctrl, 1);
-    if (tm->cmd_qp->kick != NULL) {
-        tm->cmd_qp->kick(tm->cmd_qp->kick_arg);
-    }
+    strand_dev_qp_ring(tm->cmd_qp, &tm->cmd_sq, ctrl, 1);
 }
 
 /* ------------------------------------------------------------- list */

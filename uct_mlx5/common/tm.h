@@ -24,6 +24,7 @@
 
 #include "dev/dev.h"
 #include "mlx5/tm.h"
+#include "dev/dev_ring.h"
 #include "mlx5/sq.h"
 
 #include <uct/api/uct.h>

@@ -292,8 +292,8 @@ static void strand_dc_dci_rc_release(strand_dc_dci_t *dci)
         return;
     }
     dci->qp.kick = dci->rc_kick;
-    if (strand_sq_release(&dci->sq, &dci->qp.dv) && (dci->qp.kick != NULL)) {
-        dci->qp.kick(dci->qp.kick_arg);
+    if (strand_sq_release(&dci->sq, &dci->qp.dv)) {
+        strand_dev_qp_kick(&dci->qp);
     }
     ucs_free(dci->rc_held);
     dci->rc_held = NULL;

@@ -10,6 +10,7 @@
 
 #include "dc_iface.h"
 #include "mlx5/wqe.h"
+#include "dev/dev_ring.h"
 #include "mlx5/sq.h"
 #include "mlx5/cqe.h"
 #include "mlx5/wqe_dump.h"
@@ -307,10 +308,7 @@ static UCS_F_ALWAYS_INLINE void
 strand_dc_dci_ring_head(strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
                         unsigned bbs, uint64_t head)
 {
-    strand_sq_ring_head(&dci->sq, ctrl, bbs, head);
-    if (dci->qp.kick != NULL) {
-        dci->qp.kick(dci->qp.kick_arg);
-    }
+    strand_dev_qp_ring_head(&dci->qp, &dci->sq, ctrl, bbs, head);
 }
 
 static UCS_F_ALWAYS_INLINE void

@@ -9,6 +9,7 @@
 #include "uct_mlx5/dc/dc_ep_post.h"
 #include "uct_mlx5/dc/dc_tag.h"
 #include "uct_mlx5/common/status.h"
+#include "dev/dev_ring.h"
 #include "mlx5/cqe.h"
 
 #include <ucs/debug/log.h>
@@ -266,10 +267,7 @@ static void strand_rc_rndv_ring(strand_rc_rndv_qp_t *rq)
     struct mlx5_wqe_ctrl_seg *last = strand_sq_bb(rq->sq.buf, rq->sq.wqe_cnt,
                                                   rq->sq.cur_post - 1);
 
-    strand_sq_ring(&rq->sq, last, 1);
-    if (rq->qp->kick != NULL) {
-        rq->qp->kick(rq->qp->kick_arg);
-    }
+    strand_dev_qp_ring(rq->qp, &rq->sq, last, 1);
 }
 
 /* ------------------------------------------------------------ transfers */

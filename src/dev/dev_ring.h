@@ -1,0 +1,43 @@
+/*
+ * Ringing a device QP's doorbell: the mlx5 doorbell record and register
+ * (mlx5/sq.h), then the QP's kick, which makes the software device run the
+ * send queue now (a NIC watches its doorbells itself: no kick there). One
+ * place for the pair, so that no post path forgets the second half.
+ */
+#ifndef STRAND_DEV_RING_H_
+#define STRAND_DEV_RING_H_
+
+#include "dev/dev.h"
+#include "mlx5/sq.h"
+
+/* The software device's kick only (after strand_sq_release, which rings
+ * itself). */
+static inline __attribute__((always_inline)) void
+strand_dev_qp_kick(const strand_dev_qp_t *qp)
+{
+    if (qp->kick != NULL) {
+        qp->kick(qp->kick_arg);
+    }
+}
+
+/* Everything up to the producer index: ctrl is the last WQE, of bbs BBs,
+ * head its bytes 0-7 as stored (the hot path has them in a register). */
+static inline __attribute__((always_inline)) void
+strand_dev_qp_ring_head(const strand_dev_qp_t *qp, strand_sq_t *sq,
+                        const struct mlx5_wqe_ctrl_seg *ctrl, unsigned bbs,
+                        uint64_t head)
+{
+    strand_sq_ring_head(sq, ctrl, bbs, head);
+    strand_dev_qp_kick(qp);
+}
+
+/* The same, the head read from ctrl. */
+static inline __attribute__((always_inline)) void
+strand_dev_qp_ring(const strand_dev_qp_t *qp, strand_sq_t *sq,
+                   const struct mlx5_wqe_ctrl_seg *ctrl, unsigned bbs)
+{
+    strand_sq_ring(sq, ctrl, bbs);
+    strand_dev_qp_kick(qp);
+}
+
+#endif
