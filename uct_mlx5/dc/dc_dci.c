@@ -116,8 +116,8 @@ static void strand_dc_dci_moderation_fit(strand_dc_iface_t *iface,
 }
 
 /* A slot of the pool: streams, no QP yet. */
-static ucs_status_t strand_dc_dci_slot_init(strand_dc_iface_t *iface,
-                                            strand_dc_dci_t *dci, unsigned i)
+ucs_status_t strand_dc_dci_slot_init(strand_dc_iface_t *iface,
+                                     strand_dc_dci_t *dci, unsigned i)
 {
     unsigned s;
 
@@ -185,131 +185,47 @@ void strand_dc_dci_detach_qp(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
     dci->qp.h = NULL;
     ucs_free(dci->ops);
     dci->ops = NULL;
-    ucs_free(dci->rc_held);
-    dci->rc_held = NULL;
+    ucs_free(dci->held_db);
+    dci->held_db = NULL;
 }
 
-/* ------------------------------------------- rc_strand: a QP per ep */
+/* ------------------------------------------------ held doorbells */
 
-void strand_dc_rc_attr(const strand_dc_iface_t *iface,
-                       strand_dev_rc_attr_t *attr)
+ucs_status_t strand_dc_dci_hold(strand_dc_dci_t *dci)
 {
-    const strand_dev_dci_attr_t *d = &iface->dci_attr;
-
-    memset(attr, 0, sizeof(*attr));
-    attr->td            = d->td;
-    attr->send_cq       = d->send_cq;
-    attr->recv_cq       = (strand_dev_cq_t*)&iface->rx_cq;
-    attr->srq           = (strand_dev_srq_t*)&iface->srq;
-    attr->max_send_wr   = d->max_send_wr;
-    attr->max_send_sge  = d->max_send_sge;
-    attr->max_inline    = d->max_inline;
-    attr->timeout       = d->timeout;
-    attr->retry_cnt     = d->retry_cnt;
-    attr->rnr_retry     = d->rnr_retry;
-    attr->max_rd_atomic = d->max_rd_atomic;
-    attr->min_rnr_timer = iface->min_rnr_timer;
-}
-
-ucs_status_t strand_dc_dci_rc_take(strand_dc_iface_t *iface,
-                                   strand_dc_ep_t *ep)
-{
-    strand_dev_t *dev = iface->dev;
-    strand_dev_rc_attr_t attr;
-    strand_dc_dci_t *dci = NULL;
-    ucs_status_t status;
-    unsigned i;
-    int err;
-
-    ucs_assert(iface->rc);
-    for (i = 0; i < iface->dci_hwm; ++i) {
-        if ((iface->dcis[i].qp.h == NULL) &&
-            (iface->dcis[i].state == STRAND_DC_DCI_FREE)) {
-            dci = &iface->dcis[i];
-            break;
-        }
-    }
-    if ((dci == NULL) && (iface->dci_hwm < iface->num_dci)) {
-        dci    = &iface->dcis[iface->dci_hwm];
-        status = strand_dc_dci_slot_init(iface, dci, iface->dci_hwm);
-        if (status != UCS_OK) {
-            return status;
-        }
-        ++iface->dci_hwm;
-    }
-    if (dci == NULL) {
-        ucs_error("%s: %s: all %u endpoints of the interface are in use "
-                  "(UCX_%sMAX_EPS)", dev->info.name, iface->tl_name,
-                  iface->num_dci, iface->cfg_prefix);
-        return UCS_ERR_EXCEEDS_LIMIT;
-    }
-    strand_dc_rc_attr(iface, &attr);
-    status = strand_dc_iface_tx_cq_get(iface, dci->index, &attr.send_cq);
-    if (status != UCS_OK) {
-        return status;
-    }
-    err = dev->ops->create_rc(dev, &attr, &dci->qp);
-    if (err != 0) {
-        ucs_error("%s: failed to create an RC QP: %s", dev->info.name,
-                  strerror(err));
-        dci->qp.h = NULL;
-        return UCS_ERR_IO_ERROR;
-    }
-    status = strand_dc_dci_attach_qp(iface, dci);
-    if (status != UCS_OK) {
-        strand_dc_dci_detach_qp(iface, dci);
-        return status;
-    }
-    /* the ep's for good. It posts at once, as on a QP wired when it was
-     * made (what UCX's tests and UCP expect of a new endpoint): the WQEs
-     * wait in the queue, their doorbells held, until the connection
-     * manager has the peer's QP (strand_dc_dci_rc_connected) */
-    if (ucs_posix_memalign(&dci->rc_held, 64,
+    if (ucs_posix_memalign(&dci->held_db, 64,
                            STRAND_SQ_HOLD_SIZE(dci->sq.bf_size),
-                           "strand_rc_held") != 0) {
-        dci->rc_held = NULL;
-        strand_dc_dci_detach_qp(iface, dci);
+                           "strand_sq_held") != 0) {
+        dci->held_db = NULL;
         return UCS_ERR_NO_MEMORY;
     }
-    strand_sq_hold(&dci->sq, dci->rc_held);
-    dci->rc_kick = dci->qp.kick;
-    dci->qp.kick = NULL;
-    dci->ep     = ep;
-    dci->users  = 1;
-    dci->streams[0].users = 1;
-    ep->dci     = dci->index;
-    ep->stream  = 0;
-    strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_ACTIVE);
-    strand_dc_ep_tx_update(iface, ep);
+    strand_sq_hold(&dci->sq, dci->held_db);
+    dci->held_kick = dci->qp.kick;
+    dci->qp.kick   = NULL;
     return UCS_OK;
 }
 
 /* The device hears of every WQE held (a connected QP executes them, one
  * in ERR flushes them). */
-static void strand_dc_dci_rc_release(strand_dc_dci_t *dci)
+static void strand_dc_dci_unhold(strand_dc_dci_t *dci)
 {
-    if (dci->rc_held == NULL) {
+    if (dci->held_db == NULL) {
         return;
     }
-    dci->qp.kick = dci->rc_kick;
+    dci->qp.kick = dci->held_kick;
     if (strand_sq_release(&dci->sq, &dci->qp.dv)) {
         strand_dev_qp_kick(&dci->qp);
     }
-    ucs_free(dci->rc_held);
-    dci->rc_held = NULL;
+    ucs_free(dci->held_db);
+    dci->held_db = NULL;
 }
 
-void strand_dc_dci_rc_abort(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+void strand_dc_dci_held_abort(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
 {
-    strand_dc_dci_t *dci;
     int err;
 
-    if (ep->dci == STRAND_DC_DCI_NONE) {
-        return;
-    }
-    dci = &iface->dcis[ep->dci];
-    if (dci->rc_held == NULL) {
-        return; /* connected: its own errors tell */
+    if (dci->held_db == NULL) {
+        return; /* released: its own errors tell */
     }
     if (dci->outstanding > 0) {
         /* nothing held ran: ERR flushes each, a CQE apiece */
@@ -317,41 +233,12 @@ void strand_dc_dci_rc_abort(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
         if (err == 0) {
             strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_DRAINING);
         } else {
-            ucs_error("%s: QP 0x%x of an endpoint that did not connect: to "
-                      "ERR: %s", iface->dev->info.name, dci->qp.qpn,
-                      strerror(err));
+            ucs_error("%s: QP 0x%x whose doorbells were held: to ERR: %s",
+                      iface->dev->info.name, dci->qp.qpn, strerror(err));
             strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_BROKEN);
         }
     }
-    strand_dc_dci_rc_release(dci);
-}
-
-void strand_dc_dci_rc_give(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
-{
-    strand_dc_dci_t *dci;
-
-    if (ep->dci == STRAND_DC_DCI_NONE) {
-        return;
-    }
-    /* never connected: what it posted comes back flushed */
-    strand_dc_dci_rc_abort(iface, ep);
-    dci        = &iface->dcis[ep->dci];
-    dci->ep    = NULL;
-    dci->users = 0;
-    dci->streams[0].users = 0;
-    ep->dci    = STRAND_DC_DCI_NONE;
-    strand_dc_ep_tx_update(iface, ep);
-    if (dci->state == STRAND_DC_DCI_BROKEN) {
-        /* in error since: nothing more of it comes back */
-        strand_dc_dci_detach_qp(iface, dci);
-        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_FREE);
-        return;
-    }
-    if (dci->state == STRAND_DC_DCI_ACTIVE) {
-        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_FREE);
-    }
-    /* now, or once its last WQE is back (strand_dc_policy_dci_idle) */
-    strand_dc_policy_dci_idle(iface, dci);
+    strand_dc_dci_unhold(dci);
 }
 
 static ucs_status_t strand_dc_dci_create(strand_dc_iface_t *iface,
@@ -362,8 +249,8 @@ static ucs_status_t strand_dc_dci_create(strand_dc_iface_t *iface,
     int err;
 
     status = strand_dc_dci_slot_init(iface, dci, i);
-    if ((status != UCS_OK) || iface->rc) {
-        return status; /* rc_strand: an ep brings its QP */
+    if (status != UCS_OK) {
+        return status;
     }
     err = dev->ops->create_dci(dev, &iface->dci_attr, &dci->qp);
     if (err != 0) {
@@ -377,29 +264,40 @@ static ucs_status_t strand_dc_dci_create(strand_dc_iface_t *iface,
 
 ucs_status_t strand_dc_dci_pool_init(strand_dc_iface_t *iface)
 {
+    kh_init_inplace(strand_dc_qpn, &iface->dci_by_qpn);
+    iface->dcis = ucs_calloc(iface->num_dci, sizeof(*iface->dcis),
+                             "strand_dc_dcis");
+    if (iface->dcis == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    /* the transport's queues at open (dc_strand: every DCI; rc_strand's
+     * come with its endpoints) */
+    return iface->tl->sq_open(iface);
+}
+
+/* dc_strand's send queues: the DCT that receives, every DCI of the pool
+ * and the policy's free stack. */
+ucs_status_t strand_dc_sq_open(strand_dc_iface_t *iface)
+{
     ucs_status_t status;
     unsigned i;
 
-    kh_init_inplace(strand_dc_qpn, &iface->dci_by_qpn);
-    iface->dcis      = ucs_calloc(iface->num_dci, sizeof(*iface->dcis),
-                                  "strand_dc_dcis");
+    status = strand_dc_iface_dct_open(iface);
+    if (status != UCS_OK) {
+        return status;
+    }
     iface->dci_stack = ucs_calloc(iface->num_dci, sizeof(*iface->dci_stack),
                                   "strand_dc_dci_stack");
-    if ((iface->dcis == NULL) || (iface->dci_stack == NULL)) {
+    if (iface->dci_stack == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    if (!iface->rc) {
-        for (i = 0; i < iface->num_dci; ++i) {
-            iface->dci_hwm = i + 1; /* cleaned up, made or not */
-            status = strand_dc_dci_create(iface, &iface->dcis[i], i);
-            if (status != UCS_OK) {
-                return status;
-            }
+    for (i = 0; i < iface->num_dci; ++i) {
+        iface->dci_hwm = i + 1; /* cleaned up, made or not */
+        status = strand_dc_dci_create(iface, &iface->dcis[i], i);
+        if (status != UCS_OK) {
+            return status;
         }
     }
-    /* rc_strand: a slot is set up when an ep first takes it (slots are
-     * taken lowest first: those below dci_hwm are set up), so MAX_EPS
-     * costs memory only as endpoints come */
     return strand_dc_policy_init(iface);
 }
 
@@ -533,14 +431,14 @@ static void strand_dc_dci_wake_waiters(strand_dc_iface_t *iface,
     }
 }
 
-void strand_dc_dci_rc_connected(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+void strand_dc_dci_held_go(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
 {
-    strand_dc_dci_t *dci = &iface->dcis[ep->dci];
-
-    strand_dc_dci_rc_release(dci);
+    strand_dc_dci_unhold(dci);
     strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_ACTIVE);
     strand_dc_dci_wake_waiters(iface, dci);
-    strand_dc_ep_schedule(iface, ep);
+    if (dci->ep != NULL) {
+        strand_dc_ep_schedule(iface, dci->ep);
+    }
 }
 
 static void strand_dc_op_deliver(strand_dc_iface_t *iface, strand_dc_op_t *op)
@@ -601,7 +499,7 @@ void strand_dc_op_complete(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
         }
         strand_dc_ep_schedule(iface, ep);
     } else {
-        strand_dc_policy_dci_idle(iface, dci);
+        iface->tl->sq_idle(iface, dci);
     }
     if (ucs_unlikely(get != NULL)) {
         /* a piece of a checked GET: the next ones, this one again, or the
@@ -654,16 +552,6 @@ int strand_dc_dci_reset(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
     strand_dev_t *dev = iface->dev;
     int err;
 
-    if (iface->rc) {
-        /* an RC QP in error is connected to nobody any more: its ep has
-         * failed, and the QP goes with the ep (or now, if it is gone) */
-        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_BROKEN);
-        if (dci->ep == NULL) {
-            strand_dc_dci_detach_qp(iface, dci);
-            strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_FREE);
-        }
-        return ENOTCONN;
-    }
     err = dev->ops->reset_dci(dev, &dci->qp, &iface->dci_attr);
     if (err != 0) {
         ucs_error("%s: failed to reset DCI %u (qpn 0x%x): %s; it is not "
@@ -774,9 +662,10 @@ static unsigned strand_dc_dci_tx_poll(strand_dc_iface_t *iface,
         it = kh_get(strand_dc_qpn, &iface->dci_by_qpn, qpn);
         if (ucs_unlikely(it == kh_end(&iface->dci_by_qpn))) {
             strand_cq_update_ci(cq->dv.dbrec, tx->ci);
-            /* not an ep's: a QP that reads rendezvous (rc_strand) */
-            if ((iface->tx_cqe_other == NULL) ||
-                (iface->tx_cqe_other(iface->rc_rndv, cqe) != 0)) {
+            /* no send queue's: the transport's own (rc_strand's QPs that
+             * read rendezvous) */
+            if ((iface->tl->tx_cqe_other == NULL) ||
+                (iface->tl->tx_cqe_other(iface, cqe) != 0)) {
                 ucs_error("%s: send CQE of unknown QP 0x%x",
                           iface->dev->info.name, qpn);
             }
@@ -903,8 +792,10 @@ static int strand_dc_dci_pool_consistent(strand_dc_iface_t *iface)
     uint32_t bb, posted, flushed, per_stream;
     uint8_t state;
     strand_dc_dci_t *dci;
-    /* rc_strand's slots are no pool (and may be more than a stack holds) */
-    int dcs = !iface->rc && (iface->tx_policy != STRAND_DC_TX_POLICY_STREAMS);
+    /* a free stack is dcs's (rc_strand's slots are no pool, and may be
+     * more than a stack holds) */
+    int dcs = (iface->dci_stack != NULL) &&
+              (iface->tx_policy != STRAND_DC_TX_POLICY_STREAMS);
 
     for (i = 0; i < iface->dci_top; ++i) {
         if ((iface->dci_stack[i] >= iface->num_dci) ||

@@ -151,11 +151,12 @@ typedef struct strand_dc_dci {
     uint8_t               errored;     /* streams in error now */
     uint32_t              resets;      /* back from ERR to RTS */
     uint64_t              cqes;        /* send CQEs consumed, ever */
-    void                 *rc_held;     /* rc_strand, until its QP is
-                                          connected: the scratch doorbell
-                                          its WQEs ring (strand_sq_hold);
-                                          NULL: the device's */
-    strand_dev_kick_t     rc_kick;     /* the QP's kick while held (the
+    void                 *held_db;     /* its doorbells held (a QP not
+                                          connected yet, rc_strand): the
+                                          scratch doorbell its WQEs ring
+                                          (strand_sq_hold); NULL: the
+                                          device's */
+    strand_dev_kick_t     held_kick;   /* the QP's kick while held (the
                                           device is not told meanwhile) */
 } strand_dc_dci_t;
 
@@ -173,21 +174,20 @@ int strand_dc_dci_pool_busy(strand_dc_iface_t *iface);
 void strand_dc_dci_pool_show(strand_dc_iface_t *iface,
                              ucs_string_buffer_t *strb);
 
-/* rc_strand: an RC QP for ep in a free slot, ep's for good (take), and
- * given back when ep goes (give: destroyed now, or once its last WQE is
- * back); strand_dc_rc_attr: how the interface's RC QPs are made. */
-ucs_status_t strand_dc_dci_rc_take(strand_dc_iface_t *iface,
-                                   struct strand_dc_ep *ep);
-void strand_dc_dci_rc_give(strand_dc_iface_t *iface, struct strand_dc_ep *ep);
-/* the QP of ep was connected: what ep posted since it was taken goes to
- * the device, its pending requests go */
-void strand_dc_dci_rc_connected(strand_dc_iface_t *iface,
-                                struct strand_dc_ep *ep);
-/* the QP of ep will not be connected (refused, its peer gone): to ERR,
- * every WQE posted comes back flushed */
-void strand_dc_dci_rc_abort(strand_dc_iface_t *iface, struct strand_dc_ep *ep);
-void strand_dc_rc_attr(const strand_dc_iface_t *iface,
-                       strand_dev_rc_attr_t *attr);
+/* dc_strand's send queues at the interface's open (strand_tl_ops_t):
+ * the DCT, every DCI, the policy's free stack */
+ucs_status_t strand_dc_sq_open(strand_dc_iface_t *iface);
+/* A slot of the pool, index i: streams, no QP yet. */
+ucs_status_t strand_dc_dci_slot_init(strand_dc_iface_t *iface,
+                                     strand_dc_dci_t *dci, unsigned i);
+
+/* Doorbells held: WQEs posted on dci wait in its queue, the device not
+ * told (a QP whose connection is not made yet). go: the device hears of
+ * them, dci takes work (ACTIVE), its waiters and its lessee are
+ * scheduled. abort: they will not run: to ERR, each comes back flushed. */
+ucs_status_t strand_dc_dci_hold(strand_dc_dci_t *dci);
+void strand_dc_dci_held_go(strand_dc_iface_t *iface, strand_dc_dci_t *dci);
+void strand_dc_dci_held_abort(strand_dc_iface_t *iface, strand_dc_dci_t *dci);
 
 /* A QP the slot dci holds (dci->qp, created by the caller): known by its
  * number, its send queue taken over; detach destroys it. */
@@ -196,8 +196,8 @@ ucs_status_t strand_dc_dci_attach_qp(strand_dc_iface_t *iface,
 void strand_dc_dci_detach_qp(strand_dc_iface_t *iface, strand_dc_dci_t *dci);
 
 /* Back to RESET and up to RTS: a DCI that went to ERR, once every CQE of
- * its old incarnation was consumed. 0 or errno (rc_strand: an RC QP is not
- * reset: ENOTCONN, its slot broken until its ep goes). */
+ * its old incarnation was consumed. 0 or errno (dc_strand's
+ * strand_tl_ops_t sq_reset). */
 int strand_dc_dci_reset(strand_dc_iface_t *iface, strand_dc_dci_t *dci);
 /* dci, or its stream s, goes to state: the readiness of the eps leasing
  * it follows at once (before anything else can post) */

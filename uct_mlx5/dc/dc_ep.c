@@ -538,8 +538,8 @@ strand_dc_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds,
 /*
  * The entry points of the short operations of eps whose WQEs carry av_ds
  * units of address vector, a constant of the interface (the path kind is
- * the device's: the base AV of InfiniBand DC, RoCE's with a GRH, none for
- * rc_strand), so that every offset in the WQE folds; with tag matching
+ * the device's: the base AV of InfiniBand DC, RoCE's with a GRH, none on
+ * a connected QP), so that every offset in the WQE folds; with tag matching
  * (_tmh) every active message starts with a TMH. strand_dc_ep_short_ops
  * installs an interface's.
  */
@@ -574,17 +574,17 @@ strand_dc_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds,
 
 STRAND_DC_EP_SHORT_ENTRY_POINTS(, 1)
 STRAND_DC_EP_SHORT_ENTRY_POINTS(_grh, 3)
-STRAND_DC_EP_SHORT_ENTRY_POINTS(_rc, 0)
+STRAND_DC_EP_SHORT_ENTRY_POINTS(_noav, 0)
 
 void strand_dc_ep_short_ops(const strand_dc_iface_t *iface,
                             uct_iface_ops_t *ops)
 {
     int tmh = (iface->config.am_tmh != 0);
 
-    if (iface->rc) {
-        ops->ep_am_short  = tmh ? strand_dc_ep_am_short_rc_tmh :
-                                  strand_dc_ep_am_short_rc;
-        ops->ep_put_short = strand_dc_ep_put_short_rc;
+    if (iface->tl->connected) {
+        ops->ep_am_short  = tmh ? strand_dc_ep_am_short_noav_tmh :
+                                  strand_dc_ep_am_short_noav;
+        ops->ep_put_short = strand_dc_ep_put_short_noav;
     } else if (iface->config.av_size == STRAND_AV_FULL_SIZE) {
         ops->ep_am_short  = tmh ? strand_dc_ep_am_short_grh_tmh :
                                   strand_dc_ep_am_short_grh;
@@ -983,7 +983,7 @@ uct_completion_t *strand_dc_ep_idle(strand_dc_iface_t *iface,
     uct_completion_t *comp = ep->cancel_comp;
 
     ep->cancel_comp = NULL;
-    strand_dc_policy_release(iface, ep);
+    iface->tl->sq_release(iface, ep);
     return comp;
 }
 
@@ -1118,17 +1118,14 @@ ucs_status_t strand_dc_ep_send_ctrl(strand_dc_ep_t *ep, uint8_t am_id,
 ucs_status_t strand_dc_ep_check(uct_ep_h tl_ep, unsigned flags,
                                 uct_completion_t *comp)
 {
-    strand_dc_ep_t *ep       = ucs_derived_of(tl_ep, strand_dc_ep_t);
-    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                              strand_dc_iface_t);
+    strand_dc_ep_t *ep = ucs_derived_of(tl_ep, strand_dc_ep_t);
     ucs_status_t status;
 
     UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
     if (ep->flags & STRAND_DC_EP_FLAG_FAILED) {
         return UCS_OK; /* already reported */
     }
-    if ((ep->dci != STRAND_DC_DCI_NONE) &&
-        (!iface->rc || (iface->dcis[ep->dci].outstanding > 0))) {
+    if (ep->outstanding > 0) {
         return UCS_OK; /* outstanding work will tell */
     }
     status = strand_dc_ep_send_ctrl(ep, STRAND_DC_AM_KEEPALIVE, NULL, 0);
@@ -1235,7 +1232,7 @@ strand_dc_ep_wait_room(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 static int strand_dc_ep_lease_waits(strand_dc_iface_t *iface,
                                     strand_dc_ep_t *ep)
 {
-    strand_dc_policy_lease(iface, ep); /* joins the waiters, or leases */
+    iface->tl->sq_lease(iface, ep); /* joins the waiters, or leases */
     return (ep->dci == STRAND_DC_DCI_NONE) &&
            !ucs_list_is_empty(&ep->dci_wait);
 }
@@ -1426,34 +1423,19 @@ void strand_dc_ep_set_failed(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
 
 /* ----------------------------------------------------- create / destroy */
 
-UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
+/* dc_strand's part of an endpoint (strand_tl_ops_t ep_init): the peer's
+ * DCT and the address vector to it. */
+ucs_status_t strand_dc_ep_addr_init(strand_dc_iface_t *iface,
+                                    strand_dc_ep_t *ep,
+                                    const uct_ep_params_t *params)
 {
-    strand_dc_iface_t *iface = ucs_derived_of(params->iface,
-                                              strand_dc_iface_t);
     const strand_dc_device_addr_t *dev_addr;
     const strand_dc_iface_addr_t *iface_addr;
     unsigned av_size;
     ucs_status_t status;
     char peer[96];
 
-    if (iface->rc) {
-        /* rc_strand: a QP of its own now; rc/rc_iface.c connects it */
-        UCT_CHECK_PARAM(!(params->field_mask &
-                          (UCT_EP_PARAM_FIELD_DEV_ADDR |
-                           UCT_EP_PARAM_FIELD_IFACE_ADDR)),
-                        "an rc_strand QP is created without addresses");
-    } else {
-        UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
-    }
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
-
-    if (iface->rc) {
-        memset(&self->av, 0, sizeof(self->av));
-        self->dctn     = 0;
-        self->av_ds    = 0;    /* RC WQEs name no destination */
-        self->peer_key = 0;
-        goto common;
-    }
+    UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
     dev_addr   = (const strand_dc_device_addr_t*)params->dev_addr;
     iface_addr = (const strand_dc_iface_addr_t*)params->iface_addr;
     if (!strand_dc_addr_is_reachable(iface, dev_addr)) {
@@ -1470,16 +1452,34 @@ UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
                   "on" : "off", iface->config.am_tmh ? "on" : "off");
         return UCS_ERR_UNREACHABLE;
     }
-    self->dctn = strand_dc_addr_dctn(iface_addr);
-    status     = strand_dc_addr_make_av(iface, dev_addr, self->dctn,
-                                        &self->av, &av_size);
+    ep->dctn = strand_dc_addr_dctn(iface_addr);
+    status   = strand_dc_addr_make_av(iface, dev_addr, ep->dctn, &ep->av,
+                                      &av_size);
     if (status != UCS_OK) {
         return status;
     }
-    self->av_ds       = av_size / STRAND_WQE_DS;
-    self->peer_key    = strand_dc_addr_peer_key(&self->av);
-common:
-    self->rc_conn     = NULL;
+    ep->av_ds    = av_size / STRAND_WQE_DS;
+    ep->peer_key = strand_dc_addr_peer_key(&ep->av);
+    ucs_debug("%s: ep %p to %s", iface->dev->info.name, ep,
+              strand_dc_addr_av_str(&ep->av, peer, sizeof(peer)));
+    return UCS_OK;
+}
+
+/* The shared part of an endpoint, then its transport's (iface->tl). */
+UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
+{
+    strand_dc_iface_t *iface = ucs_derived_of(params->iface,
+                                              strand_dc_iface_t);
+    ucs_status_t status;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+
+    /* no address vector, no destination until the transport's part
+     * says (a connected QP's WQEs name none) */
+    memset(&self->av, 0, sizeof(self->av));
+    self->dctn        = 0;
+    self->av_ds       = 0;
+    self->peer_key    = 0;
     self->tx_dci      = NULL;
     self->pending     = 0;
     self->tx_gate     = iface->tx_gate - 1;
@@ -1501,22 +1501,18 @@ common:
     if (status != UCS_OK) {
         return status;
     }
-    if (iface->rc) {
-        status = strand_dc_dci_rc_take(iface, self);
-        if (status != UCS_OK) {
-            UCS_STATS_NODE_FREE(self->stats);
-            return status;
-        }
+    status = iface->tl->ep_init(iface, self, params);
+    if (status != UCS_OK) {
+        UCS_STATS_NODE_FREE(self->stats);
+        return status;
     }
     status = strand_dc_fc_ep_add(iface, self);
     if (status != UCS_OK) {
-        strand_dc_dci_rc_give(iface, self);
+        iface->tl->ep_cleanup(iface, self);
         UCS_STATS_NODE_FREE(self->stats);
         return status;
     }
     ucs_list_add_tail(&iface->eps, &self->list);
-    ucs_debug("%s: ep %p to %s", iface->dev->info.name, self,
-              strand_dc_addr_av_str(&self->av, peer, sizeof(peer)));
     return UCS_OK;
 }
 
@@ -1542,12 +1538,8 @@ static UCS_CLASS_CLEANUP_FUNC(strand_dc_ep_t)
     strand_dc_tag_ep_purge(iface, self, UCS_ERR_CANCELED);
     if (self->dci != STRAND_DC_DCI_NONE) {
         strand_dc_dci_orphan(iface, &iface->dcis[self->dci], self);
-        if (iface->rc) {
-            strand_dc_dci_rc_give(iface, self);
-        } else {
-            strand_dc_policy_release(iface, self);
-        }
     }
+    iface->tl->ep_cleanup(iface, self);
     if (self->cancel_comp != NULL) {
         uct_invoke_completion(self->cancel_comp, UCS_ERR_CANCELED);
     }

@@ -58,7 +58,8 @@ typedef struct strand_dc_ep {
     uint8_t             av_ds;        /* 1 (base AV) or 3 (with GRH) */
     uint32_t            dctn;
     uint64_t            peer_key;     /* the peer NIC (streams per peer) */
-    uint16_t            dci;          /* leased DCI (rc_strand: its own QP);
+    uint16_t            dci;          /* leased DCI (a connected QP's: its
+                                         own for good);
                                          STRAND_DC_DCI_NONE: none */
     uint8_t             stream;       /* leased stream (index in the DCI) */
     uint8_t             flags;
@@ -89,8 +90,6 @@ typedef struct strand_dc_ep {
     uint16_t            fc_seq;       /* its last credit request */
     uint16_t            fc_seq_first; /* the first of the current wait */
     ucs_time_t          fc_req_time;  /* when it last asked */
-    struct strand_rc_conn *rc_conn;   /* rc_strand: its connection
-                                         (rc/rc_cm.c) */
 } strand_dc_ep_t;
 
 /* ds units of the ctrl segment and the address vector */
@@ -120,6 +119,11 @@ static inline int strand_dc_ep_is_failing(const strand_dc_ep_t *ep)
 }
 
 UCS_CLASS_DECLARE(strand_dc_ep_t, const uct_ep_params_t*);
+/* dc_strand's part of an endpoint: the peer's DCT and the address vector
+ * (strand_tl_ops_t ep_init) */
+ucs_status_t strand_dc_ep_addr_init(strand_dc_iface_t *iface,
+                                    strand_dc_ep_t *ep,
+                                    const uct_ep_params_t *params);
 UCS_CLASS_DECLARE_NEW_FUNC(strand_dc_ep_t, uct_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DECLARE_DELETE_FUNC(strand_dc_ep_t, uct_ep_t);
 

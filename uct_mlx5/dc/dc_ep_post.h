@@ -21,7 +21,7 @@ strand_dc_ep_can_send(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     if (ucs_unlikely(ep->fc_wnd <= 0)) {
         return 0; /* waiting for a grant */
     }
-    return strand_dc_policy_can_post(iface, ep);
+    return iface->tl->sq_can_post(iface, ep);
 }
 
 /* The DCI to post on: the ep's lease, taken now if it holds none (the
@@ -40,7 +40,7 @@ strand_dc_ep_take_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
     if (ucs_likely(*dci_p != NULL)) {
         return UCS_OK;
     }
-    status = strand_dc_policy_lease(iface, ep);
+    status = iface->tl->sq_lease(iface, ep);
     if (status == UCS_OK) {
         *dci_p = strand_dc_policy_ready(iface, ep);
         if (*dci_p != NULL) {
@@ -75,7 +75,7 @@ strand_dc_ep_unlease_if_idle(strand_dc_iface_t *iface,
                                          strand_dc_ep_t *ep)
 {
     if ((ep->outstanding == 0) && (ep->held == 0)) {
-        strand_dc_policy_release(iface, ep);
+        iface->tl->sq_release(iface, ep);
     }
 }
 

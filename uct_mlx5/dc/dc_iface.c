@@ -395,7 +395,8 @@ ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
      * the DCT answers it): UCX's dc_mlx5 counts 60 ns for it; an RC QP
      * has no such cost, so UCP prefers rc_strand at small scale */
     attr->latency             = ucs_linear_func_make(perf.latency +
-                                                     (iface->rc ? 0 :
+                                                     (iface->tl->connected ?
+                                                      0 :
                                                       STRAND_DC_CONNECT_LATENCY),
                                                      perf.latency_per_ep);
     attr->bandwidth.dedicated = 0;
@@ -524,15 +525,14 @@ static void strand_dc_tx_desc_init(uct_iface_h tl_iface, void *obj,
     desc->lkey = ((strand_md_memh_t*)memh)->mr.lkey;
 }
 
-/* DCI slots sharing a send CQ: all of dc_strand's; rc_strand's endpoints
- * in groups, so that a CQ of each group made as endpoints come bounds the
+/* Send queues sharing a send CQ: all of them, or (rc_strand's endpoints)
+ * groups, so that a CQ of each group made as endpoints come bounds the
  * memory of few endpoints, not what MAX_EPS of them could need. */
 static unsigned
 strand_dc_iface_tx_cq_dcis(const strand_dc_iface_t *iface,
                            const strand_dc_iface_config_t *config)
 {
-    return iface->rc ? ucs_min(config->num_dci, STRAND_RC_EPS_PER_CQ) :
-                       config->num_dci;
+    return ucs_min(config->num_dci, iface->tl->sqs_per_cq);
 }
 
 static ucs_status_t
@@ -542,8 +542,7 @@ strand_dc_iface_check_config(strand_dc_iface_t *iface,
     const strand_dev_caps_t *caps = &iface->dev->caps;
     const char *dev_name          = iface->dev->info.name;
     unsigned max_wr               = caps->max_qp_wr ? caps->max_qp_wr : 32768;
-    unsigned max_dci              = iface->rc ? STRAND_RC_MAX_EPS :
-                                                STRAND_DC_MAX_DCI;
+    unsigned max_dci              = iface->tl->max_sqs;
 
 #define STRAND_DC_CHECK(_cond, _fmt, ...) \
     if (!(_cond)) { \
@@ -574,7 +573,7 @@ strand_dc_iface_check_config(strand_dc_iface_t *iface,
                     config->common.seg_size);
     STRAND_DC_CHECK((config->num_dci >= 1) &&
                     (config->num_dci <= max_dci),
-                    "%s=%u (valid: 1 .. %u)", iface->rc ? "MAX_EPS" : "NUM_DCI",
+                    "%s=%u (valid: 1 .. %u)", iface->tl->sqs_option,
                     config->num_dci, max_dci);
     STRAND_DC_CHECK(config->quota >= 1,
                     "QUOTA=%u (valid: >= 1)", config->quota);
@@ -601,7 +600,7 @@ strand_dc_iface_check_config(strand_dc_iface_t *iface,
                      config->common.tx_queue_len),
                     "TX_CQ_LEN=%u (must be 0 or >= %s * "
                     "TX_QUEUE_LEN = %u)", config->common.tx_cq_len,
-                    iface->rc ? "min(MAX_EPS, 256)" : "NUM_DCI",
+                    iface->tl->sqs_per_cq_text,
                     strand_dc_iface_tx_cq_dcis(iface, config) *
                     config->common.tx_queue_len);
     STRAND_DC_CHECK((config->common.rx_cq_len == 0) ||
@@ -638,11 +637,6 @@ strand_dc_iface_resolve_policy(strand_dc_iface_t *iface,
     iface->config.num_streams = 1;
     iface->config.log_concurent = 0;
     iface->config.log_errored   = 0;
-    if (iface->rc) {
-        /* rc_strand: an ep's own QP, as a DCI of its own (dc_policy.c) */
-        iface->tx_policy = STRAND_DC_TX_POLICY_DCS;
-        return UCS_OK;
-    }
     if (iface->tx_policy == STRAND_DC_TX_POLICY_AUTO) {
         /* without errored-stream support every error would reset a DCI
          * shared by many endpoints: dcs_quota isolates better then */
@@ -863,18 +857,16 @@ static uct_iface_internal_ops_t strand_dc_iface_internal_ops = {
  * has no DCT, and each of its endpoints a QP of its own in the DCI slots
  * (rc/rc_iface.c). `config` is the transport's configuration as the
  * shared code reads it (rc_strand fills in what it has no option for). */
-static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
-                           uct_worker_h worker,
-                           const uct_iface_params_t *params,
-                           const uct_iface_config_t *tl_config,
-                           const strand_dc_iface_config_t *config, int rc,
-                           uct_iface_ops_t *ops)
+UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md, uct_worker_h worker,
+                    const uct_iface_params_t *params,
+                    const uct_iface_config_t *tl_config,
+                    const strand_dc_iface_config_t *config,
+                    const strand_tl_ops_t *tl, uct_iface_ops_t *ops)
 {
     strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
-    const char *tl_name = rc ? STRAND_RC_TL_NAME : STRAND_DC_TL_NAME;
+    const char *tl_name = tl->name;
     uct_iface_mpool_config_t mp_config = config->common.tx_mp;
     strand_dev_t *dev = md->dev;
-    strand_dev_dct_attr_t dct_attr;
     char dev_name[UCT_DEVICE_NAME_MAX];
     ucs_status_t status;
     unsigned tx_cq_len, rx_cq_len, max_ds, av_ds, tx_outstanding;
@@ -912,9 +904,9 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
            sizeof(*self) - sizeof(self->super));
     self->md         = md;
     self->dev        = dev;
-    self->rc         = rc;
+    self->tl         = tl;
     self->tl_name    = tl_name;
-    self->cfg_prefix = rc ? STRAND_RC_CONFIG_PREFIX : STRAND_DC_CONFIG_PREFIX;
+    self->cfg_prefix = tl->cfg_prefix;
     ucs_arbiter_init(&self->arbiter);
     ucs_list_head_init(&self->eps);
 
@@ -985,8 +977,7 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
     self->tx_cq_dcis = strand_dc_iface_tx_cq_dcis(self, config);
     self->max_tx_cqs = ucs_div_round_up(config->num_dci, self->tx_cq_dcis);
     tx_outstanding   = self->tx_cq_dcis * config->common.tx_queue_len +
-                       ((rc && self->config.am_tmh) ?
-                        STRAND_RC_RNDV_MAX_WQES : 0);
+                       (self->config.am_tmh ? tl->tm_tx_extra : 0);
     tx_cq_len = config->common.tx_cq_len ? config->common.tx_cq_len : tx_outstanding + 64;
     self->tx_cq_len   = tx_cq_len;
     self->tx_ci_batch = ucs_max(1, ucs_min(64, (int)tx_cq_len -
@@ -1080,23 +1071,8 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
         goto err;
     }
 
-    memset(&dct_attr, 0, sizeof(dct_attr));
-    dct_attr.cq            = &self->rx_cq;
-    dct_attr.srq           = &self->srq;
-    dct_attr.access_key    = STRAND_DC_ACCESS_KEY;
-    dct_attr.min_rnr_timer = strand_dc_rnr_code(config->common.rnr_timeout);
-    dct_attr.scatter_to_cqe = config->rx_inline;
-    self->min_rnr_timer    = dct_attr.min_rnr_timer;
-    if (!rc) {
-        err = dev->ops->create_dct(dev, &dct_attr, &self->dct);
-        if (err != 0) {
-            ucs_error("%s: failed to create DCT: %s", dev->info.name,
-                      strerror(err));
-            status = strand_dc_errno_status(err);
-            goto err;
-        }
-        self->have_dct = 1;
-    }
+    self->min_rnr_timer    = strand_dc_rnr_code(config->common.rnr_timeout);
+    self->config.rx_inline = config->rx_inline;
 
     memset(&self->dci_attr, 0, sizeof(self->dci_attr));
     self->dci_attr.td            = &self->td;
@@ -1128,7 +1104,7 @@ static UCS_CLASS_INIT_FUNC(strand_dc_iface_t, uct_md_h uct_md,
 
     ucs_debug("%s: %s iface %p: lid %u dct 0x%x, %u %s, seg %zu",
               dev->info.name, tl_name, self, dev->caps.lid, self->dct.qpn,
-              self->num_dci, rc ? "RC QP slots" : "DCIs",
+              self->num_dci, tl->connected ? "QP slots" : "DCIs",
               self->config.seg_size);
     return UCS_OK;
 
@@ -1148,16 +1124,28 @@ UCS_CLASS_DEFINE(strand_dc_iface_t, uct_base_iface_t);
 
 UCS_CLASS_DEFINE_DELETE_FUNC(strand_dc_iface_t, uct_iface_t);
 
-ucs_status_t strand_dc_iface_create(uct_md_h md, uct_worker_h worker,
-                                    const uct_iface_params_t *params,
-                                    const uct_iface_config_t *tl_config,
-                                    const strand_dc_iface_config_t *config,
-                                    int rc, uct_iface_ops_t *ops,
-                                    uct_iface_h *iface_p)
+/* dc_strand's DCT, on the interface's SRQ and receive CQ (the DCIs come
+ * with the pool, dc_dci.c) */
+ucs_status_t strand_dc_iface_dct_open(strand_dc_iface_t *iface)
 {
-    return UCS_CLASS_NEW(strand_dc_iface_t, iface_p, md, worker, params,
-                         tl_config, config, rc,
-                         (ops != NULL) ? ops : &strand_dc_iface_ops);
+    strand_dev_t *dev = iface->dev;
+    strand_dev_dct_attr_t dct_attr;
+    int err;
+
+    memset(&dct_attr, 0, sizeof(dct_attr));
+    dct_attr.cq             = &iface->rx_cq;
+    dct_attr.srq            = &iface->srq;
+    dct_attr.access_key     = STRAND_DC_ACCESS_KEY;
+    dct_attr.min_rnr_timer  = iface->min_rnr_timer;
+    dct_attr.scatter_to_cqe = iface->config.rx_inline;
+    err = dev->ops->create_dct(dev, &dct_attr, &iface->dct);
+    if (err != 0) {
+        ucs_error("%s: failed to create DCT: %s", dev->info.name,
+                  strerror(err));
+        return strand_dc_errno_status(err);
+    }
+    iface->have_dct = 1;
+    return UCS_OK;
 }
 
 static ucs_status_t strand_dc_iface_open(uct_md_h md, uct_worker_h worker,
@@ -1165,10 +1153,10 @@ static ucs_status_t strand_dc_iface_open(uct_md_h md, uct_worker_h worker,
                                          const uct_iface_config_t *tl_config,
                                          uct_iface_h *iface_p)
 {
-    return strand_dc_iface_create(md, worker, params, tl_config,
-                                  ucs_derived_of(tl_config,
-                                                 strand_dc_iface_config_t),
-                                  0, NULL, iface_p);
+    return UCS_CLASS_NEW(strand_dc_iface_t, iface_p, md, worker, params,
+                         tl_config,
+                         ucs_derived_of(tl_config, strand_dc_iface_config_t),
+                         &strand_dc_tl_ops, &strand_dc_iface_ops);
 }
 
 uct_iface_ops_t strand_dc_iface_ops = {
@@ -1214,6 +1202,30 @@ uct_iface_ops_t strand_dc_iface_ops = {
     .ep_tag_rndv_request      = strand_dc_ep_tag_rndv_request,
     .iface_tag_recv_zcopy     = strand_dc_iface_tag_recv_zcopy,
     .iface_tag_recv_cancel    = strand_dc_iface_tag_recv_cancel
+};
+
+/* dc_strand's part of the shared code: a pool of DCIs, leased by the TX
+ * policy (dc_policy.c), reset after an error (dc_recovery.c); endpoints
+ * with an address vector to the peer's DCT. */
+const strand_tl_ops_t strand_dc_tl_ops = {
+    .name            = STRAND_DC_TL_NAME,
+    .cfg_prefix      = STRAND_DC_CONFIG_PREFIX,
+    .sqs_option      = "NUM_DCI",
+    .max_sqs         = STRAND_DC_MAX_DCI,
+    .sqs_per_cq      = STRAND_DC_MAX_DCI,
+    .sqs_per_cq_text = "NUM_DCI",
+    .tm_tx_extra     = 0,
+    .connected       = 0,
+    .own_rndv        = 0,
+    .sq_open         = strand_dc_sq_open,
+    .ep_init         = strand_dc_ep_addr_init,
+    .ep_cleanup      = strand_dc_policy_release,
+    .sq_lease        = strand_dc_policy_lease,
+    .sq_release      = strand_dc_policy_release,
+    .sq_can_post     = strand_dc_policy_can_post,
+    .sq_idle         = strand_dc_policy_dci_idle,
+    .sq_reset        = strand_dc_dci_reset,
+    .tx_cqe_other    = NULL
 };
 
 uct_tl_t uct_dc_strand_tl = {

@@ -27,15 +27,6 @@
 
 #define STRAND_DC_TL_NAME        "dc_strand"
 #define STRAND_DC_CONFIG_PREFIX  "DC_STRAND_"
-#define STRAND_RC_TL_NAME        "rc_strand"
-#define STRAND_RC_CONFIG_PREFIX  "RC_STRAND_"
-#define STRAND_RC_MAX_EPS        65535          /* RC QPs of an interface
-                                                   (STRAND_DC_DCI_NONE: none) */
-#define STRAND_RC_EPS_PER_CQ     256            /* RC QPs sharing a send CQ */
-#define STRAND_RC_RNDV_MAX_WQES  1024           /* rc_strand's rendezvous:
-                                                   WQEs of its responder
-                                                   QPs outstanding at most
-                                                   (rc/rc_rndv.c) */
 #define STRAND_DC_ACCESS_KEY     0x1ee7a330ull  /* DC access key (as UCX) */
 #define STRAND_DC_AM_HDR_SIZE    1u             /* the AM id byte */
 #define STRAND_DC_AM_HDR_MAX     (STRAND_TMH_SIZE + STRAND_DC_AM_HDR_SIZE)
@@ -108,6 +99,66 @@ typedef struct strand_dc_rx_desc {
 
 struct strand_dc_dci;
 struct strand_dc_ep;
+struct strand_dc_iface;
+struct mlx5_cqe64;
+
+/*
+ * What the shared interface code asks of the transport it serves: how its
+ * send queues come and go (dc_strand: a pool of DCIs and a TX policy,
+ * dc_policy.c; rc_strand: a QP per endpoint, rc/rc_qp.c), what its WQEs
+ * carry, and the CQEs that are its own. The shared code never asks which
+ * transport it is.
+ */
+typedef struct strand_tl_ops {
+    const char   *name;             /* "dc_strand" */
+    const char   *cfg_prefix;       /* "DC_STRAND_" */
+    const char   *sqs_option;       /* the option that bounds the send
+                                       queues ("NUM_DCI") */
+    unsigned      max_sqs;          /* its largest value */
+    unsigned      sqs_per_cq;       /* send queues sharing a send CQ at
+                                       most (the CQs are made as queues
+                                       come) */
+    const char   *sqs_per_cq_text;  /* how the error message says it */
+    unsigned      tm_tx_extra;      /* with tag matching: send CQEs of the
+                                       transport's own QPs beyond those of
+                                       the send queues */
+    uint8_t       connected;        /* each send queue talks to one peer:
+                                       its WQEs carry no address vector */
+    uint8_t       own_rndv;         /* with tag matching: the transport reads
+                                       rendezvous itself (the device's
+                                       rendezvous header is not used) */
+
+    /* the send queues that exist from the interface's open on */
+    ucs_status_t (*sq_open)(struct strand_dc_iface *iface);
+    /* an endpoint's own part: made after the shared one (UCS_ERR_*: the
+     * endpoint is not made), gone before the shared one's */
+    ucs_status_t (*ep_init)(struct strand_dc_iface *iface,
+                            struct strand_dc_ep *ep,
+                            const uct_ep_params_t *params);
+    void         (*ep_cleanup)(struct strand_dc_iface *iface,
+                               struct strand_dc_ep *ep);
+    /* a send queue for ep, which is not ready to post (dc_policy.h): UCS_OK
+     * when it may be now, UCS_ERR_NO_RESOURCE when not */
+    ucs_status_t (*sq_lease)(struct strand_dc_iface *iface,
+                             struct strand_dc_ep *ep);
+    /* ep has nothing outstanding any more */
+    void         (*sq_release)(struct strand_dc_iface *iface,
+                               struct strand_dc_ep *ep);
+    /* whether ep, not ready, could post now, changing nothing */
+    int          (*sq_can_post)(struct strand_dc_iface *iface,
+                                struct strand_dc_ep *ep);
+    /* a send queue whose lessee went or whose last WQE came back */
+    void         (*sq_idle)(struct strand_dc_iface *iface,
+                            struct strand_dc_dci *dci);
+    /* a send queue in error, every CQE of it consumed: 0 when it is back in
+     * service, an errno when not (it stays out of service) */
+    int          (*sq_reset)(struct strand_dc_iface *iface,
+                             struct strand_dc_dci *dci);
+    /* a send CQE of a QP no send queue of the interface owns: 0 when it was
+     * the transport's; NULL: there are none */
+    int          (*tx_cqe_other)(struct strand_dc_iface *iface,
+                                 const struct mlx5_cqe64 *cqe);
+} strand_tl_ops_t;
 
 /* send CQE -> DCI: by QP number (the user index is the provider's) */
 KHASH_MAP_INIT_INT(strand_dc_qpn, uint16_t)
@@ -124,25 +175,17 @@ typedef struct strand_dc_iface {
     UCS_STATS_NODE_DECLARE(stats)        /* dc_stats.h */
     strand_md_t          *md;
     strand_dev_t         *dev;
-    /* rc_strand (rc/rc_iface.c): no DCT; each ep has an RC QP of its own
-     * in a DCI slot, as a DCI it never gives back */
-    uint8_t               rc;
-    const char           *tl_name;       /* "dc_strand", "rc_strand" */
-    const char           *cfg_prefix;    /* "DC_STRAND_", "RC_STRAND_" */
+    const strand_tl_ops_t *tl;           /* its transport's part */
+    const char           *tl_name;       /* tl->name, tl->cfg_prefix */
+    const char           *cfg_prefix;
     uint8_t               min_rnr_timer; /* the receive side's RNR timer */
 
     strand_dev_channel_t  channel;       /* completion events (event fd) */
     strand_dev_channel_t *chan;          /* where its CQs report (its own
                                             channel) */
-    struct strand_rc_cm   *rc_cm;
-    /* rc_strand with tag matching: the rendezvous it reads itself on its
-     * responder QPs (rc/rc_rndv.c), whose send CQEs come on tx_cqs[0] */
-    struct strand_rc_rndv *rc_rndv;
-    int                 (*tx_cqe_other)(struct strand_rc_rndv *rndv,
-                                        const struct mlx5_cqe64 *cqe);
-    /* send CQs: dc_strand's one; rc_strand's one per tx_cq_dcis QPs,
-     * made as endpoints come (the first at open), each with room for what
-     * its QPs can have outstanding (a flush completes every WQE) */
+    /* send CQs: one per tx_cq_dcis send queues (tl->sqs_per_cq), made as
+     * send queues come (the first at open), each with room for what its
+     * queues can have outstanding (a flush completes every WQE) */
     strand_dc_tx_cq_t    *tx_cqs;
     unsigned              num_tx_cqs, max_tx_cqs;
     unsigned              tx_cq_next;    /* polled first next time */
@@ -246,6 +289,7 @@ typedef struct strand_dc_iface {
         uint8_t           log_concurent; /* DCI creation attributes */
         uint8_t           log_errored;
         int               stream_per_peer;
+        int               rx_inline;     /* scatter to CQE (the DCT's) */
         unsigned          av_size;       /* 16 (base) or 48 (with GRH) */
         int               masked_atomics;
         unsigned          am_tmh;        /* 16 with tag matching: every
@@ -293,14 +337,13 @@ strand_dc_am_hdr_pack(const strand_dc_iface_t *iface, uint8_t *buf,
     return strand_dc_am_hdr_len(iface);
 }
 
-/* Open the interface of dc_strand (rc 0) or rc_strand (rc 1) with the
- * transport's operations table (NULL: dc_strand's) and configuration. */
-ucs_status_t strand_dc_iface_create(uct_md_h md, uct_worker_h worker,
-                                    const uct_iface_params_t *params,
-                                    const uct_iface_config_t *tl_config,
-                                    const strand_dc_iface_config_t *config,
-                                    int rc, uct_iface_ops_t *ops,
-                                    uct_iface_h *iface_p);
+/* The interface with its transport's part (tl), UCT operations table and
+ * configuration as the shared code reads it; rc_strand's class derives
+ * from it (rc/rc_iface.c). */
+UCS_CLASS_DECLARE(strand_dc_iface_t, uct_md_h, uct_worker_h,
+                  const uct_iface_params_t*, const uct_iface_config_t*,
+                  const strand_dc_iface_config_t*, const strand_tl_ops_t*,
+                  uct_iface_ops_t*);
 UCS_CLASS_DECLARE_DELETE_FUNC(strand_dc_iface_t, uct_iface_t);
 ucs_status_t strand_dc_query_devices(uct_md_h uct_md,
                                      uct_tl_device_resource_t **devices_p,
@@ -313,8 +356,12 @@ int strand_dc_iface_is_reachable(const uct_iface_h tl_iface,
                                  const uct_device_addr_t *dev_addr,
                                  const uct_iface_addr_t *iface_addr);
 
-/* dc_strand's operations (rc_strand's start from them) */
+/* dc_strand's operations (rc_strand's start from them) and its part of
+ * the shared code */
 extern uct_iface_ops_t strand_dc_iface_ops;
+extern const strand_tl_ops_t strand_dc_tl_ops;
+/* dc_strand's DCT, on the interface's SRQ and receive CQ */
+ucs_status_t strand_dc_iface_dct_open(strand_dc_iface_t *iface);
 
 /* the internal operations (rc_strand adds to them) */
 void strand_dc_iface_vfs_refresh(uct_iface_h tl_iface);

@@ -29,13 +29,11 @@ ucs_status_t strand_dc_policy_init(strand_dc_iface_t *iface)
 {
     unsigned i;
 
-    /* dcs: the stack pops from the top, DCI 0 first (rc_strand's slots
-     * are no pool) */
-    for (i = 0; !iface->rc && (i < iface->num_dci); ++i) {
+    /* dcs: the stack pops from the top, DCI 0 first */
+    for (i = 0; i < iface->num_dci; ++i) {
         iface->dci_stack[iface->num_dci - 1 - i] = i;
     }
-    iface->dci_top  = (strand_dc_policy_streams(iface) || iface->rc) ? 0 :
-                      iface->num_dci;
+    iface->dci_top  = strand_dc_policy_streams(iface) ? 0 : iface->num_dci;
     iface->next_dci = 0;
     return UCS_OK;
 }
@@ -263,10 +261,6 @@ static void strand_dc_policy_consider_move(strand_dc_iface_t *iface,
 ucs_status_t strand_dc_policy_lease(strand_dc_iface_t *iface,
                                     strand_dc_ep_t *ep)
 {
-    if (iface->rc) {
-        /* its own QP: not connected yet, full, or in error */
-        return UCS_ERR_NO_RESOURCE;
-    }
     if (ep->dci != STRAND_DC_DCI_NONE) {
         /* leased, but not ready */
         if (strand_dc_policy_streams(iface) &&
@@ -282,16 +276,6 @@ ucs_status_t strand_dc_policy_lease(strand_dc_iface_t *iface,
 
 void strand_dc_policy_dci_idle(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
 {
-    if (iface->rc) {
-        /* the QP of an ep destroyed with work on the wire goes once the
-         * work is back (or with its recovery, strand_dc_dci_reset) */
-        if ((dci->ep == NULL) && (dci->outstanding == 0) &&
-            (dci->state != STRAND_DC_DCI_DRAINING)) {
-            strand_dc_dci_detach_qp(iface, dci);
-            strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_FREE);
-        }
-        return;
-    }
     if ((dci->state != STRAND_DC_DCI_ACTIVE) || (dci->users > 0) ||
         (dci->outstanding > 0)) {
         return;
@@ -310,8 +294,8 @@ void strand_dc_policy_release(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     strand_dc_dci_t *dci;
     strand_dc_stream_t *s;
 
-    if ((ep->dci == STRAND_DC_DCI_NONE) || iface->rc) {
-        return; /* rc_strand: the QP stays with its ep (rc_ep.c) */
+    if (ep->dci == STRAND_DC_DCI_NONE) {
+        return;
     }
     dci = &iface->dcis[ep->dci];
     s   = &dci->streams[ep->stream];
@@ -336,7 +320,7 @@ int strand_dc_policy_can_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     strand_dc_dci_t *wait;
     int stream;
 
-    if ((ep->dci != STRAND_DC_DCI_NONE) || iface->rc) {
+    if (ep->dci != STRAND_DC_DCI_NONE) {
         return strand_dc_policy_ready(iface, ep) != NULL;
     }
     if (!strand_dc_policy_streams(iface)) {

@@ -442,7 +442,7 @@ static void strand_dc_recovery_dci_done(strand_dc_iface_t *iface,
 {
     unsigned i;
 
-    if (strand_dc_dci_reset(iface, dci) != 0) {
+    if (iface->tl->sq_reset(iface, dci) != 0) {
         return; /* broken: its held WQEs fail at close */
     }
     /* the streams first: setting the DCI's state tells its eps */
@@ -453,7 +453,7 @@ static void strand_dc_recovery_dci_done(strand_dc_iface_t *iface,
     strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_ACTIVE);
     dci->resets++;
     STRAND_DC_IFACE_STAT(iface, DCI_RESET, 1);
-    strand_dc_policy_dci_idle(iface, dci);
+    iface->tl->sq_idle(iface, dci);
     iface->repost_pending = 1;
     strand_dc_recovery_progress(iface);
 }
@@ -639,10 +639,11 @@ void strand_dc_recovery_cancel(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
         return;
     }
     dci = &iface->dcis[ep->dci];
-    if (dci->rc_held != NULL) {
-        /* rc_strand, not connected yet: nothing ran; to ERR, and the
-         * device told of every WQE, each comes back flushed */
-        strand_dc_dci_rc_abort(iface, ep);
+    if (dci->held_db != NULL) {
+        /* its doorbells held (rc_strand, not connected yet): nothing ran;
+         * to ERR, and the device told of every WQE, each comes back
+         * flushed */
+        strand_dc_dci_held_abort(iface, dci);
         return;
     }
     if ((dci->state != STRAND_DC_DCI_ACTIVE) || !strand_dc_dci_only_of(dci, ep)) {

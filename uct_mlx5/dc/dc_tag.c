@@ -48,7 +48,8 @@ ucs_status_t strand_dc_tag_resolve(strand_dc_iface_t *iface,
                   iface->dev->info.name, iface->tl_name);
         return UCS_OK;
     }
-    if ((config->common.integrity != STRAND_INTEGRITY_OFF) && !iface->rc) {
+    if ((config->common.integrity != STRAND_INTEGRITY_OFF) &&
+        !iface->tl->own_rndv) {
         /* the device's rendezvous READ lands through no checking mkey,
          * and its FIN goes out whatever the data: a damaged block would
          * complete as success (docs/integrity.md) */
@@ -57,9 +58,10 @@ ucs_status_t strand_dc_tag_resolve(strand_dc_iface_t *iface,
     } else if ((caps->tm_max_num_tags == 0) || (caps->tm_max_ops == 0) ||
                (iface->dev->ops->create_tm_srq == NULL)) {
         why = "the device has no tag matching";
-    } else if (!iface->rc && (caps->tm_max_rndv_hdr_size <
-                              STRAND_TMH_SIZE + STRAND_DC_RNDV_HDR_LEN)) {
-        /* rc_strand reads its rendezvous itself (rc/rc_rndv.c) */
+    } else if (!iface->tl->own_rndv &&
+               (caps->tm_max_rndv_hdr_size <
+                STRAND_TMH_SIZE + STRAND_DC_RNDV_HDR_LEN)) {
+        /* (a transport that reads its rendezvous itself needs none) */
         why = "the device's rendezvous header is too small for DC";
     }
     if (why != NULL) {
@@ -157,13 +159,13 @@ ucs_status_t strand_dc_tag_create_srq(strand_dc_iface_t *iface,
     status = strand_tm_init(&iface->tm, dev->info.name, &iface->tm_cmd_qp,
                             iface->md->mmio_mode,
                             tm_attr.max_num_tags, tm_attr.max_ops,
-                            iface->rc ? 0 : STRAND_DC_RNDV_HDR_LEN,
+                            iface->tl->own_rndv ? 0 : STRAND_DC_RNDV_HDR_LEN,
                             dev->caps.tm_max_rndv_hdr_size,
                             config->common.tm_rndv_ops, params);
     if (status != UCS_OK) {
         return status;
     }
-    if (iface->rc) {
+    if (iface->tl->own_rndv) {
         status = strand_tm_bounce_init(&iface->tm, dev, STRAND_TM_RTS_MAX);
         if (status != UCS_OK) {
             strand_tm_cleanup(&iface->tm);
@@ -200,7 +202,7 @@ void strand_dc_tag_query(strand_dc_iface_t *iface, uct_iface_attr_t *attr)
     attr->cap.tag.eager.max_zcopy   = eager_max;
     attr->cap.tag.eager.max_iov     = iface->config.max_sge - 1;
     attr->cap.tag.rndv.max_zcopy    = STRAND_DC_MAX_ZCOPY;
-    attr->cap.tag.rndv.max_hdr      = iface->rc ?
+    attr->cap.tag.rndv.max_hdr      = iface->tl->own_rndv ?
                                       strand_tm_rts_max_hdr(
                                           strand_md_rkey_packed_size(
                                               iface->md)) :

@@ -9,6 +9,7 @@
 
 #include "rc_cm.h"
 #include "rc_rndv.h"
+#include "rc_qp.h"
 #include "uct_mlx5/dc/dc_addr.h"
 #include "uct_mlx5/dc/dc_dci.h"
 #include "uct_mlx5/dc/dc_ep.h"
@@ -68,7 +69,7 @@ typedef enum strand_rc_conn_state {
                                    failed */
 } strand_rc_conn_state_t;
 
-/* An endpoint's connection (ep->rc_conn). One whose ep was destroyed before
+/* An endpoint's connection (strand_rc_ep(ep)->conn). One whose ep was destroyed before
  * the answer stays until the answer comes, to be disconnected. */
 typedef struct strand_rc_conn {
     uint64_t               id;
@@ -303,8 +304,8 @@ static void strand_rc_cm_peer_destroy(strand_rc_cm_peer_t *peer)
 static void strand_rc_responder_destroy(strand_rc_cm_t *cm,
                                         strand_rc_responder_t *r)
 {
-    if (cm->iface->rc_rndv != NULL) {
-        strand_rc_rndv_qp_remove(cm->iface->rc_rndv, r->rndv);
+    if (strand_rc_iface(cm->iface)->rndv != NULL) {
+        strand_rc_rndv_qp_remove(strand_rc_iface(cm->iface)->rndv, r->rndv);
     }
     cm->iface->dev->ops->destroy_qp(cm->iface->dev, &r->qp);
     ucs_free(r);
@@ -350,7 +351,7 @@ static void strand_rc_cm_peer_failed_now(strand_rc_cm_t *cm, uct_ep_h ep,
         } else if (conn->state == STRAND_RC_CONN_REQUESTED) {
             conn->state = STRAND_RC_CONN_FAILED;
             strand_dc_recovery_fail(cm->iface, conn->ep, status, detail);
-            strand_dc_dci_rc_abort(cm->iface, conn->ep);
+            strand_rc_qp_abort(cm->iface, conn->ep);
         }
     }
     for (it = kh_begin(&cm->responders); it != kh_end(&cm->responders);
@@ -456,9 +457,9 @@ strand_rc_cm_responder_make(strand_rc_cm_t *cm, uint64_t conn_id,
     }
     r->conn_id   = conn_id;
     r->requester = req->from;
-    strand_dc_rc_attr(iface, &attr);
-    if (iface->rc_rndv != NULL) {
-        strand_rc_rndv_qp_attr(iface->rc_rndv, &attr);
+    strand_rc_qp_attr(iface, &attr);
+    if (strand_rc_iface(iface)->rndv != NULL) {
+        strand_rc_rndv_qp_attr(strand_rc_iface(iface)->rndv, &attr);
     }
     err = dev->ops->create_rc(dev, &attr, &r->qp);
     if (err != 0) {
@@ -475,8 +476,8 @@ strand_rc_cm_responder_make(strand_rc_cm_t *cm, uint64_t conn_id,
         strand_rc_responder_destroy(cm, r);
         return UCS_ERR_IO_ERROR;
     }
-    if (iface->rc_rndv != NULL) {
-        status = strand_rc_rndv_qp_add(iface->rc_rndv, &r->qp,
+    if (strand_rc_iface(iface)->rndv != NULL) {
+        status = strand_rc_rndv_qp_add(strand_rc_iface(iface)->rndv, &r->qp,
                                        req->rts_table, req->rts_rkey,
                                        &r->rndv);
         if (status != UCS_OK) {
@@ -568,7 +569,7 @@ static ucs_status_t strand_rc_cm_connect_qp(strand_rc_cm_t *cm,
     int err;
 
     strand_rc_dest(&conn->dev_addr, conn->remote_qpn, &dest);
-    strand_dc_rc_attr(iface, &attr);
+    strand_rc_qp_attr(iface, &attr);
     err = dev->ops->connect_rc(dev, &dci->qp, &attr, &dest);
     if (err != 0) {
         ucs_error("%s: rc_strand: failed to connect QP 0x%x to QP 0x%x: %s",
@@ -586,7 +587,7 @@ static ucs_status_t strand_rc_cm_connect_qp(strand_rc_cm_t *cm,
     ucs_debug("%s: rc_strand ep %p: QP 0x%x connected to %s",
               dev->info.name, ep, dci->qp.qpn,
               strand_dc_addr_av_str(&ep->av, peer, sizeof(peer)));
-    strand_dc_dci_rc_connected(iface, ep);
+    strand_rc_qp_connected(iface, ep);
     return UCS_OK;
 }
 
@@ -643,7 +644,7 @@ static void strand_rc_cm_handle_rep(strand_rc_cm_t *cm, uint64_t conn_id,
                               0, ucs_status_string(status));
         conn->state = STRAND_RC_CONN_FAILED;
         strand_dc_recovery_fail(cm->iface, conn->ep, status, detail);
-        strand_dc_dci_rc_abort(cm->iface, conn->ep);
+        strand_rc_qp_abort(cm->iface, conn->ep);
         return;
     }
     conn->state = STRAND_RC_CONN_CONNECTED;
@@ -663,7 +664,7 @@ ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, strand_dc_ep_t *ep,
     khiter_t it;
     int ret;
 
-    strand_rc_rndv_table(cm->iface->rc_rndv, &rts_table, &rts_rkey);
+    strand_rc_rndv_table(strand_rc_iface(cm->iface)->rndv, &rts_table, &rts_rkey);
     req.rts_table = rts_table;
     req.rts_rkey  = rts_rkey;
     conn = ucs_calloc(1, sizeof(*conn), "strand_rc_conn");
@@ -687,7 +688,7 @@ ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, strand_dc_ep_t *ep,
         return UCS_ERR_NO_MEMORY;
     }
     kh_value(&cm->conns, it) = conn;
-    ep->rc_conn = conn;
+    strand_rc_ep(ep)->conn = conn;
     /* until connected, messages name the peer by its manager */
     if (strand_dc_addr_make_av(cm->iface, &conn->dev_addr,
                                strand_dc_addr_dctn((const void*)iface_addr),
@@ -700,7 +701,7 @@ ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, strand_dc_ep_t *ep,
     status   = strand_rc_cm_send(cm, conn->peer->ep, conn->id, &req);
     if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
         kh_del(strand_rc_cm_conns, &cm->conns, it);
-        ep->rc_conn = NULL;
+        strand_rc_ep(ep)->conn = NULL;
         ucs_free(conn);
         return status;
     }
@@ -709,13 +710,13 @@ ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, strand_dc_ep_t *ep,
 
 void strand_rc_cm_forget(strand_rc_cm_t *cm, strand_dc_ep_t *ep)
 {
-    strand_rc_conn_t *conn = ep->rc_conn;
+    strand_rc_conn_t *conn = strand_rc_ep(ep)->conn;
     khiter_t it;
 
     if (conn == NULL) {
         return;
     }
-    ep->rc_conn = NULL;
+    strand_rc_ep(ep)->conn = NULL;
     conn->ep    = NULL;
     if ((conn->state == STRAND_RC_CONN_REQUESTED) && (conn->peer != NULL)) {
         return; /* the answer disconnects it */
@@ -733,7 +734,7 @@ void strand_rc_cm_forget(strand_rc_cm_t *cm, strand_dc_ep_t *ep)
 
 ucs_status_t strand_rc_cm_check(strand_rc_cm_t *cm, strand_dc_ep_t *ep)
 {
-    strand_rc_conn_t *conn = ep->rc_conn;
+    strand_rc_conn_t *conn = strand_rc_ep(ep)->conn;
 
     if ((conn != NULL) && (conn->state == STRAND_RC_CONN_REQUESTED)) {
         /* no QP to probe yet: the path of its request is */
@@ -1024,8 +1025,10 @@ ucs_status_t strand_rc_cm_open(strand_dc_iface_t *iface, uct_worker_h worker,
     cm_params.err_handler_arg = cm;
     cm_params.err_handler_flags = 0;
     cm_params.features        = UCT_IFACE_FEATURE_AM;
-    status = strand_dc_iface_create(&iface->md->super, worker, &cm_params,
-                                    tl_config, &config, 0, NULL, &dc);
+    /* (a dc_strand interface as uct_iface_open makes one) */
+    status = UCS_CLASS_NEW(strand_dc_iface_t, &dc, &iface->md->super, worker,
+                           &cm_params, tl_config, &config, &strand_dc_tl_ops,
+                           &strand_dc_iface_ops);
     if (status != UCS_OK) {
         goto err;
     }
@@ -1081,7 +1084,7 @@ void strand_rc_cm_close(strand_rc_cm_t *cm)
     strand_rc_cm_stop(cm);
     kh_foreach_value(&cm->conns, conn, {
         if (conn->ep != NULL) {
-            conn->ep->rc_conn = NULL;
+            strand_rc_ep(conn->ep)->conn = NULL;
         }
         ucs_free(conn);
     });

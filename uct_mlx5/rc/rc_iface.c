@@ -8,10 +8,8 @@
 
 #include "rc_iface.h"
 #include "rc_cm.h"
+#include "rc_qp.h"
 #include "rc_rndv.h"
-#include "uct_mlx5/dc/dc_addr.h"
-#include "uct_mlx5/dc/dc_dci.h"
-#include "uct_mlx5/dc/dc_ep.h"
 
 #include <ucs/async/async.h>
 #include <ucs/debug/log.h>
@@ -79,11 +77,11 @@ static void strand_rc_iface_vfs_show_connections(void *obj,
                                                  void *arg_ptr,
                                                  uint64_t arg_u64)
 {
-    strand_dc_iface_t *iface = obj;
+    strand_rc_iface_t *iface = obj;
 
-    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->rc_cm));
-    strand_rc_cm_show(iface->rc_cm, strb);
-    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->rc_cm));
+    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->cm));
+    strand_rc_cm_show(iface->cm, strb);
+    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->cm));
 }
 
 static void strand_rc_iface_vfs_show_rendezvous(void *obj,
@@ -91,35 +89,44 @@ static void strand_rc_iface_vfs_show_rendezvous(void *obj,
                                                 void *arg_ptr,
                                                 uint64_t arg_u64)
 {
-    strand_dc_iface_t *iface = obj;
+    strand_rc_iface_t *iface = obj;
 
-    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->rc_cm));
-    strand_rc_rndv_show(iface->rc_rndv, strb);
-    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->rc_cm));
+    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->cm));
+    strand_rc_rndv_show(iface->rndv, strb);
+    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->cm));
 }
 
 /* dc_strand's files, the connection manager's and the rendezvous' */
 static void strand_rc_iface_vfs_refresh(uct_iface_h tl_iface)
 {
-    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+    strand_rc_iface_t *iface = ucs_derived_of(tl_iface, strand_rc_iface_t);
 
     strand_dc_iface_vfs_refresh(tl_iface);
     ucs_vfs_obj_add_ro_file(tl_iface, strand_rc_iface_vfs_show_connections,
                             NULL, 0, "connections");
-    if (iface->rc_rndv != NULL) {
+    if (iface->rndv != NULL) {
         ucs_vfs_obj_add_ro_file(tl_iface, strand_rc_iface_vfs_show_rendezvous,
                                 NULL, 0, "rendezvous");
     }
 }
 
+int strand_rc_iface_tx_cqe_other(strand_dc_iface_t *iface,
+                                 const struct mlx5_cqe64 *cqe)
+{
+    strand_rc_rndv_t *rndv = strand_rc_iface(iface)->rndv;
+
+    return (rndv == NULL) ? -1 : strand_rc_rndv_cqe(rndv, cqe);
+}
+
 /* Before the connection manager's responder QPs go: their transfers are
  * dropped without a word to the user (nothing is called from a closing
  * interface). */
-static void strand_rc_iface_rndv_cleanup(strand_dc_iface_t *iface)
+static void strand_rc_iface_rndv_cleanup(strand_rc_iface_t *iface)
 {
-    strand_rc_rndv_cleanup(iface->rc_rndv);
-    iface->rc_rndv      = NULL;
-    iface->tx_cqe_other = NULL;
+    if (iface->rndv != NULL) {
+        strand_rc_rndv_cleanup(iface->rndv);
+        iface->rndv = NULL;
+    }
 }
 
 static uct_iface_internal_ops_t strand_rc_iface_internal_ops = {
@@ -130,62 +137,59 @@ static uct_iface_internal_ops_t strand_rc_iface_internal_ops = {
     .ep_invalidate       = strand_dc_ep_invalidate
 };
 
-static ucs_status_t strand_rc_iface_open(uct_md_h md, uct_worker_h worker,
-                                         const uct_iface_params_t *params,
-                                         const uct_iface_config_t *tl_config,
-                                         uct_iface_h *iface_p)
+/* The shared interface with rc_strand's part (rc_qp.c), then the
+ * rendezvous it reads and its connection manager. */
+static UCS_CLASS_INIT_FUNC(strand_rc_iface_t, uct_md_h md, uct_worker_h worker,
+                           const uct_iface_params_t *params,
+                           const uct_iface_config_t *tl_config)
 {
     strand_dc_iface_config_t config;
-    strand_dc_iface_t *iface;
-    uct_iface_h tl_iface;
     ucs_status_t status;
 
     strand_rc_config_to_dc(ucs_derived_of(tl_config,
                                           strand_rc_iface_config_t),
                            &config);
-    status = strand_dc_iface_create(md, worker, params, tl_config, &config, 1,
-                                    &strand_rc_iface_ops, &tl_iface);
-    if (status != UCS_OK) {
-        return status;
-    }
-    iface  = ucs_derived_of(tl_iface, strand_dc_iface_t);
-    iface->super.internal_ops = &strand_rc_iface_internal_ops;
-    if (iface->have_tm) {
+    UCS_CLASS_CALL_SUPER_INIT(strand_dc_iface_t, md, worker, params,
+                              tl_config, &config, &strand_rc_tl_ops,
+                              &strand_rc_iface_ops);
+    self->cm   = NULL;
+    self->rndv = NULL;
+    self->super.super.internal_ops = &strand_rc_iface_internal_ops;
+    if (self->super.have_tm) {
         /* its rendezvous read on the responder QPs the manager makes */
-        status = strand_rc_rndv_init(iface, config.integrity_pipeline,
-                                     &iface->rc_rndv);
+        status = strand_rc_rndv_init(&self->super, config.integrity_pipeline,
+                                     &self->rndv);
         if (status != UCS_OK) {
-            UCS_CLASS_DELETE_FUNC_NAME(strand_dc_iface_t)(&iface->super.super);
             return status;
         }
-        iface->tx_cqe_other = strand_rc_rndv_cqe;
     }
-    status = strand_rc_cm_open(iface, worker, params, tl_config, &config,
-                               &iface->rc_cm);
+    status = strand_rc_cm_open(&self->super, worker, params, tl_config,
+                               &config, &self->cm);
     if (status != UCS_OK) {
-        strand_rc_iface_rndv_cleanup(iface);
-        UCS_CLASS_DELETE_FUNC_NAME(strand_dc_iface_t)(&iface->super.super);
+        strand_rc_iface_rndv_cleanup(self);
         return status;
     }
-    *iface_p = tl_iface;
     return UCS_OK;
 }
 
-static void strand_rc_iface_close(uct_iface_h tl_iface)
+static UCS_CLASS_CLEANUP_FUNC(strand_rc_iface_t)
 {
-    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
-
-    strand_rc_cm_stop(iface->rc_cm);
-    strand_rc_iface_rndv_cleanup(iface);
-    strand_rc_cm_close(iface->rc_cm);
-    iface->rc_cm = NULL;
-    UCS_CLASS_DELETE_FUNC_NAME(strand_dc_iface_t)(&iface->super.super);
+    strand_rc_cm_stop(self->cm);
+    strand_rc_iface_rndv_cleanup(self);
+    strand_rc_cm_close(self->cm);
+    self->cm = NULL;
 }
+
+UCS_CLASS_DEFINE(strand_rc_iface_t, strand_dc_iface_t);
+static UCS_CLASS_DEFINE_NEW_FUNC(strand_rc_iface_t, uct_iface_t, uct_md_h,
+                                 uct_worker_h, const uct_iface_params_t*,
+                                 const uct_iface_config_t*);
+static UCS_CLASS_DEFINE_DELETE_FUNC(strand_rc_iface_t, uct_iface_t);
 
 static ucs_status_t strand_rc_iface_query(uct_iface_h tl_iface,
                                           uct_iface_attr_t *attr)
 {
-    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+    strand_rc_iface_t *iface = ucs_derived_of(tl_iface, strand_rc_iface_t);
     ucs_status_t status      = strand_dc_iface_query(tl_iface, attr);
 
     if (status != UCS_OK) {
@@ -196,7 +200,7 @@ static ucs_status_t strand_rc_iface_query(uct_iface_h tl_iface,
     attr->cap.flags      &= ~UCT_IFACE_FLAG_CONNECT_TO_EP;
     attr->iface_addr_len  = strand_rc_cm_iface_addr_len();
     attr->ep_addr_len     = 0;
-    attr->max_num_eps     = iface->num_dci;
+    attr->max_num_eps     = iface->super.num_dci;
     /* a QP per peer: each one costs the NIC a context (as UCX's rc) */
     attr->latency.m       = 1e-9;
     return UCS_OK;
@@ -205,18 +209,18 @@ static ucs_status_t strand_rc_iface_query(uct_iface_h tl_iface,
 static ucs_status_t strand_rc_iface_get_address(uct_iface_h tl_iface,
                                                 uct_iface_addr_t *addr)
 {
-    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+    strand_rc_iface_t *iface = ucs_derived_of(tl_iface, strand_rc_iface_t);
 
-    return strand_rc_cm_iface_addr(iface->rc_cm, addr);
+    return strand_rc_cm_iface_addr(iface->cm, addr);
 }
 
 static int strand_rc_iface_is_reachable(const uct_iface_h tl_iface,
                                         const uct_device_addr_t *dev_addr,
                                         const uct_iface_addr_t *iface_addr)
 {
-    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+    strand_rc_iface_t *iface = ucs_derived_of(tl_iface, strand_rc_iface_t);
 
-    return strand_rc_cm_is_reachable(iface->rc_cm, dev_addr, iface_addr);
+    return strand_rc_cm_is_reachable(iface->cm, dev_addr, iface_addr);
 }
 
 /* The async thread answers connection requests (rc_cm.h): it makes
@@ -225,19 +229,19 @@ static int strand_rc_iface_is_reachable(const uct_iface_h tl_iface,
  * the async context; without, the manager's part only. */
 static unsigned strand_rc_iface_progress(uct_iface_h tl_iface)
 {
-    strand_dc_iface_t *iface    = ucs_derived_of(tl_iface, strand_dc_iface_t);
-    ucs_async_context_t *async = strand_rc_cm_async(iface->rc_cm);
+    strand_rc_iface_t *iface    = ucs_derived_of(tl_iface, strand_rc_iface_t);
+    ucs_async_context_t *async = strand_rc_cm_async(iface->cm);
     unsigned count             = 0;
 
-    if (iface->rc_rndv == NULL) {
+    if (iface->rndv == NULL) {
         count += strand_dc_iface_progress(tl_iface);
     }
     UCS_ASYNC_BLOCK(async);
-    if (iface->rc_rndv != NULL) {
+    if (iface->rndv != NULL) {
         count += strand_dc_iface_progress(tl_iface) +
-                 strand_rc_rndv_progress(iface->rc_rndv);
+                 strand_rc_rndv_progress(iface->rndv);
     }
-    count += strand_rc_cm_progress(iface->rc_cm);
+    count += strand_rc_cm_progress(iface->cm);
     UCS_ASYNC_UNBLOCK(async);
     /* an event the async thread met while we held it */
     ucs_async_check_miss(async);
@@ -247,16 +251,16 @@ static unsigned strand_rc_iface_progress(uct_iface_h tl_iface)
 static ucs_status_t strand_rc_iface_event_fd_get(uct_iface_h tl_iface,
                                                  int *fd_p)
 {
-    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
+    strand_rc_iface_t *iface = ucs_derived_of(tl_iface, strand_rc_iface_t);
 
-    return strand_rc_cm_event_fd(iface->rc_cm, fd_p);
+    return strand_rc_cm_event_fd(iface->cm, fd_p);
 }
 
 static ucs_status_t strand_rc_iface_event_arm(uct_iface_h tl_iface,
                                               unsigned events)
 {
-    strand_dc_iface_t *iface = ucs_derived_of(tl_iface, strand_dc_iface_t);
-    ucs_status_t status      = strand_rc_cm_event_arm(iface->rc_cm, events);
+    strand_rc_iface_t *iface = ucs_derived_of(tl_iface, strand_rc_iface_t);
+    ucs_status_t status      = strand_rc_cm_event_arm(iface->cm, events);
 
     return (status != UCS_OK) ? status :
            strand_dc_iface_event_arm(tl_iface, events);
@@ -264,68 +268,82 @@ static ucs_status_t strand_rc_iface_event_arm(uct_iface_h tl_iface,
 
 /* ----------------------------------------------------------- endpoints */
 
+/* The shared endpoint (its QP made by rc_qp.c), not connected yet. */
+static UCS_CLASS_INIT_FUNC(strand_rc_ep_t, const uct_ep_params_t *params)
+{
+    UCS_CLASS_CALL_SUPER_INIT(strand_dc_ep_t, params);
+    self->conn = NULL;
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(strand_rc_ep_t)
+{
+}
+
+UCS_CLASS_DEFINE(strand_rc_ep_t, strand_dc_ep_t);
+
 /* An ep: its QP now, connected by the connection manager (rc_cm.h); it
  * posts once the peer answered. */
 static ucs_status_t strand_rc_ep_create(const uct_ep_params_t *params,
                                         uct_ep_h *ep_p)
 {
-    strand_dc_iface_t *iface;
+    strand_rc_iface_t *iface;
     uct_ep_params_t qp_params;
-    strand_dc_ep_t *ep;
+    strand_rc_ep_t *ep;
     ucs_status_t status;
 
     UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
-    iface = ucs_derived_of(params->iface, strand_dc_iface_t);
-    if (!strand_rc_cm_is_reachable(iface->rc_cm, params->dev_addr,
+    iface = ucs_derived_of(params->iface, strand_rc_iface_t);
+    if (!strand_rc_cm_is_reachable(iface->cm, params->dev_addr,
                                    params->iface_addr)) {
         ucs_error("%s: rc_strand: the peer's address is not reachable from "
                   "here (another link layer, subnet or fabric, or a "
-                  "malformed address)", iface->dev->info.name);
+                  "malformed address)", iface->super.dev->info.name);
         return UCS_ERR_UNREACHABLE;
     }
     qp_params             = *params;
     qp_params.field_mask &= ~(UCT_EP_PARAM_FIELD_DEV_ADDR |
                               UCT_EP_PARAM_FIELD_IFACE_ADDR);
-    status = UCS_CLASS_NEW(strand_dc_ep_t, &ep, &qp_params);
+    status = UCS_CLASS_NEW(strand_rc_ep_t, &ep, &qp_params);
     if (status != UCS_OK) {
         return status;
     }
-    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->rc_cm));
-    status = strand_rc_cm_connect(iface->rc_cm, ep, params->dev_addr,
+    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->cm));
+    status = strand_rc_cm_connect(iface->cm, &ep->super, params->dev_addr,
                                   params->iface_addr);
-    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->rc_cm));
+    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->cm));
     if (status != UCS_OK) {
-        UCS_CLASS_DELETE(strand_dc_ep_t, ep);
+        UCS_CLASS_DELETE(strand_rc_ep_t, ep);
         return status;
     }
-    *ep_p = &ep->super.super;
+    *ep_p = &ep->super.super.super;
     return UCS_OK;
 }
 
 static void strand_rc_ep_destroy(uct_ep_h tl_ep)
 {
-    strand_dc_ep_t *ep       = ucs_derived_of(tl_ep, strand_dc_ep_t);
-    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                              strand_dc_iface_t);
+    strand_rc_ep_t *ep       = ucs_derived_of(tl_ep, strand_rc_ep_t);
+    strand_rc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_rc_iface_t);
 
-    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->rc_cm));
-    strand_rc_cm_forget(iface->rc_cm, ep);
-    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->rc_cm));
-    UCS_CLASS_DELETE(strand_dc_ep_t, ep);
+    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->cm));
+    strand_rc_cm_forget(iface->cm, &ep->super);
+    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->cm));
+    UCS_CLASS_DELETE(strand_rc_ep_t, ep);
 }
 
 static ucs_status_t strand_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
                                        uct_completion_t *comp)
 {
     strand_dc_ep_t *ep       = ucs_derived_of(tl_ep, strand_dc_ep_t);
-    strand_dc_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                              strand_dc_iface_t);
+    strand_rc_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_rc_iface_t);
     ucs_status_t status;
 
     UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
-    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->rc_cm));
-    status = strand_rc_cm_check(iface->rc_cm, ep);
-    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->rc_cm));
+    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->cm));
+    status = strand_rc_cm_check(iface->cm, ep);
+    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->cm));
     return status;
 }
 
@@ -342,7 +360,8 @@ UCS_STATIC_INIT
     strand_rc_iface_ops.iface_progress     = strand_rc_iface_progress;
     strand_rc_iface_ops.iface_event_fd_get = strand_rc_iface_event_fd_get;
     strand_rc_iface_ops.iface_event_arm    = strand_rc_iface_event_arm;
-    strand_rc_iface_ops.iface_close        = strand_rc_iface_close;
+    strand_rc_iface_ops.iface_close        =
+        UCS_CLASS_DELETE_FUNC_NAME(strand_rc_iface_t);
     strand_rc_iface_ops.iface_query        = strand_rc_iface_query;
     strand_rc_iface_ops.iface_get_address  = strand_rc_iface_get_address;
     strand_rc_iface_ops.iface_is_reachable = strand_rc_iface_is_reachable;
@@ -352,7 +371,7 @@ UCS_STATIC_INIT
 uct_tl_t uct_rc_strand_tl = {
     .name          = STRAND_RC_TL_NAME,
     .query_devices = strand_dc_query_devices,
-    .iface_open    = strand_rc_iface_open,
+    .iface_open    = UCS_CLASS_NEW_FUNC_NAME(strand_rc_iface_t),
     .config = {
         .name   = STRAND_RC_TL_NAME " transport",
         .prefix = STRAND_RC_CONFIG_PREFIX,

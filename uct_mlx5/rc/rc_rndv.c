@@ -6,6 +6,7 @@
 #endif
 
 #include "rc_rndv.h"
+#include "rc_iface.h"
 #include "uct_mlx5/dc/dc_ep_post.h"
 #include "uct_mlx5/dc/dc_tag.h"
 #include "uct_mlx5/common/status.h"
@@ -993,7 +994,7 @@ ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                (STRAND_TMH_SIZE + rts_len <= iface->config.max_inline));
     /* its copy, where the receiver reads it if the one in the tag's
      * buffer gets written over before it is read */
-    memcpy(iface->rc_rndv->rts_table +
+    memcpy(strand_rc_iface(iface)->rndv->rts_table +
            (size_t)strand_tm_rndv_slot(app_ctx) * STRAND_TM_RTS_MAX, rts,
            rts_len);
     /* an eager message to the device (it reads nothing), a rendezvous
