@@ -16,19 +16,19 @@
 #include <stdio.h>
 #include <string.h>
 
-static int strand_dc_addr_is_eth(const strand_dc_iface_t *iface)
+static int strand_dc_addr_is_eth(const strand_iface_t *iface)
 {
     return iface->dev->caps.link_layer == IBV_LINK_LAYER_ETHERNET;
 }
 
-size_t strand_dc_addr_device_len(const strand_dc_iface_t *iface)
+size_t strand_dc_addr_device_len(const strand_iface_t *iface)
 {
     return strand_dc_addr_is_eth(iface) ?
            (1 + sizeof(((strand_dc_device_addr_t*)NULL)->gid)) :
            (1 + sizeof(((strand_dc_device_addr_t*)NULL)->ib));
 }
 
-void strand_dc_addr_pack_device(const strand_dc_iface_t *iface,
+void strand_dc_addr_pack_device(const strand_iface_t *iface,
                                 strand_dc_device_addr_t *addr)
 {
     const strand_dev_caps_t *caps = &iface->dev->caps;
@@ -43,10 +43,10 @@ void strand_dc_addr_pack_device(const strand_dc_iface_t *iface,
     }
 }
 
-void strand_dc_addr_pack_iface(const strand_dc_iface_t *iface,
+void strand_dc_addr_pack_iface(const strand_iface_t *iface,
                                strand_dc_iface_addr_t *addr)
 {
-    uint32_t dctn = iface->dct.qpn;
+    uint32_t dctn = strand_dc_iface(iface)->dct.qpn;
 
     addr->dctn[0] = dctn & 0xff;
     addr->dctn[1] = (dctn >> 8) & 0xff;
@@ -55,7 +55,7 @@ void strand_dc_addr_pack_iface(const strand_dc_iface_t *iface,
                     STRAND_DC_IFACE_ADDR_FLAG_TM : 0;
 }
 
-int strand_dc_addr_iface_compatible(const strand_dc_iface_t *iface,
+int strand_dc_addr_iface_compatible(const strand_iface_t *iface,
                                     const strand_dc_iface_addr_t *addr)
 {
     return !!(addr->flags & STRAND_DC_IFACE_ADDR_FLAG_TM) ==
@@ -83,7 +83,7 @@ static int strand_dc_gid_is_v4(const uint8_t *gid)
  * and, for IPv6 GIDs, the same /64 prefix (IPv4 GIDs are routed, as UCX
  * treats them without UCX_IB_ROCE_LOCAL_SUBNET).
  */
-int strand_dc_addr_is_reachable(const strand_dc_iface_t *iface,
+int strand_dc_addr_is_reachable(const strand_iface_t *iface,
                                 const strand_dc_device_addr_t *addr)
 {
     const strand_dev_caps_t *caps = &iface->dev->caps;
@@ -104,7 +104,7 @@ int strand_dc_addr_is_reachable(const strand_dc_iface_t *iface,
            !memcmp(addr->gid, caps->gid.raw, 8);
 }
 
-ucs_status_t strand_dc_addr_make_av(strand_dc_iface_t *iface,
+ucs_status_t strand_dc_addr_make_av(strand_iface_t *iface,
                                     const strand_dc_device_addr_t *dev_addr,
                                     uint32_t dctn, struct mlx5_wqe_av *av,
                                     unsigned *av_size)

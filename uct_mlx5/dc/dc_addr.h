@@ -38,22 +38,22 @@ typedef struct strand_dc_iface_addr {
     uint8_t flags;
 } UCS_S_PACKED strand_dc_iface_addr_t;
 
-size_t strand_dc_addr_device_len(const strand_dc_iface_t *iface);
-void   strand_dc_addr_pack_device(const strand_dc_iface_t *iface,
+size_t strand_dc_addr_device_len(const strand_iface_t *iface);
+void   strand_dc_addr_pack_device(const strand_iface_t *iface,
                                   strand_dc_device_addr_t *addr);
-void   strand_dc_addr_pack_iface(const strand_dc_iface_t *iface,
+void   strand_dc_addr_pack_iface(const strand_iface_t *iface,
                                  strand_dc_iface_addr_t *addr);
 uint32_t strand_dc_addr_dctn(const strand_dc_iface_addr_t *addr);
-int    strand_dc_addr_is_reachable(const strand_dc_iface_t *iface,
+int    strand_dc_addr_is_reachable(const strand_iface_t *iface,
                                    const strand_dc_device_addr_t *addr);
 /* Both sides agree on tag matching (its header is in every message). */
-int    strand_dc_addr_iface_compatible(const strand_dc_iface_t *iface,
+int    strand_dc_addr_iface_compatible(const strand_iface_t *iface,
                                        const strand_dc_iface_addr_t *addr);
 
 /* The address vector of a DCT: AV bytes from the device (MAC resolution on
  * RoCE), with the DC key, DCT number and, when a GRH is carried, the
  * extended-AV bit; *av_size 16 or 48. */
-ucs_status_t strand_dc_addr_make_av(strand_dc_iface_t *iface,
+ucs_status_t strand_dc_addr_make_av(strand_iface_t *iface,
                                     const strand_dc_device_addr_t *dev_addr,
                                     uint32_t dctn, struct mlx5_wqe_av *av,
                                     unsigned *av_size);

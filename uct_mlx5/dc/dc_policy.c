@@ -9,9 +9,9 @@
 
 #include <ucs/debug/log.h>
 
-static int strand_dc_policy_streams(const strand_dc_iface_t *iface)
+static int strand_dc_policy_streams(const strand_iface_t *iface)
 {
-    return iface->tx_policy == STRAND_DC_TX_POLICY_STREAMS;
+    return strand_dc_iface(iface)->tx_policy == STRAND_DC_TX_POLICY_STREAMS;
 }
 
 void strand_dc_policy_dci_attr(strand_dc_iface_t *iface,
@@ -19,56 +19,53 @@ void strand_dc_policy_dci_attr(strand_dc_iface_t *iface,
 {
     attr->log_num_concurent = 0;
     attr->log_num_errored   = 0;
-    if (strand_dc_policy_streams(iface)) {
+    if (strand_dc_policy_streams(&iface->super)) {
         attr->log_num_concurent = iface->config.log_concurent;
         attr->log_num_errored   = iface->config.log_errored;
     }
 }
 
-ucs_status_t strand_dc_policy_init(strand_dc_iface_t *iface)
+void strand_dc_policy_init(strand_dc_iface_t *iface)
 {
+    unsigned num = iface->super.num_txqs;
     unsigned i;
 
     /* dcs: the stack pops from the top, DCI 0 first */
-    for (i = 0; i < iface->num_dci; ++i) {
-        iface->dci_stack[iface->num_dci - 1 - i] = i;
+    for (i = 0; i < num; ++i) {
+        iface->dci_stack[num - 1 - i] = i;
     }
-    iface->dci_top  = strand_dc_policy_streams(iface) ? 0 : iface->num_dci;
+    iface->dci_top  = strand_dc_policy_streams(&iface->super) ? 0 : num;
     iface->next_dci = 0;
-    return UCS_OK;
 }
 
-void strand_dc_policy_cleanup(strand_dc_iface_t *iface)
+/* a DCI that takes work now (or once it has room) */
+static int strand_dc_dci_usable(const strand_iface_t *iface,
+                                const strand_txq_t *dci)
 {
-}
-
-static int strand_dc_dci_usable(const strand_dc_iface_t *iface,
-                                const strand_dc_dci_t *dci)
-{
-    return ((dci->state == STRAND_DC_DCI_FREE) ||
-            (dci->state == STRAND_DC_DCI_ACTIVE)) &&
-           strand_dc_dci_has_room(iface, dci);
+    return ((dci->state == STRAND_TXQ_FREE) ||
+            (dci->state == STRAND_TXQ_ACTIVE)) &&
+           strand_txq_has_room(iface, dci);
 }
 
 /* The stream of dci for ep: per peer, the one its peer already uses;
  * else the healthy stream with the fewest lessees. -1: none. */
-static int strand_dc_policy_pick_stream(strand_dc_iface_t *iface,
-                                        strand_dc_dci_t *dci,
-                                        strand_dc_ep_t *ep)
+static int strand_dc_policy_pick_stream(strand_iface_t *iface,
+                                        strand_txq_t *dci,
+                                        strand_ep_t *ep)
 {
-    int per_peer = iface->config.stream_per_peer;
-    strand_dc_stream_t *s;
+    int per_peer = strand_dc_iface(iface)->config.stream_per_peer;
+    strand_lane_t *s;
     int i, best = -1;
 
-    for (i = 0; i < (int)iface->config.num_streams; ++i) {
-        s = &dci->streams[i];
-        if (s->state != STRAND_DC_STREAM_OK) {
+    for (i = 0; i < (int)iface->config.num_lanes; ++i) {
+        s = &dci->lanes[i];
+        if (s->state != STRAND_LANE_OK) {
             continue;
         }
-        if (per_peer && (s->users > 0) && (s->peer == ep->peer_key)) {
+        if (per_peer && (s->users > 0) && (s->peer == ep->dest_key)) {
             return i;
         }
-        if ((best < 0) || (s->users < dci->streams[best].users)) {
+        if ((best < 0) || (s->users < dci->lanes[best].users)) {
             best = i;
         }
     }
@@ -80,22 +77,22 @@ static int strand_dc_policy_pick_stream(strand_dc_iface_t *iface,
 
 /* ep's destination, the peer's NIC and DCT (a process): a key for
  * grouping, where a rare collision costs only placement */
-static uint64_t strand_dc_policy_dest(const strand_dc_ep_t *ep)
+static uint64_t strand_dc_policy_dest(const strand_ep_t *ep)
 {
-    return ep->peer_key ^ ((uint64_t)ep->dctn << 24);
+    return ep->dest_key ^ ((uint64_t)ep->dest_qpn << 24);
 }
 
-static void strand_dc_policy_attach(strand_dc_iface_t *iface,
-                                    strand_dc_dci_t *dci, int stream,
-                                    strand_dc_ep_t *ep)
+static void strand_dc_policy_attach(strand_iface_t *iface,
+                                    strand_txq_t *dci, int stream,
+                                    strand_ep_t *ep)
 {
-    strand_dc_stream_t *s = &dci->streams[stream];
+    strand_lane_t *s = &dci->lanes[stream];
 
     if (dci->users == 0) {
         dci->home = strand_dc_policy_dest(ep);
     }
     if (s->users++ == 0) {
-        s->peer  = ep->peer_key;
+        s->peer  = ep->dest_key;
         s->dest  = strand_dc_policy_dest(ep);
         s->mixed = 0;
     } else if (s->dest != strand_dc_policy_dest(ep)) {
@@ -103,25 +100,25 @@ static void strand_dc_policy_attach(strand_dc_iface_t *iface,
     }
     s->leases++;
     /* a DCI that was FREE has no lessee whose readiness could change */
-    dci->state = STRAND_DC_DCI_ACTIVE;
+    dci->state = STRAND_TXQ_ACTIVE;
     dci->users++;
-    ep->dci    = dci->index;
-    ep->stream = stream;
-    strand_dc_ep_tx_update(iface, ep);
+    ep->txq    = dci->index;
+    ep->lane = stream;
+    strand_ep_tx_update(iface, ep);
 }
 
-static ucs_status_t strand_dc_policy_lease_dcs(strand_dc_iface_t *iface,
-                                               strand_dc_ep_t *ep)
+static ucs_status_t strand_dc_policy_lease_dcs(strand_iface_t *iface,
+                                               strand_ep_t *ep)
 {
-    strand_dc_dci_t *dci;
+    strand_txq_t *dci;
 
-    if (iface->dci_top == 0) {
-        strand_dc_iface_want_dci(iface); /* holders give theirs back
+    if (strand_dc_iface(iface)->dci_top == 0) {
+        strand_iface_want_txq(iface); /* holders give theirs back
                                             sooner */
         return UCS_ERR_NO_RESOURCE;
     }
-    dci = &iface->dcis[iface->dci_stack[--iface->dci_top]];
-    ucs_assertv((dci->state == STRAND_DC_DCI_FREE) &&
+    dci = &iface->txqs[strand_dc_iface(iface)->dci_stack[--strand_dc_iface(iface)->dci_top]];
+    ucs_assertv((dci->state == STRAND_TXQ_FREE) &&
                 (dci->outstanding == 0),
                 "DCI %u: state %u, %u outstanding", dci->index, dci->state,
                 dci->outstanding);
@@ -140,19 +137,19 @@ static ucs_status_t strand_dc_policy_lease_dcs(strand_dc_iface_t *iface,
  *   1  it is empty, the home of another destination (which will want it
  *      back when its eps send again);
  *   0  it serves other destinations. */
-static int strand_dc_policy_dci_rank(const strand_dc_iface_t *iface,
-                                     const strand_dc_dci_t *dci,
-                                     const strand_dc_ep_t *ep)
+static int strand_dc_policy_dci_rank(const strand_iface_t *iface,
+                                     const strand_txq_t *dci,
+                                     const strand_ep_t *ep)
 {
     uint64_t dest = strand_dc_policy_dest(ep);
-    const strand_dc_stream_t *s;
+    const strand_lane_t *s;
     unsigned i;
 
     if (dci->users == 0) {
         return ((dci->home == 0) || (dci->home == dest)) ? 2 : 1;
     }
-    for (i = 0; i < iface->config.num_streams; ++i) {
-        s = &dci->streams[i];
+    for (i = 0; i < iface->config.num_lanes; ++i) {
+        s = &dci->lanes[i];
         if ((s->users > 0) && (s->mixed || (s->dest != dest))) {
             return 0;
         }
@@ -166,23 +163,23 @@ static int strand_dc_policy_dci_rank(const strand_dc_iface_t *iface,
  * where the last lease went. While a DCI of ep's destination alone exists
  * but is full, ep waits for it rather than take another's: NULL, and
  * *wait_p is that DCI (NULL when no DCI can take anyone). */
-static strand_dc_dci_t *strand_dc_policy_choose(strand_dc_iface_t *iface,
-                                                strand_dc_ep_t *ep,
+static strand_txq_t *strand_dc_policy_choose(strand_iface_t *iface,
+                                                strand_ep_t *ep,
                                                 int *stream_p,
-                                                strand_dc_dci_t **wait_p)
+                                                strand_txq_t **wait_p)
 {
-    strand_dc_dci_t *dci, *best = NULL, *own_full = NULL;
+    strand_txq_t *dci, *best = NULL, *own_full = NULL;
     int stream, rank, best_rank = -1;
     unsigned n, i;
 
-    for (n = 0; n < iface->num_dci; ++n) {
-        i    = (iface->next_dci + n) % iface->num_dci;
-        dci  = &iface->dcis[i];
+    for (n = 0; n < iface->num_txqs; ++n) {
+        i    = (strand_dc_iface(iface)->next_dci + n) % iface->num_txqs;
+        dci  = &iface->txqs[i];
         rank = strand_dc_policy_dci_rank(iface, dci, ep);
         if (!strand_dc_dci_usable(iface, dci)) {
             /* full, not recovering: its completions will make room */
             if ((rank == 2) && (dci->users > 0) && (own_full == NULL) &&
-                (dci->state == STRAND_DC_DCI_ACTIVE)) {
+                (dci->state == STRAND_TXQ_ACTIVE)) {
                 own_full = dci;
             }
             continue;
@@ -203,26 +200,26 @@ static strand_dc_dci_t *strand_dc_policy_choose(strand_dc_iface_t *iface,
            best : NULL;
 }
 
-static ucs_status_t strand_dc_policy_lease_streams(strand_dc_iface_t *iface,
-                                                   strand_dc_ep_t *ep)
+static ucs_status_t strand_dc_policy_lease_streams(strand_iface_t *iface,
+                                                   strand_ep_t *ep)
 {
-    strand_dc_dci_t *best, *wait;
+    strand_txq_t *best, *wait;
     int stream = -1;
 
     best = strand_dc_policy_choose(iface, ep, &stream, &wait);
     if (best == NULL) {
-        if ((wait != NULL) && ucs_list_is_empty(&ep->dci_wait)) {
+        if ((wait != NULL) && ucs_list_is_empty(&ep->txq_wait)) {
             /* its room wakes ep (dc_dci.c) */
-            ucs_list_add_tail(&wait->waiters, &ep->dci_wait);
+            ucs_list_add_tail(&wait->waiters, &ep->txq_wait);
         }
         return UCS_ERR_NO_RESOURCE;
     }
-    if (!ucs_list_is_empty(&ep->dci_wait)) {
+    if (!ucs_list_is_empty(&ep->txq_wait)) {
         /* no longer waiting for the DCI it waited for */
-        ucs_list_del(&ep->dci_wait);
-        ucs_list_head_init(&ep->dci_wait);
+        ucs_list_del(&ep->txq_wait);
+        ucs_list_head_init(&ep->txq_wait);
     }
-    iface->next_dci = (best->index + 1) % iface->num_dci;
+    strand_dc_iface(iface)->next_dci = (best->index + 1) % iface->num_txqs;
     strand_dc_policy_attach(iface, best, stream, ep);
     return UCS_OK;
 }
@@ -232,39 +229,39 @@ static ucs_status_t strand_dc_policy_lease_streams(strand_dc_iface_t *iface,
  * is done (a lease lasts while work is outstanding, so under steady
  * traffic eps would otherwise stay crowded on some DCIs while others,
  * emptied by a failure or by eps that went quiet, idle). */
-static void strand_dc_policy_consider_move(strand_dc_iface_t *iface,
-                                           strand_dc_ep_t *ep)
+static void strand_dc_policy_consider_move(strand_iface_t *iface,
+                                           strand_ep_t *ep)
 {
-    strand_dc_dci_t *cur = &iface->dcis[ep->dci];
+    strand_txq_t *cur = &iface->txqs[ep->txq];
     unsigned i;
     int rank;
 
-    if (strand_dc_dci_has_room(iface, cur) ||
-        (cur->state != STRAND_DC_DCI_ACTIVE)) {
+    if (strand_txq_has_room(iface, cur) ||
+        (cur->state != STRAND_TXQ_ACTIVE)) {
         return;
     }
     /* only for a DCI at least as well suited (the lease would choose ep's
      * own again) */
     rank = strand_dc_policy_dci_rank(iface, cur, ep);
-    for (i = 0; i < iface->dci_hwm; ++i) {
-        if (strand_dc_dci_usable(iface, &iface->dcis[i]) &&
-            (iface->dcis[i].users + 1 < cur->users) &&
-            (strand_dc_policy_dci_rank(iface, &iface->dcis[i], ep) >=
+    for (i = 0; i < iface->txq_hwm; ++i) {
+        if (strand_dc_dci_usable(iface, &iface->txqs[i]) &&
+            (iface->txqs[i].users + 1 < cur->users) &&
+            (strand_dc_policy_dci_rank(iface, &iface->txqs[i], ep) >=
              rank)) {
-            ep->flags |= STRAND_DC_EP_FLAG_MOVING;
-            strand_dc_ep_tx_update(iface, ep);
+            ep->flags |= STRAND_EP_FLAG_MOVING;
+            strand_ep_tx_update(iface, ep);
             return;
         }
     }
 }
 
-ucs_status_t strand_dc_policy_lease(strand_dc_iface_t *iface,
-                                    strand_dc_ep_t *ep)
+ucs_status_t strand_dc_policy_lease(strand_iface_t *iface,
+                                    strand_ep_t *ep)
 {
-    if (ep->dci != STRAND_DC_DCI_NONE) {
+    if (ep->txq != STRAND_TXQ_NONE) {
         /* leased, but not ready */
         if (strand_dc_policy_streams(iface) &&
-            !(ep->flags & STRAND_DC_EP_FLAG_MOVING)) {
+            !(ep->flags & STRAND_EP_FLAG_MOVING)) {
             strand_dc_policy_consider_move(iface, ep);
         }
         return UCS_ERR_NO_RESOURCE;
@@ -274,31 +271,31 @@ ucs_status_t strand_dc_policy_lease(strand_dc_iface_t *iface,
            strand_dc_policy_lease_dcs(iface, ep);
 }
 
-void strand_dc_policy_dci_idle(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
+void strand_dc_policy_dci_idle(strand_iface_t *iface, strand_txq_t *dci)
 {
-    if ((dci->state != STRAND_DC_DCI_ACTIVE) || (dci->users > 0) ||
+    if ((dci->state != STRAND_TXQ_ACTIVE) || (dci->users > 0) ||
         (dci->outstanding > 0)) {
         return;
     }
-    strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_FREE);
+    strand_txq_set_state(iface, dci, STRAND_TXQ_FREE);
     dci->ep    = NULL;
     if (!strand_dc_policy_streams(iface)) {
-        ucs_assertv(iface->dci_top < iface->num_dci,
+        ucs_assertv(strand_dc_iface(iface)->dci_top < iface->num_txqs,
                     "DCI %u: free stack full", dci->index);
-        iface->dci_stack[iface->dci_top++] = dci->index;
+        strand_dc_iface(iface)->dci_stack[strand_dc_iface(iface)->dci_top++] = dci->index;
     }
 }
 
-void strand_dc_policy_release(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+void strand_dc_policy_release(strand_iface_t *iface, strand_ep_t *ep)
 {
-    strand_dc_dci_t *dci;
-    strand_dc_stream_t *s;
+    strand_txq_t *dci;
+    strand_lane_t *s;
 
-    if (ep->dci == STRAND_DC_DCI_NONE) {
+    if (ep->txq == STRAND_TXQ_NONE) {
         return;
     }
-    dci = &iface->dcis[ep->dci];
-    s   = &dci->streams[ep->stream];
+    dci = &iface->txqs[ep->txq];
+    s   = &dci->lanes[ep->lane];
     ucs_assert((s->users > 0) && (dci->users > 0));
     if (--s->users == 0) {
         s->peer  = 0;
@@ -309,22 +306,22 @@ void strand_dc_policy_release(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
     if (dci->ep == ep) {
         dci->ep = NULL;
     }
-    ep->dci    = STRAND_DC_DCI_NONE;
-    ep->flags &= ~STRAND_DC_EP_FLAG_MOVING;
-    strand_dc_ep_tx_update(iface, ep);
+    ep->txq    = STRAND_TXQ_NONE;
+    ep->flags &= ~STRAND_EP_FLAG_MOVING;
+    strand_ep_tx_update(iface, ep);
     strand_dc_policy_dci_idle(iface, dci);
 }
 
-int strand_dc_policy_can_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+int strand_dc_policy_can_post(strand_iface_t *iface, strand_ep_t *ep)
 {
-    strand_dc_dci_t *wait;
+    strand_txq_t *wait;
     int stream;
 
-    if (ep->dci != STRAND_DC_DCI_NONE) {
-        return strand_dc_policy_ready(iface, ep) != NULL;
+    if (ep->txq != STRAND_TXQ_NONE) {
+        return strand_ep_txq_ready(iface, ep) != NULL;
     }
     if (!strand_dc_policy_streams(iface)) {
-        return iface->dci_top > 0;
+        return strand_dc_iface(iface)->dci_top > 0;
     }
     return strand_dc_policy_choose(iface, ep, &stream, &wait) != NULL;
 }

@@ -11,9 +11,9 @@
 #include "rc_rndv.h"
 #include "rc_qp.h"
 #include "uct_mlx5/dc/dc_addr.h"
-#include "uct_mlx5/dc/dc_dci.h"
-#include "uct_mlx5/dc/dc_ep.h"
-#include "uct_mlx5/dc/dc_recovery.h"
+#include "uct_mlx5/common/txq.h"
+#include "uct_mlx5/common/ep.h"
+#include "uct_mlx5/common/recovery.h"
 
 #include <ucs/async/async.h>
 #include <ucs/sys/event_set.h>
@@ -50,7 +50,7 @@ typedef struct strand_rc_cm_msg {
     uint16_t            reserved;
     uint32_t            qpn;       /* REQ: requester's QP; REP, DISC: the
                                       responder QP */
-    strand_dc_fc_peer_t from;      /* REQ, DISC: the sender */
+    strand_fc_peer_t from;      /* REQ, DISC: the sender */
     uint64_t            rts_table; /* REQ: where its rendezvous requests
                                       can be read again (tag matching; */
     uint32_t            rts_rkey;  /* 0: none, rc/rc_rndv.h) */
@@ -58,7 +58,7 @@ typedef struct strand_rc_cm_msg {
 
 /* A peer manager, and the endpoint of ours that talks to it. */
 typedef struct strand_rc_cm_peer {
-    strand_dc_fc_peer_t key;
+    strand_fc_peer_t key;
     uct_ep_h            ep;
 } strand_rc_cm_peer_t;
 
@@ -73,7 +73,7 @@ typedef enum strand_rc_conn_state {
  * the answer stays until the answer comes, to be disconnected. */
 typedef struct strand_rc_conn {
     uint64_t               id;
-    strand_dc_ep_t        *ep;          /* NULL: destroyed */
+    strand_ep_t        *ep;          /* NULL: destroyed */
     strand_rc_cm_peer_t   *peer;        /* NULL: the peer failed */
     strand_dc_device_addr_t dev_addr;   /* the peer's */
     uint32_t               remote_qpn;  /* the responder QP, once REP */
@@ -84,7 +84,7 @@ typedef struct strand_rc_conn {
 typedef struct strand_rc_responder {
     strand_dev_qp_t      qp;
     uint64_t             conn_id;
-    strand_dc_fc_peer_t  requester;
+    strand_fc_peer_t  requester;
     strand_rc_rndv_qp_t *rndv;      /* the rendezvous it reads (tag
                                        matching), NULL: none */
 } strand_rc_responder_t;
@@ -98,8 +98,8 @@ typedef struct strand_rc_cm_outgoing {
     strand_rc_cm_msg_t  msg;
 } strand_rc_cm_outgoing_t;
 
-KHASH_INIT(strand_rc_cm_peers, strand_dc_fc_peer_t, strand_rc_cm_peer_t*, 1,
-           strand_dc_fc_peer_hash, strand_dc_fc_peer_equal)
+KHASH_INIT(strand_rc_cm_peers, strand_fc_peer_t, strand_rc_cm_peer_t*, 1,
+           strand_fc_peer_hash, strand_fc_peer_equal)
 KHASH_MAP_INIT_INT64(strand_rc_cm_conns, strand_rc_conn_t*)
 KHASH_MAP_INIT_INT(strand_rc_cm_responders, strand_rc_responder_t*)
 
@@ -122,9 +122,9 @@ typedef struct strand_rc_cm_news {
 } strand_rc_cm_news_t;
 
 struct strand_rc_cm {
-    strand_dc_iface_t              *iface;     /* rc_strand */
-    strand_dc_iface_t              *dc;        /* the companion */
-    strand_dc_fc_peer_t             self;      /* our key, as peers see it */
+    strand_iface_t              *iface;     /* rc_strand */
+    strand_iface_t              *dc;        /* the companion */
+    strand_fc_peer_t             self;      /* our key, as peers see it */
     uint64_t                        next_id;
     khash_t(strand_rc_cm_peers)     peers;
     khash_t(strand_rc_cm_conns)     conns;     /* by id */
@@ -145,12 +145,12 @@ struct strand_rc_cm {
 
 /* ------------------------------------------------------------ addresses */
 
-static strand_dc_fc_peer_t
-strand_rc_cm_key(const strand_dc_iface_t *dc,
+static strand_fc_peer_t
+strand_rc_cm_key(const strand_iface_t *dc,
                  const strand_dc_device_addr_t *dev_addr,
                  const strand_dc_iface_addr_t *iface_addr)
 {
-    strand_dc_fc_peer_t key;
+    strand_fc_peer_t key;
 
     memset(&key, 0, sizeof(key));
     memcpy(key.bytes, iface_addr, sizeof(*iface_addr));
@@ -160,13 +160,13 @@ strand_rc_cm_key(const strand_dc_iface_t *dc,
 }
 
 static const strand_dc_iface_addr_t *
-strand_rc_cm_key_iface(const strand_dc_fc_peer_t *key)
+strand_rc_cm_key_iface(const strand_fc_peer_t *key)
 {
     return (const strand_dc_iface_addr_t*)key->bytes;
 }
 
 static const strand_dc_device_addr_t *
-strand_rc_cm_key_device(const strand_dc_fc_peer_t *key)
+strand_rc_cm_key_device(const strand_fc_peer_t *key)
 {
     return (const strand_dc_device_addr_t*)(key->bytes +
                                             sizeof(strand_dc_iface_addr_t));
@@ -180,16 +180,16 @@ size_t strand_rc_cm_iface_addr_len(void)
 ucs_status_t strand_rc_cm_iface_addr(strand_rc_cm_t *cm,
                                      uct_iface_addr_t *addr)
 {
-    strand_dc_addr_pack_iface(cm->dc, (strand_dc_iface_addr_t*)addr);
-    return UCS_OK;
+    /* the companion's (its DCT) */
+    return uct_iface_get_address(&cm->dc->super.super, addr);
 }
 
 int strand_rc_cm_is_reachable(strand_rc_cm_t *cm,
                               const uct_device_addr_t *dev_addr,
                               const uct_iface_addr_t *iface_addr)
 {
-    return strand_dc_iface_is_reachable(&cm->dc->super.super, dev_addr,
-                                        iface_addr);
+    return uct_iface_is_reachable(&cm->dc->super.super, dev_addr,
+                                  iface_addr);
 }
 
 /* ------------------------------------------------------------- sending */
@@ -255,7 +255,7 @@ static void strand_rc_cm_outgoing_purge(uct_pending_req_t *self, void *arg)
 /* ---------------------------------------------------------------- peers */
 
 static strand_rc_cm_peer_t *
-strand_rc_cm_peer_get(strand_rc_cm_t *cm, const strand_dc_fc_peer_t *key)
+strand_rc_cm_peer_get(strand_rc_cm_t *cm, const strand_fc_peer_t *key)
 {
     strand_rc_cm_peer_t *peer;
     uct_ep_params_t params;
@@ -320,7 +320,7 @@ static void strand_rc_cm_peer_failed_now(strand_rc_cm_t *cm, uct_ep_h ep,
     strand_rc_cm_peer_t *peer = NULL;
     strand_rc_responder_t *r;
     strand_rc_conn_t *conn;
-    char detail[STRAND_DC_FAILED_DETAIL];
+    char detail[STRAND_FAILED_DETAIL];
     khiter_t it;
 
     kh_foreach_value(&cm->peers, peer, {
@@ -350,7 +350,7 @@ static void strand_rc_cm_peer_failed_now(strand_rc_cm_t *cm, uct_ep_h ep,
             ucs_free(conn);
         } else if (conn->state == STRAND_RC_CONN_REQUESTED) {
             conn->state = STRAND_RC_CONN_FAILED;
-            strand_dc_recovery_fail(cm->iface, conn->ep, status, detail);
+            strand_recovery_fail(cm->iface, conn->ep, status, detail);
             strand_rc_qp_abort(cm->iface, conn->ep);
         }
     }
@@ -360,7 +360,7 @@ static void strand_rc_cm_peer_failed_now(strand_rc_cm_t *cm, uct_ep_h ep,
             continue;
         }
         r = kh_value(&cm->responders, it);
-        if (strand_dc_fc_peer_equal(r->requester, peer->key)) {
+        if (strand_fc_peer_equal(r->requester, peer->key)) {
             kh_del(strand_rc_cm_responders, &cm->responders, it);
             strand_rc_responder_destroy(cm, r);
         }
@@ -442,7 +442,7 @@ static ucs_status_t
 strand_rc_cm_responder_make(strand_rc_cm_t *cm, uint64_t conn_id,
                             const strand_rc_cm_msg_t *req, uint32_t *qpn_p)
 {
-    strand_dc_iface_t *iface = cm->iface;
+    strand_iface_t *iface = cm->iface;
     strand_dev_t *dev        = iface->dev;
     strand_rc_responder_t *r;
     strand_dev_rc_attr_t attr;
@@ -533,7 +533,7 @@ static void strand_rc_cm_handle_disc(strand_rc_cm_t *cm, uint64_t conn_id,
     r = kh_value(&cm->responders, it);
     /* the same connection, not a later one on a reused QP number */
     if ((r->conn_id != conn_id) ||
-        !strand_dc_fc_peer_equal(r->requester, disc->from)) {
+        !strand_fc_peer_equal(r->requester, disc->from)) {
         return;
     }
     kh_del(strand_rc_cm_responders, &cm->responders, it);
@@ -558,9 +558,9 @@ static void strand_rc_cm_disconnect(strand_rc_cm_t *cm,
 static ucs_status_t strand_rc_cm_connect_qp(strand_rc_cm_t *cm,
                                             strand_rc_conn_t *conn)
 {
-    strand_dc_iface_t *iface = cm->iface;
-    strand_dc_ep_t *ep       = conn->ep;
-    strand_dc_dci_t *dci     = &iface->dcis[ep->dci];
+    strand_iface_t *iface = cm->iface;
+    strand_ep_t *ep       = conn->ep;
+    strand_txq_t *dci     = &iface->txqs[ep->txq];
     strand_dev_t *dev        = iface->dev;
     strand_dev_rc_attr_t attr;
     strand_dev_rc_dest_t dest;
@@ -581,9 +581,9 @@ static ucs_status_t strand_rc_cm_connect_qp(strand_rc_cm_t *cm,
      * tell peers apart (RC WQEs carry none) */
     if (strand_dc_addr_make_av(iface, &conn->dev_addr, conn->remote_qpn,
                                &ep->av, &av_size) == UCS_OK) {
-        ep->peer_key = strand_dc_addr_peer_key(&ep->av);
+        ep->dest_key = strand_dc_addr_peer_key(&ep->av);
     }
-    ep->dctn = conn->remote_qpn;
+    ep->dest_qpn = conn->remote_qpn;
     ucs_debug("%s: rc_strand ep %p: QP 0x%x connected to %s",
               dev->info.name, ep, dci->qp.qpn,
               strand_dc_addr_av_str(&ep->av, peer, sizeof(peer)));
@@ -597,7 +597,7 @@ static void strand_rc_cm_handle_rep(strand_rc_cm_t *cm, uint64_t conn_id,
     khiter_t it = kh_get(strand_rc_cm_conns, &cm->conns, conn_id);
     strand_rc_conn_t *conn;
     ucs_status_t status;
-    char detail[STRAND_DC_FAILED_DETAIL];
+    char detail[STRAND_FAILED_DETAIL];
 
     if (it == kh_end(&cm->conns)) {
         return;
@@ -623,7 +623,7 @@ static void strand_rc_cm_handle_rep(strand_rc_cm_t *cm, uint64_t conn_id,
         return;
     }
     status = (ucs_status_t)rep->status;
-    if ((status == UCS_OK) && (conn->ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+    if ((status == UCS_OK) && (conn->ep->flags & STRAND_EP_FLAG_FAILED)) {
         /* failed or cancelled (flush with UCT_FLUSH_FLAG_CANCEL) while it
          * asked: its QP went to ERR, the peer's goes too */
         conn->state = STRAND_RC_CONN_FAILED;
@@ -643,19 +643,19 @@ static void strand_rc_cm_handle_rep(strand_rc_cm_t *cm, uint64_t conn_id,
                                   strand_rc_cm_key_iface(&conn->peer->key)) :
                               0, ucs_status_string(status));
         conn->state = STRAND_RC_CONN_FAILED;
-        strand_dc_recovery_fail(cm->iface, conn->ep, status, detail);
+        strand_recovery_fail(cm->iface, conn->ep, status, detail);
         strand_rc_qp_abort(cm->iface, conn->ep);
         return;
     }
     conn->state = STRAND_RC_CONN_CONNECTED;
 }
 
-ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, strand_dc_ep_t *ep,
+ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, strand_ep_t *ep,
                                   const uct_device_addr_t *dev_addr,
                                   const uct_iface_addr_t *iface_addr)
 {
     strand_rc_cm_msg_t req = {.type = STRAND_RC_CM_REQ};
-    strand_dc_fc_peer_t key;
+    strand_fc_peer_t key;
     strand_rc_conn_t *conn;
     ucs_status_t status;
     unsigned av_size;
@@ -693,10 +693,10 @@ ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, strand_dc_ep_t *ep,
     if (strand_dc_addr_make_av(cm->iface, &conn->dev_addr,
                                strand_dc_addr_dctn((const void*)iface_addr),
                                &ep->av, &av_size) == UCS_OK) {
-        ep->peer_key = strand_dc_addr_peer_key(&ep->av);
+        ep->dest_key = strand_dc_addr_peer_key(&ep->av);
     }
 
-    req.qpn  = cm->iface->dcis[ep->dci].qp.qpn;
+    req.qpn  = cm->iface->txqs[ep->txq].qp.qpn;
     req.from = cm->self;
     status   = strand_rc_cm_send(cm, conn->peer->ep, conn->id, &req);
     if ((status != UCS_OK) && (status != UCS_INPROGRESS)) {
@@ -708,7 +708,7 @@ ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, strand_dc_ep_t *ep,
     return UCS_OK;
 }
 
-void strand_rc_cm_forget(strand_rc_cm_t *cm, strand_dc_ep_t *ep)
+void strand_rc_cm_forget(strand_rc_cm_t *cm, strand_ep_t *ep)
 {
     strand_rc_conn_t *conn = strand_rc_ep(ep)->conn;
     khiter_t it;
@@ -732,7 +732,7 @@ void strand_rc_cm_forget(strand_rc_cm_t *cm, strand_dc_ep_t *ep)
     ucs_free(conn);
 }
 
-ucs_status_t strand_rc_cm_check(strand_rc_cm_t *cm, strand_dc_ep_t *ep)
+ucs_status_t strand_rc_cm_check(strand_rc_cm_t *cm, strand_ep_t *ep)
 {
     strand_rc_conn_t *conn = strand_rc_ep(ep)->conn;
 
@@ -741,7 +741,7 @@ ucs_status_t strand_rc_cm_check(strand_rc_cm_t *cm, strand_dc_ep_t *ep)
         return (conn->peer != NULL) ? uct_ep_check(conn->peer->ep, 0, NULL) :
                                       UCS_OK;
     }
-    return strand_dc_ep_check(&ep->super.super, 0, NULL);
+    return strand_ep_check(&ep->super.super, 0, NULL);
 }
 
 /* ------------------------------------------------------------- messages */
@@ -801,7 +801,7 @@ void strand_rc_cm_show(strand_rc_cm_t *cm, ucs_string_buffer_t *strb)
 
 unsigned strand_rc_cm_progress(strand_rc_cm_t *cm)
 {
-    unsigned count = strand_dc_iface_progress(&cm->dc->super.super);
+    unsigned count = strand_iface_progress(&cm->dc->super.super);
     strand_rc_cm_news_t n;
     unsigned i;
 
@@ -835,8 +835,8 @@ static void strand_rc_cm_async_cb(int id, ucs_event_set_types_t events,
     strand_rc_cm_t *cm = arg;
 
     do {
-        strand_dc_iface_progress(&cm->dc->super.super);
-    } while (strand_dc_iface_event_arm(&cm->dc->super.super,
+        strand_iface_progress(&cm->dc->super.super);
+    } while (strand_iface_event_arm(&cm->dc->super.super,
                                        UCT_EVENT_SEND_COMP | UCT_EVENT_RECV) ==
              UCS_ERR_BUSY);
 }
@@ -914,9 +914,9 @@ static ucs_status_t strand_rc_cm_async_init(strand_rc_cm_t *cm)
     }
     cm->async_fd = fd;
     UCS_ASYNC_BLOCK(cm->async);
-    while (strand_dc_iface_event_arm(dc, UCT_EVENT_SEND_COMP |
+    while (strand_iface_event_arm(dc, UCT_EVENT_SEND_COMP |
                                          UCT_EVENT_RECV) == UCS_ERR_BUSY) {
-        strand_dc_iface_progress(dc);
+        strand_iface_progress(dc);
     }
     UCS_ASYNC_UNBLOCK(cm->async);
     return UCS_OK;
@@ -945,7 +945,7 @@ ucs_status_t strand_rc_cm_event_arm(strand_rc_cm_t *cm, unsigned events)
         status = UCS_ERR_BUSY;
     } else if (cm->async_fd < 0) {
         /* no async thread: the worker's sleep must see requests too */
-        status = strand_dc_iface_event_arm(&cm->dc->super.super,
+        status = strand_iface_event_arm(&cm->dc->super.super,
                                            UCT_EVENT_SEND_COMP |
                                            UCT_EVENT_RECV);
     } else {
@@ -961,17 +961,23 @@ ucs_status_t strand_rc_cm_event_arm(strand_rc_cm_t *cm, unsigned events)
 /* The companion's configuration: rc_strand's timeouts and retries, small
  * queues, no flow control (requests are few; receiver-not-ready retries
  * cover a burst), no tag matching or integrity. */
-static void strand_rc_cm_config(const strand_dc_iface_config_t *rc,
-                                strand_dc_iface_config_t *dc)
+static void strand_rc_cm_config(const strand_iface_config_t *rc,
+                                strand_dc_iface_config_t *config)
 {
-    *dc                  = *rc;
+    strand_iface_config_t *dc = &config->super;
+
+    memset(config, 0, sizeof(*config));
+    *dc                         = *rc;
+    config->tx_policy           = STRAND_DC_TX_POLICY_DCS;
+    config->quota               = UINT_MAX;
+    config->stream_map          = STRAND_DC_STREAM_MAP_EP;
     dc->common.tx_queue_len     = STRAND_RC_CM_TX_QUEUE;
     dc->common.tx_cq_moderation = 1;
     dc->common.rx_queue_len     = STRAND_RC_CM_RX_QUEUE;
     dc->common.rx_max_poll      = 16;
     dc->common.tx_max_poll      = 16;
     dc->common.seg_size         = STRAND_RC_CM_SEG_SIZE;
-    dc->num_dci          = STRAND_RC_CM_NUM_DCI;
+    dc->num_txqs                = STRAND_RC_CM_NUM_DCI;
     dc->common.tx_cq_len        = 0;
     dc->common.rx_cq_len        = 0;
     dc->common.max_inline       = ucs_min(rc->common.max_inline, 128);
@@ -982,10 +988,10 @@ static void strand_rc_cm_config(const strand_dc_iface_config_t *rc,
     dc->common.rx_mp.bufs_grow  = STRAND_RC_CM_RX_QUEUE;
 }
 
-ucs_status_t strand_rc_cm_open(strand_dc_iface_t *iface, uct_worker_h worker,
+ucs_status_t strand_rc_cm_open(strand_iface_t *iface, uct_worker_h worker,
                                const uct_iface_params_t *params,
                                const uct_iface_config_t *tl_config,
-                               const strand_dc_iface_config_t *rc_config,
+                               const strand_iface_config_t *rc_config,
                                strand_rc_cm_t **cm_p)
 {
     strand_dc_iface_config_t config;
@@ -1025,14 +1031,15 @@ ucs_status_t strand_rc_cm_open(strand_dc_iface_t *iface, uct_worker_h worker,
     cm_params.err_handler_arg = cm;
     cm_params.err_handler_flags = 0;
     cm_params.features        = UCT_IFACE_FEATURE_AM;
-    /* (a dc_strand interface as uct_iface_open makes one) */
-    status = UCS_CLASS_NEW(strand_dc_iface_t, &dc, &iface->md->super, worker,
-                           &cm_params, tl_config, &config, &strand_dc_tl_ops,
-                           &strand_dc_iface_ops);
+    /* a dc_strand interface, as uct_iface_open makes one */
+    status = UCS_CLASS_NEW_FUNC_NAME(strand_dc_iface_t)(&iface->md->super,
+                                                        worker, &cm_params,
+                                                        &config.super.super,
+                                                        &dc);
     if (status != UCS_OK) {
         goto err;
     }
-    cm->dc = ucs_derived_of(dc, strand_dc_iface_t);
+    cm->dc = ucs_derived_of(dc, strand_iface_t);
     status = uct_iface_set_am_handler(dc, STRAND_RC_CM_AM_ID,
                                       strand_rc_cm_am_cb, cm, 0);
     if (status != UCS_OK) {

@@ -41,19 +41,19 @@
 #ifndef STRAND_RC_CM_H_
 #define STRAND_RC_CM_H_
 
-#include "uct_mlx5/dc/dc_iface.h"
+#include "uct_mlx5/common/iface.h"
 
 #include <ucs/async/async_fwd.h>
 #include <ucs/datastruct/string_buffer.h>
 
-struct strand_dc_ep;
+struct strand_ep;
 typedef struct strand_rc_cm strand_rc_cm_t;
 
 /* The manager of iface (rc_strand), with its companion interface. */
-ucs_status_t strand_rc_cm_open(strand_dc_iface_t *iface, uct_worker_h worker,
+ucs_status_t strand_rc_cm_open(strand_iface_t *iface, uct_worker_h worker,
                                const uct_iface_params_t *params,
                                const uct_iface_config_t *tl_config,
-                               const strand_dc_iface_config_t *rc_config,
+                               const strand_iface_config_t *rc_config,
                                strand_rc_cm_t **cm_p);
 /* The async thread no longer answers requests (before the interface's
  * rendezvous go); close stops it too. */
@@ -71,15 +71,15 @@ int strand_rc_cm_is_reachable(strand_rc_cm_t *cm,
 
 /* ep (its QP made, not connected) asks the interface at dev_addr and
  * iface_addr for a QP; it posts once the answer connected it. */
-ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, struct strand_dc_ep *ep,
+ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, struct strand_ep *ep,
                                   const uct_device_addr_t *dev_addr,
                                   const uct_iface_addr_t *iface_addr);
 /* ep is destroyed: the peer is told to drop its QP (now, or once it
  * answered). */
-void strand_rc_cm_forget(strand_rc_cm_t *cm, struct strand_dc_ep *ep);
+void strand_rc_cm_forget(strand_rc_cm_t *cm, struct strand_ep *ep);
 /* uct_ep_check: a connected ep probes its peer as dc_strand's do; one
  * still connecting probes the path of its request */
-ucs_status_t strand_rc_cm_check(strand_rc_cm_t *cm, struct strand_dc_ep *ep);
+ucs_status_t strand_rc_cm_check(strand_rc_cm_t *cm, struct strand_ep *ep);
 /* messages in and out, failures of the manager's endpoints, news from the
  * async thread (the caller holds the async context, below) */
 unsigned strand_rc_cm_progress(strand_rc_cm_t *cm);

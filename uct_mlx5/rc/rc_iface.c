@@ -10,6 +10,8 @@
 #include "rc_cm.h"
 #include "rc_qp.h"
 #include "rc_rndv.h"
+#include "uct_mlx5/common/ep_short.h"
+#include "uct_mlx5/dc/dc_addr.h"
 
 #include <ucs/async/async.h>
 #include <ucs/debug/log.h>
@@ -53,24 +55,22 @@ static ucs_config_field_t strand_rc_iface_config_table[] = {
  * receiver that runs out of buffers is covered by receiver-not-ready
  * retries). */
 static void strand_rc_config_to_dc(const strand_rc_iface_config_t *rc,
-                                   strand_dc_iface_config_t *dc)
+                                   strand_iface_config_t *config)
 {
-    memset(dc, 0, sizeof(*dc));
-    dc->super               = rc->super;
-    dc->common              = rc->common;
-    dc->num_dci             = rc->max_eps;
-    dc->tx_policy           = STRAND_DC_TX_POLICY_DCS;
-    dc->quota               = UINT_MAX;
-    dc->stream_map          = STRAND_DC_STREAM_MAP_EP;
-    dc->fc_enable           = 0;
-    dc->fc_wnd_size         = 512;
-    dc->fc_soft_thresh      = 0.5;
-    dc->fc_hard_req_timeout = UCS_TIME_INFINITY;
-    dc->rx_inline           = 0;
-    dc->integrity_pipeline  = rc->integrity_pipeline;
+    memset(config, 0, sizeof(*config));
+    config->super               = rc->super;
+    config->common              = rc->common;
+    config->num_txqs            = rc->max_eps;
+    config->fc_enable           = 0;
+    config->fc_wnd_size         = 512;
+    config->fc_soft_thresh      = 0.5;
+    config->fc_hard_req_timeout = UCS_TIME_INFINITY;
+    config->integrity_pipeline  = rc->integrity_pipeline;
 }
 
 static uct_iface_ops_t strand_rc_iface_ops;
+static void strand_rc_ep_short_ops(const strand_iface_t *iface,
+                                   uct_iface_ops_t *ops);
 
 static void strand_rc_iface_vfs_show_connections(void *obj,
                                                  ucs_string_buffer_t *strb,
@@ -101,7 +101,7 @@ static void strand_rc_iface_vfs_refresh(uct_iface_h tl_iface)
 {
     strand_rc_iface_t *iface = ucs_derived_of(tl_iface, strand_rc_iface_t);
 
-    strand_dc_iface_vfs_refresh(tl_iface);
+    strand_iface_vfs_refresh(tl_iface);
     ucs_vfs_obj_add_ro_file(tl_iface, strand_rc_iface_vfs_show_connections,
                             NULL, 0, "connections");
     if (iface->rndv != NULL) {
@@ -110,7 +110,7 @@ static void strand_rc_iface_vfs_refresh(uct_iface_h tl_iface)
     }
 }
 
-int strand_rc_iface_tx_cqe_other(strand_dc_iface_t *iface,
+int strand_rc_iface_tx_cqe_other(strand_iface_t *iface,
                                  const struct mlx5_cqe64 *cqe)
 {
     strand_rc_rndv_t *rndv = strand_rc_iface(iface)->rndv;
@@ -130,11 +130,11 @@ static void strand_rc_iface_rndv_cleanup(strand_rc_iface_t *iface)
 }
 
 static uct_iface_internal_ops_t strand_rc_iface_internal_ops = {
-    .iface_estimate_perf = strand_dc_iface_estimate_perf,
+    .iface_estimate_perf = strand_iface_estimate_perf,
     .iface_vfs_refresh   = strand_rc_iface_vfs_refresh,
     .ep_query            = (uct_ep_query_func_t)
                            ucs_empty_function_return_unsupported,
-    .ep_invalidate       = strand_dc_ep_invalidate
+    .ep_invalidate       = strand_ep_invalidate
 };
 
 /* The shared interface with rc_strand's part (rc_qp.c), then the
@@ -143,18 +143,20 @@ static UCS_CLASS_INIT_FUNC(strand_rc_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params,
                            const uct_iface_config_t *tl_config)
 {
-    strand_dc_iface_config_t config;
+    strand_iface_config_t config;
     ucs_status_t status;
 
     strand_rc_config_to_dc(ucs_derived_of(tl_config,
                                           strand_rc_iface_config_t),
                            &config);
-    UCS_CLASS_CALL_SUPER_INIT(strand_dc_iface_t, md, worker, params,
+    UCS_CLASS_CALL_SUPER_INIT(strand_iface_t, md, worker, params,
                               tl_config, &config, &strand_rc_tl_ops,
                               &strand_rc_iface_ops);
     self->cm   = NULL;
     self->rndv = NULL;
     self->super.super.internal_ops = &strand_rc_iface_internal_ops;
+    /* its short entry points: WQEs without address vector */
+    strand_rc_ep_short_ops(&self->super, &self->super.super.super.ops);
     if (self->super.have_tm) {
         /* its rendezvous read on the responder QPs the manager makes */
         status = strand_rc_rndv_init(&self->super, config.integrity_pipeline,
@@ -180,7 +182,7 @@ static UCS_CLASS_CLEANUP_FUNC(strand_rc_iface_t)
     self->cm = NULL;
 }
 
-UCS_CLASS_DEFINE(strand_rc_iface_t, strand_dc_iface_t);
+UCS_CLASS_DEFINE(strand_rc_iface_t, strand_iface_t);
 static UCS_CLASS_DEFINE_NEW_FUNC(strand_rc_iface_t, uct_iface_t, uct_md_h,
                                  uct_worker_h, const uct_iface_params_t*,
                                  const uct_iface_config_t*);
@@ -190,7 +192,7 @@ static ucs_status_t strand_rc_iface_query(uct_iface_h tl_iface,
                                           uct_iface_attr_t *attr)
 {
     strand_rc_iface_t *iface = ucs_derived_of(tl_iface, strand_rc_iface_t);
-    ucs_status_t status      = strand_dc_iface_query(tl_iface, attr);
+    ucs_status_t status      = strand_iface_query(&iface->super, attr);
 
     if (status != UCS_OK) {
         return status;
@@ -198,11 +200,22 @@ static ucs_status_t strand_rc_iface_query(uct_iface_h tl_iface,
     /* connected to an interface: the transport wires its QPs itself */
     attr->cap.flags      |= UCT_IFACE_FLAG_CONNECT_TO_IFACE;
     attr->cap.flags      &= ~UCT_IFACE_FLAG_CONNECT_TO_EP;
+    attr->device_addr_len = strand_dc_addr_device_len(&iface->super);
     attr->iface_addr_len  = strand_rc_cm_iface_addr_len();
     attr->ep_addr_len     = 0;
-    attr->max_num_eps     = iface->super.num_dci;
+    attr->max_num_eps     = iface->super.num_txqs;
     /* a QP per peer: each one costs the NIC a context (as UCX's rc) */
     attr->latency.m       = 1e-9;
+    return UCS_OK;
+}
+
+static ucs_status_t
+strand_rc_iface_get_device_address(uct_iface_h tl_iface,
+                                   uct_device_addr_t *addr)
+{
+    strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
+
+    strand_dc_addr_pack_device(iface, (strand_dc_device_addr_t*)addr);
     return UCS_OK;
 }
 
@@ -234,11 +247,11 @@ static unsigned strand_rc_iface_progress(uct_iface_h tl_iface)
     unsigned count             = 0;
 
     if (iface->rndv == NULL) {
-        count += strand_dc_iface_progress(tl_iface);
+        count += strand_iface_progress(tl_iface);
     }
     UCS_ASYNC_BLOCK(async);
     if (iface->rndv != NULL) {
-        count += strand_dc_iface_progress(tl_iface) +
+        count += strand_iface_progress(tl_iface) +
                  strand_rc_rndv_progress(iface->rndv);
     }
     count += strand_rc_cm_progress(iface->cm);
@@ -263,7 +276,7 @@ static ucs_status_t strand_rc_iface_event_arm(uct_iface_h tl_iface,
     ucs_status_t status      = strand_rc_cm_event_arm(iface->cm, events);
 
     return (status != UCS_OK) ? status :
-           strand_dc_iface_event_arm(tl_iface, events);
+           strand_iface_event_arm(tl_iface, events);
 }
 
 /* ----------------------------------------------------------- endpoints */
@@ -271,7 +284,7 @@ static ucs_status_t strand_rc_iface_event_arm(uct_iface_h tl_iface,
 /* The shared endpoint (its QP made by rc_qp.c), not connected yet. */
 static UCS_CLASS_INIT_FUNC(strand_rc_ep_t, const uct_ep_params_t *params)
 {
-    UCS_CLASS_CALL_SUPER_INIT(strand_dc_ep_t, params);
+    UCS_CLASS_CALL_SUPER_INIT(strand_ep_t, params);
     self->conn = NULL;
     return UCS_OK;
 }
@@ -280,7 +293,7 @@ static UCS_CLASS_CLEANUP_FUNC(strand_rc_ep_t)
 {
 }
 
-UCS_CLASS_DEFINE(strand_rc_ep_t, strand_dc_ep_t);
+UCS_CLASS_DEFINE(strand_rc_ep_t, strand_ep_t);
 
 /* An ep: its QP now, connected by the connection manager (rc_cm.h); it
  * posts once the peer answered. */
@@ -335,7 +348,7 @@ static void strand_rc_ep_destroy(uct_ep_h tl_ep)
 static ucs_status_t strand_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
                                        uct_completion_t *comp)
 {
-    strand_dc_ep_t *ep       = ucs_derived_of(tl_ep, strand_dc_ep_t);
+    strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
     strand_rc_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                               strand_rc_iface_t);
     ucs_status_t status;
@@ -349,11 +362,21 @@ static ucs_status_t strand_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
 
 /* ------------------------------------------------------------ the tl */
 
+STRAND_EP_SHORT_ENTRY_POINTS(strand_rc_ep, 0)
+
+static void strand_rc_ep_short_ops(const strand_iface_t *iface,
+                                   uct_iface_ops_t *ops)
+{
+    ops->ep_am_short  = (iface->config.am_tmh != 0) ?
+                        strand_rc_ep_am_short_tmh : strand_rc_ep_am_short;
+    ops->ep_put_short = strand_rc_ep_put_short;
+}
+
 /* dc_strand's operations, but for endpoints that connect themselves, the
  * connection manager's progress, addresses and lifetime */
 UCS_STATIC_INIT
 {
-    strand_rc_iface_ops                    = strand_dc_iface_ops;
+    strand_rc_iface_ops                    = strand_iface_ops;
     strand_rc_iface_ops.ep_check           = strand_rc_ep_check;
     strand_rc_iface_ops.ep_create          = strand_rc_ep_create;
     strand_rc_iface_ops.ep_destroy         = strand_rc_ep_destroy;
@@ -364,13 +387,15 @@ UCS_STATIC_INIT
         UCS_CLASS_DELETE_FUNC_NAME(strand_rc_iface_t);
     strand_rc_iface_ops.iface_query        = strand_rc_iface_query;
     strand_rc_iface_ops.iface_get_address  = strand_rc_iface_get_address;
+    strand_rc_iface_ops.iface_get_device_address =
+        strand_rc_iface_get_device_address;
     strand_rc_iface_ops.iface_is_reachable = strand_rc_iface_is_reachable;
     strand_rc_iface_ops.ep_tag_rndv_zcopy  = strand_rc_ep_tag_rndv_zcopy;
 }
 
 uct_tl_t uct_rc_strand_tl = {
     .name          = STRAND_RC_TL_NAME,
-    .query_devices = strand_dc_query_devices,
+    .query_devices = strand_query_devices,
     .iface_open    = UCS_CLASS_NEW_FUNC_NAME(strand_rc_iface_t),
     .config = {
         .name   = STRAND_RC_TL_NAME " transport",

@@ -16,13 +16,13 @@
 #ifndef STRAND_RC_IFACE_H_
 #define STRAND_RC_IFACE_H_
 
-#include "uct_mlx5/dc/dc_iface.h"
-#include "uct_mlx5/dc/dc_ep.h"
+#include "uct_mlx5/common/iface.h"
+#include "uct_mlx5/common/ep.h"
 
 #define STRAND_RC_TL_NAME        "rc_strand"
 #define STRAND_RC_CONFIG_PREFIX  "RC_STRAND_"
 #define STRAND_RC_MAX_EPS        65535          /* RC QPs of an interface
-                                                   (STRAND_DC_DCI_NONE: none) */
+                                                   (STRAND_TXQ_NONE: none) */
 #define STRAND_RC_EPS_PER_CQ     256            /* RC QPs sharing a send CQ */
 #define STRAND_RC_RNDV_MAX_WQES  1024           /* its rendezvous: WQEs of
                                                    its responder QPs
@@ -34,29 +34,29 @@
  * the manager's responder QPs (their send CQEs come on its first send
  * CQ). */
 typedef struct strand_rc_iface {
-    strand_dc_iface_t      super;
+    strand_iface_t      super;
     struct strand_rc_cm   *cm;
     struct strand_rc_rndv *rndv;
 } strand_rc_iface_t;
 
 /* An endpoint: the shared one, its connection (rc_cm.c) */
 typedef struct strand_rc_ep {
-    strand_dc_ep_t         super;
+    strand_ep_t         super;
     struct strand_rc_conn *conn;
 } strand_rc_ep_t;
 
-static inline strand_rc_iface_t *strand_rc_iface(strand_dc_iface_t *iface)
+static inline strand_rc_iface_t *strand_rc_iface(strand_iface_t *iface)
 {
     return ucs_derived_of(iface, strand_rc_iface_t);
 }
 
-static inline strand_rc_ep_t *strand_rc_ep(strand_dc_ep_t *ep)
+static inline strand_rc_ep_t *strand_rc_ep(strand_ep_t *ep)
 {
     return ucs_derived_of(ep, strand_rc_ep_t);
 }
 
 /* a send CQE of a responder QP that reads a rendezvous: 0 when it was */
-int strand_rc_iface_tx_cqe_other(strand_dc_iface_t *iface,
+int strand_rc_iface_tx_cqe_other(strand_iface_t *iface,
                                  const struct mlx5_cqe64 *cqe);
 
 typedef struct strand_rc_iface_config {

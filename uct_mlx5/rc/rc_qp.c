@@ -6,19 +6,19 @@
 #endif
 
 #include "rc_qp.h"
-#include "uct_mlx5/dc/dc_dci.h"
-#include "uct_mlx5/dc/dc_ep.h"
-#include "uct_mlx5/dc/dc_policy.h"
+#include "uct_mlx5/common/txq.h"
+#include "uct_mlx5/common/ep_post.h"
+#include "uct_mlx5/dc/dc_addr.h"
 
 #include <ucs/debug/log.h>
 
 #include <errno.h>
 #include <string.h>
 
-void strand_rc_qp_attr(const strand_dc_iface_t *iface,
+void strand_rc_qp_attr(const strand_iface_t *iface,
                        strand_dev_rc_attr_t *attr)
 {
-    const strand_dev_dci_attr_t *d = &iface->dci_attr;
+    const strand_dev_dci_attr_t *d = &iface->sq_attr;
 
     memset(attr, 0, sizeof(*attr));
     attr->td            = d->td;
@@ -35,45 +35,45 @@ void strand_rc_qp_attr(const strand_dc_iface_t *iface,
     attr->min_rnr_timer = iface->min_rnr_timer;
 }
 
-/* The lowest slot without a QP: slots below dci_hwm are set up, the next
+/* The lowest slot without a QP: slots below txq_hwm are set up, the next
  * one is set up now (MAX_EPS costs memory only as endpoints come). */
-static ucs_status_t strand_rc_qp_slot(strand_dc_iface_t *iface,
-                                      strand_dc_dci_t **dci_p)
+static ucs_status_t strand_rc_qp_slot(strand_iface_t *iface,
+                                      strand_txq_t **dci_p)
 {
     ucs_status_t status;
     unsigned i;
 
-    for (i = 0; i < iface->dci_hwm; ++i) {
-        if ((iface->dcis[i].qp.h == NULL) &&
-            (iface->dcis[i].state == STRAND_DC_DCI_FREE)) {
-            *dci_p = &iface->dcis[i];
+    for (i = 0; i < iface->txq_hwm; ++i) {
+        if ((iface->txqs[i].qp.h == NULL) &&
+            (iface->txqs[i].state == STRAND_TXQ_FREE)) {
+            *dci_p = &iface->txqs[i];
             return UCS_OK;
         }
     }
-    if (iface->dci_hwm == iface->num_dci) {
+    if (iface->txq_hwm == iface->num_txqs) {
         ucs_error("%s: %s: all %u endpoints of the interface are in use "
                   "(UCX_%sMAX_EPS)", iface->dev->info.name, iface->tl_name,
-                  iface->num_dci, iface->cfg_prefix);
+                  iface->num_txqs, iface->cfg_prefix);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
-    *dci_p = &iface->dcis[iface->dci_hwm];
-    status = strand_dc_dci_slot_init(iface, *dci_p, iface->dci_hwm);
+    *dci_p = &iface->txqs[iface->txq_hwm];
+    status = strand_txq_slot_init(iface, *dci_p, iface->txq_hwm);
     if (status != UCS_OK) {
         return status;
     }
-    ++iface->dci_hwm;
+    ++iface->txq_hwm;
     return UCS_OK;
 }
 
 /* An endpoint's part: a QP of its own now, its doorbells held until the
  * connection manager connected it (rc/rc_iface.c asks it to). */
-static ucs_status_t strand_rc_qp_ep_init(strand_dc_iface_t *iface,
-                                         strand_dc_ep_t *ep,
+static ucs_status_t strand_rc_qp_ep_init(strand_iface_t *iface,
+                                         strand_ep_t *ep,
                                          const uct_ep_params_t *params)
 {
     strand_dev_t *dev = iface->dev;
     strand_dev_rc_attr_t attr;
-    strand_dc_dci_t *dci;
+    strand_txq_t *dci;
     ucs_status_t status;
     int err;
 
@@ -85,7 +85,7 @@ static ucs_status_t strand_rc_qp_ep_init(strand_dc_iface_t *iface,
         return status;
     }
     strand_rc_qp_attr(iface, &attr);
-    status = strand_dc_iface_tx_cq_get(iface, dci->index, &attr.send_cq);
+    status = strand_iface_tx_cq_get(iface, dci->index, &attr.send_cq);
     if (status != UCS_OK) {
         return status;
     }
@@ -96,111 +96,120 @@ static ucs_status_t strand_rc_qp_ep_init(strand_dc_iface_t *iface,
         dci->qp.h = NULL;
         return UCS_ERR_IO_ERROR;
     }
-    status = strand_dc_dci_attach_qp(iface, dci);
+    status = strand_txq_attach_qp(iface, dci);
     if (status == UCS_OK) {
         /* it posts at once, as on a QP wired when it was made (what UCX's
          * tests and UCP expect of a new endpoint) */
-        status = strand_dc_dci_hold(dci);
+        status = strand_txq_hold(dci);
     }
     if (status != UCS_OK) {
-        strand_dc_dci_detach_qp(iface, dci);
+        strand_txq_detach_qp(iface, dci);
         return status;
     }
     dci->ep               = ep;
     dci->users            = 1;
-    dci->streams[0].users = 1;
-    ep->dci               = dci->index;
-    ep->stream            = 0;
-    strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_ACTIVE);
-    strand_dc_ep_tx_update(iface, ep);
+    dci->lanes[0].users = 1;
+    ep->txq               = dci->index;
+    ep->lane            = 0;
+    strand_txq_set_state(iface, dci, STRAND_TXQ_ACTIVE);
+    strand_ep_tx_update(iface, ep);
     return UCS_OK;
 }
 
-void strand_rc_qp_abort(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+void strand_rc_qp_abort(strand_iface_t *iface, strand_ep_t *ep)
 {
-    if (ep->dci != STRAND_DC_DCI_NONE) {
-        strand_dc_dci_held_abort(iface, &iface->dcis[ep->dci]);
+    if (ep->txq != STRAND_TXQ_NONE) {
+        strand_txq_held_abort(iface, &iface->txqs[ep->txq]);
     }
 }
 
-void strand_rc_qp_connected(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+void strand_rc_qp_connected(strand_iface_t *iface, strand_ep_t *ep)
 {
-    strand_dc_dci_held_go(iface, &iface->dcis[ep->dci]);
+    strand_txq_held_go(iface, &iface->txqs[ep->txq]);
 }
 
 /* An ep whose QP was in error or never connected, or which had nothing
  * outstanding when it went: the QP goes now. */
-static void strand_rc_qp_idle(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
+static void strand_rc_qp_idle(strand_iface_t *iface, strand_txq_t *dci)
 {
     /* the QP of an ep destroyed with work on the wire goes once the work
      * is back (or with its recovery, strand_rc_qp_reset) */
     if ((dci->ep == NULL) && (dci->outstanding == 0) &&
-        (dci->state != STRAND_DC_DCI_DRAINING)) {
-        strand_dc_dci_detach_qp(iface, dci);
-        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_FREE);
+        (dci->state != STRAND_TXQ_DRAINING)) {
+        strand_txq_detach_qp(iface, dci);
+        strand_txq_set_state(iface, dci, STRAND_TXQ_FREE);
     }
 }
 
 /* The ep goes: its QP now, or once its last WQE is back. */
-static void strand_rc_qp_ep_cleanup(strand_dc_iface_t *iface,
-                                    strand_dc_ep_t *ep)
+static void strand_rc_qp_ep_cleanup(strand_iface_t *iface,
+                                    strand_ep_t *ep)
 {
-    strand_dc_dci_t *dci;
+    strand_txq_t *dci;
 
-    if (ep->dci == STRAND_DC_DCI_NONE) {
+    if (ep->txq == STRAND_TXQ_NONE) {
         return;
     }
     /* never connected: what it posted comes back flushed */
     strand_rc_qp_abort(iface, ep);
-    dci                   = &iface->dcis[ep->dci];
+    dci                   = &iface->txqs[ep->txq];
     dci->ep               = NULL;
     dci->users            = 0;
-    dci->streams[0].users = 0;
-    ep->dci               = STRAND_DC_DCI_NONE;
-    strand_dc_ep_tx_update(iface, ep);
-    if (dci->state == STRAND_DC_DCI_BROKEN) {
+    dci->lanes[0].users = 0;
+    ep->txq               = STRAND_TXQ_NONE;
+    strand_ep_tx_update(iface, ep);
+    if (dci->state == STRAND_TXQ_BROKEN) {
         /* in error since: nothing more of it comes back */
-        strand_dc_dci_detach_qp(iface, dci);
-        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_FREE);
+        strand_txq_detach_qp(iface, dci);
+        strand_txq_set_state(iface, dci, STRAND_TXQ_FREE);
         return;
     }
-    if (dci->state == STRAND_DC_DCI_ACTIVE) {
-        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_FREE);
+    if (dci->state == STRAND_TXQ_ACTIVE) {
+        strand_txq_set_state(iface, dci, STRAND_TXQ_FREE);
     }
     strand_rc_qp_idle(iface, dci);
 }
 
 /* An RC QP in error is connected to nobody any more: its ep has failed,
  * and the QP goes with the ep (or now, if it is gone). */
-static int strand_rc_qp_reset(strand_dc_iface_t *iface, strand_dc_dci_t *dci)
+static int strand_rc_qp_reset(strand_iface_t *iface, strand_txq_t *dci)
 {
-    strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_BROKEN);
+    strand_txq_set_state(iface, dci, STRAND_TXQ_BROKEN);
     if (dci->ep == NULL) {
-        strand_dc_dci_detach_qp(iface, dci);
-        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_FREE);
+        strand_txq_detach_qp(iface, dci);
+        strand_txq_set_state(iface, dci, STRAND_TXQ_FREE);
     }
     return ENOTCONN;
 }
 
 /* Its own QP: not connected yet, full, or in error; it waits. */
-static ucs_status_t strand_rc_qp_lease(strand_dc_iface_t *iface,
-                                       strand_dc_ep_t *ep)
+static ucs_status_t strand_rc_qp_lease(strand_iface_t *iface,
+                                       strand_ep_t *ep)
 {
     return UCS_ERR_NO_RESOURCE;
 }
 
 /* The QP stays with its ep when it has nothing outstanding. */
-static void strand_rc_qp_release(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+static void strand_rc_qp_release(strand_iface_t *iface, strand_ep_t *ep)
 {
 }
 
-static int strand_rc_qp_can_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+static int strand_rc_qp_can_post(strand_iface_t *iface, strand_ep_t *ep)
 {
-    return strand_dc_policy_ready(iface, ep) != NULL;
+    return strand_ep_txq_ready(iface, ep) != NULL;
+}
+
+/* the peer of ep for the log: the path to its QP as a DC address vector
+ * names it (rc_cm.c sets it once connected) */
+static const char *strand_rc_qp_peer_str(strand_iface_t *iface,
+                                         const strand_ep_t *ep, char *buf,
+                                         size_t max)
+{
+    return strand_dc_addr_av_str(&ep->av, buf, max);
 }
 
 /* Its send queues come with its endpoints. */
-static ucs_status_t strand_rc_qp_open(strand_dc_iface_t *iface)
+static ucs_status_t strand_rc_qp_open(strand_iface_t *iface)
 {
     return UCS_OK;
 }
@@ -209,6 +218,7 @@ const strand_tl_ops_t strand_rc_tl_ops = {
     .name            = STRAND_RC_TL_NAME,
     .cfg_prefix      = STRAND_RC_CONFIG_PREFIX,
     .sqs_option      = "MAX_EPS",
+    .sqs_word        = "QP slots",
     .max_sqs         = STRAND_RC_MAX_EPS,
     .sqs_per_cq      = STRAND_RC_EPS_PER_CQ,
     .sqs_per_cq_text = "min(MAX_EPS, 256)",
@@ -218,6 +228,7 @@ const strand_tl_ops_t strand_rc_tl_ops = {
     .sq_open         = strand_rc_qp_open,
     .ep_init         = strand_rc_qp_ep_init,
     .ep_cleanup      = strand_rc_qp_ep_cleanup,
+    .ep_peer_str     = strand_rc_qp_peer_str,
     .sq_lease        = strand_rc_qp_lease,
     .sq_release      = strand_rc_qp_release,
     .sq_can_post     = strand_rc_qp_can_post,

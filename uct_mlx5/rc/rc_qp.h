@@ -17,13 +17,13 @@ extern const strand_tl_ops_t strand_rc_tl_ops;
 
 /* how the interface's RC QPs are made (the endpoints' and the connection
  * manager's responder QPs) */
-void strand_rc_qp_attr(const strand_dc_iface_t *iface,
+void strand_rc_qp_attr(const strand_iface_t *iface,
                        strand_dev_rc_attr_t *attr);
 /* the QP of ep was connected: what ep posted since it was made goes to
  * the device, its pending requests go */
-void strand_rc_qp_connected(strand_dc_iface_t *iface, strand_dc_ep_t *ep);
+void strand_rc_qp_connected(strand_iface_t *iface, strand_ep_t *ep);
 /* the QP of ep will not be connected (refused, its peer gone): to ERR,
  * every WQE posted comes back flushed */
-void strand_rc_qp_abort(strand_dc_iface_t *iface, strand_dc_ep_t *ep);
+void strand_rc_qp_abort(strand_iface_t *iface, strand_ep_t *ep);
 
 #endif

@@ -7,8 +7,8 @@
 
 #include "rc_rndv.h"
 #include "rc_iface.h"
-#include "uct_mlx5/dc/dc_ep_post.h"
-#include "uct_mlx5/dc/dc_tag.h"
+#include "uct_mlx5/common/ep_post.h"
+#include "uct_mlx5/common/tag.h"
 #include "uct_mlx5/common/status.h"
 #include "dev/dev_ring.h"
 #include "mlx5/cqe.h"
@@ -78,7 +78,7 @@ struct strand_rc_xfer {
     uint8_t                 bad;        /* a piece came back bad while
                                            the FIN was posted: the FIN is
                                            cancelled at the stop */
-    strand_dc_tx_desc_t    *rts_desc;   /* the request read from the
+    strand_tx_desc_t    *rts_desc;   /* the request read from the
                                            sender (it was written over in
                                            the tag's buffer) */
     ucs_status_t            status;
@@ -87,7 +87,7 @@ struct strand_rc_xfer {
 KHASH_MAP_INIT_INT(strand_rc_rndv_qps, strand_rc_rndv_qp_t*)
 
 struct strand_rc_rndv {
-    strand_dc_iface_t          *iface;
+    strand_iface_t          *iface;
     khash_t(strand_rc_rndv_qps) qps;      /* by QP number */
     ucs_list_link_t             stopping; /* QPs a bad block stops */
     ucs_list_link_t             waiting;  /* transfers waiting for room */
@@ -117,7 +117,7 @@ static void strand_rc_rndv_rts(void *arg, const strand_tm_rts_match_t *m,
 
 /* ------------------------------------------------------------ set up */
 
-ucs_status_t strand_rc_rndv_init(strand_dc_iface_t *iface, int pipeline,
+ucs_status_t strand_rc_rndv_init(strand_iface_t *iface, int pipeline,
                                  strand_rc_rndv_t **rndv_p)
 {
     const strand_dev_caps_t *caps = &iface->dev->caps;
@@ -521,7 +521,7 @@ static ucs_status_t strand_rc_xfer_start(strand_rc_xfer_t *x,
 static ucs_status_t strand_rc_xfer_fetch_rts(strand_rc_xfer_t *x)
 {
     strand_rc_rndv_qp_t *rq = x->rq;
-    strand_dc_iface_t *iface = rq->rndv->iface;
+    strand_iface_t *iface = rq->rndv->iface;
 
     if ((rq->rts_rkey == 0) || !strand_rc_rndv_room(rq, 1)) {
         return UCS_ERR_NO_RESOURCE;
@@ -546,7 +546,7 @@ static ucs_status_t strand_rc_xfer_fetch_rts(strand_rc_xfer_t *x)
 static void strand_rc_xfer_rts_fetched(strand_rc_xfer_t *x,
                                        ucs_status_t status)
 {
-    strand_dc_tx_desc_t *desc = x->rts_desc;
+    strand_tx_desc_t *desc = x->rts_desc;
 
     x->rts_desc = NULL;
     if ((status == UCS_OK) &&
@@ -730,7 +730,7 @@ static void strand_rc_rndv_handle_sqd(strand_rc_rndv_qp_t *rq, uint16_t stop)
 
     /* 1. everything the QP executed has its completion in the CQ (the
      * drain is over): poll it empty; bad pieces are marked now */
-    strand_dc_dci_tx_poll_max(rndv->iface, UINT_MAX);
+    strand_txq_tx_poll_max(rndv->iface, UINT_MAX);
     /* 2. the transfers with a bad block (or failed), 3. their FINs
      * cancelled: rewritten into NOPs of the same size, fence and
      * signaling (what mlx5dv_qp_cancel_posted_send_wrs does to the WRs
@@ -945,7 +945,7 @@ void strand_rc_rndv_table(const strand_rc_rndv_t *rndv, uint64_t *va_p,
 
 /* ------------------------------------------------------- the sender */
 
-unsigned strand_rc_rndv_max_hdr(const strand_dc_iface_t *iface)
+unsigned strand_rc_rndv_max_hdr(const strand_iface_t *iface)
 {
     return strand_tm_rts_max_hdr(strand_md_rkey_packed_size(iface->md));
 }
@@ -957,7 +957,7 @@ ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                                              size_t iovcnt, unsigned flags,
                                              uct_completion_t *comp)
 {
-    STRAND_DC_EP_BASE_DECL(tl_ep);
+    STRAND_EP_BASE_DECL(tl_ep);
     uint8_t rts[STRAND_TM_RTS_MAX];
     uint8_t rkey[sizeof(strand_md_packed_rkey_sig_t)] = {0};
     size_t length     = uct_iov_total_length(iov, iovcnt);
@@ -971,7 +971,7 @@ ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     UCT_CHECK_PARAM_PTR(header_length <= strand_rc_rndv_max_hdr(iface),
                         "tag_rndv_zcopy: header of %u bytes (max %u)",
                         header_length, strand_rc_rndv_max_hdr(iface));
-    rndv = strand_dc_tag_rndv_start(iface, ep, iov, iovcnt, comp, &dci,
+    rndv = strand_tag_rndv_start(iface, ep, iov, iovcnt, comp, &dci,
                                     &app_ctx, &status);
     if (rndv == NULL) {
         return UCS_STATUS_PTR(status);
@@ -982,7 +982,7 @@ ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
         status = uct_md_mkey_pack(&iface->md->super, iov[0].memh, rkey);
         if (status != UCS_OK) {
             strand_tm_rndv_put(&iface->tm, rndv);
-            strand_dc_ep_unlease_if_idle(iface, ep);
+            strand_ep_unlease_if_idle(iface, ep);
             return UCS_STATUS_PTR(status);
         }
     }
@@ -1005,6 +1005,6 @@ ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     sge[0].length = sizeof(tmh);
     sge[1].addr   = (uintptr_t)rts;
     sge[1].length = (uint32_t)rts_len;
-    strand_dc_tag_rndv_post(iface, ep, dci, sge, 2);
+    strand_tag_rndv_post(iface, ep, dci, sge, 2);
     return rndv;
 }

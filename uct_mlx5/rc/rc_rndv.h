@@ -32,7 +32,7 @@
 #ifndef STRAND_RC_RNDV_H_
 #define STRAND_RC_RNDV_H_
 
-#include "uct_mlx5/dc/dc_iface.h"
+#include "uct_mlx5/common/iface.h"
 
 #include <ucs/datastruct/string_buffer.h>
 
@@ -41,7 +41,7 @@ typedef struct strand_rc_rndv_qp strand_rc_rndv_qp_t;
 
 /* The receiver's side for iface (with tag matching on); pipeline:
  * UCX_RC_STRAND_INTEGRITY_PIPELINE (UCS_YES, UCS_NO or UCS_TRY). */
-ucs_status_t strand_rc_rndv_init(strand_dc_iface_t *iface, int pipeline,
+ucs_status_t strand_rc_rndv_init(strand_iface_t *iface, int pipeline,
                                  strand_rc_rndv_t **rndv_p);
 void strand_rc_rndv_cleanup(strand_rc_rndv_t *rndv);
 
@@ -80,6 +80,6 @@ ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                                              size_t iovcnt, unsigned flags,
                                              uct_completion_t *comp);
 /* the largest user header of a rendezvous (cap.tag.rndv.max_hdr) */
-unsigned strand_rc_rndv_max_hdr(const strand_dc_iface_t *iface);
+unsigned strand_rc_rndv_max_hdr(const strand_iface_t *iface);
 
 #endif

@@ -21,53 +21,53 @@
  * READ is posted again, anything else fails its endpoint
  * (UCS_ERR_IO_ERROR) rather than run twice.
  */
-#ifndef STRAND_DC_RECOVERY_H_
-#define STRAND_DC_RECOVERY_H_
+#ifndef STRAND_RECOVERY_H_
+#define STRAND_RECOVERY_H_
 
-#include "dc_dci.h"
+#include "txq.h"
 
-struct strand_dc_ep;
+struct strand_ep;
 
 /* An endpoint that failed, its owner to be told (iface->failed). */
-#define STRAND_DC_FAILED_DETAIL 192
-typedef struct strand_dc_failed {
-    struct strand_dc_ep *ep;     /* NULL: destroyed meanwhile */
+#define STRAND_FAILED_DETAIL 192
+typedef struct strand_failed {
+    struct strand_ep *ep;     /* NULL: destroyed meanwhile */
     ucs_status_t         status;
-    char                 detail[STRAND_DC_FAILED_DETAIL];
-} strand_dc_failed_t;
+    char                 detail[STRAND_FAILED_DETAIL];
+} strand_failed_t;
 
 /* An error CQE for op on a healthy stream of an ACTIVE DCI. */
-void strand_dc_recovery_error(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
-                              strand_dc_op_t *op, struct mlx5_cqe64 *cqe);
+void strand_recovery_error(strand_iface_t *iface, strand_txq_t *dci,
+                              strand_op_t *op, struct mlx5_cqe64 *cqe);
 /* A CQE for op on a draining stream or DCI (a flush). */
-void strand_dc_recovery_flush(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
-                              strand_dc_op_t *op, struct mlx5_cqe64 *cqe);
+void strand_recovery_flush(strand_iface_t *iface, strand_txq_t *dci,
+                              strand_op_t *op, struct mlx5_cqe64 *cqe);
 /* Tell the owners of the eps that failed (their error handlers may
  * destroy eps); called where the transport's state is consistent. */
-void strand_dc_recovery_notify(strand_dc_iface_t *iface);
+void strand_recovery_notify(strand_iface_t *iface);
 /* Post held WQEs again where the SQ has room. Returns how many. */
-unsigned strand_dc_recovery_progress(strand_dc_iface_t *iface);
+unsigned strand_recovery_progress(strand_iface_t *iface);
 /* ep failed (or was flushed with UCT_FLUSH_FLAG_CANCEL): its held WQEs
  * complete with its status now; its posted ones complete as the device
  * returns them, at once (flushed) when its DCI carries nobody else's work:
  * the DCI is moved to ERR and reset after its last CQE. */
-void strand_dc_recovery_cancel(strand_dc_iface_t *iface,
-                               struct strand_dc_ep *ep);
+void strand_recovery_cancel(strand_iface_t *iface,
+                               struct strand_ep *ep);
 /* uct_ep_invalidate: ep fails (UCS_ERR_CANCELED, its owner told from
  * progress) and its work is cancelled as above */
-void strand_dc_recovery_invalidate(strand_dc_iface_t *iface,
-                                   struct strand_dc_ep *ep);
+void strand_recovery_invalidate(strand_iface_t *iface,
+                                   struct strand_ep *ep);
 /* ep fails with status for a reason outside its DCI (rc_strand: its
  * connection could not be made); its owner is told from progress */
-void strand_dc_recovery_fail(strand_dc_iface_t *iface,
-                             struct strand_dc_ep *ep, ucs_status_t status,
+void strand_recovery_fail(strand_iface_t *iface,
+                             struct strand_ep *ep, ucs_status_t status,
                              const char *detail);
 /* ep is destroyed: its held WQEs are dropped, their completions
  * cancelled, and its owner is not told of a failure any more */
-void strand_dc_recovery_orphan(strand_dc_iface_t *iface,
-                               struct strand_dc_ep *ep);
+void strand_recovery_orphan(strand_iface_t *iface,
+                               struct strand_ep *ep);
 /* held WQEs freed at close */
-void strand_dc_recovery_cleanup(strand_dc_iface_t *iface,
-                                strand_dc_dci_t *dci);
+void strand_recovery_cleanup(strand_iface_t *iface,
+                                strand_txq_t *dci);
 
 #endif

@@ -5,15 +5,15 @@
 #include "config.h"
 #endif
 
-#include "dc_integrity.h"
-#include "dc_ep_post.h"
-#include "dc_recovery.h"
+#include "integrity_get.h"
+#include "ep_post.h"
+#include "recovery.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 
-ucs_status_t strand_dc_integrity_init(strand_dc_iface_t *iface,
-                                      const strand_dc_iface_config_t *config)
+ucs_status_t strand_iface_integrity_init(strand_iface_t *iface,
+                                      const strand_iface_config_t *config)
 {
     strand_integrity_kind_t kind = (strand_integrity_kind_t)config->common.integrity;
 
@@ -38,41 +38,41 @@ ucs_status_t strand_dc_integrity_init(strand_dc_iface_t *iface,
      * piece never waits for a landing mkey longer than for a send slot */
     return strand_integrity_init(&iface->integrity, iface->dev, kind,
                                  iface->config.max_sge,
-                                 ucs_min(1024, iface->num_dci *
+                                 ucs_min(1024, iface->num_txqs *
                                                iface->config.tx_queue_len),
                                  config->common.integrity_read_size,
                                  config->common.integrity_retries);
 }
 
 /* The GET is over: the user hears of it, its ep has one operation less. */
-static void strand_dc_integrity_finish(strand_dc_iface_t *iface,
+static void strand_iface_integrity_finish(strand_iface_t *iface,
                                        strand_integrity_req_t *req)
 {
-    strand_dc_ep_t *ep     = req->ep;
+    strand_ep_t *ep     = req->ep;
     uct_completion_t *comp = req->comp;
     ucs_status_t status    = req->status;
     uct_completion_t *last = NULL;
 
     strand_integrity_req_finish(&iface->integrity, req);
     if (req->tmp_reg != NULL) {
-        strand_dc_tmp_reg_release(iface, req->tmp_reg);
+        strand_tmp_reg_release(iface, req->tmp_reg);
     }
     ucs_free(req);
     if (ep == NULL) {
         return; /* its ep was destroyed: told then */
     }
     if ((--ep->outstanding == 0) && (ep->held == 0)) {
-        last = strand_dc_ep_idle(iface, ep);
+        last = strand_ep_idle(iface, ep);
     }
-    if ((status != UCS_OK) && !(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+    if ((status != UCS_OK) && !(ep->flags & STRAND_EP_FLAG_FAILED)) {
         /* A GET that fails fails its ep, as every transport error does:
          * UCP takes a failed GET for a failed ep (its rendezvous then
          * sends the sender nothing, and only the ep's error tells
          * anyone); the owner hears of it once the completions are done */
-        strand_dc_recovery_fail(iface, ep, status,
+        strand_recovery_fail(iface, ep, status,
                                 "a checked GET failed");
     }
-    strand_dc_ep_schedule(iface, ep);
+    strand_ep_schedule(iface, ep);
     if (comp != NULL) {
         uct_invoke_completion(comp, status);
     }
@@ -81,7 +81,7 @@ static void strand_dc_integrity_finish(strand_dc_iface_t *iface,
     }
 }
 
-void strand_dc_integrity_cleanup(strand_dc_iface_t *iface)
+void strand_iface_integrity_cleanup(strand_iface_t *iface)
 {
     strand_integrity_req_t *req;
     char buf[256];
@@ -93,7 +93,7 @@ void strand_dc_integrity_cleanup(strand_dc_iface_t *iface)
     while ((req = iface->integrity_queue) != NULL) {
         iface->integrity_queue = req->next;
         if (req->tmp_reg != NULL) {
-            strand_dc_tmp_reg_release(iface, req->tmp_reg);
+            strand_tmp_reg_release(iface, req->tmp_reg);
         }
         ucs_free(req);
     }
@@ -104,7 +104,7 @@ void strand_dc_integrity_cleanup(strand_dc_iface_t *iface)
 
 /* ---------------------------------------------------------- the queue */
 
-static void strand_dc_integrity_enqueue(strand_dc_iface_t *iface,
+static void strand_iface_integrity_enqueue(strand_iface_t *iface,
                                         strand_integrity_req_t *req)
 {
     strand_integrity_req_t **pp;
@@ -119,7 +119,7 @@ static void strand_dc_integrity_enqueue(strand_dc_iface_t *iface,
     *pp = req;
 }
 
-static void strand_dc_integrity_dequeue(strand_dc_iface_t *iface,
+static void strand_iface_integrity_dequeue(strand_iface_t *iface,
                                         strand_integrity_req_t *req)
 {
     strand_integrity_req_t **pp;
@@ -137,49 +137,49 @@ static void strand_dc_integrity_dequeue(strand_dc_iface_t *iface,
 
 /* The READ of a piece: its blocks from the sender's signing mkey into the
  * landing mkey (zero-based, the length on the wire), on ep's DCI. */
-static void strand_dc_integrity_post(strand_dc_iface_t *iface,
-                                     strand_dc_ep_t *ep, strand_dc_dci_t *dci,
+static void strand_iface_integrity_post(strand_iface_t *iface,
+                                     strand_ep_t *ep, strand_txq_t *dci,
                                      strand_integrity_piece_t *piece)
 {
-    strand_dc_op_t op = {0};
+    strand_op_t op = {0};
     struct mlx5_wqe_ctrl_seg *ctrl;
     void *seg;
 
-    ctrl = strand_dc_dci_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, piece->wire_off, piece->req->sig_rkey);
     seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
                           dci->sq.end);
     strand_set_data_seg(seg, 0, piece->wire_len, piece->mkey.key);
-    op.type     = STRAND_DC_OP_CHECKED;
+    op.type     = STRAND_OP_CHECKED;
     op.u.result = piece;
-    strand_dc_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_READ, 0,
-                      STRAND_DC_EP_DS(ep) + 2,
-                      strand_dc_ep_fence_mode(iface, ep), &op);
+    strand_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_READ, 0,
+                      STRAND_EP_DS(ep) + 2,
+                      strand_ep_fence_mode(iface, ep), &op);
 }
 
 /* Post what req has to read while its ep has room and landing mkeys are
  * free; then it waits in the queue, or it is over. */
-static void strand_dc_integrity_issue(strand_dc_iface_t *iface,
+static void strand_iface_integrity_issue(strand_iface_t *iface,
                                       strand_integrity_req_t *req)
 {
-    strand_dc_ep_t *ep = req->ep;
+    strand_ep_t *ep = req->ep;
     strand_integrity_piece_t *piece;
-    strand_dc_dci_t *dci = NULL;
+    strand_txq_t *dci = NULL;
     ucs_status_t status;
 
     while ((ep != NULL) && !strand_integrity_req_done(req)) {
-        if (ep->flags & STRAND_DC_EP_FLAG_FAILED) {
+        if (ep->flags & STRAND_EP_FLAG_FAILED) {
             req->status = (req->status == UCS_OK) ? ep->status : req->status;
             break;
         }
         if (!strand_integrity_piece_available(&iface->integrity) &&
             (req->again == NULL)) {
-            strand_dc_integrity_enqueue(iface, req);
+            strand_iface_integrity_enqueue(iface, req);
             return;
         }
-        status = strand_dc_ep_take_dci(iface, ep, &dci);
+        status = strand_ep_take_dci(iface, ep, &dci);
         if (status == UCS_ERR_NO_RESOURCE) {
-            strand_dc_integrity_enqueue(iface, req);
+            strand_iface_integrity_enqueue(iface, req);
             return;
         }
         if (status != UCS_OK) {
@@ -188,43 +188,43 @@ static void strand_dc_integrity_issue(strand_dc_iface_t *iface,
         }
         status = strand_integrity_next_piece(&iface->integrity, req, &piece);
         if (status == UCS_ERR_NO_RESOURCE) {
-            strand_dc_integrity_enqueue(iface, req);
+            strand_iface_integrity_enqueue(iface, req);
             return;
         }
         if (status != UCS_OK) {
             break; /* nothing more to read now */
         }
-        strand_dc_integrity_post(iface, ep, dci, piece);
+        strand_iface_integrity_post(iface, ep, dci, piece);
     }
-    strand_dc_integrity_dequeue(iface, req);
+    strand_iface_integrity_dequeue(iface, req);
     if (strand_integrity_req_done(req)) {
-        strand_dc_integrity_finish(iface, req);
+        strand_iface_integrity_finish(iface, req);
     }
 }
 
-ucs_status_t strand_dc_ep_get_checked(strand_dc_iface_t *iface,
-                                      strand_dc_ep_t *ep,
+ucs_status_t strand_ep_get_checked(strand_iface_t *iface,
+                                      strand_ep_t *ep,
                                       const uct_iov_t *iov, size_t iovcnt,
                                       uint64_t remote_addr,
                                       const strand_rkey_sig_t *rk,
                                       uct_completion_t *comp)
 {
-    uint32_t lkeys[STRAND_DC_MAX_SGE];
-    strand_dc_tmp_reg_t *reg        = NULL;
+    uint32_t lkeys[STRAND_MAX_SGE];
+    strand_tmp_reg_t *reg        = NULL;
     strand_integrity_req_t *req     = NULL;
     strand_integrity_piece_t *piece = NULL;
-    strand_dc_dci_t *dci = NULL;
+    strand_txq_t *dci = NULL;
     ucs_status_t status;
 
     /* taken only when its first piece can go now (UCP waits otherwise) */
     if (!strand_integrity_piece_available(&iface->integrity)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    status = strand_dc_ep_get_dci(iface, ep, &dci);
+    status = strand_ep_get_dci(iface, ep, &dci);
     if (status != UCS_OK) {
-        return strand_dc_ep_refused(iface, ep, status, comp);
+        return strand_ep_refused(iface, ep, status, comp);
     }
-    status = strand_dc_iov_lkeys(iface, iov, iovcnt, lkeys, &reg);
+    status = strand_iov_lkeys(iface, iov, iovcnt, lkeys, &reg);
     if (status == UCS_OK) {
         req    = ucs_calloc(1, sizeof(*req), "strand_integrity_req");
         status = (req == NULL) ? UCS_ERR_NO_MEMORY :
@@ -244,21 +244,21 @@ ucs_status_t strand_dc_ep_get_checked(strand_dc_iface_t *iface,
         }
         ucs_free(req);
         if (reg != NULL) {
-            strand_dc_tmp_reg_release(iface, reg);
+            strand_tmp_reg_release(iface, reg);
         }
-        strand_dc_ep_unlease_if_idle(iface, ep);
+        strand_ep_unlease_if_idle(iface, ep);
         return (status == UCS_ERR_NO_ELEM) ? UCS_ERR_IO_ERROR : status;
     }
     req->comp    = comp;
     req->tmp_reg = reg;
     ep->outstanding++; /* the GET itself, until its last piece is in */
-    strand_dc_integrity_post(iface, ep, dci, piece);
-    strand_dc_integrity_issue(iface, req);
+    strand_iface_integrity_post(iface, ep, dci, piece);
+    strand_iface_integrity_issue(iface, req);
     return UCS_INPROGRESS;
 }
 
-strand_integrity_req_t *strand_dc_integrity_op_done(strand_dc_iface_t *iface,
-                                                    strand_dc_op_t *op,
+strand_integrity_req_t *strand_iface_integrity_op_done(strand_iface_t *iface,
+                                                    strand_op_t *op,
                                                     ucs_status_t status)
 {
     strand_integrity_piece_t *piece = op->u.result;
@@ -268,23 +268,23 @@ strand_integrity_req_t *strand_dc_integrity_op_done(strand_dc_iface_t *iface,
     return req;
 }
 
-void strand_dc_integrity_kick(strand_dc_iface_t *iface,
+void strand_iface_integrity_kick(strand_iface_t *iface,
                               strand_integrity_req_t *req)
 {
     if (req->ep == NULL) {
         if (strand_integrity_req_done(req)) {
-            strand_dc_integrity_finish(iface, req);
+            strand_iface_integrity_finish(iface, req);
         }
         return;
     }
-    strand_dc_integrity_issue(iface, req);
+    strand_iface_integrity_issue(iface, req);
 }
 
-unsigned strand_dc_integrity_progress(strand_dc_iface_t *iface)
+unsigned strand_iface_integrity_progress(strand_iface_t *iface)
 {
     strand_integrity_req_t *req;
     unsigned n, count = 0;
-    strand_dc_ep_t *ep;
+    strand_ep_t *ep;
 
     if (iface->integrity_starved &&
         strand_integrity_piece_available(&iface->integrity)) {
@@ -293,7 +293,7 @@ unsigned strand_dc_integrity_progress(strand_dc_iface_t *iface)
          * that would wake them) */
         iface->integrity_starved = 0;
         ucs_list_for_each(ep, &iface->eps, list) {
-            strand_dc_ep_schedule(iface, ep);
+            strand_ep_schedule(iface, ep);
         }
     }
 
@@ -303,8 +303,8 @@ unsigned strand_dc_integrity_progress(strand_dc_iface_t *iface)
         ++n;
     }
     while ((n-- > 0) && ((req = iface->integrity_queue) != NULL)) {
-        strand_dc_integrity_dequeue(iface, req);
-        strand_dc_integrity_issue(iface, req);
+        strand_iface_integrity_dequeue(iface, req);
+        strand_iface_integrity_issue(iface, req);
         ++count;
     }
     return count;
@@ -312,50 +312,50 @@ unsigned strand_dc_integrity_progress(strand_dc_iface_t *iface)
 
 /* ep is gone: its GET ends for the user now, and for the transport when
  * its last piece is in. */
-static void strand_dc_integrity_cancel(strand_dc_iface_t *iface,
+static void strand_iface_integrity_cancel(strand_iface_t *iface,
                                        strand_integrity_req_t *req)
 {
     uct_completion_t *comp = req->comp;
 
     req->ep   = NULL;
     req->comp = NULL;
-    strand_dc_integrity_dequeue(iface, req);
+    strand_iface_integrity_dequeue(iface, req);
     if (comp != NULL) {
         uct_invoke_completion(comp, UCS_ERR_CANCELED);
     }
     if (strand_integrity_req_done(req)) {
-        strand_dc_integrity_finish(iface, req);
+        strand_iface_integrity_finish(iface, req);
     }
 }
 
-void strand_dc_integrity_orphan_op(strand_dc_iface_t *iface,
-                                   strand_dc_op_t *op)
+void strand_iface_integrity_orphan_op(strand_iface_t *iface,
+                                   strand_op_t *op)
 {
     strand_integrity_piece_t *piece = op->u.result;
 
     if (piece->req->ep != NULL) {
-        strand_dc_integrity_cancel(iface, piece->req);
+        strand_iface_integrity_cancel(iface, piece->req);
     }
 }
 
-void strand_dc_integrity_ep_gone(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+void strand_iface_integrity_ep_gone(strand_iface_t *iface, strand_ep_t *ep)
 {
     strand_integrity_req_t *req, *next;
 
     for (req = iface->integrity_queue; req != NULL; req = next) {
         next = req->next;
         if (req->ep == ep) {
-            strand_dc_integrity_cancel(iface, req);
+            strand_iface_integrity_cancel(iface, req);
         }
     }
 }
 
-void strand_dc_integrity_drop(strand_dc_iface_t *iface,
+void strand_iface_integrity_drop(strand_iface_t *iface,
                               strand_integrity_piece_t *piece,
                               ucs_status_t status)
 {
     strand_integrity_req_t *req = piece->req;
 
     strand_integrity_piece_done(&iface->integrity, piece, status);
-    strand_dc_integrity_kick(iface, req);
+    strand_iface_integrity_kick(iface, req);
 }

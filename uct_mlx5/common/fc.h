@@ -22,8 +22,8 @@
  * wait is as good as any, one for a wait that is over is ignored.
  * PUT/GET/atomics do not consume receive buffers and are not limited.
  */
-#ifndef STRAND_DC_FC_H_
-#define STRAND_DC_FC_H_
+#ifndef STRAND_FC_H_
+#define STRAND_FC_H_
 
 #include <ucs/type/status.h>
 #include <ucs/time/time.h>
@@ -33,39 +33,39 @@
 #include <string.h>
 
 /* internal active message ids: above the user's range (UCT_AM_ID_MAX) */
-#define STRAND_DC_AM_FC_GRANT    0xfd
-#define STRAND_DC_AM_FC_REQUEST  0xfe
-#define STRAND_DC_AM_KEEPALIVE   0xff
+#define STRAND_AM_FC_GRANT    0xfd
+#define STRAND_AM_FC_REQUEST  0xfe
+#define STRAND_AM_KEEPALIVE   0xff
 
-struct strand_dc_ep;
-struct strand_dc_iface;
+struct strand_ep;
+struct strand_iface;
 
 /* A requester as its FC_REQUEST names it: its interface and device
  * addresses, zero-padded. */
-#define STRAND_DC_FC_PEER_LEN 24
-typedef struct strand_dc_fc_peer {
-    uint8_t bytes[STRAND_DC_FC_PEER_LEN];
-} strand_dc_fc_peer_t;
+#define STRAND_FC_PEER_LEN 24
+typedef struct strand_fc_peer {
+    uint8_t bytes[STRAND_FC_PEER_LEN];
+} strand_fc_peer_t;
 
-static inline khint32_t strand_dc_fc_peer_hash(strand_dc_fc_peer_t peer)
+static inline khint32_t strand_fc_peer_hash(strand_fc_peer_t peer)
 {
     khint32_t h = 2166136261u; /* FNV-1a */
     unsigned i;
 
-    for (i = 0; i < STRAND_DC_FC_PEER_LEN; ++i) {
+    for (i = 0; i < STRAND_FC_PEER_LEN; ++i) {
         h = (h ^ peer.bytes[i]) * 16777619u;
     }
     return h;
 }
 
-#define strand_dc_fc_peer_equal(_a, _b) \
-    (!memcmp((_a).bytes, (_b).bytes, STRAND_DC_FC_PEER_LEN))
+#define strand_fc_peer_equal(_a, _b) \
+    (!memcmp((_a).bytes, (_b).bytes, STRAND_FC_PEER_LEN))
 
-KHASH_MAP_INIT_INT(strand_dc_fc_eps, struct strand_dc_ep*)
-KHASH_INIT(strand_dc_fc_grant_eps, strand_dc_fc_peer_t, struct strand_dc_ep*,
-           1, strand_dc_fc_peer_hash, strand_dc_fc_peer_equal)
+KHASH_MAP_INIT_INT(strand_fc_eps, struct strand_ep*)
+KHASH_INIT(strand_fc_grant_eps, strand_fc_peer_t, struct strand_ep*,
+           1, strand_fc_peer_hash, strand_fc_peer_equal)
 
-typedef struct strand_dc_fc {
+typedef struct strand_fc {
     int                              enabled;
     int32_t                          wnd_size;
     int32_t                          soft_thresh;  /* ask for credits here */
@@ -74,39 +74,39 @@ typedef struct strand_dc_fc {
                                                       have no grant yet */
     ucs_time_t                       req_timeout;  /* ask again after */
     ucs_time_t                       next_check;
-    khash_t(strand_dc_fc_eps)        eps;          /* id -> user ep */
-    khash_t(strand_dc_fc_grant_eps)  grant_eps;    /* requester -> internal
+    khash_t(strand_fc_eps)        eps;          /* id -> user ep */
+    khash_t(strand_fc_grant_eps)  grant_eps;    /* requester -> internal
                                                       ep sending grants */
-} strand_dc_fc_t;
+} strand_fc_t;
 
-ucs_status_t strand_dc_fc_init(struct strand_dc_iface *iface, int enabled,
+ucs_status_t strand_fc_init(struct strand_iface *iface, int enabled,
                                unsigned wnd_size, double soft_thresh,
                                double req_timeout);
-void strand_dc_fc_cleanup(struct strand_dc_iface *iface);
+void strand_fc_cleanup(struct strand_iface *iface);
 
 /* endpoint registration (its id travels in requests and grants) */
-ucs_status_t strand_dc_fc_ep_add(struct strand_dc_iface *iface,
-                                 struct strand_dc_ep *ep);
-void strand_dc_fc_ep_remove(struct strand_dc_iface *iface,
-                            struct strand_dc_ep *ep);
+ucs_status_t strand_fc_ep_add(struct strand_iface *iface,
+                                 struct strand_ep *ep);
+void strand_fc_ep_remove(struct strand_iface *iface,
+                            struct strand_ep *ep);
 
 /* ask the peer of ep for credits (UCS_OK: request posted) */
-ucs_status_t strand_dc_fc_request(struct strand_dc_iface *iface,
-                                  struct strand_dc_ep *ep);
+ucs_status_t strand_fc_request(struct strand_iface *iface,
+                                  struct strand_ep *ep);
 
 /* eps out of credits whose grant is overdue ask again (cheap when none
  * waits: called from every progress) */
-void strand_dc_fc_check_slow(struct strand_dc_iface *iface);
-static inline void strand_dc_fc_progress(struct strand_dc_iface *iface,
-                                         strand_dc_fc_t *fc)
+void strand_fc_check_slow(struct strand_iface *iface);
+static inline void strand_fc_progress(struct strand_iface *iface,
+                                         strand_fc_t *fc)
 {
     if (ucs_unlikely(fc->waiting > 0)) {
-        strand_dc_fc_check_slow(iface);
+        strand_fc_check_slow(iface);
     }
 }
 
 /* an FC_REQUEST or FC_GRANT arrived (payload after the AM id byte) */
-void strand_dc_fc_handle(struct strand_dc_iface *iface, uint8_t am_id,
+void strand_fc_handle(struct strand_iface *iface, uint8_t am_id,
                          const void *payload, size_t length);
 
 #endif

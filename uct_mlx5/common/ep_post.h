@@ -4,19 +4,44 @@
  * iov, and the post itself. Shared by the endpoint's operations (dc_ep.c)
  * and its tagged ones (dc_tag.c).
  */
-#ifndef STRAND_DC_EP_POST_H_
-#define STRAND_DC_EP_POST_H_
+#ifndef STRAND_EP_POST_H_
+#define STRAND_EP_POST_H_
 
-#include "dc_ep.h"
-#include "dc_dci.h"
-#include "dc_policy.h"
+#include "ep.h"
+#include "txq.h"
 
 #include <ucs/datastruct/mpool.inl>
+
+/* The send queue of ep's lease when it may post on it now: leased, room in
+ * the SQ, its lane healthy, nothing of ep waiting to be posted again, not
+ * moving to another queue, and its quota (where one is) left while others
+ * wait. */
+static UCS_F_ALWAYS_INLINE strand_txq_t *
+strand_ep_txq_ready(strand_iface_t *iface, strand_ep_t *ep)
+{
+    strand_txq_t *dci;
+
+    if (ucs_unlikely(ep->txq == STRAND_TXQ_NONE)) {
+        return NULL;
+    }
+    dci = &iface->txqs[ep->txq];
+    if (ucs_unlikely(!strand_txq_has_room(iface, dci) ||
+                     (dci->lanes[ep->lane].state !=
+                      STRAND_LANE_OK) ||
+                     (dci->state != STRAND_TXQ_ACTIVE) ||
+                     (ep->held > 0) ||
+                     (ep->flags & STRAND_EP_FLAG_MOVING) ||
+                     (iface->txq_wanted &&
+                      (dci->posts >= iface->config.quota)))) {
+        return NULL;
+    }
+    return dci;
+}
 
 /* ---------------------------------------------------------- resources */
 
 static UCS_F_ALWAYS_INLINE int
-strand_dc_ep_can_send(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+strand_ep_can_send(strand_iface_t *iface, strand_ep_t *ep)
 {
     if (ucs_unlikely(ep->fc_wnd <= 0)) {
         return 0; /* waiting for a grant */
@@ -27,29 +52,29 @@ strand_dc_ep_can_send(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 /* The DCI to post on: the ep's lease, taken now if it holds none (the
  * transport's own messages come here directly). */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_dc_ep_take_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
-                      strand_dc_dci_t **dci_p)
+strand_ep_take_dci(strand_iface_t *iface, strand_ep_t *ep,
+                      strand_txq_t **dci_p)
 {
     ucs_status_t status;
 
-    strand_dc_ep_tx_verify(iface, ep);
-    if (ucs_unlikely(ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+    strand_ep_tx_verify(iface, ep);
+    if (ucs_unlikely(ep->flags & STRAND_EP_FLAG_FAILED)) {
         return ep->status;
     }
-    *dci_p = strand_dc_policy_ready(iface, ep);
+    *dci_p = strand_ep_txq_ready(iface, ep);
     if (ucs_likely(*dci_p != NULL)) {
         return UCS_OK;
     }
     status = iface->tl->sq_lease(iface, ep);
     if (status == UCS_OK) {
-        *dci_p = strand_dc_policy_ready(iface, ep);
+        *dci_p = strand_ep_txq_ready(iface, ep);
         if (*dci_p != NULL) {
             return UCS_OK;
         }
         status = UCS_ERR_NO_RESOURCE;
     }
     if (status == UCS_ERR_NO_RESOURCE) {
-        STRAND_DC_EP_STAT(ep, DCI_WAIT);
+        STRAND_EP_STAT(ep, DCI_WAIT);
     }
     return status;
 }
@@ -58,54 +83,54 @@ strand_dc_ep_take_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
  * they may send (a send from a completion callback must not overtake
  * them). */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_dc_ep_get_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
-                     strand_dc_dci_t **dci_p)
+strand_ep_get_dci(strand_iface_t *iface, strand_ep_t *ep,
+                     strand_txq_t **dci_p)
 {
     if (ucs_unlikely(!ucs_arbiter_group_is_empty(&ep->arb_group) &&
-                     !(ep->flags & STRAND_DC_EP_FLAG_IN_PENDING))) {
-        return (ep->flags & STRAND_DC_EP_FLAG_FAILED) ? ep->status :
+                     !(ep->flags & STRAND_EP_FLAG_IN_PENDING))) {
+        return (ep->flags & STRAND_EP_FLAG_FAILED) ? ep->status :
                                                          UCS_ERR_NO_RESOURCE;
     }
-    return strand_dc_ep_take_dci(iface, ep, dci_p);
+    return strand_ep_take_dci(iface, ep, dci_p);
 }
 
 /* A lease taken for an operation that was then not posted goes back. */
 static UCS_F_ALWAYS_INLINE void
-strand_dc_ep_unlease_if_idle(strand_dc_iface_t *iface,
-                                         strand_dc_ep_t *ep)
+strand_ep_unlease_if_idle(strand_iface_t *iface,
+                                         strand_ep_t *ep)
 {
     if ((ep->outstanding == 0) && (ep->held == 0)) {
         iface->tl->sq_release(iface, ep);
     }
 }
 
-static UCS_F_ALWAYS_INLINE strand_dc_tx_desc_t *
-strand_dc_ep_get_desc(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+static UCS_F_ALWAYS_INLINE strand_tx_desc_t *
+strand_ep_get_desc(strand_iface_t *iface, strand_ep_t *ep)
 {
-    strand_dc_tx_desc_t *desc = ucs_mpool_get_inline(&iface->tx_mp);
+    strand_tx_desc_t *desc = ucs_mpool_get_inline(&iface->tx_mp);
 
     if (ucs_unlikely(desc == NULL)) {
         UCT_TL_IFACE_STAT_TX_NO_DESC(&iface->super);
-        strand_dc_ep_unlease_if_idle(iface, ep);
+        strand_ep_unlease_if_idle(iface, ep);
     }
     return desc;
 }
 
 /* A pack callback wrote `length` bytes where `max` fit
  * (UCT_IFACE_FLAG_ERRHANDLE_BCOPY_LEN): the operation is refused, its
- * descriptor and lease go back. The descriptors have STRAND_DC_TX_SLACK
+ * descriptor and lease go back. The descriptors have STRAND_TX_SLACK
  * bytes past the segment, so that a callback that overran by a little
  * wrote into nobody's memory. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_dc_ep_check_packed(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
-                          strand_dc_tx_desc_t *desc, size_t length, size_t max,
+strand_ep_check_packed(strand_iface_t *iface, strand_ep_t *ep,
+                          strand_tx_desc_t *desc, size_t length, size_t max,
                           const char *what)
 {
     if (ucs_likely(length <= max)) {
         return UCS_OK;
     }
     ucs_mpool_put_inline(desc);
-    strand_dc_ep_unlease_if_idle(iface, ep);
+    strand_ep_unlease_if_idle(iface, ep);
     ucs_error("%s: %s: invalid %s length %zu (max_bcopy %zu)",
               iface->dev->info.name, iface->tl_name, what, length, max);
     return UCS_ERR_INVALID_PARAM;
@@ -115,15 +140,15 @@ strand_dc_ep_check_packed(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
  * carries it, network order): ep's stream id, from its readiness when it
  * is ready. */
 static UCS_F_ALWAYS_INLINE uint64_t
-strand_dc_ep_ctrl_tail(const strand_dc_ep_t *ep, const strand_dc_dci_t *dci,
+strand_ep_ctrl_tail(const strand_ep_t *ep, const strand_txq_t *dci,
                        uint8_t fm_ce_se, uint32_t imm)
 {
-    return strand_ctrl_tail(dci->streams[ep->stream].id, fm_ce_se, imm);
+    return strand_ctrl_tail(dci->lanes[ep->lane].id, fm_ce_se, imm);
 }
 
 /* ep posts one more WQE on dci (its slot claimed). */
 static UCS_F_ALWAYS_INLINE void
-strand_dc_ep_count(strand_dc_ep_t *ep, strand_dc_dci_t *dci)
+strand_ep_count(strand_ep_t *ep, strand_txq_t *dci)
 {
     dci->posts++;
     ep->outstanding++;
@@ -132,11 +157,11 @@ strand_dc_ep_count(strand_dc_ep_t *ep, strand_dc_dci_t *dci)
 /* The WQE at ctrl (bbs BBs, its ctrl bytes 0-7 in head) is written and
  * counted: ring the doorbell and hand the SQ to the device. */
 static UCS_F_ALWAYS_INLINE void
-strand_dc_ep_ring(strand_dc_ep_t *ep, strand_dc_dci_t *dci,
+strand_ep_ring(strand_ep_t *ep, strand_txq_t *dci,
                   struct mlx5_wqe_ctrl_seg *ctrl, unsigned bbs, uint64_t head)
 {
-    strand_dc_dci_log_tx(dci, ctrl, ep->av_ds);
-    strand_dc_dci_ring_head(dci, ctrl, bbs, head);
+    strand_txq_log_tx(dci, ctrl, ep->av_ds);
+    strand_txq_ring_head(dci, ctrl, bbs, head);
 }
 
 /*
@@ -145,62 +170,62 @@ strand_dc_ep_ring(strand_dc_ep_t *ep, strand_dc_dci_t *dci,
  * imm: as the WQE carries it, network order.
  */
 static UCS_F_ALWAYS_INLINE void
-strand_dc_ep_post_imm(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
-                      strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
+strand_ep_post_imm(strand_iface_t *iface, strand_ep_t *ep,
+                      strand_txq_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
                       uint8_t opcode, uint8_t opmod, unsigned ds,
-                      uint8_t fm_se, uint32_t imm, strand_dc_op_t *op)
+                      uint8_t fm_se, uint32_t imm, strand_op_t *op)
 {
     unsigned bbs  = strand_ds_to_bbs(ds);
     uint64_t head = strand_sq_ctrl_head(&dci->sq, dci->sq.cur_post, opmod,
                                         opcode, ds);
-    uint8_t fm    = fm_se | strand_dc_dci_ce(dci, 1);
+    uint8_t fm    = fm_se | strand_txq_ce(dci, 1);
 
     strand_sq_write_ctrl(&dci->sq, ctrl, head,
-                         strand_dc_ep_ctrl_tail(ep, dci, fm, imm));
+                         strand_ep_ctrl_tail(ep, dci, fm, imm));
     op->ep     = ep;
-    op->stream = ep->stream;
+    op->lane = ep->lane;
     op->opcode = opcode;
-    strand_dc_dci_claim(dci, bbs, op);
-    strand_dc_ep_count(ep, dci);
-    strand_dc_ep_ring(ep, dci, ctrl, bbs, head);
-    strand_dc_ep_gate(iface, ep); /* a fence may be spent */
+    strand_txq_claim(dci, bbs, op);
+    strand_ep_count(ep, dci);
+    strand_ep_ring(ep, dci, ctrl, bbs, head);
+    strand_ep_gate(iface, ep); /* a fence may be spent */
 }
 
 static UCS_F_ALWAYS_INLINE void
-strand_dc_ep_post(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
-                  strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
+strand_ep_post(strand_iface_t *iface, strand_ep_t *ep,
+                  strand_txq_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
                   uint8_t opcode, uint8_t opmod, unsigned ds, uint8_t fm_se,
-                  strand_dc_op_t *op)
+                  strand_op_t *op)
 {
-    strand_dc_ep_post_imm(iface, ep, dci, ctrl, opcode, opmod, ds, fm_se, 0,
+    strand_ep_post_imm(iface, ep, dci, ctrl, opcode, opmod, ds, fm_se, 0,
                           op);
 }
 
 /* The ctrl segment, the head of the op record and the counts of the WQE
  * in slot (ds units), one whose completion only counts (short operations):
  * a CQE only every tx_moderation WQEs (and, must, now). stream_tail: ctrl
- * bytes 8-15 without fm_ce_se (strand_dc_ep_ctrl_tail), stream_kind: the op
- * record's kind without opcode (strand_dc_op_light_kind); the ready ep's
+ * bytes 8-15 without fm_ce_se (strand_ep_ctrl_tail), stream_kind: the op
+ * record's kind without opcode (strand_op_light_kind); the ready ep's
  * templates of both on the fast path.
- * Its segments are written before or after; then strand_dc_ep_ring() with
+ * Its segments are written before or after; then strand_ep_ring() with
  * what this returns, the ctrl bytes 0-7. */
 static UCS_F_ALWAYS_INLINE uint64_t
-strand_dc_ep_claim_light(strand_dc_ep_t *ep,
-                         strand_dc_dci_t *dci, const strand_dc_slot_t *slot,
+strand_ep_claim_light(strand_ep_t *ep,
+                         strand_txq_t *dci, const strand_txq_slot_t *slot,
                          uint8_t opcode, unsigned ds, uint8_t fm_se,
                          uint64_t stream_tail, uint32_t stream_kind, int must)
 {
     uint64_t head = strand_sq_ctrl_head(&dci->sq, slot->pi, 0, opcode, ds);
     uint64_t tail = stream_tail | strand_ctrl_tail(0, fm_se, 0);
 
-    if (strand_dc_dci_ce(dci, must)) {
+    if (strand_txq_ce(dci, must)) {
         tail |= strand_ctrl_tail(0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
     }
     strand_sq_write_ctrl(&dci->sq, slot->ctrl, head, tail);
-    strand_dc_dci_claim_light(dci, slot, strand_ds_to_bbs(ds), ep,
+    strand_txq_claim_light(dci, slot, strand_ds_to_bbs(ds), ep,
                               stream_kind |
-                              strand_dc_op_kind(0, 0, 0, opcode));
-    strand_dc_ep_count(ep, dci);
+                              strand_op_kind(0, 0, 0, opcode));
+    strand_ep_count(ep, dci);
     return head;
 }
 
@@ -208,21 +233,21 @@ strand_dc_ep_claim_light(strand_dc_ep_t *ep,
  * the general path: a CQE also when an ep waits for a DCI (the DCIs' work
  * must complete for one to be given back). */
 static UCS_F_ALWAYS_INLINE void
-strand_dc_ep_post_light(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
-                        strand_dc_dci_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
+strand_ep_post_light(strand_iface_t *iface, strand_ep_t *ep,
+                        strand_txq_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
                         uint8_t opcode, unsigned ds, uint8_t fm_se)
 {
-    strand_dc_slot_t slot;
+    strand_txq_slot_t slot;
     uint64_t head;
 
-    strand_dc_dci_slot(dci, &slot);
-    strand_dc_debug_assert(slot.ctrl == ctrl);
-    head = strand_dc_ep_claim_light(ep, dci, &slot, opcode, ds, fm_se,
-                                    strand_dc_ep_ctrl_tail(ep, dci, 0, 0),
-                                    strand_dc_op_light_kind(ep->stream, 0),
-                                    iface->dci_wanted);
-    strand_dc_ep_ring(ep, dci, ctrl, strand_ds_to_bbs(ds), head);
-    strand_dc_ep_gate(iface, ep); /* a fence may be spent */
+    strand_txq_slot(dci, &slot);
+    strand_debug_assert(slot.ctrl == ctrl);
+    head = strand_ep_claim_light(ep, dci, &slot, opcode, ds, fm_se,
+                                    strand_ep_ctrl_tail(ep, dci, 0, 0),
+                                    strand_op_light_kind(ep->lane, 0),
+                                    iface->txq_wanted);
+    strand_ep_ring(ep, dci, ctrl, strand_ds_to_bbs(ds), head);
+    strand_ep_gate(iface, ep); /* a fence may be spent */
 }
 
 /* ------------------------------------------------------ the fast path */
@@ -238,20 +263,20 @@ strand_dc_ep_post_light(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
  */
 
 /* The DCI for a short operation of ep; NULL: the general path. */
-static UCS_F_ALWAYS_INLINE strand_dc_dci_t *
-strand_dc_ep_fast_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+static UCS_F_ALWAYS_INLINE strand_txq_t *
+strand_ep_fast_dci(strand_iface_t *iface, strand_ep_t *ep)
 {
-    strand_dc_dci_t *dci;
+    strand_txq_t *dci;
 
-    strand_dc_ep_tx_verify(iface, ep);
+    strand_ep_tx_verify(iface, ep);
     if (ucs_unlikely(ep->tx_gate != iface->tx_gate)) {
         return NULL;
     }
-    dci = ep->tx_dci; /* an open gate: ready */
-    if (ucs_unlikely(!strand_dc_dci_fast_room(dci, dci->sq.cur_post))) {
+    dci = ep->tx_txq; /* an open gate: ready */
+    if (ucs_unlikely(!strand_txq_fast_room(dci, dci->sq.cur_post))) {
         return NULL;
     }
-    strand_dc_debug_assert(strand_dc_dci_has_room(iface, dci));
+    strand_debug_assert(strand_txq_has_room(iface, dci));
     return dci;
 }
 
@@ -262,74 +287,74 @@ strand_dc_ep_fast_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
  * its first BB never does (BBs are whole): the short ones need no look at
  * the end. */
 static UCS_F_ALWAYS_INLINE int
-strand_dc_ep_fast_start(strand_dc_ep_t *ep, strand_dc_dci_t *dci,
+strand_ep_fast_start(strand_ep_t *ep, strand_txq_t *dci,
                         unsigned av_ds, unsigned seg_bytes,
-                        strand_dc_slot_t *slot, void **seg_p)
+                        strand_txq_slot_t *slot, void **seg_p)
 {
     unsigned prefix = (1 + av_ds) * STRAND_WQE_DS;
     uint8_t *seg;
 
-    strand_dc_dci_slot(dci, slot);
+    strand_txq_slot(dci, slot);
     seg = (uint8_t*)slot->ctrl + prefix;
     if (ucs_unlikely((prefix + seg_bytes > STRAND_WQE_BB) &&
                      (seg + seg_bytes > (uint8_t*)dci->sq.end))) {
         return 0;
     }
-    strand_dc_dci_set_av(slot->ctrl, &ep->av, av_ds);
+    strand_txq_set_av(slot->ctrl, &ep->av, av_ds);
     *seg_p = seg;
     return 1;
 }
 
 /* The ctrl segment, op record and counts of a short operation's WQE in
- * slot (strand_dc_ep_claim_light: no ep waits for a DCI, the stream's ctrl
+ * slot (strand_ep_claim_light: no ep waits for a DCI, the stream's ctrl
  * bytes are ready). Written after the segments: nothing of the operation's
  * arguments needs a register then. Returns the ctrl bytes 0-7 for the
  * doorbell. */
 static UCS_F_ALWAYS_INLINE uint64_t
-strand_dc_ep_fast_claim(strand_dc_ep_t *ep, strand_dc_dci_t *dci,
-                        const strand_dc_slot_t *slot, uint8_t opcode,
+strand_ep_fast_claim(strand_ep_t *ep, strand_txq_t *dci,
+                        const strand_txq_slot_t *slot, uint8_t opcode,
                         unsigned ds, uint8_t fm_se)
 {
-    return strand_dc_ep_claim_light(ep, dci, slot, opcode, ds, fm_se,
+    return strand_ep_claim_light(ep, dci, slot, opcode, ds, fm_se,
                                     ep->tx_ctrl_tail, ep->tx_op_kind, 0);
 }
 
 /* Credits ran low: ask for more once; none left: no resource. */
-ucs_status_t strand_dc_ep_fc_low(strand_dc_iface_t *iface, strand_dc_ep_t *ep);
+ucs_status_t strand_ep_fc_low(strand_iface_t *iface, strand_ep_t *ep);
 
 /* Flow control of an active message (a no-op when it is disabled: the
  * window never gets low): UCS_OK, or why it may not be sent now. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_dc_ep_fc_check(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+strand_ep_fc_check(strand_iface_t *iface, strand_ep_t *ep)
 {
     if (ucs_unlikely(ep->fc_wnd <= iface->fc.soft_thresh)) {
-        return strand_dc_ep_fc_low(iface, ep);
+        return strand_ep_fc_low(iface, ep);
     }
     return UCS_OK;
 }
 
 /* The DCI for an active message: flow control first. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_dc_ep_am_get_dci(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
-                        strand_dc_dci_t **dci_p)
+strand_ep_am_get_dci(strand_iface_t *iface, strand_ep_t *ep,
+                        strand_txq_t **dci_p)
 {
-    ucs_status_t status = strand_dc_ep_fc_check(iface, ep);
+    ucs_status_t status = strand_ep_fc_check(iface, ep);
 
     if (status != UCS_OK) {
         return status;
     }
-    return strand_dc_ep_get_dci(iface, ep, dci_p);
+    return strand_ep_get_dci(iface, ep, dci_p);
 }
 
 /* one credit spent (none when flow control is off) */
 static UCS_F_ALWAYS_INLINE void
-strand_dc_ep_am_sent(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+strand_ep_am_sent(strand_iface_t *iface, strand_ep_t *ep)
 {
     ep->fc_wnd -= iface->fc.enabled;
 }
 
 static UCS_F_ALWAYS_INLINE uint8_t
-strand_dc_ep_fence_mode(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+strand_ep_fence_mode(strand_iface_t *iface, strand_ep_t *ep)
 {
     /* an ep fence or an iface fence since the last WQE: the beats differ */
     if (ucs_unlikely(ep->fence_beat != iface->fence_beat)) {
@@ -342,9 +367,9 @@ strand_dc_ep_fence_mode(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
 /* Active messages are solicited: a receiver waiting for UCT_EVENT_RECV_SIG
  * (a solicited-only arm) wakes up for them. */
 static UCS_F_ALWAYS_INLINE uint8_t
-strand_dc_ep_am_fm_se(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+strand_ep_am_fm_se(strand_iface_t *iface, strand_ep_t *ep)
 {
-    return strand_dc_ep_fence_mode(iface, ep) | MLX5_WQE_CTRL_SOLICITED;
+    return strand_ep_fence_mode(iface, ep) | MLX5_WQE_CTRL_SOLICITED;
 }
 
 /*
@@ -353,11 +378,11 @@ strand_dc_ep_am_fm_se(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
  * retires.
  */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_dc_iov_lkeys(strand_dc_iface_t *iface, const uct_iov_t *iov,
+strand_iov_lkeys(strand_iface_t *iface, const uct_iov_t *iov,
                     size_t iovcnt, uint32_t *lkeys,
-                    strand_dc_tmp_reg_t **reg_p)
+                    strand_tmp_reg_t **reg_p)
 {
-    strand_dc_tmp_reg_t *reg = NULL;
+    strand_tmp_reg_t *reg = NULL;
     ucs_status_t status;
     uct_mem_h memh;
     size_t i, len;
@@ -370,7 +395,7 @@ strand_dc_iov_lkeys(strand_dc_iface_t *iface, const uct_iov_t *iov,
             continue;
         }
         if (reg == NULL) {
-            reg = ucs_malloc(sizeof(*reg), "strand_dc_tmp_reg");
+            reg = ucs_malloc(sizeof(*reg), "strand_tmp_reg");
             if (reg == NULL) {
                 return UCS_ERR_NO_MEMORY;
             }
@@ -380,7 +405,7 @@ strand_dc_iov_lkeys(strand_dc_iface_t *iface, const uct_iov_t *iov,
                                 UCT_MD_MEM_ACCESS_LOCAL_READ |
                                 UCT_MD_MEM_ACCESS_LOCAL_WRITE, &memh);
         if (status != UCS_OK) {
-            strand_dc_tmp_reg_release(iface, reg);
+            strand_tmp_reg_release(iface, reg);
             return status;
         }
         reg->memh[reg->count++] = memh;
@@ -392,7 +417,7 @@ strand_dc_iov_lkeys(strand_dc_iface_t *iface, const uct_iov_t *iov,
 
 /* Data segments for an iov; returns the count, *seg_p moves on. */
 static UCS_F_ALWAYS_INLINE unsigned
-strand_dc_set_iov_segs(strand_dc_dci_t *dci, void **seg_p,
+strand_set_iov_segs(strand_txq_t *dci, void **seg_p,
                        const uct_iov_t *iov, size_t iovcnt,
                        const uint32_t *lkeys)
 {
@@ -415,43 +440,43 @@ strand_dc_set_iov_segs(strand_dc_dci_t *dci, void **seg_p,
 }
 
 /* a length check against an upper bound only (the lengths are unsigned) */
-#define STRAND_DC_CHECK_MAX(_length, _max, _name) \
+#define STRAND_CHECK_MAX(_length, _max, _name) \
     UCT_CHECK_PARAM((size_t)(_length) <= (size_t)(_max), \
                     "Invalid %s length: %zu (expected: <= %zu)", _name, \
                     (size_t)(_length), (size_t)(_max))
 
 /* the ep, its iface and the DCI to post on */
-#define STRAND_DC_EP_BASE_DECL(_tl_ep) \
-    strand_dc_ep_t *ep       = ucs_derived_of(_tl_ep, strand_dc_ep_t); \
-    strand_dc_iface_t *iface = ucs_derived_of((_tl_ep)->iface, \
-                                              strand_dc_iface_t); \
-    strand_dc_dci_t *dci     = NULL; \
+#define STRAND_EP_BASE_DECL(_tl_ep) \
+    strand_ep_t *ep       = ucs_derived_of(_tl_ep, strand_ep_t); \
+    strand_iface_t *iface = ucs_derived_of((_tl_ep)->iface, \
+                                              strand_iface_t); \
+    strand_txq_t *dci     = NULL; \
     ucs_status_t status
 
 /* ... and the WQE being built */
-#define STRAND_DC_EP_DECL(_tl_ep) \
-    STRAND_DC_EP_BASE_DECL(_tl_ep); \
-    strand_dc_op_t op        = {0}; \
+#define STRAND_EP_DECL(_tl_ep) \
+    STRAND_EP_BASE_DECL(_tl_ep); \
+    strand_op_t op        = {0}; \
     struct mlx5_wqe_ctrl_seg *ctrl; \
     void *seg
 
 /* A SEND from a bounce buffer: hdr, then what pack_cb writes. */
-ssize_t strand_dc_ep_send_hdr_bcopy(uct_ep_h tl_ep, const void *hdr,
+ssize_t strand_ep_send_hdr_bcopy(uct_ep_h tl_ep, const void *hdr,
                                     unsigned hdr_len,
                                     uct_pack_callback_t pack_cb, void *arg,
                                     uint8_t opcode, uint32_t imm_be);
 
 /* A zero-copy SEND: hdr from a bounce buffer, then the iov (limits checked
  * by the caller); UCS_INPROGRESS and comp later, or an error. */
-ucs_status_t strand_dc_ep_send_hdr_zcopy(uct_ep_h tl_ep, const void *hdr,
+ucs_status_t strand_ep_send_hdr_zcopy(uct_ep_h tl_ep, const void *hdr,
                                          unsigned hdr_len,
                                          const uct_iov_t *iov, size_t iovcnt,
                                          uint8_t opcode, uint32_t imm_be,
                                          uct_completion_t *comp);
 
 /* A SEND whose data (the AM id first) is written inline from `sge`. */
-void strand_dc_ep_post_inline_send(strand_dc_iface_t *iface,
-                                   strand_dc_ep_t *ep, strand_dc_dci_t *dci,
+void strand_ep_post_inline_send(strand_iface_t *iface,
+                                   strand_ep_t *ep, strand_txq_t *dci,
                                    const struct ibv_sge *sge, unsigned n,
                                    uint8_t fm_se);
 

@@ -12,8 +12,8 @@
 #include "config.h"
 #endif
 
-#include "dc_iface.h"
-#include "dc_tag.h"
+#include "iface.h"
+#include "tag.h"
 #include "mlx5/wqe.h"
 #include "mlx5/doorbell.h"
 #include "mlx5/cqe.h"
@@ -25,19 +25,19 @@
 
 #include <string.h>
 
-static void strand_dc_rx_desc_init(uct_iface_h tl_iface, void *obj,
+static void strand_rx_desc_init(uct_iface_h tl_iface, void *obj,
                                    uct_mem_h memh)
 {
-    strand_dc_rx_desc_t *desc = obj;
+    strand_rx_desc_t *desc = obj;
 
     desc->lkey = ((strand_md_memh_t*)memh)->mr.lkey;
 }
 
 /* The uct_recv_desc_t release callback: `desc` is the payload pointer
  * handed to the AM handler (one byte after the AM id). */
-static void strand_dc_rx_release_desc(uct_recv_desc_t *self, void *desc)
+static void strand_rx_release_desc(uct_recv_desc_t *self, void *desc)
 {
-    strand_dc_iface_t *iface = ucs_container_of(self, strand_dc_iface_t,
+    strand_iface_t *iface = ucs_container_of(self, strand_iface_t,
                                                 release_desc);
 
     ucs_mpool_put_inline(UCS_PTR_BYTE_OFFSET(desc,
@@ -47,34 +47,34 @@ static void strand_dc_rx_release_desc(uct_recv_desc_t *self, void *desc)
 /* The uct_recv_desc_t release callback of an unexpected tagged message:
  * its data starts one byte earlier than an active message's payload (the
  * TMH in front of it is one byte shorter than TMH + AM id). */
-static void strand_dc_rx_release_tm_desc(uct_recv_desc_t *self, void *desc)
+static void strand_rx_release_tm_desc(uct_recv_desc_t *self, void *desc)
 {
-    strand_dc_iface_t *iface = ucs_container_of(self, strand_dc_iface_t,
+    strand_iface_t *iface = ucs_container_of(self, strand_iface_t,
                                                 release_tm_desc);
 
     ucs_mpool_put_inline(UCS_PTR_BYTE_OFFSET(desc,
                          -(ptrdiff_t)(iface->config.rx_headroom_offset -
-                                      STRAND_DC_AM_HDR_SIZE)));
+                                      STRAND_AM_HDR_SIZE)));
 }
 
 /* The AM id byte, right before the payload. */
-static inline uint8_t *strand_dc_rx_am_hdr(strand_dc_iface_t *iface,
-                                           strand_dc_rx_desc_t *desc)
+static inline uint8_t *strand_rx_am_hdr(strand_iface_t *iface,
+                                           strand_rx_desc_t *desc)
 {
     return (uint8_t*)desc + iface->config.rx_payload_offset -
-           STRAND_DC_AM_HDR_SIZE;
+           STRAND_AM_HDR_SIZE;
 }
 
 /* Where the SRQ WQE points: the AM id, or with tag matching the TMH
  * before it (every message to a tag-matching SRQ starts with one). */
-static inline uint8_t *strand_dc_rx_wqe_data(strand_dc_iface_t *iface,
-                                             strand_dc_rx_desc_t *desc)
+static inline uint8_t *strand_rx_wqe_data(strand_iface_t *iface,
+                                             strand_rx_desc_t *desc)
 {
-    return strand_dc_rx_am_hdr(iface, desc) - iface->config.am_tmh;
+    return strand_rx_am_hdr(iface, desc) - iface->config.am_tmh;
 }
 
 static inline struct mlx5_wqe_srq_next_seg *
-strand_dc_rx_srq_wqe(strand_dc_iface_t *iface, uint32_t idx)
+strand_rx_srq_wqe(strand_iface_t *iface, uint32_t idx)
 {
     return (struct mlx5_wqe_srq_next_seg*)
            ((uint8_t*)iface->srq.dv.buf + (size_t)idx * iface->srq.dv.stride);
@@ -82,10 +82,10 @@ strand_dc_rx_srq_wqe(strand_dc_iface_t *iface, uint32_t idx)
 
 /* Post receive buffers on the free WQEs, from the head of the free list
  * (the tail WQE stays as the list's sentinel). */
-void strand_dc_rx_refill(strand_dc_iface_t *iface)
+void strand_rx_refill(strand_iface_t *iface)
 {
     struct mlx5_wqe_srq_next_seg *wqe;
-    strand_dc_rx_desc_t *desc;
+    strand_rx_desc_t *desc;
     uint32_t idx;
     unsigned count = 0;
 
@@ -95,10 +95,10 @@ void strand_dc_rx_refill(strand_dc_iface_t *iface)
             break; /* try again on the next progress */
         }
         idx  = iface->srq_head;
-        wqe  = strand_dc_rx_srq_wqe(iface, idx);
+        wqe  = strand_rx_srq_wqe(iface, idx);
         ucs_assert(iface->srq_descs[idx] == NULL);
         strand_set_data_seg((struct mlx5_wqe_data_seg*)(wqe + 1),
-                            (uintptr_t)strand_dc_rx_wqe_data(iface, desc),
+                            (uintptr_t)strand_rx_wqe_data(iface, desc),
                             iface->config.seg_size, desc->lkey);
         iface->srq_descs[idx] = desc;
         iface->srq_head       = be16toh(wqe->next_wqe_index) & iface->srq_mask;
@@ -112,10 +112,10 @@ void strand_dc_rx_refill(strand_dc_iface_t *iface)
 }
 
 /* A consumed WQE goes back to the tail of the free list. */
-static inline void strand_dc_rx_srq_free(strand_dc_iface_t *iface,
+static inline void strand_rx_srq_free(strand_iface_t *iface,
                                          uint32_t idx)
 {
-    strand_dc_rx_srq_wqe(iface, iface->srq_tail)->next_wqe_index =
+    strand_rx_srq_wqe(iface, iface->srq_tail)->next_wqe_index =
             htobe16((uint16_t)idx);
     iface->srq_tail = idx;
 }
@@ -133,18 +133,18 @@ static inline void strand_dc_rx_srq_free(strand_dc_iface_t *iface,
  * room before the payload is padded so that elements, and the pool's and
  * our headers at their start, stay 8-byte aligned whatever the offset.
  */
-static ucs_status_t strand_dc_rx_layout(strand_dc_iface_t *iface,
+static ucs_status_t strand_rx_layout(strand_iface_t *iface,
                                         const uct_iface_params_t *params,
                                         size_t *align_p,
                                         size_t *align_offset_p)
 {
     size_t rx_headroom = UCT_IFACE_PARAM_VALUE(params, rx_headroom,
                                                RX_HEADROOM, 0);
-    size_t hdr_len     = STRAND_DC_AM_HDR_SIZE + iface->config.am_tmh;
-    size_t base        = sizeof(strand_dc_rx_desc_t) +
+    size_t hdr_len     = STRAND_AM_HDR_SIZE + iface->config.am_tmh;
+    size_t base        = sizeof(strand_rx_desc_t) +
                          ucs_max(sizeof(uct_recv_desc_t*) + rx_headroom +
                                  (iface->config.am_tmh ?
-                                  STRAND_DC_AM_HDR_SIZE : 0), hdr_len);
+                                  STRAND_AM_HDR_SIZE : 0), hdr_len);
     size_t align, user_offset;
     ucs_status_t status;
 
@@ -168,7 +168,7 @@ static ucs_status_t strand_dc_rx_layout(strand_dc_iface_t *iface,
     return UCS_OK;
 }
 
-ucs_status_t strand_dc_rx_init(strand_dc_iface_t *iface,
+ucs_status_t strand_rx_init(strand_iface_t *iface,
                                const uct_iface_params_t *params)
 {
     uct_iface_mpool_config_t mp_config = iface->config.rx_mp;
@@ -176,25 +176,25 @@ ucs_status_t strand_dc_rx_init(strand_dc_iface_t *iface,
     ucs_status_t status;
     uint32_t slots;
 
-    status = strand_dc_rx_layout(iface, params, &align, &align_offset);
+    status = strand_rx_layout(iface, params, &align, &align_offset);
     if (status != UCS_OK) {
         return status;
     }
     status = uct_iface_mpool_init(&iface->super, &iface->rx_mp,
                                   iface->config.rx_payload_offset -
-                                  STRAND_DC_AM_HDR_SIZE -
+                                  STRAND_AM_HDR_SIZE -
                                   iface->config.am_tmh +
                                   iface->config.seg_size,
                                   align_offset, align, &mp_config,
-                                  mp_config.bufs_grow, strand_dc_rx_desc_init,
-                                  "strand_dc_rx");
+                                  mp_config.bufs_grow, strand_rx_desc_init,
+                                  "strand_rx");
     if (status != UCS_OK) {
         return status;
     }
     iface->have_rx_mp = 1;
 
-    iface->release_desc.cb    = strand_dc_rx_release_desc;
-    iface->release_tm_desc.cb = strand_dc_rx_release_tm_desc;
+    iface->release_desc.cb    = strand_rx_release_desc;
+    iface->release_tm_desc.cb = strand_rx_release_tm_desc;
 
     /* the SRQ list has wqe_cnt WQEs; its tail one is a sentinel */
     slots            = ucs_roundup_pow2(iface->srq.wqe_cnt);
@@ -202,7 +202,7 @@ ucs_status_t strand_dc_rx_init(strand_dc_iface_t *iface,
     iface->srq_head  = iface->srq.dv.head;
     iface->srq_tail  = iface->srq.dv.tail;
     iface->srq_descs = ucs_calloc(slots, sizeof(*iface->srq_descs),
-                                  "strand_dc_srq_descs");
+                                  "strand_srq_descs");
     if (iface->srq_descs == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
@@ -211,7 +211,7 @@ ucs_status_t strand_dc_rx_init(strand_dc_iface_t *iface,
     iface->srq_missing = ucs_min(ucs_min(iface->config.rx_queue_len,
                                          slots - 1),
                                  iface->config.rx_mp.max_bufs);
-    strand_dc_rx_refill(iface);
+    strand_rx_refill(iface);
     if (iface->srq_missing > 0) {
         ucs_error("%s: could not post %u receive buffers",
                   iface->dev->info.name, iface->srq_missing);
@@ -220,7 +220,7 @@ ucs_status_t strand_dc_rx_init(strand_dc_iface_t *iface,
     return UCS_OK;
 }
 
-void strand_dc_rx_cleanup(strand_dc_iface_t *iface)
+void strand_rx_cleanup(strand_iface_t *iface)
 {
     uint32_t i;
 
@@ -241,7 +241,7 @@ void strand_dc_rx_cleanup(strand_dc_iface_t *iface)
 
 /* uct_recv_desc(data) = release, for a data pointer at any address (an odd
  * AM alignment offset puts it there) */
-static inline void strand_dc_rx_set_release(void *data,
+static inline void strand_rx_set_release(void *data,
                                             uct_recv_desc_t *release)
 {
     memcpy(UCS_PTR_BYTE_OFFSET(data, -(ptrdiff_t)sizeof(release)), &release,
@@ -252,11 +252,11 @@ static inline void strand_dc_rx_set_release(void *data,
  * carries an active message or a rendezvous FIN after its TMH; an
  * unexpected one goes to the user's tag callbacks. Returns 1 when it was
  * handled here (the buffer given back or kept by the user). */
-static int strand_dc_rx_handle_tm(strand_dc_iface_t *iface,
+static int strand_rx_handle_tm(strand_iface_t *iface,
                                   struct mlx5_cqe64 *cqe,
-                                  strand_dc_rx_desc_t *desc, uint32_t length)
+                                  strand_rx_desc_t *desc, uint32_t length)
 {
-    void *msg = strand_dc_rx_wqe_data(iface, desc);
+    void *msg = strand_rx_wqe_data(iface, desc);
     struct ibv_tmh tmh;
     ucs_status_t status;
 
@@ -266,9 +266,9 @@ static int strand_dc_rx_handle_tm(strand_dc_iface_t *iface,
         if (status == UCS_INPROGRESS) {
             /* the user keeps it: uct_iface_release_desc() on the pointer
              * rx_headroom before the data (after the TMH) */
-            strand_dc_rx_set_release(UCS_PTR_BYTE_OFFSET(desc,
+            strand_rx_set_release(UCS_PTR_BYTE_OFFSET(desc,
                                      iface->config.rx_headroom_offset -
-                                     STRAND_DC_AM_HDR_SIZE),
+                                     STRAND_AM_HDR_SIZE),
                                      &iface->release_tm_desc);
         } else {
             ucs_mpool_put_inline(desc);
@@ -288,9 +288,9 @@ static int strand_dc_rx_handle_tm(strand_dc_iface_t *iface,
     return 0; /* an active message after its TMH */
 }
 
-static void strand_dc_rx_handle(strand_dc_iface_t *iface,
+static void strand_rx_handle(strand_iface_t *iface,
                                 struct mlx5_cqe64 *cqe,
-                                strand_dc_rx_desc_t *desc)
+                                strand_rx_desc_t *desc)
 {
     uint32_t length = strand_cqe_byte_cnt(cqe);
     uct_recv_desc_t *release = &iface->release_desc;
@@ -305,37 +305,37 @@ static void strand_dc_rx_handle(strand_dc_iface_t *iface,
         return;
     }
     if (iface->config.am_tmh > 0) {
-        if (strand_dc_rx_handle_tm(iface, cqe, desc, length)) {
+        if (strand_rx_handle_tm(iface, cqe, desc, length)) {
             return;
         }
         length = (length >= iface->config.am_tmh) ?
                  length - iface->config.am_tmh : 0;
     }
-    if (ucs_unlikely(length < STRAND_DC_AM_HDR_SIZE)) {
+    if (ucs_unlikely(length < STRAND_AM_HDR_SIZE)) {
         ucs_mpool_put_inline(desc);
         return;
     }
-    am_id   = *strand_dc_rx_am_hdr(iface, desc);
+    am_id   = *strand_rx_am_hdr(iface, desc);
     payload = (uint8_t*)desc + iface->config.rx_payload_offset;
     if (ucs_unlikely(am_id >= UCT_AM_ID_MAX)) {
         /* the transport's own: flow control, keepalive probes */
-        strand_dc_fc_handle(iface, am_id, payload,
-                            length - STRAND_DC_AM_HDR_SIZE);
+        strand_fc_handle(iface, am_id, payload,
+                            length - STRAND_AM_HDR_SIZE);
         ucs_mpool_put_inline(desc);
         return;
     }
 
     uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, am_id, payload,
-                       length - STRAND_DC_AM_HDR_SIZE, "RX: AM");
+                       length - STRAND_AM_HDR_SIZE, "RX: AM");
     status = uct_iface_invoke_am(&iface->super, am_id, payload,
-                                 length - STRAND_DC_AM_HDR_SIZE,
+                                 length - STRAND_AM_HDR_SIZE,
                                  UCT_CB_PARAM_FLAG_DESC);
     if (status == UCS_OK) {
         ucs_mpool_put_inline(desc);
     } else {
         /* the user keeps it and gives it back with uct_iface_release_desc()
          * on the pointer rx_headroom before the payload */
-        strand_dc_rx_set_release(UCS_PTR_BYTE_OFFSET(desc,
+        strand_rx_set_release(UCS_PTR_BYTE_OFFSET(desc,
                                  iface->config.rx_headroom_offset), release);
     }
 }
@@ -343,9 +343,9 @@ static void strand_dc_rx_handle(strand_dc_iface_t *iface,
 /* Scatter-to-CQE (RX_INLINE): a small message came inside the CQE and
  * its receive buffer was left untouched; it goes where the buffer's data
  * would be, so that the active message keeps its alignment. */
-static inline void strand_dc_rx_take_inline(strand_dc_iface_t *iface,
+static inline void strand_rx_take_inline(strand_iface_t *iface,
                                             const struct mlx5_cqe64 *cqe,
-                                            strand_dc_rx_desc_t *desc)
+                                            strand_rx_desc_t *desc)
 {
     const void *data = strand_cqe_inline_data(cqe);
     uint32_t length;
@@ -359,22 +359,22 @@ static inline void strand_dc_rx_take_inline(strand_dc_iface_t *iface,
                   length);
         return;
     }
-    memcpy(strand_dc_rx_wqe_data(iface, desc), data, length);
+    memcpy(strand_rx_wqe_data(iface, desc), data, length);
 }
 
 /* The consumer index goes to the device once per poll (and every
- * STRAND_DC_RX_CI_BATCH CQEs of a long one), after the CQEs are handled: a
+ * STRAND_RX_CI_BATCH CQEs of a long one), after the CQEs are handled: a
  * CQE is parsed in place, its slot still the transport's. Handling may
  * post list operations whose completions come to this CQ, and the CQ has
  * room for what is outstanding, not for a whole poll's CQEs twice: hence
  * the batch. */
-#define STRAND_DC_RX_CI_BATCH 64
+#define STRAND_RX_CI_BATCH 64
 
-unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
+unsigned strand_rx_progress(strand_iface_t *iface)
 {
     strand_dev_cq_t *cq = &iface->rx_cq;
     struct mlx5_cqe64 *cqe;
-    strand_dc_rx_desc_t *desc;
+    strand_rx_desc_t *desc;
     unsigned count = 0;
     uint32_t idx;
 
@@ -383,7 +383,7 @@ unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
                                   iface->rx_cqe_shift,
                                   iface->rx_ci)) != NULL)) {
         ++iface->rx_ci;
-        if ((++count % STRAND_DC_RX_CI_BATCH) == 0) {
+        if ((++count % STRAND_RX_CI_BATCH) == 0) {
             /* the CQEs before this one are handled */
             strand_cq_update_ci(cq->dv.dbrec, iface->rx_ci - 1);
         }
@@ -409,16 +409,16 @@ unsigned strand_dc_rx_progress(strand_dc_iface_t *iface)
         }
         iface->srq_descs[idx] = NULL;
         ++iface->srq_missing;
-        strand_dc_rx_srq_free(iface, idx);
-        strand_dc_rx_take_inline(iface, cqe, desc);
-        strand_dc_rx_handle(iface, cqe, desc);
+        strand_rx_srq_free(iface, idx);
+        strand_rx_take_inline(iface, cqe, desc);
+        strand_rx_handle(iface, cqe, desc);
     }
     if (count > 0) {
         strand_cq_update_ci(cq->dv.dbrec, iface->rx_ci);
-        STRAND_DC_IFACE_STAT(iface, RX_CQE, count);
+        STRAND_IFACE_STAT(iface, RX_CQE, count);
     }
     if (iface->srq_missing > 0) {
-        strand_dc_rx_refill(iface);
+        strand_rx_refill(iface);
     }
     if (iface->config.am_tmh > 0) {
         strand_tm_progress(&iface->tm);

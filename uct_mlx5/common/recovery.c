@@ -7,12 +7,10 @@
 #include "config.h"
 #endif
 
-#include "dc_recovery.h"
+#include "recovery.h"
 #include "uct_mlx5/common/status.h"
-#include "dc_addr.h"
-#include "dc_ep.h"
-#include "dc_policy.h"
-#include "dc_integrity.h"
+#include "ep.h"
+#include "integrity_get.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -23,53 +21,53 @@
 
 /* A flushed WQE of a healthy endpoint, kept out of the SQ (its slot may be
  * needed before the stream or DCI is back) until it is posted again. */
-typedef struct strand_dc_held {
+typedef struct strand_held {
     ucs_queue_elem_t queue;
     uint32_t         closure;    /* its stream's closures when it came */
-    strand_dc_op_t   op;
+    strand_op_t   op;
     uint8_t          wqe[];      /* op.bbs basic blocks, as posted */
-} strand_dc_held_t;
+} strand_held_t;
 
 /* What one error CQE says: the status the eps it belongs to fail with,
  * and the decoded CQE for the log. */
-typedef struct strand_dc_failure {
+typedef struct strand_failure {
     ucs_status_t     status;
     uint8_t          syndrome;
-    char             detail[STRAND_DC_FAILED_DETAIL];
-} strand_dc_failure_t;
+    char             detail[STRAND_FAILED_DETAIL];
+} strand_failure_t;
 
 /* The destination is gone or refuses everyone: every ep to it fails. */
-static int strand_dc_syndrome_peer_wide(uint8_t syndrome)
+static int strand_syndrome_peer_wide(uint8_t syndrome)
 {
     return (syndrome == MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR) ||
            (syndrome == MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR);
 }
 
-static int strand_dc_ep_same_dest(const strand_dc_ep_t *a,
-                                  const strand_dc_ep_t *b)
+static int strand_ep_same_dest(const strand_ep_t *a,
+                                  const strand_ep_t *b)
 {
-    return (a->peer_key == b->peer_key) && (a->dctn == b->dctn);
+    return (a->dest_key == b->dest_key) && (a->dest_qpn == b->dest_qpn);
 }
 
 /* ep fails: it takes no more work now; its owner is told once the
- * transport's state is consistent again (strand_dc_recovery_notify). */
-static void strand_dc_failure_add(strand_dc_iface_t *iface,
-                                  const strand_dc_failure_t *f,
-                                  strand_dc_ep_t *ep)
+ * transport's state is consistent again (strand_recovery_notify). */
+static void strand_failure_add(strand_iface_t *iface,
+                                  const strand_failure_t *f,
+                                  strand_ep_t *ep)
 {
-    strand_dc_failed_t *q;
+    strand_failed_t *q;
     unsigned max;
 
-    if ((ep == NULL) || (ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
+    if ((ep == NULL) || (ep->flags & STRAND_EP_FLAG_FAILED)) {
         return;
     }
-    ep->flags |= STRAND_DC_EP_FLAG_FAILED;
+    ep->flags |= STRAND_EP_FLAG_FAILED;
     ep->status = f->status;
-    strand_dc_ep_tx_update(iface, ep);
-    STRAND_DC_EP_STAT(ep, ERROR);
+    strand_ep_tx_update(iface, ep);
+    STRAND_EP_STAT(ep, ERROR);
     if (iface->num_failed == iface->max_failed) {
         max = ucs_max(16, iface->max_failed * 2);
-        q   = ucs_realloc(iface->failed, max * sizeof(*q), "strand_dc_failed");
+        q   = ucs_realloc(iface->failed, max * sizeof(*q), "strand_failed");
         if (q == NULL) {
             /* it still fails every operation with its status */
             ucs_error("%s: no memory to report the failure of ep %p: %s",
@@ -83,49 +81,49 @@ static void strand_dc_failure_add(strand_dc_iface_t *iface,
     q->ep     = ep;
     q->status = f->status;
     memcpy(q->detail, f->detail, sizeof(q->detail));
-    ep->flags |= STRAND_DC_EP_FLAG_FAIL_PENDING;
+    ep->flags |= STRAND_EP_FLAG_FAIL_PENDING;
 }
 
-void strand_dc_recovery_fail(strand_dc_iface_t *iface, strand_dc_ep_t *ep,
+void strand_recovery_fail(strand_iface_t *iface, strand_ep_t *ep,
                              ucs_status_t status, const char *detail)
 {
-    strand_dc_failure_t f = {.status = status};
+    strand_failure_t f = {.status = status};
 
     ucs_strncpy_zero(f.detail, detail, sizeof(f.detail));
-    strand_dc_failure_add(iface, &f, ep);
+    strand_failure_add(iface, &f, ep);
     /* its pending requests run, and fail, from the dispatch */
-    if (!ucs_list_is_empty(&ep->dci_wait)) {
-        ucs_list_del(&ep->dci_wait);
-        ucs_list_head_init(&ep->dci_wait);
+    if (!ucs_list_is_empty(&ep->txq_wait)) {
+        ucs_list_del(&ep->txq_wait);
+        ucs_list_head_init(&ep->txq_wait);
     }
-    strand_dc_ep_schedule(iface, ep);
+    strand_ep_schedule(iface, ep);
 }
 
-void strand_dc_recovery_notify(strand_dc_iface_t *iface)
+void strand_recovery_notify(strand_iface_t *iface)
 {
-    strand_dc_failed_t q;
+    strand_failed_t q;
     unsigned i;
 
     /* an owner may destroy any ep from its callback: one at a time, and a
-     * destroyed ep's entry is cleared (strand_dc_recovery_forget) */
+     * destroyed ep's entry is cleared (strand_recovery_forget) */
     for (i = 0; i < iface->num_failed; ++i) {
         q = iface->failed[i];
         if (q.ep == NULL) {
             continue;
         }
-        q.ep->flags &= ~STRAND_DC_EP_FLAG_FAIL_PENDING;
+        q.ep->flags &= ~STRAND_EP_FLAG_FAIL_PENDING;
         iface->failed[i].ep = NULL;
-        strand_dc_ep_set_failed(iface, q.ep, q.status, q.detail);
+        strand_ep_set_failed(iface, q.ep, q.status, q.detail);
     }
     iface->num_failed = 0;
 }
 
-static void strand_dc_recovery_forget(strand_dc_iface_t *iface,
-                                      strand_dc_ep_t *ep)
+static void strand_recovery_forget(strand_iface_t *iface,
+                                      strand_ep_t *ep)
 {
     unsigned i;
 
-    if (!(ep->flags & STRAND_DC_EP_FLAG_FAIL_PENDING)) {
+    if (!(ep->flags & STRAND_EP_FLAG_FAIL_PENDING)) {
         return;
     }
     for (i = 0; i < iface->num_failed; ++i) {
@@ -135,9 +133,9 @@ static void strand_dc_recovery_forget(strand_dc_iface_t *iface,
     }
 }
 
-static void strand_dc_failure_init(strand_dc_failure_t *f,
-                                   strand_dc_iface_t *iface,
-                                   strand_dc_dci_t *dci, strand_dc_op_t *op,
+static void strand_failure_init(strand_failure_t *f,
+                                   strand_iface_t *iface,
+                                   strand_txq_t *dci, strand_op_t *op,
                                    struct mlx5_cqe64 *cqe, int dci_error)
 {
     uint8_t syndrome = strand_cqe_syndrome(cqe);
@@ -150,7 +148,7 @@ static void strand_dc_failure_init(strand_dc_failure_t *f,
              "%s (syndrome 0x%x vendor 0x%x) on DCI %u qpn 0x%x stream %u, "
              "WQE %u %s%s", strand_cqe_syndrome_str(syndrome), syndrome,
              strand_cqe_vendor_syndrome(cqe), dci->index, dci->qp.qpn,
-             dci->streams[op->stream].id, op->wqe_idx,
+             dci->lanes[op->lane].id, op->wqe_idx,
              strand_wqe_opcode_str(strand_ctrl_opcode(ctrl)),
              dci_error ? ", DCI in error" : "");
     ucs_debug("%s: ep %p: %s: %s", iface->dev->info.name, op->ep, f->detail,
@@ -163,19 +161,19 @@ static void strand_dc_failure_init(strand_dc_failure_t *f,
  * DCI or stream, busy or idle: each would otherwise find out through its
  * own full timeout, one after the other where they share a stream or a
  * DCI, and a sender retrying a busy DCI would never find out at all. */
-static void strand_dc_failure_scope(strand_dc_iface_t *iface,
-                                    const strand_dc_failure_t *f,
-                                    strand_dc_op_t *op)
+static void strand_failure_scope(strand_iface_t *iface,
+                                    const strand_failure_t *f,
+                                    strand_op_t *op)
 {
-    strand_dc_ep_t *ep;
+    strand_ep_t *ep;
 
-    strand_dc_failure_add(iface, f, op->ep);
-    if ((op->ep == NULL) || !strand_dc_syndrome_peer_wide(f->syndrome)) {
+    strand_failure_add(iface, f, op->ep);
+    if ((op->ep == NULL) || !strand_syndrome_peer_wide(f->syndrome)) {
         return;
     }
     ucs_list_for_each(ep, &iface->eps, list) {
-        if (strand_dc_ep_same_dest(ep, op->ep)) {
-            strand_dc_failure_add(iface, f, ep);
+        if (strand_ep_same_dest(ep, op->ep)) {
+            strand_failure_add(iface, f, ep);
         }
     }
 }
@@ -191,10 +189,10 @@ static void strand_dc_failure_scope(strand_dc_iface_t *iface,
  * come back, SQ order). An ep's work keeps its order through repeated
  * errors. (Appended, the 4-peer dc_peers run delivered message 4 of a
  * healthy ep when 2 was next.) */
-static void strand_dc_held_insert(strand_dc_stream_t *s, strand_dc_held_t *h)
+static void strand_held_insert(strand_lane_t *s, strand_held_t *h)
 {
     ucs_queue_iter_t iter;
-    strand_dc_held_t *old;
+    strand_held_t *old;
 
     h->closure = s->closures;
     ucs_queue_for_each_safe(old, iter, &s->held, queue) {
@@ -207,21 +205,21 @@ static void strand_dc_held_insert(strand_dc_stream_t *s, strand_dc_held_t *h)
     ucs_queue_push(&s->held, &h->queue);
 }
 
-static void strand_dc_recovery_hold(strand_dc_iface_t *iface,
-                                    strand_dc_dci_t *dci, strand_dc_op_t *op)
+static void strand_recovery_hold(strand_iface_t *iface,
+                                    strand_txq_t *dci, strand_op_t *op)
 {
-    strand_dc_stream_t *s = &dci->streams[op->stream];
-    strand_dc_held_t *h;
+    strand_lane_t *s = &dci->lanes[op->lane];
+    strand_held_t *h;
     unsigned i;
 
-    h = ucs_malloc(sizeof(*h) + op->bbs * STRAND_WQE_BB, "strand_dc_held");
+    h = ucs_malloc(sizeof(*h) + op->bbs * STRAND_WQE_BB, "strand_held");
     if (h == NULL) {
         ucs_error("%s: no memory to keep a flushed WQE: its ep fails",
                   iface->dev->info.name);
-        strand_dc_failure_t f = {.status = UCS_ERR_NO_MEMORY,
+        strand_failure_t f = {.status = UCS_ERR_NO_MEMORY,
                                  .detail = "no memory to keep a flushed WQE"};
-        strand_dc_failure_add(iface, &f, op->ep);
-        strand_dc_op_complete(iface, dci, op, UCS_ERR_NO_MEMORY);
+        strand_failure_add(iface, &f, op->ep);
+        strand_op_complete(iface, dci, op, UCS_ERR_NO_MEMORY);
         return;
     }
     for (i = 0; i < op->bbs; ++i) {
@@ -230,26 +228,26 @@ static void strand_dc_recovery_hold(strand_dc_iface_t *iface,
                STRAND_WQE_BB);
     }
     h->op = *op;
-    strand_dc_held_insert(s, h);
+    strand_held_insert(s, h);
     op->ep->held++;
-    strand_dc_ep_tx_update(iface, op->ep);
+    strand_ep_tx_update(iface, op->ep);
     op->desc    = NULL;  /* now the held copy's */
     op->tmp_reg = NULL;
     op->comp    = NULL;
     op->ep      = NULL;
-    op->type    = STRAND_DC_OP_PLAIN;
-    strand_dc_op_complete(iface, dci, op, UCS_OK); /* frees the slot only */
+    op->type    = STRAND_OP_PLAIN;
+    strand_op_complete(iface, dci, op, UCS_OK); /* frees the slot only */
     iface->repost_pending = 1;
 }
 
 /* Post the held WQE h again at the producer index. */
-static void strand_dc_recovery_repost_one(strand_dc_iface_t *iface,
-                                          strand_dc_dci_t *dci,
-                                          strand_dc_held_t *h,
+static void strand_recovery_repost_one(strand_iface_t *iface,
+                                          strand_txq_t *dci,
+                                          strand_held_t *h,
                                           struct mlx5_wqe_ctrl_seg **ctrl_p)
 {
     struct mlx5_wqe_ctrl_seg *ctrl;
-    strand_dc_ep_t *ep = h->op.ep;
+    strand_ep_t *ep = h->op.ep;
     unsigned i;
 
     ctrl = strand_sq_bb(dci->sq.buf, dci->sq.wqe_cnt, dci->sq.cur_post);
@@ -259,28 +257,28 @@ static void strand_dc_recovery_repost_one(strand_dc_iface_t *iface,
     }
     strand_set_ctrl_wqe_idx(ctrl, (uint16_t)dci->sq.cur_post);
     /* still outstanding for its ep all along: only the slot is new */
-    strand_dc_dci_claim(dci, h->op.bbs, &h->op);
+    strand_txq_claim(dci, h->op.bbs, &h->op);
     ep->held--;
-    strand_dc_ep_tx_update(iface, ep);
+    strand_ep_tx_update(iface, ep);
     *ctrl_p = ctrl;
 }
 
-static void strand_dc_held_drop(strand_dc_iface_t *iface, strand_dc_held_t *h,
+static void strand_held_drop(strand_iface_t *iface, strand_held_t *h,
                                 ucs_status_t status)
 {
-    strand_dc_op_t *op = &h->op;
+    strand_op_t *op = &h->op;
 
-    if (op->type == STRAND_DC_OP_LIGHT) {
+    if (op->type == STRAND_OP_LIGHT) {
         ucs_free(h);
         return;
     }
-    if (op->type == STRAND_DC_OP_CHECKED) {
-        strand_dc_integrity_drop(iface, op->u.result, status);
+    if (op->type == STRAND_OP_CHECKED) {
+        strand_iface_integrity_drop(iface, op->u.result, status);
         ucs_free(h);
         return;
     }
     if (op->tmp_reg != NULL) {
-        strand_dc_tmp_reg_release(iface, op->tmp_reg);
+        strand_tmp_reg_release(iface, op->tmp_reg);
     }
     if (op->desc != NULL) {
         ucs_mpool_put_inline(op->desc);
@@ -293,18 +291,18 @@ static void strand_dc_held_drop(strand_dc_iface_t *iface, strand_dc_held_t *h,
 
 /* A held WQE of an ep that failed since: it completes with the ep's
  * error instead of being posted again. */
-static void strand_dc_recovery_held_fail(strand_dc_iface_t *iface,
-                                         strand_dc_ep_t *ep,
-                                         strand_dc_held_t *h)
+static void strand_recovery_held_fail(strand_iface_t *iface,
+                                         strand_ep_t *ep,
+                                         strand_held_t *h)
 {
     uct_completion_t *last = NULL;
 
     ep->held--;
     ep->outstanding--;
-    strand_dc_ep_tx_update(iface, ep);
-    strand_dc_held_drop(iface, h, ep->status);
+    strand_ep_tx_update(iface, ep);
+    strand_held_drop(iface, h, ep->status);
     if ((ep->outstanding == 0) && (ep->held == 0)) {
-        last = strand_dc_ep_idle(iface, ep);
+        last = strand_ep_idle(iface, ep);
     }
     if (last != NULL) {
         uct_invoke_completion(last, UCS_OK);
@@ -312,21 +310,21 @@ static void strand_dc_recovery_held_fail(strand_dc_iface_t *iface,
 }
 
 /* Every held WQE of ep completes with its error now. */
-static void strand_dc_recovery_fail_held(strand_dc_iface_t *iface,
-                                         strand_dc_ep_t *ep)
+static void strand_recovery_fail_held(strand_iface_t *iface,
+                                         strand_ep_t *ep)
 {
     ucs_queue_iter_t iter;
-    strand_dc_held_t *h;
-    strand_dc_dci_t *dci;
+    strand_held_t *h;
+    strand_txq_t *dci;
     unsigned i, j;
 
-    for (i = 0; (i < iface->dci_hwm) && (ep->held > 0); ++i) {
-        dci = &iface->dcis[i];
-        for (j = 0; j < iface->config.num_streams; ++j) {
-            ucs_queue_for_each_safe(h, iter, &dci->streams[j].held, queue) {
+    for (i = 0; (i < iface->txq_hwm) && (ep->held > 0); ++i) {
+        dci = &iface->txqs[i];
+        for (j = 0; j < iface->config.num_lanes; ++j) {
+            ucs_queue_for_each_safe(h, iter, &dci->lanes[j].held, queue) {
                 if (h->op.ep == ep) {
-                    ucs_queue_del_iter(&dci->streams[j].held, iter);
-                    strand_dc_recovery_held_fail(iface, ep, h);
+                    ucs_queue_del_iter(&dci->lanes[j].held, iter);
+                    strand_recovery_held_fail(iface, ep, h);
                 }
             }
         }
@@ -334,30 +332,30 @@ static void strand_dc_recovery_fail_held(strand_dc_iface_t *iface,
 }
 
 /* The held WQEs of stream s, in their order, while there is room. */
-static unsigned strand_dc_recovery_repost(strand_dc_iface_t *iface,
-                                          strand_dc_dci_t *dci,
-                                          strand_dc_stream_t *s)
+static unsigned strand_recovery_repost(strand_iface_t *iface,
+                                          strand_txq_t *dci,
+                                          strand_lane_t *s)
 {
     struct mlx5_wqe_ctrl_seg *ctrl = NULL;
-    strand_dc_held_t *h;
-    strand_dc_ep_t *ep;
+    strand_held_t *h;
+    strand_ep_t *ep;
     unsigned count = 0;
 
     while (!ucs_queue_is_empty(&s->held) &&
-           strand_dc_dci_has_room(iface, dci)) {
-        h  = ucs_queue_pull_elem_non_empty(&s->held, strand_dc_held_t, queue);
+           strand_txq_has_room(iface, dci)) {
+        h  = ucs_queue_pull_elem_non_empty(&s->held, strand_held_t, queue);
         ep = h->op.ep;
-        if (ep->flags & STRAND_DC_EP_FLAG_FAILED) {
+        if (ep->flags & STRAND_EP_FLAG_FAILED) {
             /* its destination failed on another stream meanwhile */
-            strand_dc_recovery_held_fail(iface, ep, h);
+            strand_recovery_held_fail(iface, ep, h);
             continue;
         }
-        strand_dc_recovery_repost_one(iface, dci, h, &ctrl);
+        strand_recovery_repost_one(iface, dci, h, &ctrl);
         ucs_free(h);
         ++count;
-        STRAND_DC_IFACE_STAT(iface, REPOST, 1);
+        STRAND_IFACE_STAT(iface, REPOST, 1);
         if (ep->held == 0) {
-            strand_dc_ep_schedule(iface, ep);
+            strand_ep_schedule(iface, ep);
         }
     }
     if (ctrl != NULL) {
@@ -365,33 +363,33 @@ static unsigned strand_dc_recovery_repost(strand_dc_iface_t *iface,
          * so that they all complete */
         ctrl->fm_ce_se |= MLX5_WQE_CTRL_CQ_UPDATE;
         dci->ce_countdown = dci->moderation;
-        strand_dc_dci_ring(dci, ctrl,
+        strand_txq_ring(dci, ctrl,
                            strand_ds_to_bbs(strand_ctrl_ds(ctrl)));
     }
     return count;
 }
 
-unsigned strand_dc_recovery_progress(strand_dc_iface_t *iface)
+unsigned strand_recovery_progress(strand_iface_t *iface)
 {
-    strand_dc_dci_t *dci;
+    strand_txq_t *dci;
     unsigned i, j, count = 0;
     int pending = 0;
 
     iface->repost_pending = 0;
-    for (i = 0; i < iface->dci_hwm; ++i) {
-        dci = &iface->dcis[i];
-        if (dci->state != STRAND_DC_DCI_ACTIVE) {
-            pending |= (dci->state == STRAND_DC_DCI_DRAINING);
+    for (i = 0; i < iface->txq_hwm; ++i) {
+        dci = &iface->txqs[i];
+        if (dci->state != STRAND_TXQ_ACTIVE) {
+            pending |= (dci->state == STRAND_TXQ_DRAINING);
             continue;
         }
-        for (j = 0; j < iface->config.num_streams; ++j) {
-            if (dci->streams[j].state != STRAND_DC_STREAM_OK) {
+        for (j = 0; j < iface->config.num_lanes; ++j) {
+            if (dci->lanes[j].state != STRAND_LANE_OK) {
                 pending = 1;
                 continue;
             }
-            count   += strand_dc_recovery_repost(iface, dci,
-                                                 &dci->streams[j]);
-            pending |= !ucs_queue_is_empty(&dci->streams[j].held);
+            count   += strand_recovery_repost(iface, dci,
+                                                 &dci->lanes[j]);
+            pending |= !ucs_queue_is_empty(&dci->lanes[j].held);
         }
     }
     iface->repost_pending = pending;
@@ -400,45 +398,45 @@ unsigned strand_dc_recovery_progress(strand_dc_iface_t *iface)
 
 /* --------------------------------------------------------- resetting */
 
-static void strand_dc_recovery_dci_done(strand_dc_iface_t *iface,
-                                        strand_dc_dci_t *dci);
-static void strand_dc_recovery_settle(strand_dc_iface_t *iface,
-                                      strand_dc_dci_t *dci);
+static void strand_recovery_dci_done(strand_iface_t *iface,
+                                        strand_txq_t *dci);
+static void strand_recovery_settle(strand_iface_t *iface,
+                                      strand_txq_t *dci);
 
 /* Every WQE of the errored stream s is back: reset it and post the held
  * ones again (seed page: "Once all stream_id WR's are flushed, application
  * should reset the errored stream_id"). */
-static void strand_dc_recovery_stream_done(strand_dc_iface_t *iface,
-                                           strand_dc_dci_t *dci,
-                                           strand_dc_stream_t *s)
+static void strand_recovery_stream_done(strand_iface_t *iface,
+                                           strand_txq_t *dci,
+                                           strand_lane_t *s)
 {
     strand_dev_t *dev = iface->dev;
     int err;
 
-    err = dev->ops->dci_stream_id_reset(dev, &dci->qp, s->id);
+    err = iface->tl->lane_reset(iface, dci, s - dci->lanes);
     if (err != 0) {
         /* the DCI itself went to ERR meanwhile: it is reset instead, once
          * its last flush is back */
         ucs_debug("%s: DCI %u: stream %u reset: %s", dev->info.name,
                   dci->index, s->id, strerror(err));
-        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_DRAINING);
+        strand_txq_set_state(iface, dci, STRAND_TXQ_DRAINING);
         if (dci->outstanding == dci->flushed) {
-            strand_dc_recovery_settle(iface, dci);
-            strand_dc_recovery_dci_done(iface, dci);
+            strand_recovery_settle(iface, dci);
+            strand_recovery_dci_done(iface, dci);
         }
         return;
     }
-    strand_dc_stream_set_state(iface, dci, s, STRAND_DC_STREAM_OK);
+    strand_lane_set_state(iface, dci, s, STRAND_LANE_OK);
     s->resets++;
-    STRAND_DC_IFACE_STAT(iface, STREAM_RESET, 1);
+    STRAND_IFACE_STAT(iface, STREAM_RESET, 1);
     dci->errored--;
-    strand_dc_recovery_repost(iface, dci, s);
+    strand_recovery_repost(iface, dci, s);
     iface->repost_pending = 1;
 }
 
 /* Every WQE of the DCI in ERR is back: reset it, post the held ones. */
-static void strand_dc_recovery_dci_done(strand_dc_iface_t *iface,
-                                        strand_dc_dci_t *dci)
+static void strand_recovery_dci_done(strand_iface_t *iface,
+                                        strand_txq_t *dci)
 {
     unsigned i;
 
@@ -446,32 +444,32 @@ static void strand_dc_recovery_dci_done(strand_dc_iface_t *iface,
         return; /* broken: its held WQEs fail at close */
     }
     /* the streams first: setting the DCI's state tells its eps */
-    for (i = 0; i < iface->config.num_streams; ++i) {
-        dci->streams[i].state = STRAND_DC_STREAM_OK;
+    for (i = 0; i < iface->config.num_lanes; ++i) {
+        dci->lanes[i].state = STRAND_LANE_OK;
     }
     dci->errored = 0;
-    strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_ACTIVE);
+    strand_txq_set_state(iface, dci, STRAND_TXQ_ACTIVE);
     dci->resets++;
-    STRAND_DC_IFACE_STAT(iface, DCI_RESET, 1);
+    STRAND_IFACE_STAT(iface, DCI_RESET, 1);
     iface->tl->sq_idle(iface, dci);
     iface->repost_pending = 1;
-    strand_dc_recovery_progress(iface);
+    strand_recovery_progress(iface);
 }
 
-static void strand_dc_recovery_check_done(strand_dc_iface_t *iface,
-                                          strand_dc_dci_t *dci,
-                                          strand_dc_stream_t *s)
+static void strand_recovery_check_done(strand_iface_t *iface,
+                                          strand_txq_t *dci,
+                                          strand_lane_t *s)
 {
-    if (dci->state == STRAND_DC_DCI_DRAINING) {
+    if (dci->state == STRAND_TXQ_DRAINING) {
         if (dci->outstanding == dci->flushed) {
-            strand_dc_recovery_settle(iface, dci);
+            strand_recovery_settle(iface, dci);
             ucs_assert(dci->outstanding == 0);
-            strand_dc_recovery_dci_done(iface, dci);
+            strand_recovery_dci_done(iface, dci);
         }
-    } else if ((s->state == STRAND_DC_STREAM_DRAINING) &&
-               (strand_dc_dci_stream_outstanding(dci, s - dci->streams) ==
+    } else if ((s->state == STRAND_LANE_DRAINING) &&
+               (strand_txq_lane_outstanding(dci, s - dci->lanes) ==
                 0)) {
-        strand_dc_recovery_stream_done(iface, dci, s);
+        strand_recovery_stream_done(iface, dci, s);
     }
 }
 
@@ -480,19 +478,19 @@ static void strand_dc_recovery_check_done(strand_dc_iface_t *iface,
 /* Whether running op twice does no harm: a READ reads again, a NOP does
  * nothing. (A WRITE is not: its peer may have seen it land and reused the
  * memory since; an active message or atomic would run twice.) */
-static int strand_dc_op_rerunnable(const strand_dc_op_t *op)
+static int strand_op_rerunnable(const strand_op_t *op)
 {
     return (op->opcode == MLX5_OPCODE_RDMA_READ) ||
            (op->opcode == MLX5_OPCODE_NOP);
 }
 
-static int strand_dc_dci_in_error(strand_dc_iface_t *iface,
-                                  strand_dc_dci_t *dci)
+static int strand_txq_in_error(strand_iface_t *iface,
+                                  strand_txq_t *dci)
 {
     enum ibv_qp_state state = IBV_QPS_ERR;
 
-    if (iface->config.log_errored == 0) {
-        return 1; /* log_num_errored 0: every error puts the DCI in ERR */
+    if (!iface->config.lanes_fail_alone) {
+        return 1; /* every error puts the send queue in ERR */
     }
     /* the seed page's way: query the QP after an error completion */
     if (iface->dev->ops->qp_state(iface->dev, &dci->qp, &state) != 0) {
@@ -503,25 +501,25 @@ static int strand_dc_dci_in_error(strand_dc_iface_t *iface,
 
 /* op failed at its peer (or on its way there): the eps the failure belongs
  * to fail, its stream is in error until reset. */
-static void strand_dc_recovery_failed(strand_dc_iface_t *iface,
-                                      strand_dc_dci_t *dci,
-                                      strand_dc_op_t *op,
+static void strand_recovery_failed(strand_iface_t *iface,
+                                      strand_txq_t *dci,
+                                      strand_op_t *op,
                                       struct mlx5_cqe64 *cqe)
 {
-    strand_dc_stream_t *s = &dci->streams[op->stream];
-    strand_dc_failure_t f;
+    strand_lane_t *s = &dci->lanes[op->lane];
+    strand_failure_t f;
 
-    strand_dc_failure_init(&f, iface, dci, op, cqe,
-                           dci->state == STRAND_DC_DCI_DRAINING);
+    strand_failure_init(&f, iface, dci, op, cqe,
+                           dci->state == STRAND_TXQ_DRAINING);
     if (ucs_log_is_enabled(UCS_LOG_LEVEL_DEBUG)) {
-        strand_dc_dci_log_wqe(dci, op->wqe_idx);
+        strand_txq_log_wqe(dci, op->wqe_idx);
     }
-    strand_dc_failure_scope(iface, &f, op);
-    if (s->state == STRAND_DC_STREAM_OK) {
-        strand_dc_stream_set_state(iface, dci, s, STRAND_DC_STREAM_DRAINING);
+    strand_failure_scope(iface, &f, op);
+    if (s->state == STRAND_LANE_OK) {
+        strand_lane_set_state(iface, dci, s, STRAND_LANE_DRAINING);
         dci->errored++;
     }
-    strand_dc_op_complete(iface, dci, op, f.status);
+    strand_op_complete(iface, dci, op, f.status);
 }
 
 /* Every CQE of the DCI in ERR is back: decide the fate of each flushed
@@ -533,93 +531,93 @@ static void strand_dc_recovery_failed(strand_dc_iface_t *iface,
  * happening for remote failures (no more streams than errored ones), so
  * only a DCI-wide error gets here: such work is posted again only if
  * running it twice is harmless, else its ep fails. */
-static void strand_dc_recovery_settle(strand_dc_iface_t *iface,
-                                      strand_dc_dci_t *dci)
+static void strand_recovery_settle(strand_iface_t *iface,
+                                      strand_txq_t *dci)
 {
-    strand_dc_failure_t f = {.status = UCS_ERR_IO_ERROR};
+    strand_failure_t f = {.status = UCS_ERR_IO_ERROR};
     uint32_t bb, end = dci->sq.cur_post;
-    strand_dc_op_t *op;
+    strand_op_t *op;
     unsigned bbs;
 
     for (bb = dci->sq_tail; bb != end; bb += bbs) {
         op  = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
         bbs = op->bbs ? op->bbs : 1;
-        if (op->state != STRAND_DC_OP_FLUSHED) {
+        if (op->state != STRAND_OP_FLUSHED) {
             continue;
         }
         if (op->ep == NULL) {
-            strand_dc_op_complete(iface, dci, op, UCS_ERR_CANCELED);
-        } else if (op->ep->flags & STRAND_DC_EP_FLAG_FAILED) {
-            strand_dc_op_complete(iface, dci, op, op->ep->status);
-        } else if ((dci->streams[op->stream].state !=
-                    STRAND_DC_STREAM_OK) || strand_dc_op_rerunnable(op)) {
-            strand_dc_recovery_hold(iface, dci, op);
+            strand_op_complete(iface, dci, op, UCS_ERR_CANCELED);
+        } else if (op->ep->flags & STRAND_EP_FLAG_FAILED) {
+            strand_op_complete(iface, dci, op, op->ep->status);
+        } else if ((dci->lanes[op->lane].state !=
+                    STRAND_LANE_OK) || strand_op_rerunnable(op)) {
+            strand_recovery_hold(iface, dci, op);
         } else {
             snprintf(f.detail, sizeof(f.detail), "DCI %u qpn 0x%x went to "
                      "error with WQE %u %s in flight on stream %u, which did "
                      "not fail: it may have run at its peer, so it is not "
                      "posted again", dci->index, dci->qp.qpn, op->wqe_idx,
                      strand_wqe_opcode_str(op->opcode),
-                     dci->streams[op->stream].id);
-            strand_dc_failure_add(iface, &f, op->ep);
-            strand_dc_op_complete(iface, dci, op, f.status);
+                     dci->lanes[op->lane].id);
+            strand_failure_add(iface, &f, op->ep);
+            strand_op_complete(iface, dci, op, f.status);
         }
     }
 }
 
-void strand_dc_recovery_error(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
-                              strand_dc_op_t *op, struct mlx5_cqe64 *cqe)
+void strand_recovery_error(strand_iface_t *iface, strand_txq_t *dci,
+                              strand_op_t *op, struct mlx5_cqe64 *cqe)
 {
-    if (strand_dc_dci_in_error(iface, dci)) {
-        strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_DRAINING);
+    if (strand_txq_in_error(iface, dci)) {
+        strand_txq_set_state(iface, dci, STRAND_TXQ_DRAINING);
     }
-    strand_dc_recovery_flush(iface, dci, op, cqe);
+    strand_recovery_flush(iface, dci, op, cqe);
 }
 
-void strand_dc_recovery_flush(strand_dc_iface_t *iface, strand_dc_dci_t *dci,
-                              strand_dc_op_t *op, struct mlx5_cqe64 *cqe)
+void strand_recovery_flush(strand_iface_t *iface, strand_txq_t *dci,
+                              strand_op_t *op, struct mlx5_cqe64 *cqe)
 {
-    strand_dc_stream_t *s = &dci->streams[op->stream];
-    strand_dc_ep_t *ep    = op->ep;
+    strand_lane_t *s = &dci->lanes[op->lane];
+    strand_ep_t *ep    = op->ep;
 
     if (!strand_cqe_is_error(cqe)) {
         /* done before the failure: a success like any other */
-        strand_dc_op_complete(iface, dci, op, UCS_OK);
+        strand_op_complete(iface, dci, op, UCS_OK);
     } else if (strand_cqe_syndrome(cqe) != MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
-        strand_dc_recovery_failed(iface, dci, op, cqe);
-    } else if ((ep == NULL) || (ep->flags & STRAND_DC_EP_FLAG_FAILED)) {
-        strand_dc_op_complete(iface, dci, op,
+        strand_recovery_failed(iface, dci, op, cqe);
+    } else if ((ep == NULL) || (ep->flags & STRAND_EP_FLAG_FAILED)) {
+        strand_op_complete(iface, dci, op,
                               (ep == NULL) ? UCS_ERR_CANCELED : ep->status);
-    } else if (dci->state == STRAND_DC_DCI_DRAINING) {
+    } else if (dci->state == STRAND_TXQ_DRAINING) {
         /* which streams failed is known only once all CQEs are back */
-        op->state = STRAND_DC_OP_FLUSHED;
+        op->state = STRAND_OP_FLUSHED;
         dci->flushed++;
     } else {
         /* its stream failed before it: it did not run */
-        if (s->state == STRAND_DC_STREAM_OK) {
+        if (s->state == STRAND_LANE_OK) {
             /* a flush whose stream's error CQE we have not seen: the
              * stream is in error all the same */
-            strand_dc_stream_set_state(iface, dci, s,
-                                       STRAND_DC_STREAM_DRAINING);
+            strand_lane_set_state(iface, dci, s,
+                                       STRAND_LANE_DRAINING);
             dci->errored++;
         }
-        strand_dc_recovery_hold(iface, dci, op);
+        strand_recovery_hold(iface, dci, op);
     }
-    strand_dc_recovery_check_done(iface, dci, s);
-    strand_dc_recovery_notify(iface);
+    strand_recovery_check_done(iface, dci, s);
+    strand_recovery_notify(iface);
 }
 
 /* ---------------------------------------------- cancel, destroy, close */
 
 /* Whether every WQE outstanding on dci is ep's (or nobody's). */
-static int strand_dc_dci_only_of(strand_dc_dci_t *dci, strand_dc_ep_t *ep)
+static int strand_txq_only_of(strand_txq_t *dci, strand_ep_t *ep)
 {
-    strand_dc_op_t *op;
+    strand_op_t *op;
     uint32_t bb;
 
     for (bb = dci->sq_tail; bb != dci->sq.cur_post; ++bb) {
         op = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
-        if ((op->state != STRAND_DC_OP_FREE) && (op->ep != NULL) &&
+        if ((op->state != STRAND_OP_FREE) && (op->ep != NULL) &&
             (op->ep != ep)) {
             return 0;
         }
@@ -627,26 +625,26 @@ static int strand_dc_dci_only_of(strand_dc_dci_t *dci, strand_dc_ep_t *ep)
     return 1;
 }
 
-void strand_dc_recovery_cancel(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+void strand_recovery_cancel(strand_iface_t *iface, strand_ep_t *ep)
 {
     strand_dev_t *dev = iface->dev;
-    strand_dc_dci_t *dci;
+    strand_txq_t *dci;
     int err;
 
-    ucs_assert(ep->flags & STRAND_DC_EP_FLAG_FAILED);
-    strand_dc_recovery_fail_held(iface, ep);
-    if ((ep->outstanding == 0) || (ep->dci == STRAND_DC_DCI_NONE)) {
+    ucs_assert(ep->flags & STRAND_EP_FLAG_FAILED);
+    strand_recovery_fail_held(iface, ep);
+    if ((ep->outstanding == 0) || (ep->txq == STRAND_TXQ_NONE)) {
         return;
     }
-    dci = &iface->dcis[ep->dci];
+    dci = &iface->txqs[ep->txq];
     if (dci->held_db != NULL) {
         /* its doorbells held (rc_strand, not connected yet): nothing ran;
          * to ERR, and the device told of every WQE, each comes back
          * flushed */
-        strand_dc_dci_held_abort(iface, dci);
+        strand_txq_held_abort(iface, dci);
         return;
     }
-    if ((dci->state != STRAND_DC_DCI_ACTIVE) || !strand_dc_dci_only_of(dci, ep)) {
+    if ((dci->state != STRAND_TXQ_ACTIVE) || !strand_txq_only_of(dci, ep)) {
         /* shared: a WQE on the wire cannot be taken back without failing
          * the others' work; ep's complete as the device returns them */
         return;
@@ -655,7 +653,7 @@ void strand_dc_recovery_cancel(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
      * a CQE request that already ran gives none, flushed or not: a
      * signaled NOP behind it does (success or flush). Without room for
      * one, the WQEs complete as the device returns them. */
-    if (strand_dc_dci_signal_tail(iface, dci) != UCS_OK) {
+    if (strand_txq_signal_tail(iface, dci) != UCS_OK) {
         return;
     }
     err = dev->ops->qp_to_err(dev, &dci->qp);
@@ -665,66 +663,66 @@ void strand_dc_recovery_cancel(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
         return;
     }
     /* every WQE comes back flushed, completes with the ep's status, and
-     * the DCI is reset after the last (strand_dc_recovery_flush) */
-    strand_dc_dci_set_state(iface, dci, STRAND_DC_DCI_DRAINING);
+     * the DCI is reset after the last (strand_recovery_flush) */
+    strand_txq_set_state(iface, dci, STRAND_TXQ_DRAINING);
 }
 
-void strand_dc_recovery_invalidate(strand_dc_iface_t *iface,
-                                   strand_dc_ep_t *ep)
+void strand_recovery_invalidate(strand_iface_t *iface,
+                                   strand_ep_t *ep)
 {
-    strand_dc_failure_t f = {.status = UCS_ERR_CANCELED};
+    strand_failure_t f = {.status = UCS_ERR_CANCELED};
 
     snprintf(f.detail, sizeof(f.detail), "invalidated by its user "
              "(uct_ep_invalidate), %u operations outstanding",
              ep->outstanding);
-    strand_dc_failure_add(iface, &f, ep);
-    strand_dc_recovery_cancel(iface, ep);
+    strand_failure_add(iface, &f, ep);
+    strand_recovery_cancel(iface, ep);
 }
 
 
-void strand_dc_recovery_orphan(strand_dc_iface_t *iface, strand_dc_ep_t *ep)
+void strand_recovery_orphan(strand_iface_t *iface, strand_ep_t *ep)
 {
     ucs_queue_iter_t iter;
-    strand_dc_held_t *h;
-    strand_dc_dci_t *dci;
+    strand_held_t *h;
+    strand_txq_t *dci;
     unsigned i, j;
 
-    strand_dc_recovery_forget(iface, ep);
+    strand_recovery_forget(iface, ep);
     if (ep->held == 0) {
         return;
     }
-    for (i = 0; i < iface->dci_hwm; ++i) {
-        dci = &iface->dcis[i];
-        for (j = 0; j < iface->config.num_streams; ++j) {
-            ucs_queue_for_each_safe(h, iter, &dci->streams[j].held, queue) {
+    for (i = 0; i < iface->txq_hwm; ++i) {
+        dci = &iface->txqs[i];
+        for (j = 0; j < iface->config.num_lanes; ++j) {
+            ucs_queue_for_each_safe(h, iter, &dci->lanes[j].held, queue) {
                 if (h->op.ep == ep) {
-                    ucs_queue_del_iter(&dci->streams[j].held, iter);
+                    ucs_queue_del_iter(&dci->lanes[j].held, iter);
                     ep->held--;
-                    strand_dc_ep_tx_update(iface, ep);
-                    strand_dc_held_drop(iface, h, UCS_ERR_CANCELED);
+                    strand_ep_tx_update(iface, ep);
+                    strand_held_drop(iface, h, UCS_ERR_CANCELED);
                 }
             }
         }
     }
 }
 
-void strand_dc_recovery_cleanup(strand_dc_iface_t *iface,
-                                strand_dc_dci_t *dci)
+void strand_recovery_cleanup(strand_iface_t *iface,
+                                strand_txq_t *dci)
 {
-    strand_dc_held_t *h;
+    strand_held_t *h;
     unsigned j;
 
-    if (dci->streams == NULL) {
+    if (dci->lanes == NULL) {
         return;
     }
-    for (j = 0; j < iface->config.num_streams; ++j) {
-        while (!ucs_queue_is_empty(&dci->streams[j].held)) {
-            h = ucs_queue_pull_elem_non_empty(&dci->streams[j].held,
-                                              strand_dc_held_t, queue);
-            if (h->op.type != STRAND_DC_OP_LIGHT) {
+    for (j = 0; j < iface->config.num_lanes; ++j) {
+        while (!ucs_queue_is_empty(&dci->lanes[j].held)) {
+            h = ucs_queue_pull_elem_non_empty(&dci->lanes[j].held,
+                                              strand_held_t, queue);
+            if (h->op.type != STRAND_OP_LIGHT) {
                 h->op.comp = NULL; /* the iface is closing */
             }
-            strand_dc_held_drop(iface, h, UCS_ERR_CANCELED);
+            strand_held_drop(iface, h, UCS_ERR_CANCELED);
         }
     }
 }

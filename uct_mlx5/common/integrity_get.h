@@ -8,52 +8,52 @@
  * counts as one more operation of its ep until its last piece is in, so
  * a flush waits for it.
  */
-#ifndef STRAND_DC_INTEGRITY_H_
-#define STRAND_DC_INTEGRITY_H_
+#ifndef STRAND_INTEGRITY_H_
+#define STRAND_INTEGRITY_H_
 
-#include "dc_ep.h"
-#include "dc_dci.h"
+#include "ep.h"
+#include "txq.h"
 
-ucs_status_t strand_dc_integrity_init(strand_dc_iface_t *iface,
-                                      const strand_dc_iface_config_t *config);
-void strand_dc_integrity_cleanup(strand_dc_iface_t *iface);
+ucs_status_t strand_iface_integrity_init(strand_iface_t *iface,
+                                      const strand_iface_config_t *config);
+void strand_iface_integrity_cleanup(strand_iface_t *iface);
 
 /* uct_ep_get_zcopy of a signed remote key */
-ucs_status_t strand_dc_ep_get_checked(strand_dc_iface_t *iface,
-                                      strand_dc_ep_t *ep,
+ucs_status_t strand_ep_get_checked(strand_iface_t *iface,
+                                      strand_ep_t *ep,
                                       const uct_iov_t *iov, size_t iovcnt,
                                       uint64_t remote_addr,
                                       const strand_rkey_sig_t *rk,
                                       uct_completion_t *comp);
 
-/* The READ of a piece (op of type STRAND_DC_OP_CHECKED) retired with
- * `status`: returns its GET, which strand_dc_integrity_kick moves on once
+/* The READ of a piece (op of type STRAND_OP_CHECKED) retired with
+ * `status`: returns its GET, which strand_iface_integrity_kick moves on once
  * the op's slot is free (more pieces, a piece again, or its end). */
-strand_integrity_req_t *strand_dc_integrity_op_done(strand_dc_iface_t *iface,
-                                                    strand_dc_op_t *op,
+strand_integrity_req_t *strand_iface_integrity_op_done(strand_iface_t *iface,
+                                                    strand_op_t *op,
                                                     ucs_status_t status);
-void strand_dc_integrity_kick(strand_dc_iface_t *iface,
+void strand_iface_integrity_kick(strand_iface_t *iface,
                               strand_integrity_req_t *req);
 /* GETs that waited for room or a landing mkey (from progress); pending
  * requests that waited for a landing mkey are scheduled again once one
  * is free */
-unsigned strand_dc_integrity_progress(strand_dc_iface_t *iface);
+unsigned strand_iface_integrity_progress(strand_iface_t *iface);
 /* whether a checked GET could start now (no integrity: always) */
 static UCS_F_ALWAYS_INLINE int
-strand_dc_integrity_can_start(const strand_dc_iface_t *iface)
+strand_iface_integrity_can_start(const strand_iface_t *iface)
 {
     return (iface->integrity.kind == STRAND_INTEGRITY_OFF) ||
            strand_integrity_piece_available(&iface->integrity);
 }
 /* ep is destroyed: its GETs complete with UCS_ERR_CANCELED now (pieces
  * still posted retire later, into nobody's memory) */
-void strand_dc_integrity_orphan_op(strand_dc_iface_t *iface,
-                                   strand_dc_op_t *op);
-void strand_dc_integrity_ep_gone(strand_dc_iface_t *iface,
-                                 strand_dc_ep_t *ep);
+void strand_iface_integrity_orphan_op(strand_iface_t *iface,
+                                   strand_op_t *op);
+void strand_iface_integrity_ep_gone(strand_iface_t *iface,
+                                 strand_ep_t *ep);
 /* a piece whose READ was held by recovery and will not be posted again:
  * it ends with `status` */
-void strand_dc_integrity_drop(strand_dc_iface_t *iface,
+void strand_iface_integrity_drop(strand_iface_t *iface,
                               strand_integrity_piece_t *piece,
                               ucs_status_t status);
 

@@ -1,0 +1,1342 @@
+/*
+ * dc_strand endpoint operations: active messages (SEND), PUT (RDMA WRITE),
+ * GET (RDMA READ), device atomics (standard and masked), flush, fence and
+ * pending requests. Every WQE goes through the src/mlx5 builders.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "ep_post.h"
+#include "ep_short.h"
+#include "txq.h"
+#include "recovery.h"
+#include "tag.h"
+#include "integrity_get.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/datastruct/mpool.inl>
+
+#include <string.h>
+
+/* ------------------------------------------------------------ readiness */
+
+/* What ep's readiness is (dc_ep.h), from its state; pending: whether
+ * requests wait in its group. */
+static strand_txq_t *strand_ep_tx_state(strand_iface_t *iface,
+                                              const strand_ep_t *ep,
+                                              int pending)
+{
+    strand_txq_t *dci;
+
+    if ((ep->txq == STRAND_TXQ_NONE) || pending || (ep->held > 0) ||
+        (ep->flags & (STRAND_EP_FLAG_FAILED | STRAND_EP_FLAG_MOVING))) {
+        return NULL;
+    }
+    dci = &iface->txqs[ep->txq];
+    if ((dci->state != STRAND_TXQ_ACTIVE) ||
+        (dci->lanes[ep->lane].state != STRAND_LANE_OK)) {
+        return NULL;
+    }
+    return dci;
+}
+
+void strand_ep_tx_update(strand_iface_t *iface, strand_ep_t *ep)
+{
+    strand_txq_t *dci = strand_ep_tx_state(iface, ep, ep->pending > 0);
+
+    ep->tx_txq = dci;
+    if (dci != NULL) {
+        ep->tx_ctrl_tail = strand_ep_ctrl_tail(ep, dci, 0, 0);
+        ep->tx_op_kind   = strand_op_light_kind(ep->lane, 0);
+    }
+    strand_ep_gate(iface, ep);
+}
+
+void strand_ep_gate(strand_iface_t *iface, strand_ep_t *ep)
+{
+    ep->tx_gate = ((ep->tx_txq != NULL) &&
+                   (ep->fence_beat == iface->fence_beat) &&
+                   !iface->txq_wanted) ? iface->tx_gate : iface->tx_gate - 1;
+}
+
+void strand_ep_tx_update_dci(strand_iface_t *iface,
+                                strand_txq_t *dci)
+{
+    strand_ep_t *ep;
+
+    if (dci->users == 0) {
+        return;
+    }
+    if ((dci->ep != NULL) && (dci->users == 1)) {
+        /* dcs, rc_strand: its one lessee */
+        strand_ep_tx_update(iface, dci->ep);
+        return;
+    }
+    ucs_list_for_each(ep, &iface->eps, list) {
+        if (ep->txq == dci->index) {
+            strand_ep_tx_update(iface, ep);
+        }
+    }
+}
+
+#ifdef STRAND_DEBUG
+void strand_ep_tx_verify(strand_iface_t *iface, strand_ep_t *ep)
+{
+    int pending          = !ucs_arbiter_group_is_empty(&ep->arb_group);
+    strand_txq_t *dci = strand_ep_tx_state(iface, ep, pending);
+
+    ucs_assertv_always(pending == (ep->pending > 0),
+                       "ep %p: pending requests %d, counted %u", ep, pending,
+                       ep->pending);
+    ucs_assertv_always(ep->tx_txq == dci,
+                       "ep %p: cached readiness %p, its state says %p (dci "
+                       "%u stream %u flags 0x%x held %u)", ep, ep->tx_txq,
+                       dci, ep->txq, ep->lane, ep->flags, ep->held);
+    ucs_assertv_always((dci == NULL) ||
+                       ((ep->tx_ctrl_tail ==
+                         strand_ep_ctrl_tail(ep, dci, 0, 0)) &&
+                        (ep->tx_op_kind ==
+                         strand_op_light_kind(ep->lane, 0))),
+                       "ep %p: templates of another stream", ep);
+    ucs_assertv_always((ep->tx_gate != iface->tx_gate) ||
+                       ((dci != NULL) &&
+                        (ep->fence_beat == iface->fence_beat) &&
+                        !iface->txq_wanted),
+                       "ep %p: gate open, ready %p, fence beat %u/%u, DCI "
+                       "wanted %u", ep, dci, ep->fence_beat,
+                       iface->fence_beat, iface->txq_wanted);
+}
+#endif
+
+/* Credits ran low: ask for more once; none left: no resource. */
+ucs_status_t strand_ep_fc_low(strand_iface_t *iface, strand_ep_t *ep)
+{
+    ucs_status_t status;
+
+    if (!(ep->flags & STRAND_EP_FLAG_FC_REQ)) {
+        status = strand_fc_request(iface, ep);
+        if ((status != UCS_OK) && (status != UCS_ERR_NO_RESOURCE)) {
+            return status;
+        }
+    }
+    if (ep->fc_wnd > 0) {
+        return UCS_OK;
+    }
+    STRAND_EP_STAT(ep, FC_WAIT);
+    return UCS_ERR_NO_RESOURCE;
+}
+
+/* A SEND whose data (the AM id first) is written inline from `sge`. */
+void strand_ep_post_inline_send(strand_iface_t *iface,
+                                   strand_ep_t *ep, strand_txq_t *dci,
+                                   const struct ibv_sge *sge, unsigned n,
+                                   uint8_t fm_se)
+{
+    struct mlx5_wqe_ctrl_seg *ctrl;
+    unsigned ds;
+    void *seg;
+
+    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    ds   = STRAND_EP_DS(ep) +
+           strand_set_inline_seg(seg, sge, n, dci->sq.buf, dci->sq.end,
+                                     NULL);
+    strand_ep_post_light(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, ds,
+                            fm_se);
+}
+
+/* ------------------------------------------------------ active messages */
+
+/* An inline SEND of hdr (hdr_len bytes: a constant where this is inlined,
+ * so the header copy is a few moves, not a memcpy call) and the payload. */
+static UCS_F_ALWAYS_INLINE void
+strand_ep_am_short_post(strand_iface_t *iface, strand_ep_t *ep,
+                           strand_txq_t *dci, const void *hdr,
+                           unsigned hdr_len, const void *payload,
+                           unsigned length)
+{
+    struct mlx5_wqe_ctrl_seg *ctrl;
+    struct ibv_sge sge[2];
+    unsigned ds;
+    void *seg;
+
+    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    if (ucs_likely(strand_inline_fits(seg, hdr_len + length, dci->sq.end))) {
+        ds = STRAND_EP_DS(ep) +
+             strand_set_inline_hdr_data(seg, hdr, hdr_len, payload, length);
+        strand_ep_post_light(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, ds,
+                                strand_ep_am_fm_se(iface, ep));
+    } else { /* the data wraps around the end of the send queue */
+        sge[0].addr   = (uintptr_t)hdr;
+        sge[0].length = hdr_len;
+        sge[1].addr   = (uintptr_t)payload;
+        sge[1].length = length;
+        strand_ep_post_inline_send(iface, ep, dci, sge, 2,
+                                      strand_ep_am_fm_se(iface, ep));
+    }
+}
+
+/* An am_short (its parameters checked) the general way: flow control, the
+ * pending requests, a lease, room; the data may wrap around the end of
+ * the send queue. */
+UCS_F_NOINLINE ucs_status_t
+strand_ep_am_short_general(strand_iface_t *iface, strand_ep_t *ep,
+                              uint8_t id, uint64_t hdr, const void *payload,
+                              unsigned length)
+{
+    strand_txq_t *dci = NULL;
+    ucs_status_t status;
+    struct {
+        struct ibv_tmh tmh;  /* tag matching: NO_TAG (zeroes) */
+        uint8_t        id;
+        uint64_t       hdr;
+    } UCS_S_PACKED am_hdr;
+
+    status = strand_ep_am_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return strand_ep_refused(iface, ep, status, NULL);
+    }
+
+    am_hdr.id  = id;
+    am_hdr.hdr = hdr;
+    if (ucs_likely(iface->config.am_tmh == 0)) {
+        strand_ep_am_short_post(iface, ep, dci, &am_hdr.id,
+                                   sizeof(am_hdr) - sizeof(am_hdr.tmh),
+                                   payload, length);
+    } else {
+        memset(&am_hdr.tmh, 0, sizeof(am_hdr.tmh));
+        strand_ep_am_short_post(iface, ep, dci, &am_hdr, sizeof(am_hdr),
+                                   payload, length);
+    }
+    strand_ep_am_sent(iface, ep);
+    UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, sizeof(hdr) + length);
+    return UCS_OK;
+}
+
+ucs_status_t strand_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
+                                       const uct_iov_t *iov, size_t iovcnt)
+{
+    STRAND_EP_BASE_DECL(tl_ep);
+    struct ibv_sge sge[1 + STRAND_MAX_SGE];
+    uint8_t am_hdr[STRAND_AM_HDR_MAX];
+    unsigned n = 1;
+    size_t i, total;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_IOV_SIZE(iovcnt, (size_t)STRAND_MAX_SGE, "am_short_iov");
+    total         = strand_am_hdr_pack(iface, am_hdr, id);
+    sge[0].addr   = (uintptr_t)am_hdr;
+    sge[0].length = (uint32_t)total;
+    for (i = 0; i < iovcnt; ++i) {
+        sge[n].addr   = (uintptr_t)iov[i].buffer;
+        sge[n].length = uct_iov_get_length(&iov[i]);
+        total        += sge[n].length;
+        ++n;
+    }
+    STRAND_CHECK_MAX(total, iface->config.max_inline, "am_short_iov");
+    status = strand_ep_am_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return strand_ep_refused(iface, ep, status, NULL);
+    }
+    strand_ep_post_inline_send(iface, ep, dci, sge, n,
+                                  strand_ep_am_fm_se(iface, ep));
+    strand_ep_am_sent(iface, ep);
+    UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, total);
+    return UCS_OK;
+}
+
+/* A SEND from a bounce buffer: `hdr` (hdr_len bytes), then what pack_cb
+ * writes; returns the packed length or an error. */
+ssize_t strand_ep_send_hdr_bcopy(uct_ep_h tl_ep, const void *hdr,
+                                    unsigned hdr_len,
+                                    uct_pack_callback_t pack_cb, void *arg,
+                                    uint8_t opcode, uint32_t imm_be)
+{
+    STRAND_EP_DECL(tl_ep);
+    strand_tx_desc_t *desc;
+    size_t length;
+
+    status = strand_ep_am_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return strand_ep_refused_len(iface, ep, status);
+    }
+    desc = strand_ep_get_desc(iface, ep);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    memcpy(desc->data, hdr, hdr_len);
+    length = pack_cb(desc->data + hdr_len, arg);
+    status = strand_ep_check_packed(iface, ep, desc, length,
+                                       iface->config.seg_size - hdr_len,
+                                       "bcopy send");
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    strand_set_data_seg(seg, (uintptr_t)desc->data, length + hdr_len,
+                        desc->lkey);
+    op.type = STRAND_OP_DESC;
+    op.desc = desc;
+    strand_ep_post_imm(iface, ep, dci, ctrl, opcode, 0,
+                          STRAND_EP_DS(ep) + 1,
+                          strand_ep_am_fm_se(iface, ep), imm_be, &op);
+    strand_ep_am_sent(iface, ep);
+    return length;
+}
+
+ssize_t strand_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                              uct_pack_callback_t pack_cb, void *arg,
+                              unsigned flags)
+{
+    strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_iface_t);
+    uint8_t hdr[STRAND_AM_HDR_MAX];
+
+    ssize_t ret;
+
+    UCT_CHECK_AM_ID(id);
+    ret = strand_ep_send_hdr_bcopy(tl_ep, hdr,
+                                      strand_am_hdr_pack(iface, hdr, id),
+                                      pack_cb, arg, MLX5_OPCODE_SEND, 0);
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(ret, ucs_derived_of(tl_ep, uct_base_ep_t),
+                                 AM, BCOPY, ret);
+    return ret;
+}
+
+/* A zero-copy SEND: `hdr` (hdr_len bytes) goes from a registered bounce
+ * buffer (an inline segment followed by data segments is not used: one
+ * kind per WQE), the iov from the user's memory. */
+ucs_status_t strand_ep_send_hdr_zcopy(uct_ep_h tl_ep, const void *hdr,
+                                         unsigned hdr_len,
+                                         const uct_iov_t *iov, size_t iovcnt,
+                                         uint8_t opcode, uint32_t imm_be,
+                                         uct_completion_t *comp)
+{
+    STRAND_EP_DECL(tl_ep);
+    strand_tx_desc_t *desc;
+    uint32_t lkeys[STRAND_MAX_SGE];
+    unsigned ds;
+
+    status = strand_iov_lkeys(iface, iov, iovcnt, lkeys, &op.tmp_reg);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    status = strand_ep_am_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        goto err;
+    }
+    desc = strand_ep_get_desc(iface, ep);
+    if (ucs_unlikely(desc == NULL)) {
+        status = UCS_ERR_NO_RESOURCE;
+        goto err;
+    }
+    memcpy(desc->data, hdr, hdr_len);
+
+    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    strand_set_data_seg(seg, (uintptr_t)desc->data, hdr_len, desc->lkey);
+    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg), dci->sq.buf,
+                          dci->sq.end);
+    ds   = STRAND_EP_DS(ep) + 1 +
+           strand_set_iov_segs(dci, &seg, iov, iovcnt, lkeys);
+    op.type = STRAND_OP_DESC;
+    op.desc = desc;
+    op.comp = comp;
+    strand_ep_post_imm(iface, ep, dci, ctrl, opcode, 0, ds,
+                          strand_ep_am_fm_se(iface, ep), imm_be, &op);
+    strand_ep_am_sent(iface, ep);
+    return UCS_INPROGRESS;
+
+err:
+    if (op.tmp_reg != NULL) {
+        strand_tmp_reg_release(iface, op.tmp_reg);
+    }
+    return strand_ep_refused(iface, ep, status, comp);
+}
+
+ucs_status_t strand_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
+                                   const void *header, unsigned header_length,
+                                   const uct_iov_t *iov, size_t iovcnt,
+                                   unsigned flags, uct_completion_t *comp)
+{
+    strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_iface_t);
+    uint8_t hdr[STRAND_AM_HDR_MAX + STRAND_AM_MAX_HDR];
+    ucs_status_t status;
+    unsigned hdr_len;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->config.max_sge - 1, "am_zcopy");
+    STRAND_CHECK_MAX(header_length, STRAND_AM_MAX_HDR,
+                        "am_zcopy header");
+    STRAND_CHECK_MAX(strand_am_hdr_len(iface) + header_length +
+                        uct_iov_total_length(iov, iovcnt),
+                        iface->config.seg_size, "am_zcopy");
+    hdr_len = strand_am_hdr_pack(iface, hdr, id);
+    if (header_length > 0) { /* a NULL header with length 0 is allowed */
+        memcpy(hdr + hdr_len, header, header_length);
+    }
+    status = strand_ep_send_hdr_zcopy(tl_ep, hdr, hdr_len + header_length,
+                                         iov, iovcnt, MLX5_OPCODE_SEND, 0,
+                                         comp);
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
+                                 AM, ZCOPY, header_length +
+                                 uct_iov_total_length(iov, iovcnt));
+    return status;
+}
+
+/* ---------------------------------------------------------------- RMA */
+
+/* A put_short (its length checked) the general way: the pending requests,
+ * a lease, room, a signing key; the data may wrap around the end of the
+ * send queue, and no data is no inline segment. */
+UCS_F_NOINLINE ucs_status_t
+strand_ep_put_short_general(strand_iface_t *iface, strand_ep_t *ep,
+                               const void *buffer, unsigned length,
+                               uint64_t remote_addr, uct_rkey_t rkey)
+{
+    strand_txq_t *dci = NULL;
+    struct mlx5_wqe_ctrl_seg *ctrl;
+    ucs_status_t status;
+    struct ibv_sge sge;
+    unsigned ds;
+    void *seg;
+
+    status = strand_ep_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return strand_ep_refused(iface, ep, status, NULL);
+    }
+    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
+    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
+                          dci->sq.end);
+    if (ucs_likely((length > 0) &&
+                   strand_inline_fits(seg, length, dci->sq.end))) {
+        ds = STRAND_EP_DS(ep) + 1 +
+             strand_set_inline_hdr_data(seg, NULL, 0, buffer, length);
+    } else {
+        sge.addr   = (uintptr_t)buffer;
+        sge.length = length;
+        sge.lkey   = 0;
+        ds = STRAND_EP_DS(ep) + 1 +
+             strand_set_inline_seg(seg, &sge, 1, dci->sq.buf, dci->sq.end,
+                                       NULL);
+    }
+    strand_ep_post_light(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_WRITE, ds,
+                            strand_ep_fence_mode(iface, ep));
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
+    return UCS_OK;
+}
+
+ssize_t strand_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
+                               void *arg, uint64_t remote_addr,
+                               uct_rkey_t rkey)
+{
+    STRAND_EP_DECL(tl_ep);
+    strand_tx_desc_t *desc;
+    unsigned ds = STRAND_EP_DS(ep) + 1;
+    size_t length;
+
+    status = strand_ep_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return strand_ep_refused_len(iface, ep, status);
+    }
+    desc = strand_ep_get_desc(iface, ep);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    length = pack_cb(desc->data, arg);
+    status = strand_ep_check_packed(iface, ep, desc, length,
+                                       iface->config.seg_size, "put_bcopy");
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+
+    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
+    if (length > 0) {
+        seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg),
+                             dci->sq.buf, dci->sq.end);
+        strand_set_data_seg(seg, (uintptr_t)desc->data, length, desc->lkey);
+        ++ds;
+    }
+    op.type = STRAND_OP_DESC;
+    op.desc = desc;
+    strand_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_WRITE, 0, ds,
+                       strand_ep_fence_mode(iface, ep), &op);
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
+    return length;
+}
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_ep_rdma_zcopy(uct_ep_h tl_ep, uint8_t opcode, const uct_iov_t *iov,
+                        size_t iovcnt, uint64_t remote_addr, uct_rkey_t rkey,
+                        uct_completion_t *comp)
+{
+    STRAND_EP_DECL(tl_ep);
+    uint32_t lkeys[STRAND_MAX_SGE];
+    unsigned ds;
+
+    UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->config.max_sge,
+                       (opcode == MLX5_OPCODE_RDMA_READ) ? "get_zcopy" :
+                                                           "put_zcopy");
+    status = strand_iov_lkeys(iface, iov, iovcnt, lkeys, &op.tmp_reg);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    status = strand_ep_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        if (op.tmp_reg != NULL) {
+            strand_tmp_reg_release(iface, op.tmp_reg);
+        }
+        return strand_ep_refused(iface, ep, status, comp);
+    }
+    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
+    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
+                          dci->sq.end);
+    ds   = STRAND_EP_DS(ep) + 1 +
+           strand_set_iov_segs(dci, &seg, iov, iovcnt, lkeys);
+    op.type = STRAND_OP_PLAIN;
+    op.comp = comp;
+    strand_ep_post(iface, ep, dci, ctrl, opcode, 0, ds,
+                       strand_ep_fence_mode(iface, ep), &op);
+    if (opcode == MLX5_OPCODE_RDMA_READ) {
+        UCT_TL_EP_STAT_OP(&ep->super, GET, ZCOPY,
+                          uct_iov_total_length(iov, iovcnt));
+    } else {
+        UCT_TL_EP_STAT_OP(&ep->super, PUT, ZCOPY,
+                          uct_iov_total_length(iov, iovcnt));
+    }
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t strand_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                    size_t iovcnt, uint64_t remote_addr,
+                                    uct_rkey_t rkey, uct_completion_t *comp)
+{
+    return strand_ep_rdma_zcopy(tl_ep, MLX5_OPCODE_RDMA_WRITE, iov, iovcnt,
+                                   remote_addr, rkey, comp);
+}
+
+ucs_status_t strand_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                    size_t iovcnt, uint64_t remote_addr,
+                                    uct_rkey_t rkey, uct_completion_t *comp)
+{
+    strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_iface_t);
+    strand_rkey_sig_t rk;
+
+    UCT_CHECK_LENGTH(uct_iov_total_length(iov, iovcnt), 1,
+                     STRAND_MAX_ZCOPY, "get_zcopy");
+    if (ucs_unlikely(iface->integrity.kind != STRAND_INTEGRITY_OFF)) {
+        if (strand_rkey_is_sig(rkey)) {
+            /* a key that says it is signed but names no signing key this
+             * process unpacked: refused, never read unchecked */
+            if (strand_rkey_sig_get(rkey, &rk) != UCS_OK) {
+                ucs_error("%s: get_zcopy: remote key 0x%" PRIx64 " names no "
+                          "signing key unpacked here (released, or not a "
+                          "key)", iface->dev->info.name, (uint64_t)rkey);
+                return UCS_ERR_INVALID_PARAM;
+            }
+            UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->config.max_sge,
+                               "get_zcopy");
+            return strand_ep_get_checked(iface,
+                                            ucs_derived_of(tl_ep,
+                                                           strand_ep_t),
+                                            iov, iovcnt, remote_addr, &rk,
+                                            comp);
+        }
+        /* the peer signs nothing: read as it is, and say so once */
+        if (iface->integrity.unchecked++ == 0) {
+            ucs_warn("%s: a peer's memory is read without integrity checks "
+                     "(its keys carry no signing mkey: UCX_DC_STRAND_"
+                     "INTEGRITY is off there)", iface->dev->info.name);
+        }
+    }
+    return strand_ep_rdma_zcopy(tl_ep, MLX5_OPCODE_RDMA_READ, iov, iovcnt,
+                                   remote_addr, rkey, comp);
+}
+
+ucs_status_t strand_ep_get_bcopy(uct_ep_h tl_ep,
+                                    uct_unpack_callback_t unpack_cb,
+                                    void *arg, size_t length,
+                                    uint64_t remote_addr, uct_rkey_t rkey,
+                                    uct_completion_t *comp)
+{
+    STRAND_EP_DECL(tl_ep);
+    strand_tx_desc_t *desc;
+    strand_rkey_sig_t rk;
+    unsigned ds = STRAND_EP_DS(ep) + 1;
+
+    UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "get_bcopy");
+    if (ucs_unlikely(strand_rkey_is_sig(rkey)) &&
+        (iface->integrity.kind != STRAND_INTEGRITY_OFF) &&
+        (strand_rkey_sig_get(rkey, &rk) == UCS_OK)) {
+        return UCS_ERR_UNSUPPORTED; /* checked GETs are zero-copy only */
+    }
+    status = strand_ep_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return strand_ep_refused(iface, ep, status, comp);
+    }
+    desc = strand_ep_get_desc(iface, ep);
+    if (ucs_unlikely(desc == NULL)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
+    if (length > 0) { /* a zero-length READ has no data segment */
+        seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg),
+                             dci->sq.buf, dci->sq.end);
+        strand_set_data_seg(seg, (uintptr_t)desc->data, length, desc->lkey);
+        ++ds;
+    }
+    op.type            = STRAND_OP_GET_BCOPY;
+    op.desc            = desc;
+    op.comp            = comp;
+    op.u.unpack.cb     = unpack_cb;
+    op.u.unpack.arg    = arg;
+    op.u.unpack.length = length;
+    strand_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_READ, 0, ds,
+                       strand_ep_fence_mode(iface, ep), &op);
+    UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
+    return UCS_INPROGRESS;
+}
+
+/* ------------------------------------------------------------ atomics */
+
+/*
+ * One atomic WQE: ctrl, AV, raddr, atomic segment(s), data (the local
+ * landing zone of the original value). 64-bit add and compare-and-swap use
+ * the standard opcodes; everything else the masked ones:
+ *   and:  masked CS, compare_mask 0, swap = v, swap_mask = ~v
+ *   or:   masked CS, compare_mask 0, swap = v, swap_mask = v
+ *   swap: masked CS, compare_mask 0, swap_mask = ~0
+ *   xor:  masked FA, field_boundary ~0 (no carries)
+ *   add32 masked FA, field_boundary 0; cswap32 masked CS, masks ~0
+ */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
+                    uint64_t value, uint64_t compare, void *result,
+                    uint64_t remote_addr, uct_rkey_t rkey,
+                    uct_completion_t *comp)
+{
+    STRAND_EP_DECL(tl_ep);
+    strand_tx_desc_t *desc;
+    uint64_t mask  = (size == 8) ? UINT64_MAX : UINT32_MAX;
+    uint8_t opcode, opmod = 0;
+    uint64_t swap, swap_mask, cmp, cmp_mask;
+    void *landing;
+    uint32_t lkey;
+    unsigned ds;
+    int masked_cs;
+
+    /* without masked atomics the device has the 64-bit add and
+     * compare-and-swap only (what iface_query advertises) */
+    if (ucs_unlikely(!iface->config.masked_atomics &&
+                     ((size != 8) || ((uct_op != UCT_ATOMIC_OP_ADD) &&
+                                      (uct_op != UCT_ATOMIC_OP_CSWAP))))) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    status = strand_ep_get_dci(iface, ep, &dci);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return strand_ep_refused(iface, ep, status, comp);
+    }
+    if (result != NULL) {
+        desc = strand_ep_get_desc(iface, ep);
+        if (ucs_unlikely(desc == NULL)) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        op.type     = (size == 8) ? STRAND_OP_FETCH64 :
+                                    STRAND_OP_FETCH32;
+        op.desc     = desc;
+        op.u.result = result;
+        landing     = desc->data;
+        lkey        = desc->lkey;
+    } else {
+        op.type = STRAND_OP_PLAIN;
+        landing = iface->scratch->data;
+        lkey    = iface->scratch->lkey;
+    }
+    op.comp = comp;
+
+    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
+    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
+                         dci->sq.end);
+    ds  = STRAND_EP_DS(ep) + 1;
+
+    value    &= mask;
+    masked_cs = 0;
+    swap = swap_mask = cmp = cmp_mask = 0;
+    switch (uct_op) {
+    case UCT_ATOMIC_OP_ADD:
+        if (size == 8) {
+            opcode = MLX5_OPCODE_ATOMIC_FA;
+            strand_set_atomic_fa_seg(seg, value);
+        } else {
+            opcode = MLX5_OPCODE_ATOMIC_MASKED_FA;
+            strand_set_masked_fa32_seg(seg, value, 0);
+        }
+        break;
+    case UCT_ATOMIC_OP_XOR:
+        opcode = MLX5_OPCODE_ATOMIC_MASKED_FA;
+        if (size == 8) {
+            strand_set_masked_fa64_seg(seg, value, UINT64_MAX);
+        } else {
+            strand_set_masked_fa32_seg(seg, value, UINT32_MAX);
+        }
+        break;
+    case UCT_ATOMIC_OP_CSWAP:
+        if (size == 8) {
+            opcode = MLX5_OPCODE_ATOMIC_CS;
+            strand_set_atomic_cs_seg(seg, compare, value);
+            break;
+        }
+        masked_cs = 1;
+        swap      = value;
+        swap_mask = mask;
+        cmp       = compare & mask;
+        cmp_mask  = mask;
+        break;
+    case UCT_ATOMIC_OP_AND:
+        masked_cs = 1;
+        swap      = value;
+        swap_mask = ~value & mask;
+        break;
+    case UCT_ATOMIC_OP_OR:
+        masked_cs = 1;
+        swap      = value;
+        swap_mask = value;
+        break;
+    case UCT_ATOMIC_OP_SWAP:
+        masked_cs = 1;
+        swap      = value;
+        swap_mask = mask;
+        break;
+    default:
+        if (op.desc != NULL) {
+            ucs_mpool_put_inline(op.desc);
+        }
+        strand_ep_unlease_if_idle(iface, ep);
+        return UCS_ERR_UNSUPPORTED;
+    }
+
+    if (masked_cs) {
+        opcode = MLX5_OPCODE_ATOMIC_MASKED_CS;
+        if (size == 8) {
+            void *seg2 = strand_sq_next(seg, sizeof(struct mlx5_wqe_atomic_seg),
+                                        dci->sq.buf, dci->sq.end);
+            strand_set_masked_cs64_segs(seg, seg2, swap, cmp, swap_mask,
+                                        cmp_mask);
+            seg = seg2;
+            ++ds;
+        } else {
+            strand_set_masked_cs32_seg(seg, swap, cmp, swap_mask, cmp_mask);
+        }
+    }
+    if ((opcode == MLX5_OPCODE_ATOMIC_MASKED_CS) ||
+        (opcode == MLX5_OPCODE_ATOMIC_MASKED_FA)) {
+        opmod = STRAND_MASKED_ATOMIC_OPMOD(size);
+    }
+    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_atomic_seg), dci->sq.buf,
+                         dci->sq.end);
+    ++ds;
+    strand_set_data_seg(seg, (uintptr_t)landing, size, lkey);
+    ++ds;
+
+    strand_ep_post(iface, ep, dci, ctrl, opcode, opmod, ds,
+                       strand_ep_fence_mode(iface, ep), &op);
+    UCT_TL_EP_STAT_ATOMIC(&ep->super);
+    return (result != NULL) ? UCS_INPROGRESS : UCS_OK;
+}
+
+ucs_status_t strand_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
+                                        uint32_t value, uint64_t remote_addr,
+                                        uct_rkey_t rkey)
+{
+    return strand_ep_atomic(tl_ep, opcode, 4, value, 0, NULL, remote_addr,
+                               rkey, NULL);
+}
+
+ucs_status_t strand_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
+                                        uint64_t value, uint64_t remote_addr,
+                                        uct_rkey_t rkey)
+{
+    return strand_ep_atomic(tl_ep, opcode, 8, value, 0, NULL, remote_addr,
+                               rkey, NULL);
+}
+
+ucs_status_t strand_ep_atomic32_fetch(uct_ep_h tl_ep,
+                                         uct_atomic_op_t opcode,
+                                         uint32_t value, uint32_t *result,
+                                         uint64_t remote_addr,
+                                         uct_rkey_t rkey,
+                                         uct_completion_t *comp)
+{
+    return strand_ep_atomic(tl_ep, opcode, 4, value, 0, result,
+                               remote_addr, rkey, comp);
+}
+
+ucs_status_t strand_ep_atomic64_fetch(uct_ep_h tl_ep,
+                                         uct_atomic_op_t opcode,
+                                         uint64_t value, uint64_t *result,
+                                         uint64_t remote_addr,
+                                         uct_rkey_t rkey,
+                                         uct_completion_t *comp)
+{
+    return strand_ep_atomic(tl_ep, opcode, 8, value, 0, result,
+                               remote_addr, rkey, comp);
+}
+
+ucs_status_t strand_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
+                                         uint32_t swap, uint64_t remote_addr,
+                                         uct_rkey_t rkey, uint32_t *result,
+                                         uct_completion_t *comp)
+{
+    return strand_ep_atomic(tl_ep, UCT_ATOMIC_OP_CSWAP, 4, swap, compare,
+                               result, remote_addr, rkey, comp);
+}
+
+ucs_status_t strand_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
+                                         uint64_t swap, uint64_t remote_addr,
+                                         uct_rkey_t rkey, uint64_t *result,
+                                         uct_completion_t *comp)
+{
+    return strand_ep_atomic(tl_ep, UCT_ATOMIC_OP_CSWAP, 8, swap, compare,
+                               result, remote_addr, rkey, comp);
+}
+
+/* -------------------------------------------------------- flush / fence */
+
+uct_completion_t *strand_ep_idle(strand_iface_t *iface,
+                                    strand_ep_t *ep)
+{
+    uct_completion_t *comp = ep->cancel_comp;
+
+    ep->cancel_comp = NULL;
+    iface->tl->sq_release(iface, ep);
+    return comp;
+}
+
+/* uct.h: "the library will make a best effort attempt to cancel all
+ * uncompleted operations"; afterwards the ep is in error state (every
+ * operation returns UCS_ERR_CANCELED; its owner's error handler is not
+ * called, as with UCX's own DC). */
+static ucs_status_t strand_ep_flush_cancel(strand_iface_t *iface,
+                                              strand_ep_t *ep,
+                                              uct_completion_t *comp)
+{
+    if (!(ep->flags & STRAND_EP_FLAG_FAILED)) {
+        ep->flags |= STRAND_EP_FLAG_FAILED;
+        ep->status = UCS_ERR_CANCELED;
+        strand_ep_tx_update(iface, ep);
+    }
+    strand_recovery_cancel(iface, ep);
+    if (ep->outstanding == 0) {
+        return UCS_OK;
+    }
+    if (comp == NULL) {
+        return UCS_INPROGRESS;
+    }
+    if (ep->cancel_comp != NULL) {
+        return UCS_ERR_NO_RESOURCE; /* one waits already: ask again later */
+    }
+    ep->cancel_comp = comp;
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t strand_ep_invalidate(uct_ep_h tl_ep, unsigned flags)
+{
+    strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
+    strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_iface_t);
+
+    if (!(ep->flags & STRAND_EP_FLAG_FAILED)) {
+        strand_recovery_invalidate(iface, ep);
+    }
+    return UCS_OK;
+}
+
+ucs_status_t strand_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                                uct_completion_t *comp)
+{
+    STRAND_EP_DECL(tl_ep);
+
+    if (ucs_unlikely(flags & UCT_FLUSH_FLAG_CANCEL)) {
+        return strand_ep_flush_cancel(iface, ep, comp);
+    }
+    if (ucs_unlikely(ep->flags & STRAND_EP_FLAG_FAILED)) {
+        /* its operations complete with its error; while its owner is
+         * still to be told, the flush completes with them */
+        return strand_ep_is_failing(ep) ?
+               strand_ep_refused(iface, ep, ep->status, comp) : UCS_OK;
+    }
+    UCT_TL_EP_STAT_FLUSH(&ep->super);
+    /* pending requests go first; a flush that is itself the pending
+     * request being dispatched has everything before it posted */
+    if (!(ep->flags & STRAND_EP_FLAG_IN_PENDING) &&
+        !ucs_arbiter_group_is_empty(&ep->arb_group)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    if ((ep->outstanding == 0) && (ep->held == 0)) {
+        return UCS_OK;
+    }
+    UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
+    if (comp == NULL) {
+        /* its last WQEs may not have asked for a CQE: a NOP behind them
+         * does (the caller comes back until this returns UCS_OK) */
+        if (ep->txq != STRAND_TXQ_NONE) {
+            (void)strand_txq_signal_tail(iface, &iface->txqs[ep->txq]);
+        }
+        return UCS_INPROGRESS;
+    }
+    /* behind its held work too: the NOP must come after it */
+    dci = strand_ep_txq_ready(iface, ep);
+    if (dci == NULL) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    /* a signaled NOP retires after everything posted before it */
+    ctrl    = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    op.type = STRAND_OP_PLAIN;
+    op.comp = comp;
+    strand_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_NOP, 0, 1, 0, &op);
+    (void)status;
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t strand_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
+    strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_iface_t);
+
+    /* the next WQE is fenced: its beat differs from the iface's */
+    ep->fence_beat = iface->fence_beat - 1;
+    strand_ep_gate(iface, ep);
+    UCT_TL_EP_STAT_FENCE(&ep->super);
+    return UCS_OK;
+}
+
+/* An inline SEND of the transport's own: [TMH][am_id][msg]. */
+ucs_status_t strand_ep_send_ctrl(strand_ep_t *ep, uint8_t am_id,
+                                    const void *msg, unsigned length)
+{
+    strand_iface_t *iface = ucs_derived_of(ep->super.super.iface,
+                                              strand_iface_t);
+    strand_txq_t *dci     = NULL;
+    uint8_t am_hdr[STRAND_AM_HDR_MAX];
+    struct ibv_sge sge[2];
+    ucs_status_t status;
+
+    status = strand_ep_take_dci(iface, ep, &dci);
+    if (status != UCS_OK) {
+        return status;
+    }
+    sge[0].addr   = (uintptr_t)am_hdr;
+    sge[0].length = strand_am_hdr_pack(iface, am_hdr, am_id);
+    sge[1].addr   = (uintptr_t)msg;
+    sge[1].length = length;
+    /* flow-control requests and grants wake a waiting peer; keepalive
+     * probes need not */
+    strand_ep_post_inline_send(iface, ep, dci, sge, 2,
+                                  (am_id == STRAND_AM_KEEPALIVE) ? 0 :
+                                  MLX5_WQE_CTRL_SOLICITED);
+    return UCS_OK;
+}
+
+/* Keepalive: a SEND with an AM id the receiver drops. A dead peer makes it
+ * fail (transport retries exceeded) and the ep error handler runs. */
+ucs_status_t strand_ep_check(uct_ep_h tl_ep, unsigned flags,
+                                uct_completion_t *comp)
+{
+    strand_ep_t *ep = ucs_derived_of(tl_ep, strand_ep_t);
+    ucs_status_t status;
+
+    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    if (ep->flags & STRAND_EP_FLAG_FAILED) {
+        return UCS_OK; /* already reported */
+    }
+    if (ep->outstanding > 0) {
+        return UCS_OK; /* outstanding work will tell */
+    }
+    status = strand_ep_send_ctrl(ep, STRAND_AM_KEEPALIVE, NULL, 0);
+    return (status == UCS_ERR_NO_RESOURCE) ? UCS_OK : status;
+}
+
+/* -------------------------------------------------------------- pending */
+
+void strand_ep_pending_push(strand_iface_t *iface, strand_ep_t *ep,
+                               uct_pending_req_t *req)
+{
+    uct_pending_req_arb_group_push(&ep->arb_group, req);
+    if (ep->pending++ == 0) {
+        strand_ep_tx_update(iface, ep);
+    }
+}
+
+/* count pending requests of ep leave its group */
+static void strand_ep_pending_gone(strand_iface_t *iface,
+                                      strand_ep_t *ep, uint32_t count)
+{
+    ep->pending -= count;
+    if (ep->pending == 0) {
+        strand_ep_tx_update(iface, ep);
+    }
+}
+
+/* ep waits for room on its leased DCI, behind the eps waiting there
+ * already (the DCI's room wakes them in order, dc_dci.c) */
+static void strand_ep_join_waiters(strand_iface_t *iface,
+                                      strand_ep_t *ep)
+{
+    if (ucs_list_is_empty(&ep->txq_wait)) {
+        ucs_list_add_tail(&iface->txqs[ep->txq].waiters, &ep->txq_wait);
+    }
+}
+
+ucs_status_t strand_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                      unsigned flags)
+{
+    strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
+    strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
+                                              strand_iface_t);
+
+    /* behind requests already pending it always queues (a send would
+     * return NO_RESOURCE to keep their order); so does one that may be a
+     * checked GET while no landing mkey is free (BUSY would have the
+     * caller retry it at once, for ever) */
+    /* a failing ep (its owner still to be told) queues it: the owner
+     * purges it when told; once told, it takes no more */
+    if (!strand_ep_is_failing(ep) &&
+        ucs_arbiter_group_is_empty(&ep->arb_group) &&
+        ((strand_ep_can_send(iface, ep) &&
+          strand_iface_integrity_can_start(iface)) ||
+         (ep->flags & STRAND_EP_FLAG_FAILED))) {
+        return UCS_ERR_BUSY;
+    }
+    if ((ep->fc_wnd <= 0) && !(ep->flags & STRAND_EP_FLAG_FC_REQ)) {
+        strand_fc_request(iface, ep); /* or from the pending dispatch */
+    }
+    strand_ep_pending_push(iface, ep, req);
+    UCT_TL_EP_STAT_PEND(&ep->super);
+    if ((ep->fc_wnd > 0) && (ep->txq != STRAND_TXQ_NONE) &&
+        (iface->txqs[ep->txq].state == STRAND_TXQ_ACTIVE) &&
+        !strand_txq_has_room(iface, &iface->txqs[ep->txq])) {
+        /* its DCI is full: it waits behind the eps already waiting for
+         * room there (scheduled now, it would go before them: with CQEs
+         * that free many slots at once, the eps that just sent would
+         * take them again and again) */
+        strand_ep_join_waiters(iface, ep);
+        return UCS_OK;
+    }
+    ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
+    return UCS_OK;
+}
+
+/* A pending ep out of credits: once its request is out, the grant
+ * reschedules it; until then it is retried after the other eps. */
+static ucs_arbiter_cb_result_t
+strand_ep_pending_no_credits(strand_iface_t *iface, strand_ep_t *ep)
+{
+    if (!(ep->flags & STRAND_EP_FLAG_FC_REQ) &&
+        (strand_fc_request(iface, ep) != UCS_OK)) {
+        return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
+    }
+    return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+}
+
+/* A pending ep whose leased DCI is full (or its stream not ready): it
+ * waits in the DCI's queue, and room made by anyone's completion wakes the
+ * waiters in the order they came (not only the eps whose own work
+ * completed: an ep with nothing outstanding would never run again, and one
+ * with much outstanding would run more often than the others). */
+static ucs_arbiter_cb_result_t
+strand_ep_wait_room(strand_iface_t *iface, strand_ep_t *ep)
+{
+    strand_ep_join_waiters(iface, ep);
+    return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+}
+
+/* An ep without a lease that waits for room on one DCI (its destination's, see
+ * strand_dc_policy_choose), not for any DCI: it is in that DCI's
+ * waiters. */
+static int strand_ep_lease_waits(strand_iface_t *iface,
+                                    strand_ep_t *ep)
+{
+    iface->tl->sq_lease(iface, ep); /* joins the waiters, or leases */
+    return (ep->txq == STRAND_TXQ_NONE) &&
+           !ucs_list_is_empty(&ep->txq_wait);
+}
+
+static ucs_arbiter_cb_result_t
+strand_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
+                        ucs_arbiter_elem_t *elem, void *arg)
+{
+    strand_iface_t *iface = arg;
+    strand_ep_t *ep       = ucs_container_of(group, strand_ep_t,
+                                                arb_group);
+    uct_pending_req_t *req   = ucs_container_of(elem, uct_pending_req_t,
+                                                priv);
+    ucs_status_t status;
+
+    if (strand_ep_is_failing(ep)) {
+        /* its owner purges them when told of the failure */
+        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+    }
+    if (!(ep->flags & STRAND_EP_FLAG_FAILED)) {
+        if (ep->fc_wnd <= 0) {
+            /* waiting for credits, not for a DCI: the others go on (one of
+             * them may be the grant its peer waits for) */
+            return strand_ep_pending_no_credits(iface, ep);
+        }
+        if (!strand_ep_can_send(iface, ep)) {
+            if (ep->txq != STRAND_TXQ_NONE) {
+                return strand_ep_wait_room(iface, ep);
+            }
+            if (strand_ep_lease_waits(iface, ep)) {
+                /* for room on its destination's DCI: the others go on */
+                return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+            }
+            /* waiting for a DCI: everybody after waits too, and the eps
+             * holding one give it back after their quota */
+            strand_iface_want_txq(iface);
+            return UCS_ARBITER_CB_RESULT_STOP;
+        }
+    }
+    ep->flags |= STRAND_EP_FLAG_IN_PENDING;
+    status     = req->func(req);
+    ep->flags &= ~STRAND_EP_FLAG_IN_PENDING;
+    if (status == UCS_OK) {
+        /* the arbiter takes it out once this returns: nothing posts
+         * before (its callback may have freed it already) */
+        strand_ep_pending_gone(iface, ep, 1);
+        return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+    } else if (status == UCS_INPROGRESS) {
+        return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
+    } else if ((status == UCS_ERR_NO_RESOURCE) && (ep->fc_wnd <= 0)) {
+        return strand_ep_pending_no_credits(iface, ep);
+    } else if ((status == UCS_ERR_NO_RESOURCE) &&
+               (ep->txq == STRAND_TXQ_NONE)) {
+        if (!ucs_list_is_empty(&ep->txq_wait)) {
+            /* the send's lease attempt put it in its DCI's waiters */
+            return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+        }
+        strand_iface_want_txq(iface);
+        return UCS_ARBITER_CB_RESULT_STOP;
+    } else if ((status == UCS_ERR_NO_RESOURCE) &&
+               !strand_iface_integrity_can_start(iface)) {
+        /* a checked GET without a landing mkey: scheduled again when one
+         * is free (strand_iface_integrity_progress) */
+        iface->integrity_starved = 1;
+        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+    } else if (status == UCS_ERR_NO_RESOURCE) {
+        return strand_ep_wait_room(iface, ep);
+    }
+    return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
+}
+
+void strand_ep_dispatch_pending(strand_iface_t *iface)
+{
+    /* whoever still waits for a DCI says so again */
+    iface->txq_wanted = 0;
+    ucs_arbiter_dispatch(&iface->arbiter, 1, strand_ep_pending_cb, iface);
+    if (ucs_unlikely(iface->txq_wanted)) {
+        /* a DCI goes back once its WQEs completed */
+        strand_txq_signal_tails(iface);
+    }
+}
+
+void strand_ep_schedule(strand_iface_t *iface, strand_ep_t *ep)
+{
+    if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
+        ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
+    }
+}
+
+typedef struct {
+    uct_pending_purge_callback_t cb;
+    void                        *arg;
+} strand_purge_args_t;
+
+static ucs_arbiter_cb_result_t
+strand_ep_purge_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
+                      ucs_arbiter_elem_t *elem, void *arg)
+{
+    strand_purge_args_t *args = arg;
+    uct_pending_req_t *req       = ucs_container_of(elem, uct_pending_req_t,
+                                                    priv);
+
+    if (args->cb != NULL) {
+        args->cb(req, args->arg);
+    }
+    return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+}
+
+void strand_ep_pending_purge(uct_ep_h tl_ep,
+                                uct_pending_purge_callback_t cb, void *arg)
+{
+    strand_ep_t *ep           = ucs_derived_of(tl_ep, strand_ep_t);
+    strand_iface_t *iface     = ucs_derived_of(tl_ep->iface,
+                                                  strand_iface_t);
+    strand_purge_args_t args  = {cb, arg};
+
+    ucs_arbiter_group_purge(&iface->arbiter, &ep->arb_group,
+                            strand_ep_purge_cb, &args);
+    strand_ep_pending_gone(iface, ep, ep->pending);
+}
+
+/* ---------------------------------------------------------------- errors */
+
+ucs_status_t strand_ep_refused(strand_iface_t *iface, strand_ep_t *ep,
+                                  ucs_status_t status, uct_completion_t *comp)
+{
+    uct_completion_t **taken;
+    uint32_t max;
+
+    if ((status != ep->status) || !strand_ep_is_failing(ep)) {
+        return status;
+    }
+    if (comp == NULL) {
+        return UCS_OK;
+    }
+    if (ep->num_taken == ep->max_taken) {
+        max   = ucs_max(8, ep->max_taken * 2);
+        taken = ucs_realloc(ep->taken, max * sizeof(*taken),
+                            "strand_ep_taken");
+        if (taken == NULL) {
+            return status;
+        }
+        ep->taken     = taken;
+        ep->max_taken = max;
+    }
+    ep->taken[ep->num_taken++] = comp;
+    return UCS_INPROGRESS;
+}
+
+/* The operations ep took while failing complete with `status`. */
+static void strand_ep_complete_taken(strand_ep_t *ep,
+                                        ucs_status_t status)
+{
+    uint32_t i, n = ep->num_taken;
+
+    ep->num_taken = 0;
+    for (i = 0; i < n; ++i) {
+        uct_invoke_completion(ep->taken[i], status);
+    }
+}
+
+void strand_ep_set_failed(strand_iface_t *iface, strand_ep_t *ep,
+                             ucs_status_t status, const char *detail)
+{
+    char peer[96];
+    ucs_status_t ret;
+
+    strand_ep_complete_taken(ep, status);
+    /* its rendezvous sends will hear no FIN */
+    strand_tag_ep_purge(iface, ep, status);
+    if (ep->flags & STRAND_EP_FLAG_INTERNAL) {
+        ucs_debug("%s: internal endpoint to %s failed: %s: %s",
+                  iface->dev->info.name,
+                  iface->tl->ep_peer_str(iface, ep, peer, sizeof(peer)),
+                  ucs_status_string(status), detail);
+        return;
+    }
+    ret = uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
+                                  status);
+    /* as UCX's IB transports: a peer gone at UCX_<TL>_FAILURE's level (diag
+     * by default), any other error (access, protection) as an error, and
+     * fatal when the owner could not handle it */
+    ucs_log(uct_base_iface_failure_log_level(&iface->super, ret, status),
+            "%s: endpoint %p to %s failed: %s: %s", iface->dev->info.name,
+            ep, iface->tl->ep_peer_str(iface, ep, peer, sizeof(peer)),
+            ucs_status_string(status), detail);
+}
+
+/* ----------------------------------------------------- create / destroy */
+
+/* The shared part of an endpoint, then its transport's (iface->tl). */
+UCS_CLASS_INIT_FUNC(strand_ep_t, const uct_ep_params_t *params)
+{
+    strand_iface_t *iface = ucs_derived_of(params->iface,
+                                              strand_iface_t);
+    ucs_status_t status;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+
+    /* no address vector, no destination until the transport's part
+     * says (a connected QP's WQEs name none) */
+    memset(&self->av, 0, sizeof(self->av));
+    self->dest_qpn        = 0;
+    self->av_ds       = 0;
+    self->dest_key    = 0;
+    self->tx_txq      = NULL;
+    self->pending     = 0;
+    self->tx_gate     = iface->tx_gate - 1;
+    self->txq         = STRAND_TXQ_NONE;
+    self->lane      = 0;
+    self->held        = 0;
+    self->outstanding = 0;
+    self->flags      = 0;
+    self->fence_beat = iface->fence_beat;
+    self->status     = UCS_OK;
+    self->cancel_comp = NULL;
+    self->taken       = NULL;
+    self->num_taken   = 0;
+    self->max_taken   = 0;
+    ucs_arbiter_group_init(&self->arb_group);
+    ucs_list_head_init(&self->txq_wait);
+    status = UCS_STATS_NODE_ALLOC(&self->stats, &strand_ep_stats_class,
+                                  self->super.stats, "");
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = iface->tl->ep_init(iface, self, params);
+    if (status != UCS_OK) {
+        UCS_STATS_NODE_FREE(self->stats);
+        return status;
+    }
+    status = strand_fc_ep_add(iface, self);
+    if (status != UCS_OK) {
+        iface->tl->ep_cleanup(iface, self);
+        UCS_STATS_NODE_FREE(self->stats);
+        return status;
+    }
+    ucs_list_add_tail(&iface->eps, &self->list);
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(strand_ep_t)
+{
+    strand_iface_t *iface = ucs_derived_of(self->super.super.iface,
+                                              strand_iface_t);
+    strand_purge_args_t args = {NULL, NULL};
+
+    strand_fc_ep_remove(iface, self);
+    ucs_list_del(&self->list);
+    UCS_STATS_NODE_FREE(self->stats);
+
+    ucs_arbiter_group_purge(&iface->arbiter, &self->arb_group,
+                            strand_ep_purge_cb, &args);
+    ucs_arbiter_group_cleanup(&self->arb_group);
+    ucs_list_del(&self->txq_wait);
+    /* work still outstanding: its completions are cancelled now (the user
+     * must not hear of this ep later); the DCI finishes the WQEs and its
+     * lease ends */
+    strand_recovery_orphan(iface, self);
+    strand_iface_integrity_ep_gone(iface, self);
+    strand_tag_ep_purge(iface, self, UCS_ERR_CANCELED);
+    if (self->txq != STRAND_TXQ_NONE) {
+        strand_txq_orphan(iface, &iface->txqs[self->txq], self);
+    }
+    iface->tl->ep_cleanup(iface, self);
+    if (self->cancel_comp != NULL) {
+        uct_invoke_completion(self->cancel_comp, UCS_ERR_CANCELED);
+    }
+    strand_ep_complete_taken(self, UCS_ERR_CANCELED);
+    ucs_free(self->taken);
+}
+
+UCS_CLASS_DEFINE(strand_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(strand_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(strand_ep_t, uct_ep_t);

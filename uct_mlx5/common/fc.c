@@ -1,0 +1,349 @@
+/*
+ * Receiver flow control: credit requests and grants (see fc.h for the
+ * protocol).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "fc.h"
+#include "iface.h"
+#include "ep.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+
+#include <string.h>
+
+/* FC_REQUEST payload: for which ep, and where to send the grant: the
+ * requester's interface address, then its device address (as long as the
+ * link layer makes it), as its UCT operations give them */
+typedef struct strand_fc_request {
+    uint32_t ep_id;
+    uint16_t seq;
+    uint8_t  addr[STRAND_FC_PEER_LEN];
+} UCS_S_PACKED strand_fc_request_t;
+
+static size_t strand_fc_addr_len(const strand_iface_t *iface)
+{
+    return iface->config.iface_addr_len + iface->config.dev_addr_len;
+}
+
+static size_t strand_fc_request_len(const strand_iface_t *iface)
+{
+    return ucs_offsetof(strand_fc_request_t, addr) + strand_fc_addr_len(iface);
+}
+
+/* FC_GRANT payload */
+typedef struct strand_fc_grant {
+    uint32_t ep_id;
+    uint16_t seq;      /* of the request it answers */
+} UCS_S_PACKED strand_fc_grant_t;
+
+/* a grant that found no send resources: waits on the internal ep */
+typedef struct strand_fc_grant_req {
+    uct_pending_req_t super;
+    strand_ep_t   *ep;
+    strand_fc_grant_t grant;
+} strand_fc_grant_req_t;
+
+ucs_status_t strand_fc_init(strand_iface_t *iface, int enabled,
+                               unsigned wnd_size, double soft_thresh,
+                               double req_timeout)
+{
+    strand_fc_t *fc = &iface->fc;
+
+    fc->waiting     = 0;
+    fc->req_timeout = ucs_time_from_sec(req_timeout);
+    fc->next_check  = 0;
+    fc->enabled     = enabled;
+    fc->wnd_size    = enabled ? (int32_t)wnd_size : INT32_MAX;
+    fc->soft_thresh = enabled ? (int32_t)(wnd_size * soft_thresh) : 0;
+    fc->next_id     = 1;
+    kh_init_inplace(strand_fc_eps, &fc->eps);
+    kh_init_inplace(strand_fc_grant_eps, &fc->grant_eps);
+    return UCS_OK;
+}
+
+static void strand_fc_grant_purge_cb(uct_pending_req_t *self, void *arg)
+{
+    ucs_free(ucs_derived_of(self, strand_fc_grant_req_t));
+}
+
+static void strand_fc_grant_ep_destroy(strand_ep_t *ep)
+{
+    strand_ep_pending_purge(&ep->super.super, strand_fc_grant_purge_cb,
+                               NULL);
+    UCS_CLASS_DELETE(strand_ep_t, ep);
+}
+
+void strand_fc_cleanup(strand_iface_t *iface)
+{
+    strand_fc_t *fc = &iface->fc;
+    strand_ep_t *ep;
+
+    kh_foreach_value(&fc->grant_eps, ep, {
+        strand_fc_grant_ep_destroy(ep);
+    });
+    kh_destroy_inplace(strand_fc_grant_eps, &fc->grant_eps);
+    kh_destroy_inplace(strand_fc_eps, &fc->eps);
+}
+
+/* ep asked for credits and waits for the grant (FC_REQ), or not. What an
+ * active message compares its window with follows: while ep waits it may
+ * spend the rest (0), else it asks first below the soft threshold
+ * (strand_ep_fc_check, the fast path's one compare). */
+static void strand_fc_set_req(strand_iface_t *iface, strand_ep_t *ep,
+                                 int req)
+{
+    if (req) {
+        ep->flags    |= STRAND_EP_FLAG_FC_REQ;
+        ep->fc_limit  = 0;
+    } else {
+        ep->flags    &= ~STRAND_EP_FLAG_FC_REQ;
+        ep->fc_limit  = iface->fc.soft_thresh;
+    }
+}
+
+ucs_status_t strand_fc_ep_add(strand_iface_t *iface, strand_ep_t *ep)
+{
+    strand_fc_t *fc = &iface->fc;
+    khiter_t it;
+    int ret;
+
+    ep->fc_wnd       = fc->wnd_size;
+    strand_fc_set_req(iface, ep, 0);
+    ep->fc_seq       = 0; /* the first request is 1 */
+    ep->fc_seq_first = 0;
+    ep->fc_req_time  = 0;
+    if (!fc->enabled) {
+        ep->fc_id = 0;
+        return UCS_OK;
+    }
+    do { /* ids wrap after 2^32 endpoints: skip ones still in use */
+        ep->fc_id = fc->next_id++;
+        it        = kh_put(strand_fc_eps, &fc->eps, ep->fc_id, &ret);
+    } while ((ret == 0) || (ep->fc_id == 0));
+    if (ret < 0) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    kh_value(&fc->eps, it) = ep;
+    return UCS_OK;
+}
+
+void strand_fc_ep_remove(strand_iface_t *iface, strand_ep_t *ep)
+{
+    khiter_t it;
+
+    if (ep->flags & STRAND_EP_FLAG_FC_REQ) {
+        strand_fc_set_req(iface, ep, 0);
+        iface->fc.waiting--;
+    }
+    if (ep->fc_id == 0) {
+        return;
+    }
+    it = kh_get(strand_fc_eps, &iface->fc.eps, ep->fc_id);
+    if (it != kh_end(&iface->fc.eps)) {
+        kh_del(strand_fc_eps, &iface->fc.eps, it);
+    }
+    ep->fc_id = 0;
+}
+
+static ucs_status_t strand_fc_send_grant(strand_ep_t *ep,
+                                            const strand_fc_grant_t *grant)
+{
+    ucs_status_t status;
+
+    status = strand_ep_send_ctrl(ep, STRAND_AM_FC_GRANT, grant,
+                                    sizeof(*grant));
+    if ((status != UCS_OK) && (status != UCS_ERR_NO_RESOURCE)) {
+        /* the requester is gone: nobody waits for this grant any more */
+        ucs_debug("dc_strand: credit grant to dct 0x%x dropped: %s",
+                  ep->dest_qpn, ucs_status_string(status));
+        return UCS_OK;
+    }
+    return status;
+}
+
+static ucs_status_t strand_fc_grant_progress(uct_pending_req_t *self)
+{
+    strand_fc_grant_req_t *req = ucs_derived_of(self,
+                                                   strand_fc_grant_req_t);
+    ucs_status_t status           = strand_fc_send_grant(req->ep,
+                                                            &req->grant);
+
+    if (status == UCS_OK) {
+        ucs_free(req);
+    }
+    return status;
+}
+
+/* The internal endpoint that sends grants to the requester of req (a failed
+ * one is replaced: its peer may be a new process on a reused address). */
+static strand_ep_t *
+strand_fc_grant_ep(strand_iface_t *iface,
+                      const strand_fc_request_t *req)
+{
+    strand_fc_t *fc = &iface->fc;
+    strand_fc_peer_t key;
+    uct_ep_params_t params;
+    strand_ep_t *ep;
+    ucs_status_t status;
+    khiter_t it;
+    int ret;
+
+    memset(&key, 0, sizeof(key));
+    memcpy(key.bytes, req->addr, strand_fc_addr_len(iface));
+    it = kh_get(strand_fc_grant_eps, &fc->grant_eps, key);
+    if (it != kh_end(&fc->grant_eps)) {
+        ep = kh_value(&fc->grant_eps, it);
+        if (!(ep->flags & STRAND_EP_FLAG_FAILED) ||
+            (ep->txq != STRAND_TXQ_NONE)) {
+            return ep;
+        }
+        kh_del(strand_fc_grant_eps, &fc->grant_eps, it);
+        strand_fc_grant_ep_destroy(ep);
+    }
+
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = &iface->super.super;
+    params.dev_addr   = (const uct_device_addr_t*)
+                        (req->addr + iface->config.iface_addr_len);
+    params.iface_addr = (const uct_iface_addr_t*)req->addr;
+    status = UCS_CLASS_NEW(strand_ep_t, &ep, &params);
+    if (status != UCS_OK) {
+        return NULL;
+    }
+    strand_fc_ep_remove(iface, ep); /* nobody grants to a grant ep */
+    ep->flags |= STRAND_EP_FLAG_INTERNAL;
+    ep->fc_wnd = INT32_MAX;
+    it = kh_put(strand_fc_grant_eps, &fc->grant_eps, key, &ret);
+    if (ret < 0) {
+        UCS_CLASS_DELETE(strand_ep_t, ep);
+        return NULL;
+    }
+    kh_value(&fc->grant_eps, it) = ep;
+    return ep;
+}
+
+static void strand_fc_handle_request(strand_iface_t *iface,
+                                        const strand_fc_request_t *req)
+{
+    strand_fc_grant_t grant = {.ep_id = req->ep_id, .seq = req->seq};
+    strand_fc_grant_req_t *pending;
+    strand_ep_t *ep;
+
+    ep = strand_fc_grant_ep(iface, req);
+    if (ep == NULL) {
+        ucs_error("%s: no endpoint for a credit grant to the requester "
+                  "of ep id %u", iface->dev->info.name, req->ep_id);
+        return;
+    }
+    if (ucs_arbiter_group_is_empty(&ep->arb_group) &&
+        (strand_fc_send_grant(ep, &grant) == UCS_OK)) {
+        return;
+    }
+    /* grants keep their order behind earlier ones */
+    pending = ucs_malloc(sizeof(*pending), "strand_fc_grant");
+    if (pending == NULL) {
+        ucs_error("%s: out of memory for a credit grant",
+                  iface->dev->info.name);
+        return;
+    }
+    pending->super.func = strand_fc_grant_progress;
+    pending->ep         = ep;
+    pending->grant      = grant;
+    strand_ep_pending_push(iface, ep, &pending->super);
+    ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
+}
+
+static void strand_fc_handle_grant(strand_iface_t *iface,
+                                      const strand_fc_grant_t *grant)
+{
+    khiter_t it = kh_get(strand_fc_eps, &iface->fc.eps, grant->ep_id);
+    strand_ep_t *ep;
+
+    if (it == kh_end(&iface->fc.eps)) {
+        return; /* the ep was destroyed meanwhile */
+    }
+    ep = kh_value(&iface->fc.eps, it);
+    /* an answer to a request of the current wait (not one that is over:
+     * the credits of that grant were given already) */
+    if (!(ep->flags & STRAND_EP_FLAG_FC_REQ) ||
+        ((int16_t)(grant->seq - ep->fc_seq_first) < 0) ||
+        ((int16_t)(ep->fc_seq - grant->seq) < 0)) {
+        return;
+    }
+    ep->fc_wnd = iface->fc.wnd_size;
+    strand_fc_set_req(iface, ep, 0);
+    iface->fc.waiting--;
+    strand_ep_schedule(iface, ep);
+}
+
+void strand_fc_handle(strand_iface_t *iface, uint8_t am_id,
+                         const void *payload, size_t length)
+{
+    if ((am_id == STRAND_AM_FC_REQUEST) &&
+        (length == strand_fc_request_len(iface))) {
+        strand_fc_handle_request(iface, payload);
+    } else if ((am_id == STRAND_AM_FC_GRANT) &&
+               (length == sizeof(strand_fc_grant_t))) {
+        strand_fc_handle_grant(iface, payload);
+    } else if (am_id != STRAND_AM_KEEPALIVE) {
+        ucs_debug("%s: dropped internal message 0x%x of %zu bytes",
+                  iface->dev->info.name, am_id, length);
+    }
+}
+
+/* Ask the peer of ep for credits (posted on dci, which has room). */
+ucs_status_t strand_fc_request(strand_iface_t *iface,
+                                  strand_ep_t *ep)
+{
+    strand_fc_request_t req;
+    ucs_status_t status;
+
+    req.ep_id = ep->fc_id;
+    req.seq   = ep->fc_seq + 1;
+    uct_iface_get_address(&iface->super.super, (uct_iface_addr_t*)req.addr);
+    uct_iface_get_device_address(&iface->super.super,
+                                 (uct_device_addr_t*)
+                                 (req.addr + iface->config.iface_addr_len));
+    status = strand_ep_send_ctrl(ep, STRAND_AM_FC_REQUEST, &req,
+                                    strand_fc_request_len(iface));
+    if (status != UCS_OK) {
+        return status;
+    }
+    ep->fc_seq      = req.seq;
+    ep->fc_req_time = ucs_get_time();
+    if (!(ep->flags & STRAND_EP_FLAG_FC_REQ)) {
+        strand_fc_set_req(iface, ep, 1);
+        ep->fc_seq_first = req.seq;
+        iface->fc.waiting++;
+    }
+    return UCS_OK;
+}
+
+void strand_fc_check_slow(strand_iface_t *iface)
+{
+    strand_fc_t *fc = &iface->fc;
+    ucs_time_t now     = ucs_get_time();
+    strand_ep_t *ep;
+
+    if (now < fc->next_check) {
+        return;
+    }
+    fc->next_check = now + fc->req_timeout / 4;
+    kh_foreach_value(&fc->eps, ep, {
+        if ((ep->flags & STRAND_EP_FLAG_FC_REQ) &&
+            !(ep->flags & STRAND_EP_FLAG_FAILED) && (ep->fc_wnd <= 0) &&
+            (now - ep->fc_req_time >= fc->req_timeout)) {
+            ucs_debug("%s: ep %p: no credit grant %.3f s after request %u: "
+                      "asking again", iface->dev->info.name, ep,
+                      ucs_time_to_sec(now - ep->fc_req_time), ep->fc_seq);
+            /* no resources now: at the next check */
+            strand_fc_request(iface, ep);
+        }
+    });
+}

@@ -1,0 +1,922 @@
+/*
+ * The shared interface (iface.h): open/close, capabilities, progress,
+ * flush and fence; its transport's part comes through iface->tl.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "iface.h"
+#include "integrity_get.h"
+#include "txq.h"
+#include "ep.h"
+#include "tag.h"
+
+#include <ucs/arch/bitops.h>
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/datastruct/mpool.inl>
+#include <ucs/sys/string.h>
+#include <ucs/sys/sys.h>
+#include <ucs/sys/topo/base/topo.h>
+#include <ucs/vfs/base/vfs_obj.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef ENABLE_STATS
+ucs_stats_class_t strand_iface_stats_class = {
+    .name          = "dc_strand_iface",
+    .num_counters  = STRAND_IFACE_STAT_LAST,
+    .class_id      = UCS_STATS_CLASS_ID_INVALID,
+    .counter_names = {
+        [STRAND_IFACE_STAT_TX_CQE]       = "tx_cqe",
+        [STRAND_IFACE_STAT_TX_CQE_ERROR] = "tx_cqe_error",
+        [STRAND_IFACE_STAT_TX_TAIL_NOP]  = "tx_tail_nop",
+        [STRAND_IFACE_STAT_RX_CQE]       = "rx_cqe",
+        [STRAND_IFACE_STAT_REPOST]       = "repost",
+        [STRAND_IFACE_STAT_STREAM_RESET] = "stream_reset",
+        [STRAND_IFACE_STAT_DCI_RESET]    = "dci_reset"
+    }
+};
+
+ucs_stats_class_t strand_ep_stats_class = {
+    .name          = "dc_strand_ep",
+    .num_counters  = STRAND_EP_STAT_LAST,
+    .class_id      = UCS_STATS_CLASS_ID_INVALID,
+    .counter_names = {
+        [STRAND_EP_STAT_FC_WAIT]  = "fc_wait",
+        [STRAND_EP_STAT_TXQ_WAIT] = "dci_wait",
+        [STRAND_EP_STAT_ERROR]    = "error"
+    }
+};
+#endif
+
+
+/* ------------------------------------------------------------- helpers */
+
+/* IBA transport timeout: 4.096us * 2^t, t in 0..31 (0 = infinite on some
+ * devices: we never pick it for a finite timeout). */
+static uint8_t strand_timeout_code(double seconds)
+{
+    double t = seconds / 4.096e-6;
+    int code = 1;
+
+    while ((code < 31) && ((double)(1ull << code) < t)) {
+        ++code;
+    }
+    return (uint8_t)code;
+}
+
+/* How long an endpoint out of credits waits for a grant before it asks
+ * again (seconds; a huge value for "inf"). */
+static double
+strand_fc_req_timeout(const strand_iface_config_t *config)
+{
+    if (config->fc_hard_req_timeout == UCS_TIME_INFINITY) {
+        return 1e9; /* 30 years */
+    }
+    if (config->fc_hard_req_timeout == UCS_TIME_AUTO) {
+        return 4.096e-6 * (double)(1ull << strand_timeout_code(
+                                   config->common.timeout)) *
+               (config->common.retry_count + 1);
+    }
+    return ucs_time_to_sec(config->fc_hard_req_timeout);
+}
+
+/* IBA RNR NAK timer encoding (milliseconds per code; code 0 = 655.36). */
+static uint8_t strand_rnr_code(double seconds)
+{
+    static const double ms[32] = {
+        655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32,
+        0.48, 0.64, 0.96, 1.28, 1.92, 2.56, 3.84, 5.12, 7.68, 10.24, 15.36,
+        20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76, 327.68,
+        491.52
+    };
+    double want = seconds * 1e3;
+    int code;
+
+    for (code = 1; code < 32; ++code) {
+        if (ms[code] >= want - 1e-9) {
+            return (uint8_t)code;
+        }
+    }
+    return 0;
+}
+
+ucs_status_t strand_errno_status(int err)
+{
+    switch (err) {
+    case 0:      return UCS_OK;
+    case ENOMEM: return UCS_ERR_NO_MEMORY;
+    case EINVAL: return UCS_ERR_INVALID_PARAM;
+    default:     return UCS_ERR_IO_ERROR;
+    }
+}
+
+/* ------------------------------------------------------------- devices */
+
+/* The PCI device of a hardware NIC (from the device layer's locality), so
+ * that UCP ranks devices by distance; a software device has none. */
+static ucs_sys_device_t strand_sys_device(const strand_dev_t *dev)
+{
+    ucs_sys_device_t sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
+
+    if ((dev->locality.pci_bdf[0] == '\0') ||
+        (ucs_topo_find_device_by_bdf_name(dev->locality.pci_bdf, &sys_dev) !=
+         UCS_OK)) {
+        return UCS_SYS_DEVICE_ID_UNKNOWN;
+    }
+    ucs_topo_sys_device_set_name(sys_dev, dev->info.name);
+    return sys_dev;
+}
+
+ucs_status_t
+strand_query_devices(uct_md_h uct_md, uct_tl_device_resource_t **devices_p,
+                        unsigned *num_devices_p)
+{
+    strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
+    char name[UCT_DEVICE_NAME_MAX];
+
+    ucs_snprintf_zero(name, sizeof(name), "%s:%d", md->dev->info.name,
+                      STRAND_PORT);
+    return uct_single_device_resource(uct_md, name, UCT_DEVICE_TYPE_NET,
+                                      strand_sys_device(md->dev),
+                                      devices_p, num_devices_p);
+}
+
+/* --------------------------------------------------------------- query */
+
+ucs_status_t strand_iface_perf(strand_iface_t *iface, strand_dev_perf_t *perf)
+{
+    int ret = iface->dev->ops->query_perf(iface->dev, perf);
+
+    if (ret != 0) {
+        ucs_error("%s: cannot get the device's performance estimates: %s",
+                  iface->dev->info.name, strerror(ret));
+        return UCS_ERR_IO_ERROR;
+    }
+    if (perf->source == STRAND_DEV_PERF_PORT_GUESS) {
+        ucs_diag("%s: port speed not known, estimates assume %s",
+                 iface->dev->info.name, perf->what);
+    }
+    ucs_trace("%s: estimates (%s): latency %.0f ns, bandwidth %.0f MB/s, "
+              "overhead %.0f/%.0f ns", iface->dev->info.name, perf->what,
+              perf->latency * 1e9, perf->bandwidth / 1e6,
+              perf->send_overhead * 1e9, perf->recv_overhead * 1e9);
+    return UCS_OK;
+}
+
+ucs_status_t strand_iface_query(strand_iface_t *iface, uct_iface_attr_t *attr)
+{
+    size_t seg_size          = iface->config.seg_size;
+    uint64_t amo             = UCS_BIT(UCT_ATOMIC_OP_ADD) |
+                               UCS_BIT(UCT_ATOMIC_OP_AND) |
+                               UCS_BIT(UCT_ATOMIC_OP_OR)  |
+                               UCS_BIT(UCT_ATOMIC_OP_XOR);
+    uint64_t famo            = amo | UCS_BIT(UCT_ATOMIC_OP_SWAP) |
+                               UCS_BIT(UCT_ATOMIC_OP_CSWAP);
+    strand_dev_perf_t perf;
+    ucs_status_t status;
+
+    uct_base_iface_query(&iface->super, attr);
+
+    attr->cap.flags = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                      UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY |
+                      UCT_IFACE_FLAG_AM_ZCOPY | UCT_IFACE_FLAG_PUT_SHORT |
+                      UCT_IFACE_FLAG_PUT_BCOPY | UCT_IFACE_FLAG_PUT_ZCOPY |
+                      UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
+                      UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC |
+                      UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
+                      /* a bad local or remote buffer fails its ep, not the
+                       * process (the device's protection and access
+                       * errors); a pack callback that wrote too much is
+                       * refused (strand_ep_check_packed) */
+                      UCT_IFACE_FLAG_ERRHANDLE_ZCOPY_BUF |
+                      UCT_IFACE_FLAG_ERRHANDLE_REMOTE_MEM |
+                      UCT_IFACE_FLAG_ERRHANDLE_BCOPY_LEN |
+                      UCT_IFACE_FLAG_EP_CHECK;
+    attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
+                            UCT_IFACE_FLAG_EVENT_RECV |
+                            UCT_IFACE_FLAG_EVENT_RECV_SIG |
+                            UCT_IFACE_FLAG_EVENT_FD;
+
+    if (iface->dev->caps.atomics && iface->config.masked_atomics) {
+        /* masked atomics build every operation, 32 and 64 bit */
+        attr->cap.flags             |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
+        attr->cap.atomic32.op_flags  = amo;
+        attr->cap.atomic32.fop_flags = famo;
+        attr->cap.atomic64.op_flags  = amo;
+        attr->cap.atomic64.fop_flags = famo;
+    } else if (iface->dev->caps.atomics) {
+        /* the standard 64-bit fetch-and-add and compare-and-swap only */
+        attr->cap.flags             |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
+        attr->cap.atomic64.op_flags  = UCS_BIT(UCT_ATOMIC_OP_ADD);
+        attr->cap.atomic64.fop_flags = UCS_BIT(UCT_ATOMIC_OP_ADD) |
+                                       UCS_BIT(UCT_ATOMIC_OP_CSWAP);
+    }
+
+    attr->cap.am.max_short       = iface->config.max_inline -
+                                   strand_am_hdr_len(iface);
+    attr->cap.am.max_bcopy       = seg_size - strand_am_hdr_len(iface);
+    attr->cap.am.min_zcopy       = 0;
+    attr->cap.am.max_zcopy       = seg_size - strand_am_hdr_len(iface);
+    attr->cap.am.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
+    attr->cap.am.align_mtu       = iface->dev->caps.mtu;
+    attr->cap.am.max_hdr         = STRAND_AM_MAX_HDR;
+    attr->cap.am.max_iov         = iface->config.max_sge - 1;
+
+    attr->cap.put.max_short       = iface->config.max_inline;
+    attr->cap.put.max_bcopy       = seg_size;
+    attr->cap.put.min_zcopy       = 0;
+    attr->cap.put.max_zcopy       = STRAND_MAX_ZCOPY;
+    attr->cap.put.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
+    attr->cap.put.align_mtu       = iface->dev->caps.mtu;
+    attr->cap.put.max_iov         = iface->config.max_sge;
+
+    attr->cap.get.max_bcopy       = seg_size;
+    if (iface->integrity.kind != STRAND_INTEGRITY_OFF) {
+        /* every GET lands through a checking mkey: zero-copy only */
+        attr->cap.flags         &= ~UCT_IFACE_FLAG_GET_BCOPY;
+        attr->cap.get.max_bcopy  = 0;
+    }
+    attr->cap.get.min_zcopy       = 1;
+    attr->cap.get.max_zcopy       = STRAND_MAX_ZCOPY;
+    attr->cap.get.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
+    attr->cap.get.align_mtu       = iface->dev->caps.mtu;
+    attr->cap.get.max_iov         = iface->config.max_sge;
+
+    strand_tag_query(iface, attr);
+
+    attr->ep_addr_len     = 0;
+    attr->max_conn_priv   = 0;
+    attr->dev_num_paths   = 1;
+    attr->max_num_eps     = SIZE_MAX;
+
+    /* what the device says it is worth (src/dev: the port's speed on a
+     * NIC, measured costs on the software device): the link is shared by
+     * every process on the port */
+    status = strand_iface_perf(iface, &perf);
+    if (status != UCS_OK) {
+        return status;
+    }
+    attr->latency             = ucs_linear_func_make(perf.latency,
+                                                     perf.latency_per_ep);
+    attr->bandwidth.dedicated = 0;
+    attr->bandwidth.shared    = perf.bandwidth;
+    attr->overhead            = perf.send_overhead;
+    attr->priority            = 0;
+    return UCS_OK;
+}
+
+/* UCP's protocol selection asks for the send and receive overheads apart
+ * (uct_iface_estimate_perf); the rest is what iface_query reports. */
+ucs_status_t strand_iface_estimate_perf(uct_iface_h tl_iface,
+                                           uct_perf_attr_t *perf_attr)
+{
+    strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
+    strand_dev_perf_t perf;
+    ucs_status_t status;
+
+    status = uct_base_iface_estimate_perf(tl_iface, perf_attr);
+    if ((status != UCS_OK) ||
+        !(perf_attr->field_mask & UCT_PERF_ATTR_FIELD_RECV_OVERHEAD)) {
+        return status;
+    }
+    status = strand_iface_perf(iface, &perf);
+    if (status == UCS_OK) {
+        perf_attr->recv_overhead = perf.recv_overhead;
+    }
+    return status;
+}
+
+/* ------------------------------------------------------------- progress */
+
+unsigned strand_iface_progress(uct_iface_h tl_iface)
+{
+    strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
+    unsigned count;
+
+    if (ucs_unlikely((iface->integrity_queue != NULL) ||
+                     iface->integrity_starved)) {
+        strand_iface_integrity_progress(iface);
+    }
+
+    count  = strand_rx_progress(iface);
+    count += strand_txq_tx_progress(iface);
+    if (count == 0) {
+        if (iface->dev->ops->progress != NULL) {
+            iface->dev->ops->progress(iface->dev);
+        }
+        count  = strand_rx_progress(iface);
+        count += strand_txq_tx_progress(iface);
+    } else if (iface->srq_missing > 0) {
+        strand_rx_refill(iface);
+    }
+    strand_fc_progress(iface, &iface->fc);
+    if (!ucs_arbiter_is_empty(&iface->arbiter)) {
+        strand_ep_dispatch_pending(iface);
+    }
+    return count;
+}
+
+ucs_status_t strand_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                   uct_completion_t *comp)
+{
+    strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
+
+    if (comp != NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    UCT_TL_IFACE_STAT_FLUSH(&iface->super);
+    if (!strand_txq_pool_busy(iface)) {
+        return UCS_OK;
+    }
+    UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);
+    strand_txq_signal_tails(iface);
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t strand_iface_fence(uct_iface_h tl_iface, unsigned flags)
+{
+    strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
+
+    ++iface->fence_beat; /* every ep fences its next WQE */
+    ++iface->tx_gate;    /* on the general path */
+    UCT_TL_IFACE_STAT_FENCE(&iface->super);
+    return UCS_OK;
+}
+
+/* ------------------------------------------------------------ open/close */
+
+static void strand_tx_desc_init(uct_iface_h tl_iface, void *obj,
+                                   uct_mem_h memh)
+{
+    strand_tx_desc_t *desc = obj;
+
+    desc->lkey = ((strand_md_memh_t*)memh)->mr.lkey;
+}
+
+/* Send queues sharing a send CQ: all of them, or (rc_strand's endpoints)
+ * groups, so that a CQ of each group made as endpoints come bounds the
+ * memory of few endpoints, not what MAX_EPS of them could need. */
+static unsigned
+strand_iface_tx_cq_txqs(const strand_iface_t *iface,
+                           const strand_iface_config_t *config)
+{
+    return ucs_min(config->num_txqs, iface->tl->sqs_per_cq);
+}
+
+static ucs_status_t
+strand_iface_check_config(strand_iface_t *iface,
+                             const strand_iface_config_t *config)
+{
+    const strand_dev_caps_t *caps = &iface->dev->caps;
+    const char *dev_name          = iface->dev->info.name;
+    unsigned max_wr               = caps->max_qp_wr ? caps->max_qp_wr : 32768;
+    unsigned max_txqs             = iface->tl->max_sqs;
+
+#define STRAND_IFACE_CHECK(_cond, _fmt, ...) \
+    if (!(_cond)) { \
+        ucs_error("%s: %s: invalid configuration: UCX_%s" _fmt, dev_name, \
+                  iface->tl_name, iface->cfg_prefix, ## __VA_ARGS__); \
+        return UCS_ERR_INVALID_PARAM; \
+    }
+
+    STRAND_IFACE_CHECK((config->common.tx_queue_len >= 8) &&
+                    (config->common.tx_queue_len <= max_wr),
+                    "TX_QUEUE_LEN=%u (valid: 8 .. %u)",
+                    config->common.tx_queue_len, max_wr);
+    STRAND_IFACE_CHECK(config->common.tx_cq_moderation >= 1,
+                    "TX_CQ_MODERATION=0 (valid: 1 .. inf)");
+    STRAND_IFACE_CHECK((config->common.rx_queue_len >= 1) &&
+                    (config->common.rx_queue_len <= 32767),
+                    "RX_QUEUE_LEN=%u (valid: 1 .. 32767)",
+                    config->common.rx_queue_len);
+    STRAND_IFACE_CHECK(config->common.rx_max_poll >= 1,
+                    "RX_MAX_POLL=%lu (valid: 1 .. inf)",
+                    config->common.rx_max_poll);
+    STRAND_IFACE_CHECK(config->common.tx_max_poll >= 1,
+                    "TX_MAX_POLL=%lu (valid: 1 .. inf)",
+                    config->common.tx_max_poll);
+    STRAND_IFACE_CHECK((config->common.seg_size >= 64) &&
+                    (config->common.seg_size <= UCS_MBYTE),
+                    "SEG_SIZE=%zu (valid: 64 .. 1048576)",
+                    config->common.seg_size);
+    STRAND_IFACE_CHECK((config->num_txqs >= 1) &&
+                    (config->num_txqs <= max_txqs),
+                    "%s=%u (valid: 1 .. %u)", iface->tl->sqs_option,
+                    config->num_txqs, max_txqs);
+    STRAND_IFACE_CHECK((config->common.timeout > 0) && (config->common.timeout <= 8796.0),
+                    "TIMEOUT=%gs (valid: > 0 .. 8796s)",
+                    config->common.timeout);
+    STRAND_IFACE_CHECK(config->common.retry_count <= 7,
+                    "RETRY_COUNT=%u (valid: 0 .. 7)",
+                    config->common.retry_count);
+    STRAND_IFACE_CHECK((config->common.rnr_timeout >= 0) &&
+                    (config->common.rnr_timeout <= 0.49152),
+                    "RNR_TIMEOUT=%gs (valid: 0 .. 491.52ms)",
+                    config->common.rnr_timeout);
+    STRAND_IFACE_CHECK(config->common.rnr_retry_count <= 7,
+                    "RNR_RETRY_COUNT=%u (valid: 0 .. 7)",
+                    config->common.rnr_retry_count);
+    STRAND_IFACE_CHECK((config->common.max_inline >= 16) &&
+                    (config->common.max_inline <= ucs_min(caps->max_inline, 800)),
+                    "MAX_INLINE=%zu (valid: 16 .. %u)",
+                    config->common.max_inline, ucs_min(caps->max_inline, 800));
+    STRAND_IFACE_CHECK((config->common.tx_cq_len == 0) ||
+                    (config->common.tx_cq_len >=
+                     strand_iface_tx_cq_txqs(iface, config) *
+                     config->common.tx_queue_len),
+                    "TX_CQ_LEN=%u (must be 0 or >= %s * "
+                    "TX_QUEUE_LEN = %u)", config->common.tx_cq_len,
+                    iface->tl->sqs_per_cq_text,
+                    strand_iface_tx_cq_txqs(iface, config) *
+                    config->common.tx_queue_len);
+    STRAND_IFACE_CHECK((config->common.rx_cq_len == 0) ||
+                    (config->common.rx_cq_len > config->common.rx_queue_len),
+                    "RX_CQ_LEN=%u (must be 0 or > RX_QUEUE_LEN "
+                    "= %u)", config->common.rx_cq_len, config->common.rx_queue_len);
+    STRAND_IFACE_CHECK((config->fc_wnd_size >= 1) &&
+                    (config->fc_wnd_size <= (1u << 20)),
+                    "FC_WND_SIZE=%u (valid: 1 .. 1048576)",
+                    config->fc_wnd_size);
+    STRAND_IFACE_CHECK((config->fc_soft_thresh >= 0) &&
+                    (config->fc_soft_thresh <= 1),
+                    "FC_SOFT_THRESH=%g (valid: 0 .. 1)",
+                    config->fc_soft_thresh);
+#undef STRAND_IFACE_CHECK
+    return UCS_OK;
+}
+
+
+ucs_status_t strand_iface_tx_cq_get(strand_iface_t *iface,
+                                       unsigned txq_index,
+                                       strand_dev_cq_t **cq_p)
+{
+    unsigned n       = txq_index / iface->tx_cq_txqs;
+    strand_dev_t *dev = iface->dev;
+    strand_tx_cq_t *tx;
+    int err;
+
+    ucs_assert(n < iface->max_tx_cqs);
+    /* slots are taken lowest first: the CQs made are those below n */
+    while (iface->num_tx_cqs <= n) {
+        tx  = &iface->tx_cqs[iface->num_tx_cqs];
+        err = dev->ops->create_cq(dev, iface->tx_cq_len, iface->chan,
+                                  &tx->cq);
+        if (err != 0) {
+            ucs_error("%s: failed to create send CQ of %u: %s",
+                      dev->info.name, iface->tx_cq_len, strerror(err));
+            return strand_errno_status(err);
+        }
+        tx->ci     = 0;
+        tx->arm_sn = 0;
+        ++iface->num_tx_cqs;
+        if (n > 0) {
+            /* armed at once: a worker that armed the others before this
+             * endpoint came may sleep (a spurious wake-up at most) */
+            strand_tx_cq_arm(tx);
+        }
+    }
+    *cq_p = &iface->tx_cqs[n].cq;
+    return UCS_OK;
+}
+
+static void strand_iface_release(strand_iface_t *iface)
+{
+    strand_dev_t *dev = iface->dev;
+
+    UCS_STATS_NODE_FREE(iface->stats);
+
+    if (iface->have_fc) {
+        strand_fc_cleanup(iface); /* its endpoints hold send queues */
+        iface->have_fc = 0;
+    }
+    ucs_arbiter_cleanup(&iface->arbiter);
+    strand_txq_pool_cleanup(iface);
+    strand_iface_integrity_cleanup(iface);
+    strand_rx_cleanup(iface);
+    strand_tag_cleanup(iface);
+    if (iface->scratch != NULL) {
+        ucs_mpool_put_inline(iface->scratch);
+        iface->scratch = NULL;
+    }
+    if (iface->have_tx_mp) {
+        ucs_mpool_cleanup(&iface->tx_mp, 1);
+        iface->have_tx_mp = 0;
+    }
+    if (iface->have_srq) {
+        dev->ops->destroy_srq(dev, &iface->srq);
+        iface->have_srq = 0;
+    }
+    if (iface->have_td) { /* after every QP made on it */
+        dev->ops->destroy_td(dev, &iface->td);
+        iface->have_td = 0;
+    }
+    if (iface->have_rx_cq) {
+        dev->ops->destroy_cq(dev, &iface->rx_cq);
+        iface->have_rx_cq = 0;
+    }
+    while (iface->num_tx_cqs > 0) {
+        --iface->num_tx_cqs;
+        dev->ops->destroy_cq(dev, &iface->tx_cqs[iface->num_tx_cqs].cq);
+    }
+    ucs_free(iface->tx_cqs);
+    iface->tx_cqs = NULL;
+    if (iface->have_channel) {
+        dev->ops->destroy_channel(dev, &iface->channel);
+        iface->have_channel = 0;
+    }
+}
+
+
+static void strand_iface_vfs_show_txq_pool(void *obj,
+                                              ucs_string_buffer_t *strb,
+                                              void *arg_ptr, uint64_t arg_u64)
+{
+    strand_txq_pool_show(obj, strb);
+}
+
+/* The device's async events so far: "<event> <count> qpn 0x<last>". */
+static void strand_iface_vfs_show_async(void *obj,
+                                           ucs_string_buffer_t *strb,
+                                           void *arg_ptr, uint64_t arg_u64)
+{
+    strand_iface_t *iface = obj;
+    strand_md_t *md = ucs_derived_of(iface->super.md, strand_md_t);
+    uint64_t count;
+    uint32_t qpn;
+    unsigned t;
+
+    strand_async_drain(&md->async);
+    for (t = 0; t < STRAND_ASYNC_MAX_TYPE; ++t) {
+        count = strand_async_count(&md->async, (enum ibv_event_type)t, &qpn);
+        if (count > 0) {
+            ucs_string_buffer_appendf(strb, "%s %" PRIu64 " qpn 0x%x\n",
+                                      ibv_event_type_str(
+                                              (enum ibv_event_type)t),
+                                      count, qpn);
+        }
+    }
+}
+
+/* Tag matching: the list, the phase, and which path messages took. */
+static void strand_iface_vfs_show_integrity(void *obj,
+                                               ucs_string_buffer_t *strb,
+                                               void *arg_ptr,
+                                               uint64_t arg_u64)
+{
+    strand_iface_t *iface = obj;
+    char buf[256];
+
+    strand_integrity_summary(&iface->integrity, buf, sizeof(buf));
+    ucs_string_buffer_appendf(strb, "%s\n", buf);
+}
+
+static void strand_iface_vfs_show_tm(void *obj, ucs_string_buffer_t *strb,
+                                        void *arg_ptr, uint64_t arg_u64)
+{
+    strand_iface_t *iface = obj;
+
+    strand_tm_show(&iface->tm, strb);
+}
+
+/* What UCX's VFS (and tests) can read: the send queues (dci_pool, the
+ * name it had first), async events, tag
+ * matching. */
+void strand_iface_vfs_refresh(uct_iface_h tl_iface)
+{
+    strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
+
+    ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_txq_pool, NULL, 0,
+                            "dci_pool");
+    ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_async, NULL, 0,
+                            "async_events");
+    if (iface->integrity.kind != STRAND_INTEGRITY_OFF) {
+        ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_integrity,
+                                NULL, 0, "integrity");
+    }
+    if (iface->have_tm) {
+        ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_tm, NULL, 0,
+                                "tag_matching");
+    }
+}
+
+static uct_iface_internal_ops_t strand_iface_internal_ops = {
+    .iface_estimate_perf = strand_iface_estimate_perf,
+    .iface_vfs_refresh   = strand_iface_vfs_refresh,
+    .ep_query            = (uct_ep_query_func_t)
+                           ucs_empty_function_return_unsupported,
+    .ep_invalidate       = strand_ep_invalidate
+};
+
+/* The shared interface of a transport (tl: its part, ops: its UCT
+ * operations): the receive side, the send CQs and send queue slots,
+ * endpoint operations and recovery. `config` is the transport's
+ * configuration as the shared code reads it. */
+UCS_CLASS_INIT_FUNC(strand_iface_t, uct_md_h uct_md, uct_worker_h worker,
+                    const uct_iface_params_t *params,
+                    const uct_iface_config_t *tl_config,
+                    const strand_iface_config_t *config,
+                    const strand_tl_ops_t *tl, uct_iface_ops_t *ops)
+{
+    strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
+    const char *tl_name = tl->name;
+    uct_iface_mpool_config_t mp_config = config->common.tx_mp;
+    strand_dev_t *dev = md->dev;
+    char dev_name[UCT_DEVICE_NAME_MAX];
+    ucs_status_t status;
+    unsigned tx_cq_len, rx_cq_len, max_ds, av_ds, tx_outstanding;
+    strand_dev_cq_t *tx_cq;
+    int err;
+
+    UCT_CHECK_PARAM(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE,
+                    "UCT_IFACE_PARAM_FIELD_OPEN_MODE is not defined");
+    if (!(params->open_mode & UCT_IFACE_OPEN_MODE_DEVICE)) {
+        ucs_error("%s supports only UCT_IFACE_OPEN_MODE_DEVICE", tl_name);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    ucs_snprintf_zero(dev_name, sizeof(dev_name), "%s:%d", dev->info.name,
+                      STRAND_PORT);
+    if ((params->field_mask & UCT_IFACE_PARAM_FIELD_DEVICE) &&
+        strcmp(params->mode.device.dev_name, dev_name)) {
+        ucs_error("%s: no device '%s' on memory domain %s (it has %s)",
+                  tl_name, params->mode.device.dev_name, dev->info.name,
+                  dev_name);
+        return UCS_ERR_NO_DEVICE;
+    }
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops,
+                              &strand_iface_internal_ops, uct_md, worker,
+                              params, tl_config
+                              UCS_STATS_ARG((params->field_mask &
+                                             UCT_IFACE_PARAM_FIELD_STATS_ROOT) ?
+                                            params->stats_root : NULL)
+                              UCS_STATS_ARG(tl_name));
+
+    /* UCS_CLASS_NEW hands out malloc'ed memory: every field below the
+     * superclass starts at zero, so that the release path knows what
+     * exists and counters start where the device starts */
+    memset(UCS_PTR_BYTE_OFFSET(self, sizeof(self->super)), 0,
+           sizeof(*self) - sizeof(self->super));
+    self->md         = md;
+    self->dev        = dev;
+    self->tl         = tl;
+    self->tl_name    = tl_name;
+    self->cfg_prefix = tl->cfg_prefix;
+    ucs_arbiter_init(&self->arbiter);
+    ucs_list_head_init(&self->eps);
+
+    status = strand_iface_check_config(self, config);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    self->num_txqs                = config->num_txqs;
+    self->config.tx_queue_len    = config->common.tx_queue_len;
+    /* a signaled WQE among any quarter of the queue: a full queue always
+     * has a CQE to come (the queues' geometry may lower it further) */
+    self->tx_moderation          = ucs_max(1, ucs_min(config->common.tx_cq_moderation,
+                                                      config->common.tx_queue_len /
+                                                      4));
+    /* what the transport decides: its lanes, a quota */
+    self->config.num_lanes       = 1;
+    self->config.quota           = UINT_MAX;
+    if (tl->iface_config != NULL) {
+        status = tl->iface_config(self, config);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+    self->config.rx_queue_len    = config->common.rx_queue_len;
+    self->config.rx_max_poll     = (config->common.rx_max_poll >= UINT_MAX) ?
+                                   UINT_MAX : (unsigned)config->common.rx_max_poll;
+    self->config.rx_mp           = config->common.rx_mp;
+    if (self->config.rx_mp.bufs_grow == 0) {
+        self->config.rx_mp.bufs_grow = 256;
+    }
+    if (mp_config.bufs_grow == 0) {
+        mp_config.bufs_grow = 128;
+    }
+    self->config.tx_max_poll     = (config->common.tx_max_poll >= UINT_MAX) ?
+                                   UINT_MAX : (unsigned)config->common.tx_max_poll;
+    self->config.seg_size        = config->common.seg_size;
+    self->config.max_inline      = config->common.max_inline;
+    self->config.max_sge         = ucs_min(STRAND_MAX_SGE,
+                                           dev->caps.max_sge);
+    self->config.atomic_reply_be32 = dev->caps.atomic_reply_be32;
+    self->config.atomic_reply_be64 = dev->caps.atomic_reply_be64;
+    self->config.masked_atomics  = dev->caps.masked_atomics;
+    self->config.av_size         = (dev->caps.link_layer ==
+                                    IBV_LINK_LAYER_ETHERNET) ?
+                                   STRAND_AV_FULL_SIZE : STRAND_AV_BASE_SIZE;
+    /* largest WQE: ctrl + AV + raddr + data segments, or + inline data,
+     * or the masked 64-bit CS (raddr, two atomic segments, data) */
+    av_ds  = self->config.av_size / STRAND_WQE_DS;
+    max_ds = 2 + av_ds + ucs_max(self->config.max_sge,
+                                 strand_inline_ds(config->common.max_inline));
+    max_ds = ucs_max(max_ds, 1 + av_ds + 4);
+    self->config.txq_max_bbs = strand_ds_to_bbs(max_ds);
+
+    status = strand_tag_resolve(self, config, params);
+    if (status != UCS_OK) {
+        return status;
+    }
+    /* the payload of an am_short: its 8-byte header and the AM id (and a
+     * TMH) go inline before it */
+    self->config.am_short_payload = self->config.max_inline -
+                                    (sizeof(uint64_t) +
+                                     strand_am_hdr_len(self));
+    /* what can be outstanding, and a batch consumed before the consumer
+     * index is written (txq.c) */
+    self->tx_cq_txqs = strand_iface_tx_cq_txqs(self, config);
+    self->max_tx_cqs = ucs_div_round_up(config->num_txqs, self->tx_cq_txqs);
+    tx_outstanding   = self->tx_cq_txqs * config->common.tx_queue_len +
+                       (self->config.am_tmh ? tl->tm_tx_extra : 0);
+    tx_cq_len = config->common.tx_cq_len ? config->common.tx_cq_len : tx_outstanding + 64;
+    self->tx_cq_len   = tx_cq_len;
+    self->tx_ci_batch = ucs_max(1, ucs_min(64, (int)tx_cq_len -
+                                               (int)tx_outstanding));
+    rx_cq_len = config->common.rx_cq_len ? config->common.rx_cq_len :
+                config->common.rx_queue_len + 1 +
+                strand_tag_rx_cq_extra(self, config);
+
+    status = UCS_STATS_NODE_ALLOC(&self->stats, &strand_iface_stats_class,
+                                  self->super.stats, "-%p", self);
+    if (status != UCS_OK) {
+        return status;
+    }
+
+    /* a channel of its own: events of other interfaces on the same device
+     * never wake (or get drained by) this one */
+    err = dev->ops->create_channel(dev, &self->channel);
+    if (err != 0) {
+        ucs_error("%s: failed to create a completion channel: %s",
+                  dev->info.name, strerror(err));
+        status = strand_errno_status(err);
+        goto err;
+    }
+    self->have_channel = 1;
+    self->chan         = &self->channel;
+
+    self->tx_cqs = ucs_calloc(self->max_tx_cqs, sizeof(*self->tx_cqs),
+                              "strand_tx_cqs");
+    if (self->tx_cqs == NULL) {
+        status = UCS_ERR_NO_MEMORY;
+        goto err;
+    }
+    status = strand_iface_tx_cq_get(self, 0, &tx_cq);
+    if (status != UCS_OK) {
+        goto err;
+    }
+    err = dev->ops->create_cq(dev, rx_cq_len, self->chan, &self->rx_cq);
+    if (err != 0) {
+        ucs_error("%s: failed to create receive CQ of %u: %s",
+                  dev->info.name, rx_cq_len, strerror(err));
+        status = strand_errno_status(err);
+        goto err;
+    }
+    self->have_rx_cq = 1;
+    self->tx_cqe_shift = strand_cqe_shift(tx_cq->dv.cqe_size);
+    self->rx_cqe_shift = strand_cqe_shift(self->rx_cq.dv.cqe_size);
+    if ((self->tx_cqe_shift == 0) || (self->rx_cqe_shift == 0)) {
+        ucs_error("%s: CQEs of %u/%u bytes are not supported (64 or 128)",
+                  dev->info.name, tx_cq->dv.cqe_size,
+                  self->rx_cq.dv.cqe_size);
+        status = UCS_ERR_UNSUPPORTED;
+        goto err;
+    }
+
+    err = dev->ops->create_td(dev, &self->td);
+    if (err != 0) {
+        /* without one this interface's doorbells could share a BlueFlame
+         * register with another thread's: torn WQEs on a NIC */
+        ucs_error("%s: failed to allocate a thread domain (ibv_alloc_td: "
+                  "%s): %s needs a BlueFlame register per interface",
+                  dev->info.name, strerror(err), tl_name);
+        status = strand_errno_status(err);
+        goto err;
+    }
+    self->have_td = 1;
+
+    status = strand_tag_create_srq(self, config, params);
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    status = strand_rx_init(self, params);
+    if (status != UCS_OK) {
+        goto err;
+    }
+
+    status = uct_iface_mpool_init(&self->super, &self->tx_mp,
+                                  sizeof(strand_tx_desc_t) +
+                                  config->common.seg_size + STRAND_TX_SLACK,
+                                  sizeof(strand_tx_desc_t),
+                                  UCS_SYS_CACHE_LINE_SIZE, &mp_config,
+                                  mp_config.bufs_grow, strand_tx_desc_init,
+                                  "strand_tx");
+    if (status != UCS_OK) {
+        goto err;
+    }
+    self->have_tx_mp = 1;
+    self->scratch    = ucs_mpool_get(&self->tx_mp);
+    if (self->scratch == NULL) {
+        status = UCS_ERR_NO_MEMORY;
+        goto err;
+    }
+
+    self->min_rnr_timer    = strand_rnr_code(config->common.rnr_timeout);
+
+    memset(&self->sq_attr, 0, sizeof(self->sq_attr));
+    self->sq_attr.td            = &self->td;
+    self->sq_attr.send_cq       = tx_cq;
+    self->sq_attr.max_send_wr   = config->common.tx_queue_len;
+    self->sq_attr.max_send_sge  = self->config.max_sge;
+    self->sq_attr.max_inline    = config->common.max_inline;
+    self->sq_attr.timeout       = strand_timeout_code(config->common.timeout);
+    self->sq_attr.retry_cnt     = config->common.retry_count;
+    self->sq_attr.rnr_retry     = config->common.rnr_retry_count;
+    self->sq_attr.max_rd_atomic = ucs_max(1, ucs_min(dev->caps.max_rd_atomic,
+                                                      16));
+    status = strand_txq_pool_init(self);
+    if (status != UCS_OK) {
+        goto err;
+    }
+    status = strand_iface_integrity_init(self, config);
+    if (status != UCS_OK) {
+        goto err;
+    }
+    status = strand_fc_init(self, config->fc_enable, config->fc_wnd_size,
+                               config->fc_soft_thresh,
+                               strand_fc_req_timeout(config));
+    if (status != UCS_OK) {
+        goto err;
+    }
+    self->have_fc = 1;
+
+    ucs_debug("%s: %s iface %p: lid %u, %u %s, seg %zu",
+              dev->info.name, tl_name, self, dev->caps.lid,
+              self->num_txqs, tl->sqs_word,
+              self->config.seg_size);
+    return UCS_OK;
+
+err:
+    strand_iface_release(self);
+    return status;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(strand_iface_t)
+{
+    uct_base_iface_progress_disable(&self->super.super,
+                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    strand_iface_release(self);
+}
+
+UCS_CLASS_DEFINE(strand_iface_t, uct_base_iface_t);
+
+
+/* What both transports' endpoints and interfaces do alike; each transport
+ * copies it and adds its own (dc/dc_iface.c, rc/rc_iface.c): endpoint
+ * creation, close, query, addresses, the short entry points for its WQEs'
+ * address part (strand_ep_short_ops) and the rendezvous. */
+const uct_iface_ops_t strand_iface_ops = {
+    .ep_am_short_iov          = strand_ep_am_short_iov,
+    .ep_am_bcopy              = strand_ep_am_bcopy,
+    .ep_am_zcopy              = strand_ep_am_zcopy,
+    .ep_put_bcopy             = strand_ep_put_bcopy,
+    .ep_put_zcopy             = strand_ep_put_zcopy,
+    .ep_get_bcopy             = strand_ep_get_bcopy,
+    .ep_get_zcopy             = strand_ep_get_zcopy,
+    .ep_atomic_cswap64        = strand_ep_atomic_cswap64,
+    .ep_atomic_cswap32        = strand_ep_atomic_cswap32,
+    .ep_atomic64_post         = strand_ep_atomic64_post,
+    .ep_atomic32_post         = strand_ep_atomic32_post,
+    .ep_atomic64_fetch        = strand_ep_atomic64_fetch,
+    .ep_atomic32_fetch        = strand_ep_atomic32_fetch,
+    .ep_pending_add           = strand_ep_pending_add,
+    .ep_pending_purge         = strand_ep_pending_purge,
+    .ep_flush                 = strand_ep_flush,
+    .ep_fence                 = strand_ep_fence,
+    .ep_check                 = strand_ep_check,
+    .iface_flush              = strand_iface_flush,
+    .iface_fence              = strand_iface_fence,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = strand_iface_progress,
+    .iface_event_fd_get       = strand_iface_event_fd_get,
+    .iface_event_arm          = strand_iface_event_arm,
+    .ep_tag_eager_short       = strand_ep_tag_eager_short,
+    .ep_tag_eager_bcopy       = strand_ep_tag_eager_bcopy,
+    .ep_tag_eager_zcopy       = strand_ep_tag_eager_zcopy,
+    .ep_tag_rndv_cancel       = strand_ep_tag_rndv_cancel,
+    .ep_tag_rndv_request      = strand_ep_tag_rndv_request,
+    .iface_tag_recv_zcopy     = strand_iface_tag_recv_zcopy,
+    .iface_tag_recv_cancel    = strand_iface_tag_recv_cancel
+};

@@ -1,0 +1,47 @@
+/*
+ * Statistics of dc_strand: UCS statistics counters, built in only when UCX
+ * is built with statistics (ENABLE_STATS); otherwise every update below is
+ * compiled out and costs nothing. Each endpoint also counts its operations
+ * in UCX's own uct_ep counters (UCT_TL_EP_STAT_OP and friends, bytes per
+ * AM / PUT / GET, atomics, flushes, fences, pending requests), as UCX's
+ * transports do; these are what strand adds.
+ */
+#ifndef STRAND_STATS_H_
+#define STRAND_STATS_H_
+
+#include <ucs/stats/stats.h>
+
+/* per interface */
+enum {
+    STRAND_IFACE_STAT_TX_CQE,       /* send CQEs consumed */
+    STRAND_IFACE_STAT_TX_CQE_ERROR, /* of those, errors and flushes */
+    STRAND_IFACE_STAT_TX_TAIL_NOP,  /* signaled NOPs behind unsignaled
+                                          WQEs (flush, DCI wanted) */
+    STRAND_IFACE_STAT_RX_CQE,       /* receive CQEs consumed */
+    STRAND_IFACE_STAT_REPOST,       /* flushed WQEs posted again */
+    STRAND_IFACE_STAT_STREAM_RESET, /* DCI streams reset after errors */
+    STRAND_IFACE_STAT_DCI_RESET,    /* DCIs back from ERR */
+    STRAND_IFACE_STAT_LAST
+};
+
+/* per endpoint */
+enum {
+    STRAND_EP_STAT_FC_WAIT,         /* refused: no flow-control credits */
+    STRAND_EP_STAT_TXQ_WAIT,        /* refused: no DCI, or no room on it */
+    STRAND_EP_STAT_ERROR,           /* failed (once) */
+    STRAND_EP_STAT_LAST
+};
+
+#ifdef ENABLE_STATS
+extern ucs_stats_class_t strand_iface_stats_class;
+extern ucs_stats_class_t strand_ep_stats_class;
+#endif
+
+#define STRAND_IFACE_STAT(_iface, _counter, _delta) \
+    UCS_STATS_UPDATE_COUNTER((_iface)->stats, STRAND_IFACE_STAT_##_counter, \
+                             _delta)
+
+#define STRAND_EP_STAT(_ep, _counter) \
+    UCS_STATS_UPDATE_COUNTER((_ep)->stats, STRAND_EP_STAT_##_counter, 1)
+
+#endif

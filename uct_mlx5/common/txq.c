@@ -1,0 +1,800 @@
+/*
+ * DCIs: creation, the SQ's slots of outstanding WQEs, send completions
+ * (matched to their WQE by QP number and WQE counter, so that CQEs of
+ * different streams may come in any order), the pool's state for VFS.
+ * Leases are dc_policy.c's, errors dc_recovery.c's.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "txq.h"
+
+#include <inttypes.h>
+#include "ep.h"
+#include "recovery.h"
+#include "integrity_get.h"
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack_int.h>
+#include <ucs/datastruct/mpool.inl>
+#include <ucs/datastruct/queue.h>
+#include <ucs/arch/bitops.h>
+
+#include <string.h>
+
+/* room_pi (strand_txq_fast_room): the last producer index at which a
+ * WQE of the largest size fits, and at which the WQEs posted from now on
+ * (a BB each at least) leave the count below tx_queue_len. */
+static void strand_txq_set_room(strand_iface_t *iface,
+                                   strand_txq_t *dci)
+{
+    uint32_t bbs_pi  = dci->sq_tail + dci->sq.wqe_cnt -
+                       iface->config.txq_max_bbs;
+    uint32_t wqes_pi = dci->sq.cur_post +
+                       (iface->config.tx_queue_len - dci->outstanding) - 1;
+
+    dci->room_pi = ((int32_t)(wqes_pi - bbs_pi) < 0) ? wqes_pi : bbs_pi;
+}
+
+/* Whether s takes work: its held WQEs are posted again only then. */
+static int strand_lane_open(const strand_txq_t *dci,
+                                 const strand_lane_t *s)
+{
+    return (dci->state == STRAND_TXQ_ACTIVE) &&
+           (s->state == STRAND_LANE_OK);
+}
+
+void strand_txq_set_state(strand_iface_t *iface, strand_txq_t *dci,
+                             strand_txq_state_t state)
+{
+    unsigned i;
+
+    if (dci->state == state) {
+        return;
+    }
+    for (i = 0; (state != STRAND_TXQ_ACTIVE) &&
+                (i < iface->config.num_lanes); ++i) {
+        dci->lanes[i].closures += strand_lane_open(dci,
+                                                          &dci->lanes[i]);
+    }
+    dci->state = state;
+    strand_ep_tx_update_dci(iface, dci);
+}
+
+void strand_lane_set_state(strand_iface_t *iface,
+                                strand_txq_t *dci, strand_lane_t *s,
+                                strand_lane_state_t state)
+{
+    if (s->state != state) {
+        s->closures += (state != STRAND_LANE_OK) &&
+                       strand_lane_open(dci, s);
+        s->state     = state;
+        strand_ep_tx_update_dci(iface, dci);
+    }
+}
+
+void strand_txq_geometry(strand_iface_t *iface, strand_txq_t *dci)
+{
+    strand_sq_init(&dci->sq, &dci->qp.dv, dci->qp.qpn,
+                   (strand_mmio_mode_t)iface->md->mmio_mode);
+    dci->op_delta     = (uintptr_t)dci->ops - (uintptr_t)dci->sq.buf;
+    dci->sq_tail      = 0;
+    dci->moderation   = iface->tx_moderation;
+    dci->ce_countdown = dci->moderation;
+    dci->outstanding  = 0;
+    strand_txq_set_room(iface, dci);
+}
+
+/* A queue of wqe_cnt BBs came: unsignaled WQEs of the largest size fill
+ * at most a quarter of it. If that lowers the interface's moderation, the
+ * countdown of each queue is what the WQEs it posted since its last CQE
+ * leave of the new one (at least one more). */
+static void strand_txq_moderation_fit(strand_iface_t *iface,
+                                         uint32_t wqe_cnt)
+{
+    unsigned m = ucs_max(1, ucs_min(iface->tx_moderation,
+                                    wqe_cnt /
+                                    (4 * iface->config.txq_max_bbs)));
+    strand_txq_t *dci;
+    unsigned i, unsignaled;
+
+    if (m == iface->tx_moderation) {
+        return;
+    }
+    for (i = 0; i < iface->txq_hwm; ++i) {
+        dci = &iface->txqs[i];
+        if (dci->qp.h == NULL) {
+            continue;
+        }
+        unsignaled        = strand_txq_unsignaled(dci);
+        dci->moderation   = m;
+        dci->ce_countdown = (unsignaled < m) ? m - unsignaled : 1;
+    }
+    iface->tx_moderation = m;
+}
+
+/* A slot of the pool: streams, no QP yet. */
+ucs_status_t strand_txq_slot_init(strand_iface_t *iface,
+                                     strand_txq_t *dci, unsigned i)
+{
+    unsigned s;
+
+    dci->index   = i;
+    dci->home    = 0;
+    ucs_list_head_init(&dci->waiters);
+    dci->state   = STRAND_TXQ_FREE;
+    dci->lanes = ucs_calloc(iface->config.num_lanes,
+                              sizeof(*dci->lanes), "strand_lanes");
+    if (dci->lanes == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    for (s = 0; s < iface->config.num_lanes; ++s) {
+        /* the stream ids are the DCI's channels 0 .. 2^log_concurent - 1,
+         * as UCX numbers them: the hardware maps an id onto its channel
+         * and refuses one outside the range (spec section 9). Without
+         * streams the one slot writes 0, what a DCI without streams takes.
+         * Whether an ep has a stream is its own state (ep->txq), never an
+         * id. */
+        dci->lanes[s].id = (uint16_t)s;
+        ucs_queue_head_init(&dci->lanes[s].held);
+    }
+    return UCS_OK;
+}
+
+ucs_status_t strand_txq_attach_qp(strand_iface_t *iface,
+                                     strand_txq_t *dci)
+{
+    strand_dev_t *dev = iface->dev;
+    khiter_t it;
+    int ret;
+
+    it = kh_put(strand_txq_qpn, &iface->txq_by_qpn, dci->qp.qpn, &ret);
+    if (ret <= 0) {
+        ucs_error("%s: send queue %u: QP number 0x%x is not unique",
+                  dev->info.name, dci->index, dci->qp.qpn);
+        return UCS_ERR_IO_ERROR;
+    }
+    kh_value(&iface->txq_by_qpn, it) = dci->index;
+    strand_txq_geometry(iface, dci);
+    if (dci->sq.wqe_cnt < iface->config.txq_max_bbs) {
+        ucs_error("%s: send queue of %u BBs is too small",
+                  dev->info.name, dci->sq.wqe_cnt);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    strand_txq_moderation_fit(iface, dci->sq.wqe_cnt);
+    dci->ops      = ucs_calloc(dci->sq.wqe_cnt, sizeof(*dci->ops),
+                               "strand_ops");
+    dci->op_delta = (uintptr_t)dci->ops - (uintptr_t)dci->sq.buf;
+    return (dci->ops == NULL) ? UCS_ERR_NO_MEMORY : UCS_OK;
+}
+
+void strand_txq_detach_qp(strand_iface_t *iface, strand_txq_t *dci)
+{
+    khiter_t it;
+
+    if (dci->qp.h == NULL) {
+        return;
+    }
+    it = kh_get(strand_txq_qpn, &iface->txq_by_qpn, dci->qp.qpn);
+    if (it != kh_end(&iface->txq_by_qpn)) {
+        kh_del(strand_txq_qpn, &iface->txq_by_qpn, it);
+    }
+    iface->dev->ops->destroy_qp(iface->dev, &dci->qp);
+    dci->qp.h = NULL;
+    ucs_free(dci->ops);
+    dci->ops = NULL;
+    ucs_free(dci->held_db);
+    dci->held_db = NULL;
+}
+
+/* ------------------------------------------------ held doorbells */
+
+ucs_status_t strand_txq_hold(strand_txq_t *dci)
+{
+    if (ucs_posix_memalign(&dci->held_db, 64,
+                           STRAND_SQ_HOLD_SIZE(dci->sq.bf_size),
+                           "strand_sq_held") != 0) {
+        dci->held_db = NULL;
+        return UCS_ERR_NO_MEMORY;
+    }
+    strand_sq_hold(&dci->sq, dci->held_db);
+    dci->held_kick = dci->qp.kick;
+    dci->qp.kick   = NULL;
+    return UCS_OK;
+}
+
+/* The device hears of every WQE held (a connected QP executes them, one
+ * in ERR flushes them). */
+static void strand_txq_unhold(strand_txq_t *dci)
+{
+    if (dci->held_db == NULL) {
+        return;
+    }
+    dci->qp.kick = dci->held_kick;
+    if (strand_sq_release(&dci->sq, &dci->qp.dv)) {
+        strand_dev_qp_kick(&dci->qp);
+    }
+    ucs_free(dci->held_db);
+    dci->held_db = NULL;
+}
+
+void strand_txq_held_abort(strand_iface_t *iface, strand_txq_t *dci)
+{
+    int err;
+
+    if (dci->held_db == NULL) {
+        return; /* released: its own errors tell */
+    }
+    if (dci->outstanding > 0) {
+        /* nothing held ran: ERR flushes each, a CQE apiece */
+        err = iface->dev->ops->qp_to_err(iface->dev, &dci->qp);
+        if (err == 0) {
+            strand_txq_set_state(iface, dci, STRAND_TXQ_DRAINING);
+        } else {
+            ucs_error("%s: QP 0x%x whose doorbells were held: to ERR: %s",
+                      iface->dev->info.name, dci->qp.qpn, strerror(err));
+            strand_txq_set_state(iface, dci, STRAND_TXQ_BROKEN);
+        }
+    }
+    strand_txq_unhold(dci);
+}
+
+ucs_status_t strand_txq_pool_init(strand_iface_t *iface)
+{
+    kh_init_inplace(strand_txq_qpn, &iface->txq_by_qpn);
+    iface->txqs = ucs_calloc(iface->num_txqs, sizeof(*iface->txqs),
+                             "strand_txqs");
+    if (iface->txqs == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    /* the transport's queues at open (dc_strand: every DCI; rc_strand's
+     * come with its endpoints) */
+    return iface->tl->sq_open(iface);
+}
+
+void strand_tmp_reg_release(strand_iface_t *iface,
+                               strand_tmp_reg_t *reg)
+{
+    unsigned i;
+
+    for (i = 0; i < reg->count; ++i) {
+        uct_md_mem_dereg(&iface->md->super, reg->memh[i]);
+    }
+    ucs_free(reg);
+}
+
+static void strand_op_release(strand_iface_t *iface, strand_op_t *op)
+{
+    if (op->type == STRAND_OP_LIGHT) {
+        return;
+    }
+    if (ucs_unlikely(op->tmp_reg != NULL)) {
+        strand_tmp_reg_release(iface, op->tmp_reg);
+        op->tmp_reg = NULL;
+    }
+    if (op->desc != NULL) {
+        ucs_mpool_put_inline(op->desc);
+        op->desc = NULL;
+    }
+}
+
+void strand_txq_pool_cleanup(strand_iface_t *iface)
+{
+    strand_txq_t *dci;
+    uint32_t bb;
+    unsigned i;
+
+    if (iface->txqs == NULL) {
+        return;
+    }
+    for (i = 0; i < iface->txq_hwm; ++i) {
+        dci = &iface->txqs[i];
+        if (dci->ops != NULL) {
+            /* descriptors of work still on the wire at close */
+            for (bb = dci->sq_tail; bb != dci->sq.cur_post; ++bb) {
+                strand_op_release(iface,
+                                     &dci->ops[bb & (dci->sq.wqe_cnt - 1)]);
+            }
+        }
+        strand_recovery_cleanup(iface, dci);
+        if (dci->qp.h != NULL) {
+            iface->dev->ops->destroy_qp(iface->dev, &dci->qp);
+        }
+        ucs_free(dci->ops);
+        ucs_free(dci->lanes);
+    }
+    if (iface->tl->sq_close != NULL) {
+        iface->tl->sq_close(iface);
+    }
+    ucs_free(iface->txqs);
+    ucs_free(iface->failed);
+    iface->failed     = NULL;
+    iface->num_failed = iface->max_failed = 0;
+    kh_destroy_inplace(strand_txq_qpn, &iface->txq_by_qpn);
+    iface->txqs      = NULL;
+}
+
+int strand_txq_pool_busy(strand_iface_t *iface)
+{
+    unsigned i;
+
+    for (i = 0; i < iface->txq_hwm; ++i) {
+        if (iface->txqs[i].outstanding > 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+unsigned strand_txq_lane_outstanding(const strand_txq_t *dci,
+                                          unsigned stream)
+{
+    const strand_op_t *op;
+    unsigned count = 0;
+    uint32_t bb;
+
+    for (bb = dci->sq_tail; bb != dci->sq.cur_post; ++bb) {
+        op     = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
+        count += (op->state != STRAND_OP_FREE) && (op->lane == stream);
+    }
+    return count;
+}
+
+strand_op_t *strand_txq_op(strand_txq_t *dci, uint16_t wqe_idx)
+{
+    strand_op_t *op = &dci->ops[wqe_idx & (dci->sq.wqe_cnt - 1)];
+
+    return ((op->state == STRAND_OP_POSTED) && (op->wqe_idx == wqe_idx)) ?
+           op : NULL;
+}
+
+/* The SQ's free space grows only from its oldest WQE: retired slots after
+ * a WQE still outstanding (another stream) wait for it. */
+static void strand_txq_advance_tail(strand_iface_t *iface,
+                                       strand_txq_t *dci)
+{
+    strand_op_t *op;
+
+    while (dci->sq_tail != dci->sq.cur_post) {
+        op = &dci->ops[dci->sq_tail & (dci->sq.wqe_cnt - 1)];
+        if (op->state != STRAND_OP_FREE) {
+            break;
+        }
+        dci->sq_tail += op->bbs;
+    }
+    strand_txq_set_room(iface, dci);
+}
+
+/* Room again: the eps waiting for it go back to the pending dispatch. */
+static void strand_txq_wake_waiters(strand_iface_t *iface,
+                                       strand_txq_t *dci)
+{
+    strand_ep_t *ep;
+
+    if (ucs_likely(ucs_list_is_empty(&dci->waiters)) ||
+        !strand_txq_has_room(iface, dci)) {
+        return;
+    }
+    while (!ucs_list_is_empty(&dci->waiters)) {
+        ep = ucs_list_extract_head(&dci->waiters, strand_ep_t, txq_wait);
+        ucs_list_head_init(&ep->txq_wait);
+        strand_ep_schedule(iface, ep);
+    }
+}
+
+void strand_txq_held_go(strand_iface_t *iface, strand_txq_t *dci)
+{
+    strand_txq_unhold(dci);
+    strand_txq_set_state(iface, dci, STRAND_TXQ_ACTIVE);
+    strand_txq_wake_waiters(iface, dci);
+    if (dci->ep != NULL) {
+        strand_ep_schedule(iface, dci->ep);
+    }
+}
+
+static void strand_op_deliver(strand_iface_t *iface, strand_op_t *op)
+{
+    switch (op->type) {
+    case STRAND_OP_GET_BCOPY:
+        op->u.unpack.cb(op->u.unpack.arg, op->desc->data,
+                        op->u.unpack.length);
+        break;
+    case STRAND_OP_FETCH32: {
+        uint32_t v;
+        memcpy(&v, op->desc->data, sizeof(v));
+        *(uint32_t*)op->u.result = iface->config.atomic_reply_be32 ?
+                                   be32toh(v) : v;
+        break;
+    }
+    case STRAND_OP_FETCH64: {
+        uint64_t v;
+        memcpy(&v, op->desc->data, sizeof(v));
+        *(uint64_t*)op->u.result = iface->config.atomic_reply_be64 ?
+                                   be64toh(v) : v;
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+void strand_op_complete(strand_iface_t *iface, strand_txq_t *dci,
+                           strand_op_t *op, ucs_status_t status)
+{
+    uct_completion_t *comp      = NULL;
+    uct_completion_t *last      = NULL;
+    strand_ep_t *ep          = op->ep;
+    strand_integrity_req_t *get = NULL;
+
+    if (op->type != STRAND_OP_LIGHT) {
+        comp = op->comp;
+        if (ucs_unlikely(op->type == STRAND_OP_CHECKED)) {
+            get = strand_iface_integrity_op_done(iface, op, status);
+        } else if (status == UCS_OK) {
+            strand_op_deliver(iface, op);
+        }
+        strand_op_release(iface, op);
+        op->comp = NULL;
+    }
+    if (op->state == STRAND_OP_FLUSHED) {
+        dci->flushed--;
+    }
+    op->state = STRAND_OP_FREE;
+    op->ep    = NULL;
+    dci->outstanding--;
+    strand_txq_advance_tail(iface, dci);
+    strand_txq_wake_waiters(iface, dci);
+    if (ep != NULL) {
+        if ((--ep->outstanding == 0) && (ep->held == 0)) {
+            last = strand_ep_idle(iface, ep);
+        }
+        strand_ep_schedule(iface, ep);
+    } else {
+        iface->tl->sq_idle(iface, dci);
+    }
+    if (ucs_unlikely(get != NULL)) {
+        /* a piece of a checked GET: the next ones, this one again, or the
+         * GET's end (its ep counts the GET until then) */
+        strand_iface_integrity_kick(iface, get);
+    }
+    if (comp != NULL) {
+        uct_invoke_completion(comp, status);
+    }
+    if (ucs_unlikely(last != NULL)) {
+        uct_invoke_completion(last, UCS_OK);
+    }
+}
+
+void strand_txq_orphan(strand_iface_t *iface, strand_txq_t *dci,
+                          strand_ep_t *ep)
+{
+    uct_completion_t *comp;
+    strand_op_t *op;
+    uint32_t bb;
+
+    for (bb = dci->sq_tail; bb != dci->sq.cur_post; ++bb) {
+        op = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
+        /* flushed ones too: a DCI in error settles them later, and an ep
+         * that failed (and was destroyed, as UCP does) is gone by then */
+        if ((op->state == STRAND_OP_FREE) || (op->ep != ep)) {
+            continue;
+        }
+        op->ep = NULL;
+        ep->outstanding--;
+        if (op->type == STRAND_OP_LIGHT) {
+            continue;
+        }
+        if (op->type == STRAND_OP_CHECKED) {
+            strand_iface_integrity_orphan_op(iface, op);
+            continue;
+        }
+        comp     = op->comp;
+        op->comp = NULL;
+        /* no unpacking or fetched value into the user's memory later */
+        op->type = STRAND_OP_PLAIN;
+        if (comp != NULL) {
+            uct_invoke_completion(comp, UCS_ERR_CANCELED);
+        }
+    }
+}
+
+void strand_txq_log_wqe(strand_txq_t *dci, uint16_t wqe_idx)
+{
+    struct mlx5_wqe_ctrl_seg *ctrl = strand_sq_bb(dci->sq.buf, dci->sq.wqe_cnt,
+                                                  wqe_idx);
+    const uint32_t *u;
+    unsigned i, ds = strand_ctrl_ds(ctrl);
+
+    for (i = 0; i < ds; ++i) {
+        u = strand_sq_wrap((uint8_t*)ctrl + i * STRAND_WQE_DS, dci->sq.buf,
+                           dci->sq.end);
+        ucs_debug("  wqe[%u]: %08x %08x %08x %08x", i, be32toh(u[0]),
+                  be32toh(u[1]), be32toh(u[2]), be32toh(u[3]));
+    }
+}
+
+/* The WQEs before op that asked for no CQE completed (CQEs come in SQ
+ * order, also across streams: an error or a flush CQE too comes only
+ * after every WQE before its own is done). Those still posted succeeded:
+ * the ones that failed or were flushed had CQEs of their own. */
+static void strand_txq_retire_before(strand_iface_t *iface,
+                                        strand_txq_t *dci,
+                                        const strand_op_t *op)
+{
+    uint32_t bb  = dci->sq_tail;
+    uint32_t end = bb + (uint16_t)(op->wqe_idx - (uint16_t)bb);
+    strand_op_t *prev;
+
+    while (bb != end) {
+        prev = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
+        bb  += prev->bbs;
+        if (prev->state == STRAND_OP_POSTED) {
+            strand_op_complete(iface, dci, prev, UCS_OK);
+        }
+    }
+}
+
+/* One send CQE. A DCI or stream in error takes its CQEs to recovery. */
+static void strand_txq_cqe(strand_iface_t *iface, strand_txq_t *dci,
+                              struct mlx5_cqe64 *cqe)
+{
+    uint16_t wqe_counter = strand_cqe_wqe_counter(cqe);
+    strand_op_t *op   = strand_txq_op(dci, wqe_counter);
+
+    if (ucs_unlikely(op == NULL)) {
+        ucs_error("%s: CQE for WQE %u, which DCI %u has not outstanding",
+                  iface->dev->info.name, wqe_counter, dci->index);
+        return;
+    }
+    if ((uint16_t)dci->sq_tail != wqe_counter) {
+        strand_txq_retire_before(iface, dci, op);
+    }
+    if (ucs_unlikely((dci->state == STRAND_TXQ_DRAINING) ||
+                     (dci->lanes[op->lane].state !=
+                      STRAND_LANE_OK))) {
+        strand_recovery_flush(iface, dci, op, cqe);
+    } else if (ucs_unlikely(strand_cqe_is_error(cqe))) {
+        strand_recovery_error(iface, dci, op, cqe);
+    } else {
+        strand_op_complete(iface, dci, op, UCS_OK);
+    }
+}
+
+/* The CQEs of one send CQ, until `*budget` sends were completed (a CQE
+ * completes every unsignaled WQE before it too); the CQEs consumed. */
+static unsigned strand_txq_tx_poll(strand_iface_t *iface,
+                                      strand_tx_cq_t *tx, int *budget)
+{
+    strand_dev_cq_t *cq = &tx->cq;
+    strand_txq_t *dci;
+    struct mlx5_cqe64 *cqe;
+    unsigned count = 0;
+    uint32_t before;
+    uint32_t qpn;
+    khiter_t it;
+
+    /* The consumer index is written once per poll (and every
+     * tx_ci_batch CQEs of a long one: completions post, and the CQ has
+     * room for what can be outstanding plus one batch), and before a
+     * CQE whose handling may reset its DCI (an error, a DCI draining). */
+    while ((*budget > 0) &&
+           ((cqe = strand_cqe_get(cq->dv.buf, cq->dv.cqe_cnt,
+                                  iface->tx_cqe_shift, tx->ci)) != NULL)) {
+        ++tx->ci;
+        ++count;
+        if (ucs_unlikely(strand_cqe_opcode(cqe) == MLX5_CQE_SIG_ERR)) {
+            /* a checked GET had a bad block; its READ's own CQE follows */
+            if (strand_integrity_sigerr(&iface->integrity, cqe) != 0) {
+                ucs_warn("%s: signature error CQE for mkey 0x%x, which "
+                         "lands no GET", iface->dev->info.name,
+                         strand_sigerr_cqe_mkey(cqe));
+            }
+            continue;
+        }
+        qpn = strand_cqe_qpn(cqe);
+        it = kh_get(strand_txq_qpn, &iface->txq_by_qpn, qpn);
+        if (ucs_unlikely(it == kh_end(&iface->txq_by_qpn))) {
+            strand_cq_update_ci(cq->dv.dbrec, tx->ci);
+            /* no send queue's: the transport's own (rc_strand's QPs that
+             * read rendezvous) */
+            if ((iface->tl->tx_cqe_other == NULL) ||
+                (iface->tl->tx_cqe_other(iface, cqe) != 0)) {
+                ucs_error("%s: send CQE of unknown QP 0x%x",
+                          iface->dev->info.name, qpn);
+            }
+            continue;
+        }
+        dci = &iface->txqs[kh_value(&iface->txq_by_qpn, it)];
+        dci->cqes++;
+        STRAND_IFACE_STAT(iface, TX_CQE, 1);
+        if (ucs_unlikely(strand_cqe_is_error(cqe))) {
+            STRAND_IFACE_STAT(iface, TX_CQE_ERROR, 1);
+            strand_cq_update_ci(cq->dv.dbrec, tx->ci);
+        } else if (ucs_unlikely((dci->state != STRAND_TXQ_ACTIVE) ||
+                                ((count % iface->tx_ci_batch) == 0))) {
+            strand_cq_update_ci(cq->dv.dbrec, tx->ci);
+        }
+        before = dci->outstanding;
+        strand_txq_cqe(iface, dci, cqe);
+        /* (a completion callback may have posted again) */
+        *budget -= ucs_max(1, (int)before - (int)dci->outstanding);
+    }
+    if (count > 0) {
+        strand_cq_update_ci(cq->dv.dbrec, tx->ci);
+    }
+    return count;
+}
+
+unsigned strand_txq_tx_progress(strand_iface_t *iface)
+{
+    return strand_txq_tx_poll_max(iface, iface->config.tx_max_poll);
+}
+
+unsigned strand_txq_tx_poll_max(strand_iface_t *iface, unsigned max)
+{
+    int budget = (int)ucs_min(max, INT_MAX);
+    unsigned count, k, n;
+
+    if (ucs_likely(iface->num_tx_cqs == 1)) {
+        count = strand_txq_tx_poll(iface, &iface->tx_cqs[0], &budget);
+    } else {
+        /* rc_strand's CQs of many endpoints: each in turn polled first,
+         * so that the bound starves none */
+        n = iface->num_tx_cqs;
+        for (count = 0, k = 0; (k < n) && (budget > 0); ++k) {
+            count += strand_txq_tx_poll(iface,
+                                           &iface->tx_cqs[(iface->tx_cq_next +
+                                                           k) % n],
+                                           &budget);
+        }
+        iface->tx_cq_next = (iface->tx_cq_next + 1) % n;
+    }
+    if (ucs_unlikely(iface->repost_pending)) {
+        count += strand_recovery_progress(iface);
+    }
+    if (ucs_unlikely(iface->num_failed > 0)) {
+        /* failed outside completion handling (uct_ep_invalidate) */
+        strand_recovery_notify(iface);
+    }
+    return count;
+}
+
+ucs_status_t strand_txq_signal_tail(strand_iface_t *iface,
+                                       strand_txq_t *dci)
+{
+    strand_txq_slot_t slot;
+    unsigned i;
+
+    if ((strand_txq_unsignaled(dci) == 0) ||
+        (dci->outstanding == 0)) {
+        return UCS_OK; /* a CQE is due for every WQE posted */
+    }
+    if ((dci->state != STRAND_TXQ_ACTIVE) ||
+        !strand_txq_has_room(iface, dci)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    /* on a healthy stream, else it would only come back flushed */
+    for (i = 0; i < iface->config.num_lanes; ++i) {
+        if (dci->lanes[i].state == STRAND_LANE_OK) {
+            break;
+        }
+    }
+    if (i == iface->config.num_lanes) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    strand_txq_slot(dci, &slot);
+    strand_sq_set_ctrl(&dci->sq, slot.ctrl, 0, MLX5_OPCODE_NOP, 1,
+                       strand_txq_ce(dci, 1), 0);
+    strand_set_ctrl_stream(slot.ctrl, dci->lanes[i].id);
+    STRAND_IFACE_STAT(iface, TX_TAIL_NOP, 1);
+    strand_txq_log_tx(dci, slot.ctrl, 0);
+    /* nobody's: it only retires the WQEs before it */
+    strand_txq_claim_light(dci, &slot, 1, NULL,
+                              strand_op_light_kind(i, MLX5_OPCODE_NOP));
+    strand_txq_ring(dci, slot.ctrl, 1);
+    return UCS_OK;
+}
+
+void strand_txq_signal_tails(strand_iface_t *iface)
+{
+    unsigned i;
+
+    for (i = 0; i < iface->txq_hwm; ++i) {
+        (void)strand_txq_signal_tail(iface, &iface->txqs[i]);
+    }
+}
+
+/* ---------------------------------------------------------------- VFS */
+
+static const char *strand_txq_state_str(uint8_t state)
+{
+    switch (state) {
+    case STRAND_TXQ_FREE:     return "free";
+    case STRAND_TXQ_ACTIVE:   return "active";
+    case STRAND_TXQ_DRAINING: return "draining";
+    default:                     return "broken";
+    }
+}
+
+/* The invariants: a FREE send queue is idle and unleased; outstanding
+ * counts add up over the lanes and the slots. */
+static int strand_txq_pool_consistent(strand_iface_t *iface)
+{
+    uint32_t bb, posted, flushed, per_lane;
+    strand_txq_t *dci;
+    unsigned i, j;
+    uint8_t state;
+
+    for (i = 0; i < iface->txq_hwm; ++i) {
+        dci = &iface->txqs[i];
+        if ((dci->state == STRAND_TXQ_FREE) &&
+            ((dci->users > 0) || (dci->outstanding > 0))) {
+            return 0;
+        }
+        for (posted = 0, flushed = 0, bb = dci->sq_tail; bb != dci->sq.cur_post;
+             ++bb) {
+            state    = dci->ops[bb & (dci->sq.wqe_cnt - 1)].state;
+            posted  += (state != STRAND_OP_FREE);
+            flushed += (state == STRAND_OP_FLUSHED);
+        }
+        for (per_lane = 0, j = 0; j < iface->config.num_lanes; ++j) {
+            per_lane += strand_txq_lane_outstanding(dci, j);
+        }
+        if ((posted != dci->outstanding) || (per_lane != posted) ||
+            (flushed != dci->flushed)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void strand_txq_pool_show(strand_iface_t *iface,
+                             ucs_string_buffer_t *strb)
+{
+    strand_txq_t *dci;
+    unsigned i, j, outstanding;
+    int tl_ok;
+
+    /* the transport's lines first (dc_strand: its policy, the free
+     * stack), and whether its invariants hold */
+    tl_ok = (iface->tl->sq_show == NULL) || iface->tl->sq_show(iface, strb);
+    for (i = 0; i < iface->txq_hwm; ++i) {
+        dci = &iface->txqs[i];
+        ucs_string_buffer_appendf(strb, "dci %u qpn 0x%x state %s "
+                                  "outstanding %u users %u errored %u "
+                                  "flushed %u resets %u cqes %" PRIu64
+                                  " unsignaled %u\n", i, dci->qp.qpn,
+                                  strand_txq_state_str(dci->state),
+                                  dci->outstanding, dci->users, dci->errored,
+                                  dci->flushed, dci->resets, dci->cqes,
+                                  (dci->qp.h != NULL) ?
+                                  strand_txq_unsignaled(dci) : 0);
+        for (j = 0; j < iface->config.num_lanes; ++j) {
+            outstanding = strand_txq_lane_outstanding(dci, j);
+            if ((dci->lanes[j].users == 0) && (outstanding == 0) &&
+                (dci->lanes[j].state == STRAND_LANE_OK) &&
+                (dci->lanes[j].resets == 0) &&
+                (dci->lanes[j].leases == 0) &&
+                ucs_queue_is_empty(&dci->lanes[j].held)) {
+                continue;
+            }
+            ucs_string_buffer_appendf(strb, "  stream %u %s outstanding %u "
+                                      "users %u held %zu resets %u "
+                                      "leases %u dest 0x%" PRIx64 "%s\n",
+                                      dci->lanes[j].id,
+                                      (dci->lanes[j].state ==
+                                       STRAND_LANE_OK) ? "ok" :
+                                      "draining", outstanding,
+                                      dci->lanes[j].users,
+                                      ucs_queue_length(&dci->lanes[j].held),
+                                      dci->lanes[j].resets,
+                                      dci->lanes[j].leases,
+                                      dci->lanes[j].dest,
+                                      dci->lanes[j].mixed ? " mixed" : "");
+        }
+    }
+    ucs_string_buffer_appendf(strb, "consistent %s\n",
+                              (tl_ok && strand_txq_pool_consistent(iface)) ?
+                              "yes" : "no");
+}
