@@ -18,16 +18,16 @@ ucs_status_t strand_dc_ep_addr_init(strand_iface_t *iface,
                                     strand_ep_t *ep,
                                     const uct_ep_params_t *params)
 {
-    const strand_dc_device_addr_t *dev_addr;
+    const strand_port_addr_t *dev_addr;
     const strand_dc_iface_addr_t *iface_addr;
     unsigned av_size;
     ucs_status_t status;
     char peer[96];
 
     UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
-    dev_addr   = (const strand_dc_device_addr_t*)params->dev_addr;
+    dev_addr   = (const strand_port_addr_t*)params->dev_addr;
     iface_addr = (const strand_dc_iface_addr_t*)params->iface_addr;
-    if (!strand_dc_addr_is_reachable(iface, dev_addr)) {
+    if (!strand_port_addr_is_reachable(iface, dev_addr)) {
         ucs_error("%s: dc_strand: the device address of the peer is not "
                   "reachable from here (another link layer, subnet or "
                   "fabric, or a malformed address)", iface->dev->info.name);
@@ -48,9 +48,9 @@ ucs_status_t strand_dc_ep_addr_init(strand_iface_t *iface,
         return status;
     }
     ep->av_ds    = av_size / STRAND_WQE_DS;
-    ep->dest_key = strand_dc_addr_peer_key(&ep->av);
+    ep->dest_key = strand_av_peer_key(&ep->av);
     ucs_debug("%s: ep %p to %s", iface->dev->info.name, ep,
-              strand_dc_addr_av_str(&ep->av, peer, sizeof(peer)));
+              strand_av_str(&ep->av, peer, sizeof(peer)));
     return UCS_OK;
 }
 
@@ -58,7 +58,7 @@ const char *strand_dc_ep_peer_str(strand_iface_t *iface,
                                   const strand_ep_t *ep, char *buf,
                                   size_t max)
 {
-    return strand_dc_addr_av_str(&ep->av, buf, max);
+    return strand_av_str(&ep->av, buf, max);
 }
 
 /* the short entry points of InfiniBand's base address vector and RoCE's

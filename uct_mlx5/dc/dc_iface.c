@@ -231,7 +231,7 @@ static ucs_status_t strand_dc_iface_config(strand_iface_t *tl_iface,
     iface->config.rx_inline         = config->rx_inline;
     /* what a credit request carries for the grant to come back (fc.c) */
     tl_iface->config.iface_addr_len = sizeof(strand_dc_iface_addr_t);
-    tl_iface->config.dev_addr_len   = strand_dc_addr_device_len(tl_iface);
+    tl_iface->config.dev_addr_len   = strand_port_addr_len(tl_iface);
     tl_iface->config.lanes_fail_alone = (iface->config.log_errored > 0);
     tl_iface->config.quota          = (iface->tx_policy ==
                                        STRAND_DC_TX_POLICY_DCS_QUOTA) ?
@@ -254,7 +254,7 @@ static ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
     if (status != UCS_OK) {
         return status;
     }
-    attr->device_addr_len = strand_dc_addr_device_len(iface);
+    attr->device_addr_len = strand_port_addr_len(iface);
     attr->iface_addr_len  = sizeof(strand_dc_iface_addr_t);
     /* a DCI that changes its target sends a DC connect packet first (and
      * the DCT answers it): UCX's dc_mlx5 counts 60 ns for it; an RC QP
@@ -270,7 +270,7 @@ ucs_status_t strand_dc_iface_get_device_address(uct_iface_h tl_iface,
 {
     strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
 
-    strand_dc_addr_pack_device(iface, (strand_dc_device_addr_t*)addr);
+    strand_port_addr_pack(iface, (strand_port_addr_t*)addr);
     return UCS_OK;
 }
 
@@ -289,7 +289,7 @@ int strand_dc_iface_is_reachable(const uct_iface_h tl_iface,
 {
     strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
 
-    return strand_dc_addr_is_reachable(iface, (const void*)dev_addr) &&
+    return strand_port_addr_is_reachable(iface, (const void*)dev_addr) &&
            ((iface_addr == NULL) ||
             strand_dc_addr_iface_compatible(iface, (const void*)iface_addr));
 }

@@ -10,7 +10,7 @@
 #include "rc_cm.h"
 #include "rc_rndv.h"
 #include "rc_qp.h"
-#include "uct_mlx5/dc/dc_addr.h"
+#include "uct_mlx5/common/port_addr.h"
 #include "uct_mlx5/common/txq.h"
 #include "uct_mlx5/common/ep.h"
 #include "uct_mlx5/common/recovery.h"
@@ -29,7 +29,9 @@
 
 #define STRAND_RC_CM_AM_ID  0   /* the companion interface is ours alone */
 
-/* The companion interface: few, small messages. */
+/* The companion interface: a dc_strand interface the manager opens as any
+ * UCT user would (uct_iface_open), for few, small messages. */
+#define STRAND_RC_CM_TL_NAME   "dc_strand"
 #define STRAND_RC_CM_NUM_DCI   4
 #define STRAND_RC_CM_TX_QUEUE  32
 #define STRAND_RC_CM_RX_QUEUE  128
@@ -75,7 +77,7 @@ typedef struct strand_rc_conn {
     uint64_t               id;
     strand_ep_t        *ep;          /* NULL: destroyed */
     strand_rc_cm_peer_t   *peer;        /* NULL: the peer failed */
-    strand_dc_device_addr_t dev_addr;   /* the peer's */
+    strand_port_addr_t     dev_addr;    /* the peer's */
     uint32_t               remote_qpn;  /* the responder QP, once REP */
     uint8_t                state;       /* strand_rc_conn_state_t */
 } strand_rc_conn_t;
@@ -122,8 +124,10 @@ typedef struct strand_rc_cm_news {
 } strand_rc_cm_news_t;
 
 struct strand_rc_cm {
-    strand_iface_t              *iface;     /* rc_strand */
-    strand_iface_t              *dc;        /* the companion */
+    strand_iface_t                 *iface;     /* rc_strand */
+    uct_iface_h                     dc;        /* the companion */
+    size_t                          dc_iface_addr_len; /* its addresses */
+    size_t                          dc_dev_addr_len;
     strand_fc_peer_t             self;      /* our key, as peers see it */
     uint64_t                        next_id;
     khash_t(strand_rc_cm_peers)     peers;
@@ -145,51 +149,63 @@ struct strand_rc_cm {
 
 /* ------------------------------------------------------------ addresses */
 
+/* A manager as its peers know it: its companion's interface address, then
+ * its device address (the key of a peer, as flow control keys its
+ * requesters) */
 static strand_fc_peer_t
-strand_rc_cm_key(const strand_iface_t *dc,
-                 const strand_dc_device_addr_t *dev_addr,
-                 const strand_dc_iface_addr_t *iface_addr)
+strand_rc_cm_key(const strand_rc_cm_t *cm, const uct_device_addr_t *dev_addr,
+                 const uct_iface_addr_t *iface_addr)
 {
     strand_fc_peer_t key;
 
     memset(&key, 0, sizeof(key));
-    memcpy(key.bytes, iface_addr, sizeof(*iface_addr));
-    memcpy(key.bytes + sizeof(*iface_addr), dev_addr,
-           strand_dc_addr_device_len(dc));
+    memcpy(key.bytes, iface_addr, cm->dc_iface_addr_len);
+    memcpy(key.bytes + cm->dc_iface_addr_len, dev_addr, cm->dc_dev_addr_len);
     return key;
 }
 
-static const strand_dc_iface_addr_t *
+static const uct_iface_addr_t *
 strand_rc_cm_key_iface(const strand_fc_peer_t *key)
 {
-    return (const strand_dc_iface_addr_t*)key->bytes;
+    return (const uct_iface_addr_t*)key->bytes;
 }
 
-static const strand_dc_device_addr_t *
-strand_rc_cm_key_device(const strand_fc_peer_t *key)
+static const uct_device_addr_t *
+strand_rc_cm_key_device(const strand_rc_cm_t *cm, const strand_fc_peer_t *key)
 {
-    return (const strand_dc_device_addr_t*)(key->bytes +
-                                            sizeof(strand_dc_iface_addr_t));
+    return (const uct_device_addr_t*)(key->bytes + cm->dc_iface_addr_len);
 }
 
-size_t strand_rc_cm_iface_addr_len(void)
+/* the peer manager of key, for messages: its interface address in hex */
+static const char *strand_rc_cm_key_str(const strand_rc_cm_t *cm,
+                                        const strand_fc_peer_t *key,
+                                        char *buf, size_t max)
 {
-    return sizeof(strand_dc_iface_addr_t);
+    size_t i, n = 0;
+
+    for (i = 0; (i < cm->dc_iface_addr_len) && (n + 3 <= max); ++i) {
+        n += snprintf(buf + n, max - n, "%02x", key->bytes[i]);
+    }
+    return buf;
+}
+
+size_t strand_rc_cm_iface_addr_len(strand_rc_cm_t *cm)
+{
+    return cm->dc_iface_addr_len;
 }
 
 ucs_status_t strand_rc_cm_iface_addr(strand_rc_cm_t *cm,
                                      uct_iface_addr_t *addr)
 {
-    /* the companion's (its DCT) */
-    return uct_iface_get_address(&cm->dc->super.super, addr);
+    /* the companion's */
+    return uct_iface_get_address(cm->dc, addr);
 }
 
 int strand_rc_cm_is_reachable(strand_rc_cm_t *cm,
                               const uct_device_addr_t *dev_addr,
                               const uct_iface_addr_t *iface_addr)
 {
-    return uct_iface_is_reachable(&cm->dc->super.super, dev_addr,
-                                  iface_addr);
+    return uct_iface_is_reachable(cm->dc, dev_addr, iface_addr);
 }
 
 /* ------------------------------------------------------------- sending */
@@ -275,10 +291,9 @@ strand_rc_cm_peer_get(strand_rc_cm_t *cm, const strand_fc_peer_t *key)
     params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
                         UCT_EP_PARAM_FIELD_DEV_ADDR |
                         UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = &cm->dc->super.super;
-    params.dev_addr   = (const uct_device_addr_t*)
-                        strand_rc_cm_key_device(key);
-    params.iface_addr = (const uct_iface_addr_t*)strand_rc_cm_key_iface(key);
+    params.iface      = cm->dc;
+    params.dev_addr   = strand_rc_cm_key_device(cm, key);
+    params.iface_addr = strand_rc_cm_key_iface(key);
     status = uct_ep_create(&params, &peer->ep);
     if (status != UCS_OK) {
         ucs_free(peer);
@@ -320,7 +335,7 @@ static void strand_rc_cm_peer_failed_now(strand_rc_cm_t *cm, uct_ep_h ep,
     strand_rc_cm_peer_t *peer = NULL;
     strand_rc_responder_t *r;
     strand_rc_conn_t *conn;
-    char detail[STRAND_FAILED_DETAIL];
+    char detail[STRAND_FAILED_DETAIL], who[64];
     khiter_t it;
 
     kh_foreach_value(&cm->peers, peer, {
@@ -332,9 +347,9 @@ static void strand_rc_cm_peer_failed_now(strand_rc_cm_t *cm, uct_ep_h ep,
     if (peer == NULL) {
         return;
     }
-    snprintf(detail, sizeof(detail), "rc_strand connection request to dct "
-             "0x%x failed: %s",
-             strand_dc_addr_dctn(strand_rc_cm_key_iface(&peer->key)),
+    snprintf(detail, sizeof(detail), "rc_strand connection request to "
+             "manager %s failed: %s",
+             strand_rc_cm_key_str(cm, &peer->key, who, sizeof(who)),
              ucs_status_string(status));
     for (it = kh_begin(&cm->conns); it != kh_end(&cm->conns); ++it) {
         if (!kh_exist(&cm->conns, it)) {
@@ -425,12 +440,12 @@ static ucs_status_t strand_rc_cm_peer_failed(void *arg, uct_ep_h ep,
 
 /* ------------------------------------------------------------ responder */
 
-static void strand_rc_dest(const strand_dc_device_addr_t *dev_addr,
+static void strand_rc_dest(const strand_port_addr_t *dev_addr,
                            uint32_t qpn, strand_dev_rc_dest_t *dest)
 {
     memset(dest, 0, sizeof(*dest));
     dest->qpn = qpn;
-    if (dev_addr->flags & STRAND_DC_ADDR_FLAG_ETH) {
+    if (dev_addr->flags & STRAND_PORT_ADDR_FLAG_ETH) {
         memcpy(dest->gid.raw, dev_addr->gid, sizeof(dest->gid.raw));
     } else {
         dest->lid = dev_addr->ib.lid;
@@ -468,7 +483,9 @@ strand_rc_cm_responder_make(strand_rc_cm_t *cm, uint64_t conn_id,
         ucs_free(r);
         return UCS_ERR_NO_RESOURCE;
     }
-    strand_rc_dest(strand_rc_cm_key_device(&r->requester), req->qpn, &dest);
+    strand_rc_dest((const strand_port_addr_t*)
+                   strand_rc_cm_key_device(cm, &r->requester), req->qpn,
+                   &dest);
     err = dev->ops->connect_rc(dev, &r->qp, &attr, &dest);
     if (err != 0) {
         ucs_error("%s: rc_strand: failed to connect QP 0x%x to QP 0x%x: %s",
@@ -502,12 +519,13 @@ static void strand_rc_cm_handle_req(strand_rc_cm_t *cm, uint64_t conn_id,
     strand_rc_cm_peer_t *peer;
     ucs_status_t status;
     uint32_t qpn = 0;
+    char who[64];
 
     peer = strand_rc_cm_peer_get(cm, &req->from);
     if (peer == NULL) {
         ucs_error("%s: rc_strand: cannot answer the connection request of "
-                  "dct 0x%x", cm->iface->dev->info.name,
-                  strand_dc_addr_dctn(strand_rc_cm_key_iface(&req->from)));
+                  "manager %s", cm->iface->dev->info.name,
+                  strand_rc_cm_key_str(cm, &req->from, who, sizeof(who)));
         return; /* the requester's ep waits until checked or destroyed */
     }
     status     = strand_rc_cm_responder_make(cm, conn_id, req, &qpn);
@@ -579,14 +597,14 @@ static ucs_status_t strand_rc_cm_connect_qp(strand_rc_cm_t *cm,
     }
     /* the path as a DC address vector names it: for the messages and to
      * tell peers apart (RC WQEs carry none) */
-    if (strand_dc_addr_make_av(iface, &conn->dev_addr, conn->remote_qpn,
-                               &ep->av, &av_size) == UCS_OK) {
-        ep->dest_key = strand_dc_addr_peer_key(&ep->av);
+    if (strand_port_addr_make_av(iface, &conn->dev_addr, conn->remote_qpn,
+                                 &ep->av, &av_size) == UCS_OK) {
+        ep->dest_key = strand_av_peer_key(&ep->av);
     }
     ep->dest_qpn = conn->remote_qpn;
     ucs_debug("%s: rc_strand ep %p: QP 0x%x connected to %s",
               dev->info.name, ep, dci->qp.qpn,
-              strand_dc_addr_av_str(&ep->av, peer, sizeof(peer)));
+              strand_av_str(&ep->av, peer, sizeof(peer)));
     strand_rc_qp_connected(iface, ep);
     return UCS_OK;
 }
@@ -597,7 +615,7 @@ static void strand_rc_cm_handle_rep(strand_rc_cm_t *cm, uint64_t conn_id,
     khiter_t it = kh_get(strand_rc_cm_conns, &cm->conns, conn_id);
     strand_rc_conn_t *conn;
     ucs_status_t status;
-    char detail[STRAND_FAILED_DETAIL];
+    char detail[STRAND_FAILED_DETAIL], who[64];
 
     if (it == kh_end(&cm->conns)) {
         return;
@@ -638,10 +656,10 @@ static void strand_rc_cm_handle_rep(strand_rc_cm_t *cm, uint64_t conn_id,
     }
     if (status != UCS_OK) {
         snprintf(detail, sizeof(detail), "rc_strand connection refused by "
-                 "dct 0x%x: %s",
-                 conn->peer ? strand_dc_addr_dctn(
-                                  strand_rc_cm_key_iface(&conn->peer->key)) :
-                              0, ucs_status_string(status));
+                 "manager %s: %s",
+                 conn->peer ? strand_rc_cm_key_str(cm, &conn->peer->key,
+                                                   who, sizeof(who)) :
+                              "(gone)", ucs_status_string(status));
         conn->state = STRAND_RC_CONN_FAILED;
         strand_recovery_fail(cm->iface, conn->ep, status, detail);
         strand_rc_qp_abort(cm->iface, conn->ep);
@@ -671,8 +689,7 @@ ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, strand_ep_t *ep,
     if (conn == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    key = strand_rc_cm_key(cm->dc, (const void*)dev_addr,
-                           (const void*)iface_addr);
+    key = strand_rc_cm_key(cm, dev_addr, iface_addr);
     conn->peer = strand_rc_cm_peer_get(cm, &key);
     if (conn->peer == NULL) {
         ucs_free(conn);
@@ -681,7 +698,7 @@ ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, strand_ep_t *ep,
     conn->id    = cm->next_id++;
     conn->ep    = ep;
     conn->state = STRAND_RC_CONN_REQUESTED;
-    memcpy(&conn->dev_addr, dev_addr, strand_dc_addr_device_len(cm->dc));
+    memcpy(&conn->dev_addr, dev_addr, cm->dc_dev_addr_len);
     it = kh_put(strand_rc_cm_conns, &cm->conns, conn->id, &ret);
     if (ret < 0) {
         ucs_free(conn);
@@ -689,11 +706,10 @@ ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, strand_ep_t *ep,
     }
     kh_value(&cm->conns, it) = conn;
     strand_rc_ep(ep)->conn = conn;
-    /* until connected, messages name the peer by its manager */
-    if (strand_dc_addr_make_av(cm->iface, &conn->dev_addr,
-                               strand_dc_addr_dctn((const void*)iface_addr),
-                               &ep->av, &av_size) == UCS_OK) {
-        ep->dest_key = strand_dc_addr_peer_key(&ep->av);
+    /* until connected, messages name the peer by its port alone */
+    if (strand_port_addr_make_av(cm->iface, &conn->dev_addr, 0, &ep->av,
+                                 &av_size) == UCS_OK) {
+        ep->dest_key = strand_av_peer_key(&ep->av);
     }
 
     req.qpn  = cm->iface->txqs[ep->txq].qp.qpn;
@@ -801,7 +817,7 @@ void strand_rc_cm_show(strand_rc_cm_t *cm, ucs_string_buffer_t *strb)
 
 unsigned strand_rc_cm_progress(strand_rc_cm_t *cm)
 {
-    unsigned count = strand_iface_progress(&cm->dc->super.super);
+    unsigned count = uct_iface_progress(cm->dc);
     strand_rc_cm_news_t n;
     unsigned i;
 
@@ -835,8 +851,8 @@ static void strand_rc_cm_async_cb(int id, ucs_event_set_types_t events,
     strand_rc_cm_t *cm = arg;
 
     do {
-        strand_iface_progress(&cm->dc->super.super);
-    } while (strand_iface_event_arm(&cm->dc->super.super,
+        uct_iface_progress(cm->dc);
+    } while (uct_iface_event_arm(cm->dc,
                                        UCT_EVENT_SEND_COMP | UCT_EVENT_RECV) ==
              UCS_ERR_BUSY);
 }
@@ -893,18 +909,21 @@ static void strand_rc_cm_wait_cleanup(strand_rc_cm_t *cm)
 /* The async thread watches the manager's channel (rc_cm.h). */
 static ucs_status_t strand_rc_cm_async_init(strand_rc_cm_t *cm)
 {
-    uct_iface_h dc = &cm->dc->super.super;
+    uct_iface_h dc = cm->dc;
     ucs_status_t status;
     int fd;
 
+    status = uct_iface_event_fd_get(dc, &fd);
+    if (status != UCS_OK) {
+        return status;
+    }
     if (!strand_rc_cm_async_ok(cm->async)) {
         ucs_debug("%s: rc_strand: connection requests are answered from "
                   "progress only", cm->iface->dev->info.name);
         /* then they wake a worker sleeping in rc_strand's event fd */
-        return ucs_event_set_add(cm->wait_set, cm->dc->chan->fd,
-                                 UCS_EVENT_SET_EVREAD, NULL);
+        return ucs_event_set_add(cm->wait_set, fd, UCS_EVENT_SET_EVREAD,
+                                 NULL);
     }
-    fd     = cm->dc->chan->fd;
     status = ucs_async_set_event_handler(cm->async->mode, fd,
                                          UCS_EVENT_SET_EVREAD,
                                          strand_rc_cm_async_cb, cm,
@@ -945,7 +964,7 @@ ucs_status_t strand_rc_cm_event_arm(strand_rc_cm_t *cm, unsigned events)
         status = UCS_ERR_BUSY;
     } else if (cm->async_fd < 0) {
         /* no async thread: the worker's sleep must see requests too */
-        status = strand_iface_event_arm(&cm->dc->super.super,
+        status = uct_iface_event_arm(cm->dc,
                                            UCT_EVENT_SEND_COMP |
                                            UCT_EVENT_RECV);
     } else {
@@ -958,34 +977,68 @@ ucs_status_t strand_rc_cm_event_arm(strand_rc_cm_t *cm, unsigned events)
 
 /* ------------------------------------------------------- open and close */
 
-/* The companion's configuration: rc_strand's timeouts and retries, small
- * queues, no flow control (requests are few; receiver-not-ready retries
- * cover a burst), no tag matching or integrity. */
-static void strand_rc_cm_config(const strand_iface_config_t *rc,
-                                strand_dc_iface_config_t *config)
+/* The companion's configuration: dc_strand's as the environment gives it,
+ * with rc_strand's timeouts and retries, small queues, no flow control
+ * (requests are few; receiver-not-ready retries cover a burst), no tag
+ * matching or integrity (both sides' companions must agree on what a
+ * message starts with, whatever UCX_DC_STRAND_* says). */
+static ucs_status_t strand_rc_cm_config(uct_md_h md,
+                                        const strand_iface_config_t *rc,
+                                        uct_iface_config_t **config_p)
 {
-    strand_iface_config_t *dc = &config->super;
+    char timeout[32], retry[16], rnr_timeout[32], rnr_retry[16], inl[16];
+    const char *set[][2] = {
+        {"NUM_DCI",          "4"},
+        {"TX_POLICY",        "dcs"},
+        {"TX_QUEUE_LEN",     "32"},
+        {"TX_CQ_MODERATION", "1"},
+        {"RX_QUEUE_LEN",     "128"},
+        {"RX_MAX_POLL",      "16"},
+        {"TX_MAX_POLL",      "16"},
+        {"SEG_SIZE",         "256"},
+        {"TX_CQ_LEN",        "0"},
+        {"RX_CQ_LEN",        "0"},
+        {"TX_MAX_BUFS",      "-1"},
+        {"TX_BUFS_GROW",     "32"},
+        {"RX_MAX_BUFS",      "-1"},
+        {"RX_BUFS_GROW",     "128"},
+        {"FC_ENABLE",        "n"},
+        {"RX_INLINE",        "n"},
+        {"TM_ENABLE",        "n"},
+        {"INTEGRITY",        "off"},
+        {"TIMEOUT",          timeout},
+        {"RETRY_COUNT",      retry},
+        {"RNR_TIMEOUT",      rnr_timeout},
+        {"RNR_RETRY_COUNT",  rnr_retry},
+        {"MAX_INLINE",       inl}
+    };
+    uct_iface_config_t *config;
+    ucs_status_t status;
+    unsigned i;
 
-    memset(config, 0, sizeof(*config));
-    *dc                         = *rc;
-    config->tx_policy           = STRAND_DC_TX_POLICY_DCS;
-    config->quota               = UINT_MAX;
-    config->stream_map          = STRAND_DC_STREAM_MAP_EP;
-    dc->common.tx_queue_len     = STRAND_RC_CM_TX_QUEUE;
-    dc->common.tx_cq_moderation = 1;
-    dc->common.rx_queue_len     = STRAND_RC_CM_RX_QUEUE;
-    dc->common.rx_max_poll      = 16;
-    dc->common.tx_max_poll      = 16;
-    dc->common.seg_size         = STRAND_RC_CM_SEG_SIZE;
-    dc->num_txqs                = STRAND_RC_CM_NUM_DCI;
-    dc->common.tx_cq_len        = 0;
-    dc->common.rx_cq_len        = 0;
-    dc->common.max_inline       = ucs_min(rc->common.max_inline, 128);
-    dc->common.integrity        = 0;
-    dc->common.tx_mp.max_bufs   = UINT_MAX;
-    dc->common.tx_mp.bufs_grow  = 32;
-    dc->common.rx_mp.max_bufs   = UINT_MAX;
-    dc->common.rx_mp.bufs_grow  = STRAND_RC_CM_RX_QUEUE;
+    snprintf(timeout, sizeof(timeout), "%.17gs", rc->common.timeout);
+    snprintf(retry, sizeof(retry), "%u", rc->common.retry_count);
+    snprintf(rnr_timeout, sizeof(rnr_timeout), "%.17gs",
+             rc->common.rnr_timeout);
+    snprintf(rnr_retry, sizeof(rnr_retry), "%u", rc->common.rnr_retry_count);
+    snprintf(inl, sizeof(inl), "%zu",
+             ucs_min(rc->common.max_inline, (size_t)128));
+    status = uct_md_iface_config_read(md, STRAND_RC_CM_TL_NAME, NULL, NULL,
+                                      &config);
+    if (status != UCS_OK) {
+        return status;
+    }
+    for (i = 0; i < ucs_static_array_size(set); ++i) {
+        status = uct_config_modify(config, set[i][0], set[i][1]);
+        if (status != UCS_OK) {
+            ucs_error("rc_strand: the connection manager's %s=%s: %s",
+                      set[i][0], set[i][1], ucs_status_string(status));
+            uct_config_release(config);
+            return status;
+        }
+    }
+    *config_p = config;
+    return UCS_OK;
 }
 
 ucs_status_t strand_rc_cm_open(strand_iface_t *iface, uct_worker_h worker,
@@ -994,10 +1047,10 @@ ucs_status_t strand_rc_cm_open(strand_iface_t *iface, uct_worker_h worker,
                                const strand_iface_config_t *rc_config,
                                strand_rc_cm_t **cm_p)
 {
-    strand_dc_iface_config_t config;
-    strand_dc_device_addr_t dev_addr;
-    strand_dc_iface_addr_t iface_addr;
+    uint8_t dev_addr[STRAND_FC_PEER_LEN], iface_addr[STRAND_FC_PEER_LEN];
+    uct_iface_config_t *config;
     uct_iface_params_t cm_params;
+    uct_iface_attr_t attr;
     uct_iface_h dc;
     strand_rc_cm_t *cm;
     ucs_status_t status;
@@ -1015,7 +1068,10 @@ ucs_status_t strand_rc_cm_open(strand_iface_t *iface, uct_worker_h worker,
     kh_init_inplace(strand_rc_cm_conns, &cm->conns);
     kh_init_inplace(strand_rc_cm_responders, &cm->responders);
 
-    strand_rc_cm_config(rc_config, &config);
+    status = strand_rc_cm_config(&iface->md->super, rc_config, &config);
+    if (status != UCS_OK) {
+        goto err;
+    }
     memset(&cm_params, 0, sizeof(cm_params));
     cm_params.field_mask      = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
                                 UCT_IFACE_PARAM_FIELD_DEVICE |
@@ -1026,28 +1082,46 @@ ucs_status_t strand_rc_cm_open(strand_iface_t *iface, uct_worker_h worker,
                                 UCT_IFACE_PARAM_FIELD_FEATURES;
     cm_params.open_mode       = UCT_IFACE_OPEN_MODE_DEVICE;
     cm_params.mode.device     = params->mode.device;
+    cm_params.mode.device.tl_name = STRAND_RC_CM_TL_NAME;
     cm_params.rx_headroom     = 0;
     cm_params.err_handler     = strand_rc_cm_peer_failed;
     cm_params.err_handler_arg = cm;
     cm_params.err_handler_flags = 0;
     cm_params.features        = UCT_IFACE_FEATURE_AM;
-    /* a dc_strand interface, as uct_iface_open makes one */
-    status = UCS_CLASS_NEW_FUNC_NAME(strand_dc_iface_t)(&iface->md->super,
-                                                        worker, &cm_params,
-                                                        &config.super.super,
-                                                        &dc);
+    status = uct_iface_open(&iface->md->super, worker, &cm_params, config,
+                            &dc);
+    uct_config_release(config);
     if (status != UCS_OK) {
         goto err;
     }
-    cm->dc = ucs_derived_of(dc, strand_iface_t);
-    status = uct_iface_set_am_handler(dc, STRAND_RC_CM_AM_ID,
-                                      strand_rc_cm_am_cb, cm, 0);
+    cm->dc = dc;
+    status = uct_iface_query(dc, &attr);
     if (status != UCS_OK) {
         goto err_close;
     }
-    strand_dc_addr_pack_device(cm->dc, &dev_addr);
-    strand_dc_addr_pack_iface(cm->dc, &iface_addr);
-    cm->self = strand_rc_cm_key(cm->dc, &dev_addr, &iface_addr);
+    if (attr.iface_addr_len + attr.device_addr_len > STRAND_FC_PEER_LEN) {
+        ucs_error("%s: rc_strand: the connection manager's addresses (%zu "
+                  "bytes) do not fit its messages", iface->dev->info.name,
+                  attr.iface_addr_len + attr.device_addr_len);
+        status = UCS_ERR_UNSUPPORTED;
+        goto err_close;
+    }
+    cm->dc_iface_addr_len = attr.iface_addr_len;
+    cm->dc_dev_addr_len   = attr.device_addr_len;
+    status = uct_iface_set_am_handler(dc, STRAND_RC_CM_AM_ID,
+                                      strand_rc_cm_am_cb, cm, 0);
+    if (status == UCS_OK) {
+        status = uct_iface_get_device_address(dc,
+                                              (uct_device_addr_t*)dev_addr);
+    }
+    if (status == UCS_OK) {
+        status = uct_iface_get_address(dc, (uct_iface_addr_t*)iface_addr);
+    }
+    if (status != UCS_OK) {
+        goto err_close;
+    }
+    cm->self = strand_rc_cm_key(cm, (const uct_device_addr_t*)dev_addr,
+                                (const uct_iface_addr_t*)iface_addr);
     status   = strand_rc_cm_wait_init(cm);
     if (status != UCS_OK) {
         goto err_close;
@@ -1105,7 +1179,7 @@ void strand_rc_cm_close(strand_rc_cm_t *cm)
     kh_destroy_inplace(strand_rc_cm_conns, &cm->conns);
     kh_destroy_inplace(strand_rc_cm_responders, &cm->responders);
     strand_rc_cm_wait_cleanup(cm);
-    uct_iface_close(&cm->dc->super.super);
+    uct_iface_close(cm->dc);
     ucs_free(cm->news);
     ucs_free(cm);
 }

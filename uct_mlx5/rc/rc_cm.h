@@ -62,7 +62,7 @@ void strand_rc_cm_stop(strand_rc_cm_t *cm);
 void strand_rc_cm_close(strand_rc_cm_t *cm);
 
 /* The interface address of rc_strand (the companion's DCT), its size */
-size_t strand_rc_cm_iface_addr_len(void);
+size_t strand_rc_cm_iface_addr_len(strand_rc_cm_t *cm);
 ucs_status_t strand_rc_cm_iface_addr(strand_rc_cm_t *cm,
                                      uct_iface_addr_t *addr);
 int strand_rc_cm_is_reachable(strand_rc_cm_t *cm,

@@ -11,7 +11,7 @@
 #include "rc_qp.h"
 #include "rc_rndv.h"
 #include "uct_mlx5/common/ep_short.h"
-#include "uct_mlx5/dc/dc_addr.h"
+#include "uct_mlx5/common/port_addr.h"
 
 #include <ucs/async/async.h>
 #include <ucs/debug/log.h>
@@ -200,8 +200,8 @@ static ucs_status_t strand_rc_iface_query(uct_iface_h tl_iface,
     /* connected to an interface: the transport wires its QPs itself */
     attr->cap.flags      |= UCT_IFACE_FLAG_CONNECT_TO_IFACE;
     attr->cap.flags      &= ~UCT_IFACE_FLAG_CONNECT_TO_EP;
-    attr->device_addr_len = strand_dc_addr_device_len(&iface->super);
-    attr->iface_addr_len  = strand_rc_cm_iface_addr_len();
+    attr->device_addr_len = strand_port_addr_len(&iface->super);
+    attr->iface_addr_len  = strand_rc_cm_iface_addr_len(iface->cm);
     attr->ep_addr_len     = 0;
     attr->max_num_eps     = iface->super.num_txqs;
     /* a QP per peer: each one costs the NIC a context (as UCX's rc) */
@@ -215,7 +215,7 @@ strand_rc_iface_get_device_address(uct_iface_h tl_iface,
 {
     strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
 
-    strand_dc_addr_pack_device(iface, (strand_dc_device_addr_t*)addr);
+    strand_port_addr_pack(iface, (strand_port_addr_t*)addr);
     return UCS_OK;
 }
 

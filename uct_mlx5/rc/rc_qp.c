@@ -8,7 +8,7 @@
 #include "rc_qp.h"
 #include "uct_mlx5/common/txq.h"
 #include "uct_mlx5/common/ep_post.h"
-#include "uct_mlx5/dc/dc_addr.h"
+#include "uct_mlx5/common/port_addr.h"
 
 #include <ucs/debug/log.h>
 
@@ -205,7 +205,7 @@ static const char *strand_rc_qp_peer_str(strand_iface_t *iface,
                                          const strand_ep_t *ep, char *buf,
                                          size_t max)
 {
-    return strand_dc_addr_av_str(&ep->av, buf, max);
+    return strand_av_str(&ep->av, buf, max);
 }
 
 /* Its send queues come with its endpoints. */
