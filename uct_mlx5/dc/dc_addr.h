@@ -6,7 +6,7 @@
 #ifndef STRAND_DC_ADDR_H_
 #define STRAND_DC_ADDR_H_
 
-#include "dc_iface.h"
+#include "dc.h"
 #include "uct_mlx5/common/port_addr.h"
 
 enum {

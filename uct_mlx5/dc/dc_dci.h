@@ -7,7 +7,7 @@
 #ifndef STRAND_DC_DCI_H_
 #define STRAND_DC_DCI_H_
 
-#include "dc_iface.h"
+#include "dc.h"
 #include "uct_mlx5/common/txq.h"
 
 /* strand_tl_ops_t: the DCT, every DCI and the policy's free stack (open),

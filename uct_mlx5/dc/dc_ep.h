@@ -5,7 +5,7 @@
 #ifndef STRAND_DC_EP_H_
 #define STRAND_DC_EP_H_
 
-#include "dc_iface.h"
+#include "dc.h"
 #include "uct_mlx5/common/ep.h"
 
 /* dc_strand's part of an endpoint: the peer's DCT and the address vector

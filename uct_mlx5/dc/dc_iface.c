@@ -17,20 +17,6 @@
 #include <limits.h>
 #include <string.h>
 
-const char *strand_dc_tx_policy_names[] = {
-    [STRAND_DC_TX_POLICY_DCS]       = "dcs",
-    [STRAND_DC_TX_POLICY_DCS_QUOTA] = "dcs_quota",
-    [STRAND_DC_TX_POLICY_STREAMS]   = "streams",
-    [STRAND_DC_TX_POLICY_AUTO]      = "auto",
-    [STRAND_DC_TX_POLICY_LAST]      = NULL
-};
-
-const char *strand_dc_stream_map_names[] = {
-    [STRAND_DC_STREAM_MAP_EP]   = "ep",
-    [STRAND_DC_STREAM_MAP_PEER] = "peer",
-    [STRAND_DC_STREAM_MAP_LAST] = NULL
-};
-
 ucs_config_field_t strand_dc_iface_config_table[] = {
     {"", "", NULL, ucs_offsetof(strand_dc_iface_config_t, super.super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},

@@ -9,6 +9,20 @@
 
 #include <ucs/debug/log.h>
 
+const char *strand_dc_tx_policy_names[] = {
+    [STRAND_DC_TX_POLICY_DCS]       = "dcs",
+    [STRAND_DC_TX_POLICY_DCS_QUOTA] = "dcs_quota",
+    [STRAND_DC_TX_POLICY_STREAMS]   = "streams",
+    [STRAND_DC_TX_POLICY_AUTO]      = "auto",
+    [STRAND_DC_TX_POLICY_LAST]      = NULL
+};
+
+const char *strand_dc_stream_map_names[] = {
+    [STRAND_DC_STREAM_MAP_EP]   = "ep",
+    [STRAND_DC_STREAM_MAP_PEER] = "peer",
+    [STRAND_DC_STREAM_MAP_LAST] = NULL
+};
+
 static int strand_dc_policy_streams(const strand_iface_t *iface)
 {
     return strand_dc_iface(iface)->tx_policy == STRAND_DC_TX_POLICY_STREAMS;

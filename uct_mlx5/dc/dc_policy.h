@@ -17,7 +17,7 @@
 #ifndef STRAND_DC_POLICY_H_
 #define STRAND_DC_POLICY_H_
 
-#include "dc_iface.h"
+#include "dc.h"
 #include "uct_mlx5/common/ep_post.h"
 
 /* Lease a (DCI, stream) for ep: UCS_OK, or UCS_ERR_NO_RESOURCE when none

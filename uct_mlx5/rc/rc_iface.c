@@ -69,6 +69,7 @@ static void strand_rc_config_to_dc(const strand_rc_iface_config_t *rc,
 }
 
 static uct_iface_ops_t strand_rc_iface_ops;
+static const strand_tl_ops_t strand_rc_tl_ops;
 static void strand_rc_ep_short_ops(const strand_iface_t *iface,
                                    uct_iface_ops_t *ops);
 
@@ -110,7 +111,7 @@ static void strand_rc_iface_vfs_refresh(uct_iface_h tl_iface)
     }
 }
 
-int strand_rc_iface_tx_cqe_other(strand_iface_t *iface,
+static int strand_rc_iface_tx_cqe_other(strand_iface_t *iface,
                                  const struct mlx5_cqe64 *cqe)
 {
     strand_rc_rndv_t *rndv = strand_rc_iface(iface)->rndv;
@@ -392,6 +393,31 @@ UCS_STATIC_INIT
     strand_rc_iface_ops.iface_is_reachable = strand_rc_iface_is_reachable;
     strand_rc_iface_ops.ep_tag_rndv_zcopy  = strand_rc_ep_tag_rndv_zcopy;
 }
+
+/* rc_strand's part of the shared code: a QP per endpoint (rc_qp.c), the
+ * responder QPs' send CQEs of its rendezvous */
+static const strand_tl_ops_t strand_rc_tl_ops = {
+    .name            = STRAND_RC_TL_NAME,
+    .cfg_prefix      = STRAND_RC_CONFIG_PREFIX,
+    .sqs_option      = "MAX_EPS",
+    .sqs_word        = "QP slots",
+    .max_sqs         = STRAND_RC_MAX_EPS,
+    .sqs_per_cq      = STRAND_RC_EPS_PER_CQ,
+    .sqs_per_cq_text = "min(MAX_EPS, 256)",
+    .tm_tx_extra     = STRAND_RC_RNDV_MAX_WQES,
+    .connected       = 1,
+    .own_rndv        = 1,
+    .sq_open         = strand_rc_qp_open,
+    .ep_init         = strand_rc_qp_ep_init,
+    .ep_cleanup      = strand_rc_qp_ep_cleanup,
+    .ep_peer_str     = strand_rc_qp_peer_str,
+    .sq_lease        = strand_rc_qp_lease,
+    .sq_release      = strand_rc_qp_release,
+    .sq_can_post     = strand_rc_qp_can_post,
+    .sq_idle         = strand_rc_qp_idle,
+    .sq_reset        = strand_rc_qp_reset,
+    .tx_cqe_other    = strand_rc_iface_tx_cqe_other
+};
 
 uct_tl_t uct_rc_strand_tl = {
     .name          = STRAND_RC_TL_NAME,

@@ -67,7 +67,7 @@ static ucs_status_t strand_rc_qp_slot(strand_iface_t *iface,
 
 /* An endpoint's part: a QP of its own now, its doorbells held until the
  * connection manager connected it (rc/rc_iface.c asks it to). */
-static ucs_status_t strand_rc_qp_ep_init(strand_iface_t *iface,
+ucs_status_t strand_rc_qp_ep_init(strand_iface_t *iface,
                                          strand_ep_t *ep,
                                          const uct_ep_params_t *params)
 {
@@ -130,7 +130,7 @@ void strand_rc_qp_connected(strand_iface_t *iface, strand_ep_t *ep)
 
 /* An ep whose QP was in error or never connected, or which had nothing
  * outstanding when it went: the QP goes now. */
-static void strand_rc_qp_idle(strand_iface_t *iface, strand_txq_t *dci)
+void strand_rc_qp_idle(strand_iface_t *iface, strand_txq_t *dci)
 {
     /* the QP of an ep destroyed with work on the wire goes once the work
      * is back (or with its recovery, strand_rc_qp_reset) */
@@ -142,7 +142,7 @@ static void strand_rc_qp_idle(strand_iface_t *iface, strand_txq_t *dci)
 }
 
 /* The ep goes: its QP now, or once its last WQE is back. */
-static void strand_rc_qp_ep_cleanup(strand_iface_t *iface,
+void strand_rc_qp_ep_cleanup(strand_iface_t *iface,
                                     strand_ep_t *ep)
 {
     strand_txq_t *dci;
@@ -172,7 +172,7 @@ static void strand_rc_qp_ep_cleanup(strand_iface_t *iface,
 
 /* An RC QP in error is connected to nobody any more: its ep has failed,
  * and the QP goes with the ep (or now, if it is gone). */
-static int strand_rc_qp_reset(strand_iface_t *iface, strand_txq_t *dci)
+int strand_rc_qp_reset(strand_iface_t *iface, strand_txq_t *dci)
 {
     strand_txq_set_state(iface, dci, STRAND_TXQ_BROKEN);
     if (dci->ep == NULL) {
@@ -183,25 +183,25 @@ static int strand_rc_qp_reset(strand_iface_t *iface, strand_txq_t *dci)
 }
 
 /* Its own QP: not connected yet, full, or in error; it waits. */
-static ucs_status_t strand_rc_qp_lease(strand_iface_t *iface,
+ucs_status_t strand_rc_qp_lease(strand_iface_t *iface,
                                        strand_ep_t *ep)
 {
     return UCS_ERR_NO_RESOURCE;
 }
 
 /* The QP stays with its ep when it has nothing outstanding. */
-static void strand_rc_qp_release(strand_iface_t *iface, strand_ep_t *ep)
+void strand_rc_qp_release(strand_iface_t *iface, strand_ep_t *ep)
 {
 }
 
-static int strand_rc_qp_can_post(strand_iface_t *iface, strand_ep_t *ep)
+int strand_rc_qp_can_post(strand_iface_t *iface, strand_ep_t *ep)
 {
     return strand_ep_txq_ready(iface, ep) != NULL;
 }
 
 /* the peer of ep for the log: the path to its QP as a DC address vector
  * names it (rc_cm.c sets it once connected) */
-static const char *strand_rc_qp_peer_str(strand_iface_t *iface,
+const char *strand_rc_qp_peer_str(strand_iface_t *iface,
                                          const strand_ep_t *ep, char *buf,
                                          size_t max)
 {
@@ -209,30 +209,7 @@ static const char *strand_rc_qp_peer_str(strand_iface_t *iface,
 }
 
 /* Its send queues come with its endpoints. */
-static ucs_status_t strand_rc_qp_open(strand_iface_t *iface)
+ucs_status_t strand_rc_qp_open(strand_iface_t *iface)
 {
     return UCS_OK;
 }
-
-const strand_tl_ops_t strand_rc_tl_ops = {
-    .name            = STRAND_RC_TL_NAME,
-    .cfg_prefix      = STRAND_RC_CONFIG_PREFIX,
-    .sqs_option      = "MAX_EPS",
-    .sqs_word        = "QP slots",
-    .max_sqs         = STRAND_RC_MAX_EPS,
-    .sqs_per_cq      = STRAND_RC_EPS_PER_CQ,
-    .sqs_per_cq_text = "min(MAX_EPS, 256)",
-    .tm_tx_extra     = STRAND_RC_RNDV_MAX_WQES,
-    .connected       = 1,
-    .own_rndv        = 1,
-    .sq_open         = strand_rc_qp_open,
-    .ep_init         = strand_rc_qp_ep_init,
-    .ep_cleanup      = strand_rc_qp_ep_cleanup,
-    .ep_peer_str     = strand_rc_qp_peer_str,
-    .sq_lease        = strand_rc_qp_lease,
-    .sq_release      = strand_rc_qp_release,
-    .sq_can_post     = strand_rc_qp_can_post,
-    .sq_idle         = strand_rc_qp_idle,
-    .sq_reset        = strand_rc_qp_reset,
-    .tx_cqe_other    = strand_rc_iface_tx_cqe_other
-};

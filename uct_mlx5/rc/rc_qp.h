@@ -10,10 +10,27 @@
 #ifndef STRAND_RC_QP_H_
 #define STRAND_RC_QP_H_
 
-#include "rc_iface.h"
+#include "rc.h"
+#include "uct_mlx5/common/txq.h"
 
-/* rc_strand's part of the shared code */
-extern const strand_tl_ops_t strand_rc_tl_ops;
+/* rc_strand's part of the shared code (strand_tl_ops_t, whose table
+ * rc_iface.c makes): its send queues come with its endpoints (open: none);
+ * an endpoint's QP now (ep_init), gone with it (ep_cleanup); a QP has no
+ * lease to take or give (lease: it waits; release: nothing); idle: the QP
+ * of an ep gone goes once its last WQE is back; reset: none, a QP in error
+ * is connected to nobody and goes with its ep */
+ucs_status_t strand_rc_qp_open(strand_iface_t *iface);
+ucs_status_t strand_rc_qp_ep_init(strand_iface_t *iface, strand_ep_t *ep,
+                                  const uct_ep_params_t *params);
+void strand_rc_qp_ep_cleanup(strand_iface_t *iface, strand_ep_t *ep);
+const char *strand_rc_qp_peer_str(strand_iface_t *iface,
+                                  const strand_ep_t *ep, char *buf,
+                                  size_t max);
+ucs_status_t strand_rc_qp_lease(strand_iface_t *iface, strand_ep_t *ep);
+void strand_rc_qp_release(strand_iface_t *iface, strand_ep_t *ep);
+int strand_rc_qp_can_post(strand_iface_t *iface, strand_ep_t *ep);
+void strand_rc_qp_idle(strand_iface_t *iface, strand_txq_t *txq);
+int strand_rc_qp_reset(strand_iface_t *iface, strand_txq_t *txq);
 
 /* how the interface's RC QPs are made (the endpoints' and the connection
  * manager's responder QPs) */

@@ -6,7 +6,7 @@
 #endif
 
 #include "rc_rndv.h"
-#include "rc_iface.h"
+#include "rc.h"
 #include "uct_mlx5/common/ep_post.h"
 #include "uct_mlx5/common/tag.h"
 #include "uct_mlx5/common/status.h"
