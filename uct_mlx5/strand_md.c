@@ -567,32 +567,68 @@ static ucs_status_t strand_md_create_rcache(strand_md_t *md,
     return ucs_rcache_create(&params, md->dev->info.name, NULL, &md->rcache);
 }
 
+/* every operation set: uct_md_* calls each without checking (what the MD
+ * does not do answers UNSUPPORTED, as UCX's ib MD does) */
+static uct_md_ops_t strand_md_ops = {
+    .close                  = strand_md_close,
+    .query                  = strand_md_query,
+    .mem_alloc              = (uct_md_mem_alloc_func_t)
+                              ucs_empty_function_return_unsupported,
+    .mem_free               = (uct_md_mem_free_func_t)
+                              ucs_empty_function_return_unsupported,
+    .mem_advise             = (uct_md_mem_advise_func_t)
+                              ucs_empty_function_return_unsupported,
+    .mem_reg                = strand_md_mem_reg,
+    .mem_dereg              = strand_md_mem_dereg,
+    .mem_query              = (uct_md_mem_query_func_t)
+                              ucs_empty_function_return_unsupported,
+    .mkey_pack              = strand_md_mkey_pack,
+    .is_sockaddr_accessible = ucs_empty_function_return_zero_int,
+    .detect_memory_type     = (uct_md_detect_memory_type_func_t)
+                              ucs_empty_function_return_unsupported,
+};
+
+/* What an MD open leaves behind when a later step fails. */
+static void strand_md_open_undo(strand_md_t *md)
+{
+    pthread_mutex_destroy(&md->sig_lock);
+    strand_async_cleanup(&md->async);
+    md->dev->ops->close(md->dev);
+    ucs_free(md);
+}
+
+/* The registration cache, as asked (UCX_STRAND_RCACHE): try (the default)
+ * goes without one when it cannot be made. */
+static ucs_status_t strand_md_open_rcache(strand_md_t *md,
+                                          const strand_md_config_t *config)
+{
+    ucs_status_t status;
+
+    if (config->rcache_enable == UCS_NO) {
+        return UCS_OK;
+    }
+    status = strand_md_create_rcache(md, config);
+    if (status == UCS_OK) {
+        md->reg_cost = ucs_linear_func_make(
+                uct_md_rcache_overhead(&config->rcache), 0);
+        return UCS_OK;
+    }
+    if (config->rcache_enable == UCS_YES) {
+        ucs_error("%s: failed to create the registration cache: %s",
+                  md->dev->info.name, ucs_status_string(status));
+        return status;
+    }
+    ucs_debug("%s: registration cache disabled: %s", md->dev->info.name,
+              ucs_status_string(status));
+    return UCS_OK;
+}
+
 static ucs_status_t
 strand_md_open(uct_component_t *component, const char *md_name,
                const uct_md_config_t *uct_config, uct_md_h *md_p)
 {
     const strand_md_config_t *config = ucs_derived_of(uct_config,
                                                       strand_md_config_t);
-    /* every operation set: uct_md_* calls each without checking (what
-     * the MD does not do answers UNSUPPORTED, as UCX's ib MD does) */
-    static uct_md_ops_t ops = {
-        .close                  = strand_md_close,
-        .query                  = strand_md_query,
-        .mem_alloc              = (uct_md_mem_alloc_func_t)
-                                  ucs_empty_function_return_unsupported,
-        .mem_free               = (uct_md_mem_free_func_t)
-                                  ucs_empty_function_return_unsupported,
-        .mem_advise             = (uct_md_mem_advise_func_t)
-                                  ucs_empty_function_return_unsupported,
-        .mem_reg                = strand_md_mem_reg,
-        .mem_dereg              = strand_md_mem_dereg,
-        .mem_query              = (uct_md_mem_query_func_t)
-                                  ucs_empty_function_return_unsupported,
-        .mkey_pack              = strand_md_mkey_pack,
-        .is_sockaddr_accessible = ucs_empty_function_return_zero_int,
-        .detect_memory_type     = (uct_md_detect_memory_type_func_t)
-                                  ucs_empty_function_return_unsupported,
-    };
     strand_dev_info_t infos[STRAND_MD_MAX_DEVICES];
     strand_md_t *md;
     ucs_status_t status;
@@ -628,13 +664,10 @@ strand_md_open(uct_component_t *component, const char *md_name,
     pthread_mutex_init(&md->sig_lock, NULL);
     status = strand_md_read_integrity(md);
     if (status != UCS_OK) {
-        pthread_mutex_destroy(&md->sig_lock);
-        strand_async_cleanup(&md->async);
-        md->dev->ops->close(md->dev);
-        ucs_free(md);
+        strand_md_open_undo(md);
         return status;
     }
-    md->super.ops       = &ops;
+    md->super.ops       = &strand_md_ops;
     md->super.component = component;
     md->reg_cost        = ucs_linear_func_make(config->reg_cost_overhead,
                                                config->reg_cost_growth);
@@ -644,26 +677,11 @@ strand_md_open(uct_component_t *component, const char *md_name,
                         STRAND_MMIO_MODE_DB : STRAND_MMIO_MODE_AUTO;
     }
     strand_md_local_cpus(md->dev, &md->local_cpus);
-
-    if (config->rcache_enable != UCS_NO) {
-        status = strand_md_create_rcache(md, config);
-        if (status == UCS_OK) {
-            md->reg_cost = ucs_linear_func_make(
-                    uct_md_rcache_overhead(&config->rcache), 0);
-        } else if (config->rcache_enable == UCS_YES) {
-            ucs_error("%s: failed to create the registration cache: %s",
-                      md_name, ucs_status_string(status));
-            pthread_mutex_destroy(&md->sig_lock);
-            strand_async_cleanup(&md->async);
-            md->dev->ops->close(md->dev);
-            ucs_free(md);
-            return status;
-        } else {
-            ucs_debug("%s: registration cache disabled: %s", md_name,
-                      ucs_status_string(status));
-        }
+    status = strand_md_open_rcache(md, config);
+    if (status != UCS_OK) {
+        strand_md_open_undo(md);
+        return status;
     }
-
     *md_p = &md->super;
     return UCS_OK;
 }

@@ -615,21 +615,22 @@ ucs_status_t strand_ep_get_bcopy(uct_ep_h tl_ep,
  *   xor:  masked FA, field_boundary ~0 (no carries)
  *   add32 masked FA, field_boundary 0; cswap32 masked CS, masks ~0
  */
+typedef struct strand_atomic_plan {
+    uint8_t  opcode;     /* MLX5_OPCODE_ATOMIC_* */
+    uint64_t value;      /* FA: the addend; CS: swap */
+    uint64_t compare;    /* CS: compare */
+    uint64_t value_mask; /* masked FA: field boundary; masked CS: swap mask */
+    uint64_t cmp_mask;   /* masked CS */
+} strand_atomic_plan_t;
+
+/* The WQE an atomic of `size` bytes is: UCS_ERR_UNSUPPORTED for an
+ * operation the interface does not have. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
-                    uint64_t value, uint64_t compare, void *result,
-                    uint64_t remote_addr, uct_rkey_t rkey,
-                    uct_completion_t *comp)
+strand_atomic_plan(const strand_iface_t *iface, unsigned uct_op,
+                   unsigned size, uint64_t value, uint64_t compare,
+                   strand_atomic_plan_t *plan)
 {
-    STRAND_EP_DECL(tl_ep);
-    strand_tx_desc_t *desc;
-    uint64_t mask  = (size == 8) ? UINT64_MAX : UINT32_MAX;
-    uint8_t opcode, opmod = 0;
-    uint64_t swap, swap_mask, cmp, cmp_mask;
-    void *landing;
-    uint32_t lkey;
-    unsigned ds;
-    int masked_cs;
+    uint64_t mask = (size == 8) ? UINT64_MAX : UINT32_MAX;
 
     /* without masked atomics the device has the 64-bit add and
      * compare-and-swap only (what iface_query advertises) */
@@ -637,6 +638,105 @@ strand_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
                      ((size != 8) || ((uct_op != UCT_ATOMIC_OP_ADD) &&
                                       (uct_op != UCT_ATOMIC_OP_CSWAP))))) {
         return UCS_ERR_UNSUPPORTED;
+    }
+    plan->value      = value & mask;
+    plan->compare    = 0;
+    plan->value_mask = mask;
+    plan->cmp_mask   = 0;
+    switch (uct_op) {
+    case UCT_ATOMIC_OP_ADD:
+        plan->opcode     = (size == 8) ? MLX5_OPCODE_ATOMIC_FA :
+                                         MLX5_OPCODE_ATOMIC_MASKED_FA;
+        plan->value_mask = 0; /* carries everywhere */
+        return UCS_OK;
+    case UCT_ATOMIC_OP_XOR:
+        plan->opcode     = MLX5_OPCODE_ATOMIC_MASKED_FA;
+        return UCS_OK;
+    case UCT_ATOMIC_OP_CSWAP:
+        plan->opcode     = (size == 8) ? MLX5_OPCODE_ATOMIC_CS :
+                                         MLX5_OPCODE_ATOMIC_MASKED_CS;
+        plan->compare    = compare & mask;
+        plan->cmp_mask   = mask;
+        return UCS_OK;
+    case UCT_ATOMIC_OP_AND:
+        plan->opcode     = MLX5_OPCODE_ATOMIC_MASKED_CS;
+        plan->value_mask = ~value & mask;
+        return UCS_OK;
+    case UCT_ATOMIC_OP_OR:
+        plan->opcode     = MLX5_OPCODE_ATOMIC_MASKED_CS;
+        plan->value_mask = value & mask;
+        return UCS_OK;
+    case UCT_ATOMIC_OP_SWAP:
+        plan->opcode     = MLX5_OPCODE_ATOMIC_MASKED_CS;
+        return UCS_OK;
+    default:
+        return UCS_ERR_UNSUPPORTED;
+    }
+}
+
+/* The atomic segment(s) of plan at seg, then the data segment of the
+ * landing zone; the ds units they take. */
+static UCS_F_ALWAYS_INLINE unsigned
+strand_atomic_segs(const strand_txq_t *txq, void *seg,
+                   const strand_atomic_plan_t *plan, unsigned size,
+                   void *landing, uint32_t lkey)
+{
+    unsigned ds = 1;
+    void *seg2;
+
+    switch (plan->opcode) {
+    case MLX5_OPCODE_ATOMIC_FA:
+        strand_set_atomic_fa_seg(seg, plan->value);
+        break;
+    case MLX5_OPCODE_ATOMIC_CS:
+        strand_set_atomic_cs_seg(seg, plan->compare, plan->value);
+        break;
+    case MLX5_OPCODE_ATOMIC_MASKED_FA:
+        if (size == 8) {
+            strand_set_masked_fa64_seg(seg, plan->value, plan->value_mask);
+        } else {
+            strand_set_masked_fa32_seg(seg, plan->value,
+                                       (uint32_t)plan->value_mask);
+        }
+        break;
+    default: /* MLX5_OPCODE_ATOMIC_MASKED_CS */
+        if (size == 8) {
+            seg2 = strand_sq_next(seg, sizeof(struct mlx5_wqe_atomic_seg),
+                                  txq->sq.buf, txq->sq.end);
+            strand_set_masked_cs64_segs(seg, seg2, plan->value,
+                                        plan->compare, plan->value_mask,
+                                        plan->cmp_mask);
+            seg = seg2;
+            ++ds;
+        } else {
+            strand_set_masked_cs32_seg(seg, plan->value, plan->compare,
+                                       plan->value_mask, plan->cmp_mask);
+        }
+        break;
+    }
+    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_atomic_seg), txq->sq.buf,
+                         txq->sq.end);
+    strand_set_data_seg(seg, (uintptr_t)landing, size, lkey);
+    return ds + 1;
+}
+
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
+                    uint64_t value, uint64_t compare, void *result,
+                    uint64_t remote_addr, uct_rkey_t rkey,
+                    uct_completion_t *comp)
+{
+    STRAND_EP_DECL(tl_ep);
+    strand_atomic_plan_t plan;
+    strand_tx_desc_t *desc;
+    uint8_t opmod = 0;
+    void *landing;
+    uint32_t lkey;
+    unsigned ds;
+
+    status = strand_atomic_plan(iface, uct_op, size, value, compare, &plan);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
     }
     status = strand_ep_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -664,88 +764,13 @@ strand_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
     strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
     seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
                          dci->sq.end);
-    ds  = STRAND_EP_DS(ep) + 1;
-
-    value    &= mask;
-    masked_cs = 0;
-    swap = swap_mask = cmp = cmp_mask = 0;
-    switch (uct_op) {
-    case UCT_ATOMIC_OP_ADD:
-        if (size == 8) {
-            opcode = MLX5_OPCODE_ATOMIC_FA;
-            strand_set_atomic_fa_seg(seg, value);
-        } else {
-            opcode = MLX5_OPCODE_ATOMIC_MASKED_FA;
-            strand_set_masked_fa32_seg(seg, value, 0);
-        }
-        break;
-    case UCT_ATOMIC_OP_XOR:
-        opcode = MLX5_OPCODE_ATOMIC_MASKED_FA;
-        if (size == 8) {
-            strand_set_masked_fa64_seg(seg, value, UINT64_MAX);
-        } else {
-            strand_set_masked_fa32_seg(seg, value, UINT32_MAX);
-        }
-        break;
-    case UCT_ATOMIC_OP_CSWAP:
-        if (size == 8) {
-            opcode = MLX5_OPCODE_ATOMIC_CS;
-            strand_set_atomic_cs_seg(seg, compare, value);
-            break;
-        }
-        masked_cs = 1;
-        swap      = value;
-        swap_mask = mask;
-        cmp       = compare & mask;
-        cmp_mask  = mask;
-        break;
-    case UCT_ATOMIC_OP_AND:
-        masked_cs = 1;
-        swap      = value;
-        swap_mask = ~value & mask;
-        break;
-    case UCT_ATOMIC_OP_OR:
-        masked_cs = 1;
-        swap      = value;
-        swap_mask = value;
-        break;
-    case UCT_ATOMIC_OP_SWAP:
-        masked_cs = 1;
-        swap      = value;
-        swap_mask = mask;
-        break;
-    default:
-        if (op.desc != NULL) {
-            ucs_mpool_put_inline(op.desc);
-        }
-        strand_ep_unlease_if_idle(iface, ep);
-        return UCS_ERR_UNSUPPORTED;
-    }
-
-    if (masked_cs) {
-        opcode = MLX5_OPCODE_ATOMIC_MASKED_CS;
-        if (size == 8) {
-            void *seg2 = strand_sq_next(seg, sizeof(struct mlx5_wqe_atomic_seg),
-                                        dci->sq.buf, dci->sq.end);
-            strand_set_masked_cs64_segs(seg, seg2, swap, cmp, swap_mask,
-                                        cmp_mask);
-            seg = seg2;
-            ++ds;
-        } else {
-            strand_set_masked_cs32_seg(seg, swap, cmp, swap_mask, cmp_mask);
-        }
-    }
-    if ((opcode == MLX5_OPCODE_ATOMIC_MASKED_CS) ||
-        (opcode == MLX5_OPCODE_ATOMIC_MASKED_FA)) {
+    ds  = STRAND_EP_DS(ep) + 1 +
+          strand_atomic_segs(dci, seg, &plan, size, landing, lkey);
+    if ((plan.opcode == MLX5_OPCODE_ATOMIC_MASKED_CS) ||
+        (plan.opcode == MLX5_OPCODE_ATOMIC_MASKED_FA)) {
         opmod = STRAND_MASKED_ATOMIC_OPMOD(size);
     }
-    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_atomic_seg), dci->sq.buf,
-                         dci->sq.end);
-    ++ds;
-    strand_set_data_seg(seg, (uintptr_t)landing, size, lkey);
-    ++ds;
-
-    strand_ep_post(iface, ep, dci, ctrl, opcode, opmod, ds,
+    strand_ep_post(iface, ep, dci, ctrl, plan.opcode, opmod, ds,
                        strand_ep_fence_mode(iface, ep), &op);
     UCT_TL_EP_STAT_ATOMIC(&ep->super);
     return (result != NULL) ? UCS_INPROGRESS : UCS_OK;

@@ -172,15 +172,35 @@ ucs_status_t strand_iface_perf(strand_iface_t *iface, strand_dev_perf_t *perf)
     return UCS_OK;
 }
 
+/* The device's atomics: masked ones build every operation, 32 and 64 bit;
+ * without, the standard 64-bit fetch-and-add and compare-and-swap only. */
+static void strand_iface_query_atomics(const strand_iface_t *iface,
+                                       uct_iface_attr_t *attr)
+{
+    uint64_t amo  = UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_AND) |
+                    UCS_BIT(UCT_ATOMIC_OP_OR)  | UCS_BIT(UCT_ATOMIC_OP_XOR);
+    uint64_t famo = amo | UCS_BIT(UCT_ATOMIC_OP_SWAP) |
+                    UCS_BIT(UCT_ATOMIC_OP_CSWAP);
+
+    if (iface->dev->caps.atomics && iface->config.masked_atomics) {
+        /* masked atomics build every operation, 32 and 64 bit */
+        attr->cap.flags             |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
+        attr->cap.atomic32.op_flags  = amo;
+        attr->cap.atomic32.fop_flags = famo;
+        attr->cap.atomic64.op_flags  = amo;
+        attr->cap.atomic64.fop_flags = famo;
+    } else if (iface->dev->caps.atomics) {
+        /* the standard 64-bit fetch-and-add and compare-and-swap only */
+        attr->cap.flags             |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
+        attr->cap.atomic64.op_flags  = UCS_BIT(UCT_ATOMIC_OP_ADD);
+        attr->cap.atomic64.fop_flags = UCS_BIT(UCT_ATOMIC_OP_ADD) |
+                                       UCS_BIT(UCT_ATOMIC_OP_CSWAP);
+    }
+}
+
 ucs_status_t strand_iface_query(strand_iface_t *iface, uct_iface_attr_t *attr)
 {
     size_t seg_size          = iface->config.seg_size;
-    uint64_t amo             = UCS_BIT(UCT_ATOMIC_OP_ADD) |
-                               UCS_BIT(UCT_ATOMIC_OP_AND) |
-                               UCS_BIT(UCT_ATOMIC_OP_OR)  |
-                               UCS_BIT(UCT_ATOMIC_OP_XOR);
-    uint64_t famo            = amo | UCS_BIT(UCT_ATOMIC_OP_SWAP) |
-                               UCS_BIT(UCT_ATOMIC_OP_CSWAP);
     strand_dev_perf_t perf;
     ucs_status_t status;
 
@@ -206,20 +226,7 @@ ucs_status_t strand_iface_query(strand_iface_t *iface, uct_iface_attr_t *attr)
                             UCT_IFACE_FLAG_EVENT_RECV_SIG |
                             UCT_IFACE_FLAG_EVENT_FD;
 
-    if (iface->dev->caps.atomics && iface->config.masked_atomics) {
-        /* masked atomics build every operation, 32 and 64 bit */
-        attr->cap.flags             |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
-        attr->cap.atomic32.op_flags  = amo;
-        attr->cap.atomic32.fop_flags = famo;
-        attr->cap.atomic64.op_flags  = amo;
-        attr->cap.atomic64.fop_flags = famo;
-    } else if (iface->dev->caps.atomics) {
-        /* the standard 64-bit fetch-and-add and compare-and-swap only */
-        attr->cap.flags             |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
-        attr->cap.atomic64.op_flags  = UCS_BIT(UCT_ATOMIC_OP_ADD);
-        attr->cap.atomic64.fop_flags = UCS_BIT(UCT_ATOMIC_OP_ADD) |
-                                       UCS_BIT(UCT_ATOMIC_OP_CSWAP);
-    }
+    strand_iface_query_atomics(iface, attr);
 
     attr->cap.am.max_short       = iface->config.max_inline -
                                    strand_am_hdr_len(iface);
@@ -616,25 +623,12 @@ static uct_iface_internal_ops_t strand_iface_internal_ops = {
     .ep_invalidate       = strand_ep_invalidate
 };
 
-/* The shared interface of a transport (tl: its part, ops: its UCT
- * operations): the receive side, the send CQs and send queue slots,
- * endpoint operations and recovery. `config` is the transport's
- * configuration as the shared code reads it. */
-UCS_CLASS_INIT_FUNC(strand_iface_t, uct_md_h uct_md, uct_worker_h worker,
-                    const uct_iface_params_t *params,
-                    const uct_iface_config_t *tl_config,
-                    const strand_iface_config_t *config,
-                    const strand_tl_ops_t *tl, uct_iface_ops_t *ops)
+/* The open mode and device asked for are this interface's. */
+static ucs_status_t strand_iface_check_params(const strand_dev_t *dev,
+                                              const char *tl_name,
+                                              const uct_iface_params_t *params)
 {
-    strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
-    const char *tl_name = tl->name;
-    uct_iface_mpool_config_t mp_config = config->common.tx_mp;
-    strand_dev_t *dev = md->dev;
     char dev_name[UCT_DEVICE_NAME_MAX];
-    ucs_status_t status;
-    unsigned tx_cq_len, rx_cq_len, max_ds, av_ds, tx_outstanding;
-    strand_dev_cq_t *tx_cq;
-    int err;
 
     UCT_CHECK_PARAM(params->field_mask & UCT_IFACE_PARAM_FIELD_OPEN_MODE,
                     "UCT_IFACE_PARAM_FIELD_OPEN_MODE is not defined");
@@ -651,171 +645,178 @@ UCS_CLASS_INIT_FUNC(strand_iface_t, uct_md_h uct_md, uct_worker_h worker,
                   dev_name);
         return UCS_ERR_NO_DEVICE;
     }
+    return UCS_OK;
+}
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops,
-                              &strand_iface_internal_ops, uct_md, worker,
-                              params, tl_config
-                              UCS_STATS_ARG((params->field_mask &
-                                             UCT_IFACE_PARAM_FIELD_STATS_ROOT) ?
-                                            params->stats_root : NULL)
-                              UCS_STATS_ARG(tl_name));
+/* The largest WQE built: ctrl + AV + raddr + data segments, or + inline
+ * data, or the masked 64-bit CS (raddr, two atomic segments, data). */
+static unsigned strand_iface_max_bbs(const strand_iface_t *iface)
+{
+    unsigned av_ds  = iface->config.av_size / STRAND_WQE_DS;
+    unsigned max_ds = 2 + av_ds +
+                      ucs_max(iface->config.max_sge,
+                              strand_inline_ds(iface->config.max_inline));
 
-    /* UCS_CLASS_NEW hands out malloc'ed memory: every field below the
-     * superclass starts at zero, so that the release path knows what
-     * exists and counters start where the device starts */
-    memset(UCS_PTR_BYTE_OFFSET(self, sizeof(self->super)), 0,
-           sizeof(*self) - sizeof(self->super));
-    self->md         = md;
-    self->dev        = dev;
-    self->tl         = tl;
-    self->tl_name    = tl_name;
-    self->cfg_prefix = tl->cfg_prefix;
-    ucs_arbiter_init(&self->arbiter);
-    ucs_list_head_init(&self->eps);
+    return strand_ds_to_bbs(ucs_max(max_ds, 1 + av_ds + 4));
+}
 
-    status = strand_iface_check_config(self, config);
+/* The send CQs' geometry: what can be outstanding on one, and a batch
+ * consumed before the consumer index is written (txq.c). */
+static void strand_iface_tx_cq_geometry(strand_iface_t *iface,
+                                        const strand_iface_config_t *config)
+{
+    unsigned tx_outstanding;
+
+    iface->tx_cq_txqs = strand_iface_tx_cq_txqs(iface, config);
+    iface->max_tx_cqs = ucs_div_round_up(config->num_txqs, iface->tx_cq_txqs);
+    tx_outstanding    = iface->tx_cq_txqs * config->common.tx_queue_len +
+                        (iface->config.am_tmh ? iface->tl->tm_tx_extra : 0);
+    iface->tx_cq_len  = config->common.tx_cq_len ?
+                        config->common.tx_cq_len : tx_outstanding + 64;
+    iface->tx_ci_batch = ucs_max(1, ucs_min(64, (int)iface->tx_cq_len -
+                                                (int)tx_outstanding));
+}
+
+/* What the configuration, the device and the transport make of the
+ * interface, before anything is created. */
+static ucs_status_t strand_iface_configure(strand_iface_t *iface,
+                                           const strand_iface_config_t *config,
+                                           const uct_iface_params_t *params)
+{
+    const strand_dev_caps_t *caps = &iface->dev->caps;
+    const strand_iface_common_config_t *common = &config->common;
+    ucs_status_t status;
+
+    status = strand_iface_check_config(iface, config);
     if (status != UCS_OK) {
         return status;
     }
-
-    self->num_txqs                = config->num_txqs;
-    self->config.tx_queue_len    = config->common.tx_queue_len;
+    iface->num_txqs            = config->num_txqs;
+    iface->config.tx_queue_len = common->tx_queue_len;
     /* a signaled WQE among any quarter of the queue: a full queue always
      * has a CQE to come (the queues' geometry may lower it further) */
-    self->tx_moderation          = ucs_max(1, ucs_min(config->common.tx_cq_moderation,
-                                                      config->common.tx_queue_len /
-                                                      4));
+    iface->tx_moderation       = ucs_max(1, ucs_min(common->tx_cq_moderation,
+                                                    common->tx_queue_len / 4));
     /* what the transport decides: its lanes, a quota */
-    self->config.num_lanes       = 1;
-    self->config.quota           = UINT_MAX;
-    if (tl->iface_config != NULL) {
-        status = tl->iface_config(self, config);
+    iface->config.num_lanes    = 1;
+    iface->config.quota        = UINT_MAX;
+    if (iface->tl->iface_config != NULL) {
+        status = iface->tl->iface_config(iface, config);
         if (status != UCS_OK) {
             return status;
         }
     }
-    self->config.rx_queue_len    = config->common.rx_queue_len;
-    self->config.rx_max_poll     = (config->common.rx_max_poll >= UINT_MAX) ?
-                                   UINT_MAX : (unsigned)config->common.rx_max_poll;
-    self->config.rx_mp           = config->common.rx_mp;
-    if (self->config.rx_mp.bufs_grow == 0) {
-        self->config.rx_mp.bufs_grow = 256;
+    iface->config.rx_queue_len = common->rx_queue_len;
+    iface->config.rx_max_poll  = (common->rx_max_poll >= UINT_MAX) ?
+                                 UINT_MAX : (unsigned)common->rx_max_poll;
+    iface->config.rx_mp        = common->rx_mp;
+    if (iface->config.rx_mp.bufs_grow == 0) {
+        iface->config.rx_mp.bufs_grow = 256;
     }
-    if (mp_config.bufs_grow == 0) {
-        mp_config.bufs_grow = 128;
-    }
-    self->config.tx_max_poll     = (config->common.tx_max_poll >= UINT_MAX) ?
-                                   UINT_MAX : (unsigned)config->common.tx_max_poll;
-    self->config.seg_size        = config->common.seg_size;
-    self->config.max_inline      = config->common.max_inline;
-    self->config.max_sge         = ucs_min(STRAND_MAX_SGE,
-                                           dev->caps.max_sge);
-    self->config.atomic_reply_be32 = dev->caps.atomic_reply_be32;
-    self->config.atomic_reply_be64 = dev->caps.atomic_reply_be64;
-    self->config.masked_atomics  = dev->caps.masked_atomics;
-    self->config.av_size         = (dev->caps.link_layer ==
-                                    IBV_LINK_LAYER_ETHERNET) ?
-                                   STRAND_AV_FULL_SIZE : STRAND_AV_BASE_SIZE;
-    /* largest WQE: ctrl + AV + raddr + data segments, or + inline data,
-     * or the masked 64-bit CS (raddr, two atomic segments, data) */
-    av_ds  = self->config.av_size / STRAND_WQE_DS;
-    max_ds = 2 + av_ds + ucs_max(self->config.max_sge,
-                                 strand_inline_ds(config->common.max_inline));
-    max_ds = ucs_max(max_ds, 1 + av_ds + 4);
-    self->config.txq_max_bbs = strand_ds_to_bbs(max_ds);
+    iface->config.tx_max_poll  = (common->tx_max_poll >= UINT_MAX) ?
+                                 UINT_MAX : (unsigned)common->tx_max_poll;
+    iface->config.seg_size     = common->seg_size;
+    iface->config.max_inline   = common->max_inline;
+    iface->config.max_sge      = ucs_min(STRAND_MAX_SGE, caps->max_sge);
+    iface->config.atomic_reply_be32 = caps->atomic_reply_be32;
+    iface->config.atomic_reply_be64 = caps->atomic_reply_be64;
+    iface->config.masked_atomics    = caps->masked_atomics;
+    iface->config.av_size      = (caps->link_layer == IBV_LINK_LAYER_ETHERNET) ?
+                                 STRAND_AV_FULL_SIZE : STRAND_AV_BASE_SIZE;
+    iface->config.txq_max_bbs  = strand_iface_max_bbs(iface);
+    iface->min_rnr_timer       = strand_rnr_code(common->rnr_timeout);
 
-    status = strand_tag_resolve(self, config, params);
+    status = strand_tag_resolve(iface, config, params);
     if (status != UCS_OK) {
         return status;
     }
     /* the payload of an am_short: its 8-byte header and the AM id (and a
      * TMH) go inline before it */
-    self->config.am_short_payload = self->config.max_inline -
-                                    (sizeof(uint64_t) +
-                                     strand_am_hdr_len(self));
-    /* what can be outstanding, and a batch consumed before the consumer
-     * index is written (txq.c) */
-    self->tx_cq_txqs = strand_iface_tx_cq_txqs(self, config);
-    self->max_tx_cqs = ucs_div_round_up(config->num_txqs, self->tx_cq_txqs);
-    tx_outstanding   = self->tx_cq_txqs * config->common.tx_queue_len +
-                       (self->config.am_tmh ? tl->tm_tx_extra : 0);
-    tx_cq_len = config->common.tx_cq_len ? config->common.tx_cq_len : tx_outstanding + 64;
-    self->tx_cq_len   = tx_cq_len;
-    self->tx_ci_batch = ucs_max(1, ucs_min(64, (int)tx_cq_len -
-                                               (int)tx_outstanding));
-    rx_cq_len = config->common.rx_cq_len ? config->common.rx_cq_len :
-                config->common.rx_queue_len + 1 +
-                strand_tag_rx_cq_extra(self, config);
+    iface->config.am_short_payload = iface->config.max_inline -
+                                     (sizeof(uint64_t) +
+                                      strand_am_hdr_len(iface));
+    strand_iface_tx_cq_geometry(iface, config);
+    return UCS_OK;
+}
 
-    status = UCS_STATS_NODE_ALLOC(&self->stats, &strand_iface_stats_class,
-                                  self->super.stats, "-%p", self);
-    if (status != UCS_OK) {
-        return status;
-    }
+/* A completion channel of its own (events of other interfaces on the same
+ * device never wake, or get drained by, this one), the first send CQ and
+ * the receive CQ. */
+static ucs_status_t strand_iface_open_cqs(strand_iface_t *iface,
+                                          const strand_iface_config_t *config,
+                                          strand_dev_cq_t **tx_cq_p)
+{
+    strand_dev_t *dev  = iface->dev;
+    unsigned rx_cq_len = config->common.rx_cq_len ? config->common.rx_cq_len :
+                         config->common.rx_queue_len + 1 +
+                         strand_tag_rx_cq_extra(iface, config);
+    ucs_status_t status;
+    int err;
 
-    /* a channel of its own: events of other interfaces on the same device
-     * never wake (or get drained by) this one */
-    err = dev->ops->create_channel(dev, &self->channel);
+    err = dev->ops->create_channel(dev, &iface->channel);
     if (err != 0) {
         ucs_error("%s: failed to create a completion channel: %s",
                   dev->info.name, strerror(err));
-        status = strand_errno_status(err);
-        goto err;
+        return strand_errno_status(err);
     }
-    self->have_channel = 1;
-    self->chan         = &self->channel;
-
-    self->tx_cqs = ucs_calloc(self->max_tx_cqs, sizeof(*self->tx_cqs),
-                              "strand_tx_cqs");
-    if (self->tx_cqs == NULL) {
-        status = UCS_ERR_NO_MEMORY;
-        goto err;
+    iface->have_channel = 1;
+    iface->chan         = &iface->channel;
+    iface->tx_cqs       = ucs_calloc(iface->max_tx_cqs, sizeof(*iface->tx_cqs),
+                                     "strand_tx_cqs");
+    if (iface->tx_cqs == NULL) {
+        return UCS_ERR_NO_MEMORY;
     }
-    status = strand_iface_tx_cq_get(self, 0, &tx_cq);
+    status = strand_iface_tx_cq_get(iface, 0, tx_cq_p);
     if (status != UCS_OK) {
-        goto err;
+        return status;
     }
-    err = dev->ops->create_cq(dev, rx_cq_len, self->chan, &self->rx_cq);
+    err = dev->ops->create_cq(dev, rx_cq_len, iface->chan, &iface->rx_cq);
     if (err != 0) {
         ucs_error("%s: failed to create receive CQ of %u: %s",
                   dev->info.name, rx_cq_len, strerror(err));
-        status = strand_errno_status(err);
-        goto err;
+        return strand_errno_status(err);
     }
-    self->have_rx_cq = 1;
-    self->tx_cqe_shift = strand_cqe_shift(tx_cq->dv.cqe_size);
-    self->rx_cqe_shift = strand_cqe_shift(self->rx_cq.dv.cqe_size);
-    if ((self->tx_cqe_shift == 0) || (self->rx_cqe_shift == 0)) {
+    iface->have_rx_cq   = 1;
+    iface->tx_cqe_shift = strand_cqe_shift((*tx_cq_p)->dv.cqe_size);
+    iface->rx_cqe_shift = strand_cqe_shift(iface->rx_cq.dv.cqe_size);
+    if ((iface->tx_cqe_shift == 0) || (iface->rx_cqe_shift == 0)) {
         ucs_error("%s: CQEs of %u/%u bytes are not supported (64 or 128)",
-                  dev->info.name, tx_cq->dv.cqe_size,
-                  self->rx_cq.dv.cqe_size);
-        status = UCS_ERR_UNSUPPORTED;
-        goto err;
+                  dev->info.name, (*tx_cq_p)->dv.cqe_size,
+                  iface->rx_cq.dv.cqe_size);
+        return UCS_ERR_UNSUPPORTED;
     }
+    return UCS_OK;
+}
 
-    err = dev->ops->create_td(dev, &self->td);
+/* The thread domain every send queue is made on: without one this
+ * interface's doorbells could share a BlueFlame register with another
+ * thread's (torn WQEs on a NIC). */
+static ucs_status_t strand_iface_open_td(strand_iface_t *iface)
+{
+    int err = iface->dev->ops->create_td(iface->dev, &iface->td);
+
     if (err != 0) {
-        /* without one this interface's doorbells could share a BlueFlame
-         * register with another thread's: torn WQEs on a NIC */
         ucs_error("%s: failed to allocate a thread domain (ibv_alloc_td: "
                   "%s): %s needs a BlueFlame register per interface",
-                  dev->info.name, strerror(err), tl_name);
-        status = strand_errno_status(err);
-        goto err;
+                  iface->dev->info.name, strerror(err), iface->tl_name);
+        return strand_errno_status(err);
     }
-    self->have_td = 1;
+    iface->have_td = 1;
+    return UCS_OK;
+}
 
-    status = strand_tag_create_srq(self, config, params);
-    if (status != UCS_OK) {
-        goto err;
+/* The send buffers, and the landing zone of non-fetching atomics. */
+static ucs_status_t
+strand_iface_open_tx_pool(strand_iface_t *iface,
+                          const strand_iface_config_t *config)
+{
+    uct_iface_mpool_config_t mp_config = config->common.tx_mp;
+    ucs_status_t status;
+
+    if (mp_config.bufs_grow == 0) {
+        mp_config.bufs_grow = 128;
     }
-
-    status = strand_rx_init(self, params);
-    if (status != UCS_OK) {
-        goto err;
-    }
-
-    status = uct_iface_mpool_init(&self->super, &self->tx_mp,
+    status = uct_iface_mpool_init(&iface->super, &iface->tx_mp,
                                   sizeof(strand_tx_desc_t) +
                                   config->common.seg_size + STRAND_TX_SLACK,
                                   sizeof(strand_tx_desc_t),
@@ -823,48 +824,116 @@ UCS_CLASS_INIT_FUNC(strand_iface_t, uct_md_h uct_md, uct_worker_h worker,
                                   mp_config.bufs_grow, strand_tx_desc_init,
                                   "strand_tx");
     if (status != UCS_OK) {
+        return status;
+    }
+    iface->have_tx_mp = 1;
+    iface->scratch    = ucs_mpool_get(&iface->tx_mp);
+    return (iface->scratch == NULL) ? UCS_ERR_NO_MEMORY : UCS_OK;
+}
+
+/* How the send queues are made (the transport adds its own attributes:
+ * a DCI's streams). */
+static void strand_iface_sq_attr(strand_iface_t *iface,
+                                 const strand_iface_config_t *config,
+                                 strand_dev_cq_t *tx_cq)
+{
+    strand_dev_dci_attr_t *attr = &iface->sq_attr;
+
+    memset(attr, 0, sizeof(*attr));
+    attr->td            = &iface->td;
+    attr->send_cq       = tx_cq;
+    attr->max_send_wr   = config->common.tx_queue_len;
+    attr->max_send_sge  = iface->config.max_sge;
+    attr->max_inline    = config->common.max_inline;
+    attr->timeout       = strand_timeout_code(config->common.timeout);
+    attr->retry_cnt     = config->common.retry_count;
+    attr->rnr_retry     = config->common.rnr_retry_count;
+    attr->max_rd_atomic = ucs_max(1, ucs_min(iface->dev->caps.max_rd_atomic,
+                                             16));
+}
+
+/* The shared interface of a transport (tl: its part, ops: its UCT
+ * operations): the receive side, the send CQs and send queue slots,
+ * endpoint operations and recovery. `config` is the transport's
+ * configuration as the shared code reads it. */
+UCS_CLASS_INIT_FUNC(strand_iface_t, uct_md_h uct_md, uct_worker_h worker,
+                    const uct_iface_params_t *params,
+                    const uct_iface_config_t *tl_config,
+                    const strand_iface_config_t *config,
+                    const strand_tl_ops_t *tl, uct_iface_ops_t *ops)
+{
+    strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
+    strand_dev_cq_t *tx_cq;
+    ucs_status_t status;
+
+    status = strand_iface_check_params(md->dev, tl->name, params);
+    if (status != UCS_OK) {
+        return status;
+    }
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops,
+                              &strand_iface_internal_ops, uct_md, worker,
+                              params, tl_config
+                              UCS_STATS_ARG((params->field_mask &
+                                             UCT_IFACE_PARAM_FIELD_STATS_ROOT) ?
+                                            params->stats_root : NULL)
+                              UCS_STATS_ARG(tl->name));
+
+    /* UCS_CLASS_NEW hands out malloc'ed memory: every field below the
+     * superclass starts at zero, so that the release path knows what
+     * exists and counters start where the device starts */
+    memset(UCS_PTR_BYTE_OFFSET(self, sizeof(self->super)), 0,
+           sizeof(*self) - sizeof(self->super));
+    self->md         = md;
+    self->dev        = md->dev;
+    self->tl         = tl;
+    self->tl_name    = tl->name;
+    self->cfg_prefix = tl->cfg_prefix;
+    ucs_arbiter_init(&self->arbiter);
+    ucs_list_head_init(&self->eps);
+
+    status = strand_iface_configure(self, config, params);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = UCS_STATS_NODE_ALLOC(&self->stats, &strand_iface_stats_class,
+                                  self->super.stats, "-%p", self);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = strand_iface_open_cqs(self, config, &tx_cq);
+    if (status == UCS_OK) {
+        status = strand_iface_open_td(self);
+    }
+    if (status == UCS_OK) {
+        status = strand_tag_create_srq(self, config, params);
+    }
+    if (status == UCS_OK) {
+        status = strand_rx_init(self, params);
+    }
+    if (status == UCS_OK) {
+        status = strand_iface_open_tx_pool(self, config);
+    }
+    if (status != UCS_OK) {
         goto err;
     }
-    self->have_tx_mp = 1;
-    self->scratch    = ucs_mpool_get(&self->tx_mp);
-    if (self->scratch == NULL) {
-        status = UCS_ERR_NO_MEMORY;
-        goto err;
-    }
-
-    self->min_rnr_timer    = strand_rnr_code(config->common.rnr_timeout);
-
-    memset(&self->sq_attr, 0, sizeof(self->sq_attr));
-    self->sq_attr.td            = &self->td;
-    self->sq_attr.send_cq       = tx_cq;
-    self->sq_attr.max_send_wr   = config->common.tx_queue_len;
-    self->sq_attr.max_send_sge  = self->config.max_sge;
-    self->sq_attr.max_inline    = config->common.max_inline;
-    self->sq_attr.timeout       = strand_timeout_code(config->common.timeout);
-    self->sq_attr.retry_cnt     = config->common.retry_count;
-    self->sq_attr.rnr_retry     = config->common.rnr_retry_count;
-    self->sq_attr.max_rd_atomic = ucs_max(1, ucs_min(dev->caps.max_rd_atomic,
-                                                      16));
+    strand_iface_sq_attr(self, config, tx_cq);
     status = strand_txq_pool_init(self);
-    if (status != UCS_OK) {
-        goto err;
+    if (status == UCS_OK) {
+        status = strand_iface_integrity_init(self, config);
     }
-    status = strand_iface_integrity_init(self, config);
-    if (status != UCS_OK) {
-        goto err;
+    if (status == UCS_OK) {
+        status = strand_fc_init(self, config->fc_enable, config->fc_wnd_size,
+                                config->fc_soft_thresh,
+                                strand_fc_req_timeout(config));
     }
-    status = strand_fc_init(self, config->fc_enable, config->fc_wnd_size,
-                               config->fc_soft_thresh,
-                               strand_fc_req_timeout(config));
     if (status != UCS_OK) {
         goto err;
     }
     self->have_fc = 1;
 
-    ucs_debug("%s: %s iface %p: lid %u, %u %s, seg %zu",
-              dev->info.name, tl_name, self, dev->caps.lid,
-              self->num_txqs, tl->sqs_word,
-              self->config.seg_size);
+    ucs_debug("%s: %s iface %p: lid %u, %u %s, seg %zu", self->dev->info.name,
+              tl->name, self, self->dev->caps.lid, self->num_txqs,
+              tl->sqs_word, self->config.seg_size);
     return UCS_OK;
 
 err:

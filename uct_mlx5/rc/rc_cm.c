@@ -1041,17 +1041,80 @@ static ucs_status_t strand_rc_cm_config(uct_md_h md,
     return UCS_OK;
 }
 
+/* The companion interface, opened as uct_iface_open opens any, on
+ * rc_strand's device. */
+static ucs_status_t
+strand_rc_cm_companion_open(strand_rc_cm_t *cm, uct_worker_h worker,
+                            const uct_iface_params_t *params,
+                            const strand_iface_config_t *rc_config)
+{
+    uct_md_h md = &cm->iface->md->super;
+    uct_iface_params_t cm_params;
+    uct_iface_config_t *config;
+    ucs_status_t status;
+
+    status = strand_rc_cm_config(md, rc_config, &config);
+    if (status != UCS_OK) {
+        return status;
+    }
+    memset(&cm_params, 0, sizeof(cm_params));
+    cm_params.field_mask        = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                  UCT_IFACE_PARAM_FIELD_DEVICE |
+                                  UCT_IFACE_PARAM_FIELD_RX_HEADROOM |
+                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS |
+                                  UCT_IFACE_PARAM_FIELD_FEATURES;
+    cm_params.open_mode         = UCT_IFACE_OPEN_MODE_DEVICE;
+    cm_params.mode.device       = params->mode.device;
+    cm_params.mode.device.tl_name = STRAND_RC_CM_TL_NAME;
+    cm_params.rx_headroom       = 0;
+    cm_params.err_handler       = strand_rc_cm_peer_failed;
+    cm_params.err_handler_arg   = cm;
+    cm_params.err_handler_flags = 0;
+    cm_params.features          = UCT_IFACE_FEATURE_AM;
+    status = uct_iface_open(md, worker, &cm_params, config, &cm->dc);
+    uct_config_release(config);
+    return status;
+}
+
+/* The companion's addresses: their lengths, and the manager's own key. */
+static ucs_status_t strand_rc_cm_companion_addr(strand_rc_cm_t *cm)
+{
+    uint8_t dev_addr[STRAND_FC_PEER_LEN], iface_addr[STRAND_FC_PEER_LEN];
+    uct_iface_attr_t attr;
+    ucs_status_t status;
+
+    status = uct_iface_query(cm->dc, &attr);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (attr.iface_addr_len + attr.device_addr_len > STRAND_FC_PEER_LEN) {
+        ucs_error("%s: rc_strand: the connection manager's addresses (%zu "
+                  "bytes) do not fit its messages", cm->iface->dev->info.name,
+                  attr.iface_addr_len + attr.device_addr_len);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    cm->dc_iface_addr_len = attr.iface_addr_len;
+    cm->dc_dev_addr_len   = attr.device_addr_len;
+    status = uct_iface_get_device_address(cm->dc,
+                                          (uct_device_addr_t*)dev_addr);
+    if (status == UCS_OK) {
+        status = uct_iface_get_address(cm->dc, (uct_iface_addr_t*)iface_addr);
+    }
+    if (status == UCS_OK) {
+        cm->self = strand_rc_cm_key(cm, (const uct_device_addr_t*)dev_addr,
+                                    (const uct_iface_addr_t*)iface_addr);
+    }
+    return status;
+}
+
 ucs_status_t strand_rc_cm_open(strand_iface_t *iface, uct_worker_h worker,
                                const uct_iface_params_t *params,
                                const uct_iface_config_t *tl_config,
                                const strand_iface_config_t *rc_config,
                                strand_rc_cm_t **cm_p)
 {
-    uint8_t dev_addr[STRAND_FC_PEER_LEN], iface_addr[STRAND_FC_PEER_LEN];
-    uct_iface_config_t *config;
-    uct_iface_params_t cm_params;
-    uct_iface_attr_t attr;
-    uct_iface_h dc;
     strand_rc_cm_t *cm;
     ucs_status_t status;
 
@@ -1068,65 +1131,21 @@ ucs_status_t strand_rc_cm_open(strand_iface_t *iface, uct_worker_h worker,
     kh_init_inplace(strand_rc_cm_conns, &cm->conns);
     kh_init_inplace(strand_rc_cm_responders, &cm->responders);
 
-    status = strand_rc_cm_config(&iface->md->super, rc_config, &config);
+    status = strand_rc_cm_companion_open(cm, worker, params, rc_config);
     if (status != UCS_OK) {
         goto err;
     }
-    memset(&cm_params, 0, sizeof(cm_params));
-    cm_params.field_mask      = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                UCT_IFACE_PARAM_FIELD_DEVICE |
-                                UCT_IFACE_PARAM_FIELD_RX_HEADROOM |
-                                UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                                UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                                UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS |
-                                UCT_IFACE_PARAM_FIELD_FEATURES;
-    cm_params.open_mode       = UCT_IFACE_OPEN_MODE_DEVICE;
-    cm_params.mode.device     = params->mode.device;
-    cm_params.mode.device.tl_name = STRAND_RC_CM_TL_NAME;
-    cm_params.rx_headroom     = 0;
-    cm_params.err_handler     = strand_rc_cm_peer_failed;
-    cm_params.err_handler_arg = cm;
-    cm_params.err_handler_flags = 0;
-    cm_params.features        = UCT_IFACE_FEATURE_AM;
-    status = uct_iface_open(&iface->md->super, worker, &cm_params, config,
-                            &dc);
-    uct_config_release(config);
-    if (status != UCS_OK) {
-        goto err;
-    }
-    cm->dc = dc;
-    status = uct_iface_query(dc, &attr);
-    if (status != UCS_OK) {
-        goto err_close;
-    }
-    if (attr.iface_addr_len + attr.device_addr_len > STRAND_FC_PEER_LEN) {
-        ucs_error("%s: rc_strand: the connection manager's addresses (%zu "
-                  "bytes) do not fit its messages", iface->dev->info.name,
-                  attr.iface_addr_len + attr.device_addr_len);
-        status = UCS_ERR_UNSUPPORTED;
-        goto err_close;
-    }
-    cm->dc_iface_addr_len = attr.iface_addr_len;
-    cm->dc_dev_addr_len   = attr.device_addr_len;
-    status = uct_iface_set_am_handler(dc, STRAND_RC_CM_AM_ID,
-                                      strand_rc_cm_am_cb, cm, 0);
+    status = strand_rc_cm_companion_addr(cm);
     if (status == UCS_OK) {
-        status = uct_iface_get_device_address(dc,
-                                              (uct_device_addr_t*)dev_addr);
+        status = uct_iface_set_am_handler(cm->dc, STRAND_RC_CM_AM_ID,
+                                          strand_rc_cm_am_cb, cm, 0);
     }
     if (status == UCS_OK) {
-        status = uct_iface_get_address(dc, (uct_iface_addr_t*)iface_addr);
+        status = strand_rc_cm_wait_init(cm);
     }
-    if (status != UCS_OK) {
-        goto err_close;
+    if (status == UCS_OK) {
+        status = strand_rc_cm_async_init(cm);
     }
-    cm->self = strand_rc_cm_key(cm, (const uct_device_addr_t*)dev_addr,
-                                (const uct_iface_addr_t*)iface_addr);
-    status   = strand_rc_cm_wait_init(cm);
-    if (status != UCS_OK) {
-        goto err_close;
-    }
-    status = strand_rc_cm_async_init(cm);
     if (status != UCS_OK) {
         goto err_close;
     }
@@ -1135,7 +1154,7 @@ ucs_status_t strand_rc_cm_open(strand_iface_t *iface, uct_worker_h worker,
 
 err_close:
     strand_rc_cm_wait_cleanup(cm);
-    uct_iface_close(dc);
+    uct_iface_close(cm->dc);
 err:
     kh_destroy_inplace(strand_rc_cm_peers, &cm->peers);
     kh_destroy_inplace(strand_rc_cm_conns, &cm->conns);
