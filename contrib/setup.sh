@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # strand setup: installs every build/test dependency from Debian's packages and
 # unpacks the UCX source package (internal headers) into a build-local,
 # git-ignored directory. Idempotent: safe to run again.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * strand's UCT component, for the programs that drive strand through UCT
  * (strand-hwcheck, the multi-process peers of the tests and benchmarks):

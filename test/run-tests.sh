@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs every strand test suite (gtest and shell level), lists what failed
 # and what was skipped, and ends with one line
 #   N passed, N failed, N skipped

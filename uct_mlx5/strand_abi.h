@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ABI guard: the plugin is compiled against the internal headers of one UCX
  * version and must refuse to register into any other one.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The device's asynchronous events: read on UCX's async thread as soon as
  * the device's event fd is readable (rdma-core wants every event read and

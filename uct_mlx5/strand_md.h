@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The strand memory domain: one per (hardware or software) mlx5 device.
  * Registers memory through the device layer, with UCX's registration cache

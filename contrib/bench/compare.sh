@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # dc_strand against UCX's own transports on this machine, in one run:
 #   contrib/bench/compare.sh [--quick] [--repeat N] [--budget S] [--logs DIR]
 # ucx_perftest server/client pairs over dc_strand (software device, through

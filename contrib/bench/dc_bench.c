@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_bench MODE [ARGS]: message rates of dc_strand endpoints in one hub
  * process toward forked peer processes (test/uct/peers_*: the peers check

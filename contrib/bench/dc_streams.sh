@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # DCI streams, measured in one run (make bench-streams):
 #   contrib/bench/dc_streams.sh [--secs S] [--runs N] [--quick]
 # with dc_bench (multi-process: a hub and forked peers on the software

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # What integrity-checked GETs cost on the good path (make bench-integrity):
 #   contrib/bench/integrity.sh [--iters N] [--rounds R] [--tls "dc_strand rc_strand"]
 # UCP rendezvous latency (ucx_perftest tag_lat) for 64 KiB .. 4 MiB, no

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Two builds of the plugin side by side: UCP tag_bw (or any ucx_perftest
 # test) over dc_strand at a range of sizes, the two plugins alternated run
 # by run in one script, best of R runs of each. For changes that move

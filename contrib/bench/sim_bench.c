@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Benchmark of the software mlx5 device against bare shared memory, measured
  * in one run between the same two processes (one per core):

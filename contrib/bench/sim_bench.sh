@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The software device against bare shared memory, measured in one run:
 #   contrib/bench/sim_bench.sh [--iters N] [--rounds R] [--mb M] [--msgs K]
 # (make bench-sim builds and runs it). Prints a table and the two targets.

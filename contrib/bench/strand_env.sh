@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Sourced by the benchmark scripts (after they set `here`, their own
 # directory): `run` becomes the strand-run to start programs with (the
 # build tree's, the one next to the scripts, or the installed one; empty

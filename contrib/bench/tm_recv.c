@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Receive-heavy matching, Open MPI over UCP (make bench-tm, tm_recv.sh):
  * rank 1 pre-posts NPOSTED receives from rank 0 with tags 0..NPOSTED-1;

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Receiver CPU per message for a receive-heavy pattern, tag matching on
 # (UCX_DC_STRAND_TM_ENABLE=y) against off (UCP's own matching), in one run
 # (make bench-tm):

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Rendezvous under UCP, hardware (the receiver's device reads the data and
 # sends the FIN; UCX_DC_STRAND_TM_ENABLE=y) against UCP's software
 # rendezvous (RTS, RDMA GET by the receiver's transport, ATS; tag matching

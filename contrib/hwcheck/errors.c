@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * An error on purpose: a PUT with the key of a registration that is gone,
  * on an endpoint of its own, while a second endpoint on the same interface

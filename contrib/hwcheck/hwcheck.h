@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * strand-hwcheck: checks a machine's mlx5 NIC (or, with --sim, the software
  * device) for strand and prints one report. What its files share:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The NIC as the kernel and rdma-core show it, before the plugin is asked
  * anything: the device in sysfs and its driver, the verbs device, port 1

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * strand_hwcheck: the program contrib/strand-hwcheck runs through
  * strand-run (which loads the plugin). The machine first, without the

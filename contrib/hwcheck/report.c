@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The report: a header (host, versions, plugin, device), a line per check
  * (its name, then ok / off (why) / FAIL (what)), a summary and what to

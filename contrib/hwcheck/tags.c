@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Tag-matching offload: a pair opened with TM_ENABLE=try and the
  * unexpected-message callbacks (without them a transport turns tags off).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Loopback traffic over a pair: active messages, PUT, GET and atomics in
  * every flavour the sending interface advertises (uct_iface_query), each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * UCT through the strand plugin, as strand's own test programs drive it:
  * the component, an MD on the device, a worker, pairs of interfaces of one

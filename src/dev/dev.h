@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The device layer: one table of control operations with two backends,
  * `hw` (rdma-core libibverbs + mlx5dv) and `sim` (the software mlx5 device).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The `hw` backend: the device layer over rdma-core (libibverbs + mlx5dv).
  * Queues are handed to the data path through mlx5dv_init_obj, exactly the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Internals of the `hw` device backend shared by its files (rdma-core).
  */

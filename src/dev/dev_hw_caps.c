@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Capabilities of a hardware mlx5 device, queried, never assumed (spec
  * section 9): verbs device and port attributes, the GID table, DCI stream

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Where a hardware device sits in the machine: its PCI address, NUMA node
  * and nearby CPUs, from hwloc's topology (with I/O objects), or from sysfs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What a hardware port is worth to the transport's estimates: latency,
  * bandwidth and overheads of a DC message from the port's active speed,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Ringing a device QP's doorbell: the mlx5 doorbell record and register
  * (mlx5/sq.h), then the QP's kick, which makes the software device run the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The `sim` backend: the device layer over the software mlx5 device.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Memory barriers of the mlx5 data path (the roles rdma-core calls
  * udma_to_device_barrier / udma_from_device_barrier / mmio_wc_start /

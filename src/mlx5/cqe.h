@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * CQE parsing (spec sections 3 and 9): CQEs of 64 or 128 bytes in a ring of
  * cqe_cnt (a power of two) entries; software owns entry ci when its opcode is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Send doorbell (spec section 1): make the WQEs visible, publish the
  * producer index in the doorbell record, then write the first 8 bytes of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The send queue of one QP as the poster sees it: geometry, producer index,
  * ctrl segment, doorbell record and the MMIO write that tells the device.

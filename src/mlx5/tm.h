@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Tag matching on the wire and in WQEs (spec section 4): the TAG_MATCHING
  * list-operation segment, and the headers a tagged SEND starts with (TMH;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mlx5 send/receive WQE segment builders: one small inline function per
  * segment. Layouts are the ones of <infiniband/mlx5dv.h>; every multi-byte

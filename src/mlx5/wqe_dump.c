@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A send WQE in one line, for trace logs (wqe_dump.h).
  */

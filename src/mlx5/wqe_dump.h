@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A send WQE in one line, for trace logs (the transport logs every WQE it
  * posts at UCX's TRACE_DATA level, like UCX's own mlx5 transports; with a

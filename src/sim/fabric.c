@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The fabric segment: a header (attachments, LID allocation, guarded by a
  * robust process-shared mutex) and SIM_FABRIC_MAX_PORTS ports, each with a

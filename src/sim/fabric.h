@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The software device's wire: processes on one host share a memory segment
  * (/dev/shm/<name>) in which every attached NIC port has an inbound packet

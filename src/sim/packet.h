@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Packets of the software device, modelled on InfiniBand's transport
  * headers: BTH (opcode, PSN, destination QP/DCT), RETH (va, rkey, length),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Internal objects of the software mlx5 device. Layouts of everything the
  * user sees (WQEs, CQEs, doorbell records) come from mlx5dv.h; what is here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * BlueFlame registers (spec section 9). A QP's doorbell goes to a register
  * of a UAR: rdma-core lets QPs created without a thread domain share the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A cheap monotonic clock for the software device's hot paths (every CQ
  * poll and packet reads it; clock_gettime was a third of a ping-pong's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Completer: ACKs, NAKs, read and atomic responses -> WQE results; timers
  * and retries; error policy (QP to ERR, or only the DCI stream); CQEs in SQ

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Completion queues: a ring of 64-byte mlx5 CQEs owned by the user, written
  * by the device with the owner bit flipping every pass; arming through the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Checksums of block signatures (sim_crc.h). Table-driven, with the SSE4.2
  * crc32 instruction for CRC32C where the CPU has it: a NIC checks blocks at

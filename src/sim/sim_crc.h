@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The checksums of block signatures (mlx5dv_wr_set_mkey_sig_block(3)),
  * computed incrementally so a block can be checked as its bytes arrive:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The software device's context: configuration, fabric port, the engine
  * lock, the progress thread and asynchronous events.

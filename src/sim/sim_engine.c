@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The engine loop: inbound packets to the responder or the completer,
  * timers, and the outbound path with fault injection.

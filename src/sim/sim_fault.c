@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Fault injection, configured by STRAND_SIM_FAULTS, a comma-separated list:
  *   drop=P        drop a fraction P (0..1) of outbound packets

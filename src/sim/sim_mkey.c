@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Indirect and signature mkeys (sim_sig.h): creation, the configuration
  * mlx5dv_wr_mkey_configure(3) and its setters apply, the checks an

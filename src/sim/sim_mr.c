@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Protection domains and memory regions: keys, access rights, bounds.
  * lkey == rkey as on mlx5: (table index << 8) | a per-device variant byte.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One-copy transfers (docs/software-device.md, "Large transfers in one
  * copy"): the data of a large RDMA WRITE or READ moves with one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One-copy transfers of large RDMA WRITEs and READs between the processes
  * on the fabric (sim_onecopy.c).

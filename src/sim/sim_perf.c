@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What a message costs on the software device, for the transport's
  * estimates (smlx5_query_perf): measured once per process on a private

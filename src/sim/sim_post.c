@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The provider side of the software device: ibv_post_send / ibv_post_recv /
  * ibv_post_srq_recv as rdma-core's mlx5 provider does them (spec sections 1,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Provider side of the software device's queues (sim_post.c): what the
  * object code (create_srq, poll_cq) needs from the SRQ free list.

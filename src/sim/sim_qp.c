@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Queue pairs (RC, DCI, DCT): creation, the mlx5dv view, and the QP state
  * machine of spec section 7 with the required / optional attributes of each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Requester: turns the WQEs of a send queue into packets.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Responder: request packets -> memory, receive WQEs and CQEs; answers with
  * ACK, NAK (RNR, PSN sequence, invalid request, remote access), read

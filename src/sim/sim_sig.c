@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Data through indirect and signature mkeys (sim_sig.h): the device's part
  * of mlx5dv_wr_set_mkey_sig_block(3). Going from a domain with a signature

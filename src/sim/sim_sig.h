@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Indirect and signature mkeys of the software device (sim_mkey.c: the
  * objects and their configuration; sim_sig.c: data through them).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Shared receive queues (mlx5 linked-list SRQ) and the device side of
  * receive queues: which receive WQE the next inbound SEND lands in.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Tag matching of the software device (spec section 4, seed page
  * ibv_post_srq_ops.3): a tag-matching SRQ keeps a list of tags, changed by

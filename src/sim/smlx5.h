@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * smlx5: the software mlx5 device, control API.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mpi_check: MPI point-to-point, collectives and one-sided communication,
  * every received byte checked. Run with any number of ranks >= 2; every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Many outstanding receives per rank, checked byte for byte: the pattern
  * tag matching (software or the device's) must get right.

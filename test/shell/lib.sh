@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Helpers for shell-level tests. Every result is one TAP line:
 #   ok - NAME            passed
 #   not ok - NAME        failed

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The comparison benchmark still runs end to end (a smoke test: one short
 # run per pair, no callgrind; the figures come from `make bench-compare`).
 # Fails when the benchmark fails (a ucx_perftest run that errors, a crash,

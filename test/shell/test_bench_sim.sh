@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The device benchmark still runs end to end (tiny sizes: a smoke test; the
 # figures themselves come from `make bench-sim`). Fails when the benchmark
 # fails (exit status, crash, timeout) or a figure is missing or not a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # configure refuses a missing or mismatched UCX source tree with one line
 # that names the fix.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ucx_info sees the dc_strand transport, its configuration and its errors.
 . "$(dirname "$0")/lib.sh"
 export STRAND_SIM_FABRIC="dc_info_$$"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # DCI streams, multi-process (test/uct/dc_peers.c): a hub with many
 # endpoints to peer processes it forks; a bad key or killed peers fail only
 # the endpoints they concern, in time; every other endpoint's active

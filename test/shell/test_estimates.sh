@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # UCP's protocol thresholds follow the estimates the device gives: with
 # STRAND_SIM_PERF the software device reports fixed latency, bandwidth and
 # overhead, and ucx_info's endpoint configuration (eager zcopy and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # strand-hwcheck: the software device's report (--sim) has an ok line for
 # everything the device offers, an off line (never ok) for what a device
 # without it lacks, and FAIL lines for damaged bytes; without a NIC the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # make install puts the module where UCX's modules live, also under the
 # name UCX >= 1.22 loads (libuct_strand.so.0), and strand-run into bin/.
 . "$(dirname "$0")/lib.sh"

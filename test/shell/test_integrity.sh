@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Integrity-checked GETs under UCP and Open MPI: the software device damages
 # 1% of the 512-byte blocks of every READ's data past the link CRC
 # (STRAND_SIM_FAULTS sdc_read=0.01). With UCX_DC_STRAND_INTEGRITY (in the rc

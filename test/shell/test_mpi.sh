@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Open MPI over dc_strand (rc_strand in the rc mode): pml ucx and osc ucx,
 # 2 and 4 ranks on one
 # software fabric, running test/mpi/mpi_check.c (point-to-point, wildcards,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ucx_perftest over dc_strand (rc_strand in the rc mode) on the software device: UCT-level latency,
 # bandwidth and atomics, and UCP tag matching (alone and with self) up to
 # 16 MiB. Server and client are two processes on one software fabric.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # OpenSHMEM over dc_strand (rc_strand in the rc mode): Open MPI's oshmem with spml ucx, 2 and 4 PEs on
 # one software fabric, running test/shmem/shmem_check.c (putmem/getmem 1 B ..
 # 4 MiB blocking and nbi, long_p/g, atomics hammering one counter, barrier,

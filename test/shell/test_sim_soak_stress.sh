@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Soak (make check-stress): the multi-process data-integrity tests of the
 # software device under heavy injected faults, over many seeds.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The UCS statistics counters of dc_strand (uct_mlx5/dc/dc_stats.h) are
 # compiled out with this machine's UCX (built without statistics); the
 # transport must still compile against a UCX that has them.

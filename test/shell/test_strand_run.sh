@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # strand-run: preloading for plain commands, rank-only preloading and MCA
 # defaults for mpirun/oshrun, clear errors.
 . "$(dirname "$0")/lib.sh"

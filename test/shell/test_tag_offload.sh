@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Hardware tag matching under UCP and Open MPI (UCX_DC_STRAND_TM_ENABLE=y;
 # in the rc mode rc_strand and UCX_RC_STRAND_TM_ENABLE=y): ucx_perftest
 # tag_lat and tag_bw from 8 B to 16 MiB, and Open MPI -np 4 running

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # UCP over dc_strand (rc_strand in the rc mode) with test/ucp/ucp_check.c: every byte of tag (eager
 # and rendezvous, expected and unexpected), stream, active message, PUT/GET
 # and atomic traffic checked; and peer failure: a rank killed mid-traffic

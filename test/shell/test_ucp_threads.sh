@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # UCP with 4 workers in 4 threads of one process on each side (spec section
 # 9, BlueFlame registers): 10k tagged messages each way per worker, eager
 # and rendezvous, every byte checked, on dc_strand and rc_strand. The

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # A blocking UCP program over dc_strand or rc_strand (test/ucp/ucp_wakeup.c): a 10000
 # iteration ping-pong where both sides sleep on the worker's event fd
 # whenever progress finds nothing. It must neither hang (every wait has a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # strand-run makes the installed UCX see the strand component.
 . "$(dirname "$0")/lib.sh"
 

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # UCX's own uct test suite (UCX 1.13.1's test/gtest/uct, built by
 # test/ucx/build-ucx-gtest.sh) on dc_strand, rc_strand and the strand
 # memory domain: one TAP line per UCX test (its own skips are skips, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shmem_check: OpenSHMEM acceptance test, every value checked.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ucp_check: UCP over whatever UCX_TLS selects, every received byte checked.
  *

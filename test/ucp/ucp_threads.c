@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ucp_threads: UCP with several workers in several threads of one process,
  * over whatever UCX_TLS selects, every received byte checked.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A UCP ping-pong driven only by events: each side sleeps in poll() on the
  * worker's event fd after ucp_worker_arm() whenever progress finds nothing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The interface parameters every dc_strand test opens with: device mode on
  * the software device's port, with an error handler. Shared by the gtest

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_peers SCENARIO: the DCI-stream acceptance scenarios, multi-process,
  * every message and byte counted (peers.h). Prints one TAP line per check

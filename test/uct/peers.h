@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_peers: one hub process with many dc_strand endpoints to a fleet of
  * peer processes it forks, each its own NIC on the software fabric. The hub

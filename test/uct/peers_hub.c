@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_peers: the hub's traffic engine (peers_hub.h).
  */

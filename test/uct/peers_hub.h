@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_peers: the hub. It forks the peers, opens endpoints to them and runs
  * traffic on them: per endpoint a fixed cycle of active message (inline),

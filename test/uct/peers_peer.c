@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_peers: a peer process. It receives the hub's data messages and checks
  * each against what the endpoint's next one must be (its sequence number

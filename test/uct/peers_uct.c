@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_peers: UCT set-up of one process (the strand component, its MD on the
  * software NIC, a dc_strand interface), VFS reads and socket helpers.

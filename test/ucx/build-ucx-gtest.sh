@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # build-ucx-gtest.sh UCX_SRC OUT_DIR: UCX's own uct test suite (the uct part
 # of test/gtest of the UCX source tree that matches the installed UCX),
 # built against the installed UCX's libraries with Debian's build macros,

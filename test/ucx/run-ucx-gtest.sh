@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # run-ucx-gtest.sh GTEST LOGDIR [TL...]: UCX's own uct test suite (a binary
 # build-ucx-gtest.sh made) on strand's transports, each test in a process
 # of its own under a time limit, so that a hang or a crash is reported by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_strand endpoint operations: active messages (SEND), PUT (RDMA WRITE),
  * GET (RDMA READ), device atomics (standard and masked), flush, fence and
@@ -1083,9 +1084,9 @@ strand_ep_wait_room(strand_iface_t *iface, strand_ep_t *ep)
     return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
 }
 
-/* An ep without a lease that waits for room on one DCI (its destination's, see
- * strand_dc_policy_choose), not for any DCI: it is in that DCI's
- * waiters. */
+/* An ep without a lease that waits for room on one send queue (the
+ * transport chose it: dc_strand's policy keeps an ep on its destination's
+ * DCI), not for any: it is in that queue's waiters. */
 static int strand_ep_lease_waits(strand_iface_t *iface,
                                     strand_ep_t *ep)
 {

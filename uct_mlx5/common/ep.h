@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_strand endpoints: a DC target (LID + DCT number); a DCI is taken from
  * the interface's pool while the endpoint has outstanding work.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * How an operation of a dc_strand endpoint gets onto a DCI: resources
  * (flow-control credits, a DCI lease, a bounce buffer), the segments of an

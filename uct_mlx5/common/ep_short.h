@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The short operations' fast path (am_short, put_short), inlined into the
  * entry points each transport makes for its WQEs' address part

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_strand completion events: the interface's own completion channel, and
  * arming its CQs the way a direct-verbs user must (spec section 9): the arm

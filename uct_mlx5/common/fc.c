@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Receiver flow control: credit requests and grants (see fc.h for the
  * protocol).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Receiver flow control of dc_strand active messages (credits, as UCX's
  * DC FC). Every endpoint may have FC_WND_SIZE active messages in flight

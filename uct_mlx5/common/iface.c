@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The shared interface (iface.h): open/close, capabilities, progress,
  * flush and fence; its transport's part comes through iface->tl.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The interface both transports are made of: the receive side (an SRQ and
  * its ring, a receive CQ, tag matching), the send side (send CQs, the send

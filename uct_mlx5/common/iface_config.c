@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The options both transports have, with their help (iface_config.h).
  * Where the transports differ, the text says how.

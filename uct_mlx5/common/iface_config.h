@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The options both transports have (UCX_DC_STRAND_* and UCX_RC_STRAND_*):
  * defined once here, embedded in each transport's table (UCX's

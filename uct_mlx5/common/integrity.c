@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integrity-checked zero-copy GETs: signatures, the pieces a GET is read
  * in, the pool of landing mkeys, bad blocks and reads again (integrity.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integrity-checked zero-copy GETs (UCX_DC_STRAND_INTEGRITY): the data of a
  * GET leaves the sender through a signature mkey that adds a checksum to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integrity-checked GETs on dc_strand (dc_integrity.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integrity-checked GETs on dc_strand (UCX_DC_STRAND_INTEGRITY): the
  * transport's side of common/integrity.c. A GET of a peer's signed

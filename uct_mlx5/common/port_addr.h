@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The address of the device's port, as both transports give it to peers
  * (uct_iface_get_device_address: LID and subnet prefix on InfiniBand, GID

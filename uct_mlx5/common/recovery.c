@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Error completions: which endpoints fail, which flushed WQEs are held and
  * posted again, and when a stream or a DCI is reset (dc_recovery.h,

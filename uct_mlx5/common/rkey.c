@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The process's table of unpacked signing keys (rkey.h). rkey_unpack is a
  * component operation (no MD, no worker), so the table is the process's;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Remote keys as values (uct_rkey_t). A key comes from a peer, and UCP
  * hands the transports UCT_INVALID_RKEY for a buffer without registration:

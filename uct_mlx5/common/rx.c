@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Receive side of dc_strand: the SRQ behind the DCT, receive buffers from a
  * registered memory pool, and active message dispatch.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Statistics of dc_strand: UCS statistics counters, built in only when UCX
  * is built with statistics (ENABLE_STATS); otherwise every update below is

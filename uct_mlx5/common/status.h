@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What an error CQE means to a UCT user: its syndrome as a UCS status, as
  * UCX's mlx5 transports report them. Shared by every transport and by tag

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Hardware tag matching on the shared interface: see tag.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Hardware tag matching on the shared interface (UCX_*_STRAND_TM_ENABLE):
  * the tag-matching SRQ, the UCT tag API of endpoints (eager

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Hardware tag matching, the transport's side (written once for every
  * transport; it knows no DCI and no RC QP):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * DCIs: creation, the SQ's slots of outstanding WQEs, send completions
  * (matched to their WQE by QP number and WQE counter, so that CQEs of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A send queue (a transport's QP: a DCI, an RC QP): building and posting
  * WQEs, tracking every outstanding WQE until its CQE (in any order across

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_strand: the DC transport of the strand component (its types; the
  * interface's class and tables are dc_iface.h's).

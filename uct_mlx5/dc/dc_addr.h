@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_strand's interface address: the DCT number, and whether its messages
  * carry a tag-matching header; the address vector an endpoint puts in

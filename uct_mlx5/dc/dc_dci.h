@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_strand's DCIs: its send queues (common/txq.h), made at the
  * interface's open, the DCT beside them, reset after an error (the DCI, or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_strand's endpoints: the peer's DCT and the address vector to it, and
  * the short entry points for the interface's kind of address vector.

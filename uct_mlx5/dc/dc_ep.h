@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_strand's endpoints: what the shared endpoint (common/ep.h) needs of
  * the DC transport.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_strand's interface: its configuration, class, addresses, queries and
  * the operations tables (its part of the shared code: strand_dc_tl_ops).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_strand's interface: its class, UCT operations and its part of the
  * shared code (dc.h has the types).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The TX policy: leases of (DCI, stream) pairs (see dc_policy.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The TX policy of dc_strand: on which DCI, and which of its streams, an
  * endpoint posts (UCX_DC_STRAND_TX_POLICY).

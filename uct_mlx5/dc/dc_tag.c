@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_strand's rendezvous with hardware tag matching: the receiver's device
  * reads the data (RVH: the sender's buffer; RAVH: this interface's DCT, to

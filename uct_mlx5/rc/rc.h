@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rc_strand: the RC transport of the strand component. An endpoint has an
  * RC queue pair of its own, which the transport connects to a QP of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rc_strand's connection manager (rc_cm.h): requests, answers and
  * disconnects over a companion dc_strand interface, the responder QPs it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rc_strand's connection manager: it connects the RC QP of a new endpoint
  * to a QP of the peer interface by itself, so that rc_strand connects to an

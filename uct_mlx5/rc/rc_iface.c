@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rc_strand: configuration, capabilities, addresses, and endpoints whose QP
  * the connection manager connects (rc_iface.h, rc_cm.h).

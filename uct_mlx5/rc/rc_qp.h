@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rc_strand's send queues: an RC QP per endpoint, in a slot of the shared
  * code's send queues, the endpoint's for good (its part of the shared code,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rc_strand's rendezvous with tag matching (rc_rndv.h).
  */

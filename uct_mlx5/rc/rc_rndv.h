@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rc_strand's rendezvous with tag matching: the transport reads the data
  * itself, where dc_strand leaves it to the receiver's device.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The device layer as the transport drives it: discovery, a DCI and a DCT
  * on an SRQ through the `sim` backend, WQEs built with src/mlx5, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The hardware estimates (strand_dev_perf_from_port) from a table of port
  * attributes: IBTA lane rates and encodings, widths, MTUs, InfiniBand and

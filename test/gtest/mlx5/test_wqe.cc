@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * src/mlx5 data-path primitives against hand-computed bytes (spec sections
  * 1 and 3): WQE segment builders, SQ geometry, doorbell, CQE parsing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Helpers for tests that use the software device the way a direct-verbs
  * user does (spec section 9): CQEs parsed from the CQ buffer with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gtest fixture for the software device: one context, a PD, and an RC QP
  * pair in this process connected to each other (QP 0 is the requester,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Multi-process helpers for software-device tests: fork a peer process that
  * opens its own device (its own NIC on the shared fabric), and exchange

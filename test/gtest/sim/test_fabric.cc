@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The fabric under the software device: segment lifecycle, LIDs, packet
  * rings (loss-free, ordered per sender, bounded), wakeups, dead peers.

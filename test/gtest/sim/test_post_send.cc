@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * smlx5_post_send / smlx5_post_send_dc / smlx5_post_recv /
  * smlx5_post_srq_recv, statement by statement: the seed page

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * BlueFlame registers (spec section 9, docs/software-device.md "BlueFlame
  * registers"): QPs without a thread domain share the context's registers,

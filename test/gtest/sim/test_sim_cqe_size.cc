@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * CQE size and scatter-to-CQE (spec section 9):
  * - MLX5_CQE_SIZE is read as rdma-core's get_cqe_size does (providers/

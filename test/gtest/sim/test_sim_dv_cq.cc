@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The contract rdma-core keeps with a direct-verbs user about completion
  * queues (spec sections 3, 7 and 9), checked on CQ bytes:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Error paths of the software device (spec sections 3, 5, 7, 8): the right
  * syndrome for each cause, QP to ERR with everything flushed in order, DC

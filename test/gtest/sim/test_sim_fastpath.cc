@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The requester's fast path for single-packet inline WRITEs and SENDs
  * (src/sim/sim_req.c, docs/software-device.md "Fast path"): the same WQE

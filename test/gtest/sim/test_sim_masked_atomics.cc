@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Masked atomics (spec section 1), driven the way the transport drives the
  * device: WQEs built in place with the src/mlx5 builders, the doorbell rung,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Two and more processes on one fabric, each with its own software NIC:
  * every opcode with data checked byte for byte, RC and DC, one-sided

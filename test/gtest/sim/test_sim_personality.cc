@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Devices the software NIC can look like (spec section 9: "capabilities
  * come from the device, never constants"; "link layer"):

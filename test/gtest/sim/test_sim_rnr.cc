@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Receiver not ready (spec section 8: "no receive WQE -> RNR NAK with the
  * responder's min_rnr_timer; requester retries rnr_retry times (7 =

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Signature mkeys and signature pipelining on the software device.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The software device's tag-matching SRQ at the WQE/CQE level (spec
  * section 4, seed page ibv_post_srq_ops.3): list operations built by hand

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The dc_strand test fixture: two interfaces on one memory domain in one
  * process (one software NIC), connected to each other's DCT, driven through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The fixture of the tag-matching tests (test_dc_tag.cc: dc_strand, whose
  * receiver's device reads rendezvous; test_rc_tag.cc: rc_strand, whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The plugin's load-time ABI guard and its registration into libuct.
  */

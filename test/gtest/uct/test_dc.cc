@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_strand through UCX's public UCT API: active messages, PUT, GET and
  * device atomics checked byte for byte; flush, pending, reachability,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Taking work back: uct_ep_invalidate and uct_ep_flush(UCT_FLUSH_FLAG_CANCEL)
  * (uct.h; docs/errors.md "Cancelling"). An endpoint toward a peer that

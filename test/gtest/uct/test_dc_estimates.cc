@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The estimates UCP computes its protocol thresholds from (iface_query's
  * latency, bandwidth and overhead; estimate_perf's overheads) are the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_strand where a real ConnectX and rdma-core are less forgiving than a
  * naive device (spec section 9): send completions found by QP number, the

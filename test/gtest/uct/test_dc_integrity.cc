@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integrity-checked zero-copy GETs on dc_strand (UCX_DC_STRAND_INTEGRITY):
  * the signing key in every packed remote key, GETs at any offset and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * CQE moderation (UCX_DC_STRAND_TX_CQ_MODERATION): short operations ask
  * for a CQE only every N WQEs, a CQE completes every WQE before it, and an

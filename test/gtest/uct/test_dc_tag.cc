@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_strand with hardware tag matching (UCX_DC_STRAND_TM_ENABLE=y), through
  * the public UCT tag API, in the scenarios of UCX's own test_tag.cc: eager

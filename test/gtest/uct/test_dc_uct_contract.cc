@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dc_strand held to the UCT contract as UCX's own transports are (UCX's
  * test_p2p_am alignment, test_pending fairness and ordering, test_uct_ep

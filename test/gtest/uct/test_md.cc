@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The strand memory domain through UCX's public API: discovery of the
  * software device, registration (with and without the registration cache),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rc_strand through UCX's public UCT API: an interface address and
  * endpoints the transport connects itself (a QP per endpoint, a responder

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rc_strand with hardware tag matching (UCX_RC_STRAND_TM_ENABLE=y): the
  * device matches, and a rendezvous is read by the receiver's transport on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Remote keys are values (uct_mlx5/common/rkey.h, spec section 9): a key
  * comes from a peer, and UCP passes UCT_INVALID_RKEY for a buffer without

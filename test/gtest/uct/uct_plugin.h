@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The strand module as UCX sees it: loaded into this process (never
  * unloaded: UCX 1.13.1 cannot unregister a component) and found through
