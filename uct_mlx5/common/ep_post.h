@@ -1,45 +1,32 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * How an operation of a dc_strand endpoint gets onto a DCI: resources
- * (flow-control credits, a DCI lease, a bounce buffer), the segments of an
- * iov, and the post itself. Shared by the endpoint's operations (dc_ep.c)
- * and its tagged ones (dc_tag.c).
+ * How an operation of an endpoint gets onto a send queue: resources
+ * (flow-control credits, a lease, a bounce buffer), the segments of an
+ * iov, and the post itself (inline here; what is not, in ep_post.c, with
+ * the transport's own messages and what a refused operation returns).
+ * Shared by the endpoint's operations (ep_ops.c), its tagged ones (tag.c)
+ * and integrity-checked GETs.
  */
 #ifndef STRAND_EP_POST_H_
 #define STRAND_EP_POST_H_
 
-#include "ep.h"
-#include "txq.h"
+#include "ep_ready.h"
+#include "fc.h"
+#include "stats.h"
+#include "txq_pool.h"
 
 #include <ucs/datastruct/mpool.inl>
 
-/* The send queue of ep's lease when it may post on it now: leased, room in
- * the SQ, its lane healthy, nothing of ep waiting to be posted again, not
- * moving to another queue, and its quota (where one is) left while others
- * wait. */
-static UCS_F_ALWAYS_INLINE strand_txq_t *
-strand_ep_txq_ready(strand_iface_t *iface, strand_ep_t *ep)
-{
-    strand_txq_t *dci;
+/* ---------------------------------------------------------- resources */
 
-    if (ucs_unlikely(ep->txq == STRAND_TXQ_NONE)) {
-        return NULL;
-    }
-    dci = &iface->txqs[ep->txq];
-    if (ucs_unlikely(!strand_txq_has_room(iface, dci) ||
-                     (dci->lanes[ep->lane].state !=
-                      STRAND_LANE_OK) ||
-                     (dci->state != STRAND_TXQ_ACTIVE) ||
-                     (ep->held > 0) ||
-                     (ep->flags & STRAND_EP_FLAG_MOVING) ||
-                     (iface->txq_wanted &&
-                      (dci->posts >= iface->config.quota)))) {
-        return NULL;
-    }
-    return dci;
+/* whether a checked GET could start now (no integrity: always) */
+static UCS_F_ALWAYS_INLINE int
+strand_iface_integrity_can_start(const strand_iface_t *iface)
+{
+    return (iface->integrity.kind == STRAND_INTEGRITY_OFF) ||
+           strand_integrity_piece_available(&iface->integrity);
 }
 
-/* ---------------------------------------------------------- resources */
 
 static UCS_F_ALWAYS_INLINE int
 strand_ep_can_send(strand_iface_t *iface, strand_ep_t *ep)
@@ -56,28 +43,15 @@ static UCS_F_ALWAYS_INLINE ucs_status_t
 strand_ep_take_dci(strand_iface_t *iface, strand_ep_t *ep,
                       strand_txq_t **dci_p)
 {
-    ucs_status_t status;
-
-    strand_ep_tx_verify(iface, ep);
     if (ucs_unlikely(ep->flags & STRAND_EP_FLAG_FAILED)) {
         return ep->status;
     }
     *dci_p = strand_ep_txq_ready(iface, ep);
     if (ucs_likely(*dci_p != NULL)) {
+        strand_ep_tx_verify(iface, ep);
         return UCS_OK;
     }
-    status = iface->tl->sq_lease(iface, ep);
-    if (status == UCS_OK) {
-        *dci_p = strand_ep_txq_ready(iface, ep);
-        if (*dci_p != NULL) {
-            return UCS_OK;
-        }
-        status = UCS_ERR_NO_RESOURCE;
-    }
-    if (status == UCS_ERR_NO_RESOURCE) {
-        STRAND_EP_STAT(ep, DCI_WAIT);
-    }
-    return status;
+    return strand_ep_lease(iface, ep, dci_p);
 }
 
 /* The DCI for a user's operation: while the ep has pending requests, only
@@ -102,6 +76,7 @@ strand_ep_unlease_if_idle(strand_iface_t *iface,
 {
     if ((ep->outstanding == 0) && (ep->held == 0)) {
         iface->tl->sq_release(iface, ep);
+        strand_ep_tx_update(iface, ep);
     }
 }
 
@@ -135,16 +110,6 @@ strand_ep_check_packed(strand_iface_t *iface, strand_ep_t *ep,
     ucs_error("%s: %s: invalid %s length %zu (max_bcopy %zu)",
               iface->dev->info.name, iface->tl_name, what, length, max);
     return UCS_ERR_INVALID_PARAM;
-}
-
-/* Ctrl bytes 8-15 of ep's WQEs on dci with fm_ce_se and imm (as the WQE
- * carries it, network order): ep's stream id, from its readiness when it
- * is ready. */
-static UCS_F_ALWAYS_INLINE uint64_t
-strand_ep_ctrl_tail(const strand_ep_t *ep, const strand_txq_t *dci,
-                       uint8_t fm_ce_se, uint32_t imm)
-{
-    return strand_ctrl_tail(dci->lanes[ep->lane].id, fm_ce_se, imm);
 }
 
 /* ep posts one more WQE on dci (its slot claimed). */
@@ -480,5 +445,30 @@ void strand_ep_post_inline_send(strand_iface_t *iface,
                                    strand_ep_t *ep, strand_txq_t *dci,
                                    const struct ibv_sge *sge, unsigned n,
                                    uint8_t fm_se);
+
+/* an inline SEND of the transport's own (FC request/grant, keepalive):
+ * no flow control; UCS_ERR_NO_RESOURCE when no send queue or room */
+ucs_status_t strand_ep_send_ctrl(strand_ep_t *ep, uint8_t am_id,
+                                 const void *msg, unsigned length);
+/* ask the peer of ep for credits (UCS_OK: request posted) */
+ucs_status_t strand_fc_request(strand_iface_t *iface, strand_ep_t *ep);
+/* ep waits for a grant (1) or not (0) any more */
+void strand_fc_set_req(strand_iface_t *iface, strand_ep_t *ep, int on);
+
+/* An operation ep did not post, for `status`: what it returns. An ep whose
+ * failure its owner was not told yet (FAIL_PENDING) still takes work, as
+ * UCX's mlx5 transports do until their error handler ran: nothing is
+ * sent, UCS_OK, or UCS_INPROGRESS and `comp` completes with the failure
+ * when the owner is told. Otherwise `status` itself. */
+ucs_status_t strand_ep_refused(strand_iface_t *iface, strand_ep_t *ep,
+                                  ucs_status_t status, uct_completion_t *comp);
+/* the same for an operation that returns a length (bcopy) */
+static inline ssize_t strand_ep_refused_len(strand_iface_t *iface,
+                                               strand_ep_t *ep,
+                                               ucs_status_t status)
+{
+    status = strand_ep_refused(iface, ep, status, NULL);
+    return (status == UCS_OK) ? 0 : (ssize_t)status;
+}
 
 #endif

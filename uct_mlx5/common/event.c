@@ -24,6 +24,7 @@
 
 #include "iface.h"
 #include "mlx5/cqe.h"
+#include "event.h"
 
 #include <ucs/datastruct/arbiter.h>
 

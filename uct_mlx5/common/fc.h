@@ -38,8 +38,6 @@
 #define STRAND_AM_FC_REQUEST  0xfe
 #define STRAND_AM_KEEPALIVE   0xff
 
-struct strand_ep;
-struct strand_iface;
 
 /* A requester as its FC_REQUEST names it: its interface and device
  * addresses, zero-padded. */
@@ -62,52 +60,18 @@ static inline khint32_t strand_fc_peer_hash(strand_fc_peer_t peer)
 #define strand_fc_peer_equal(_a, _b) \
     (!memcmp((_a).bytes, (_b).bytes, STRAND_FC_PEER_LEN))
 
-KHASH_MAP_INIT_INT(strand_fc_eps, struct strand_ep*)
-KHASH_INIT(strand_fc_grant_eps, strand_fc_peer_t, struct strand_ep*,
-           1, strand_fc_peer_hash, strand_fc_peer_equal)
 
-typedef struct strand_fc {
-    int                              enabled;
-    int32_t                          wnd_size;
-    int32_t                          soft_thresh;  /* ask for credits here */
-    uint32_t                         next_id;
-    unsigned                         waiting;      /* eps that asked and
-                                                      have no grant yet */
-    ucs_time_t                       req_timeout;  /* ask again after */
-    ucs_time_t                       next_check;
-    khash_t(strand_fc_eps)        eps;          /* id -> user ep */
-    khash_t(strand_fc_grant_eps)  grant_eps;    /* requester -> internal
-                                                      ep sending grants */
-} strand_fc_t;
+/* FC_REQUEST payload: for which ep, and where to send the grant: the
+ * requester's interface address, then its device address (as long as the
+ * link layer makes it), as its UCT operations give them */
+typedef struct strand_fc_request {
+    uint32_t ep_id;
+    uint16_t seq;
+    uint8_t  addr[STRAND_FC_PEER_LEN];
+} UCS_S_PACKED strand_fc_request_t;
 
-ucs_status_t strand_fc_init(struct strand_iface *iface, int enabled,
-                               unsigned wnd_size, double soft_thresh,
-                               double req_timeout);
-void strand_fc_cleanup(struct strand_iface *iface);
-
-/* endpoint registration (its id travels in requests and grants) */
-ucs_status_t strand_fc_ep_add(struct strand_iface *iface,
-                                 struct strand_ep *ep);
-void strand_fc_ep_remove(struct strand_iface *iface,
-                            struct strand_ep *ep);
-
-/* ask the peer of ep for credits (UCS_OK: request posted) */
-ucs_status_t strand_fc_request(struct strand_iface *iface,
-                                  struct strand_ep *ep);
-
-/* eps out of credits whose grant is overdue ask again (cheap when none
- * waits: called from every progress) */
-void strand_fc_check_slow(struct strand_iface *iface);
-static inline void strand_fc_progress(struct strand_iface *iface,
-                                         strand_fc_t *fc)
-{
-    if (ucs_unlikely(fc->waiting > 0)) {
-        strand_fc_check_slow(iface);
-    }
-}
-
-/* an FC_REQUEST or FC_GRANT arrived (payload after the AM id byte) */
-void strand_fc_handle(struct strand_iface *iface, uint8_t am_id,
-                         const void *payload, size_t length);
+/* the length of a request whose addresses take _addr_len bytes */
+#define STRAND_FC_REQUEST_LEN(_addr_len) \
+    (ucs_offsetof(strand_fc_request_t, addr) + (_addr_len))
 
 #endif

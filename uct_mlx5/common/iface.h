@@ -18,9 +18,13 @@
 #include "uct_mlx5/strand_md.h"
 #include "uct_mlx5/common/stats.h"
 #include "uct_mlx5/common/fc.h"
+#include "uct_mlx5/common/integrity.h"
 #include "uct_mlx5/common/tm.h"
 #include "uct_mlx5/common/iface_config.h"
 #include "dev/dev.h"
+#include "mlx5/sq.h"
+
+#include <ucs/datastruct/queue_types.h>
 
 #include <uct/base/uct_iface.h>
 #include <uct/base/uct_iov.inl>
@@ -75,10 +79,186 @@ typedef struct strand_rx_desc {
 } UCS_S_PACKED strand_rx_desc_t; /* packed: an odd AM alignment offset
                                        leaves it at any address */
 
+
 struct strand_txq;
 struct strand_ep;
 struct strand_iface;
 struct mlx5_cqe64;
+
+/* ------------------------------------------------------ flow control */
+
+KHASH_MAP_INIT_INT(strand_fc_eps, struct strand_ep*)
+KHASH_INIT(strand_fc_grant_eps, strand_fc_peer_t, struct strand_ep*,
+           1, strand_fc_peer_hash, strand_fc_peer_equal)
+
+typedef struct strand_fc {
+    int                              enabled;
+    int32_t                          wnd_size;
+    int32_t                          soft_thresh;  /* ask for credits here */
+    uint32_t                         next_id;
+    unsigned                         waiting;      /* eps that asked and
+                                                      have no grant yet */
+    ucs_time_t                       req_timeout;  /* ask again after */
+    ucs_time_t                       next_check;
+    khash_t(strand_fc_eps)        eps;          /* id -> user ep */
+    khash_t(strand_fc_grant_eps)  grant_eps;    /* requester -> internal
+                                                      ep sending grants */
+} strand_fc_t;
+
+/* ---------------------------------------------------- send queues */
+
+/* What to do when an outstanding WQE retires. */
+enum {
+    STRAND_OP_PLAIN,      /* completion only */
+    STRAND_OP_DESC,       /* release the tx descriptor */
+    STRAND_OP_GET_BCOPY,  /* unpack from the descriptor, release it */
+    STRAND_OP_FETCH32,    /* copy the fetched value, release */
+    STRAND_OP_FETCH64,
+    STRAND_OP_CHECKED,    /* the READ of a piece of an integrity-
+                                checked GET: u.result is the
+                                strand_integrity_piece_t (dc_integrity.c) */
+    STRAND_OP_LIGHT       /* nothing to do but count it (short ops, a
+                                NOP): only the head of the record is
+                                written, comp .. u are not valid */
+};
+
+/* Where an operation stands (strand_op_t.state). */
+enum {
+    STRAND_OP_FREE,       /* the slot holds no WQE */
+    STRAND_OP_POSTED,     /* on the wire, its CQE to come */
+    STRAND_OP_FLUSHED     /* flushed by a DCI in error: its fate is
+                                decided once every CQE of the DCI is back
+                                (dc_recovery.c) */
+};
+
+/* Registrations the transport made itself for an iov passed without a
+ * memory handle (an MD without UCT_MD_FLAG_NEED_MEMH lets UCP do that). */
+typedef struct strand_tmp_reg {
+    unsigned  count;
+    uct_mem_h memh[STRAND_MAX_SGE];
+} strand_tmp_reg_t;
+
+/* One outstanding WQE, in the slot of its first basic block. The head
+ * (wqe_idx .. ep, 16 bytes) is written for every WQE: it is what an error
+ * or flush CQE needs to find the endpoint and stream the WQE belongs to;
+ * the rest only for WQEs whose completion has work to do. */
+typedef struct strand_op {
+    uint16_t              wqe_idx;  /* WQE index in the ctrl segment */
+    uint8_t               bbs;
+    uint8_t               reserved;
+    union {
+        struct {
+            uint8_t       lane;     /* index in txq->lanes */
+            uint8_t       type;     /* STRAND_OP_PLAIN, ... */
+            uint8_t       state;    /* STRAND_OP_FREE, ... */
+            uint8_t       opcode;   /* MLX5_OPCODE_* (for recovery) */
+        };
+        uint32_t          kind;     /* the four in one word: what a short
+                                       operation of an ep writes, from the
+                                       ep's template (strand_op_kind) */
+    };
+    struct strand_ep  *ep;       /* NULL: the ep is gone */
+    /* type != STRAND_OP_LIGHT only */
+    uct_completion_t     *comp;
+    strand_tx_desc_t  *desc;
+    strand_tmp_reg_t  *tmp_reg;  /* NULL almost always */
+    union {
+        struct {
+            uct_unpack_callback_t cb;
+            void                 *arg;
+            size_t                length;
+        } unpack;
+        void *result;
+    } u;
+} strand_op_t;
+
+/* A DCI stream (hardware stream channel: ctrl bytes 9-10). */
+typedef enum strand_lane_state {
+    STRAND_LANE_OK,
+    STRAND_LANE_DRAINING   /* errored: its later WQEs come back
+                                   flushed, then it is reset */
+} strand_lane_state_t;
+
+typedef struct strand_lane {
+    uint16_t  id;                /* the stream id in WQEs */
+    uint8_t   state;             /* strand_lane_state_t */
+    uint32_t  users;             /* eps that lease it */
+    uint64_t  peer;              /* per-peer mapping: the peer's key */
+    uint64_t  dest;              /* its first user's destination */
+    uint8_t   mixed;             /* users of more than one destination */
+    uint32_t  resets;            /* mlx5dv_dci_stream_id_reset calls */
+    uint32_t  leases;            /* eps that took it, ever */
+    ucs_queue_head_t held;       /* flushed WQEs to post again, in order */
+    uint32_t  closures;          /* times it stopped taking work (it or
+                                    its DCI in error): orders the held */
+} strand_lane_t;
+
+/* Life of a DCI. An error that puts the DCI in ERR (a non-stream error, or
+ * too many errored streams) moves it to DRAINING: the device completes
+ * every outstanding WQE with a flush CQE; those stay in the CQ even across
+ * a reset (spec section 9), so the DCI is reset only once the flush CQE of
+ * its last WQE was consumed. */
+typedef enum strand_txq_state {
+    STRAND_TXQ_FREE,       /* dcs: in the pool; streams: no lessee */
+    STRAND_TXQ_ACTIVE,     /* leased */
+    STRAND_TXQ_DRAINING,   /* in ERR: flush CQEs still to come */
+    STRAND_TXQ_BROKEN      /* could not be reset: never used again */
+} strand_txq_state_t;
+
+typedef struct strand_txq {
+    strand_dev_qp_t       qp;
+    strand_sq_t           sq;
+    uint32_t              sq_tail;     /* BB counter of the oldest WQE not
+                                          retired (== sq.cur_post: none) */
+    uint32_t              room_pi;     /* the last producer index at which
+                                          a post needs no look at the queue
+                                          (strand_txq_fast_room) */
+    uint32_t              posts;       /* WQEs since its ep took it (dcs) */
+    uint32_t              ce_countdown;/* WQEs to post until one asks for
+                                          a CQE (moderation after one that
+                                          asked) */
+    uint32_t              moderation;  /* the interface's tx_moderation,
+                                          here for the post path */
+    uint32_t              outstanding; /* WQEs posted and not retired */
+    uint32_t              flushed;     /* of those, FLUSHED */
+    strand_op_t       *ops;         /* by BB slot of the ctrl segment */
+    uintptr_t             op_delta;    /* a WQE's op record is at its ctrl
+                                          segment + this (strand_txq_slot_op):
+                                          BBs and records are 64 bytes */
+    strand_lane_t        *lanes;
+    uint32_t              users;       /* eps leasing it */
+    uint64_t              home;        /* streams: the destination of the
+                                          first ep that leased it empty
+                                          (kept while it is empty) */
+    struct strand_ep  *ep;          /* dcs: the lessee */
+    ucs_list_link_t       waiters;     /* eps whose pending requests wait
+                                          for room in this SQ, in order */
+    uint16_t              index;
+    uint8_t               state;       /* strand_txq_state_t */
+    uint8_t               errored;     /* streams in error now */
+    uint32_t              resets;      /* back from ERR to RTS */
+    uint64_t              cqes;        /* send CQEs consumed, ever */
+    void                 *held_db;     /* its doorbells held (a QP not
+                                          connected yet, rc_strand): the
+                                          scratch doorbell its WQEs ring
+                                          (strand_sq_hold); NULL: the
+                                          device's */
+    strand_dev_kick_t     held_kick;   /* the QP's kick while held (the
+                                          device is not told meanwhile) */
+} strand_txq_t;
+
+
+/* ------------------------------------------------- failed endpoints */
+
+/* An ep failed whose owner is not told yet (NULL: destroyed meanwhile) */
+#define STRAND_FAILED_DETAIL 192
+typedef struct strand_failed {
+    struct strand_ep *ep;     /* NULL: destroyed meanwhile */
+    ucs_status_t         status;
+    char                 detail[STRAND_FAILED_DETAIL];
+} strand_failed_t;
+
+/* ------------------------------------------------------ transport */
 
 /*
  * What the shared interface code asks of the transport it serves: how its
@@ -130,11 +310,14 @@ typedef struct strand_tl_ops {
     const char  *(*ep_peer_str)(struct strand_iface *iface,
                                 const struct strand_ep *ep, char *buf,
                                 size_t max);
-    /* a send queue for ep, which is not ready to post (dc_policy.h): UCS_OK
-     * when it may be now, UCS_ERR_NO_RESOURCE when not */
+    /* a send queue for ep, which is not ready to post: UCS_OK when it may
+     * be now, UCS_ERR_NO_RESOURCE when not. The answer is in ep->txq and
+     * ep->lane (and STRAND_EP_FLAG_MOVING); the endpoint updates its own
+     * readiness from it (ep_ready.h): the transport never does */
     ucs_status_t (*sq_lease)(struct strand_iface *iface,
                              struct strand_ep *ep);
-    /* ep has nothing outstanding any more */
+    /* ep has nothing outstanding any more: its lease ends (ep->txq none;
+     * the endpoint updates its readiness) */
     void         (*sq_release)(struct strand_iface *iface,
                                struct strand_ep *ep);
     /* whether ep, not ready, could post now, changing nothing */
@@ -304,6 +487,103 @@ typedef struct strand_iface {
     } config;
 } strand_iface_t;
 
+/* This interface's addresses as a credit request carries them (fc.h) */
+static UCS_F_ALWAYS_INLINE size_t
+strand_iface_reply_addr_len(const strand_iface_t *iface)
+{
+    return iface->config.iface_addr_len + iface->config.dev_addr_len;
+}
+
+/* --------------------------------------------------------- endpoints */
+
+enum {
+    STRAND_EP_FLAG_FAILED = UCS_BIT(0),   /* failed: every operation
+                                                returns its status */
+    STRAND_EP_FLAG_FAIL_PENDING = UCS_BIT(1), /* its owner is still to
+                                                    be told */
+    STRAND_EP_FLAG_IN_PENDING = UCS_BIT(2), /* a pending request of
+                                                  this ep runs now */
+    STRAND_EP_FLAG_FC_REQ  = UCS_BIT(3),  /* credits requested */
+    STRAND_EP_FLAG_INTERNAL = UCS_BIT(4), /* the transport's own (flow
+                                                control grants): errors are
+                                                not reported to the user */
+    STRAND_EP_FLAG_MOVING   = UCS_BIT(5)  /* its DCI is full and another
+                                                is less shared: posts
+                                                nothing until its work is
+                                                done, then leases again */
+};
+
+/*
+ * Readiness: whether an endpoint may post on its DCI as far as its own
+ * state and its lease's go (leased; the DCI ACTIVE; its stream OK; nothing
+ * of it held for re-posting; not MOVING, not FAILED; no pending requests),
+ * kept in ep->tx_txq by strand_ep_tx_update() at every change of one of
+ * those conditions, so that a post checks one pointer instead of each.
+ * What changes with every post (room in the SQ, flow-control credits) is
+ * checked by the post itself.
+ *
+ * The gate: a short operation is posted straight from its entry point
+ * (dc_ep_post.h, the fast path) while ep->tx_gate == iface->tx_gate. It is
+ * opened (strand_ep_gate) where ep is ready, no fence is due and no ep
+ * waits for a DCI, and closed where one of those stops: ep's readiness,
+ * an ep fence (ep's gate), an iface fence or an ep starting to wait for a
+ * DCI (iface->tx_gate moves on: every gate closes at once). A closed gate
+ * opens again after a post on the general path.
+ */
+typedef struct strand_ep {
+    uct_base_ep_t       super;
+    struct strand_txq  *tx_txq;       /* its send queue while it is ready
+                                         (above);
+                                         NULL: the general path decides */
+    uint64_t            tx_ctrl_tail; /* while ready: ctrl bytes 8-15 of its
+                                         WQEs as stored (its stream id;
+                                         fm_ce_se and imm 0) */
+    unsigned            tx_gate;      /* == iface->tx_gate: the fast path
+                                         is open (above) */
+    uint32_t            tx_op_kind;   /* while ready: the kind word of its
+                                         short operations' op records but
+                                         for the opcode (dc_dci.h) */
+    UCS_STATS_NODE_DECLARE(stats)     /* dc_stats.h */
+    struct mlx5_wqe_av  av;           /* the peer's DCT, ready for WQEs */
+    uint8_t             av_ds;        /* 1 (base AV) or 3 (with GRH) */
+    uint32_t            dest_qpn;     /* the peer's QP its WQEs name (a
+                                         DCT; 0: its QP is connected) */
+    uint64_t            dest_key;     /* the peer NIC (lanes per peer) */
+    uint16_t            txq;          /* leased send queue (a connected
+                                         QP's: its own for good);
+                                         STRAND_TXQ_NONE: none */
+    uint8_t             lane;         /* leased lane (index in the send
+                                         queue) */
+    uint8_t             flags;
+    uint16_t            held;         /* flushed, to be posted again */
+    uint32_t            outstanding;  /* posted, not completed (incl.
+                                         held) */
+    unsigned            fence_beat;   /* != iface's: fence the next WQE */
+    ucs_status_t        status;       /* the error once FAILED */
+    ucs_arbiter_group_t arb_group;    /* pending requests */
+    uint32_t            pending;      /* how many: counted where they are
+                                         queued and leave (a request may be
+                                         freed by its callback, so the
+                                         group is not looked at then) */
+    ucs_list_link_t     txq_wait;     /* in its send queue's waiters (linked to
+                                         itself when not) */
+    ucs_list_link_t     list;         /* in iface->eps */
+    uct_completion_t   *cancel_comp;  /* flush(CANCEL) waiting for the
+                                         last outstanding operation */
+    uct_completion_t  **taken;        /* operations taken, not sent, while
+                                         its failure is still to be told
+                                         (strand_ep_refused) */
+    uint32_t            num_taken, max_taken;
+    int32_t             fc_wnd;       /* active messages it may still send */
+    int32_t             fc_limit;     /* an active message looks at flow
+                                         control when fc_wnd is not above
+                                         this (dc_fc.c) */
+    uint32_t            fc_id;        /* its id in FC requests and grants */
+    uint16_t            fc_seq;       /* its last credit request */
+    uint16_t            fc_seq_first; /* the first of the current wait */
+    ucs_time_t          fc_req_time;  /* when it last asked */
+} strand_ep_t;
+
 /* An ep waits for a send queue: the eps holding one want CQEs and count
  * their quota, so every fast path closes (ep.h). */
 static UCS_F_ALWAYS_INLINE void
@@ -339,54 +619,5 @@ strand_am_hdr_pack(const strand_iface_t *iface, uint8_t *buf,
     buf[iface->config.am_tmh] = am_id;
     return strand_am_hdr_len(iface);
 }
-
-/* The interface with its transport's part (tl), UCT operations table and
- * configuration as the shared code reads it; each transport's class
- * derives from it (dc/dc_iface.c, rc/rc_iface.c). */
-UCS_CLASS_DECLARE(strand_iface_t, uct_md_h, uct_worker_h,
-                  const uct_iface_params_t*, const uct_iface_config_t*,
-                  const strand_iface_config_t*, const strand_tl_ops_t*,
-                  uct_iface_ops_t*);
-ucs_status_t strand_query_devices(uct_md_h uct_md,
-                                  uct_tl_device_resource_t **devices_p,
-                                  unsigned *num_devices_p);
-/* what both transports have; each adds its addresses and costs */
-ucs_status_t strand_iface_query(strand_iface_t *iface, uct_iface_attr_t *attr);
-/* the device's estimates (src/dev) */
-ucs_status_t strand_iface_perf(strand_iface_t *iface, strand_dev_perf_t *perf);
-/* a status for an errno of the device layer */
-ucs_status_t strand_errno_status(int err);
-
-/* the internal operations (the transports add to them) */
-void strand_iface_vfs_refresh(uct_iface_h tl_iface);
-ucs_status_t strand_iface_estimate_perf(uct_iface_h tl_iface,
-                                        uct_perf_attr_t *perf_attr);
-
-/* the interface operations both transports take as they are */
-unsigned strand_iface_progress(uct_iface_h tl_iface);
-ucs_status_t strand_iface_flush(uct_iface_h tl_iface, unsigned flags,
-                                uct_completion_t *comp);
-ucs_status_t strand_iface_fence(uct_iface_h tl_iface, unsigned flags);
-/* the UCT operations table both start from (ep_create, iface_close,
- * query and addresses are each transport's own) */
-extern const uct_iface_ops_t strand_iface_ops;
-
-/* event.c */
-/* The send CQ of send queue txq_index, made (and those before it) if it is
- * the first of its group. */
-ucs_status_t strand_iface_tx_cq_get(strand_iface_t *iface,
-                                    unsigned txq_index,
-                                    strand_dev_cq_t **cq_p);
-/* Arm a send CQ for its next CQE */
-void strand_tx_cq_arm(strand_tx_cq_t *tx);
-ucs_status_t strand_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p);
-ucs_status_t strand_iface_event_arm(uct_iface_h tl_iface, unsigned events);
-
-/* rx.c */
-ucs_status_t strand_rx_init(strand_iface_t *iface,
-                            const uct_iface_params_t *params);
-void strand_rx_cleanup(strand_iface_t *iface);
-unsigned strand_rx_progress(strand_iface_t *iface);
-void strand_rx_refill(strand_iface_t *iface);
 
 #endif

@@ -9,6 +9,9 @@
 #include "integrity_get.h"
 #include "ep_post.h"
 #include "recovery.h"
+#include "ep_fail.h"
+#include "ep_pending.h"
+#include "txq_pool.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -70,7 +73,7 @@ static void strand_iface_integrity_finish(strand_iface_t *iface,
          * UCP takes a failed GET for a failed ep (its rendezvous then
          * sends the sender nothing, and only the ep's error tells
          * anyone); the owner hears of it once the completions are done */
-        strand_recovery_fail(iface, ep, status,
+        strand_ep_fail(iface, ep, status,
                                 "a checked GET failed");
     }
     strand_ep_schedule(iface, ep);

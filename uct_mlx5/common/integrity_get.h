@@ -39,13 +39,6 @@ void strand_iface_integrity_kick(strand_iface_t *iface,
  * requests that waited for a landing mkey are scheduled again once one
  * is free */
 unsigned strand_iface_integrity_progress(strand_iface_t *iface);
-/* whether a checked GET could start now (no integrity: always) */
-static UCS_F_ALWAYS_INLINE int
-strand_iface_integrity_can_start(const strand_iface_t *iface)
-{
-    return (iface->integrity.kind == STRAND_INTEGRITY_OFF) ||
-           strand_integrity_piece_available(&iface->integrity);
-}
 /* ep is destroyed: its GETs complete with UCS_ERR_CANCELED now (pieces
  * still posted retire later, into nobody's memory) */
 void strand_iface_integrity_orphan_op(strand_iface_t *iface,

@@ -12,6 +12,11 @@
 #include "uct_mlx5/common/status.h"
 #include "ep.h"
 #include "integrity_get.h"
+#include "ep_fail.h"
+#include "ep_pending.h"
+#include "ep_ready.h"
+#include "op_done.h"
+#include "txq_pool.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -29,13 +34,6 @@ typedef struct strand_held {
     uint8_t          wqe[];      /* op.bbs basic blocks, as posted */
 } strand_held_t;
 
-/* What one error CQE says: the status the eps it belongs to fail with,
- * and the decoded CQE for the log. */
-typedef struct strand_failure {
-    ucs_status_t     status;
-    uint8_t          syndrome;
-    char             detail[STRAND_FAILED_DETAIL];
-} strand_failure_t;
 
 /* The destination is gone or refuses everyone: every ep to it fails. */
 static int strand_syndrome_peer_wide(uint8_t syndrome)
@@ -48,90 +46,6 @@ static int strand_ep_same_dest(const strand_ep_t *a,
                                   const strand_ep_t *b)
 {
     return (a->dest_key == b->dest_key) && (a->dest_qpn == b->dest_qpn);
-}
-
-/* ep fails: it takes no more work now; its owner is told once the
- * transport's state is consistent again (strand_recovery_notify). */
-static void strand_failure_add(strand_iface_t *iface,
-                                  const strand_failure_t *f,
-                                  strand_ep_t *ep)
-{
-    strand_failed_t *q;
-    unsigned max;
-
-    if ((ep == NULL) || (ep->flags & STRAND_EP_FLAG_FAILED)) {
-        return;
-    }
-    ep->flags |= STRAND_EP_FLAG_FAILED;
-    ep->status = f->status;
-    strand_ep_tx_update(iface, ep);
-    STRAND_EP_STAT(ep, ERROR);
-    if (iface->num_failed == iface->max_failed) {
-        max = ucs_max(16, iface->max_failed * 2);
-        q   = ucs_realloc(iface->failed, max * sizeof(*q), "strand_failed");
-        if (q == NULL) {
-            /* it still fails every operation with its status */
-            ucs_error("%s: no memory to report the failure of ep %p: %s",
-                      iface->dev->info.name, ep, f->detail);
-            return;
-        }
-        iface->failed     = q;
-        iface->max_failed = max;
-    }
-    q         = &iface->failed[iface->num_failed++];
-    q->ep     = ep;
-    q->status = f->status;
-    memcpy(q->detail, f->detail, sizeof(q->detail));
-    ep->flags |= STRAND_EP_FLAG_FAIL_PENDING;
-}
-
-void strand_recovery_fail(strand_iface_t *iface, strand_ep_t *ep,
-                             ucs_status_t status, const char *detail)
-{
-    strand_failure_t f = {.status = status};
-
-    ucs_strncpy_zero(f.detail, detail, sizeof(f.detail));
-    strand_failure_add(iface, &f, ep);
-    /* its pending requests run, and fail, from the dispatch */
-    if (!ucs_list_is_empty(&ep->txq_wait)) {
-        ucs_list_del(&ep->txq_wait);
-        ucs_list_head_init(&ep->txq_wait);
-    }
-    strand_ep_schedule(iface, ep);
-}
-
-void strand_recovery_notify(strand_iface_t *iface)
-{
-    strand_failed_t q;
-    unsigned i;
-
-    /* an owner may destroy any ep from its callback: one at a time, and a
-     * destroyed ep's entry is cleared (strand_recovery_forget) */
-    for (i = 0; i < iface->num_failed; ++i) {
-        q = iface->failed[i];
-        if (q.ep == NULL) {
-            continue;
-        }
-        q.ep->flags &= ~STRAND_EP_FLAG_FAIL_PENDING;
-        iface->failed[i].ep = NULL;
-        strand_ep_set_failed(iface, q.ep, q.status, q.detail);
-    }
-    iface->num_failed = 0;
-}
-
-static void strand_recovery_forget(strand_iface_t *iface,
-                                      strand_ep_t *ep)
-{
-    unsigned i;
-
-    if (!(ep->flags & STRAND_EP_FLAG_FAIL_PENDING)) {
-        return;
-    }
-    for (i = 0; i < iface->num_failed; ++i) {
-        if (iface->failed[i].ep == ep) {
-            iface->failed[i].ep = NULL;
-        }
-    }
 }
 
 static void strand_failure_init(strand_failure_t *f,
@@ -168,13 +82,13 @@ static void strand_failure_scope(strand_iface_t *iface,
 {
     strand_ep_t *ep;
 
-    strand_failure_add(iface, f, op->ep);
+    strand_ep_fail_add(iface, f, op->ep);
     if ((op->ep == NULL) || !strand_syndrome_peer_wide(f->syndrome)) {
         return;
     }
     ucs_list_for_each(ep, &iface->eps, list) {
         if (strand_ep_same_dest(ep, op->ep)) {
-            strand_failure_add(iface, f, ep);
+            strand_ep_fail_add(iface, f, ep);
         }
     }
 }
@@ -219,7 +133,7 @@ static void strand_recovery_hold(strand_iface_t *iface,
                   iface->dev->info.name);
         strand_failure_t f = {.status = UCS_ERR_NO_MEMORY,
                                  .detail = "no memory to keep a flushed WQE"};
-        strand_failure_add(iface, &f, op->ep);
+        strand_ep_fail_add(iface, &f, op->ep);
         strand_op_complete(iface, dci, op, UCS_ERR_NO_MEMORY);
         return;
     }
@@ -560,7 +474,7 @@ static void strand_recovery_settle(strand_iface_t *iface,
                      "posted again", dci->index, dci->qp.qpn, op->wqe_idx,
                      strand_wqe_opcode_str(op->opcode),
                      dci->lanes[op->lane].id);
-            strand_failure_add(iface, &f, op->ep);
+            strand_ep_fail_add(iface, &f, op->ep);
             strand_op_complete(iface, dci, op, f.status);
         }
     }
@@ -605,7 +519,7 @@ void strand_recovery_flush(strand_iface_t *iface, strand_txq_t *dci,
         strand_recovery_hold(iface, dci, op);
     }
     strand_recovery_check_done(iface, dci, s);
-    strand_recovery_notify(iface);
+    strand_ep_fail_notify(iface);
 }
 
 /* ---------------------------------------------- cancel, destroy, close */
@@ -676,7 +590,7 @@ void strand_recovery_invalidate(strand_iface_t *iface,
     snprintf(f.detail, sizeof(f.detail), "invalidated by its user "
              "(uct_ep_invalidate), %u operations outstanding",
              ep->outstanding);
-    strand_failure_add(iface, &f, ep);
+    strand_ep_fail_add(iface, &f, ep);
     strand_recovery_cancel(iface, ep);
 }
 
@@ -688,7 +602,7 @@ void strand_recovery_orphan(strand_iface_t *iface, strand_ep_t *ep)
     strand_txq_t *dci;
     unsigned i, j;
 
-    strand_recovery_forget(iface, ep);
+    strand_ep_fail_forget(iface, ep);
     if (ep->held == 0) {
         return;
     }
@@ -725,5 +639,14 @@ void strand_recovery_cleanup(strand_iface_t *iface,
             }
             strand_held_drop(iface, h, UCS_ERR_CANCELED);
         }
+    }
+}
+
+void strand_recovery_cleanup_all(strand_iface_t *iface)
+{
+    unsigned i;
+
+    for (i = 0; (iface->txqs != NULL) && (i < iface->txq_hwm); ++i) {
+        strand_recovery_cleanup(iface, &iface->txqs[i]);
     }
 }

@@ -29,13 +29,6 @@
 
 struct strand_ep;
 
-/* An endpoint that failed, its owner to be told (iface->failed). */
-#define STRAND_FAILED_DETAIL 192
-typedef struct strand_failed {
-    struct strand_ep *ep;     /* NULL: destroyed meanwhile */
-    ucs_status_t         status;
-    char                 detail[STRAND_FAILED_DETAIL];
-} strand_failed_t;
 
 /* An error CQE for op on a healthy stream of an ACTIVE DCI. */
 void strand_recovery_error(strand_iface_t *iface, strand_txq_t *dci,
@@ -45,7 +38,6 @@ void strand_recovery_flush(strand_iface_t *iface, strand_txq_t *dci,
                               strand_op_t *op, struct mlx5_cqe64 *cqe);
 /* Tell the owners of the eps that failed (their error handlers may
  * destroy eps); called where the transport's state is consistent. */
-void strand_recovery_notify(strand_iface_t *iface);
 /* Post held WQEs again where the SQ has room. Returns how many. */
 unsigned strand_recovery_progress(strand_iface_t *iface);
 /* ep failed (or was flushed with UCT_FLUSH_FLAG_CANCEL): its held WQEs
@@ -60,9 +52,6 @@ void strand_recovery_invalidate(strand_iface_t *iface,
                                    struct strand_ep *ep);
 /* ep fails with status for a reason outside its DCI (rc_strand: its
  * connection could not be made); its owner is told from progress */
-void strand_recovery_fail(strand_iface_t *iface,
-                             struct strand_ep *ep, ucs_status_t status,
-                             const char *detail);
 /* ep is destroyed: its held WQEs are dropped, their completions
  * cancelled, and its owner is not told of a failure any more */
 void strand_recovery_orphan(strand_iface_t *iface,
@@ -70,5 +59,7 @@ void strand_recovery_orphan(strand_iface_t *iface,
 /* held WQEs freed at close */
 void strand_recovery_cleanup(strand_iface_t *iface,
                                 strand_txq_t *dci);
+/* the same for every send queue (the interface closes) */
+void strand_recovery_cleanup_all(strand_iface_t *iface);
 
 #endif

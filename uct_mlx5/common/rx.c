@@ -18,6 +18,8 @@
 #include "mlx5/wqe.h"
 #include "mlx5/doorbell.h"
 #include "mlx5/cqe.h"
+#include "rx.h"
+#include "fc_grant.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -249,46 +251,6 @@ static inline void strand_rx_set_release(void *data,
            sizeof(release));
 }
 
-/* A tagged message in a receive buffer (tag matching on): a NO_TAG one
- * carries an active message or a rendezvous FIN after its TMH; an
- * unexpected one goes to the user's tag callbacks. Returns 1 when it was
- * handled here (the buffer given back or kept by the user). */
-static int strand_rx_handle_tm(strand_iface_t *iface,
-                                  struct mlx5_cqe64 *cqe,
-                                  strand_rx_desc_t *desc, uint32_t length)
-{
-    void *msg = strand_rx_wqe_data(iface, desc);
-    struct ibv_tmh tmh;
-    ucs_status_t status;
-
-    if (strand_cqe_is_tm(cqe) &&
-        (cqe->app_op == STRAND_CQE_APP_OP_TM_UNEXPECTED)) {
-        status = strand_tm_handle_unexp(&iface->tm, cqe, msg, length);
-        if (status == UCS_INPROGRESS) {
-            /* the user keeps it: uct_iface_release_desc() on the pointer
-             * rx_headroom before the data (after the TMH) */
-            strand_rx_set_release(UCS_PTR_BYTE_OFFSET(desc,
-                                     iface->config.rx_headroom_offset -
-                                     STRAND_AM_HDR_SIZE),
-                                     &iface->release_tm_desc);
-        } else {
-            ucs_mpool_put_inline(desc);
-        }
-        return 1;
-    }
-    if (length < STRAND_TMH_SIZE) {
-        return 0;
-    }
-    memcpy(&tmh, msg, sizeof(tmh)); /* not aligned in the buffer */
-    if (tmh.opcode == IBV_TMH_FIN) {
-        strand_tm_rndv_fin(&iface->tm, tmh.app_ctx,
-                           (ucs_status_t)(int8_t)tmh.reserved[0]);
-        ucs_mpool_put_inline(desc);
-        return 1;
-    }
-    return 0; /* an active message after its TMH */
-}
-
 static void strand_rx_handle(strand_iface_t *iface,
                                 struct mlx5_cqe64 *cqe,
                                 strand_rx_desc_t *desc)
@@ -306,8 +268,21 @@ static void strand_rx_handle(strand_iface_t *iface,
         return;
     }
     if (iface->config.am_tmh > 0) {
-        if (strand_rx_handle_tm(iface, cqe, desc, length)) {
+        switch (strand_tag_rx(iface, cqe, strand_rx_wqe_data(iface, desc),
+                              length)) {
+        case STRAND_TAG_RX_KEPT:
+            /* the user keeps it: uct_iface_release_desc() on the pointer
+             * rx_headroom before the data (after the TMH) */
+            strand_rx_set_release(UCS_PTR_BYTE_OFFSET(desc,
+                                     iface->config.rx_headroom_offset -
+                                     STRAND_AM_HDR_SIZE),
+                                     &iface->release_tm_desc);
             return;
+        case STRAND_TAG_RX_DONE:
+            ucs_mpool_put_inline(desc);
+            return;
+        default: /* an active message after its TMH */
+            break;
         }
         length = (length >= iface->config.am_tmh) ?
                  length - iface->config.am_tmh : 0;

@@ -436,3 +436,27 @@ ucs_status_t strand_iface_tag_recv_cancel(uct_iface_h tl_iface,
     STRAND_TAG_CHECK(iface);
     return strand_tm_recv_cancel(&iface->tm, ctx, force);
 }
+
+strand_tag_rx_t strand_tag_rx(strand_iface_t *iface, struct mlx5_cqe64 *cqe,
+                              const void *msg, uint32_t length)
+{
+    struct ibv_tmh tmh;
+    ucs_status_t status;
+
+    if (strand_cqe_is_tm(cqe) &&
+        (cqe->app_op == STRAND_CQE_APP_OP_TM_UNEXPECTED)) {
+        status = strand_tm_handle_unexp(&iface->tm, cqe, (void*)msg, length);
+        return (status == UCS_INPROGRESS) ? STRAND_TAG_RX_KEPT :
+                                            STRAND_TAG_RX_DONE;
+    }
+    if (length < STRAND_TMH_SIZE) {
+        return STRAND_TAG_RX_AM;
+    }
+    memcpy(&tmh, msg, sizeof(tmh)); /* not aligned in the buffer */
+    if (tmh.opcode == IBV_TMH_FIN) {
+        strand_tm_rndv_fin(&iface->tm, tmh.app_ctx,
+                           (ucs_status_t)(int8_t)tmh.reserved[0]);
+        return STRAND_TAG_RX_DONE;
+    }
+    return STRAND_TAG_RX_AM;
+}

@@ -79,4 +79,16 @@ ucs_status_t strand_iface_tag_recv_cancel(uct_iface_h tl_iface,
 void strand_tag_ep_purge(strand_iface_t *iface, void *ep,
                             ucs_status_t status);
 
+/* What a tagged message in a receive buffer (tag matching on) was: a
+ * NO_TAG one carries an active message (AM) or a rendezvous FIN (DONE: the
+ * buffer goes back) after its TMH; an unexpected one goes to the user's
+ * tag callbacks, which keep its buffer (KEPT) or not (DONE). */
+typedef enum {
+    STRAND_TAG_RX_AM,
+    STRAND_TAG_RX_DONE,
+    STRAND_TAG_RX_KEPT
+} strand_tag_rx_t;
+strand_tag_rx_t strand_tag_rx(strand_iface_t *iface, struct mlx5_cqe64 *cqe,
+                              const void *msg, uint32_t length);
+
 #endif

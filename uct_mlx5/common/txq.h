@@ -19,203 +19,6 @@
 #include <ucs/datastruct/queue_types.h>
 #include <ucs/datastruct/string_buffer.h>
 
-struct strand_ep;
-
-/* What to do when an outstanding WQE retires. */
-enum {
-    STRAND_OP_PLAIN,      /* completion only */
-    STRAND_OP_DESC,       /* release the tx descriptor */
-    STRAND_OP_GET_BCOPY,  /* unpack from the descriptor, release it */
-    STRAND_OP_FETCH32,    /* copy the fetched value, release */
-    STRAND_OP_FETCH64,
-    STRAND_OP_CHECKED,    /* the READ of a piece of an integrity-
-                                checked GET: u.result is the
-                                strand_integrity_piece_t (dc_integrity.c) */
-    STRAND_OP_LIGHT       /* nothing to do but count it (short ops, a
-                                NOP): only the head of the record is
-                                written, comp .. u are not valid */
-};
-
-/* Where an operation stands (strand_op_t.state). */
-enum {
-    STRAND_OP_FREE,       /* the slot holds no WQE */
-    STRAND_OP_POSTED,     /* on the wire, its CQE to come */
-    STRAND_OP_FLUSHED     /* flushed by a DCI in error: its fate is
-                                decided once every CQE of the DCI is back
-                                (dc_recovery.c) */
-};
-
-/* Registrations the transport made itself for an iov passed without a
- * memory handle (an MD without UCT_MD_FLAG_NEED_MEMH lets UCP do that). */
-typedef struct strand_tmp_reg {
-    unsigned  count;
-    uct_mem_h memh[STRAND_MAX_SGE];
-} strand_tmp_reg_t;
-
-/* One outstanding WQE, in the slot of its first basic block. The head
- * (wqe_idx .. ep, 16 bytes) is written for every WQE: it is what an error
- * or flush CQE needs to find the endpoint and stream the WQE belongs to;
- * the rest only for WQEs whose completion has work to do. */
-typedef struct strand_op {
-    uint16_t              wqe_idx;  /* WQE index in the ctrl segment */
-    uint8_t               bbs;
-    uint8_t               reserved;
-    union {
-        struct {
-            uint8_t       lane;     /* index in txq->lanes */
-            uint8_t       type;     /* STRAND_OP_PLAIN, ... */
-            uint8_t       state;    /* STRAND_OP_FREE, ... */
-            uint8_t       opcode;   /* MLX5_OPCODE_* (for recovery) */
-        };
-        uint32_t          kind;     /* the four in one word: what a short
-                                       operation of an ep writes, from the
-                                       ep's template (strand_op_kind) */
-    };
-    struct strand_ep  *ep;       /* NULL: the ep is gone */
-    /* type != STRAND_OP_LIGHT only */
-    uct_completion_t     *comp;
-    strand_tx_desc_t  *desc;
-    strand_tmp_reg_t  *tmp_reg;  /* NULL almost always */
-    union {
-        struct {
-            uct_unpack_callback_t cb;
-            void                 *arg;
-            size_t                length;
-        } unpack;
-        void *result;
-    } u;
-} strand_op_t;
-
-/* A DCI stream (hardware stream channel: ctrl bytes 9-10). */
-typedef enum strand_lane_state {
-    STRAND_LANE_OK,
-    STRAND_LANE_DRAINING   /* errored: its later WQEs come back
-                                   flushed, then it is reset */
-} strand_lane_state_t;
-
-typedef struct strand_lane {
-    uint16_t  id;                /* the stream id in WQEs */
-    uint8_t   state;             /* strand_lane_state_t */
-    uint32_t  users;             /* eps that lease it */
-    uint64_t  peer;              /* per-peer mapping: the peer's key */
-    uint64_t  dest;              /* its first user's destination */
-    uint8_t   mixed;             /* users of more than one destination */
-    uint32_t  resets;            /* mlx5dv_dci_stream_id_reset calls */
-    uint32_t  leases;            /* eps that took it, ever */
-    ucs_queue_head_t held;       /* flushed WQEs to post again, in order */
-    uint32_t  closures;          /* times it stopped taking work (it or
-                                    its DCI in error): orders the held */
-} strand_lane_t;
-
-/* Life of a DCI. An error that puts the DCI in ERR (a non-stream error, or
- * too many errored streams) moves it to DRAINING: the device completes
- * every outstanding WQE with a flush CQE; those stay in the CQ even across
- * a reset (spec section 9), so the DCI is reset only once the flush CQE of
- * its last WQE was consumed. */
-typedef enum strand_txq_state {
-    STRAND_TXQ_FREE,       /* dcs: in the pool; streams: no lessee */
-    STRAND_TXQ_ACTIVE,     /* leased */
-    STRAND_TXQ_DRAINING,   /* in ERR: flush CQEs still to come */
-    STRAND_TXQ_BROKEN      /* could not be reset: never used again */
-} strand_txq_state_t;
-
-typedef struct strand_txq {
-    strand_dev_qp_t       qp;
-    strand_sq_t           sq;
-    uint32_t              sq_tail;     /* BB counter of the oldest WQE not
-                                          retired (== sq.cur_post: none) */
-    uint32_t              room_pi;     /* the last producer index at which
-                                          a post needs no look at the queue
-                                          (strand_txq_fast_room) */
-    uint32_t              posts;       /* WQEs since its ep took it (dcs) */
-    uint32_t              ce_countdown;/* WQEs to post until one asks for
-                                          a CQE (moderation after one that
-                                          asked) */
-    uint32_t              moderation;  /* the interface's tx_moderation,
-                                          here for the post path */
-    uint32_t              outstanding; /* WQEs posted and not retired */
-    uint32_t              flushed;     /* of those, FLUSHED */
-    strand_op_t       *ops;         /* by BB slot of the ctrl segment */
-    uintptr_t             op_delta;    /* a WQE's op record is at its ctrl
-                                          segment + this (strand_txq_slot_op):
-                                          BBs and records are 64 bytes */
-    strand_lane_t        *lanes;
-    uint32_t              users;       /* eps leasing it */
-    uint64_t              home;        /* streams: the destination of the
-                                          first ep that leased it empty
-                                          (kept while it is empty) */
-    struct strand_ep  *ep;          /* dcs: the lessee */
-    ucs_list_link_t       waiters;     /* eps whose pending requests wait
-                                          for room in this SQ, in order */
-    uint16_t              index;
-    uint8_t               state;       /* strand_txq_state_t */
-    uint8_t               errored;     /* streams in error now */
-    uint32_t              resets;      /* back from ERR to RTS */
-    uint64_t              cqes;        /* send CQEs consumed, ever */
-    void                 *held_db;     /* its doorbells held (a QP not
-                                          connected yet, rc_strand): the
-                                          scratch doorbell its WQEs ring
-                                          (strand_sq_hold); NULL: the
-                                          device's */
-    strand_dev_kick_t     held_kick;   /* the QP's kick while held (the
-                                          device is not told meanwhile) */
-} strand_txq_t;
-
-ucs_status_t strand_txq_pool_init(strand_iface_t *iface);
-void strand_txq_pool_cleanup(strand_iface_t *iface);
-/* Send completions: CQEs until TX_MAX_POLL sends completed (progress), or
- * max of them (UINT_MAX: the CQs polled empty); the CQEs consumed */
-unsigned strand_txq_tx_progress(strand_iface_t *iface);
-unsigned strand_txq_tx_poll_max(strand_iface_t *iface, unsigned max);
-void strand_tmp_reg_release(strand_iface_t *iface,
-                               strand_tmp_reg_t *reg);
-int strand_txq_pool_busy(strand_iface_t *iface);
-/* The pool's state, one line per DCI and the free stack, and whether its
- * invariants hold (VFS file dci_pool; tests read it). */
-void strand_txq_pool_show(strand_iface_t *iface,
-                             ucs_string_buffer_t *strb);
-
-/* A slot of the pool, index i: streams, no QP yet. */
-ucs_status_t strand_txq_slot_init(strand_iface_t *iface,
-                                     strand_txq_t *dci, unsigned i);
-
-/* Doorbells held: WQEs posted on dci wait in its queue, the device not
- * told (a QP whose connection is not made yet). go: the device hears of
- * them, dci takes work (ACTIVE), its waiters and its lessee are
- * scheduled. abort: they will not run: to ERR, each comes back flushed. */
-ucs_status_t strand_txq_hold(strand_txq_t *dci);
-void strand_txq_held_go(strand_iface_t *iface, strand_txq_t *dci);
-void strand_txq_held_abort(strand_iface_t *iface, strand_txq_t *dci);
-
-/* A QP the slot dci holds (dci->qp, created by the caller): known by its
- * number, its send queue taken over; detach destroys it. */
-ucs_status_t strand_txq_attach_qp(strand_iface_t *iface,
-                                     strand_txq_t *dci);
-void strand_txq_detach_qp(strand_iface_t *iface, strand_txq_t *dci);
-
-/* dci, or its stream s, goes to state: the readiness of the eps leasing
- * it follows at once (before anything else can post) */
-void strand_txq_set_state(strand_iface_t *iface, strand_txq_t *dci,
-                             strand_txq_state_t state);
-void strand_lane_set_state(strand_iface_t *iface,
-                                strand_txq_t *dci, strand_lane_t *s,
-                                strand_lane_state_t state);
-/* the SQ geometry of a fresh (or reset) DCI */
-void strand_txq_geometry(strand_iface_t *iface, strand_txq_t *dci);
-/* complete an operation (status UCS_OK: unpack / copy results) and free
- * its slot; the ep's count of outstanding operations goes down */
-void strand_op_complete(strand_iface_t *iface, strand_txq_t *dci,
-                           strand_op_t *op, ucs_status_t status);
-/* ep is destroyed: the completions of its outstanding operations on dci
- * are called now with UCS_ERR_CANCELED, nothing is written to its buffers
- * later; the WQEs retire (and free their descriptors) as usual */
-void strand_txq_orphan(strand_iface_t *iface, strand_txq_t *dci,
-                          struct strand_ep *ep);
-/* the WQE at wqe_idx in the debug log */
-void strand_txq_log_wqe(strand_txq_t *dci, uint16_t wqe_idx);
-/* the operation of WQE index wqe_idx (NULL: none outstanding there) */
-strand_op_t *strand_txq_op(strand_txq_t *dci, uint16_t wqe_idx);
-
 static UCS_F_ALWAYS_INLINE unsigned
 strand_txq_outstanding(const strand_txq_t *dci)
 {
@@ -430,19 +233,44 @@ strand_txq_unsignaled(const strand_txq_t *dci)
     return dci->moderation - dci->ce_countdown;
 }
 
-/* WQEs of stream `stream` outstanding on dci (a walk over the SQ: only
- * recovery and the VFS ask, the post path counts per DCI only). */
-unsigned strand_txq_lane_outstanding(const strand_txq_t *dci,
-                                          unsigned stream);
 
-/* The last WQE posted on dci asked for no CQE, and something waits for
- * the WQEs before it (a flush, an endpoint wanting a DCI): post a
- * signaled NOP behind them. UCS_OK, or UCS_ERR_NO_RESOURCE when the DCI
- * cannot take it now (full: its CQEs are due anyway; recovering). */
-ucs_status_t strand_txq_signal_tail(strand_iface_t *iface,
-                                       strand_txq_t *dci);
-/* The same for every DCI (an iface flush, eps waiting for a DCI): a DCI
- * that is full or recovering has CQEs to come anyway. */
-void strand_txq_signal_tails(strand_iface_t *iface);
+
+/* ------------------------------------------- an endpoint on its queue */
+
+/* Ctrl bytes 8-15 of ep's WQEs on dci with fm_ce_se and imm (as the WQE
+ * carries it, network order): ep's stream id, from its readiness when it
+ * is ready. */
+static UCS_F_ALWAYS_INLINE uint64_t
+strand_ep_ctrl_tail(const strand_ep_t *ep, const strand_txq_t *dci,
+                       uint8_t fm_ce_se, uint32_t imm)
+{
+    return strand_ctrl_tail(dci->lanes[ep->lane].id, fm_ce_se, imm);
+}
+
+/* The send queue of ep's lease when it may post on it now: leased, room in
+ * the SQ, its lane healthy, nothing of ep waiting to be posted again, not
+ * moving to another queue, and its quota (where one is) left while others
+ * wait. */
+static UCS_F_ALWAYS_INLINE strand_txq_t *
+strand_ep_txq_ready(strand_iface_t *iface, strand_ep_t *ep)
+{
+    strand_txq_t *dci;
+
+    if (ucs_unlikely(ep->txq == STRAND_TXQ_NONE)) {
+        return NULL;
+    }
+    dci = &iface->txqs[ep->txq];
+    if (ucs_unlikely(!strand_txq_has_room(iface, dci) ||
+                     (dci->lanes[ep->lane].state !=
+                      STRAND_LANE_OK) ||
+                     (dci->state != STRAND_TXQ_ACTIVE) ||
+                     (ep->held > 0) ||
+                     (ep->flags & STRAND_EP_FLAG_MOVING) ||
+                     (iface->txq_wanted &&
+                      (dci->posts >= iface->config.quota)))) {
+        return NULL;
+    }
+    return dci;
+}
 
 #endif

@@ -41,8 +41,6 @@ typedef enum strand_dc_stream_map {
     STRAND_DC_STREAM_MAP_LAST
 } strand_dc_stream_map_t;
 
-extern const char *strand_dc_stream_map_names[];
-extern const char *strand_dc_tx_policy_names[];
 
 /* UCX_DC_STRAND_*: the shared options, and those of the DCIs' policy */
 typedef struct strand_dc_iface_config {

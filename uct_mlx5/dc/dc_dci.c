@@ -8,6 +8,7 @@
 
 #include "dc_dci.h"
 #include "dc_policy.h"
+#include "uct_mlx5/common/iface_class.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>

@@ -12,6 +12,8 @@
 #include "dc_dci.h"
 #include "dc_ep.h"
 #include "dc_policy.h"
+#include "uct_mlx5/common/ep_ops.h"
+#include "uct_mlx5/common/iface_class.h"
 
 #include <ucs/debug/log.h>
 

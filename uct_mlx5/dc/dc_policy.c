@@ -119,7 +119,6 @@ static void strand_dc_policy_attach(strand_iface_t *iface,
     dci->users++;
     ep->txq    = dci->index;
     ep->lane = stream;
-    strand_ep_tx_update(iface, ep);
 }
 
 static ucs_status_t strand_dc_policy_lease_dcs(strand_iface_t *iface,
@@ -264,7 +263,6 @@ static void strand_dc_policy_consider_move(strand_iface_t *iface,
             (strand_dc_policy_dci_rank(iface, &iface->txqs[i], ep) >=
              rank)) {
             ep->flags |= STRAND_EP_FLAG_MOVING;
-            strand_ep_tx_update(iface, ep);
             return;
         }
     }
@@ -323,7 +321,6 @@ void strand_dc_policy_release(strand_iface_t *iface, strand_ep_t *ep)
     }
     ep->txq    = STRAND_TXQ_NONE;
     ep->flags &= ~STRAND_EP_FLAG_MOVING;
-    strand_ep_tx_update(iface, ep);
     strand_dc_policy_dci_idle(iface, dci);
 }
 

@@ -21,6 +21,11 @@
 #include "dc.h"
 #include "uct_mlx5/common/ep_post.h"
 
+/* the names of the policies and stream maps (UCX_DC_STRAND_TX_POLICY,
+ * UCX_DC_STRAND_STREAM_MAP) */
+extern const char *strand_dc_stream_map_names[];
+extern const char *strand_dc_tx_policy_names[];
+
 /* Lease a (DCI, stream) for ep: UCS_OK, or UCS_ERR_NO_RESOURCE when none
  * can be had now (none free, no room, recovering). */
 ucs_status_t strand_dc_policy_lease(strand_iface_t *iface,

@@ -26,10 +26,6 @@
 #define STRAND_RC_MAX_EPS        65535          /* RC QPs of an interface
                                                    (STRAND_TXQ_NONE: none) */
 #define STRAND_RC_EPS_PER_CQ     256            /* RC QPs sharing a send CQ */
-#define STRAND_RC_RNDV_MAX_WQES  1024           /* its rendezvous: WQEs of
-                                                   its responder QPs
-                                                   outstanding at most
-                                                   (rc_rndv.c) */
 
 /* The interface: the shared one (its transport's part rc_qp.c), the
  * connection manager and, with tag matching, the rendezvous it reads on

@@ -15,6 +15,10 @@
 #include "uct_mlx5/common/txq.h"
 #include "uct_mlx5/common/ep.h"
 #include "uct_mlx5/common/recovery.h"
+#include "uct_mlx5/common/ep_fail.h"
+#include "uct_mlx5/common/ep_ops.h"
+#include "uct_mlx5/common/event.h"
+#include "uct_mlx5/common/iface_class.h"
 
 #include <ucs/async/async.h>
 #include <ucs/sys/event_set.h>
@@ -366,7 +370,7 @@ static void strand_rc_cm_peer_failed_now(strand_rc_cm_t *cm, uct_ep_h ep,
             ucs_free(conn);
         } else if (conn->state == STRAND_RC_CONN_REQUESTED) {
             conn->state = STRAND_RC_CONN_FAILED;
-            strand_recovery_fail(cm->iface, conn->ep, status, detail);
+            strand_ep_fail(cm->iface, conn->ep, status, detail);
             strand_rc_qp_abort(cm->iface, conn->ep);
         }
     }
@@ -662,7 +666,7 @@ static void strand_rc_cm_handle_rep(strand_rc_cm_t *cm, uint64_t conn_id,
                                                    who, sizeof(who)) :
                               "(gone)", ucs_status_string(status));
         conn->state = STRAND_RC_CONN_FAILED;
-        strand_recovery_fail(cm->iface, conn->ep, status, detail);
+        strand_ep_fail(cm->iface, conn->ep, status, detail);
         strand_rc_qp_abort(cm->iface, conn->ep);
         return;
     }

@@ -8,11 +8,15 @@
 #endif
 
 #include "rc_iface.h"
+#include "rc_ep.h"
 #include "rc_cm.h"
 #include "rc_qp.h"
 #include "rc_rndv.h"
 #include "uct_mlx5/common/ep_short.h"
 #include "uct_mlx5/common/port_addr.h"
+#include "uct_mlx5/common/ep_ops.h"
+#include "uct_mlx5/common/event.h"
+#include "uct_mlx5/common/iface_class.h"
 
 #include <ucs/async/async.h>
 #include <ucs/debug/log.h>
@@ -281,86 +285,6 @@ static ucs_status_t strand_rc_iface_event_arm(uct_iface_h tl_iface,
            strand_iface_event_arm(tl_iface, events);
 }
 
-/* ----------------------------------------------------------- endpoints */
-
-/* The shared endpoint (its QP made by rc_qp.c), not connected yet. */
-static UCS_CLASS_INIT_FUNC(strand_rc_ep_t, const uct_ep_params_t *params)
-{
-    UCS_CLASS_CALL_SUPER_INIT(strand_ep_t, params);
-    self->conn = NULL;
-    return UCS_OK;
-}
-
-static UCS_CLASS_CLEANUP_FUNC(strand_rc_ep_t)
-{
-}
-
-UCS_CLASS_DEFINE(strand_rc_ep_t, strand_ep_t);
-
-/* An ep: its QP now, connected by the connection manager (rc_cm.h); it
- * posts once the peer answered. */
-static ucs_status_t strand_rc_ep_create(const uct_ep_params_t *params,
-                                        uct_ep_h *ep_p)
-{
-    strand_rc_iface_t *iface;
-    uct_ep_params_t qp_params;
-    strand_rc_ep_t *ep;
-    ucs_status_t status;
-
-    UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
-    iface = ucs_derived_of(params->iface, strand_rc_iface_t);
-    if (!strand_rc_cm_is_reachable(iface->cm, params->dev_addr,
-                                   params->iface_addr)) {
-        ucs_error("%s: rc_strand: the peer's address is not reachable from "
-                  "here (another link layer, subnet or fabric, or a "
-                  "malformed address)", iface->super.dev->info.name);
-        return UCS_ERR_UNREACHABLE;
-    }
-    qp_params             = *params;
-    qp_params.field_mask &= ~(UCT_EP_PARAM_FIELD_DEV_ADDR |
-                              UCT_EP_PARAM_FIELD_IFACE_ADDR);
-    status = UCS_CLASS_NEW(strand_rc_ep_t, &ep, &qp_params);
-    if (status != UCS_OK) {
-        return status;
-    }
-    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->cm));
-    status = strand_rc_cm_connect(iface->cm, &ep->super, params->dev_addr,
-                                  params->iface_addr);
-    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->cm));
-    if (status != UCS_OK) {
-        UCS_CLASS_DELETE(strand_rc_ep_t, ep);
-        return status;
-    }
-    *ep_p = &ep->super.super.super;
-    return UCS_OK;
-}
-
-static void strand_rc_ep_destroy(uct_ep_h tl_ep)
-{
-    strand_rc_ep_t *ep       = ucs_derived_of(tl_ep, strand_rc_ep_t);
-    strand_rc_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                              strand_rc_iface_t);
-
-    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->cm));
-    strand_rc_cm_forget(iface->cm, &ep->super);
-    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->cm));
-    UCS_CLASS_DELETE(strand_rc_ep_t, ep);
-}
-
-static ucs_status_t strand_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
-                                       uct_completion_t *comp)
-{
-    strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
-    strand_rc_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                              strand_rc_iface_t);
-    ucs_status_t status;
-
-    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
-    UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->cm));
-    status = strand_rc_cm_check(iface->cm, ep);
-    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->cm));
-    return status;
-}
 
 /* ------------------------------------------------------------ the tl */
 

@@ -10,6 +10,8 @@
 #include "uct_mlx5/common/txq.h"
 #include "uct_mlx5/common/ep_post.h"
 #include "uct_mlx5/common/port_addr.h"
+#include "uct_mlx5/common/ep_pending.h"
+#include "uct_mlx5/common/iface_class.h"
 
 #include <ucs/debug/log.h>
 

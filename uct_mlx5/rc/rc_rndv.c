@@ -7,12 +7,12 @@
 #endif
 
 #include "rc_rndv.h"
-#include "rc.h"
 #include "uct_mlx5/common/ep_post.h"
 #include "uct_mlx5/common/tag.h"
 #include "uct_mlx5/common/status.h"
 #include "dev/dev_ring.h"
 #include "mlx5/cqe.h"
+#include "uct_mlx5/common/tx_done.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -946,66 +946,15 @@ void strand_rc_rndv_table(const strand_rc_rndv_t *rndv, uint64_t *va_p,
 
 /* ------------------------------------------------------- the sender */
 
+void strand_rc_rndv_keep_rts(strand_rc_rndv_t *rndv, uint32_t app_ctx,
+                             const void *rts, size_t len)
+{
+    memcpy(rndv->rts_table +
+           (size_t)strand_tm_rndv_slot(app_ctx) * STRAND_TM_RTS_MAX, rts, len);
+}
+
 unsigned strand_rc_rndv_max_hdr(const strand_iface_t *iface)
 {
     return strand_tm_rts_max_hdr(strand_md_rkey_packed_size(iface->md));
 }
 
-ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
-                                             const void *header,
-                                             unsigned header_length,
-                                             const uct_iov_t *iov,
-                                             size_t iovcnt, unsigned flags,
-                                             uct_completion_t *comp)
-{
-    STRAND_EP_BASE_DECL(tl_ep);
-    uint8_t rts[STRAND_TM_RTS_MAX];
-    uint8_t rkey[sizeof(strand_md_packed_rkey_sig_t)] = {0};
-    size_t length     = uct_iov_total_length(iov, iovcnt);
-    unsigned rkey_len = strand_md_rkey_packed_size(iface->md);
-    strand_tm_rndv_op_t *rndv;
-    struct ibv_sge sge[2];
-    struct ibv_tmh tmh;
-    uint32_t app_ctx;
-    size_t rts_len;
-
-    UCT_CHECK_PARAM_PTR(header_length <= strand_rc_rndv_max_hdr(iface),
-                        "tag_rndv_zcopy: header of %u bytes (max %u)",
-                        header_length, strand_rc_rndv_max_hdr(iface));
-    rndv = strand_tag_rndv_start(iface, ep, iov, iovcnt, comp, &dci,
-                                    &app_ctx, &status);
-    if (rndv == NULL) {
-        return UCS_STATUS_PTR(status);
-    }
-    if (length > 0) {
-        /* the key the receiver reads with: with integrity, the signing
-         * mkey of the registration too */
-        status = uct_md_mkey_pack(&iface->md->super, iov[0].memh, rkey);
-        if (status != UCS_OK) {
-            strand_tm_rndv_put(&iface->tm, rndv);
-            strand_ep_unlease_if_idle(iface, ep);
-            return UCS_STATUS_PTR(status);
-        }
-    }
-    rts_len = strand_tm_rts_pack(rts, (length > 0) ?
-                                 (uintptr_t)iov[0].buffer : 0,
-                                 (uint32_t)length, rkey, rkey_len, header,
-                                 header_length, app_ctx, tag);
-    ucs_assert((rts_len > 0) &&
-               (STRAND_TMH_SIZE + rts_len <= iface->config.max_inline));
-    /* its copy, where the receiver reads it if the one in the tag's
-     * buffer gets written over before it is read */
-    memcpy(strand_rc_iface(iface)->rndv->rts_table +
-           (size_t)strand_tm_rndv_slot(app_ctx) * STRAND_TM_RTS_MAX, rts,
-           rts_len);
-    /* an eager message to the device (it reads nothing), a rendezvous
-     * request to the receiver's transport */
-    strand_set_tmh(&tmh, IBV_TMH_EAGER, app_ctx, tag);
-    tmh.reserved[0] = STRAND_TMH_RTS;
-    sge[0].addr   = (uintptr_t)&tmh;
-    sge[0].length = sizeof(tmh);
-    sge[1].addr   = (uintptr_t)rts;
-    sge[1].length = (uint32_t)rts_len;
-    strand_tag_rndv_post(iface, ep, dci, sge, 2);
-    return rndv;
-}

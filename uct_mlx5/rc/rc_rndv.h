@@ -35,6 +35,11 @@
 
 #include "uct_mlx5/common/iface.h"
 
+#define STRAND_RC_RNDV_MAX_WQES  1024           /* its rendezvous: WQEs of
+                                                   its responder QPs
+                                                   outstanding at most
+                                                   (rc_rndv.c) */
+
 #include <ucs/datastruct/string_buffer.h>
 
 typedef struct strand_rc_rndv    strand_rc_rndv_t;
@@ -73,14 +78,11 @@ unsigned strand_rc_rndv_progress(strand_rc_rndv_t *rndv);
 void strand_rc_rndv_show(const strand_rc_rndv_t *rndv,
                          ucs_string_buffer_t *strb);
 
-/* The sender's side: uct_ep_tag_rndv_zcopy of rc_strand. */
-ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
-                                             const void *header,
-                                             unsigned header_length,
-                                             const uct_iov_t *iov,
-                                             size_t iovcnt, unsigned flags,
-                                             uct_completion_t *comp);
 /* the largest user header of a rendezvous (cap.tag.rndv.max_hdr) */
 unsigned strand_rc_rndv_max_hdr(const strand_iface_t *iface);
+/* the sender's copy of the request with app_ctx, where the receiver reads
+ * it again if the one in its tag's buffer was written over */
+void strand_rc_rndv_keep_rts(strand_rc_rndv_t *rndv, uint32_t app_ctx,
+                             const void *rts, size_t len);
 
 #endif

@@ -14,6 +14,12 @@
 #include "recovery.h"
 #include "tag.h"
 #include "integrity_get.h"
+#include "ep_ops.h"
+#include "ep_fail.h"
+#include "ep_pending.h"
+#include "fc_grant.h"
+#include "op_done.h"
+#include "txq_pool.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/datastruct/mpool.inl>
@@ -21,130 +27,6 @@
 #include <string.h>
 
 /* ------------------------------------------------------------ readiness */
-
-/* What ep's readiness is (dc_ep.h), from its state; pending: whether
- * requests wait in its group. */
-static strand_txq_t *strand_ep_tx_state(strand_iface_t *iface,
-                                              const strand_ep_t *ep,
-                                              int pending)
-{
-    strand_txq_t *dci;
-
-    if ((ep->txq == STRAND_TXQ_NONE) || pending || (ep->held > 0) ||
-        (ep->flags & (STRAND_EP_FLAG_FAILED | STRAND_EP_FLAG_MOVING))) {
-        return NULL;
-    }
-    dci = &iface->txqs[ep->txq];
-    if ((dci->state != STRAND_TXQ_ACTIVE) ||
-        (dci->lanes[ep->lane].state != STRAND_LANE_OK)) {
-        return NULL;
-    }
-    return dci;
-}
-
-void strand_ep_tx_update(strand_iface_t *iface, strand_ep_t *ep)
-{
-    strand_txq_t *dci = strand_ep_tx_state(iface, ep, ep->pending > 0);
-
-    ep->tx_txq = dci;
-    if (dci != NULL) {
-        ep->tx_ctrl_tail = strand_ep_ctrl_tail(ep, dci, 0, 0);
-        ep->tx_op_kind   = strand_op_light_kind(ep->lane, 0);
-    }
-    strand_ep_gate(iface, ep);
-}
-
-void strand_ep_gate(strand_iface_t *iface, strand_ep_t *ep)
-{
-    ep->tx_gate = ((ep->tx_txq != NULL) &&
-                   (ep->fence_beat == iface->fence_beat) &&
-                   !iface->txq_wanted) ? iface->tx_gate : iface->tx_gate - 1;
-}
-
-void strand_ep_tx_update_dci(strand_iface_t *iface,
-                                strand_txq_t *dci)
-{
-    strand_ep_t *ep;
-
-    if (dci->users == 0) {
-        return;
-    }
-    if ((dci->ep != NULL) && (dci->users == 1)) {
-        /* dcs, rc_strand: its one lessee */
-        strand_ep_tx_update(iface, dci->ep);
-        return;
-    }
-    ucs_list_for_each(ep, &iface->eps, list) {
-        if (ep->txq == dci->index) {
-            strand_ep_tx_update(iface, ep);
-        }
-    }
-}
-
-#ifdef STRAND_DEBUG
-void strand_ep_tx_verify(strand_iface_t *iface, strand_ep_t *ep)
-{
-    int pending          = !ucs_arbiter_group_is_empty(&ep->arb_group);
-    strand_txq_t *dci = strand_ep_tx_state(iface, ep, pending);
-
-    ucs_assertv_always(pending == (ep->pending > 0),
-                       "ep %p: pending requests %d, counted %u", ep, pending,
-                       ep->pending);
-    ucs_assertv_always(ep->tx_txq == dci,
-                       "ep %p: cached readiness %p, its state says %p (dci "
-                       "%u stream %u flags 0x%x held %u)", ep, ep->tx_txq,
-                       dci, ep->txq, ep->lane, ep->flags, ep->held);
-    ucs_assertv_always((dci == NULL) ||
-                       ((ep->tx_ctrl_tail ==
-                         strand_ep_ctrl_tail(ep, dci, 0, 0)) &&
-                        (ep->tx_op_kind ==
-                         strand_op_light_kind(ep->lane, 0))),
-                       "ep %p: templates of another stream", ep);
-    ucs_assertv_always((ep->tx_gate != iface->tx_gate) ||
-                       ((dci != NULL) &&
-                        (ep->fence_beat == iface->fence_beat) &&
-                        !iface->txq_wanted),
-                       "ep %p: gate open, ready %p, fence beat %u/%u, DCI "
-                       "wanted %u", ep, dci, ep->fence_beat,
-                       iface->fence_beat, iface->txq_wanted);
-}
-#endif
-
-/* Credits ran low: ask for more once; none left: no resource. */
-ucs_status_t strand_ep_fc_low(strand_iface_t *iface, strand_ep_t *ep)
-{
-    ucs_status_t status;
-
-    if (!(ep->flags & STRAND_EP_FLAG_FC_REQ)) {
-        status = strand_fc_request(iface, ep);
-        if ((status != UCS_OK) && (status != UCS_ERR_NO_RESOURCE)) {
-            return status;
-        }
-    }
-    if (ep->fc_wnd > 0) {
-        return UCS_OK;
-    }
-    STRAND_EP_STAT(ep, FC_WAIT);
-    return UCS_ERR_NO_RESOURCE;
-}
-
-/* A SEND whose data (the AM id first) is written inline from `sge`. */
-void strand_ep_post_inline_send(strand_iface_t *iface,
-                                   strand_ep_t *ep, strand_txq_t *dci,
-                                   const struct ibv_sge *sge, unsigned n,
-                                   uint8_t fm_se)
-{
-    struct mlx5_wqe_ctrl_seg *ctrl;
-    unsigned ds;
-    void *seg;
-
-    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    ds   = STRAND_EP_DS(ep) +
-           strand_set_inline_seg(seg, sge, n, dci->sq.buf, dci->sq.end,
-                                     NULL);
-    strand_ep_post_light(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, ds,
-                            fm_se);
-}
 
 /* ------------------------------------------------------ active messages */
 
@@ -246,46 +128,6 @@ ucs_status_t strand_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     return UCS_OK;
 }
 
-/* A SEND from a bounce buffer: `hdr` (hdr_len bytes), then what pack_cb
- * writes; returns the packed length or an error. */
-ssize_t strand_ep_send_hdr_bcopy(uct_ep_h tl_ep, const void *hdr,
-                                    unsigned hdr_len,
-                                    uct_pack_callback_t pack_cb, void *arg,
-                                    uint8_t opcode, uint32_t imm_be)
-{
-    STRAND_EP_DECL(tl_ep);
-    strand_tx_desc_t *desc;
-    size_t length;
-
-    status = strand_ep_am_get_dci(iface, ep, &dci);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return strand_ep_refused_len(iface, ep, status);
-    }
-    desc = strand_ep_get_desc(iface, ep);
-    if (ucs_unlikely(desc == NULL)) {
-        return UCS_ERR_NO_RESOURCE;
-    }
-    memcpy(desc->data, hdr, hdr_len);
-    length = pack_cb(desc->data + hdr_len, arg);
-    status = strand_ep_check_packed(iface, ep, desc, length,
-                                       iface->config.seg_size - hdr_len,
-                                       "bcopy send");
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-
-    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    strand_set_data_seg(seg, (uintptr_t)desc->data, length + hdr_len,
-                        desc->lkey);
-    op.type = STRAND_OP_DESC;
-    op.desc = desc;
-    strand_ep_post_imm(iface, ep, dci, ctrl, opcode, 0,
-                          STRAND_EP_DS(ep) + 1,
-                          strand_ep_am_fm_se(iface, ep), imm_be, &op);
-    strand_ep_am_sent(iface, ep);
-    return length;
-}
-
 ssize_t strand_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
                               uct_pack_callback_t pack_cb, void *arg,
                               unsigned flags)
@@ -303,56 +145,6 @@ ssize_t strand_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     UCT_TL_EP_STAT_OP_IF_SUCCESS(ret, ucs_derived_of(tl_ep, uct_base_ep_t),
                                  AM, BCOPY, ret);
     return ret;
-}
-
-/* A zero-copy SEND: `hdr` (hdr_len bytes) goes from a registered bounce
- * buffer (an inline segment followed by data segments is not used: one
- * kind per WQE), the iov from the user's memory. */
-ucs_status_t strand_ep_send_hdr_zcopy(uct_ep_h tl_ep, const void *hdr,
-                                         unsigned hdr_len,
-                                         const uct_iov_t *iov, size_t iovcnt,
-                                         uint8_t opcode, uint32_t imm_be,
-                                         uct_completion_t *comp)
-{
-    STRAND_EP_DECL(tl_ep);
-    strand_tx_desc_t *desc;
-    uint32_t lkeys[STRAND_MAX_SGE];
-    unsigned ds;
-
-    status = strand_iov_lkeys(iface, iov, iovcnt, lkeys, &op.tmp_reg);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    status = strand_ep_am_get_dci(iface, ep, &dci);
-    if (ucs_unlikely(status != UCS_OK)) {
-        goto err;
-    }
-    desc = strand_ep_get_desc(iface, ep);
-    if (ucs_unlikely(desc == NULL)) {
-        status = UCS_ERR_NO_RESOURCE;
-        goto err;
-    }
-    memcpy(desc->data, hdr, hdr_len);
-
-    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    strand_set_data_seg(seg, (uintptr_t)desc->data, hdr_len, desc->lkey);
-    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg), dci->sq.buf,
-                          dci->sq.end);
-    ds   = STRAND_EP_DS(ep) + 1 +
-           strand_set_iov_segs(dci, &seg, iov, iovcnt, lkeys);
-    op.type = STRAND_OP_DESC;
-    op.desc = desc;
-    op.comp = comp;
-    strand_ep_post_imm(iface, ep, dci, ctrl, opcode, 0, ds,
-                          strand_ep_am_fm_se(iface, ep), imm_be, &op);
-    strand_ep_am_sent(iface, ep);
-    return UCS_INPROGRESS;
-
-err:
-    if (op.tmp_reg != NULL) {
-        strand_tmp_reg_release(iface, op.tmp_reg);
-    }
-    return strand_ep_refused(iface, ep, status, comp);
 }
 
 ucs_status_t strand_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
@@ -835,16 +627,6 @@ ucs_status_t strand_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
 
 /* -------------------------------------------------------- flush / fence */
 
-uct_completion_t *strand_ep_idle(strand_iface_t *iface,
-                                    strand_ep_t *ep)
-{
-    uct_completion_t *comp = ep->cancel_comp;
-
-    ep->cancel_comp = NULL;
-    iface->tl->sq_release(iface, ep);
-    return comp;
-}
-
 /* uct.h: "the library will make a best effort attempt to cancel all
  * uncompleted operations"; afterwards the ep is in error state (every
  * operation returns UCS_ERR_CANCELED; its owner's error handler is not
@@ -944,33 +726,6 @@ ucs_status_t strand_ep_fence(uct_ep_h tl_ep, unsigned flags)
     return UCS_OK;
 }
 
-/* An inline SEND of the transport's own: [TMH][am_id][msg]. */
-ucs_status_t strand_ep_send_ctrl(strand_ep_t *ep, uint8_t am_id,
-                                    const void *msg, unsigned length)
-{
-    strand_iface_t *iface = ucs_derived_of(ep->super.super.iface,
-                                              strand_iface_t);
-    strand_txq_t *dci     = NULL;
-    uint8_t am_hdr[STRAND_AM_HDR_MAX];
-    struct ibv_sge sge[2];
-    ucs_status_t status;
-
-    status = strand_ep_take_dci(iface, ep, &dci);
-    if (status != UCS_OK) {
-        return status;
-    }
-    sge[0].addr   = (uintptr_t)am_hdr;
-    sge[0].length = strand_am_hdr_pack(iface, am_hdr, am_id);
-    sge[1].addr   = (uintptr_t)msg;
-    sge[1].length = length;
-    /* flow-control requests and grants wake a waiting peer; keepalive
-     * probes need not */
-    strand_ep_post_inline_send(iface, ep, dci, sge, 2,
-                                  (am_id == STRAND_AM_KEEPALIVE) ? 0 :
-                                  MLX5_WQE_CTRL_SOLICITED);
-    return UCS_OK;
-}
-
 /* Keepalive: a SEND with an AM id the receiver drops. A dead peer makes it
  * fail (transport retries exceeded) and the ep error handler runs. */
 ucs_status_t strand_ep_check(uct_ep_h tl_ep, unsigned flags,
@@ -988,295 +743,6 @@ ucs_status_t strand_ep_check(uct_ep_h tl_ep, unsigned flags,
     }
     status = strand_ep_send_ctrl(ep, STRAND_AM_KEEPALIVE, NULL, 0);
     return (status == UCS_ERR_NO_RESOURCE) ? UCS_OK : status;
-}
-
-/* -------------------------------------------------------------- pending */
-
-void strand_ep_pending_push(strand_iface_t *iface, strand_ep_t *ep,
-                               uct_pending_req_t *req)
-{
-    uct_pending_req_arb_group_push(&ep->arb_group, req);
-    if (ep->pending++ == 0) {
-        strand_ep_tx_update(iface, ep);
-    }
-}
-
-/* count pending requests of ep leave its group */
-static void strand_ep_pending_gone(strand_iface_t *iface,
-                                      strand_ep_t *ep, uint32_t count)
-{
-    ep->pending -= count;
-    if (ep->pending == 0) {
-        strand_ep_tx_update(iface, ep);
-    }
-}
-
-/* ep waits for room on its leased DCI, behind the eps waiting there
- * already (the DCI's room wakes them in order, dc_dci.c) */
-static void strand_ep_join_waiters(strand_iface_t *iface,
-                                      strand_ep_t *ep)
-{
-    if (ucs_list_is_empty(&ep->txq_wait)) {
-        ucs_list_add_tail(&iface->txqs[ep->txq].waiters, &ep->txq_wait);
-    }
-}
-
-ucs_status_t strand_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
-                                      unsigned flags)
-{
-    strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
-    strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                              strand_iface_t);
-
-    /* behind requests already pending it always queues (a send would
-     * return NO_RESOURCE to keep their order); so does one that may be a
-     * checked GET while no landing mkey is free (BUSY would have the
-     * caller retry it at once, for ever) */
-    /* a failing ep (its owner still to be told) queues it: the owner
-     * purges it when told; once told, it takes no more */
-    if (!strand_ep_is_failing(ep) &&
-        ucs_arbiter_group_is_empty(&ep->arb_group) &&
-        ((strand_ep_can_send(iface, ep) &&
-          strand_iface_integrity_can_start(iface)) ||
-         (ep->flags & STRAND_EP_FLAG_FAILED))) {
-        return UCS_ERR_BUSY;
-    }
-    if ((ep->fc_wnd <= 0) && !(ep->flags & STRAND_EP_FLAG_FC_REQ)) {
-        strand_fc_request(iface, ep); /* or from the pending dispatch */
-    }
-    strand_ep_pending_push(iface, ep, req);
-    UCT_TL_EP_STAT_PEND(&ep->super);
-    if ((ep->fc_wnd > 0) && (ep->txq != STRAND_TXQ_NONE) &&
-        (iface->txqs[ep->txq].state == STRAND_TXQ_ACTIVE) &&
-        !strand_txq_has_room(iface, &iface->txqs[ep->txq])) {
-        /* its DCI is full: it waits behind the eps already waiting for
-         * room there (scheduled now, it would go before them: with CQEs
-         * that free many slots at once, the eps that just sent would
-         * take them again and again) */
-        strand_ep_join_waiters(iface, ep);
-        return UCS_OK;
-    }
-    ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
-    return UCS_OK;
-}
-
-/* A pending ep out of credits: once its request is out, the grant
- * reschedules it; until then it is retried after the other eps. */
-static ucs_arbiter_cb_result_t
-strand_ep_pending_no_credits(strand_iface_t *iface, strand_ep_t *ep)
-{
-    if (!(ep->flags & STRAND_EP_FLAG_FC_REQ) &&
-        (strand_fc_request(iface, ep) != UCS_OK)) {
-        return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
-    }
-    return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
-}
-
-/* A pending ep whose leased DCI is full (or its stream not ready): it
- * waits in the DCI's queue, and room made by anyone's completion wakes the
- * waiters in the order they came (not only the eps whose own work
- * completed: an ep with nothing outstanding would never run again, and one
- * with much outstanding would run more often than the others). */
-static ucs_arbiter_cb_result_t
-strand_ep_wait_room(strand_iface_t *iface, strand_ep_t *ep)
-{
-    strand_ep_join_waiters(iface, ep);
-    return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
-}
-
-/* An ep without a lease that waits for room on one send queue (the
- * transport chose it: dc_strand's policy keeps an ep on its destination's
- * DCI), not for any: it is in that queue's waiters. */
-static int strand_ep_lease_waits(strand_iface_t *iface,
-                                    strand_ep_t *ep)
-{
-    iface->tl->sq_lease(iface, ep); /* joins the waiters, or leases */
-    return (ep->txq == STRAND_TXQ_NONE) &&
-           !ucs_list_is_empty(&ep->txq_wait);
-}
-
-static ucs_arbiter_cb_result_t
-strand_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
-                        ucs_arbiter_elem_t *elem, void *arg)
-{
-    strand_iface_t *iface = arg;
-    strand_ep_t *ep       = ucs_container_of(group, strand_ep_t,
-                                                arb_group);
-    uct_pending_req_t *req   = ucs_container_of(elem, uct_pending_req_t,
-                                                priv);
-    ucs_status_t status;
-
-    if (strand_ep_is_failing(ep)) {
-        /* its owner purges them when told of the failure */
-        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
-    }
-    if (!(ep->flags & STRAND_EP_FLAG_FAILED)) {
-        if (ep->fc_wnd <= 0) {
-            /* waiting for credits, not for a DCI: the others go on (one of
-             * them may be the grant its peer waits for) */
-            return strand_ep_pending_no_credits(iface, ep);
-        }
-        if (!strand_ep_can_send(iface, ep)) {
-            if (ep->txq != STRAND_TXQ_NONE) {
-                return strand_ep_wait_room(iface, ep);
-            }
-            if (strand_ep_lease_waits(iface, ep)) {
-                /* for room on its destination's DCI: the others go on */
-                return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
-            }
-            /* waiting for a DCI: everybody after waits too, and the eps
-             * holding one give it back after their quota */
-            strand_iface_want_txq(iface);
-            return UCS_ARBITER_CB_RESULT_STOP;
-        }
-    }
-    ep->flags |= STRAND_EP_FLAG_IN_PENDING;
-    status     = req->func(req);
-    ep->flags &= ~STRAND_EP_FLAG_IN_PENDING;
-    if (status == UCS_OK) {
-        /* the arbiter takes it out once this returns: nothing posts
-         * before (its callback may have freed it already) */
-        strand_ep_pending_gone(iface, ep, 1);
-        return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
-    } else if (status == UCS_INPROGRESS) {
-        return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
-    } else if ((status == UCS_ERR_NO_RESOURCE) && (ep->fc_wnd <= 0)) {
-        return strand_ep_pending_no_credits(iface, ep);
-    } else if ((status == UCS_ERR_NO_RESOURCE) &&
-               (ep->txq == STRAND_TXQ_NONE)) {
-        if (!ucs_list_is_empty(&ep->txq_wait)) {
-            /* the send's lease attempt put it in its DCI's waiters */
-            return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
-        }
-        strand_iface_want_txq(iface);
-        return UCS_ARBITER_CB_RESULT_STOP;
-    } else if ((status == UCS_ERR_NO_RESOURCE) &&
-               !strand_iface_integrity_can_start(iface)) {
-        /* a checked GET without a landing mkey: scheduled again when one
-         * is free (strand_iface_integrity_progress) */
-        iface->integrity_starved = 1;
-        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
-    } else if (status == UCS_ERR_NO_RESOURCE) {
-        return strand_ep_wait_room(iface, ep);
-    }
-    return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
-}
-
-void strand_ep_dispatch_pending(strand_iface_t *iface)
-{
-    /* whoever still waits for a DCI says so again */
-    iface->txq_wanted = 0;
-    ucs_arbiter_dispatch(&iface->arbiter, 1, strand_ep_pending_cb, iface);
-    if (ucs_unlikely(iface->txq_wanted)) {
-        /* a DCI goes back once its WQEs completed */
-        strand_txq_signal_tails(iface);
-    }
-}
-
-void strand_ep_schedule(strand_iface_t *iface, strand_ep_t *ep)
-{
-    if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
-        ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
-    }
-}
-
-typedef struct {
-    uct_pending_purge_callback_t cb;
-    void                        *arg;
-} strand_purge_args_t;
-
-static ucs_arbiter_cb_result_t
-strand_ep_purge_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
-                      ucs_arbiter_elem_t *elem, void *arg)
-{
-    strand_purge_args_t *args = arg;
-    uct_pending_req_t *req       = ucs_container_of(elem, uct_pending_req_t,
-                                                    priv);
-
-    if (args->cb != NULL) {
-        args->cb(req, args->arg);
-    }
-    return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
-}
-
-void strand_ep_pending_purge(uct_ep_h tl_ep,
-                                uct_pending_purge_callback_t cb, void *arg)
-{
-    strand_ep_t *ep           = ucs_derived_of(tl_ep, strand_ep_t);
-    strand_iface_t *iface     = ucs_derived_of(tl_ep->iface,
-                                                  strand_iface_t);
-    strand_purge_args_t args  = {cb, arg};
-
-    ucs_arbiter_group_purge(&iface->arbiter, &ep->arb_group,
-                            strand_ep_purge_cb, &args);
-    strand_ep_pending_gone(iface, ep, ep->pending);
-}
-
-/* ---------------------------------------------------------------- errors */
-
-ucs_status_t strand_ep_refused(strand_iface_t *iface, strand_ep_t *ep,
-                                  ucs_status_t status, uct_completion_t *comp)
-{
-    uct_completion_t **taken;
-    uint32_t max;
-
-    if ((status != ep->status) || !strand_ep_is_failing(ep)) {
-        return status;
-    }
-    if (comp == NULL) {
-        return UCS_OK;
-    }
-    if (ep->num_taken == ep->max_taken) {
-        max   = ucs_max(8, ep->max_taken * 2);
-        taken = ucs_realloc(ep->taken, max * sizeof(*taken),
-                            "strand_ep_taken");
-        if (taken == NULL) {
-            return status;
-        }
-        ep->taken     = taken;
-        ep->max_taken = max;
-    }
-    ep->taken[ep->num_taken++] = comp;
-    return UCS_INPROGRESS;
-}
-
-/* The operations ep took while failing complete with `status`. */
-static void strand_ep_complete_taken(strand_ep_t *ep,
-                                        ucs_status_t status)
-{
-    uint32_t i, n = ep->num_taken;
-
-    ep->num_taken = 0;
-    for (i = 0; i < n; ++i) {
-        uct_invoke_completion(ep->taken[i], status);
-    }
-}
-
-void strand_ep_set_failed(strand_iface_t *iface, strand_ep_t *ep,
-                             ucs_status_t status, const char *detail)
-{
-    char peer[96];
-    ucs_status_t ret;
-
-    strand_ep_complete_taken(ep, status);
-    /* its rendezvous sends will hear no FIN */
-    strand_tag_ep_purge(iface, ep, status);
-    if (ep->flags & STRAND_EP_FLAG_INTERNAL) {
-        ucs_debug("%s: internal endpoint to %s failed: %s: %s",
-                  iface->dev->info.name,
-                  iface->tl->ep_peer_str(iface, ep, peer, sizeof(peer)),
-                  ucs_status_string(status), detail);
-        return;
-    }
-    ret = uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
-                                  status);
-    /* as UCX's IB transports: a peer gone at UCX_<TL>_FAILURE's level (diag
-     * by default), any other error (access, protection) as an error, and
-     * fatal when the owner could not handle it */
-    ucs_log(uct_base_iface_failure_log_level(&iface->super, ret, status),
-            "%s: endpoint %p to %s failed: %s: %s", iface->dev->info.name,
-            ep, iface->tl->ep_peer_str(iface, ep, peer, sizeof(peer)),
-            ucs_status_string(status), detail);
 }
 
 /* ----------------------------------------------------- create / destroy */
@@ -1336,14 +802,11 @@ static UCS_CLASS_CLEANUP_FUNC(strand_ep_t)
 {
     strand_iface_t *iface = ucs_derived_of(self->super.super.iface,
                                               strand_iface_t);
-    strand_purge_args_t args = {NULL, NULL};
-
     strand_fc_ep_remove(iface, self);
     ucs_list_del(&self->list);
     UCS_STATS_NODE_FREE(self->stats);
 
-    ucs_arbiter_group_purge(&iface->arbiter, &self->arb_group,
-                            strand_ep_purge_cb, &args);
+    strand_ep_pending_drop(iface, self);
     ucs_arbiter_group_cleanup(&self->arb_group);
     ucs_list_del(&self->txq_wait);
     /* work still outstanding: its completions are cancelled now (the user

@@ -10,30 +10,14 @@
 #include "fc.h"
 #include "iface.h"
 #include "ep.h"
+#include "fc_grant.h"
+#include "ep_pending.h"
+#include "ep_post.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 
 #include <string.h>
-
-/* FC_REQUEST payload: for which ep, and where to send the grant: the
- * requester's interface address, then its device address (as long as the
- * link layer makes it), as its UCT operations give them */
-typedef struct strand_fc_request {
-    uint32_t ep_id;
-    uint16_t seq;
-    uint8_t  addr[STRAND_FC_PEER_LEN];
-} UCS_S_PACKED strand_fc_request_t;
-
-static size_t strand_fc_addr_len(const strand_iface_t *iface)
-{
-    return iface->config.iface_addr_len + iface->config.dev_addr_len;
-}
-
-static size_t strand_fc_request_len(const strand_iface_t *iface)
-{
-    return ucs_offsetof(strand_fc_request_t, addr) + strand_fc_addr_len(iface);
-}
 
 /* FC_GRANT payload */
 typedef struct strand_fc_grant {
@@ -75,7 +59,7 @@ static void strand_fc_grant_ep_destroy(strand_ep_t *ep)
 {
     strand_ep_pending_purge(&ep->super.super, strand_fc_grant_purge_cb,
                                NULL);
-    UCS_CLASS_DELETE(strand_ep_t, ep);
+    uct_ep_destroy(&ep->super.super);
 }
 
 void strand_fc_cleanup(strand_iface_t *iface)
@@ -88,22 +72,6 @@ void strand_fc_cleanup(strand_iface_t *iface)
     });
     kh_destroy_inplace(strand_fc_grant_eps, &fc->grant_eps);
     kh_destroy_inplace(strand_fc_eps, &fc->eps);
-}
-
-/* ep asked for credits and waits for the grant (FC_REQ), or not. What an
- * active message compares its window with follows: while ep waits it may
- * spend the rest (0), else it asks first below the soft threshold
- * (strand_ep_fc_check, the fast path's one compare). */
-static void strand_fc_set_req(strand_iface_t *iface, strand_ep_t *ep,
-                                 int req)
-{
-    if (req) {
-        ep->flags    |= STRAND_EP_FLAG_FC_REQ;
-        ep->fc_limit  = 0;
-    } else {
-        ep->flags    &= ~STRAND_EP_FLAG_FC_REQ;
-        ep->fc_limit  = iface->fc.soft_thresh;
-    }
 }
 
 ucs_status_t strand_fc_ep_add(strand_iface_t *iface, strand_ep_t *ep)
@@ -189,12 +157,13 @@ strand_fc_grant_ep(strand_iface_t *iface,
     strand_fc_peer_t key;
     uct_ep_params_t params;
     strand_ep_t *ep;
+    uct_ep_h uct_ep;
     ucs_status_t status;
     khiter_t it;
     int ret;
 
     memset(&key, 0, sizeof(key));
-    memcpy(key.bytes, req->addr, strand_fc_addr_len(iface));
+    memcpy(key.bytes, req->addr, strand_iface_reply_addr_len(iface));
     it = kh_get(strand_fc_grant_eps, &fc->grant_eps, key);
     if (it != kh_end(&fc->grant_eps)) {
         ep = kh_value(&fc->grant_eps, it);
@@ -213,16 +182,19 @@ strand_fc_grant_ep(strand_iface_t *iface,
     params.dev_addr   = (const uct_device_addr_t*)
                         (req->addr + iface->config.iface_addr_len);
     params.iface_addr = (const uct_iface_addr_t*)req->addr;
-    status = UCS_CLASS_NEW(strand_ep_t, &ep, &params);
+    /* an endpoint of this interface's transport, as uct_ep_create makes
+     * one */
+    status = uct_ep_create(&params, &uct_ep);
     if (status != UCS_OK) {
         return NULL;
     }
+    ep = ucs_derived_of(uct_ep, strand_ep_t);
     strand_fc_ep_remove(iface, ep); /* nobody grants to a grant ep */
     ep->flags |= STRAND_EP_FLAG_INTERNAL;
     ep->fc_wnd = INT32_MAX;
     it = kh_put(strand_fc_grant_eps, &fc->grant_eps, key, &ret);
     if (ret < 0) {
-        UCS_CLASS_DELETE(strand_ep_t, ep);
+        uct_ep_destroy(uct_ep);
         return NULL;
     }
     kh_value(&fc->grant_eps, it) = ep;
@@ -287,7 +259,7 @@ void strand_fc_handle(strand_iface_t *iface, uint8_t am_id,
                          const void *payload, size_t length)
 {
     if ((am_id == STRAND_AM_FC_REQUEST) &&
-        (length == strand_fc_request_len(iface))) {
+        (length == STRAND_FC_REQUEST_LEN(strand_iface_reply_addr_len(iface)))) {
         strand_fc_handle_request(iface, payload);
     } else if ((am_id == STRAND_AM_FC_GRANT) &&
                (length == sizeof(strand_fc_grant_t))) {
@@ -296,34 +268,6 @@ void strand_fc_handle(strand_iface_t *iface, uint8_t am_id,
         ucs_debug("%s: dropped internal message 0x%x of %zu bytes",
                   iface->dev->info.name, am_id, length);
     }
-}
-
-/* Ask the peer of ep for credits (posted on dci, which has room). */
-ucs_status_t strand_fc_request(strand_iface_t *iface,
-                                  strand_ep_t *ep)
-{
-    strand_fc_request_t req;
-    ucs_status_t status;
-
-    req.ep_id = ep->fc_id;
-    req.seq   = ep->fc_seq + 1;
-    uct_iface_get_address(&iface->super.super, (uct_iface_addr_t*)req.addr);
-    uct_iface_get_device_address(&iface->super.super,
-                                 (uct_device_addr_t*)
-                                 (req.addr + iface->config.iface_addr_len));
-    status = strand_ep_send_ctrl(ep, STRAND_AM_FC_REQUEST, &req,
-                                    strand_fc_request_len(iface));
-    if (status != UCS_OK) {
-        return status;
-    }
-    ep->fc_seq      = req.seq;
-    ep->fc_req_time = ucs_get_time();
-    if (!(ep->flags & STRAND_EP_FLAG_FC_REQ)) {
-        strand_fc_set_req(iface, ep, 1);
-        ep->fc_seq_first = req.seq;
-        iface->fc.waiting++;
-    }
-    return UCS_OK;
 }
 
 void strand_fc_check_slow(strand_iface_t *iface)

@@ -9,12 +9,10 @@
 #include "config.h"
 #endif
 
-#include "txq.h"
+#include "txq_pool.h"
+#include "ep_ready.h"
 
 #include <inttypes.h>
-#include "ep.h"
-#include "recovery.h"
-#include "integrity_get.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
@@ -36,43 +34,6 @@ static void strand_txq_set_room(strand_iface_t *iface,
                        (iface->config.tx_queue_len - dci->outstanding) - 1;
 
     dci->room_pi = ((int32_t)(wqes_pi - bbs_pi) < 0) ? wqes_pi : bbs_pi;
-}
-
-/* Whether s takes work: its held WQEs are posted again only then. */
-static int strand_lane_open(const strand_txq_t *dci,
-                                 const strand_lane_t *s)
-{
-    return (dci->state == STRAND_TXQ_ACTIVE) &&
-           (s->state == STRAND_LANE_OK);
-}
-
-void strand_txq_set_state(strand_iface_t *iface, strand_txq_t *dci,
-                             strand_txq_state_t state)
-{
-    unsigned i;
-
-    if (dci->state == state) {
-        return;
-    }
-    for (i = 0; (state != STRAND_TXQ_ACTIVE) &&
-                (i < iface->config.num_lanes); ++i) {
-        dci->lanes[i].closures += strand_lane_open(dci,
-                                                          &dci->lanes[i]);
-    }
-    dci->state = state;
-    strand_ep_tx_update_dci(iface, dci);
-}
-
-void strand_lane_set_state(strand_iface_t *iface,
-                                strand_txq_t *dci, strand_lane_t *s,
-                                strand_lane_state_t state)
-{
-    if (s->state != state) {
-        s->closures += (state != STRAND_LANE_OK) &&
-                       strand_lane_open(dci, s);
-        s->state     = state;
-        strand_ep_tx_update_dci(iface, dci);
-    }
 }
 
 void strand_txq_geometry(strand_iface_t *iface, strand_txq_t *dci)
@@ -207,7 +168,7 @@ ucs_status_t strand_txq_hold(strand_txq_t *dci)
 
 /* The device hears of every WQE held (a connected QP executes them, one
  * in ERR flushes them). */
-static void strand_txq_unhold(strand_txq_t *dci)
+void strand_txq_unhold(strand_txq_t *dci)
 {
     if (dci->held_db == NULL) {
         return;
@@ -218,27 +179,6 @@ static void strand_txq_unhold(strand_txq_t *dci)
     }
     ucs_free(dci->held_db);
     dci->held_db = NULL;
-}
-
-void strand_txq_held_abort(strand_iface_t *iface, strand_txq_t *dci)
-{
-    int err;
-
-    if (dci->held_db == NULL) {
-        return; /* released: its own errors tell */
-    }
-    if (dci->outstanding > 0) {
-        /* nothing held ran: ERR flushes each, a CQE apiece */
-        err = iface->dev->ops->qp_to_err(iface->dev, &dci->qp);
-        if (err == 0) {
-            strand_txq_set_state(iface, dci, STRAND_TXQ_DRAINING);
-        } else {
-            ucs_error("%s: QP 0x%x whose doorbells were held: to ERR: %s",
-                      iface->dev->info.name, dci->qp.qpn, strerror(err));
-            strand_txq_set_state(iface, dci, STRAND_TXQ_BROKEN);
-        }
-    }
-    strand_txq_unhold(dci);
 }
 
 ucs_status_t strand_txq_pool_init(strand_iface_t *iface)
@@ -265,7 +205,7 @@ void strand_tmp_reg_release(strand_iface_t *iface,
     ucs_free(reg);
 }
 
-static void strand_op_release(strand_iface_t *iface, strand_op_t *op)
+void strand_op_release(strand_iface_t *iface, strand_op_t *op)
 {
     if (op->type == STRAND_OP_LIGHT) {
         return;
@@ -298,7 +238,6 @@ void strand_txq_pool_cleanup(strand_iface_t *iface)
                                      &dci->ops[bb & (dci->sq.wqe_cnt - 1)]);
             }
         }
-        strand_recovery_cleanup(iface, dci);
         if (dci->qp.h != NULL) {
             iface->dev->ops->destroy_qp(iface->dev, &dci->qp);
         }
@@ -352,7 +291,7 @@ strand_op_t *strand_txq_op(strand_txq_t *dci, uint16_t wqe_idx)
 
 /* The SQ's free space grows only from its oldest WQE: retired slots after
  * a WQE still outstanding (another stream) wait for it. */
-static void strand_txq_advance_tail(strand_iface_t *iface,
+void strand_txq_advance_tail(strand_iface_t *iface,
                                        strand_txq_t *dci)
 {
     strand_op_t *op;
@@ -365,139 +304,6 @@ static void strand_txq_advance_tail(strand_iface_t *iface,
         dci->sq_tail += op->bbs;
     }
     strand_txq_set_room(iface, dci);
-}
-
-/* Room again: the eps waiting for it go back to the pending dispatch. */
-static void strand_txq_wake_waiters(strand_iface_t *iface,
-                                       strand_txq_t *dci)
-{
-    strand_ep_t *ep;
-
-    if (ucs_likely(ucs_list_is_empty(&dci->waiters)) ||
-        !strand_txq_has_room(iface, dci)) {
-        return;
-    }
-    while (!ucs_list_is_empty(&dci->waiters)) {
-        ep = ucs_list_extract_head(&dci->waiters, strand_ep_t, txq_wait);
-        ucs_list_head_init(&ep->txq_wait);
-        strand_ep_schedule(iface, ep);
-    }
-}
-
-void strand_txq_held_go(strand_iface_t *iface, strand_txq_t *dci)
-{
-    strand_txq_unhold(dci);
-    strand_txq_set_state(iface, dci, STRAND_TXQ_ACTIVE);
-    strand_txq_wake_waiters(iface, dci);
-    if (dci->ep != NULL) {
-        strand_ep_schedule(iface, dci->ep);
-    }
-}
-
-static void strand_op_deliver(strand_iface_t *iface, strand_op_t *op)
-{
-    switch (op->type) {
-    case STRAND_OP_GET_BCOPY:
-        op->u.unpack.cb(op->u.unpack.arg, op->desc->data,
-                        op->u.unpack.length);
-        break;
-    case STRAND_OP_FETCH32: {
-        uint32_t v;
-        memcpy(&v, op->desc->data, sizeof(v));
-        *(uint32_t*)op->u.result = iface->config.atomic_reply_be32 ?
-                                   be32toh(v) : v;
-        break;
-    }
-    case STRAND_OP_FETCH64: {
-        uint64_t v;
-        memcpy(&v, op->desc->data, sizeof(v));
-        *(uint64_t*)op->u.result = iface->config.atomic_reply_be64 ?
-                                   be64toh(v) : v;
-        break;
-    }
-    default:
-        break;
-    }
-}
-
-void strand_op_complete(strand_iface_t *iface, strand_txq_t *dci,
-                           strand_op_t *op, ucs_status_t status)
-{
-    uct_completion_t *comp      = NULL;
-    uct_completion_t *last      = NULL;
-    strand_ep_t *ep          = op->ep;
-    strand_integrity_req_t *get = NULL;
-
-    if (op->type != STRAND_OP_LIGHT) {
-        comp = op->comp;
-        if (ucs_unlikely(op->type == STRAND_OP_CHECKED)) {
-            get = strand_iface_integrity_op_done(iface, op, status);
-        } else if (status == UCS_OK) {
-            strand_op_deliver(iface, op);
-        }
-        strand_op_release(iface, op);
-        op->comp = NULL;
-    }
-    if (op->state == STRAND_OP_FLUSHED) {
-        dci->flushed--;
-    }
-    op->state = STRAND_OP_FREE;
-    op->ep    = NULL;
-    dci->outstanding--;
-    strand_txq_advance_tail(iface, dci);
-    strand_txq_wake_waiters(iface, dci);
-    if (ep != NULL) {
-        if ((--ep->outstanding == 0) && (ep->held == 0)) {
-            last = strand_ep_idle(iface, ep);
-        }
-        strand_ep_schedule(iface, ep);
-    } else {
-        iface->tl->sq_idle(iface, dci);
-    }
-    if (ucs_unlikely(get != NULL)) {
-        /* a piece of a checked GET: the next ones, this one again, or the
-         * GET's end (its ep counts the GET until then) */
-        strand_iface_integrity_kick(iface, get);
-    }
-    if (comp != NULL) {
-        uct_invoke_completion(comp, status);
-    }
-    if (ucs_unlikely(last != NULL)) {
-        uct_invoke_completion(last, UCS_OK);
-    }
-}
-
-void strand_txq_orphan(strand_iface_t *iface, strand_txq_t *dci,
-                          strand_ep_t *ep)
-{
-    uct_completion_t *comp;
-    strand_op_t *op;
-    uint32_t bb;
-
-    for (bb = dci->sq_tail; bb != dci->sq.cur_post; ++bb) {
-        op = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
-        /* flushed ones too: a DCI in error settles them later, and an ep
-         * that failed (and was destroyed, as UCP does) is gone by then */
-        if ((op->state == STRAND_OP_FREE) || (op->ep != ep)) {
-            continue;
-        }
-        op->ep = NULL;
-        ep->outstanding--;
-        if (op->type == STRAND_OP_LIGHT) {
-            continue;
-        }
-        if (op->type == STRAND_OP_CHECKED) {
-            strand_iface_integrity_orphan_op(iface, op);
-            continue;
-        }
-        comp     = op->comp;
-        op->comp = NULL;
-        /* no unpacking or fetched value into the user's memory later */
-        op->type = STRAND_OP_PLAIN;
-        if (comp != NULL) {
-            uct_invoke_completion(comp, UCS_ERR_CANCELED);
-        }
-    }
 }
 
 void strand_txq_log_wqe(strand_txq_t *dci, uint16_t wqe_idx)
@@ -513,152 +319,6 @@ void strand_txq_log_wqe(strand_txq_t *dci, uint16_t wqe_idx)
         ucs_debug("  wqe[%u]: %08x %08x %08x %08x", i, be32toh(u[0]),
                   be32toh(u[1]), be32toh(u[2]), be32toh(u[3]));
     }
-}
-
-/* The WQEs before op that asked for no CQE completed (CQEs come in SQ
- * order, also across streams: an error or a flush CQE too comes only
- * after every WQE before its own is done). Those still posted succeeded:
- * the ones that failed or were flushed had CQEs of their own. */
-static void strand_txq_retire_before(strand_iface_t *iface,
-                                        strand_txq_t *dci,
-                                        const strand_op_t *op)
-{
-    uint32_t bb  = dci->sq_tail;
-    uint32_t end = bb + (uint16_t)(op->wqe_idx - (uint16_t)bb);
-    strand_op_t *prev;
-
-    while (bb != end) {
-        prev = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
-        bb  += prev->bbs;
-        if (prev->state == STRAND_OP_POSTED) {
-            strand_op_complete(iface, dci, prev, UCS_OK);
-        }
-    }
-}
-
-/* One send CQE. A DCI or stream in error takes its CQEs to recovery. */
-static void strand_txq_cqe(strand_iface_t *iface, strand_txq_t *dci,
-                              struct mlx5_cqe64 *cqe)
-{
-    uint16_t wqe_counter = strand_cqe_wqe_counter(cqe);
-    strand_op_t *op   = strand_txq_op(dci, wqe_counter);
-
-    if (ucs_unlikely(op == NULL)) {
-        ucs_error("%s: CQE for WQE %u, which DCI %u has not outstanding",
-                  iface->dev->info.name, wqe_counter, dci->index);
-        return;
-    }
-    if ((uint16_t)dci->sq_tail != wqe_counter) {
-        strand_txq_retire_before(iface, dci, op);
-    }
-    if (ucs_unlikely((dci->state == STRAND_TXQ_DRAINING) ||
-                     (dci->lanes[op->lane].state !=
-                      STRAND_LANE_OK))) {
-        strand_recovery_flush(iface, dci, op, cqe);
-    } else if (ucs_unlikely(strand_cqe_is_error(cqe))) {
-        strand_recovery_error(iface, dci, op, cqe);
-    } else {
-        strand_op_complete(iface, dci, op, UCS_OK);
-    }
-}
-
-/* The CQEs of one send CQ, until `*budget` sends were completed (a CQE
- * completes every unsignaled WQE before it too); the CQEs consumed. */
-static unsigned strand_txq_tx_poll(strand_iface_t *iface,
-                                      strand_tx_cq_t *tx, int *budget)
-{
-    strand_dev_cq_t *cq = &tx->cq;
-    strand_txq_t *dci;
-    struct mlx5_cqe64 *cqe;
-    unsigned count = 0;
-    uint32_t before;
-    uint32_t qpn;
-    khiter_t it;
-
-    /* The consumer index is written once per poll (and every
-     * tx_ci_batch CQEs of a long one: completions post, and the CQ has
-     * room for what can be outstanding plus one batch), and before a
-     * CQE whose handling may reset its DCI (an error, a DCI draining). */
-    while ((*budget > 0) &&
-           ((cqe = strand_cqe_get(cq->dv.buf, cq->dv.cqe_cnt,
-                                  iface->tx_cqe_shift, tx->ci)) != NULL)) {
-        ++tx->ci;
-        ++count;
-        if (ucs_unlikely(strand_cqe_opcode(cqe) == MLX5_CQE_SIG_ERR)) {
-            /* a checked GET had a bad block; its READ's own CQE follows */
-            if (strand_integrity_sigerr(&iface->integrity, cqe) != 0) {
-                ucs_warn("%s: signature error CQE for mkey 0x%x, which "
-                         "lands no GET", iface->dev->info.name,
-                         strand_sigerr_cqe_mkey(cqe));
-            }
-            continue;
-        }
-        qpn = strand_cqe_qpn(cqe);
-        it = kh_get(strand_txq_qpn, &iface->txq_by_qpn, qpn);
-        if (ucs_unlikely(it == kh_end(&iface->txq_by_qpn))) {
-            strand_cq_update_ci(cq->dv.dbrec, tx->ci);
-            /* no send queue's: the transport's own (rc_strand's QPs that
-             * read rendezvous) */
-            if ((iface->tl->tx_cqe_other == NULL) ||
-                (iface->tl->tx_cqe_other(iface, cqe) != 0)) {
-                ucs_error("%s: send CQE of unknown QP 0x%x",
-                          iface->dev->info.name, qpn);
-            }
-            continue;
-        }
-        dci = &iface->txqs[kh_value(&iface->txq_by_qpn, it)];
-        dci->cqes++;
-        STRAND_IFACE_STAT(iface, TX_CQE, 1);
-        if (ucs_unlikely(strand_cqe_is_error(cqe))) {
-            STRAND_IFACE_STAT(iface, TX_CQE_ERROR, 1);
-            strand_cq_update_ci(cq->dv.dbrec, tx->ci);
-        } else if (ucs_unlikely((dci->state != STRAND_TXQ_ACTIVE) ||
-                                ((count % iface->tx_ci_batch) == 0))) {
-            strand_cq_update_ci(cq->dv.dbrec, tx->ci);
-        }
-        before = dci->outstanding;
-        strand_txq_cqe(iface, dci, cqe);
-        /* (a completion callback may have posted again) */
-        *budget -= ucs_max(1, (int)before - (int)dci->outstanding);
-    }
-    if (count > 0) {
-        strand_cq_update_ci(cq->dv.dbrec, tx->ci);
-    }
-    return count;
-}
-
-unsigned strand_txq_tx_progress(strand_iface_t *iface)
-{
-    return strand_txq_tx_poll_max(iface, iface->config.tx_max_poll);
-}
-
-unsigned strand_txq_tx_poll_max(strand_iface_t *iface, unsigned max)
-{
-    int budget = (int)ucs_min(max, INT_MAX);
-    unsigned count, k, n;
-
-    if (ucs_likely(iface->num_tx_cqs == 1)) {
-        count = strand_txq_tx_poll(iface, &iface->tx_cqs[0], &budget);
-    } else {
-        /* rc_strand's CQs of many endpoints: each in turn polled first,
-         * so that the bound starves none */
-        n = iface->num_tx_cqs;
-        for (count = 0, k = 0; (k < n) && (budget > 0); ++k) {
-            count += strand_txq_tx_poll(iface,
-                                           &iface->tx_cqs[(iface->tx_cq_next +
-                                                           k) % n],
-                                           &budget);
-        }
-        iface->tx_cq_next = (iface->tx_cq_next + 1) % n;
-    }
-    if (ucs_unlikely(iface->repost_pending)) {
-        count += strand_recovery_progress(iface);
-    }
-    if (ucs_unlikely(iface->num_failed > 0)) {
-        /* failed outside completion handling (uct_ep_invalidate) */
-        strand_recovery_notify(iface);
-    }
-    return count;
 }
 
 ucs_status_t strand_txq_signal_tail(strand_iface_t *iface,

@@ -12,6 +12,15 @@
 #include "txq.h"
 #include "ep.h"
 #include "tag.h"
+#include "iface_class.h"
+#include "ep_ops.h"
+#include "ep_pending.h"
+#include "event.h"
+#include "fc_grant.h"
+#include "recovery.h"
+#include "rx.h"
+#include "tx_done.h"
+#include "txq_pool.h"
 
 #include <ucs/arch/bitops.h>
 #include <ucs/debug/log.h>
@@ -30,33 +39,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifdef ENABLE_STATS
-ucs_stats_class_t strand_iface_stats_class = {
-    .name          = "dc_strand_iface",
-    .num_counters  = STRAND_IFACE_STAT_LAST,
-    .class_id      = UCS_STATS_CLASS_ID_INVALID,
-    .counter_names = {
-        [STRAND_IFACE_STAT_TX_CQE]       = "tx_cqe",
-        [STRAND_IFACE_STAT_TX_CQE_ERROR] = "tx_cqe_error",
-        [STRAND_IFACE_STAT_TX_TAIL_NOP]  = "tx_tail_nop",
-        [STRAND_IFACE_STAT_RX_CQE]       = "rx_cqe",
-        [STRAND_IFACE_STAT_REPOST]       = "repost",
-        [STRAND_IFACE_STAT_STREAM_RESET] = "stream_reset",
-        [STRAND_IFACE_STAT_DCI_RESET]    = "dci_reset"
-    }
-};
-
-ucs_stats_class_t strand_ep_stats_class = {
-    .name          = "dc_strand_ep",
-    .num_counters  = STRAND_EP_STAT_LAST,
-    .class_id      = UCS_STATS_CLASS_ID_INVALID,
-    .counter_names = {
-        [STRAND_EP_STAT_FC_WAIT]  = "fc_wait",
-        [STRAND_EP_STAT_TXQ_WAIT] = "dci_wait",
-        [STRAND_EP_STAT_ERROR]    = "error"
-    }
-};
-#endif
 
 
 /* ------------------------------------------------------------- helpers */
@@ -507,6 +489,7 @@ static void strand_iface_release(strand_iface_t *iface)
         iface->have_fc = 0;
     }
     ucs_arbiter_cleanup(&iface->arbiter);
+    strand_recovery_cleanup_all(iface);
     strand_txq_pool_cleanup(iface);
     strand_iface_integrity_cleanup(iface);
     strand_rx_cleanup(iface);

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * An endpoint's readiness (ep.h): what its post path checks, kept up to
+ * date where its state, its lease's or its send queue's change.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "ep_ready.h"
+#include "stats.h"
+
+#include <ucs/debug/assert.h>
+
+/* What ep's readiness is (dc_ep.h), from its state; pending: whether
+ * requests wait in its group. */
+static strand_txq_t *strand_ep_tx_state(strand_iface_t *iface,
+                                              const strand_ep_t *ep,
+                                              int pending)
+{
+    strand_txq_t *dci;
+
+    if ((ep->txq == STRAND_TXQ_NONE) || pending || (ep->held > 0) ||
+        (ep->flags & (STRAND_EP_FLAG_FAILED | STRAND_EP_FLAG_MOVING))) {
+        return NULL;
+    }
+    dci = &iface->txqs[ep->txq];
+    if ((dci->state != STRAND_TXQ_ACTIVE) ||
+        (dci->lanes[ep->lane].state != STRAND_LANE_OK)) {
+        return NULL;
+    }
+    return dci;
+}
+
+
+void strand_ep_tx_update(strand_iface_t *iface, strand_ep_t *ep)
+{
+    strand_txq_t *dci = strand_ep_tx_state(iface, ep, ep->pending > 0);
+
+    ep->tx_txq = dci;
+    if (dci != NULL) {
+        ep->tx_ctrl_tail = strand_ep_ctrl_tail(ep, dci, 0, 0);
+        ep->tx_op_kind   = strand_op_light_kind(ep->lane, 0);
+    }
+    strand_ep_gate(iface, ep);
+}
+
+
+void strand_ep_gate(strand_iface_t *iface, strand_ep_t *ep)
+{
+    ep->tx_gate = ((ep->tx_txq != NULL) &&
+                   (ep->fence_beat == iface->fence_beat) &&
+                   !iface->txq_wanted) ? iface->tx_gate : iface->tx_gate - 1;
+}
+
+
+void strand_ep_tx_update_dci(strand_iface_t *iface,
+                                strand_txq_t *dci)
+{
+    strand_ep_t *ep;
+
+    if (dci->users == 0) {
+        return;
+    }
+    if ((dci->ep != NULL) && (dci->users == 1)) {
+        /* dcs, rc_strand: its one lessee */
+        strand_ep_tx_update(iface, dci->ep);
+        return;
+    }
+    ucs_list_for_each(ep, &iface->eps, list) {
+        if (ep->txq == dci->index) {
+            strand_ep_tx_update(iface, ep);
+        }
+    }
+}
+
+
+#ifdef STRAND_DEBUG
+void strand_ep_tx_verify(strand_iface_t *iface, strand_ep_t *ep)
+{
+    int pending          = !ucs_arbiter_group_is_empty(&ep->arb_group);
+    strand_txq_t *dci = strand_ep_tx_state(iface, ep, pending);
+
+    ucs_assertv_always(pending == (ep->pending > 0),
+                       "ep %p: pending requests %d, counted %u", ep, pending,
+                       ep->pending);
+    ucs_assertv_always(ep->tx_txq == dci,
+                       "ep %p: cached readiness %p, its state says %p (dci "
+                       "%u stream %u flags 0x%x held %u)", ep, ep->tx_txq,
+                       dci, ep->txq, ep->lane, ep->flags, ep->held);
+    ucs_assertv_always((dci == NULL) ||
+                       ((ep->tx_ctrl_tail ==
+                         strand_ep_ctrl_tail(ep, dci, 0, 0)) &&
+                        (ep->tx_op_kind ==
+                         strand_op_light_kind(ep->lane, 0))),
+                       "ep %p: templates of another stream", ep);
+    ucs_assertv_always((ep->tx_gate != iface->tx_gate) ||
+                       ((dci != NULL) &&
+                        (ep->fence_beat == iface->fence_beat) &&
+                        !iface->txq_wanted),
+                       "ep %p: gate open, ready %p, fence beat %u/%u, DCI "
+                       "wanted %u", ep, dci, ep->fence_beat,
+                       iface->fence_beat, iface->txq_wanted);
+}
+#endif
+
+/* Whether s takes work: its held WQEs are posted again only then. */
+static int strand_lane_open(const strand_txq_t *dci,
+                                 const strand_lane_t *s)
+{
+    return (dci->state == STRAND_TXQ_ACTIVE) &&
+           (s->state == STRAND_LANE_OK);
+}
+
+
+void strand_txq_set_state(strand_iface_t *iface, strand_txq_t *dci,
+                             strand_txq_state_t state)
+{
+    unsigned i;
+
+    if (dci->state == state) {
+        return;
+    }
+    for (i = 0; (state != STRAND_TXQ_ACTIVE) &&
+                (i < iface->config.num_lanes); ++i) {
+        dci->lanes[i].closures += strand_lane_open(dci,
+                                                          &dci->lanes[i]);
+    }
+    dci->state = state;
+    strand_ep_tx_update_dci(iface, dci);
+}
+
+
+void strand_lane_set_state(strand_iface_t *iface,
+                                strand_txq_t *dci, strand_lane_t *s,
+                                strand_lane_state_t state)
+{
+    if (s->state != state) {
+        s->closures += (state != STRAND_LANE_OK) &&
+                       strand_lane_open(dci, s);
+        s->state     = state;
+        strand_ep_tx_update_dci(iface, dci);
+    }
+}
+
+ucs_status_t strand_ep_lease(strand_iface_t *iface, strand_ep_t *ep,
+                             strand_txq_t **txq_p)
+{
+    ucs_status_t status;
+
+    strand_ep_tx_verify(iface, ep);
+    /* the transport answers (a lease, or why not); the ep's readiness is
+     * its own to update */
+    status = iface->tl->sq_lease(iface, ep);
+    strand_ep_tx_update(iface, ep);
+    if (status == UCS_OK) {
+        *txq_p = strand_ep_txq_ready(iface, ep);
+        if (*txq_p != NULL) {
+            return UCS_OK;
+        }
+        status = UCS_ERR_NO_RESOURCE;
+    }
+    if (status == UCS_ERR_NO_RESOURCE) {
+        STRAND_EP_STAT(ep, TXQ_WAIT);
+    }
+    return status;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The send queues of an interface (txq.h): slots set up, QPs attached and
+ * detached, doorbells held, geometry and moderation, the NOP that asks for
+ * a CQE, the state shown in the VFS. Completions are tx_done.c's and
+ * op_done.c's, states ep_ready.c's (the eps leasing a queue follow them).
+ */
+#ifndef STRAND_TXQ_POOL_H_
+#define STRAND_TXQ_POOL_H_
+
+#include "txq.h"
+
+ucs_status_t strand_txq_pool_init(strand_iface_t *iface);
+void strand_txq_pool_cleanup(strand_iface_t *iface);
+void strand_tmp_reg_release(strand_iface_t *iface,
+                               strand_tmp_reg_t *reg);
+int strand_txq_pool_busy(strand_iface_t *iface);
+/* The pool's state, one line per DCI and the free stack, and whether its
+ * invariants hold (VFS file dci_pool; tests read it). */
+void strand_txq_pool_show(strand_iface_t *iface,
+                             ucs_string_buffer_t *strb);
+
+/* A slot of the pool, index i: streams, no QP yet. */
+ucs_status_t strand_txq_slot_init(strand_iface_t *iface,
+                                     strand_txq_t *dci, unsigned i);
+
+/* Doorbells held: WQEs posted on txq wait in its queue, the device not
+ * told (a QP whose connection is not made yet); abort: they will not run,
+ * to ERR, each comes back flushed (go, abort: ep_pending.h). */
+ucs_status_t strand_txq_hold(strand_txq_t *dci);
+/* the device hears of every WQE held (a connected QP executes them, one in
+ * ERR flushes them) */
+void strand_txq_unhold(strand_txq_t *dci);
+
+/* A QP the slot dci holds (dci->qp, created by the caller): known by its
+ * number, its send queue taken over; detach destroys it. */
+ucs_status_t strand_txq_attach_qp(strand_iface_t *iface,
+                                     strand_txq_t *dci);
+void strand_txq_detach_qp(strand_iface_t *iface, strand_txq_t *dci);
+
+/* the SQ geometry of a fresh (or reset) DCI */
+void strand_txq_geometry(strand_iface_t *iface, strand_txq_t *dci);
+/* the WQE at wqe_idx in the debug log */
+void strand_txq_log_wqe(strand_txq_t *dci, uint16_t wqe_idx);
+/* the operation of WQE index wqe_idx (NULL: none outstanding there) */
+strand_op_t *strand_txq_op(strand_txq_t *dci, uint16_t wqe_idx);
+
+/* WQEs of stream `stream` outstanding on dci (a walk over the SQ: only
+ * recovery and the VFS ask, the post path counts per DCI only). */
+unsigned strand_txq_lane_outstanding(const strand_txq_t *dci,
+                                          unsigned stream);
+
+/* The last WQE posted on dci asked for no CQE, and something waits for
+ * the WQEs before it (a flush, an endpoint wanting a DCI): post a
+ * signaled NOP behind them. UCS_OK, or UCS_ERR_NO_RESOURCE when the DCI
+ * cannot take it now (full: its CQEs are due anyway; recovering). */
+ucs_status_t strand_txq_signal_tail(strand_iface_t *iface,
+                                       strand_txq_t *dci);
+/* The same for every DCI (an iface flush, eps waiting for a DCI): a DCI
+ * that is full or recovering has CQEs to come anyway. */
+void strand_txq_signal_tails(strand_iface_t *iface);
+
+/* what a retired operation holds goes back (descriptor, registrations) */
+void strand_op_release(strand_iface_t *iface, strand_op_t *op);
+/* the oldest WQE not retired moved: room up to the new tail */
+void strand_txq_advance_tail(strand_iface_t *iface, strand_txq_t *txq);
+
+#endif
