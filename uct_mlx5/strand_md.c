@@ -540,6 +540,16 @@ static void strand_md_local_cpus(const strand_dev_t *dev, ucs_cpu_set_t *cpus)
 
 /* ------------------------------------------------------ open / close */
 
+/* What an open MD holds but its registration cache (an open that fails
+ * after its device and async handling were set up ends here too). */
+static void strand_md_release(strand_md_t *md)
+{
+    pthread_mutex_destroy(&md->sig_lock);
+    strand_async_cleanup(&md->async);
+    md->dev->ops->close(md->dev);
+    ucs_free(md);
+}
+
 static void strand_md_close(uct_md_h uct_md)
 {
     strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
@@ -547,10 +557,7 @@ static void strand_md_close(uct_md_h uct_md)
     if (md->rcache != NULL) {
         ucs_rcache_destroy(md->rcache);
     }
-    pthread_mutex_destroy(&md->sig_lock);
-    strand_async_cleanup(&md->async);
-    md->dev->ops->close(md->dev);
-    ucs_free(md);
+    strand_md_release(md);
 }
 
 static ucs_status_t strand_md_create_rcache(strand_md_t *md,
@@ -588,15 +595,6 @@ static uct_md_ops_t strand_md_ops = {
     .detect_memory_type     = (uct_md_detect_memory_type_func_t)
                               ucs_empty_function_return_unsupported,
 };
-
-/* What an MD open leaves behind when a later step fails. */
-static void strand_md_open_undo(strand_md_t *md)
-{
-    pthread_mutex_destroy(&md->sig_lock);
-    strand_async_cleanup(&md->async);
-    md->dev->ops->close(md->dev);
-    ucs_free(md);
-}
 
 /* The registration cache, as asked (UCX_STRAND_RCACHE): try (the default)
  * goes without one when it cannot be made. */
@@ -665,7 +663,7 @@ strand_md_open(uct_component_t *component, const char *md_name,
     pthread_mutex_init(&md->sig_lock, NULL);
     status = strand_md_read_integrity(md);
     if (status != UCS_OK) {
-        strand_md_open_undo(md);
+        strand_md_release(md);
         return status;
     }
     md->super.ops       = &strand_md_ops;
@@ -680,7 +678,7 @@ strand_md_open(uct_component_t *component, const char *md_name,
     strand_md_local_cpus(md->dev, &md->local_cpus);
     status = strand_md_open_rcache(md, config);
     if (status != UCS_OK) {
-        strand_md_open_undo(md);
+        strand_md_release(md);
         return status;
     }
     *md_p = &md->super;

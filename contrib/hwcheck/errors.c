@@ -106,7 +106,7 @@ typedef struct hc_resets {
     unsigned   before;       /* streams + dcis before the error */
 } hc_resets_t;
 
-/* The resets dc_strand's dci_pool file counts (dc_dci.c): "dci N ...
+/* The resets dc_strand's dci_pool file counts (common/txq_pool.c): "dci N ...
  * resets R ..." lines, and "  stream S ... resets R" lines under them;
  * whether there are more than before the error. */
 static int hc_resets_read(void *arg)

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The UCS statistics counters of dc_strand (uct_mlx5/dc/dc_stats.h) are
+# The UCS statistics counters of dc_strand (uct_mlx5/common/stats.h) are
 # compiled out with this machine's UCX (built without statistics); the
 # transport must still compile against a UCX that has them.
 . "$(dirname "$0")/lib.sh"

@@ -10,7 +10,6 @@
 
 #include "iface.h"
 
-
 /* ds units of the ctrl segment and the address vector */
 #define STRAND_EP_DS(_ep)  (1u + (_ep)->av_ds)
 

@@ -31,7 +31,6 @@ void strand_ep_complete_taken(strand_ep_t *ep,
     }
 }
 
-
 void strand_ep_set_failed(strand_iface_t *iface, strand_ep_t *ep,
                              ucs_status_t status, const char *detail)
 {
@@ -59,7 +58,6 @@ void strand_ep_set_failed(strand_iface_t *iface, strand_ep_t *ep,
             ucs_status_string(status), detail);
 }
 
-
 uct_completion_t *strand_ep_idle(strand_iface_t *iface,
                                     strand_ep_t *ep)
 {
@@ -70,7 +68,6 @@ uct_completion_t *strand_ep_idle(strand_iface_t *iface,
     strand_ep_tx_update(iface, ep);
     return comp;
 }
-
 
 /* ep fails: it takes no more work now; its owner is told once the
  * transport's state is consistent again (strand_ep_fail_notify). */
@@ -107,7 +104,6 @@ void strand_ep_fail_add(strand_iface_t *iface,
     ep->flags |= STRAND_EP_FLAG_FAIL_PENDING;
 }
 
-
 void strand_ep_fail(strand_iface_t *iface, strand_ep_t *ep,
                              ucs_status_t status, const char *detail)
 {
@@ -122,7 +118,6 @@ void strand_ep_fail(strand_iface_t *iface, strand_ep_t *ep,
     }
     strand_ep_schedule(iface, ep);
 }
-
 
 void strand_ep_fail_notify(strand_iface_t *iface)
 {
@@ -142,7 +137,6 @@ void strand_ep_fail_notify(strand_iface_t *iface)
     }
     iface->num_failed = 0;
 }
-
 
 void strand_ep_fail_forget(strand_iface_t *iface,
                                       strand_ep_t *ep)

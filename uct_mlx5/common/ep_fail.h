@@ -7,7 +7,6 @@
 
 #include "ep.h"
 
-
 /* What one error says: the status the eps it belongs to fail with, and the
  * decoded error for the log. */
 typedef struct strand_failure {

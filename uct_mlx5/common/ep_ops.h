@@ -68,7 +68,6 @@ ucs_status_t strand_ep_fence(uct_ep_h tl_ep, unsigned flags);
 ucs_status_t strand_ep_check(uct_ep_h tl_ep, unsigned flags,
                                 uct_completion_t *comp);
 
-
 ucs_status_t strand_ep_invalidate(uct_ep_h tl_ep, unsigned flags);
 
 #endif

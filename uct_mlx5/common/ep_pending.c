@@ -27,7 +27,6 @@ void strand_ep_pending_push(strand_iface_t *iface, strand_ep_t *ep,
     }
 }
 
-
 /* count pending requests of ep leave its group */
 void strand_ep_pending_gone(strand_iface_t *iface,
                                       strand_ep_t *ep, uint32_t count)
@@ -38,9 +37,8 @@ void strand_ep_pending_gone(strand_iface_t *iface,
     }
 }
 
-
 /* ep waits for room on its leased DCI, behind the eps waiting there
- * already (the DCI's room wakes them in order, dc_dci.c) */
+ * already (the queue's room wakes them in order, op_done.c) */
 static void strand_ep_join_waiters(strand_iface_t *iface,
                                       strand_ep_t *ep)
 {
@@ -48,7 +46,6 @@ static void strand_ep_join_waiters(strand_iface_t *iface,
         ucs_list_add_tail(&iface->txqs[ep->txq].waiters, &ep->txq_wait);
     }
 }
-
 
 ucs_status_t strand_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                       unsigned flags)
@@ -89,7 +86,6 @@ ucs_status_t strand_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     return UCS_OK;
 }
 
-
 /* A pending ep out of credits: once its request is out, the grant
  * reschedules it; until then it is retried after the other eps. */
 static ucs_arbiter_cb_result_t
@@ -101,7 +97,6 @@ strand_ep_pending_no_credits(strand_iface_t *iface, strand_ep_t *ep)
     }
     return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
 }
-
 
 /* A pending ep whose leased DCI is full (or its stream not ready): it
  * waits in the DCI's queue, and room made by anyone's completion wakes the
@@ -115,7 +110,6 @@ strand_ep_wait_room(strand_iface_t *iface, strand_ep_t *ep)
     return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
 }
 
-
 /* An ep without a lease that waits for room on one send queue (the
  * transport chose it: dc_strand's policy keeps an ep on its destination's
  * DCI), not for any: it is in that queue's waiters. */
@@ -127,7 +121,6 @@ static int strand_ep_lease_waits(strand_iface_t *iface,
     return (ep->txq == STRAND_TXQ_NONE) &&
            !ucs_list_is_empty(&ep->txq_wait);
 }
-
 
 static ucs_arbiter_cb_result_t
 strand_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
@@ -196,7 +189,6 @@ strand_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
     return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
 }
 
-
 void strand_ep_dispatch_pending(strand_iface_t *iface)
 {
     /* whoever still waits for a DCI says so again */
@@ -208,14 +200,12 @@ void strand_ep_dispatch_pending(strand_iface_t *iface)
     }
 }
 
-
 void strand_ep_schedule(strand_iface_t *iface, strand_ep_t *ep)
 {
     if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
         ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
     }
 }
-
 
 static ucs_arbiter_cb_result_t
 strand_ep_purge_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
@@ -230,7 +220,6 @@ strand_ep_purge_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
     }
     return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
 }
-
 
 void strand_ep_pending_drop(strand_iface_t *iface, strand_ep_t *ep)
 {
@@ -253,7 +242,6 @@ void strand_ep_pending_purge(uct_ep_h tl_ep,
     strand_ep_pending_gone(iface, ep, ep->pending);
 }
 
-
 /* Room again: the eps waiting for it go back to the pending dispatch. */
 void strand_txq_wake_waiters(strand_iface_t *iface,
                                        strand_txq_t *dci)
@@ -270,7 +258,6 @@ void strand_txq_wake_waiters(strand_iface_t *iface,
         strand_ep_schedule(iface, ep);
     }
 }
-
 
 void strand_txq_held_go(strand_iface_t *iface, strand_txq_t *dci)
 {

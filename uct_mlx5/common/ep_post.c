@@ -36,7 +36,6 @@ ucs_status_t strand_ep_fc_low(strand_iface_t *iface, strand_ep_t *ep)
     return UCS_ERR_NO_RESOURCE;
 }
 
-
 /* A SEND whose data (the AM id first) is written inline from `sge`. */
 void strand_ep_post_inline_send(strand_iface_t *iface,
                                    strand_ep_t *ep, strand_txq_t *dci,
@@ -54,7 +53,6 @@ void strand_ep_post_inline_send(strand_iface_t *iface,
     strand_ep_post_light(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, ds,
                             fm_se);
 }
-
 
 /* An inline SEND of the transport's own: [TMH][am_id][msg]. */
 ucs_status_t strand_ep_send_ctrl(strand_ep_t *ep, uint8_t am_id,
@@ -83,7 +81,6 @@ ucs_status_t strand_ep_send_ctrl(strand_ep_t *ep, uint8_t am_id,
     return UCS_OK;
 }
 
-
 ucs_status_t strand_ep_refused(strand_iface_t *iface, strand_ep_t *ep,
                                   ucs_status_t status, uct_completion_t *comp)
 {
@@ -110,7 +107,6 @@ ucs_status_t strand_ep_refused(strand_iface_t *iface, strand_ep_t *ep,
     return UCS_INPROGRESS;
 }
 
-
 /* ep asked for credits and waits for the grant (FC_REQ), or not. What an
  * active message compares its window with follows: while ep waits it may
  * spend the rest (0), else it asks first below the soft threshold
@@ -126,7 +122,6 @@ void strand_fc_set_req(strand_iface_t *iface, strand_ep_t *ep,
         ep->fc_limit  = iface->fc.soft_thresh;
     }
 }
-
 
 /* Ask the peer of ep for credits (posted on dci, which has room). */
 ucs_status_t strand_fc_request(strand_iface_t *iface,
@@ -195,7 +190,6 @@ ssize_t strand_ep_send_hdr_bcopy(uct_ep_h tl_ep, const void *hdr,
     strand_ep_am_sent(iface, ep);
     return length;
 }
-
 
 /* A zero-copy SEND: `hdr` (hdr_len bytes) goes from a registered bounce
  * buffer (an inline segment followed by data segments is not used: one

@@ -27,7 +27,6 @@ strand_iface_integrity_can_start(const strand_iface_t *iface)
            strand_integrity_piece_available(&iface->integrity);
 }
 
-
 static UCS_F_ALWAYS_INLINE int
 strand_ep_can_send(strand_iface_t *iface, strand_ep_t *ep)
 {
@@ -220,10 +219,10 @@ strand_ep_post_light(strand_iface_t *iface, strand_ep_t *ep,
 
 /*
  * A short operation (am_short, put_short) is posted straight from its
- * entry point when there is nothing to decide: ep's gate is open (dc_ep.h:
+ * entry point when there is nothing to decide: ep's gate is open (iface.h:
  * ready, no fence due, no ep waiting for a DCI, which would want a CQE and
  * the dcs quota checked), the DCI has room, an active message's window is
- * above ep->fc_limit (dc_fc.c), and the WQE does not run over the end of
+ * above ep->fc_limit (ep_post.c), and the WQE does not run over the end of
  * the send queue. Anything else goes the general way, to the same WQE
  * bytes through every check.
  */

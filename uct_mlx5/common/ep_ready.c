@@ -12,7 +12,7 @@
 
 #include <ucs/debug/assert.h>
 
-/* What ep's readiness is (dc_ep.h), from its state; pending: whether
+/* What ep's readiness is (iface.h, endpoints), from its state; pending: whether
  * requests wait in its group. */
 static strand_txq_t *strand_ep_tx_state(strand_iface_t *iface,
                                               const strand_ep_t *ep,
@@ -32,7 +32,6 @@ static strand_txq_t *strand_ep_tx_state(strand_iface_t *iface,
     return dci;
 }
 
-
 void strand_ep_tx_update(strand_iface_t *iface, strand_ep_t *ep)
 {
     strand_txq_t *dci = strand_ep_tx_state(iface, ep, ep->pending > 0);
@@ -45,14 +44,12 @@ void strand_ep_tx_update(strand_iface_t *iface, strand_ep_t *ep)
     strand_ep_gate(iface, ep);
 }
 
-
 void strand_ep_gate(strand_iface_t *iface, strand_ep_t *ep)
 {
     ep->tx_gate = ((ep->tx_txq != NULL) &&
                    (ep->fence_beat == iface->fence_beat) &&
                    !iface->txq_wanted) ? iface->tx_gate : iface->tx_gate - 1;
 }
-
 
 void strand_ep_tx_update_dci(strand_iface_t *iface,
                                 strand_txq_t *dci)
@@ -73,7 +70,6 @@ void strand_ep_tx_update_dci(strand_iface_t *iface,
         }
     }
 }
-
 
 #ifdef STRAND_DEBUG
 void strand_ep_tx_verify(strand_iface_t *iface, strand_ep_t *ep)
@@ -112,7 +108,6 @@ static int strand_lane_open(const strand_txq_t *dci,
            (s->state == STRAND_LANE_OK);
 }
 
-
 void strand_txq_set_state(strand_iface_t *iface, strand_txq_t *dci,
                              strand_txq_state_t state)
 {
@@ -129,7 +124,6 @@ void strand_txq_set_state(strand_iface_t *iface, strand_txq_t *dci,
     dci->state = state;
     strand_ep_tx_update_dci(iface, dci);
 }
-
 
 void strand_lane_set_state(strand_iface_t *iface,
                                 strand_txq_t *dci, strand_lane_t *s,

@@ -4,14 +4,14 @@
  * entry points each transport makes for its WQEs' address part
  * (STRAND_EP_SHORT_ENTRY_POINTS: dc/dc_ep.c, rc/rc_iface.c), so that every
  * offset in the WQE folds. What does not fit the fast path goes the
- * general way (ep.c).
+ * general way (ep_ops.c).
  */
 #ifndef STRAND_EP_SHORT_H_
 #define STRAND_EP_SHORT_H_
 
 #include "ep_post.h"
 
-/* the general ways (ep.c): their parameters checked */
+/* the general ways (ep_ops.c): their parameters checked */
 ucs_status_t strand_ep_am_short_general(strand_iface_t *iface, strand_ep_t *ep,
                                         uint8_t id, uint64_t hdr,
                                         const void *payload, unsigned length);

@@ -38,7 +38,6 @@
 #define STRAND_AM_FC_REQUEST  0xfe
 #define STRAND_AM_KEEPALIVE   0xff
 
-
 /* A requester as its FC_REQUEST names it: its interface and device
  * addresses, zero-padded. */
 #define STRAND_FC_PEER_LEN 24
@@ -59,7 +58,6 @@ static inline khint32_t strand_fc_peer_hash(strand_fc_peer_t peer)
 
 #define strand_fc_peer_equal(_a, _b) \
     (!memcmp((_a).bytes, (_b).bytes, STRAND_FC_PEER_LEN))
-
 
 /* FC_REQUEST payload: for which ep, and where to send the grant: the
  * requester's interface address, then its device address (as long as the

@@ -79,7 +79,6 @@ typedef struct strand_rx_desc {
 } UCS_S_PACKED strand_rx_desc_t; /* packed: an odd AM alignment offset
                                        leaves it at any address */
 
-
 struct strand_txq;
 struct strand_ep;
 struct strand_iface;
@@ -116,7 +115,7 @@ enum {
     STRAND_OP_FETCH64,
     STRAND_OP_CHECKED,    /* the READ of a piece of an integrity-
                                 checked GET: u.result is the
-                                strand_integrity_piece_t (dc_integrity.c) */
+                                strand_integrity_piece_t (integrity_get.c) */
     STRAND_OP_LIGHT       /* nothing to do but count it (short ops, a
                                 NOP): only the head of the record is
                                 written, comp .. u are not valid */
@@ -128,7 +127,7 @@ enum {
     STRAND_OP_POSTED,     /* on the wire, its CQE to come */
     STRAND_OP_FLUSHED     /* flushed by a DCI in error: its fate is
                                 decided once every CQE of the DCI is back
-                                (dc_recovery.c) */
+                                (recovery.c) */
 };
 
 /* Registrations the transport made itself for an iov passed without a
@@ -246,7 +245,6 @@ typedef struct strand_txq {
     strand_dev_kick_t     held_kick;   /* the QP's kick while held (the
                                           device is not told meanwhile) */
 } strand_txq_t;
-
 
 /* ------------------------------------------------- failed endpoints */
 
@@ -425,7 +423,7 @@ typedef struct strand_iface {
                                             (strand_iface_want_txq) */
     unsigned              tx_gate;       /* the fast path of short posts is
                                             open to an ep whose tx_gate is
-                                            this (dc_ep.h); moved on where
+                                            this (iface.h, endpoints); moved on where
                                             every ep must look again: an
                                             iface fence, an ep starting to
                                             wait for a send queue */
@@ -480,7 +478,7 @@ typedef struct strand_iface {
                                             message starts with a TMH */
         uint8_t           iface_addr_len; /* its addresses' lengths (a
                                              credit request carries them:
-                                             fc.c), set by the transport */
+                                             fc_grant.c), set by the transport */
         uint8_t           dev_addr_len;
         size_t            rx_payload_offset;  /* desc -> payload */
         size_t            rx_headroom_offset; /* desc -> what UCP gets */
@@ -523,7 +521,7 @@ enum {
  * checked by the post itself.
  *
  * The gate: a short operation is posted straight from its entry point
- * (dc_ep_post.h, the fast path) while ep->tx_gate == iface->tx_gate. It is
+ * (ep_post.h, the fast path) while ep->tx_gate == iface->tx_gate. It is
  * opened (strand_ep_gate) where ep is ready, no fence is due and no ep
  * waits for a DCI, and closed where one of those stops: ep's readiness,
  * an ep fence (ep's gate), an iface fence or an ep starting to wait for a
@@ -542,8 +540,8 @@ typedef struct strand_ep {
                                          is open (above) */
     uint32_t            tx_op_kind;   /* while ready: the kind word of its
                                          short operations' op records but
-                                         for the opcode (dc_dci.h) */
-    UCS_STATS_NODE_DECLARE(stats)     /* dc_stats.h */
+                                         for the opcode (txq.h) */
+    UCS_STATS_NODE_DECLARE(stats)     /* stats.h */
     struct mlx5_wqe_av  av;           /* the peer's DCT, ready for WQEs */
     uint8_t             av_ds;        /* 1 (base AV) or 3 (with GRH) */
     uint32_t            dest_qpn;     /* the peer's QP its WQEs name (a
@@ -577,7 +575,7 @@ typedef struct strand_ep {
     int32_t             fc_wnd;       /* active messages it may still send */
     int32_t             fc_limit;     /* an active message looks at flow
                                          control when fc_wnd is not above
-                                         this (dc_fc.c) */
+                                         this (ep_post.c) */
     uint32_t            fc_id;        /* its id in FC requests and grants */
     uint16_t            fc_seq;       /* its last credit request */
     uint16_t            fc_seq_first; /* the first of the current wait */

@@ -13,6 +13,7 @@
 #include "ep.h"
 #include "tag.h"
 #include "iface_class.h"
+#include "port_addr.h"
 #include "ep_ops.h"
 #include "ep_pending.h"
 #include "event.h"
@@ -38,8 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-
 
 /* ------------------------------------------------------------- helpers */
 
@@ -444,7 +443,6 @@ strand_iface_check_config(strand_iface_t *iface,
     return UCS_OK;
 }
 
-
 ucs_status_t strand_iface_tx_cq_get(strand_iface_t *iface,
                                        unsigned txq_index,
                                        strand_dev_cq_t **cq_p)
@@ -526,7 +524,6 @@ static void strand_iface_release(strand_iface_t *iface)
     }
 }
 
-
 static void strand_iface_vfs_show_txq_pool(void *obj,
                                               ucs_string_buffer_t *strb,
                                               void *arg_ptr, uint64_t arg_u64)
@@ -599,7 +596,7 @@ void strand_iface_vfs_refresh(uct_iface_h tl_iface)
     }
 }
 
-static uct_iface_internal_ops_t strand_iface_internal_ops = {
+uct_iface_internal_ops_t strand_iface_internal_ops = {
     .iface_estimate_perf = strand_iface_estimate_perf,
     .iface_vfs_refresh   = strand_iface_vfs_refresh,
     .ep_query            = (uct_ep_query_func_t)
@@ -645,7 +642,7 @@ static unsigned strand_iface_max_bbs(const strand_iface_t *iface)
 }
 
 /* The send CQs' geometry: what can be outstanding on one, and a batch
- * consumed before the consumer index is written (txq.c). */
+ * consumed before the consumer index is written (tx_done.c). */
 static void strand_iface_tx_cq_geometry(strand_iface_t *iface,
                                         const strand_iface_config_t *config)
 {
@@ -934,10 +931,19 @@ static UCS_CLASS_CLEANUP_FUNC(strand_iface_t)
 
 UCS_CLASS_DEFINE(strand_iface_t, uct_base_iface_t);
 
+/* The device address both transports give: the port's (port_addr.h) */
+static ucs_status_t strand_iface_get_device_address(uct_iface_h tl_iface,
+                                                    uct_device_addr_t *addr)
+{
+    strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
+
+    strand_port_addr_pack(iface, (strand_port_addr_t*)addr);
+    return UCS_OK;
+}
 
 /* What both transports' endpoints and interfaces do alike; each transport
  * copies it and adds its own (dc/dc_iface.c, rc/rc_iface.c): endpoint
- * creation, close, query, addresses, the short entry points for its WQEs'
+ * creation, close, query, interface addresses, the short entry points for its WQEs'
  * address part (strand_ep_short_ops) and the rendezvous. */
 const uct_iface_ops_t strand_iface_ops = {
     .ep_am_short_iov          = strand_ep_am_short_iov,
@@ -965,6 +971,7 @@ const uct_iface_ops_t strand_iface_ops = {
     .iface_progress           = strand_iface_progress,
     .iface_event_fd_get       = strand_iface_event_fd_get,
     .iface_event_arm          = strand_iface_event_arm,
+    .iface_get_device_address = strand_iface_get_device_address,
     .ep_tag_eager_short       = strand_ep_tag_eager_short,
     .ep_tag_eager_bcopy       = strand_ep_tag_eager_bcopy,
     .ep_tag_eager_zcopy       = strand_ep_tag_eager_zcopy,

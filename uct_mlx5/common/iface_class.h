@@ -26,7 +26,8 @@ ucs_status_t strand_iface_perf(strand_iface_t *iface, strand_dev_perf_t *perf);
 /* a status for an errno of the device layer */
 ucs_status_t strand_errno_status(int err);
 
-/* the internal operations (the transports add to them) */
+/* the internal operations: both transports' (rc_strand adds VFS files) */
+extern uct_iface_internal_ops_t strand_iface_internal_ops;
 void strand_iface_vfs_refresh(uct_iface_h tl_iface);
 ucs_status_t strand_iface_estimate_perf(uct_iface_h tl_iface,
                                         uct_perf_attr_t *perf_attr);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Integrity-checked GETs on dc_strand (dc_integrity.h).
+ * Integrity-checked GETs (integrity_get.h).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

@@ -44,7 +44,6 @@ static void strand_op_deliver(strand_iface_t *iface, strand_op_t *op)
     }
 }
 
-
 void strand_op_complete(strand_iface_t *iface, strand_txq_t *dci,
                            strand_op_t *op, ucs_status_t status)
 {
@@ -91,7 +90,6 @@ void strand_op_complete(strand_iface_t *iface, strand_txq_t *dci,
         uct_invoke_completion(last, UCS_OK);
     }
 }
-
 
 void strand_txq_orphan(strand_iface_t *iface, strand_txq_t *dci,
                           strand_ep_t *ep)

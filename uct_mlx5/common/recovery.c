@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Error completions: which endpoints fail, which flushed WQEs are held and
- * posted again, and when a stream or a DCI is reset (dc_recovery.h,
+ * posted again, and when a stream or a DCI is reset (recovery.h,
  * docs/errors.md).
  */
 #ifdef HAVE_CONFIG_H
@@ -33,7 +33,6 @@ typedef struct strand_held {
     strand_op_t   op;
     uint8_t          wqe[];      /* op.bbs basic blocks, as posted */
 } strand_held_t;
-
 
 /* The destination is gone or refuses everyone: every ep to it fails. */
 static int strand_syndrome_peer_wide(uint8_t syndrome)
@@ -593,7 +592,6 @@ void strand_recovery_invalidate(strand_iface_t *iface,
     strand_ep_fail_add(iface, &f, ep);
     strand_recovery_cancel(iface, ep);
 }
-
 
 void strand_recovery_orphan(strand_iface_t *iface, strand_ep_t *ep)
 {

@@ -29,7 +29,6 @@
 
 struct strand_ep;
 
-
 /* An error CQE for op on a healthy stream of an ACTIVE DCI. */
 void strand_recovery_error(strand_iface_t *iface, strand_txq_t *dci,
                               strand_op_t *op, struct mlx5_cqe64 *cqe);

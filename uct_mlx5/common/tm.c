@@ -857,7 +857,6 @@ unsigned strand_tm_rndv_priv_pack(struct ibv_tmh *tmh, const void *header,
     return priv;
 }
 
-
 /* The unexpected-message callbacks of an interface opened without them:
  * the message is dropped and said so (its sender saw it delivered; a
  * rendezvous' sender waits until its ep is flushed with cancel or goes). */

@@ -40,7 +40,6 @@ static void strand_txq_retire_before(strand_iface_t *iface,
     }
 }
 
-
 /* One send CQE. A DCI or stream in error takes its CQEs to recovery. */
 static void strand_txq_cqe(strand_iface_t *iface, strand_txq_t *dci,
                               struct mlx5_cqe64 *cqe)
@@ -66,7 +65,6 @@ static void strand_txq_cqe(strand_iface_t *iface, strand_txq_t *dci,
         strand_op_complete(iface, dci, op, UCS_OK);
     }
 }
-
 
 /* The CQEs of one send CQ, until `*budget` sends were completed (a CQE
  * completes every unsignaled WQE before it too); the CQEs consumed. */
@@ -133,12 +131,10 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
     return count;
 }
 
-
 unsigned strand_txq_tx_progress(strand_iface_t *iface)
 {
     return strand_txq_tx_poll_max(iface, iface->config.tx_max_poll);
 }
-
 
 unsigned strand_txq_tx_poll_max(strand_iface_t *iface, unsigned max)
 {

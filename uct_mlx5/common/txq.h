@@ -233,8 +233,6 @@ strand_txq_unsignaled(const strand_txq_t *dci)
     return dci->moderation - dci->ce_countdown;
 }
 
-
-
 /* ------------------------------------------- an endpoint on its queue */
 
 /* Ctrl bytes 8-15 of ep's WQEs on dci with fm_ce_se and imm (as the WQE

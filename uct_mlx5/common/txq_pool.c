@@ -3,7 +3,7 @@
  * DCIs: creation, the SQ's slots of outstanding WQEs, send completions
  * (matched to their WQE by QP number and WQE counter, so that CQEs of
  * different streams may come in any order), the pool's state for VFS.
- * Leases are dc_policy.c's, errors dc_recovery.c's.
+ * Leases are the transport's (strand_tl_ops_t), errors recovery.c's.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

@@ -41,7 +41,6 @@ typedef enum strand_dc_stream_map {
     STRAND_DC_STREAM_MAP_LAST
 } strand_dc_stream_map_t;
 
-
 /* UCX_DC_STRAND_*: the shared options, and those of the DCIs' policy */
 typedef struct strand_dc_iface_config {
     strand_iface_config_t super;

@@ -32,17 +32,3 @@ uint32_t strand_dc_addr_dctn(const strand_dc_iface_addr_t *addr)
     return (uint32_t)addr->dctn[0] | ((uint32_t)addr->dctn[1] << 8) |
            ((uint32_t)addr->dctn[2] << 16);
 }
-
-ucs_status_t strand_dc_addr_make_av(strand_iface_t *iface,
-                                    const strand_port_addr_t *dev_addr,
-                                    uint32_t dctn, struct mlx5_wqe_av *av,
-                                    unsigned *av_size)
-{
-    ucs_status_t status = strand_port_addr_make_av(iface, dev_addr, dctn, av,
-                                                   av_size);
-
-    if (status == UCS_OK) {
-        av->key.dc_key = htobe64(STRAND_DC_ACCESS_KEY);
-    }
-    return status;
-}

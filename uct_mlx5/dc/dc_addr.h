@@ -28,10 +28,4 @@ uint32_t strand_dc_addr_dctn(const strand_dc_iface_addr_t *addr);
 int    strand_dc_addr_iface_compatible(const strand_iface_t *iface,
                                        const strand_dc_iface_addr_t *addr);
 
-/* The address vector of a DCT: the port address's, with the DC key. */
-ucs_status_t strand_dc_addr_make_av(strand_iface_t *iface,
-                                    const strand_port_addr_t *dev_addr,
-                                    uint32_t dctn, struct mlx5_wqe_av *av,
-                                    unsigned *av_size);
-
 #endif

@@ -43,11 +43,12 @@ ucs_status_t strand_dc_ep_addr_init(strand_iface_t *iface,
         return UCS_ERR_UNREACHABLE;
     }
     ep->dest_qpn = strand_dc_addr_dctn(iface_addr);
-    status   = strand_dc_addr_make_av(iface, dev_addr, ep->dest_qpn, &ep->av,
-                                      &av_size);
+    status   = strand_port_addr_make_av(iface, dev_addr, ep->dest_qpn, &ep->av,
+                                        &av_size);
     if (status != UCS_OK) {
         return status;
     }
+    ep->av.key.dc_key = htobe64(STRAND_DC_ACCESS_KEY);
     ep->av_ds    = av_size / STRAND_WQE_DS;
     ep->dest_key = strand_av_peer_key(&ep->av);
     ucs_debug("%s: ep %p to %s", iface->dev->info.name, ep,

@@ -218,7 +218,7 @@ static ucs_status_t strand_dc_iface_config(strand_iface_t *tl_iface,
         return status;
     }
     iface->config.rx_inline         = config->rx_inline;
-    /* what a credit request carries for the grant to come back (fc.c) */
+    /* what a credit request carries for the grant to come back (fc.h) */
     tl_iface->config.iface_addr_len = sizeof(strand_dc_iface_addr_t);
     tl_iface->config.dev_addr_len   = strand_port_addr_len(tl_iface);
     tl_iface->config.lanes_fail_alone = (iface->config.log_errored > 0);
@@ -253,15 +253,6 @@ static ucs_status_t strand_dc_iface_query(uct_iface_h tl_iface,
 }
 
 /* ---------------------------------------------------------- addresses */
-
-ucs_status_t strand_dc_iface_get_device_address(uct_iface_h tl_iface,
-                                                       uct_device_addr_t *addr)
-{
-    strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
-
-    strand_port_addr_pack(iface, (strand_port_addr_t*)addr);
-    return UCS_OK;
-}
 
 static ucs_status_t strand_dc_iface_get_address(uct_iface_h tl_iface,
                                                 uct_iface_addr_t *addr)
@@ -327,8 +318,6 @@ UCS_STATIC_INIT
     strand_dc_iface_ops.iface_close              =
         UCS_CLASS_DELETE_FUNC_NAME(strand_dc_iface_t);
     strand_dc_iface_ops.iface_query              = strand_dc_iface_query;
-    strand_dc_iface_ops.iface_get_device_address =
-        strand_dc_iface_get_device_address;
     strand_dc_iface_ops.iface_get_address        = strand_dc_iface_get_address;
     strand_dc_iface_ops.iface_is_reachable       = strand_dc_iface_is_reachable;
 }

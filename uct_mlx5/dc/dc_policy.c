@@ -223,7 +223,7 @@ static ucs_status_t strand_dc_policy_lease_streams(strand_iface_t *iface,
     best = strand_dc_policy_choose(iface, ep, &stream, &wait);
     if (best == NULL) {
         if ((wait != NULL) && ucs_list_is_empty(&ep->txq_wait)) {
-            /* its room wakes ep (dc_dci.c) */
+            /* its room wakes ep (common/op_done.c) */
             ucs_list_add_tail(&wait->waiters, &ep->txq_wait);
         }
         return UCS_ERR_NO_RESOURCE;

@@ -1062,22 +1062,22 @@ strand_rc_cm_companion_open(strand_rc_cm_t *cm, uct_worker_h worker,
     if (status != UCS_OK) {
         return status;
     }
-    memset(&cm_params, 0, sizeof(cm_params));
-    cm_params.field_mask        = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE |
-                                  UCT_IFACE_PARAM_FIELD_RX_HEADROOM |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS |
-                                  UCT_IFACE_PARAM_FIELD_FEATURES;
-    cm_params.open_mode         = UCT_IFACE_OPEN_MODE_DEVICE;
-    cm_params.mode.device       = params->mode.device;
+    cm_params = (uct_iface_params_t){
+        .field_mask        = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                             UCT_IFACE_PARAM_FIELD_DEVICE |
+                             UCT_IFACE_PARAM_FIELD_RX_HEADROOM |
+                             UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                             UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                             UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS |
+                             UCT_IFACE_PARAM_FIELD_FEATURES,
+        .open_mode         = UCT_IFACE_OPEN_MODE_DEVICE,
+        .mode.device       = params->mode.device,
+        .err_handler       = strand_rc_cm_peer_failed,
+        .err_handler_arg   = cm,
+        .features          = UCT_IFACE_FEATURE_AM
+    };
+    /* on rc_strand's device, but a dc_strand interface */
     cm_params.mode.device.tl_name = STRAND_RC_CM_TL_NAME;
-    cm_params.rx_headroom       = 0;
-    cm_params.err_handler       = strand_rc_cm_peer_failed;
-    cm_params.err_handler_arg   = cm;
-    cm_params.err_handler_flags = 0;
-    cm_params.features          = UCT_IFACE_FEATURE_AM;
     status = uct_iface_open(md, worker, &cm_params, config, &cm->dc);
     uct_config_release(config);
     return status;

@@ -27,7 +27,7 @@
  * peer is gone) fails the endpoint as any operation to that peer would; a
  * REP refusing the connection fails it with the peer's status. Until the
  * REP the endpoint takes work: its WQEs wait in its QP with their
- * doorbells held (dc/dc_dci.c, strand_sq_hold).
+ * doorbells held (common/txq_pool.c, strand_sq_hold).
  *
  * Who runs it: the worker's async thread watches the manager interface's
  * channel and answers REQs itself (a peer's endpoint connects while this

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rc_strand: configuration, capabilities, addresses, and endpoints whose QP
- * the connection manager connects (rc_iface.h, rc_cm.h).
+ * the connection manager connects (rc.h, rc_cm.h, rc_ep.c).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -135,13 +135,7 @@ static void strand_rc_iface_rndv_cleanup(strand_rc_iface_t *iface)
     }
 }
 
-static uct_iface_internal_ops_t strand_rc_iface_internal_ops = {
-    .iface_estimate_perf = strand_iface_estimate_perf,
-    .iface_vfs_refresh   = strand_rc_iface_vfs_refresh,
-    .ep_query            = (uct_ep_query_func_t)
-                           ucs_empty_function_return_unsupported,
-    .ep_invalidate       = strand_ep_invalidate
-};
+static uct_iface_internal_ops_t strand_rc_iface_internal_ops;
 
 /* The shared interface with rc_strand's part (rc_qp.c), then the
  * rendezvous it reads and its connection manager. */
@@ -215,16 +209,6 @@ static ucs_status_t strand_rc_iface_query(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
-static ucs_status_t
-strand_rc_iface_get_device_address(uct_iface_h tl_iface,
-                                   uct_device_addr_t *addr)
-{
-    strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
-
-    strand_port_addr_pack(iface, (strand_port_addr_t*)addr);
-    return UCS_OK;
-}
-
 static ucs_status_t strand_rc_iface_get_address(uct_iface_h tl_iface,
                                                 uct_iface_addr_t *addr)
 {
@@ -285,7 +269,6 @@ static ucs_status_t strand_rc_iface_event_arm(uct_iface_h tl_iface,
            strand_iface_event_arm(tl_iface, events);
 }
 
-
 /* ------------------------------------------------------------ the tl */
 
 STRAND_EP_SHORT_ENTRY_POINTS(strand_rc_ep, 0)
@@ -303,6 +286,8 @@ static void strand_rc_ep_short_ops(const strand_iface_t *iface,
 UCS_STATIC_INIT
 {
     strand_rc_iface_ops                    = strand_iface_ops;
+    strand_rc_iface_internal_ops           = strand_iface_internal_ops;
+    strand_rc_iface_internal_ops.iface_vfs_refresh = strand_rc_iface_vfs_refresh;
     strand_rc_iface_ops.ep_check           = strand_rc_ep_check;
     strand_rc_iface_ops.ep_create          = strand_rc_ep_create;
     strand_rc_iface_ops.ep_destroy         = strand_rc_ep_destroy;
@@ -313,8 +298,6 @@ UCS_STATIC_INIT
         UCS_CLASS_DELETE_FUNC_NAME(strand_rc_iface_t);
     strand_rc_iface_ops.iface_query        = strand_rc_iface_query;
     strand_rc_iface_ops.iface_get_address  = strand_rc_iface_get_address;
-    strand_rc_iface_ops.iface_get_device_address =
-        strand_rc_iface_get_device_address;
     strand_rc_iface_ops.iface_is_reachable = strand_rc_iface_is_reachable;
     strand_rc_iface_ops.ep_tag_rndv_zcopy  = strand_rc_ep_tag_rndv_zcopy;
 }
