@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dc_strand endpoint operations: active messages (SEND), PUT (RDMA WRITE),
- * GET (RDMA READ), device atomics (standard and masked), flush, fence and
- * pending requests. Every WQE goes through the src/mlx5 builders.
+ * The shared endpoint's UCT operations: active messages (SEND), PUT (RDMA
+ * WRITE), GET (RDMA READ), device atomics (standard and masked), flush,
+ * fence, keepalive, and its class. Every WQE goes through the src/mlx5
+ * builders.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dc_strand completion events: the interface's own completion channel, and
+ * Completion events: the interface's own completion channel, and
  * arming its CQs the way a direct-verbs user must (spec section 9): the arm
  * doorbell carries the transport's consumer index and an arm sequence number
  * that moves on with every event received; ibv_req_notify_cq would use

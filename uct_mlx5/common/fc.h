@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Receiver flow control of dc_strand active messages (credits, as UCX's
+ * Receiver flow control of active messages (dc_strand's; credits, as UCX's
  * DC FC). Every endpoint may have FC_WND_SIZE active messages in flight
  * towards a peer before the peer's progress hands it new credits:
  *

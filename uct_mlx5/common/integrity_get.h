@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Integrity-checked GETs on dc_strand (UCX_DC_STRAND_INTEGRITY): the
- * transport's side of common/integrity.c. A GET of a peer's signed
+ * Integrity-checked GETs (UCX_DC_STRAND_INTEGRITY, UCX_RC_STRAND_INTEGRITY):
+ * the transport's side of integrity.c. A GET of a peer's signed
  * registration is read in pieces, each an RDMA READ into a landing mkey
  * that checks every block; a piece whose completion says a block was bad
  * is read again (on a DCI, without signature pipelining: the check is done

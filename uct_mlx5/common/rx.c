@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Receive side of dc_strand: the SRQ behind the DCT, receive buffers from a
- * registered memory pool, and active message dispatch.
+ * The receive side: the SRQ (behind dc_strand's DCT, rc_strand's QPs),
+ * receive buffers from a registered memory pool, and active message
+ * dispatch.
  *
  * The SRQ is the mlx5 linked list: the device takes posted WQEs in list
  * order, following next_wqe_index. Messages of different senders complete

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Statistics of dc_strand: UCS statistics counters, built in only when UCX
+ * Statistics of both transports: UCS statistics counters, built in only when UCX
  * is built with statistics (ENABLE_STATS); otherwise every update below is
  * compiled out and costs nothing. Each endpoint also counts its operations
  * in UCX's own uct_ep counters (UCT_TL_EP_STAT_OP and friends, bytes per

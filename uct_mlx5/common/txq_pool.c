@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * DCIs: creation, the SQ's slots of outstanding WQEs, send completions
- * (matched to their WQE by QP number and WQE counter, so that CQEs of
- * different streams may come in any order), the pool's state for VFS.
- * Leases are the transport's (strand_tl_ops_t), errors recovery.c's.
+ * The send queues' mechanics (txq_pool.h): slots, their QPs, held
+ * doorbells, geometry and moderation, the NOP that asks for a CQE, the
+ * state shown in the VFS. Leases are the transport's (strand_tl_ops_t),
+ * completions tx_done.c's and op_done.c's, errors recovery.c's.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
