@@ -266,16 +266,19 @@ typedef struct strand_failed {
  * transport it is.
  */
 typedef struct strand_tl_ops {
-    const char   *name;             /* "dc_strand" */
-    const char   *cfg_prefix;       /* "DC_STRAND_" */
-    const char   *sqs_option;       /* the option that bounds the send
+    /* what messages call the transport and its send queues */
+    struct {
+        const char *tl;             /* "dc_strand" */
+        const char *cfg_prefix;     /* "DC_STRAND_" */
+        const char *sqs_option;     /* the option that bounds the send
                                        queues ("NUM_DCI") */
-    const char   *sqs_word;         /* what the log calls them ("DCIs") */
-    unsigned      max_sqs;          /* its largest value */
+        const char *sqs;            /* the queues in the log ("DCIs") */
+        const char *sqs_per_cq;     /* sqs_per_cq in an error message */
+    } names;
+    unsigned      max_sqs;          /* the bound's largest value */
     unsigned      sqs_per_cq;       /* send queues sharing a send CQ at
                                        most (the CQs are made as queues
                                        come) */
-    const char   *sqs_per_cq_text;  /* how the error message says it */
     unsigned      tm_tx_extra;      /* with tag matching: send CQEs of the
                                        transport's own QPs beyond those of
                                        the send queues */
@@ -360,7 +363,7 @@ typedef struct strand_iface {
     strand_md_t          *md;
     strand_dev_t         *dev;
     const strand_tl_ops_t *tl;           /* its transport's part */
-    const char           *tl_name;       /* tl->name, tl->cfg_prefix */
+    const char           *tl_name;       /* tl->names.tl, .cfg_prefix */
     const char           *cfg_prefix;
     uint8_t               min_rnr_timer; /* the receive side's RNR timer */
 

@@ -399,7 +399,7 @@ strand_iface_check_config(strand_iface_t *iface,
                     config->common.seg_size);
     STRAND_IFACE_CHECK((config->num_txqs >= 1) &&
                     (config->num_txqs <= max_txqs),
-                    "%s=%u (valid: 1 .. %u)", iface->tl->sqs_option,
+                    "%s=%u (valid: 1 .. %u)", iface->tl->names.sqs_option,
                     config->num_txqs, max_txqs);
     STRAND_IFACE_CHECK((config->common.timeout > 0) && (config->common.timeout <= 8796.0),
                     "TIMEOUT=%gs (valid: > 0 .. 8796s)",
@@ -424,7 +424,7 @@ strand_iface_check_config(strand_iface_t *iface,
                      config->common.tx_queue_len),
                     "TX_CQ_LEN=%u (must be 0 or >= %s * "
                     "TX_QUEUE_LEN = %u)", config->common.tx_cq_len,
-                    iface->tl->sqs_per_cq_text,
+                    iface->tl->names.sqs_per_cq,
                     strand_iface_tx_cq_txqs(iface, config) *
                     config->common.tx_queue_len);
     STRAND_IFACE_CHECK((config->common.rx_cq_len == 0) ||
@@ -847,7 +847,7 @@ UCS_CLASS_INIT_FUNC(strand_iface_t, uct_md_h uct_md, uct_worker_h worker,
     strand_dev_cq_t *tx_cq;
     ucs_status_t status;
 
-    status = strand_iface_check_params(md->dev, tl->name, params);
+    status = strand_iface_check_params(md->dev, tl->names.tl, params);
     if (status != UCS_OK) {
         return status;
     }
@@ -857,7 +857,7 @@ UCS_CLASS_INIT_FUNC(strand_iface_t, uct_md_h uct_md, uct_worker_h worker,
                               UCS_STATS_ARG((params->field_mask &
                                              UCT_IFACE_PARAM_FIELD_STATS_ROOT) ?
                                             params->stats_root : NULL)
-                              UCS_STATS_ARG(tl->name));
+                              UCS_STATS_ARG(tl->names.tl));
 
     /* UCS_CLASS_NEW hands out malloc'ed memory: every field below the
      * superclass starts at zero, so that the release path knows what
@@ -867,8 +867,8 @@ UCS_CLASS_INIT_FUNC(strand_iface_t, uct_md_h uct_md, uct_worker_h worker,
     self->md         = md;
     self->dev        = md->dev;
     self->tl         = tl;
-    self->tl_name    = tl->name;
-    self->cfg_prefix = tl->cfg_prefix;
+    self->tl_name    = tl->names.tl;
+    self->cfg_prefix = tl->names.cfg_prefix;
     ucs_arbiter_init(&self->arbiter);
     ucs_list_head_init(&self->eps);
 
@@ -913,8 +913,8 @@ UCS_CLASS_INIT_FUNC(strand_iface_t, uct_md_h uct_md, uct_worker_h worker,
     self->have_fc = 1;
 
     ucs_debug("%s: %s iface %p: lid %u, %u %s, seg %zu", self->dev->info.name,
-              tl->name, self, self->dev->caps.lid, self->num_txqs,
-              tl->sqs_word, self->config.seg_size);
+              tl->names.tl, self, self->dev->caps.lid, self->num_txqs,
+              tl->names.sqs, self->config.seg_size);
     return UCS_OK;
 
 err:

@@ -326,16 +326,10 @@ UCS_STATIC_INIT
  * policy (dc_policy.c), reset after an error (dc_dci.c); endpoints with an
  * address vector to the peer's DCT. */
 const strand_tl_ops_t strand_dc_tl_ops = {
-    .name            = STRAND_DC_TL_NAME,
-    .cfg_prefix      = STRAND_DC_CONFIG_PREFIX,
-    .sqs_option      = "NUM_DCI",
-    .sqs_word        = "DCIs",
+    .names           = {STRAND_DC_TL_NAME, STRAND_DC_CONFIG_PREFIX, "NUM_DCI",
+                        "DCIs", "NUM_DCI"},
     .max_sqs         = STRAND_DC_MAX_DCI,
     .sqs_per_cq      = STRAND_DC_MAX_DCI,
-    .sqs_per_cq_text = "NUM_DCI",
-    .tm_tx_extra     = 0,
-    .connected       = 0,
-    .own_rndv        = 0,
     .rndv_hdr_len    = STRAND_DC_RNDV_HDR_LEN,
     .iface_config    = strand_dc_iface_config,
     .sq_open         = strand_dc_sq_open,
@@ -349,8 +343,7 @@ const strand_tl_ops_t strand_dc_tl_ops = {
     .sq_idle         = strand_dc_policy_dci_idle,
     .lane_reset      = strand_dc_stream_reset,
     .sq_reset        = strand_dc_dci_reset,
-    .sq_show         = strand_dc_dci_pool_show,
-    .tx_cqe_other    = NULL
+    .sq_show         = strand_dc_dci_pool_show
 };
 
 uct_tl_t uct_dc_strand_tl = {

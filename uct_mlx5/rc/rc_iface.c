@@ -305,13 +305,10 @@ UCS_STATIC_INIT
 /* rc_strand's part of the shared code: a QP per endpoint (rc_qp.c), the
  * responder QPs' send CQEs of its rendezvous */
 static const strand_tl_ops_t strand_rc_tl_ops = {
-    .name            = STRAND_RC_TL_NAME,
-    .cfg_prefix      = STRAND_RC_CONFIG_PREFIX,
-    .sqs_option      = "MAX_EPS",
-    .sqs_word        = "QP slots",
+    .names           = {STRAND_RC_TL_NAME, STRAND_RC_CONFIG_PREFIX, "MAX_EPS",
+                        "QP slots", "min(MAX_EPS, 256)"},
     .max_sqs         = STRAND_RC_MAX_EPS,
     .sqs_per_cq      = STRAND_RC_EPS_PER_CQ,
-    .sqs_per_cq_text = "min(MAX_EPS, 256)",
     .tm_tx_extra     = STRAND_RC_RNDV_MAX_WQES,
     .connected       = 1,
     .own_rndv        = 1,
