@@ -52,8 +52,9 @@ ucs_config_field_t strand_md_config_table[] = {
      ucs_offsetof(strand_md_config_t, rcache_enable),
      UCS_CONFIG_TYPE_TERNARY},
 
-    {"RCACHE_", "", NULL, ucs_offsetof(strand_md_config_t, rcache),
-     UCS_CONFIG_TYPE_TABLE(uct_md_config_rcache_table)},
+    {STRAND_RCACHE_CONFIG_PREFIX, "", NULL,
+     ucs_offsetof(strand_md_config_t, rcache),
+     UCS_CONFIG_TYPE_TABLE(STRAND_RCACHE_CONFIG_TABLE)},
 
     {"REG_COST_OVERHEAD", "16us",
      "Estimated fixed cost of a memory registration (used by UCP to choose "
@@ -189,9 +190,8 @@ static ucs_status_t strand_md_read_integrity(strand_md_t *md)
 
     md->integrity = STRAND_INTEGRITY_OFF;
     for (i = 0; i < ucs_static_array_size(prefixes); ++i) {
-        if (ucs_config_parser_fill_opts(&opts, strand_md_tl_integrity_table,
-                                        UCS_DEFAULT_ENV_PREFIX, prefixes[i],
-                                        1) != UCS_OK) {
+        if (strand_config_fill_opts(&opts, strand_md_tl_integrity_table,
+                                    sizeof(opts), prefixes[i], 1) != UCS_OK) {
             continue; /* a bad value: the transport's own parse says so */
         }
         ucs_config_parser_release_opts(&opts, strand_md_tl_integrity_table);
@@ -345,12 +345,13 @@ static void strand_md_rcache_dump(void *context, ucs_rcache_t *rcache,
 static const ucs_rcache_ops_t strand_md_rcache_ops = {
     .mem_reg     = strand_md_rcache_mem_reg,
     .mem_dereg   = strand_md_rcache_mem_dereg,
-    .dump_region = strand_md_rcache_dump
+    .dump_region = strand_md_rcache_dump,
+    STRAND_RCACHE_OPS_MERGE
 };
 
-static ucs_status_t strand_md_mem_reg(uct_md_h uct_md, void *address,
-                                      size_t length, unsigned flags,
-                                      uct_mem_h *memh_p)
+ucs_status_t strand_md_mem_reg(uct_md_h uct_md, void *address,
+                               size_t length, unsigned flags,
+                               uct_mem_h *memh_p)
 {
     strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
     ucs_rcache_region_t *rregion;
@@ -361,8 +362,8 @@ static ucs_status_t strand_md_mem_reg(uct_md_h uct_md, void *address,
         return UCS_ERR_INVALID_PARAM;
     }
     if (md->rcache != NULL) {
-        status = ucs_rcache_get(md->rcache, address, length,
-                                PROT_READ | PROT_WRITE, &flags, &rregion);
+        status = strand_rcache_get(md->rcache, address, length,
+                                   PROT_READ | PROT_WRITE, &flags, &rregion);
         if (status != UCS_OK) {
             return status;
         }
@@ -406,7 +407,7 @@ strand_md_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
     return strand_md_errno_status(err);
 }
 
-static ucs_status_t
+ucs_status_t
 strand_md_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
                     const uct_md_mkey_pack_params_t *params, void *rkey_buffer)
 {
@@ -471,7 +472,7 @@ int strand_md_rkey_parse(const void *rkey_buffer, size_t len,
  * options decide): the second word tells (strand_md_rkey_parse). Keys are
  * values (common/rkey.h): a plain key is its 32 bits, one with a signing
  * mkey names an entry of the process's table of unpacked signing keys. */
-static ucs_status_t
+ucs_status_t
 strand_md_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
                       uct_rkey_t *rkey_p, void **handle_p)
 {
@@ -498,7 +499,7 @@ static ucs_status_t strand_md_rkey_release(uct_component_t *component,
 
 /* ------------------------------------------------------------ query */
 
-static ucs_status_t strand_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
+void strand_md_query_caps(uct_md_h uct_md, strand_md_caps_t *attr)
 {
     strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
 
@@ -506,23 +507,21 @@ static ucs_status_t strand_md_query(uct_md_h uct_md, uct_md_attr_t *attr)
     /* NEED_MEMH: zero-copy operations take the memory handle of the local
      * buffer (its lkey); without the flag UCP passes whatever its request
      * held before instead of registering */
-    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY |
+    attr->flags                = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY |
                                  UCT_MD_FLAG_NEED_MEMH;
     /* as UCX's ib MD: it allocates nothing (no ALLOC flag, no alloc memory
      * types) and puts no bound on allocations; registrations are bounded
      * by what the device says */
-    attr->cap.max_alloc        = ULONG_MAX;
-    attr->cap.max_reg          = (md->dev->caps.max_mr_size_log2 >= 63) ?
+    attr->max_alloc            = ULONG_MAX;
+    attr->max_reg              = (md->dev->caps.max_mr_size_log2 >= 63) ?
                                  ULONG_MAX :
                                  (1ul << md->dev->caps.max_mr_size_log2);
-    attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    attr->reg_mem_types        = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    attr->access_mem_types     = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->rkey_packed_size     = strand_md_rkey_packed_size(md);
     attr->reg_cost             = md->reg_cost;
     attr->local_cpus           = md->local_cpus;
-    ucs_strncpy_zero(attr->component_name, STRAND_COMPONENT_NAME,
-                     sizeof(attr->component_name));
-    return UCS_OK;
+    attr->cached               = (md->rcache != NULL);
 }
 
 /* CPUs near the device, as the device layer found them. */
@@ -565,9 +564,8 @@ static ucs_status_t strand_md_create_rcache(strand_md_t *md,
 {
     ucs_rcache_params_t params;
 
-    uct_md_set_rcache_params(&params, &config->rcache);
+    strand_rcache_params(&params, &config->rcache);
     params.region_struct_size = sizeof(strand_md_rcache_region_t);
-    params.max_alignment      = ucs_get_page_size();
     params.ucm_events         = UCM_EVENT_VM_UNMAPPED;
     params.context            = md;
     params.ops                = &strand_md_rcache_ops;
@@ -575,26 +573,14 @@ static ucs_status_t strand_md_create_rcache(strand_md_t *md,
     return ucs_rcache_create(&params, md->dev->info.name, NULL, &md->rcache);
 }
 
-/* every operation set: uct_md_* calls each without checking (what the MD
- * does not do answers UNSUPPORTED, as UCX's ib MD does) */
-static uct_md_ops_t strand_md_ops = {
-    .close                  = strand_md_close,
-    .query                  = strand_md_query,
-    .mem_alloc              = (uct_md_mem_alloc_func_t)
-                              ucs_empty_function_return_unsupported,
-    .mem_free               = (uct_md_mem_free_func_t)
-                              ucs_empty_function_return_unsupported,
-    .mem_advise             = (uct_md_mem_advise_func_t)
-                              ucs_empty_function_return_unsupported,
-    .mem_reg                = strand_md_mem_reg,
-    .mem_dereg              = strand_md_mem_dereg,
-    .mem_query              = (uct_md_mem_query_func_t)
-                              ucs_empty_function_return_unsupported,
-    .mkey_pack              = strand_md_mkey_pack,
-    .is_sockaddr_accessible = ucs_empty_function_return_zero_int,
-    .detect_memory_type     = (uct_md_detect_memory_type_func_t)
-                              ucs_empty_function_return_unsupported,
-};
+/* UCX's tables, as this UCX spells them (ucx_compat.c) */
+static uct_md_ops_t strand_md_ops;
+
+UCS_STATIC_INIT
+{
+    strand_compat_md_ops(&strand_md_ops, strand_md_close, strand_md_mem_dereg);
+    strand_compat_component_rkey_ops(&strand_component);
+}
 
 /* The registration cache, as asked (UCX_STRAND_RCACHE): try (the default)
  * goes without one when it cannot be made. */
@@ -609,7 +595,7 @@ static ucs_status_t strand_md_open_rcache(strand_md_t *md,
     status = strand_md_create_rcache(md, config);
     if (status == UCS_OK) {
         md->reg_cost = ucs_linear_func_make(
-                uct_md_rcache_overhead(&config->rcache), 0);
+                strand_rcache_overhead(&config->rcache), 0);
         return UCS_OK;
     }
     if (config->rcache_enable == UCS_YES) {
@@ -688,11 +674,8 @@ strand_md_open(uct_component_t *component, const char *md_name,
 uct_component_t strand_component = {
     .query_md_resources = strand_md_query_resources,
     .md_open            = strand_md_open,
-    .cm_open            = (uct_component_cm_open_func_t)
-                          ucs_empty_function_return_unsupported,
-    .rkey_unpack        = strand_md_rkey_unpack,
-    .rkey_ptr           = (uct_component_rkey_ptr_func_t)
-                          ucs_empty_function_return_unsupported,
+    .cm_open            = STRAND_UCX_UNSUPPORTED(uct_component_cm_open_func_t),
+    .rkey_ptr           = STRAND_UCX_UNSUPPORTED(uct_component_rkey_ptr_func_t),
     .rkey_release       = strand_md_rkey_release,
     .name               = STRAND_COMPONENT_NAME,
     .md_config          = {

@@ -12,6 +12,7 @@
 
 #include <ucs/memory/rcache.h>
 #include <uct/base/uct_md.h>
+#include "ucx_compat.h"
 
 #include "mlx5/sq.h"
 #include "uct_mlx5/common/integrity.h"
@@ -32,7 +33,7 @@ typedef struct strand_md_config {
     uct_md_config_t        super;
     strand_dev_type_t      dev_type;
     ucs_ternary_auto_value_t rcache_enable;
-    uct_md_rcache_config_t rcache;
+    strand_rcache_config_t rcache;
     double                 reg_cost_overhead;  /* seconds */
     double                 reg_cost_growth;    /* seconds per byte */
     int                    mmio_mode;          /* strand_mmio_mode_t */

@@ -12,6 +12,7 @@
 
 #include "hwcheck.h"
 #include "contrib/uct_component.h"
+#include "uct_mlx5/ucx_compat.h"
 
 #include <ucs/datastruct/string_buffer.h>
 #include <ucs/vfs/base/vfs_obj.h>
@@ -96,7 +97,7 @@ static ucs_status_t hc_md_open(hc_uct_t *u)
     }
     /* with the cache, a deregistered region stays registered (cached) and
      * its key stays good: the bad-key check needs a dead key */
-    status = uct_config_modify(config, "RCACHE", "no");
+    status = strand_config_modify(config, "STRAND_", "RCACHE", "no");
     if (status == UCS_OK) {
         status = uct_md_open(u->component, u->md_name, config, &u->md);
     }

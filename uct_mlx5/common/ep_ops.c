@@ -655,7 +655,7 @@ static ucs_status_t strand_ep_flush_cancel(strand_iface_t *iface,
     return UCS_INPROGRESS;
 }
 
-ucs_status_t strand_ep_invalidate(uct_ep_h tl_ep, unsigned flags)
+ucs_status_t strand_ep_invalidate(uct_ep_h tl_ep)
 {
     strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
     strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
@@ -665,6 +665,15 @@ ucs_status_t strand_ep_invalidate(uct_ep_h tl_ep, unsigned flags)
         strand_recovery_invalidate(iface, ep);
     }
     return UCS_OK;
+}
+
+int strand_ep_is_connected(uct_ep_h tl_ep, const uct_device_addr_t *dev_addr,
+                           const uct_iface_addr_t *iface_addr)
+{
+    strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
+    strand_iface_t *iface = ucs_derived_of(tl_ep->iface, strand_iface_t);
+
+    return iface->tl->ep_is_connected(iface, ep, dev_addr, iface_addr);
 }
 
 ucs_status_t strand_ep_flush(uct_ep_h tl_ep, unsigned flags,
@@ -735,7 +744,7 @@ ucs_status_t strand_ep_check(uct_ep_h tl_ep, unsigned flags,
     strand_ep_t *ep = ucs_derived_of(tl_ep, strand_ep_t);
     ucs_status_t status;
 
-    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    STRAND_EP_CHECK_PARAMS(flags, comp);
     if (ep->flags & STRAND_EP_FLAG_FAILED) {
         return UCS_OK; /* already reported */
     }

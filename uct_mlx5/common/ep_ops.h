@@ -68,6 +68,8 @@ ucs_status_t strand_ep_fence(uct_ep_h tl_ep, unsigned flags);
 ucs_status_t strand_ep_check(uct_ep_h tl_ep, unsigned flags,
                                 uct_completion_t *comp);
 
-ucs_status_t strand_ep_invalidate(uct_ep_h tl_ep, unsigned flags);
+/* uct_ep_invalidate and uct_ep_is_connected (ucx_compat.h declares them:
+ * UCX's signatures differ between versions) */
+#include "uct_mlx5/ucx_compat.h"
 
 #endif

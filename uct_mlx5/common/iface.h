@@ -311,6 +311,12 @@ typedef struct strand_tl_ops {
     const char  *(*ep_peer_str)(struct strand_iface *iface,
                                 const struct strand_ep *ep, char *buf,
                                 size_t max);
+    /* is ep's peer the interface at these addresses (uct_ep_is_connected:
+     * UCP asks before it makes another endpoint to a peer)? */
+    int          (*ep_is_connected)(struct strand_iface *iface,
+                                    const struct strand_ep *ep,
+                                    const uct_device_addr_t *dev_addr,
+                                    const uct_iface_addr_t *iface_addr);
     /* a send queue for ep, which is not ready to post: UCS_OK when it may
      * be now, UCS_ERR_NO_RESOURCE when not. The answer is in ep->txq and
      * ep->lane (and STRAND_EP_FLAG_MOVING); the endpoint updates its own

@@ -114,7 +114,7 @@ static ucs_sys_device_t strand_sys_device(const strand_dev_t *dev)
          UCS_OK)) {
         return UCS_SYS_DEVICE_ID_UNKNOWN;
     }
-    ucs_topo_sys_device_set_name(sys_dev, dev->info.name);
+    strand_topo_set_device_name(sys_dev, dev->info.name);
     return sys_dev;
 }
 
@@ -596,13 +596,15 @@ void strand_iface_vfs_refresh(uct_iface_h tl_iface)
     }
 }
 
-uct_iface_internal_ops_t strand_iface_internal_ops = {
-    .iface_estimate_perf = strand_iface_estimate_perf,
-    .iface_vfs_refresh   = strand_iface_vfs_refresh,
-    .ep_query            = (uct_ep_query_func_t)
-                           ucs_empty_function_return_unsupported,
-    .ep_invalidate       = strand_ep_invalidate
-};
+/* UCX's internal operations, as this UCX spells them (ucx_compat.c) */
+uct_iface_internal_ops_t strand_iface_internal_ops;
+
+UCS_STATIC_INIT
+{
+    strand_compat_internal_ops(&strand_iface_internal_ops,
+                               strand_iface_estimate_perf,
+                               strand_iface_vfs_refresh);
+}
 
 /* The open mode and device asked for are this interface's. */
 static ucs_status_t strand_iface_check_params(const strand_dev_t *dev,

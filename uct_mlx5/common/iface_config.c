@@ -9,6 +9,7 @@
 
 #include "iface_config.h"
 #include "integrity.h"
+#include "uct_mlx5/ucx_compat.h"
 
 #define STRAND_CONFIG_FIELD(_field) \
     ucs_offsetof(strand_iface_common_config_t, _field)
@@ -39,12 +40,12 @@ ucs_config_field_t strand_iface_common_config_table[] = {
      "across its interfaces and for probing.",
      STRAND_CONFIG_FIELD(rx_max_poll), UCS_CONFIG_TYPE_ULUNITS},
 
-    UCT_IFACE_MPOOL_CONFIG_FIELDS("TX_", -1, 128, "send",
+    STRAND_IFACE_MPOOL_CONFIG_FIELDS("TX_", -1, 128, "send",
                                   STRAND_CONFIG_FIELD(tx_mp),
                                   " Bounce buffers of bcopy sends and fetched "
                                   "atomics."),
 
-    UCT_IFACE_MPOOL_CONFIG_FIELDS("RX_", -1, 256, "receive",
+    STRAND_IFACE_MPOOL_CONFIG_FIELDS("RX_", -1, 256, "receive",
                                   STRAND_CONFIG_FIELD(rx_mp),
                                   " Those a receive handler keeps stay out of "
                                   "the receive queue until released."),

@@ -129,6 +129,17 @@ const char *strand_av_str(const struct mlx5_wqe_av *av, char *buf,
     return buf;
 }
 
+int strand_av_names_port(const struct mlx5_wqe_av *av,
+                         const strand_port_addr_t *addr)
+{
+    if (be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) {
+        return (addr->flags & STRAND_PORT_ADDR_FLAG_ETH) &&
+               !memcmp(av->rgid, addr->gid, sizeof(av->rgid));
+    }
+    return !(addr->flags & STRAND_PORT_ADDR_FLAG_ETH) &&
+           (be16toh(av->rlid) == addr->ib.lid);
+}
+
 uint64_t strand_av_peer_key(const struct mlx5_wqe_av *av)
 {
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the GID */

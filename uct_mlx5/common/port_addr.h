@@ -44,6 +44,10 @@ ucs_status_t strand_port_addr_make_av(strand_iface_t *iface,
                                       uint32_t qpn, struct mlx5_wqe_av *av,
                                       unsigned *av_size);
 
+/* Does av lead to the port at addr (its LID, or on RoCE its GID)? */
+int strand_av_names_port(const struct mlx5_wqe_av *av,
+                         const strand_port_addr_t *addr);
+
 /* The peer NIC an AV names (LID, or a hash of the GID): a key for grouping
  * endpoints by peer. */
 uint64_t strand_av_peer_key(const struct mlx5_wqe_av *av);

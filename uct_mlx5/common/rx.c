@@ -201,7 +201,7 @@ ucs_status_t strand_rx_init(strand_iface_t *iface,
     iface->release_tm_desc.cb = strand_rx_release_tm_desc;
 
     /* the SRQ list has wqe_cnt WQEs; its tail one is a sentinel */
-    slots            = ucs_roundup_pow2(iface->srq.wqe_cnt);
+    slots            = strand_roundup_pow2(iface->srq.wqe_cnt);
     iface->srq_mask  = slots - 1;
     iface->srq_head  = iface->srq.dv.head;
     iface->srq_tail  = iface->srq.dv.tail;

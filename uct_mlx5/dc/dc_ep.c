@@ -56,6 +56,20 @@ ucs_status_t strand_dc_ep_addr_init(strand_iface_t *iface,
     return UCS_OK;
 }
 
+/* the peer's DCT, on the port its address vector names, in a compatible
+ * interface */
+int strand_dc_ep_is_connected(strand_iface_t *iface, const strand_ep_t *ep,
+                              const uct_device_addr_t *dev_addr,
+                              const uct_iface_addr_t *iface_addr)
+{
+    const strand_dc_iface_addr_t *dc_addr = (const void*)iface_addr;
+
+    return strand_port_addr_is_reachable(iface, (const void*)dev_addr) &&
+           strand_dc_addr_iface_compatible(iface, dc_addr) &&
+           (ep->dest_qpn == strand_dc_addr_dctn(dc_addr)) &&
+           strand_av_names_port(&ep->av, (const void*)dev_addr);
+}
+
 const char *strand_dc_ep_peer_str(strand_iface_t *iface,
                                   const strand_ep_t *ep, char *buf,
                                   size_t max)

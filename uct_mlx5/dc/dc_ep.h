@@ -14,6 +14,9 @@
 ucs_status_t strand_dc_ep_addr_init(strand_iface_t *iface, strand_ep_t *ep,
                                     const uct_ep_params_t *params);
 /* the peer of ep for the log: its DCT, and the path to it */
+int strand_dc_ep_is_connected(strand_iface_t *iface, const strand_ep_t *ep,
+                              const uct_device_addr_t *dev_addr,
+                              const uct_iface_addr_t *iface_addr);
 const char *strand_dc_ep_peer_str(strand_iface_t *iface,
                                   const strand_ep_t *ep, char *buf,
                                   size_t max);

@@ -187,7 +187,7 @@ strand_dc_iface_resolve_policy(strand_dc_iface_t *iface,
     /* at least one concurrent stream, and no fewer than errored ones */
     iface->config.log_concurent   = ucs_min(caps->dci_max_log_num_concurent,
                                             ucs_max(ucs_max(1,
-                                                    ucs_ilog2(ucs_roundup_pow2(
+                                                    ucs_ilog2(strand_roundup_pow2(
                                                     streams))),
                                                     iface->config.log_errored));
     iface->config.stream_per_peer = (config->stream_map ==
@@ -337,6 +337,7 @@ const strand_tl_ops_t strand_dc_tl_ops = {
     .ep_init         = strand_dc_ep_addr_init,
     .ep_cleanup      = strand_dc_policy_release,
     .ep_peer_str     = strand_dc_ep_peer_str,
+    .ep_is_connected = strand_dc_ep_is_connected,
     .sq_lease        = strand_dc_policy_lease,
     .sq_release      = strand_dc_policy_release,
     .sq_can_post     = strand_dc_policy_can_post,

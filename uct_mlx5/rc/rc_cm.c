@@ -37,6 +37,7 @@
 /* The companion interface: a dc_strand interface the manager opens as any
  * UCT user would (uct_iface_open), for few, small messages. */
 #define STRAND_RC_CM_TL_NAME   "dc_strand"
+#define STRAND_RC_CM_CONFIG_PREFIX "DC_STRAND_"
 #define STRAND_RC_CM_NUM_DCI   4
 #define STRAND_RC_CM_TX_QUEUE  32
 #define STRAND_RC_CM_RX_QUEUE  128
@@ -211,6 +212,17 @@ int strand_rc_cm_is_reachable(strand_rc_cm_t *cm,
                               const uct_iface_addr_t *iface_addr)
 {
     return uct_iface_is_reachable(cm->dc, dev_addr, iface_addr);
+}
+
+int strand_rc_cm_is_connected(strand_rc_cm_t *cm, const strand_ep_t *ep,
+                              const uct_device_addr_t *dev_addr,
+                              const uct_iface_addr_t *iface_addr)
+{
+    const strand_rc_conn_t *conn = strand_rc_ep((strand_ep_t*)ep)->conn;
+    strand_fc_peer_t key         = strand_rc_cm_key(cm, dev_addr, iface_addr);
+
+    return (conn != NULL) && (conn->peer != NULL) &&
+           strand_fc_peer_equal(conn->peer->key, key);
 }
 
 /* ------------------------------------------------------------- sending */
@@ -1034,7 +1046,8 @@ static ucs_status_t strand_rc_cm_config(uct_md_h md,
         return status;
     }
     for (i = 0; i < ucs_static_array_size(set); ++i) {
-        status = uct_config_modify(config, set[i][0], set[i][1]);
+        status = strand_config_modify(config, STRAND_RC_CM_CONFIG_PREFIX,
+                                      set[i][0], set[i][1]);
         if (status != UCS_OK) {
             ucs_error("rc_strand: the connection manager's %s=%s: %s",
                       set[i][0], set[i][1], ucs_status_string(status));

@@ -70,6 +70,13 @@ int strand_rc_cm_is_reachable(strand_rc_cm_t *cm,
                               const uct_device_addr_t *dev_addr,
                               const uct_iface_addr_t *iface_addr);
 
+/* Is ep's connection to the peer interface at dev_addr and iface_addr
+ * (the address ep was made with)? A connection whose peer failed is to no
+ * one. */
+int strand_rc_cm_is_connected(strand_rc_cm_t *cm, const struct strand_ep *ep,
+                              const uct_device_addr_t *dev_addr,
+                              const uct_iface_addr_t *iface_addr);
+
 /* ep (its QP made, not connected) asks the interface at dev_addr and
  * iface_addr for a QP; it posts once the answer connected it. */
 ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, struct strand_ep *ep,

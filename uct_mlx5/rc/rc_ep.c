@@ -91,7 +91,7 @@ ucs_status_t strand_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
                                               strand_rc_iface_t);
     ucs_status_t status;
 
-    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    STRAND_EP_CHECK_PARAMS(flags, comp);
     UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->cm));
     status = strand_rc_cm_check(iface->cm, ep);
     UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->cm));

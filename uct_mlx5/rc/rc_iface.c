@@ -226,6 +226,22 @@ static int strand_rc_iface_is_reachable(const uct_iface_h tl_iface,
     return strand_rc_cm_is_reachable(iface->cm, dev_addr, iface_addr);
 }
 
+/* the connection manager knows whom ep's connection is to (its state
+ * changes on the async thread) */
+static int strand_rc_iface_ep_is_connected(strand_iface_t *tl_iface,
+                                           const strand_ep_t *ep,
+                                           const uct_device_addr_t *dev_addr,
+                                           const uct_iface_addr_t *iface_addr)
+{
+    strand_rc_cm_t *cm = strand_rc_iface(tl_iface)->cm;
+    int connected;
+
+    UCS_ASYNC_BLOCK(strand_rc_cm_async(cm));
+    connected = strand_rc_cm_is_connected(cm, ep, dev_addr, iface_addr);
+    UCS_ASYNC_UNBLOCK(strand_rc_cm_async(cm));
+    return connected;
+}
+
 /* The async thread answers connection requests (rc_cm.h): it makes
  * responder QPs and adds them to the rendezvous that the receive and send
  * completions look up, so with tag matching the whole of progress holds
@@ -286,8 +302,9 @@ static void strand_rc_ep_short_ops(const strand_iface_t *iface,
 UCS_STATIC_INIT
 {
     strand_rc_iface_ops                    = strand_iface_ops;
-    strand_rc_iface_internal_ops           = strand_iface_internal_ops;
-    strand_rc_iface_internal_ops.iface_vfs_refresh = strand_rc_iface_vfs_refresh;
+    strand_compat_internal_ops(&strand_rc_iface_internal_ops,
+                               strand_iface_estimate_perf,
+                               strand_rc_iface_vfs_refresh);
     strand_rc_iface_ops.ep_check           = strand_rc_ep_check;
     strand_rc_iface_ops.ep_create          = strand_rc_ep_create;
     strand_rc_iface_ops.ep_destroy         = strand_rc_ep_destroy;
@@ -316,6 +333,7 @@ static const strand_tl_ops_t strand_rc_tl_ops = {
     .ep_init         = strand_rc_qp_ep_init,
     .ep_cleanup      = strand_rc_qp_ep_cleanup,
     .ep_peer_str     = strand_rc_qp_peer_str,
+    .ep_is_connected = strand_rc_iface_ep_is_connected,
     .sq_lease        = strand_rc_qp_lease,
     .sq_release      = strand_rc_qp_release,
     .sq_can_post     = strand_rc_qp_can_post,

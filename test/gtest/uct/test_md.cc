@@ -9,6 +9,7 @@
 extern "C" {
 #include "dev/dev.h"
 #include <uct/base/uct_md.h>
+#include "uct_mlx5/ucx_compat.h"
 }
 
 #include <arpa/inet.h>
@@ -199,6 +200,6 @@ TEST_F(strand_md, operations_it_does_not_have_answer_instead_of_crashing)
     void *address = nullptr;
     uct_mem_h memh;
     EXPECT_EQ(UCS_ERR_UNSUPPORTED,
-              uct_md_mem_alloc(m_md, &length, &address,
-                               UCS_MEMORY_TYPE_HOST, 0, "test", &memh));
+              STRAND_MD_MEM_ALLOC_HOST(m_md, &length, &address, 0, "test",
+                                       &memh));
 }
