@@ -16,3 +16,15 @@ check "strand-hwcheck installed, its program in libexec/strand" \
              find '$dest' -path '*/libexec/strand/strand_hwcheck' -perm -u+x | grep -q ."
 STRAND_PLUGIN=$moddir/libuct_strand.so strand-run ucx_info -d >"$tmpdir/d" 2>&1
 check "the installed module registers component strand" grep -q '^# *Component: strand$' "$tmpdir/d"
+
+# make uninstall takes back every file make install put there (automake
+# leaves the directories)
+make -s -C "$STRAND_BUILDDIR" uninstall DESTDIR="$dest" >"$tmpdir/uninstall.log" 2>&1
+check "make uninstall DESTDIR=... succeeds" test $? = 0
+find "$dest" ! -type d >"$tmpdir/left" 2>&1
+if [ -s "$tmpdir/left" ]; then
+    not_ok "make uninstall leaves no file behind"
+    sed "s|^$dest|#   left: |" "$tmpdir/left" | head -20
+else
+    ok "make uninstall leaves no file behind"
+fi
