@@ -8,7 +8,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 ucx_src_dir="$top/.deps"
 
-pkgs=(build-essential autoconf automake libtool pkg-config dpkg-dev
+pkgs=(build-essential autoconf automake libtool pkg-config dpkg-dev debhelper
       libucx-dev ucx-utils libibverbs-dev ibverbs-providers rdma-core
       libhwloc-dev openmpi-bin libopenmpi-dev googletest libgtest-dev
       valgrind)
