@@ -2,7 +2,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # strand setup: installs every build/test dependency from Debian's packages and
 # unpacks the UCX source package (internal headers) into a build-local,
-# git-ignored directory. Idempotent: safe to run again.
+# git-ignored directory, then configures strand for Debian's UCX (1.13.1).
+# Idempotent: safe to run again.
+#
+# STRAND_UCX_SRC=PATH (a UCX release tarball or source tree, e.g. UCX
+# 1.18.1 or 1.22.0): strand is configured for that UCX instead, built once
+# into ~/.cache/strand/ucx-VERSION by contrib/ucx-build.sh (docs/ucx-versions.md).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,9 +57,23 @@ if [ ! -f "$ucx_src_dir/ucx-$ucx_ver/src/uct/base/uct_iface.h" ]; then
 fi
 echo "setup: UCX $ucx_ver source headers in $ucx_src_dir/ucx-$ucx_ver"
 
+ucx_flags=()
+want_ver=$ucx_ver
+if [ -n "${STRAND_UCX_SRC:-}" ]; then
+    built=$("$top/contrib/ucx-build.sh" "$STRAND_UCX_SRC")
+    ucx_prefix=$(sed -n 's/^prefix=//p' <<<"$built")
+    ucx_flags=(--with-ucx="$ucx_prefix"
+               --with-ucx-src="$(sed -n 's/^src=//p' <<<"$built")")
+    want_ver=$(PKG_CONFIG_PATH=$ucx_prefix/lib/pkgconfig pkg-config --modversion ucx)
+    echo "setup: UCX $want_ver built in $ucx_prefix"
+fi
+
 cd "$top"
 [ -x configure ] || ./autogen.sh
-if [ ! -f Makefile ]; then
-    ./configure ${STRAND_CONFIGURE_FLAGS:-}
+# configured already, for this UCX: keep it (a tree configured for another
+# UCX is configured again)
+if [ ! -f Makefile ] ||
+   [ "$(sed -n 's/^UCX_VERSION = //p' Makefile)" != "$want_ver" ]; then
+    ./configure "${ucx_flags[@]}" ${STRAND_CONFIGURE_FLAGS:-}
 fi
 echo "setup: done. Next: make check"

@@ -35,8 +35,10 @@ declare -A MODE_ENV=(
     [roce]='STRAND_SIM_LINK_LAYER=ethernet'
     [signaled]='UCX_DC_STRAND_TX_CQ_MODERATION=1'
     [rc]='STRAND_TEST_TL=rc_strand'
+    [ucx118]=''
+    [ucx122]=''
 )
-ALL_MODES='default num_dci1 dcs cqe128 roce signaled rc'
+ALL_MODES='default num_dci1 dcs cqe128 roce signaled rc ucx118 ucx122'
 # Modes that run other transport suites than TRANSPORT_GTEST/SHELL: rc runs
 # the suites on rc_strand (the shell tests read STRAND_TEST_TL).
 declare -A MODE_GTEST=(
@@ -45,6 +47,16 @@ declare -A MODE_GTEST=(
 declare -A MODE_SHELL=(
     [rc]='test_perftest test_ucp test_ucp_wakeup test_mpi test_shmem test_integrity test_tag_offload'
 )
+# Modes on another UCX (test/ucx/build-strand-for-ucx.sh builds strand
+# against it): both transports' suites, a shell test NAME@rc on rc_strand,
+# UCX's own uct suite of that version, and loading without preload.
+declare -A MODE_UCX=([ucx118]=1.18.1 [ucx122]=1.22.0)
+UCX_MODE_GTEST='abi.*:strand_md*.*:dc_strand*.*:*/dc_strand*.*:rc_strand*.*:*/rc_strand*.*'
+UCX_MODE_SHELL='test_ucx_info test_strand_run test_plugin_path test_perftest test_ucp test_dc_peers test_mpi test_shmem test_perftest@rc test_ucp@rc test_mpi@rc test_shmem@rc test_ucx_uct'
+for m in "${!MODE_UCX[@]}"; do
+    MODE_GTEST[$m]=$UCX_MODE_GTEST
+    MODE_SHELL[$m]=$UCX_MODE_SHELL
+done
 modes=${STRAND_TEST_MODES:-$ALL_MODES}
 
 builddir=${STRAND_BUILDDIR:-$(pwd)}
@@ -150,9 +162,12 @@ run_gtest() {
     tally "$mode" gtest "$log" $? < <(gtest_results "$log")
 }
 
-# run_shell MODE NAME: one shell test, TAP on its stdout
+# run_shell MODE NAME: one shell test, TAP on its stdout (NAME@rc: on
+# rc_strand)
 run_shell() {
-    local mode=$1 name=$2 log=$results/$1/$2.log t=$srcdir/test/shell/$2.sh
+    local mode=$1 name=$2 log=$results/$1/$2.log t=$srcdir/test/shell/${2%@rc}.sh
+    local tl_env=()
+    [ "$name" != "${name%@rc}" ] && tl_env=(STRAND_TEST_TL=rc_strand)
     echo "== [$mode] $name"
     t0=$SECONDS
     if [ ! -r "$t" ]; then
@@ -160,7 +175,7 @@ run_shell() {
         echo "   FAILED: $t is missing"
         return
     fi
-    "${mode_env[@]}" timeout 900 bash "$t" >"$log" 2>&1
+    "${mode_env[@]}" "${tl_env[@]}" timeout 900 bash "$t" >"$log" 2>&1
     tally "$mode" "$name" "$log" $? < <(tap_results "$log")
 }
 
@@ -190,7 +205,51 @@ for mode in "${!MODE_ENV[@]}"; do
     for v in ${MODE_ENV[$mode]}; do clear_env+=(-u "${v%%=*}"); done
 done
 
+# ucx_mode_prepare MODE: strand built against the mode's UCX; sets gtest and
+# ucx_env (what the mode's processes see: that build, that UCX's programs
+# and libraries); non-zero when the mode cannot run (recorded here)
+ucx_mode_prepare() {
+    local mode=$1 ver=${MODE_UCX[$1]} out rc t0=$SECONDS prefix src build
+    echo "== [$mode] strand against UCX $ver"
+    if [ "${STRAND_UCX_VERSION:-}" = "$ver" ]; then
+        skipped=$((skipped + 1))
+        skips+=("[$mode]: this build is for UCX $ver already (the other modes ran on it)")
+        return 1
+    fi
+    out=$("$srcdir/test/ucx/build-strand-for-ucx.sh" "$ver" \
+              "$builddir/test/ucx-$ver" 2>"$results/$mode/build.err")
+    rc=$?
+    if [ $rc = 2 ]; then
+        skipped=$((skipped + 1))
+        skips+=("[$mode]: $(tail -1 "$results/$mode/build.err")")
+        echo "   SKIPPED: $(tail -1 "$results/$mode/build.err")"
+        return 1
+    elif [ $rc != 0 ]; then
+        failed=$((failed + 1))
+        failures+=("[$mode] strand builds against UCX $ver")
+        echo "   FAILED: strand builds against UCX $ver"
+        sed 's/^/      /' "$results/$mode/build.err"
+        return 1
+    fi
+    passed=$((passed + 1))
+    prefix=$(sed -n 's/^prefix=//p' <<<"$out")
+    src=$(sed -n 's/^src=//p' <<<"$out")
+    build=$(sed -n 's/^build=//p' <<<"$out")
+    echo "   built in $((SECONDS - t0))s: $build"
+    gtest=$build/test/gtest/strand_gtest
+    ucx_env=(STRAND_BUILDDIR="$build" STRAND_PLUGIN="$build/.libs/libuct_strand.so"
+             PATH="$build/contrib:$prefix/bin:$PATH"
+             LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+             STRAND_UCX_VERSION="$ver" STRAND_UCX_PREFIX="$prefix"
+             STRAND_UCX_SRC="$src" STRAND_UCX_GTEST_DIR="$HOME/.cache/strand/ucx-gtest-$ver"
+             STRAND_UCX_CFLAGS="-I$prefix/include"
+             STRAND_UCX_LIBS="-L$prefix/lib -Wl,-rpath,$prefix/lib -lucp -luct -lucs")
+}
+
+main_gtest=$gtest
 for mode in $modes; do
+    gtest=$main_gtest
+    ucx_env=()
     if [ -z "${MODE_ENV[$mode]+set}" ]; then
         failed=$((failed + 1))
         failures+=("[$mode]: unknown device mode (known: $ALL_MODES)")
@@ -198,7 +257,12 @@ for mode in $modes; do
     fi
     mkdir -p "$results/$mode"
     # shellcheck disable=SC2206 # MODE_ENV values are NAME=VALUE words
-    mode_env=(env "${clear_env[@]}" ${MODE_ENV[$mode]} STRAND_TEST_MODE="$mode")
+    if [ -n "${MODE_UCX[$mode]:-}" ]; then
+        [ "$valgrind" = 1 ] && continue  # valgrind runs on this build's UCX
+        ucx_mode_prepare "$mode" || continue
+    fi
+    mode_env=(env "${clear_env[@]}" ${MODE_ENV[$mode]} STRAND_TEST_MODE="$mode"
+              "${ucx_env[@]}")
     if [ "$mode" = default ]; then
         [ "$has_gtest" = 1 ] && run_gtest "$mode" "${GTEST_FILTER:-}"
         shells=$(cd "$srcdir/test/shell" && ls test_*.sh | sed 's/\.sh$//')

@@ -17,6 +17,13 @@ trap 'rm -rf "$tmpdir"; rm -f /dev/shm/"$fabric_prefix"*' EXIT
 # The device mode run-tests.sh runs this test in (default, num_dci1, ...):
 # parts that do not touch the device run in the default mode only.
 default_mode() { [ "${STRAND_TEST_MODE:-default}" = default ]; }
+# a mode on another UCX than the build's (ucx118, ucx122: run-tests.sh)
+ucx_mode() { case "${STRAND_TEST_MODE:-}" in ucx1*) true ;; *) false ;; esac; }
+# the UCX the test runs on, as "1 22" (major minor) for comparisons
+ucx_version() { local v=${STRAND_UCX_VERSION:-$(pkg-config --modversion ucx)}
+                echo "${v%%.*} $(echo "$v" | cut -d. -f2)"; }
+# UCX >= 1.22: strand is found on UCX_PLUGIN_PATH (strand-run sets it)
+ucx_has_plugin_path() { set -- $(ucx_version); [ "$1" -gt 1 ] || [ "$2" -ge 22 ]; }
 
 # The transport under test: dc_strand, or rc_strand (STRAND_TEST_TL, set by
 # the rc mode); tlp: its configuration prefix. Parts about DCIs, streams or
@@ -117,7 +124,7 @@ rank_env_args() {
     rank_env=()
     for name in $(compgen -e); do
         case "$name" in
-        UCX_DC_STRAND_*|UCX_RC_STRAND_*|MLX5_CQE_SIZE|MLX5_SCATTER_TO_CQE|STRAND_SIM_*)
+        UCX_DC_STRAND_*|UCX_RC_STRAND_*|MLX5_CQE_SIZE|MLX5_SCATTER_TO_CQE|STRAND_SIM_*|LD_LIBRARY_PATH)
             rank_env+=(-x "$name") ;;
         esac
     done

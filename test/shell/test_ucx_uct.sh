@@ -7,7 +7,7 @@
 # docs/ucx-conformance.md lists the results and every skip.
 . "$(dirname "$0")/lib.sh"
 
-default_mode || exit 0
+default_mode || ucx_mode || exit 0
 src=${STRAND_UCX_SRC:-}
 if [ -z "$src" ] || [ ! -f "$src/test/gtest/uct/uct_test.h" ]; then
     skip "UCX's uct test suite" "no UCX source tree (configure --with-ucx-src)"

@@ -3,7 +3,12 @@
 # build-ucx-gtest.sh UCX_SRC OUT_DIR: UCX's own uct test suite (the uct part
 # of test/gtest of the UCX source tree that matches the installed UCX),
 # built against the installed UCX's libraries with Debian's build macros,
-# with strand's transports added to its transport lists:
+# with strand's transports added to its transport lists. The UCX is the
+# system's (pkg-config) unless STRAND_UCX_CFLAGS / STRAND_UCX_LIBS name
+# another (configure's UCX_CFLAGS and UCX_LIBS: make passes them). The
+# sources are those of UCX 1.13 to 1.22 that exist in UCX_SRC (later
+# versions add test_uct_iface.cc; gtest-matchers.cc in their googletest).
+# What is patched:
 #   - uct_test.h: dc_strand and rc_strand in UCT_TEST_NO_SELF_TLS (every
 #     test instantiated for all transports but self);
 #   - test_tag.cc: dc_strand and rc_strand next to rc_mlx5 and dc_mlx5;
@@ -18,7 +23,11 @@
 # Left out (they need parts of UCX that are not installed, or test other
 # transports only): test_uct_perf.cc (libucxperf), test_mm.cc (posix and
 # sysv only), test_mem.cc (memory allocators, no transport), test_stats.cc
-# (UCX_STATS is off in Debian's build), v2/, ib/, tcp/, cuda/, rocm/.
+# (UCX_STATS is off in Debian's build), v2/, ib/, tcp/, cuda/, rocm/; of
+# later versions: test_atomic_key_reg_rdma_mem_type.cc (rc_mlx5 and dc_mlx5
+# only), test_sockaddr.cc (connection managers: strand has none),
+# test_device.cc (GPU-initiated device endpoints), common/test_perf.cc and
+# test_obj_size.cc (libucxperf; UCP's object sizes), cuda_context.cc.
 set -euo pipefail
 
 src=${1:?UCX source tree}
@@ -38,18 +47,25 @@ uct="uct_test.cc uct_p2p_test.cc test_amo.cc test_amo_add_xor.cc
      test_flush.cc test_many2one_am.cc test_md.cc test_p2p_am.cc
      test_p2p_err.cc test_p2p_mix.cc test_p2p_rma.cc test_pending.cc
      test_progress.cc test_uct_ep.cc test_zcopy_comp.cc test_peer_failure.cc
-     test_tag.cc"
+     test_tag.cc test_uct_iface.cc"
 gtest="gtest.cc gtest-death-test.cc gtest-filepath.cc gtest-port.cc
-       gtest-printers.cc gtest-test-part.cc gtest-typed-test.cc"
+       gtest-printers.cc gtest-test-part.cc gtest-typed-test.cc
+       gtest-matchers.cc"
+# only what this UCX version has
+exists() { local dir=$1 f; shift; for f; do [ -f "$src/test/gtest/$dir/$f" ] && echo "$f"; done; }
+common=$(exists common $common)
+uct=$(exists uct $uct)
+gtest=$(exists common/googletest $gtest)
 # Debian's UCX build macros (configure.ac's UCX_ABI_CPPFLAGS: the struct
 # layouts the tests share with the libraries)
 flags="-O2 -g -std=c++11 -DENABLE_ASSERT=1 -DENABLE_PARAMS_CHECK=1
        -DENABLE_DEBUG_DATA=0 -DENABLE_MT=1
        -DUCS_MAX_LOG_LEVEL=UCS_LOG_LEVEL_DEBUG -UENABLE_STATS -DNVALGRIND
        -DTOP_SRCDIR=\\\"$src\\\" -DGTEST_UCM_HOOK_LIB_DIR=\\\"/nonexistent\\\"
-       -I$src/src -I$out/test -I$out/test/gtest -Wno-deprecated-declarations"
-libs="$(pkg-config --libs ucx 2>/dev/null || echo -lucp -luct -lucs) -lucm
-      -lpthread -ldl -lrt"
+       -I$src/src ${STRAND_UCX_CFLAGS:-} -I$out/test -I$out/test/gtest
+       -Wno-deprecated-declarations"
+libs="${STRAND_UCX_LIBS:-$(pkg-config --libs ucx 2>/dev/null || echo -lucp -luct -lucs)}
+      -lucm -lpthread -ldl -lrt"
 
 key=$( { cat "$0"; echo "$src $cxx $flags $libs"; $cxx --version | head -1; } |
        sha1sum | cut -c1-16)
@@ -71,8 +87,8 @@ def patch(path, old, new):
         sys.exit("build-ucx-gtest: %s changed: cannot add strand to it" % path)
     open(path, "w").write(s.replace(old, new, 1))
 patch(g + "/uct/uct_test.h",
-      "#define UCT_TEST_NO_SELF_TLS \\\n    UCT_TEST_IB_TLS,         \\\n",
-      "#define UCT_TEST_NO_SELF_TLS \\\n    UCT_TEST_IB_TLS,         \\\n"
+      "#define UCT_TEST_NO_SELF_TLS \\\n",
+      "#define UCT_TEST_NO_SELF_TLS \\\n"
       "    dc_strand,               \\\n    rc_strand,               \\\n")
 patch(g + "/uct/test_tag.cc",
       "    _UCT_INSTANTIATE_TEST_CASE(_test_case, dc_mlx5)\n",
