@@ -217,7 +217,7 @@ ucx_mode_prepare() {
         return 1
     fi
     out=$("$srcdir/test/ucx/build-strand-for-ucx.sh" "$ver" \
-              "$builddir/test/ucx-$ver" 2>"$results/$mode/build.err")
+              "$builddir/test/ucx-build-$ver" 2>"$results/$mode/build.err")
     rc=$?
     if [ $rc = 2 ]; then
         skipped=$((skipped + 1))
