@@ -153,14 +153,20 @@ check_rank_env() {
     fi
 }
 
+# UCX_LOG_LEVEL=info's line for each endpoint configuration of UCP, up to
+# its lanes: "ep_cfg[0]: tag(...)" (UCX 1.13), "<name> intra-node cfg#0
+# tag(...)" (1.18 and later); an extended regular expression
+ep_cfg_re='(ep_cfg\[[0-9]+\]:|cfg#[0-9]+)'
+
 # ------------------------------------------------------ ucx_perftest pairs
-# serve: a ucx_perftest server on a free port ($port, pid $spid) that
-# listens, its output in $tmpdir/srv; 1 when it exits (a port taken
-# meanwhile) or hangs before that
+# serve [ARGS]: a ucx_perftest server on a free port ($port, pid $spid)
+# that listens, its output in $tmpdir/srv; 1 when it exits (a port taken
+# meanwhile) or hangs before that. ARGS: its own -x/-d (UCX >= 1.18 keeps
+# the server's transport and device, not the client's)
 serve() {
     spid=""
     port=$(free_port) || return 1
-    timeout 180 strand-run ucx_perftest -p "$port" >"$tmpdir/srv" 2>&1 &
+    timeout 180 strand-run ucx_perftest -p "$port" "$@" >"$tmpdir/srv" 2>&1 &
     spid=$!
     wait_until 60 listening_or_gone && port_listening "$port"
 }
@@ -170,10 +176,14 @@ listening_or_gone() { port_listening "$port" || gone "$spid"; }
 # and the client printed its final numbers (kept in the log).
 perf() {
     local name=$1; shift
-    local port spid rc=1 src=1 line
+    local port spid rc=1 src=1 line a prev="" srv_args=()
+    for a in "$@"; do  # the client's transport and device, for the server
+        case "$prev" in -x|-d) srv_args+=("$prev" "$a") ;; esac
+        prev=$a
+    done
     echo "no ucx_perftest server listened" >"$tmpdir/cli"
     for _ in 1 2 3; do  # another port if the server lost this one meanwhile
-        if serve; then
+        if serve "${srv_args[@]}"; then
             timeout 180 strand-run ucx_perftest 127.0.0.1 -p "$port" -f "$@" \
                 >"$tmpdir/cli" 2>&1
             rc=$?

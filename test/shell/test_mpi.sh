@@ -57,9 +57,9 @@ for np in 2 4; do
     run "$np" -x UCX_LOG_LEVEL=info; rc=$?
     verdict "mpirun -np $np: pml ucx + osc ucx over $tl" "$np" "$rc"
     check "np $np: MPI messages between ranks use $tl" \
-        grep -q "ep_cfg\[[0-9]*\]: tag($tl/smlx5_0:1)" "$tmpdir/out"
+        grep -qE "$ep_cfg_re tag\($tl/smlx5_0:1\)" "$tmpdir/out"
     check "np $np: one-sided operations use $tl" \
-        grep -q "ep_cfg\[[0-9]*\]: rma($tl/smlx5_0:1) amo($tl/smlx5_0:1)" \
+        grep -qE "$ep_cfg_re rma\($tl/smlx5_0:1\) amo\($tl/smlx5_0:1\)" \
         "$tmpdir/out"
 done
 
@@ -80,9 +80,9 @@ EOS
         >"$tmpdir/out" 2>&1; rc=$?
     verdict "mpirun -np 4, rank 0 on dc_strand only, ranks 1..3 on rc_strand and dc_strand" 4 "$rc"
     check "mixed: ranks 1..3 send MPI messages over rc_strand" \
-        grep -q 'ep_cfg\[[0-9]*\]: tag(rc_strand/smlx5_0:1)' "$tmpdir/out"
+        grep -qE "$ep_cfg_re tag\(rc_strand/smlx5_0:1\)" "$tmpdir/out"
     check "mixed: rank 0 and the others send MPI messages over dc_strand" \
-        grep -q 'ep_cfg\[[0-9]*\]: tag(dc_strand/smlx5_0:1)' "$tmpdir/out"
+        grep -qE "$ep_cfg_re tag\(dc_strand/smlx5_0:1\)" "$tmpdir/out"
     exit 0
 fi
 

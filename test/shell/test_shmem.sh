@@ -103,15 +103,15 @@ verdict() {
 # endpoint configuration uses only transports matching TLS-RE.
 transports() {
     local name=$1 np=$2 allowed=$3 pes foreign
-    pes=$(grep "ep_cfg\[[0-9]*\]: rma($tl/smlx5_0:1) amo($tl/smlx5_0:1)" \
+    pes=$(grep -E "$ep_cfg_re rma\($tl/smlx5_0:1\) amo\($tl/smlx5_0:1\)" \
               "$tmpdir/out" |
           sed -n 's/^\[[^]]*\] *\[[^]:]*: *\([0-9][0-9]*\) *:.*/\1/p' |
           sort -u | wc -l) # UCX pads the pid: "[vm:2176 :0]"
-    foreign=$(grep 'ep_cfg\[[0-9]*\]:' "$tmpdir/out" |
-              sed 's/.*ep_cfg\[[0-9]*\]://' |
+    foreign=$(grep -E "$ep_cfg_re" "$tmpdir/out" |
+              sed -E "s/.*$ep_cfg_re//" |
               grep -oE '[A-Za-z0-9_]+/[A-Za-z0-9_:.]+' | sort -u |
               grep -vxE "$allowed" | tr '\n' ' ')
-    grep 'ep_cfg\[' "$tmpdir/out" | sed 's/.*\(ep_cfg\[\)/\1/' | sort |
+    grep -E "$ep_cfg_re" "$tmpdir/out" | sed -E "s/.*($ep_cfg_re)/\1/" | sort |
         uniq -c | sed 's/^ */#   /'
     if [ "$pes" = "$np" ] && [ -z "$foreign" ]; then
         ok "$name"

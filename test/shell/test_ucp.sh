@@ -112,6 +112,9 @@ keepalive() {
     d=$(mktemp -d "$tmpdir/keepalive.XXXX")
     export UCX_TLS=$tl STRAND_SIM_FABRIC="${fabric_prefix}keepalive"
     export UCX_KEEPALIVE_INTERVAL=${interval}s
+    # a rendezvous whatever UCP's protocol selection thinks of 1 MiB
+    # (UCX >= 1.18 may choose eager for it from the estimates)
+    export UCX_RNDV_THRESH=4096
     export "${tlp}TIMEOUT=100ms" "${tlp}RETRY_COUNT=3"
     export STRAND_CHECK_ERR_TIMEOUT=$((3 * interval))
     timeout 150 strand-run "$tmpdir/ucp_check" "$d" 0 keepalive \
@@ -137,7 +140,7 @@ keepalive() {
         not_ok "keepalive: an idle endpoint's killed peer (rank 0 exit $rc0)"
         show "$d"/*.log
     fi
-    unset UCX_KEEPALIVE_INTERVAL STRAND_CHECK_ERR_TIMEOUT
+    unset UCX_KEEPALIVE_INTERVAL STRAND_CHECK_ERR_TIMEOUT UCX_RNDV_THRESH
 }
 keepalive
 

@@ -52,7 +52,7 @@ gtest="gtest.cc gtest-death-test.cc gtest-filepath.cc gtest-port.cc
        gtest-printers.cc gtest-test-part.cc gtest-typed-test.cc
        gtest-matchers.cc"
 # only what this UCX version has
-exists() { local dir=$1 f; shift; for f; do [ -f "$src/test/gtest/$dir/$f" ] && echo "$f"; done; }
+exists() { local dir=$1 f; shift; for f; do if [ -f "$src/test/gtest/$dir/$f" ]; then echo "$f"; fi; done; }
 common=$(exists common $common)
 uct=$(exists uct $uct)
 gtest=$(exists common/googletest $gtest)
