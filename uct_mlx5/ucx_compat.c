@@ -164,14 +164,16 @@ void strand_compat_internal_ops(uct_iface_internal_ops_t *internal,
     memset(internal, 0, sizeof(*internal));
     internal->iface_estimate_perf   = estimate_perf;
     internal->iface_vfs_refresh     = vfs_refresh;
-    internal->ep_query              = STRAND_UCX_UNSUPPORTED(uct_ep_query_func_t);
+    internal->ep_query =
+            STRAND_UCX_UNSUPPORTED(uct_ep_query_func_t);
     internal->ep_invalidate         = strand_compat_ep_invalidate;
 #ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_IFACE_QUERY_V2
     internal->iface_query_v2        = uct_iface_base_query_v2;
 #endif
 #ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_EP_CONNECT_TO_EP_V2
     /* both transports connect to an interface, never to an endpoint */
-    internal->ep_connect_to_ep_v2   = STRAND_UCX_UNSUPPORTED(uct_ep_connect_to_ep_v2_func_t);
+    internal->ep_connect_to_ep_v2   =
+            STRAND_UCX_UNSUPPORTED(uct_ep_connect_to_ep_v2_func_t);
 #endif
 #ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_IFACE_IS_REACHABLE_V2
     internal->iface_is_reachable_v2 = strand_compat_is_reachable_v2;
@@ -179,10 +181,12 @@ void strand_compat_internal_ops(uct_iface_internal_ops_t *internal,
 #endif
 #ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_EP_GET_DEVICE_EP
     /* device (GPU-initiated) endpoints: not strand's */
-    internal->ep_get_device_ep      = STRAND_UCX_UNSUPPORTED(uct_ep_get_device_ep_func_t);
+    internal->ep_get_device_ep =
+            STRAND_UCX_UNSUPPORTED(uct_ep_get_device_ep_func_t);
 #endif
 #ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_EP_PUT_SGL_ZCOPY
-    internal->ep_put_sgl_zcopy      = STRAND_UCX_UNSUPPORTED(uct_ep_put_sgl_zcopy_func_t);
+    internal->ep_put_sgl_zcopy =
+            STRAND_UCX_UNSUPPORTED(uct_ep_put_sgl_zcopy_func_t);
 #endif
 }
 
@@ -265,23 +269,29 @@ void strand_compat_md_ops(uct_md_ops_t *md_ops, uct_md_close_func_t close,
     memset(md_ops, 0, sizeof(*md_ops));
     md_ops->close              = close;
     md_ops->query              = strand_compat_md_query;
-    md_ops->mem_alloc          = STRAND_UCX_UNSUPPORTED(uct_md_mem_alloc_func_t);
+    md_ops->mem_alloc =
+            STRAND_UCX_UNSUPPORTED(uct_md_mem_alloc_func_t);
     md_ops->mem_free           = STRAND_UCX_UNSUPPORTED(uct_md_mem_free_func_t);
-    md_ops->mem_advise         = STRAND_UCX_UNSUPPORTED(uct_md_mem_advise_func_t);
+    md_ops->mem_advise =
+            STRAND_UCX_UNSUPPORTED(uct_md_mem_advise_func_t);
     md_ops->mem_reg            = strand_compat_mem_reg;
     md_ops->mem_dereg          = mem_dereg;
-    md_ops->mem_query          = STRAND_UCX_UNSUPPORTED(uct_md_mem_query_func_t);
+    md_ops->mem_query =
+            STRAND_UCX_UNSUPPORTED(uct_md_mem_query_func_t);
     md_ops->mkey_pack          = strand_compat_mkey_pack;
-    md_ops->detect_memory_type = STRAND_UCX_UNSUPPORTED(uct_md_detect_memory_type_func_t);
+    md_ops->detect_memory_type =
+            STRAND_UCX_UNSUPPORTED(uct_md_detect_memory_type_func_t);
 #ifdef HAVE_UCT_MD_OPS_T_IS_SOCKADDR_ACCESSIBLE
     md_ops->is_sockaddr_accessible = ucs_empty_function_return_zero_int;
 #endif
 #ifdef HAVE_UCT_MD_OPS_T_MEM_ATTACH
     /* attaching to memory another process exported: not strand's */
-    md_ops->mem_attach         = STRAND_UCX_UNSUPPORTED(uct_md_mem_attach_func_t);
+    md_ops->mem_attach =
+            STRAND_UCX_UNSUPPORTED(uct_md_mem_attach_func_t);
 #endif
 #ifdef HAVE_UCT_MD_OPS_T_MEM_ELEM_PACK
-    md_ops->mem_elem_pack      = STRAND_UCX_UNSUPPORTED(uct_md_mem_elem_pack_func_t);
+    md_ops->mem_elem_pack =
+            STRAND_UCX_UNSUPPORTED(uct_md_mem_elem_pack_func_t);
 #endif
 }
 

@@ -10,7 +10,9 @@
 # versions add test_uct_iface.cc; gtest-matchers.cc in their googletest).
 # What is patched:
 #   - uct_test.h: dc_strand and rc_strand in UCT_TEST_NO_SELF_TLS (every
-#     test instantiated for all transports but self);
+#     test instantiated for all transports but self), in place of the three
+#     ugni transports (Cray's, built on no machine here): from UCX 1.18 on
+#     the list is as long as UCS_PP_FOREACH can take;
 #   - test_tag.cc: dc_strand and rc_strand next to rc_mlx5 and dc_mlx5;
 #   - test_md.cc: the strand component next to UCX's own MDs;
 #   - test_flush.cc: dc_strand and rc_strand next to dc_mlx5, rc_mlx5 and
@@ -87,8 +89,8 @@ def patch(path, old, new):
         sys.exit("build-ucx-gtest: %s changed: cannot add strand to it" % path)
     open(path, "w").write(s.replace(old, new, 1))
 patch(g + "/uct/uct_test.h",
-      "#define UCT_TEST_NO_SELF_TLS \\\n",
-      "#define UCT_TEST_NO_SELF_TLS \\\n"
+      "    ugni_rdma,               \\\n    ugni_udt,                \\\n"
+      "    ugni_smsg,               \\\n",
       "    dc_strand,               \\\n    rc_strand,               \\\n")
 patch(g + "/uct/test_tag.cc",
       "    _UCT_INSTANTIATE_TEST_CASE(_test_case, dc_mlx5)\n",
