@@ -59,7 +59,7 @@ for np in 2 4; do
     check "np $np: MPI messages between ranks use $tl" \
         grep -qE "$ep_cfg_re tag\($tl/smlx5_0:1\)" "$tmpdir/out"
     check "np $np: one-sided operations use $tl" \
-        grep -qE "$ep_cfg_re rma\($tl/smlx5_0:1\) amo\($tl/smlx5_0:1\)" \
+        grep -qE "$ep_cfg_re rma\($tl/smlx5_0:1\) +amo\($tl/smlx5_0:1\)" \
         "$tmpdir/out"
 done
 
