@@ -63,6 +63,12 @@ builddir=${STRAND_BUILDDIR:-$(pwd)}
 srcdir=${STRAND_SRCDIR:-$(pwd)}
 results=$builddir/test/results
 export PATH="$builddir/contrib:$PATH"
+# a build for a UCX of its own prefix (configure --with-ucx, setup.sh's
+# STRAND_UCX_SRC): that UCX's programs and libraries, not the system's
+if [ -n "${STRAND_UCX_PREFIX:-}" ] && [ "$STRAND_UCX_PREFIX" != /usr ]; then
+    export PATH="$builddir/contrib:$STRAND_UCX_PREFIX/bin:$PATH"
+    export LD_LIBRARY_PATH="$STRAND_UCX_PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 gtest=$builddir/test/gtest/strand_gtest
 valgrind=${STRAND_UNDER_VALGRIND:-0}
 

@@ -737,7 +737,10 @@ ucs_status_t strand_ep_fence(uct_ep_h tl_ep, unsigned flags)
 }
 
 /* Keepalive: a SEND with an AM id the receiver drops. A dead peer makes it
- * fail (transport retries exceeded) and the ep error handler runs. */
+ * fail (transport retries exceeded) and the ep error handler runs. With a
+ * completion (UCX >= 1.22 allows one) the probe is posted whatever else is
+ * outstanding and comp follows its own completion: UCS_INPROGRESS, then
+ * comp with UCS_OK or the endpoint's error. */
 ucs_status_t strand_ep_check(uct_ep_h tl_ep, unsigned flags,
                                 uct_completion_t *comp)
 {
@@ -747,6 +750,9 @@ ucs_status_t strand_ep_check(uct_ep_h tl_ep, unsigned flags,
     STRAND_EP_CHECK_PARAMS(flags, comp);
     if (ep->flags & STRAND_EP_FLAG_FAILED) {
         return UCS_OK; /* already reported */
+    }
+    if (comp != NULL) {
+        return strand_ep_send_probe(ep, comp);
     }
     if (ep->outstanding > 0) {
         return UCS_OK; /* outstanding work will tell */

@@ -54,6 +54,36 @@ void strand_ep_post_inline_send(strand_iface_t *iface,
                             fm_se);
 }
 
+/* The keepalive probe whose own completion comp follows: UCS_OK when the
+ * peer took it, the endpoint's error when it failed (uct_ep_check with a
+ * completion). */
+ucs_status_t strand_ep_send_probe(strand_ep_t *ep, uct_completion_t *comp)
+{
+    strand_iface_t *iface = ucs_derived_of(ep->super.super.iface,
+                                           strand_iface_t);
+    strand_txq_t *dci     = NULL;
+    uint8_t am_hdr[STRAND_AM_HDR_MAX];
+    struct ibv_sge sge;
+    struct mlx5_wqe_ctrl_seg *ctrl;
+    strand_op_t op        = {.type = STRAND_OP_PLAIN, .comp = comp};
+    ucs_status_t status;
+    void *seg;
+    unsigned ds;
+
+    status = strand_ep_take_dci(iface, ep, &dci);
+    if (status != UCS_OK) {
+        return status;
+    }
+    sge.addr   = (uintptr_t)am_hdr;
+    sge.length = strand_am_hdr_pack(iface, am_hdr, STRAND_AM_KEEPALIVE);
+    ctrl       = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    ds         = STRAND_EP_DS(ep) +
+                 strand_set_inline_seg(seg, &sge, 1, dci->sq.buf,
+                                       dci->sq.end, NULL);
+    strand_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, 0, ds, 0, &op);
+    return UCS_INPROGRESS;
+}
+
 /* An inline SEND of the transport's own: [TMH][am_id][msg]. */
 ucs_status_t strand_ep_send_ctrl(strand_ep_t *ep, uint8_t am_id,
                                     const void *msg, unsigned length)

@@ -449,6 +449,9 @@ void strand_ep_post_inline_send(strand_iface_t *iface,
  * no flow control; UCS_ERR_NO_RESOURCE when no send queue or room */
 ucs_status_t strand_ep_send_ctrl(strand_ep_t *ep, uint8_t am_id,
                                  const void *msg, unsigned length);
+/* a keepalive probe with a completion of its own: UCS_INPROGRESS (comp
+ * with its outcome) or UCS_ERR_NO_RESOURCE */
+ucs_status_t strand_ep_send_probe(strand_ep_t *ep, uct_completion_t *comp);
 /* ask the peer of ep for credits (UCS_OK: request posted) */
 ucs_status_t strand_fc_request(strand_iface_t *iface, strand_ep_t *ep);
 /* ep waits for a grant (1) or not (0) any more */

@@ -765,16 +765,17 @@ void strand_rc_cm_forget(strand_rc_cm_t *cm, strand_ep_t *ep)
     ucs_free(conn);
 }
 
-ucs_status_t strand_rc_cm_check(strand_rc_cm_t *cm, strand_ep_t *ep)
+ucs_status_t strand_rc_cm_check(strand_rc_cm_t *cm, strand_ep_t *ep,
+                                uct_completion_t *comp)
 {
     strand_rc_conn_t *conn = strand_rc_ep(ep)->conn;
 
     if ((conn != NULL) && (conn->state == STRAND_RC_CONN_REQUESTED)) {
         /* no QP to probe yet: the path of its request is */
-        return (conn->peer != NULL) ? uct_ep_check(conn->peer->ep, 0, NULL) :
+        return (conn->peer != NULL) ? uct_ep_check(conn->peer->ep, 0, comp) :
                                       UCS_OK;
     }
-    return strand_ep_check(&ep->super.super, 0, NULL);
+    return strand_ep_check(&ep->super.super, 0, comp);
 }
 
 /* ------------------------------------------------------------- messages */

@@ -87,7 +87,8 @@ ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, struct strand_ep *ep,
 void strand_rc_cm_forget(strand_rc_cm_t *cm, struct strand_ep *ep);
 /* uct_ep_check: a connected ep probes its peer as dc_strand's do; one
  * still connecting probes the path of its request */
-ucs_status_t strand_rc_cm_check(strand_rc_cm_t *cm, struct strand_ep *ep);
+ucs_status_t strand_rc_cm_check(strand_rc_cm_t *cm, struct strand_ep *ep,
+                                uct_completion_t *comp);
 /* messages in and out, failures of the manager's endpoints, news from the
  * async thread (the caller holds the async context, below) */
 unsigned strand_rc_cm_progress(strand_rc_cm_t *cm);

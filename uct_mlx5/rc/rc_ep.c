@@ -93,7 +93,7 @@ ucs_status_t strand_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
 
     STRAND_EP_CHECK_PARAMS(flags, comp);
     UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->cm));
-    status = strand_rc_cm_check(iface->cm, ep);
+    status = strand_rc_cm_check(iface->cm, ep, comp);
     UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->cm));
     return status;
 }

@@ -8,6 +8,9 @@
 #ifndef STRAND_TEST_DC_FIXTURE_H_
 #define STRAND_TEST_DC_FIXTURE_H_
 
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
 #include "uct_plugin.h"
 #include "../../uct/dc_iface_params.h"
 
@@ -271,6 +274,51 @@ protected:
             return status != UCS_ERR_NO_RESOURCE;
         }, secs);
         return status;
+    }
+
+    /* uct_ep_check with a completion (tlp: "UCX_DC_STRAND_"). Where
+     * UCX's API takes one (1.22), the probe of a live peer completes with
+     * UCS_OK (UCS_INPROGRESS, then comp; or UCS_OK at once, comp never
+     * called), of a dead one with an endpoint error, its owner told; on
+     * older UCX a completion is refused (UCS_ERR_INVALID_PARAM). */
+    void check_ep_check_completion(const std::string &tlp)
+    {
+        set_env((tlp + "TIMEOUT").c_str(), "5ms");
+        set_env((tlp + "RETRY_COUNT").c_str(), "1");
+        open_pair();
+        ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 1));
+        ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 1; }));
+        flush(m_ep);
+        test_comp c;
+        comp_init(&c);
+        ucs_status_t status = uct_ep_check(m_ep, 0, &c.uct);
+#ifdef HAVE_UCT_EP_CHECK_COMPLETION
+        if (status == UCS_INPROGRESS) {
+            ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+            EXPECT_EQ(UCS_OK, c.status) << ucs_status_string(c.status);
+        } else {
+            EXPECT_EQ(UCS_OK, status) << ucs_status_string(status);
+            EXPECT_EQ(0, c.done);
+        }
+        EXPECT_TRUE(m_a.err.errors.empty());
+
+        uct_iface_close(m_b.iface);
+        m_b.iface = nullptr;
+        comp_init(&c);
+        status = uct_ep_check(m_ep, 0, &c.uct);
+        ASSERT_EQ(UCS_INPROGRESS, status) << ucs_status_string(status);
+        ASSERT_TRUE(progress_until([&] { return c.done != 0; }, 20));
+        EXPECT_TRUE(UCS_IS_ENDPOINT_ERROR(c.status) ||
+                    (c.status == UCS_ERR_CANCELED))
+                << ucs_status_string(c.status);
+        ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); },
+                                   20));
+        EXPECT_EQ(m_ep, m_a.err.errors[0].first);
+#else
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, status);
+        EXPECT_EQ(0, c.done);
+        EXPECT_EQ(UCS_OK, uct_ep_check(m_ep, 0, nullptr));
+#endif
     }
 
     /* UCT_IFACE_FLAG_ERRHANDLE_BCOPY_LEN: a pack callback that writes one

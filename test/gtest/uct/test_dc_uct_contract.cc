@@ -292,6 +292,11 @@ protected:
 /* UCX's invalid_align / invalid_offset: the memory pool refuses an
  * alignment of 0 or one that is not a power of two; an offset without an
  * alignment is refused; an offset beyond the element is reset. */
+TEST_F(dc_strand_uct_contract, ep_check_with_a_completion)
+{
+    check_ep_check_completion("UCX_DC_STRAND_");
+}
+
 TEST_F(dc_strand_uct_contract, am_alignment_invalid_parameters)
 {
     set_env("UCX_DC_STRAND_RX_QUEUE_LEN", "64");

@@ -461,6 +461,11 @@ TEST_F(rc_strand, connected_peer_goes_away)
         << ucs_status_string(m_a.err.errors[0].second);
 }
 
+TEST_F(rc_strand, ep_check_with_a_completion)
+{
+    check_ep_check_completion("UCX_RC_STRAND_");
+}
+
 /* A peer whose worker never progresses still answers a connection
  * request (from its async thread, as UCX's rc answers through ud's): a
  * PUT lands in its memory, a flush completes; its event fd stays quiet
