@@ -74,8 +74,17 @@ static void hc_lib_path(const char *part, char *buf, size_t max)
 const char *hc_plugin_path(void)
 {
     static char path[PATH_MAX];
+    uct_component_h *components;
+    unsigned num;
 
     hc_lib_path("libuct_strand", path, sizeof(path));
+    if ((path[0] == '\0') &&
+        (uct_query_components(&components, &num) == UCS_OK)) {
+        /* UCX >= 1.22 loads it from UCX_PLUGIN_PATH when it first lists
+         * its components (strand-run preloads it on older UCX) */
+        uct_release_component_list(components);
+        hc_lib_path("libuct_strand", path, sizeof(path));
+    }
     return path;
 }
 

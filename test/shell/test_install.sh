@@ -6,7 +6,7 @@
 dest=$tmpdir/root
 make -s -C "$STRAND_BUILDDIR" install DESTDIR="$dest" >"$tmpdir/install.log" 2>&1
 check "make install DESTDIR=... succeeds" test $? = 0
-moddir=$dest$(pkg-config --variable=libdir ucx)/ucx
+moddir=$dest${STRAND_UCX_MODULEDIR:-$(pkg-config --variable=libdir ucx)/ucx}
 check "libuct_strand.so installed in UCX's module directory" test -e "$moddir/libuct_strand.so"
 check "libuct_strand.so.0 installed (UCX >= 1.22 plugin name)" test -e "$moddir/libuct_strand.so.0"
 check "no libtool archive left next to UCX's modules" test ! -e "$moddir/libuct_strand.la"

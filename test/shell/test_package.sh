@@ -33,7 +33,13 @@ if ! git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
 fi
 ucx_ver=$(pkg-config --modversion ucx)
 moddir=$(pkg-config --variable=libdir ucx)/ucx
-ucx_src=${STRAND_UCX_SRC:-$src/.deps/ucx-$ucx_ver}
+# the source of the system's UCX (a build for another UCX names its own in
+# STRAND_UCX_SRC: not this one)
+if [ "${STRAND_UCX_VERSION:-$ucx_ver}" = "$ucx_ver" ]; then
+    ucx_src=${STRAND_UCX_SRC:-$src/.deps/ucx-$ucx_ver}
+else
+    ucx_src=$src/.deps/ucx-$ucx_ver
+fi
 if [ ! -f "$ucx_src/src/uct/base/uct_iface.h" ]; then
     skip "$name" "no UCX $ucx_ver source in $ucx_src (contrib/setup.sh unpacks it)"
     exit 0
@@ -41,9 +47,12 @@ fi
 
 # The installed tools run with this machine's PATH (not the build tree's
 # contrib/, which lib.sh puts first) and without make check's STRAND_PLUGIN.
-syspath=$(tr ':' '\n' <<<"$PATH" | grep -vxF "$STRAND_BUILDDIR/contrib" | paste -sd:)
-sys=(env -u STRAND_PLUGIN -u LD_PRELOAD -u UCX_PLUGIN_PATH PATH="$syspath"
-     STRAND_SIM_FABRIC="${fabric_prefix}pkg")
+# A build for another UCX (its prefix first on PATH and LD_LIBRARY_PATH)
+# leaves that out too: the package is for the system's UCX.
+syspath=$(tr ':' '\n' <<<"$PATH" | grep -vxF "$STRAND_BUILDDIR/contrib" |
+          grep -vxF "${STRAND_UCX_PREFIX:-/nonexistent}/bin" | paste -sd:)
+sys=(env -u STRAND_PLUGIN -u LD_PRELOAD -u UCX_PLUGIN_PATH -u LD_LIBRARY_PATH
+     PATH="$syspath" STRAND_SIM_FABRIC="${fabric_prefix}pkg")
 
 # ------------------------------------------- what this machine already has
 status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null)
