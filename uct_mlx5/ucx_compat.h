@@ -122,6 +122,15 @@ void strand_topo_set_device_name(ucs_sys_device_t sys_dev, const char *name);
                      _flags, _name, _memh_p)
 #endif
 
+/* a transport that reaches other nodes says so (UCX >= 1.18: UCP tells
+ * intra- from inter-node endpoints by it, and packs only such transports
+ * into a worker address meant for the network) */
+#ifdef UCT_IFACE_FLAG_INTER_NODE
+#define STRAND_IFACE_FLAG_INTER_NODE UCT_IFACE_FLAG_INTER_NODE
+#else
+#define STRAND_IFACE_FLAG_INTER_NODE 0
+#endif
+
 /* the least power of two >= n (UCX 1.13's ucs_roundup_pow2, gone later) */
 static inline size_t strand_roundup_pow2(size_t n)
 {

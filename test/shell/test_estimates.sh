@@ -18,9 +18,30 @@ export STRAND_SIM_FABRIC="${fabric_prefix}info"
 base="latency_ns=300,bw_mbs=20000,overhead_ns=60"
 
 # tag_send PERF: the tag_send line of an endpoint to a peer on another node
+# (UCX 1.13: "0..<egr/short>..177..<egr/bcopy>..<N>..<rndv>..(inf)"); UCX
+# >= 1.18 prints a table per operation instead: its rows of
+# "tagged message by ucp_tag_send* from host memory" in the same shape
+# ("..<first size>..<protocol>" each; multi-fragment eager is egr/mf)
 tag_send() {
-    STRAND_SIM_PERF=$1 strand-run ucx_info -e -u t -P inter 2>&1 |
-        sed -n 's/^# *tag_send: //p'
+    STRAND_SIM_PERF=$1 strand-run ucx_info -e -u t -P inter 2>&1 | awk '
+        function bytes(s,  k) { k = 1
+            if (s ~ /K$/) k = 1024; if (s ~ /M$/) k = 1048576
+            if (s ~ /G$/) k = 1073741824; sub(/[KMG]$/, "", s); return s * k }
+        /^# *tag_send: / { sub(/^# *tag_send: /, ""); print; done = 1; exit }
+        /\| tagged message by ucp_tag_send\* from host memory / { t = 1; next }
+        t && /^# *\+/ { next }
+        t && /^# *\| *[0-9]/ {
+            split($0, c, "|"); r = c[2]; gsub(/ /, "", r); split(r, ab, /\.\./)
+            p = c[3]
+            if (p ~ /rendezvous/) k = "rndv"
+            else if (p ~ /multi-frag/) k = "egr/mf"
+            else if (p ~ /zero-copy/) k = "egr/zcopy"
+            else if (p ~ /copy-in/) k = "egr/bcopy"
+            else if (p ~ /short/) k = "egr/short"
+            else k = "other"
+            line = line ".." bytes(ab[1]) "..<" k ">"; next }
+        t { t = 0; if (line != "") { print line; done = 1; exit } }
+        END { if (!done && line != "") print line }'
 }
 # rndv_from LINE / zcopy_from LINE: the size the protocol starts at ("" if none)
 rndv_from()  { sed -n 's/.*\.\.\([0-9]*\)\.\.<rndv>.*/\1/p' <<<"$1"; }
@@ -41,15 +62,21 @@ check "10x the latency: rendezvous starts at over 4x the size" \
 
 narrow=$(tag_send "latency_ns=300,bw_mbs=3000,overhead_ns=60")
 echo "# bandwidth 3000 MB/s: $narrow"
-check "a link slower than memcpy: no eager zcopy" \
-    bash -c "[ -n '$narrow' ] && [ -z '$(zcopy_from "$narrow")' ]"
-check "a link slower than memcpy: rendezvous threshold moves" \
-    bash -c "[ -n '$(rndv_from "$narrow")' ] && [ '$(rndv_from "$narrow")' != '$(rndv_from "$b")' ]"
-
 wide=$(tag_send "latency_ns=300,bw_mbs=1000000,overhead_ns=60")
 echo "# bandwidth 1 TB/s: $wide"
-check "a faster link: eager zcopy starts at a smaller size" \
-    gt "$(zcopy_from "$b")" "$(zcopy_from "$wide")"
+if [ "${b#..}" = "$b" ]; then
+    check "a link slower than memcpy: no eager zcopy" \
+        bash -c "[ -n '$narrow' ] && [ -z '$(zcopy_from "$narrow")' ]"
+    check "a link slower than memcpy: rendezvous threshold moves" \
+        bash -c "[ -n '$(rndv_from "$narrow")' ] && [ '$(rndv_from "$narrow")' != '$(rndv_from "$b")' ]"
+    check "a faster link: eager zcopy starts at a smaller size" \
+        gt "$(zcopy_from "$b")" "$(zcopy_from "$wide")"
+else
+    why="UCX >= 1.18's protocol selection weighs zero-copy against copying by memcpy and registration costs, which the link's bandwidth does not change"
+    skip "a link slower than memcpy: no eager zcopy" "$why"
+    skip "a link slower than memcpy: rendezvous threshold moves" "$why"
+    skip "a faster link: eager zcopy starts at a smaller size" "$why"
+fi
 
 STRAND_SIM_PERF="latency_ns=1234,bw_mbs=5678,overhead_ns=91" \
     strand-run ucx_info -d -t dc_strand >"$tmpdir/d" 2>&1
