@@ -521,7 +521,6 @@ void strand_md_query_caps(uct_md_h uct_md, strand_md_caps_t *attr)
     attr->rkey_packed_size     = strand_md_rkey_packed_size(md);
     attr->reg_cost             = md->reg_cost;
     attr->local_cpus           = md->local_cpus;
-    attr->cached               = (md->rcache != NULL);
 }
 
 /* CPUs near the device, as the device layer found them. */

@@ -204,9 +204,10 @@ static ucs_status_t strand_compat_md_query(uct_md_h md,
     attr->max_reg          = caps.max_reg;
     attr->reg_mem_types    = caps.reg_mem_types;
     attr->access_mem_types = caps.access_mem_types;
-    /* a registration cache of its own (when configured) for host memory:
-     * UCP then keeps none in front of it */
-    attr->cache_mem_types  = caps.cached ? caps.reg_mem_types : 0;
+    /* what UCP may keep registered in its own cache (as UCX's ib MD: all
+     * it registers); UCP >= 1.18 asserts its zero-copy buffers come from
+     * that cache (with none, UCX_STRAND_RCACHE=n aborted in UCP) */
+    attr->cache_mem_types  = caps.reg_mem_types;
     attr->rkey_packed_size = caps.rkey_packed_size;
     attr->reg_cost         = caps.reg_cost;
     attr->local_cpus       = caps.local_cpus;

@@ -181,7 +181,6 @@ typedef struct strand_md_caps {
     size_t            rkey_packed_size;
     ucs_linear_func_t reg_cost;
     ucs_cpu_set_t     local_cpus;
-    int               cached;           /* a registration cache in front */
 } strand_md_caps_t;
 
 /* What the MD implements once (strand_md.c); the adapters call them. */
