@@ -468,3 +468,52 @@ TEST_F(dc_strand, integrity_options_are_checked)
     set_env("STRAND_SIM_CAPS", "signature=0");
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, open_md());
 }
+
+/* UCX 1.18's GET protocol: a 1 MiB GET from a buffer 16 bytes into a page
+ * is two get_zcopy calls in flight at once, the head up to the next 512-byte
+ * boundary and the rest, the same completion counting both. */
+TEST_F(dc_strand_integrity, a_get_split_at_a_block_boundary_two_in_flight)
+{
+    ASSERT_NO_FATAL_FAILURE(reopen("sdc_read=0.01,seed=3"));
+    ASSERT_NO_FATAL_FAILURE(open_pair());
+    region src, dst;
+    reg(src, (1 << 20) + 4096);
+    reg(dst, (1 << 20) + 4096);
+    fill(src, 7);
+    for (int round = 0; round < 12; ++round) {
+        std::fill(dst.buf.begin(), dst.buf.end(), 0);
+        const size_t head = 496, len = 1 << 20;
+        test_comp c;
+        comp_init(&c);
+        c.uct.count = 2;
+        uct_iov_t iov[2];
+        for (int i = 0; i < 2; ++i) {
+            iov[i].buffer = dst.buf.data() + 16 + (i ? head : 0);
+            iov[i].length = i ? len - head : head;
+            iov[i].memh   = dst.memh;
+            iov[i].stride = 0;
+            iov[i].count  = 1;
+            ucs_status_t status = UCS_ERR_NO_RESOURCE;
+            ASSERT_TRUE(progress_until([&] {
+                status = uct_ep_get_zcopy(m_ep, &iov[i], 1,
+                                          addr(src, 16 + (i ? head : 0)),
+                                          src.rkey.rkey, &c.uct);
+                return status != UCS_ERR_NO_RESOURCE;
+            }));
+            if (status == UCS_OK) {
+                --c.uct.count;
+            } else {
+                ASSERT_EQ(UCS_INPROGRESS, status);
+            }
+        }
+        ASSERT_TRUE(progress_until([&] { return c.uct.count == 0; }));
+        ASSERT_EQ(UCS_OK, c.uct.status) << "round " << round;
+        size_t bad = 0;
+        while ((bad < len) && (dst.buf[16 + bad] == src.buf[16 + bad])) {
+            ++bad;
+        }
+        ASSERT_EQ(len, bad) << "round " << round << ": wrong byte at " << bad;
+    }
+    unreg(src);
+    unreg(dst);
+}
