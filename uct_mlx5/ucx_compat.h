@@ -130,6 +130,9 @@ void strand_topo_set_device_name(ucs_sys_device_t sys_dev, const char *name);
 #else
 #define STRAND_IFACE_FLAG_INTER_NODE 0
 #endif
+/* how both transports connect: to a peer interface, on any node */
+#define STRAND_IFACE_FLAGS_CONNECT \
+    (UCT_IFACE_FLAG_CONNECT_TO_IFACE | STRAND_IFACE_FLAG_INTER_NODE)
 
 /* the least power of two >= n (UCX 1.13's ucs_roundup_pow2, gone later) */
 static inline size_t strand_roundup_pow2(size_t n)

@@ -188,9 +188,8 @@ ucs_status_t strand_iface_query(strand_iface_t *iface, uct_iface_attr_t *attr)
 
     uct_base_iface_query(&iface->super, attr);
 
-    attr->cap.flags = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
-                      STRAND_IFACE_FLAG_INTER_NODE | UCT_IFACE_FLAG_AM_SHORT |
-                      UCT_IFACE_FLAG_AM_BCOPY |
+    attr->cap.flags = STRAND_IFACE_FLAGS_CONNECT |
+                      UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY |
                       UCT_IFACE_FLAG_AM_ZCOPY | UCT_IFACE_FLAG_PUT_SHORT |
                       UCT_IFACE_FLAG_PUT_BCOPY | UCT_IFACE_FLAG_PUT_ZCOPY |
                       UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
