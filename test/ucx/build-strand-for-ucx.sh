@@ -38,6 +38,7 @@ if ! git -C "$srcdir" rev-parse --git-dir >/dev/null 2>&1; then
 fi
 
 mkdir -p "$out"
+out=$(cd "$out" && pwd)     # the build below runs in another directory
 log=$out/build.log
 : >"$log"
 fail() {

@@ -701,6 +701,12 @@ ucs_status_t strand_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return UCS_OK;
     }
     UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
+    if ((comp != NULL) && (ep->checked_gets > 0)) {
+        /* a piece found bad is read again behind the NOP, which would
+         * complete the flush before the GET: the flush waits in pending
+         * (its last GET schedules the ep; nothing new goes before it) */
+        return UCS_ERR_NO_RESOURCE;
+    }
     if (comp == NULL) {
         /* its last WQEs may not have asked for a CQE: a NOP behind them
          * does (the caller comes back until this returns UCS_OK) */
@@ -784,6 +790,7 @@ UCS_CLASS_INIT_FUNC(strand_ep_t, const uct_ep_params_t *params)
     self->txq         = STRAND_TXQ_NONE;
     self->lane      = 0;
     self->held        = 0;
+    self->checked_gets = 0;
     self->outstanding = 0;
     self->flags      = 0;
     self->fence_beat = iface->fence_beat;

@@ -60,10 +60,12 @@ ucs_status_t strand_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
      * caller retry it at once, for ever) */
     /* a failing ep (its owner still to be told) queues it: the owner
      * purges it when told; once told, it takes no more */
+    /* and so does a flush that waits for checked GETs (strand_ep_flush) */
     if (!strand_ep_is_failing(ep) &&
         ucs_arbiter_group_is_empty(&ep->arb_group) &&
         ((strand_ep_can_send(iface, ep) &&
-          strand_iface_integrity_can_start(iface)) ||
+          strand_iface_integrity_can_start(iface) &&
+          (ep->checked_gets == 0)) ||
          (ep->flags & STRAND_EP_FLAG_FAILED))) {
         return UCS_ERR_BUSY;
     }
@@ -169,6 +171,9 @@ strand_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
         return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
     } else if ((status == UCS_ERR_NO_RESOURCE) && (ep->fc_wnd <= 0)) {
         return strand_ep_pending_no_credits(iface, ep);
+    } else if ((status == UCS_ERR_NO_RESOURCE) && (ep->checked_gets > 0)) {
+        /* a flush behind checked GETs: the last of them schedules it */
+        return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
     } else if ((status == UCS_ERR_NO_RESOURCE) &&
                (ep->txq == STRAND_TXQ_NONE)) {
         if (!ucs_list_is_empty(&ep->txq_wait)) {

@@ -563,6 +563,9 @@ typedef struct strand_ep {
                                          queue) */
     uint8_t             flags;
     uint16_t            held;         /* flushed, to be posted again */
+    uint16_t            checked_gets; /* checked GETs not over: pieces
+                                         read again go behind a flush's
+                                         NOP (integrity_get.c) */
     uint32_t            outstanding;  /* posted, not completed (incl.
                                          held) */
     unsigned            fence_beat;   /* != iface's: fence the next WQE */

@@ -323,7 +323,9 @@ ucs_status_t strand_iface_flush(uct_iface_h tl_iface, unsigned flags,
         return UCS_ERR_UNSUPPORTED;
     }
     UCT_TL_IFACE_STAT_FLUSH(&iface->super);
-    if (!strand_txq_pool_busy(iface)) {
+    /* a checked GET waiting in the queue to read a piece again has
+     * nothing posted for the moment */
+    if (!strand_txq_pool_busy(iface) && (iface->integrity_queue == NULL)) {
         return UCS_OK;
     }
     UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);

@@ -65,6 +65,7 @@ static void strand_iface_integrity_finish(strand_iface_t *iface,
     if (ep == NULL) {
         return; /* its ep was destroyed: told then */
     }
+    --ep->checked_gets;
     if ((--ep->outstanding == 0) && (ep->held == 0)) {
         last = strand_ep_idle(iface, ep);
     }
@@ -256,6 +257,7 @@ ucs_status_t strand_ep_get_checked(strand_iface_t *iface,
     req->comp    = comp;
     req->tmp_reg = reg;
     ep->outstanding++; /* the GET itself, until its last piece is in */
+    ep->checked_gets++;
     strand_iface_integrity_post(iface, ep, dci, piece);
     strand_iface_integrity_issue(iface, req);
     return UCS_INPROGRESS;

@@ -517,3 +517,98 @@ TEST_F(dc_strand_integrity, a_get_split_at_a_block_boundary_two_in_flight)
     unreg(src);
     unreg(dst);
 }
+
+/* A flush covers the GETs before it until their last piece is in, read
+ * again included (UCP >= 1.18 waits for a fence or an accumulate's GET with
+ * uct_ep_flush's completion, and an interface flush, and reads the buffer
+ * then): a piece found bad is read again behind the flush's own NOP, whose
+ * CQE must not complete the flush. */
+TEST_F(dc_strand_integrity, a_flush_waits_for_the_pieces_read_again)
+{
+    ASSERT_NO_FATAL_FAILURE(reopen("sdc_read=0.05,seed=21"));
+    ASSERT_NO_FATAL_FAILURE(open_pair());
+    const size_t len = 256 * 1024;
+    region src, dst;
+    reg(src, len);
+    reg(dst, len);
+    uint64_t before = counters().reread;
+    for (int round = 0; round < 16; ++round) {
+        fill(src, 50 + round);
+        std::fill(dst.buf.begin(), dst.buf.end(), 0);
+        uct_iov_t iov = {dst.buf.data(), len, dst.memh, 0, 1};
+        test_comp get_c, flush_c;
+        comp_init(&get_c);
+        comp_init(&flush_c);
+        ucs_status_t status = UCS_ERR_NO_RESOURCE;
+        ASSERT_TRUE(progress_until([&] {
+            status = uct_ep_get_zcopy(m_ep, &iov, 1, addr(src), src.rkey.rkey,
+                                      &get_c.uct);
+            return status != UCS_ERR_NO_RESOURCE;
+        }));
+        ASSERT_EQ(UCS_INPROGRESS, status);
+        bool iface_flushed = false, get_done_at_iface_flush = false;
+        status = uct_ep_flush(m_ep, 0, &flush_c.uct);
+        if ((status == UCS_ERR_NO_RESOURCE) && (round % 2)) {
+            /* as UCP does: the flush waits in pending, and pending_add
+             * takes it (BUSY would have UCP retry it at once, for ever) */
+            struct flush_req {
+                uct_pending_req_t uct;
+                uct_ep_h          ep;
+                test_comp        *comp;
+                int               calls;
+            } req = {};
+            req.uct.func = [](uct_pending_req_t *self) {
+                auto *r = ucs_container_of(self, flush_req, uct);
+                ++r->calls;
+                ucs_status_t st = uct_ep_flush(r->ep, 0, &r->comp->uct);
+                if (st == UCS_OK) {
+                    r->comp->done = 1;
+                }
+                return (st == UCS_INPROGRESS) ? UCS_OK : st;
+            };
+            req.ep   = m_ep;
+            req.comp = &flush_c;
+            ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ep, &req.uct, 0));
+            ASSERT_TRUE(progress_until([&] { return req.calls > 0 &&
+                                                    get_c.done; }));
+            /* woken by completions, not run at every progress call (a
+             * GET of 32 pieces, some read again, takes many more) */
+            EXPECT_LE(req.calls, 32) << "the pending flush spins";
+            status = UCS_INPROGRESS;
+        } else {
+            ASSERT_TRUE(progress_until([&] {
+                if (status == UCS_ERR_NO_RESOURCE) {
+                    status = uct_ep_flush(m_ep, 0, &flush_c.uct);
+                }
+                return status != UCS_ERR_NO_RESOURCE;
+            }));
+        }
+        if (status == UCS_OK) {
+            flush_c.done = 1;
+        }
+        ASSERT_TRUE(progress_until([&] {
+            if (!iface_flushed &&
+                (uct_iface_flush(m_a.iface, 0, nullptr) == UCS_OK)) {
+                iface_flushed           = true;
+                get_done_at_iface_flush = get_c.done;
+            }
+            /* the flush's completion: the GET is over and right */
+            if (flush_c.done) {
+                EXPECT_TRUE(get_c.done) << "round " << round
+                                        << ": the flush completed first";
+                return true;
+            }
+            return false;
+        }));
+        ASSERT_TRUE(progress_until([&] { return get_c.done != 0; }));
+        if (iface_flushed) {
+            EXPECT_TRUE(get_done_at_iface_flush)
+                << "round " << round << ": the interface flushed first";
+        }
+        ASSERT_EQ(UCS_OK, get_c.status);
+        ASSERT_EQ(dst.buf, src.buf) << "round " << round;
+    }
+    EXPECT_GT(counters().reread, before + 16) << "too little was read again";
+    unreg(src);
+    unreg(dst);
+}
