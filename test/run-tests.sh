@@ -52,7 +52,7 @@ declare -A MODE_SHELL=(
 # UCX's own uct suite of that version, and loading without preload.
 declare -A MODE_UCX=([ucx118]=1.18.1 [ucx122]=1.22.0)
 UCX_MODE_GTEST='abi.*:strand_md*.*:dc_strand*.*:*/dc_strand*.*:rc_strand*.*:*/rc_strand*.*'
-UCX_MODE_SHELL='test_ucx_info test_strand_run test_plugin_path test_perftest test_ucp test_dc_peers test_mpi test_shmem test_perftest@rc test_ucp@rc test_mpi@rc test_shmem@rc test_ucx_uct'
+UCX_MODE_SHELL='test_ucx_info test_strand_run test_plugin_path test_perftest test_ucp test_dc_peers test_mpi test_shmem test_integrity test_perftest@rc test_ucp@rc test_mpi@rc test_shmem@rc test_integrity@rc test_ucx_uct'
 for m in "${!MODE_UCX[@]}"; do
     MODE_GTEST[$m]=$UCX_MODE_GTEST
     MODE_SHELL[$m]=$UCX_MODE_SHELL
@@ -199,7 +199,11 @@ mode_filter() {
 }
 
 has_gtest=1
-if [ ! -x "$gtest" ]; then
+if [ "${STRAND_TEST_GTEST:-1}" = 0 ]; then
+    has_gtest=0
+    skipped=$((skipped + 1))
+    skips+=("gtest: STRAND_TEST_GTEST=0")
+elif [ ! -x "$gtest" ]; then
     has_gtest=0
     failed=$((failed + 1))
     failures+=("gtest: $gtest is missing (googletest is required: contrib/setup.sh installs it; configure, then make check)")
@@ -282,6 +286,9 @@ for mode in $modes; do
     [ "$valgrind" = 1 ] && continue  # valgrind checks the gtest suites only
     for name in $shells; do
         case "$name" in *_stress) [ "${STRAND_STRESS:-0}" = 1 ] || continue ;; esac
+        # STRAND_TEST_SHELLS="test_x test_y@rc": only those (a developer's
+        # shortcut; the gtest suites run unless STRAND_TEST_GTEST=0)
+        case " ${STRAND_TEST_SHELLS:-$name} " in *" $name "*) ;; *) continue ;; esac
         run_shell "$mode" "$name"
     done
 done
