@@ -251,7 +251,7 @@ ucx_mode_prepare() {
              PATH="$build/contrib:$prefix/bin:$PATH"
              LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
              STRAND_UCX_VERSION="$ver" STRAND_UCX_PREFIX="$prefix"
-             STRAND_UCX_SRC="$src" STRAND_UCX_GTEST_DIR="$HOME/.cache/strand/ucx-gtest-$ver"
+             STRAND_UCX_SRC="$src" STRAND_UCX_GTEST_DIR="${STRAND_UCX_CACHE:-$HOME/.cache/strand}/ucx-gtest-$ver"
              STRAND_UCX_CFLAGS="-I$prefix/include"
              STRAND_UCX_LIBS="-L$prefix/lib -Wl,-rpath,$prefix/lib -lucp -luct -lucs")
 }

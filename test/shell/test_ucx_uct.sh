@@ -13,7 +13,7 @@ if [ -z "$src" ] || [ ! -f "$src/test/gtest/uct/uct_test.h" ]; then
     skip "UCX's uct test suite" "no UCX source tree (configure --with-ucx-src)"
     exit 0
 fi
-out=${STRAND_UCX_GTEST_DIR:-$HOME/.cache/strand/ucx-gtest-1.13.1}
+out=${STRAND_UCX_GTEST_DIR:-${STRAND_UCX_CACHE:-$HOME/.cache/strand}/ucx-gtest-1.13.1}
 if ! bin=$(bash "$STRAND_SRCDIR/test/ucx/build-ucx-gtest.sh" "$src" "$out" \
                2>"$tmpdir/build.log"); then
     not_ok "UCX's uct test suite builds"
