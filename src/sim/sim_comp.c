@@ -159,6 +159,29 @@ static void sim_flow_restart(smlx5_qp_t *qp, int fi)
     }
 }
 
+/* WQEs behind the failed w (on its stream, or on the whole QP) that
+ * were done already but whose CQE would come after w's: a NOP, which
+ * the device finishes when it fetches it. A NIC reports completions in
+ * send-queue order, so it has reported none of them yet, and the error
+ * flushes them: a flush's NOP behind a SEND that failed says so. */
+static void sim_comp_flush_done_after(smlx5_qp_t *qp, const sim_wqe_t *w,
+                                      bool stream_only)
+{
+    bool after = false;
+    uint32_t bb;
+    sim_wqe_t *o;
+
+    for (bb = qp->sq_completed; bb != qp->sq_fetched; bb += o->bbs) {
+        o = sim_wqe_at(qp, bb);
+        if (o == w) {
+            after = true;
+        } else if (after && (o->state == SIM_WQE_DONE) && (o->status == 0) &&
+                   (!stream_only || (o->stream == w->stream))) {
+            o->status = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
+        }
+    }
+}
+
 void sim_comp_wqe_failed(smlx5_qp_t *qp, sim_wqe_t *w)
 {
     /* a stream error fails only its stream; a WQE whose id is no channel
@@ -172,6 +195,7 @@ void sim_comp_wqe_failed(smlx5_qp_t *qp, sim_wqe_t *w)
     sim_wqe_t *o;
 
     sim_wqe_finish(qp, w, status);
+    sim_comp_flush_done_after(qp, w, streams);
     if (!streams) {
         sim_qp_to_err(qp, SIM_NO_EVENT);
         return;

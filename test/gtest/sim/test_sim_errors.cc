@@ -5,6 +5,7 @@
  * key mismatch, DCI stream isolation and reset, RNR and transport retries.
  */
 #include "sim_fixture.h"
+#include "mlx5/doorbell.h"
 
 #include <map>
 #include <vector>
@@ -297,6 +298,48 @@ TEST_F(sim_errors, rnr_then_receive_posted_completes)
     EXPECT_EQ(0, memcmp(buf(REQ), buf(RESP, 256), 32));
 }
 
+/* A signaled NOP at the send queue's producer index (read from its
+ * doorbell record: the WRs before it were posted with smlx5_post_send),
+ * on DCI stream `stream`, and the doorbell. */
+static void post_raw_nop(smlx5_qp_t *qp, uint16_t stream = 0)
+{
+    struct mlx5dv_qp dv;
+    ASSERT_EQ(0, smlx5_qp_dv(qp, &dv));
+    uint32_t pi = be32toh(dv.dbrec[MLX5_SND_DBR]), bf_off = 0;
+    auto *ctrl = (struct mlx5_wqe_ctrl_seg*)strand_sq_bb(dv.sq.buf,
+                                                         dv.sq.wqe_cnt, pi);
+    strand_set_ctrl_seg(ctrl, 0, pi & 0xffff, MLX5_OPCODE_NOP,
+                        smlx5_qp_num(qp), 1, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+    strand_set_ctrl_stream(ctrl, stream);
+    strand_sq_ring_doorbell(dv.dbrec, dv.bf.reg, &bf_off, dv.bf.size, pi + 1,
+                            ctrl);
+    smlx5_qp_doorbell(qp);
+}
+
+/* A NOP behind a WRITE whose peer never answers: the device is done with
+ * the NOP when it fetches it, but completions come in send-queue order,
+ * and the WRITE's error puts the QP in ERR before the NOP's turn: it is
+ * flushed, as a NIC flushes every WR it has not completed (a flush's NOP
+ * must not say "done" for a message that never arrived). */
+TEST_F(sim_errors, nop_behind_a_failed_write_is_flushed)
+{
+    smlx5_qp_t *q = create_rc_qp(m_scq[REQ], m_rcq[REQ]);
+    ASSERT_NE(nullptr, q);
+    m_extra_qps.push_back(q);
+    ASSERT_NO_FATAL_FAILURE(connect_rc(q, 0xabcde));
+    struct ibv_sge s = sge(REQ, 0, 8);
+    struct ibv_send_wr wr;
+    write_wr(&wr, &s, 4, addr(RESP), rkey(RESP));
+    post(q, &wr);
+    ASSERT_NO_FATAL_FAILURE(post_raw_nop(q));
+    struct ibv_wc wc;
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc, 5000));
+    EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc, 5000));
+    EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status) << "the NOP";
+    EXPECT_FALSE(poll_one(m_scq[REQ], &wc, 50));
+}
+
 TEST_F(sim_errors, peer_absent_is_retry_exc_err_after_timeout)
 {
     smlx5_qp_t *q = create_rc_qp(m_scq[REQ], m_rcq[REQ]);
@@ -497,6 +540,26 @@ TEST_F(sim_dci_streams, errored_streams_reaching_log_num_errored_moves_dci_to_er
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
     EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, wc.status);
     EXPECT_EQ(IBV_QPS_ERR, state(dci));
+}
+
+/* The same on a DCI stream: the NOP on the failed stream is flushed, one
+ * on another stream completes (the seed page: only the failed stream's
+ * work is flushed). */
+TEST_F(sim_dci_streams, nop_behind_a_failed_stream_write_is_flushed)
+{
+    smlx5_qp_t *dci = create_dci(2, 1);
+    ASSERT_NE(nullptr, dci);
+    post_dc(dci, 1, 1, rkey(RESP), 0, smlx5_dct_num(m_dct) + 1000);
+    ASSERT_NO_FATAL_FAILURE(post_raw_nop(dci, 1));
+    ASSERT_NO_FATAL_FAILURE(post_raw_nop(dci, 2));
+    struct ibv_wc wc;
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc, 5000));
+    EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc, 5000));
+    EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status) << "the NOP of stream 1";
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc, 5000));
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status) << "the NOP of stream 2";
+    EXPECT_EQ(IBV_QPS_RTS, state(dci));
 }
 
 /* Spec section 5: "2^log_num_concurent streams are processed in

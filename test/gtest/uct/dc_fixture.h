@@ -321,6 +321,36 @@ protected:
 #endif
     }
 
+    /* A flush behind a keepalive probe to a peer that is gone completes
+     * with the endpoint's error, not UCS_OK: nothing it covers reached
+     * the peer (a NOP run again after the send queue's reset would
+     * report success). */
+    void check_flush_after_failed_probe(const std::string &tlp)
+    {
+        set_env((tlp + "TIMEOUT").c_str(), "5ms");
+        set_env((tlp + "RETRY_COUNT").c_str(), "1");
+        open_pair();
+        ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 1));
+        ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 1; }));
+        flush(m_ep);
+        uct_iface_close(m_b.iface);
+        m_b.iface = nullptr;
+        ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 2));
+        test_comp c;
+        comp_init(&c);
+        ucs_status_t status = uct_ep_flush(m_ep, 0, &c.uct);
+        if (status == UCS_INPROGRESS) {
+            ASSERT_TRUE(progress_until([&] { return c.done != 0; }, 20));
+            status = c.status;
+        }
+        EXPECT_TRUE(UCS_IS_ENDPOINT_ERROR(status) ||
+                    (status == UCS_ERR_CANCELED))
+            << "the flush of a message that never arrived: "
+            << ucs_status_string(status);
+        ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); },
+                                   20));
+    }
+
     /* UCT_IFACE_FLAG_ERRHANDLE_BCOPY_LEN: a pack callback that writes one
      * byte more than max_bcopy gets UCS_ERR_INVALID_PARAM (and a log line
      * saying "length"), the bytes go nowhere, the ep keeps working. */

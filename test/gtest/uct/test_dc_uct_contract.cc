@@ -297,6 +297,11 @@ TEST_F(dc_strand_uct_contract, ep_check_with_a_completion)
     check_ep_check_completion("UCX_DC_STRAND_");
 }
 
+TEST_F(dc_strand_uct_contract, flush_behind_a_send_to_a_gone_peer_fails)
+{
+    check_flush_after_failed_probe("UCX_DC_STRAND_");
+}
+
 TEST_F(dc_strand_uct_contract, am_alignment_invalid_parameters)
 {
     set_env("UCX_DC_STRAND_RX_QUEUE_LEN", "64");

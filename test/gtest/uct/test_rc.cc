@@ -466,6 +466,11 @@ TEST_F(rc_strand, ep_check_with_a_completion)
     check_ep_check_completion("UCX_RC_STRAND_");
 }
 
+TEST_F(rc_strand, flush_behind_a_send_to_a_gone_peer_fails)
+{
+    check_flush_after_failed_probe("UCX_RC_STRAND_");
+}
+
 /* A peer whose worker never progresses still answers a connection
  * request (from its async thread, as UCX's rc answers through ud's): a
  * PUT lands in its memory, a flush completes; its event fd stays quiet
