@@ -213,7 +213,7 @@ cp -L "$STRAND_PLUGIN" "$work/libuct_strand.so" || die "cannot copy $STRAND_PLUG
 plugin_src=$STRAND_PLUGIN
 plugin_date=$(date -r "$plugin_src" '+%Y-%m-%d %H:%M' 2>/dev/null)
 rev=$(git -C "$here/../.." describe --always --dirty 2>/dev/null)
-ucxv=$("$ucx_info" -v 2>/dev/null | sed -n 's/^# *Version *//p' | head -1)
+ucxv=$("$ucx_info" -v 2>/dev/null | sed -n -e 's/^# *Version *//p' -e 's/^# *Library version: *//p' | head -1)
 export STRAND_PLUGIN="$work/libuct_strand.so"
 unset UCX_TLS UCX_NET_DEVICES   # set per pair below
 
@@ -225,7 +225,12 @@ unset UCX_TLS UCX_NET_DEVICES   # set per pair below
 # printed its final line (in LOG.cli).
 pair() {
     local log=$1; shift
-    local envs=($P_ENV) wrap=() port spid cpid rc src try c
+    local envs=($P_ENV) wrap=() port spid cpid rc src try c a prev=""
+    local srv_args=()
+    for a in "$@"; do  # UCX >= 1.18's server keeps its own -x and -d
+        case "$prev" in -x|-d) srv_args+=("$prev" "$a") ;; esac
+        prev=$a
+    done
     if [ "$P_DC" = 1 ]; then
         new_fabric
         envs+=("STRAND_SIM_FABRIC=$fabric")
@@ -234,7 +239,8 @@ pair() {
     rc=1
     for try in 1 2 3; do
         port=$(free_port) || { echo "no free TCP port" >"$log.cli"; return 1; }
-        env "${envs[@]}" "${wrap[@]}" "$perftest" -p "$port" >"$log.srv" 2>&1 &
+        env "${envs[@]}" "${wrap[@]}" "$perftest" -p "$port" "${srv_args[@]}" \
+            >"$log.srv" 2>&1 &
         spid=$!; track "$spid"
         # until it listens (it exits at once if the port was taken meanwhile)
         for _ in $(seq 200); do

@@ -100,9 +100,11 @@ git -C "$src" ls-files -z |
     tar -C "$copy" -xf -
 check "the tracked source copied (git ls-files)" test -x "$copy/debian/rules"
 
-# (without make check's make variables: debian/rules is a make of its own)
+# (without make check's make variables: debian/rules is a make of its own;
+# with the system's UCX only: a build for another UCX has that UCX's
+# libraries on LD_LIBRARY_PATH, where dpkg-shlibdeps would look)
 t0=$SECONDS
-(cd "$copy" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES \
+(cd "$copy" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES "${sys[@]:1}" \
     STRAND_UCX_SRC="$ucx_src" DEB_BUILD_OPTIONS="nocheck parallel=2" \
     timeout 600 dpkg-buildpackage -b -us -uc) >"$tmpdir/build.log" 2>&1
 rc=$?

@@ -326,6 +326,28 @@ static void peers_hub_kill(peers_hub_t *h, const peers_run_t *r)
     }
 }
 
+/* what a hang looks like: the first endpoints that are not done, and
+ * what the transport says of its queues */
+static void peers_hub_dump_stuck(peers_hub_t *h, const peers_run_t *r)
+{
+    unsigned i, shown = 0;
+    peers_hub_ep_t *e;
+
+    for (i = r->first_ep; (i < r->first_ep + r->num_eps) && (shown < 6);
+         ++i) {
+        e = &h->eps[i];
+        if (peers_hub_ep_done(h, r, e)) {
+            continue;
+        }
+        fprintf(stderr, "hub: not done: ep %u (peer %u%s) ops %u of %u, "
+                "atomics %u of %u done, failed %d stopped %d: %s\n", i,
+                e->peer, h->alive[e->peer] ? "" : ", dead", e->ops, r->ops,
+                e->at_done, e->at_posted, e->failed, e->stopped,
+                ucs_status_string(e->status));
+        ++shown;
+    }
+}
+
 int peers_hub_run(peers_hub_t *h, const peers_run_t *r)
 {
     double deadline = peers_now() + r->time_limit;
@@ -367,6 +389,7 @@ int peers_hub_run(peers_hub_t *h, const peers_run_t *r)
         if (peers_now() > deadline) {
             peers_hub_fail(h, "%u of %u endpoints not done after %.0f s",
                            not_done, r->num_eps, r->time_limit);
+            peers_hub_dump_stuck(h, r);
             return -1;
         }
     }
