@@ -30,6 +30,7 @@ tag_send() {
         /^# *tag_send: / { sub(/^# *tag_send: /, ""); print; done = 1; exit }
         /\| tagged message by ucp_tag_send\* from host memory / { t = 1; next }
         t && /^# *\+/ { next }
+        t && /\| *Range *\|/ { next }   # 1.22: a header row
         t && /^# *\| *[0-9]/ {
             split($0, c, "|"); r = c[2]; gsub(/ /, "", r); split(r, ab, /\.\./)
             p = c[3]
