@@ -226,6 +226,8 @@ typedef struct strand_dev_rc_attr {
     uint32_t          max_send_sge;
     uint32_t          max_inline;
     int               sig_pipelining; /* MLX5DV_QP_CREATE_SIG_PIPELINING */
+    uint8_t           scatter_to_cqe; /* small received messages may land
+                                         in the receive CQE (as a DCT's) */
     /* RTR/RTS attributes */
     uint8_t           timeout, retry_cnt, rnr_retry, max_rd_atomic;
     uint8_t           min_rnr_timer;
@@ -259,9 +261,11 @@ struct strand_dev_ops {
     int  (*destroy_channel)(strand_dev_t *dev, strand_dev_channel_t *ch);
     /* A CQ of at least `cqe` entries; events (after the data path armed it
      * with strand_cq_arm and its arm_kick) go to `ch` (NULL: none). The CQ
-     * is the data path's (DV-owned): a reset QP leaves its CQEs in it. */
-    int  (*create_cq)(strand_dev_t *dev, int cqe, strand_dev_channel_t *ch,
-                      strand_dev_cq_t *cq);
+     * is the data path's (DV-owned): a reset QP leaves its CQEs in it.
+     * `cqe_size`: 64 or 128 bytes per CQE (mlx5dv_create_cq's CQE_SIZE),
+     * 0: the provider's default (rdma-core: MLX5_CQE_SIZE, else 64). */
+    int  (*create_cq)(strand_dev_t *dev, int cqe, unsigned cqe_size,
+                      strand_dev_channel_t *ch, strand_dev_cq_t *cq);
     int  (*destroy_cq)(strand_dev_t *dev, strand_dev_cq_t *cq);
     /* Consume and acknowledge one event of `ch` (after its fd polled
      * readable): 0 and the CQ, or EAGAIN. The caller's arm sequence number

@@ -225,14 +225,27 @@ static int dev_hw_destroy_channel(strand_dev_t *dev, strand_dev_channel_t *ch)
     return ibv_destroy_comp_channel(ch->h);
 }
 
-static int dev_hw_create_cq(strand_dev_t *dev, int cqe,
+static int dev_hw_create_cq(strand_dev_t *dev, int cqe, unsigned cqe_size,
                             strand_dev_channel_t *ch, strand_dev_cq_t *cq)
 {
     dev_hw_t *h = dev->priv;
+    struct ibv_cq_init_attr_ex attr;
+    struct mlx5dv_cq_init_attr dv;
     struct mlx5dv_obj obj;
     struct ibv_cq *icq;
 
-    icq = ibv_create_cq(h->ctx, cqe, cq, (ch != NULL) ? ch->h : NULL, 0);
+    if (cqe_size == 0) {
+        icq = ibv_create_cq(h->ctx, cqe, cq, (ch != NULL) ? ch->h : NULL, 0);
+    } else {
+        memset(&attr, 0, sizeof(attr));
+        attr.cqe         = (uint32_t)cqe;
+        attr.cq_context  = cq;
+        attr.channel     = (ch != NULL) ? ch->h : NULL;
+        memset(&dv, 0, sizeof(dv));
+        dv.comp_mask     = MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE;
+        dv.cqe_size      = cqe_size;
+        icq = ibv_cq_ex_to_cq(mlx5dv_create_cq(h->ctx, &attr, &dv));
+    }
     if (icq == NULL) {
         return errno ? errno : ENOMEM;
     }
@@ -621,10 +634,12 @@ static int dev_hw_create_rc(strand_dev_t *dev, const strand_dev_rc_attr_t *attr,
     init.cap.max_inline_data = attr->max_inline;
     memset(&dv, 0, sizeof(dv));
     dv.comp_mask    = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
-    /* as a DCT: messages land in SRQ buffers, never in CQEs; with
+    /* as a DCT: small messages into the receive CQE only when asked
+     * (requester scatter stays off: no sq_sig_all, no ALLOW); with
      * SIG_PIPELINING rdma-core sets drain_sigerr at INIT (a DEVX command):
      * a bad signature block stops the SQ in SQD */
-    dv.create_flags = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE |
+    dv.create_flags = (attr->scatter_to_cqe ? 0 :
+                       MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE) |
                       (attr->sig_pipelining ?
                        MLX5DV_QP_CREATE_SIG_PIPELINING : 0);
     iqp = mlx5dv_create_qp(h->ctx, &init, &dv);

@@ -179,7 +179,7 @@ static void dev_sim_arm_kick(void *arg)
     smlx5_cq_arm_doorbell(arg);
 }
 
-static int dev_sim_create_cq(strand_dev_t *dev, int cqe,
+static int dev_sim_create_cq(strand_dev_t *dev, int cqe, unsigned cqe_size,
                              strand_dev_channel_t *ch, strand_dev_cq_t *cq)
 {
     dev_sim_t *s = dev->priv;
@@ -191,7 +191,8 @@ static int dev_sim_create_cq(strand_dev_t *dev, int cqe,
     if (i == DEV_SIM_MAX_CQS) {
         return ENOMEM;
     }
-    scq = smlx5_create_cq(s->ctx, cqe, (ch != NULL) ? ch->h : NULL);
+    scq = smlx5_create_cq_size(s->ctx, cqe, (ch != NULL) ? ch->h : NULL,
+                               cqe_size);
     if (scq == NULL) {
         return errno ? errno : ENOMEM;
     }
@@ -524,9 +525,10 @@ static int dev_sim_create_rc(strand_dev_t *dev, const strand_dev_rc_attr_t *attr
     init.cap.max_send_wr     = attr->max_send_wr;
     init.cap.max_send_sge    = attr->max_send_sge;
     init.cap.max_inline_data = attr->max_inline;
-    /* as a DCT: messages land in SRQ buffers, never in CQEs of a CQ the
-     * transport parses for receives and sends alike */
-    init.create_flags        = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE |
+    /* as a DCT: small messages into the receive CQE only when asked
+     * (requester scatter stays off: no sq_sig_all, no ALLOW) */
+    init.create_flags        = (attr->scatter_to_cqe ? 0 :
+                                MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE) |
                                (attr->sig_pipelining ?
                                 MLX5DV_QP_CREATE_SIG_PIPELINING : 0);
     init.td                  = (attr->td != NULL) ? attr->td->h : NULL;

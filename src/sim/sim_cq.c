@@ -159,7 +159,14 @@ static void sim_cq_buf_init(smlx5_cq_t *cq)
 smlx5_cq_t *smlx5_create_cq(smlx5_context_t *ctx, int cqe,
                             smlx5_channel_t *channel)
 {
-    int cqe_size = sim_cq_env_cqe_size();
+    return smlx5_create_cq_size(ctx, cqe, channel, 0);
+}
+
+smlx5_cq_t *smlx5_create_cq_size(smlx5_context_t *ctx, int cqe,
+                                 smlx5_channel_t *channel, uint32_t asked)
+{
+    int cqe_size = (asked == 0) ? sim_cq_env_cqe_size() :
+                   ((asked == 64) || (asked == 128)) ? (int)asked : -EINVAL;
     smlx5_cq_t *cq;
     uint32_t i;
 

@@ -174,13 +174,13 @@ static void sim_resp_cqe_recv(smlx5_qp_t *qp, sim_resp_ctx_t *c,
 }
 
 /* Scatter-to-CQE (cs_res): a whole message small enough for the receive
- * CQE goes there; the receive WQE is consumed, its buffer not written. */
+ * CQE goes there; the receive WQE is consumed, its buffer not written.
+ * On a tag-matching SRQ too (an unexpected or untagged message, TMH
+ * included), as UCX's receive path for either expects. */
 static bool sim_resp_to_cqe(const smlx5_qp_t *qp, const sim_pkt_t *pkt)
 {
-    /* tag matching completions never carry data */
     return (pkt->op == SIM_PKT_SEND_ONLY) && (pkt->payload_len > 0) &&
-           (pkt->payload_len <= qp->cs_res) &&
-           ((qp->srq == NULL) || (qp->srq->tm == NULL));
+           (pkt->payload_len <= qp->cs_res);
 }
 
 /* Scatter into the receive WQE's list; returns 0 or a syndrome. */

@@ -362,8 +362,20 @@ void sim_tm_cqe_app(const smlx5_qp_t *qp, const sim_resp_ctx_t *c,
     }
 }
 
+/* Scatter-to-CQE of a message matched to a tag: a one-packet message of
+ * 1..64 bytes after its TMH, on a QP / DCT that scatters (cs_res), into a
+ * 128-byte CQE; the tag's buffer is not written (UCX's expected path reads
+ * such data from the CQE's first half only). */
+static bool sim_tm_tag_to_cqe(const smlx5_qp_t *qp, const sim_pkt_t *pkt,
+                              uint32_t len, bool last)
+{
+    return last && (pkt->offset == 0) && (len > 0) && (len <= qp->cs_res) &&
+           (qp->srq->tm_cq->cqe_size == 128);
+}
+
 /* An eager message matched to a tag: its data (after the TMH) goes to the
- * tag's buffer at offset 0; the last packet completes the tag. */
+ * tag's buffer at offset 0, or into the CQE; the last packet completes the
+ * tag. */
 void sim_tm_recv_tag_data(smlx5_qp_t *qp, sim_resp_ctx_t *c,
                           const sim_pkt_t *pkt, const uint8_t *payload,
                           bool last)
@@ -372,13 +384,15 @@ void sim_tm_recv_tag_data(smlx5_qp_t *qp, sim_resp_ctx_t *c,
     const sim_tm_slot_t *s = &tm->slots[c->tm_slot];
     uint32_t off          = pkt->offset, len = pkt->payload_len;
     struct mlx5_cqe64 cqe;
+    bool to_cqe;
 
     if (off < STRAND_TMH_SIZE) {  /* the first packet: skip the TMH */
         payload += STRAND_TMH_SIZE - off;
         len     -= STRAND_TMH_SIZE - off;
         off      = STRAND_TMH_SIZE;
     }
-    off -= STRAND_TMH_SIZE;
+    off   -= STRAND_TMH_SIZE;
+    to_cqe = sim_tm_tag_to_cqe(qp, pkt, len, last);
     if (!c->tm_trunc && (len > 0)) {
         if ((uint64_t)off + len > s->len) {
             c->tm_trunc = true;
@@ -386,7 +400,7 @@ void sim_tm_recv_tag_data(smlx5_qp_t *qp, sim_resp_ctx_t *c,
                                       s->addr + off, len,
                                       IBV_ACCESS_LOCAL_WRITE) != 0) {
             c->tm_trunc = true; /* reported as a length error */
-        } else {
+        } else if (!to_cqe) {
             memcpy((void*)(uintptr_t)(s->addr + off), payload, len);
         }
     }
@@ -408,7 +422,11 @@ void sim_tm_recv_tag_data(smlx5_qp_t *qp, sim_resp_ctx_t *c,
     cqe.byte_cnt       = htobe32(off + len);
     cqe.imm_inval_pkey = pkt->imm;
     cqe.op_own        |= (pkt->flags & SIM_PKT_F_SE) ? 0x2 : 0;
-    sim_cq_push(tm->srq->tm_cq, &cqe);
+    if (to_cqe) {
+        sim_cq_push_scatter(tm->srq->tm_cq, &cqe, payload, len);
+    } else {
+        sim_cq_push(tm->srq->tm_cq, &cqe);
+    }
 }
 
 /* ------------------------------------------------------ rendezvous */

@@ -223,6 +223,11 @@ int              smlx5_get_cq_event(smlx5_channel_t *ch, smlx5_cq_t **cq_p);
  * rdma-core's ibv_create_cq. */
 smlx5_cq_t *smlx5_create_cq(smlx5_context_t *ctx, int cqe,
                             smlx5_channel_t *channel);
+/* The same with the CQE size asked for, as mlx5dv_create_cq with
+ * MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE: 64 or 128 (else EINVAL); 0: as
+ * smlx5_create_cq. */
+smlx5_cq_t *smlx5_create_cq_size(smlx5_context_t *ctx, int cqe,
+                                 smlx5_channel_t *channel, uint32_t cqe_size);
 int         smlx5_destroy_cq(smlx5_cq_t *cq);
 /* The mlx5dv_init_obj view. Like rdma-core, this marks the CQ "DV-owned":
  * from then on resetting or destroying a QP leaves that QP's CQEs in it

@@ -483,6 +483,8 @@ typedef struct strand_iface {
                                                 queue's) */
         unsigned          av_size;       /* 16 (base) or 48 (with GRH) */
         int               masked_atomics;
+        int               rx_inline;     /* scatter-to-CQE on the receive
+                                            side (128-byte receive CQEs) */
         unsigned          am_tmh;        /* 16 with tag matching: every
                                             message starts with a TMH */
         uint8_t           iface_addr_len; /* its addresses' lengths (a

@@ -458,7 +458,7 @@ ucs_status_t strand_iface_tx_cq_get(strand_iface_t *iface,
     /* slots are taken lowest first: the CQs made are those below n */
     while (iface->num_tx_cqs <= n) {
         tx  = &iface->tx_cqs[iface->num_tx_cqs];
-        err = dev->ops->create_cq(dev, iface->tx_cq_len, iface->chan,
+        err = dev->ops->create_cq(dev, iface->tx_cq_len, 0, iface->chan,
                                   &tx->cq);
         if (err != 0) {
             ucs_error("%s: failed to create send CQ of %u: %s",
@@ -692,6 +692,7 @@ static ucs_status_t strand_iface_configure(strand_iface_t *iface,
         }
     }
     iface->config.rx_queue_len = common->rx_queue_len;
+    iface->config.rx_inline    = common->rx_inline;
     iface->config.rx_max_poll  = (common->rx_max_poll >= UINT_MAX) ?
                                  UINT_MAX : (unsigned)common->rx_max_poll;
     iface->config.rx_mp        = common->rx_mp;
@@ -755,7 +756,10 @@ static ucs_status_t strand_iface_open_cqs(strand_iface_t *iface,
     if (status != UCS_OK) {
         return status;
     }
-    err = dev->ops->create_cq(dev, rx_cq_len, iface->chan, &iface->rx_cq);
+    /* scatter-to-CQE takes up to 64 bytes in a 128-byte CQE only (a DCT
+     * scatters into nothing smaller), as UCX's RX_INLINE=64 asks */
+    err = dev->ops->create_cq(dev, rx_cq_len, iface->config.rx_inline ? 128 : 0,
+                              iface->chan, &iface->rx_cq);
     if (err != 0) {
         ucs_error("%s: failed to create receive CQ of %u: %s",
                   dev->info.name, rx_cq_len, strerror(err));

@@ -85,6 +85,19 @@ ucs_config_field_t strand_iface_common_config_table[] = {
      "(0 .. 7; 7 means retry forever).",
      STRAND_CONFIG_FIELD(rnr_retry_count), UCS_CONFIG_TYPE_UINT},
 
+    {"RX_INLINE", "y",
+     "Let the device deliver small messages (up to 64 bytes: active "
+     "messages, and with tag matching eager messages and rendezvous "
+     "requests, also those matched to a posted tag) inside the receive "
+     "completion (scatter-to-CQE) instead of the receive buffer. The "
+     "receive CQ then has 128-byte CQEs, as UCX's own RX_INLINE=64. n: the "
+     "data always goes to the buffer (and the receive CQ's CQEs are "
+     "rdma-core's default size). A rendezvous request matched to a tag "
+     "whose buffer is being written by an earlier message's rendezvous "
+     "(UCP posting one buffer for several receives) is only safe with y, "
+     "on a NIC as here.",
+     STRAND_CONFIG_FIELD(rx_inline), UCS_CONFIG_TYPE_BOOL},
+
     {"MAX_INLINE", "186",
      "Largest data written inline in a WQE: active message short (including "
      "the 1-byte AM id and the 8-byte header) and PUT short "

@@ -28,6 +28,7 @@ typedef struct strand_iface_common_config {
     size_t                   max_inline;
     unsigned                 tx_cq_len;
     unsigned                 rx_cq_len;
+    int                      rx_inline;
     int                      tm_enable;    /* ucs_ternary_auto_value_t */
     unsigned                 tm_list_size;
     unsigned                 tm_rndv_ops;

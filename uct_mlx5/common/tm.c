@@ -68,6 +68,16 @@ static inline void *strand_tm_landed(const strand_tm_t *tm, uint32_t idx)
            tm->bounce + (size_t)idx * tm->min_recv : e->buffer;
 }
 
+/* Where the data of a message matched to entry idx is: the CQE when the
+ * device scattered it there (its buffer untouched), else where it landed. */
+static inline void *strand_tm_msg_data(const strand_tm_t *tm, uint32_t idx,
+                                       const struct mlx5_cqe64 *cqe)
+{
+    const void *in_cqe = strand_cqe_inline_data(cqe);
+
+    return (in_cqe != NULL) ? (void*)in_cqe : strand_tm_landed(tm, idx);
+}
+
 /* ------------------------------------------------------- command QP */
 
 static inline int strand_tm_cmd_room(const strand_tm_t *tm)
@@ -260,8 +270,11 @@ ucs_status_t strand_tm_recv_cancel(strand_tm_t *tm, uct_tag_context_t *ctx,
 
 /* ------------------------------------------------------- completions */
 
-static void strand_tm_report(strand_tm_t *tm, uint32_t idx, uint64_t stag,
-                             uint64_t imm, size_t length, ucs_status_t status)
+/* inline_data: the message when the device put it into the CQE (the
+ * buffer untouched), for the user to copy out in the callback. */
+static void strand_tm_report_data(strand_tm_t *tm, uint32_t idx,
+                                  uint64_t stag, uint64_t imm, size_t length,
+                                  void *inline_data, ucs_status_t status)
 {
     strand_tm_entry_t *e = &tm->entries[idx];
     uct_tag_context_t *ctx;
@@ -271,8 +284,14 @@ static void strand_tm_report(strand_tm_t *tm, uint32_t idx, uint64_t stag,
     }
     ctx = strand_tm_entry_detach(tm, e);
     if (ctx != NULL) {
-        ctx->completed_cb(ctx, stag, imm, length, NULL, status);
+        ctx->completed_cb(ctx, stag, imm, length, inline_data, status);
     }
+}
+
+static void strand_tm_report(strand_tm_t *tm, uint32_t idx, uint64_t stag,
+                             uint64_t imm, size_t length, ucs_status_t status)
+{
+    strand_tm_report_data(tm, idx, stag, imm, length, NULL, status);
 }
 
 /* A receive removed before a match ends with what was posted, as UCX's
@@ -326,7 +345,7 @@ static void strand_tm_rts_matched(strand_tm_t *tm, uint32_t idx,
     /* copied out: the READ writes over it */
     len = ucs_min(len, sizeof(rts));
     if (m.taken && (len > 0)) {
-        memcpy(rts, strand_tm_landed(tm, idx), len);
+        memcpy(rts, strand_tm_msg_data(tm, idx, cqe), len);
     } else {
         len = 0; /* nothing to read it from: the transport answers */
     }
@@ -349,15 +368,42 @@ void strand_tm_rts_done(strand_tm_t *tm, uint32_t idx, size_t length,
     strand_tm_entry_cqe(tm, idx, 1);
 }
 
-/* An eager message (or a software rendezvous request) landed in the tag's
- * buffer. */
+/* A software rendezvous request matched the tag: its header is in the CQE
+ * (scatter-to-CQE, UCT_TAG_RECV_CB_INLINE_DATA) or in the buffer. Only the
+ * CQE keeps it safe from a rendezvous of the buffer's previous receive
+ * still writing there (UCP posts one buffer for several receives), as on
+ * a NIC with UCX's own transports. */
+static void strand_tm_sw_rndv(strand_tm_t *tm, uint32_t idx, uint64_t stag,
+                              uint32_t length, void *in_cqe)
+{
+    strand_tm_entry_t *e = &tm->entries[idx];
+    void *header         = (in_cqe != NULL) ? in_cqe :
+                           strand_tm_landed(tm, idx);
+    uct_tag_context_t *ctx;
+
+    if ((in_cqe == NULL) && (e->flags & STRAND_TM_ENTRY_BOUNCE) &&
+        (length > 0)) {
+        /* where the device puts it when the buffer is posted itself: the
+         * posted buffer holds the header too */
+        memcpy(e->buffer, header,
+               ucs_min(length, strand_tm_priv(e->ctx)->length));
+    }
+    ctx = strand_tm_entry_detach(tm, e); /* found the header before */
+    ++tm->stats.exp_sw_rndv;
+    ctx->rndv_cb(ctx, stag, header, length, UCS_OK,
+                 (in_cqe != NULL) ? UCT_TAG_RECV_CB_INLINE_DATA : 0);
+    strand_tm_entry_cqe(tm, idx, 1);
+}
+
+/* An eager message (or a software rendezvous request) matched the tag: in
+ * its buffer, its bounce slot or the CQE. */
 static void strand_tm_handle_consumed_msg(strand_tm_t *tm, uint32_t idx,
                                           const struct mlx5_cqe64 *cqe)
 {
     strand_tm_entry_t *e = &tm->entries[idx];
     uint64_t stag        = be64toh(cqe->tmh.tag);
     uint32_t length      = strand_cqe_byte_cnt(cqe);
-    uct_tag_context_t *ctx;
+    void *in_cqe         = (void*)strand_cqe_inline_data(cqe);
     uint64_t imm = 0;
 
     if ((cqe->tmh.reserved[0] & STRAND_TMH_RTS) && (tm->rts_cb != NULL)) {
@@ -370,20 +416,7 @@ static void strand_tm_handle_consumed_msg(strand_tm_t *tm, uint32_t idx,
               be32toh(strand_cqe_imm(cqe));
         if ((imm == 0) && !(e->flags & STRAND_TM_ENTRY_REPORTED) &&
             (e->ctx != NULL)) {
-            /* a software rendezvous request: its header is in the buffer
-             * (found before the entry lets go of it) */
-            void *header = strand_tm_landed(tm, idx);
-
-            if ((e->flags & STRAND_TM_ENTRY_BOUNCE) && (length > 0)) {
-                /* where the device puts it when the buffer is posted
-                 * itself: the posted buffer holds the header too */
-                memcpy(e->buffer, header,
-                       ucs_min(length, strand_tm_priv(e->ctx)->length));
-            }
-            ctx = strand_tm_entry_detach(tm, e);
-            ++tm->stats.exp_sw_rndv;
-            ctx->rndv_cb(ctx, stag, header, length, UCS_OK, 0);
-            strand_tm_entry_cqe(tm, idx, 1);
+            strand_tm_sw_rndv(tm, idx, stag, length, in_cqe);
             return;
         }
     }
@@ -398,10 +431,11 @@ static void strand_tm_handle_consumed_msg(strand_tm_t *tm, uint32_t idx,
             return;
         }
         if (length > 0) {
-            memcpy(e->buffer, strand_tm_landed(tm, idx), length);
+            memcpy(e->buffer, strand_tm_msg_data(tm, idx, cqe), length);
         }
+        in_cqe = NULL; /* the user's buffer has it, as a bounce slot's */
     }
-    strand_tm_report(tm, idx, stag, imm, length, UCS_OK);
+    strand_tm_report_data(tm, idx, stag, imm, length, in_cqe, UCS_OK);
     strand_tm_entry_cqe(tm, idx, 1);
 }
 

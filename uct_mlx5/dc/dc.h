@@ -49,7 +49,6 @@ typedef struct strand_dc_iface_config {
     unsigned              dci_streams;
     unsigned              errored_streams;
     int                   stream_map;
-    int                   rx_inline;
 } strand_dc_iface_config_t;
 
 typedef struct strand_dc_iface {
@@ -64,7 +63,6 @@ typedef struct strand_dc_iface {
         uint8_t           log_concurent; /* DCI creation attributes */
         uint8_t           log_errored;
         int               stream_per_peer;
-        int               rx_inline;     /* scatter to CQE (the DCT's) */
     } config;
 } strand_dc_iface_t;
 

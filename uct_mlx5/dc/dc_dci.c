@@ -28,7 +28,7 @@ static ucs_status_t strand_dc_dct_open(strand_dc_iface_t *iface)
     dct_attr.srq            = &iface->super.srq;
     dct_attr.access_key     = STRAND_DC_ACCESS_KEY;
     dct_attr.min_rnr_timer  = iface->super.min_rnr_timer;
-    dct_attr.scatter_to_cqe = iface->config.rx_inline;
+    dct_attr.scatter_to_cqe = iface->super.config.rx_inline;
     err = dev->ops->create_dct(dev, &dct_attr, &iface->dct);
     if (err != 0) {
         ucs_error("%s: failed to create DCT: %s", dev->info.name,

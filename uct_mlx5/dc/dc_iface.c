@@ -98,14 +98,6 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
      ucs_offsetof(strand_dc_iface_config_t, super.fc_wnd_size),
      UCS_CONFIG_TYPE_UINT},
 
-    {"RX_INLINE", "y",
-     "Let the device deliver small active messages inside the receive "
-     "completion (scatter-to-CQE, with 128-byte CQEs) instead of the receive "
-     "buffer; the transport copies them out. n: the data always goes to the "
-     "buffer.",
-     ucs_offsetof(strand_dc_iface_config_t, rx_inline),
-     UCS_CONFIG_TYPE_BOOL},
-
     {"FC_SOFT_THRESH", "0.5",
      "Fraction of the window left when the endpoint asks for the next grant "
      "(0 .. 1; the grant usually arrives before the window is empty).",
@@ -217,7 +209,6 @@ static ucs_status_t strand_dc_iface_config(strand_iface_t *tl_iface,
     if (status != UCS_OK) {
         return status;
     }
-    iface->config.rx_inline         = config->rx_inline;
     /* what a credit request carries for the grant to come back (fc.h) */
     tl_iface->config.iface_addr_len = sizeof(strand_dc_iface_addr_t);
     tl_iface->config.dev_addr_len   = strand_port_addr_len(tl_iface);

@@ -28,6 +28,7 @@ void strand_rc_qp_attr(const strand_iface_t *iface,
     attr->send_cq       = d->send_cq;
     attr->recv_cq       = (strand_dev_cq_t*)&iface->rx_cq;
     attr->srq           = (strand_dev_srq_t*)&iface->srq;
+    attr->scatter_to_cqe = (uint8_t)iface->config.rx_inline;
     attr->max_send_wr   = d->max_send_wr;
     attr->max_send_sge  = d->max_send_sge;
     attr->max_inline    = d->max_inline;

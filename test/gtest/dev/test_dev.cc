@@ -37,7 +37,7 @@ protected:
         ASSERT_EQ(0, strand_dev_open(&info, &m_dev));
         m_ops = m_dev->ops;
         ASSERT_EQ(0, m_ops->create_channel(m_dev, &m_ch));
-        ASSERT_EQ(0, m_ops->create_cq(m_dev, 256, &m_ch, &m_cq));
+        ASSERT_EQ(0, m_ops->create_cq(m_dev, 256, 0, &m_ch, &m_cq));
         ASSERT_EQ(0, m_ops->create_srq(m_dev, 16, 1, &m_srq));
         strand_dev_dct_attr_t dct = {&m_cq, &m_srq, 0x1ee7a330, 1};
         ASSERT_EQ(0, m_ops->create_dct(m_dev, &dct, &m_dct));

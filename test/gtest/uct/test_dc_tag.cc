@@ -554,6 +554,7 @@ TEST_F(dc_strand_tag, full_list_then_every_message_in_random_order)
     std::vector<recv_ctx> ctx(n);
     for (unsigned i = 0; i < n; ++i) {
         uct_iov_t iov = {dst.buf.data() + i * sz, sz, dst.memh, 0, 1};
+        ctx[i].buffer = iov.buffer;
         ASSERT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(m_b.iface, 1000 + i,
                                                    UINT64_MAX, &iov, 1,
                                                    &ctx[i].uct))
@@ -591,6 +592,7 @@ TEST_F(dc_strand_tag, full_list_then_every_message_in_random_order)
     for (unsigned i = 0; i < n; ++i) {
         ctx[i] = recv_ctx();
         uct_iov_t iov = {dst.buf.data() + i * sz, sz, dst.memh, 0, 1};
+        ctx[i].buffer = iov.buffer;
         ASSERT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(m_b.iface, i, UINT64_MAX,
                                                    &iov, 1, &ctx[i].uct));
         if ((i % 64) == 63) {

@@ -292,69 +292,97 @@ TEST_F(rc_strand_tag, rndv_unexpected_is_read_by_the_user_then_cancelled)
     unreg(dst);
 }
 
-/* The request lands in the user's buffer, where another operation of the
- * user may write meanwhile (ucx_perftest's tag_bw receives into one buffer
- * with a window: a GET of an earlier message can still be writing it). A
- * request written over fails its check and is read again from the
- * sender's copy; the data comes right. */
-TEST_F(rc_strand_tag, a_request_written_over_in_its_buffer_is_read_from_the_sender)
-{
-    uct_md_attr_t md_attr;
-    ASSERT_EQ(UCS_OK, uct_md_query(m_md, &md_attr));
-    rkey_packed_size() = md_attr.rkey_packed_size;
-    ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
-                                        &m_worker_b));
-    m_hook_target = &m_tag_a;
-    ASSERT_EQ(UCS_OK, open_iface(m_a));
-    m_hook_target = &m_tag_b;
-    ASSERT_EQ(UCS_OK, open_iface(m_b, m_worker_b));
-    m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
-    auto both = [&] {
+/* The request lands in the user's buffer (RX_INLINE=n, or one larger than a
+ * CQE holds), where another operation of the user may write meanwhile
+ * (ucx_perftest's tag_bw receives into one buffer with a window: a GET of
+ * an earlier message can still be writing it). A request written over
+ * fails its check and is read again from the sender's copy; the data comes
+ * right. With RX_INLINE=y (the default) the request comes in the CQE and
+ * the buffer is not written before the data. */
+class rc_strand_tag_request : public rc_strand_tag {
+protected:
+    void run(bool rx_inline)
+    {
+        set_env("UCX_RC_STRAND_RX_INLINE", rx_inline ? "y" : "n");
+        open_two_workers();
+        const size_t len = 100000;
+        region src, dst;
+        reg(src, len);
+        reg(dst, len);
+        fill(src, pattern(len, 21));
+        recv_ctx ctx;
+        ASSERT_EQ(UCS_OK, post_recv(ctx, dst, 0x42));
+        test_comp c;
+        rndv_zcopy(0x42, src, len, c, pattern(17, 2)); /* a's progress */
+        /* in the buffer (its first 8 bytes: the sender's address), b has
+         * not looked at it yet: write over it */
+        uint64_t va_be = htobe64((uintptr_t)src.buf.data());
+        auto landed    = [&] {
+            return memcmp(dst.buf.data(), &va_be, sizeof(va_be)) == 0;
+        };
+        if (rx_inline) {
+            EXPECT_FALSE(progress_until(landed, 0.3));
+        } else {
+            ASSERT_TRUE(progress_until(landed));
+        }
+        memset(dst.buf.data(), 0x5a, 64);
+        ASSERT_TRUE(progress_until([&] {
+            both();
+            return ctx.completed && c.done;
+        }));
+        EXPECT_EQ(UCS_OK, ctx.status);
+        EXPECT_EQ(UCS_OK, c.status);
+        EXPECT_EQ(len, ctx.length);
+        EXPECT_TRUE(src.buf == dst.buf);
+        EXPECT_EQ(rx_inline ? 0u : 1u, rndv_stat("rts_fetched"));
+        EXPECT_EQ(1u, rndv_stat("xfers"));
+        unreg(src);
+        unreg(dst);
+    }
+
+    void both()
+    {
         uct_worker_progress(m_worker);
         uct_worker_progress(m_worker_b);
-    };
-    /* connected: a message both ways of the connection manager */
-    std::vector<uint8_t> hello = pattern(10, 1);
-    ucs_status_t s = UCS_ERR_NO_RESOURCE;
-    ASSERT_TRUE(progress_until([&] {
-        uct_worker_progress(m_worker_b);
-        s = uct_ep_tag_eager_short(m_ep, 1, hello.data(), hello.size());
-        return s != UCS_ERR_NO_RESOURCE;
-    }));
-    ASSERT_EQ(UCS_OK, s);
-    ASSERT_TRUE(progress_until([&] {
-        both();
-        return m_tag_b.eager.size() == 1;
-    }));
+    }
 
-    const size_t len = 100000;
-    region src, dst;
-    reg(src, len);
-    reg(dst, len);
-    fill(src, pattern(len, 21));
-    recv_ctx ctx;
-    ASSERT_EQ(UCS_OK, post_recv(ctx, dst, 0x42));
-    test_comp c;
-    rndv_zcopy(0x42, src, len, c, pattern(17, 2)); /* a's progress only */
-    /* the request is in the buffer (its first 8 bytes: the sender's
-     * address), b has not looked at it yet: write over it */
-    uint64_t va_be = htobe64((uintptr_t)src.buf.data());
-    ASSERT_TRUE(progress_until([&] {
-        return memcmp(dst.buf.data(), &va_be, sizeof(va_be)) == 0;
-    }));
-    memset(dst.buf.data(), 0x5a, 64);
-    ASSERT_TRUE(progress_until([&] {
-        both();
-        return ctx.completed && c.done;
-    }));
-    EXPECT_EQ(UCS_OK, ctx.status);
-    EXPECT_EQ(UCS_OK, c.status);
-    EXPECT_EQ(len, ctx.length);
-    EXPECT_TRUE(src.buf == dst.buf);
-    EXPECT_EQ(1u, rndv_stat("rts_fetched"));
-    EXPECT_EQ(1u, rndv_stat("xfers"));
-    unreg(src);
-    unreg(dst);
+    /* b on a worker of its own, which only both() progresses */
+    void open_two_workers()
+    {
+        uct_md_attr_t md_attr;
+        ASSERT_EQ(UCS_OK, uct_md_query(m_md, &md_attr));
+        rkey_packed_size() = md_attr.rkey_packed_size;
+        ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
+                                            &m_worker_b));
+        m_hook_target = &m_tag_a;
+        ASSERT_EQ(UCS_OK, open_iface(m_a));
+        m_hook_target = &m_tag_b;
+        ASSERT_EQ(UCS_OK, open_iface(m_b, m_worker_b));
+        m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+        /* connected: a message both ways of the connection manager */
+        std::vector<uint8_t> hello = pattern(10, 1);
+        ucs_status_t s = UCS_ERR_NO_RESOURCE;
+        ASSERT_TRUE(progress_until([&] {
+            uct_worker_progress(m_worker_b);
+            s = uct_ep_tag_eager_short(m_ep, 1, hello.data(), hello.size());
+            return s != UCS_ERR_NO_RESOURCE;
+        }));
+        ASSERT_EQ(UCS_OK, s);
+        ASSERT_TRUE(progress_until([&] {
+            both();
+            return m_tag_b.eager.size() == 1;
+        }));
+    }
+};
+
+TEST_F(rc_strand_tag_request, written_over_in_its_buffer_is_read_from_the_sender)
+{
+    run(false);
+}
+
+TEST_F(rc_strand_tag_request, in_the_cqe_leaves_the_buffer_alone)
+{
+    run(true);
 }
 
 /* A rendezvous longer than the tag's buffer: nothing is read, both sides
