@@ -307,13 +307,14 @@ protected:
     }
 
     /* A DCT in RTR on `srq` (spec section 7, DCT). */
-    smlx5_qp_t *create_dct(smlx5_srq_t *srq, uint64_t key)
+    smlx5_qp_t *create_dct(smlx5_srq_t *srq, uint64_t key,
+                           smlx5_cq_t *rcq = nullptr)
     {
         smlx5_qp_init_attr_t attr;
         memset(&attr, 0, sizeof(attr));
         attr.type          = SMLX5_QPT_DCT;
         attr.send_cq       = m_scq[RESP];
-        attr.recv_cq       = m_rcq[RESP];
+        attr.recv_cq       = (rcq != nullptr) ? rcq : m_rcq[RESP];
         attr.srq           = srq;
         attr.dc_access_key = key;
         smlx5_qp_t *qp = smlx5_create_qp(m_pd, &attr);

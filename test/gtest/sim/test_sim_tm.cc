@@ -35,6 +35,9 @@ protected:
             EXPECT_EQ(0, smlx5_destroy_srq(m_srq));
         }
         smlx5_destroy_cq(m_cq);
+        if (m_cq128 != nullptr) {
+            smlx5_destroy_cq(m_cq128);
+        }
         sim_fixture::TearDown();
     }
 
@@ -68,7 +71,7 @@ protected:
     /* one list operation, one BB: ctrl + tm segment (+ data segment) */
     void post(unsigned op, uint8_t flags, uint16_t index, uint16_t sw_cnt,
               uint64_t tag = 0, uint64_t mask = 0, unsigned ds = 0,
-              uint8_t opcode = MLX5_OPCODE_TAG_MATCHING)
+              uint8_t opcode = MLX5_OPCODE_TAG_MATCHING, uint32_t len = 64)
     {
         auto *ctrl = (struct mlx5_wqe_ctrl_seg*)
                      strand_sq_bb(m_dv.sq.buf, m_dv.sq.wqe_cnt, m_cur);
@@ -79,7 +82,7 @@ protected:
         }
         if (op == STRAND_TM_OP_APPEND) {
             strand_set_data_seg((struct mlx5_wqe_data_seg*)(seg + 1),
-                                (uintptr_t)m_buf[0], 64, smlx5_mr_lkey(m_mr[0]));
+                                (uintptr_t)m_buf[0], len, smlx5_mr_lkey(m_mr[0]));
         }
         strand_set_ctrl_seg(ctrl, 0, (uint16_t)m_cur, opcode,
                             smlx5_qp_num(m_cmd), ds, 0, 0);
@@ -114,6 +117,7 @@ protected:
     }
 
     smlx5_cq_t        *m_cq  = nullptr;
+    smlx5_cq_t        *m_cq128 = nullptr; /* 128-byte CQEs, as asked */
     dv_cq              m_dvcq;
     smlx5_srq_t       *m_srq = nullptr;
     smlx5_qp_t        *m_cmd = nullptr;
@@ -285,4 +289,75 @@ TEST_F(sim_tm, matching_stops_after_an_unexpected_message_until_synced)
     EXPECT_EQ(5u, be64toh(reinterpret_cast<const struct ibv_tmh*>(
                               &cqe->tmh)->tag));
     EXPECT_EQ(0, memcmp(buf(REQ), buf(REQ, 1024 + 16), 40));
+}
+
+/* Scatter-to-CQE on a tag-matching SRQ whose CQ has 128-byte CQEs and a DCT
+ * that scatters (cs_res 64): a matched eager message of up to 64 bytes
+ * after its TMH comes in the CQE's first half (INLINE_SCATTER_64) and the
+ * tag's buffer is not written, as UCX's expected path reads it (a
+ * rendezvous request in the buffer could be written over by an earlier
+ * transfer into it); 65 bytes go to the buffer; an unexpected message of up
+ * to 64 bytes with its TMH comes in the CQE, its SRQ buffer untouched. */
+TEST_F(sim_tm, small_tagged_messages_come_in_a_128_byte_cqe)
+{
+    m_cq128 = smlx5_create_cq_size(m_ctx, 256, nullptr, 128);
+    ASSERT_NE(nullptr, m_cq128);
+    open_srq(m_cq128);
+    smlx5_qp_t *dct = create_dct(m_srq, SMLX5_DC_KEY_DEFAULT, m_cq128);
+    smlx5_qp_t *dci = create_dci();
+    ASSERT_NE(nullptr, dct);
+    ASSERT_NE(nullptr, dci);
+    memset(buf(RESP), 0, 512);
+    post_srq_recv(m_srq, RESP, 0, 256, 100);
+    post(STRAND_TM_OP_APPEND, STRAND_TM_FLAG_CQE | STRAND_TM_FLAG_SW_CNT, 1,
+         0, 5, ~0ull, 0, MLX5_OPCODE_TAG_MATCHING, 128); /* 0: tag 5 */
+    post(STRAND_TM_OP_APPEND, STRAND_TM_FLAG_CQE | STRAND_TM_FLAG_SW_CNT, 2,
+         0, 6, ~0ull, 0, MLX5_OPCODE_TAG_MATCHING, 128); /* 1: tag 6 */
+    for (int i = 0; i < 2; ++i) {
+        struct mlx5_cqe64 *cqe = m_dvcq.next(m_ctx);
+        ASSERT_NE(nullptr, cqe);
+        EXPECT_EQ(STRAND_CQE_APP_OP_TM_APPEND, cqe->app_op);
+    }
+
+    /* 64 bytes after the TMH: in the CQE */
+    memset(buf(REQ), 0xee, 128);
+    send_tmh(dci, dct, 5, 64, 3);
+    struct mlx5_cqe64 *cqe = m_dvcq.next(m_ctx);
+    ASSERT_NE(nullptr, cqe);
+    EXPECT_EQ(STRAND_CQE_APP_OP_TM_CONSUMED_MSG, cqe->app_op);
+    EXPECT_EQ(0, be16toh(cqe->app_info));
+    EXPECT_EQ(64u, be32toh(cqe->byte_cnt));
+    EXPECT_TRUE(cqe->op_own & MLX5_INLINE_SCATTER_64);
+    EXPECT_EQ(5u, be64toh(reinterpret_cast<const struct ibv_tmh*>(
+                              &cqe->tmh)->tag));
+    const void *in_cqe = strand_cqe_inline_data(cqe);
+    ASSERT_EQ((const void*)(cqe - 1), in_cqe);
+    EXPECT_EQ(0, memcmp(in_cqe, buf(REQ, 1024 + 16), 64));
+    EXPECT_TRUE(std::all_of(buf(REQ), buf(REQ) + 128,
+                            [](uint8_t x) { return x == 0xee; }))
+        << "the tag's buffer was written";
+
+    /* 65: to the buffer */
+    send_tmh(dci, dct, 6, 65, 4);
+    cqe = m_dvcq.next(m_ctx);
+    ASSERT_NE(nullptr, cqe);
+    EXPECT_EQ(STRAND_CQE_APP_OP_TM_CONSUMED_MSG, cqe->app_op);
+    EXPECT_EQ(1, be16toh(cqe->app_info));
+    EXPECT_EQ(65u, be32toh(cqe->byte_cnt));
+    EXPECT_EQ(nullptr, strand_cqe_inline_data(cqe));
+    EXPECT_EQ(0, memcmp(buf(REQ), buf(REQ, 1024 + 16), 65));
+
+    /* unexpected, 16 + 48 bytes: in the CQE, TMH and all */
+    send_tmh(dci, dct, 9, 48, 5);
+    cqe = m_dvcq.next(m_ctx);
+    ASSERT_NE(nullptr, cqe);
+    EXPECT_EQ(STRAND_CQE_APP_OP_TM_UNEXPECTED, cqe->app_op);
+    EXPECT_EQ(STRAND_TMH_SIZE + 48u, be32toh(cqe->byte_cnt));
+    EXPECT_EQ(0, strand_cqe_wqe_counter(cqe));
+    in_cqe = strand_cqe_inline_data(cqe);
+    ASSERT_NE(nullptr, in_cqe);
+    EXPECT_EQ(0, memcmp(in_cqe, buf(REQ, 1024), STRAND_TMH_SIZE + 48));
+    EXPECT_TRUE(std::all_of(buf(RESP), buf(RESP) + 256,
+                            [](uint8_t x) { return x == 0; }))
+        << "the SRQ buffer was written";
 }

@@ -460,12 +460,62 @@ TEST_F(dc_strand_tag, sw_rndv_request_expected_and_unexpected)
     EXPECT_EQ(0, ctx.completed);
     EXPECT_EQ(3u, ctx.stag);
     EXPECT_EQ(h1, ctx.rndv_header);
+    EXPECT_EQ(0u, ctx.rndv_flags); /* too large for the CQE */
     EXPECT_EQ(4u, m_tag_b.rndv[0].tag);
     EXPECT_EQ(h2, m_tag_b.rndv[0].header);
     EXPECT_EQ(0u, m_tag_b.rndv[0].remote_addr);
     EXPECT_EQ(1u, tm_stat("exp_sw_rndv"));
     EXPECT_EQ(1u, tm_stat("unexp_sw_rndv"));
     unreg(dst);
+}
+
+/* A request of up to 64 bytes (UCP's is 59) comes in the CQE: the header
+ * the user gets is the CQE's copy (UCT_TAG_RECV_CB_INLINE_DATA) and the
+ * tag's buffer is not written, so a transfer still writing into that
+ * buffer for an earlier receive cannot damage it (UCX >= 1.18's UCP posts
+ * one buffer for several receives). RX_INLINE=n: the buffer has it. */
+TEST_F(dc_strand_tag, small_sw_rndv_request_comes_in_the_cqe)
+{
+    for (const char *rx_inline : {"y", "n"}) {
+        set_env("UCX_DC_STRAND_RX_INLINE", rx_inline);
+        open_tag_pair();
+        const bool in_cqe = !strcmp(rx_inline, "y");
+        region dst;
+        reg(dst, 512);
+        memset(dst.buf.data(), 0xee, dst.buf.size());
+        recv_ctx ctx;
+        std::vector<uint8_t> h = pattern(59, 7);
+        ASSERT_EQ(UCS_OK, post_recv(ctx, dst, 3));
+        ucs_status_t s = UCS_ERR_NO_RESOURCE;
+        ASSERT_TRUE(progress_until([&] {
+            s = uct_ep_tag_rndv_request(m_ep, 3, h.data(), h.size(), 0);
+            return s != UCS_ERR_NO_RESOURCE;
+        }));
+        ASSERT_EQ(UCS_OK, s);
+        ASSERT_TRUE(progress_until([&] { return ctx.rndv != 0; }));
+        EXPECT_EQ(h, ctx.rndv_header) << rx_inline;
+        EXPECT_EQ(in_cqe ? (unsigned)UCT_TAG_RECV_CB_INLINE_DATA : 0u,
+                  ctx.rndv_flags) << rx_inline;
+        EXPECT_EQ(in_cqe, std::all_of(dst.buf.begin(), dst.buf.end(),
+                                      [](uint8_t x) { return x == 0xee; }))
+            << rx_inline;
+        /* an eager message of 40 bytes too: the user copies it out */
+        recv_ctx ctx2;
+        ASSERT_EQ(UCS_OK, post_recv(ctx2, dst, 4));
+        std::vector<uint8_t> d = pattern(40, 8);
+        ASSERT_EQ(UCS_OK, eager_short(4, d));
+        ASSERT_TRUE(progress_until([&] { return ctx2.completed != 0; }));
+        EXPECT_EQ(in_cqe ? 1 : 0, ctx2.in_cqe) << rx_inline;
+        EXPECT_TRUE(std::equal(d.begin(), d.end(), dst.buf.begin()));
+        unreg(dst);
+        for (auto ep : m_eps) {
+            uct_ep_destroy(ep);
+        }
+        m_eps.clear();
+        uct_iface_close(m_a.iface);
+        uct_iface_close(m_b.iface);
+        m_a.iface = m_b.iface = nullptr;
+    }
 }
 
 /* ------------------------------------------------------ cancelling */
