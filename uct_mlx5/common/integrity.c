@@ -81,6 +81,7 @@ ucs_status_t strand_integrity_init(strand_integrity_t *ig, strand_dev_t *dev,
     int err;
 
     memset(ig, 0, sizeof(*ig));
+    ucs_list_head_init(&ig->active);
     ig->dev          = dev;
     ig->kind         = kind;
     ig->max_sge      = ucs_min(max_sge, STRAND_INTEGRITY_MAX_IOV);
@@ -277,7 +278,27 @@ ucs_status_t strand_integrity_req_init(strand_integrity_t *ig,
     req->again      = NULL;
     req->status     = UCS_OK;
     req->next       = NULL;
+    ucs_list_add_tail(&ig->active, &req->active);
     return UCS_OK;
+}
+
+int strand_integrity_writes_into(const strand_integrity_t *ig,
+                                 const void *buf, size_t len)
+{
+    const uintptr_t b0 = (uintptr_t)buf, b1 = b0 + len;
+    const strand_integrity_req_t *req;
+    uintptr_t a;
+    size_t i;
+
+    ucs_list_for_each(req, &ig->active, active) {
+        for (i = 0; i < req->iovcnt; ++i) {
+            a = (uintptr_t)req->iov[i].buffer;
+            if ((a < b1) && (b0 < a + uct_iov_get_length(&req->iov[i]))) {
+                return 1;
+            }
+        }
+    }
+    return 0;
 }
 
 static void strand_integrity_sge(strand_integrity_piece_t *piece,
@@ -452,6 +473,10 @@ void strand_integrity_req_finish(strand_integrity_t *ig,
     while ((piece = req->again) != NULL) {
         req->again = piece->next;
         strand_integrity_piece_put(ig, piece);
+    }
+    if (req->active.next != NULL) { /* NULL: its init failed */
+        ucs_list_del(&req->active);
+        req->active.next = NULL;
     }
     if (req->ep == NULL) {
         return;

@@ -26,6 +26,7 @@
 #include "rkey.h"
 
 #include <uct/api/uct.h>
+#include <ucs/datastruct/list.h>
 #include <ucs/type/status.h>
 #include <stdint.h>
 
@@ -97,6 +98,8 @@ struct strand_integrity_req {
     void                     *tmp_reg;
     strand_integrity_req_t   *next;       /* the transport's queue */
     uint8_t                   queued;
+    ucs_list_link_t           active;     /* in ig->active from a good init
+                                             to finish (next NULL: not) */
 };
 
 typedef struct strand_integrity {
@@ -110,6 +113,7 @@ typedef struct strand_integrity {
     strand_integrity_piece_t **pieces;      /* created so far */
     unsigned                   num_pieces;
     strand_integrity_piece_t  *free;
+    ucs_list_link_t            active;      /* GETs not finished yet */
     /* landing zone of the bytes of the first and last block outside a
      * GET's range (contents never used) */
     void                      *scratch;
@@ -134,6 +138,12 @@ ucs_status_t strand_integrity_init(strand_integrity_t *ig, strand_dev_t *dev,
                                    unsigned max_sge, unsigned max_pieces,
                                    size_t read_size, unsigned max_retries);
 void strand_integrity_cleanup(strand_integrity_t *ig);
+
+/* Whether a GET not finished yet may still write into [buf, buf + len):
+ * a tag posted there could have a rendezvous request matched into it and
+ * written over before it is read (tag.c). */
+int strand_integrity_writes_into(const strand_integrity_t *ig,
+                                 const void *buf, size_t len);
 
 /* A GET of the user's iov (its lkeys) from rk at remote_addr into req.
  * UCS_ERR_INVALID_PARAM when the range is outside the remote registration

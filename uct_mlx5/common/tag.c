@@ -424,6 +424,18 @@ ucs_status_t strand_iface_tag_recv_zcopy(uct_iface_h tl_iface,
     strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
 
     STRAND_TAG_CHECK(iface);
+    if (ucs_unlikely(!ucs_list_is_empty(&iface->integrity.active)) &&
+        (iovcnt > 0) &&
+        strand_integrity_writes_into(&iface->integrity, iov[0].buffer,
+                                     uct_iov_get_length(&iov[0]))) {
+        /* a checked GET of an earlier receive still writes there (UCP
+         * posts one buffer for several receives): a rendezvous request
+         * matched into it would be written over before UCP reads it,
+         * as it could be from any buffer busy elsewhere. The receive
+         * stays UCP's, as for a buffer posted twice. */
+        ++iface->tm.stats.buf_busy;
+        return UCS_ERR_ALREADY_EXISTS;
+    }
     return strand_tm_recv_zcopy(&iface->tm, tag, tag_mask, iov, iovcnt, ctx);
 }
 

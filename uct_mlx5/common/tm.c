@@ -696,12 +696,12 @@ void strand_tm_show(const strand_tm_t *tm, ucs_string_buffer_t *strb)
             "unexp_sw_rndv %" PRIu64 "\nrndv_sent %" PRIu64 "\n"
             "rndv_fin %" PRIu64 "\nsyncs %" PRIu64 "\n"
             "sync_requests %" PRIu64 "\nlist_full %" PRIu64 "\n"
-            "dropped %" PRIu64 "\n",
+            "buf_busy %" PRIu64 "\ndropped %" PRIu64 "\n",
             s->tags_posted, s->tags_canceled, s->exp_eager, s->exp_rndv,
             s->exp_sw_rndv, s->exp_rts, s->tag_errors, s->unexp_eager,
             s->unexp_rndv,
             s->unexp_sw_rndv, s->rndv_sent, s->rndv_fin, s->syncs,
-            s->sync_requests, s->list_full, s->dropped);
+            s->sync_requests, s->list_full, s->buf_busy, s->dropped);
 }
 
 void strand_tm_log_summary(const strand_tm_t *tm)
@@ -713,11 +713,12 @@ void strand_tm_log_summary(const strand_tm_t *tm)
              PRIu64 " unexp_eager %"
              PRIu64 " unexp_rndv %" PRIu64 " unexp_sw_rndv %" PRIu64
              " tags_canceled %" PRIu64 " rndv_sent %" PRIu64 " rndv_fin %"
-             PRIu64 " syncs %" PRIu64 " list_full %" PRIu64, tm->name,
+             PRIu64 " syncs %" PRIu64 " list_full %" PRIu64 " buf_busy %"
+             PRIu64, tm->name,
              s->tags_posted, s->exp_eager, s->exp_rndv, s->exp_sw_rndv,
              s->exp_rts, s->unexp_eager, s->unexp_rndv, s->unexp_sw_rndv,
              s->tags_canceled, s->rndv_sent, s->rndv_fin, s->syncs,
-             s->list_full);
+             s->list_full, s->buf_busy);
 }
 
 /* --------------------------------------------------------- rendezvous */

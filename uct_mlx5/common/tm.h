@@ -68,6 +68,7 @@ typedef struct strand_tm_stats {
     uint64_t syncs;          /* NOP list operations reporting the count */
     uint64_t sync_requests;  /* completions that asked for one */
     uint64_t list_full;      /* tag_recv_zcopy refused: no entry */
+    uint64_t buf_busy;       /* ... refused: a checked GET writes there */
     uint64_t dropped;        /* unexpected, and no callback to take it
                                 (opened without them) */
 } strand_tm_stats_t;
