@@ -697,3 +697,66 @@ TEST_F(rc_strand_tag_quiet, a_sender_that_goes_mid_rendezvous_fails_only_its_rec
                                "rendezvous",
                                [this] { return rndv_stat("failed"); });
 }
+
+/* With tag matching, a receive posted into a buffer that a checked GET of
+ * this interface still writes is refused with UCS_ERR_ALREADY_EXISTS (UCP
+ * keeps it, as for a buffer posted twice): UCP >= 1.18 posts one buffer for
+ * several receives, and a software rendezvous request matched there (too
+ * large for the CQE with these keys) would be written over by the GET
+ * before UCP reads it. Other buffers are taken; once the GET is done, that
+ * one is too. */
+TEST_F(rc_strand_tag, a_tag_is_not_posted_where_a_checked_get_still_writes)
+{
+    ASSERT_NO_FATAL_FAILURE(integrity("crc32c", ""));
+    open_tag_pair();
+    const size_t len = 256 * 1024;
+    region src, dst, other;
+    reg(src, len);
+    reg(dst, len);
+    reg(other, 4096);
+    fill(src, pattern(len, 3));
+    uct_tag_context_t ctx = {};
+    ctx.tag_consumed_cb = [](uct_tag_context_t*) {};
+    ctx.completed_cb    = [](uct_tag_context_t*, uct_tag_t, uint64_t, size_t,
+                             void*, ucs_status_t) {};
+    ctx.rndv_cb         = [](uct_tag_context_t*, uct_tag_t, const void*,
+                             unsigned, ucs_status_t, unsigned) {};
+    auto post = [&](region &r, size_t off, size_t n) {
+        uct_iov_t iov = {r.buf.data() + off, n, r.memh, 0, 1};
+        return uct_iface_tag_recv_zcopy(m_a.iface, 7, UINT64_MAX, &iov, 1,
+                                        &ctx);
+    };
+    auto stat = [&] {
+        std::string t = vfs_read(m_a, "tag_matching");
+        size_t p      = t.find("\nbuf_busy ");
+        return (p == std::string::npos) ? ~0ull :
+               std::stoull(t.substr(p + 10));
+    };
+
+    uct_iov_t iov = {dst.buf.data(), len, dst.memh, 0, 1};
+    test_comp c;
+    comp_init(&c);
+    ucs_status_t status = UCS_ERR_NO_RESOURCE;
+    ASSERT_TRUE(progress_until([&] {
+        status = uct_ep_get_zcopy(m_ep, &iov, 1, addr(src), src.rkey.rkey,
+                                  &c.uct);
+        return status != UCS_ERR_NO_RESOURCE;
+    }));
+    ASSERT_EQ(UCS_INPROGRESS, status);
+    /* anywhere in the GET's range, not before or after it */
+    EXPECT_EQ(UCS_ERR_ALREADY_EXISTS, post(dst, 0, 64));
+    EXPECT_EQ(UCS_ERR_ALREADY_EXISTS, post(dst, len - 1, 1));
+    EXPECT_EQ(2u, stat());
+    ASSERT_EQ(UCS_OK, post(other, 0, 4096));
+    EXPECT_EQ(UCS_OK, uct_iface_tag_recv_cancel(m_a.iface, &ctx, 1));
+    ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+    EXPECT_EQ(UCS_OK, c.status);
+    EXPECT_TRUE(src.buf == dst.buf);
+    ASSERT_EQ(UCS_OK, post(dst, 0, len));
+    EXPECT_EQ(UCS_OK, uct_iface_tag_recv_cancel(m_a.iface, &ctx, 1));
+    EXPECT_EQ(2u, stat());
+    flush(m_ep);
+    unreg(other);
+    unreg(dst);
+    unreg(src);
+}
