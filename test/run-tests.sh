@@ -52,7 +52,7 @@ declare -A MODE_SHELL=(
 # UCX's own uct suite of that version, and loading without preload.
 declare -A MODE_UCX=([ucx118]=1.18.1 [ucx122]=1.22.0)
 UCX_MODE_GTEST='abi.*:strand_md*.*:dc_strand*.*:*/dc_strand*.*:rc_strand*.*:*/rc_strand*.*'
-UCX_MODE_SHELL='test_ucx_info test_strand_run test_plugin_path test_perftest test_ucp test_dc_peers test_mpi test_shmem test_integrity test_perftest@rc test_ucp@rc test_mpi@rc test_shmem@rc test_integrity@rc test_ucx_uct'
+UCX_MODE_SHELL='test_ucx_info test_strand_run test_plugin_path test_perftest test_ucp test_dc_peers test_mpi test_shmem test_integrity test_tag_offload test_perftest@rc test_ucp@rc test_mpi@rc test_shmem@rc test_integrity@rc test_tag_offload@rc test_ucx_uct'
 for m in "${!MODE_UCX[@]}"; do
     MODE_GTEST[$m]=$UCX_MODE_GTEST
     MODE_SHELL[$m]=$UCX_MODE_SHELL
