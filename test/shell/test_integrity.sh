@@ -156,12 +156,13 @@ if ! is_dc; then
     done
     export UCX_TLS=$tl,self "${tlp}INTEGRITY=crc32c"
     export STRAND_SIM_FABRIC="${fabric_prefix}tmperf"
-    # UCP 1.22's protocols count a copy on the receiver for an offloaded
-    # rendezvous ("remote copy" in UCX_PROTO_INFO_DIR's graphs) and send
-    # ucx_perftest's multi-sends through their own; its v1 protocols still
-    # use the transport's (docs/ucx-versions.md)
+    # UCP >= 1.18's protocols choose between the transport's rendezvous
+    # and their own from estimates the device measures at open (1.22 counts
+    # a copy on the receiver for an offloaded one, "remote copy" in
+    # UCX_PROTO_INFO_DIR's graphs): not always the transport's. Its v1
+    # protocols use the transport's (docs/ucx-versions.md)
     set -- $(ucx_version)
-    [ "$1" -gt 1 ] || [ "$2" -ge 22 ] && export UCX_PROTO_ENABLE=n
+    [ "$1" -gt 1 ] || [ "$2" -ge 18 ] && export UCX_PROTO_ENABLE=n
     tag_bw_damaged "ucp tag_bw, tag matching," "$tmpdir/tmperf.log"
     unset UCX_PROTO_ENABLE
     counted "ucp tag_bw 64k..16MiB, tag matching: the damage was found" \

@@ -47,8 +47,10 @@ export UCX_NET_DEVICES=smlx5_0:1 UCX_TLS=$tl,self
 export "${tlp}TM_ENABLE=y" UCX_LOG_LEVEL=info
 
 # small messages too: UCP posts receives of at least TM_THRESH bytes to the
-# device
-export UCX_TM_THRESH=1
+# device; eager up to 8k (UCP >= 1.18 picks its protocols from the
+# transport's estimates, which the device measures when it opens: on a
+# loaded machine it may send 8k with a software rendezvous request)
+export UCX_TM_THRESH=1 UCX_RNDV_THRESH=inf
 perf "ucp tag_lat 8 (tag offload)"     -t tag_lat -n 1000
 perf "ucp tag_bw 8 (tag offload)"      -t tag_bw  -n 10000
 perf "ucp tag_lat 1k (tag offload)"    -t tag_lat -s 1024 -n 1000
@@ -56,13 +58,29 @@ perf "ucp tag_bw 8k (tag offload)"     -t tag_bw  -s 8192 -n 2000
 cat "$tmpdir/srv" "$tmpdir/cli" >"$tmpdir/eager.log"
 offloaded "ucp tag_bw 8k: eager messages matched by the device" \
     "$tmpdir/eager.log" exp_eager
-unset UCX_TM_THRESH
+unset UCX_TM_THRESH UCX_RNDV_THRESH
 
-# UCP 1.22's protocols count a copy on the receiver for an offloaded
-# rendezvous and send ucx_perftest's multi-sends through their own; its v1
-# protocols still use the transport's (docs/ucx-versions.md)
+# UCP >= 1.18 sends a rendezvous it does not offload as a software request
+# the device may match to a posted receive, whose buffer UCP posts for
+# several receives: the request must not be read from that buffer (it came
+# in the CQE; UCP asserted on a request written over by an earlier GET)
 set -- $(ucx_version)
-[ "$1" -gt 1 ] || [ "$2" -ge 22 ] && export UCX_PROTO_ENABLE=n
+if [ "$1" -gt 1 ] || [ "$2" -ge 18 ]; then
+    export UCX_TM_THRESH=1 UCX_RNDV_THRESH=4k
+    perf "ucp tag_bw 8k (software rendezvous requests)" -t tag_bw -s 8192 \
+        -n 2000
+    cat "$tmpdir/srv" "$tmpdir/cli" >"$tmpdir/swrndv.log"
+    offloaded "ucp tag_bw 8k: software rendezvous requests matched by the device" \
+        "$tmpdir/swrndv.log" exp_sw_rndv
+    unset UCX_TM_THRESH UCX_RNDV_THRESH
+fi
+
+# UCP >= 1.18's protocols choose between the transport's rendezvous and
+# their own from estimates the device measures at open (1.22 counts a copy
+# on the receiver for an offloaded one): not always the transport's. Its
+# v1 protocols use the transport's (docs/ucx-versions.md)
+set -- $(ucx_version)
+[ "$1" -gt 1 ] || [ "$2" -ge 18 ] && export UCX_PROTO_ENABLE=n
 for size in 65536 1048576 16777216; do
     perf "ucp tag_bw $size (tag offload)" -t tag_bw -s "$size" \
         -n $((size > 1048576 ? 10 : 200)) -w 2
