@@ -224,6 +224,18 @@ if ! is_dc; then
     fi
     counted "mpirun -np 4, tag matching: the damage was found and read again" \
         "$tmpdir/mpi.crc32cy"
-    pipelined "mpirun -np 4, tag matching: MPI rendezvous read by the transport" \
-        "$tmpdir/mpi.crc32cy"
+    # UCP >= 1.18 picks the transport's rendezvous or its own from
+    # estimates the device measures at open: Open MPI usually sends through
+    # the transport's, not always on a loaded machine (its v1 protocols,
+    # which would force it, fail Open MPI 4.1's tag matching on 1.22)
+    set -- $(ucx_version)
+    if { [ "$1" -gt 1 ] || [ "$2" -ge 18 ]; } &&
+       [ "$(rndv_counter "$tmpdir/mpi.crc32cy" xfers)" = 0 ] &&
+       [ "$(rndv_counter "$tmpdir/mpi.crc32cy" failed)" = 0 ]; then
+        skip "mpirun -np 4, tag matching: MPI rendezvous read by the transport" \
+            "UCP $1.$2 chose its own rendezvous this time"
+    else
+        pipelined "mpirun -np 4, tag matching: MPI rendezvous read by the transport" \
+            "$tmpdir/mpi.crc32cy"
+    fi
 fi
