@@ -666,7 +666,7 @@ static int dev_sim_query_perf(strand_dev_t *dev, strand_dev_perf_t *perf)
     static const char *const how[] = {
         [SMLX5_PERF_MEASURED] = "measured",
         [SMLX5_PERF_OVERRIDE] = "STRAND_SIM_PERF",
-        [SMLX5_PERF_FIXED]    = "fixed (measuring failed)",
+        [SMLX5_PERF_FIXED]    = "fixed values, measuring failed",
     };
     dev_sim_t *s = dev->priv;
     smlx5_perf_t sp;
@@ -687,8 +687,10 @@ static int dev_sim_query_perf(strand_dev_t *dev, strand_dev_perf_t *perf)
     case SMLX5_PERF_FIXED:    perf->source = STRAND_DEV_PERF_FIXED;    break;
     default:                  perf->source = STRAND_DEV_PERF_MEASURED; break;
     }
-    snprintf(perf->what, sizeof(perf->what), "software device, %s, MTU %u",
-             how[sp.source], dev->caps.mtu);
+    snprintf(perf->what, sizeof(perf->what), "software device, %s%s%s%s, "
+             "MTU %u", how[sp.source], sp.error ? " (" : "",
+             sp.error ? strerror(sp.error) : "", sp.error ? ")" : "",
+             dev->caps.mtu);
     return 0;
 }
 

@@ -110,7 +110,9 @@ int  smlx5_set_fastpath(smlx5_context_t *ctx, int on);
  * once per process on a private fabric (a few ms, on the first call), or
  * STRAND_SIM_PERF="latency_ns=N,bw_mbs=N,overhead_ns=N,recv_overhead_ns=N"
  * (keys left out take fixed values; a bad key or value: open fails with
- * EINVAL). Always 0. */
+ * EINVAL). Where measuring fails (the host gave the echo thread no CPU in
+ * its time budget), fixed values and the reason, printed by no one here.
+ * Always 0. */
 typedef enum smlx5_perf_source {
     SMLX5_PERF_MEASURED,
     SMLX5_PERF_OVERRIDE,
@@ -123,9 +125,13 @@ typedef struct smlx5_perf {
     double overhead_ns;       /* CPU per posted message */
     double recv_overhead_ns;  /* CPU per received message */
     smlx5_perf_source_t source;
+    int    error;             /* SMLX5_PERF_FIXED: why measuring failed */
 } smlx5_perf_t;
 
 int  smlx5_query_perf(smlx5_context_t *ctx, smlx5_perf_t *perf);
+/* Test / observability hook: measure now, for packets of `mtu` bytes,
+ * without the per-process cache. 0, or why it failed (perf untouched). */
+int  smlx5_measure_perf(uint32_t mtu, smlx5_perf_t *perf);
 /* Run the device engine once (inbound packets, timers). Returns the number
  * of events handled. Called implicitly on doorbells and CQ polls. */
 int  smlx5_progress(smlx5_context_t *ctx);

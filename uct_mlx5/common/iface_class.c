@@ -143,8 +143,10 @@ ucs_status_t strand_iface_perf(strand_iface_t *iface, strand_dev_perf_t *perf)
                   iface->dev->info.name, strerror(ret));
         return UCS_ERR_IO_ERROR;
     }
-    if (perf->source == STRAND_DEV_PERF_PORT_GUESS) {
-        ucs_diag("%s: port speed not known, estimates assume %s",
+    if ((perf->source == STRAND_DEV_PERF_PORT_GUESS) ||
+        (perf->source == STRAND_DEV_PERF_FIXED)) {
+        /* UCP picks protocols from these; the run works either way */
+        ucs_diag("%s: estimates not from the device: %s",
                  iface->dev->info.name, perf->what);
     }
     ucs_trace("%s: estimates (%s): latency %.0f ns, bandwidth %.0f MB/s, "
