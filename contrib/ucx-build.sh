@@ -14,7 +14,16 @@
 # because strand does not use them and they cost build time: UCX's own verbs
 # transports (strand drives the NIC through rdma-core itself), rdmacm, the
 # GPU and kernel-assisted modules, Java and Go bindings, documentation.
+#
+# No MPI either, as Debian's ucx_perftest has none: UCX's configure turns MPI
+# on whenever MPICC is in the environment (config/m4/mpi.m4 tests only
+# `-n "$MPICC"`, whatever --with-mpi says), and `make check` exports MPICC
+# for its own MPI programs. An ucx_perftest built with MPI calls MPI_Init
+# whenever stdin is not a terminal and then wants 2 MPI ranks instead of a
+# server and a client ("This test should be run with exactly 2 processes
+# in p2p case"). A cached build made that way is made again.
 set -euo pipefail
+unset MPICC MPIRUN SHMEMCC
 
 src=${1:?usage: ucx-build.sh UCX_TARBALL_OR_SOURCE_DIR}
 cache=${STRAND_UCX_CACHE:-$HOME/.cache/strand}
@@ -42,7 +51,8 @@ flags="--enable-mt --enable-devel-headers --enable-cma --without-valgrind
        --without-knem --without-xpmem --without-java --without-go
        --without-fuse3 --disable-examples"
 key=$(echo "$ver $flags $(gcc --version | head -1)" | sha1sum | cut -c1-16)
-if [ "$(cat "$dir/stamp" 2>/dev/null)" = "$key" ] && [ -f "$prefix/lib/pkgconfig/ucx.pc" ]; then
+if [ "$(cat "$dir/stamp" 2>/dev/null)" = "$key" ] && [ -f "$prefix/lib/pkgconfig/ucx.pc" ] &&
+   ! grep -q '^#define HAVE_MPI 1' "$dir/src/config.h" 2>/dev/null; then
     echo "prefix=$prefix"
     echo "src=$dir/src"
     exit 0
