@@ -547,6 +547,8 @@ sim_bfreg_t *sim_bf_take(smlx5_context_t *ctx, smlx5_td_t *td);
 void         sim_bf_put(smlx5_qp_t *qp);
 void         sim_bf_check(smlx5_qp_t *qp);
 bool sim_fault_active(const smlx5_context_t *ctx);
+/* the fault draws' generator, from cfg.seed (or the clock without one) */
+void sim_fault_seed(smlx5_context_t *ctx);
 int  sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
                     const void *payload, size_t len);
 void sim_fault_release(smlx5_context_t *ctx, uint64_t now);

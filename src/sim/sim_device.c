@@ -431,11 +431,7 @@ smlx5_context_t *smlx5_open_device(const char *name)
     }
     ctx->lid = sim_fabric_port_lid(ctx->port);
     sim_port_identity_init(ctx);
-    /* with a fault seed, runs draw the same faults (per LID) */
-    ctx->rng     = ctx->cfg.seed ?
-                   (ctx->cfg.seed * 0x9e3779b97f4a7c15ull) ^ ctx->lid :
-                   sim_now_ns() ^ ((uint64_t)getpid() << 32);
-    ctx->rng     = ctx->rng ? ctx->rng : 1;
+    sim_fault_seed(ctx);
     ctx->key_gen = (uint32_t)(ctx->rng & 0xff);
     ctx->refs    = 1;
 
