@@ -51,6 +51,9 @@ perf "ucp am_bw 10000"  -t ucp_am_bw -s 10000 -n 1000
 # The README's one-command pair, with no configuration at all (dc_strand)
 is_dc || exit 0
 unset UCX_TLS UCX_NET_DEVICES STRAND_SIM_FABRIC
+# this build's strand-run (the script lives in the source tree, which in the
+# ucx modes belongs to another build, made for another UCX)
+export STRAND_RUN=$STRAND_BUILDDIR/contrib/strand-run
 timeout 120 "$STRAND_SRCDIR/contrib/strand-perftest" -n 2000 >"$tmpdir/pair" 2>&1
 rc=$?
 check "strand-perftest: UCT am_lat pair over dc_strand, zero configuration" \
