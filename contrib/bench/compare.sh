@@ -122,6 +122,12 @@ if [ -z "${STRAND_PLUGIN:-}" ]; then  # strand-run's built-in default
 fi
 [ -r "$STRAND_PLUGIN" ] || die "plugin '$STRAND_PLUGIN' not found: build it or set STRAND_PLUGIN"
 
+post_cost=""
+for c in ${STRAND_BUILDDIR:+"$STRAND_BUILDDIR/contrib/bench/post_cost"} \
+         "$here/post_cost"; do
+    [ -x "$c" ] && { post_cost=$c; break; }
+done
+
 if [ "$callgrind" = 1 ]; then
     command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
         die "valgrind/callgrind_annotate not found (apt-get install valgrind, or --no-callgrind)"
@@ -495,6 +501,65 @@ cg_post() {
     echo "$me:   $fn: post path ${CG[$fn.cell]}, device ${CG[$fn.simper]} instructions per post" >&2
 }
 
+# cg_cost KEY MODE N FN [ENV...]: contrib/bench/post_cost MODE N (one
+# process, two dc_strand interfaces) under callgrind, collecting inside
+# its cost_* function of MODE; FN's calls and inclusive cost there, the
+# device's part of it, and the program's own report ("calls C empty E
+# events V"; refused: "refused N"), in CG[KEY.*]
+cg_cost() {
+    local key=$1 mode=$2 n=$3 fn=$4 toggle log res; shift 4
+    case "$mode" in refused) toggle=cost_refused_put ;; *) toggle=cost_progress ;; esac
+    log="$work/cost.$key"
+    new_fabric
+    echo "$me: callgrind post_cost $mode $n ($fn)" >&2
+    env STRAND_SIM_FABRIC="$fabric" "$@" timeout $((run_timeout * 5)) "$strand_run" \
+        valgrind --tool=callgrind --callgrind-out-file="$log.out" \
+        --toggle-collect="$toggle" "$post_cost" "$mode" "$n" >"$log.txt" 2>"$log.err"
+    local rc=$?
+    rm -f "/dev/shm/$fabric"
+    if [ $rc != 0 ] || [ ! -s "$log.out" ]; then
+        echo "$me:   failed:" >&2; tail -3 "$log.err" | sed 's/^/    /' >&2
+        return 1
+    fi
+    callgrind_annotate --inclusive=yes --tree=calling --threshold=100 \
+        "$log.out" >"$log.tree" 2>&1
+    res=$(cg_tree "$fn" "$log.tree") || { echo "$me:   no calls to $fn" >&2; return 1; }
+    set -- $res
+    CG[$key.calls]=$1 CG[$key.total]=$2 CG[$key.sim]=$3
+    CG[$key.report]=$(tail -n1 "$log.txt")
+    CG[$key.tree]=$log.tree
+}
+# report_field KEY FIELD: a number of post_cost's report
+report_field() { awk -v f="$2" '{ for (i = 1; i < NF; ++i) if ($i == f) print $(i + 1) }' <<<"${CG[$1.report]}"; }
+
+# the completion path and the refused post (post_cost): instructions of
+# the transport per refused put_short, per send CQE (a CQE per put:
+# moderation off) and per received active message (its handler, and the
+# progress calls that found nothing at the idle cost, taken out), the
+# device's work (SIM_FUNC_RE) counted apart
+cg_costs() {
+    local n=$CG_N e
+    cg_cost refused refused "$n" strand_dc_ep_put_short &&
+        CG[refused.cell]=$(awk -v t="${CG[refused.total]}" -v s="${CG[refused.sim]}" \
+                               -v c="${CG[refused.calls]}" 'BEGIN { printf "%.0f", (t - s) / c }')
+    cg_cost idle idle "$n" strand_iface_progress || return 1
+    e=$(awk -v t="${CG[idle.total]}" -v s="${CG[idle.sim]}" -v c="${CG[idle.calls]}" \
+            'BEGIN { printf "%.1f", (t - s) / c }')
+    CG[idle.cell]=$e
+    cg_cost send_cqe send_cqe "$n" strand_iface_progress UCX_DC_STRAND_TX_CQ_MODERATION=1 &&
+        CG[send_cqe.cell]=$(awk -v t="${CG[send_cqe.total]}" -v s="${CG[send_cqe.sim]}" -v e="$e" \
+                                -v z="$(report_field send_cqe empty)" -v v="$(report_field send_cqe events)" \
+                                'BEGIN { printf "%.0f", (t - s - z * e) / v }')
+    if cg_cost recv_am recv_am "$n" strand_iface_progress; then
+        set -- $(cg_tree cost_am_handler "${CG[recv_am.tree]}")
+        CG[recv_am.handler]=${2:-0}
+        CG[recv_am.cell]=$(awk -v t="${CG[recv_am.total]}" -v s="${CG[recv_am.sim]}" -v e="$e" \
+                               -v h="${CG[recv_am.handler]}" -v n="$n" \
+                               -v z="$(report_field recv_am empty)" \
+                               'BEGIN { printf "%.0f", (t - s - h - z * e) / n }')
+    fi
+}
+
 # ------------------------------------------------------------------ run
 load_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)
 ncells=$(echo $CELLS | wc -w)
@@ -527,6 +592,12 @@ run_round 1; rounds=1
 if [ "$callgrind" = 1 ]; then
     cg_post strand_dc_ep_am_short am_bw || cg_failed="$cg_failed am_short"
     cg_post strand_dc_ep_put_short put_bw || cg_failed="$cg_failed put_short"
+    if [ -n "$post_cost" ]; then
+        cg_costs
+        for k in refused send_cqe recv_am; do
+            [ -n "${CG[$k.cell]}" ] || cg_failed="$cg_failed $k"
+        done
+    fi
 fi
 while [ "$rounds" -lt "$repeat" ]; do
     if [ $((SECONDS - t0)) -ge "$budget" ]; then
@@ -601,6 +672,11 @@ verdict_instr() { # FN: post path <= POST_TARGET (both bounds when calls were re
     fi
 }
 instr() { [ -n "${CG[$1.$2]}" ] && echo "${CG[$1.$2]}" || echo "$3"; }
+REFUSED_TARGET=40 # instructions per refused post
+verdict_max() { # KEY MAX: KEY's cell <= MAX
+    [ -n "${CG[$1.cell]}" ] || { echo "n/a"; return; }
+    [ "${CG[$1.cell]}" -le "$2" ] && echo met || echo MISSED
+}
 
 # cg_breakdown FN: where FN's post path goes, instructions per call by the
 # transport's source file the code comes from (inlined code counts for the
@@ -668,6 +744,13 @@ if [ "$callgrind" = 1 ]; then
         "<= $POST_TARGET" "$(verdict_instr strand_dc_ep_put_short)"
     row "put_short device emulation (instr/post)" "$(instr strand_dc_ep_put_short simper FAILED)" \
         - - - - "reported apart" "-"
+    na=$([ -n "$post_cost" ] && echo FAILED || echo "not measured (contrib/bench/post_cost not built)")
+    row "refused put_short, queue full (instr/call)" "$(instr refused cell "$na")" - - - - \
+        "<= $REFUSED_TARGET" "$(verdict_max refused $REFUSED_TARGET)"
+    row "send completion (instr/CQE)" "$(instr send_cqe cell "$na")" - - - - \
+        "<= $POST_TARGET" "$(verdict_max send_cqe $POST_TARGET)"
+    row "received AM, handler excluded (instr/AM)" "$(instr recv_am cell "$na")" - - - - \
+        "<= $POST_TARGET" "$(verdict_max recv_am $POST_TARGET)"
 fi
 
 HEAD="metric	dc_strand	posix	tcp	dc/posix	dc/tcp	target	verdict	"
@@ -702,6 +785,7 @@ notes() {
     echo "- Latency: ucx_perftest's typical (50th percentile) value, half a round trip, over the last <= 2048 iterations; bandwidth and message rate: its overall values (MiB/s = 2^20 bytes/s). Each value is the best of $rounds run(s) (lowest latency, highest rate)."
     echo "- A layout in parentheses is used where the transport lacks the metric's own (put_lat: short; put_bw: zcopy)."
     if [ "$callgrind" = 1 ]; then
+        echo "- Refused post and completions: callgrind on \`contrib/bench/post_cost\` (one process, two dc_strand interfaces on one fabric): a put_short on a full send queue, $CG_N times (the transport's function, per call); $CG_N 8-byte put_shorts with a CQE each (\`UCX_DC_STRAND_TX_CQ_MODERATION=1\`), the sender's \`uct_iface_progress\` per CQE; $CG_N 8-byte am_shorts, the receiver's \`uct_iface_progress\` per message, its handler excluded; progress calls that found nothing are taken out at the cost of an idle one (${CG[idle.cell]:-?} instructions); the device's work counted apart as above."
         echo "- Instructions: callgrind on the dc_strand client (server not under valgrind), \`-t am_bw\` / \`-t put_bw\` \`-D short -s 8 -n $CG_N -w $CG_W\`, collecting inside \`strand_dc_ep_am_short\` / \`strand_dc_ep_put_short\` only; post path per call = (inclusive cost - device) / calls (a run with over 1% of its calls refused for a full send queue is repeated, as those are cheap and dilute it; if refused calls remain, the range per call..per doorbell is shown); device per post = device cost / doorbells; the device emulation (calls into \`smlx5_*\`, \`sim_*\`, \`dev_sim_*\`: the doorbell processing the software device does inline) is counted apart and not in the post path."
     fi
 }
@@ -726,6 +810,10 @@ if [ "$callgrind" = 1 ]; then
         echo "  $fn: ${CG[$fn.calls]} calls (${CG[$fn.refused]} refused: queue full), ${CG[$fn.db]} doorbells, ${CG[$fn.total]} Ir inclusive, device ${CG[$fn.sim]} Ir (${CG[$fn.via]})"
         echo "    post path per call ${CG[$fn.post]}, per doorbell ${CG[$fn.post_hi]}; device per doorbell ${CG[$fn.simper]}"
         echo "    post path by source (instr/call): $(cg_breakdown $fn)"
+    done
+    for k in refused idle send_cqe recv_am; do
+        [ -n "${CG[$k.calls]}" ] || { echo "  post_cost $k: FAILED"; continue; }
+        echo "  post_cost $k: ${CG[$k.calls]} calls, ${CG[$k.total]} Ir inclusive, device ${CG[$k.sim]} Ir${CG[$k.handler]:+, handler ${CG[$k.handler]} Ir}; ${CG[$k.report]}; per unit ${CG[$k.cell]}"
     done
 fi
 echo

@@ -78,7 +78,9 @@ strand_ep_am_short_general(strand_iface_t *iface, strand_ep_t *ep,
 
     status = strand_ep_am_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
-        return strand_ep_refused(iface, ep, status, NULL);
+        return strand_ep_refused_short(iface, ep,
+                                       strand_ep_refused(iface, ep, status,
+                                                         NULL));
     }
 
     am_hdr.id  = id;
@@ -198,7 +200,9 @@ strand_ep_put_short_general(strand_iface_t *iface, strand_ep_t *ep,
 
     status = strand_ep_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
-        return strand_ep_refused(iface, ep, status, NULL);
+        return strand_ep_refused_short(iface, ep,
+                                       strand_ep_refused(iface, ep, status,
+                                                         NULL));
     }
     ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
@@ -787,6 +791,7 @@ UCS_CLASS_INIT_FUNC(strand_ep_t, const uct_ep_params_t *params)
     self->tx_txq      = NULL;
     self->pending     = 0;
     self->tx_gate     = iface->tx_gate - 1;
+    self->refused_beat = iface->tx_beat - 1;
     self->txq         = STRAND_TXQ_NONE;
     self->lane      = 0;
     self->held        = 0;

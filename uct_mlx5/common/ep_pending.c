@@ -67,6 +67,7 @@ ucs_status_t strand_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
           strand_iface_integrity_can_start(iface) &&
           (ep->checked_gets == 0)) ||
          (ep->flags & STRAND_EP_FLAG_FAILED))) {
+        ep->refused_beat = iface->tx_beat - 1; /* its post looks again */
         return UCS_ERR_BUSY;
     }
     if ((ep->fc_wnd <= 0) && !(ep->flags & STRAND_EP_FLAG_FC_REQ)) {
@@ -196,8 +197,10 @@ strand_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
 
 void strand_ep_dispatch_pending(strand_iface_t *iface)
 {
-    /* whoever still waits for a DCI says so again */
+    /* whoever still waits for a DCI says so again (and a post refused
+     * before looks again) */
     iface->txq_wanted = 0;
+    strand_iface_tx_beat(iface);
     ucs_arbiter_dispatch(&iface->arbiter, 1, strand_ep_pending_cb, iface);
     if (ucs_unlikely(iface->txq_wanted)) {
         /* a DCI goes back once its WQEs completed */

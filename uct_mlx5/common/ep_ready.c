@@ -36,6 +36,7 @@ void strand_ep_tx_update(strand_iface_t *iface, strand_ep_t *ep)
 {
     strand_txq_t *dci = strand_ep_tx_state(iface, ep, ep->pending > 0);
 
+    strand_iface_tx_beat(iface);
     ep->tx_txq = dci;
     if (dci != NULL) {
         ep->tx_ctrl_tail = strand_ep_ctrl_tail(ep, dci, 0, 0);
@@ -122,6 +123,7 @@ void strand_txq_set_state(strand_iface_t *iface, strand_txq_t *dci,
                                                           &dci->lanes[i]);
     }
     dci->state = state;
+    strand_iface_tx_beat(iface); /* a lease may be free now */
     strand_ep_tx_update_dci(iface, dci);
 }
 
@@ -133,6 +135,7 @@ void strand_lane_set_state(strand_iface_t *iface,
         s->closures += (state != STRAND_LANE_OK) &&
                        strand_lane_open(dci, s);
         s->state     = state;
+        strand_iface_tx_beat(iface);
         strand_ep_tx_update_dci(iface, dci);
     }
 }

@@ -68,6 +68,9 @@ strand_ep_am_short_fast(uct_ep_h tl_ep, unsigned av_ds, unsigned tmh_len,
                              ep, dci, av_ds,
                              sizeof(struct mlx5_wqe_inl_data_seg) + total,
                              &slot, &seg))) {
+        if (ep->refused_beat == iface->tx_beat) {
+            return UCS_ERR_NO_RESOURCE; /* nothing changed since */
+        }
         return strand_ep_am_short_general(iface, ep, id, hdr, payload,
                                              length);
     }
@@ -111,6 +114,9 @@ strand_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds,
                              sizeof(struct mlx5_wqe_raddr_seg) +
                              sizeof(struct mlx5_wqe_inl_data_seg) + length,
                              &slot, &seg))) {
+        if (ep->refused_beat == iface->tx_beat) {
+            return UCS_ERR_NO_RESOURCE; /* nothing changed since */
+        }
         return strand_ep_put_short_general(iface, ep, buffer, length,
                                               remote_addr, rkey);
     }

@@ -251,6 +251,7 @@ static void strand_fc_handle_grant(strand_iface_t *iface,
     }
     ep->fc_wnd = iface->fc.wnd_size;
     strand_fc_set_req(iface, ep, 0);
+    strand_iface_tx_beat(iface);
     iface->fc.waiting--;
     strand_ep_schedule(iface, ep);
 }

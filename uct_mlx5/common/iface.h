@@ -436,6 +436,9 @@ typedef struct strand_iface {
                                             every ep must look again: an
                                             iface fence, an ep starting to
                                             wait for a send queue */
+    uint32_t              tx_beat;       /* moves on where a refused short
+                                            post may go through now
+                                            (iface.h, refusals) */
     unsigned              tx_moderation; /* a CQE per this many WQEs at
                                             least (1: every WQE) */
     uint8_t               repost_pending;/* held WQEs wait for room */
@@ -538,6 +541,15 @@ enum {
  * an ep fence (ep's gate), an iface fence or an ep starting to wait for a
  * DCI (iface->tx_gate moves on: every gate closes at once). A closed gate
  * opens again after a post on the general path.
+ *
+ * Refusals: a short post the general path refused (UCS_ERR_NO_RESOURCE:
+ * pending requests, no lease, no room, no credits) is refused again from
+ * the entry point, without the general path's look at the DCIs, while
+ * ep->refused_beat == iface->tx_beat. The beat moves on
+ * (strand_iface_tx_beat) wherever that answer may change: a progress call
+ * that found work, a WQE retired, a readiness change of any ep, a send
+ * queue's or lane's state, a grant of credits, the pending dispatch. A
+ * pending_add that finds the ep could send (BUSY) forgets its refusal.
  */
 typedef struct strand_ep {
     uct_base_ep_t       super;
@@ -549,6 +561,9 @@ typedef struct strand_ep {
                                          fm_ce_se and imm 0) */
     unsigned            tx_gate;      /* == iface->tx_gate: the fast path
                                          is open (above) */
+    uint32_t            refused_beat; /* iface->tx_beat when the general
+                                         path last refused its short post
+                                         (below) */
     uint32_t            tx_op_kind;   /* while ready: the kind word of its
                                          short operations' op records but
                                          for the opcode (txq.h) */
@@ -595,6 +610,24 @@ typedef struct strand_ep {
     uint16_t            fc_seq_first; /* the first of the current wait */
     ucs_time_t          fc_req_time;  /* when it last asked */
 } strand_ep_t;
+
+/* Something changed that may let a refused short post through (refusals,
+ * above). */
+static UCS_F_ALWAYS_INLINE void strand_iface_tx_beat(strand_iface_t *iface)
+{
+    ++iface->tx_beat;
+}
+
+/* ep's short post was refused: refused again until the beat moves on */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_ep_refused_short(strand_iface_t *iface, strand_ep_t *ep,
+                        ucs_status_t status)
+{
+    if (status == UCS_ERR_NO_RESOURCE) {
+        ep->refused_beat = iface->tx_beat;
+    }
+    return status;
+}
 
 /* An ep waits for a send queue: the eps holding one want CQEs and count
  * their quota, so every fast path closes (ep.h). */

@@ -309,6 +309,9 @@ unsigned strand_iface_progress(uct_iface_h tl_iface)
     } else if (iface->srq_missing > 0) {
         strand_rx_refill(iface);
     }
+    if (count > 0) {
+        strand_iface_tx_beat(iface);
+    }
     strand_fc_progress(iface, &iface->fc);
     if (!ucs_arbiter_is_empty(&iface->arbiter)) {
         strand_ep_dispatch_pending(iface);

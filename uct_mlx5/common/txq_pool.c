@@ -34,6 +34,7 @@ static void strand_txq_set_room(strand_iface_t *iface,
                        (iface->config.tx_queue_len - dci->outstanding) - 1;
 
     dci->room_pi = ((int32_t)(wqes_pi - bbs_pi) < 0) ? wqes_pi : bbs_pi;
+    strand_iface_tx_beat(iface);
 }
 
 void strand_txq_geometry(strand_iface_t *iface, strand_txq_t *dci)

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Refused short posts (iface.h, "Refusals"): a put_short or am_short the
+ * general path refused is refused again from the entry point until
+ * something changes that may let it through. These tests drive what must
+ * change the answer: completions, a lease given back, a pending request's
+ * turn, a credit grant, the ep's failure; a refusal that outlived its
+ * cause would hang each of them (make bench-compare counts what a refusal
+ * costs).
+ */
+#include "dc_fixture.h"
+
+extern "C" ucs_status_t uct_ep_invalidate(uct_ep_h ep, unsigned flags);
+
+class dc_strand_refused : public dc_strand {
+protected:
+    /* 8-byte put_shorts of values base + i to r (at 8 * i) until the send
+     * queue refuses one, nothing progressed; how many went */
+    unsigned fill(uct_ep_h ep, region &r, uint64_t base, unsigned max)
+    {
+        unsigned i;
+        for (i = 0; i < max; ++i) {
+            uint64_t v = base + i;
+            ucs_status_t st = uct_ep_put_short(ep, &v, sizeof(v),
+                                               addr(r, 8 * i), r.rkey.rkey);
+            if (st == UCS_ERR_NO_RESOURCE) {
+                break;
+            }
+            EXPECT_EQ(UCS_OK, st);
+        }
+        return i;
+    }
+};
+
+/* A full send queue refuses every put_short and am_short, again and again
+ * while nothing completes; the first completions let the next one through,
+ * and every PUT before and after lands. */
+TEST_F(dc_strand_refused, a_full_queue_refuses_until_its_wqes_complete)
+{
+    const unsigned max = 4096;
+    open_pair();
+    region r;
+    reg(r, 8 * (max + 1));
+
+    unsigned n = fill(m_ep, r, 0x5000, max);
+    ASSERT_GT(n, 0u);
+    ASSERT_LT(n, max) << "the send queue never filled";
+    uint64_t v = 0x5000 + n;
+    for (unsigned k = 0; k < 1000; ++k) {
+        ASSERT_EQ(UCS_ERR_NO_RESOURCE,
+                  uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
+                                   r.rkey.rkey)) << "call " << k;
+        ASSERT_EQ(UCS_ERR_NO_RESOURCE,
+                  uct_ep_am_short(m_ep, 5, k, nullptr, 0)) << "call " << k;
+    }
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
+                                r.rkey.rkey);
+    }));
+    flush(m_ep);
+    for (unsigned i = 0; i <= n; ++i) {
+        uint64_t got;
+        memcpy(&got, r.buf.data() + 8 * i, sizeof(got));
+        ASSERT_EQ(0x5000u + i, got) << "PUT " << i;
+    }
+    EXPECT_TRUE(m_b.am.msgs.empty()) << "a refused am_short was sent";
+    EXPECT_TRUE(m_a.err.errors.empty());
+    unreg(r);
+}
+
+/* One DCI, held by an ep (dcs): the other ep is refused until the holder's
+ * work completes and the DCI goes back; a request it queued then goes out
+ * from the pending dispatch, and its next post from the entry point. */
+TEST_F(dc_strand_refused, an_ep_without_a_dci_posts_once_the_lease_is_free)
+{
+    set_env("UCX_DC_STRAND_TX_POLICY", "dcs");
+    set_env("UCX_DC_STRAND_NUM_DCI", "1");
+    open_pair();
+    uct_ep_h ep2 = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    ASSERT_NE(nullptr, ep2);
+
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, 1, nullptr, 0));
+    for (unsigned k = 0; k < 100; ++k) {
+        ASSERT_EQ(UCS_ERR_NO_RESOURCE, uct_ep_am_short(ep2, 5, 2, nullptr, 0))
+                << "call " << k;
+    }
+    am_short_pending p;
+    p.ep  = ep2;
+    p.seq = 2;
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(ep2, &p.uct, 0));
+    ASSERT_TRUE(progress_until([&] { return p.done != 0; }));
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_am_short(ep2, 5, 3, nullptr, 0);
+    }));
+    ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 3; }));
+    EXPECT_EQ(1u, *(uint64_t*)m_b.am.msgs[0].data());
+    EXPECT_EQ(2u, *(uint64_t*)m_b.am.msgs[1].data());
+    EXPECT_EQ(3u, *(uint64_t*)m_b.am.msgs[2].data());
+    EXPECT_TRUE(m_a.err.errors.empty());
+}
+
+/* An ep out of credits is refused until the receiver's grant arrives;
+ * then its active messages go out in order. */
+TEST_F(dc_strand_refused, an_ep_out_of_credits_posts_once_granted)
+{
+    set_env("UCX_DC_STRAND_FC_WND_SIZE", "4");
+    open_pair_own_workers();
+    uint64_t seq = 0;
+    while (uct_ep_am_short(m_ep, 5, seq, nullptr, 0) == UCS_OK) {
+        ++seq;
+        ASSERT_LT(seq, 100u) << "no flow control";
+    }
+    for (unsigned k = 0; k < 100; ++k) {
+        ASSERT_EQ(UCS_ERR_NO_RESOURCE,
+                  uct_ep_am_short(m_ep, 5, seq, nullptr, 0));
+        uct_worker_progress(m_worker); /* the sender's only: no grant */
+    }
+    ASSERT_TRUE(progress_until([&] {
+        uct_worker_progress(m_worker_b);
+        return uct_ep_am_short(m_ep, 5, seq, nullptr, 0) == UCS_OK;
+    }));
+    ++seq;
+    ASSERT_TRUE(progress_until([&] {
+        uct_worker_progress(m_worker_b);
+        return m_b.am.msgs.size() == seq;
+    }));
+    for (uint64_t i = 0; i < seq; ++i) {
+        EXPECT_EQ(i, *(uint64_t*)m_b.am.msgs[i].data());
+    }
+}
+
+/* A refused ep that fails: its next post is taken (as after any failure,
+ * until its owner is told), then fails with the ep's status; nothing of it
+ * is sent after the failure. */
+TEST_F(dc_strand_refused, a_refused_ep_that_fails_reports_its_failure)
+{
+    const unsigned max = 4096;
+    open_pair();
+    region r;
+    reg(r, 8 * (max + 1));
+
+    unsigned n = fill(m_ep, r, 0x7000, max);
+    ASSERT_LT(n, max);
+    uint64_t v = 1;
+    ASSERT_EQ(UCS_ERR_NO_RESOURCE,
+              uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
+                               r.rkey.rkey));
+    ASSERT_EQ(UCS_OK, uct_ep_invalidate(m_ep, 0));
+    EXPECT_EQ(UCS_OK, uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
+                                       r.rkey.rkey))
+            << "refused still: the failure did not reach the entry point";
+    ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }));
+    EXPECT_EQ(m_ep, m_a.err.errors[0].first);
+    EXPECT_EQ(UCS_ERR_CANCELED,
+              uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
+                               r.rkey.rkey));
+    EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_am_short(m_ep, 5, 0, nullptr, 0));
+    uint64_t got;
+    memcpy(&got, r.buf.data() + 8 * n, sizeof(got));
+    EXPECT_EQ(0u, got) << "a PUT taken after the failure was sent";
+    unreg(r);
+}
