@@ -356,6 +356,14 @@ typedef struct strand_tl_ops {
  * provider's) */
 KHASH_MAP_INIT_INT(strand_txq_qpn, uint16_t)
 
+/* A QPN -> send queue entry of the direct-mapped table before the hash */
+#define STRAND_TXQ_HINTS   64
+typedef struct strand_txq_hint {
+    uint32_t qpn;                  /* STRAND_TXQ_HINT_NONE: empty */
+    uint16_t index;
+} strand_txq_hint_t;
+#define STRAND_TXQ_HINT_NONE UINT32_MAX  /* no QPN (24 bits) */
+
 /* A send CQ and where its consumer is. */
 typedef struct strand_tx_cq {
     strand_dev_cq_t cq;
@@ -428,6 +436,10 @@ typedef struct strand_iface {
     unsigned              num_txqs;
     unsigned              txq_hwm;       /* slots set up: [0, txq_hwm) */
     khash_t(strand_txq_qpn) txq_by_qpn;  /* QPN -> send queue index */
+    strand_txq_hint_t     txq_hints[STRAND_TXQ_HINTS]; /* the same, at
+                                            qpn % STRAND_TXQ_HINTS when
+                                            qpn matches: a send CQE's
+                                            queue without the hash */
     uint8_t               txq_wanted;    /* an ep waits for a send queue
                                             (strand_iface_want_txq) */
     unsigned              tx_gate;       /* the fast path of short posts is

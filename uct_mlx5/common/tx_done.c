@@ -12,12 +12,59 @@
 #include "tx_done.h"
 #include "op_done.h"
 #include "ep_fail.h"
+#include "ep_pending.h"
 #include "recovery.h"
 #include "event.h"
 #include "stats.h"
 #include "txq_pool.h"
 
 #include <ucs/debug/log.h>
+
+/*
+ * The common retirement, inline (op_done.c's strand_op_complete does the
+ * same for every kind): an operation with nothing to deliver and no
+ * completion to call (LIGHT), whose ep stays busy after it and has no
+ * requests pending. Its slot is freed and the counts taken; the tail,
+ * the room and the waiters of its queue are settled once per CQE
+ * (strand_txq_settle). 0 when op is not of that kind.
+ */
+static UCS_F_ALWAYS_INLINE int strand_op_retire_light(strand_txq_t *dci,
+                                                      strand_op_t *op)
+{
+    strand_ep_t *ep = op->ep;
+
+    if (ucs_unlikely((op->type != STRAND_OP_LIGHT) || (ep == NULL) ||
+                     (ep->outstanding <= 1) ||
+                     !ucs_arbiter_group_is_empty(&ep->arb_group))) {
+        return 0;
+    }
+    op->state = STRAND_OP_FREE;
+    op->ep    = NULL;
+    dci->outstanding--;
+    ep->outstanding--;
+    return 1;
+}
+
+/* op retired, one way or the other */
+static UCS_F_ALWAYS_INLINE void strand_op_retire(strand_iface_t *iface,
+                                                 strand_txq_t *dci,
+                                                 strand_op_t *op)
+{
+    if (!strand_op_retire_light(dci, op)) {
+        strand_op_complete(iface, dci, op, UCS_OK);
+    }
+}
+
+/* after light retirements: the tail moves over the freed slots, the eps
+ * waiting for room on the queue are woken */
+static UCS_F_ALWAYS_INLINE void strand_txq_settle(strand_iface_t *iface,
+                                                  strand_txq_t *dci)
+{
+    strand_txq_advance_tail_inline(iface, dci);
+    if (ucs_unlikely(!ucs_list_is_empty(&dci->waiters))) {
+        strand_txq_wake_waiters(iface, dci);
+    }
+}
 
 /* The WQEs before op that asked for no CQE completed (CQEs come in SQ
  * order, also across streams: an error or a flush CQE too comes only
@@ -35,7 +82,7 @@ static void strand_txq_retire_before(strand_iface_t *iface,
         prev = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
         bb  += prev->bbs;
         if (prev->state == STRAND_OP_POSTED) {
-            strand_op_complete(iface, dci, prev, UCS_OK);
+            strand_op_retire(iface, dci, prev);
         }
     }
 }
@@ -58,11 +105,14 @@ static void strand_txq_cqe(strand_iface_t *iface, strand_txq_t *dci,
     if (ucs_unlikely((dci->state == STRAND_TXQ_DRAINING) ||
                      (dci->lanes[op->lane].state !=
                       STRAND_LANE_OK))) {
+        strand_txq_settle(iface, dci);
         strand_recovery_flush(iface, dci, op, cqe);
     } else if (ucs_unlikely(strand_cqe_is_error(cqe))) {
+        strand_txq_settle(iface, dci);
         strand_recovery_error(iface, dci, op, cqe);
     } else {
-        strand_op_complete(iface, dci, op, UCS_OK);
+        strand_op_retire(iface, dci, op);
+        strand_txq_settle(iface, dci);
     }
 }
 
@@ -77,7 +127,7 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
     unsigned count = 0;
     uint32_t before;
     uint32_t qpn;
-    khiter_t it;
+    int index;
 
     /* The consumer index is written once per poll (and every
      * tx_ci_batch CQEs of a long one: completions post, and the CQ has
@@ -97,9 +147,9 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
             }
             continue;
         }
-        qpn = strand_cqe_qpn(cqe);
-        it = kh_get(strand_txq_qpn, &iface->txq_by_qpn, qpn);
-        if (ucs_unlikely(it == kh_end(&iface->txq_by_qpn))) {
+        qpn   = strand_cqe_qpn(cqe);
+        index = strand_txq_by_qpn(iface, qpn);
+        if (ucs_unlikely(index < 0)) {
             strand_cq_update_ci(cq->dv.dbrec, tx->ci);
             /* no send queue's: the transport's own (rc_strand's QPs that
              * read rendezvous) */
@@ -110,7 +160,7 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
             }
             continue;
         }
-        dci = &iface->txqs[kh_value(&iface->txq_by_qpn, it)];
+        dci = &iface->txqs[index];
         dci->cqes++;
         STRAND_IFACE_STAT(iface, TX_CQE, 1);
         if (ucs_unlikely(strand_cqe_is_error(cqe))) {

@@ -22,21 +22,6 @@
 
 #include <string.h>
 
-/* room_pi (strand_txq_fast_room): the last producer index at which a
- * WQE of the largest size fits, and at which the WQEs posted from now on
- * (a BB each at least) leave the count below tx_queue_len. */
-static void strand_txq_set_room(strand_iface_t *iface,
-                                   strand_txq_t *dci)
-{
-    uint32_t bbs_pi  = dci->sq_tail + dci->sq.wqe_cnt -
-                       iface->config.txq_max_bbs;
-    uint32_t wqes_pi = dci->sq.cur_post +
-                       (iface->config.tx_queue_len - dci->outstanding) - 1;
-
-    dci->room_pi = ((int32_t)(wqes_pi - bbs_pi) < 0) ? wqes_pi : bbs_pi;
-    strand_iface_tx_beat(iface);
-}
-
 void strand_txq_geometry(strand_iface_t *iface, strand_txq_t *dci)
 {
     strand_sq_init(&dci->sq, &dci->qp.dv, dci->qp.qpn,
@@ -119,6 +104,8 @@ ucs_status_t strand_txq_attach_qp(strand_iface_t *iface,
         return UCS_ERR_IO_ERROR;
     }
     kh_value(&iface->txq_by_qpn, it) = dci->index;
+    iface->txq_hints[dci->qp.qpn % STRAND_TXQ_HINTS].qpn   = dci->qp.qpn;
+    iface->txq_hints[dci->qp.qpn % STRAND_TXQ_HINTS].index = dci->index;
     strand_txq_geometry(iface, dci);
     if (dci->sq.wqe_cnt < iface->config.txq_max_bbs) {
         ucs_error("%s: send queue of %u BBs is too small",
@@ -142,6 +129,10 @@ void strand_txq_detach_qp(strand_iface_t *iface, strand_txq_t *dci)
     it = kh_get(strand_txq_qpn, &iface->txq_by_qpn, dci->qp.qpn);
     if (it != kh_end(&iface->txq_by_qpn)) {
         kh_del(strand_txq_qpn, &iface->txq_by_qpn, it);
+    }
+    if (iface->txq_hints[dci->qp.qpn % STRAND_TXQ_HINTS].qpn == dci->qp.qpn) {
+        iface->txq_hints[dci->qp.qpn % STRAND_TXQ_HINTS].qpn =
+                STRAND_TXQ_HINT_NONE;
     }
     iface->dev->ops->destroy_qp(iface->dev, &dci->qp);
     dci->qp.h = NULL;
@@ -184,7 +175,12 @@ void strand_txq_unhold(strand_txq_t *dci)
 
 ucs_status_t strand_txq_pool_init(strand_iface_t *iface)
 {
+    unsigned i;
+
     kh_init_inplace(strand_txq_qpn, &iface->txq_by_qpn);
+    for (i = 0; i < STRAND_TXQ_HINTS; ++i) {
+        iface->txq_hints[i].qpn = STRAND_TXQ_HINT_NONE;
+    }
     iface->txqs = ucs_calloc(iface->num_txqs, sizeof(*iface->txqs),
                              "strand_txqs");
     if (iface->txqs == NULL) {
@@ -282,29 +278,10 @@ unsigned strand_txq_lane_outstanding(const strand_txq_t *dci,
     return count;
 }
 
-strand_op_t *strand_txq_op(strand_txq_t *dci, uint16_t wqe_idx)
-{
-    strand_op_t *op = &dci->ops[wqe_idx & (dci->sq.wqe_cnt - 1)];
-
-    return ((op->state == STRAND_OP_POSTED) && (op->wqe_idx == wqe_idx)) ?
-           op : NULL;
-}
-
-/* The SQ's free space grows only from its oldest WQE: retired slots after
- * a WQE still outstanding (another stream) wait for it. */
 void strand_txq_advance_tail(strand_iface_t *iface,
                                        strand_txq_t *dci)
 {
-    strand_op_t *op;
-
-    while (dci->sq_tail != dci->sq.cur_post) {
-        op = &dci->ops[dci->sq_tail & (dci->sq.wqe_cnt - 1)];
-        if (op->state != STRAND_OP_FREE) {
-            break;
-        }
-        dci->sq_tail += op->bbs;
-    }
-    strand_txq_set_room(iface, dci);
+    strand_txq_advance_tail_inline(iface, dci);
 }
 
 void strand_txq_log_wqe(strand_txq_t *dci, uint16_t wqe_idx)

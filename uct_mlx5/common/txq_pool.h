@@ -43,7 +43,31 @@ void strand_txq_geometry(strand_iface_t *iface, strand_txq_t *dci);
 /* the WQE at wqe_idx in the debug log */
 void strand_txq_log_wqe(strand_txq_t *dci, uint16_t wqe_idx);
 /* the operation of WQE index wqe_idx (NULL: none outstanding there) */
-strand_op_t *strand_txq_op(strand_txq_t *dci, uint16_t wqe_idx);
+static UCS_F_ALWAYS_INLINE strand_op_t *
+strand_txq_op(strand_txq_t *dci, uint16_t wqe_idx)
+{
+    strand_op_t *op = &dci->ops[wqe_idx & (dci->sq.wqe_cnt - 1)];
+
+    return ((op->state == STRAND_OP_POSTED) && (op->wqe_idx == wqe_idx)) ?
+           op : NULL;
+}
+
+/* The send queue of QP number qpn (-1: none of this interface's): the
+ * direct-mapped hints first, then the hash. */
+static UCS_F_ALWAYS_INLINE int strand_txq_by_qpn(strand_iface_t *iface,
+                                                 uint32_t qpn)
+{
+    const strand_txq_hint_t *hint = &iface->txq_hints[qpn %
+                                                      STRAND_TXQ_HINTS];
+    khiter_t it;
+
+    if (ucs_likely(hint->qpn == qpn)) {
+        return hint->index;
+    }
+    it = kh_get(strand_txq_qpn, &iface->txq_by_qpn, qpn);
+    return (it == kh_end(&iface->txq_by_qpn)) ? -1 :
+           kh_value(&iface->txq_by_qpn, it);
+}
 
 /* WQEs of stream `stream` outstanding on dci (a walk over the SQ: only
  * recovery and the VFS ask, the post path counts per DCI only). */
@@ -59,6 +83,40 @@ ucs_status_t strand_txq_signal_tail(strand_iface_t *iface,
 /* The same for every DCI (an iface flush, eps waiting for a DCI): a DCI
  * that is full or recovering has CQEs to come anyway. */
 void strand_txq_signal_tails(strand_iface_t *iface);
+
+/* room_pi (strand_txq_fast_room): the last producer index at which a
+ * WQE of the largest size fits, and at which the WQEs posted from now on
+ * (a BB each at least) leave the count below tx_queue_len. */
+static UCS_F_ALWAYS_INLINE void strand_txq_set_room(strand_iface_t *iface,
+                                                    strand_txq_t *dci)
+{
+    uint32_t bbs_pi  = dci->sq_tail + dci->sq.wqe_cnt -
+                       iface->config.txq_max_bbs;
+    uint32_t wqes_pi = dci->sq.cur_post +
+                       (iface->config.tx_queue_len - dci->outstanding) - 1;
+
+    dci->room_pi = ((int32_t)(wqes_pi - bbs_pi) < 0) ? wqes_pi : bbs_pi;
+    strand_iface_tx_beat(iface);
+}
+
+/* The SQ's free space grows only from its oldest WQE: retired slots after
+ * a WQE still outstanding (another stream) wait for it. */
+static UCS_F_ALWAYS_INLINE void
+strand_txq_advance_tail_inline(strand_iface_t *iface, strand_txq_t *dci)
+{
+    uint32_t tail = dci->sq_tail;
+    const strand_op_t *op;
+
+    while (tail != dci->sq.cur_post) {
+        op = &dci->ops[tail & (dci->sq.wqe_cnt - 1)];
+        if (op->state != STRAND_OP_FREE) {
+            break;
+        }
+        tail += op->bbs;
+    }
+    dci->sq_tail = tail;
+    strand_txq_set_room(iface, dci);
+}
 
 /* what a retired operation holds goes back (descriptor, registrations) */
 void strand_op_release(strand_iface_t *iface, strand_op_t *op);
