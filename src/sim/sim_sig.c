@@ -321,14 +321,20 @@ void sim_sig_tx(smlx5_mkey_t *mk, uint64_t off, uint8_t *dst, uint32_t len,
     }
     unit = mk->bs + mk->wire.size;
     while (len > 0) {
-        k    = off / unit;
-        p    = (uint32_t)(off % unit);
-        ilen = sim_sig_tx_block(mk, k, img, rep);
-        if (p >= ilen) {
-            break; /* past the end: the caller checked the bounds */
+        k = off / unit;
+        p = (uint32_t)(off % unit);
+        if ((p == 0) && (len >= unit)) {
+            /* a whole block in the packet: built in place */
+            n = sim_sig_tx_block(mk, k, dst, rep);
+        } else {
+            /* a piece of one: built aside, the piece copied */
+            ilen = sim_sig_tx_block(mk, k, img, rep);
+            if (p >= ilen) {
+                break; /* past the end: the caller checked the bounds */
+            }
+            n = (ilen - p < len) ? ilen - p : len;
+            memcpy(dst, img + p, n);
         }
-        n = (ilen - p < len) ? ilen - p : len;
-        memcpy(dst, img + p, n);
         dst += n;
         off += n;
         len -= n;

@@ -99,7 +99,7 @@ TEST(sim_sig_ref, checksums_have_their_published_check_values)
  * bytes at a time and must not lose the running value at a piece's end. */
 TEST(sim_sig_ref, device_checksums_in_any_pieces_equal_the_references)
 {
-    std::vector<uint8_t> b(4160);
+    std::vector<uint8_t> b(20000);
     for (size_t i = 0; i < b.size(); ++i) {
         b[i] = (uint8_t)(i * 131 + (i >> 7));
     }
@@ -107,7 +107,10 @@ TEST(sim_sig_ref, device_checksums_in_any_pieces_equal_the_references)
     EXPECT_EQ(0xD0DB, sim_crc16_t10_update(0, s, 9));
     EXPECT_EQ(0xE3069283u, sim_crc32_final(sim_crc32c_update(0xffffffffu,
                                                              s, 9)));
-    for (size_t n : {0, 1, 7, 8, 9, 17, 512, 520, 4096, 4160}) {
+    /* CRC32C takes runs of 3 x 168 and 3 x 2048 bytes three at a time:
+     * sizes below, at and past those */
+    for (size_t n : {0, 1, 7, 8, 9, 17, 503, 504, 505, 512, 520, 4096, 4160,
+                     6143, 6144, 6152, 6648, 20000}) {
         for (size_t cut : {(size_t)0, (size_t)1, n / 3, n / 2 + 3, n}) {
             cut = std::min(cut, n);
             for (uint16_t seed : {0, 0xffff, 0x1234}) {
