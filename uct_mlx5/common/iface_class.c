@@ -288,6 +288,43 @@ ucs_status_t strand_iface_estimate_perf(uct_iface_h tl_iface,
 
 /* ------------------------------------------------------------- progress */
 
+/* Whether the receive side has work: a CQE, buffers to post, tag
+ * matching commands (strand_rx_progress). */
+static UCS_F_ALWAYS_INLINE int strand_iface_rx_busy(strand_iface_t *iface)
+{
+    return (strand_cqe_get(iface->rx_cq.dv.buf, iface->rx_cq.dv.cqe_cnt,
+                           iface->rx_cqe_shift, iface->rx_ci) != NULL) ||
+           (iface->srq_missing > 0) || (iface->config.am_tmh > 0);
+}
+
+/* Whether the send side has work: a CQE on its one CQ (rc_strand's many:
+ * always looked at), WQEs to post again, failures to tell
+ * (strand_txq_tx_progress). */
+static UCS_F_ALWAYS_INLINE int strand_iface_tx_busy(strand_iface_t *iface)
+{
+    const strand_tx_cq_t *tx = &iface->tx_cqs[0];
+
+    return (iface->num_tx_cqs != 1) || iface->repost_pending ||
+           (iface->num_failed > 0) ||
+           (strand_cqe_get(tx->cq.dv.buf, tx->cq.dv.cqe_cnt,
+                           iface->tx_cqe_shift, tx->ci) != NULL);
+}
+
+/* The CQs polled where they have work: an idle poll looks at two CQEs'
+ * ownership bytes and a few counters only. */
+static UCS_F_ALWAYS_INLINE unsigned strand_iface_poll(strand_iface_t *iface)
+{
+    unsigned count = 0;
+
+    if (strand_iface_rx_busy(iface)) {
+        count += strand_rx_progress(iface);
+    }
+    if (strand_iface_tx_busy(iface)) {
+        count += strand_txq_tx_progress(iface);
+    }
+    return count;
+}
+
 unsigned strand_iface_progress(uct_iface_h tl_iface)
 {
     strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
@@ -298,14 +335,12 @@ unsigned strand_iface_progress(uct_iface_h tl_iface)
         strand_iface_integrity_progress(iface);
     }
 
-    count  = strand_rx_progress(iface);
-    count += strand_txq_tx_progress(iface);
+    count = strand_iface_poll(iface);
     if (count == 0) {
         if (iface->dev->ops->progress != NULL) {
             iface->dev->ops->progress(iface->dev);
         }
-        count  = strand_rx_progress(iface);
-        count += strand_txq_tx_progress(iface);
+        count = strand_iface_poll(iface);
     } else if (iface->srq_missing > 0) {
         strand_rx_refill(iface);
     }
