@@ -116,6 +116,29 @@ void strand_rx_refill(strand_iface_t *iface)
 }
 
 /* A consumed WQE goes back to the tail of the free list. */
+/* A buffer whose message was handled goes back to the SRQ at once, on
+ * the next free WQE, without a trip through the pool; the doorbell is the
+ * caller's. */
+static inline void strand_rx_repost(strand_iface_t *iface,
+                                    strand_rx_desc_t *desc)
+{
+    uint32_t idx = iface->srq_head;
+    struct mlx5_wqe_srq_next_seg *wqe;
+
+    if (ucs_unlikely(idx == iface->srq_tail)) {
+        ucs_mpool_put_inline(desc); /* no free WQE (never after a free) */
+        return;
+    }
+    wqe = strand_rx_srq_wqe(iface, idx);
+    strand_set_data_seg((struct mlx5_wqe_data_seg*)(wqe + 1),
+                        (uintptr_t)strand_rx_wqe_data(iface, desc),
+                        iface->config.seg_size, desc->lkey);
+    iface->srq_descs[idx] = desc;
+    iface->srq_head       = be16toh(wqe->next_wqe_index) & iface->srq_mask;
+    ++iface->srq_posted;
+    --iface->srq_missing;
+}
+
 static inline void strand_rx_srq_free(strand_iface_t *iface,
                                          uint32_t idx)
 {
@@ -252,7 +275,10 @@ static inline void strand_rx_set_release(void *data,
            sizeof(release));
 }
 
-static void strand_rx_handle(strand_iface_t *iface,
+/* One received message handed to its taker (tag matching, the
+ * transport's own, the user's handler); 1 when its buffer is free again,
+ * 0 when the user keeps it (uct_iface_release_desc gives it back). */
+static int strand_rx_handle(strand_iface_t *iface,
                                 struct mlx5_cqe64 *cqe,
                                 strand_rx_desc_t *desc)
 {
@@ -265,8 +291,7 @@ static void strand_rx_handle(strand_iface_t *iface,
     if (ucs_unlikely(strand_cqe_is_error(cqe))) {
         ucs_debug("%s: receive error syndrome 0x%x", iface->dev->info.name,
                   strand_cqe_syndrome(cqe));
-        ucs_mpool_put_inline(desc);
-        return;
+        return 1;
     }
     if (iface->config.am_tmh > 0) {
         switch (strand_tag_rx(iface, cqe, strand_rx_wqe_data(iface, desc),
@@ -278,10 +303,9 @@ static void strand_rx_handle(strand_iface_t *iface,
                                      iface->config.rx_headroom_offset -
                                      STRAND_AM_HDR_SIZE),
                                      &iface->release_tm_desc);
-            return;
+            return 0;
         case STRAND_TAG_RX_DONE:
-            ucs_mpool_put_inline(desc);
-            return;
+            return 1;
         default: /* an active message after its TMH */
             break;
         }
@@ -289,8 +313,7 @@ static void strand_rx_handle(strand_iface_t *iface,
                  length - iface->config.am_tmh : 0;
     }
     if (ucs_unlikely(length < STRAND_AM_HDR_SIZE)) {
-        ucs_mpool_put_inline(desc);
-        return;
+        return 1;
     }
     am_id   = *strand_rx_am_hdr(iface, desc);
     payload = (uint8_t*)desc + iface->config.rx_payload_offset;
@@ -298,8 +321,7 @@ static void strand_rx_handle(strand_iface_t *iface,
         /* the transport's own: flow control, keepalive probes */
         strand_fc_handle(iface, am_id, payload,
                             length - STRAND_AM_HDR_SIZE);
-        ucs_mpool_put_inline(desc);
-        return;
+        return 1;
     }
 
     uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, am_id, payload,
@@ -308,13 +330,13 @@ static void strand_rx_handle(strand_iface_t *iface,
                                  length - STRAND_AM_HDR_SIZE,
                                  UCT_CB_PARAM_FLAG_DESC);
     if (status == UCS_OK) {
-        ucs_mpool_put_inline(desc);
-    } else {
-        /* the user keeps it and gives it back with uct_iface_release_desc()
-         * on the pointer rx_headroom before the payload */
-        strand_rx_set_release(UCS_PTR_BYTE_OFFSET(desc,
-                                 iface->config.rx_headroom_offset), release);
+        return 1;
     }
+    /* the user keeps it and gives it back with uct_iface_release_desc()
+     * on the pointer rx_headroom before the payload */
+    strand_rx_set_release(UCS_PTR_BYTE_OFFSET(desc,
+                             iface->config.rx_headroom_offset), release);
+    return 0;
 }
 
 /* Scatter-to-CQE (RX_INLINE): a small message came inside the CQE and
@@ -325,18 +347,26 @@ static inline void strand_rx_take_inline(strand_iface_t *iface,
                                             strand_rx_desc_t *desc)
 {
     const void *data = strand_cqe_inline_data(cqe);
-    uint32_t length;
+    uint8_t *dst     = strand_rx_wqe_data(iface, desc);
+    uint32_t length, max;
 
     if (ucs_likely(data == NULL) || strand_cqe_is_error(cqe)) {
         return;
     }
     length = strand_cqe_byte_cnt(cqe);
-    if (ucs_unlikely(length > STRAND_CQE_INLINE_MAX)) {
+    max    = (data == (const void*)cqe) ? 32 : STRAND_CQE_INLINE_MAX;
+    if (ucs_unlikely(length > max)) {
         ucs_error("%s: %u bytes scattered to a CQE", iface->dev->info.name,
                   length);
         return;
     }
-    memcpy(strand_rx_wqe_data(iface, desc), data, length);
+    /* the whole inline area, a fixed size (a few moves, no length
+     * branches): the buffer has seg_size >= 64 bytes */
+    if (max == 32) {
+        memcpy(dst, data, 32);
+    } else {
+        memcpy(dst, data, STRAND_CQE_INLINE_MAX);
+    }
 }
 
 /* The consumer index goes to the device once per poll (and every
@@ -353,6 +383,7 @@ unsigned strand_rx_progress(strand_iface_t *iface)
     struct mlx5_cqe64 *cqe;
     strand_rx_desc_t *desc;
     unsigned count = 0;
+    int reposted   = 0;
     uint32_t idx;
 
     while ((count < iface->config.rx_max_poll) &&
@@ -388,11 +419,17 @@ unsigned strand_rx_progress(strand_iface_t *iface)
         ++iface->srq_missing;
         strand_rx_srq_free(iface, idx);
         strand_rx_take_inline(iface, cqe, desc);
-        strand_rx_handle(iface, cqe, desc);
+        if (strand_rx_handle(iface, cqe, desc)) {
+            strand_rx_repost(iface, desc);
+            reposted = 1;
+        }
     }
     if (count > 0) {
         strand_cq_update_ci(cq->dv.dbrec, iface->rx_ci);
         STRAND_IFACE_STAT(iface, RX_CQE, count);
+    }
+    if (reposted) {
+        strand_srq_ring_doorbell(iface->srq.dv.dbrec, iface->srq_posted);
     }
     if (iface->srq_missing > 0) {
         strand_rx_refill(iface);
