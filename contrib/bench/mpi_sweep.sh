@@ -21,16 +21,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 . "$here/strand_env.sh"
-mpicc=${MPICC:-mpicc}
-if [ -z "$run" ] || ! command -v "$mpicc" >/dev/null ||
-   ! command -v mpirun >/dev/null; then
-    echo "mpi_sweep.sh: needs contrib/strand-run (build first), mpicc and mpirun" >&2
-    exit 2
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; rm -f /dev/shm/mpi_sweep_$$_*' EXIT
-"$mpicc" -O2 -Wall -o "$tmp/mpi_pingpong" "$here/mpi_pingpong.c" || exit 2
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+strand_mpi_build mpi_sweep "$here/mpi_pingpong.c"
 
 declare -A TLS=([dc]=dc_strand,self [rc]=rc_strand,self [posix]=posix,cma,self)
 declare -A BEST

@@ -25,16 +25,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 . "$here/strand_env.sh"
-mpicc=${MPICC:-mpicc}
-if [ -z "$run" ] || ! command -v "$mpicc" >/dev/null ||
-   ! command -v mpirun >/dev/null; then
-    echo "tm_recv.sh: needs contrib/strand-run (build first), mpicc and mpirun" >&2
-    exit 2
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; rm -f /dev/shm/tm_recv_$$_*' EXIT
-"$mpicc" -O2 -Wall -o "$tmp/tm_recv" "$here/tm_recv.c" || exit 2
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+strand_mpi_build tm_recv "$here/tm_recv.c"
 export UCX_TLS=dc_strand,self UCX_NET_DEVICES=smlx5_0:1 UCX_LOG_LEVEL=info
 
 # one MODE(on|off) N: "post_ns complete_ns other_ns matched_by_device"

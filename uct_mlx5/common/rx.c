@@ -86,11 +86,27 @@ strand_rx_srq_wqe(strand_iface_t *iface, uint32_t idx)
 
 /* Post receive buffers on the free WQEs, from the head of the free list
  * (the tail WQE stays as the list's sentinel). */
+/* desc on the next free WQE of the SRQ (the caller saw one: head is not
+ * the tail); the doorbell is the caller's */
+static inline void strand_rx_post_desc(strand_iface_t *iface,
+                                       strand_rx_desc_t *desc)
+{
+    uint32_t idx                      = iface->srq_head;
+    struct mlx5_wqe_srq_next_seg *wqe = strand_rx_srq_wqe(iface, idx);
+
+    ucs_assert(iface->srq_descs[idx] == NULL);
+    strand_set_data_seg((struct mlx5_wqe_data_seg*)(wqe + 1),
+                        (uintptr_t)strand_rx_wqe_data(iface, desc),
+                        iface->config.seg_size, desc->lkey);
+    iface->srq_descs[idx] = desc;
+    iface->srq_head       = be16toh(wqe->next_wqe_index) & iface->srq_mask;
+    ++iface->srq_posted;
+    --iface->srq_missing;
+}
+
 void strand_rx_refill(strand_iface_t *iface)
 {
-    struct mlx5_wqe_srq_next_seg *wqe;
     strand_rx_desc_t *desc;
-    uint32_t idx;
     unsigned count = 0;
 
     while ((iface->srq_missing > 0) && (iface->srq_head != iface->srq_tail)) {
@@ -98,16 +114,7 @@ void strand_rx_refill(strand_iface_t *iface)
         if (desc == NULL) {
             break; /* try again on the next progress */
         }
-        idx  = iface->srq_head;
-        wqe  = strand_rx_srq_wqe(iface, idx);
-        ucs_assert(iface->srq_descs[idx] == NULL);
-        strand_set_data_seg((struct mlx5_wqe_data_seg*)(wqe + 1),
-                            (uintptr_t)strand_rx_wqe_data(iface, desc),
-                            iface->config.seg_size, desc->lkey);
-        iface->srq_descs[idx] = desc;
-        iface->srq_head       = be16toh(wqe->next_wqe_index) & iface->srq_mask;
-        ++iface->srq_posted;
-        --iface->srq_missing;
+        strand_rx_post_desc(iface, desc);
         ++count;
     }
     if (count > 0) {
@@ -122,21 +129,11 @@ void strand_rx_refill(strand_iface_t *iface)
 static inline void strand_rx_repost(strand_iface_t *iface,
                                     strand_rx_desc_t *desc)
 {
-    uint32_t idx = iface->srq_head;
-    struct mlx5_wqe_srq_next_seg *wqe;
-
-    if (ucs_unlikely(idx == iface->srq_tail)) {
+    if (ucs_unlikely(iface->srq_head == iface->srq_tail)) {
         ucs_mpool_put_inline(desc); /* no free WQE (never after a free) */
         return;
     }
-    wqe = strand_rx_srq_wqe(iface, idx);
-    strand_set_data_seg((struct mlx5_wqe_data_seg*)(wqe + 1),
-                        (uintptr_t)strand_rx_wqe_data(iface, desc),
-                        iface->config.seg_size, desc->lkey);
-    iface->srq_descs[idx] = desc;
-    iface->srq_head       = be16toh(wqe->next_wqe_index) & iface->srq_mask;
-    ++iface->srq_posted;
-    --iface->srq_missing;
+    strand_rx_post_desc(iface, desc);
 }
 
 static inline void strand_rx_srq_free(strand_iface_t *iface,
