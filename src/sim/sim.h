@@ -52,6 +52,7 @@ enum { SIM_CQ_DBR_CI = 0, SIM_CQ_DBR_ARM = 1 };
 #define SIM_DCI_MAX_CHANNELS 16   /* 2^dci_log_concurent at most */
 #define SIM_RESP_CTX_MAX   256    /* DCT: requesters remembered at first */
 #define SIM_RESP_CTX_CAP   16384  /* DCT: ... and at most */
+#define SIM_RESP_HINTS     64     /* DCT: direct-mapped hints of contexts */
 #define SIM_RESP_CTX_IDLE_NS 10000000000ull /* a context idle this long may
                                                be taken by a new requester */
 #define SIM_MAX_UIDX       (SIM_MAX_QPS + SIM_MAX_SRQS)
@@ -458,6 +459,10 @@ struct smlx5_qp {
     /* responder */
     sim_resp_ctx_t   *resp;           /* RC: 1, DCT: SIM_RESP_CTX_MAX */
     unsigned          num_resp;
+    uint16_t          resp_hint[SIM_RESP_HINTS]; /* DCT: index + 1 of the
+                                         context a requester's hash last
+                                         found (0: none); checked against
+                                         the context's key before use */
     unsigned          acks_pending;   /* resp contexts with ack_pending */
 
     smlx5_qp_stats_t  stats;          /* smlx5_qp_stats */

@@ -81,17 +81,35 @@ static sim_resp_ctx_t *sim_resp_ctx_victim(smlx5_qp_t *qp,
     return &grown[n];
 }
 
-static sim_resp_ctx_t *sim_resp_ctx_get(smlx5_qp_t *qp, const sim_pkt_t *pkt)
+static bool sim_resp_ctx_is(const sim_resp_ctx_t *c, const sim_pkt_t *pkt)
 {
+    return c->used && (c->slid == pkt->slid) && (c->sqpn == pkt->sqpn) &&
+           (c->chan == pkt->chan);
+}
+
+/* a DCT's hint slot of the requester that sent pkt */
+static uint16_t *sim_resp_hint(smlx5_qp_t *qp, const sim_pkt_t *pkt)
+{
+    uint32_t h = (pkt->sqpn * 0x9e3779b1u) ^ ((uint32_t)pkt->slid << 7) ^
+                 pkt->chan;
+
+    return &qp->resp_hint[(h ^ (h >> 16)) % SIM_RESP_HINTS];
+}
+
+/* A DCT's context of pkt's requester (NULL: none): its hint, else a scan
+ * of the table, which also picks the context a new one would take. */
+static sim_resp_ctx_t *sim_resp_ctx_find(smlx5_qp_t *qp, const sim_pkt_t *pkt,
+                                         sim_resp_ctx_t **victim_p)
+{
+    uint16_t *hint = sim_resp_hint(qp, pkt);
     sim_resp_ctx_t *c, *victim = NULL;
     unsigned i;
 
-    if (qp->type == SMLX5_QPT_RC) {
-        c = &qp->resp[0];
-        return (c->used && (c->slid == pkt->slid) && (c->sqpn == pkt->sqpn)) ?
-               c : NULL;
+    if ((*hint != 0) && (*hint <= qp->num_resp) &&
+        sim_resp_ctx_is(&qp->resp[*hint - 1], pkt)) {
+        *victim_p = NULL;
+        return &qp->resp[*hint - 1];
     }
-
     for (i = 0; i < qp->num_resp; ++i) {
         c = &qp->resp[i];
         if (c->used && (c->slid == pkt->slid) && (c->sqpn == pkt->sqpn) &&
@@ -107,16 +125,32 @@ static sim_resp_ctx_t *sim_resp_ctx_get(smlx5_qp_t *qp, const sim_pkt_t *pkt)
             victim = c;
         }
     }
+    *victim_p = victim;
     if (i == qp->num_resp) {
-        c = NULL;
+        return NULL;
+    }
+    *hint = (uint16_t)(i + 1);
+    return c;
+}
+
+static sim_resp_ctx_t *sim_resp_ctx_get(smlx5_qp_t *qp, const sim_pkt_t *pkt)
+{
+    sim_resp_ctx_t *c, *victim;
+
+    if (qp->type == SMLX5_QPT_RC) {
+        c = &qp->resp[0];
+        return (c->used && (c->slid == pkt->slid) && (c->sqpn == pkt->sqpn)) ?
+               c : NULL;
     }
 
+    c = sim_resp_ctx_find(qp, pkt, &victim);
     if (pkt->flags & SIM_PKT_F_CONNECT) {
         if ((c != NULL) && (c->connect_psn == pkt->psn)) {
             return c; /* a retransmitted connect: same association */
         }
         if (c == NULL) {
             c = sim_resp_ctx_victim(qp, victim);
+            *sim_resp_hint(qp, pkt) = (uint16_t)(c - qp->resp + 1);
         }
         memset(c, 0, sizeof(*c));
         c->used        = true;
