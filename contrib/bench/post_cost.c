@@ -166,10 +166,11 @@ static int cost_ams_done(cost_t *c)
 
 static void cost_refused(cost_t *c, unsigned n)
 {
-    unsigned i, posted = 0;
+    uint64_t posted = 0;
     ucs_status_t status;
+    unsigned i;
 
-    while ((status = uct_ep_put_short(c->ep, &posted, sizeof(uint64_t),
+    while ((status = uct_ep_put_short(c->ep, &posted, sizeof(posted),
                                       (uintptr_t)c->buf, c->rkey.rkey)) ==
            UCS_OK) {
         if (++posted > 100000) {
@@ -185,7 +186,7 @@ static void cost_refused(cost_t *c, unsigned n)
             cost_die("a post on a full queue was not refused", status);
         }
     }
-    printf("filled %u refused %u\n", posted, n);
+    printf("filled %lu refused %u\n", (unsigned long)posted, n);
 }
 
 static void cost_send_cqe(cost_t *c, unsigned n)
