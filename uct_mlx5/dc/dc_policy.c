@@ -7,6 +7,7 @@
 #endif
 
 #include "dc_policy.h"
+#include "uct_mlx5/common/txq_pool.h"
 
 #include <ucs/debug/log.h>
 
@@ -276,6 +277,13 @@ ucs_status_t strand_dc_policy_lease(strand_iface_t *iface,
         if (strand_dc_policy_streams(iface) &&
             !(ep->flags & STRAND_EP_FLAG_MOVING)) {
             strand_dc_policy_consider_move(iface, ep);
+        }
+        if (ep->flags & STRAND_EP_FLAG_MOVING) {
+            /* it waits for its last WQEs, which may not have asked for a
+             * CQE: with every lessee of the DCI moving, nobody would post
+             * the WQE that does (a NOP behind them, once there is room;
+             * until then the full queue's CQEs are due) */
+            (void)strand_txq_signal_tail(iface, &iface->txqs[ep->txq]);
         }
         return UCS_ERR_NO_RESOURCE;
     }
