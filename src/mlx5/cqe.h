@@ -57,6 +57,49 @@ static inline struct mlx5_cqe64 *strand_cqe_get(void *cq_buf, uint32_t cqe_cnt,
 }
 
 /*
+ * A polling loop's view of a CQ: the address of the 64-byte CQE of slot 0
+ * and the ring's geometry, taken once per poll, so that finding the CQE
+ * of ci and telling who owns it is a mask, a shift and two compares
+ * (strand_cqe_get recomputes both from the CQ's description each time).
+ */
+typedef struct strand_cq_cursor {
+    uint8_t  *base;      /* the 64-byte CQE of slot 0 (the last 64 bytes
+                            of a 128-byte slot) */
+    uint32_t  mask;      /* cqe_cnt - 1 */
+    uint8_t   shift;     /* log2 of the slot size */
+    uint8_t   log_cnt;   /* log2 of cqe_cnt: the owner bit software
+                            expects is ci's bit log_cnt */
+} strand_cq_cursor_t;
+
+static inline void strand_cq_cursor_init(strand_cq_cursor_t *cur,
+                                         void *cq_buf, uint32_t cqe_cnt,
+                                         unsigned cqe_shift)
+{
+    cur->base    = (uint8_t*)cq_buf + (1u << cqe_shift) -
+                   sizeof(struct mlx5_cqe64);
+    cur->mask    = cqe_cnt - 1;
+    cur->shift   = cqe_shift;
+    cur->log_cnt = __builtin_ctz(cqe_cnt);
+}
+
+/* strand_cqe_get through a cursor: the same checks, the same barrier */
+static inline struct mlx5_cqe64 *
+strand_cq_cursor_get(const strand_cq_cursor_t *cur, uint32_t ci)
+{
+    struct mlx5_cqe64 *cqe = (struct mlx5_cqe64*)(cur->base +
+                                                  ((ci & cur->mask) <<
+                                                   cur->shift));
+    uint8_t op_own         = *(volatile uint8_t*)&cqe->op_own;
+
+    if (((op_own ^ (ci >> cur->log_cnt)) & MLX5_CQE_OWNER_MASK) ||
+        ((op_own >> 4) == MLX5_CQE_INVALID)) {
+        return NULL;
+    }
+    strand_rmb();
+    return cqe;
+}
+
+/*
  * A signature error CQE (opcode MLX5_CQE_SIG_ERR): a transfer through the
  * signature mkey `mkey` found a bad block. It belongs to no WQE: the WQE
  * itself completes as usual. mlx5dv.h has no struct for it; the layout is

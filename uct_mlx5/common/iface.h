@@ -359,8 +359,8 @@ KHASH_MAP_INIT_INT(strand_txq_qpn, uint16_t)
 /* A QPN -> send queue entry of the direct-mapped table before the hash */
 #define STRAND_TXQ_HINTS   64
 typedef struct strand_txq_hint {
-    uint32_t qpn;                  /* STRAND_TXQ_HINT_NONE: empty */
-    uint16_t index;
+    uint32_t            qpn;       /* STRAND_TXQ_HINT_NONE: empty */
+    struct strand_txq  *txq;
 } strand_txq_hint_t;
 #define STRAND_TXQ_HINT_NONE UINT32_MAX  /* no QPN (24 bits) */
 

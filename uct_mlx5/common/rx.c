@@ -84,58 +84,55 @@ strand_rx_srq_wqe(strand_iface_t *iface, uint32_t idx)
            ((uint8_t*)iface->srq.dv.buf + (size_t)idx * iface->srq.dv.stride);
 }
 
-/* Post receive buffers on the free WQEs, from the head of the free list
- * (the tail WQE stays as the list's sentinel). */
-/* desc on the next free WQE of the SRQ (the caller saw one: head is not
- * the tail); the doorbell is the caller's */
-static inline void strand_rx_post_desc(strand_iface_t *iface,
-                                       strand_rx_desc_t *desc)
+/*
+ * A receive buffer stays bound to its SRQ WQE (srq_descs[idx], the WQE's
+ * data segment pointing at it) for as long as the transport has it back
+ * after each message: posting that WQE again is then only a step of the
+ * free list's head, no data segment written. A WQE whose buffer the user
+ * kept (UCT_CB_PARAM_FLAG_DESC) loses it (NULL) and gets one from the
+ * pool when it is posted next.
+ *
+ * The WQE at the head of the free list posted (the tail WQE stays as the
+ * list's sentinel: the caller saw head != tail), with its bound buffer or
+ * one from the pool; 0 when the pool has none. The doorbell is the
+ * caller's.
+ */
+static inline int strand_rx_post_head(strand_iface_t *iface)
 {
     uint32_t idx                      = iface->srq_head;
     struct mlx5_wqe_srq_next_seg *wqe = strand_rx_srq_wqe(iface, idx);
+    strand_rx_desc_t *desc            = iface->srq_descs[idx];
 
-    ucs_assert(iface->srq_descs[idx] == NULL);
-    strand_set_data_seg((struct mlx5_wqe_data_seg*)(wqe + 1),
-                        (uintptr_t)strand_rx_wqe_data(iface, desc),
-                        iface->config.seg_size, desc->lkey);
-    iface->srq_descs[idx] = desc;
-    iface->srq_head       = be16toh(wqe->next_wqe_index) & iface->srq_mask;
+    if (ucs_unlikely(desc == NULL)) {
+        desc = ucs_mpool_get_inline(&iface->rx_mp);
+        if (desc == NULL) {
+            return 0; /* try again on the next progress */
+        }
+        strand_set_data_seg((struct mlx5_wqe_data_seg*)(wqe + 1),
+                            (uintptr_t)strand_rx_wqe_data(iface, desc),
+                            iface->config.seg_size, desc->lkey);
+        iface->srq_descs[idx] = desc;
+    }
+    iface->srq_head = be16toh(wqe->next_wqe_index) & iface->srq_mask;
     ++iface->srq_posted;
     --iface->srq_missing;
+    return 1;
 }
 
 void strand_rx_refill(strand_iface_t *iface)
 {
-    strand_rx_desc_t *desc;
-    unsigned count = 0;
+    uint16_t posted = iface->srq_posted;
 
-    while ((iface->srq_missing > 0) && (iface->srq_head != iface->srq_tail)) {
-        desc = ucs_mpool_get_inline(&iface->rx_mp);
-        if (desc == NULL) {
-            break; /* try again on the next progress */
-        }
-        strand_rx_post_desc(iface, desc);
-        ++count;
+    while ((iface->srq_missing > 0) && (iface->srq_head != iface->srq_tail) &&
+           strand_rx_post_head(iface)) {
     }
-    if (count > 0) {
+    if (iface->srq_posted != posted) {
         strand_srq_ring_doorbell(iface->srq.dv.dbrec, iface->srq_posted);
     }
 }
 
-/* A consumed WQE goes back to the tail of the free list. */
-/* A buffer whose message was handled goes back to the SRQ at once, on
- * the next free WQE, without a trip through the pool; the doorbell is the
- * caller's. */
-static inline void strand_rx_repost(strand_iface_t *iface,
-                                    strand_rx_desc_t *desc)
-{
-    if (ucs_unlikely(iface->srq_head == iface->srq_tail)) {
-        ucs_mpool_put_inline(desc); /* no free WQE (never after a free) */
-        return;
-    }
-    strand_rx_post_desc(iface, desc);
-}
-
+/* A consumed WQE goes back to the tail of the free list, its buffer still
+ * bound to it. */
 static inline void strand_rx_srq_free(strand_iface_t *iface,
                                          uint32_t idx)
 {
@@ -374,23 +371,46 @@ static inline void strand_rx_take_inline(strand_iface_t *iface,
  * the batch. */
 #define STRAND_RX_CI_BATCH 64
 
+/* One receive CQE that comes with a buffer: the message handled, the
+ * WQE back on the free list and, when the buffer came back too, posted
+ * again at the head (usually a WQE whose buffer is bound to it). */
+static UCS_F_ALWAYS_INLINE void strand_rx_cqe(strand_iface_t *iface,
+                                              struct mlx5_cqe64 *cqe)
+{
+    uint32_t idx           = strand_cqe_wqe_counter(cqe) & iface->srq_mask;
+    strand_rx_desc_t *desc = iface->srq_descs[idx];
+
+    if (ucs_unlikely(desc == NULL)) {
+        ucs_error("%s: receive CQE for SRQ WQE %u, which has no buffer",
+                  iface->dev->info.name, idx);
+        return;
+    }
+    ++iface->srq_missing;
+    strand_rx_srq_free(iface, idx);
+    strand_rx_take_inline(iface, cqe, desc);
+    if (ucs_unlikely(!strand_rx_handle(iface, cqe, desc))) {
+        iface->srq_descs[idx] = NULL; /* the user keeps it */
+        return;
+    }
+    strand_rx_post_head(iface); /* (head != tail: idx is the tail now) */
+}
+
 unsigned strand_rx_progress(strand_iface_t *iface)
 {
-    strand_dev_cq_t *cq = &iface->rx_cq;
+    const uint32_t start = iface->rx_ci;
+    const uint16_t posted = iface->srq_posted;
+    uint32_t end         = start + iface->config.rx_max_poll;
+    uint32_t ci          = start;
+    strand_cq_cursor_t cur;
     struct mlx5_cqe64 *cqe;
-    strand_rx_desc_t *desc;
-    unsigned count = 0;
-    int reposted   = 0;
-    uint32_t idx;
 
-    while ((count < iface->config.rx_max_poll) &&
-           ((cqe = strand_cqe_get(cq->dv.buf, cq->dv.cqe_cnt,
-                                  iface->rx_cqe_shift,
-                                  iface->rx_ci)) != NULL)) {
-        ++iface->rx_ci;
-        if ((++count % STRAND_RX_CI_BATCH) == 0) {
+    strand_cq_cursor_init(&cur, iface->rx_cq.dv.buf, iface->rx_cq.dv.cqe_cnt,
+                          iface->rx_cqe_shift);
+    while ((ci != end) && ((cqe = strand_cq_cursor_get(&cur, ci)) != NULL)) {
+        iface->rx_ci = ++ci;
+        if (ucs_unlikely(((ci - start) % STRAND_RX_CI_BATCH) == 0)) {
             /* the CQEs before this one are handled */
-            strand_cq_update_ci(cq->dv.dbrec, iface->rx_ci - 1);
+            strand_cq_update_ci(iface->rx_cq.dv.dbrec, ci - 1);
         }
         if (ucs_unlikely(strand_cqe_opcode(cqe) == MLX5_CQE_SIG_ERR)) {
             /* a responder's check (no mkey of ours checks what peers
@@ -398,41 +418,25 @@ unsigned strand_rx_progress(strand_iface_t *iface)
             ucs_warn("%s: signature error CQE on the receive CQ for mkey "
                      "0x%x", iface->dev->info.name,
                      strand_sigerr_cqe_mkey(cqe));
-            continue;
-        }
-        if (ucs_unlikely(!strand_tm_cqe_has_buffer(cqe))) {
+        } else if (ucs_unlikely(!strand_tm_cqe_has_buffer(cqe))) {
             /* tag matching: a list operation or a matched tag */
             strand_tm_handle_cqe(&iface->tm, cqe);
-            continue;
-        }
-        idx  = strand_cqe_wqe_counter(cqe) & iface->srq_mask;
-        desc = iface->srq_descs[idx];
-        if (ucs_unlikely(desc == NULL)) {
-            ucs_error("%s: receive CQE for empty SRQ slot %u",
-                      iface->dev->info.name, idx);
-            continue;
-        }
-        iface->srq_descs[idx] = NULL;
-        ++iface->srq_missing;
-        strand_rx_srq_free(iface, idx);
-        strand_rx_take_inline(iface, cqe, desc);
-        if (strand_rx_handle(iface, cqe, desc)) {
-            strand_rx_repost(iface, desc);
-            reposted = 1;
+        } else {
+            strand_rx_cqe(iface, cqe);
         }
     }
-    if (count > 0) {
-        strand_cq_update_ci(cq->dv.dbrec, iface->rx_ci);
-        STRAND_IFACE_STAT(iface, RX_CQE, count);
+    if (ci != start) {
+        strand_cq_update_ci(iface->rx_cq.dv.dbrec, ci);
+        STRAND_IFACE_STAT(iface, RX_CQE, ci - start);
     }
-    if (reposted) {
+    if (iface->srq_posted != posted) {
         strand_srq_ring_doorbell(iface->srq.dv.dbrec, iface->srq_posted);
     }
-    if (iface->srq_missing > 0) {
+    if (ucs_unlikely(iface->srq_missing > 0)) {
         strand_rx_refill(iface);
     }
     if (iface->config.am_tmh > 0) {
         strand_tm_progress(&iface->tm);
     }
-    return count;
+    return ci - start;
 }

@@ -69,30 +69,36 @@ static UCS_F_ALWAYS_INLINE void strand_txq_settle(strand_iface_t *iface,
 /* The WQEs before op that asked for no CQE completed (CQEs come in SQ
  * order, also across streams: an error or a flush CQE too comes only
  * after every WQE before its own is done). Those still posted succeeded:
- * the ones that failed or were flushed had CQEs of their own. */
-static void strand_txq_retire_before(strand_iface_t *iface,
-                                        strand_txq_t *dci,
-                                        const strand_op_t *op)
+ * the ones that failed or were flushed had CQEs of their own. 1 when
+ * every one of them retired light (strand_op_retire_light). */
+static UCS_F_ALWAYS_INLINE int strand_txq_retire_before(strand_iface_t *iface,
+                                                        strand_txq_t *dci,
+                                                        const strand_op_t *op)
 {
     uint32_t bb  = dci->sq_tail;
     uint32_t end = bb + (uint16_t)(op->wqe_idx - (uint16_t)bb);
     strand_op_t *prev;
+    int light    = 1;
 
     while (bb != end) {
         prev = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
         bb  += prev->bbs;
-        if (prev->state == STRAND_OP_POSTED) {
-            strand_op_retire(iface, dci, prev);
+        if ((prev->state == STRAND_OP_POSTED) &&
+            !strand_op_retire_light(dci, prev)) {
+            strand_op_complete(iface, dci, prev, UCS_OK);
+            light = 0;
         }
     }
+    return light;
 }
 
-/* One send CQE. A DCI or stream in error takes its CQEs to recovery. */
+/* One send CQE, any kind. A DCI or stream in error takes its CQEs to
+ * recovery. */
 static void strand_txq_cqe(strand_iface_t *iface, strand_txq_t *dci,
-                              struct mlx5_cqe64 *cqe)
+                           struct mlx5_cqe64 *cqe)
 {
     uint16_t wqe_counter = strand_cqe_wqe_counter(cqe);
-    strand_op_t *op   = strand_txq_op(dci, wqe_counter);
+    strand_op_t *op      = strand_txq_op(dci, wqe_counter);
 
     if (ucs_unlikely(op == NULL)) {
         ucs_error("%s: CQE for WQE %u, which DCI %u has not outstanding",
@@ -116,69 +122,181 @@ static void strand_txq_cqe(strand_iface_t *iface, strand_txq_t *dci,
     }
 }
 
-/* The CQEs of one send CQ, until `*budget` sends were completed (a CQE
- * completes every unsignaled WQE before it too); the CQEs consumed. */
-static unsigned strand_txq_tx_poll(strand_iface_t *iface,
-                                      strand_tx_cq_t *tx, int *budget)
+/*
+ * The common send CQE, the one the completion loop is shaped for: a good
+ * completion (opcode REQ, which also rules out errors and signature
+ * errors) of an active DCI with no stream in error, its WQE outstanding.
+ * The WQEs up to it retire; when all of them retired light, the tail
+ * moves over them here and the rest of the queue's settling (free slots
+ * retired out of order after it, the room, the waiters) is left to the
+ * caller, once per poll and queue (strand_txq_settle): a post made
+ * meanwhile sees less room than there is, never more. The operations
+ * retired; 0 when the CQE is not of this kind (nothing was done).
+ */
+static UCS_F_ALWAYS_INLINE int strand_txq_cqe_fast(strand_iface_t *iface,
+                                                   strand_txq_t *dci,
+                                                   const struct mlx5_cqe64 *cqe,
+                                                   int *settled)
 {
-    strand_dev_cq_t *cq = &tx->cq;
-    strand_txq_t *dci;
-    struct mlx5_cqe64 *cqe;
-    unsigned count = 0;
+    uint16_t wqe_counter = strand_cqe_wqe_counter(cqe);
+    uint32_t tail        = dci->sq_tail;
+    strand_op_t *op;
     uint32_t before;
+
+    if (ucs_unlikely((dci->state != STRAND_TXQ_ACTIVE) ||
+                     (dci->errored != 0))) {
+        return 0;
+    }
+    op = strand_txq_op(dci, wqe_counter);
+    if (ucs_unlikely(op == NULL)) {
+        return 0;
+    }
+    if (ucs_likely((uint16_t)tail == wqe_counter) &&
+        strand_op_retire_light(dci, op)) {
+        /* the one at the tail: the usual CQE per signaled WQE */
+        dci->sq_tail = tail + op->bbs;
+        *settled     = 0;
+        return 1;
+    }
+    before = dci->outstanding;
+    if (((uint16_t)tail != wqe_counter) &&
+        strand_txq_retire_before(iface, dci, op) &&
+        strand_op_retire_light(dci, op)) {
+        dci->sq_tail = tail + (uint16_t)(wqe_counter - (uint16_t)tail) +
+                       op->bbs;
+        *settled     = 0;
+    } else {
+        if (op->state == STRAND_OP_POSTED) {
+            strand_op_complete(iface, dci, op, UCS_OK);
+        }
+        strand_txq_settle(iface, dci);
+        *settled = 1;
+    }
+    /* (a completion callback may have posted again) */
+    return ucs_max(1, (int)before - (int)dci->outstanding);
+}
+
+/* A send CQE of send queue dci the common path does not take (an error,
+ * a flush, a DCI not active): the CQ's consumer index told first when its
+ * handling may reset the DCI; the sends completed. */
+static int strand_txq_cqe_slow(strand_iface_t *iface, strand_tx_cq_t *tx,
+                               strand_txq_t *dci, struct mlx5_cqe64 *cqe)
+{
+    uint32_t before = dci->outstanding;
+
+    if (ucs_unlikely(strand_cqe_is_error(cqe))) {
+        STRAND_IFACE_STAT(iface, TX_CQE_ERROR, 1);
+        strand_cq_update_ci(tx->cq.dv.dbrec, tx->ci);
+    } else if (dci->state != STRAND_TXQ_ACTIVE) {
+        strand_cq_update_ci(tx->cq.dv.dbrec, tx->ci);
+    }
+    strand_txq_cqe(iface, dci, cqe);
+    return ucs_max(1, (int)before - (int)dci->outstanding);
+}
+
+/* A send CQE that is not a good completion of a known send queue (dci,
+ * NULL if none): a signature error, an error or flush, a CQE of one of
+ * the transport's own QPs; the sends completed. */
+static int strand_txq_cqe_other(strand_iface_t *iface, strand_tx_cq_t *tx,
+                                struct mlx5_cqe64 *cqe, strand_txq_t *dci)
+{
+    if (strand_cqe_opcode(cqe) == MLX5_CQE_SIG_ERR) {
+        /* a checked GET had a bad block; its READ's own CQE follows */
+        if (strand_integrity_sigerr(&iface->integrity, cqe) != 0) {
+            ucs_warn("%s: signature error CQE for mkey 0x%x, which lands "
+                     "no GET", iface->dev->info.name,
+                     strand_sigerr_cqe_mkey(cqe));
+        }
+        return 0;
+    }
+    if (dci != NULL) {
+        dci->cqes++;
+        STRAND_IFACE_STAT(iface, TX_CQE, 1);
+        return strand_txq_cqe_slow(iface, tx, dci, cqe);
+    }
+    strand_cq_update_ci(tx->cq.dv.dbrec, tx->ci);
+    /* no send queue's: the transport's own (rc_strand's QPs that read
+     * rendezvous) */
+    if ((iface->tl->tx_cqe_other == NULL) ||
+        (iface->tl->tx_cqe_other(iface, cqe) != 0)) {
+        ucs_error("%s: send CQE of unknown QP 0x%x", iface->dev->info.name,
+                  strand_cqe_qpn(cqe));
+    }
+    return 0;
+}
+
+static unsigned strand_txq_tx_poll(strand_iface_t *iface,
+                                   strand_tx_cq_t *tx, int *budget)
+{
+    const uint32_t start    = tx->ci;
+    uint32_t ci             = start;
+    uint32_t ci_mark        = start + iface->tx_ci_batch;
+    uint32_t last_qpn       = STRAND_TXQ_HINT_NONE;
+    strand_txq_t *dci       = NULL;   /* last_qpn's */
+    strand_txq_t *unsettled = NULL;   /* the queue strand_txq_cqe_fast
+                                         left to settle (dci, or NULL) */
+    int left                = *budget;
+    strand_cq_cursor_t cur;
+    struct mlx5_cqe64 *cqe;
     uint32_t qpn;
-    int index;
+    int done, settled;
 
     /* The consumer index is written once per poll (and every
      * tx_ci_batch CQEs of a long one: completions post, and the CQ has
      * room for what can be outstanding plus one batch), and before a
-     * CQE whose handling may reset its DCI (an error, a DCI draining). */
-    while ((*budget > 0) &&
-           ((cqe = strand_cqe_get(cq->dv.buf, cq->dv.cqe_cnt,
-                                  iface->tx_cqe_shift, tx->ci)) != NULL)) {
-        ++tx->ci;
-        ++count;
-        if (ucs_unlikely(strand_cqe_opcode(cqe) == MLX5_CQE_SIG_ERR)) {
-            /* a checked GET had a bad block; its READ's own CQE follows */
-            if (strand_integrity_sigerr(&iface->integrity, cqe) != 0) {
-                ucs_warn("%s: signature error CQE for mkey 0x%x, which "
-                         "lands no GET", iface->dev->info.name,
-                         strand_sigerr_cqe_mkey(cqe));
-            }
-            continue;
+     * CQE whose handling may reset its DCI (an error, a DCI draining).
+     * Consecutive CQEs of one send queue (the usual run) look it up
+     * once; any handling other than a light retirement forgets it (a
+     * callback may destroy QPs). */
+    strand_cq_cursor_init(&cur, tx->cq.dv.buf, tx->cq.dv.cqe_cnt,
+                          iface->tx_cqe_shift);
+    while ((left > 0) && ((cqe = strand_cq_cursor_get(&cur, ci)) != NULL)) {
+        tx->ci = ++ci;
+        if (ucs_unlikely(ci == ci_mark)) {
+            strand_cq_update_ci(tx->cq.dv.dbrec, ci);
+            ci_mark += iface->tx_ci_batch;
         }
-        qpn   = strand_cqe_qpn(cqe);
-        index = strand_txq_by_qpn(iface, qpn);
-        if (ucs_unlikely(index < 0)) {
-            strand_cq_update_ci(cq->dv.dbrec, tx->ci);
-            /* no send queue's: the transport's own (rc_strand's QPs that
-             * read rendezvous) */
-            if ((iface->tl->tx_cqe_other == NULL) ||
-                (iface->tl->tx_cqe_other(iface, cqe) != 0)) {
-                ucs_error("%s: send CQE of unknown QP 0x%x",
-                          iface->dev->info.name, qpn);
+        qpn = strand_cqe_qpn(cqe);
+        if (ucs_unlikely(qpn != last_qpn) ||
+            ucs_unlikely(strand_cqe_opcode(cqe) != MLX5_CQE_REQ)) {
+            if (unsettled != NULL) {
+                strand_txq_settle(iface, unsettled);
+                unsettled = NULL;
             }
-            continue;
+            dci      = strand_txq_by_qpn(iface, qpn);
+            last_qpn = qpn;
+            if (ucs_unlikely(dci == NULL) ||
+                ucs_unlikely(strand_cqe_opcode(cqe) != MLX5_CQE_REQ)) {
+                left    -= strand_txq_cqe_other(iface, tx, cqe, dci);
+                last_qpn = STRAND_TXQ_HINT_NONE;
+                continue;
+            }
         }
-        dci = &iface->txqs[index];
         dci->cqes++;
         STRAND_IFACE_STAT(iface, TX_CQE, 1);
-        if (ucs_unlikely(strand_cqe_is_error(cqe))) {
-            STRAND_IFACE_STAT(iface, TX_CQE_ERROR, 1);
-            strand_cq_update_ci(cq->dv.dbrec, tx->ci);
-        } else if (ucs_unlikely((dci->state != STRAND_TXQ_ACTIVE) ||
-                                ((count % iface->tx_ci_batch) == 0))) {
-            strand_cq_update_ci(cq->dv.dbrec, tx->ci);
+        done = strand_txq_cqe_fast(iface, dci, cqe, &settled);
+        if (ucs_likely(done > 0) && ucs_likely(!settled)) {
+            unsettled = dci;
+        } else {
+            if (done == 0) {
+                if (unsettled != NULL) {
+                    strand_txq_settle(iface, unsettled);
+                }
+                done = strand_txq_cqe_slow(iface, tx, dci, cqe);
+            }
+            unsettled = NULL;
+            last_qpn  = STRAND_TXQ_HINT_NONE;
         }
-        before = dci->outstanding;
-        strand_txq_cqe(iface, dci, cqe);
-        /* (a completion callback may have posted again) */
-        *budget -= ucs_max(1, (int)before - (int)dci->outstanding);
+        left -= done;
     }
-    if (count > 0) {
-        strand_cq_update_ci(cq->dv.dbrec, tx->ci);
+    if (unsettled != NULL) {
+        strand_txq_settle(iface, unsettled);
     }
-    return count;
+    if (ci != start) {
+        strand_cq_update_ci(tx->cq.dv.dbrec, ci);
+    }
+    *budget = left;
+    return ci - start;
 }
 
 unsigned strand_txq_tx_progress(strand_iface_t *iface)

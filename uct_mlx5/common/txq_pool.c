@@ -105,7 +105,7 @@ ucs_status_t strand_txq_attach_qp(strand_iface_t *iface,
     }
     kh_value(&iface->txq_by_qpn, it) = dci->index;
     iface->txq_hints[dci->qp.qpn % STRAND_TXQ_HINTS].qpn   = dci->qp.qpn;
-    iface->txq_hints[dci->qp.qpn % STRAND_TXQ_HINTS].index = dci->index;
+    iface->txq_hints[dci->qp.qpn % STRAND_TXQ_HINTS].txq   = dci;
     strand_txq_geometry(iface, dci);
     if (dci->sq.wqe_cnt < iface->config.txq_max_bbs) {
         ucs_error("%s: send queue of %u BBs is too small",

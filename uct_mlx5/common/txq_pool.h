@@ -52,21 +52,21 @@ strand_txq_op(strand_txq_t *dci, uint16_t wqe_idx)
            op : NULL;
 }
 
-/* The send queue of QP number qpn (-1: none of this interface's): the
+/* The send queue of QP number qpn (NULL: none of this interface's): the
  * direct-mapped hints first, then the hash. */
-static UCS_F_ALWAYS_INLINE int strand_txq_by_qpn(strand_iface_t *iface,
-                                                 uint32_t qpn)
+static UCS_F_ALWAYS_INLINE strand_txq_t *
+strand_txq_by_qpn(strand_iface_t *iface, uint32_t qpn)
 {
     const strand_txq_hint_t *hint = &iface->txq_hints[qpn %
                                                       STRAND_TXQ_HINTS];
     khiter_t it;
 
     if (ucs_likely(hint->qpn == qpn)) {
-        return hint->index;
+        return hint->txq;
     }
     it = kh_get(strand_txq_qpn, &iface->txq_by_qpn, qpn);
-    return (it == kh_end(&iface->txq_by_qpn)) ? -1 :
-           kh_value(&iface->txq_by_qpn, it);
+    return (it == kh_end(&iface->txq_by_qpn)) ? NULL :
+           &iface->txqs[kh_value(&iface->txq_by_qpn, it)];
 }
 
 /* WQEs of stream `stream` outstanding on dci (a walk over the SQ: only
