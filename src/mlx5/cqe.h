@@ -57,42 +57,64 @@ static inline struct mlx5_cqe64 *strand_cqe_get(void *cq_buf, uint32_t cqe_cnt,
 }
 
 /*
- * A polling loop's view of a CQ: the address of the 64-byte CQE of slot 0
- * and the ring's geometry, taken once per poll, so that finding the CQE
- * of ci and telling who owns it is a mask, a shift and two compares
- * (strand_cqe_get recomputes both from the CQ's description each time).
+ * Every CQE of a new CQ marked as the hardware's for the first pass
+ * (opcode INVALID, owner bit 1), as UCX does for its CQs: the device
+ * writes the first pass with owner bit 0, so a slot it has not written
+ * yet never looks like software's, and a polling loop needs no look at
+ * the opcode to tell (strand_cq_cursor_get). Called on a CQ nothing
+ * completes to yet; one whose CQE size the data path cannot parse is
+ * left alone (its user refuses it).
+ */
+static inline void strand_cq_mark_hw_owned(void *cq_buf, uint32_t cqe_cnt,
+                                           uint32_t cqe_size)
+{
+    unsigned cqe_shift = strand_cqe_shift(cqe_size);
+    uint32_t i;
+
+    for (i = 0; (cqe_shift != 0) && i < cqe_cnt; ++i) {
+        strand_cqe_at(cq_buf, cqe_cnt, cqe_shift, i)->op_own =
+                (MLX5_CQE_INVALID << 4) | MLX5_CQE_OWNER_MASK;
+    }
+}
+
+/*
+ * A polling loop's view of a CQ marked by strand_cq_mark_hw_owned: the
+ * address of the 64-byte CQE of slot 0 and the ring's geometry, taken
+ * once per poll, so that finding the CQE of ci and telling who owns it is
+ * a mask, a shift and one compare (strand_cqe_get recomputes both from
+ * the CQ's description each time, and looks at the opcode too).
  */
 typedef struct strand_cq_cursor {
     uint8_t  *base;      /* the 64-byte CQE of slot 0 (the last 64 bytes
                             of a 128-byte slot) */
     uint32_t  mask;      /* cqe_cnt - 1 */
+    uint32_t  cnt;       /* cqe_cnt: ci & cnt is the pass's owner bit */
     uint8_t   shift;     /* log2 of the slot size */
-    uint8_t   log_cnt;   /* log2 of cqe_cnt: the owner bit software
-                            expects is ci's bit log_cnt */
 } strand_cq_cursor_t;
 
 static inline void strand_cq_cursor_init(strand_cq_cursor_t *cur,
                                          void *cq_buf, uint32_t cqe_cnt,
                                          unsigned cqe_shift)
 {
-    cur->base    = (uint8_t*)cq_buf + (1u << cqe_shift) -
-                   sizeof(struct mlx5_cqe64);
-    cur->mask    = cqe_cnt - 1;
-    cur->shift   = cqe_shift;
-    cur->log_cnt = __builtin_ctz(cqe_cnt);
+    cur->base  = (uint8_t*)cq_buf + (1u << cqe_shift) -
+                 sizeof(struct mlx5_cqe64);
+    cur->mask  = cqe_cnt - 1;
+    cur->cnt   = cqe_cnt;
+    cur->shift = cqe_shift;
 }
 
-/* strand_cqe_get through a cursor: the same checks, the same barrier */
+/* The CQE at ci if software owns it (then *op_own is its opcode and owner
+ * byte), else NULL; the rest of the CQE is read after the barrier. */
 static inline struct mlx5_cqe64 *
-strand_cq_cursor_get(const strand_cq_cursor_t *cur, uint32_t ci)
+strand_cq_cursor_get(const strand_cq_cursor_t *cur, uint32_t ci,
+                     uint8_t *op_own)
 {
     struct mlx5_cqe64 *cqe = (struct mlx5_cqe64*)(cur->base +
                                                   ((ci & cur->mask) <<
                                                    cur->shift));
-    uint8_t op_own         = *(volatile uint8_t*)&cqe->op_own;
 
-    if (((op_own ^ (ci >> cur->log_cnt)) & MLX5_CQE_OWNER_MASK) ||
-        ((op_own >> 4) == MLX5_CQE_INVALID)) {
+    *op_own = *(volatile uint8_t*)&cqe->op_own;
+    if ((*op_own & MLX5_CQE_OWNER_MASK) != !!(ci & cur->cnt)) {
         return NULL;
     }
     strand_rmb();

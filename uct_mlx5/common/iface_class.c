@@ -505,6 +505,8 @@ ucs_status_t strand_iface_tx_cq_get(strand_iface_t *iface,
                       dev->info.name, iface->tx_cq_len, strerror(err));
             return strand_errno_status(err);
         }
+        strand_cq_mark_hw_owned(tx->cq.dv.buf, tx->cq.dv.cqe_cnt,
+                                tx->cq.dv.cqe_size);
         tx->ci     = 0;
         tx->arm_sn = 0;
         ++iface->num_tx_cqs;
@@ -698,8 +700,10 @@ static void strand_iface_tx_cq_geometry(strand_iface_t *iface,
                         (iface->config.am_tmh ? iface->tl->tm_tx_extra : 0);
     iface->tx_cq_len  = config->common.tx_cq_len ?
                         config->common.tx_cq_len : tx_outstanding + 64;
-    iface->tx_ci_batch = ucs_max(1, ucs_min(64, (int)iface->tx_cq_len -
-                                                (int)tx_outstanding));
+    /* a power of two: the poll tells the CQ at multiples of it */
+    iface->tx_ci_batch = ucs_rounddown_pow2(
+            ucs_max(1, ucs_min(64, (int)iface->tx_cq_len -
+                                   (int)tx_outstanding)));
 }
 
 /* What the configuration, the device and the transport make of the
@@ -806,6 +810,8 @@ static ucs_status_t strand_iface_open_cqs(strand_iface_t *iface,
         return strand_errno_status(err);
     }
     iface->have_rx_cq   = 1;
+    strand_cq_mark_hw_owned(iface->rx_cq.dv.buf, iface->rx_cq.dv.cqe_cnt,
+                            iface->rx_cq.dv.cqe_size);
     iface->tx_cqe_shift = strand_cqe_shift((*tx_cq_p)->dv.cqe_size);
     iface->rx_cqe_shift = strand_cqe_shift(iface->rx_cq.dv.cqe_size);
     if ((iface->tx_cqe_shift == 0) || (iface->rx_cqe_shift == 0)) {

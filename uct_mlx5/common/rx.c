@@ -403,16 +403,18 @@ unsigned strand_rx_progress(strand_iface_t *iface)
     uint32_t ci          = start;
     strand_cq_cursor_t cur;
     struct mlx5_cqe64 *cqe;
+    uint8_t op_own;
 
     strand_cq_cursor_init(&cur, iface->rx_cq.dv.buf, iface->rx_cq.dv.cqe_cnt,
                           iface->rx_cqe_shift);
-    while ((ci != end) && ((cqe = strand_cq_cursor_get(&cur, ci)) != NULL)) {
+    while ((ci != end) &&
+           ((cqe = strand_cq_cursor_get(&cur, ci, &op_own)) != NULL)) {
         iface->rx_ci = ++ci;
         if (ucs_unlikely(((ci - start) % STRAND_RX_CI_BATCH) == 0)) {
             /* the CQEs before this one are handled */
             strand_cq_update_ci(iface->rx_cq.dv.dbrec, ci - 1);
         }
-        if (ucs_unlikely(strand_cqe_opcode(cqe) == MLX5_CQE_SIG_ERR)) {
+        if (ucs_unlikely((op_own >> 4) == MLX5_CQE_SIG_ERR)) {
             /* a responder's check (no mkey of ours checks what peers
              * write or read: the sender signs, the reader checks) */
             ucs_warn("%s: signature error CQE on the receive CQ for mkey "

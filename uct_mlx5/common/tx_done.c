@@ -230,45 +230,44 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
 {
     const uint32_t start    = tx->ci;
     uint32_t ci             = start;
-    uint32_t ci_mark        = start + iface->tx_ci_batch;
-    uint32_t last_qpn       = STRAND_TXQ_HINT_NONE;
-    strand_txq_t *dci       = NULL;   /* last_qpn's */
-    strand_txq_t *unsettled = NULL;   /* the queue strand_txq_cqe_fast
-                                         left to settle (dci, or NULL) */
+    uint32_t last_qpn       = UINT32_MAX; /* no QPN's (24 bits) */
+    strand_txq_t *dci       = NULL;       /* last_qpn's */
+    int unsettled           = 0;  /* dci left to settle by
+                                     strand_txq_cqe_fast */
     int left                = *budget;
     strand_cq_cursor_t cur;
     struct mlx5_cqe64 *cqe;
-    uint32_t qpn;
+    uint8_t op_own;
     int done, settled;
 
-    /* The consumer index is written once per poll (and every
-     * tx_ci_batch CQEs of a long one: completions post, and the CQ has
-     * room for what can be outstanding plus one batch), and before a
-     * CQE whose handling may reset its DCI (an error, a DCI draining).
-     * Consecutive CQEs of one send queue (the usual run) look it up
-     * once; any handling other than a light retirement forgets it (a
-     * callback may destroy QPs). */
+    /* The consumer index is written once per poll (and at every multiple
+     * of tx_ci_batch in a long one: completions post, and the CQ has room
+     * for what can be outstanding plus one batch), and before a CQE whose
+     * handling may reset its DCI (an error, a DCI draining). Consecutive
+     * CQEs of one send queue (the usual run) look it up once; any
+     * handling other than a light retirement forgets it (a callback may
+     * destroy QPs). */
     strand_cq_cursor_init(&cur, tx->cq.dv.buf, tx->cq.dv.cqe_cnt,
                           iface->tx_cqe_shift);
-    while ((left > 0) && ((cqe = strand_cq_cursor_get(&cur, ci)) != NULL)) {
+    while ((left > 0) &&
+           ((cqe = strand_cq_cursor_get(&cur, ci, &op_own)) != NULL)) {
         tx->ci = ++ci;
-        if (ucs_unlikely(ci == ci_mark)) {
+        if (ucs_unlikely((ci & (iface->tx_ci_batch - 1)) == 0)) {
             strand_cq_update_ci(tx->cq.dv.dbrec, ci);
-            ci_mark += iface->tx_ci_batch;
         }
-        qpn = strand_cqe_qpn(cqe);
-        if (ucs_unlikely(qpn != last_qpn) ||
-            ucs_unlikely(strand_cqe_opcode(cqe) != MLX5_CQE_REQ)) {
-            if (unsettled != NULL) {
-                strand_txq_settle(iface, unsettled);
-                unsettled = NULL;
+        if (ucs_unlikely(cqe->sop_drop_qpn != last_qpn) ||
+            ucs_unlikely((op_own >> 4) != MLX5_CQE_REQ)) {
+            if (unsettled) {
+                strand_txq_settle(iface, dci);
+                unsettled = 0;
             }
-            dci      = strand_txq_by_qpn(iface, qpn);
-            last_qpn = qpn;
+            dci      = strand_txq_by_qpn(iface, strand_cqe_qpn(cqe));
+            last_qpn = cqe->sop_drop_qpn; /* (the WQE's opcode too: a
+                                             change costs a lookup) */
             if (ucs_unlikely(dci == NULL) ||
-                ucs_unlikely(strand_cqe_opcode(cqe) != MLX5_CQE_REQ)) {
+                ucs_unlikely((op_own >> 4) != MLX5_CQE_REQ)) {
                 left    -= strand_txq_cqe_other(iface, tx, cqe, dci);
-                last_qpn = STRAND_TXQ_HINT_NONE;
+                last_qpn = UINT32_MAX;
                 continue;
             }
         }
@@ -276,21 +275,21 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
         STRAND_IFACE_STAT(iface, TX_CQE, 1);
         done = strand_txq_cqe_fast(iface, dci, cqe, &settled);
         if (ucs_likely(done > 0) && ucs_likely(!settled)) {
-            unsettled = dci;
+            unsettled = 1;
         } else {
             if (done == 0) {
-                if (unsettled != NULL) {
-                    strand_txq_settle(iface, unsettled);
+                if (unsettled) {
+                    strand_txq_settle(iface, dci);
                 }
                 done = strand_txq_cqe_slow(iface, tx, dci, cqe);
             }
-            unsettled = NULL;
-            last_qpn  = STRAND_TXQ_HINT_NONE;
+            unsettled = 0;
+            last_qpn  = UINT32_MAX;
         }
         left -= done;
     }
-    if (unsettled != NULL) {
-        strand_txq_settle(iface, unsettled);
+    if (unsettled) {
+        strand_txq_settle(iface, dci);
     }
     if (ci != start) {
         strand_cq_update_ci(tx->cq.dv.dbrec, ci);

@@ -160,3 +160,78 @@ TEST_F(dc_strand_refused, a_refused_ep_that_fails_reports_its_failure)
     EXPECT_EQ(0u, got) << "a PUT taken after the failure was sent";
     unreg(r);
 }
+
+/* Streams: an ep on a DCI that filled while the other DCI emptied decides
+ * to move (dc_policy.c, consider_move) and posts nothing more there until
+ * its WQEs complete; the last of those asked for no CQE (moderation), so
+ * its refused posts must have the DCI ask for it (a signaled NOP behind
+ * them). Without that nobody posts on the DCI again and the ep is refused
+ * forever (dc_peers peer_kill hung so, about one run in ten). */
+TEST_F(dc_strand_refused, an_ep_moving_off_a_full_dci_gets_its_last_cqe)
+{
+    const unsigned max = 4096;
+    set_env("UCX_DC_STRAND_TX_POLICY", "streams");
+    set_env("UCX_DC_STRAND_NUM_DCI", "2");
+    open_pair();
+    uct_ep_h e2 = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    uct_ep_h e3 = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    ASSERT_NE(nullptr, e2);
+    ASSERT_NE(nullptr, e3);
+    region r;
+    reg(r, 8 * (max + 8));
+
+    /* m_ep on DCI 0, e2 on DCI 1, e3 on DCI 0 (the tie goes round from
+     * the DCI after the last lease); their WQEs ask for no CQE, which
+     * keeps the leases of m_ep and e3 while e2's flush empties DCI 1 */
+    uint64_t v = 1;
+    ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 0),
+                                       r.rkey.rkey));
+    ASSERT_EQ(UCS_OK, uct_ep_put_short(e2, &v, sizeof(v), addr(r, 8),
+                                       r.rkey.rkey));
+    ASSERT_EQ(UCS_OK, uct_ep_put_short(e3, &v, sizeof(v), addr(r, 16),
+                                       r.rkey.rkey));
+    flush(e2);
+    std::string pool = vfs_read(m_a, "dci_pool");
+    ASSERT_NE(std::string::npos, pool.find("users 2"))
+            << "m_ep and e3 do not share a DCI:\n" << pool;
+
+    /* e3's flush: a signaled NOP on DCI 0, which restarts the count of
+     * WQEs to the next signaled one; then m_ep fills the queue, nothing
+     * progressed, so that its last WQEs are unsignaled, and is refused
+     * (it decides to move: DCI 1 is empty) */
+    test_comp c;
+    comp_init(&c);
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_flush(e3, 0, &c.uct));
+    unsigned n = fill(m_ep, r, 0x9000, max);
+    ASSERT_LT(n, max) << "the send queue never filled";
+    ASSERT_EQ(UCS_ERR_NO_RESOURCE,
+              uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
+                               r.rkey.rkey));
+    pool = vfs_read(m_a, "dci_pool");
+    unsigned unsignaled = 0;
+    const char *u = strstr(pool.c_str(), "unsignaled ");
+    ASSERT_NE(nullptr, u) << pool;
+    ASSERT_EQ(1, sscanf(u, "unsignaled %u", &unsignaled)) << pool;
+    ASSERT_GT(unsignaled, 0u) << "the queue's last WQE asked for a CQE:\n"
+                              << pool;
+
+    /* e3's work completes (its WQEs are before the signaled ones); m_ep
+     * gets through once the tail's CQE was asked for, on DCI 1 */
+    ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+    uint64_t a = 0xa000;
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_put_short(m_ep, &a, sizeof(a), addr(r, 8 * (max + 1)),
+                                r.rkey.rkey);
+    })) << vfs_read(m_a, "dci_pool");
+    flush(m_ep);
+    for (unsigned i = 0; i < n; ++i) {
+        uint64_t got;
+        memcpy(&got, r.buf.data() + 8 * i, sizeof(got));
+        ASSERT_EQ(0x9000u + i, got) << "PUT " << i;
+    }
+    uint64_t got_a;
+    memcpy(&got_a, r.buf.data() + 8 * (max + 1), sizeof(got_a));
+    EXPECT_EQ(a, got_a);
+    EXPECT_TRUE(m_a.err.errors.empty());
+    unreg(r);
+}
