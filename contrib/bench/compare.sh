@@ -726,7 +726,7 @@ row "UCT put_lat 8 B, median (us)" "$(fmt_cell put_lat dc 1 3)" "$(fmt_cell put_
     "<= 3x posix" "$(verdict_lat put_lat 3)"
 row "UCT am_bw 8 B short (Mmsg/s)" "$(fmt_cell am_bw dc 1e6 3)" "$(fmt_cell am_bw posix 1e6 3)" \
     "$(fmt_cell am_bw tcp 1e6 3)" "$(ratio am_bw posix)" "$(ratio am_bw tcp)" \
-    ">= 0.4x posix" "$(verdict_ge am_bw 0.4)"
+    ">= 0.5x posix" "$(verdict_ge am_bw 0.5)"
 row "UCT put_bw 1 MiB zcopy (MiB/s)" "$(fmt_cell put_bw dc 1 0)" "$(fmt_cell put_bw posix 1 0)" \
     "$(fmt_cell put_bw tcp 1 0)" "$(ratio put_bw posix)" "$(ratio put_bw tcp)" "-" "-"
 row "UCP tag_lat 8 B, median (us)" "$(fmt_cell tag_lat dc 1 3)" "$(fmt_cell tag_lat posix 1 3)" \
@@ -734,7 +734,7 @@ row "UCP tag_lat 8 B, median (us)" "$(fmt_cell tag_lat dc 1 3)" "$(fmt_cell tag_
     "<= 2.5x posix" "$(verdict_lat tag_lat 2.5)"
 row "UCP tag_bw 1 MiB (MiB/s)" "$(fmt_cell tag_bw dc 1 0)" "$(fmt_cell tag_bw posix 1 0)" \
     "$(fmt_cell tag_bw tcp 1 0)" "$(ratio tag_bw posix)" "$(ratio tag_bw tcp)" \
-    ">= 1x posix,cma,self" "$(verdict_ge tag_bw 1)"
+    ">= 1.5x posix,cma,self" "$(verdict_ge tag_bw 1.5)"
 if [ "$callgrind" = 1 ]; then
     row "am_short post path (instr/post)" "$(instr strand_dc_ep_am_short cell FAILED)" - - - - \
         "<= $POST_TARGET" "$(verdict_instr strand_dc_ep_am_short)"

@@ -77,6 +77,7 @@ best() {
 }
 
 status=0
+verdicts=
 echo "UCP rendezvous latency (tag_lat median, us), integrity off vs on, best of $rounds round(s) of $iters"
 printf "%-9s %-7s | %9s %9s %9s %9s | %7s %7s %7s\n" transport size off \
        off/ring crc32c t10dif ring/off crc/off t10/off
@@ -99,8 +100,14 @@ for tl in $tls; do
             printf "%-9s %-7s | %9.2f %9.2f %9.2f %9.2f | %6.2fx %6.2fx %6.2fx\n",
                    tl, (s >= 1048576 ? s / 1048576 "MiB" : s / 1024 "KiB"),
                    o, r, c, t, r / o, c / o, t / o }'
+        if [ "$size" = 1048576 ]; then
+            verdicts="$verdicts$(awk -v tl="$tl" -v o="$off" -v c="$crc" 'BEGIN {
+                printf "%s: checked GET (crc32c) / unchecked at 1 MiB <= 1.3x: %s (ratio %.2f)\\n",
+                       tl, (c / o <= 1.3) ? "PASS" : "MISS", c / o }')"
+        fi
     done
 done
+printf "%b" "${verdicts:-}"
 
 echo
 echo "rc_strand with tag matching: the transport's rendezvous (tag_lat median, us), best of $rounds round(s) of $iters"
