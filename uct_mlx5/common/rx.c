@@ -269,25 +269,21 @@ static inline void strand_rx_set_release(void *data,
            sizeof(release));
 }
 
-/* One received message handed to its taker (tag matching, the
- * transport's own, the user's handler); 1 when its buffer is free again,
- * 0 when the user keeps it (uct_iface_release_desc gives it back). */
-static int strand_rx_handle(strand_iface_t *iface,
-                                struct mlx5_cqe64 *cqe,
-                                strand_rx_desc_t *desc)
+/* One received message (`length` bytes, a good CQE) handed to its taker
+ * (tag matching, the transport's own, the user's handler); 1 when its
+ * buffer is free again, 0 when the user keeps it (uct_iface_release_desc
+ * gives it back). */
+static UCS_F_ALWAYS_INLINE int strand_rx_handle(strand_iface_t *iface,
+                                                struct mlx5_cqe64 *cqe,
+                                                strand_rx_desc_t *desc,
+                                                uint32_t length)
 {
-    uint32_t length = strand_cqe_byte_cnt(cqe);
     uct_recv_desc_t *release = &iface->release_desc;
     ucs_status_t status;
     uint8_t am_id;
     void *payload;
 
-    if (ucs_unlikely(strand_cqe_is_error(cqe))) {
-        ucs_debug("%s: receive error syndrome 0x%x", iface->dev->info.name,
-                  strand_cqe_syndrome(cqe));
-        return 1;
-    }
-    if (iface->config.am_tmh > 0) {
+    if (ucs_unlikely(iface->config.am_tmh > 0)) {
         switch (strand_tag_rx(iface, cqe, strand_rx_wqe_data(iface, desc),
                               length)) {
         case STRAND_TAG_RX_KEPT:
@@ -333,34 +329,32 @@ static int strand_rx_handle(strand_iface_t *iface,
     return 0;
 }
 
-/* Scatter-to-CQE (RX_INLINE): a small message came inside the CQE and
- * its receive buffer was left untouched; it goes where the buffer's data
- * would be, so that the active message keeps its alignment. */
-static inline void strand_rx_take_inline(strand_iface_t *iface,
-                                            const struct mlx5_cqe64 *cqe,
-                                            strand_rx_desc_t *desc)
+/* Scatter-to-CQE (RX_INLINE): a small message came inside the CQE (a
+ * good one: op_own says where) and its receive buffer was left untouched;
+ * it goes where the buffer's data would be, so that the active message
+ * keeps its alignment. 0 when it is longer than the CQE holds. */
+static UCS_F_ALWAYS_INLINE int strand_rx_take_inline(strand_iface_t *iface,
+                                                     const struct mlx5_cqe64 *cqe,
+                                                     uint8_t op_own,
+                                                     uint32_t length,
+                                                     strand_rx_desc_t *desc)
 {
-    const void *data = strand_cqe_inline_data(cqe);
-    uint8_t *dst     = strand_rx_wqe_data(iface, desc);
-    uint32_t length, max;
+    uint8_t *dst = strand_rx_wqe_data(iface, desc);
 
-    if (ucs_likely(data == NULL) || strand_cqe_is_error(cqe)) {
-        return;
-    }
-    length = strand_cqe_byte_cnt(cqe);
-    max    = (data == (const void*)cqe) ? 32 : STRAND_CQE_INLINE_MAX;
-    if (ucs_unlikely(length > max)) {
-        ucs_error("%s: %u bytes scattered to a CQE", iface->dev->info.name,
-                  length);
-        return;
-    }
     /* the whole inline area, a fixed size (a few moves, no length
      * branches): the buffer has seg_size >= 64 bytes */
-    if (max == 32) {
-        memcpy(dst, data, 32);
+    if (op_own & MLX5_INLINE_SCATTER_32) {
+        if (ucs_unlikely(length > 32)) {
+            return 0;
+        }
+        memcpy(dst, cqe, 32);
     } else {
-        memcpy(dst, data, STRAND_CQE_INLINE_MAX);
+        if (ucs_unlikely(length > STRAND_CQE_INLINE_MAX)) {
+            return 0;
+        }
+        memcpy(dst, cqe - 1, STRAND_CQE_INLINE_MAX);
     }
+    return 1;
 }
 
 /* The consumer index goes to the device once per poll (and every
@@ -375,10 +369,12 @@ static inline void strand_rx_take_inline(strand_iface_t *iface,
  * WQE back on the free list and, when the buffer came back too, posted
  * again at the head (usually a WQE whose buffer is bound to it). */
 static UCS_F_ALWAYS_INLINE void strand_rx_cqe(strand_iface_t *iface,
-                                              struct mlx5_cqe64 *cqe)
+                                              struct mlx5_cqe64 *cqe,
+                                              uint8_t op_own)
 {
     uint32_t idx           = strand_cqe_wqe_counter(cqe) & iface->srq_mask;
     strand_rx_desc_t *desc = iface->srq_descs[idx];
+    uint32_t length        = strand_cqe_byte_cnt(cqe);
 
     if (ucs_unlikely(desc == NULL)) {
         ucs_error("%s: receive CQE for SRQ WQE %u, which has no buffer",
@@ -387,8 +383,15 @@ static UCS_F_ALWAYS_INLINE void strand_rx_cqe(strand_iface_t *iface,
     }
     ++iface->srq_missing;
     strand_rx_srq_free(iface, idx);
-    strand_rx_take_inline(iface, cqe, desc);
-    if (ucs_unlikely(!strand_rx_handle(iface, cqe, desc))) {
+    if (ucs_unlikely((op_own >> 4) >= MLX5_CQE_REQ_ERR)) {
+        ucs_debug("%s: receive error syndrome 0x%x", iface->dev->info.name,
+                  strand_cqe_syndrome(cqe));
+    } else if ((op_own & (MLX5_INLINE_SCATTER_32 | MLX5_INLINE_SCATTER_64)) &&
+               ucs_unlikely(!strand_rx_take_inline(iface, cqe, op_own, length,
+                                                   desc))) {
+        ucs_error("%s: %u bytes scattered to a CQE", iface->dev->info.name,
+                  length);
+    } else if (ucs_unlikely(!strand_rx_handle(iface, cqe, desc, length))) {
         iface->srq_descs[idx] = NULL; /* the user keeps it */
         return;
     }
@@ -424,7 +427,7 @@ unsigned strand_rx_progress(strand_iface_t *iface)
             /* tag matching: a list operation or a matched tag */
             strand_tm_handle_cqe(&iface->tm, cqe);
         } else {
-            strand_rx_cqe(iface, cqe);
+            strand_rx_cqe(iface, cqe, op_own);
         }
     }
     if (ci != start) {
