@@ -130,8 +130,10 @@ static void strand_txq_cqe(strand_iface_t *iface, strand_txq_t *dci,
  * moves over them here and the rest of the queue's settling (free slots
  * retired out of order after it, the room, the waiters) is left to the
  * caller, once per poll and queue (strand_txq_settle): a post made
- * meanwhile sees less room than there is, never more. The operations
- * retired; 0 when the CQE is not of this kind (nothing was done).
+ * meanwhile sees less room than there is, never more. *settled says
+ * whether the queue was settled here after all (an operation had work to
+ * deliver, or its ep went idle). The sends completed (at least 1); 0 when
+ * the CQE is not of this kind (nothing was done).
  */
 static UCS_F_ALWAYS_INLINE int strand_txq_cqe_fast(strand_iface_t *iface,
                                                    strand_txq_t *dci,
