@@ -701,9 +701,9 @@ static void strand_iface_tx_cq_geometry(strand_iface_t *iface,
     iface->tx_cq_len  = config->common.tx_cq_len ?
                         config->common.tx_cq_len : tx_outstanding + 64;
     /* a power of two: the poll tells the CQ at multiples of it */
-    iface->tx_ci_batch = ucs_rounddown_pow2(
-            ucs_max(1, ucs_min(64, (int)iface->tx_cq_len -
-                                   (int)tx_outstanding)));
+    iface->tx_ci_batch = 1u << ucs_ilog2(ucs_max(1, ucs_min(64,
+                                         (int)iface->tx_cq_len -
+                                         (int)tx_outstanding)));
 }
 
 /* What the configuration, the device and the transport make of the
