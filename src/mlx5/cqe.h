@@ -78,47 +78,89 @@ static inline void strand_cq_mark_hw_owned(void *cq_buf, uint32_t cqe_cnt,
 }
 
 /*
- * A polling loop's view of a CQ marked by strand_cq_mark_hw_owned: the
- * address of the 64-byte CQE of slot 0 and the ring's geometry, taken
- * once per poll, so that finding the CQE of ci and telling who owns it is
- * a mask, a shift and one compare (strand_cqe_get recomputes both from
- * the CQ's description each time, and looks at the opcode too).
+ * A polling loop's walk over a CQ marked by strand_cq_mark_hw_owned. It
+ * holds the address of the CQE at the consumer index and the owner bit of
+ * the current pass, so that looking at a CQE is one load and one compare,
+ * and stepping to the next one is an add and a compare (strand_cqe_get
+ * recomputes the address and the pass from ci each time, and looks at the
+ * opcode too). The ring is walked in runs of `run` CQEs (a power of two
+ * that divides cqe_cnt): a run's end is where a loop that holds CQEs back
+ * writes its consumer index, and where the walk wraps.
  */
 typedef struct strand_cq_cursor {
+    uint8_t  *cqe;       /* the 64-byte CQE at the consumer index */
+    uint8_t  *stop;      /* the first CQE past the current run */
     uint8_t  *base;      /* the 64-byte CQE of slot 0 (the last 64 bytes
                             of a 128-byte slot) */
-    uint32_t  mask;      /* cqe_cnt - 1 */
-    uint32_t  cnt;       /* cqe_cnt: ci & cnt is the pass's owner bit */
-    uint8_t   shift;     /* log2 of the slot size */
+    uint8_t  *end;       /* base + the ring's size: slot cqe_cnt */
+    uint32_t  run_size;  /* bytes of a run */
+    uint32_t  stride;    /* bytes of a slot */
+    uint8_t   owner;     /* the owner bit software owns in this pass */
 } strand_cq_cursor_t;
 
+/* The cursor at consumer index ci of a ring of cqe_cnt slots of
+ * 1 << cqe_shift bytes, in runs of run CQEs (at most the ring). */
 static inline void strand_cq_cursor_init(strand_cq_cursor_t *cur,
                                          void *cq_buf, uint32_t cqe_cnt,
-                                         unsigned cqe_shift)
+                                         unsigned cqe_shift, uint32_t ci,
+                                         uint32_t run)
 {
-    cur->base  = (uint8_t*)cq_buf + (1u << cqe_shift) -
-                 sizeof(struct mlx5_cqe64);
-    cur->mask  = cqe_cnt - 1;
-    cur->cnt   = cqe_cnt;
-    cur->shift = cqe_shift;
+    uint32_t slot = ci & (cqe_cnt - 1);
+
+    run           = (run < cqe_cnt) ? run : cqe_cnt;
+    cur->stride   = 1u << cqe_shift;
+    cur->base     = (uint8_t*)cq_buf + cur->stride - sizeof(struct mlx5_cqe64);
+    cur->end      = cur->base + ((size_t)cqe_cnt << cqe_shift);
+    cur->cqe      = cur->base + ((size_t)slot << cqe_shift);
+    cur->run_size = run << cqe_shift;
+    cur->stop     = cur->base +
+                    ((size_t)((slot & ~(run - 1)) + run) << cqe_shift);
+    cur->owner    = !!(ci & cqe_cnt);
 }
 
-/* The CQE at ci if software owns it (then *op_own is its opcode and owner
- * byte), else NULL; the rest of the CQE is read after the barrier. */
+/* The CQE at the cursor if software owns it (then *op_own is its opcode
+ * and owner byte), else NULL; the rest of the CQE is read after the
+ * barrier. */
 static inline struct mlx5_cqe64 *
-strand_cq_cursor_get(const strand_cq_cursor_t *cur, uint32_t ci,
-                     uint8_t *op_own)
+strand_cq_cursor_get(const strand_cq_cursor_t *cur, uint8_t *op_own)
 {
-    struct mlx5_cqe64 *cqe = (struct mlx5_cqe64*)(cur->base +
-                                                  ((ci & cur->mask) <<
-                                                   cur->shift));
-
-    *op_own = *(volatile uint8_t*)&cqe->op_own;
-    if ((*op_own & MLX5_CQE_OWNER_MASK) != !!(ci & cur->cnt)) {
+    *op_own = *(volatile uint8_t*)&((struct mlx5_cqe64*)cur->cqe)->op_own;
+    if ((*op_own & MLX5_CQE_OWNER_MASK) != cur->owner) {
         return NULL;
     }
     strand_rmb();
-    return cqe;
+    return (struct mlx5_cqe64*)cur->cqe;
+}
+
+/* Whether software owns the CQE at the cursor (a peek: nothing of it is
+ * read). */
+static inline int strand_cq_cursor_ready(const strand_cq_cursor_t *cur)
+{
+    return (*(volatile uint8_t*)&((struct mlx5_cqe64*)cur->cqe)->op_own &
+            MLX5_CQE_OWNER_MASK) == cur->owner;
+}
+
+/* A run ended: the next one, from slot 0 in the next pass at the ring's
+ * end. */
+static inline void strand_cq_cursor_next_run(strand_cq_cursor_t *cur)
+{
+    if (cur->cqe == cur->end) {
+        cur->cqe    = cur->base;
+        cur->owner ^= 1;
+    }
+    cur->stop = cur->cqe + cur->run_size;
+}
+
+/* The cursor at the next CQE; 1 when that one starts a run (the consumer
+ * index is a multiple of run now). */
+static inline int strand_cq_cursor_step(strand_cq_cursor_t *cur)
+{
+    cur->cqe += cur->stride;
+    if (__builtin_expect(cur->cqe == cur->stop, 0)) {
+        strand_cq_cursor_next_run(cur);
+        return 1;
+    }
+    return 0;
 }
 
 /*

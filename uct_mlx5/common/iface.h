@@ -22,6 +22,7 @@
 #include "uct_mlx5/common/tm.h"
 #include "uct_mlx5/common/iface_config.h"
 #include "dev/dev.h"
+#include "mlx5/cqe.h"
 #include "mlx5/sq.h"
 
 #include <ucs/datastruct/queue_types.h>
@@ -368,6 +369,7 @@ typedef struct strand_txq_hint {
 typedef struct strand_tx_cq {
     strand_dev_cq_t cq;
     uint32_t        ci;
+    strand_cq_cursor_t cur;        /* at ci, in runs of tx_ci_batch */
     uint8_t         arm_sn;        /* +1 per event received on it */
 } strand_tx_cq_t;
 
@@ -396,6 +398,7 @@ typedef struct strand_iface {
     uint32_t              tx_ci_batch;   /* send CQEs consumed at most
                                             before the CQ is told */
     uint32_t              rx_ci;
+    strand_cq_cursor_t    rx_cur;        /* at rx_ci (rx.c) */
     uint8_t               tx_cqe_shift;  /* log2 of the CQE sizes */
     uint8_t               rx_cqe_shift;
     uint8_t               rx_arm_sn;     /* arm sequence numbers: +1 per

@@ -292,8 +292,7 @@ ucs_status_t strand_iface_estimate_perf(uct_iface_h tl_iface,
  * matching commands (strand_rx_progress). */
 static UCS_F_ALWAYS_INLINE int strand_iface_rx_busy(strand_iface_t *iface)
 {
-    return (strand_cqe_get(iface->rx_cq.dv.buf, iface->rx_cq.dv.cqe_cnt,
-                           iface->rx_cqe_shift, iface->rx_ci) != NULL) ||
+    return strand_cq_cursor_ready(&iface->rx_cur) ||
            (iface->srq_missing > 0) || (iface->config.am_tmh > 0);
 }
 
@@ -306,8 +305,7 @@ static UCS_F_ALWAYS_INLINE int strand_iface_tx_busy(strand_iface_t *iface)
 
     return (iface->num_tx_cqs != 1) || iface->repost_pending ||
            (iface->num_failed > 0) ||
-           (strand_cqe_get(tx->cq.dv.buf, tx->cq.dv.cqe_cnt,
-                           iface->tx_cqe_shift, tx->ci) != NULL);
+           strand_cq_cursor_ready(&tx->cur);
 }
 
 /* The CQs polled where they have work: an idle poll looks at two CQEs'
@@ -508,6 +506,11 @@ ucs_status_t strand_iface_tx_cq_get(strand_iface_t *iface,
         strand_cq_mark_hw_owned(tx->cq.dv.buf, tx->cq.dv.cqe_cnt,
                                 tx->cq.dv.cqe_size);
         tx->ci     = 0;
+        if (strand_cqe_shift(tx->cq.dv.cqe_size) != 0) { /* (else refused) */
+            strand_cq_cursor_init(&tx->cur, tx->cq.dv.buf, tx->cq.dv.cqe_cnt,
+                                  strand_cqe_shift(tx->cq.dv.cqe_size), 0,
+                                  iface->tx_ci_batch);
+        }
         tx->arm_sn = 0;
         ++iface->num_tx_cqs;
         if (n > 0) {
@@ -820,6 +823,9 @@ static ucs_status_t strand_iface_open_cqs(strand_iface_t *iface,
                   iface->rx_cq.dv.cqe_size);
         return UCS_ERR_UNSUPPORTED;
     }
+    strand_cq_cursor_init(&iface->rx_cur, iface->rx_cq.dv.buf,
+                          iface->rx_cq.dv.cqe_cnt, iface->rx_cqe_shift,
+                          iface->rx_ci, STRAND_RX_CI_BATCH);
     return UCS_OK;
 }
 

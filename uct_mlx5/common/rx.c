@@ -357,14 +357,6 @@ static UCS_F_ALWAYS_INLINE int strand_rx_take_inline(strand_iface_t *iface,
     return 1;
 }
 
-/* The consumer index goes to the device once per poll (and every
- * STRAND_RX_CI_BATCH CQEs of a long one), after the CQEs are handled: a
- * CQE is parsed in place, its slot still the transport's. Handling may
- * post list operations whose completions come to this CQ, and the CQ has
- * room for what is outstanding, not for a whole poll's CQEs twice: hence
- * the batch. */
-#define STRAND_RX_CI_BATCH 64
-
 /* One receive CQE that comes with a buffer: the message handled, the
  * WQE back on the free list and, when the buffer came back too, posted
  * again at the head (usually a WQE whose buffer is bound to it). */
@@ -404,16 +396,15 @@ unsigned strand_rx_progress(strand_iface_t *iface)
     const uint16_t posted = iface->srq_posted;
     uint32_t end         = start + iface->config.rx_max_poll;
     uint32_t ci          = start;
-    strand_cq_cursor_t cur;
+    strand_cq_cursor_t cur = iface->rx_cur; /* (written back at the end:
+                                                handlers do not poll) */
     struct mlx5_cqe64 *cqe;
     uint8_t op_own;
 
-    strand_cq_cursor_init(&cur, iface->rx_cq.dv.buf, iface->rx_cq.dv.cqe_cnt,
-                          iface->rx_cqe_shift);
     while ((ci != end) &&
-           ((cqe = strand_cq_cursor_get(&cur, ci, &op_own)) != NULL)) {
+           ((cqe = strand_cq_cursor_get(&cur, &op_own)) != NULL)) {
         iface->rx_ci = ++ci;
-        if (ucs_unlikely(((ci - start) % STRAND_RX_CI_BATCH) == 0)) {
+        if (ucs_unlikely(strand_cq_cursor_step(&cur))) {
             /* the CQEs before this one are handled */
             strand_cq_update_ci(iface->rx_cq.dv.dbrec, ci - 1);
         }
@@ -431,6 +422,7 @@ unsigned strand_rx_progress(strand_iface_t *iface)
         }
     }
     if (ci != start) {
+        iface->rx_cur = cur;
         strand_cq_update_ci(iface->rx_cq.dv.dbrec, ci);
         STRAND_IFACE_STAT(iface, RX_CQE, ci - start);
     }

@@ -9,6 +9,14 @@
 
 #include "iface.h"
 
+/* The consumer index goes to the device once per poll (and at every
+ * multiple of STRAND_RX_CI_BATCH in a long one), after the CQEs are
+ * handled: a CQE is parsed in place, its slot still the transport's.
+ * Handling may post list operations whose completions come to this CQ,
+ * and the CQ has room for what is outstanding, not for a whole poll's
+ * CQEs twice: hence the batch. A power of two (iface->rx_cur's runs). */
+#define STRAND_RX_CI_BATCH 64
+
 ucs_status_t strand_rx_init(strand_iface_t *iface,
                             const uct_iface_params_t *params);
 void strand_rx_cleanup(strand_iface_t *iface);

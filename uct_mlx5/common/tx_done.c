@@ -237,7 +237,7 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
     int unsettled           = 0;  /* dci left to settle by
                                      strand_txq_cqe_fast */
     int left                = *budget;
-    strand_cq_cursor_t cur;
+    strand_cq_cursor_t cur  = tx->cur;
     struct mlx5_cqe64 *cqe;
     uint8_t op_own;
     int done, settled;
@@ -249,12 +249,10 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
      * CQEs of one send queue (the usual run) look it up once; any
      * handling other than a light retirement forgets it (a callback may
      * destroy QPs). */
-    strand_cq_cursor_init(&cur, tx->cq.dv.buf, tx->cq.dv.cqe_cnt,
-                          iface->tx_cqe_shift);
     while ((left > 0) &&
-           ((cqe = strand_cq_cursor_get(&cur, ci, &op_own)) != NULL)) {
+           ((cqe = strand_cq_cursor_get(&cur, &op_own)) != NULL)) {
         tx->ci = ++ci;
-        if (ucs_unlikely((ci & (iface->tx_ci_batch - 1)) == 0)) {
+        if (ucs_unlikely(strand_cq_cursor_step(&cur))) {
             strand_cq_update_ci(tx->cq.dv.dbrec, ci);
         }
         if (ucs_unlikely(cqe->sop_drop_qpn != last_qpn) ||
@@ -294,6 +292,7 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
         strand_txq_settle(iface, dci);
     }
     if (ci != start) {
+        tx->cur = cur;
         strand_cq_update_ci(tx->cq.dv.dbrec, ci);
     }
     *budget = left;

@@ -792,3 +792,73 @@ TEST(wqe_cqe, consumer_doorbell_is_24_bits_be)
     EXPECT_EQ(htobe32(0x234567), dbrec[0]);
     EXPECT_EQ(htobe32(0x5a5a), dbrec[1]);
 }
+
+/* ------------------------------------------------------------ CQ cursor */
+/* A ring of cnt slots of 1 << shift bytes, marked hardware-owned; "the
+ * device" writes CQE ci (owner bit of its pass, opcode REQ, the low byte
+ * of ci in wqe_counter). */
+struct test_cq {
+    test_cq(uint32_t cnt, unsigned shift) :
+        cnt(cnt), shift(shift), buf((size_t)cnt << shift)
+    {
+        strand_cq_mark_hw_owned(buf.data(), cnt, 1u << shift);
+    }
+    void complete(uint32_t ci)
+    {
+        struct mlx5_cqe64 *cqe = strand_cqe_at(buf.data(), cnt, shift, ci);
+        cqe->wqe_counter = htobe16((uint16_t)ci);
+        cqe->op_own      = (MLX5_CQE_REQ << 4) | !!(ci & cnt);
+    }
+    uint32_t cnt;
+    unsigned shift;
+    std::vector<uint8_t> buf;
+};
+
+/* the cursor finds exactly the CQEs the device wrote, in order, across
+ * passes (the owner bit flips at each wrap), says where each run of 4
+ * starts, and stops at the first slot the device has not written; the
+ * device is never more than the ring ahead */
+static void walk_cq_cursor(unsigned shift)
+{
+    test_cq cq(8, shift);
+    strand_cq_cursor_t cur;
+    struct mlx5_cqe64 *cqe;
+    uint32_t ci = 5, written = 5, n;
+    uint8_t op_own;
+
+    strand_cq_cursor_init(&cur, cq.buf.data(), cq.cnt, shift, ci, 4);
+    for (uint32_t burst : {0u, 8u, 3u, 8u, 5u}) {
+        for (n = 0; n < burst; ++n) {
+            cq.complete(written++);
+        }
+        while ((cqe = strand_cq_cursor_get(&cur, &op_own)) != NULL) {
+            ASSERT_EQ(strand_cqe_at(cq.buf.data(), cq.cnt, shift, ci), cqe);
+            EXPECT_EQ((uint16_t)ci, be16toh(cqe->wqe_counter));
+            EXPECT_EQ(cqe->op_own, op_own);
+            ++ci;
+            EXPECT_EQ((ci % 4) == 0, strand_cq_cursor_step(&cur) != 0) << ci;
+            ASSERT_LE(ci, written);
+        }
+        EXPECT_EQ(written, ci);
+    }
+    EXPECT_EQ(29u, ci); /* three passes and more */
+}
+
+TEST(cqe_cursor, walks_passes_and_runs_64)  { walk_cq_cursor(6); }
+TEST(cqe_cursor, walks_passes_and_runs_128) { walk_cq_cursor(7); }
+
+/* a run longer than the ring is the ring: a step tells every wrap */
+TEST(cqe_cursor, run_capped_at_the_ring)
+{
+    test_cq cq(4, 6);
+    strand_cq_cursor_t cur;
+    uint8_t op_own;
+
+    strand_cq_cursor_init(&cur, cq.buf.data(), cq.cnt, 6, 0, 64);
+    for (uint32_t ci = 0; ci < 10; ++ci) {
+        EXPECT_EQ(nullptr, strand_cq_cursor_get(&cur, &op_own)) << ci;
+        cq.complete(ci);
+        ASSERT_NE(nullptr, strand_cq_cursor_get(&cur, &op_own)) << ci;
+        EXPECT_EQ(((ci + 1) % 4) == 0, strand_cq_cursor_step(&cur) != 0);
+    }
+}
