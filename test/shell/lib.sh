@@ -116,7 +116,7 @@ free_port() {
 
 # rank_env_args: sets the array rank_env to "-x NAME" for every device-mode
 # variable in the environment (UCX_DC_STRAND_*, UCX_RC_STRAND_*, MLX5_CQE_SIZE,
-# MLX5_SCATTER_TO_CQE, STRAND_SIM_*). mpirun and oshrun promise ranks only
+# MLX5_SCATTER_TO_CQE, STRAND_SIM_*, UCX_MEM_BISTRO_GRACE_DURATION). mpirun and oshrun promise ranks only
 # the variables named with -x (strand-run adds LD_PRELOAD itself); a test
 # passes its own -x NAME=VALUE after these, and the last one wins.
 rank_env_args() {
@@ -124,7 +124,7 @@ rank_env_args() {
     rank_env=()
     for name in $(compgen -e); do
         case "$name" in
-        UCX_DC_STRAND_*|UCX_RC_STRAND_*|MLX5_CQE_SIZE|MLX5_SCATTER_TO_CQE|STRAND_SIM_*|LD_LIBRARY_PATH)
+        UCX_DC_STRAND_*|UCX_RC_STRAND_*|MLX5_CQE_SIZE|MLX5_SCATTER_TO_CQE|STRAND_SIM_*|LD_LIBRARY_PATH|UCX_MEM_BISTRO_GRACE_DURATION)
             rank_env+=(-x "$name") ;;
         esac
     done
