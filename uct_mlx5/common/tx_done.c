@@ -248,10 +248,12 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
      * handling may reset its DCI (an error, a DCI draining). Consecutive
      * CQEs of one send queue (the usual run) look it up once; any
      * handling other than a light retirement forgets it (a callback may
-     * destroy QPs). */
+     * destroy QPs). tx->ci is written where something reads it: the
+     * slow paths tell the CQ, and the end of the poll (handlers do not
+     * poll). */
     while ((left > 0) &&
            ((cqe = strand_cq_cursor_get(&cur, &op_own)) != NULL)) {
-        tx->ci = ++ci;
+        ++ci;
         if (ucs_unlikely(strand_cq_cursor_step(&cur))) {
             strand_cq_update_ci(tx->cq.dv.dbrec, ci);
         }
@@ -266,6 +268,7 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
                                              change costs a lookup) */
             if (ucs_unlikely(dci == NULL) ||
                 ucs_unlikely((op_own >> 4) != MLX5_CQE_REQ)) {
+                tx->ci   = ci;
                 left    -= strand_txq_cqe_other(iface, tx, cqe, dci);
                 last_qpn = UINT32_MAX;
                 continue;
@@ -281,7 +284,8 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
                 if (unsettled) {
                     strand_txq_settle(iface, dci);
                 }
-                done = strand_txq_cqe_slow(iface, tx, dci, cqe);
+                tx->ci = ci;
+                done   = strand_txq_cqe_slow(iface, tx, dci, cqe);
             }
             unsettled = 0;
             last_qpn  = UINT32_MAX;
@@ -292,6 +296,7 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
         strand_txq_settle(iface, dci);
     }
     if (ci != start) {
+        tx->ci  = ci;
         tx->cur = cur;
         strand_cq_update_ci(tx->cq.dv.dbrec, ci);
     }
