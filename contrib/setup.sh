@@ -16,7 +16,7 @@ ucx_src_dir="$top/.deps"
 pkgs=(build-essential autoconf automake libtool pkg-config dpkg-dev debhelper
       libucx-dev ucx-utils libibverbs-dev ibverbs-providers rdma-core
       libhwloc-dev openmpi-bin libopenmpi-dev googletest libgtest-dev
-      valgrind)
+      valgrind ccache)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -74,6 +74,7 @@ cd "$top"
 # UCX is configured again)
 if [ ! -f Makefile ] ||
    [ "$(sed -n 's/^UCX_VERSION = //p' Makefile)" != "$want_ver" ]; then
-    ./configure "${ucx_flags[@]}" ${STRAND_CONFIGURE_FLAGS:-}
+    . "$top/contrib/compilers.sh"
+    ./configure "${ucx_flags[@]}" "${cc_args[@]}" ${STRAND_CONFIGURE_FLAGS:-}
 fi
 echo "setup: done. Next: make check"

@@ -64,7 +64,8 @@ cd "$out/src"
     [ -x configure ] || ./autogen.sh
     if [ ! -f Makefile ] ||
        [ "$(sed -n 's/^UCX_VERSION = //p' Makefile)" != "$ver" ]; then
-        ./configure --with-ucx="$prefix" --with-ucx-src="$ucx_src" \
+        . "$srcdir/contrib/compilers.sh"
+        ./configure --with-ucx="$prefix" --with-ucx-src="$ucx_src" "${cc_args[@]}" \
                     ${STRAND_CONFIGURE_FLAGS:-}
     fi
     make -j"$jobs" all

@@ -396,14 +396,15 @@ unsigned strand_rx_progress(strand_iface_t *iface)
     const uint16_t posted = iface->srq_posted;
     uint32_t end         = start + iface->config.rx_max_poll;
     uint32_t ci          = start;
-    strand_cq_cursor_t cur = iface->rx_cur; /* (written back at the end:
-                                                handlers do not poll) */
+    strand_cq_cursor_t cur = iface->rx_cur; /* (it and rx_ci written back
+                                                at the end: handlers do
+                                                not poll) */
     struct mlx5_cqe64 *cqe;
     uint8_t op_own;
 
     while ((ci != end) &&
            ((cqe = strand_cq_cursor_get(&cur, &op_own)) != NULL)) {
-        iface->rx_ci = ++ci;
+        ++ci;
         if (ucs_unlikely(strand_cq_cursor_step(&cur))) {
             /* the CQEs before this one are handled */
             strand_cq_update_ci(iface->rx_cq.dv.dbrec, ci - 1);
@@ -422,6 +423,7 @@ unsigned strand_rx_progress(strand_iface_t *iface)
         }
     }
     if (ci != start) {
+        iface->rx_ci  = ci;
         iface->rx_cur = cur;
         strand_cq_update_ci(iface->rx_cq.dv.dbrec, ci);
         STRAND_IFACE_STAT(iface, RX_CQE, ci - start);
