@@ -17,11 +17,14 @@ extern "C" {
 #include <cstdlib>
 #include <string>
 
+/* the build tree's module (test/gtest/build_paths.cc) */
+extern const char strand_build_plugin[];
+
 /* make check names the module; run by hand, the build tree's. */
 static inline const char *strand_plugin_path()
 {
     const char *path = getenv("STRAND_PLUGIN");
-    return path ? path : STRAND_BUILD_PLUGIN;
+    return path ? path : strand_build_plugin;
 }
 
 static inline void *strand_plugin_load()
