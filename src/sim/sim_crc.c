@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Checksums of block signatures (sim_crc.h). Table-driven, with the SSE4.2
- * crc32 instruction for CRC32C where the CPU has it: a NIC checks blocks at
+ * crc32 instruction for CRC32C and carry-less multiplication for the T10
+ * CRC16 (sim_crc_fold.c) where the CPU has them: a NIC checks blocks at
  * line rate, and the device should not make integrity look expensive.
  */
 #include "sim_crc.h"
+#include "sim_crc_fold.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -16,6 +18,11 @@ static uint32_t sim_crc32_table[256];
  * guard's polynomial has no instruction to do it */
 static uint16_t sim_crc16_table[8][256];
 static int      sim_crc_have_sse42;
+/* the T10-DIF CRC16 of this many bytes and more is folded with carry-less
+ * multiplication where the CPU has it (sim_crc_fold.c): below, the table's
+ * two steps that end a fold cost as much as they save */
+#define SIM_CRC16_FOLD_MIN 64
+static int      sim_crc_have_clmul;
 /*
  * Three streams at once. The crc32 instruction takes 3 cycles and can
  * start one a cycle: a single chain of them runs at a third of the
@@ -65,6 +72,7 @@ static void sim_crc_init(void)
 #if defined(__x86_64__)
     sim_crc_have_sse42 = __builtin_cpu_supports("sse4.2");
 #endif
+    sim_crc_have_clmul = sim_crc16_fold_usable();
 }
 
 
@@ -178,11 +186,9 @@ uint32_t sim_crc32_update(uint32_t crc, const void *data, size_t len)
     return crc;
 }
 
-uint16_t sim_crc16_t10_update(uint16_t crc, const void *data, size_t len)
+/* slicing-by-8 */
+static uint16_t sim_crc16_t10_table(uint16_t crc, const uint8_t *p, size_t len)
 {
-    const uint8_t *p = data;
-
-    pthread_once(&sim_crc_once, sim_crc_init);
     /* the running CRC folds into the first two bytes of each eight */
     for (; len >= 8; len -= 8, p += 8) {
         crc = sim_crc16_table[7][p[0] ^ (crc >> 8)] ^
@@ -196,6 +202,32 @@ uint16_t sim_crc16_t10_update(uint16_t crc, const void *data, size_t len)
                          sim_crc16_table[0][((crc >> 8) ^ *p) & 0xff]);
     }
     return crc;
+}
+
+uint16_t sim_crc16_t10_update(uint16_t crc, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    uint8_t rest[16];
+    size_t n;
+
+    pthread_once(&sim_crc_once, sim_crc_init);
+    if (sim_crc_have_clmul && (len >= SIM_CRC16_FOLD_MIN)) {
+        /* folded to 16 bytes congruent to them, which the table ends */
+        n   = sim_crc16_t10_fold(crc, p, len, rest);
+        crc = sim_crc16_t10_table(0, rest, sizeof(rest));
+        p   += n;
+        len -= n;
+    }
+    return sim_crc16_t10_table(crc, p, len);
+}
+
+void sim_crc_use_instructions(int on)
+{
+    pthread_once(&sim_crc_once, sim_crc_init);
+#if defined(__x86_64__)
+    sim_crc_have_sse42 = on && __builtin_cpu_supports("sse4.2");
+#endif
+    sim_crc_have_clmul = on && sim_crc16_fold_usable();
 }
 
 uint32_t sim_csum_update(uint32_t sum, const void *data, size_t len,

@@ -21,6 +21,10 @@ uint32_t sim_crc32c_update(uint32_t crc, const void *data, size_t len);
 uint32_t sim_crc32_update(uint32_t crc, const void *data, size_t len);
 uint16_t sim_crc16_t10_update(uint16_t crc, const void *data, size_t len);
 
+/* Tests: 0 computes every checksum from the tables alone, as on a CPU
+ * without the instructions; 1 goes back to what the CPU has. */
+void sim_crc_use_instructions(int on);
+
 static inline uint32_t sim_crc32_final(uint32_t crc)
 {
     return crc ^ 0xffffffffu;

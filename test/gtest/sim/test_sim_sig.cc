@@ -96,9 +96,20 @@ TEST(sim_sig_ref, checksums_have_their_published_check_values)
 
 /* The device's own checksums fed in pieces as packets bring them (any
  * split, any seed) equal the bitwise references: the device folds eight
- * bytes at a time and must not lose the running value at a piece's end. */
-TEST(sim_sig_ref, device_checksums_in_any_pieces_equal_the_references)
+ * bytes at a time (and the T10 CRC16 64 and 16 at a time with carry-less
+ * multiplication) and must not lose the running value at a piece's end.
+ * Both with the CPU's instructions and from the tables alone. */
+class sim_sig_crc : public ::testing::TestWithParam<int> {
+protected:
+    void TearDown() override
+    {
+        sim_crc_use_instructions(1);
+    }
+};
+
+TEST_P(sim_sig_crc, device_checksums_in_any_pieces_equal_the_references)
 {
+    sim_crc_use_instructions(GetParam());
     std::vector<uint8_t> b(20000);
     for (size_t i = 0; i < b.size(); ++i) {
         b[i] = (uint8_t)(i * 131 + (i >> 7));
@@ -107,9 +118,11 @@ TEST(sim_sig_ref, device_checksums_in_any_pieces_equal_the_references)
     EXPECT_EQ(0xD0DB, sim_crc16_t10_update(0, s, 9));
     EXPECT_EQ(0xE3069283u, sim_crc32_final(sim_crc32c_update(0xffffffffu,
                                                              s, 9)));
-    /* CRC32C takes runs of 3 x 168 and 3 x 2048 bytes three at a time:
-     * sizes below, at and past those */
-    for (size_t n : {0, 1, 7, 8, 9, 17, 503, 504, 505, 512, 520, 4096, 4160,
+    /* CRC32C takes runs of 3 x 168 and 3 x 2048 bytes three at a time,
+     * the CRC16 runs of 64 and 16 from 64 bytes on: sizes below, at and
+     * past those */
+    for (size_t n : {0, 1, 7, 8, 9, 17, 63, 64, 65, 79, 80, 127, 128, 129,
+                     143, 191, 192, 503, 504, 505, 512, 520, 4096, 4160,
                      6143, 6144, 6152, 6648, 20000}) {
         for (size_t cut : {(size_t)0, (size_t)1, n / 3, n / 2 + 3, n}) {
             cut = std::min(cut, n);
@@ -125,6 +138,11 @@ TEST(sim_sig_ref, device_checksums_in_any_pieces_equal_the_references)
         }
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(insn, sim_sig_crc, ::testing::Values(1, 0),
+                         [](const ::testing::TestParamInfo<int> &p) {
+                             return p.param ? "instructions" : "tables";
+                         });
 
 class sim_sig : public sim_fixture {
 protected:
