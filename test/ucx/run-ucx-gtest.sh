@@ -37,16 +37,20 @@ list() {
 
 # run TL NAME: the verdict line of one test
 run() {
-    local tl=$1 t=$2 log rc verdict why env=()
+    local tl=$1 t=$2 log rc verdict why env=() fabric
     log=$logs/$(echo "$t" | tr '/' '_').log
+    fabric=ucx_gtest_$$_$RANDOM
     case "$t" in
     */test_tag.*)
         env+=("UCX_$(echo "$tl" | tr a-z A-Z)_TM_ENABLE=y") ;;
     esac
-    env "${env[@]}" STRAND_SIM_FABRIC="ucx_gtest_$$_$RANDOM" \
+    env "${env[@]}" STRAND_SIM_FABRIC="$fabric" \
         timeout -k 10 "$limit" strand-run "$gtest" --gtest_filter="$t" \
         >"$log" 2>&1
     rc=$?
+    # the last process to leave a fabric removes it; one that was killed
+    # or crashed leaves it in /dev/shm
+    rm -f "/dev/shm/$fabric"
     why=$(grep -m1 -o '^\[     SKIP \] (.*' "$log" | sed 's/^\[     SKIP \] //')
     if [ $rc = 124 ] || [ $rc = 137 ]; then
         verdict=HANG; why="no end in ${limit} s"
