@@ -346,7 +346,7 @@ tcp_na="n/a: no tcp/$lo"
 
 # -------------------------------------------------------- the cells
 # cell id: metric.transport; CELL_* hold how it is measured
-declare -A CELL_ARGS CELL_ENV CELL_DC CELL_LAYOUT CELL_FIELD VALS NA
+declare -A CELL_ARGS CELL_ENV CELL_DC CELL_LAYOUT CELL_FIELD VALS RVAL NA
 METRICS="am_lat put_lat am_bw put_bw tag_lat tag_bw"
 TLS="dc posix tcp"
 declare -A TL_UCT=([dc]="-x dc_strand -d $DC_DEV" [posix]="-x posix -d memory"
@@ -574,6 +574,7 @@ run_round() { # ROUND
         if pair "$log" ${CELL_ARGS[$id]}; then
             v=$(value "$log.cli" "${CELL_FIELD[$id]}")
             VALS[$id]="${VALS[$id]:+${VALS[$id]} }$v"
+            RVAL[$id.$1]=$v
             echo "$me: [$1/$repeat] ${id%%.*} ${TL_NAME[$tl]}: $v" >&2
         else
             echo "$me: [$1/$repeat] ${id%%.*} ${TL_NAME[$tl]}: FAILED" \
@@ -638,8 +639,38 @@ fmt_cell() {
     [ "${CELL_LAYOUT[$id]}" != "$want" ] && printf ' (%s)' "${CELL_LAYOUT[$id]}"
     echo
 }
-# ratio METRIC TL: dc_strand / TL
+# round_ratios METRIC TL: dc_strand / TL of each round where both ran (one
+# after the other, so that both saw the same machine)
+round_ratios() {
+    local r a b
+    for ((r = 1; r <= rounds; ++r)); do
+        a=${RVAL[$1.dc.$r]} b=${RVAL[$1.$2.$r]}
+        [ -n "$a" ] && [ -n "$b" ] || continue
+        awk -v a="$a" -v b="$b" 'BEGIN { if (b != 0) printf "%.4g\n", a / b }'
+    done
+}
+# ratio_of METRIC TL: the median of the rounds' ratios where two rounds or
+# more have both (one lucky round of either side does not set it), else
+# best / best; empty when one side has nothing
+ratio_of() {
+    local a=${BEST[$1.dc]} b=${BEST[$1.$2]} rr
+    rr=$(round_ratios "$1" "$2" | sort -g)
+    if [ "$(echo "$rr" | grep -c .)" -ge 2 ]; then
+        echo "$rr" | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+                                             printf "%.4g\n", m }'
+    elif [ -n "$a" ] && [ -n "$b" ]; then
+        awk -v a="$a" -v b="$b" 'BEGIN { if (b != 0) printf "%.4g\n", a / b }'
+    fi
+}
+# ratio METRIC TL: dc_strand / TL as printed
 ratio() {
+    local r
+    r=$(ratio_of "$1" "$2")
+    [ -n "$r" ] || { echo "-"; return; }
+    awk -v r="$r" 'BEGIN { printf "%.3gx\n", r }'
+}
+# best_ratio METRIC TL: best / best
+best_ratio() {
     local a=${BEST[$1.dc]} b=${BEST[$1.$2]}
     [ -n "$a" ] && [ -n "$b" ] || { echo "-"; return; }
     awk -v a="$a" -v b="$b" 'BEGIN { if (b == 0) print "-"; else printf "%.3gx\n", a / b }'
@@ -653,13 +684,13 @@ cmp_k() {
 le() { cmp_k le "$@"; }
 ge() { cmp_k ge "$@"; }
 
-verdict_lat() { # METRIC K: latency <= K x posix
-    case "$(le "${BEST[$1.dc]}" "${BEST[$1.posix]}" "$2")" in
+verdict_lat() { # METRIC K: latency <= K x posix (the ratio as printed)
+    case "$(le "$(ratio_of "$1" posix)" 1 "$2")" in
     1) echo met ;; 0) echo MISSED ;; *) echo "n/a" ;;
     esac
 }
 verdict_ge() { # METRIC K
-    case "$(ge "${BEST[$1.dc]}" "${BEST[$1.posix]}" "$2")" in
+    case "$(ge "$(ratio_of "$1" posix)" 1 "$2")" in
     1) echo met ;; 0) echo MISSED ;; *) echo "n/a" ;;
     esac
 }
@@ -782,7 +813,7 @@ print_md() {
 notes() {
     echo "- dc_strand: \`-x dc_strand -d $DC_DEV\` on the software device, each pair on its own fabric; posix: \`-x posix -d memory\`; tcp: \`-x tcp -d $lo\`$([ $tcp_ok = 1 ] || echo " ($tcp_na: not measured)")."
     echo "- UCP: \`UCX_TLS=dc_strand UCX_NET_DEVICES=$DC_DEV\`; posix column \`UCX_TLS=posix,self\` (tag_lat), \`posix,cma,self\` (tag_bw); tcp column \`UCX_TLS=tcp,self UCX_NET_DEVICES=$lo\`."
-    echo "- Latency: ucx_perftest's typical (50th percentile) value, half a round trip, over the last <= 2048 iterations; bandwidth and message rate: its overall values (MiB/s = 2^20 bytes/s). Each value is the best of $rounds run(s) (lowest latency, highest rate)."
+    echo "- Latency: ucx_perftest's typical (50th percentile) value, half a round trip, over the last <= 2048 iterations; bandwidth and message rate: its overall values (MiB/s = 2^20 bytes/s). Each value is the best of $rounds run(s) (lowest latency, highest rate); the ratios (and the verdicts) are the median of the rounds' own ratios where two rounds or more measured both sides (each round runs dc_strand, posix and tcp one after the other), else best / best; every round's ratio and best / best are listed under \"all runs\"."
     echo "- A layout in parentheses is used where the transport lacks the metric's own (put_lat: short; put_bw: zcopy)."
     if [ "$callgrind" = 1 ]; then
         echo "- Refused post and completions: callgrind on \`contrib/bench/post_cost\` (one process, two dc_strand interfaces on one fabric): a put_short on a full send queue, $CG_N times (the transport's function, per call); $CG_N 8-byte put_shorts with a CQE each (\`UCX_DC_STRAND_TX_CQ_MODERATION=1\`), the sender's \`uct_iface_progress\` per CQE; $CG_N 8-byte am_shorts, the receiver's \`uct_iface_progress\` per message, its handler excluded; progress calls that found nothing are taken out at the cost of an idle one (${CG[idle.cell]:-?} instructions); the device's work counted apart as above."
@@ -802,6 +833,14 @@ echo
 echo "all runs (latency us, rate msg/s, bandwidth MiB/s):"
 for id in $CELLS; do
     printf '  %-8s %-13s %s\n' "${id%%.*}" "${TL_NAME[${id#*.}]}" "${VALS[$id]:-FAILED}"
+done
+echo "dc_strand / other, round by round (the median is the table's ratio):"
+for m in $METRICS; do
+    for tl in posix tcp; do
+        rr=$(round_ratios "$m" "$tl" | tr '\n' ' ')
+        [ -n "$rr" ] || continue
+        printf '  %-8s /%-13s %s (best / best %s)\n' "$m" "${TL_NAME[$tl]}" "$rr" "$(best_ratio "$m" "$tl")"
+    done
 done
 if [ "$callgrind" = 1 ]; then
     echo "callgrind (calls, inclusive Ir, device Ir by call edge):"
