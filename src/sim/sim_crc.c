@@ -8,11 +8,15 @@
 #include "sim_crc.h"
 #include "sim_crc_fold.h"
 
+#include <endian.h>
 #include <pthread.h>
 #include <string.h>
 
-static uint32_t sim_crc32c_table[256];
-static uint32_t sim_crc32_table[256];
+/* [k][b]: the (reflected) CRC32C / CRC32 register of byte b followed by k
+ * zero bytes: eight bytes at a time from eight lookups (slicing-by-8)
+ * where the CPU has no instruction for them */
+static uint32_t sim_crc32c_table[8][256];
+static uint32_t sim_crc32_table[8][256];
 /* [k][b]: the CRC16 of byte b followed by k zero bytes, from 0: eight
  * bytes are folded in with eight lookups (slicing-by-8), since the
  * guard's polynomial has no instruction to do it */
@@ -52,8 +56,8 @@ static void sim_crc_init(void)
             c32c = (c32c >> 1) ^ ((c32c & 1) ? 0x82F63B78u : 0);
             c32  = (c32 >> 1) ^ ((c32 & 1) ? 0xEDB88320u : 0);
         }
-        sim_crc32c_table[i] = c32c;
-        sim_crc32_table[i]  = c32;
+        sim_crc32c_table[0][i] = c32c;
+        sim_crc32_table[0][i]  = c32;
         c16 = (uint16_t)(i << 8);
         for (j = 0; j < 8; ++j) {
             c16 = (uint16_t)((c16 & 0x8000) ? (c16 << 1) ^ 0x8BB7 : c16 << 1);
@@ -65,6 +69,16 @@ static void sim_crc_init(void)
             c16 = sim_crc16_table[j - 1][i];
             sim_crc16_table[j][i] = (uint16_t)((c16 << 8) ^
                                                sim_crc16_table[0][c16 >> 8]);
+        }
+    }
+    for (j = 1; j < 8; ++j) {
+        for (i = 0; i < 256; ++i) {
+            c32c = sim_crc32c_table[j - 1][i];
+            c32  = sim_crc32_table[j - 1][i];
+            sim_crc32c_table[j][i] = (c32c >> 8) ^
+                                     sim_crc32c_table[0][c32c & 0xff];
+            sim_crc32_table[j][i]  = (c32 >> 8) ^
+                                     sim_crc32_table[0][c32 & 0xff];
         }
     }
     sim_crc32c_shift_init(sim_crc32c_shift_long, SIM_CRC_LONG);
@@ -80,7 +94,7 @@ static void sim_crc_init(void)
 static uint32_t sim_crc32c_zeros(uint32_t crc, size_t n)
 {
     for (; n > 0; --n) {
-        crc = sim_crc32c_table[crc & 0xff] ^ (crc >> 8);
+        crc = sim_crc32c_table[0][crc & 0xff] ^ (crc >> 8);
     }
     return crc;
 }
@@ -159,6 +173,27 @@ static uint32_t sim_crc32c_sse42(uint32_t crc, const uint8_t *p, size_t len)
 }
 #endif
 
+/* A reflected CRC32 from its slicing tables: the register folds into the
+ * first four bytes of each eight (read little-endian) */
+static uint32_t sim_crc32_slice8(const uint32_t t[8][256], uint32_t crc,
+                                 const uint8_t *p, size_t len)
+{
+    uint64_t v;
+
+    for (; len >= 8; len -= 8, p += 8) {
+        memcpy(&v, p, sizeof(v));
+        v   = le64toh(v) ^ crc;
+        crc = t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff] ^
+              t[5][(v >> 16) & 0xff] ^ t[4][(v >> 24) & 0xff] ^
+              t[3][(v >> 32) & 0xff] ^ t[2][(v >> 40) & 0xff] ^
+              t[1][(v >> 48) & 0xff] ^ t[0][v >> 56];
+    }
+    for (; len > 0; --len, ++p) {
+        crc = t[0][(crc ^ *p) & 0xff] ^ (crc >> 8);
+    }
+    return crc;
+}
+
 uint32_t sim_crc32c_update(uint32_t crc, const void *data, size_t len)
 {
     const uint8_t *p = data;
@@ -169,10 +204,7 @@ uint32_t sim_crc32c_update(uint32_t crc, const void *data, size_t len)
         return sim_crc32c_sse42(crc, p, len);
     }
 #endif
-    for (; len > 0; --len, ++p) {
-        crc = sim_crc32c_table[(crc ^ *p) & 0xff] ^ (crc >> 8);
-    }
-    return crc;
+    return sim_crc32_slice8(sim_crc32c_table, crc, p, len);
 }
 
 uint32_t sim_crc32_update(uint32_t crc, const void *data, size_t len)
@@ -180,10 +212,7 @@ uint32_t sim_crc32_update(uint32_t crc, const void *data, size_t len)
     const uint8_t *p = data;
 
     pthread_once(&sim_crc_once, sim_crc_init);
-    for (; len > 0; --len, ++p) {
-        crc = sim_crc32_table[(crc ^ *p) & 0xff] ^ (crc >> 8);
-    }
-    return crc;
+    return sim_crc32_slice8(sim_crc32_table, crc, p, len);
 }
 
 /* slicing-by-8 */
