@@ -202,6 +202,10 @@ static inline uint32_t strand_sigerr_cqe_mkey(const struct mlx5_cqe64 *cqe)
     return be32toh(((const struct strand_sigerr_cqe*)(const void*)cqe)->mkey);
 }
 
+/* op_own without the solicited-event and owner bits: the opcode and the
+ * CQE format (scatter-to-CQE) */
+#define STRAND_CQE_OP_FORMAT_MASK 0xfc
+
 /* The most a CQE holds of a scattered message (a 128-byte CQE's first half) */
 #define STRAND_CQE_INLINE_MAX 64
 

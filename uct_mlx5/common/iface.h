@@ -399,6 +399,12 @@ typedef struct strand_iface {
                                             before the CQ is told */
     uint32_t              rx_ci;
     strand_cq_cursor_t    rx_cur;        /* at rx_ci (rx.c) */
+    uint8_t               rx_am_in_cqe;  /* op_own (opcode and format, se
+                                            and owner masked) of the
+                                            common receive CQE: an
+                                            active message scattered to
+                                            it; 1 (never) with tag
+                                            matching (rx.c) */
     uint8_t               tx_cqe_shift;  /* log2 of the CQE sizes */
     uint8_t               rx_cqe_shift;
     uint8_t               rx_arm_sn;     /* arm sequence numbers: +1 per

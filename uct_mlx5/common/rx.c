@@ -141,6 +141,27 @@ static inline void strand_rx_srq_free(strand_iface_t *iface,
     iface->srq_tail = idx;
 }
 
+/* The WQE `idx` consumed by a message whose buffer the transport has back
+ * (or never wrote): back on the free list, and the head posted in its
+ * place. The head's buffer is usually bound to it already; the step is
+ * then all there is to it. */
+static UCS_F_ALWAYS_INLINE void strand_rx_srq_recycle(strand_iface_t *iface,
+                                                      uint32_t idx)
+{
+    uint32_t head = iface->srq_head;
+
+    strand_rx_srq_free(iface, idx);
+    if (ucs_likely(iface->srq_descs[head] != NULL)) {
+        iface->srq_head = be16toh(strand_rx_srq_wqe(iface,
+                                                    head)->next_wqe_index) &
+                          iface->srq_mask;
+        ++iface->srq_posted;
+    } else {
+        ++iface->srq_missing;
+        strand_rx_post_head(iface); /* (head != tail: idx is the tail now) */
+    }
+}
+
 /*
  * The layout of a receive buffer: [descriptor][recv_desc pointer and the
  * user's rx_headroom][TMH (tag matching)][AM id][payload]; the headroom
@@ -228,6 +249,8 @@ ucs_status_t strand_rx_init(strand_iface_t *iface,
         return UCS_ERR_NO_MEMORY;
     }
     iface->srq_posted  = 0;
+    iface->rx_am_in_cqe = (iface->config.am_tmh > 0) ? 1 :
+                          ((MLX5_CQE_RESP_SEND << 4) | MLX5_INLINE_SCATTER_64);
     /* RX_MAX_BUFS below RX_QUEUE_LEN: the queue holds what the pool has */
     iface->srq_missing = ucs_min(ucs_min(iface->config.rx_queue_len,
                                          slots - 1),
@@ -373,8 +396,6 @@ static UCS_F_ALWAYS_INLINE void strand_rx_cqe(strand_iface_t *iface,
                   iface->dev->info.name, idx);
         return;
     }
-    ++iface->srq_missing;
-    strand_rx_srq_free(iface, idx);
     if (ucs_unlikely((op_own >> 4) >= MLX5_CQE_REQ_ERR)) {
         ucs_debug("%s: receive error syndrome 0x%x", iface->dev->info.name,
                   strand_cqe_syndrome(cqe));
@@ -385,9 +406,50 @@ static UCS_F_ALWAYS_INLINE void strand_rx_cqe(strand_iface_t *iface,
                   length);
     } else if (ucs_unlikely(!strand_rx_handle(iface, cqe, desc, length))) {
         iface->srq_descs[idx] = NULL; /* the user keeps it */
+        ++iface->srq_missing;
+        strand_rx_srq_free(iface, idx);
+        strand_rx_post_head(iface);
         return;
     }
-    strand_rx_post_head(iface); /* (head != tail: idx is the tail now) */
+    strand_rx_srq_recycle(iface, idx);
+}
+
+/*
+ * The common receive CQE (its op_own is iface->rx_am_in_cqe: no tag
+ * matching): an active message of up to 64 bytes scattered into the
+ * CQE's first half. The handler gets the CQE's own bytes without
+ * UCT_CB_PARAM_FLAG_DESC, as UCX's mlx5 transports give them (uct.h: only
+ * data in a descriptor is aligned, am_alignment; a user who keeps the
+ * data copies it), so the receive buffer, never written, stays bound to
+ * its WQE and nothing is copied. The consumer index has not passed the
+ * CQE while the handler runs, so the device does not write over it.
+ * 0 for what the general path handles: no bytes or more than the CQE
+ * holds (an error it reports), the transport's own messages (flow
+ * control, keepalive: they read their fields aligned from a buffer).
+ */
+static UCS_F_ALWAYS_INLINE int strand_rx_am_in_cqe(strand_iface_t *iface,
+                                                   struct mlx5_cqe64 *cqe)
+{
+    const uint8_t *data = (const uint8_t*)(cqe - 1);
+    uint32_t length     = strand_cqe_byte_cnt(cqe) - STRAND_AM_HDR_SIZE;
+    uint8_t am_id       = data[0];
+    uint32_t idx;
+
+    if (ucs_unlikely((length >= STRAND_CQE_INLINE_MAX) ||
+                     (am_id >= UCT_AM_ID_MAX))) {
+        return 0;
+    }
+    idx = strand_cqe_wqe_counter(cqe) & iface->srq_mask;
+    if (ucs_unlikely(iface->srq_descs[idx] == NULL)) {
+        return 0; /* not a WQE the device has: the general path says so */
+    }
+    strand_rx_srq_recycle(iface, idx);
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, am_id,
+                       (void*)(data + STRAND_AM_HDR_SIZE), length,
+                       "RX: AM in CQE");
+    uct_iface_invoke_am(&iface->super, am_id,
+                        (void*)(data + STRAND_AM_HDR_SIZE), length, 0);
+    return 1;
 }
 
 unsigned strand_rx_progress(strand_iface_t *iface)
@@ -408,6 +470,11 @@ unsigned strand_rx_progress(strand_iface_t *iface)
         if (ucs_unlikely(strand_cq_cursor_step(&cur))) {
             /* the CQEs before this one are handled */
             strand_cq_update_ci(iface->rx_cq.dv.dbrec, ci - 1);
+        }
+        if (ucs_likely((op_own & STRAND_CQE_OP_FORMAT_MASK) ==
+                       iface->rx_am_in_cqe) &&
+            ucs_likely(strand_rx_am_in_cqe(iface, cqe))) {
+            continue;
         }
         if (ucs_unlikely((op_own >> 4) == MLX5_CQE_SIG_ERR)) {
             /* a responder's check (no mkey of ours checks what peers

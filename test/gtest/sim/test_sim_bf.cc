@@ -17,6 +17,7 @@ extern "C" {
 #include <chrono>
 #include <set>
 #include <thread>
+#include <climits>
 
 class sim_bf : public sim_fixture {
 protected:
@@ -81,12 +82,14 @@ protected:
         }
     }
 
-    /* two threads ring a and b until a conflict or `budget` of time */
+    /* two threads ring a and b until a conflict or `budget` of time (not
+     * a count of doorbells: on a loaded machine one thread may finish a
+     * fixed count before the other is scheduled at all) */
     uint64_t race(smlx5_qp_t *a, smlx5_qp_t *b, double budget)
     {
         std::atomic<bool> stop{false};
         uint64_t before = smlx5_bf_conflicts(m_ctx);
-        auto run = [&](smlx5_qp_t *qp) { ring_nops(qp, 400000, &stop); };
+        auto run = [&](smlx5_qp_t *qp) { ring_nops(qp, UINT_MAX, &stop); };
         std::thread ta(run, a), tb(run, b);
         auto end = std::chrono::steady_clock::now() +
                    std::chrono::duration<double>(budget);

@@ -46,6 +46,30 @@ inline ucs_status_t am_cb(void *arg, void *data, size_t length, unsigned flags)
     return UCS_OK;
 }
 
+/* Every active message a handler saw and its flags; the descriptor of one
+ * at least keep_from bytes long is kept (UCS_INPROGRESS), for the test to
+ * give back with uct_iface_release_desc(). */
+struct flagged_am_record {
+    std::vector<std::vector<uint8_t>> msgs;
+    std::vector<unsigned>             flags;
+    std::vector<void*>                kept;
+    size_t                            keep_from = SIZE_MAX;
+
+    static ucs_status_t cb(void *arg, void *data, size_t length,
+                           unsigned flags)
+    {
+        auto *self = static_cast<flagged_am_record*>(arg);
+        auto *p    = static_cast<uint8_t*>(data);
+        self->msgs.emplace_back(p, p + length);
+        self->flags.push_back(flags);
+        if ((flags & UCT_CB_PARAM_FLAG_DESC) && (length >= self->keep_from)) {
+            self->kept.push_back(data);
+            return UCS_INPROGRESS;
+        }
+        return UCS_OK;
+    }
+};
+
 /* Error-level log lines while it lives (kept from the output): how many
  * contain a string. */
 class scoped_log_capture {
@@ -274,6 +298,87 @@ protected:
             return status != UCS_ERR_NO_RESOURCE;
         }, secs);
         return status;
+    }
+
+    /* n active messages on m_ep (id 5): am_short with every payload from
+     * 0 to 56 bytes (9 to 65 on the wire with the AM id and header), every
+     * tenth an am_bcopy of at least 1000; what the receiver should get */
+    std::vector<std::vector<uint8_t>> send_am_mix(unsigned n, unsigned seed)
+    {
+        std::vector<std::vector<uint8_t>> sent;
+        for (unsigned i = 0; i < n; ++i) {
+            if (i % 10 == 9) {
+                auto data = pattern(1000 + i, seed + i);
+                ssize_t ret = UCS_ERR_NO_RESOURCE;
+                progress_until([&] {
+                    ret = uct_ep_am_bcopy(m_ep, 5, pack_cb, &data, 0);
+                    return ret != UCS_ERR_NO_RESOURCE;
+                });
+                EXPECT_EQ((ssize_t)data.size(), ret) << "message " << i;
+                sent.push_back(data);
+                continue;
+            }
+            uint64_t hdr = 0x5a5a000000000000ull + seed + i;
+            auto payload = pattern(i % 57, seed + i);
+            EXPECT_EQ(UCS_OK, am_short_retry(m_ep, hdr, payload.data(),
+                                             payload.size()))
+                    << "message " << i;
+            std::vector<uint8_t> m((uint8_t*)&hdr, (uint8_t*)(&hdr + 1));
+            m.insert(m.end(), payload.begin(), payload.end());
+            sent.push_back(m);
+        }
+        return sent;
+    }
+
+    /* Active messages that fit a 128-byte CQE's first half (64 bytes with
+     * the AM id) reach the handler in the CQE, without
+     * UCT_CB_PARAM_FLAG_DESC, as UCX's mlx5 transports hand them
+     * (RX_INLINE=y); larger ones, and all with RX_INLINE=n, in a
+     * descriptor. Byte for byte and in order either way, through an SRQ
+     * of 16 cycled many times while the user keeps some descriptors
+     * (their WQEs take buffers from the pool when posted again) and after
+     * it gives them back. tlp: "UCX_DC_STRAND_". */
+    void check_am_in_cqe(const std::string &tlp)
+    {
+        for (bool in_cqe : {true, false}) {
+            set_env((tlp + "RX_INLINE").c_str(), in_cqe ? "y" : "n");
+            set_env((tlp + "RX_QUEUE_LEN").c_str(), "16");
+            open_pair();
+            flagged_am_record rx;
+            rx.keep_from = 1000;
+            ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(
+                              m_b.iface, 5, flagged_am_record::cb, &rx, 0));
+            auto sent = send_am_mix(200, 1);
+            ASSERT_TRUE(progress_until([&] {
+                return rx.msgs.size() >= sent.size();
+            })) << rx.msgs.size() << " of " << sent.size();
+            EXPECT_EQ(20u, rx.kept.size());
+            for (void *desc : rx.kept) {
+                uct_iface_release_desc(desc);
+            }
+            rx.keep_from = SIZE_MAX;
+            auto more = send_am_mix(100, 7);
+            sent.insert(sent.end(), more.begin(), more.end());
+            ASSERT_TRUE(progress_until([&] {
+                return rx.msgs.size() >= sent.size();
+            })) << rx.msgs.size() << " of " << sent.size();
+            ASSERT_EQ(sent.size(), rx.msgs.size());
+            for (size_t i = 0; i < sent.size(); ++i) {
+                bool fits = (1 + sent[i].size()) <= 64;
+                EXPECT_EQ(sent[i], rx.msgs[i]) << "message " << i;
+                EXPECT_EQ((in_cqe && fits) ? 0u :
+                          (unsigned)UCT_CB_PARAM_FLAG_DESC,
+                          rx.flags[i] & UCT_CB_PARAM_FLAG_DESC)
+                        << "message " << i << " of " << sent[i].size()
+                        << " bytes, RX_INLINE=" << in_cqe;
+            }
+            flush(m_ep);
+            uct_ep_destroy(m_ep);
+            m_eps.clear();
+            uct_iface_close(m_a.iface);
+            uct_iface_close(m_b.iface);
+            m_a.iface = m_b.iface = nullptr;
+        }
     }
 
     /* uct_ep_check with a completion (tlp: "UCX_DC_STRAND_"). Where

@@ -115,6 +115,11 @@ TEST_F(dc_strand, am_short_bcopy_zcopy_byte_for_byte)
     uct_md_mem_dereg(m_md, m2);
 }
 
+TEST_F(dc_strand, small_active_messages_come_in_the_cqe)
+{
+    check_am_in_cqe("UCX_DC_STRAND_");
+}
+
 TEST_F(dc_strand, put_short_bcopy_zcopy_byte_for_byte)
 {
     open_pair();

@@ -150,6 +150,11 @@ TEST_F(rc_strand, active_messages_byte_for_byte)
     unreg(z);
 }
 
+TEST_F(rc_strand, small_active_messages_come_in_the_cqe)
+{
+    check_am_in_cqe("UCX_RC_STRAND_");
+}
+
 TEST_F(rc_strand, put_and_get_byte_for_byte)
 {
     open_pair();
