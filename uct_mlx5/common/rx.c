@@ -352,10 +352,11 @@ static UCS_F_ALWAYS_INLINE int strand_rx_handle(strand_iface_t *iface,
     return 0;
 }
 
-/* Scatter-to-CQE (RX_INLINE): a small message came inside the CQE (a
- * good one: op_own says where) and its receive buffer was left untouched;
- * it goes where the buffer's data would be, so that the active message
- * keeps its alignment. 0 when it is longer than the CQE holds. */
+/* Scatter-to-CQE (RX_INLINE) off the common way (strand_rx_am_in_cqe): a
+ * small message came inside the CQE (a good one: op_own says where) and its
+ * receive buffer was left untouched; it goes where the buffer's data would
+ * be, for tag matching to parse and for a message in a 64-byte CQE's first
+ * half. 0 when it is longer than the CQE holds. */
 static UCS_F_ALWAYS_INLINE int strand_rx_take_inline(strand_iface_t *iface,
                                                      const struct mlx5_cqe64 *cqe,
                                                      uint8_t op_own,
