@@ -419,7 +419,9 @@ TEST_F(dc_strand_uct_contract, send_from_completion_does_not_overtake_pending)
         static ucs_status_t cb(void *arg, void *data, size_t length,
                                unsigned flags)
         {
-            static_cast<order*>(arg)->hdrs.push_back(*(uint64_t*)data);
+            uint64_t hdr; /* (unaligned when it comes in the CQE) */
+            memcpy(&hdr, data, sizeof(hdr));
+            static_cast<order*>(arg)->hdrs.push_back(hdr);
             return UCS_OK;
         }
     } rx;
