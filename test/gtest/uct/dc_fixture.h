@@ -372,12 +372,7 @@ protected:
                         << "message " << i << " of " << sent[i].size()
                         << " bytes, RX_INLINE=" << in_cqe;
             }
-            flush(m_ep);
-            uct_ep_destroy(m_ep);
-            m_eps.clear();
-            uct_iface_close(m_a.iface);
-            uct_iface_close(m_b.iface);
-            m_a.iface = m_b.iface = nullptr;
+            close_pair();
         }
     }
 
@@ -626,6 +621,19 @@ protected:
         ASSERT_EQ(UCS_OK, open_iface(m_b, m_worker_b));
         m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
         ASSERT_NE(nullptr, m_ep);
+    }
+
+    /* undoes open_pair() (m_ep flushed first), for a test that opens
+     * another pair */
+    void close_pair()
+    {
+        flush(m_ep);
+        uct_ep_destroy(m_ep);
+        m_eps.clear();
+        uct_iface_close(m_a.iface);
+        uct_iface_close(m_b.iface);
+        m_a.iface = m_b.iface = nullptr;
+        m_b.am.msgs.clear();
     }
 
     void open_pair()

@@ -379,13 +379,7 @@ TEST_F(dc_strand_hw_truth, active_messages_with_128_byte_cqes)
         EXPECT_EQ(std::vector<uint8_t>(data.begin() + 8, data.begin() + 32),
                   back) << "RX_INLINE=" << rx_inline;
         unreg(r);
-        flush(m_ep);
-        uct_ep_destroy(m_ep);
-        m_eps.clear();
-        uct_iface_close(m_a.iface);
-        uct_iface_close(m_b.iface);
-        m_a.iface = m_b.iface = nullptr;
-        m_b.am.msgs.clear();
+        close_pair();
     }
 }
 
