@@ -3,6 +3,7 @@
  * Discovery and open across the device backends.
  */
 #include "dev.h"
+#include "dev_ring.h"
 
 #include <errno.h>
 #include <string.h>
@@ -145,4 +146,16 @@ void strand_dev_locality_all(strand_dev_locality_t *loc)
     for (i = 0; i < n; ++i) {
         strand_dev_cpu_set(loc, (unsigned)i);
     }
+}
+
+int8_t strand_dev_qp_ring_other(const strand_dev_qp_t *qp, strand_sq_t *sq,
+                                const struct mlx5_wqe_ctrl_seg *ctrl,
+                                uint64_t head)
+{
+    /* the last WQE's size from its ds (ctrl byte 7, in head) */
+    unsigned ds = (unsigned)(be64toh(head) & 0x3f);
+
+    strand_sq_ring_bf(sq, ctrl, strand_ds_to_bbs(ds), head);
+    strand_sq_flip(sq);
+    return (qp->kick != NULL) ? qp->kick(qp->kick_arg) : 0;
 }

@@ -169,12 +169,18 @@ typedef struct strand_dev_td {
     void *pd;                     /* hw: the parent domain QPs are made on */
 } strand_dev_td_t;
 
+/* A QP's kick (the same, after its SQ doorbell): returns 0, so that a post
+ * path that ends with it returns what it returns, a jump instead of a
+ * call. A byte: a UCS status is one (UCX packs its enum), and only a
+ * return of the same width makes no conversion that keeps the call. */
+typedef int8_t (*strand_dev_qp_kick_t)(void *arg);
+
 typedef struct strand_dev_qp {
     void             *h;
     struct mlx5dv_qp  dv;
     uint32_t          qpn;        /* QP number; for a DCT: the DCT number
                                      once it is in RTR */
-    strand_dev_kick_t kick;
+    strand_dev_qp_kick_t kick;
     void             *kick_arg;
 } strand_dev_qp_t;
 

@@ -32,6 +32,31 @@ strand_dev_qp_ring_head(const strand_dev_qp_t *qp, strand_sq_t *sq,
     strand_dev_qp_kick(qp);
 }
 
+/* What strand_dev_qp_ring_head_last does after the doorbell record when
+ * the queue's doorbell is not a plain one (a BlueFlame copy, the record
+ * only): the register, the flip, the kick. Out of line (dev.c), so that
+ * the post path keeps no register for its loop. */
+int8_t strand_dev_qp_ring_other(const strand_dev_qp_t *qp, strand_sq_t *sq,
+                                const struct mlx5_wqe_ctrl_seg *ctrl,
+                                uint64_t head);
+
+/* The same as the last thing a post path does: what the kick returns (0)
+ * is returned, so that the kick is a jump there (nothing lives across a
+ * call: the path keeps fewer registers). */
+static inline __attribute__((always_inline)) int8_t
+strand_dev_qp_ring_head_last(const strand_dev_qp_t *qp, strand_sq_t *sq,
+                             const struct mlx5_wqe_ctrl_seg *ctrl,
+                             uint64_t head)
+{
+    strand_sq_ring_record(sq);
+    if (__builtin_expect(sq->ring != STRAND_SQ_RING_DB, 0)) {
+        return strand_dev_qp_ring_other(qp, sq, ctrl, head);
+    }
+    strand_sq_doorbell_head(sq->bf_cur, head);
+    strand_sq_flip(sq);
+    return (qp->kick != NULL) ? qp->kick(qp->kick_arg) : 0;
+}
+
 /* The same, the head read from ctrl. */
 static inline __attribute__((always_inline)) void
 strand_dev_qp_ring(const strand_dev_qp_t *qp, strand_sq_t *sq,

@@ -327,9 +327,10 @@ static int dev_sim_destroy_srq(strand_dev_t *dev, strand_dev_srq_t *srq)
     return smlx5_destroy_srq(srq->h);
 }
 
-static void dev_sim_kick(void *arg)
+static int8_t dev_sim_kick(void *arg)
 {
     smlx5_qp_doorbell(arg);
+    return 0;
 }
 
 /* A device QP whose doorbell the transport rings (the software device then

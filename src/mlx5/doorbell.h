@@ -24,16 +24,23 @@ static inline void strand_sq_doorbell_record(__be32 *dbrec, uint32_t cur_post)
     strand_wc_wmb();
 }
 
-/* Step 4 as a plain doorbell: one 8-byte store of ctrl bytes 0-7 to the
- * register, flushed. */
+/* Step 4 as a plain doorbell: one 8-byte store of ctrl bytes 0-7 (head,
+ * as stored) to the register, flushed. By value: a post path that takes
+ * no local's address can end in a jump (the software device's kick). */
+static inline void strand_sq_doorbell_head(void *reg, uint64_t head)
+{
+    *(volatile uint64_t*)reg = head;
+    strand_wc_wmb();
+}
+
+/* The same from the ctrl segment's bytes. */
 static inline void strand_sq_doorbell_mmio8(void *bf_reg, uint32_t bf_offset,
                                             const void *ctrl)
 {
     uint64_t ctrl8;
 
     memcpy(&ctrl8, ctrl, sizeof(ctrl8));
-    *(volatile uint64_t*)((uint8_t*)bf_reg + bf_offset) = ctrl8;
-    strand_wc_wmb();
+    strand_sq_doorbell_head((uint8_t*)bf_reg + bf_offset, ctrl8);
 }
 
 /*

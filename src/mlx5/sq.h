@@ -65,6 +65,8 @@ typedef struct strand_sq {
     void     *buf;        /* BB 0 */
     void     *end;        /* one past the last BB */
     uint32_t  wqe_cnt;    /* BBs, a power of two */
+    uint32_t  buf_mask;   /* wqe_cnt * 64 - 1: (pi * 64) & buf_mask is
+                             where BB pi starts */
     uint32_t  cur_post;   /* producer index: free-running BB counter */
     uint32_t  qpn;
     uint32_t  bf_size;
@@ -105,6 +107,7 @@ static inline void strand_sq_init(strand_sq_t *sq, const struct mlx5dv_qp *dv,
 {
     sq->buf       = dv->sq.buf;
     sq->wqe_cnt   = dv->sq.wqe_cnt;
+    sq->buf_mask  = dv->sq.wqe_cnt * STRAND_WQE_BB - 1;
     sq->end       = strand_sq_end(sq->buf, sq->wqe_cnt);
     sq->cur_post  = 0;
     sq->qpn       = qpn;
@@ -142,8 +145,9 @@ static inline uint32_t strand_sq_bf_offset(const strand_sq_t *sq)
 /* The ctrl segment of the next WQE (at the producer index). */
 static inline struct mlx5_wqe_ctrl_seg *strand_sq_ctrl(const strand_sq_t *sq)
 {
-    return (struct mlx5_wqe_ctrl_seg*)strand_sq_bb(sq->buf, sq->wqe_cnt,
-                                                   sq->cur_post);
+    return (struct mlx5_wqe_ctrl_seg*)((uint8_t*)sq->buf +
+                                       (((size_t)sq->cur_post *
+                                         STRAND_WQE_BB) & sq->buf_mask));
 }
 
 /* BB n of the queue (n free-running). */
@@ -170,6 +174,15 @@ static inline uint64_t strand_sq_ctrl_head(const strand_sq_t *sq, uint32_t pi,
     strand_sq_check(pi == sq->cur_post, sq, "WQE not at the producer index");
     return strand_ctrl_head_of(sq->head_qpn, opmod, (uint16_t)pi, opcode,
                                ds);
+}
+
+/* The same from the operation's part made beforehand
+ * (strand_ctrl_head_op). */
+static inline uint64_t strand_sq_ctrl_head_with(const strand_sq_t *sq,
+                                                uint32_t pi, uint64_t op_head)
+{
+    strand_sq_check(pi == sq->cur_post, sq, "WQE not at the producer index");
+    return strand_ctrl_head_idx(sq->head_qpn, (uint16_t)pi) | op_head;
 }
 
 /* The ctrl segment of the WQE at ctrl, the producer index's, from its
@@ -253,8 +266,25 @@ static inline void strand_sq_ring_bf(strand_sq_t *sq,
         strand_sq_bf_copy(sq, ctrl, last_bbs);
         strand_wc_wmb();
     } else {
-        strand_sq_doorbell_mmio8(sq->bf_cur, 0, &head);
+        strand_sq_doorbell_head(sq->bf_cur, head);
     }
+}
+
+/* The doorbell's first steps: the producer index into the record. */
+static inline void strand_sq_ring_record(strand_sq_t *sq)
+{
+#ifdef STRAND_DEBUG
+    strand_sq_check(sq->cur_post != sq->rung, sq, "doorbell with no new WQE");
+    sq->rung = sq->cur_post;
+#endif
+    strand_sq_doorbell_record(sq->dbrec, sq->cur_post);
+}
+
+/* The doorbell's last step: the next one goes to the other half of the BF
+ * buffer. */
+static inline void strand_sq_flip(strand_sq_t *sq)
+{
+    sq->bf_cur = (void*)((uintptr_t)sq->bf_cur ^ sq->bf_flip);
 }
 
 /*
@@ -268,17 +298,13 @@ static inline void strand_sq_ring_head(strand_sq_t *sq,
                                        const struct mlx5_wqe_ctrl_seg *ctrl,
                                        unsigned last_bbs, uint64_t head)
 {
-#ifdef STRAND_DEBUG
-    strand_sq_check(sq->cur_post != sq->rung, sq, "doorbell with no new WQE");
-    sq->rung = sq->cur_post;
-#endif
-    strand_sq_doorbell_record(sq->dbrec, sq->cur_post);
+    strand_sq_ring_record(sq);
     if (__builtin_expect(!sq->ring, 1)) { /* STRAND_SQ_RING_DB */
-        strand_sq_doorbell_mmio8(sq->bf_cur, 0, &head);
+        strand_sq_doorbell_head(sq->bf_cur, head);
     } else {
         strand_sq_ring_bf(sq, ctrl, last_bbs, head);
     }
-    sq->bf_cur = (void*)((uintptr_t)sq->bf_cur ^ sq->bf_flip);
+    strand_sq_flip(sq);
 }
 
 /*
@@ -330,7 +356,7 @@ static inline int strand_sq_release(strand_sq_t *sq,
     }
     strand_sq_doorbell_record(sq->dbrec, sq->cur_post);
     if (sq->bf_reg != NULL) {
-        strand_sq_doorbell_mmio8(sq->bf_cur, 0, &head);
+        strand_sq_doorbell_head(sq->bf_cur, head);
         sq->bf_cur = (void*)((uintptr_t)sq->bf_cur ^ sq->bf_flip);
     }
     return 1;

@@ -110,6 +110,21 @@ static inline uint64_t strand_ctrl_head_of(uint64_t head_qpn, uint8_t opmod,
            htobe64(((uint64_t)opmod << 56) | ((uint64_t)opcode << 32));
 }
 
+/* A head in two parts ORed: what the operation decides (opmod, opcode and
+ * a ds of at most 0x3f), which a post may have at hand ready-made, and
+ * what the queue does (the WQE index and the QP number). */
+static inline uint64_t strand_ctrl_head_op(uint8_t opmod, uint8_t opcode,
+                                           unsigned ds)
+{
+    return htobe64(((uint64_t)opmod << 56) | ((uint64_t)opcode << 32) | ds);
+}
+
+static inline uint64_t strand_ctrl_head_idx(uint64_t head_qpn,
+                                            uint16_t wqe_idx)
+{
+    return htobe64(((uint64_t)wqe_idx << 40) | head_qpn);
+}
+
 static inline uint64_t strand_ctrl_head(uint8_t opmod, uint16_t wqe_idx,
                                         uint8_t opcode, uint32_t qpn,
                                         unsigned ds)
@@ -443,8 +458,9 @@ static inline int strand_inline_fits(const void *seg, uint32_t len,
 /* A copy of inline data without a call: short messages are mostly 0-16
  * bytes, where a libc memcpy call costs several times the copy (and makes
  * its caller keep everything in callee-saved registers around it);
- * inline data is never long. 16-byte steps, then moves that overlap at
- * the end. */
+ * inline data is never long. Nothing (an active message whose header
+ * is all of it) and 8..16 bytes (a UCP header, a word) are tested first;
+ * longer ones go in 16-byte steps, then moves that overlap at the end. */
 static inline void strand_copy_small(void *dst, const void *src, uint32_t len)
 {
     uint8_t *d       = (uint8_t*)dst;
@@ -455,27 +471,24 @@ static inline void strand_copy_small(void *dst, const void *src, uint32_t len)
     if (len == 0) {
         return;
     }
-    if (len > 16) {
-        while (len > 16) {
-            memcpy(&a, s, 8);
-            memcpy(&b, s + 8, 8);
-            memcpy(d, &a, 8);
-            memcpy(d + 8, &b, 8);
-            d   += 16;
-            s   += 16;
-            len -= 16;
-        }
-        /* 1..16 bytes left, 16 copied just before them: the last 16
-         * bytes again (never a byte outside either buffer) */
-        memcpy(&a, s + len - 16, 8);
-        memcpy(&b, s + len - 8, 8);
-        memcpy(d + len - 16, &a, 8);
-        memcpy(d + len - 8, &b, 8);
-    } else if (len >= 8) {
+    if (__builtin_expect(len - 8 <= 8, 1)) {
         memcpy(&a, s, 8);
         memcpy(&b, s + len - 8, 8);
         memcpy(d, &a, 8);
         memcpy(d + len - 8, &b, 8);
+    } else if (len > 16) {
+        /* 16-byte steps up to the last 16 bytes, then those (they overlap
+         * the last step: never a byte outside either buffer). Three
+         * values in the loop: a caller that inlines it keeps its own in
+         * registers around it. */
+        const uint8_t *last = s + len - 16;
+
+        do {
+            memcpy(d, s, 16);
+            d += 16;
+            s += 16;
+        } while (s < last);
+        memcpy(d - (s - last), last, 16);
     } else if (len >= 4) {
         memcpy(&x, s, 4);
         memcpy(&y, s + len - 4, 4);

@@ -60,14 +60,15 @@ strand_ep_am_short_post(strand_iface_t *iface, strand_ep_t *ep,
     }
 }
 
-/* An am_short (its parameters checked) the general way: flow control, the
+/* An am_short the general way: its length, flow control, the
  * pending requests, a lease, room; the data may wrap around the end of
  * the send queue. */
 UCS_F_NOINLINE ucs_status_t
-strand_ep_am_short_general(strand_iface_t *iface, strand_ep_t *ep,
-                              uint8_t id, uint64_t hdr, const void *payload,
-                              unsigned length)
+strand_ep_am_short_general(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
+                              const void *payload, unsigned length)
 {
+    strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
+    strand_iface_t *iface = ucs_derived_of(tl_ep->iface, strand_iface_t);
     strand_txq_t *dci = NULL;
     ucs_status_t status;
     struct {
@@ -75,6 +76,13 @@ strand_ep_am_short_general(strand_iface_t *iface, strand_ep_t *ep,
         uint8_t        id;
         uint64_t       hdr;
     } UCS_S_PACKED am_hdr;
+
+    UCT_CHECK_AM_ID(id);
+    STRAND_CHECK_MAX(length, iface->config.am_short_payload,
+                        "am_short payload");
+    if (ep->refused_beat == iface->tx_beat) {
+        return UCS_ERR_NO_RESOURCE; /* nothing changed since */
+    }
 
     status = strand_ep_am_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -95,6 +103,9 @@ strand_ep_am_short_general(strand_iface_t *iface, strand_ep_t *ep,
                                    payload, length);
     }
     strand_ep_am_sent(iface, ep);
+    /* the producer index may be in the next ring now: where the fast
+     * path's posts may end (strand_txq_fast_room) */
+    strand_txq_set_fast_end(dci);
     UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, sizeof(hdr) + length);
     return UCS_OK;
 }
@@ -183,20 +194,27 @@ ucs_status_t strand_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
 
 /* ---------------------------------------------------------------- RMA */
 
-/* A put_short (its length checked) the general way: the pending requests,
+/* A put_short the general way: its length, the pending requests,
  * a lease, room, a signing key; the data may wrap around the end of the
  * send queue, and no data is no inline segment. */
 UCS_F_NOINLINE ucs_status_t
-strand_ep_put_short_general(strand_iface_t *iface, strand_ep_t *ep,
-                               const void *buffer, unsigned length,
-                               uint64_t remote_addr, uct_rkey_t rkey)
+strand_ep_put_short_general(uct_ep_h tl_ep, const void *buffer,
+                               unsigned length, uint64_t remote_addr,
+                               uct_rkey_t rkey)
 {
+    strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
+    strand_iface_t *iface = ucs_derived_of(tl_ep->iface, strand_iface_t);
     strand_txq_t *dci = NULL;
     struct mlx5_wqe_ctrl_seg *ctrl;
     ucs_status_t status;
     struct ibv_sge sge;
     unsigned ds;
     void *seg;
+
+    STRAND_CHECK_MAX(length, iface->config.max_inline, "put_short");
+    if (ep->refused_beat == iface->tx_beat) {
+        return UCS_ERR_NO_RESOURCE; /* nothing changed since */
+    }
 
     status = strand_ep_get_dci(iface, ep, &dci);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -222,6 +240,7 @@ strand_ep_put_short_general(strand_iface_t *iface, strand_ep_t *ep,
     }
     strand_ep_post_light(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_WRITE, ds,
                             strand_ep_fence_mode(iface, ep));
+    strand_txq_set_fast_end(dci); /* as am_short's */
     UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
     return UCS_OK;
 }

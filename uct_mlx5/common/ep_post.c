@@ -23,6 +23,10 @@ ucs_status_t strand_ep_fc_low(strand_iface_t *iface, strand_ep_t *ep)
 {
     ucs_status_t status;
 
+    if (!iface->fc.enabled) {
+        ep->fc_wnd = iface->fc.wnd_size; /* spent only to be counted */
+        return UCS_OK;
+    }
     if (!(ep->flags & STRAND_EP_FLAG_FC_REQ)) {
         status = strand_fc_request(iface, ep);
         if ((status != UCS_OK) && (status != UCS_ERR_NO_RESOURCE)) {

@@ -120,7 +120,16 @@ strand_ep_count(strand_ep_t *ep, strand_txq_t *dci)
 }
 
 /* The WQE at ctrl (bbs BBs, its ctrl bytes 0-7 in head) is written and
- * counted: ring the doorbell and hand the SQ to the device. */
+ * counted: ring the doorbell and hand the SQ to the device (_last: as the
+ * post path's last step, which returns what this returns, UCS_OK). */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_ep_ring_last(strand_ep_t *ep, strand_txq_t *dci,
+                       struct mlx5_wqe_ctrl_seg *ctrl, uint64_t head)
+{
+    strand_txq_log_tx(dci, ctrl, ep->av_ds);
+    return strand_txq_ring_head_last(dci, ctrl, head);
+}
+
 static UCS_F_ALWAYS_INLINE void
 strand_ep_ring(strand_ep_t *ep, strand_txq_t *dci,
                   struct mlx5_wqe_ctrl_seg *ctrl, unsigned bbs, uint64_t head)
@@ -167,29 +176,27 @@ strand_ep_post(strand_iface_t *iface, strand_ep_t *ep,
 }
 
 /* The ctrl segment, the head of the op record and the counts of the WQE
- * in slot (ds units), one whose completion only counts (short operations):
- * a CQE only every tx_moderation WQEs (and, must, now). stream_tail: ctrl
- * bytes 8-15 without fm_ce_se (strand_ep_ctrl_tail), stream_kind: the op
- * record's kind without opcode (strand_op_light_kind); the ready ep's
- * templates of both on the fast path.
+ * in slot (bbs BBs; op_head: its opcode and ds, strand_ctrl_head_op), one
+ * whose completion only counts (short operations): a CQE only every
+ * tx_moderation WQEs (and, must, now). tail: its ctrl bytes 8-15 as
+ * stored but for the CQE flag (the stream, fm_ce_se; strand_ep_ctrl_tail);
+ * kind: its op record's kind word (strand_op_light_kind), both made of
+ * the ready ep's templates on the fast path.
  * Its segments are written before or after; then strand_ep_ring() with
  * what this returns, the ctrl bytes 0-7. */
 static UCS_F_ALWAYS_INLINE uint64_t
 strand_ep_claim_light(strand_ep_t *ep,
                          strand_txq_t *dci, const strand_txq_slot_t *slot,
-                         uint8_t opcode, unsigned ds, uint8_t fm_se,
-                         uint64_t stream_tail, uint32_t stream_kind, int must)
+                         uint64_t op_head, unsigned bbs, uint64_t tail,
+                         uint32_t kind, int must)
 {
-    uint64_t head = strand_sq_ctrl_head(&dci->sq, slot->pi, 0, opcode, ds);
-    uint64_t tail = stream_tail | strand_ctrl_tail(0, fm_se, 0);
+    uint64_t head = strand_sq_ctrl_head_with(&dci->sq, slot->pi, op_head);
 
     if (strand_txq_ce(dci, must)) {
         tail |= strand_ctrl_tail(0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
     }
     strand_sq_write_ctrl(&dci->sq, slot->ctrl, head, tail);
-    strand_txq_claim_light(dci, slot, strand_ds_to_bbs(ds), ep,
-                              stream_kind |
-                              strand_op_kind(0, 0, 0, opcode));
+    strand_txq_claim_light(dci, slot, bbs, ep, kind);
     strand_ep_count(ep, dci);
     return head;
 }
@@ -207,9 +214,12 @@ strand_ep_post_light(strand_iface_t *iface, strand_ep_t *ep,
 
     strand_txq_slot(dci, &slot);
     strand_debug_assert(slot.ctrl == ctrl);
-    head = strand_ep_claim_light(ep, dci, &slot, opcode, ds, fm_se,
-                                    strand_ep_ctrl_tail(ep, dci, 0, 0),
-                                    strand_op_light_kind(ep->lane, 0),
+    strand_sq_check((ds > 0) && (ds <= 0x3f), &dci->sq, "ds out of range");
+    head = strand_ep_claim_light(ep, dci, &slot,
+                                    strand_ctrl_head_op(0, opcode, ds),
+                                    strand_ds_to_bbs(ds),
+                                    strand_ep_ctrl_tail(ep, dci, fm_se, 0),
+                                    strand_op_light_kind(ep->lane, opcode),
                                     iface->txq_wanted);
     strand_ep_ring(ep, dci, ctrl, strand_ds_to_bbs(ds), head);
     strand_ep_gate(iface, ep); /* a fence may be spent */
@@ -227,9 +237,11 @@ strand_ep_post_light(strand_iface_t *iface, strand_ep_t *ep,
  * bytes through every check.
  */
 
-/* The DCI for a short operation of ep; NULL: the general path. */
+/* The DCI for a short operation of ep whose WQE takes bbs BBs, and the
+ * WQE's slot on it; NULL: the general path. */
 static UCS_F_ALWAYS_INLINE strand_txq_t *
-strand_ep_fast_dci(strand_iface_t *iface, strand_ep_t *ep)
+strand_ep_fast_dci(strand_iface_t *iface, strand_ep_t *ep, unsigned bbs,
+                      strand_txq_slot_t *slot)
 {
     strand_txq_t *dci;
 
@@ -237,51 +249,25 @@ strand_ep_fast_dci(strand_iface_t *iface, strand_ep_t *ep)
     if (ucs_unlikely(ep->tx_gate != iface->tx_gate)) {
         return NULL;
     }
-    dci = ep->tx_txq; /* an open gate: ready */
-    if (ucs_unlikely(!strand_txq_fast_room(dci, dci->sq.cur_post))) {
+    dci      = ep->tx_txq; /* an open gate: ready */
+    slot->pi = dci->sq.cur_post;
+    if (ucs_unlikely(!strand_txq_fast_room(dci, slot->pi + bbs))) {
         return NULL;
     }
     strand_debug_assert(strand_txq_has_room(iface, dci));
+    slot->ctrl = strand_sq_ctrl(&dci->sq);
     return dci;
 }
 
-/* The slot of a short operation's WQE on dci, ep's address vector (av_ds
- * units: ep->av_ds, or the constant it is) behind its ctrl segment, and
- * where its segments go (*seg_p); 0 when their seg_bytes would run over
- * the end of the send queue (the general path wraps them). A WQE within
- * its first BB never does (BBs are whole): the short ones need no look at
- * the end. */
-static UCS_F_ALWAYS_INLINE int
-strand_ep_fast_start(strand_ep_t *ep, strand_txq_t *dci,
-                        unsigned av_ds, unsigned seg_bytes,
-                        strand_txq_slot_t *slot, void **seg_p)
+/* ep's address vector (av_ds units: ep->av_ds, or the constant it is)
+ * behind the ctrl segment of the WQE in slot; returns where the WQE's
+ * segments go, all in one block (strand_txq_fast_room: no wrap). */
+static UCS_F_ALWAYS_INLINE void *
+strand_ep_fast_start(strand_ep_t *ep, const strand_txq_slot_t *slot,
+                        unsigned av_ds)
 {
-    unsigned prefix = (1 + av_ds) * STRAND_WQE_DS;
-    uint8_t *seg;
-
-    strand_txq_slot(dci, slot);
-    seg = (uint8_t*)slot->ctrl + prefix;
-    if (ucs_unlikely((prefix + seg_bytes > STRAND_WQE_BB) &&
-                     (seg + seg_bytes > (uint8_t*)dci->sq.end))) {
-        return 0;
-    }
     strand_txq_set_av(slot->ctrl, &ep->av, av_ds);
-    *seg_p = seg;
-    return 1;
-}
-
-/* The ctrl segment, op record and counts of a short operation's WQE in
- * slot (strand_ep_claim_light: no ep waits for a DCI, the stream's ctrl
- * bytes are ready). Written after the segments: nothing of the operation's
- * arguments needs a register then. Returns the ctrl bytes 0-7 for the
- * doorbell. */
-static UCS_F_ALWAYS_INLINE uint64_t
-strand_ep_fast_claim(strand_ep_t *ep, strand_txq_t *dci,
-                        const strand_txq_slot_t *slot, uint8_t opcode,
-                        unsigned ds, uint8_t fm_se)
-{
-    return strand_ep_claim_light(ep, dci, slot, opcode, ds, fm_se,
-                                    ep->tx_ctrl_tail, ep->tx_op_kind, 0);
+    return (uint8_t*)slot->ctrl + (1 + av_ds) * STRAND_WQE_DS;
 }
 
 /* Credits ran low: ask for more once; none left: no resource. */
@@ -311,11 +297,12 @@ strand_ep_am_get_dci(strand_iface_t *iface, strand_ep_t *ep,
     return strand_ep_get_dci(iface, ep, dci_p);
 }
 
-/* one credit spent (none when flow control is off) */
+/* one credit spent (also when flow control is off: the window is then
+ * filled up again long before it runs out, strand_ep_fc_low) */
 static UCS_F_ALWAYS_INLINE void
 strand_ep_am_sent(strand_iface_t *iface, strand_ep_t *ep)
 {
-    ep->fc_wnd -= iface->fc.enabled;
+    ep->fc_wnd--;
 }
 
 static UCS_F_ALWAYS_INLINE uint8_t

@@ -11,33 +11,64 @@
 
 #include "ep_post.h"
 
-/* the general ways (ep_ops.c): their parameters checked */
-ucs_status_t strand_ep_am_short_general(strand_iface_t *iface, strand_ep_t *ep,
-                                        uint8_t id, uint64_t hdr,
-                                        const void *payload, unsigned length);
-ucs_status_t strand_ep_put_short_general(strand_iface_t *iface,
-                                         strand_ep_t *ep, const void *buffer,
+/* The general ways (ep_ops.c): they check the length, answer a refusal
+ * again while nothing changed (iface.h, refusals), and take the entry
+ * points' own arguments, so that the fast path hands over to them with
+ * the arguments where they came in (no register moved, none saved for
+ * them). */
+ucs_status_t strand_ep_am_short_general(uct_ep_h tl_ep, uint8_t id,
+                                        uint64_t hdr, const void *payload,
+                                        unsigned length);
+ucs_status_t strand_ep_put_short_general(uct_ep_h tl_ep, const void *buffer,
                                          unsigned length, uint64_t remote_addr,
                                          uct_rkey_t rkey);
 
-/* The inline segment of an am_short at seg, total bytes of data:
- * [TMH: tmh_len zeroes][id][hdr][payload], written in place (no header on
- * the stack). */
+/* The ctrl segment, op record and counts of a short operation's WQE in
+ * slot on ep's ready send queue dci, its segments written, of the given
+ * shape (fm_se and opcode: the operation's); then the doorbell. */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_ep_short_finish(strand_ep_t *ep, strand_txq_t *dci,
+                          const strand_txq_slot_t *slot,
+                          const strand_short_shape_t *shape, uint8_t fm_se,
+                          uint8_t opcode)
+{
+    uint64_t head;
+
+    head = strand_ep_claim_light(ep, dci, slot, shape->head, shape->bbs,
+                                    ep->tx_ctrl_tail |
+                                    strand_ctrl_tail(0, fm_se, 0),
+                                    ep->tx_op_kind |
+                                    strand_op_kind(0, 0, 0, opcode), 0);
+    return strand_ep_ring_last(ep, dci, slot->ctrl, head);
+}
+
+/* The inline segment of an am_short at seg, its byte count as stored
+ * (inl_be): [TMH: tmh_len zeroes][id][hdr][payload], written in place (no
+ * header on the stack). */
 static UCS_F_ALWAYS_INLINE void
-strand_am_short_inline(void *seg, uint32_t total, unsigned tmh_len,
+strand_am_short_inline(void *seg, uint32_t inl_be, unsigned tmh_len,
                           uint8_t id, uint64_t hdr, const void *payload,
                           unsigned length)
 {
     struct mlx5_wqe_inl_data_seg *inl = (struct mlx5_wqe_inl_data_seg*)seg;
     uint8_t *dst                      = (uint8_t*)(inl + 1) + tmh_len;
 
-    inl->byte_count = htobe32(total | MLX5_INLINE_SEG);
+    inl->byte_count = inl_be;
     memset(inl + 1, 0, tmh_len);
     dst[0] = id;
     memcpy(dst + STRAND_AM_HDR_SIZE, &hdr, sizeof(hdr));
     strand_copy_small(dst + STRAND_AM_HDR_SIZE + sizeof(hdr), payload,
                       length);
 }
+
+/* The shape of ep's short WQE of `length` is the one the interface keeps
+ * (a debug build checks it against the WQE's own arithmetic). */
+#define strand_ep_shape_verify(_shape, _av_ds, _seg_bytes, _data) \
+    strand_debug_assert( \
+        ((_shape)->bbs == \
+         strand_ds_to_bbs(1 + (_av_ds) + (_seg_bytes) / STRAND_WQE_DS + \
+                          strand_inline_ds(_data))) && \
+        ((_shape)->inl == htobe32((_data) | MLX5_INLINE_SEG)))
 
 /* am_short of an ep whose WQEs carry av_ds units of address vector, on
  * an interface whose active messages start with a TMH of tmh_len bytes. */
@@ -49,39 +80,40 @@ strand_ep_am_short_fast(uct_ep_h tl_ep, unsigned av_ds, unsigned tmh_len,
     strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
     strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                               strand_iface_t);
-    uint32_t total           = tmh_len + STRAND_AM_HDR_SIZE +
-                               sizeof(hdr) + length;
+    const strand_short_shape_t *shape;
     strand_txq_slot_t slot;
     strand_txq_t *dci;
-    unsigned ds;
-    uint64_t head;
+    unsigned bbs;
     void *seg;
 
-    UCT_CHECK_AM_ID(id);
-    STRAND_CHECK_MAX(length, iface->config.am_short_payload,
-                        "am_short payload");
     strand_debug_assert((iface->config.am_tmh == tmh_len) &&
                            (ep->av_ds == av_ds));
-    dci = strand_ep_fast_dci(iface, ep);
-    if (ucs_unlikely((dci == NULL) || (ep->fc_wnd <= ep->fc_limit) ||
-                     !strand_ep_fast_start(
-                             ep, dci, av_ds,
-                             sizeof(struct mlx5_wqe_inl_data_seg) + total,
-                             &slot, &seg))) {
-        if (ep->refused_beat == iface->tx_beat) {
-            return UCS_ERR_NO_RESOURCE; /* nothing changed since */
-        }
-        return strand_ep_am_short_general(iface, ep, id, hdr, payload,
-                                             length);
+    /* a payload longer than the interface takes has a shape that never
+     * fits (STRAND_SHORT_NONE): the general path says what is wrong, as
+     * with an AM id out of range (no call here: the path keeps no
+     * register for one) */
+    if (ucs_unlikely((id >= UCT_AM_ID_MAX) ||
+                     (length > STRAND_MAX_INLINE))) {
+        return strand_ep_am_short_general(tl_ep, id, hdr, payload, length);
     }
+    shape = &iface->am_shape[length];
+    strand_ep_shape_verify(shape, av_ds, 0,
+                              tmh_len + STRAND_AM_HDR_SIZE + sizeof(hdr) +
+                              length);
+    bbs = shape->bbs;
+    if (ucs_unlikely((ep->fc_wnd <= ep->fc_limit) ||
+                     ((dci = strand_ep_fast_dci(iface, ep, bbs, &slot)) ==
+                      NULL))) {
+        return strand_ep_am_short_general(tl_ep, id, hdr, payload, length);
+    }
+    seg = strand_ep_fast_start(ep, &slot, av_ds);
     strand_ep_am_sent(iface, ep);
     UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, sizeof(hdr) + length);
-    strand_am_short_inline(seg, total, tmh_len, id, hdr, payload, length);
-    ds   = 1 + av_ds + strand_inline_ds(total);
-    head = strand_ep_fast_claim(ep, dci, &slot, MLX5_OPCODE_SEND, ds,
-                                   MLX5_WQE_CTRL_SOLICITED);
-    strand_ep_ring(ep, dci, slot.ctrl, strand_ds_to_bbs(ds), head);
-    return UCS_OK;
+    strand_am_short_inline(seg, shape->inl, tmh_len, id, hdr,
+                              payload, length);
+    return strand_ep_short_finish(ep, dci, &slot, shape,
+                                     MLX5_WQE_CTRL_SOLICITED,
+                                     MLX5_OPCODE_SEND);
 }
 
 /* put_short of an ep whose WQEs carry av_ds units of address vector */
@@ -93,44 +125,50 @@ strand_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds,
     strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
     strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
                                               strand_iface_t);
+    const strand_short_shape_t *shape;
+    struct mlx5_wqe_inl_data_seg *inl;
     strand_txq_slot_t slot;
     strand_txq_t *dci;
-    unsigned ds;
-    uint64_t head;
+    unsigned bbs;
     void *seg;
 
-    /* 1 .. max_inline bytes in one compare; no data goes the general way
-     * (no inline segment), too much is the error */
-    if (ucs_unlikely((size_t)length - 1 >= iface->config.max_inline)) {
-        STRAND_CHECK_MAX(length, iface->config.max_inline, "put_short");
-        return strand_ep_put_short_general(iface, ep, buffer, length,
+    /* no data (no inline segment) and more than the interface takes have
+     * shapes that never fit (STRAND_SHORT_NONE): the general path posts
+     * the one and refuses the other */
+    if (ucs_unlikely(length > STRAND_MAX_INLINE)) {
+        return strand_ep_put_short_general(tl_ep, buffer, length,
                                               remote_addr, rkey);
     }
     strand_debug_assert(ep->av_ds == av_ds);
-    dci = strand_ep_fast_dci(iface, ep);
-    if (ucs_unlikely((dci == NULL) ||
-                     !strand_ep_fast_start(
-                             ep, dci, av_ds,
-                             sizeof(struct mlx5_wqe_raddr_seg) +
-                             sizeof(struct mlx5_wqe_inl_data_seg) + length,
-                             &slot, &seg))) {
-        if (ep->refused_beat == iface->tx_beat) {
-            return UCS_ERR_NO_RESOURCE; /* nothing changed since */
-        }
-        return strand_ep_put_short_general(iface, ep, buffer, length,
+    shape = &iface->put_shape[length];
+    bbs   = shape->bbs;
+    dci   = strand_ep_fast_dci(iface, ep, bbs, &slot);
+    if (ucs_unlikely(dci == NULL)) {
+        return strand_ep_put_short_general(tl_ep, buffer, length,
                                               remote_addr, rkey);
     }
+    strand_ep_shape_verify(shape, av_ds, sizeof(struct mlx5_wqe_raddr_seg),
+                              length);
+    if (length == 0) {
+        __builtin_unreachable(); /* its shape never fits: the copy need
+                                    not look for it */
+    }
+    seg = strand_ep_fast_start(ep, &slot, av_ds);
     strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
-    ds   = 1 + av_ds + 1 +
-           strand_set_inline_hdr_data(UCS_PTR_BYTE_OFFSET(seg,
-                                          sizeof(struct mlx5_wqe_raddr_seg)),
-                                      NULL, 0, buffer, length);
-    head = strand_ep_fast_claim(ep, dci, &slot, MLX5_OPCODE_RDMA_WRITE, ds,
-                                   STRAND_WQE_CTRL_FM_NONE);
+    inl             = UCS_PTR_BYTE_OFFSET(seg,
+                                          sizeof(struct mlx5_wqe_raddr_seg));
+    inl->byte_count = shape->inl;
+    strand_copy_small(inl + 1, buffer, length);
     UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
-    strand_ep_ring(ep, dci, slot.ctrl, strand_ds_to_bbs(ds), head);
-    return UCS_OK;
+    return strand_ep_short_finish(ep, dci, &slot, shape,
+                                     STRAND_WQE_CTRL_FM_NONE,
+                                     MLX5_OPCODE_RDMA_WRITE);
 }
+
+/* The shapes of the short WQEs of an interface whose WQEs carry av_ds
+ * units of address vector (the entry points' constant), for every length
+ * its am_short and put_short take. */
+void strand_ep_short_shapes(strand_iface_t *iface, unsigned av_ds);
 
 /*
  * The entry points of the short operations of eps whose WQEs carry av_ds

@@ -43,7 +43,11 @@ ucs_status_t strand_fc_init(strand_iface_t *iface, int enabled,
     fc->next_check  = 0;
     fc->enabled     = enabled;
     fc->wnd_size    = enabled ? (int32_t)wnd_size : INT32_MAX;
-    fc->soft_thresh = enabled ? (int32_t)(wnd_size * soft_thresh) : 0;
+    /* off: an endpoint's window is never short, but every message spends
+     * a credit all the same (the post path subtracts a constant); it is
+     * filled up again half way (strand_ep_fc_low) */
+    fc->soft_thresh = enabled ? (int32_t)(wnd_size * soft_thresh) :
+                      INT32_MAX / 2;
     fc->next_id     = 1;
     kh_init_inplace(strand_fc_eps, &fc->eps);
     kh_init_inplace(strand_fc_grant_eps, &fc->grant_eps);

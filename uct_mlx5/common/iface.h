@@ -43,6 +43,7 @@
 #define STRAND_MAX_SGE        16             /* data segments per WQE */
 #define STRAND_AM_MAX_HDR     128            /* am_zcopy header bytes */
 #define STRAND_MAX_ZCOPY      (1ul << 30)
+#define STRAND_MAX_INLINE     800            /* MAX_INLINE at most */
 
 /* The configuration as the shared code reads it: the options both
  * transports have, and what each fills in for itself (dc_strand's table
@@ -212,6 +213,9 @@ typedef struct strand_txq {
                                           retired (== sq.cur_post: none) */
     uint32_t              room_pi;     /* the last producer index at which
                                           a post needs no look at the queue
+                                          (strand_txq_set_room) */
+    uint32_t              fast_end;    /* a short post's WQE may end here
+                                          at most: room, and no wrap
                                           (strand_txq_fast_room) */
     uint32_t              posts;       /* WQEs since its ep took it (dcs) */
     uint32_t              ce_countdown;/* WQEs to post until one asks for
@@ -243,7 +247,7 @@ typedef struct strand_txq {
                                           scratch doorbell its WQEs ring
                                           (strand_sq_hold); NULL: the
                                           device's */
-    strand_dev_kick_t     held_kick;   /* the QP's kick while held (the
+    strand_dev_qp_kick_t  held_kick;   /* the QP's kick while held (the
                                           device is not told meanwhile) */
 } strand_txq_t;
 
@@ -372,6 +376,22 @@ typedef struct strand_tx_cq {
     strand_cq_cursor_t cur;        /* at ci, in runs of tx_ci_batch */
     uint8_t         arm_sn;        /* +1 per event received on it */
 } strand_tx_cq_t;
+
+/* What of a short operation's WQE follows from the operation and its
+ * length alone: the WQE's opcode, ds and BBs and its inline segment's
+ * byte count, kept by length (written when the interface's entry points
+ * are chosen, ep_short.c), so that a post reads them instead of computing
+ * them. */
+typedef struct strand_short_shape {
+    uint64_t head;  /* ctrl bytes 0-7 as stored but for the WQE index and
+                       the QP number: opcode and ds */
+    uint32_t inl;   /* the inline segment's byte_count as stored */
+    uint32_t bbs;   /* STRAND_SHORT_NONE: a length the fast path does
+                       not take (more than its send queue ever has room
+                       for: its room check fails) */
+} strand_short_shape_t;
+
+#define STRAND_SHORT_NONE  0x40000000u
 
 typedef struct strand_iface {
     uct_base_iface_t      super;
@@ -518,6 +538,11 @@ typedef struct strand_iface {
         size_t            rx_payload_offset;  /* desc -> payload */
         size_t            rx_headroom_offset; /* desc -> what UCP gets */
     } config;
+
+    /* short operations' WQEs by length: am_short's by payload length,
+     * put_short's by data length */
+    strand_short_shape_t  am_shape[STRAND_MAX_INLINE + 1];
+    strand_short_shape_t  put_shape[STRAND_MAX_INLINE + 1];
 } strand_iface_t;
 
 /* This interface's addresses as a credit request carries them (fc.h) */

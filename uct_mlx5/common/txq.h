@@ -43,16 +43,33 @@ strand_txq_has_room(const strand_iface_t *iface,
            (dci->outstanding < iface->config.tx_queue_len);
 }
 
-/* The same from the producer index pi alone (the fast path): up to
- * room_pi both hold. room_pi is set where a WQE retires or the tail moves
+/* Where a WQE posted the fast way may end (its producer index after it)
+ * at most: fast_end. room_pi is set where a WQE retires or the tail moves
  * (strand_txq_set_room) and stays right while WQEs are posted: each
  * takes a BB at least, so the count cannot pass the bound before the
  * index does. It is never too high; past it a post looks at the queue
- * (has_room). */
-static UCS_F_ALWAYS_INLINE int
-strand_txq_fast_room(const strand_txq_t *dci, uint32_t pi)
+ * (has_room). fast_end is the lower of room_pi + 1 and the end of the
+ * ring the producer index is in when it is set: a WQE that ends before
+ * it neither lacks room nor wraps, so a short post checks both in one
+ * compare, which also leaves the WQE's segments one block of memory. */
+static UCS_F_ALWAYS_INLINE void strand_txq_set_fast_end(strand_txq_t *dci)
 {
-    return (int32_t)(dci->room_pi - pi) >= 0;
+    uint32_t wrap = (dci->sq.cur_post + dci->sq.wqe_cnt) &
+                    ~(dci->sq.wqe_cnt - 1);
+    uint32_t room = dci->room_pi + 1;
+
+    dci->fast_end = ((int32_t)(wrap - room) < 0) ? wrap : room;
+}
+
+/* Whether a WQE at the producer index that ends at `end` may be posted
+ * the fast way. The producer index may have passed the end of the ring
+ * fast_end was set in since (by posts the general way): then no WQE
+ * passes until a short post the general way sets it again (once a
+ * ring). */
+static UCS_F_ALWAYS_INLINE int
+strand_txq_fast_room(const strand_txq_t *dci, uint32_t end)
+{
+    return (int32_t)(dci->fast_end - end) >= 0;
 }
 
 /* The endpoint's address vector behind the ctrl segment at ctrl (ctrl and
@@ -106,6 +123,16 @@ strand_txq_ring_head(strand_txq_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
                         unsigned bbs, uint64_t head)
 {
     strand_dev_qp_ring_head(&dci->qp, &dci->sq, ctrl, bbs, head);
+}
+
+/* The same as the last thing a post path does: returns UCS_OK, the kick
+ * of a software device a jump (strand_dev_qp_ring_head_last). */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+strand_txq_ring_head_last(strand_txq_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
+                             uint64_t head)
+{
+    return (ucs_status_t)strand_dev_qp_ring_head_last(&dci->qp, &dci->sq,
+                                                       ctrl, head);
 }
 
 static UCS_F_ALWAYS_INLINE void

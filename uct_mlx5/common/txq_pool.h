@@ -84,7 +84,7 @@ ucs_status_t strand_txq_signal_tail(strand_iface_t *iface,
  * that is full or recovering has CQEs to come anyway. */
 void strand_txq_signal_tails(strand_iface_t *iface);
 
-/* room_pi (strand_txq_fast_room): the last producer index at which a
+/* room_pi (and fast_end: strand_txq_fast_room): the last producer index at which a
  * WQE of the largest size fits, and at which the WQEs posted from now on
  * (a BB each at least) leave the count below tx_queue_len. */
 static UCS_F_ALWAYS_INLINE void strand_txq_set_room(strand_iface_t *iface,
@@ -96,6 +96,7 @@ static UCS_F_ALWAYS_INLINE void strand_txq_set_room(strand_iface_t *iface,
                        (iface->config.tx_queue_len - dci->outstanding) - 1;
 
     dci->room_pi = ((int32_t)(wqes_pi - bbs_pi) < 0) ? wqes_pi : bbs_pi;
+    strand_txq_set_fast_end(dci);
     strand_iface_tx_beat(iface);
 }
 

@@ -82,7 +82,7 @@ const char *strand_dc_ep_peer_str(strand_iface_t *iface,
 STRAND_EP_SHORT_ENTRY_POINTS(strand_dc_ep, 1)
 STRAND_EP_SHORT_ENTRY_POINTS(strand_dc_ep_grh, 3)
 
-void strand_dc_ep_short_ops(const strand_iface_t *iface, uct_iface_ops_t *ops)
+void strand_dc_ep_short_ops(strand_iface_t *iface, uct_iface_ops_t *ops)
 {
     int tmh = (iface->config.am_tmh != 0);
 
@@ -90,9 +90,11 @@ void strand_dc_ep_short_ops(const strand_iface_t *iface, uct_iface_ops_t *ops)
         ops->ep_am_short  = tmh ? strand_dc_ep_grh_am_short_tmh :
                                   strand_dc_ep_grh_am_short;
         ops->ep_put_short = strand_dc_ep_grh_put_short;
+        strand_ep_short_shapes(iface, 3);
     } else {
         ops->ep_am_short  = tmh ? strand_dc_ep_am_short_tmh :
                                   strand_dc_ep_am_short;
         ops->ep_put_short = strand_dc_ep_put_short;
+        strand_ep_short_shapes(iface, 1);
     }
 }

@@ -21,7 +21,7 @@ const char *strand_dc_ep_peer_str(strand_iface_t *iface,
                                   const strand_ep_t *ep, char *buf,
                                   size_t max);
 /* am_short and put_short for the interface's address vector and TMH */
-void strand_dc_ep_short_ops(const strand_iface_t *iface,
+void strand_dc_ep_short_ops(strand_iface_t *iface,
                             uct_iface_ops_t *ops);
 /* the device's rendezvous, its RAVH naming this interface's DCT */
 ucs_status_ptr_t strand_dc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,

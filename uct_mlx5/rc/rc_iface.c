@@ -75,7 +75,7 @@ static void strand_rc_config_to_dc(const strand_rc_iface_config_t *rc,
 
 static uct_iface_ops_t strand_rc_iface_ops;
 static const strand_tl_ops_t strand_rc_tl_ops;
-static void strand_rc_ep_short_ops(const strand_iface_t *iface,
+static void strand_rc_ep_short_ops(strand_iface_t *iface,
                                    uct_iface_ops_t *ops);
 
 static void strand_rc_iface_vfs_show_connections(void *obj,
@@ -289,12 +289,13 @@ static ucs_status_t strand_rc_iface_event_arm(uct_iface_h tl_iface,
 
 STRAND_EP_SHORT_ENTRY_POINTS(strand_rc_ep, 0)
 
-static void strand_rc_ep_short_ops(const strand_iface_t *iface,
+static void strand_rc_ep_short_ops(strand_iface_t *iface,
                                    uct_iface_ops_t *ops)
 {
     ops->ep_am_short  = (iface->config.am_tmh != 0) ?
                         strand_rc_ep_am_short_tmh : strand_rc_ep_am_short;
     ops->ep_put_short = strand_rc_ep_put_short;
+    strand_ep_short_shapes(iface, 0);
 }
 
 /* dc_strand's operations, but for endpoints that connect themselves, the
