@@ -159,3 +159,8 @@ int8_t strand_dev_qp_ring_other(const strand_dev_qp_t *qp, strand_sq_t *sq,
     strand_sq_flip(sq);
     return (qp->kick != NULL) ? qp->kick(qp->kick_arg) : 0;
 }
+
+int8_t strand_dev_qp_kick_none(void *arg)
+{
+    return 0;
+}

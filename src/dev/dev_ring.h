@@ -11,6 +11,20 @@
 #include "dev/dev.h"
 #include "mlx5/sq.h"
 
+/* Whether every send queue a device makes with this MMIO mode rings a
+ * plain doorbell and has a kick: the software device's, whose BlueFlame
+ * register takes no copy (a held queue's kick is then
+ * strand_dev_qp_kick_none, never NULL). */
+static inline int strand_dev_qp_kick_db(const strand_dev_t *dev,
+                                        strand_mmio_mode_t mmio_mode)
+{
+    return (dev->info.kind == STRAND_DEV_KIND_SIM) &&
+           (mmio_mode == STRAND_MMIO_MODE_DB);
+}
+
+/* A kick that does nothing: a queue whose doorbell goes nowhere yet. */
+int8_t strand_dev_qp_kick_none(void *arg);
+
 /* The software device's kick only (after strand_sq_release, which rings
  * itself). */
 static inline __attribute__((always_inline)) void
@@ -42,13 +56,20 @@ int8_t strand_dev_qp_ring_other(const strand_dev_qp_t *qp, strand_sq_t *sq,
 
 /* The same as the last thing a post path does: what the kick returns (0)
  * is returned, so that the kick is a jump there (nothing lives across a
- * call: the path keeps fewer registers). */
+ * call: the path keeps fewer registers). kick_db: the queue is known to
+ * ring a plain doorbell and to have a kick (strand_dev_qp_kick_db: a post
+ * path made for it, chosen at set up), so neither is tested. */
 static inline __attribute__((always_inline)) int8_t
 strand_dev_qp_ring_head_last(const strand_dev_qp_t *qp, strand_sq_t *sq,
                              const struct mlx5_wqe_ctrl_seg *ctrl,
-                             uint64_t head)
+                             uint64_t head, int kick_db)
 {
     strand_sq_ring_record(sq);
+    if (kick_db) {
+        strand_sq_doorbell_head(sq->bf_cur, head);
+        strand_sq_flip(sq);
+        return qp->kick(qp->kick_arg);
+    }
     if (__builtin_expect(sq->ring != STRAND_SQ_RING_DB, 0)) {
         return strand_dev_qp_ring_other(qp, sq, ctrl, head);
     }

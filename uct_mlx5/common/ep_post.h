@@ -121,13 +121,15 @@ strand_ep_count(strand_ep_t *ep, strand_txq_t *dci)
 
 /* The WQE at ctrl (bbs BBs, its ctrl bytes 0-7 in head) is written and
  * counted: ring the doorbell and hand the SQ to the device (_last: as the
- * post path's last step, which returns what this returns, UCS_OK). */
+ * post path's last step, which returns what this returns, UCS_OK;
+ * kick_db: strand_txq_ring_head_last). */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 strand_ep_ring_last(strand_ep_t *ep, strand_txq_t *dci,
-                       struct mlx5_wqe_ctrl_seg *ctrl, uint64_t head)
+                       struct mlx5_wqe_ctrl_seg *ctrl, uint64_t head,
+                       int kick_db)
 {
     strand_txq_log_tx(dci, ctrl, ep->av_ds);
-    return strand_txq_ring_head_last(dci, ctrl, head);
+    return strand_txq_ring_head_last(dci, ctrl, head, kick_db);
 }
 
 static UCS_F_ALWAYS_INLINE void
@@ -196,8 +198,11 @@ strand_ep_claim_light(strand_ep_t *ep,
         tail |= strand_ctrl_tail(0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
     }
     strand_sq_write_ctrl(&dci->sq, slot->ctrl, head, tail);
-    strand_txq_claim_light(dci, slot, bbs, ep, kind);
+    /* ep's count first: after the producer index is stored, a store to
+     * ep (the compiler cannot tell it from the queue) would make the
+     * doorbell read the index again */
     strand_ep_count(ep, dci);
+    strand_txq_claim_light(dci, slot, bbs, ep, kind);
     return head;
 }
 

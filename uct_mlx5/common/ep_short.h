@@ -11,8 +11,9 @@
 
 #include "ep_post.h"
 
-/* The general ways (ep_ops.c): they check the length, answer a refusal
- * again while nothing changed (iface.h, refusals), and take the entry
+/* The general ways (ep_ops.c): they check the length and the AM id,
+ * answer a refusal again while nothing changed (iface.h, refusals; the
+ * fast path answers it first for a length it takes), and take the entry
  * points' own arguments, so that the fast path hands over to them with
  * the arguments where they came in (no register moved, none saved for
  * them). */
@@ -25,12 +26,13 @@ ucs_status_t strand_ep_put_short_general(uct_ep_h tl_ep, const void *buffer,
 
 /* The ctrl segment, op record and counts of a short operation's WQE in
  * slot on ep's ready send queue dci, its segments written, of the given
- * shape (fm_se and opcode: the operation's); then the doorbell. */
+ * shape (fm_se and opcode: the operation's); then the doorbell (kick_db:
+ * strand_txq_ring_head_last). */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 strand_ep_short_finish(strand_ep_t *ep, strand_txq_t *dci,
                           const strand_txq_slot_t *slot,
                           const strand_short_shape_t *shape, uint8_t fm_se,
-                          uint8_t opcode)
+                          uint8_t opcode, int kick_db)
 {
     uint64_t head;
 
@@ -39,7 +41,7 @@ strand_ep_short_finish(strand_ep_t *ep, strand_txq_t *dci,
                                     strand_ctrl_tail(0, fm_se, 0),
                                     ep->tx_op_kind |
                                     strand_op_kind(0, 0, 0, opcode), 0);
-    return strand_ep_ring_last(ep, dci, slot->ctrl, head);
+    return strand_ep_ring_last(ep, dci, slot->ctrl, head, kick_db);
 }
 
 /* The inline segment of an am_short at seg, its byte count as stored
@@ -74,8 +76,8 @@ strand_am_short_inline(void *seg, uint32_t inl_be, unsigned tmh_len,
  * an interface whose active messages start with a TMH of tmh_len bytes. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 strand_ep_am_short_fast(uct_ep_h tl_ep, unsigned av_ds, unsigned tmh_len,
-                           uint8_t id, uint64_t hdr, const void *payload,
-                           unsigned length)
+                           int kick_db, uint8_t id, uint64_t hdr,
+                           const void *payload, unsigned length)
 {
     strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
     strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
@@ -104,6 +106,10 @@ strand_ep_am_short_fast(uct_ep_h tl_ep, unsigned av_ds, unsigned tmh_len,
     if (ucs_unlikely((ep->fc_wnd <= ep->fc_limit) ||
                      ((dci = strand_ep_fast_dci(iface, ep, bbs, &slot)) ==
                       NULL))) {
+        if ((ep->refused_beat == iface->tx_beat) &&
+            (length <= iface->config.am_short_payload)) {
+            return UCS_ERR_NO_RESOURCE; /* nothing changed since */
+        }
         return strand_ep_am_short_general(tl_ep, id, hdr, payload, length);
     }
     seg = strand_ep_fast_start(ep, &slot, av_ds);
@@ -113,12 +119,12 @@ strand_ep_am_short_fast(uct_ep_h tl_ep, unsigned av_ds, unsigned tmh_len,
                               payload, length);
     return strand_ep_short_finish(ep, dci, &slot, shape,
                                      MLX5_WQE_CTRL_SOLICITED,
-                                     MLX5_OPCODE_SEND);
+                                     MLX5_OPCODE_SEND, kick_db);
 }
 
 /* put_short of an ep whose WQEs carry av_ds units of address vector */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds,
+strand_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds, int kick_db,
                             const void *buffer, unsigned length,
                             uint64_t remote_addr, uct_rkey_t rkey)
 {
@@ -144,6 +150,10 @@ strand_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds,
     bbs   = shape->bbs;
     dci   = strand_ep_fast_dci(iface, ep, bbs, &slot);
     if (ucs_unlikely(dci == NULL)) {
+        if ((ep->refused_beat == iface->tx_beat) &&
+            (length <= iface->config.max_inline)) {
+            return UCS_ERR_NO_RESOURCE; /* nothing changed since */
+        }
         return strand_ep_put_short_general(tl_ep, buffer, length,
                                               remote_addr, rkey);
     }
@@ -162,7 +172,7 @@ strand_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds,
     UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
     return strand_ep_short_finish(ep, dci, &slot, shape,
                                      STRAND_WQE_CTRL_FM_NONE,
-                                     MLX5_OPCODE_RDMA_WRITE);
+                                     MLX5_OPCODE_RDMA_WRITE, kick_db);
 }
 
 /* The shapes of the short WQEs of an interface whose WQEs carry av_ds
@@ -170,41 +180,76 @@ strand_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds,
  * its am_short and put_short take. */
 void strand_ep_short_shapes(strand_iface_t *iface, unsigned av_ds);
 
+/* A transport's short entry points of one kind (STRAND_EP_SHORT_ENTRY_POINTS)
+ * to choose from at set up. */
+typedef struct strand_ep_short_entry {
+    uct_ep_am_short_func_t  am_short;
+    uct_ep_am_short_func_t  am_short_tmh;
+    uct_ep_put_short_func_t put_short;
+} strand_ep_short_entry_t;
+
+/* Sets ops' am_short and put_short from one of them: kick_db when the
+ * interface's queues ring plain doorbells with a kick
+ * (strand_dev_qp_kick_db), tmh with tag matching. */
+static inline void strand_ep_short_ops_set(uct_iface_ops_t *ops,
+                                           const strand_ep_short_entry_t *any,
+                                           const strand_ep_short_entry_t *kick_db,
+                                           const strand_iface_t *iface)
+{
+    const strand_ep_short_entry_t *e =
+            strand_dev_qp_kick_db(iface->dev,
+                                  (strand_mmio_mode_t)iface->md->mmio_mode) ?
+            kick_db : any;
+
+    ops->ep_am_short  = (iface->config.am_tmh != 0) ? e->am_short_tmh :
+                                                      e->am_short;
+    ops->ep_put_short = e->put_short;
+}
+
+/* One kind of entry points: _name##_am_short, _am_short_tmh and
+ * _put_short (static), and _name##_entry, the three. */
+#define STRAND_EP_SHORT_ENTRY_KIND(_name, _av_ds, _kick_db) \
+    static ucs_status_t \
+    _name##_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t hdr, \
+                     const void *payload, unsigned length) \
+    { \
+        return strand_ep_am_short_fast(tl_ep, _av_ds, 0, _kick_db, id, \
+                                          hdr, payload, length); \
+    } \
+    \
+    static ucs_status_t \
+    _name##_am_short_tmh(uct_ep_h tl_ep, uint8_t id, uint64_t hdr, \
+                         const void *payload, unsigned length) \
+    { \
+        return strand_ep_am_short_fast(tl_ep, _av_ds, STRAND_TMH_SIZE, \
+                                          _kick_db, id, hdr, payload, \
+                                          length); \
+    } \
+    \
+    static ucs_status_t \
+    _name##_put_short(uct_ep_h tl_ep, const void *buffer, unsigned length, \
+                      uint64_t remote_addr, uct_rkey_t rkey) \
+    { \
+        return strand_ep_put_short_fast(tl_ep, _av_ds, _kick_db, buffer, \
+                                           length, remote_addr, rkey); \
+    } \
+    \
+    static const strand_ep_short_entry_t _name##_entry = { \
+        _name##_am_short, _name##_am_short_tmh, _name##_put_short \
+    };
+
 /*
  * The entry points of the short operations of eps whose WQEs carry av_ds
  * units of address vector, a constant of the interface (the path kind is
  * the device's: the base AV of InfiniBand DC, RoCE's with a GRH, none on
  * a connected QP), so that every offset in the WQE folds; with tag matching
- * (_tmh) every active message starts with a TMH. Makes _name##_am_short,
- * _name##_am_short_tmh (static) and _name##_put_short.
+ * (_tmh) every active message starts with a TMH. Two kinds: _name for any
+ * queue, _name##_kick for queues that ring a plain doorbell with a kick
+ * (the software device's: strand_dev_qp_kick_db). Makes _name##_entry and
+ * _name##_kick_entry (strand_ep_short_ops_set).
  */
 #define STRAND_EP_SHORT_ENTRY_POINTS(_name, _av_ds) \
-    ucs_status_t _name##_am_short(uct_ep_h tl_ep, uint8_t id, \
-                                              uint64_t hdr, \
-                                              const void *payload, \
-                                              unsigned length) \
-    { \
-        return strand_ep_am_short_fast(tl_ep, _av_ds, 0, id, hdr, \
-                                          payload, length); \
-    } \
-    \
-    static ucs_status_t \
-    _name##_am_short_tmh(uct_ep_h tl_ep, uint8_t id, \
-                                       uint64_t hdr, const void *payload, \
-                                       unsigned length) \
-    { \
-        return strand_ep_am_short_fast(tl_ep, _av_ds, STRAND_TMH_SIZE, \
-                                          id, hdr, payload, length); \
-    } \
-    \
-    ucs_status_t _name##_put_short(uct_ep_h tl_ep, \
-                                               const void *buffer, \
-                                               unsigned length, \
-                                               uint64_t remote_addr, \
-                                               uct_rkey_t rkey) \
-    { \
-        return strand_ep_put_short_fast(tl_ep, _av_ds, buffer, length, \
-                                           remote_addr, rkey); \
-    }
+    STRAND_EP_SHORT_ENTRY_KIND(_name, _av_ds, 0) \
+    STRAND_EP_SHORT_ENTRY_KIND(_name##_kick, _av_ds, 1)
 
 #endif

@@ -217,6 +217,9 @@ typedef struct strand_txq {
     uint32_t              fast_end;    /* a short post's WQE may end here
                                           at most: room, and no wrap
                                           (strand_txq_fast_room) */
+    uint32_t              ring_end;    /* the end of the ring the producer
+                                          index was in when a short post
+                                          last looked */
     uint32_t              posts;       /* WQEs since its ep took it (dcs) */
     uint32_t              ce_countdown;/* WQEs to post until one asks for
                                           a CQE (moderation after one that

@@ -48,17 +48,26 @@ strand_txq_has_room(const strand_iface_t *iface,
  * (strand_txq_set_room) and stays right while WQEs are posted: each
  * takes a BB at least, so the count cannot pass the bound before the
  * index does. It is never too high; past it a post looks at the queue
- * (has_room). fast_end is the lower of room_pi + 1 and the end of the
- * ring the producer index is in when it is set: a WQE that ends before
- * it neither lacks room nor wraps, so a short post checks both in one
- * compare, which also leaves the WQE's segments one block of memory. */
-static UCS_F_ALWAYS_INLINE void strand_txq_set_fast_end(strand_txq_t *dci)
+ * (has_room). fast_end is the lower of room_pi + 1 and ring_end, the end
+ * of the ring the producer index was in when a short post last looked (a
+ * general one, or the queue's set up): a WQE that ends before it neither
+ * lacks room nor wraps, so a short post checks both in one compare, which
+ * also leaves the WQE's segments one block of memory. */
+static UCS_F_ALWAYS_INLINE void
+strand_txq_fast_end_from_room(strand_txq_t *dci)
 {
-    uint32_t wrap = (dci->sq.cur_post + dci->sq.wqe_cnt) &
-                    ~(dci->sq.wqe_cnt - 1);
     uint32_t room = dci->room_pi + 1;
 
-    dci->fast_end = ((int32_t)(wrap - room) < 0) ? wrap : room;
+    dci->fast_end = ((int32_t)(dci->ring_end - room) < 0) ? dci->ring_end :
+                                                             room;
+}
+
+/* The same with ring_end the end of the producer index's ring now. */
+static UCS_F_ALWAYS_INLINE void strand_txq_set_fast_end(strand_txq_t *dci)
+{
+    dci->ring_end = (dci->sq.cur_post + dci->sq.wqe_cnt) &
+                    ~(dci->sq.wqe_cnt - 1);
+    strand_txq_fast_end_from_room(dci);
 }
 
 /* Whether a WQE at the producer index that ends at `end` may be posted
@@ -126,13 +135,16 @@ strand_txq_ring_head(strand_txq_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
 }
 
 /* The same as the last thing a post path does: returns UCS_OK, the kick
- * of a software device a jump (strand_dev_qp_ring_head_last). */
+ * of a software device a jump (strand_dev_qp_ring_head_last; kick_db: a
+ * path for queues that ring a plain doorbell and have a kick). */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 strand_txq_ring_head_last(strand_txq_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
-                             uint64_t head)
+                             uint64_t head, int kick_db)
 {
+    strand_debug_assert(!kick_db || ((dci->sq.ring == STRAND_SQ_RING_DB) &&
+                                     (dci->qp.kick != NULL)));
     return (ucs_status_t)strand_dev_qp_ring_head_last(&dci->qp, &dci->sq,
-                                                       ctrl, head);
+                                                       ctrl, head, kick_db);
 }
 
 static UCS_F_ALWAYS_INLINE void

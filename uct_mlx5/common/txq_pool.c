@@ -31,6 +31,7 @@ void strand_txq_geometry(strand_iface_t *iface, strand_txq_t *dci)
     dci->moderation   = iface->tx_moderation;
     dci->ce_countdown = dci->moderation;
     dci->outstanding  = 0;
+    dci->ring_end     = dci->sq.wqe_cnt;
     strand_txq_set_room(iface, dci);
 }
 
@@ -154,7 +155,7 @@ ucs_status_t strand_txq_hold(strand_txq_t *dci)
     }
     strand_sq_hold(&dci->sq, dci->held_db);
     dci->held_kick = dci->qp.kick;
-    dci->qp.kick   = NULL;
+    dci->qp.kick   = (dci->qp.kick != NULL) ? strand_dev_qp_kick_none : NULL;
     return UCS_OK;
 }
 

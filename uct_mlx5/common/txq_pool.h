@@ -96,7 +96,7 @@ static UCS_F_ALWAYS_INLINE void strand_txq_set_room(strand_iface_t *iface,
                        (iface->config.tx_queue_len - dci->outstanding) - 1;
 
     dci->room_pi = ((int32_t)(wqes_pi - bbs_pi) < 0) ? wqes_pi : bbs_pi;
-    strand_txq_set_fast_end(dci);
+    strand_txq_fast_end_from_room(dci);
     strand_iface_tx_beat(iface);
 }
 

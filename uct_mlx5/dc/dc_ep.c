@@ -84,17 +84,13 @@ STRAND_EP_SHORT_ENTRY_POINTS(strand_dc_ep_grh, 3)
 
 void strand_dc_ep_short_ops(strand_iface_t *iface, uct_iface_ops_t *ops)
 {
-    int tmh = (iface->config.am_tmh != 0);
-
     if (iface->config.av_size == STRAND_AV_FULL_SIZE) {
-        ops->ep_am_short  = tmh ? strand_dc_ep_grh_am_short_tmh :
-                                  strand_dc_ep_grh_am_short;
-        ops->ep_put_short = strand_dc_ep_grh_put_short;
+        strand_ep_short_ops_set(ops, &strand_dc_ep_grh_entry,
+                                &strand_dc_ep_grh_kick_entry, iface);
         strand_ep_short_shapes(iface, 3);
     } else {
-        ops->ep_am_short  = tmh ? strand_dc_ep_am_short_tmh :
-                                  strand_dc_ep_am_short;
-        ops->ep_put_short = strand_dc_ep_put_short;
+        strand_ep_short_ops_set(ops, &strand_dc_ep_entry,
+                                &strand_dc_ep_kick_entry, iface);
         strand_ep_short_shapes(iface, 1);
     }
 }

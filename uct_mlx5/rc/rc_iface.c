@@ -292,9 +292,8 @@ STRAND_EP_SHORT_ENTRY_POINTS(strand_rc_ep, 0)
 static void strand_rc_ep_short_ops(strand_iface_t *iface,
                                    uct_iface_ops_t *ops)
 {
-    ops->ep_am_short  = (iface->config.am_tmh != 0) ?
-                        strand_rc_ep_am_short_tmh : strand_rc_ep_am_short;
-    ops->ep_put_short = strand_rc_ep_put_short;
+    strand_ep_short_ops_set(ops, &strand_rc_ep_entry, &strand_rc_ep_kick_entry,
+                            iface);
     strand_ep_short_shapes(iface, 0);
 }
 
