@@ -70,12 +70,12 @@ ucs_status_t strand_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
         ep->refused_beat = iface->tx_beat - 1; /* its post looks again */
         return UCS_ERR_BUSY;
     }
-    if ((ep->fc_wnd <= 0) && !(ep->flags & STRAND_EP_FLAG_FC_REQ)) {
+    if ((strand_ep_fc_wnd(ep) <= 0) && !(ep->flags & STRAND_EP_FLAG_FC_REQ)) {
         strand_fc_request(iface, ep); /* or from the pending dispatch */
     }
     strand_ep_pending_push(iface, ep, req);
     UCT_TL_EP_STAT_PEND(&ep->super);
-    if ((ep->fc_wnd > 0) && (ep->txq != STRAND_TXQ_NONE) &&
+    if ((strand_ep_fc_wnd(ep) > 0) && (ep->txq != STRAND_TXQ_NONE) &&
         (iface->txqs[ep->txq].state == STRAND_TXQ_ACTIVE) &&
         !strand_txq_has_room(iface, &iface->txqs[ep->txq])) {
         /* its DCI is full: it waits behind the eps already waiting for
@@ -141,7 +141,7 @@ strand_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
         return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
     }
     if (!(ep->flags & STRAND_EP_FLAG_FAILED)) {
-        if (ep->fc_wnd <= 0) {
+        if (strand_ep_fc_wnd(ep) <= 0) {
             /* waiting for credits, not for a DCI: the others go on (one of
              * them may be the grant its peer waits for) */
             return strand_ep_pending_no_credits(iface, ep);
@@ -170,7 +170,7 @@ strand_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
         return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
     } else if (status == UCS_INPROGRESS) {
         return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
-    } else if ((status == UCS_ERR_NO_RESOURCE) && (ep->fc_wnd <= 0)) {
+    } else if ((status == UCS_ERR_NO_RESOURCE) && (strand_ep_fc_wnd(ep) <= 0)) {
         return strand_ep_pending_no_credits(iface, ep);
     } else if ((status == UCS_ERR_NO_RESOURCE) && (ep->checked_gets > 0)) {
         /* a flush behind checked GETs: the last of them schedules it */

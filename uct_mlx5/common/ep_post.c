@@ -24,7 +24,8 @@ ucs_status_t strand_ep_fc_low(strand_iface_t *iface, strand_ep_t *ep)
     ucs_status_t status;
 
     if (!iface->fc.enabled) {
-        ep->fc_wnd = iface->fc.wnd_size; /* spent only to be counted */
+        strand_ep_fc_set_wnd(ep, iface->fc.wnd_size); /* spent only to be
+                                                         counted */
         return UCS_OK;
     }
     if (!(ep->flags & STRAND_EP_FLAG_FC_REQ)) {
@@ -33,7 +34,7 @@ ucs_status_t strand_ep_fc_low(strand_iface_t *iface, strand_ep_t *ep)
             return status;
         }
     }
-    if (ep->fc_wnd > 0) {
+    if (strand_ep_fc_wnd(ep) > 0) {
         return UCS_OK;
     }
     STRAND_EP_STAT(ep, FC_WAIT);
@@ -144,10 +145,13 @@ ucs_status_t strand_ep_refused(strand_iface_t *iface, strand_ep_t *ep,
 /* ep asked for credits and waits for the grant (FC_REQ), or not. What an
  * active message compares its window with follows: while ep waits it may
  * spend the rest (0), else it asks first below the soft threshold
- * (strand_ep_fc_check, the fast path's one compare). */
+ * (strand_ep_fc_check; the fast path's fc_over counts down to it). The
+ * window stays what it is. */
 void strand_fc_set_req(strand_iface_t *iface, strand_ep_t *ep,
                                  int req)
 {
+    int32_t wnd = strand_ep_fc_wnd(ep);
+
     if (req) {
         ep->flags    |= STRAND_EP_FLAG_FC_REQ;
         ep->fc_limit  = 0;
@@ -155,6 +159,7 @@ void strand_fc_set_req(strand_iface_t *iface, strand_ep_t *ep,
         ep->flags    &= ~STRAND_EP_FLAG_FC_REQ;
         ep->fc_limit  = iface->fc.soft_thresh;
     }
+    strand_ep_fc_set_wnd(ep, wnd);
 }
 
 /* Ask the peer of ep for credits (posted on dci, which has room). */

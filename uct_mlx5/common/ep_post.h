@@ -30,7 +30,7 @@ strand_iface_integrity_can_start(const strand_iface_t *iface)
 static UCS_F_ALWAYS_INLINE int
 strand_ep_can_send(strand_iface_t *iface, strand_ep_t *ep)
 {
-    if (ucs_unlikely(ep->fc_wnd <= 0)) {
+    if (ucs_unlikely(strand_ep_fc_wnd(ep) <= 0)) {
         return 0; /* waiting for a grant */
     }
     return iface->tl->sq_can_post(iface, ep);
@@ -283,7 +283,7 @@ ucs_status_t strand_ep_fc_low(strand_iface_t *iface, strand_ep_t *ep);
 static UCS_F_ALWAYS_INLINE ucs_status_t
 strand_ep_fc_check(strand_iface_t *iface, strand_ep_t *ep)
 {
-    if (ucs_unlikely(ep->fc_wnd <= iface->fc.soft_thresh)) {
+    if (ucs_unlikely(strand_ep_fc_wnd(ep) <= iface->fc.soft_thresh)) {
         return strand_ep_fc_low(iface, ep);
     }
     return UCS_OK;
@@ -307,7 +307,7 @@ strand_ep_am_get_dci(strand_iface_t *iface, strand_ep_t *ep,
 static UCS_F_ALWAYS_INLINE void
 strand_ep_am_sent(strand_iface_t *iface, strand_ep_t *ep)
 {
-    ep->fc_wnd--;
+    ep->fc_over--;
 }
 
 static UCS_F_ALWAYS_INLINE uint8_t

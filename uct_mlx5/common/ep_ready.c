@@ -39,8 +39,13 @@ void strand_ep_tx_update(strand_iface_t *iface, strand_ep_t *ep)
     strand_iface_tx_beat(iface);
     ep->tx_txq = dci;
     if (dci != NULL) {
-        ep->tx_ctrl_tail = strand_ep_ctrl_tail(ep, dci, 0, 0);
-        ep->tx_op_kind   = strand_op_light_kind(ep->lane, 0);
+        ep->tx_am_tail  = strand_ep_ctrl_tail(ep, dci,
+                                              MLX5_WQE_CTRL_SOLICITED, 0);
+        ep->tx_put_tail = strand_ep_ctrl_tail(ep, dci,
+                                              STRAND_WQE_CTRL_FM_NONE, 0);
+        ep->tx_am_kind  = strand_op_light_kind(ep->lane, MLX5_OPCODE_SEND);
+        ep->tx_put_kind = strand_op_light_kind(ep->lane,
+                                               MLX5_OPCODE_RDMA_WRITE);
     }
     strand_ep_gate(iface, ep);
 }
@@ -86,10 +91,17 @@ void strand_ep_tx_verify(strand_iface_t *iface, strand_ep_t *ep)
                        "%u stream %u flags 0x%x held %u)", ep, ep->tx_txq,
                        dci, ep->txq, ep->lane, ep->flags, ep->held);
     ucs_assertv_always((dci == NULL) ||
-                       ((ep->tx_ctrl_tail ==
-                         strand_ep_ctrl_tail(ep, dci, 0, 0)) &&
-                        (ep->tx_op_kind ==
-                         strand_op_light_kind(ep->lane, 0))),
+                       ((ep->tx_am_tail ==
+                         strand_ep_ctrl_tail(ep, dci, MLX5_WQE_CTRL_SOLICITED,
+                                             0)) &&
+                        (ep->tx_put_tail ==
+                         strand_ep_ctrl_tail(ep, dci, STRAND_WQE_CTRL_FM_NONE,
+                                             0)) &&
+                        (ep->tx_am_kind ==
+                         strand_op_light_kind(ep->lane, MLX5_OPCODE_SEND)) &&
+                        (ep->tx_put_kind ==
+                         strand_op_light_kind(ep->lane,
+                                              MLX5_OPCODE_RDMA_WRITE))),
                        "ep %p: templates of another stream", ep);
     ucs_assertv_always((ep->tx_gate != iface->tx_gate) ||
                        ((dci != NULL) &&

@@ -26,21 +26,18 @@ ucs_status_t strand_ep_put_short_general(uct_ep_h tl_ep, const void *buffer,
 
 /* The ctrl segment, op record and counts of a short operation's WQE in
  * slot on ep's ready send queue dci, its segments written, of the given
- * shape (fm_se and opcode: the operation's); then the doorbell (kick_db:
- * strand_txq_ring_head_last). */
+ * shape (tail and kind: the operation's templates in the ep, ep.h); then
+ * the doorbell (kick_db: strand_txq_ring_head_last). */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 strand_ep_short_finish(strand_ep_t *ep, strand_txq_t *dci,
                           const strand_txq_slot_t *slot,
-                          const strand_short_shape_t *shape, uint8_t fm_se,
-                          uint8_t opcode, int kick_db)
+                          const strand_short_shape_t *shape, uint64_t tail,
+                          uint32_t kind, int kick_db)
 {
     uint64_t head;
 
     head = strand_ep_claim_light(ep, dci, slot, shape->head, shape->bbs,
-                                    ep->tx_ctrl_tail |
-                                    strand_ctrl_tail(0, fm_se, 0),
-                                    ep->tx_op_kind |
-                                    strand_op_kind(0, 0, 0, opcode), 0);
+                                    tail, kind, 0);
     return strand_ep_ring_last(ep, dci, slot->ctrl, head, kick_db);
 }
 
@@ -103,23 +100,26 @@ strand_ep_am_short_fast(uct_ep_h tl_ep, unsigned av_ds, unsigned tmh_len,
                               tmh_len + STRAND_AM_HDR_SIZE + sizeof(hdr) +
                               length);
     bbs = shape->bbs;
-    if (ucs_unlikely((ep->fc_wnd <= ep->fc_limit) ||
+    /* the window above its limit: one compare (ep.h, fc_over) */
+    if (ucs_unlikely((ep->fc_over <= 0) ||
                      ((dci = strand_ep_fast_dci(iface, ep, bbs, &slot)) ==
                       NULL))) {
-        if ((ep->refused_beat == iface->tx_beat) &&
-            (length <= iface->config.am_short_payload)) {
-            return UCS_ERR_NO_RESOURCE; /* nothing changed since */
-        }
-        return strand_ep_am_short_general(tl_ep, id, hdr, payload, length);
+        goto general;
     }
     seg = strand_ep_fast_start(ep, &slot, av_ds);
     strand_ep_am_sent(iface, ep);
     UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, sizeof(hdr) + length);
     strand_am_short_inline(seg, shape->inl, tmh_len, id, hdr,
                               payload, length);
-    return strand_ep_short_finish(ep, dci, &slot, shape,
-                                     MLX5_WQE_CTRL_SOLICITED,
-                                     MLX5_OPCODE_SEND, kick_db);
+    return strand_ep_short_finish(ep, dci, &slot, shape, ep->tx_am_tail,
+                                     ep->tx_am_kind, kick_db);
+
+general:
+    if ((ep->refused_beat == iface->tx_beat) &&
+        (length <= iface->config.am_short_payload)) {
+        return UCS_ERR_NO_RESOURCE; /* nothing changed since */
+    }
+    return strand_ep_am_short_general(tl_ep, id, hdr, payload, length);
 }
 
 /* put_short of an ep whose WQEs carry av_ds units of address vector */
@@ -170,9 +170,8 @@ strand_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds, int kick_db,
     inl->byte_count = shape->inl;
     strand_copy_small(inl + 1, buffer, length);
     UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
-    return strand_ep_short_finish(ep, dci, &slot, shape,
-                                     STRAND_WQE_CTRL_FM_NONE,
-                                     MLX5_OPCODE_RDMA_WRITE, kick_db);
+    return strand_ep_short_finish(ep, dci, &slot, shape, ep->tx_put_tail,
+                                     ep->tx_put_kind, kick_db);
 }
 
 /* The shapes of the short WQEs of an interface whose WQEs carry av_ds

@@ -84,8 +84,10 @@ ucs_status_t strand_fc_ep_add(strand_iface_t *iface, strand_ep_t *ep)
     khiter_t it;
     int ret;
 
-    ep->fc_wnd       = fc->wnd_size;
+    ep->fc_limit     = 0;
+    ep->fc_over      = 0;
     strand_fc_set_req(iface, ep, 0);
+    strand_ep_fc_set_wnd(ep, fc->wnd_size);
     ep->fc_seq       = 0; /* the first request is 1 */
     ep->fc_seq_first = 0;
     ep->fc_req_time  = 0;
@@ -195,7 +197,7 @@ strand_fc_grant_ep(strand_iface_t *iface,
     ep = ucs_derived_of(uct_ep, strand_ep_t);
     strand_fc_ep_remove(iface, ep); /* nobody grants to a grant ep */
     ep->flags |= STRAND_EP_FLAG_INTERNAL;
-    ep->fc_wnd = INT32_MAX;
+    strand_ep_fc_set_wnd(ep, INT32_MAX);
     it = kh_put(strand_fc_grant_eps, &fc->grant_eps, key, &ret);
     if (ret < 0) {
         uct_ep_destroy(uct_ep);
@@ -253,7 +255,7 @@ static void strand_fc_handle_grant(strand_iface_t *iface,
         ((int16_t)(ep->fc_seq - grant->seq) < 0)) {
         return;
     }
-    ep->fc_wnd = iface->fc.wnd_size;
+    strand_ep_fc_set_wnd(ep, iface->fc.wnd_size);
     strand_fc_set_req(iface, ep, 0);
     strand_iface_tx_beat(iface);
     iface->fc.waiting--;
@@ -287,7 +289,7 @@ void strand_fc_check_slow(strand_iface_t *iface)
     fc->next_check = now + fc->req_timeout / 4;
     kh_foreach_value(&fc->eps, ep, {
         if ((ep->flags & STRAND_EP_FLAG_FC_REQ) &&
-            !(ep->flags & STRAND_EP_FLAG_FAILED) && (ep->fc_wnd <= 0) &&
+            !(ep->flags & STRAND_EP_FLAG_FAILED) && (strand_ep_fc_wnd(ep) <= 0) &&
             (now - ep->fc_req_time >= fc->req_timeout)) {
             ucs_debug("%s: ep %p: no credit grant %.3f s after request %u: "
                       "asking again", iface->dev->info.name, ep,

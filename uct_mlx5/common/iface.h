@@ -605,17 +605,18 @@ typedef struct strand_ep {
     struct strand_txq  *tx_txq;       /* its send queue while it is ready
                                          (above);
                                          NULL: the general path decides */
-    uint64_t            tx_ctrl_tail; /* while ready: ctrl bytes 8-15 of its
-                                         WQEs as stored (its stream id;
-                                         fm_ce_se and imm 0) */
+    uint64_t            tx_am_tail;   /* while ready: ctrl bytes 8-15 of its
+                                         am_short WQEs as stored (its
+                                         stream id, solicited; imm 0) */
+    uint64_t            tx_put_tail;  /* ... of its put_short WQEs */
     unsigned            tx_gate;      /* == iface->tx_gate: the fast path
                                          is open (above) */
     uint32_t            refused_beat; /* iface->tx_beat when the general
                                          path last refused its short post
                                          (below) */
-    uint32_t            tx_op_kind;   /* while ready: the kind word of its
-                                         short operations' op records but
-                                         for the opcode (txq.h) */
+    uint32_t            tx_am_kind;   /* while ready: the kind word of its
+                                         am_short's op records (txq.h) */
+    uint32_t            tx_put_kind;  /* ... of its put_short's */
     UCS_STATS_NODE_DECLARE(stats)     /* stats.h */
     struct mlx5_wqe_av  av;           /* the peer's DCT, ready for WQEs */
     uint8_t             av_ds;        /* 1 (base AV) or 3 (with GRH) */
@@ -650,15 +651,32 @@ typedef struct strand_ep {
                                          its failure is still to be told
                                          (strand_ep_refused) */
     uint32_t            num_taken, max_taken;
-    int32_t             fc_wnd;       /* active messages it may still send */
+    int32_t             fc_over;      /* active messages it may send before
+                                         one looks at flow control: its
+                                         window (strand_ep_fc_wnd) less
+                                         fc_limit, so that the fast path
+                                         spends and checks a credit in one
+                                         step */
     int32_t             fc_limit;     /* an active message looks at flow
-                                         control when fc_wnd is not above
-                                         this (ep_post.c) */
+                                         control when its window is not
+                                         above this (ep_post.c) */
     uint32_t            fc_id;        /* its id in FC requests and grants */
     uint16_t            fc_seq;       /* its last credit request */
     uint16_t            fc_seq_first; /* the first of the current wait */
     ucs_time_t          fc_req_time;  /* when it last asked */
 } strand_ep_t;
+
+/* The active messages ep may still send (flow control's window). */
+static UCS_F_ALWAYS_INLINE int32_t strand_ep_fc_wnd(const strand_ep_t *ep)
+{
+    return ep->fc_over + ep->fc_limit;
+}
+
+static UCS_F_ALWAYS_INLINE void strand_ep_fc_set_wnd(strand_ep_t *ep,
+                                                     int32_t wnd)
+{
+    ep->fc_over = wnd - ep->fc_limit;
+}
 
 /* Something changed that may let a refused short post through (refusals,
  * above). */
