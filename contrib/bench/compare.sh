@@ -93,6 +93,10 @@ CG_W=100
 MIB=1048576
 DC_DEV=smlx5_0:1
 SIM_FUNC_RE='^(smlx5_|sim_|dev_sim_)'   # the software device's functions
+# the short entry points the software device's interfaces take (queues that
+# ring a plain doorbell with a kick: uct_mlx5/common/ep_short.h)
+AM_SHORT_FN=strand_dc_ep_kick_am_short
+PUT_SHORT_FN=strand_dc_ep_kick_put_short
 
 # ---------------------------------------------------------------- tools
 die() { echo "$me: $*" >&2; exit 2; }
@@ -539,7 +543,7 @@ report_field() { awk -v f="$2" '{ for (i = 1; i < NF; ++i) if ($i == f) print $(
 # device's work (SIM_FUNC_RE) counted apart
 cg_costs() {
     local n=$CG_N e
-    cg_cost refused refused "$n" strand_dc_ep_put_short &&
+    cg_cost refused refused "$n" $PUT_SHORT_FN &&
         CG[refused.cell]=$(awk -v t="${CG[refused.total]}" -v s="${CG[refused.sim]}" \
                                -v c="${CG[refused.calls]}" 'BEGIN { printf "%.0f", (t - s) / c }')
     cg_cost idle idle "$n" strand_iface_progress || return 1
@@ -591,8 +595,8 @@ cg_failed=""
 runs_failed=""  # every failed run, also when a repeat measured its cell
 run_round 1; rounds=1
 if [ "$callgrind" = 1 ]; then
-    cg_post strand_dc_ep_am_short am_bw || cg_failed="$cg_failed am_short"
-    cg_post strand_dc_ep_put_short put_bw || cg_failed="$cg_failed put_short"
+    cg_post $AM_SHORT_FN am_bw || cg_failed="$cg_failed am_short"
+    cg_post $PUT_SHORT_FN put_bw || cg_failed="$cg_failed put_short"
     if [ -n "$post_cost" ]; then
         cg_costs
         for k in refused send_cqe recv_am; do
@@ -767,13 +771,13 @@ row "UCP tag_bw 1 MiB (MiB/s)" "$(fmt_cell tag_bw dc 1 0)" "$(fmt_cell tag_bw po
     "$(fmt_cell tag_bw tcp 1 0)" "$(ratio tag_bw posix)" "$(ratio tag_bw tcp)" \
     ">= 1.5x posix,cma,self" "$(verdict_ge tag_bw 1.5)"
 if [ "$callgrind" = 1 ]; then
-    row "am_short post path (instr/post)" "$(instr strand_dc_ep_am_short cell FAILED)" - - - - \
-        "<= $POST_TARGET" "$(verdict_instr strand_dc_ep_am_short)"
-    row "am_short device emulation (instr/post)" "$(instr strand_dc_ep_am_short simper FAILED)" \
+    row "am_short post path (instr/post)" "$(instr $AM_SHORT_FN cell FAILED)" - - - - \
+        "<= $POST_TARGET" "$(verdict_instr $AM_SHORT_FN)"
+    row "am_short device emulation (instr/post)" "$(instr $AM_SHORT_FN simper FAILED)" \
         - - - - "reported apart" "-"
-    row "put_short post path (instr/post)" "$(instr strand_dc_ep_put_short cell FAILED)" - - - - \
-        "<= $POST_TARGET" "$(verdict_instr strand_dc_ep_put_short)"
-    row "put_short device emulation (instr/post)" "$(instr strand_dc_ep_put_short simper FAILED)" \
+    row "put_short post path (instr/post)" "$(instr $PUT_SHORT_FN cell FAILED)" - - - - \
+        "<= $POST_TARGET" "$(verdict_instr $PUT_SHORT_FN)"
+    row "put_short device emulation (instr/post)" "$(instr $PUT_SHORT_FN simper FAILED)" \
         - - - - "reported apart" "-"
     na=$([ -n "$post_cost" ] && echo FAILED || echo "not measured (contrib/bench/post_cost not built)")
     row "refused put_short, queue full (instr/call)" "$(instr refused cell "$na")" - - - - \
@@ -817,7 +821,7 @@ notes() {
     echo "- A layout in parentheses is used where the transport lacks the metric's own (put_lat: short; put_bw: zcopy)."
     if [ "$callgrind" = 1 ]; then
         echo "- Refused post and completions: callgrind on \`contrib/bench/post_cost\` (one process, two dc_strand interfaces on one fabric): a put_short on a full send queue, $CG_N times (the transport's function, per call); $CG_N 8-byte put_shorts with a CQE each (\`UCX_DC_STRAND_TX_CQ_MODERATION=1\`), the sender's \`uct_iface_progress\` per CQE; $CG_N 8-byte am_shorts, the receiver's \`uct_iface_progress\` per message, its handler excluded; progress calls that found nothing are taken out at the cost of an idle one (${CG[idle.cell]:-?} instructions); the device's work counted apart as above."
-        echo "- Instructions: callgrind on the dc_strand client (server not under valgrind), \`-t am_bw\` / \`-t put_bw\` \`-D short -s 8 -n $CG_N -w $CG_W\`, collecting inside \`strand_dc_ep_am_short\` / \`strand_dc_ep_put_short\` only; post path per call = (inclusive cost - device) / calls (a run with over 1% of its calls refused for a full send queue is repeated, as those are cheap and dilute it; if refused calls remain, the range per call..per doorbell is shown); device per post = device cost / doorbells; the device emulation (calls into \`smlx5_*\`, \`sim_*\`, \`dev_sim_*\`: the doorbell processing the software device does inline) is counted apart and not in the post path."
+        echo "- Instructions: callgrind on the dc_strand client (server not under valgrind), \`-t am_bw\` / \`-t put_bw\` \`-D short -s 8 -n $CG_N -w $CG_W\`, collecting inside \`$AM_SHORT_FN\` / \`$PUT_SHORT_FN\` only; post path per call = (inclusive cost - device) / calls (a run with over 1% of its calls refused for a full send queue is repeated, as those are cheap and dilute it; if refused calls remain, the range per call..per doorbell is shown); device per post = device cost / doorbells; the device emulation (calls into \`smlx5_*\`, \`sim_*\`, \`dev_sim_*\`: the doorbell processing the software device does inline) is counted apart and not in the post path."
     fi
 }
 
@@ -844,7 +848,7 @@ for m in $METRICS; do
 done
 if [ "$callgrind" = 1 ]; then
     echo "callgrind (calls, inclusive Ir, device Ir by call edge):"
-    for fn in strand_dc_ep_am_short strand_dc_ep_put_short; do
+    for fn in $AM_SHORT_FN $PUT_SHORT_FN; do
         [ -n "${CG[$fn.calls]}" ] || { echo "  $fn: FAILED"; continue; }
         echo "  $fn: ${CG[$fn.calls]} calls (${CG[$fn.refused]} refused: queue full), ${CG[$fn.db]} doorbells, ${CG[$fn.total]} Ir inclusive, device ${CG[$fn.sim]} Ir (${CG[$fn.via]})"
         echo "    post path per call ${CG[$fn.post]}, per doorbell ${CG[$fn.post_hi]}; device per doorbell ${CG[$fn.simper]}"
@@ -865,7 +869,7 @@ print_md
 echo
 notes
 if [ "$callgrind" = 1 ]; then
-    for fn in strand_dc_ep_am_short strand_dc_ep_put_short; do
+    for fn in $AM_SHORT_FN $PUT_SHORT_FN; do
         [ -n "${CG[$fn.post]}" ] || continue
         echo "- \`${fn#strand_dc_ep_}\` post path by source (instructions per call; code inlined from a header counts for the header): $(cg_breakdown $fn)."
     done

@@ -376,6 +376,81 @@ protected:
         }
     }
 
+    /* Short posts of every length across the end of a small send queue
+     * (tlp: "UCX_DC_STRAND_"): put_shorts of 1 .. max_short bytes and
+     * am_shorts of every payload, in turn, WQEs of one to several BBs, so
+     * that they meet the end of the ring at every offset: the fast path
+     * takes those that end before it, the general path wraps the others
+     * (strand_txq_fast_room). Every byte lands where it should and every
+     * message comes, in order, with each MMIO mode: db (the software
+     * device's entry points, which ring without a test) and bf_post (those
+     * of a NIC's queues, whose doorbell copies the WQE); the two have
+     * entry points of their own. */
+    void check_short_posts(const std::string &tlp)
+    {
+        uct_ep_am_short_func_t am_db = nullptr;
+
+        for (const char *mode : {"db", "bf_post"}) {
+            set_env("UCX_STRAND_MMIO_MODE", mode);
+            ASSERT_EQ(UCS_OK, open_md());
+            set_env((tlp + "TX_QUEUE_LEN").c_str(), "16");
+            open_pair();
+            if (am_db == nullptr) {
+                am_db = m_a.iface->ops.ep_am_short;
+            } else {
+                EXPECT_NE(am_db, m_a.iface->ops.ep_am_short)
+                        << "bf_post took the entry points of db";
+            }
+            const size_t max_put = m_a.attr.cap.put.max_short;
+            const size_t max_am  = m_a.attr.cap.am.max_short - 8;
+            region r;
+            reg(r, 2 * max_put * (max_put + 1) / 2 + 64);
+            std::vector<std::vector<uint8_t>> sent;
+            std::vector<std::pair<size_t, std::vector<uint8_t>>> puts;
+            size_t off = 0;
+            for (unsigned round = 0; round < 2; ++round) {
+                for (size_t len = 1; len <= max_put; ++len) {
+                    auto d = pattern(len, round * 1000 + len);
+                    ASSERT_EQ(UCS_OK, retry([&] {
+                        return uct_ep_put_short(m_ep, d.data(), d.size(),
+                                                addr(r, off), r.rkey.rkey);
+                    })) << mode << " put of " << len;
+                    puts.emplace_back(off, d);
+                    off += len;
+                    uint64_t hdr = 0xa5a5000000000000ull + round * 1000 + len;
+                    auto p = pattern((len * 7 + round) % (max_am + 1),
+                                     round * 1000 + len + 500);
+                    ASSERT_EQ(UCS_OK, am_short_retry(m_ep, hdr, p.data(),
+                                                     p.size()))
+                            << mode << " am_short of " << p.size();
+                    std::vector<uint8_t> m((uint8_t*)&hdr,
+                                           (uint8_t*)(&hdr + 1));
+                    m.insert(m.end(), p.begin(), p.end());
+                    sent.push_back(m);
+                }
+            }
+            flush(m_ep);
+            for (auto &pd : puts) {
+                ASSERT_EQ(0, memcmp(r.buf.data() + pd.first, pd.second.data(),
+                                    pd.second.size()))
+                        << mode << ": put of " << pd.second.size()
+                        << " bytes at " << pd.first;
+            }
+            ASSERT_TRUE(progress_until([&] {
+                return m_b.am.msgs.size() >= sent.size();
+            })) << mode << ": " << m_b.am.msgs.size() << " of "
+                << sent.size();
+            ASSERT_EQ(sent.size(), m_b.am.msgs.size());
+            for (size_t i = 0; i < sent.size(); ++i) {
+                ASSERT_EQ(sent[i], m_b.am.msgs[i]) << mode << ": message "
+                                                   << i;
+            }
+            EXPECT_TRUE(m_a.err.errors.empty()) << mode;
+            unreg(r);
+            close_pair();
+        }
+    }
+
     /* uct_ep_check with a completion (tlp: "UCX_DC_STRAND_"). Where
      * UCX's API takes one (1.22), the probe of a live peer completes with
      * UCS_OK (UCS_INPROGRESS, then comp; or UCS_OK at once, comp never

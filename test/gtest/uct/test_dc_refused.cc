@@ -71,6 +71,58 @@ TEST_F(dc_strand_refused, a_full_queue_refuses_until_its_wqes_complete)
     unreg(r);
 }
 
+/* A refused ep still hears what is wrong with an operation: an AM id or
+ * a length out of range is UCS_ERR_INVALID_PARAM, not a refusal (the
+ * refusal is answered before the general path, which checks them), and
+ * the refusal stands after them. */
+TEST_F(dc_strand_refused, bad_parameters_are_not_refusals)
+{
+    const unsigned max = 4096;
+    open_pair();
+    region r;
+    reg(r, 8 * (max + 1));
+
+    unsigned n = fill(m_ep, r, 0x6000, max);
+    ASSERT_LT(n, max) << "the send queue never filled";
+    uint64_t v = 0x6000 + n;
+    ASSERT_EQ(UCS_ERR_NO_RESOURCE,
+              uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
+                               r.rkey.rkey));
+    std::vector<uint8_t> big(4096);
+    {
+        scoped_log_capture logs;
+        for (size_t len : {(size_t)m_a.attr.cap.put.max_short + 1,
+                           big.size()}) {
+            EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                      uct_ep_put_short(m_ep, big.data(), len, addr(r, 0),
+                                       r.rkey.rkey)) << len;
+        }
+        for (size_t len : {(size_t)m_a.attr.cap.am.max_short - 8 + 1,
+                           big.size()}) {
+            EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                      uct_ep_am_short(m_ep, 5, 0, big.data(), len)) << len;
+        }
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  uct_ep_am_short(m_ep, UCT_AM_ID_MAX, 0, nullptr, 0));
+        EXPECT_EQ(5u, logs.count("nvalid"));
+    }
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE,
+              uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
+                               r.rkey.rkey));
+    ASSERT_EQ(UCS_OK, retry([&] {
+        return uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
+                                r.rkey.rkey);
+    }));
+    flush(m_ep);
+    for (unsigned i = 0; i <= n; ++i) {
+        uint64_t got;
+        memcpy(&got, r.buf.data() + 8 * i, sizeof(got));
+        ASSERT_EQ(0x6000u + i, got) << "PUT " << i;
+    }
+    EXPECT_TRUE(m_b.am.msgs.empty()) << "an invalid am_short was sent";
+    unreg(r);
+}
+
 /* One DCI, held by an ep (dcs): the other ep is refused until the holder's
  * work completes and the DCI goes back; a request it queued then goes out
  * from the pending dispatch, and its next post from the entry point. */

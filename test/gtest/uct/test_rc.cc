@@ -155,6 +155,11 @@ TEST_F(rc_strand, small_active_messages_come_in_the_cqe)
     check_am_in_cqe("UCX_RC_STRAND_");
 }
 
+TEST_F(rc_strand, short_posts_of_every_length_across_the_ring_end)
+{
+    check_short_posts("UCX_RC_STRAND_");
+}
+
 TEST_F(rc_strand, put_and_get_byte_for_byte)
 {
     open_pair();
