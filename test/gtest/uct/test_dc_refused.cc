@@ -33,6 +33,38 @@ protected:
         }
         return i;
     }
+
+    /* a pair, r registered for max_fill values, m_ep's send queue filled
+     * with put_shorts of base + i to it; how many went (0: it never
+     * filled, a failure) */
+    static constexpr unsigned max_fill = 4096;
+
+    unsigned open_and_fill(region &r, uint64_t base)
+    {
+        open_pair();
+        reg(r, 8 * (max_fill + 1));
+        unsigned n = fill(m_ep, r, base, max_fill);
+        EXPECT_GT(n, 0u);
+        EXPECT_LT(n, max_fill) << "the send queue never filled";
+        return (n < max_fill) ? n : 0;
+    }
+
+    /* the put_short of base + n that the full queue refused goes once
+     * there is room; then all n + 1 values have landed */
+    void put_last_and_check(region &r, uint64_t base, unsigned n)
+    {
+        uint64_t v = base + n;
+        ASSERT_EQ(UCS_OK, retry([&] {
+            return uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
+                                    r.rkey.rkey);
+        }));
+        flush(m_ep);
+        for (unsigned i = 0; i <= n; ++i) {
+            uint64_t got;
+            memcpy(&got, r.buf.data() + 8 * i, sizeof(got));
+            ASSERT_EQ(base + i, got) << "PUT " << i;
+        }
+    }
 };
 
 /* A full send queue refuses every put_short and am_short, again and again
@@ -40,14 +72,9 @@ protected:
  * and every PUT before and after lands. */
 TEST_F(dc_strand_refused, a_full_queue_refuses_until_its_wqes_complete)
 {
-    const unsigned max = 4096;
-    open_pair();
     region r;
-    reg(r, 8 * (max + 1));
-
-    unsigned n = fill(m_ep, r, 0x5000, max);
+    unsigned n = open_and_fill(r, 0x5000);
     ASSERT_GT(n, 0u);
-    ASSERT_LT(n, max) << "the send queue never filled";
     uint64_t v = 0x5000 + n;
     for (unsigned k = 0; k < 1000; ++k) {
         ASSERT_EQ(UCS_ERR_NO_RESOURCE,
@@ -56,16 +83,7 @@ TEST_F(dc_strand_refused, a_full_queue_refuses_until_its_wqes_complete)
         ASSERT_EQ(UCS_ERR_NO_RESOURCE,
                   uct_ep_am_short(m_ep, 5, k, nullptr, 0)) << "call " << k;
     }
-    ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
-                                r.rkey.rkey);
-    }));
-    flush(m_ep);
-    for (unsigned i = 0; i <= n; ++i) {
-        uint64_t got;
-        memcpy(&got, r.buf.data() + 8 * i, sizeof(got));
-        ASSERT_EQ(0x5000u + i, got) << "PUT " << i;
-    }
+    put_last_and_check(r, 0x5000, n);
     EXPECT_TRUE(m_b.am.msgs.empty()) << "a refused am_short was sent";
     EXPECT_TRUE(m_a.err.errors.empty());
     unreg(r);
@@ -77,13 +95,9 @@ TEST_F(dc_strand_refused, a_full_queue_refuses_until_its_wqes_complete)
  * the refusal stands after them. */
 TEST_F(dc_strand_refused, bad_parameters_are_not_refusals)
 {
-    const unsigned max = 4096;
-    open_pair();
     region r;
-    reg(r, 8 * (max + 1));
-
-    unsigned n = fill(m_ep, r, 0x6000, max);
-    ASSERT_LT(n, max) << "the send queue never filled";
+    unsigned n = open_and_fill(r, 0x6000);
+    ASSERT_GT(n, 0u);
     uint64_t v = 0x6000 + n;
     ASSERT_EQ(UCS_ERR_NO_RESOURCE,
               uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
@@ -109,16 +123,7 @@ TEST_F(dc_strand_refused, bad_parameters_are_not_refusals)
     EXPECT_EQ(UCS_ERR_NO_RESOURCE,
               uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
                                r.rkey.rkey));
-    ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
-                                r.rkey.rkey);
-    }));
-    flush(m_ep);
-    for (unsigned i = 0; i <= n; ++i) {
-        uint64_t got;
-        memcpy(&got, r.buf.data() + 8 * i, sizeof(got));
-        ASSERT_EQ(0x6000u + i, got) << "PUT " << i;
-    }
+    put_last_and_check(r, 0x6000, n);
     EXPECT_TRUE(m_b.am.msgs.empty()) << "an invalid am_short was sent";
     unreg(r);
 }
