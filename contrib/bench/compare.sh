@@ -463,7 +463,7 @@ cg_post() {
     P_DC=1 P_ENV="" P_TIMEOUT=$((run_timeout * 5))
     for try in 1 2 3; do
         log="$work/cg.$fn.$try"
-        P_PRE="valgrind --tool=callgrind --callgrind-out-file=$log.out --toggle-collect=$fn"
+        P_PRE="valgrind --tool=callgrind --callgrind-out-file=$log.out --dump-instr=yes --toggle-collect=$fn"
         echo "$me: callgrind $fn: ucx_perftest -t $test -D short -s 8 -n $CG_N -w $CG_W (client under valgrind)" >&2
         if ! pair "$log" -t "$test" -x dc_strand -d "$DC_DEV" -D short -s 8 \
                 -n "$CG_N" -w "$CG_W" || [ ! -s "$log.out" ]; then
@@ -502,7 +502,45 @@ cg_post() {
     else
         CG[$fn.cell]=$1
     fi
-    echo "$me:   $fn: post path ${CG[$fn.cell]}, device ${CG[$fn.simper]} instructions per post" >&2
+    CG[$fn.fast]=$(cg_fast_len "$fn" "${CG[$fn.log]}" "${CG[$fn.db]}")
+    echo "$me:   $fn: post path ${CG[$fn.cell]}, a fast post ${CG[$fn.fast]:-?}, device ${CG[$fn.simper]} instructions per post" >&2
+}
+
+# cg_fast_len FN OUT DOORBELLS: how many instructions long FN's fast path
+# is: the instructions of FN itself (inlined code included, callees not)
+# that callgrind's OUT (--dump-instr=yes) counts at least 0.9 x DOORBELLS
+# times. The calls it refused or passed to the general path run other
+# instructions, except the shared checks, which a fast post runs too. An
+# 8-byte post has no loop, so each of its instructions runs once a post.
+cg_fast_len() {
+    awk -v fn="$1" -v db="$3" '
+        function name_of(t,   id) {   # "(id) name" defines, "(id)" refers
+            if (match(t, /^\([0-9]+\)/)) {
+                id = substr(t, 2, RLENGTH - 2)
+                if (length(t) > RLENGTH) names[id] = substr(t, RLENGTH + 2)
+                return names[id]
+            }
+            return t
+        }
+        /^fn=/ { cur = name_of(substr($0, 4)); next }
+        /^calls=/ { skip = 1; next }
+        function hex(t,   i, v) {     # mawk has no strtonum
+            v = 0
+            for (i = 3; i <= length(t); ++i)
+                v = v * 16 + index("0123456789abcdef", substr(t, i, 1)) - 1
+            return v
+        }
+        /^[0-9+*-]/ {
+            a = $1
+            if (a ~ /^0x/) addr = hex(a)
+            else if (a ~ /^\+/) addr += substr(a, 2) + 0
+            else if (a ~ /^-/) addr -= substr(a, 2) + 0
+            if (skip) { skip = 0; next }
+            if (cur == fn && NF > 1) cost[addr] += $NF
+        }
+        END { if (db < 1) exit 1
+              for (a in cost) n += (cost[a] >= 0.9 * db)
+              print n }' "$2"
 }
 
 # cg_cost KEY MODE N FN [ENV...]: contrib/bench/post_cost MODE N (one
@@ -707,6 +745,10 @@ verdict_instr() { # FN: post path <= POST_TARGET (both bounds when calls were re
     fi
 }
 instr() { [ -n "${CG[$1.$2]}" ] && echo "${CG[$1.$2]}" || echo "$3"; }
+verdict_fast() { # FN: its fast path's length <= POST_TARGET
+    [ -n "${CG[$1.fast]}" ] || { echo "n/a"; return; }
+    [ "${CG[$1.fast]}" -le $POST_TARGET ] && echo met || echo MISSED
+}
 REFUSED_TARGET=40 # instructions per refused post
 verdict_max() { # KEY MAX: KEY's cell <= MAX
     [ -n "${CG[$1.cell]}" ] || { echo "n/a"; return; }
@@ -773,10 +815,14 @@ row "UCP tag_bw 1 MiB (MiB/s)" "$(fmt_cell tag_bw dc 1 0)" "$(fmt_cell tag_bw po
 if [ "$callgrind" = 1 ]; then
     row "am_short post path (instr/post)" "$(instr $AM_SHORT_FN cell FAILED)" - - - - \
         "<= $POST_TARGET" "$(verdict_instr $AM_SHORT_FN)"
+    row "am_short post path, a fast post (instr)" "$(instr $AM_SHORT_FN fast FAILED)" - - - - \
+        "<= $POST_TARGET" "$(verdict_fast $AM_SHORT_FN)"
     row "am_short device emulation (instr/post)" "$(instr $AM_SHORT_FN simper FAILED)" \
         - - - - "reported apart" "-"
     row "put_short post path (instr/post)" "$(instr $PUT_SHORT_FN cell FAILED)" - - - - \
         "<= $POST_TARGET" "$(verdict_instr $PUT_SHORT_FN)"
+    row "put_short post path, a fast post (instr)" "$(instr $PUT_SHORT_FN fast FAILED)" - - - - \
+        "<= $POST_TARGET" "$(verdict_fast $PUT_SHORT_FN)"
     row "put_short device emulation (instr/post)" "$(instr $PUT_SHORT_FN simper FAILED)" \
         - - - - "reported apart" "-"
     na=$([ -n "$post_cost" ] && echo FAILED || echo "not measured (contrib/bench/post_cost not built)")
@@ -821,7 +867,7 @@ notes() {
     echo "- A layout in parentheses is used where the transport lacks the metric's own (put_lat: short; put_bw: zcopy)."
     if [ "$callgrind" = 1 ]; then
         echo "- Refused post and completions: callgrind on \`contrib/bench/post_cost\` (one process, two dc_strand interfaces on one fabric): a put_short on a full send queue, $CG_N times (the transport's function, per call); $CG_N 8-byte put_shorts with a CQE each (\`UCX_DC_STRAND_TX_CQ_MODERATION=1\`), the sender's \`uct_iface_progress\` per CQE; $CG_N 8-byte am_shorts, the receiver's \`uct_iface_progress\` per message, its handler excluded; progress calls that found nothing are taken out at the cost of an idle one (${CG[idle.cell]:-?} instructions); the device's work counted apart as above."
-        echo "- Instructions: callgrind on the dc_strand client (server not under valgrind), \`-t am_bw\` / \`-t put_bw\` \`-D short -s 8 -n $CG_N -w $CG_W\`, collecting inside \`$AM_SHORT_FN\` / \`$PUT_SHORT_FN\` only; post path per call = (inclusive cost - device) / calls (a run with over 1% of its calls refused for a full send queue is repeated, as those are cheap and dilute it; if refused calls remain, the range per call..per doorbell is shown); device per post = device cost / doorbells; the device emulation (calls into \`smlx5_*\`, \`sim_*\`, \`dev_sim_*\`: the doorbell processing the software device does inline) is counted apart and not in the post path."
+        echo "- Instructions: callgrind on the dc_strand client (server not under valgrind), \`-t am_bw\` / \`-t put_bw\` \`-D short -s 8 -n $CG_N -w $CG_W\`, collecting inside \`$AM_SHORT_FN\` / \`$PUT_SHORT_FN\` only; post path per call = (inclusive cost - device) / calls (a run with over 1% of its calls refused for a full send queue is repeated, as those are cheap and dilute it; if refused calls remain, the range per call..per doorbell is shown); a fast post: how many instructions of the function run at least 0.9 x doorbells times (\`--dump-instr=yes\`: the checks, WQE and doorbell of an 8-byte post, which has no loop; refused calls and the general path run other instructions); device per post = device cost / doorbells; the device emulation (calls into \`smlx5_*\`, \`sim_*\`, \`dev_sim_*\`: the doorbell processing the software device does inline) is counted apart and not in the post path."
     fi
 }
 
