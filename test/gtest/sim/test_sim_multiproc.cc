@@ -645,12 +645,15 @@ TEST_F(sim_multiproc, one_copy_bad_key_and_bounds_fail_as_before)
 
 /* Lost, duplicated and corrupted packets on the one-copy path: each WRITE
  * lands once with the right bytes (a retransmitted request places the same
- * data again), each READ gets it, every WQE completes once. */
+ * data again), each READ gets it, every WQE completes once. The faults are
+ * seeded: unseeded, 15% drops and 5% corruption on each side lost a
+ * request or its answer 8 times in a row (RETRY_EXC_ERR, as on a NIC) in
+ * about 7 runs of 1000. */
 TEST_F(sim_multiproc, one_copy_through_faults_lands_exactly_once)
 {
     const uint32_t len = 128 << 10;
     const int n = 12;
-    setenv("STRAND_SIM_FAULTS", "drop=0.15,dup=0.15,corrupt=0.05", 1);
+    setenv("STRAND_SIM_FAULTS", "drop=0.1,dup=0.1,corrupt=0.03,seed=5", 1);
     sim_proc child;
     child.start([](int fd) { return serve(fd, true, 0, true); });
     ASSERT_NO_FATAL_FAILURE(connect(child, true));
