@@ -20,7 +20,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 /* CQ doorbell record words (the provider's MLX5_CQ_SET_CI / ARM_DB) */
 enum { SIM_CQ_DBR_CI = 0, SIM_CQ_DBR_ARM = 1 };
@@ -638,22 +637,6 @@ void sim_async_drop_qp(smlx5_context_t *ctx, const smlx5_qp_t *qp);
  * and a second thread found inside stops the process, as rdma-core stops
  * it, rather than corrupting the device. */
 void sim_engine_violation(void) __attribute__((noreturn));
-
-/* Zeroed memory for the device's own per-WQE state, with every page
- * present: a NIC keeps that state in memory it pinned when the queue was
- * made, so a post never waits for the kernel. calloc's large blocks are
- * untouched mmap pages: an MPI ping-pong over dc_strand took 1040 minor
- * faults in its first 6500 round trips, the first pass through its eight
- * DCIs' rings (test/gtest/sim/test_sim_resident.cc). */
-static inline void *sim_calloc_resident(size_t n, size_t size)
-{
-    volatile uint8_t *p = calloc(n, size);
-
-    for (size_t off = 0; (p != NULL) && (off < n * size); off += 4096) {
-        p[off] = 0;
-    }
-    return (void*)p;
-}
 
 /* The number a QP is known by on the wire and in its CQEs: a DCT's
  * number, else its QP number. */

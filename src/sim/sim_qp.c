@@ -95,10 +95,10 @@ static int sim_qp_alloc_sq(smlx5_qp_t *qp, const smlx5_qp_init_attr_t *attr)
         return ENOMEM;
     }
     memset(qp->sq_buf, 0, cnt * SIM_BB);
-    qp->sq_wrid     = sim_calloc_resident(cnt, sizeof(*qp->sq_wrid));
-    qp->sq_wqe_head = sim_calloc_resident(cnt, sizeof(*qp->sq_wqe_head));
-    qp->sq_opcode   = sim_calloc_resident(cnt, sizeof(*qp->sq_opcode));
-    qp->wqes        = sim_calloc_resident(cnt, sizeof(*qp->wqes));
+    qp->sq_wrid     = calloc(cnt, sizeof(*qp->sq_wrid));
+    qp->sq_wqe_head = calloc(cnt, sizeof(*qp->sq_wqe_head));
+    qp->sq_opcode   = calloc(cnt, sizeof(*qp->sq_opcode));
+    qp->wqes        = calloc(cnt, sizeof(*qp->wqes));
     if (!qp->sq_wrid || !qp->sq_wqe_head || !qp->sq_opcode || !qp->wqes) {
         return ENOMEM;
     }
@@ -123,7 +123,7 @@ static int sim_qp_alloc_rq(smlx5_qp_t *qp, const smlx5_qp_init_attr_t *attr)
         return ENOMEM;
     }
     memset(qp->rq_buf, 0, qp->rq_wqe_cnt * qp->rq_stride);
-    qp->rq_wrid = sim_calloc_resident(qp->rq_wqe_cnt, sizeof(*qp->rq_wrid));
+    qp->rq_wrid = calloc(qp->rq_wqe_cnt, sizeof(*qp->rq_wrid));
     if (qp->rq_wrid == NULL) {
         return ENOMEM;
     }
@@ -304,7 +304,7 @@ smlx5_qp_t *smlx5_create_qp(smlx5_pd_t *pd, smlx5_qp_init_attr_t *attr)
     }
     if (attr->type != SMLX5_QPT_DCI) {
         qp->num_resp = (attr->type == SMLX5_QPT_DCT) ? SIM_RESP_CTX_MAX : 1;
-        qp->resp     = sim_calloc_resident(qp->num_resp, sizeof(*qp->resp));
+        qp->resp     = calloc(qp->num_resp, sizeof(*qp->resp));
         if (qp->resp == NULL) {
             ret = ENOMEM;
             goto err;

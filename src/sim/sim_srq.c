@@ -54,7 +54,7 @@ smlx5_srq_t *smlx5_create_srq(smlx5_pd_t *pd, smlx5_srq_init_attr_t *attr)
     }
     memset(srq->buf, 0, srq->wqe_cnt * srq->stride);
     memset(srq->dbrec, 0, 64);
-    srq->wrid = sim_calloc_resident(srq->wqe_cnt, sizeof(*srq->wrid));
+    srq->wrid = calloc(srq->wqe_cnt, sizeof(*srq->wrid));
     if (srq->wrid == NULL) {
         goto err;
     }
