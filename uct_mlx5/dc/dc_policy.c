@@ -174,8 +174,11 @@ static int strand_dc_policy_dci_rank(const strand_iface_t *iface,
 
 /* The (DCI, stream) ep would lease now: the best ranked (above), and among
  * those the least leased (a busy DCI shares its send queue among more
- * eps: spreading them keeps their rates even); ties go round-robin from
- * where the last lease went. While a DCI of ep's destination alone exists
+ * eps: spreading them keeps their rates even); of equals, the home of
+ * ep's destination (an ep sending one message at a time leases once a
+ * message: rotating, an MPI ping-pong went through every DCI in turn and
+ * its first round trips took twice as long), else round-robin from where
+ * the last lease went. While a DCI of ep's destination alone exists
  * but is full, ep waits for it rather than take another's: NULL, and
  * *wait_p is that DCI (NULL when no DCI can take anyone). */
 static strand_txq_t *strand_dc_policy_choose(strand_iface_t *iface,
@@ -184,6 +187,7 @@ static strand_txq_t *strand_dc_policy_choose(strand_iface_t *iface,
                                                 strand_txq_t **wait_p)
 {
     strand_txq_t *dci, *best = NULL, *own_full = NULL;
+    uint64_t dest = strand_dc_policy_dest(ep);
     int stream, rank, best_rank = -1;
     unsigned n, i;
 
@@ -200,7 +204,9 @@ static strand_txq_t *strand_dc_policy_choose(strand_iface_t *iface,
             continue;
         }
         if ((rank < best_rank) ||
-            ((rank == best_rank) && (dci->users >= best->users))) {
+            ((rank == best_rank) && (dci->users >= best->users) &&
+             !((dci->users == best->users) && (dci->home == dest) &&
+               (best->home != dest)))) {
             continue;
         }
         stream = strand_dc_policy_pick_stream(iface, dci, ep);
