@@ -148,6 +148,21 @@ gtest_names() {
         awk '/^[^ ]/ { suite = $1; next } { print suite $1 }' | sort
 }
 
+# sweep_fabrics STAMP: the software device's fabrics (138 MiB of /dev/shm
+# each) that gtest processes made since STAMP and left behind: the last
+# process to leave a fabric removes it, one that crashed cannot, and a
+# fixture that failed halfway may not get there. The suite's fixtures name
+# theirs strand_<kind>_<pid>_<n>; only those whose process is gone go.
+sweep_fabrics() {
+    local f pid
+    while read -r f; do
+        [[ $(basename "$f") =~ ^strand_[a-z]+_([0-9]+)_[0-9]+$ ]] || continue
+        pid=${BASH_REMATCH[1]}
+        kill -0 "$pid" 2>/dev/null || rm -f "$f"
+    done < <(find /dev/shm -maxdepth 1 -type f -name 'strand_*' -newer "$1" \
+                 2>/dev/null)
+}
+
 # run_gtest MODE FILTER: the gtest binary (under valgrind with
 # STRAND_UNDER_VALGRIND=1); FILTER empty: every test
 run_gtest() {
@@ -167,9 +182,14 @@ run_gtest() {
     echo "== [$mode] gtest${filter:+ --gtest_filter=$filter}$(
         [ "$valgrind" = 1 ] && echo ' (valgrind)')"
     t0=$SECONDS
+    local stamp rc
+    stamp=$(mktemp)
     "${mode_env[@]}" "${runner[@]}" "$gtest" --gtest_color=no \
         ${filter:+"--gtest_filter=$filter"} >"$log" 2>&1
-    tally "$mode" gtest "$log" $? < <(gtest_results "$log")
+    rc=$?
+    sweep_fabrics "$stamp"
+    rm -f "$stamp"
+    tally "$mode" gtest "$log" $rc < <(gtest_results "$log")
 }
 
 # run_shell MODE NAME: one shell test, TAP on its stdout (NAME@rc: on
