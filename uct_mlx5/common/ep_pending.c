@@ -269,7 +269,7 @@ void strand_txq_wake_waiters(strand_iface_t *iface,
 
 void strand_txq_held_go(strand_iface_t *iface, strand_txq_t *dci)
 {
-    strand_txq_unhold(dci);
+    strand_txq_unhold(iface, dci);
     strand_txq_set_state(iface, dci, STRAND_TXQ_ACTIVE);
     strand_txq_wake_waiters(iface, dci);
     if (dci->ep != NULL) {
@@ -295,5 +295,5 @@ void strand_txq_held_abort(strand_iface_t *iface, strand_txq_t *dci)
             strand_txq_set_state(iface, dci, STRAND_TXQ_BROKEN);
         }
     }
-    strand_txq_unhold(dci);
+    strand_txq_unhold(iface, dci);
 }

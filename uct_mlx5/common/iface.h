@@ -467,6 +467,8 @@ typedef struct strand_iface {
     struct strand_txq     *txqs;          /* the send queues, by index */
     unsigned              num_txqs;
     unsigned              txq_hwm;       /* slots set up: [0, txq_hwm) */
+    unsigned              held_txqs;     /* of them, with their doorbells
+                                            held (strand_txq_hold) */
     khash_t(strand_txq_qpn) txq_by_qpn;  /* QPN -> send queue index */
     strand_txq_hint_t     txq_hints[STRAND_TXQ_HINTS]; /* the same, at
                                             qpn % STRAND_TXQ_HINTS when

@@ -139,13 +139,16 @@ void strand_txq_detach_qp(strand_iface_t *iface, strand_txq_t *dci)
     dci->qp.h = NULL;
     ucs_free(dci->ops);
     dci->ops = NULL;
-    ucs_free(dci->held_db);
-    dci->held_db = NULL;
+    if (dci->held_db != NULL) {
+        --iface->held_txqs;
+        ucs_free(dci->held_db);
+        dci->held_db = NULL;
+    }
 }
 
 /* ------------------------------------------------ held doorbells */
 
-ucs_status_t strand_txq_hold(strand_txq_t *dci)
+ucs_status_t strand_txq_hold(strand_iface_t *iface, strand_txq_t *dci)
 {
     if (ucs_posix_memalign(&dci->held_db, 64,
                            STRAND_SQ_HOLD_SIZE(dci->sq.bf_size),
@@ -156,16 +159,19 @@ ucs_status_t strand_txq_hold(strand_txq_t *dci)
     strand_sq_hold(&dci->sq, dci->held_db);
     dci->held_kick = dci->qp.kick;
     dci->qp.kick   = (dci->qp.kick != NULL) ? strand_dev_qp_kick_none : NULL;
+    ++iface->held_txqs;
     return UCS_OK;
 }
 
 /* The device hears of every WQE held (a connected QP executes them, one
  * in ERR flushes them). */
-void strand_txq_unhold(strand_txq_t *dci)
+void strand_txq_unhold(strand_iface_t *iface, strand_txq_t *dci)
 {
     if (dci->held_db == NULL) {
         return;
     }
+    ucs_assert(iface->held_txqs > 0);
+    --iface->held_txqs;
     dci->qp.kick = dci->held_kick;
     if (strand_sq_release(&dci->sq, &dci->qp.dv)) {
         strand_dev_qp_kick(&dci->qp);

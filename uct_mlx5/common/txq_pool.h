@@ -27,10 +27,10 @@ ucs_status_t strand_txq_slot_init(strand_iface_t *iface,
 /* Doorbells held: WQEs posted on txq wait in its queue, the device not
  * told (a QP whose connection is not made yet); abort: they will not run,
  * to ERR, each comes back flushed (go, abort: ep_pending.h). */
-ucs_status_t strand_txq_hold(strand_txq_t *dci);
+ucs_status_t strand_txq_hold(strand_iface_t *iface, strand_txq_t *dci);
 /* the device hears of every WQE held (a connected QP executes them, one in
  * ERR flushes them) */
-void strand_txq_unhold(strand_txq_t *dci);
+void strand_txq_unhold(strand_iface_t *iface, strand_txq_t *dci);
 
 /* A QP the slot dci holds (dci->qp, created by the caller): known by its
  * number, its send queue taken over; detach destroys it. */

@@ -21,6 +21,8 @@
 #include "uct_mlx5/common/iface.h"
 #include "uct_mlx5/common/ep.h"
 
+#include <ucs/type/spinlock.h>
+
 #define STRAND_RC_TL_NAME        "rc_strand"
 #define STRAND_RC_CONFIG_PREFIX  "RC_STRAND_"
 #define STRAND_RC_MAX_EPS        65535          /* RC QPs of an interface
@@ -32,9 +34,22 @@
  * the manager's responder QPs (their send CQEs come on its first send
  * CQ). */
 typedef struct strand_rc_iface {
-    strand_iface_t      super;
-    struct strand_rc_cm   *cm;
-    struct strand_rc_rndv *rndv;
+    strand_iface_t           super;
+    struct strand_rc_cm     *cm;
+    struct strand_rc_rndv   *rndv;
+    /* while an endpoint waits for its connection (rc_locked.h) */
+    uct_iface_ops_t          direct_ops;  /* the operations, without lock */
+    ucs_recursive_spinlock_t post_lock;   /* the worker's while it posts,
+                                             the async thread's while it
+                                             rings held doorbells */
+    uint8_t                  locked_ops;  /* the locked operations are
+                                             installed */
+    uint8_t                  in_progress; /* progress runs without the
+                                             lock now */
+    uint8_t                  adopted;     /* ... and holds it from an
+                                             endpoint made meanwhile on */
+    int                      rep_waiting; /* answers the async thread
+                                             left to the worker */
 } strand_rc_iface_t;
 
 /* An endpoint: the shared one, its connection (rc_cm.c) */

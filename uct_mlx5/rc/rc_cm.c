@@ -780,6 +780,65 @@ ucs_status_t strand_rc_cm_check(strand_rc_cm_t *cm, strand_ep_t *ep,
 
 /* ------------------------------------------------------------- messages */
 
+/* The answers the async thread left to the worker, in order (the async
+ * context held; the post lock too, or the worker's thread). */
+void strand_rc_cm_answers_run(strand_rc_cm_t *cm)
+{
+    strand_rc_cm_news_t n;
+    unsigned i, kept = 0;
+
+    __atomic_store_n(&strand_rc_iface(cm->iface)->rep_waiting, 0,
+                     __ATOMIC_RELAXED);
+    for (i = 0; i < cm->num_news; ++i) {
+        n = cm->news[i];
+        if (n.kind == STRAND_RC_CM_NEWS_REP) {
+            strand_rc_cm_handle_rep(cm, n.conn_id, &n.msg);
+        } else {
+            cm->news[kept++] = n;
+        }
+    }
+    cm->num_news = kept;
+}
+
+void strand_rc_cm_answers_take(strand_rc_cm_t *cm)
+{
+    UCS_ASYNC_BLOCK(cm->async);
+    strand_rc_cm_answers_run(cm);
+    UCS_ASYNC_UNBLOCK(cm->async);
+}
+
+/* An answer connects an ep of the user's and rings the doorbells it held:
+ * at once, so that what it posted goes without this side's progress
+ * (rc_locked.h). The worker's thread takes it in itself; the async thread
+ * when the worker does not post now, else it leaves it to the worker, who
+ * takes it in when it lets go of the post lock. */
+static void strand_rc_cm_take_rep(strand_rc_cm_t *cm, uint64_t conn_id,
+                                  const strand_rc_cm_msg_t *rep)
+{
+    strand_rc_iface_t *iface = strand_rc_iface(cm->iface);
+    strand_rc_cm_news_t n    = {.kind = STRAND_RC_CM_NEWS_REP,
+                                .conn_id = conn_id, .msg = *rep};
+
+    if (!ucs_async_is_from_async(cm->async)) {
+        strand_rc_cm_handle_rep(cm, conn_id, rep);
+        return;
+    }
+    if (ucs_recursive_spin_trylock(&iface->post_lock)) {
+        strand_rc_cm_handle_rep(cm, conn_id, rep);
+        ucs_recursive_spin_unlock(&iface->post_lock);
+        strand_rc_cm_wake(cm); /* its pending requests may go */
+        return;
+    }
+    strand_rc_cm_news_add(cm, &n);
+    __atomic_store_n(&iface->rep_waiting, 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (ucs_recursive_spin_trylock(&iface->post_lock)) {
+        /* the worker let go meanwhile, perhaps before it could see it */
+        strand_rc_cm_answers_run(cm);
+        ucs_recursive_spin_unlock(&iface->post_lock);
+    }
+}
+
 static ucs_status_t strand_rc_cm_am_cb(void *arg, void *data, size_t length,
                                        unsigned flags)
 {
@@ -799,12 +858,12 @@ static ucs_status_t strand_rc_cm_am_cb(void *arg, void *data, size_t length,
         strand_rc_cm_handle_req(cm, conn_id, &msg);
         break;
     case STRAND_RC_CM_REP:
+        strand_rc_cm_take_rep(cm, conn_id, &msg);
+        break;
     case STRAND_RC_CM_DISC: {
-        /* it connects an ep of the user's, or fails rendezvous it reads:
+        /* it fails rendezvous it reads, whose completions run user code:
          * the worker's thread does */
-        strand_rc_cm_news_t n = {.kind    = (msg.type == STRAND_RC_CM_REP) ?
-                                            STRAND_RC_CM_NEWS_REP :
-                                            STRAND_RC_CM_NEWS_DISC,
+        strand_rc_cm_news_t n = {.kind = STRAND_RC_CM_NEWS_DISC,
                                  .conn_id = conn_id, .msg = msg};
         strand_rc_cm_news_add(cm, &n);
         break;
@@ -935,12 +994,18 @@ static ucs_status_t strand_rc_cm_async_init(strand_rc_cm_t *cm)
     if (status != UCS_OK) {
         return status;
     }
+    /* a worker asleep in rc_strand's event fd wakes for the manager's
+     * messages: without an async thread its progress takes them in; with
+     * one, while the event waits unread (UCX's dispatch missed the async
+     * thread's turn and left it to the worker's progress) */
+    status = ucs_event_set_add(cm->wait_set, fd, UCS_EVENT_SET_EVREAD, NULL);
+    if (status != UCS_OK) {
+        return status;
+    }
     if (!strand_rc_cm_async_ok(cm->async)) {
         ucs_debug("%s: rc_strand: connection requests are answered from "
                   "progress only", cm->iface->dev->info.name);
-        /* then they wake a worker sleeping in rc_strand's event fd */
-        return ucs_event_set_add(cm->wait_set, fd, UCS_EVENT_SET_EVREAD,
-                                 NULL);
+        return UCS_OK;
     }
     status = ucs_async_set_event_handler(cm->async->mode, fd,
                                          UCS_EVENT_SET_EVREAD,
@@ -964,6 +1029,11 @@ ucs_async_context_t *strand_rc_cm_async(strand_rc_cm_t *cm)
     return cm->async;
 }
 
+int strand_rc_cm_async_connects(strand_rc_cm_t *cm)
+{
+    return cm->async_fd >= 0;
+}
+
 ucs_status_t strand_rc_cm_event_fd(strand_rc_cm_t *cm, int *fd_p)
 {
     return ucs_event_set_fd_get(cm->wait_set, fd_p);
@@ -978,7 +1048,10 @@ ucs_status_t strand_rc_cm_event_arm(strand_rc_cm_t *cm, unsigned events)
     if (read(cm->news_fd, &count, sizeof(count)) < 0) {
         /* EAGAIN: no news signalled */
     }
-    if (cm->num_news > 0) {
+    if ((cm->num_news > 0) ||
+        !ucs_mpmc_queue_is_empty(&cm->async->missed)) {
+        /* news, or a message the async thread could not take in: the
+         * worker's progress does (ucs_async_check_miss) */
         status = UCS_ERR_BUSY;
     } else if (cm->async_fd < 0) {
         /* no async thread: the worker's sleep must see requests too */

@@ -31,13 +31,19 @@
  *
  * Who runs it: the worker's async thread watches the manager interface's
  * channel and answers REQs itself (a peer's endpoint connects while this
- * process computes: UCX's tests drive one side only); a REP or a DISC
- * changes endpoints and rendezvous of the user's, whose completions run
- * user code, so they are news the worker's progress takes in (the async
- * thread signals rc_strand's event fd for a worker asleep in it). Both
- * hold the async context: everything here, and the responder QPs'
- * rendezvous, is touched under it (strand_rc_cm_async). Without an async
- * thread (signal mode, or MLX5_SINGLE_THREADED=1) progress does it all.
+ * process computes: UCX's tests drive one side only). It takes a REP in
+ * too: it connects the QP and rings the doorbells the endpoint held, so
+ * that what the user posted goes without this side's progress; the
+ * worker posts under the post lock meanwhile (rc_locked.h), and an answer
+ * that meets the lock held is left to the worker. A DISC fails
+ * rendezvous of the user's, whose completions run user code: it is news
+ * the worker's progress takes in (the async thread signals rc_strand's
+ * event fd for a worker asleep in it, as it does when a REP scheduled
+ * pending requests). Both hold the async context: everything here, and
+ * the responder QPs' rendezvous, is touched under it
+ * (strand_rc_cm_async). Without an async thread (signal mode, or
+ * MLX5_SINGLE_THREADED=1) progress does it all, and what an endpoint
+ * posted before its answer goes with the progress that takes it in.
  */
 #ifndef STRAND_RC_CM_H_
 #define STRAND_RC_CM_H_
@@ -95,6 +101,14 @@ unsigned strand_rc_cm_progress(strand_rc_cm_t *cm);
 /* The worker's async context: its thread answers requests, so everything
  * that touches the manager, or the responder QPs' rendezvous, holds it. */
 ucs_async_context_t *strand_rc_cm_async(strand_rc_cm_t *cm);
+/* Whether the async thread takes answers in (and connects endpoints):
+ * then the worker posts under the post lock while a QP waits for one
+ * (rc_locked.h) */
+int strand_rc_cm_async_connects(strand_rc_cm_t *cm);
+/* The answers the async thread left to the worker (it held the post
+ * lock): run holds the async context, take takes it. */
+void strand_rc_cm_answers_run(strand_rc_cm_t *cm);
+void strand_rc_cm_answers_take(strand_rc_cm_t *cm);
 /* rc_strand's event fd and arm: its channel's, and news of the manager */
 ucs_status_t strand_rc_cm_event_fd(strand_rc_cm_t *cm, int *fd_p);
 ucs_status_t strand_rc_cm_event_arm(strand_rc_cm_t *cm, unsigned events);

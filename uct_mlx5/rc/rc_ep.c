@@ -12,6 +12,7 @@
 #include "rc_ep.h"
 #include "rc_cm.h"
 #include "rc_rndv.h"
+#include "rc_locked.h"
 #include "uct_mlx5/common/ep_post.h"
 #include "uct_mlx5/common/ep_ops.h"
 #include "uct_mlx5/common/tag.h"
@@ -62,6 +63,11 @@ ucs_status_t strand_rc_ep_create(const uct_ep_params_t *params,
     UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->cm));
     status = strand_rc_cm_connect(iface->cm, &ep->super, params->dev_addr,
                                   params->iface_addr);
+    if (status == UCS_OK) {
+        /* its QP held until the answer, which the async thread may take
+         * in: the worker posts under the lock meanwhile */
+        strand_rc_locked_ops_install(iface);
+    }
     UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->cm));
     if (status != UCS_OK) {
         UCS_CLASS_DELETE(strand_rc_ep_t, ep);
@@ -80,7 +86,11 @@ void strand_rc_ep_destroy(uct_ep_h tl_ep)
     UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->cm));
     strand_rc_cm_forget(iface->cm, &ep->super);
     UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->cm));
+    /* a QP it held goes to ERR and rings (rc_qp.c) */
+    strand_rc_post_lock(iface);
     UCS_CLASS_DELETE(strand_rc_ep_t, ep);
+    strand_rc_locked_ops_settle(iface);
+    strand_rc_post_unlock(iface);
 }
 
 ucs_status_t strand_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
@@ -93,7 +103,9 @@ ucs_status_t strand_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
 
     STRAND_EP_CHECK_PARAMS(flags, comp);
     UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->cm));
+    strand_rc_post_lock(iface); /* a probe posts */
     status = strand_rc_cm_check(iface->cm, ep, comp);
+    strand_rc_post_unlock(iface);
     UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->cm));
     return status;
 }

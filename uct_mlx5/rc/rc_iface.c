@@ -12,6 +12,7 @@
 #include "rc_cm.h"
 #include "rc_qp.h"
 #include "rc_rndv.h"
+#include "rc_locked.h"
 #include "uct_mlx5/common/ep_short.h"
 #include "uct_mlx5/common/port_addr.h"
 #include "uct_mlx5/common/ep_ops.h"
@@ -157,11 +158,17 @@ static UCS_CLASS_INIT_FUNC(strand_rc_iface_t, uct_md_h md, uct_worker_h worker,
     self->super.super.internal_ops = &strand_rc_iface_internal_ops;
     /* its short entry points: WQEs without address vector */
     strand_rc_ep_short_ops(&self->super, &self->super.super.super.ops);
+    /* its operations as they are; locked ones while an ep connects */
+    status = strand_rc_locked_init(self);
+    if (status != UCS_OK) {
+        return status;
+    }
     if (self->super.have_tm) {
         /* its rendezvous read on the responder QPs the manager makes */
         status = strand_rc_rndv_init(&self->super, config.integrity_pipeline,
                                      &self->rndv);
         if (status != UCS_OK) {
+            strand_rc_locked_cleanup(self);
             return status;
         }
     }
@@ -169,6 +176,7 @@ static UCS_CLASS_INIT_FUNC(strand_rc_iface_t, uct_md_h md, uct_worker_h worker,
                                &config, &self->cm);
     if (status != UCS_OK) {
         strand_rc_iface_rndv_cleanup(self);
+        strand_rc_locked_cleanup(self);
         return status;
     }
     return UCS_OK;
@@ -180,6 +188,7 @@ static UCS_CLASS_CLEANUP_FUNC(strand_rc_iface_t)
     strand_rc_iface_rndv_cleanup(self);
     strand_rc_cm_close(self->cm);
     self->cm = NULL;
+    strand_rc_locked_cleanup(self);
 }
 
 UCS_CLASS_DEFINE(strand_rc_iface_t, strand_iface_t);
@@ -242,6 +251,18 @@ static int strand_rc_iface_ep_is_connected(strand_iface_t *tl_iface,
     return connected;
 }
 
+/* The data path's progress (rc_locked.c holds the post lock around it
+ * while an endpoint waits for its connection). */
+static unsigned strand_rc_iface_progress_data(strand_rc_iface_t *iface)
+{
+    unsigned count = strand_iface_progress(&iface->super.super.super);
+
+    if (iface->rndv != NULL) {
+        count += strand_rc_rndv_progress(iface->rndv);
+    }
+    return count;
+}
+
 /* The async thread answers connection requests (rc_cm.h): it makes
  * responder QPs and adds them to the rendezvous that the receive and send
  * completions look up, so with tag matching the whole of progress holds
@@ -250,15 +271,16 @@ static unsigned strand_rc_iface_progress(uct_iface_h tl_iface)
 {
     strand_rc_iface_t *iface    = ucs_derived_of(tl_iface, strand_rc_iface_t);
     ucs_async_context_t *async = strand_rc_cm_async(iface->cm);
-    unsigned count             = 0;
+    unsigned count;
 
     if (iface->rndv == NULL) {
-        count += strand_iface_progress(tl_iface);
-    }
-    UCS_ASYNC_BLOCK(async);
-    if (iface->rndv != NULL) {
-        count += strand_iface_progress(tl_iface) +
-                 strand_rc_rndv_progress(iface->rndv);
+        count = strand_rc_locked_progress(iface,
+                                          strand_rc_iface_progress_data);
+        UCS_ASYNC_BLOCK(async);
+    } else {
+        UCS_ASYNC_BLOCK(async);
+        count = strand_rc_locked_progress(iface,
+                                          strand_rc_iface_progress_data);
     }
     count += strand_rc_cm_progress(iface->cm);
     UCS_ASYNC_UNBLOCK(async);

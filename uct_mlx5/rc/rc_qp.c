@@ -104,7 +104,7 @@ ucs_status_t strand_rc_qp_ep_init(strand_iface_t *iface,
     if (status == UCS_OK) {
         /* it posts at once, as on a QP wired when it was made (what UCX's
          * tests and UCP expect of a new endpoint) */
-        status = strand_txq_hold(dci);
+        status = strand_txq_hold(iface, dci);
     }
     if (status != UCS_OK) {
         strand_txq_detach_qp(iface, dci);

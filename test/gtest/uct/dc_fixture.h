@@ -395,6 +395,15 @@ protected:
             ASSERT_EQ(UCS_OK, open_md());
             set_env((tlp + "TX_QUEUE_LEN").c_str(), "16");
             open_pair();
+            /* rc_strand: its operations are the direct ones again once
+             * the ep is connected (rc/rc_locked.h) and an operation ran:
+             * a message, then a flush */
+            ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 0));
+            ASSERT_TRUE(progress_until([&] {
+                return m_b.am.msgs.size() == 1;
+            }));
+            flush(m_ep);
+            m_b.am.msgs.clear();
             if (am_db == nullptr) {
                 am_db = m_a.iface->ops.ep_am_short;
             } else {
