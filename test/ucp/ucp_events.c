@@ -83,6 +83,27 @@ static void recv_cb(void *req, ucs_status_t status,
     ((req_t*)arg)->done   = 1;
 }
 
+/* a request's parameters: its callback reports to r */
+static ucp_request_param_t send_param(req_t *r)
+{
+    ucp_request_param_t prm = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .cb.send      = send_cb,
+        .user_data    = r
+    };
+
+    return prm;
+}
+
+static ucp_request_param_t recv_param(req_t *r)
+{
+    ucp_request_param_t prm = send_param(r);
+
+    prm.cb.recv = recv_cb;
+    return prm;
+}
+
 static ucs_status_t am_cb(void *arg, const void *header, size_t header_length,
                           void *data, size_t length,
                           const ucp_am_recv_param_t *param)
@@ -258,12 +279,7 @@ static void teardown(world_t *w)
 static int tag_send(world_t *w, uint64_t v)
 {
     req_t r = {0};
-    ucp_request_param_t prm = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send      = send_cb,
-        .user_data    = &r
-    };
+    ucp_request_param_t prm = send_param(&r);
 
     return tx_complete(w, ucp_tag_send_nbx(w->ep, &v, sizeof(v), EVENTS_TAG,
                                            &prm), &r, "tag send");
@@ -274,12 +290,7 @@ static int tag_recv(world_t *w, uint64_t expect)
 {
     uint64_t got = 0;
     req_t r      = {0};
-    ucp_request_param_t prm = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.recv      = recv_cb,
-        .user_data    = &r
-    };
+    ucp_request_param_t prm = recv_param(&r);
     void *req = ucp_tag_recv_nbx(w->rx, &got, sizeof(got), EVENTS_TAG, ~0ull,
                                  &prm);
     int ret;
@@ -355,12 +366,7 @@ static int am_sent_before(world_t *w)
         .cb         = am_cb
     };
     req_t got = {0}, r = {0};
-    ucp_request_param_t prm = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send      = send_cb,
-        .user_data    = &r
-    };
+    ucp_request_param_t prm = send_param(&r);
     uint64_t v = 0xa11ce;
     ucs_status_t status;
 
@@ -437,12 +443,7 @@ static int rma_completion(world_t *w, rma_kind_t kind)
     static uint64_t remote[512];
     uint64_t local[512], fetched = 0, add = 5;
     req_t r = {0};
-    ucp_request_param_t prm = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send      = send_cb,
-        .user_data    = &r
-    };
+    ucp_request_param_t prm = send_param(&r);
     const char *what = (kind == RMA_PUT) ? "put" :
                        (kind == RMA_GET) ? "get" : "fetch-and-add";
     target_t t;

@@ -303,8 +303,15 @@ static ucs_status_t strand_rc_iface_event_arm(uct_iface_h tl_iface,
     strand_rc_iface_t *iface = ucs_derived_of(tl_iface, strand_rc_iface_t);
     ucs_status_t status      = strand_rc_cm_event_arm(iface->cm, events);
 
-    return (status != UCS_OK) ? status :
-           strand_iface_event_arm(tl_iface, events);
+    if (status != UCS_OK) {
+        return status;
+    }
+    /* what waits (pending requests, CQEs) may change under the async
+     * thread while an ep connects */
+    strand_rc_post_lock(iface);
+    status = strand_iface_event_arm(tl_iface, events);
+    strand_rc_post_unlock(iface);
+    return status;
 }
 
 /* ------------------------------------------------------------ the tl */
