@@ -31,13 +31,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #define SIM_FABRIC_MAGIC      0x5354524e44464142ull /* "STRNDFAB" */
-#define SIM_FABRIC_VERSION    4  /* 4: the consumer's head, slots on lines */
+#define SIM_FABRIC_VERSION    5  /* 5: an identity of its own */
 #define SIM_FABRIC_MAX_ATTACH 256
 #define SIM_PORT_BITS         7
 #define SIM_LID_MAX           0xbfff
@@ -85,6 +86,8 @@ typedef struct sim_fabric_shm {
     _Atomic uint64_t magic;
     uint32_t         version;
     int32_t          creator_pid;
+    uint64_t         identity;    /* random, made with the segment: its
+                                     subnet (sim_fabric_identity) */
     pthread_mutex_t  lock;        /* robust, process-shared */
     uint32_t         dead;        /* unlinked: attach elsewhere */
     uint32_t         next_gen;
@@ -202,6 +205,23 @@ static void sim_fabric_reap(sim_fabric_shm_t *shm)
 
 /* ------------------------------------------------------------ segment */
 
+/* A fabric's identity: random, as a subnet manager sets a subnet's
+ * prefix; never 0. Two segments of one name (two hosts, two containers
+ * with their own /dev/shm) are two subnets. */
+static uint64_t sim_fabric_new_identity(void)
+{
+    uint64_t id = 0;
+
+    while ((id == 0) &&
+           (getrandom(&id, sizeof(id), 0) != (ssize_t)sizeof(id))) {
+        if (errno != EINTR) {
+            /* no entropy source: time and pid, still apart per segment */
+            id = sim_fabric_now() ^ ((uint64_t)getpid() << 32);
+        }
+    }
+    return (id != 0) ? id : 1;
+}
+
 static void sim_fabric_init_shm(sim_fabric_shm_t *shm)
 {
     pthread_mutexattr_t attr;
@@ -213,6 +233,7 @@ static void sim_fabric_init_shm(sim_fabric_shm_t *shm)
     pthread_mutexattr_destroy(&attr);
     shm->version  = SIM_FABRIC_VERSION;
     shm->next_gen = 1;
+    shm->identity = sim_fabric_new_identity();
     atomic_store_explicit(&shm->magic, SIM_FABRIC_MAGIC, memory_order_release);
 }
 
@@ -456,6 +477,11 @@ void sim_fabric_port_close(sim_port_t *port)
         pthread_mutex_unlock(&shm->lock);
     }
     free(port);
+}
+
+uint64_t sim_fabric_identity(const sim_fabric_t *fab)
+{
+    return fab->shm->identity;
 }
 
 const char *sim_fabric_name(const sim_fabric_t *fab)

@@ -62,6 +62,9 @@ void sim_fabric_port_touch(sim_port_t *port);
 
 /* The segment's name as resolved at attach (without the leading '/'). */
 const char *sim_fabric_name(const sim_fabric_t *fab);
+/* The fabric's identity: random, made with the segment (never derived
+ * from its name): the subnet prefix and GID prefix of its ports. */
+uint64_t sim_fabric_identity(const sim_fabric_t *fab);
 
 /* Test / observability hook: what the port's waiter did. */
 typedef struct sim_port_stats {

@@ -484,7 +484,9 @@ struct smlx5_context {
     enum ibv_gid_type gid_types[SIM_GID_TBL_LEN];
     unsigned          num_gids;
     uint8_t           mac[6];         /* Ethernet only */
-    uint64_t          fabric_hash;    /* FNV-1a 64 of the segment name */
+    uint64_t          fabric_id;      /* the fabric's identity (random,
+                                         sim_fabric_identity): its subnet
+                                         and GID prefixes */
     uint32_t          tag;            /* high bits of QPN/keys: unique per ctx */
     pthread_mutex_t   lock;           /* the device engine lock */
     /* one thread owns the context: the data path runs the engine without

@@ -658,27 +658,17 @@ int smlx5_progress_stats(smlx5_context_t *ctx, smlx5_progress_stats_t *st)
 
 /*
  * What the port shows the fabric. The fabric's identity lives in the GIDs
- * (a transport never needs STRAND_SIM_FABRIC): h = FNV-1a 64 of the
- * segment name. InfiniBand: one GID, subnet prefix fe80::/16 + 48 bits of
- * h, interface id a GUID that encodes the LID. Ethernet (RoCE): a MAC
+ * (a transport never needs STRAND_SIM_FABRIC): h = the identity the
+ * segment got when it was made (random, sim_fabric_identity; never its
+ * name, which two fabrics can share). InfiniBand: one GID, subnet prefix
+ * fe80::/16 + 48 bits of h, interface id a GUID that encodes the LID. Ethernet (RoCE): a MAC
  * derived from the (internal) LID, its EUI-64 as interface id, and four
  * GIDs: link-local and a per-fabric ULA /64, each as RoCE v1 and v2.
  */
 #define SIM_IB_SUBNET_LINK_LOCAL 0xfe80000000000000ull
 #define SIM_IB_GUID_BASE         0x0002c90300000000ull /* | LID */
-#define SIM_ROCE_ULA_BASE        0xfd00000000000000ull /* | 56 bits of h */
+#define SIM_ROCE_ULA_BASE        0xfd00000000000000ull /* | 56 bits of the id */
 #define SIM_ROCE_IID_BASE        0x000000fffe000000ull /* EUI-64 of MAC */
-
-static uint64_t sim_fnv1a64(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-
-    for (; *s != '\0'; ++s) {
-        h ^= (uint8_t)*s;
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
 
 bool sim_port_is_eth(const smlx5_context_t *ctx)
 {
@@ -698,12 +688,12 @@ static void sim_lid_mac(uint16_t lid, uint8_t mac[6])
  * of a LID, for the port's link layer. */
 static uint64_t sim_ib_subnet_prefix(const smlx5_context_t *ctx)
 {
-    return SIM_IB_SUBNET_LINK_LOCAL | (ctx->fabric_hash & 0x0000ffffffffffffull);
+    return SIM_IB_SUBNET_LINK_LOCAL | (ctx->fabric_id & 0x0000ffffffffffffull);
 }
 
 static uint64_t sim_roce_ula_prefix(const smlx5_context_t *ctx)
 {
-    return SIM_ROCE_ULA_BASE | (ctx->fabric_hash & 0x00ffffffffffffffull);
+    return SIM_ROCE_ULA_BASE | (ctx->fabric_id & 0x00ffffffffffffffull);
 }
 
 static uint64_t sim_iid_base(const smlx5_context_t *ctx)
@@ -725,7 +715,7 @@ void sim_port_identity_init(smlx5_context_t *ctx)
 {
     uint64_t iid;
 
-    ctx->fabric_hash = sim_fnv1a64(sim_fabric_name(ctx->fabric));
+    ctx->fabric_id = sim_fabric_identity(ctx->fabric);
     ctx->num_gids    = 0;
     iid              = sim_iid_base(ctx) | ctx->lid;
     if (!sim_port_is_eth(ctx)) {

@@ -12,6 +12,7 @@
 #include <ucs/debug/log.h>
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,25 +58,60 @@ static int strand_gid_is_v4(const uint8_t *gid)
  * and, for IPv6 GIDs, the same /64 prefix (IPv4 GIDs are routed, as UCX
  * treats them without UCX_IB_ROCE_LOCAL_SUBNET).
  */
-int strand_port_addr_is_reachable(const strand_iface_t *iface,
-                                const strand_port_addr_t *addr)
+const char *strand_port_addr_unreachable(const strand_iface_t *iface,
+                                         const strand_port_addr_t *addr,
+                                         char *buf, size_t max)
 {
     const strand_dev_caps_t *caps = &iface->dev->caps;
     int eth                       = strand_port_is_eth(iface);
 
-    if ((addr == NULL) ||
-        (!!(addr->flags & STRAND_PORT_ADDR_FLAG_ETH) != eth)) {
-        return 0;
+    if (addr == NULL) {
+        return "no device address";
+    }
+    if (!!(addr->flags & STRAND_PORT_ADDR_FLAG_ETH) != eth) {
+        snprintf(buf, max, "the peer's port is %s, this one %s",
+                 eth ? "InfiniBand" : "RoCE", eth ? "RoCE" : "InfiniBand");
+        return buf;
     }
     if (!eth) {
-        return (addr->ib.lid != 0) &&
-               (addr->ib.subnet_prefix == caps->gid.global.subnet_prefix);
+        if (addr->ib.lid == 0) {
+            return "the peer's address has no LID";
+        }
+        if (addr->ib.subnet_prefix != caps->gid.global.subnet_prefix) {
+            snprintf(buf, max, "the peer's subnet prefix 0x%016llx is not "
+                     "this port's 0x%016llx (another subnet, or another "
+                     "software fabric)",
+                     (unsigned long long)be64toh(addr->ib.subnet_prefix),
+                     (unsigned long long)be64toh(
+                             caps->gid.global.subnet_prefix));
+            return buf;
+        }
+        return NULL;
     }
     if (strand_gid_is_v4(addr->gid) != strand_gid_is_v4(caps->gid.raw)) {
-        return 0;
+        snprintf(buf, max, "the peer's GID is %s, this port's %s",
+                 strand_gid_is_v4(addr->gid) ? "IPv4" : "IPv6",
+                 strand_gid_is_v4(caps->gid.raw) ? "IPv4" : "IPv6");
+        return buf;
     }
-    return strand_gid_is_v4(addr->gid) ||
-           !memcmp(addr->gid, caps->gid.raw, 8);
+    if (!strand_gid_is_v4(addr->gid) && memcmp(addr->gid, caps->gid.raw, 8)) {
+        snprintf(buf, max, "the peer's GID prefix %02x%02x:%02x%02x:%02x%02x:"
+                 "%02x%02x is not this port's (another subnet, or another "
+                 "software fabric)", addr->gid[0], addr->gid[1],
+                 addr->gid[2], addr->gid[3], addr->gid[4], addr->gid[5],
+                 addr->gid[6], addr->gid[7]);
+        return buf;
+    }
+    return NULL;
+}
+
+int strand_port_addr_is_reachable(const strand_iface_t *iface,
+                                  const strand_port_addr_t *addr)
+{
+    char why[160];
+
+    return strand_port_addr_unreachable(iface, addr, why, sizeof(why)) ==
+           NULL;
 }
 
 ucs_status_t strand_port_addr_make_av(strand_iface_t *iface,

@@ -35,6 +35,13 @@ void   strand_port_addr_pack(const strand_iface_t *iface,
                              strand_port_addr_t *addr);
 int    strand_port_addr_is_reachable(const strand_iface_t *iface,
                                      const strand_port_addr_t *addr);
+/* Why addr is not reachable (InfiniBand: a LID on the same subnet; RoCE:
+ * the same address family and, for IPv6 GIDs, the same /64 prefix; on the
+ * software device the prefixes name the fabric): a sentence, in buf or
+ * constant; NULL when it is reachable. */
+const char *strand_port_addr_unreachable(const strand_iface_t *iface,
+                                         const strand_port_addr_t *addr,
+                                         char *buf, size_t max);
 
 /* The address vector of QP (or DCT) qpn at addr: AV bytes from the device
  * (MAC resolution on RoCE), the QP number and, when a GRH is carried, the

@@ -23,15 +23,16 @@ ucs_status_t strand_dc_ep_addr_init(strand_iface_t *iface,
     const strand_dc_iface_addr_t *iface_addr;
     unsigned av_size;
     ucs_status_t status;
-    char peer[96];
+    char peer[96], buf[160];
+    const char *why;
 
     UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
     dev_addr   = (const strand_port_addr_t*)params->dev_addr;
     iface_addr = (const strand_dc_iface_addr_t*)params->iface_addr;
-    if (!strand_port_addr_is_reachable(iface, dev_addr)) {
-        ucs_error("%s: dc_strand: the device address of the peer is not "
-                  "reachable from here (another link layer, subnet or "
-                  "fabric, or a malformed address)", iface->dev->info.name);
+    why = strand_port_addr_unreachable(iface, dev_addr, buf, sizeof(buf));
+    if (why != NULL) {
+        ucs_error("%s: dc_strand: the peer is not reachable from here: %s",
+                  iface->dev->info.name, why);
         return UCS_ERR_UNREACHABLE;
     }
     if (!strand_dc_addr_iface_compatible(iface, iface_addr)) {

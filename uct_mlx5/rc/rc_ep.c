@@ -14,6 +14,7 @@
 #include "rc_rndv.h"
 #include "rc_locked.h"
 #include "uct_mlx5/common/ep_post.h"
+#include "uct_mlx5/common/port_addr.h"
 #include "uct_mlx5/common/ep_ops.h"
 #include "uct_mlx5/common/tag.h"
 
@@ -43,14 +44,23 @@ ucs_status_t strand_rc_ep_create(const uct_ep_params_t *params,
     uct_ep_params_t qp_params;
     strand_rc_ep_t *ep;
     ucs_status_t status;
+    const char *why;
+    char buf[160];
 
     UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
     iface = ucs_derived_of(params->iface, strand_rc_iface_t);
-    if (!strand_rc_cm_is_reachable(iface->cm, params->dev_addr,
+    why   = strand_port_addr_unreachable(&iface->super,
+                                         (const strand_port_addr_t*)
+                                         params->dev_addr, buf, sizeof(buf));
+    if ((why == NULL) &&
+        !strand_rc_cm_is_reachable(iface->cm, params->dev_addr,
                                    params->iface_addr)) {
-        ucs_error("%s: rc_strand: the peer's address is not reachable from "
-                  "here (another link layer, subnet or fabric, or a "
-                  "malformed address)", iface->super.dev->info.name);
+        why = "its interface address is not one this interface can "
+              "connect to";
+    }
+    if (why != NULL) {
+        ucs_error("%s: rc_strand: the peer is not reachable from here: %s",
+                  iface->super.dev->info.name, why);
         return UCS_ERR_UNREACHABLE;
     }
     qp_params             = *params;

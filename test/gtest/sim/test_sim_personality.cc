@@ -19,17 +19,6 @@ extern "C" {
 
 namespace {
 
-/* FNV-1a 64, written out here so the test does not trust the device's. */
-uint64_t fnv1a64(const std::string &s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (unsigned char c : s) {
-        h ^= c;
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 std::string fresh_fabric()
 {
     static std::atomic<int> counter{0};
@@ -326,20 +315,23 @@ static union ibv_gid gid_on(const std::string &fabric, smlx5_context_t **keep,
 }
 
 /* InfiniBand: one GID of type IB; subnet prefix fe80::/16 with 48 bits of
- * FNV-1a 64 of the fabric name, interface id encoding the LID. */
+ * the fabric's identity, interface id encoding the LID. The identity is
+ * the segment's (random when it is made): every port of one fabric has
+ * it, two fabrics differ, and a fabric made again under the same name
+ * (another host's, another container's) is another subnet. */
 TEST(sim_ib_port, gid_carries_the_fabric_and_the_lid)
 {
     std::string fa = fresh_fabric(), fb = fresh_fabric();
-    smlx5_context_t *ctx = nullptr;
-    uint16_t lid = 0;
+    smlx5_context_t *ctx = nullptr, *peer = nullptr;
+    uint16_t lid = 0, peer_lid = 0;
     union ibv_gid a = gid_on(fa, &ctx, &lid);
     ASSERT_NE(nullptr, ctx);
     struct ibv_port_attr pa;
     ASSERT_EQ(0, smlx5_query_port(ctx, SMLX5_PORT_NUM, &pa));
     EXPECT_EQ(IBV_LINK_LAYER_INFINIBAND, pa.link_layer);
     EXPECT_EQ(1, pa.gid_tbl_len);
-    EXPECT_EQ(0xfe80000000000000ull | (fnv1a64(fa) & 0x0000ffffffffffffull),
-              be64toh(a.global.subnet_prefix));
+    EXPECT_EQ(0xfe80u, be64toh(a.global.subnet_prefix) >> 48);
+    EXPECT_NE(0u, be64toh(a.global.subnet_prefix) & 0x0000ffffffffffffull);
     EXPECT_EQ(lid, be64toh(a.global.interface_id) & 0xffff);
     struct ibv_gid_entry e;
     ASSERT_EQ(0, smlx5_query_gid_ex(ctx, SMLX5_PORT_NUM, 0, &e));
@@ -350,12 +342,25 @@ TEST(sim_ib_port, gid_carries_the_fabric_and_the_lid)
     union ibv_gid g;
     EXPECT_EQ(EINVAL, smlx5_query_gid(ctx, SMLX5_PORT_NUM, 1, &g));
     EXPECT_EQ(EINVAL, smlx5_query_gid(ctx, SMLX5_PORT_NUM, -1, &g));
-    smlx5_close_device(ctx);
+
+    /* opened again on the same fabric: the same subnet */
+    union ibv_gid a2 = gid_on(fa, &peer, &peer_lid);
+    ASSERT_NE(nullptr, peer);
+    EXPECT_EQ(a.global.subnet_prefix, a2.global.subnet_prefix);
+    smlx5_close_device(peer);
+    smlx5_close_device(ctx); /* the last one: the segment goes */
 
     union ibv_gid b = gid_on(fb, &ctx);
     ASSERT_NE(nullptr, ctx);
     EXPECT_NE(a.global.subnet_prefix, b.global.subnet_prefix)
         << "two fabrics, one subnet prefix";
+    smlx5_close_device(ctx);
+
+    /* the name again, a new segment: a new subnet */
+    union ibv_gid again = gid_on(fa, &ctx);
+    ASSERT_NE(nullptr, ctx);
+    EXPECT_NE(a.global.subnet_prefix, again.global.subnet_prefix)
+        << "a fabric made again under its name took the old one's subnet";
     smlx5_close_device(ctx);
 }
 
@@ -527,8 +532,6 @@ TEST_F(sim_roce, port_has_no_lid_and_a_four_entry_gid_table)
     ASSERT_EQ(4, pa.gid_tbl_len);
     const uint32_t types[4] = {IBV_GID_TYPE_ROCE_V1, IBV_GID_TYPE_ROCE_V2,
                                IBV_GID_TYPE_ROCE_V1, IBV_GID_TYPE_ROCE_V2};
-    const uint64_t ula = 0xfd00000000000000ull |
-                         (fnv1a64(m_fabric) & 0x00ffffffffffffffull);
     struct ibv_gid_entry e[4];
     for (uint32_t i = 0; i < 4; ++i) {
         e[i] = gid_entry(i);
@@ -541,7 +544,10 @@ TEST_F(sim_roce, port_has_no_lid_and_a_four_entry_gid_table)
     }
     EXPECT_EQ(0xfe80000000000000ull, be64toh(e[0].gid.global.subnet_prefix));
     EXPECT_EQ(0xfe80000000000000ull, be64toh(e[1].gid.global.subnet_prefix));
-    EXPECT_EQ(ula, be64toh(e[2].gid.global.subnet_prefix));
+    /* the ULA /64 of the fabric's identity (fd00::/8) */
+    const uint64_t ula = be64toh(e[2].gid.global.subnet_prefix);
+    EXPECT_EQ(0xfdu, ula >> 56);
+    EXPECT_NE(0u, ula & 0x00ffffffffffffffull);
     EXPECT_EQ(ula, be64toh(e[3].gid.global.subnet_prefix));
     /* EUI-64: ff:fe in the middle, a locally administered unicast MAC */
     EXPECT_EQ(0xff, e[0].gid.raw[11]);
