@@ -6,6 +6,8 @@
 #include "dev_ring.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -148,15 +150,80 @@ void strand_dev_locality_all(strand_dev_locality_t *loc)
     }
 }
 
+/* ------------------------------------------------------------ registers */
+
+typedef struct strand_dev_bf_node {
+    strand_bf_t                bf;
+    struct strand_dev_bf_node *next;
+} strand_dev_bf_node_t;
+
+struct strand_dev_bfs {
+    pthread_mutex_t       lock;   /* QPs are made from any thread */
+    strand_dev_bf_node_t *head;
+};
+
+static pthread_mutex_t strand_dev_bfs_init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+strand_bf_t *strand_dev_bf(strand_dev_t *dev, const struct mlx5dv_qp *dv)
+{
+    strand_dev_bf_node_t *n;
+    strand_bf_t *bf = NULL;
+
+    if (dv->bf.reg == NULL) {
+        return NULL;
+    }
+    pthread_mutex_lock(&strand_dev_bfs_init_lock);
+    if (dev->bfs == NULL) {
+        dev->bfs = calloc(1, sizeof(*dev->bfs));
+        if (dev->bfs != NULL) {
+            pthread_mutex_init(&dev->bfs->lock, NULL);
+        }
+    }
+    pthread_mutex_unlock(&strand_dev_bfs_init_lock);
+    if (dev->bfs == NULL) {
+        return NULL;
+    }
+    pthread_mutex_lock(&dev->bfs->lock);
+    for (n = dev->bfs->head; n != NULL; n = n->next) {
+        if (n->bf.reg == dv->bf.reg) {
+            bf = &n->bf;
+            break;
+        }
+    }
+    if ((bf == NULL) && ((n = calloc(1, sizeof(*n))) != NULL)) {
+        strand_bf_init(&n->bf, dv->bf.reg, dv->bf.size);
+        n->next        = dev->bfs->head;
+        dev->bfs->head = n;
+        bf             = &n->bf;
+    }
+    pthread_mutex_unlock(&dev->bfs->lock);
+    return bf;
+}
+
+void strand_dev_bf_cleanup(strand_dev_t *dev)
+{
+    strand_dev_bf_node_t *n;
+
+    if (dev->bfs == NULL) {
+        return;
+    }
+    while ((n = dev->bfs->head) != NULL) {
+        dev->bfs->head = n->next;
+        free(n);
+    }
+    pthread_mutex_destroy(&dev->bfs->lock);
+    free(dev->bfs);
+    dev->bfs = NULL;
+}
+
 int8_t strand_dev_qp_ring_other(const strand_dev_qp_t *qp, strand_sq_t *sq,
                                 const struct mlx5_wqe_ctrl_seg *ctrl,
                                 uint64_t head)
 {
     /* the last WQE's size from its ds (ctrl byte 7, in head) */
-    unsigned ds = (unsigned)(be64toh(head) & 0x3f);
+    unsigned bbs = strand_ds_to_bbs((unsigned)(be64toh(head) & 0x3f));
 
-    strand_sq_ring_bf(sq, ctrl, strand_ds_to_bbs(ds), head);
-    strand_sq_flip(sq);
+    strand_sq_ring_bf(sq, ctrl, bbs, head);
     return (qp->kick != NULL) ? qp->kick(qp->kick_arg) : 0;
 }
 

@@ -11,6 +11,8 @@
 #ifndef STRAND_DEV_H_
 #define STRAND_DEV_H_
 
+#include "mlx5/sq.h"
+
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
@@ -182,6 +184,9 @@ typedef struct strand_dev_qp {
                                      once it is in RTR */
     strand_dev_qp_kick_t kick;
     void             *kick_arg;
+    strand_bf_t      *bf;         /* its register (dv.bf.reg) as every QP
+                                     of the device that rings it shares
+                                     it (strand_dev_bf); NULL: none */
 } strand_dev_qp_t;
 
 typedef struct strand_dev_dci_attr {
@@ -370,10 +375,22 @@ struct strand_dev {
     strand_dev_locality_t   locality;
     int                     async_fd;   /* async events */
     void                   *priv;       /* backend context */
+    struct strand_dev_bfs  *bfs;        /* its registers (strand_dev_bf) */
 };
 
 extern const strand_dev_ops_t strand_dev_sim_ops;
 extern const strand_dev_ops_t strand_dev_hw_ops;
+
+/* The register a QP's doorbells go to (dv->bf.reg, as mlx5dv_init_obj
+ * gives it), as every QP of the device that rings it shares it: its
+ * halves alternate per register, whichever QP writes (rdma-core's struct
+ * mlx5_bf, UCX's mmio register object). Made at its first QP, kept until
+ * the device closes (strand_dev_bf_cleanup, from the backend's close).
+ * The hw backend's (an rdma-core context's registers are its own); the
+ * software device keeps its own per register, which its QPs take. NULL: no
+ * register (a record-only queue) or no memory. */
+strand_bf_t *strand_dev_bf(strand_dev_t *dev, const struct mlx5dv_qp *dv);
+void strand_dev_bf_cleanup(strand_dev_t *dev);
 
 /* Discovery across backends. `kind_mask`: bit (1 << STRAND_DEV_KIND_*).
  * Fills up to `max` entries, hardware first; returns the count. */

@@ -107,6 +107,7 @@ static void dev_hw_close(strand_dev_t *dev)
 {
     dev_hw_t *h = dev->priv;
 
+    strand_dev_bf_cleanup(dev);
     dev_hw_cfg_qp_destroy(h);   /* before the PD its QP lives on */
     pthread_mutex_destroy(&h->cfg.lock);
     if (h->pd != NULL) {
@@ -367,14 +368,17 @@ static int dev_hw_dci_to_rts(strand_dev_t *dev, struct ibv_qp *qp,
                                  IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN);
 }
 
-static int dev_hw_qp_view(strand_dev_qp_t *qp)
+static int dev_hw_qp_view(strand_dev_t *dev, strand_dev_qp_t *qp)
 {
     struct mlx5dv_obj obj;
+    int ret;
 
     memset(&obj, 0, sizeof(obj));
     obj.qp.in  = qp->h;
     obj.qp.out = &qp->dv;
-    return mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP);
+    ret        = mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP);
+    qp->bf     = (ret == 0) ? strand_dev_bf(dev, &qp->dv) : NULL;
+    return ret;
 }
 
 /* ---------------------------------------------------- thread domains */
@@ -468,7 +472,7 @@ static int dev_hw_create_dci(strand_dev_t *dev,
     qp->qpn      = iqp->qp_num;
     qp->kick     = NULL;  /* the BlueFlame store is the doorbell */
     qp->kick_arg = NULL;
-    return dev_hw_qp_view(qp);
+    return dev_hw_qp_view(dev, qp);
 }
 
 static int dev_hw_create_dct(strand_dev_t *dev,
@@ -525,6 +529,7 @@ static int dev_hw_create_dct(strand_dev_t *dev,
     qp->kick     = NULL;
     qp->kick_arg = NULL;
     memset(&qp->dv, 0, sizeof(qp->dv)); /* a DCT has no send queue */
+    qp->bf       = NULL;
     return 0;
 }
 
@@ -545,7 +550,7 @@ static int dev_hw_reset_dci(strand_dev_t *dev, strand_dev_qp_t *qp,
     if (ret == 0) {
         ret = dev_hw_dci_to_rts(dev, qp->h, attr);
     }
-    return (ret == 0) ? dev_hw_qp_view(qp) : ret;
+    return (ret == 0) ? dev_hw_qp_view(dev, qp) : ret;
 }
 
 static int dev_hw_qp_state(strand_dev_t *dev, strand_dev_qp_t *qp,
@@ -654,7 +659,7 @@ static int dev_hw_create_rc(strand_dev_t *dev, const strand_dev_rc_attr_t *attr,
         qp->qpn      = iqp->qp_num;
         qp->kick     = NULL;  /* the BlueFlame store is the doorbell */
         qp->kick_arg = NULL;
-        ret = dev_hw_qp_view(qp);
+        ret = dev_hw_qp_view(dev, qp);
     }
     if (ret != 0) {
         ibv_destroy_qp(iqp);

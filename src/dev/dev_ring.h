@@ -66,15 +66,17 @@ strand_dev_qp_ring_head_last(const strand_dev_qp_t *qp, strand_sq_t *sq,
 {
     strand_sq_ring_record(sq);
     if (kick_db) {
-        strand_sq_doorbell_head(sq->bf_cur, head);
-        strand_sq_flip(sq);
+        sq->rung = sq->cur_post;
+        strand_sq_doorbell_head(sq->bf->cur, head);
+        strand_bf_flip(sq->bf);
         return qp->kick(qp->kick_arg);
     }
     if (__builtin_expect(sq->ring != STRAND_SQ_RING_DB, 0)) {
         return strand_dev_qp_ring_other(qp, sq, ctrl, head);
     }
-    strand_sq_doorbell_head(sq->bf_cur, head);
-    strand_sq_flip(sq);
+    sq->rung = sq->cur_post;
+    strand_sq_doorbell_head(sq->bf->cur, head);
+    strand_bf_flip(sq->bf);
     return (qp->kick != NULL) ? qp->kick(qp->kick_arg) : 0;
 }
 

@@ -269,6 +269,19 @@ static int dev_sim_create_srq(strand_dev_t *dev, uint32_t max_wr,
 
 static void dev_sim_qp_wrap(strand_dev_qp_t *qp, smlx5_qp_t *sqp);
 
+/* the QP's queues as mlx5dv_init_obj gives them, and its register: the
+ * provider's state of it (one software NIC per process: every device
+ * opened in it shares its registers, as QPs of one rdma-core context share
+ * its struct mlx5_bf) */
+static int dev_sim_qp_view(strand_dev_t *dev, strand_dev_qp_t *qp)
+{
+    int ret = smlx5_qp_dv(qp->h, &qp->dv);
+
+    qp->bf = ((ret == 0) && (qp->dv.bf.reg != NULL)) ? smlx5_qp_bf(qp->h) :
+                                                       NULL;
+    return ret;
+}
+
 static int dev_sim_create_td(strand_dev_t *dev, strand_dev_td_t *td)
 {
     dev_sim_t *s = dev->priv;
@@ -311,14 +324,14 @@ static int dev_sim_create_tm_srq(strand_dev_t *dev, uint32_t max_wr,
     srq->max_sge = attr.max_sge;
     cqp          = smlx5_srq_cmd_qp(ssrq);
     ret          = smlx5_srq_dv(ssrq, &srq->dv);
+    dev_sim_qp_wrap(cmd_qp, cqp);
     if (ret == 0) {
-        ret = smlx5_qp_dv(cqp, &cmd_qp->dv);
+        ret = dev_sim_qp_view(dev, cmd_qp);
     }
     if (ret != 0) {
         smlx5_destroy_srq(ssrq);
         return ret;
     }
-    dev_sim_qp_wrap(cmd_qp, cqp);
     return 0;
 }
 
@@ -404,7 +417,7 @@ static int dev_sim_create_dci(strand_dev_t *dev,
         return ret;
     }
     dev_sim_qp_wrap(qp, sqp);
-    return smlx5_qp_dv(sqp, &qp->dv);
+    return dev_sim_qp_view(dev, qp);
 }
 
 static int dev_sim_create_dct(strand_dev_t *dev,
@@ -453,7 +466,7 @@ static int dev_sim_create_dct(strand_dev_t *dev,
     qp->qpn      = smlx5_dct_num(sqp);
     qp->kick     = NULL;
     qp->kick_arg = NULL;
-    return smlx5_qp_dv(sqp, &qp->dv);
+    return dev_sim_qp_view(dev, qp);
 }
 
 static int dev_sim_destroy_qp(strand_dev_t *dev, strand_dev_qp_t *qp)
@@ -475,7 +488,7 @@ static int dev_sim_reset_dci(strand_dev_t *dev, strand_dev_qp_t *qp,
     }
     ret = dev_sim_dci_to_rts(dev, qp->h, attr);
     if (ret == 0) {
-        ret = smlx5_qp_dv(qp->h, &qp->dv);
+        ret = dev_sim_qp_view(dev, qp);
     }
     return ret;
 }
@@ -549,7 +562,7 @@ static int dev_sim_create_rc(strand_dev_t *dev, const strand_dev_rc_attr_t *attr
         return ret;
     }
     dev_sim_qp_wrap(qp, sqp);
-    return smlx5_qp_dv(sqp, &qp->dv);
+    return dev_sim_qp_view(dev, qp);
 }
 
 static int dev_sim_connect_rc(strand_dev_t *dev, strand_dev_qp_t *qp,

@@ -43,28 +43,6 @@ static inline void strand_sq_doorbell_mmio8(void *bf_reg, uint32_t bf_offset,
     strand_sq_doorbell_head((uint8_t*)bf_reg + bf_offset, ctrl8);
 }
 
-/*
- * The whole sequence with a plain doorbell (what src/mlx5/sq.h does for a
- * send queue object; tests that build WQEs by hand use this).
- * dbrec:     the QP doorbell record ([MLX5_SND_DBR] is written)
- * bf_reg:    BlueFlame/doorbell register page (may be NULL: record only)
- * bf_offset: in/out, alternates between 0 and bf_size
- * cur_post:  the producer BB counter after the last WQE
- * ctrl:      ctrl segment of the last WQE posted
- */
-static inline void strand_sq_ring_doorbell(__be32 *dbrec, void *bf_reg,
-                                           uint32_t *bf_offset,
-                                           uint32_t bf_size, uint32_t cur_post,
-                                           const void *ctrl)
-{
-    strand_sq_doorbell_record(dbrec, cur_post);
-    if (bf_reg != NULL) {
-        strand_sq_doorbell_mmio8(bf_reg, *bf_offset, ctrl);
-    }
-    /* 5. next doorbell goes to the other BF buffer */
-    *bf_offset ^= bf_size;
-}
-
 /* Receive queue doorbell record: [MLX5_RCV_DBR] = BE32(head & 0xffff). */
 static inline void strand_rq_ring_doorbell(__be32 *dbrec, uint32_t rq_head)
 {

@@ -16,10 +16,15 @@
  *   db       the doorbell record, then one 8-byte store of the last WQE's
  *            ctrl bytes 0-7 to the BlueFlame register (a plain doorbell);
  *   bf_post  the doorbell record, then the last WQE itself copied into the
- *            BlueFlame buffer when it is at most bf_size bytes (the device
- *            can take it without reading host memory), else as db;
- * either way the next doorbell goes to the other half of the BF buffer.
- * Without a register (bf_reg NULL) only the record is written.
+ *            BlueFlame buffer when it is the only one since the last
+ *            doorbell and at most a half's size (the device can take it
+ *            without reading host memory; with more, it must read them:
+ *            rdma-core copies only then too), else as db;
+ * either way the next doorbell, of whichever QP, goes to the register's
+ * other half: the halves belong to the register (strand_bf_t), which every
+ * QP that rings it shares, as rdma-core's struct mlx5_bf and UCX's mmio
+ * register object are. Without a register (bf NULL) only the record is
+ * written.
  *
  * A debug build (STRAND_DEBUG) checks the queue's state on every post and
  * doorbell: a WQE whose index is not the producer index, a ds out of range,
@@ -61,6 +66,59 @@ enum {
     STRAND_SQ_RING_RECORD      /* no register: the record only */
 };
 
+/*
+ * A BlueFlame register as every QP that rings it shares it: its two halves
+ * alternate per register, whichever QP writes (a half is written again
+ * only after the other was: the device may still be reading it). Whoever
+ * rings it serialises (one thread per register, as a thread domain gives;
+ * rdma-core locks a shared one).
+ */
+typedef struct strand_bf {
+    void     *reg;        /* the register: two halves of `size` bytes */
+    void     *cur;        /* the half the next doorbell goes to */
+    uintptr_t flip;       /* cur ^ flip: the other half */
+    uint32_t  size;
+} strand_bf_t;
+
+static inline void strand_bf_init(strand_bf_t *bf, void *reg, uint32_t size)
+{
+    bf->reg  = reg;
+    bf->cur  = reg;
+    bf->size = size;
+    bf->flip = (uintptr_t)reg ^ ((uintptr_t)reg + size);
+}
+
+/* The offset of the half the next doorbell goes to: 0 or size. */
+static inline uint32_t strand_bf_offset(const strand_bf_t *bf)
+{
+    return (uint32_t)((uintptr_t)bf->cur - (uintptr_t)bf->reg);
+}
+
+/* The doorbell's last step: the register's next one goes to the other
+ * half. */
+static inline void strand_bf_flip(strand_bf_t *bf)
+{
+    bf->cur = (void*)((uintptr_t)bf->cur ^ bf->flip);
+}
+
+/* The whole sequence with a plain doorbell through the register bf (what
+ * the send queue object does; tests that build WQEs by hand use this): the
+ * producer index cur_post into the record, ctrl bytes 0-7 into the
+ * register's half, the flip. bf NULL: the record only. */
+static inline void strand_bf_ring_doorbell(__be32 *dbrec, strand_bf_t *bf,
+                                           uint32_t cur_post,
+                                           const void *ctrl)
+{
+    uint64_t head;
+
+    strand_sq_doorbell_record(dbrec, cur_post);
+    if (bf != NULL) {
+        memcpy(&head, ctrl, sizeof(head));
+        strand_sq_doorbell_head(bf->cur, head);
+        strand_bf_flip(bf);
+    }
+}
+
 typedef struct strand_sq {
     void     *buf;        /* BB 0 */
     void     *end;        /* one past the last BB */
@@ -69,18 +127,13 @@ typedef struct strand_sq {
                              where BB pi starts */
     uint32_t  cur_post;   /* producer index: free-running BB counter */
     uint32_t  qpn;
-    uint32_t  bf_size;
+    uint32_t  rung;       /* cur_post at the last doorbell */
     uint64_t  head_qpn;   /* strand_ctrl_head_qpn(qpn) */
     uint8_t   mmio_mode;  /* STRAND_MMIO_MODE_DB or _BF_POST */
     uint8_t   ring;       /* STRAND_SQ_RING_* */
     __be32   *dbrec;      /* [MLX5_SND_DBR] is the producer index */
-    void     *bf_reg;     /* BlueFlame register page; NULL: record only */
-    void     *bf_cur;     /* the half of the BF buffer the next doorbell
-                             goes to (bf_reg + 0 or + bf_size) */
-    uintptr_t bf_flip;    /* bf_cur ^ bf_flip: the other half */
-#ifdef STRAND_DEBUG
-    uint32_t  rung;       /* cur_post at the last doorbell */
-#endif
+    strand_bf_t *bf;      /* its register, shared with the QPs that ring
+                             it; NULL: record only */
 } strand_sq_t;
 
 #ifdef STRAND_DEBUG
@@ -100,46 +153,41 @@ typedef struct strand_sq {
 /*
  * Take over the queue rdma-core (or the software device) describes in dv,
  * at producer index 0 (a fresh QP, or one back from RESET: the device
- * starts again at WQE 0 and BF offset 0).
+ * starts again at WQE 0), ringing the register bf (the one dv names, as
+ * its owner shares it: dv->bf.reg; NULL when dv has none).
  */
 static inline void strand_sq_init(strand_sq_t *sq, const struct mlx5dv_qp *dv,
-                                  uint32_t qpn, strand_mmio_mode_t mode)
+                                  uint32_t qpn, strand_mmio_mode_t mode,
+                                  strand_bf_t *bf)
 {
     sq->buf       = dv->sq.buf;
     sq->wqe_cnt   = dv->sq.wqe_cnt;
     sq->buf_mask  = dv->sq.wqe_cnt * STRAND_WQE_BB - 1;
     sq->end       = strand_sq_end(sq->buf, sq->wqe_cnt);
     sq->cur_post  = 0;
+    sq->rung      = 0;
     sq->qpn       = qpn;
     sq->head_qpn  = strand_ctrl_head_qpn(qpn);
-    sq->bf_size   = dv->bf.size;
     sq->dbrec     = dv->dbrec;
-    sq->bf_reg    = dv->bf.reg;
+    sq->bf        = (dv->bf.reg != NULL) ? bf : NULL;
     if (mode == STRAND_MMIO_MODE_AUTO) {
-        mode = ((sq->bf_reg != NULL) && (sq->bf_size >= STRAND_WQE_BB)) ?
+        mode = ((sq->bf != NULL) && (sq->bf->size >= STRAND_WQE_BB)) ?
                STRAND_MMIO_MODE_BF_POST : STRAND_MMIO_MODE_DB;
     }
     sq->mmio_mode = (uint8_t)mode;
-    if (sq->bf_reg == NULL) {
+    if (sq->bf == NULL) {
         sq->ring = STRAND_SQ_RING_RECORD;
     } else {
         sq->ring = (mode == STRAND_MMIO_MODE_BF_POST) ?
                    STRAND_SQ_RING_BF_POST : STRAND_SQ_RING_DB;
     }
-    /* the halves alternate even without a register (bf_cur is then only
-     * the offset, never written through) */
-    sq->bf_cur    = sq->bf_reg;
-    sq->bf_flip   = (uintptr_t)sq->bf_reg ^
-                    ((uintptr_t)sq->bf_reg + sq->bf_size);
-#ifdef STRAND_DEBUG
-    sq->rung      = 0;
-#endif
 }
 
-/* The offset in the BF buffer of the next doorbell: 0 or bf_size. */
+/* The offset in the register of the next doorbell: 0 or the half's size
+ * (0 without a register). */
 static inline uint32_t strand_sq_bf_offset(const strand_sq_t *sq)
 {
-    return (uint32_t)((uintptr_t)sq->bf_cur - (uintptr_t)sq->bf_reg);
+    return (sq->bf != NULL) ? strand_bf_offset(sq->bf) : 0;
 }
 
 /* The ctrl segment of the next WQE (at the producer index). */
@@ -220,11 +268,9 @@ static inline void strand_sq_advance_from(strand_sq_t *sq, uint32_t pi,
     /* ds <= 63: a WQE is at most 16 BBs */
     strand_sq_check((bbs > 0) && (bbs <= 16), sq, "WQE of more than 16 BBs");
     sq->cur_post = pi + bbs;
-#ifdef STRAND_DEBUG
     strand_sq_check(sq->cur_post - sq->rung <= sq->wqe_cnt, sq,
                     "more BBs posted since the last doorbell than the queue "
                     "holds");
-#endif
 }
 
 static inline void strand_sq_advance(strand_sq_t *sq, unsigned bbs)
@@ -232,13 +278,13 @@ static inline void strand_sq_advance(strand_sq_t *sq, unsigned bbs)
     strand_sq_advance_from(sq, sq->cur_post, bbs);
 }
 
-/* Copy the WQE at ctrl (bbs BBs, wrapping) to the BF buffer in 8-byte
- * stores, as write-combining memory takes them. */
+/* Copy the WQE at ctrl (bbs BBs, wrapping) to the register's half in
+ * 8-byte stores, as write-combining memory takes them. */
 static inline void strand_sq_bf_copy(const strand_sq_t *sq,
                                      const struct mlx5_wqe_ctrl_seg *ctrl,
                                      unsigned bbs)
 {
-    volatile uint64_t *dst = (volatile uint64_t*)sq->bf_cur;
+    volatile uint64_t *dst = (volatile uint64_t*)sq->bf->cur;
     const uint8_t *src     = (const uint8_t*)(const void*)ctrl;
     unsigned i, n;
     uint64_t v;
@@ -253,38 +299,43 @@ static inline void strand_sq_bf_copy(const strand_sq_t *sq,
     }
 }
 
-/* The doorbell other than a plain one: the WQE into the BF buffer (when
- * it fits, else as a plain one), or no register at all. */
+/* The doorbell's first steps: the producer index into the record. */
+static inline void strand_sq_ring_record(strand_sq_t *sq)
+{
+    strand_sq_check(sq->cur_post != sq->rung, sq, "doorbell with no new WQE");
+    strand_sq_doorbell_record(sq->dbrec, sq->cur_post);
+}
+
+/* The doorbell covers every WQE up to the producer index; whether the
+ * last one (last_bbs BBs) is the only one since the last doorbell (then a
+ * BlueFlame copy may carry it). */
+static inline int strand_sq_rung(strand_sq_t *sq, unsigned last_bbs)
+{
+    int single = (sq->cur_post - sq->rung) == last_bbs;
+
+    sq->rung = sq->cur_post;
+    return single;
+}
+
+/* The doorbell other than a plain one: the WQE into the register (when it
+ * is the only new one and fits a half, else as a plain one), or no
+ * register at all. The half flips. */
 static inline void strand_sq_ring_bf(strand_sq_t *sq,
                                      const struct mlx5_wqe_ctrl_seg *ctrl,
                                      unsigned last_bbs, uint64_t head)
 {
+    int single = strand_sq_rung(sq, last_bbs);
+
     if (sq->ring == STRAND_SQ_RING_RECORD) {
         return;
     }
-    if (last_bbs * STRAND_WQE_BB <= sq->bf_size) {
+    if (single && (last_bbs * STRAND_WQE_BB <= sq->bf->size)) {
         strand_sq_bf_copy(sq, ctrl, last_bbs);
         strand_wc_wmb();
     } else {
-        strand_sq_doorbell_head(sq->bf_cur, head);
+        strand_sq_doorbell_head(sq->bf->cur, head);
     }
-}
-
-/* The doorbell's first steps: the producer index into the record. */
-static inline void strand_sq_ring_record(strand_sq_t *sq)
-{
-#ifdef STRAND_DEBUG
-    strand_sq_check(sq->cur_post != sq->rung, sq, "doorbell with no new WQE");
-    sq->rung = sq->cur_post;
-#endif
-    strand_sq_doorbell_record(sq->dbrec, sq->cur_post);
-}
-
-/* The doorbell's last step: the next one goes to the other half of the BF
- * buffer. */
-static inline void strand_sq_flip(strand_sq_t *sq)
-{
-    sq->bf_cur = (void*)((uintptr_t)sq->bf_cur ^ sq->bf_flip);
+    strand_bf_flip(sq->bf);
 }
 
 /*
@@ -300,64 +351,64 @@ static inline void strand_sq_ring_head(strand_sq_t *sq,
 {
     strand_sq_ring_record(sq);
     if (__builtin_expect(!sq->ring, 1)) { /* STRAND_SQ_RING_DB */
-        strand_sq_doorbell_head(sq->bf_cur, head);
+        sq->rung = sq->cur_post;
+        strand_sq_doorbell_head(sq->bf->cur, head);
+        strand_bf_flip(sq->bf);
     } else {
         strand_sq_ring_bf(sq, ctrl, last_bbs, head);
     }
-    strand_sq_flip(sq);
 }
 
 /*
  * A queue whose device does not take work yet (an RC QP before it is
  * connected): WQEs are written and "rung" as always, but the doorbell
- * record and the register writes go to `scratch` (STRAND_SQ_HOLD_SIZE
- * bytes, 64-byte aligned), so the device hears of nothing.
- * strand_sq_release then points the queue back at the device (dv) and
- * rings once for every WQE held: 1 when there were any (a software device
- * is then kicked), else 0.
+ * record and the register writes go to `held` (its scratch record and
+ * register, STRAND_SQ_HOLD_SIZE bytes, 64-byte aligned), so the device
+ * hears of nothing. strand_sq_release then points the queue back at the
+ * device's record and the shared register and rings once for every WQE
+ * held: 1 when there were any (a software device is then kicked), else 0.
  */
-#define STRAND_SQ_HOLD_SIZE(_bf_size)  (64 + 2 * (_bf_size))
+#define STRAND_SQ_HOLD_SIZE  (64 + 2 * 64)
 
-static inline void strand_sq_hold(strand_sq_t *sq, void *scratch)
+typedef struct strand_sq_held {
+    strand_bf_t bf;        /* the scratch register */
+    __be32     *dbrec;     /* the device's record */
+    strand_bf_t *dev_bf;   /* the device's register */
+} strand_sq_held_t;
+
+static inline void strand_sq_hold(strand_sq_t *sq, strand_sq_held_t *held,
+                                  void *scratch)
 {
-    uintptr_t off = (uintptr_t)sq->bf_cur - (uintptr_t)sq->bf_reg;
-
-    memset(scratch, 0, STRAND_SQ_HOLD_SIZE(sq->bf_size));
-    sq->dbrec = (__be32*)scratch;
-    if (sq->bf_reg != NULL) {
-        sq->bf_reg  = (uint8_t*)scratch + 64;
-        sq->bf_cur  = (uint8_t*)sq->bf_reg + off;
-        sq->bf_flip = (uintptr_t)sq->bf_reg ^
-                      ((uintptr_t)sq->bf_reg + sq->bf_size);
+    memset(scratch, 0, STRAND_SQ_HOLD_SIZE);
+    held->dbrec  = sq->dbrec;
+    held->dev_bf = sq->bf;
+    sq->dbrec    = (__be32*)scratch;
+    if (sq->bf != NULL) {
+        strand_bf_init(&held->bf, (uint8_t*)scratch + 64, 64);
+        sq->bf = &held->bf;
     }
 }
 
-static inline int strand_sq_release(strand_sq_t *sq,
-                                    const struct mlx5dv_qp *dv)
+static inline int strand_sq_release(strand_sq_t *sq, strand_sq_held_t *held)
 {
-    uintptr_t off = (uintptr_t)sq->bf_cur - (uintptr_t)sq->bf_reg;
     uint64_t head = 0;
-    int held      = (sq->dbrec[MLX5_SND_DBR] != 0);
+    int any       = (sq->dbrec[MLX5_SND_DBR] != 0);
 
-    if (held && (sq->bf_reg != NULL)) {
+    if (any && (sq->bf != NULL)) {
         /* the last doorbell's head: in the half before the current one */
-        memcpy(&head, (uint8_t*)sq->bf_reg + (off ^ sq->bf_size),
+        memcpy(&head, (void*)((uintptr_t)sq->bf->cur ^ sq->bf->flip),
                sizeof(head));
     }
-    sq->dbrec = dv->dbrec;
-    if (sq->bf_reg != NULL) {
-        sq->bf_reg  = dv->bf.reg;
-        sq->bf_cur  = (uint8_t*)sq->bf_reg + off;
-        sq->bf_flip = (uintptr_t)sq->bf_reg ^
-                      ((uintptr_t)sq->bf_reg + sq->bf_size);
-    }
-    if (!held) {
+    sq->dbrec = held->dbrec;
+    sq->bf    = held->dev_bf;
+    if (!any) {
         return 0;
     }
+    sq->rung = sq->cur_post;
     strand_sq_doorbell_record(sq->dbrec, sq->cur_post);
-    if (sq->bf_reg != NULL) {
-        strand_sq_doorbell_head(sq->bf_cur, head);
-        sq->bf_cur = (void*)((uintptr_t)sq->bf_cur ^ sq->bf_flip);
+    if (sq->bf != NULL) {
+        strand_sq_doorbell_head(sq->bf->cur, head);
+        strand_bf_flip(sq->bf);
     }
     return 1;
 }

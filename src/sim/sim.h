@@ -356,6 +356,11 @@ typedef struct sim_bfreg {
     bool            shared;      /* QPs without a thread domain */
     pthread_mutex_t lock;        /* the provider's own writes to a shared
                                     one (rdma-core's bf->lock) */
+    strand_bf_t     bf;          /* the provider's view of it (rdma-core's
+                                    struct mlx5_bf): the half its next
+                                    doorbell goes to */
+    _Atomic int     last_half;   /* the device's: the half of the last
+                                    doorbell it took (-1: none yet) */
 } sim_bfreg_t;
 
 #define SIM_BF_SHARED SMLX5_BF_SHARED
@@ -423,6 +428,11 @@ struct smlx5_qp {
     uint8_t          *sq_opcode;      /* per BB of a ctrl: ibv_wc_opcode */
 
     /* device side of the SQ */
+    uint32_t          db_pi;          /* the producer index (BBs, 16
+                                         bits) of the last doorbell the
+                                         device took: it fetches no
+                                         further (a doorbell it lost
+                                         tells it nothing) */
     uint32_t          sq_fetched;     /* BBs parsed into sim_wqe */
     uint32_t          req_bb;         /* BB of the WQE being transmitted
                                          (== sq_fetched when none) */
@@ -526,6 +536,8 @@ struct smlx5_context {
     atomic_uint       next_bfreg;
     atomic_uint       next_tdreg;     /* numbers, for messages */
     atomic_ullong     bf_conflicts;
+    atomic_ullong     bf_lost;        /* doorbells written to the half of
+                                         a register its last one went to */
 
     pthread_t         thread;
     bool              thread_running;
@@ -552,7 +564,13 @@ int          sim_bf_init(smlx5_context_t *ctx);
 void         sim_bf_cleanup(smlx5_context_t *ctx);
 sim_bfreg_t *sim_bf_take(smlx5_context_t *ctx, smlx5_td_t *td);
 void         sim_bf_put(smlx5_qp_t *qp);
-void         sim_bf_check(smlx5_qp_t *qp);
+/* A doorbell of qp, checked against its register: false when the device
+ * takes nothing from it (written to the half of the register's last
+ * doorbell: lost) */
+bool         sim_bf_check(smlx5_qp_t *qp);
+/* The device is told of every WQE up to qp's doorbell record (a doorbell
+ * it took; the device's own queues, which it needs none for) */
+void         sim_qp_told(smlx5_qp_t *qp);
 bool sim_fault_active(const smlx5_context_t *ctx);
 /* the fault draws' generator, from cfg.seed (or the clock without one) */
 void sim_fault_seed(smlx5_context_t *ctx);

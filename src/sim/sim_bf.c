@@ -16,6 +16,14 @@
  * is told of it, the head of the QP's last WQE in its register: another
  * thread's write to the register between the doorbell's write and its
  * kick is a BlueFlame conflict, counted and said once on stderr.
+ *
+ * A register has two halves, and they belong to the register: every QP
+ * that writes it alternates them with the others (rdma-core flips the
+ * offset of its struct mlx5_bf per register, UCX its register object),
+ * because the device may still be reading the half of the last doorbell.
+ * A doorbell in the same half as the register's last one is lost: the
+ * device takes nothing from it (counted, said once on stderr), and the
+ * WQEs it stood for wait for the QP's next doorbell it does take.
  */
 #include "sim.h"
 
@@ -38,6 +46,8 @@ static int sim_bf_reg_init(sim_bfreg_t *reg, unsigned index, bool shared)
     reg->index  = index;
     reg->shared = shared;
     pthread_mutex_init(&reg->lock, NULL);
+    strand_bf_init(&reg->bf, reg->page, SIM_BF_SIZE);
+    atomic_store(&reg->last_half, -1);
     return 0;
 }
 
@@ -69,11 +79,17 @@ int sim_bf_init(smlx5_context_t *ctx)
 void sim_bf_cleanup(smlx5_context_t *ctx)
 {
     unsigned long long n = atomic_load(&ctx->bf_conflicts);
+    unsigned long long l = atomic_load(&ctx->bf_lost);
     unsigned i;
 
     if (n > 0) {
         fprintf(stderr, "smlx5: %llu BlueFlame conflicts in this process "
                 "(doorbells of two threads on one register at once)\n", n);
+    }
+    if (l > 0) {
+        fprintf(stderr, "smlx5: %llu doorbells lost in this process "
+                "(written to the half of a register its last doorbell "
+                "went to)\n", l);
     }
     for (i = 0; i < SIM_BF_SHARED; ++i) {
         sim_bf_reg_cleanup(&ctx->bfregs[i]);
@@ -115,27 +131,57 @@ static bool sim_bf_half_is(const smlx5_qp_t *qp, const uint8_t *half,
            (((idx + (ds * 16 + 63) / 64) & 0xffff) == (pi & 0xffff));
 }
 
-void sim_bf_check(smlx5_qp_t *qp)
+bool sim_bf_check(smlx5_qp_t *qp)
 {
-    const sim_bfreg_t *reg = qp->bfreg;
-    smlx5_context_t *ctx   = qp->ctx;
+    sim_bfreg_t *reg     = qp->bfreg;
+    smlx5_context_t *ctx = qp->ctx;
     uint32_t pi;
+    int half, last;
 
     if ((reg == NULL) || (qp->type == SMLX5_QPT_DCT)) {
-        return;
+        return true;
     }
-    pi = be32toh(__atomic_load_n(&qp->dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE));
-    if (sim_bf_half_is(qp, reg->page, pi) ||
-        sim_bf_half_is(qp, reg->page + reg->size, pi)) {
-        return;
+    pi   = be32toh(__atomic_load_n(&qp->dbrec[MLX5_SND_DBR], __ATOMIC_ACQUIRE));
+    last = atomic_load(&reg->last_half);
+    /* the half other than the last doorbell's first: a QP back from a
+     * reset may find its old head, the same bytes, in the last one */
+    half = (last == 0) ? 1 : 0;
+    if (!sim_bf_half_is(qp, reg->page + half * reg->size, pi)) {
+        half ^= 1;
+        if (!sim_bf_half_is(qp, reg->page + half * reg->size, pi)) {
+            if (atomic_fetch_add(&ctx->bf_conflicts, 1) == 0) {
+                fprintf(stderr, "smlx5: BlueFlame conflict: the doorbell of "
+                        "QP 0x%x (producer index %u) is not in its register "
+                        "%u: another thread wrote the register at the same "
+                        "time (QPs of two threads must not share a "
+                        "register: a thread domain each)\n", qp->qpn,
+                        pi & 0xffff, reg->index);
+            }
+            return true;
+        }
     }
-    if (atomic_fetch_add(&ctx->bf_conflicts, 1) == 0) {
-        fprintf(stderr, "smlx5: BlueFlame conflict: the doorbell of QP 0x%x "
-                "(producer index %u) is not in its register %u: another "
-                "thread wrote the register at the same time (QPs of two "
-                "threads must not share a register: a thread domain each)\n",
-                qp->qpn, pi & 0xffff, reg->index);
+    if (atomic_exchange(&reg->last_half, half) != half) {
+        return true;
     }
+    if (atomic_fetch_add(&ctx->bf_lost, 1) == 0) {
+        fprintf(stderr, "smlx5: ERROR: lost doorbell: QP 0x%x (producer "
+                "index %u) rang half %d of register %u, the half the "
+                "register's last doorbell went to (the halves belong to "
+                "the register: every QP that writes it alternates them "
+                "with the others)\n", qp->qpn, pi & 0xffff, half,
+                reg->index);
+    }
+    return false;
+}
+
+strand_bf_t *smlx5_qp_bf(smlx5_qp_t *qp)
+{
+    return &qp->bfreg->bf;
+}
+
+uint64_t smlx5_bf_lost(smlx5_context_t *ctx)
+{
+    return atomic_load(&ctx->bf_lost);
 }
 
 smlx5_td_t *smlx5_alloc_td(smlx5_context_t *ctx)

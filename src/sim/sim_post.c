@@ -84,7 +84,8 @@ void sim_post_sq_reset(smlx5_qp_t *qp)
     dv.bf.reg     = qp->bf_reg;
     dv.bf.size    = qp->bf_size;
     /* the device reads the queue itself: a doorbell is all it needs */
-    strand_sq_init(&qp->sq, &dv, qp->qpn, STRAND_MMIO_MODE_DB);
+    strand_sq_init(&qp->sq, &dv, qp->qpn, STRAND_MMIO_MODE_DB,
+                   &qp->bfreg->bf);
 }
 
 /*

@@ -598,6 +598,7 @@ static void sim_qp_reset(smlx5_qp_t *qp)
     }
     qp->sq_tail = qp->sq_fetched = qp->sq_completed = 0;
     qp->req_bb   = 0;
+    qp->db_pi    = 0;
     qp->rq_head  = qp->rq_tail = 0;
     qp->rq_consumed = 0;
     qp->rd_atomic_inflight = 0;
@@ -861,11 +862,22 @@ out:
 
 /* ------------------------------------------------------ doorbells */
 
+void sim_qp_told(smlx5_qp_t *qp)
+{
+    __atomic_store_n(&qp->db_pi,
+                     be32toh(__atomic_load_n(&qp->dbrec[MLX5_SND_DBR],
+                                             __ATOMIC_ACQUIRE)) & 0xffff,
+                     __ATOMIC_RELEASE);
+}
+
 void smlx5_qp_doorbell(smlx5_qp_t *qp)
 {
     smlx5_context_t *ctx = qp->ctx;
 
-    sim_bf_check(qp);
+    if (!sim_bf_check(qp)) {
+        return; /* lost: the device heard nothing */
+    }
+    sim_qp_told(qp);
     sim_engine_enter(ctx, true);
     sim_req_process(qp);
     sim_engine_progress(ctx);

@@ -1103,7 +1103,7 @@ void sim_req_process(smlx5_qp_t *qp)
         sim_tm_cmd_process(qp); /* a tag-matching SRQ's list operations */
         return;
     }
-    db  = be32toh(qp->dbrec[MLX5_SND_DBR]) & 0xffff;
+    db  = __atomic_load_n(&qp->db_pi, __ATOMIC_ACQUIRE);
     end = qp->sq_fetched + (uint16_t)(db - qp->sq_fetched);
 
     switch (qp->state) {

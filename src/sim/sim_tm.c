@@ -182,7 +182,7 @@ static int sim_tm_list_op(sim_tm_t *tm, const struct mlx5_wqe_tm_seg *seg,
 void sim_tm_cmd_process(smlx5_qp_t *qp)
 {
     sim_tm_t *tm = qp->tm_cmd;
-    uint16_t db  = be32toh(qp->dbrec[MLX5_SND_DBR]) & 0xffff;
+    uint16_t db  = (uint16_t)__atomic_load_n(&qp->db_pi, __ATOMIC_ACQUIRE);
     const struct mlx5_wqe_ctrl_seg *ctrl;
     struct mlx5_cqe64 cqe;
     unsigned ds, op;
@@ -484,6 +484,7 @@ static void sim_tm_rndv_post(sim_tm_t *tm, const sim_tm_rndv_t *r, bool fin)
     tm->by_bb[dci->sq.cur_post & (dci->sq.wqe_cnt - 1)].read_done = fin;
     strand_sq_advance(&dci->sq, strand_ds_to_bbs(ds));
     strand_sq_ring(&dci->sq, ctrl, strand_ds_to_bbs(ds));
+    sim_qp_told(dci); /* the device's own queue: no doorbell needed */
 }
 
 static bool sim_tm_dci_room(const sim_tm_t *tm)

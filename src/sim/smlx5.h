@@ -15,6 +15,8 @@
 #ifndef SMLX5_H_
 #define SMLX5_H_
 
+#include "mlx5/sq.h"
+
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
@@ -313,6 +315,14 @@ int         smlx5_dealloc_td(smlx5_td_t *td);
  * rings a register it shares with QPs another thread rings at the same
  * time); each is an error, the first also said on stderr. */
 uint64_t    smlx5_bf_conflicts(smlx5_context_t *ctx);
+/* Doorbells the device lost: written to the half of a register its last
+ * doorbell went to (the halves belong to the register, spec section 9). */
+uint64_t    smlx5_bf_lost(smlx5_context_t *ctx);
+/* The provider's view of qp's register (rdma-core's struct mlx5_bf): the
+ * half its next doorbell goes to, shared by every QP on the register. A
+ * caller that rings by hand alternates through it (one thread at a time
+ * on a shared register, as the provider's lock). */
+strand_bf_t *smlx5_qp_bf(smlx5_qp_t *qp);
 int         smlx5_qp_dv(smlx5_qp_t *qp, struct mlx5dv_qp *out);
 uint32_t    smlx5_qp_num(const smlx5_qp_t *qp);
 /* DCT number: valid after INIT->RTR (0 before). */

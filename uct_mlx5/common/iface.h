@@ -245,13 +245,11 @@ typedef struct strand_txq {
     uint8_t               errored;     /* streams in error now */
     uint32_t              resets;      /* back from ERR to RTS */
     uint64_t              cqes;        /* send CQEs consumed, ever */
-    void                 *held_db;     /* its doorbells held (a QP not
+    struct strand_txq_held *held_db;   /* its doorbells held (a QP not
                                           connected yet, rc_strand): the
-                                          scratch doorbell its WQEs ring
-                                          (strand_sq_hold); NULL: the
-                                          device's */
-    strand_dev_qp_kick_t  held_kick;   /* the QP's kick while held (the
-                                          device is not told meanwhile) */
+                                          scratch record and register its
+                                          WQEs ring (txq_pool.c); NULL:
+                                          the device's */
 } strand_txq_t;
 
 /* ------------------------------------------------- failed endpoints */

@@ -937,7 +937,7 @@ ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
     tm->name          = name;
     tm->cmd_qp        = cmd_qp;
     strand_sq_init(&tm->cmd_sq, &cmd_qp->dv, cmd_qp->qpn,
-                   (strand_mmio_mode_t)mmio_mode);
+                   (strand_mmio_mode_t)mmio_mode, cmd_qp->bf);
     tm->cmd_max       = ucs_min(max_ops, tm->cmd_sq.wqe_cnt);
     tm->rndv_hdr_len  = rndv_hdr_len;
     if (max_rndv_hdr_size < STRAND_TMH_SIZE + rndv_hdr_len) {

@@ -25,7 +25,7 @@
 void strand_txq_geometry(strand_iface_t *iface, strand_txq_t *dci)
 {
     strand_sq_init(&dci->sq, &dci->qp.dv, dci->qp.qpn,
-                   (strand_mmio_mode_t)iface->md->mmio_mode);
+                   (strand_mmio_mode_t)iface->md->mmio_mode, dci->qp.bf);
     dci->op_delta     = (uintptr_t)dci->ops - (uintptr_t)dci->sq.buf;
     dci->sq_tail      = 0;
     dci->moderation   = iface->tx_moderation;
@@ -148,17 +148,27 @@ void strand_txq_detach_qp(strand_iface_t *iface, strand_txq_t *dci)
 
 /* ------------------------------------------------ held doorbells */
 
+/* A QP's doorbells while held: the scratch record and register its WQEs
+ * ring, where the device's were, and the QP's kick (the device is not told
+ * meanwhile). */
+typedef struct strand_txq_held {
+    uint8_t              scratch[STRAND_SQ_HOLD_SIZE]; /* 64-byte aligned */
+    strand_sq_held_t     sq;
+    strand_dev_qp_kick_t kick;
+} strand_txq_held_t;
+
 ucs_status_t strand_txq_hold(strand_iface_t *iface, strand_txq_t *dci)
 {
-    if (ucs_posix_memalign(&dci->held_db, 64,
-                           STRAND_SQ_HOLD_SIZE(dci->sq.bf_size),
+    strand_txq_held_t *held;
+
+    if (ucs_posix_memalign((void**)&held, 64, sizeof(*held),
                            "strand_sq_held") != 0) {
-        dci->held_db = NULL;
         return UCS_ERR_NO_MEMORY;
     }
-    strand_sq_hold(&dci->sq, dci->held_db);
-    dci->held_kick = dci->qp.kick;
-    dci->qp.kick   = (dci->qp.kick != NULL) ? strand_dev_qp_kick_none : NULL;
+    strand_sq_hold(&dci->sq, &held->sq, held->scratch);
+    held->kick   = dci->qp.kick;
+    dci->qp.kick = (dci->qp.kick != NULL) ? strand_dev_qp_kick_none : NULL;
+    dci->held_db = held;
     ++iface->held_txqs;
     return UCS_OK;
 }
@@ -167,16 +177,18 @@ ucs_status_t strand_txq_hold(strand_iface_t *iface, strand_txq_t *dci)
  * in ERR flushes them). */
 void strand_txq_unhold(strand_iface_t *iface, strand_txq_t *dci)
 {
-    if (dci->held_db == NULL) {
+    strand_txq_held_t *held = dci->held_db;
+
+    if (held == NULL) {
         return;
     }
     ucs_assert(iface->held_txqs > 0);
     --iface->held_txqs;
-    dci->qp.kick = dci->held_kick;
-    if (strand_sq_release(&dci->sq, &dci->qp.dv)) {
+    dci->qp.kick = held->kick;
+    if (strand_sq_release(&dci->sq, &held->sq)) {
         strand_dev_qp_kick(&dci->qp);
     }
-    ucs_free(dci->held_db);
+    ucs_free(held);
     dci->held_db = NULL;
 }
 

@@ -831,7 +831,7 @@ ucs_status_t strand_rc_rndv_qp_add(strand_rc_rndv_t *rndv,
     rq->rts_table = rts_table;
     rq->rts_rkey  = rts_rkey;
     strand_sq_init(&rq->sq, &qp->dv, qp->qpn,
-                   (strand_mmio_mode_t)rndv->iface->md->mmio_mode);
+                   (strand_mmio_mode_t)rndv->iface->md->mmio_mode, qp->bf);
     rq->wqes = ucs_calloc(rq->sq.wqe_cnt, sizeof(*rq->wqes),
                           "strand_rc_rndv_wqes");
     if (rq->wqes == NULL) {

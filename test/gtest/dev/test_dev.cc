@@ -102,8 +102,7 @@ protected:
                             MLX5_WQE_CTRL_CQ_UPDATE, 0);
         strand_set_ctrl_stream(ctrl, stream);
         m_pi += strand_ds_to_bbs(ds);
-        strand_sq_ring_doorbell(m_dci.dv.dbrec, m_dci.dv.bf.reg, &m_bf_off,
-                                m_dci.dv.bf.size, m_pi, ctrl);
+        strand_bf_ring_doorbell(m_dci.dv.dbrec, m_dci.bf, m_pi, ctrl);
         if (m_dci.kick != nullptr) {
             m_dci.kick(m_dci.kick_arg);
         }
@@ -149,7 +148,7 @@ protected:
     strand_dev_mr_t         m_mr;
     void                   *m_buf = nullptr;
     bool                    m_dci_up = false;
-    uint32_t                m_pi = 0, m_ci = 0, m_bf_off = 0;
+    uint32_t                m_pi = 0, m_ci = 0;
     uint16_t                m_srq_head = 0, m_srq_posted = 0;
 };
 
@@ -268,7 +267,6 @@ TEST_F(dev_sim, user_index_is_the_first_free_slot)
     auto uidx_of_a_write = [&](const strand_dev_qp_t &qp) {
         m_dci    = qp;
         m_pi     = 0;
-        m_bf_off = 0;
         post(MLX5_OPCODE_RDMA_WRITE, 0, 8, 4096, m_mr.rkey);
         struct mlx5_cqe64 *cqe = next_cqe();
         EXPECT_NE(nullptr, cqe);

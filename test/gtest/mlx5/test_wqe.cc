@@ -474,34 +474,33 @@ TEST(wqe_doorbell, record_then_8_bytes_of_ctrl_then_offset_flips)
     __be32 dbrec[2] = {htobe32(0xdead), 0};
     alignas(64) uint8_t bf[512];
     memset(bf, 0, sizeof(bf));
-    uint32_t bf_offset = 0;
+    strand_bf_t reg;
+    strand_bf_init(&reg, bf, 256);
     struct mlx5_wqe_ctrl_seg c;
     strand_set_ctrl_seg(&c, 0, 0x0005, MLX5_OPCODE_SEND, 0x000abc, 2, 0x08, 0);
 
-    strand_sq_ring_doorbell(dbrec, bf, &bf_offset, 256, 0x10006, &c);
+    strand_bf_ring_doorbell(dbrec, &reg, 0x10006, &c);
     EXPECT_EQ(htobe32(0xdead), dbrec[MLX5_RCV_DBR]); /* untouched */
     EXPECT_EQ(htobe32(0x0006), dbrec[MLX5_SND_DBR]);  /* cur_post & 0xffff */
     EXPECT_EQ(0, memcmp(bf, &c, 8));
     EXPECT_EQ(std::vector<uint8_t>(8, 0), bytes(bf + 8, 8)); /* 8 bytes only */
-    EXPECT_EQ(256u, bf_offset);
+    EXPECT_EQ(256u, strand_bf_offset(&reg));
 
     strand_set_ctrl_seg(&c, 0, 0x0006, MLX5_OPCODE_RDMA_WRITE, 0x000abc, 3, 0,
                         0);
-    strand_sq_ring_doorbell(dbrec, bf, &bf_offset, 256, 0x10007, &c);
+    strand_bf_ring_doorbell(dbrec, &reg, 0x10007, &c);
     EXPECT_EQ(htobe32(0x0007), dbrec[MLX5_SND_DBR]);
     EXPECT_EQ(0, memcmp(bf + 256, &c, 8));
-    EXPECT_EQ(0u, bf_offset);
+    EXPECT_EQ(0u, strand_bf_offset(&reg));
 }
 
 TEST(wqe_doorbell, no_bf_register_writes_record_only)
 {
     __be32 dbrec[2] = {0, 0};
-    uint32_t bf_offset = 0;
     struct mlx5_wqe_ctrl_seg c;
     strand_set_ctrl_seg(&c, 0, 1, MLX5_OPCODE_SEND, 1, 2, 0, 0);
-    strand_sq_ring_doorbell(dbrec, nullptr, &bf_offset, 0, 2, &c);
+    strand_bf_ring_doorbell(dbrec, nullptr, 2, &c);
     EXPECT_EQ(htobe32(2), dbrec[MLX5_SND_DBR]);
-    EXPECT_EQ(0u, bf_offset);
 }
 
 /* ------------------------------------------------- send-queue object */
@@ -513,6 +512,7 @@ struct sq_fixture {
     alignas(64) uint8_t bf[512];
     __be32 dbrec[2] = {htobe32(0xdead), 0};
     struct mlx5dv_qp dv;
+    strand_bf_t reg;                    /* the register's shared state */
     strand_sq_t sq;
 
     sq_fixture(strand_mmio_mode_t mode, bool with_bf = true)
@@ -526,7 +526,8 @@ struct sq_fixture {
         dv.sq.stride  = 64;
         dv.bf.reg     = with_bf ? bf : nullptr;
         dv.bf.size    = 256;
-        strand_sq_init(&sq, &dv, 0xabc, mode);
+        strand_bf_init(&reg, bf, 256);
+        strand_sq_init(&sq, &dv, 0xabc, mode, &reg);
     }
 
     /* a WQE of `bbs` BBs filled with `fill` after its ctrl segment */
@@ -597,7 +598,8 @@ TEST(wqe_sq, bf_post_copies_the_wqe_across_the_wrap)
 
     sq_fixture g(STRAND_MMIO_MODE_BF_POST);
     g.dv.bf.size = 64;
-    strand_sq_init(&g.sq, &g.dv, 0xabc, STRAND_MMIO_MODE_BF_POST);
+    strand_bf_init(&g.reg, g.bf, 64);
+    strand_sq_init(&g.sq, &g.dv, 0xabc, STRAND_MMIO_MODE_BF_POST, &g.reg);
     c = g.post(2, 0x77);
     strand_sq_ring(&g.sq, c, 2);
     EXPECT_EQ(bytes(c, 8), bytes(g.bf, 8));
@@ -630,7 +632,46 @@ TEST(wqe_sq, auto_mode_and_no_register)
     EXPECT_EQ(STRAND_MMIO_MODE_DB, g.sq.mmio_mode);
     strand_sq_ring(&g.sq, g.post(1, 0x12), 1);
     EXPECT_EQ(htobe32(1), g.dbrec[MLX5_SND_DBR]);
-    EXPECT_EQ(256u, strand_sq_bf_offset(&g.sq));  /* alternates all the same */
+    EXPECT_EQ(0u, strand_sq_bf_offset(&g.sq));    /* no register, no halves */
+}
+
+/* The halves belong to the register (spec section 9): two send queues that
+ * ring one register alternate them between them, whichever rings (each
+ * starting at half 0 of its own, the second queue's first doorbell would
+ * go to the half the first one's just went to). */
+TEST(wqe_sq, queues_of_one_register_alternate_its_halves)
+{
+    sq_fixture a(STRAND_MMIO_MODE_DB);
+    sq_fixture b(STRAND_MMIO_MODE_DB);
+    b.dv.bf.reg = a.bf;
+    strand_sq_init(&b.sq, &b.dv, 0xabd, STRAND_MMIO_MODE_DB, &a.reg);
+    struct mlx5_wqe_ctrl_seg *c = a.post(1, 0x11);
+    strand_sq_ring(&a.sq, c, 1);
+    EXPECT_EQ(bytes(c, 8), bytes(a.bf, 8));
+    c = b.post(1, 0x22);
+    strand_sq_ring(&b.sq, c, 1);
+    EXPECT_EQ(bytes(c, 8), bytes(a.bf + 256, 8)) << "b wrote a's half";
+    c = a.post(1, 0x33);
+    strand_sq_ring(&a.sq, c, 1);
+    EXPECT_EQ(bytes(c, 8), bytes(a.bf, 8));
+    EXPECT_EQ(256u, strand_sq_bf_offset(&b.sq));
+}
+
+/* bf_post copies a WQE only when it is the only one since the last
+ * doorbell (rdma-core's rule): with two posted, the device must read both
+ * from the queue, and the doorbell is a plain one. */
+TEST(wqe_sq, bf_post_copies_only_a_single_new_wqe)
+{
+    sq_fixture f(STRAND_MMIO_MODE_BF_POST);
+    f.post(1, 0x11);
+    struct mlx5_wqe_ctrl_seg *c = f.post(1, 0x22);
+    strand_sq_ring(&f.sq, c, 1);
+    EXPECT_EQ(bytes(c, 8), bytes(f.bf, 8));
+    EXPECT_EQ(std::vector<uint8_t>(56, 0), bytes(f.bf + 8, 56))
+        << "a BlueFlame copy of the last of two new WQEs";
+    c = f.post(1, 0x33);
+    strand_sq_ring(&f.sq, c, 1);
+    EXPECT_EQ(bytes(c, 64), bytes(f.bf + 256, 64)); /* one: copied */
 }
 
 /* The trace line of a WQE says what its bytes say. */

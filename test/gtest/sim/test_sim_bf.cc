@@ -10,7 +10,7 @@
 #include "sim_fixture.h"
 
 extern "C" {
-#include "mlx5/doorbell.h"
+#include "mlx5/sq.h"
 }
 
 #include <atomic>
@@ -69,15 +69,14 @@ protected:
     {
         struct mlx5dv_qp dv;
         ASSERT_EQ(0, smlx5_qp_dv(qp, &dv));
-        uint32_t pi = 0, bf_off = 0;
+        uint32_t pi = 0;
         for (unsigned i = 0; (i < n) && !*stop; ++i) {
             auto *ctrl = (struct mlx5_wqe_ctrl_seg*)strand_sq_bb(
                     dv.sq.buf, dv.sq.wqe_cnt, pi);
             strand_set_ctrl_seg(ctrl, 0, pi & 0xffff, MLX5_OPCODE_NOP,
                                 smlx5_qp_num(qp), 1, 0, 0);
             ++pi;
-            strand_sq_ring_doorbell(dv.dbrec, dv.bf.reg, &bf_off, dv.bf.size,
-                                    pi, ctrl);
+            strand_bf_ring_doorbell(dv.dbrec, smlx5_qp_bf(qp), pi, ctrl);
             smlx5_qp_doorbell(qp);
         }
     }

@@ -305,14 +305,13 @@ static void post_raw_nop(smlx5_qp_t *qp, uint16_t stream = 0)
 {
     struct mlx5dv_qp dv;
     ASSERT_EQ(0, smlx5_qp_dv(qp, &dv));
-    uint32_t pi = be32toh(dv.dbrec[MLX5_SND_DBR]), bf_off = 0;
+    uint32_t pi = be32toh(dv.dbrec[MLX5_SND_DBR]);
     auto *ctrl = (struct mlx5_wqe_ctrl_seg*)strand_sq_bb(dv.sq.buf,
                                                          dv.sq.wqe_cnt, pi);
     strand_set_ctrl_seg(ctrl, 0, pi & 0xffff, MLX5_OPCODE_NOP,
                         smlx5_qp_num(qp), 1, MLX5_WQE_CTRL_CQ_UPDATE, 0);
     strand_set_ctrl_stream(ctrl, stream);
-    strand_sq_ring_doorbell(dv.dbrec, dv.bf.reg, &bf_off, dv.bf.size, pi + 1,
-                            ctrl);
+    strand_bf_ring_doorbell(dv.dbrec, smlx5_qp_bf(qp), pi + 1, ctrl);
     smlx5_qp_doorbell(qp);
 }
 

@@ -79,8 +79,8 @@ protected:
                             smlx5_qp_num(m_p[REQ]), ds,
                             MLX5_WQE_CTRL_CQ_UPDATE, 0);
         m_pi += strand_ds_to_bbs(ds);
-        strand_sq_ring_doorbell(m_dv.dbrec, m_dv.bf.reg, &m_bf_off,
-                                m_dv.bf.size, m_pi, ctrl);
+        strand_bf_ring_doorbell(m_dv.dbrec, smlx5_qp_bf(m_p[REQ]), m_pi,
+                                ctrl);
         smlx5_qp_doorbell(m_p[REQ]);
 
         struct mlx5_cqe64 *cqe = nullptr;
@@ -107,7 +107,7 @@ protected:
     smlx5_qp_t      *m_p[2];
     struct mlx5dv_qp m_dv;
     struct mlx5dv_cq m_cq;
-    uint32_t         m_pi = 0, m_ci = 0, m_bf_off = 0;
+    uint32_t         m_pi = 0, m_ci = 0;
 };
 
 TEST_F(sim_masked_atomics, cs32_swaps_masked_bits_when_masked_compare_matches)

@@ -258,9 +258,7 @@ TEST_F(sim_caps_profile, masked_atomic_without_the_cap_is_loc_qp_op_err)
     strand_set_ctrl_seg(ctrl, 0x09, 0, MLX5_OPCODE_ATOMIC_MASKED_FA,
                         smlx5_qp_num(m_qp[REQ]), 4, MLX5_WQE_CTRL_CQ_UPDATE,
                         0);
-    uint32_t bf_off = 0;
-    strand_sq_ring_doorbell(dv.dbrec, dv.bf.reg, &bf_off, dv.bf.size, 1,
-                            ctrl);
+    strand_bf_ring_doorbell(dv.dbrec, smlx5_qp_bf(m_qp[REQ]), 1, ctrl);
     smlx5_qp_doorbell(m_qp[REQ]);
     struct ibv_wc wc;
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
@@ -482,8 +480,7 @@ protected:
                             MLX5_OPCODE_RDMA_WRITE, smlx5_qp_num(dci), ds,
                             MLX5_WQE_CTRL_CQ_UPDATE, 0);
         m_dci_pi += strand_ds_to_bbs(ds);
-        strand_sq_ring_doorbell(dv.dbrec, dv.bf.reg, &m_bf_off, dv.bf.size,
-                                m_dci_pi, ctrl);
+        strand_bf_ring_doorbell(dv.dbrec, smlx5_qp_bf(dci), m_dci_pi, ctrl);
         smlx5_qp_doorbell(dci);
     }
 
@@ -496,7 +493,6 @@ protected:
 
     std::string m_fabric;
     uint32_t    m_dci_pi  = 0;
-    uint32_t    m_bf_off  = 0;
 
     /* A DCI WRITE whose AV (made by smlx5_create_av, then damaged) names no
      * port: the packet goes nowhere, the requester ends in RETRY_EXC_ERR and

@@ -87,8 +87,7 @@ protected:
         strand_set_ctrl_seg(ctrl, 0, (uint16_t)m_cur, opcode,
                             smlx5_qp_num(m_cmd), ds, 0, 0);
         ++m_cur;
-        strand_sq_ring_doorbell(m_dv.dbrec, m_dv.bf.reg, &m_bf_offset,
-                                m_dv.bf.size, m_cur, ctrl);
+        strand_bf_ring_doorbell(m_dv.dbrec, smlx5_qp_bf(m_cmd), m_cur, ctrl);
         smlx5_qp_doorbell(m_cmd);
     }
 
@@ -122,7 +121,7 @@ protected:
     smlx5_srq_t       *m_srq = nullptr;
     smlx5_qp_t        *m_cmd = nullptr;
     struct mlx5dv_qp   m_dv;
-    uint32_t           m_cur = 0, m_bf_offset = 0;
+    uint32_t           m_cur = 0;
 };
 
 /* spec section 4: "Requires an extended CQ (else EINVAL)"; the tag list is
