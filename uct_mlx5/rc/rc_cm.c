@@ -145,6 +145,13 @@ struct strand_rc_cm {
     int                             async_fd;  /* registered; -1: none */
     strand_rc_cm_news_t            *news;
     unsigned                        num_news, max_news;
+    ucs_spinlock_t                  news_lock; /* news, armed: the async
+                                                  thread adds, the worker's
+                                                  arm looks without the
+                                                  async context (whose
+                                                  events would otherwise
+                                                  be left to a worker
+                                                  about to sleep) */
     /* rc_strand's event fd: its completion channel and news_fd, so that
      * news found by the async thread wakes a worker sleeping in it */
     ucs_sys_event_set_t            *wait_set;
@@ -404,8 +411,9 @@ static void strand_rc_cm_peer_failed_now(strand_rc_cm_t *cm, uct_ep_h ep,
 
 /* A worker that sleeps in rc_strand's event fd (UCP's has it in its own
  * set) wakes: the interface has no asynchronous event callback to call
- * (UCT_IFACE_FLAG_EVENT_ASYNC_CB), its event fd tells of news. */
-static void strand_rc_cm_wake(strand_rc_cm_t *cm)
+ * (UCT_IFACE_FLAG_EVENT_ASYNC_CB), its event fd tells of news. The news
+ * lock held. */
+static void strand_rc_cm_wake_locked(strand_rc_cm_t *cm)
 {
     uint64_t one = 1;
 
@@ -418,18 +426,27 @@ static void strand_rc_cm_wake(strand_rc_cm_t *cm)
     }
 }
 
-/* News for the worker's thread (the lock held). Found by the async
- * thread, the worker is woken for it (UCP may sleep in its event fd). */
+static void strand_rc_cm_wake(strand_rc_cm_t *cm)
+{
+    ucs_spin_lock(&cm->news_lock);
+    strand_rc_cm_wake_locked(cm);
+    ucs_spin_unlock(&cm->news_lock);
+}
+
+/* News for the worker's thread. Found by the async thread, the worker is
+ * woken for it (UCP may sleep in its event fd). */
 static void strand_rc_cm_news_add(strand_rc_cm_t *cm,
                                   const strand_rc_cm_news_t *n)
 {
     strand_rc_cm_news_t *q;
     unsigned max;
 
+    ucs_spin_lock(&cm->news_lock);
     if (cm->num_news == cm->max_news) {
         max = ucs_max(16, cm->max_news * 2);
         q   = ucs_realloc(cm->news, max * sizeof(*q), "strand_rc_cm_news");
         if (q == NULL) {
+            ucs_spin_unlock(&cm->news_lock);
             ucs_error("%s: rc_strand: no memory for connection news",
                       cm->iface->dev->info.name);
             return;
@@ -439,8 +456,9 @@ static void strand_rc_cm_news_add(strand_rc_cm_t *cm,
     }
     cm->news[cm->num_news++] = *n;
     if (ucs_async_is_from_async(cm->async)) {
-        strand_rc_cm_wake(cm);
+        strand_rc_cm_wake_locked(cm);
     }
+    ucs_spin_unlock(&cm->news_lock);
 }
 
 /* A manager endpoint failed (from the manager interface's progress, which
@@ -780,24 +798,57 @@ ucs_status_t strand_rc_cm_check(strand_rc_cm_t *cm, strand_ep_t *ep,
 
 /* ------------------------------------------------------------- messages */
 
+static void strand_rc_cm_handle_rep(strand_rc_cm_t *cm, uint64_t conn_id,
+                                    const strand_rc_cm_msg_t *rep);
+static void strand_rc_cm_handle_disc(strand_rc_cm_t *cm, uint64_t conn_id,
+                                     const strand_rc_cm_msg_t *disc);
+static void strand_rc_cm_peer_failed_now(strand_rc_cm_t *cm, uct_ep_h ep,
+                                         ucs_status_t status);
+
+/* The news in order (the async context held); answers only: the others
+ * stay, in order. A handler may add news (a failure while connecting):
+ * they are taken in too. Returns how many were. */
+static unsigned strand_rc_cm_news_run(strand_rc_cm_t *cm, int answers_only)
+{
+    unsigned i = 0, kept = 0, done = 0;
+    strand_rc_cm_news_t n;
+
+    for (;;) {
+        ucs_spin_lock(&cm->news_lock);
+        if (i >= cm->num_news) {
+            cm->num_news = kept;
+            ucs_spin_unlock(&cm->news_lock);
+            return done;
+        }
+        n = cm->news[i++];
+        if (answers_only && (n.kind != STRAND_RC_CM_NEWS_REP)) {
+            cm->news[kept++] = n;
+            ucs_spin_unlock(&cm->news_lock);
+            continue;
+        }
+        ucs_spin_unlock(&cm->news_lock);
+        switch (n.kind) {
+        case STRAND_RC_CM_NEWS_REP:
+            strand_rc_cm_handle_rep(cm, n.conn_id, &n.msg);
+            break;
+        case STRAND_RC_CM_NEWS_DISC:
+            strand_rc_cm_handle_disc(cm, n.conn_id, &n.msg);
+            break;
+        default:
+            strand_rc_cm_peer_failed_now(cm, n.ep, n.status);
+            break;
+        }
+        ++done;
+    }
+}
+
 /* The answers the async thread left to the worker, in order (the async
  * context held; the post lock too, or the worker's thread). */
 void strand_rc_cm_answers_run(strand_rc_cm_t *cm)
 {
-    strand_rc_cm_news_t n;
-    unsigned i, kept = 0;
-
     __atomic_store_n(&strand_rc_iface(cm->iface)->rep_waiting, 0,
                      __ATOMIC_RELAXED);
-    for (i = 0; i < cm->num_news; ++i) {
-        n = cm->news[i];
-        if (n.kind == STRAND_RC_CM_NEWS_REP) {
-            strand_rc_cm_handle_rep(cm, n.conn_id, &n.msg);
-        } else {
-            cm->news[kept++] = n;
-        }
-    }
-    cm->num_news = kept;
+    strand_rc_cm_news_run(cm, 1);
 }
 
 void strand_rc_cm_answers_take(strand_rc_cm_t *cm)
@@ -895,27 +946,8 @@ void strand_rc_cm_show(strand_rc_cm_t *cm, ucs_string_buffer_t *strb)
 unsigned strand_rc_cm_progress(strand_rc_cm_t *cm)
 {
     unsigned count = uct_iface_progress(cm->dc);
-    strand_rc_cm_news_t n;
-    unsigned i;
 
-    /* in order; one may add more (a failure while connecting) */
-    for (i = 0; i < cm->num_news; ++i) {
-        n = cm->news[i];
-        switch (n.kind) {
-        case STRAND_RC_CM_NEWS_REP:
-            strand_rc_cm_handle_rep(cm, n.conn_id, &n.msg);
-            break;
-        case STRAND_RC_CM_NEWS_DISC:
-            strand_rc_cm_handle_disc(cm, n.conn_id, &n.msg);
-            break;
-        default:
-            strand_rc_cm_peer_failed_now(cm, n.ep, n.status);
-            break;
-        }
-    }
-    count        += cm->num_news;
-    cm->num_news  = 0;
-    return count;
+    return count + strand_rc_cm_news_run(cm, 0);
 }
 
 /* The manager interface's events, in the async thread (the async context
@@ -994,18 +1026,12 @@ static ucs_status_t strand_rc_cm_async_init(strand_rc_cm_t *cm)
     if (status != UCS_OK) {
         return status;
     }
-    /* a worker asleep in rc_strand's event fd wakes for the manager's
-     * messages: without an async thread its progress takes them in; with
-     * one, while the event waits unread (UCX's dispatch missed the async
-     * thread's turn and left it to the worker's progress) */
-    status = ucs_event_set_add(cm->wait_set, fd, UCS_EVENT_SET_EVREAD, NULL);
-    if (status != UCS_OK) {
-        return status;
-    }
     if (!strand_rc_cm_async_ok(cm->async)) {
         ucs_debug("%s: rc_strand: connection requests are answered from "
                   "progress only", cm->iface->dev->info.name);
-        return UCS_OK;
+        /* then they wake a worker sleeping in rc_strand's event fd */
+        return ucs_event_set_add(cm->wait_set, fd, UCS_EVENT_SET_EVREAD,
+                                 NULL);
     }
     status = ucs_async_set_event_handler(cm->async->mode, fd,
                                          UCS_EVENT_SET_EVREAD,
@@ -1044,25 +1070,28 @@ ucs_status_t strand_rc_cm_event_arm(strand_rc_cm_t *cm, unsigned events)
     uint64_t count;
     ucs_status_t status;
 
-    UCS_ASYNC_BLOCK(cm->async);
+    /* without the async context: its thread's turn is never missed
+     * because the worker is about to sleep (UCX's dispatch only tries it
+     * and leaves the event to the worker's progress) */
+    ucs_spin_lock(&cm->news_lock);
     if (read(cm->news_fd, &count, sizeof(count)) < 0) {
         /* EAGAIN: no news signalled */
     }
     if ((cm->num_news > 0) ||
         !ucs_mpmc_queue_is_empty(&cm->async->missed)) {
-        /* news, or a message the async thread could not take in: the
-         * worker's progress does (ucs_async_check_miss) */
+        /* news, or a message the async thread could not take in (the
+         * worker held the async context): the worker's progress does
+         * (ucs_async_check_miss) */
         status = UCS_ERR_BUSY;
     } else if (cm->async_fd < 0) {
         /* no async thread: the worker's sleep must see requests too */
         status = uct_iface_event_arm(cm->dc,
-                                           UCT_EVENT_SEND_COMP |
-                                           UCT_EVENT_RECV);
+                                     UCT_EVENT_SEND_COMP | UCT_EVENT_RECV);
     } else {
         status = UCS_OK;
     }
     cm->armed = (status == UCS_OK);
-    UCS_ASYNC_UNBLOCK(cm->async);
+    ucs_spin_unlock(&cm->news_lock);
     return status;
 }
 
@@ -1219,6 +1248,11 @@ ucs_status_t strand_rc_cm_open(strand_iface_t *iface, uct_worker_h worker,
     cm->async    = ucs_derived_of(worker, uct_priv_worker_t)->async;
     cm->async_fd = -1;
     cm->news_fd  = -1;
+    status       = ucs_spinlock_init(&cm->news_lock, 0);
+    if (status != UCS_OK) {
+        ucs_free(cm);
+        return status;
+    }
     kh_init_inplace(strand_rc_cm_peers, &cm->peers);
     kh_init_inplace(strand_rc_cm_conns, &cm->conns);
     kh_init_inplace(strand_rc_cm_responders, &cm->responders);
@@ -1292,5 +1326,6 @@ void strand_rc_cm_close(strand_rc_cm_t *cm)
     strand_rc_cm_wait_cleanup(cm);
     uct_iface_close(cm->dc);
     ucs_free(cm->news);
+    ucs_spinlock_destroy(&cm->news_lock);
     ucs_free(cm);
 }

@@ -41,6 +41,31 @@ protected:
         return connections(i).connected == n;
     }
 
+    /* B on a worker of its own whose interface answers connection
+     * requests from its progress only (no async thread: as with
+     * MLX5_SINGLE_THREADED=1), and an ep of A to it: it stays connecting
+     * until B progresses */
+    void open_pair_b_answers_when_progressed()
+    {
+        ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
+                                            &m_worker_b));
+        ASSERT_EQ(UCS_OK, open_iface(m_a));
+        set_env("MLX5_SINGLE_THREADED", "1");
+        ASSERT_EQ(UCS_OK, open_iface(m_b, m_worker_b));
+        set_env("MLX5_SINGLE_THREADED", "0");
+        m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+        ASSERT_NE(nullptr, m_ep);
+    }
+
+    /* both workers */
+    bool progress_both_until(const std::function<bool()> &cond)
+    {
+        return progress_with_until([this] {
+            uct_worker_progress(m_worker);
+            uct_worker_progress(m_worker_b);
+        }, cond, 10);
+    }
+
     /* wait for a zero-copy / fetching op's completion */
     ucs_status_t wait(ucs_status_t status, test_comp &c)
     {
@@ -82,20 +107,22 @@ TEST_F(rc_strand, connects_to_an_interface)
 /* A new ep takes work at once, as a QP wired when it was made would (what
  * UCX's uct suite and UCP expect of a new endpoint): the WQEs wait in its
  * queue, their doorbells held, until the connection manager has the
- * peer's QP, then they go, in order. The peer made a responder QP for
- * it. */
+ * peer's QP; then A's async thread connects the QP and rings them, in
+ * order, without A's progress (B is progressed alone: it answers the
+ * request and receives). The peer made a responder QP for it. */
 TEST_F(rc_strand, sends_go_before_the_connection_is_made)
 {
-    open_pair();
-    EXPECT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, 1, nullptr, 0));
+    open_pair_b_answers_when_progressed();
+    for (uint64_t seq = 1; seq <= 100; ++seq) {
+        ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, seq, nullptr, 0));
+    }
     conns c = connections(m_a);
     EXPECT_EQ(1u, c.connecting);
     EXPECT_EQ(0u, c.connected);
-    EXPECT_TRUE(m_b.am.msgs.empty());
-    for (uint64_t seq = 2; seq <= 100; ++seq) {
-        ASSERT_EQ(UCS_OK, am_short_retry(m_ep, seq));
-    }
-    ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 100; }));
+    ASSERT_TRUE(progress_with_until([&] { uct_worker_progress(m_worker_b); },
+                                    [&] { return m_b.am.msgs.size() == 100; },
+                                    10))
+        << m_b.am.msgs.size() << " of 100 arrived without A's progress";
     for (uint64_t seq = 1; seq <= 100; ++seq) {
         uint64_t hdr;
         memcpy(&hdr, m_b.am.msgs[seq - 1].data(), sizeof(hdr));
@@ -288,7 +315,7 @@ TEST_F(rc_strand, both_directions_and_disconnect)
  * the peer's responder goes too. */
 TEST_F(rc_strand, destroyed_while_connecting)
 {
-    open_pair_own_workers(); /* B answers only when it progresses */
+    open_pair_b_answers_when_progressed();
     EXPECT_EQ(1u, connections(m_a).connecting);
     uct_ep_destroy(m_ep);
     m_eps.clear();
@@ -409,10 +436,7 @@ TEST_F(rc_strand, peer_not_there)
  * (no error), and the peer's QP for it goes. */
 TEST_F(rc_strand, flush_cancel_while_connecting_takes_everything_back)
 {
-    ASSERT_EQ(UCS_OK, open_iface(m_a));
-    ASSERT_EQ(UCS_OK, open_iface(m_b));
-    m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
-    ASSERT_NE(nullptr, m_ep);
+    open_pair_b_answers_when_progressed();
     region local;
     reg(local, 64);
     uct_iov_t iov = {local.buf.data(), 64, local.memh, 0, 1};
@@ -440,8 +464,9 @@ TEST_F(rc_strand, flush_cancel_while_connecting_takes_everything_back)
     for (auto &c : z) {
         EXPECT_EQ(UCS_ERR_CANCELED, c.status);
     }
-    /* the answer comes, is not connected to, and its QP is given back */
-    ASSERT_TRUE(progress_until([&] {
+    /* B answers, the answer is not connected to, and its QP is given
+     * back */
+    ASSERT_TRUE(progress_both_until([&] {
         return (connections(m_a).connecting == 0) &&
                (connections(m_b).responders == 0);
     }));
