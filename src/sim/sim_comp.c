@@ -185,10 +185,13 @@ static void sim_comp_flush_done_after(smlx5_qp_t *qp, const sim_wqe_t *w,
 void sim_comp_wqe_failed(smlx5_qp_t *qp, sim_wqe_t *w)
 {
     /* a stream error fails only its stream; a WQE whose id is no channel
-     * of the DCI has no stream to fail: the DCI fails as a whole */
-    bool streams = (qp->type == SMLX5_QPT_DCI) && (qp->log_num_errored > 0) &&
-                   ((w->stream >> qp->log_num_concurent) == 0);
+     * of the DCI has no stream to fail, and a malformed one (no room for
+     * its address vector, say) is no error of a transfer: the DCI fails
+     * as a whole */
     uint8_t status = w->status;
+    bool streams   = (qp->type == SMLX5_QPT_DCI) && (qp->log_num_errored > 0) &&
+                     ((w->stream >> qp->log_num_concurent) == 0) &&
+                     (status != MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
     bool was_sent  = (w->state == SIM_WQE_SENT);
     int fi         = w->flow;
     uint32_t bb;

@@ -350,19 +350,22 @@ static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
     if (ret != 0) {
         return ret;
     }
-    if (w->opcode == MLX5_OPCODE_NOP) {
-        return 0;
-    }
-
     if (qp->type == SMLX5_QPT_DCI) {
-        av = sim_sq_unit(qp, bb, 1);
-        dc->dc_key = be64toh(av->key.dc_key);
-        dc->dctn   = be32toh(av->dqp_dct) & 0xffffff;
-        dc->dlid   = sim_av_route(qp->ctx, av);
-        unit      += (be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) ? 3 : 1;
+        /* every WQE of a DCI carries its address vector, a NOP included
+         * (UCX's NOPs do): a ds without room for it is a malformed WQE */
+        av    = sim_sq_unit(qp, bb, 1);
+        unit += (be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) ? 3 : 1;
         if (unit > ds) {
             return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
         }
+        if (w->opcode != MLX5_OPCODE_NOP) {
+            dc->dc_key = be64toh(av->key.dc_key);
+            dc->dctn   = be32toh(av->dqp_dct) & 0xffffff;
+            dc->dlid   = sim_av_route(qp->ctx, av);
+        }
+    }
+    if (w->opcode == MLX5_OPCODE_NOP) {
+        return 0;
     }
 
     switch (w->opcode) {

@@ -747,7 +747,8 @@ ucs_status_t strand_ep_flush(uct_ep_h tl_ep, unsigned flags,
     ctrl    = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
     op.type = STRAND_OP_PLAIN;
     op.comp = comp;
-    strand_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_NOP, 0, 1, 0, &op);
+    strand_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_NOP, 0, 1 + ep->av_ds,
+                   0, &op);
     (void)status;
     return UCS_INPROGRESS;
 }

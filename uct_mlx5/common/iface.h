@@ -483,6 +483,14 @@ typedef struct strand_iface {
     uint32_t              tx_beat;       /* moves on where a refused short
                                             post may go through now
                                             (iface.h, refusals) */
+    struct mlx5_wqe_av    nop_av;        /* the address part of a WQE
+                                            that goes nowhere (the NOP a
+                                            send queue posts for a CQE):
+                                            every WQE of a DCI carries
+                                            one; the transport's own
+                                            (dc_strand: its DCT) */
+    uint8_t               nop_av_ds;     /* its 16-byte units; 0: none
+                                            (connected QPs) */
     unsigned              tx_moderation; /* a CQE per this many WQEs at
                                             least (1: every WQE) */
     uint8_t               repost_pending;/* held WQEs wait for room */

@@ -342,11 +342,14 @@ ucs_status_t strand_txq_signal_tail(strand_iface_t *iface,
         return UCS_ERR_NO_RESOURCE;
     }
     strand_txq_slot(dci, &slot);
-    strand_sq_set_ctrl(&dci->sq, slot.ctrl, 0, MLX5_OPCODE_NOP, 1,
-                       strand_txq_ce(dci, 1), 0);
+    /* with an address part where the queue's WQEs carry one (a DCI's
+     * every WQE must: a NIC fails one without) */
+    strand_txq_set_av(slot.ctrl, &iface->nop_av, iface->nop_av_ds);
+    strand_sq_set_ctrl(&dci->sq, slot.ctrl, 0, MLX5_OPCODE_NOP,
+                       1 + iface->nop_av_ds, strand_txq_ce(dci, 1), 0);
     strand_set_ctrl_stream(slot.ctrl, dci->lanes[i].id);
     STRAND_IFACE_STAT(iface, TX_TAIL_NOP, 1);
-    strand_txq_log_tx(dci, slot.ctrl, 0);
+    strand_txq_log_tx(dci, slot.ctrl, iface->nop_av_ds);
     /* nobody's: it only retires the WQEs before it */
     strand_txq_claim_light(dci, &slot, 1, NULL,
                               strand_op_light_kind(i, MLX5_OPCODE_NOP));

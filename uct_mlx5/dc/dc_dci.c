@@ -7,6 +7,7 @@
 #endif
 
 #include "dc_dci.h"
+#include "uct_mlx5/common/port_addr.h"
 #include "dc_policy.h"
 #include "uct_mlx5/common/iface_class.h"
 
@@ -21,6 +22,9 @@ static ucs_status_t strand_dc_dct_open(strand_dc_iface_t *iface)
 {
     strand_dev_t *dev = iface->super.dev;
     strand_dev_dct_attr_t dct_attr;
+    strand_port_addr_t self;
+    ucs_status_t status;
+    unsigned av_size = 0;
     int err;
 
     memset(&dct_attr, 0, sizeof(dct_attr));
@@ -36,7 +40,13 @@ static ucs_status_t strand_dc_dct_open(strand_dc_iface_t *iface)
         return strand_errno_status(err);
     }
     iface->have_dct = 1;
-    return UCS_OK;
+    /* the NOPs of its DCIs name it: an address that goes nowhere (a NOP
+     * sends nothing), as every DCI WQE must carry one */
+    strand_port_addr_pack(&iface->super, &self);
+    status = strand_port_addr_make_av(&iface->super, &self, iface->dct.qpn,
+                                      &iface->super.nop_av, &av_size);
+    iface->super.nop_av_ds = (uint8_t)(av_size / STRAND_WQE_DS);
+    return status;
 }
 
 static ucs_status_t strand_dc_dci_create(strand_iface_t *iface,

@@ -300,26 +300,31 @@ TEST_F(sim_errors, rnr_then_receive_posted_completes)
 
 /* A signaled NOP at the send queue's producer index (read from its
  * doorbell record: the WRs before it were posted with smlx5_post_send),
- * on DCI stream `stream`, and the doorbell. */
-static void post_raw_nop(smlx5_qp_t *qp, uint16_t stream = 0)
+ * on DCI stream `stream`, and the doorbell. On a DCI with a base address
+ * vector (every DCI WQE carries one, a NOP included) unless `no_av`. */
+static void post_raw_nop(smlx5_qp_t *qp, uint16_t stream = 0,
+                         bool dci = false, bool no_av = false)
 {
     struct mlx5dv_qp dv;
     ASSERT_EQ(0, smlx5_qp_dv(qp, &dv));
     uint32_t pi = be32toh(dv.dbrec[MLX5_SND_DBR]);
     auto *ctrl = (struct mlx5_wqe_ctrl_seg*)strand_sq_bb(dv.sq.buf,
                                                          dv.sq.wqe_cnt, pi);
+    unsigned ds = 1;
+    if (dci && !no_av) {
+        struct mlx5_wqe_av *av = (struct mlx5_wqe_av*)(ctrl + 1);
+        memset(av, 0, 16); /* a base AV (no DCT: a NOP goes nowhere) */
+        ds += 1;
+    } else if (dci) {
+        memset(ctrl + 1, 0, 48); /* nothing of an AV after the ctrl */
+    }
     strand_set_ctrl_seg(ctrl, 0, pi & 0xffff, MLX5_OPCODE_NOP,
-                        smlx5_qp_num(qp), 1, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+                        smlx5_qp_num(qp), ds, MLX5_WQE_CTRL_CQ_UPDATE, 0);
     strand_set_ctrl_stream(ctrl, stream);
     strand_bf_ring_doorbell(dv.dbrec, smlx5_qp_bf(qp), pi + 1, ctrl);
     smlx5_qp_doorbell(qp);
 }
 
-/* A NOP behind a WRITE whose peer never answers: the device is done with
- * the NOP when it fetches it, but completions come in send-queue order,
- * and the WRITE's error puts the QP in ERR before the NOP's turn: it is
- * flushed, as a NIC flushes every WR it has not completed (a flush's NOP
- * must not say "done" for a message that never arrived). */
 TEST_F(sim_errors, nop_behind_a_failed_write_is_flushed)
 {
     smlx5_qp_t *q = create_rc_qp(m_scq[REQ], m_rcq[REQ]);
@@ -549,8 +554,8 @@ TEST_F(sim_dci_streams, nop_behind_a_failed_stream_write_is_flushed)
     smlx5_qp_t *dci = create_dci(2, 1);
     ASSERT_NE(nullptr, dci);
     post_dc(dci, 1, 1, rkey(RESP), 0, smlx5_dct_num(m_dct) + 1000);
-    ASSERT_NO_FATAL_FAILURE(post_raw_nop(dci, 1));
-    ASSERT_NO_FATAL_FAILURE(post_raw_nop(dci, 2));
+    ASSERT_NO_FATAL_FAILURE(post_raw_nop(dci, 1, true));
+    ASSERT_NO_FATAL_FAILURE(post_raw_nop(dci, 2, true));
     struct ibv_wc wc;
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc, 5000));
     EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
@@ -559,6 +564,22 @@ TEST_F(sim_dci_streams, nop_behind_a_failed_stream_write_is_flushed)
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc, 5000));
     EXPECT_EQ(IBV_WC_SUCCESS, wc.status) << "the NOP of stream 2";
     EXPECT_EQ(IBV_QPS_RTS, state(dci));
+}
+
+/* Spec section 9: every WQE of a DCI carries its address vector, a NOP
+ * included, and its ds counts it. A NOP of ds 1 on a DCI is a malformed
+ * WQE: LOC_QP_OP_ERR (the syndrome of a WQE the NIC cannot parse), and
+ * the DCI goes to ERR (a NIC does not tell a stream's from such an
+ * error). */
+TEST_F(sim_dci_streams, a_nop_without_its_address_vector_fails_the_dci)
+{
+    smlx5_qp_t *dci = create_dci(2, 1);
+    ASSERT_NE(nullptr, dci);
+    ASSERT_NO_FATAL_FAILURE(post_raw_nop(dci, 1, true, true));
+    struct ibv_wc wc;
+    ASSERT_TRUE(poll_one(m_scq[REQ], &wc, 5000));
+    EXPECT_EQ(IBV_WC_LOC_QP_OP_ERR, wc.status);
+    EXPECT_EQ(IBV_QPS_ERR, state(dci));
 }
 
 /* Spec section 5: "2^log_num_concurent streams are processed in
