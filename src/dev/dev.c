@@ -82,15 +82,18 @@ int strand_dev_pick_gid(void *ctx, strand_dev_query_gid_ex_t query,
     return (best > 0) ? 0 : ENODATA;
 }
 
-void strand_dev_set_path(const strand_dev_t *dev, struct ibv_ah_attr *ah)
+void strand_dev_set_path(const strand_dev_t *dev,
+                         const strand_dev_path_t *path,
+                         struct ibv_ah_attr *ah)
 {
     ah->port_num = dev->caps.port_num;
+    ah->sl       = path->sl;
     if (dev->caps.link_layer == IBV_LINK_LAYER_ETHERNET) {
         /* RoCE: every path carries a GRH from the chosen GID */
         ah->is_global         = 1;
         ah->grh.sgid_index    = dev->caps.gid_index;
         ah->grh.hop_limit     = 255;
-        ah->grh.traffic_class = 0;
+        ah->grh.traffic_class = path->tclass;
     }
 }
 
@@ -116,7 +119,7 @@ int strand_dev_rc_rtr_attr(const strand_dev_t *dev,
     a->rq_psn             = 0;
     a->max_dest_rd_atomic = attr->max_rd_atomic;
     a->min_rnr_timer      = attr->min_rnr_timer;
-    strand_dev_set_path(dev, &a->ah_attr);
+    strand_dev_set_path(dev, &attr->path, &a->ah_attr);
     a->ah_attr.dlid       = dest->lid;
     if (a->ah_attr.is_global) {
         a->ah_attr.grh.dgid = dest->gid;

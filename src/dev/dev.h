@@ -93,6 +93,13 @@ typedef struct strand_dev_caps {
      * none) and RC QPs that stop in SQD on a bad block */
     struct mlx5dv_sig_caps sig_caps;
     int           sig_pipelining;
+    /* DEVX commands work (a DCI stream reset is one, as tag matching's
+     * command QP and the HCA capability queries need them) */
+    int           devx;
+    /* the port's configured global traffic class (RoCE: sysfs
+     * tc/<port>/traffic_class, "Global tclass=N", as rdma-core and UCX
+     * read it); -1: none configured */
+    int           port_tclass;
 } strand_dev_caps_t;
 
 /* How fast the device is, for the transport's estimates (what UCP's
@@ -189,6 +196,16 @@ typedef struct strand_dev_qp {
                                      it (strand_dev_bf); NULL: none */
 } strand_dev_qp_t;
 
+/* What every packet of a queue carries for the fabric's quality of
+ * service: the service level (InfiniBand: the LRH's SL, in the AV and the
+ * QP's path; RoCE: the priority) and the GRH's traffic class (RoCE: DSCP
+ * << 2 | ECN; 106 is DSCP 26 with ECN, the class lossless RoCE fabrics
+ * run PFC on, UCX's default there). */
+typedef struct strand_dev_path {
+    uint8_t sl;
+    uint8_t tclass;
+} strand_dev_path_t;
+
 typedef struct strand_dev_dci_attr {
     strand_dev_td_t *td;                 /* its BlueFlame register's */
     strand_dev_cq_t *send_cq;
@@ -199,6 +216,7 @@ typedef struct strand_dev_dci_attr {
     uint8_t          log_num_errored;
     /* RTR/RTS attributes */
     uint8_t          timeout, retry_cnt, rnr_retry, max_rd_atomic;
+    strand_dev_path_t path;
 } strand_dev_dci_attr_t;
 
 /* A tag-matching SRQ (IBV_SRQT_TM): its tag list and the command QP its
@@ -217,6 +235,7 @@ typedef struct strand_dev_dct_attr {
     uint8_t           min_rnr_timer;
     uint8_t           scatter_to_cqe; /* small messages may land in the
                                          CQE (else they never do) */
+    strand_dev_path_t path;        /* of its responses */
 } strand_dev_dct_attr_t;
 
 /* An indirect mkey (mlx5dv_create_mkey): zero-based, its layout a list of
@@ -242,6 +261,7 @@ typedef struct strand_dev_rc_attr {
     /* RTR/RTS attributes */
     uint8_t           timeout, retry_cnt, rnr_retry, max_rd_atomic;
     uint8_t           min_rnr_timer;
+    strand_dev_path_t path;
 } strand_dev_rc_attr_t;
 
 /* Where an RC QP connects: the peer QP and its port (LID on InfiniBand,
@@ -361,6 +381,10 @@ struct strand_dev_ops {
      * errno. The software device measures itself on the first call in a
      * process (a few ms). */
     int  (*query_perf)(strand_dev_t *dev, strand_dev_perf_t *perf);
+    /* The packets the port received, by SL and by GRH traffic class (what
+     * a switch's QoS sees of them); NULL: not counted (a NIC's port
+     * counters go by virtual lane, not SL). */
+    void (*rx_qos)(strand_dev_t *dev, uint64_t sl[16], uint64_t tclass[256]);
 
     /* Device progress hook for CQ polling; NULL on hardware. */
     void (*progress)(strand_dev_t *dev);
@@ -412,7 +436,9 @@ typedef int (*strand_dev_query_gid_ex_t)(void *ctx, uint8_t port,
 int  strand_dev_pick_gid(void *ctx, strand_dev_query_gid_ex_t query,
                          uint8_t port, int link_layer, int gid_tbl_len,
                          uint8_t *index_p, union ibv_gid *gid_p);
-void strand_dev_set_path(const strand_dev_t *dev, struct ibv_ah_attr *ah);
+void strand_dev_set_path(const strand_dev_t *dev,
+                         const strand_dev_path_t *path,
+                         struct ibv_ah_attr *ah);
 /* The largest MTU enum the port allows. */
 enum ibv_mtu strand_dev_path_mtu(const strand_dev_t *dev);
 /* The INIT -> RTR and RTR -> RTS transitions of an RC QP towards `dest`

@@ -352,7 +352,7 @@ static int dev_hw_dci_to_rts(strand_dev_t *dev, struct ibv_qp *qp,
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RTR;
     a.path_mtu = strand_dev_path_mtu(dev);
-    strand_dev_set_path(dev, &a.ah_attr);
+    strand_dev_set_path(dev, &attr->path, &a.ah_attr);
     ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV);
     if (ret != 0) {
         return ret;
@@ -516,7 +516,7 @@ static int dev_hw_create_dct(strand_dev_t *dev,
         a.qp_state         = IBV_QPS_RTR;
         a.min_rnr_timer    = attr->min_rnr_timer;
         a.path_mtu         = strand_dev_path_mtu(dev);
-        strand_dev_set_path(dev, &a.ah_attr);
+        strand_dev_set_path(dev, &attr->path, &a.ah_attr);
         ret = ibv_modify_qp(iqp, &a, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER |
                                      IBV_QP_AV | IBV_QP_PATH_MTU);
     }
@@ -1085,6 +1085,7 @@ const strand_dev_ops_t strand_dev_hw_ops = {
     .destroy_mkey        = dev_hw_destroy_mkey,
     .mkey_configure      = dev_hw_mkey_configure,
     .query_perf          = dev_hw_query_perf,
+    .rx_qos              = NULL,
     .progress            = NULL,
     .get_async_event     = dev_hw_get_async_event,
 };

@@ -44,6 +44,31 @@ static uint16_t dev_hw_be16_at(const uint8_t *p)
 }
 
 /* Atomic capabilities through DEVX (what UCX reads too). 0 when known. */
+/* The port's global traffic class as the kernel's mlx5 driver shows it
+ * (/sys/class/infiniband/<dev>/tc/<port>/traffic_class: "Global
+ * tclass=N", what rdma-core and UCX read); -1 when it says none. */
+static int dev_hw_port_tclass(const strand_dev_t *dev, unsigned port)
+{
+    char path[sizeof(dev->info.sysfs_path) + 32], buf[64];
+    unsigned long tclass;
+    size_t n;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/tc/%u/traffic_class",
+             dev->info.sysfs_path, port);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return -1;
+    }
+    n      = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    if ((sscanf(buf, "Global tclass=%lu", &tclass) != 1) || (tclass > 255)) {
+        return -1;
+    }
+    return (int)tclass;
+}
+
 static int dev_hw_query_atomics_devx(dev_hw_t *h, strand_dev_caps_t *caps)
 {
     uint8_t in[16], out[DEV_HW_CAP_OUT_HDR + DEV_HW_CAP_SIZE];
@@ -242,5 +267,7 @@ int strand_dev_hw_query_caps(strand_dev_t *dev)
     }
     caps->max_inline = dev_hw_probe_max_inline(h, (caps->max_sge < 16) ?
                                                   caps->max_sge : 16);
+    caps->devx        = h->devx;
+    caps->port_tclass = dev_hw_port_tclass(dev, DEV_HW_PORT);
     return 0;
 }

@@ -125,6 +125,8 @@ static int dev_sim_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
     dev->caps.max_rd_atomic    = caps.attr.max_qp_rd_atom;
     dev->caps.sig_caps         = caps.sig_caps;
     dev->caps.sig_pipelining   = !!(caps.flags & SMLX5_CAP_SIG_PIPELINING);
+    dev->caps.devx             = caps.devx;
+    dev->caps.port_tclass      = caps.port_tclass;
     dev->async_fd              = smlx5_async_fd(s->ctx);
     /* the software device is on no bus: every CPU is as near as any */
     strand_dev_locality_all(&dev->locality);
@@ -373,7 +375,7 @@ static int dev_sim_dci_to_rts(strand_dev_t *dev, smlx5_qp_t *qp,
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RTR;
     a.path_mtu = strand_dev_path_mtu(dev);
-    strand_dev_set_path(dev, &a.ah_attr);
+    strand_dev_set_path(dev, &attr->path, &a.ah_attr);
     ret = smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV);
     if (ret != 0) {
         return ret;
@@ -454,7 +456,7 @@ static int dev_sim_create_dct(strand_dev_t *dev,
         a.qp_state         = IBV_QPS_RTR;
         a.min_rnr_timer    = attr->min_rnr_timer;
         a.path_mtu         = strand_dev_path_mtu(dev);
-        strand_dev_set_path(dev, &a.ah_attr);
+        strand_dev_set_path(dev, &attr->path, &a.ah_attr);
         ret = smlx5_modify_qp(sqp, &a, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER |
                                        IBV_QP_AV | IBV_QP_PATH_MTU);
     }
@@ -708,6 +710,12 @@ static int dev_sim_query_perf(strand_dev_t *dev, strand_dev_perf_t *perf)
     return 0;
 }
 
+static void dev_sim_rx_qos(strand_dev_t *dev, uint64_t sl[16],
+                           uint64_t tclass[256])
+{
+    smlx5_rx_qos_counts(((dev_sim_t*)dev->priv)->ctx, sl, tclass);
+}
+
 const strand_dev_ops_t strand_dev_sim_ops = {
     .name                = "sim",
     .list                = dev_sim_list,
@@ -741,6 +749,7 @@ const strand_dev_ops_t strand_dev_sim_ops = {
     .mkey_configure      = dev_sim_mkey_configure,
     .dci_stream_id_reset = dev_sim_dci_stream_id_reset,
     .query_perf          = dev_sim_query_perf,
+    .rx_qos              = dev_sim_rx_qos,
     .progress            = dev_sim_progress,
     .get_async_event     = dev_sim_get_async_event,
 };

@@ -81,8 +81,11 @@ typedef struct sim_pkt {
     uint8_t  atomic_op;     /* SIM_ATOMIC_*; RNR NAK: min_rnr_timer */
     uint16_t slid;
     uint16_t payload_len;
-    uint32_t dqpn;          /* destination QP number or DCT number */
-    uint32_t sqpn;          /* source QP number */
+    uint32_t dqpn : 24;     /* destination QP number or DCT number */
+    uint32_t sl : 8;        /* service level (IB: the LRH's; RoCE: the
+                               priority) */
+    uint32_t sqpn : 24;     /* source QP number */
+    uint32_t tclass : 8;    /* the GRH's traffic class (0 without one) */
     uint32_t psn;
     uint32_t imm;           /* as in the WQE (network order) */
     uint32_t rkey;          /* RETH */

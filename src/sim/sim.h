@@ -94,6 +94,12 @@ typedef struct sim_config {
     uint8_t  dci_log_concurent;   /* DCI stream caps */
     uint8_t  dci_log_errored;
     uint8_t  link_layer;          /* STRAND_SIM_LINK_LAYER: IBV_LINK_LAYER_* */
+    bool     devx;                /* DEVX commands (the DCI stream reset
+                                     is one): 0 as under a kernel or
+                                     permissions that refuse them */
+    int      port_tclass;         /* the port's configured traffic class
+                                     (what sysfs tc/1/traffic_class says
+                                     on a host); -1: none */
     /* fault injection: STRAND_SIM_FAULTS (see sim_fault.c) */
     uint32_t drop_ppm, dup_ppm, corrupt_ppm, delay_ppm;
     uint64_t delay_ns;
@@ -290,10 +296,12 @@ typedef struct sim_wqe {
     uint8_t   atomic_op, atomic_size;
     uint64_t  swap_add, compare, swap_mask, compare_mask;
     uint64_t  fetched;            /* the original value */
-    /* --- DCI only: the target from the AV */
+    /* --- DCI only: the target from the AV (and its SL and GRH traffic
+     * class, which its packets carry) */
     uint16_t  dlid;
     uint32_t  dqpn;
     uint64_t  dc_key;
+    uint8_t   sl, tclass;
     /* --- to_cqe only */
     uint8_t   cqe_data[64];
     /* --- via_mkey only */
@@ -405,6 +413,10 @@ struct smlx5_qp {
     int               access_flags;
     uint32_t          path_mtu;       /* bytes */
     uint16_t          dlid;           /* RC (Ethernet: resolved from dgid) */
+    uint8_t           path_sl;        /* RC, DCT: the SL and the GRH's */
+    uint8_t           path_tclass;    /* traffic class of the path (what
+                                         its packets, a DCT's responses,
+                                         carry) */
     uint32_t          dest_qpn;       /* RC */
     uint32_t          rq_psn, sq_psn;
     uint8_t           timeout, retry_cnt, rnr_retry, min_rnr_timer;
@@ -536,7 +548,9 @@ struct smlx5_context {
     atomic_uint       next_bfreg;
     atomic_uint       next_tdreg;     /* numbers, for messages */
     atomic_ullong     bf_conflicts;
-    atomic_ullong     bf_lost;        /* doorbells written to the half of
+    atomic_ullong     bf_lost;
+    atomic_ullong     rx_sl[16];      /* packets received, by SL */
+    atomic_ullong     rx_tclass[256]; /* ... by GRH traffic class */        /* doorbells written to the half of
                                          a register its last one went to */
 
     pthread_t         thread;
@@ -617,6 +631,10 @@ uint16_t sim_gid_to_lid(const smlx5_context_t *ctx, const uint8_t raw[16]);
  * port owning rgid if the AV is extended and rmac is that port's MAC;
  * 0 (nowhere: the requester times out) otherwise. */
 uint16_t sim_av_route(const smlx5_context_t *ctx, const struct mlx5_wqe_av *av);
+/* The SL and GRH traffic class an AV gives its packets (0 without a
+ * GRH) */
+void     sim_av_qos(const smlx5_context_t *ctx, const struct mlx5_wqe_av *av,
+                    uint8_t *sl, uint8_t *tclass);
 /* The MAC of the port with `lid` is `mac`. */
 bool     sim_lid_has_mac(uint16_t lid, const uint8_t mac[6]);
 /* An ibv_ah_attr this port accepts (port, GRH, sgid index): 0 or EINVAL. */

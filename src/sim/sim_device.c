@@ -75,6 +75,8 @@ typedef enum sim_cap_key {
     SIM_CAP_TM_MAX_NUM_TAGS,
     SIM_CAP_SIGNATURE,
     SIM_CAP_SIG_PIPELINING,
+    SIM_CAP_DEVX,
+    SIM_CAP_TRAFFIC_CLASS,
     SIM_CAP_NUM_KEYS
 } sim_cap_key_t;
 
@@ -92,6 +94,8 @@ static const struct {
     [SIM_CAP_TM_MAX_NUM_TAGS]   = {"tm_max_num_tags", 0, SIM_TM_MAX_TAGS},
     [SIM_CAP_SIGNATURE]         = {"signature", 0, 1},
     [SIM_CAP_SIG_PIPELINING]    = {"sig_pipelining", 0, 1},
+    [SIM_CAP_DEVX]              = {"devx", 0, 1},
+    [SIM_CAP_TRAFFIC_CLASS]     = {"traffic_class", 0, 255},
 };
 
 static void sim_cap_set(sim_config_t *cfg, sim_cap_key_t key, uint32_t v)
@@ -106,6 +110,8 @@ static void sim_cap_set(sim_config_t *cfg, sim_cap_key_t key, uint32_t v)
     case SIM_CAP_TM_MAX_NUM_TAGS:   cfg->tm_max_num_tags   = v;  break;
     case SIM_CAP_SIGNATURE:         cfg->signature         = v;  break;
     case SIM_CAP_SIG_PIPELINING:    cfg->sig_pipelining    = v;  break;
+    case SIM_CAP_DEVX:              cfg->devx              = v;  break;
+    case SIM_CAP_TRAFFIC_CLASS:     cfg->port_tclass       = (int)v; break;
     default:                        cfg->scatter_dct       = v;  break;
     }
 }
@@ -126,6 +132,8 @@ static void sim_caps_defaults(sim_config_t *cfg)
     cfg->dci_log_errored   = 3;
     cfg->tm_max_num_tags   = SIM_TM_MAX_TAGS;
     cfg->link_layer        = IBV_LINK_LAYER_INFINIBAND;
+    cfg->devx              = true;
+    cfg->port_tclass       = -1;
 }
 
 /* One key=value of STRAND_SIM_CAPS; 0 or EINVAL (said on stderr). */
@@ -147,7 +155,8 @@ static int sim_cap_parse_one(sim_config_t *cfg, char *tok)
         fprintf(stderr, "smlx5: STRAND_SIM_CAPS: unknown key '%s' (known: "
                 "masked_atomics, atomic_mode8b, max_inline, max_sge, "
                 "dci_log_concurent, dci_log_errored, scatter_dct, "
-                "tm_max_num_tags, signature, sig_pipelining)\n", tok);
+                "tm_max_num_tags, signature, sig_pipelining, devx, "
+                "traffic_class)\n", tok);
         return EINVAL;
     }
     v = (val != NULL) ? strtoul(val, &end, 0) : 0;
@@ -538,6 +547,8 @@ int smlx5_query_device(smlx5_context_t *ctx, smlx5_device_caps_t *caps)
     caps->max_mtu              = ctx->cfg.mtu;
     caps->dci_max_log_num_concurent = ctx->cfg.dci_log_concurent;
     caps->dci_max_log_num_errored   = ctx->cfg.dci_log_errored;
+    caps->devx                      = ctx->cfg.devx;
+    caps->port_tclass               = ctx->cfg.port_tclass;
     caps->tm_max_num_tags      = ctx->cfg.tm_max_num_tags;
     caps->tm_max_ops           = SIM_TM_MAX_OPS;
     caps->tm_max_sge           = 1;
@@ -771,6 +782,21 @@ uint16_t sim_av_route(const smlx5_context_t *ctx, const struct mlx5_wqe_av *av)
     }
     lid = sim_gid_lid(ctx, av->rgid);
     return sim_lid_has_mac(lid, av->rmac) ? lid : 0;
+}
+
+void sim_av_qos(const smlx5_context_t *ctx, const struct mlx5_wqe_av *av,
+                uint8_t *sl, uint8_t *tclass)
+{
+    bool grh = sim_port_is_eth(ctx) ?
+               !!(be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) :
+               ((be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) &&
+                (be32toh(av->grh_gid_fl) & (1u << 30)));
+
+    /* as mlx5_create_ah lays them out: the SL in bits 3:0 on InfiniBand,
+     * bits 3:1 on Ethernet (the priority) */
+    *sl     = sim_port_is_eth(ctx) ? ((av->stat_rate_sl >> 1) & 0x7) :
+                                     (av->stat_rate_sl & 0xf);
+    *tclass = grh ? av->tclass : 0;
 }
 
 bool sim_lid_has_mac(uint16_t lid, const uint8_t mac[6])

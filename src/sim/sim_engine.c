@@ -38,6 +38,10 @@ static void sim_engine_rx(void *arg, const void *data, size_t len)
                (const uint8_t*)data + SIM_PKT_HDR_BASE,
                SIM_PKT_HDR_ATOMIC - SIM_PKT_HDR_BASE);
     }
+    atomic_fetch_add_explicit(&ctx->rx_sl[pkt.sl & 0xf], 1,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&ctx->rx_tclass[pkt.tclass], 1,
+                              memory_order_relaxed);
     if (sim_pkt_is_request(pkt.op)) {
         sim_resp_packet(ctx, &pkt, (const uint8_t*)data + hlen);
     } else {
@@ -135,4 +139,17 @@ int sim_send_pkt(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
     }
     return sim_fabric_send(ctx->fabric, dlid, hdr, sim_pkt_hdr_len(hdr),
                            payload, len);
+}
+
+void smlx5_rx_qos_counts(smlx5_context_t *ctx, uint64_t sl[16],
+                         uint64_t tclass[256])
+{
+    unsigned i;
+
+    for (i = 0; i < 16; ++i) {
+        sl[i] = atomic_load(&ctx->rx_sl[i]);
+    }
+    for (i = 0; i < 256; ++i) {
+        tclass[i] = atomic_load(&ctx->rx_tclass[i]);
+    }
 }

@@ -681,7 +681,12 @@ int smlx5_modify_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr, int mask)
     /* all checked: apply */
     if (mask & IBV_QP_ACCESS_FLAGS)       qp->access_flags  = attr->qp_access_flags;
     if (mask & IBV_QP_PATH_MTU)           qp->path_mtu      = sim_mtu_bytes(attr->path_mtu);
-    if (mask & IBV_QP_AV)                 qp->dlid          = dlid;
+    if (mask & IBV_QP_AV) {
+        qp->dlid        = dlid;
+        qp->path_sl     = attr->ah_attr.sl & 0xf;
+        qp->path_tclass = attr->ah_attr.is_global ?
+                          attr->ah_attr.grh.traffic_class : 0;
+    }
     if (mask & IBV_QP_DEST_QPN)           qp->dest_qpn      = attr->dest_qp_num;
     if (mask & IBV_QP_RQ_PSN)             qp->rq_psn        = attr->rq_psn & 0xffffff;
     if (mask & IBV_QP_SQ_PSN)             qp->sq_psn        = attr->sq_psn & 0xffffff;
@@ -837,6 +842,11 @@ int smlx5_dci_stream_id_reset(smlx5_qp_t *qp, uint16_t stream_id)
 
     if (qp->type != SMLX5_QPT_DCI) {
         return EINVAL;
+    }
+    if (!qp->ctx->cfg.devx) {
+        /* a DEVX command (rdma-core modifies the QP through DEVX): a
+         * context that cannot issue one cannot reset a stream */
+        return EOPNOTSUPP;
     }
     pthread_mutex_lock(&qp->ctx->lock);
     if ((qp->log_num_errored == 0) || (qp->state != IBV_QPS_RTS)) {

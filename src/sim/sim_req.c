@@ -362,6 +362,7 @@ static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
             dc->dc_key = be64toh(av->key.dc_key);
             dc->dctn   = be32toh(av->dqp_dct) & 0xffffff;
             dc->dlid   = sim_av_route(qp->ctx, av);
+            sim_av_qos(qp->ctx, av, &w->sl, &w->tclass);
         }
     }
     if (w->opcode == MLX5_OPCODE_NOP) {
@@ -600,6 +601,13 @@ int sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
     memset(&pkt, 0, sizeof(pkt));
     pkt.dqpn    = f->dqpn;
     pkt.sqpn    = qp->qpn;
+    if (qp->type == SMLX5_QPT_DCI) {
+        pkt.sl     = w->sl;
+        pkt.tclass = w->tclass;
+    } else {
+        pkt.sl     = qp->path_sl;
+        pkt.tclass = qp->path_tclass;
+    }
     pkt.chan    = f->chan;
     pkt.psn     = psn;
     pkt.dc_key  = f->dc_key;
@@ -1000,6 +1008,7 @@ static bool sim_parse_fast(const smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w)
         w->dc_key = be64toh(av->key.dc_key);
         w->dqpn   = be32toh(av->dqp_dct) & 0xffffff;
         w->dlid   = sim_av_route(qp->ctx, av);
+        sim_av_qos(qp->ctx, av, &w->sl, &w->tclass);
         unit     += (be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) ? 3 : 1;
     }
     if (sim_opcode_is_write(w->opcode)) {

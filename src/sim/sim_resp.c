@@ -25,6 +25,8 @@ static void sim_resp_reply(smlx5_context_t *ctx, const smlx5_qp_t *qp,
 {
     rsp->dqpn        = req->sqpn;
     rsp->sqpn        = sim_qp_number(qp);
+    rsp->sl          = qp->path_sl;
+    rsp->tclass      = qp->path_tclass;
     rsp->chan        = req->chan;
     rsp->payload_len = (uint16_t)len;
     sim_send_pkt(ctx, req->slid, rsp, payload, len);
@@ -545,6 +547,8 @@ static uint32_t sim_resp_read_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
         rsp.offset = off;
         rsp.dqpn        = pkt->sqpn;
         rsp.sqpn        = sim_qp_number(qp);
+        rsp.sl          = qp->path_sl;
+        rsp.tclass      = qp->path_tclass;
         rsp.chan        = pkt->chan;
         rsp.payload_len = (uint16_t)len;
         if (sim_send_pkt(ctx, pkt->slid, &rsp,

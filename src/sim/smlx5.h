@@ -61,6 +61,12 @@ typedef struct smlx5_device_caps {
      * masked) answer big-endian, 1: in host order. 32-bit masked atomics
      * answer big-endian in either mode. */
     uint8_t  atomic_mode8b;
+    /* DEVX commands: mlx5dv_dci_stream_id_reset is one (without, it
+     * fails with EOPNOTSUPP) */
+    uint8_t  devx;
+    /* the port's configured global traffic class (sysfs
+     * tc/<port>/traffic_class "Global tclass=N"); -1: none */
+    int      port_tclass;
 } smlx5_device_caps_t;
 
 enum {
@@ -318,6 +324,10 @@ uint64_t    smlx5_bf_conflicts(smlx5_context_t *ctx);
 /* Doorbells the device lost: written to the half of a register its last
  * doorbell went to (the halves belong to the register, spec section 9). */
 uint64_t    smlx5_bf_lost(smlx5_context_t *ctx);
+/* The packets this NIC received, by the SL and by the GRH traffic class
+ * they carried (what a switch's QoS sees) */
+void        smlx5_rx_qos_counts(smlx5_context_t *ctx, uint64_t sl[16],
+                                uint64_t tclass[256]);
 /* The provider's view of qp's register (rdma-core's struct mlx5_bf): the
  * half its next doorbell goes to, shared by every QP on the register. A
  * caller that rings by hand alternates through it (one thread at a time

@@ -40,6 +40,7 @@
 #define STRAND_AM_HDR_SIZE    1u             /* the AM id byte */
 #define STRAND_AM_HDR_MAX     (STRAND_TMH_SIZE + STRAND_AM_HDR_SIZE)
 #define STRAND_TXQ_NONE       0xffff
+#define STRAND_ROCE_DEFAULT_TCLASS 106       /* DSCP 26 with ECN (UCX's) */
 #define STRAND_MAX_SGE        16             /* data segments per WQE */
 #define STRAND_AM_MAX_HDR     128            /* am_zcopy header bytes */
 #define STRAND_MAX_ZCOPY      (1ul << 30)
@@ -496,6 +497,8 @@ typedef struct strand_iface {
     uint8_t               repost_pending;/* held WQEs wait for room */
     struct strand_failed *failed;     /* eps failed, owner not told yet */
     unsigned              num_failed, max_failed;
+    strand_dev_path_t     path;          /* its packets' SL and traffic
+                                            class (TRAFFIC_CLASS, SL) */
     strand_dev_dci_attr_t sq_attr;       /* how its send queues are made
                                             (the transport's QPs: a DCI's
                                             attributes, of which an RC QP

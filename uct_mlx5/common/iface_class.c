@@ -37,6 +37,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -401,6 +402,33 @@ strand_iface_tx_cq_txqs(const strand_iface_t *iface,
     return ucs_min(config->num_txqs, iface->tl->sqs_per_cq);
 }
 
+/* the highest service level of the port: 15 on InfiniBand, a priority
+ * (0 .. 7) on RoCE */
+static unsigned strand_iface_max_sl(const strand_iface_t *iface)
+{
+    return (iface->dev->caps.link_layer == IBV_LINK_LAYER_ETHERNET) ? 7 : 15;
+}
+
+/* What the interface's packets carry for QoS (TRAFFIC_CLASS, SL; auto:
+ * the port's configured traffic class, else 106 on RoCE and 0 on
+ * InfiniBand, as UCX; SL 0). */
+static void strand_iface_path_init(strand_iface_t *iface,
+                                   const strand_iface_config_t *config)
+{
+    const strand_dev_caps_t *caps = &iface->dev->caps;
+    int eth = (caps->link_layer == IBV_LINK_LAYER_ETHERNET);
+
+    if (config->common.traffic_class != UCS_ULUNITS_AUTO) {
+        iface->path.tclass = (uint8_t)config->common.traffic_class;
+    } else if (caps->port_tclass >= 0) {
+        iface->path.tclass = (uint8_t)caps->port_tclass;
+    } else {
+        iface->path.tclass = eth ? STRAND_ROCE_DEFAULT_TCLASS : 0;
+    }
+    iface->path.sl = (config->common.sl == UCS_ULUNITS_AUTO) ? 0 :
+                     (uint8_t)config->common.sl;
+}
+
 static ucs_status_t
 strand_iface_check_config(strand_iface_t *iface,
                              const strand_iface_config_t *config)
@@ -454,6 +482,16 @@ strand_iface_check_config(strand_iface_t *iface,
     STRAND_IFACE_CHECK(config->common.rnr_retry_count <= 7,
                     "RNR_RETRY_COUNT=%u (valid: 0 .. 7)",
                     config->common.rnr_retry_count);
+    STRAND_IFACE_CHECK((config->common.traffic_class == UCS_ULUNITS_AUTO) ||
+                       (config->common.traffic_class <= 255),
+                       "TRAFFIC_CLASS=%lu (valid: auto, 0 .. 255)",
+                       config->common.traffic_class);
+    STRAND_IFACE_CHECK((config->common.sl == UCS_ULUNITS_AUTO) ||
+                       (config->common.sl <= strand_iface_max_sl(iface)),
+                       "SL=%lu (valid: auto, 0 .. %u on %s)",
+                       config->common.sl, strand_iface_max_sl(iface),
+                       (caps->link_layer == IBV_LINK_LAYER_ETHERNET) ?
+                       "RoCE" : "InfiniBand");
     STRAND_IFACE_CHECK((config->common.max_inline >= 16) &&
                     (config->common.max_inline <= ucs_min(caps->max_inline, 800)),
                     "MAX_INLINE=%zu (valid: 16 .. %u)",
@@ -622,9 +660,38 @@ static void strand_iface_vfs_show_tm(void *obj, ucs_string_buffer_t *strb,
     strand_tm_show(&iface->tm, strb);
 }
 
+/* The service level and traffic class the interface's packets carry, and
+ * what the port received by each (where the device counts it). */
+static void strand_iface_vfs_show_qos(void *obj, ucs_string_buffer_t *strb,
+                                      void *arg_ptr, uint64_t arg_u64)
+{
+    strand_iface_t *iface = obj;
+    strand_dev_t *dev     = iface->dev;
+    uint64_t sl[16], tclass[256];
+    unsigned i;
+
+    ucs_string_buffer_appendf(strb, "sl %u traffic_class %u\n",
+                              iface->path.sl, iface->path.tclass);
+    if (dev->ops->rx_qos == NULL) {
+        return;
+    }
+    dev->ops->rx_qos(dev, sl, tclass);
+    for (i = 0; i < 16; ++i) {
+        if (sl[i] != 0) {
+            ucs_string_buffer_appendf(strb, "rx sl %u: %" PRIu64 "\n", i,
+                                      sl[i]);
+        }
+    }
+    for (i = 0; i < 256; ++i) {
+        if (tclass[i] != 0) {
+            ucs_string_buffer_appendf(strb, "rx traffic_class %u: %" PRIu64
+                                      "\n", i, tclass[i]);
+        }
+    }
+}
+
 /* What UCX's VFS (and tests) can read: the send queues (dci_pool, the
- * name it had first), async events, tag
- * matching. */
+ * name it had first), async events, tag matching, QoS. */
 void strand_iface_vfs_refresh(uct_iface_h tl_iface)
 {
     strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
@@ -633,6 +700,7 @@ void strand_iface_vfs_refresh(uct_iface_h tl_iface)
                             "dci_pool");
     ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_async, NULL, 0,
                             "async_events");
+    ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_qos, NULL, 0, "qos");
     if (iface->integrity.kind != STRAND_INTEGRITY_OFF) {
         ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_integrity,
                                 NULL, 0, "integrity");
@@ -723,6 +791,7 @@ static ucs_status_t strand_iface_configure(strand_iface_t *iface,
     if (status != UCS_OK) {
         return status;
     }
+    strand_iface_path_init(iface, config);
     iface->num_txqs            = config->num_txqs;
     iface->config.tx_queue_len = common->tx_queue_len;
     /* a signaled WQE among any quarter of the queue: a full queue always
@@ -882,6 +951,7 @@ static void strand_iface_sq_attr(strand_iface_t *iface,
 
     memset(attr, 0, sizeof(*attr));
     attr->td            = &iface->td;
+    attr->path          = iface->path;
     attr->send_cq       = tx_cq;
     attr->max_send_wr   = config->common.tx_queue_len;
     attr->max_send_sge  = iface->config.max_sge;

@@ -85,6 +85,21 @@ ucs_config_field_t strand_iface_common_config_table[] = {
      "(0 .. 7; 7 means retry forever).",
      STRAND_CONFIG_FIELD(rnr_retry_count), UCS_CONFIG_TYPE_UINT},
 
+    {"TRAFFIC_CLASS", "auto",
+     "Traffic class of the GRH every packet carries on RoCE (and global "
+     "InfiniBand paths): on RoCE v2 the DSCP << 2 | ECN. auto: the port's "
+     "configured global class (sysfs tc/<port>/traffic_class) if any, else "
+     "106 (DSCP 26 with ECN, the class lossless RoCE fabrics run PFC on) "
+     "on RoCE and 0 on InfiniBand, as UCX's UCX_IB_TRAFFIC_CLASS. 0 .. "
+     "255.",
+     STRAND_CONFIG_FIELD(traffic_class), UCS_CONFIG_TYPE_ULUNITS},
+
+    {"SL", "auto",
+     "Service level of every packet: the SL of the address vectors and of "
+     "the QPs' paths on InfiniBand (0 .. 15), the priority on RoCE "
+     "(0 .. 7). auto: 0.",
+     STRAND_CONFIG_FIELD(sl), UCS_CONFIG_TYPE_ULUNITS},
+
     {"RX_INLINE", "y",
      "Let the device deliver small messages (up to 64 bytes: active "
      "messages, and with tag matching eager messages and rendezvous "

@@ -25,6 +25,8 @@ typedef struct strand_iface_common_config {
     unsigned                 retry_count;
     double                   rnr_timeout;
     unsigned                 rnr_retry_count;
+    unsigned long            traffic_class; /* UCS_ULUNITS_AUTO: the port's */
+    unsigned long            sl;            /* UCS_ULUNITS_AUTO: 0 */
     size_t                   max_inline;
     unsigned                 tx_cq_len;
     unsigned                 rx_cq_len;

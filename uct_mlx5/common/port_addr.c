@@ -125,7 +125,7 @@ ucs_status_t strand_port_addr_make_av(strand_iface_t *iface,
     int err;
 
     memset(&ah, 0, sizeof(ah));
-    strand_dev_set_path(dev, &ah);
+    strand_dev_set_path(dev, &iface->path, &ah);
     if (ah.is_global) {
         memcpy(ah.grh.dgid.raw, dev_addr->gid, sizeof(ah.grh.dgid.raw));
     } else {

@@ -29,6 +29,7 @@ static ucs_status_t strand_dc_dct_open(strand_dc_iface_t *iface)
 
     memset(&dct_attr, 0, sizeof(dct_attr));
     dct_attr.cq             = &iface->super.rx_cq;
+    dct_attr.path           = iface->super.path;
     dct_attr.srq            = &iface->super.srq;
     dct_attr.access_key     = STRAND_DC_ACCESS_KEY;
     dct_attr.min_rnr_timer  = iface->super.min_rnr_timer;

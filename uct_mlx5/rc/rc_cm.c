@@ -26,6 +26,7 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 #include <ucs/datastruct/khash.h>
+#include <ucs/sys/string.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -1102,11 +1103,22 @@ ucs_status_t strand_rc_cm_event_arm(strand_rc_cm_t *cm, unsigned events)
  * (requests are few; receiver-not-ready retries cover a burst), no tag
  * matching or integrity (both sides' companions must agree on what a
  * message starts with, whatever UCX_DC_STRAND_* says). */
+/* an ULUNITS option's value as its string ("auto" or the number) */
+static void strand_config_ulunits_str(unsigned long v, char *buf, size_t max)
+{
+    if (v == UCS_ULUNITS_AUTO) {
+        snprintf(buf, max, "auto");
+    } else {
+        snprintf(buf, max, "%lu", v);
+    }
+}
+
 static ucs_status_t strand_rc_cm_config(uct_md_h md,
                                         const strand_iface_config_t *rc,
                                         uct_iface_config_t **config_p)
 {
     char timeout[32], retry[16], rnr_timeout[32], rnr_retry[16], inl[16];
+    char tclass[16], sl[16];
     const char *set[][2] = {
         {"NUM_DCI",          "4"},
         {"TX_POLICY",        "dcs"},
@@ -1130,7 +1142,10 @@ static ucs_status_t strand_rc_cm_config(uct_md_h md,
         {"RETRY_COUNT",      retry},
         {"RNR_TIMEOUT",      rnr_timeout},
         {"RNR_RETRY_COUNT",  rnr_retry},
-        {"MAX_INLINE",       inl}
+        {"MAX_INLINE",       inl},
+        /* its packets travel as rc_strand's */
+        {"TRAFFIC_CLASS",    tclass},
+        {"SL",               sl}
     };
     uct_iface_config_t *config;
     ucs_status_t status;
@@ -1143,6 +1158,9 @@ static ucs_status_t strand_rc_cm_config(uct_md_h md,
     snprintf(rnr_retry, sizeof(rnr_retry), "%u", rc->common.rnr_retry_count);
     snprintf(inl, sizeof(inl), "%zu",
              ucs_min(rc->common.max_inline, (size_t)128));
+    strand_config_ulunits_str(rc->common.traffic_class, tclass,
+                              sizeof(tclass));
+    strand_config_ulunits_str(rc->common.sl, sl, sizeof(sl));
     status = uct_md_iface_config_read(md, STRAND_RC_CM_TL_NAME, NULL, NULL,
                                       &config);
     if (status != UCS_OK) {

@@ -25,6 +25,7 @@ void strand_rc_qp_attr(const strand_iface_t *iface,
 
     memset(attr, 0, sizeof(*attr));
     attr->td            = d->td;
+    attr->path          = iface->path;
     attr->send_cq       = d->send_cq;
     attr->recv_cq       = (strand_dev_cq_t*)&iface->rx_cq;
     attr->srq           = (strand_dev_srq_t*)&iface->srq;
