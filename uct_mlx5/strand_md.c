@@ -233,7 +233,9 @@ static ucs_status_t strand_md_memh_sign(strand_md_t *md,
         pthread_mutex_unlock(&md->sig_lock);
         return UCS_OK;
     }
-    err = md->dev->ops->create_mkey(md->dev, 1, 1, &memh->sig);
+    err = md->dev->ops->create_mkey(md->dev, 1, 1,
+                                    strand_dev_mkey_variant(md->dev),
+                                    &memh->sig);
     if (err == 0) {
         strand_integrity_sig_init(&sig, md->integrity);
         sge.addr   = memh->addr;

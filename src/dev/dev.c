@@ -219,6 +219,12 @@ void strand_dev_bf_cleanup(strand_dev_t *dev)
     dev->bfs = NULL;
 }
 
+uint8_t strand_dev_mkey_variant(strand_dev_t *dev)
+{
+    return (uint8_t)__atomic_add_fetch(&dev->mkey_variant, 1,
+                                       __ATOMIC_RELAXED);
+}
+
 int8_t strand_dev_qp_ring_other(const strand_dev_qp_t *qp, strand_sq_t *sq,
                                 const struct mlx5_wqe_ctrl_seg *ctrl,
                                 uint64_t head)

@@ -363,9 +363,12 @@ struct strand_dev_ops {
     int  (*sqd_to_rts)(strand_dev_t *dev, strand_dev_qp_t *qp);
 
     /* An indirect mkey of up to max_entries buffers, with block signature
-     * offload when `signature` (EOPNOTSUPP without the capability). */
+     * offload when `signature` (EOPNOTSUPP without the capability), its
+     * key's low byte `variant` where the backend can choose it (the
+     * software device; rdma-core's mlx5dv_create_mkey cannot: 0). */
     int  (*create_mkey)(strand_dev_t *dev, uint16_t max_entries,
-                        int signature, strand_dev_mkey_t *mkey);
+                        int signature, uint8_t variant,
+                        strand_dev_mkey_t *mkey);
     int  (*destroy_mkey)(strand_dev_t *dev, strand_dev_mkey_t *mkey);
     /* What mlx5dv_wr_mkey_configure(3) and its setters do: the layout
      * (lkeys of memory regions), the access flags, and the block signature
@@ -400,6 +403,7 @@ struct strand_dev {
     int                     async_fd;   /* async events */
     void                   *priv;       /* backend context */
     struct strand_dev_bfs  *bfs;        /* its registers (strand_dev_bf) */
+    uint32_t                mkey_variant; /* strand_dev_mkey_variant */
 };
 
 extern const strand_dev_ops_t strand_dev_sim_ops;
@@ -415,6 +419,12 @@ extern const strand_dev_ops_t strand_dev_hw_ops;
  * register (a record-only queue) or no memory. */
 strand_bf_t *strand_dev_bf(strand_dev_t *dev, const struct mlx5dv_qp *dv);
 void strand_dev_bf_cleanup(strand_dev_t *dev);
+
+/* The key byte of the next mkey the device makes (create_mkey's
+ * `variant`): it moves on with every one, as UCX's mkey tag, so that a
+ * key of a destroyed mkey names no mkey made later on its index (a peer
+ * with a stale key reads nothing). */
+uint8_t strand_dev_mkey_variant(strand_dev_t *dev);
 
 /* Discovery across backends. `kind_mask`: bit (1 << STRAND_DEV_KIND_*).
  * Fills up to `max` entries, hardware first; returns the count. */

@@ -785,7 +785,8 @@ static int dev_hw_sqd_to_rts(strand_dev_t *dev, strand_dev_qp_t *qp)
 /* ------------------------------------------------------------- mkeys */
 
 static int dev_hw_create_mkey(strand_dev_t *dev, uint16_t max_entries,
-                              int signature, strand_dev_mkey_t *mkey)
+                              int signature, uint8_t variant,
+                              strand_dev_mkey_t *mkey)
 {
     dev_hw_t *h = dev->priv;
     struct mlx5dv_mkey_init_attr a;
@@ -806,6 +807,9 @@ static int dev_hw_create_mkey(strand_dev_t *dev, uint16_t max_entries,
                      (signature ?
                       MLX5DV_MKEY_INIT_ATTR_FLAGS_BLOCK_SIGNATURE : 0);
     a.max_entries  = max_entries;
+    /* rdma-core takes no key byte (its CREATE_MKEY sets mkey_7_0 0):
+     * `variant` is the software device's alone (docs/hardware.md) */
+    (void)variant;
     mk = mlx5dv_create_mkey(&a);
     if (mk == NULL) {
         return errno ? errno : ENOMEM;

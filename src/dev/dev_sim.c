@@ -602,16 +602,18 @@ static int dev_sim_sqd_to_rts(strand_dev_t *dev, strand_dev_qp_t *qp)
 /* ------------------------------------------------------------- mkeys */
 
 static int dev_sim_create_mkey(strand_dev_t *dev, uint16_t max_entries,
-                               int signature, strand_dev_mkey_t *mkey)
+                               int signature, uint8_t variant,
+                               strand_dev_mkey_t *mkey)
 {
     dev_sim_t *s = dev->priv;
     smlx5_mkey_t *mk;
 
-    mk = smlx5_create_mkey(s->pd, MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT |
-                                  (signature ?
-                                   MLX5DV_MKEY_INIT_ATTR_FLAGS_BLOCK_SIGNATURE :
-                                   0),
-                           max_entries);
+    mk = smlx5_create_mkey_variant(s->pd,
+                                   MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT |
+                                   (signature ?
+                                    MLX5DV_MKEY_INIT_ATTR_FLAGS_BLOCK_SIGNATURE :
+                                    0),
+                                   max_entries, variant);
     if (mk == NULL) {
         return errno ? errno : ENOMEM;
     }

@@ -25,6 +25,15 @@ smlx5_mkey_t *sim_mkey_lookup(smlx5_context_t *ctx, uint32_t key)
 smlx5_mkey_t *smlx5_create_mkey(smlx5_pd_t *pd, uint32_t create_flags,
                                 uint16_t max_entries)
 {
+    /* rdma-core's mlx5dv_create_mkey (a DEVX CREATE_MKEY) leaves the key
+     * byte 0: a key of a destroyed mkey names the next one made on its
+     * index */
+    return smlx5_create_mkey_variant(pd, create_flags, max_entries, 0);
+}
+
+smlx5_mkey_t *smlx5_create_mkey_variant(smlx5_pd_t *pd, uint32_t create_flags,
+                                        uint16_t max_entries, uint8_t variant)
+{
     const uint32_t known = MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT |
                            MLX5DV_MKEY_INIT_ATTR_FLAGS_BLOCK_SIGNATURE;
     smlx5_context_t *ctx = pd->ctx;
@@ -65,9 +74,8 @@ smlx5_mkey_t *smlx5_create_mkey(smlx5_pd_t *pd, uint32_t create_flags,
         errno = ENOMEM;
         return NULL;
     }
-    ctx->key_gen  = (ctx->key_gen % 255) + 1;
     slot->pd      = pd;
-    slot->lkey    = slot->rkey = (i << 8) | ctx->key_gen;
+    slot->lkey    = slot->rkey = (i << 8) | variant;
     slot->valid   = true;
     slot->mkey    = mk;
     mk->ctx           = ctx;

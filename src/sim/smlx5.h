@@ -176,6 +176,12 @@ uint32_t    smlx5_mr_rkey(const smlx5_mr_t *mr);
  * Used zero-based (docs/software-device.md, "Signature mkeys"). */
 smlx5_mkey_t *smlx5_create_mkey(smlx5_pd_t *pd, uint32_t create_flags,
                                 uint16_t max_entries);
+/* The same with the key's low byte chosen (mkey_7_0, as a DEVX
+ * CREATE_MKEY of its own sets it, UCX's tag): the key of a destroyed mkey
+ * then names no mkey made later on its index. smlx5_create_mkey's is 0,
+ * as rdma-core's. */
+smlx5_mkey_t *smlx5_create_mkey_variant(smlx5_pd_t *pd, uint32_t create_flags,
+                                        uint16_t max_entries, uint8_t variant);
 int           smlx5_destroy_mkey(smlx5_mkey_t *mkey);
 uint32_t      smlx5_mkey_key(const smlx5_mkey_t *mkey);
 

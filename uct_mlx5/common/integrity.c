@@ -163,6 +163,7 @@ strand_integrity_piece_take(strand_integrity_t *ig)
         return NULL;
     }
     err = ig->dev->ops->create_mkey(ig->dev, ig->max_sge + 2, 1,
+                                    strand_dev_mkey_variant(ig->dev),
                                     &piece->mkey);
     if (err != 0) {
         ucs_error("%s: failed to create a signature mkey: %s",
@@ -199,7 +200,8 @@ static ucs_status_t strand_integrity_renew(strand_integrity_t *ig,
     strand_dev_mkey_t fresh;
     int err;
 
-    err = ig->dev->ops->create_mkey(ig->dev, ig->max_sge + 2, 1, &fresh);
+    err = ig->dev->ops->create_mkey(ig->dev, ig->max_sge + 2, 1,
+                                    strand_dev_mkey_variant(ig->dev), &fresh);
     if (err != 0) {
         ucs_error("%s: failed to create a signature mkey to replace 0x%x "
                   "after its signature error: %s", ig->dev->info.name,

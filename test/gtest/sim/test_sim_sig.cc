@@ -409,6 +409,30 @@ TEST_F(sim_sig, caps_report_signature_offload)
     EXPECT_TRUE(m_caps.sig_caps.block_size & MLX5DV_BLOCK_SIZE_CAP_4096);
 }
 
+/* Spec section 9 (keys): mlx5dv_create_mkey leaves the key byte 0 (its
+ * CREATE_MKEY sets no mkey_7_0), so a key of a destroyed mkey names the
+ * next mkey made on its index; one made with a byte of its own (a DEVX
+ * CREATE_MKEY as UCX's, smlx5_create_mkey_variant) does not. */
+TEST_F(sim_sig, a_destroyed_mkeys_key_names_the_next_one_unless_the_byte_moves)
+{
+    const uint32_t flags = MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT;
+    smlx5_mkey_t *a = smlx5_create_mkey(m_pd, flags, 4);
+    ASSERT_NE(nullptr, a);
+    uint32_t key = smlx5_mkey_key(a);
+    EXPECT_EQ(0u, key & 0xff) << "rdma-core's key byte";
+    ASSERT_EQ(0, smlx5_destroy_mkey(a));
+    smlx5_mkey_t *b = smlx5_create_mkey(m_pd, flags, 4);
+    ASSERT_NE(nullptr, b);
+    EXPECT_EQ(key, smlx5_mkey_key(b)) << "the index is taken again";
+    ASSERT_EQ(0, smlx5_destroy_mkey(b));
+    smlx5_mkey_t *c = smlx5_create_mkey_variant(m_pd, flags, 4, 0x5a);
+    ASSERT_NE(nullptr, c);
+    EXPECT_EQ(key >> 8, smlx5_mkey_key(c) >> 8);
+    EXPECT_EQ(0x5au, smlx5_mkey_key(c) & 0xff);
+    EXPECT_NE(key, smlx5_mkey_key(c)) << "the stale key names it";
+    ASSERT_EQ(0, smlx5_destroy_mkey(c));
+}
+
 TEST_F(sim_sig, create_mkey_checks_its_flags)
 {
     errno = 0;

@@ -192,6 +192,39 @@ TEST_P(rkeys_integrity, a_signed_key_that_names_nothing_is_refused)
     unreg(local);
 }
 
+/* A peer that still holds the signed key of a registration that went
+ * reads nothing through it, not the registration made after it: each
+ * signing mkey has a key byte of its own (spec section 9; rdma-core leaves
+ * it 0, and the next mkey on the index had the same key). */
+TEST_P(rkeys_integrity, a_stale_signed_key_names_no_later_registration)
+{
+    set_env("UCX_STRAND_RCACHE", "n"); /* dereg destroys at once */
+    ASSERT_EQ(UCS_OK, open_md());
+    open_connected();
+    region local, old, fresh;
+    reg(local, 4096);
+    reg(old, 4096);
+    uct_rkey_bundle_t stale;
+    uint8_t packed[64];
+    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, old.memh, packed));
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, packed, &stale));
+    uint64_t old_addr = addr(old);
+    unreg(old);
+    reg(fresh, 4096);
+    fresh.buf.assign(4096, 0x7b);
+    uct_iov_t iov = {local.buf.data(), 4096, local.memh, 0, 1};
+    scoped_log_capture logs;
+    ucs_status_t status = wait_op([&](uct_completion_t *c) {
+        return uct_ep_get_zcopy(m_ep, &iov, 1, old_addr, stale.rkey, c);
+    });
+    EXPECT_NE(UCS_OK, status) << "a stale key read a later registration";
+    EXPECT_FALSE(std::vector<uint8_t>(4096, 0x7b) == local.buf)
+        << "the later registration's bytes came";
+    uct_rkey_release(m_component, &stale);
+    unreg(fresh);
+    unreg(local);
+}
+
 INSTANTIATE_TEST_SUITE_P(dc_strand, rkeys_integrity,
                          ::testing::Values("dc_strand"));
 INSTANTIATE_TEST_SUITE_P(rc_strand, rkeys_integrity,
