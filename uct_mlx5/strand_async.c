@@ -20,6 +20,59 @@ static pthread_mutex_t strand_async_lock = PTHREAD_MUTEX_INITIALIZER;
 static int strand_async_watched[STRAND_ASYNC_MAX_WATCHED];
 static unsigned strand_async_num_watched;
 
+/* Last WQE Reached, by QP number, for QPs that leave through ERR
+ * (rc/rc_retire.h): the latest ones of every device of the process, since
+ * one memory domain reads the events of a context others share. Events
+ * are rare; the lock is the watch list's. */
+#define STRAND_ASYNC_LAST_WQE_KEPT 1024
+static struct {
+    int      fd;    /* the device context's async fd */
+    uint32_t qpn;
+} strand_async_last_wqe[STRAND_ASYNC_LAST_WQE_KEPT];
+static uint64_t strand_async_last_wqe_count;
+
+static void strand_async_last_wqe_add(int fd, uint32_t qpn)
+{
+    unsigned slot;
+
+    pthread_mutex_lock(&strand_async_lock);
+    slot = strand_async_last_wqe_count++ % STRAND_ASYNC_LAST_WQE_KEPT;
+    strand_async_last_wqe[slot].fd  = fd;
+    strand_async_last_wqe[slot].qpn = qpn;
+    pthread_mutex_unlock(&strand_async_lock);
+}
+
+uint64_t strand_async_last_wqe_mark(void)
+{
+    uint64_t mark;
+
+    pthread_mutex_lock(&strand_async_lock);
+    mark = strand_async_last_wqe_count;
+    pthread_mutex_unlock(&strand_async_lock);
+    return mark;
+}
+
+int strand_async_last_wqe_since(const strand_dev_t *dev, uint32_t qpn,
+                                uint64_t mark)
+{
+    uint64_t n;
+    unsigned slot;
+    int found = 0;
+
+    pthread_mutex_lock(&strand_async_lock);
+    if (strand_async_last_wqe_count - mark > STRAND_ASYNC_LAST_WQE_KEPT) {
+        found = -1;
+    }
+    for (n = mark; (found == 0) && (n != strand_async_last_wqe_count);
+         ++n) {
+        slot  = n % STRAND_ASYNC_LAST_WQE_KEPT;
+        found = (strand_async_last_wqe[slot].fd == dev->async_fd) &&
+                (strand_async_last_wqe[slot].qpn == qpn);
+    }
+    pthread_mutex_unlock(&strand_async_lock);
+    return found;
+}
+
 static int strand_async_is_watched(int fd)
 {
     unsigned i;
@@ -74,6 +127,9 @@ void strand_async_drain(strand_async_t *a)
 
     while (a->dev->ops->get_async_event(a->dev, &ev) == 0) {
         type = (unsigned)ev.type;
+        if (ev.type == IBV_EVENT_QP_LAST_WQE_REACHED) {
+            strand_async_last_wqe_add(a->dev->async_fd, ev.qpn);
+        }
         if (type < STRAND_ASYNC_MAX_TYPE) {
             __atomic_store_n(&a->last_qpn[type], ev.qpn, __ATOMIC_RELAXED);
             __atomic_add_fetch(&a->count[type], 1, __ATOMIC_RELEASE);

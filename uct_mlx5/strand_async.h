@@ -36,4 +36,12 @@ void strand_async_drain(strand_async_t *a);
 uint64_t strand_async_count(const strand_async_t *a, enum ibv_event_type type,
                             uint32_t *last_qpn);
 
+/* Last WQE Reached of a QP on an SRQ that entered ERR (it takes none of
+ * the SRQ's receive WQEs any more, and their flush CQEs are written):
+ * the mark before the QP enters ERR, then whether its event came since:
+ * 1 yes, 0 not yet, -1 cannot tell (more events since than are kept). */
+uint64_t strand_async_last_wqe_mark(void);
+int strand_async_last_wqe_since(const strand_dev_t *dev, uint32_t qpn,
+                                uint64_t mark);
+
 #endif

@@ -538,8 +538,35 @@ void sim_comp_retire(smlx5_qp_t *qp)
     }
 }
 
+/* Receive WQEs a message was being written into when the QP entered ERR
+ * (the IB spec: a WQE partly done completes with a flush error): the
+ * SRQ's WQE goes back to its owner with its index in the CQE, the RQ's
+ * comes first of the RQ's flushed ones. A tag-matched message writes into
+ * a tagged buffer, not a receive WQE: nothing to flush here. */
+static void sim_comp_flush_recvs_in_progress(smlx5_qp_t *qp)
+{
+    sim_resp_ctx_t *c;
+    unsigned i;
+
+    for (i = 0; i < qp->num_resp; ++i) {
+        c = &qp->resp[i];
+        if (!c->used || !c->recv_active || c->tm_matched) {
+            continue;
+        }
+        sim_cqe_error(qp->recv_cq, MLX5_CQE_RESP_ERR, qp->qpn, 0,
+                      (uint16_t)c->recv_wqe, MLX5_CQE_SYNDROME_WR_FLUSH_ERR,
+                      qp->user_index);
+        c->recv_active = false;
+    }
+}
+
 /* The QP entered ERR: everything outstanding completes, in order, with
- * WR_FLUSH_ERR; receive WQEs too (SRQ WQEs are not flushed). */
+ * WR_FLUSH_ERR; receive WQEs too: the RQ's, and of an SRQ the ones a
+ * message was being written into (the others stay the SRQ's). A QP on an
+ * SRQ then tells that it takes no more of its WQEs (the IB spec's
+ * Last WQE Reached event, which UCX's rc transports wait for before they
+ * destroy such a QP). A QP destroyed without passing ERR writes none of
+ * this: a receive WQE a message had started is lost, as on a NIC. */
 void sim_comp_flush_qp(smlx5_qp_t *qp)
 {
     uint32_t bb;
@@ -563,6 +590,9 @@ void sim_comp_flush_qp(smlx5_qp_t *qp)
         sim_req_process(qp); /* flushes what is posted but not fetched */
     }
 
+    if (qp->resp != NULL) {
+        sim_comp_flush_recvs_in_progress(qp);
+    }
     if ((qp->rq_buf != NULL) && (qp->srq == NULL)) {
         posted = (uint16_t)be32toh(qp->dbrec[MLX5_RCV_DBR]);
         while ((uint16_t)(posted - qp->rq_consumed) != 0) {
@@ -574,6 +604,9 @@ void sim_comp_flush_qp(smlx5_qp_t *qp)
     }
     if (qp->resp != NULL) {
         memset(qp->resp, 0, qp->num_resp * sizeof(*qp->resp));
+    }
+    if ((qp->srq != NULL) && (qp->type != SMLX5_QPT_DCT)) {
+        sim_async_push(qp->ctx, IBV_EVENT_QP_LAST_WQE_REACHED, qp);
     }
 }
 

@@ -135,6 +135,11 @@ void strand_txq_detach_qp(strand_iface_t *iface, strand_txq_t *dci)
         iface->txq_hints[dci->qp.qpn % STRAND_TXQ_HINTS].qpn =
                 STRAND_TXQ_HINT_NONE;
     }
+    /* through ERR, as UCX's rc QPs leave: it has nothing outstanding and
+     * takes no receives (rc_strand's requester QPs; the responder QPs,
+     * which take them, wait for their flushes: rc/rc_retire.h), and the
+     * device stops whatever is on the wire for it */
+    iface->dev->ops->qp_to_err(iface->dev, &dci->qp);
     iface->dev->ops->destroy_qp(iface->dev, &dci->qp);
     dci->qp.h = NULL;
     ucs_free(dci->ops);

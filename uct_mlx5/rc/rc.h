@@ -21,6 +21,7 @@
 #include "uct_mlx5/common/iface.h"
 #include "uct_mlx5/common/ep.h"
 
+#include <ucs/datastruct/list.h>
 #include <ucs/type/spinlock.h>
 
 #define STRAND_RC_TL_NAME        "rc_strand"
@@ -50,6 +51,8 @@ typedef struct strand_rc_iface {
                                              endpoint made meanwhile on */
     int                      rep_waiting; /* answers the async thread
                                              left to the worker */
+    ucs_list_link_t          retiring;    /* responder QPs leaving
+                                             through ERR (rc_retire.h) */
 } strand_rc_iface_t;
 
 /* An endpoint: the shared one, its connection (rc_cm.c) */

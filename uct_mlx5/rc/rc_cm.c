@@ -11,6 +11,7 @@
 #include "rc_cm.h"
 #include "rc_rndv.h"
 #include "rc_qp.h"
+#include "rc_retire.h"
 #include "uct_mlx5/common/port_addr.h"
 #include "uct_mlx5/common/txq.h"
 #include "uct_mlx5/common/ep.h"
@@ -341,6 +342,7 @@ static void strand_rc_cm_peer_destroy(strand_rc_cm_peer_t *peer)
     ucs_free(peer);
 }
 
+/* A responder QP that never took a message goes at once. */
 static void strand_rc_responder_destroy(strand_rc_cm_t *cm,
                                         strand_rc_responder_t *r)
 {
@@ -348,6 +350,21 @@ static void strand_rc_responder_destroy(strand_rc_cm_t *cm,
         strand_rc_rndv_qp_remove(strand_rc_iface(cm->iface)->rndv, r->rndv);
     }
     cm->iface->dev->ops->destroy_qp(cm->iface->dev, &r->qp);
+    ucs_free(r);
+}
+
+/* A responder QP whose requester went: through ERR, so that a receive WQE
+ * a message of it had started comes back to the SRQ (rc_retire.h). Its
+ * rendezvous fail first (their reads flush). The worker's thread. */
+static void strand_rc_responder_retire(strand_rc_cm_t *cm,
+                                       strand_rc_responder_t *r)
+{
+    strand_rc_iface_t *iface = strand_rc_iface(cm->iface);
+
+    if (iface->rndv != NULL) {
+        strand_rc_rndv_qp_remove(iface->rndv, r->rndv);
+    }
+    strand_rc_retire(iface, &r->qp);
     ucs_free(r);
 }
 
@@ -402,7 +419,7 @@ static void strand_rc_cm_peer_failed_now(strand_rc_cm_t *cm, uct_ep_h ep,
         r = kh_value(&cm->responders, it);
         if (strand_fc_peer_equal(r->requester, peer->key)) {
             kh_del(strand_rc_cm_responders, &cm->responders, it);
-            strand_rc_responder_destroy(cm, r);
+            strand_rc_responder_retire(cm, r);
         }
     }
     it = kh_get(strand_rc_cm_peers, &cm->peers, peer->key);
@@ -591,7 +608,7 @@ static void strand_rc_cm_handle_disc(strand_rc_cm_t *cm, uint64_t conn_id,
         return;
     }
     kh_del(strand_rc_cm_responders, &cm->responders, it);
-    strand_rc_responder_destroy(cm, r);
+    strand_rc_responder_retire(cm, r);
 }
 
 /* ------------------------------------------------------------ requester */

@@ -13,6 +13,7 @@
 #include "rc_qp.h"
 #include "rc_rndv.h"
 #include "rc_locked.h"
+#include "rc_retire.h"
 #include "uct_mlx5/common/ep_short.h"
 #include "uct_mlx5/common/port_addr.h"
 #include "uct_mlx5/common/ep_ops.h"
@@ -122,7 +123,12 @@ static int strand_rc_iface_tx_cqe_other(strand_iface_t *iface,
 {
     strand_rc_rndv_t *rndv = strand_rc_iface(iface)->rndv;
 
-    return (rndv == NULL) ? -1 : strand_rc_rndv_cqe(rndv, cqe);
+    if ((rndv != NULL) && (strand_rc_rndv_cqe(rndv, cqe) == 0)) {
+        return 0;
+    }
+    /* a flush of a responder QP that leaves: its work failed already */
+    return strand_rc_retire_has(strand_rc_iface(iface), strand_cqe_qpn(cqe)) ?
+           0 : -1;
 }
 
 /* Before the connection manager's responder QPs go: their transfers are
@@ -155,6 +161,7 @@ static UCS_CLASS_INIT_FUNC(strand_rc_iface_t, uct_md_h md, uct_worker_h worker,
                               &strand_rc_iface_ops);
     self->cm   = NULL;
     self->rndv = NULL;
+    strand_rc_retire_init(self);
     self->super.super.internal_ops = &strand_rc_iface_internal_ops;
     /* its short entry points: WQEs without address vector */
     strand_rc_ep_short_ops(&self->super, &self->super.super.super.ops);
@@ -188,6 +195,7 @@ static UCS_CLASS_CLEANUP_FUNC(strand_rc_iface_t)
     strand_rc_iface_rndv_cleanup(self);
     strand_rc_cm_close(self->cm);
     self->cm = NULL;
+    strand_rc_retire_cleanup(self);
     strand_rc_locked_cleanup(self);
 }
 
@@ -283,6 +291,7 @@ static unsigned strand_rc_iface_progress(uct_iface_h tl_iface)
                                           strand_rc_iface_progress_data);
     }
     count += strand_rc_cm_progress(iface->cm);
+    count += strand_rc_retire_progress(iface);
     UCS_ASYNC_UNBLOCK(async);
     /* an event the async thread met while we held it */
     ucs_async_check_miss(async);

@@ -784,11 +784,12 @@ protected:
         unsetenv("STRAND_SIM_MTU");
     }
 
-    /* two connected RC QPs with a 256-byte path MTU */
-    void small_mtu_pair(smlx5_qp_t *q[2])
+    /* two connected RC QPs with a 256-byte path MTU (q[1] receives from
+     * `srq` when given) */
+    void small_mtu_pair(smlx5_qp_t *q[2], smlx5_srq_t *srq = nullptr)
     {
         for (int i = 0; i < 2; ++i) {
-            q[i] = create_rc_qp(m_scq[i], m_rcq[i]);
+            q[i] = create_rc_qp(m_scq[i], m_rcq[i], (i == 1) ? srq : nullptr);
             ASSERT_NE(nullptr, q[i]);
             m_extra_qps.push_back(q[i]);
             ASSERT_NO_FATAL_FAILURE(rc_to_init(q[i]));
@@ -973,4 +974,151 @@ TEST_F(sim_small_mtu_ring, faults_keep_a_full_ring_lossless)
     ASSERT_EQ(0, smlx5_set_faults(m_ctx, ""));
     EXPECT_EQ(0, smlx5_dereg_mr(smr));
     EXPECT_EQ(0, smlx5_dereg_mr(dmr));
+}
+
+/* The responder side of a QP that leaves (spec section 7: "RC QPs leave
+ * through ERR"): the device runs no thread here, so the test steps it and
+ * stops it in the middle of a message of 400 packets (one engine pass
+ * takes a ring's worth, 256). */
+class sim_recv_flush : public sim_small_mtu {
+protected:
+    static constexpr uint32_t MSG_LEN = 400 * 256;
+
+    void SetUp() override
+    {
+        setenv("STRAND_SIM_PROGRESS_THREAD", "0", 1);
+        sim_small_mtu::SetUp();
+        m_src.resize(MSG_LEN);
+        m_dst.assign(2 * MSG_LEN, 0);
+        for (uint32_t i = 0; i < MSG_LEN; ++i) {
+            m_src[i] = (uint8_t)(i * 7 + (i >> 8) + 3);
+        }
+        m_smr = smlx5_reg_mr(m_pd, m_src.data(), m_src.size(), access_all());
+        m_dmr = smlx5_reg_mr(m_pd, m_dst.data(), m_dst.size(), access_all());
+        ASSERT_NE(nullptr, m_smr);
+        ASSERT_NE(nullptr, m_dmr);
+    }
+    void TearDown() override
+    {
+        for (smlx5_qp_t *qp : m_extra_qps) {
+            smlx5_destroy_qp(qp);
+        }
+        m_extra_qps.clear();
+        if (m_smr != nullptr) {
+            smlx5_dereg_mr(m_smr);
+        }
+        if (m_dmr != nullptr) {
+            smlx5_dereg_mr(m_dmr);
+        }
+        sim_small_mtu::TearDown();
+        unsetenv("STRAND_SIM_PROGRESS_THREAD");
+    }
+
+    /* receive buffer `n` (0, 1) for a message of up to MSG_LEN bytes */
+    struct ibv_sge dst_sge(int n)
+    {
+        struct ibv_sge s = {(uintptr_t)&m_dst[n * MSG_LEN], MSG_LEN,
+                            smlx5_mr_lkey(m_dmr)};
+        return s;
+    }
+
+    void post_recv_to(smlx5_qp_t *qp, smlx5_srq_t *srq, int n,
+                      uint64_t wr_id)
+    {
+        struct ibv_sge s = dst_sge(n);
+        struct ibv_recv_wr wr = make_recv_wr(&s, wr_id), *bad = nullptr;
+        ASSERT_EQ(0, (srq != nullptr) ? smlx5_post_srq_recv(srq, &wr, &bad) :
+                                        smlx5_post_recv(qp, &wr, &bad));
+    }
+
+    /* A SEND of `len` bytes from q[0], and the device stepped until the
+     * first bytes are in receive buffer `n`; with the whole message that
+     * is all; with more than a pass takes, the responder holds that
+     * receive WQE and the message is not complete. */
+    void send_until_started(smlx5_qp_t *q[2], int n, uint32_t len = MSG_LEN)
+    {
+        const uint8_t *dst = &m_dst[n * MSG_LEN];
+        struct ibv_sge s = {(uintptr_t)m_src.data(), len,
+                            smlx5_mr_lkey(m_smr)};
+        struct ibv_send_wr wr = make_wr(IBV_WR_SEND, 1, &s, 1);
+        post(q[0], &wr);
+        for (int i = 0; (i < 100) && (dst[0] != m_src[0]); ++i) {
+            smlx5_progress(m_ctx);
+        }
+        ASSERT_EQ(m_src[0], dst[0]) << "the message did not start";
+        if (len == MSG_LEN) {
+            ASSERT_NE(m_src[len - 1], dst[len - 1])
+                << "the message is complete already";
+        }
+    }
+
+    void to_err(smlx5_qp_t *qp)
+    {
+        struct ibv_qp_attr a;
+        memset(&a, 0, sizeof(a));
+        a.qp_state = IBV_QPS_ERR;
+        ASSERT_EQ(0, smlx5_modify_qp(qp, &a, IBV_QP_STATE));
+    }
+
+    std::vector<uint8_t> m_src, m_dst;
+    smlx5_mr_t *m_smr = nullptr, *m_dmr = nullptr;
+};
+
+/* The SRQ's receive WQE a message had started comes back with a flush
+ * error when its QP enters ERR (UCX's rc transports count on it: they
+ * return such WQEs to their SRQ from the CQ before destroying the QP);
+ * the one no message touched stays the SRQ's; then the QP's Last WQE
+ * Reached event. A QP destroyed from RTS would lose the first. */
+TEST_F(sim_recv_flush, an_srq_receive_a_message_started_is_flushed)
+{
+    smlx5_srq_t *srq = create_srq(4, 1);
+    ASSERT_NE(nullptr, srq);
+    smlx5_qp_t *q[2];
+    ASSERT_NO_FATAL_FAILURE(small_mtu_pair(q, srq));
+    ASSERT_NO_FATAL_FAILURE(post_recv_to(nullptr, srq, 0, 21));
+    ASSERT_NO_FATAL_FAILURE(post_recv_to(nullptr, srq, 1, 22));
+    ASSERT_NO_FATAL_FAILURE(send_until_started(q, 0));
+
+    ASSERT_NO_FATAL_FAILURE(to_err(q[1]));
+    struct ibv_wc wc;
+    ASSERT_TRUE(poll_one(m_rcq[RESP], &wc, 1000))
+        << "the receive WQE the message had is lost";
+    EXPECT_EQ(21u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+    EXPECT_EQ(smlx5_qp_num(q[1]), wc.qp_num);
+    EXPECT_TRUE(cq_stays_empty(m_rcq[RESP])) << "wr_id " << wc.wr_id;
+    smlx5_async_event_t ev;
+    ASSERT_TRUE(wait_async(IBV_EVENT_QP_LAST_WQE_REACHED, &ev));
+    EXPECT_EQ(smlx5_qp_num(q[1]), ev.qp_num);
+
+    /* the SRQ still has the other one: a new QP's message takes it */
+    smlx5_qp_t *r[2];
+    ASSERT_NO_FATAL_FAILURE(small_mtu_pair(r, srq));
+    ASSERT_NO_FATAL_FAILURE(send_until_started(r, 1, 1000));
+    ASSERT_TRUE(poll_one(m_rcq[RESP], &wc));
+    EXPECT_EQ(22u, wc.wr_id);
+    EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+    EXPECT_EQ(1000u, wc.byte_len);
+    EXPECT_EQ(0, memcmp(m_src.data(), &m_dst[MSG_LEN], 1000));
+}
+
+/* On a QP's own receive queue the WQE a message had started is flushed
+ * first, then the untouched ones, in order; no Last WQE Reached (no SRQ). */
+TEST_F(sim_recv_flush, an_rq_receive_a_message_started_is_flushed_first)
+{
+    smlx5_qp_t *q[2];
+    ASSERT_NO_FATAL_FAILURE(small_mtu_pair(q));
+    ASSERT_NO_FATAL_FAILURE(post_recv_to(q[1], nullptr, 0, 31));
+    ASSERT_NO_FATAL_FAILURE(post_recv_to(q[1], nullptr, 1, 32));
+    ASSERT_NO_FATAL_FAILURE(send_until_started(q, 0));
+
+    ASSERT_NO_FATAL_FAILURE(to_err(q[1]));
+    struct ibv_wc wc;
+    for (uint64_t id : {31u, 32u}) {
+        ASSERT_TRUE(poll_one(m_rcq[RESP], &wc, 1000)) << "wr_id " << id;
+        EXPECT_EQ(id, wc.wr_id);
+        EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+    }
+    EXPECT_TRUE(cq_stays_empty(m_rcq[RESP]));
+    EXPECT_FALSE(wait_async(IBV_EVENT_QP_LAST_WQE_REACHED, nullptr, 20));
 }

@@ -496,6 +496,67 @@ TEST_F(rc_strand, connected_peer_goes_away)
         << ucs_status_string(m_a.err.errors[0].second);
 }
 
+/* A peer's endpoint cancelled in the middle of a message (its QP to ERR
+ * with the first packets of the message at B, the rest never sent) and
+ * destroyed: B's responder QP held one of the SRQ's receive WQEs for that
+ * message. It leaves through ERR (uct_mlx5/rc/rc_retire.h), its flush CQE
+ * gives the WQE back, and after more such rounds than the SRQ has WQEs B
+ * still receives. Destroyed straight from RTS, each round took a WQE with
+ * it: B ran dry and every later message waited on RNR for ever. Every
+ * packet is held back 200 us on its way: the cancel stops the QP while the
+ * message's first packets are on the wire (the requester's window: 64 of
+ * its 120 packets of 256 bytes), so B takes them and waits for the rest. */
+TEST_F(rc_strand, a_peer_gone_mid_message_leaves_the_srq_whole)
+{
+    const unsigned rx_queue = 31, rounds = 2 * (rx_queue + 1);
+    set_env("STRAND_SIM_MTU", "256");
+    set_env("STRAND_SIM_FAULTS", "delay=1:200000");
+    set_env("UCX_RC_STRAND_SEG_SIZE", "32k");
+    set_env("UCX_RC_STRAND_RX_QUEUE_LEN", std::to_string(rx_queue).c_str());
+    ASSERT_EQ(UCS_OK, open_md());
+    ASSERT_EQ(UCS_OK, open_iface(m_a));
+    ASSERT_EQ(UCS_OK, open_iface(m_b));
+    std::vector<uint8_t> big = pattern(120 * 256, 3);
+    size_t expect = 0;
+
+    for (unsigned round = 0; round < rounds; ++round) {
+        uct_ep_h ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+        ASSERT_NE(nullptr, ep);
+        ASSERT_EQ(UCS_OK, am_short_retry(ep, round));
+        ++expect;
+        ASSERT_TRUE(progress_until([&] {
+            return m_b.am.msgs.size() == expect;
+        })) << "round " << round << ": " << m_b.am.msgs.size() << " of "
+            << expect << " arrived";
+        ASSERT_EQ((ssize_t)big.size(), uct_ep_am_bcopy(ep, 5, pack_cb, &big,
+                                                        0));
+        test_comp c;
+        comp_init(&c);
+        ucs_status_t status = uct_ep_flush(ep, UCT_FLUSH_FLAG_CANCEL,
+                                           &c.uct);
+        if (status == UCS_INPROGRESS) {
+            ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+        }
+        uct_ep_destroy(ep);
+        m_eps.pop_back();
+        ASSERT_TRUE(progress_until([&] {
+            return connections(m_b).responders == 0;
+        })) << vfs_read(m_b, "connections");
+    }
+    EXPECT_EQ(rounds, m_b.am.msgs.size()) << "a cancelled message arrived";
+
+    /* B's SRQ is whole: twice its WQEs in messages arrive */
+    uct_ep_h ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    ASSERT_NE(nullptr, ep);
+    for (unsigned i = 0; i < 2 * (rx_queue + 1); ++i) {
+        ASSERT_EQ(UCS_OK, am_short_retry(ep, 1000 + i)) << i;
+    }
+    EXPECT_TRUE(progress_until([&] {
+        return m_b.am.msgs.size() == rounds + 2 * (rx_queue + 1);
+    }, 5)) << m_b.am.msgs.size() - rounds << " of " << 2 * (rx_queue + 1)
+           << " arrived after " << rounds << " rounds";
+}
+
 TEST_F(rc_strand, ep_check_with_a_completion)
 {
     check_ep_check_completion("UCX_RC_STRAND_");
