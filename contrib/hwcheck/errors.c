@@ -101,6 +101,7 @@ typedef struct hc_resets {
     hc_pair_t *p;
     char       text[HC_VFS_MAX];
     char       policy[32];
+    int        no_devx;      /* auto left the device's streams out */
     unsigned   streams;      /* stream resets */
     unsigned   dcis;         /* DCI resets */
     unsigned   before;       /* streams + dcis before the error */
@@ -121,6 +122,7 @@ static int hc_resets_read(void *arg)
     if (sscanf(r->text, "policy %31s", r->policy) != 1) {
         snprintf(r->policy, sizeof(r->policy), "unknown");
     }
+    r->no_devx = (strstr(r->text, "\nauto no_devx\n") != NULL);
     memcpy(copy, r->text, sizeof(copy));
     for (line = strtok_r(copy, "\n", &save); line != NULL;
          line = strtok_r(NULL, "\n", &save)) {
@@ -152,6 +154,11 @@ static void hc_stream_reset(hc_pair_t *p, hc_resets_t *r, int error_came)
         hc_fail(name, "nothing was reset in %.0f s after the error "
                 "(dci_pool %s)", p->u->timeout,
                 r->text[0] ? "counts no new reset" : "cannot be read");
+    } else if (strcmp(r->policy, "streams") && r->no_devx) {
+        hc_off(name, "off (no DEVX): the device has DCI streams, but a "
+               "failed stream is reset with a DEVX command; policy %s, the "
+               "whole DCI was reset (such an error fails every endpoint on "
+               "it)", r->policy);
     } else if (strcmp(r->policy, "streams")) {
         hc_off(name, "policy %s, no DCI streams: the whole DCI was reset "
                "(such an error fails every endpoint on it)", r->policy);

@@ -384,9 +384,17 @@ static void hc_check_dv_caps(struct ibv_context *ctx, hc_machine_t *m)
     if ((dv.comp_mask & MLX5DV_CONTEXT_MASK_DCI_STREAMS) &&
         (dv.dci_streams_caps.max_log_num_concurent > 0)) {
         m->dci_streams = 1;
-        hc_ok("DCI streams", "%u per DCI, a DCI fails after %u errored",
-              1u << dv.dci_streams_caps.max_log_num_concurent,
-              1u << dv.dci_streams_caps.max_log_num_errored);
+        if (m->devx) {
+            hc_ok("DCI streams", "%u per DCI, a DCI fails after %u errored",
+                  1u << dv.dci_streams_caps.max_log_num_concurent,
+                  1u << dv.dci_streams_caps.max_log_num_errored);
+        } else {
+            hc_off("DCI streams", "off (no DEVX): %u per DCI, but a failed "
+                   "stream is reset with a DEVX command "
+                   "(mlx5dv_dci_stream_id_reset): dc_strand uses the "
+                   "dcs_quota policy, and TX_POLICY=streams is refused",
+                   1u << dv.dci_streams_caps.max_log_num_concurent);
+        }
     } else {
         hc_off("DCI streams", "not reported by the NIC (firmware or "
                "rdma-core too old): dc_strand uses the dcs_quota policy, "

@@ -369,15 +369,26 @@ static const char *hc_tags_why(const char *tl, const hc_machine_t *m)
                "reads are not checked";
     }
     if (m->sim) {
-        return ((sim_caps != NULL) && strstr(sim_caps, "tm_max_num_tags=0")) ?
-               "STRAND_SIM_CAPS gives the software device no tag matching" :
-               "the software device has none (UCX_LOG_LEVEL=debug says why)";
+        if ((sim_caps != NULL) && strstr(sim_caps, "tm_max_num_tags=0")) {
+            return "STRAND_SIM_CAPS gives the software device no tag "
+                   "matching";
+        }
+        if ((sim_caps != NULL) && strstr(sim_caps, "devx=0")) {
+            return "no DEVX (STRAND_SIM_CAPS devx=0), which makes the "
+                   "tag-matching SRQ's command QP";
+        }
+        return "the software device has none (UCX_LOG_LEVEL=debug says why)";
     }
     if (m->tm_max_num_tags == 0) {
         return "the NIC reports no tag matching (see 'tag matching (NIC)')";
     }
+    if (!m->devx) {
+        return "no DEVX (see 'DEVX'), which makes the tag-matching SRQ's "
+               "command QP";
+    }
     return "strand's hw backend has no tag matching yet: its command QP "
-           "needs DEVX (docs/hardware.md, Tag matching)";
+           "needs DEVX commands it does not make yet (docs/hardware.md, Tag "
+           "matching)";
 }
 
 void hc_check_tags(hc_uct_t *u, const char *tl, const hc_machine_t *m)

@@ -80,6 +80,18 @@ check "a lesser device: the bad rkey and the other endpoint still ok" \
     bash -c "grep -qE '^  dc_strand bad rkey +ok' '$tmpdir/lesser' &&
              grep -qE '^  dc_strand other endpoint +ok' '$tmpdir/lesser'"
 
+# --------------------- a device without DEVX (streams and tags need it)
+STRAND_SIM_CAPS=devx=0 hwcheck nodevx --sim
+check_exit "without DEVX: exits 0 (off is no failure)" "$rc"
+[ "$rc" = 0 ] || show "$tmpdir/nodevx"
+check "without DEVX: the stream reset is off (no DEVX), not FAIL" \
+    grep -qE '^  dc_strand stream reset +off \(off \(no DEVX\)' "$tmpdir/nodevx"
+check "without DEVX: tag offload off, naming DEVX" \
+    grep -qE '^  rc_strand tag offload +off \(.*no DEVX' "$tmpdir/nodevx"
+check "without DEVX: the bad rkey and the other endpoint still ok" \
+    bash -c "grep -qE '^  dc_strand bad rkey +ok' '$tmpdir/nodevx' &&
+             grep -qE '^  dc_strand other endpoint +ok' '$tmpdir/nodevx'"
+
 # ----------------------------------------- damaged bytes are found
 STRAND_SIM_FAULTS=sdc=0.5,seed=3 hwcheck damaged --sim --timeout 5
 check "damaged data: exits 1" test "$rc" = 1 || show "$tmpdir/damaged"

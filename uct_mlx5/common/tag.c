@@ -56,9 +56,20 @@ ucs_status_t strand_tag_resolve(strand_iface_t *iface,
          * complete as success (docs/integrity.md) */
         why = "integrity checks are on (UCX_DC_STRAND_INTEGRITY), and the "
               "device's rendezvous reads are not checked";
-    } else if ((caps->tm_max_num_tags == 0) || (caps->tm_max_ops == 0) ||
-               (iface->dev->ops->create_tm_srq == NULL)) {
+    } else if ((caps->tm_max_num_tags == 0) || (caps->tm_max_ops == 0)) {
         why = "the device has no tag matching";
+    } else if (!caps->devx) {
+        /* the transport posts the list operations on the SRQ's command
+         * QP, which only DEVX makes (UCX does the same; rdma-core keeps
+         * its own inside the provider) */
+        why = "the device has tag matching, but its command QP is made "
+              "with DEVX, which is not available on this device (the "
+              "kernel or the user's permissions refused mlx5dv_open_device "
+              "with DEVX)";
+    } else if (iface->dev->ops->create_tm_srq == NULL) {
+        why = "the device has tag matching, but its command QP is made "
+              "with DEVX, which strand's rdma-core backend does not do yet "
+              "(docs/hardware.md)";
     } else if (!iface->tl->own_rndv &&
                (caps->tm_max_rndv_hdr_size <
                 STRAND_TMH_SIZE + iface->tl->rndv_hdr_len)) {

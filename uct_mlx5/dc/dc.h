@@ -56,6 +56,8 @@ typedef struct strand_dc_iface {
     strand_dev_qp_t       dct;
     uint8_t               have_dct;
     uint8_t               tx_policy;     /* strand_dc_tx_policy_t, resolved */
+    uint8_t               no_devx;       /* auto left streams out: no DEVX
+                                            to reset one */
     uint16_t             *dci_stack;     /* free DCIs (dcs, dcs_quota) */
     unsigned              dci_top;
     unsigned              next_dci;      /* streams: where leases start */

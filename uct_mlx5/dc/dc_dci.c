@@ -146,6 +146,10 @@ int strand_dc_dci_pool_show(strand_iface_t *iface, ucs_string_buffer_t *strb)
     ucs_string_buffer_appendf(strb, "policy %s streams %u\n",
                               strand_dc_tx_policy_names[dc->tx_policy],
                               iface->config.num_lanes);
+    if (dc->no_devx) {
+        /* TX_POLICY=auto would have chosen streams */
+        ucs_string_buffer_appendf(strb, "auto no_devx\n");
+    }
     ucs_string_buffer_appendf(strb, "free");
     for (i = 0; i < dc->dci_top; ++i) {
         ucs_string_buffer_appendf(strb, " %u", dc->dci_stack[i]);

@@ -22,9 +22,10 @@ int strand_dc_dci_reset(strand_iface_t *iface, strand_txq_t *dci);
  * errno. */
 int strand_dc_stream_reset(strand_iface_t *iface, strand_txq_t *dci,
                            unsigned lane);
-/* "policy <p> streams <n>" and "free <DCIs on the stack>": the lines of
- * the VFS file dci_pool before the DCIs', and whether the stack holds every
- * free DCI once */
+/* "policy <p> streams <n>", "auto no_devx" when TX_POLICY=auto left out
+ * the device's streams for want of DEVX, and "free <DCIs on the stack>":
+ * the lines of the VFS file dci_pool before the DCIs', and whether the
+ * stack holds every free DCI once */
 int strand_dc_dci_pool_show(strand_iface_t *iface, ucs_string_buffer_t *strb);
 
 #endif

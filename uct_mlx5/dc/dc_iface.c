@@ -43,8 +43,10 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
      "             rotate among many busy endpoints\n"
      " streams   - endpoints share DCIs, each posting on a DCI stream (see\n"
      "             DCI_STREAMS, STREAM_MAP): an error fails the endpoints it\n"
-     "             belongs to, the stream is reset, the others go on\n"
-     " auto      - streams where the device has DCI streams, else dcs_quota",
+     "             belongs to, the stream is reset, the others go on (the\n"
+     "             reset is a DEVX command: refused without DEVX)\n"
+     " auto      - streams where the device has DCI streams and DEVX to reset\n"
+     "             them, else dcs_quota",
      ucs_offsetof(strand_dc_iface_config_t, tx_policy),
      UCS_CONFIG_TYPE_ENUM(strand_dc_tx_policy_names)},
 
@@ -131,18 +133,30 @@ strand_dc_iface_resolve_policy(strand_dc_iface_t *iface,
     unsigned max_errored          = 1u << caps->dci_max_log_num_errored;
     unsigned errored, streams;
     int have_streams              = caps->dci_max_log_num_concurent > 0;
+    /* a stream in error is reset with mlx5dv_dci_stream_id_reset, a DEVX
+     * command (MODIFY_QP with the stream's id): without DEVX every stream
+     * error would drain and reset the whole DCI, all of its streams */
+    int can_reset                 = have_streams && caps->devx;
 
     iface->tx_policy          = config->tx_policy;
     iface->super.config.num_lanes = 1;
     iface->config.log_concurent = 0;
     iface->config.log_errored   = 0;
     if (iface->tx_policy == STRAND_DC_TX_POLICY_AUTO) {
-        /* without errored-stream support every error would reset a DCI
-         * shared by many endpoints: dcs_quota isolates better then */
-        iface->tx_policy = (have_streams &&
+        /* without errored-stream support, or a stream's reset, every
+         * error would reset a DCI shared by many endpoints: dcs_quota
+         * isolates better then */
+        iface->tx_policy = (can_reset &&
                             (caps->dci_max_log_num_errored > 0)) ?
                            STRAND_DC_TX_POLICY_STREAMS :
                            STRAND_DC_TX_POLICY_DCS_QUOTA;
+        if (have_streams && !caps->devx) {
+            iface->no_devx = 1;
+            ucs_info("%s: dc_strand: TX policy dcs_quota: the device has DCI "
+                     "streams, but no DEVX to reset one that failed "
+                     "(mlx5dv_dci_stream_id_reset)",
+                     iface->super.dev->info.name);
+        }
     }
     if (iface->tx_policy != STRAND_DC_TX_POLICY_STREAMS) {
         return UCS_OK;
@@ -150,6 +164,15 @@ strand_dc_iface_resolve_policy(strand_dc_iface_t *iface,
     if (!have_streams) {
         ucs_error("%s: dc_strand: UCX_DC_STRAND_TX_POLICY=streams: the device "
                   "has no DCI streams", iface->super.dev->info.name);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if (!caps->devx) {
+        ucs_error("%s: dc_strand: UCX_DC_STRAND_TX_POLICY=streams: a DCI "
+                  "stream that failed is reset with a DEVX command "
+                  "(mlx5dv_dci_stream_id_reset), and DEVX is not available "
+                  "on this device (the kernel or the user's permissions "
+                  "refused mlx5dv_open_device with DEVX); use dcs_quota or "
+                  "auto", iface->super.dev->info.name);
         return UCS_ERR_UNSUPPORTED;
     }
     errored = config->errored_streams ? config->errored_streams : max_errored;

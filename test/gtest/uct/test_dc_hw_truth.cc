@@ -531,6 +531,45 @@ TEST_F(dc_strand_hw_truth, every_stream_id_is_a_channel_of_the_dci)
 }
 
 /*
+ * Spec 9 (DCI streams need DEVX): a failed stream is reset with
+ * mlx5dv_dci_stream_id_reset, a DEVX command. On a device with streams but
+ * without DEVX (STRAND_SIM_CAPS devx=0: the software device then refuses
+ * the reset as rdma-core does), auto takes dcs_quota and says why in
+ * dci_pool ("auto no_devx"), and streams asked for by name refuse to open
+ * with a message that names DEVX; with DEVX, auto takes streams. Before,
+ * auto took streams from the stream capability alone: every stream error
+ * then drained and reset the whole DCI.
+ */
+TEST_F(dc_strand_hw_truth, streams_only_where_their_reset_works)
+{
+    ASSERT_EQ(UCS_OK, open_iface(m_a));
+    EXPECT_EQ("streams", dci_pool_view(vfs_read(m_a, "dci_pool")).policy);
+    uct_iface_close(m_a.iface);
+    m_a.iface = nullptr;
+
+    set_env("STRAND_SIM_CAPS", "devx=0");
+    ASSERT_EQ(UCS_OK, open_md());
+    ASSERT_EQ(UCS_OK, open_iface(m_a));
+    std::string pool = vfs_read(m_a, "dci_pool");
+    EXPECT_EQ("dcs_quota", dci_pool_view(pool).policy) << pool;
+    EXPECT_NE(std::string::npos, pool.find("\nauto no_devx\n")) << pool;
+    uct_iface_close(m_a.iface);
+    m_a.iface = nullptr;
+
+    set_env("UCX_DC_STRAND_TX_POLICY", "streams");
+    {
+        scoped_log_capture logs;
+        EXPECT_EQ(UCS_ERR_UNSUPPORTED, open_iface(m_a));
+        EXPECT_EQ(1u, logs.count("DEVX"));
+    }
+    set_env("UCX_DC_STRAND_TX_POLICY", "dcs");
+    ASSERT_EQ(UCS_OK, open_iface(m_a));
+    pool = vfs_read(m_a, "dci_pool");
+    EXPECT_EQ("dcs", dci_pool_view(pool).policy);
+    EXPECT_EQ(std::string::npos, pool.find("no_devx")) << pool;
+}
+
+/*
  * Spec 9 (atomic reply endianness per size): the HCA's 8-byte mode decides
  * how 64-bit replies land; 32-bit masked replies are big-endian in either
  * mode. Every fetching atomic of both sizes, and cswap, in both modes. A
