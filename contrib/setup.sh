@@ -17,6 +17,12 @@ pkgs=(build-essential autoconf automake libtool pkg-config dpkg-dev debhelper
       libucx-dev ucx-utils libibverbs-dev ibverbs-providers rdma-core
       libhwloc-dev openmpi-bin libopenmpi-dev googletest libgtest-dev
       valgrind ccache)
+# cross compilers: test_barriers reads the fences the data path emits on
+# POWER and Arm (Debian ships them for amd64 hosts)
+if [ "$(dpkg --print-architecture)" = amd64 ]; then
+    pkgs+=(gcc-powerpc64le-linux-gnu libc6-dev-ppc64el-cross
+           gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+fi
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 

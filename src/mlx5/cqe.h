@@ -52,7 +52,7 @@ static inline struct mlx5_cqe64 *strand_cqe_get(void *cq_buf, uint32_t cqe_cnt,
         ((op_own & MLX5_CQE_OWNER_MASK) != !!(ci & cqe_cnt))) {
         return NULL;
     }
-    strand_rmb();
+    strand_dma_rmb();
     return cqe;
 }
 
@@ -128,7 +128,7 @@ strand_cq_cursor_get(const strand_cq_cursor_t *cur, uint8_t *op_own)
     if ((*op_own & MLX5_CQE_OWNER_MASK) != cur->owner) {
         return NULL;
     }
-    strand_rmb();
+    strand_dma_rmb();
     return (struct mlx5_cqe64*)cur->cqe;
 }
 
@@ -331,9 +331,9 @@ static inline void strand_cq_arm(__be32 *dbrec, void *cq_uar, uint32_t cqn,
 
     *(volatile __be32*)&dbrec[STRAND_CQ_DBR_ARM] = htobe32(val);
     /* the record before the doorbell write (write-combining memory) */
-    strand_wc_wmb();
+    strand_mmio_wmb();
     *(volatile uint64_t*)((uint8_t*)cq_uar + MLX5_CQ_DOORBELL) = htobe64(db);
-    strand_wc_wmb();
+    strand_mmio_wmb();
 }
 
 #endif

@@ -19,9 +19,9 @@
  * index (BBs), the record before a register write (WC memory). */
 static inline void strand_sq_doorbell_record(__be32 *dbrec, uint32_t cur_post)
 {
-    strand_wmb();
+    strand_dma_wmb();
     *(volatile __be32*)&dbrec[MLX5_SND_DBR] = htobe32(cur_post & 0xffff);
-    strand_wc_wmb();
+    strand_mmio_wmb();
 }
 
 /* Step 4 as a plain doorbell: one 8-byte store of ctrl bytes 0-7 (head,
@@ -30,7 +30,7 @@ static inline void strand_sq_doorbell_record(__be32 *dbrec, uint32_t cur_post)
 static inline void strand_sq_doorbell_head(void *reg, uint64_t head)
 {
     *(volatile uint64_t*)reg = head;
-    strand_wc_wmb();
+    strand_mmio_wmb();
 }
 
 /* The same from the ctrl segment's bytes. */
@@ -46,14 +46,14 @@ static inline void strand_sq_doorbell_mmio8(void *bf_reg, uint32_t bf_offset,
 /* Receive queue doorbell record: [MLX5_RCV_DBR] = BE32(head & 0xffff). */
 static inline void strand_rq_ring_doorbell(__be32 *dbrec, uint32_t rq_head)
 {
-    strand_wmb();
+    strand_dma_wmb();
     *(volatile __be32*)&dbrec[MLX5_RCV_DBR] = htobe32(rq_head & 0xffff);
 }
 
 /* SRQ doorbell record: [0] = BE32(16-bit count of WQEs ever posted). */
 static inline void strand_srq_ring_doorbell(__be32 *dbrec, uint16_t counter)
 {
-    strand_wmb();
+    strand_dma_wmb();
     *(volatile __be32*)&dbrec[0] = htobe32(counter);
 }
 

@@ -331,7 +331,7 @@ static inline void strand_sq_ring_bf(strand_sq_t *sq,
     }
     if (single && (last_bbs * STRAND_WQE_BB <= sq->bf->size)) {
         strand_sq_bf_copy(sq, ctrl, last_bbs);
-        strand_wc_wmb();
+        strand_mmio_wmb();
     } else {
         strand_sq_doorbell_head(sq->bf->cur, head);
     }
