@@ -67,6 +67,16 @@ ucs_config_field_t strand_md_config_table[] = {
      ucs_offsetof(strand_md_config_t, reg_cost_growth),
      UCS_CONFIG_TYPE_TIME},
 
+    {"FORK_INIT", "try",
+     "Protect registered memory across fork() with ibv_fork_init() before "
+     "the first registration (as UCX's UCX_IB_FORK_INIT): yes (failing is "
+     "an error), no, or try (a failure is logged and fork() may then be "
+     "unsafe). Before Linux 5.13 a fork after registration makes registered "
+     "pages copy-on-write: the NIC reads and writes pages the parent no "
+     "longer has. The software device needs none: nothing the kernel pins.",
+     ucs_offsetof(strand_md_config_t, fork_init),
+     UCS_CONFIG_TYPE_TERNARY},
+
     {"MMIO_MODE", "auto",
      "How a send queue's doorbell reaches the device (as UCX's "
      "UCX_IB_MLX5_MMIO_MODE):\n"
@@ -609,6 +619,34 @@ static ucs_status_t strand_md_open_rcache(strand_md_t *md,
     return UCS_OK;
 }
 
+/* Fork protection for the device's backend, before it registers anything
+ * (UCX calls ibv_fork_init where it opens its IB memory domains too). */
+static ucs_status_t strand_md_fork_init(const strand_md_config_t *config,
+                                        const strand_dev_info_t *info)
+{
+    int err;
+
+    if (config->fork_init == UCS_NO) {
+        return UCS_OK;
+    }
+    err = strand_dev_fork_init(info->kind);
+    if (err == ENOTSUP) {
+        ucs_debug("%s: UCX_STRAND_FORK_INIT: the software device needs no "
+                  "fork protection", info->name);
+    } else if (err == 0) {
+        ucs_debug("%s: ibv_fork_init: registered memory is fork-safe",
+                  info->name);
+    } else if (config->fork_init == UCS_YES) {
+        ucs_error("%s: UCX_STRAND_FORK_INIT=yes, but ibv_fork_init failed: "
+                  "%s", info->name, strerror(err));
+        return UCS_ERR_IO_ERROR;
+    } else {
+        ucs_debug("%s: ibv_fork_init failed: %s; fork() after a "
+                  "registration may be unsafe", info->name, strerror(err));
+    }
+    return UCS_OK;
+}
+
 static ucs_status_t
 strand_md_open(uct_component_t *component, const char *md_name,
                const uct_md_config_t *uct_config, uct_md_h *md_p)
@@ -630,6 +668,10 @@ strand_md_open(uct_component_t *component, const char *md_name,
         return UCS_ERR_NO_DEVICE;
     }
 
+    status = strand_md_fork_init(config, &infos[i]);
+    if (status != UCS_OK) {
+        return status;
+    }
     md = ucs_calloc(1, sizeof(*md), "strand_md");
     if (md == NULL) {
         return UCS_ERR_NO_MEMORY;

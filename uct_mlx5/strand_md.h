@@ -37,6 +37,7 @@ typedef struct strand_md_config {
     double                 reg_cost_overhead;  /* seconds */
     double                 reg_cost_growth;    /* seconds per byte */
     int                    mmio_mode;          /* strand_mmio_mode_t */
+    ucs_ternary_auto_value_t fork_init;
 } strand_md_config_t;
 
 /* A registration: the device's keys; with integrity, the mkey that signs

@@ -39,6 +39,13 @@ int strand_dev_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
     return strand_dev_backend(info->kind)->open(info, dev_p);
 }
 
+int strand_dev_fork_init(strand_dev_kind_t kind)
+{
+    const strand_dev_ops_t *ops = strand_dev_backend(kind);
+
+    return (ops->fork_init == NULL) ? ENOTSUP : ops->fork_init();
+}
+
 /* How well a GID serves as this port's address (0: not at all). */
 static int strand_dev_gid_score(const struct ibv_gid_entry *e, int link_layer)
 {

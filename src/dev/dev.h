@@ -283,6 +283,9 @@ struct strand_dev_ops {
     int  (*list)(strand_dev_info_t *out, int max);      /* returns count */
     int  (*open)(const strand_dev_info_t *info, strand_dev_t **dev_p);
     void (*close)(strand_dev_t *dev);
+    /* protect registered memory across fork() (ibv_fork_init); NULL: the
+     * backend registers nothing the kernel pins, fork cannot hurt it */
+    int  (*fork_init)(void);
 
     int  (*reg_mr)(strand_dev_t *dev, void *addr, size_t len, int access,
                    strand_dev_mr_t *mr);
@@ -431,6 +434,9 @@ uint8_t strand_dev_mkey_variant(strand_dev_t *dev);
 int strand_dev_list(unsigned kind_mask, strand_dev_info_t *out, int max);
 /* Open by info (picks the backend of info->kind). */
 int strand_dev_open(const strand_dev_info_t *info, strand_dev_t **dev_p);
+/* Fork protection for the backend of `kind`, before its first
+ * registration: 0, ENOTSUP when the backend needs none, or why it failed. */
+int strand_dev_fork_init(strand_dev_kind_t kind);
 /* Why the hw backend lists no device, in words for a user who asked for
  * hardware (no RDMA driver, no device, none of them mlx5). */
 void strand_dev_hw_why_none(char *buf, size_t max);

@@ -1057,11 +1057,21 @@ static int dev_hw_query_perf(strand_dev_t *dev, strand_dev_perf_t *perf)
     return 0;
 }
 
+/* rdma-core pins registered pages; before Linux 5.13 a fork() turns them
+ * copy-on-write in the parent, and the NIC goes on with the pages the
+ * child got. ibv_fork_init marks registrations MADV_DONTFORK (and returns
+ * 0 at once where the kernel copes itself). */
+static int dev_hw_fork_init(void)
+{
+    return ibv_fork_init();
+}
+
 const strand_dev_ops_t strand_dev_hw_ops = {
     .name                = "hw",
     .list                = dev_hw_list,
     .open                = dev_hw_open,
     .close               = dev_hw_close,
+    .fork_init           = dev_hw_fork_init,
     .reg_mr              = dev_hw_reg_mr,
     .dereg_mr            = dev_hw_dereg_mr,
     .create_channel      = dev_hw_create_channel,

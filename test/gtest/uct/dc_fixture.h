@@ -12,6 +12,7 @@
 #include "config.h"
 #endif
 #include "uct_plugin.h"
+#include "log_capture.h"
 #include "../../uct/dc_iface_params.h"
 
 extern "C" {
@@ -67,50 +68,6 @@ struct flagged_am_record {
             return UCS_INPROGRESS;
         }
         return UCS_OK;
-    }
-};
-
-/* Error-level log lines while it lives (kept from the output): how many
- * contain a string. */
-class scoped_log_capture {
-public:
-    scoped_log_capture()
-    {
-        lines().clear();
-        ucs_log_push_handler(handler);
-    }
-    ~scoped_log_capture()
-    {
-        ucs_log_pop_handler();
-    }
-    size_t count(const char *what) const
-    {
-        size_t n = 0;
-        for (auto &l : lines()) {
-            n += (l.find(what) != std::string::npos);
-        }
-        return n;
-    }
-
-private:
-    static std::vector<std::string> &lines()
-    {
-        static std::vector<std::string> l;
-        return l;
-    }
-    static ucs_log_func_rc_t handler(const char *, unsigned, const char *,
-                                     ucs_log_level_t level,
-                                     const ucs_log_component_config_t *,
-                                     const char *message, va_list ap)
-    {
-        char buf[512];
-
-        if (level > UCS_LOG_LEVEL_ERROR) {
-            return UCS_LOG_FUNC_RC_CONTINUE;
-        }
-        vsnprintf(buf, sizeof(buf), message, ap);
-        lines().push_back(buf);
-        return UCS_LOG_FUNC_RC_STOP;
     }
 };
 

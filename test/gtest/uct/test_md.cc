@@ -5,6 +5,7 @@
  * remote keys, configuration errors.
  */
 #include "uct_plugin.h"
+#include "log_capture.h"
 
 extern "C" {
 #include "dev/dev.h"
@@ -174,6 +175,31 @@ TEST_F(strand_md, bad_input_is_a_clear_error)
     uct_md_config_t *config;
     EXPECT_NE(UCS_OK, uct_md_config_read(m_component, nullptr, nullptr,
                                          &config));
+}
+
+/* UCX_STRAND_FORK_INIT (UCX's UCX_IB_FORK_INIT): yes, no and try open the
+ * software device, which needs no fork protection (its backend has none to
+ * call); the hardware backend's is rdma-core's ibv_fork_init, which works
+ * without a NIC; a value that is none of them is refused, naming it. */
+TEST_F(strand_md, fork_init_values)
+{
+    EXPECT_EQ(ENOTSUP, strand_dev_fork_init(STRAND_DEV_KIND_SIM));
+    EXPECT_EQ(0, strand_dev_fork_init(STRAND_DEV_KIND_HW));
+    for (const char *v : {"yes", "no", "try"}) {
+        setenv("UCX_STRAND_FORK_INIT", v, 1);
+        EXPECT_EQ(UCS_OK, open("smlx5_0")) << v;
+        uct_md_close(m_md);
+        m_md = nullptr;
+    }
+    setenv("UCX_STRAND_FORK_INIT", "sometimes", 1);
+    uct_md_config_t *config = nullptr;
+    {
+        scoped_log_capture logs;
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+                  uct_md_config_read(m_component, nullptr, nullptr, &config));
+        EXPECT_EQ(1u, logs.count("FORK_INIT"));
+    }
+    unsetenv("UCX_STRAND_FORK_INIT");
 }
 
 /* uct_md_* call every operation of the MD's table without checking: what
