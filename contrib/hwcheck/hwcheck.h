@@ -233,5 +233,11 @@ void hc_check_get(hc_pair_t *p);
 void hc_check_atomics(hc_pair_t *p, const hc_machine_t *m);
 void hc_check_tags(hc_uct_t *u, const char *tl, const hc_machine_t *m);
 void hc_check_errors(hc_pair_t *p);
+/* an armed receiver and sender wake (events.c) */
+void hc_check_events(hc_pair_t *p);
+/* several send queues of one interface ring its one register in turn */
+void hc_check_register(hc_uct_t *u, const char *tl);
+/* a signature check that must fail, then the same mkey good (sig.c) */
+void hc_check_signatures(const hc_machine_t *m, double timeout);
 
 #endif

@@ -141,12 +141,16 @@ static void hc_check_transport(hc_uct_t *u, const char *tl,
         hc_check_put(p);
         hc_check_get(p);
         hc_check_atomics(p, m);
+        hc_check_events(p);
         hc_check_tags(u, tl, m);
         hc_check_errors(p);
     }
     hc_step("closing %s", tl);
     hc_pair_close(p);
     free(p);
+    if (status == UCS_OK) {
+        hc_check_register(u, tl);
+    }
 }
 
 int main(int argc, char **argv)
@@ -186,6 +190,8 @@ int main(int argc, char **argv)
         hc_check_transport(&uct, "dc_strand", &machine);
         hc_check_transport(&uct, "rc_strand", &machine);
     }
+    hc_section("signatures on %s, below the transport", dev);
+    hc_check_signatures(&machine, opts.timeout);
     hc_step("closing the memory domain");
     hc_uct_close(&uct);
     return hc_report_finish(opts.sim);

@@ -44,6 +44,16 @@ for tl in dc_strand rc_strand; do
     check "--sim: $tl: an ok line for every traffic item, the bad rkey and the other endpoint${missing:+ (not ok:${missing#,})}" \
         test -z "$missing"
 done
+for tl in dc_strand rc_strand; do
+    check "--sim: $tl: armed interfaces woke for a receive and a send completion" \
+        line "$tl events" ok "$tmpdir/sim"
+    check "--sim: $tl: queues of one register posting in turn lost nothing" \
+        line "$tl one register" ok "$tmpdir/sim"
+done
+check "--sim: a signature check with the wrong seed failed (SIG_ERR)" \
+    line "integrity SIG_ERR" ok "$tmpdir/sim"
+check "--sim: the same mkey then landed a good block; a fresh one reported" \
+    grep -qE '^  integrity after SIG_ERR +ok \(the same mkey configured right landed the block intact; configured wrong again it stayed silent' "$tmpdir/sim"
 check "--sim: dc_strand's DCI stream was reset" \
     line "dc_strand stream reset" ok "$tmpdir/sim"
 check "--sim: all 32- and 64-bit atomic operations ran" \
@@ -88,6 +98,10 @@ check "without DEVX: the stream reset is off (no DEVX), not FAIL" \
     grep -qE '^  dc_strand stream reset +off \(off \(no DEVX\)' "$tmpdir/nodevx"
 check "without DEVX: tag offload off, naming DEVX" \
     grep -qE '^  rc_strand tag offload +off \(.*no DEVX' "$tmpdir/nodevx"
+STRAND_SIM_CAPS=signature=0 hwcheck nosig --sim
+check "without signature offload: the integrity checks are off, exit 0" \
+    bash -c "[ $rc = 0 ] && grep -qE '^  integrity SIG_ERR +off \(' '$tmpdir/nosig' &&
+             grep -qE '^  integrity after SIG_ERR +off \(' '$tmpdir/nosig'"
 check "without DEVX: the bad rkey and the other endpoint still ok" \
     bash -c "grep -qE '^  dc_strand bad rkey +ok' '$tmpdir/nodevx' &&
              grep -qE '^  dc_strand other endpoint +ok' '$tmpdir/nodevx'"
