@@ -173,18 +173,6 @@ static void hc_stream_reset(hc_pair_t *p, hc_resets_t *r, int error_came)
 
 /* ----------------------------------------------------- other endpoint */
 
-typedef struct hc_am_count {
-    hc_am_rx_t *am;
-    unsigned    count;
-} hc_am_count_t;
-
-static int hc_am_more(void *arg)
-{
-    hc_am_count_t *c = arg;
-
-    return c->am->count > c->count;
-}
-
 /* After the error: the PUT that was in flight landed, then a PUT, an AM
  * and a GET on the same endpoint. 0, or -1 with `why`. */
 static int hc_other_works(hc_pair_t *p, uct_ep_h ep, hc_region_t *t,
@@ -192,7 +180,7 @@ static int hc_other_works(hc_pair_t *p, uct_ep_h ep, hc_region_t *t,
 {
     uint64_t hdr      = 0x5eed5eed5eed5eedull;
     uint8_t got[256];
-    hc_am_count_t am  = {&p->b.am, p->b.am.count};
+    unsigned am_count = p->b.am.count;
     ucs_status_t status;
     hc_comp_t *comp;
 
@@ -212,7 +200,7 @@ static int hc_other_works(hc_pair_t *p, uct_ep_h ep, hc_region_t *t,
         return -1;
     }
     HC_RETRY(p->u, status, uct_ep_am_short(ep, HC_AM_ID, hdr, NULL, 0));
-    if ((status != UCS_OK) || !hc_wait(p->u, hc_am_more, &am) ||
+    if ((status != UCS_OK) || !hc_wait_am(p->u, &p->b.am, am_count + 1) ||
         (p->b.am.length != sizeof(hdr)) ||
         memcmp(p->b.am.data, &hdr, sizeof(hdr))) {
         snprintf(why, max, "an AM after the error: %s",

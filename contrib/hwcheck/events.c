@@ -49,18 +49,6 @@ static ucs_status_t hc_arm(hc_uct_t *u, uct_iface_h iface, unsigned events)
     return status;
 }
 
-typedef struct hc_am_seen {
-    hc_am_rx_t *am;
-    unsigned    count;
-} hc_am_seen_t;
-
-static int hc_am_reached(void *arg)
-{
-    hc_am_seen_t *s = arg;
-
-    return s->am->count >= s->count;
-}
-
 static int hc_comp_done(void *arg)
 {
     return ((hc_comp_t*)arg)->done;
@@ -69,7 +57,7 @@ static int hc_comp_done(void *arg)
 /* An active message wakes the armed receiver. 0, or -1 with `why`. */
 static int hc_recv_event(hc_pair_t *p, int fd, char *why, size_t max)
 {
-    hc_am_seen_t seen = {&p->b.am, p->b.am.count + 1};
+    unsigned want = p->b.am.count + 1;
     ucs_status_t status;
 
     status = hc_arm(p->u, p->b.iface, UCT_EVENT_RECV);
@@ -88,7 +76,7 @@ static int hc_recv_event(hc_pair_t *p, int fd, char *why, size_t max)
                  "sent: its event fd stayed quiet for %.0f s", p->u->timeout);
         return -1;
     }
-    if (!hc_wait(p->u, hc_am_reached, &seen)) {
+    if (!hc_wait_am(p->u, &p->b.am, want)) {
         snprintf(why, max, "the event came, the active message did not");
         return -1;
     }
@@ -203,7 +191,7 @@ static ucs_status_t hc_queues_pair(hc_pair_t *p, hc_uct_t *u, const char *tl,
 static int hc_queues_in_turn(hc_pair_t *p, uct_ep_h *eps, char *why,
                              size_t max)
 {
-    hc_am_seen_t seen = {&p->b.am, p->b.am.count};
+    unsigned base = p->b.am.count;
     ucs_status_t status;
     unsigned i, j;
 
@@ -214,8 +202,7 @@ static int hc_queues_in_turn(hc_pair_t *p, uct_ep_h *eps, char *why,
             return -1;
         }
     }
-    seen.count += HC_QUEUES;
-    if (!hc_wait(p->u, hc_am_reached, &seen)) {
+    if (!hc_wait_am(p->u, &p->b.am, base + HC_QUEUES)) {
         snprintf(why, max, "the first message of each endpoint did not all "
                  "arrive");
         return -1;
@@ -232,11 +219,10 @@ static int hc_queues_in_turn(hc_pair_t *p, uct_ep_h *eps, char *why,
             }
         }
     }
-    seen.count += HC_QUEUES * HC_ROUNDS;
-    if (!hc_wait(p->u, hc_am_reached, &seen)) {
+    if (!hc_wait_am(p->u, &p->b.am, base + HC_QUEUES * (HC_ROUNDS + 1))) {
         snprintf(why, max, "%u of %u messages arrived: a doorbell was lost "
                  "(queues writing one half of the register in turn?)",
-                 p->b.am.count - (seen.count - HC_QUEUES * HC_ROUNDS),
+                 p->b.am.count - base - HC_QUEUES,
                  HC_QUEUES * HC_ROUNDS);
         return -1;
     }

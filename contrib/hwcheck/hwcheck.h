@@ -176,6 +176,9 @@ int  hc_ep_failed(hc_pair_t *p, const char *name);
 
 /* Progress until cond(arg) holds: 1, or 0 after the timeout. */
 int  hc_wait(hc_uct_t *u, int (*cond)(void *arg), void *arg);
+/* Progress until `am` counted `count` messages: 1, or 0 after the
+ * timeout. */
+int  hc_wait_am(hc_uct_t *u, hc_am_rx_t *am, unsigned count);
 /* Repeat an operation while it says UCS_ERR_NO_RESOURCE (an rc_strand ep
  * still connecting, a full queue), progressing, up to the timeout. */
 #define HC_RETRY(_u, _status, _call) \

@@ -94,31 +94,18 @@ static size_t hc_min(size_t a, size_t b)
 
 /* ---------------------------------------------------- active messages */
 
-typedef struct hc_am_wait {
-    hc_am_rx_t *am;
-    unsigned    count;
-} hc_am_wait_t;
-
-static int hc_am_arrived(void *arg)
-{
-    hc_am_wait_t *w = arg;
-
-    return w->am->count > w->count;
-}
-
 /* Wait for the message sent (status of the send) and compare it with
  * `want`; one report line. */
 static void hc_am_expect(hc_pair_t *p, const char *name, ucs_status_t status,
                          hc_comp_t *comp, unsigned count0,
                          const uint8_t *want, size_t length, size_t iovs)
 {
-    hc_am_wait_t w = {&p->b.am, count0};
     char why[160];
 
     status = hc_comp_wait(p->u, status, comp);
     if (status != UCS_OK) {
         hc_fail(name, "the send: %s", hc_why(p->u, status));
-    } else if (!hc_wait(p->u, hc_am_arrived, &w)) {
+    } else if (!hc_wait_am(p->u, &p->b.am, count0 + 1)) {
         hc_fail(name, "nothing arrived in %.0f s", p->u->timeout);
     } else if (p->b.am.length != length) {
         hc_fail(name, "%zu bytes arrived, %zu were sent", p->b.am.length,

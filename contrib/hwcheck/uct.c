@@ -413,6 +413,25 @@ int hc_wait(hc_uct_t *u, int (*cond)(void *arg), void *arg)
     return 1;
 }
 
+typedef struct hc_am_wait {
+    hc_am_rx_t *am;
+    unsigned    count;
+} hc_am_wait_t;
+
+static int hc_am_counted(void *arg)
+{
+    hc_am_wait_t *w = arg;
+
+    return w->am->count >= w->count;
+}
+
+int hc_wait_am(hc_uct_t *u, hc_am_rx_t *am, unsigned count)
+{
+    hc_am_wait_t w = {am, count};
+
+    return hc_wait(u, hc_am_counted, &w);
+}
+
 static void hc_comp_cb(uct_completion_t *self)
 {
     hc_comp_t *c = ucs_container_of(self, hc_comp_t, uct);

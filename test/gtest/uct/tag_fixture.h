@@ -167,6 +167,24 @@ protected:
         };
     }
 
+    /* Tag matching needs DEVX (its command QP): a device with tags but
+     * without DEVX refuses y naming DEVX, and try opens without tags. */
+    void check_without_devx_refused_naming_it()
+    {
+        set_env("STRAND_SIM_CAPS", "devx=0");
+        ASSERT_EQ(UCS_OK, open_md());
+        {
+            scoped_log_capture logs;
+            EXPECT_EQ(UCS_ERR_UNSUPPORTED, open_iface(m_a));
+            EXPECT_EQ(1u, logs.count("its command QP is made with DEVX, "
+                                     "which is not available"));
+            EXPECT_EQ(0u, logs.count("the device has no tag matching"));
+        }
+        set_env(m_tm_env.c_str(), "try");
+        ASSERT_EQ(UCS_OK, open_iface(m_a));
+        EXPECT_FALSE(m_a.attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY);
+    }
+
     void open_tag_pair()
     {
         uct_md_attr_t md_attr;

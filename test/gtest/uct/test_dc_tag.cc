@@ -746,16 +746,5 @@ TEST_F(dc_strand_tag_quiet, a_sender_that_dies_mid_rendezvous_fails_only_its_rec
  * names DEVX, not "no tag matching", and try opens without tags. */
 TEST_F(dc_strand_tag, without_devx_tag_matching_is_refused_naming_devx)
 {
-    set_env("STRAND_SIM_CAPS", "devx=0");
-    ASSERT_EQ(UCS_OK, open_md());
-    {
-        scoped_log_capture logs;
-        EXPECT_EQ(UCS_ERR_UNSUPPORTED, open_iface(m_a));
-        EXPECT_EQ(1u, logs.count("its command QP is made with DEVX, which "
-                                 "is not available"));
-        EXPECT_EQ(0u, logs.count("the device has no tag matching"));
-    }
-    set_env(m_tm_env.c_str(), "try");
-    ASSERT_EQ(UCS_OK, open_iface(m_a));
-    EXPECT_FALSE(m_a.attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY);
+    check_without_devx_refused_naming_it();
 }

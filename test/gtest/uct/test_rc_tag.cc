@@ -767,16 +767,5 @@ TEST_F(rc_strand_tag, a_tag_is_not_posted_where_a_checked_get_still_writes)
  * names DEVX, not "no tag matching", and try opens without tags. */
 TEST_F(rc_strand_tag, without_devx_tag_matching_is_refused_naming_devx)
 {
-    set_env("STRAND_SIM_CAPS", "devx=0");
-    ASSERT_EQ(UCS_OK, open_md());
-    {
-        scoped_log_capture logs;
-        EXPECT_EQ(UCS_ERR_UNSUPPORTED, open_iface(m_a));
-        EXPECT_EQ(1u, logs.count("its command QP is made with DEVX, which "
-                                 "is not available"));
-        EXPECT_EQ(0u, logs.count("the device has no tag matching"));
-    }
-    set_env(m_tm_env.c_str(), "try");
-    ASSERT_EQ(UCS_OK, open_iface(m_a));
-    EXPECT_FALSE(m_a.attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY);
+    check_without_devx_refused_naming_it();
 }
