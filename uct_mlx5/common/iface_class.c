@@ -411,13 +411,29 @@ static unsigned strand_iface_max_sl(const strand_iface_t *iface)
 
 /* What the interface's packets carry for QoS (TRAFFIC_CLASS, SL; auto:
  * the port's configured traffic class, else 106 on RoCE and 0 on
- * InfiniBand, as UCX; SL 0). */
-static void strand_iface_path_init(strand_iface_t *iface,
-                                   const strand_iface_config_t *config)
+ * InfiniBand, as UCX; SL 0); a value the port cannot carry is refused. */
+static ucs_status_t strand_iface_path_init(strand_iface_t *iface,
+                                           const strand_iface_config_t *config)
 {
     const strand_dev_caps_t *caps = &iface->dev->caps;
     int eth = (caps->link_layer == IBV_LINK_LAYER_ETHERNET);
 
+    if ((config->common.traffic_class != UCS_ULUNITS_AUTO) &&
+        (config->common.traffic_class > 255)) {
+        ucs_error("%s: %s: invalid configuration: UCX_%sTRAFFIC_CLASS=%lu "
+                  "(valid: auto, 0 .. 255)", iface->dev->info.name,
+                  iface->tl_name, iface->cfg_prefix,
+                  config->common.traffic_class);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((config->common.sl != UCS_ULUNITS_AUTO) &&
+        (config->common.sl > strand_iface_max_sl(iface))) {
+        ucs_error("%s: %s: invalid configuration: UCX_%sSL=%lu (valid: "
+                  "auto, 0 .. %u on %s)", iface->dev->info.name,
+                  iface->tl_name, iface->cfg_prefix, config->common.sl,
+                  strand_iface_max_sl(iface), eth ? "RoCE" : "InfiniBand");
+        return UCS_ERR_INVALID_PARAM;
+    }
     if (config->common.traffic_class != UCS_ULUNITS_AUTO) {
         iface->path.tclass = (uint8_t)config->common.traffic_class;
     } else if (caps->port_tclass >= 0) {
@@ -427,6 +443,7 @@ static void strand_iface_path_init(strand_iface_t *iface,
     }
     iface->path.sl = (config->common.sl == UCS_ULUNITS_AUTO) ? 0 :
                      (uint8_t)config->common.sl;
+    return UCS_OK;
 }
 
 static ucs_status_t
@@ -482,16 +499,6 @@ strand_iface_check_config(strand_iface_t *iface,
     STRAND_IFACE_CHECK(config->common.rnr_retry_count <= 7,
                     "RNR_RETRY_COUNT=%u (valid: 0 .. 7)",
                     config->common.rnr_retry_count);
-    STRAND_IFACE_CHECK((config->common.traffic_class == UCS_ULUNITS_AUTO) ||
-                       (config->common.traffic_class <= 255),
-                       "TRAFFIC_CLASS=%lu (valid: auto, 0 .. 255)",
-                       config->common.traffic_class);
-    STRAND_IFACE_CHECK((config->common.sl == UCS_ULUNITS_AUTO) ||
-                       (config->common.sl <= strand_iface_max_sl(iface)),
-                       "SL=%lu (valid: auto, 0 .. %u on %s)",
-                       config->common.sl, strand_iface_max_sl(iface),
-                       (caps->link_layer == IBV_LINK_LAYER_ETHERNET) ?
-                       "RoCE" : "InfiniBand");
     STRAND_IFACE_CHECK((config->common.max_inline >= 16) &&
                     (config->common.max_inline <= ucs_min(caps->max_inline, 800)),
                     "MAX_INLINE=%zu (valid: 16 .. %u)",
@@ -788,10 +795,12 @@ static ucs_status_t strand_iface_configure(strand_iface_t *iface,
     ucs_status_t status;
 
     status = strand_iface_check_config(iface, config);
+    if (status == UCS_OK) {
+        status = strand_iface_path_init(iface, config);
+    }
     if (status != UCS_OK) {
         return status;
     }
-    strand_iface_path_init(iface, config);
     iface->num_txqs            = config->num_txqs;
     iface->config.tx_queue_len = common->tx_queue_len;
     /* a signaled WQE among any quarter of the queue: a full queue always

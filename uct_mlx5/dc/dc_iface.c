@@ -120,6 +120,26 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
 
 /* ------------------------------------------------------------ policy */
 
+/* auto: streams where the device has them, with errored-stream support
+ * and DEVX to reset one that failed (without either every error would
+ * reset a DCI shared by many endpoints: dcs_quota isolates better then) */
+static strand_dc_tx_policy_t
+strand_dc_iface_auto_policy(strand_dc_iface_t *iface)
+{
+    const strand_dev_caps_t *caps = &iface->super.dev->caps;
+    int have_streams              = caps->dci_max_log_num_concurent > 0;
+
+    if (have_streams && !caps->devx) {
+        iface->no_devx = 1;
+        ucs_info("%s: dc_strand: TX policy dcs_quota: the device has DCI "
+                 "streams, but no DEVX to reset one that failed "
+                 "(mlx5dv_dci_stream_id_reset)", iface->super.dev->info.name);
+    }
+    return (have_streams && caps->devx &&
+            (caps->dci_max_log_num_errored > 0)) ?
+           STRAND_DC_TX_POLICY_STREAMS : STRAND_DC_TX_POLICY_DCS_QUOTA;
+}
+
 /* The TX policy and, for streams, how many per DCI and how many errored
  * ones the DCI tolerates (what the device allows, what was asked). */
 static ucs_status_t
@@ -132,41 +152,26 @@ strand_dc_iface_resolve_policy(strand_dc_iface_t *iface,
      * error: every device with streams can be given one errored stream */
     unsigned max_errored          = 1u << caps->dci_max_log_num_errored;
     unsigned errored, streams;
-    int have_streams              = caps->dci_max_log_num_concurent > 0;
-    /* a stream in error is reset with mlx5dv_dci_stream_id_reset, a DEVX
-     * command (MODIFY_QP with the stream's id): without DEVX every stream
-     * error would drain and reset the whole DCI, all of its streams */
-    int can_reset                 = have_streams && caps->devx;
 
     iface->tx_policy          = config->tx_policy;
     iface->super.config.num_lanes = 1;
     iface->config.log_concurent = 0;
     iface->config.log_errored   = 0;
     if (iface->tx_policy == STRAND_DC_TX_POLICY_AUTO) {
-        /* without errored-stream support, or a stream's reset, every
-         * error would reset a DCI shared by many endpoints: dcs_quota
-         * isolates better then */
-        iface->tx_policy = (can_reset &&
-                            (caps->dci_max_log_num_errored > 0)) ?
-                           STRAND_DC_TX_POLICY_STREAMS :
-                           STRAND_DC_TX_POLICY_DCS_QUOTA;
-        if (have_streams && !caps->devx) {
-            iface->no_devx = 1;
-            ucs_info("%s: dc_strand: TX policy dcs_quota: the device has DCI "
-                     "streams, but no DEVX to reset one that failed "
-                     "(mlx5dv_dci_stream_id_reset)",
-                     iface->super.dev->info.name);
-        }
+        iface->tx_policy = strand_dc_iface_auto_policy(iface);
     }
     if (iface->tx_policy != STRAND_DC_TX_POLICY_STREAMS) {
         return UCS_OK;
     }
-    if (!have_streams) {
+    if (caps->dci_max_log_num_concurent == 0) {
         ucs_error("%s: dc_strand: UCX_DC_STRAND_TX_POLICY=streams: the device "
                   "has no DCI streams", iface->super.dev->info.name);
         return UCS_ERR_UNSUPPORTED;
     }
     if (!caps->devx) {
+        /* a stream in error is reset with mlx5dv_dci_stream_id_reset, a
+         * DEVX command (MODIFY_QP with the stream's id): without DEVX
+         * every stream error would drain and reset the whole DCI */
         ucs_error("%s: dc_strand: UCX_DC_STRAND_TX_POLICY=streams: a DCI "
                   "stream that failed is reset with a DEVX command "
                   "(mlx5dv_dci_stream_id_reset), and DEVX is not available "
