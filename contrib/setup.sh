@@ -15,8 +15,8 @@ ucx_src_dir="$top/.deps"
 
 pkgs=(build-essential autoconf automake libtool pkg-config dpkg-dev debhelper
       libucx-dev ucx-utils libibverbs-dev ibverbs-providers rdma-core
-      libhwloc-dev openmpi-bin libopenmpi-dev googletest libgtest-dev
-      valgrind ccache)
+      libhwloc-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
+      googletest libgtest-dev valgrind ccache)
 # cross compilers: test_barriers reads the fences the data path emits on
 # POWER and Arm (Debian ships them for amd64 hosts)
 if [ "$(dpkg --print-architecture)" = amd64 ]; then
@@ -62,6 +62,14 @@ if [ ! -f "$ucx_src_dir/ucx-$ucx_ver/src/uct/base/uct_iface.h" ]; then
     dpkg-source --no-check -x "$dsc" "$ucx_src_dir/ucx-$ucx_ver" >/dev/null
 fi
 echo "setup: UCX $ucx_ver source headers in $ucx_src_dir/ucx-$ucx_ver"
+
+# MPICH (mpiexec.mpich, mpicc.mpich) stands beside Open MPI: the mpi
+# alternative (mpicc, mpirun) stays Open MPI's, which Debian prefers too
+if [ "$(basename "$(readlink -f "$(command -v mpirun)")")" != orterun ] &&
+   [ -x /usr/bin/mpicc.openmpi ]; then
+    as_root update-alternatives --set mpi /usr/bin/mpicc.openmpi
+    as_root update-alternatives --set mpirun /usr/bin/mpirun.openmpi
+fi
 
 ucx_flags=()
 want_ver=$ucx_ver

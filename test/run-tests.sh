@@ -21,7 +21,7 @@ set -u
 # The suites that exercise the transport on the device: a gtest filter and
 # shell tests (test/shell/<name>.sh).
 TRANSPORT_GTEST='dc_strand*.*:*/dc_strand*.*:strand_md*.*'
-TRANSPORT_SHELL='test_perftest test_ucp test_ucp_wakeup test_ucp_events test_fabric_identity test_dc_peers test_mpi test_shmem'
+TRANSPORT_SHELL='test_perftest test_ucp test_ucp_wakeup test_ucp_events test_fabric_identity test_dc_peers test_mpi test_mpich test_shmem'
 
 # The device modes and the environment each sets for every process the
 # tests start (test/shell/lib.sh forwards it to MPI and OpenSHMEM ranks).
@@ -49,14 +49,14 @@ declare -A MODE_GTEST=(
     [rc]='rc_strand*.*:*/rc_strand*.*'
 )
 declare -A MODE_SHELL=(
-    [rc]='test_perftest test_ucp test_ucp_wakeup test_ucp_events test_fabric_identity test_mpi test_shmem test_integrity test_tag_offload'
+    [rc]='test_perftest test_ucp test_ucp_wakeup test_ucp_events test_fabric_identity test_mpi test_mpich test_shmem test_integrity test_tag_offload'
 )
 # Modes on another UCX (test/ucx/build-strand-for-ucx.sh builds strand
 # against it): both transports' suites, a shell test NAME@rc on rc_strand,
 # UCX's own uct suite of that version, and loading without preload.
 declare -A MODE_UCX=([ucx118]=1.18.1 [ucx122]=1.22.0)
 UCX_MODE_GTEST='abi.*:strand_md*.*:dc_strand*.*:*/dc_strand*.*:rc_strand*.*:*/rc_strand*.*'
-UCX_MODE_SHELL='test_ucx_info test_strand_run test_plugin_path test_perftest test_ucp test_ucp_events test_dc_peers test_mpi test_shmem test_integrity test_tag_offload test_perftest@rc test_ucp@rc test_ucp_events@rc test_mpi@rc test_shmem@rc test_integrity@rc test_tag_offload@rc test_ucx_uct'
+UCX_MODE_SHELL='test_ucx_info test_strand_run test_plugin_path test_perftest test_ucp test_ucp_events test_dc_peers test_mpi test_mpich test_shmem test_integrity test_tag_offload test_perftest@rc test_ucp@rc test_ucp_events@rc test_mpi@rc test_mpich@rc test_shmem@rc test_integrity@rc test_tag_offload@rc test_ucx_uct'
 for m in "${!MODE_UCX[@]}"; do
     MODE_GTEST[$m]=$UCX_MODE_GTEST
     MODE_SHELL[$m]=$UCX_MODE_SHELL

@@ -58,6 +58,21 @@ check_exit() {
     fi
 }
 
+# mpi_verdict NAME PROG NP RC FILE: an MPI job of NP ranks running test/mpi
+# PROG passed when every rank printed "PROG: rank R of NP: PASS", no line
+# says FAIL or UCX ERROR and the launcher exited 0 (RC); FILE is its output
+mpi_verdict() {
+    local name=$1 prog=$2 np=$3 rc=$4 out=$5 pass fail
+    pass=$(grep -c "^$prog: rank [0-9]* of $np: PASS$" "$out")
+    fail=$(grep -c "FAIL\|UCX  ERROR" "$out")
+    if [ "$rc" = 0 ] && [ "$pass" = "$np" ] && [ "$fail" = 0 ]; then
+        ok "$name"
+    else
+        not_ok "$name (launcher exit $rc, $pass of $np ranks passed)"
+        grep -v " INFO " "$out" | sed 's/^/#   /' | tail -40
+    fi
+}
+
 # target NAME VERDICT DETAIL: a performance target a benchmark judged. A
 # missed target passes, the miss in the line (the figures depend on the
 # machine and its load); no verdict means the benchmark did not judge it.

@@ -36,19 +36,8 @@ run() {
         "$tmpdir/mpi_check" >"$tmpdir/out" 2>&1
 }
 
-# verdict NAME NP RC: every rank printed PASS, none FAIL, mpirun exited 0,
-# and UCX reported no error
-verdict() {
-    local name=$1 np=$2 rc=$3 pass fail
-    pass=$(grep -c "^mpi_check: rank [0-9]* of $np: PASS$" "$tmpdir/out")
-    fail=$(grep -c "FAIL\|UCX  ERROR" "$tmpdir/out")
-    if [ "$rc" = 0 ] && [ "$pass" = "$np" ] && [ "$fail" = 0 ]; then
-        ok "$name"
-    else
-        not_ok "$name (mpirun $rc, $pass of $np ranks passed)"
-        sed 's/^/#   /' "$tmpdir/out" | tail -40
-    fi
-}
+# verdict NAME NP RC: mpi_check's verdict (lib.sh) on $tmpdir/out
+verdict() { mpi_verdict "$1" mpi_check "$2" "$3" "$tmpdir/out"; }
 
 for np in 2 4; do
     # UCX_LOG_LEVEL=info makes every rank print the transports of each UCP
