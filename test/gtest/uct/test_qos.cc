@@ -127,6 +127,7 @@ protected:
 
 TEST_P(qos, infiniband_packets_carry_the_configured_sl)
 {
+    set_env("STRAND_SIM_LINK_LAYER", "infiniband"); /* the roce mode */
     set_env(opt("SL").c_str(), "3");
     set_env(opt("TRAFFIC_CLASS").c_str(), "72"); /* no GRH on IB paths */
     ASSERT_EQ(UCS_OK, open_md());
@@ -167,6 +168,7 @@ TEST_P(qos, roce_auto_takes_the_ports_traffic_class)
 /* auto on InfiniBand: SL 0, and no traffic class (no GRH) */
 TEST_P(qos, infiniband_auto_is_sl_0)
 {
+    set_env("STRAND_SIM_LINK_LAYER", "infiniband"); /* the roce mode */
     ASSERT_EQ(UCS_OK, open_md());
     m_want = "sl 0 traffic_class 0\n";
     expect_all(traffic(), 0, 0);
@@ -175,6 +177,7 @@ TEST_P(qos, infiniband_auto_is_sl_0)
 /* Values the port cannot carry are refused, each with its range. */
 TEST_P(qos, bad_values_are_refused)
 {
+    set_env("STRAND_SIM_LINK_LAYER", "infiniband"); /* the roce mode */
     ASSERT_EQ(UCS_OK, open_md());
     scoped_log_capture logs;
     set_env(opt("TRAFFIC_CLASS").c_str(), "256");
