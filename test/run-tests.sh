@@ -21,7 +21,7 @@ set -u
 # The suites that exercise the transport on the device: a gtest filter and
 # shell tests (test/shell/<name>.sh).
 TRANSPORT_GTEST='dc_strand*.*:*/dc_strand*.*:strand_md*.*'
-TRANSPORT_SHELL='test_perftest test_ucp test_ucp_wakeup test_ucp_events test_fabric_identity test_dc_peers test_mpi test_mpich test_shmem'
+TRANSPORT_SHELL='test_perftest test_ucp test_ucp_wakeup test_ucp_events test_fabric_identity test_dc_peers test_mpi test_shmem'
 
 # The device modes and the environment each sets for every process the
 # tests start (test/shell/lib.sh forwards it to MPI and OpenSHMEM ranks).
