@@ -16,7 +16,8 @@ ucx_src_dir="$top/.deps"
 pkgs=(build-essential autoconf automake libtool pkg-config dpkg-dev debhelper
       libucx-dev ucx-utils libibverbs-dev ibverbs-providers rdma-core
       libhwloc-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
-      googletest libgtest-dev valgrind ccache)
+      googletest libgtest-dev valgrind ccache
+      tshark)  # test_wire: a capture tool reads the device's RoCEv2 datagrams
 # cross compilers: test_barriers reads the fences the data path emits on
 # POWER and Arm (Debian ships them for amd64 hosts)
 if [ "$(dpkg --print-architecture)" = amd64 ]; then

@@ -542,9 +542,11 @@ static uint32_t sim_resp_read_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
             rsp.xflags = SIM_PKT_X_ONECOPY;
             rsp.imm    = (uint32_t)getpid();
         }
-        rsp.op     = SIM_PKT_READ_RESP;
-        rsp.psn    = pkt->psn + i;
-        rsp.offset = off;
+        rsp.op      = SIM_PKT_READ_RESP;
+        rsp.psn     = pkt->psn + i;
+        rsp.offset  = off;
+        rsp.dma_len = pkt->dma_len; /* the whole READ: the wire names
+                                       first, middle, last (sim_wire.c) */
         rsp.dqpn        = pkt->sqpn;
         rsp.sqpn        = sim_qp_number(qp);
         rsp.sl          = qp->path_sl;
