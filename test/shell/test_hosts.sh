@@ -1,0 +1,115 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# A cluster on this machine (test/hosts/nodes.sh): nodes as network
+# namespaces on a switch of their own, each with its own hostname,
+# /dev/shm and /etc/hosts, jobs started by Open MPI's mpirun on node1
+# through an rsh agent that enters the others (test/hosts/rsh). What runs
+# across them today:
+#  - the harness itself: names, private /dev/shm, the link;
+#  - Open MPI at 2 nodes x 2 ranks with UCX_TLS=tcp,sm,self: shared memory
+#    between the ranks of a node, tcp between nodes (UCP's lanes checked);
+#  - the same with strand's transport: the software device's fabric does
+#    not span hosts yet (docs/software-device.md, "The wire between
+#    hosts"), so each node has a fabric of its own and a rank must be told
+#    at once that a peer on the other node is unreachable, never hang;
+#  - nothing of the harness is left after it, also after a test killed by
+#    TERM, and after one killed outright (the next run reaps it).
+. "$(dirname "$0")/lib.sh"
+. "$STRAND_SRCDIR/test/hosts/nodes.sh"
+
+if ! why=$(nodes_can); then
+    skip "nodes as network namespaces" "$why"
+    exit 0
+fi
+mpicc=$(command -v mpicc)
+if [ -z "$mpicc" ] || ! command -v mpirun >/dev/null; then
+    skip "MPI across nodes" "no mpicc/mpirun"
+    exit 0
+fi
+if ! "$mpicc" -O2 -o "$tmpdir/mpi_check" \
+        "$STRAND_SRCDIR/test/mpi/mpi_check.c" 2>"$tmpdir/cc"; then
+    not_ok "mpi_check builds"; sed 's/^/#   /' "$tmpdir/cc"; exit 0
+fi
+rsh=$STRAND_SRCDIR/test/hosts/rsh
+run=$(command -v strand-run)
+# the device mode's settings go to every rank
+rank_env_args
+
+if ! nodes_up 2; then
+    not_ok "two nodes come up"; nodes_left | sed 's/^/#   /'; exit 0
+fi
+names="$(node_run 1 hostname) $(node_run 2 hostname)"
+check "each node has its own hostname ($names)" test "$names" = "node1 node2"
+node_run 1 touch /dev/shm/strand-node1-only
+check "each node has its own /dev/shm" \
+    bash -c "! nsenter -t $(node_pid 2) --mount test -e /dev/shm/strand-node1-only &&
+             [ ! -e /dev/shm/strand-node1-only ]"
+check "the agent reaches node2 by name, and node2 knows node1's address" \
+    bash -c "[ \"\$('$rsh' node2 'hostname; getent hosts node1' | tr -s ' \n' ' ')\" = 'node2 $(node_addr 1) node1 ' ]"
+
+printf 'node1 slots=2\nnode2 slots=2\n' >"$tmpdir/hosts"
+# mpi NAME TLS DEVICES [SECONDS]: mpi_check on 2 nodes x 2 ranks, mpirun
+# on node1; output in $tmpdir/NAME, status in $rc, seconds in $took
+mpi() {
+    local name=$1 tls=$2 devices=$3 limit=${4:-120} t0=$SECONDS
+    node_run 1 timeout "$limit" "$run" mpirun --hostfile "$tmpdir/hosts" \
+        -np 4 --mca plm_rsh_agent "$rsh" --mca oob_tcp_if_include eth0 \
+        "${rank_env[@]}" -x UCX_TLS="$tls" -x UCX_NET_DEVICES="$devices" \
+        -x UCX_LOG_LEVEL=info -x STRAND_SIM_FABRIC="${fabric_prefix}$name" \
+        "$tmpdir/mpi_check" >"$tmpdir/$name" 2>&1
+    rc=$?
+    took=$((SECONDS - t0))
+}
+
+mpi tcp tcp,sm,self eth0
+mpi_verdict "Open MPI, 2 nodes x 2 ranks, UCX_TLS=tcp,sm,self" mpi_check 4 \
+    "$rc" "$tmpdir/tcp"
+# every rank: its peer on its node over shared memory, the two on the
+# other node over tcp
+for node in node1 node2; do
+    check "$node's ranks reach their own node's peer by shared memory" \
+        grep -qE "\[$node:.*$ep_cfg_re tag\((sysv|posix|cma)/memory" "$tmpdir/tcp"
+    check "$node's ranks reach the other node's ranks by tcp" \
+        grep -qE "\[$node:.*$ep_cfg_re tag\(tcp/eth0\)" "$tmpdir/tcp"
+done
+
+mpi strand "$tl,sm,self" smlx5_0:1,eth0 60
+if [ "$rc" = 124 ]; then
+    not_ok "$tl across nodes (no wire yet): hung (no end in 60 s)"
+elif [ "$rc" != 0 ] && [ "$took" -le 30 ] &&
+     grep -q 'Destination is unreachable' "$tmpdir/strand" &&
+     ! grep -q '^mpi_check: rank .* PASS' "$tmpdir/strand"; then
+    ok "$tl across nodes (no wire yet): unreachable in $took s, nothing delivered"
+else
+    not_ok "$tl across nodes (no wire yet): exit $rc in $took s"
+    grep -v " INFO " "$tmpdir/strand" | sed 's/^/#   /' | tail -15
+fi
+
+nodes_down
+left=$(nodes_left)
+check "nothing of the nodes is left" test -z "$left" ||
+    echo "$left" | sed 's/^/#   /'
+
+# A test killed by TERM cleans up; one killed by KILL cannot, and the next
+# nodes_up reaps what it left
+cat >"$tmpdir/victim.sh" <<EOS
+. "$STRAND_SRCDIR/test/hosts/nodes.sh"
+nodes_up 2 || exit 1
+node_run 2 sleep 300 &
+echo "\$\$" >"$tmpdir/victim.pid"
+wait # (a trap runs at once only while the shell waits)
+EOS
+for sig in TERM KILL; do
+    rm -f "$tmpdir/victim.pid"
+    bash "$tmpdir/victim.sh" 2>"$tmpdir/victim.err" &
+    victim=$!
+    wait_until 20 test -s "$tmpdir/victim.pid"
+    kill -"$sig" "$victim"
+    wait "$victim" 2>/dev/null
+    [ "$sig" = KILL ] && nodes_reap
+    left=$(ip netns list | grep -E "^strand-$victim-";
+           ip -o link | grep -E "stn$victim-";
+           ls -d "${TMPDIR:-/tmp}/strand-nodes-$victim".* 2>/dev/null)
+    check "a test killed by $sig leaves no namespace, link or directory" \
+        test -z "$left" || echo "$left" | sed 's/^/#   /'
+done
