@@ -17,7 +17,10 @@ pkgs=(build-essential autoconf automake libtool pkg-config dpkg-dev debhelper
       libucx-dev ucx-utils libibverbs-dev ibverbs-providers rdma-core
       libhwloc-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
       googletest libgtest-dev valgrind ccache
-      tshark)  # test_wire: a capture tool reads the device's RoCEv2 datagrams
+      tshark iproute2 nftables)
+# tshark: test_wire reads the device's RoCEv2 datagrams with it; iproute2
+# (ip netns, veth, bridge): test/hosts's nodes; nftables: loss and
+# duplication on their links (this kernel family may lack sch_netem)
 # cross compilers: test_barriers reads the fences the data path emits on
 # POWER and Arm (Debian ships them for amd64 hosts)
 if [ "$(dpkg --print-architecture)" = amd64 ]; then
