@@ -9,7 +9,7 @@
  * their reason and never read past their end (each datagram sits in a
  * buffer of exactly its size: AddressSanitizer sees any overread).
  */
-#include <gtest/gtest.h>
+#include "wire_packets.h"
 
 extern "C" {
 #include "sim/sim_crc.h"
@@ -28,11 +28,6 @@ namespace {
 const sim_wire_id_t fabric_a = {0x5eed0000a11ce001ull, SIM_WIRE_PKEY_FULL};
 
 typedef std::vector<uint8_t> bytes_t;
-
-struct datagram {
-    sim_pkt_t pkt;
-    bytes_t   payload;
-};
 
 uint32_t be32(const uint8_t *p)
 {
@@ -85,59 +80,9 @@ sim_wire_drop_t decode(const bytes_t &d, sim_pkt_t *pkt, bytes_t *payload,
     return why;
 }
 
-std::string show(const sim_pkt_t &p)
-{
-    char s[512];
-    snprintf(s, sizeof(s),
-             "op %u flags 0x%x x 0x%x aop %u slid %u len %u dqpn 0x%x sl %u "
-             "sqpn 0x%x tc %u psn 0x%x imm 0x%x rkey 0x%x dma %u off %u "
-             "asz %u mtu %u chan %u va 0x%llx key 0x%llx ops %llx %llx %llx "
-             "%llx", p.op, p.flags, p.xflags, p.atomic_op, p.slid,
-             p.payload_len, p.dqpn, p.sl, p.sqpn, p.tclass, p.psn, p.imm,
-             p.rkey, p.dma_len, p.offset, p.atomic_size, p.log_mtu, p.chan,
-             (unsigned long long)p.va, (unsigned long long)p.dc_key,
-             (unsigned long long)p.swap_add, (unsigned long long)p.compare,
-             (unsigned long long)p.swap_mask,
-             (unsigned long long)p.compare_mask);
-    return s;
-}
 
-class sim_wire : public testing::Test {
+class sim_wire : public wire_packets_fixture {
 protected:
-    std::mt19937_64 m_rng{20261202};
-
-    /* a packet of kind OP with every field the kind carries random */
-    datagram random_packet(uint8_t op, uint8_t flags, size_t len)
-    {
-        datagram g;
-        memset(&g.pkt, 0, sizeof(g.pkt));
-        sim_pkt_t &p  = g.pkt;
-        p.op          = op;
-        p.flags       = flags;
-        p.slid        = (uint16_t)m_rng();
-        p.dqpn        = m_rng() & 0xffffff;
-        p.sl          = m_rng() & 0xf;
-        p.sqpn        = m_rng() & 0xffffff;
-        p.tclass      = (uint8_t)m_rng();
-        p.psn         = (uint32_t)m_rng(); /* the device's PSNs are 32-bit */
-        p.imm         = (uint32_t)m_rng();
-        p.rkey        = (uint32_t)m_rng();
-        p.dma_len     = (uint32_t)(len + (m_rng() % 3) * 4096);
-        p.offset      = 0;
-        p.log_mtu     = 8 + m_rng() % 5;
-        p.chan        = m_rng() % 64;
-        p.va          = m_rng();
-        p.payload_len = (uint16_t)len;
-        if (flags & SIM_PKT_F_DC) {
-            p.dc_key = m_rng();
-        }
-        g.payload.resize(len);
-        for (auto &b : g.payload) {
-            b = (uint8_t)m_rng();
-        }
-        return g;
-    }
-
     void expect_round_trip(const datagram &g, uint8_t opcode)
     {
         bytes_t d = encode(g);
@@ -151,58 +96,6 @@ protected:
                 << show(g.pkt);
         EXPECT_EQ(show(g.pkt), show(got));
         EXPECT_EQ(g.payload, payload);
-    }
-
-    std::vector<datagram> every_kind()
-    {
-        std::vector<datagram> v;
-        const uint8_t dc = SIM_PKT_F_DC, ack = SIM_PKT_F_ACKREQ;
-        for (size_t len : {0, 1, 2, 3, 4, 7, 64, 4096}) {
-            for (uint8_t op : {SIM_PKT_SEND_FIRST, SIM_PKT_SEND_MIDDLE,
-                               SIM_PKT_SEND_LAST, SIM_PKT_SEND_ONLY,
-                               SIM_PKT_WRITE_FIRST, SIM_PKT_WRITE_MIDDLE,
-                               SIM_PKT_WRITE_LAST, SIM_PKT_WRITE_ONLY}) {
-                v.push_back(random_packet(op, 0, len));
-                v.push_back(random_packet(op, dc | ack | SIM_PKT_F_CONNECT,
-                                          len));
-                v.push_back(random_packet(op, SIM_PKT_F_RETRY | ack, len));
-            }
-            for (uint8_t op : {SIM_PKT_SEND_LAST, SIM_PKT_SEND_ONLY,
-                               SIM_PKT_WRITE_LAST, SIM_PKT_WRITE_ONLY}) {
-                v.push_back(random_packet(op, SIM_PKT_F_IMM | SIM_PKT_F_SE,
-                                          len));
-                v.push_back(random_packet(op, SIM_PKT_F_IMM | dc, len));
-            }
-            for (uint8_t op : {SIM_PKT_SEND_LAST, SIM_PKT_SEND_ONLY}) {
-                v.push_back(random_packet(op, SIM_PKT_F_INV, len));
-            }
-        }
-        datagram r = random_packet(SIM_PKT_READ_REQ, dc | ack, 0);
-        r.pkt.xflags = SIM_PKT_X_ONECOPY;
-        v.push_back(r);
-        v.push_back(random_packet(SIM_PKT_READ_REQ, ack, 0));
-        for (uint8_t aop = SIM_ATOMIC_CS; aop <= SIM_ATOMIC_MASKED_FA; ++aop) {
-            for (uint8_t size : {4, 8}) {
-                datagram a = random_packet(SIM_PKT_ATOMIC_REQ, ack | dc, 0);
-                a.pkt.atomic_op    = aop;
-                a.pkt.atomic_size  = size;
-                a.pkt.swap_add     = m_rng();
-                a.pkt.compare      = m_rng();
-                a.pkt.swap_mask    = m_rng();
-                a.pkt.compare_mask = m_rng();
-                v.push_back(a);
-            }
-        }
-        datagram ar = random_packet(SIM_PKT_ATOMIC_RESP, 0, 0);
-        ar.pkt.swap_add = m_rng();
-        v.push_back(ar);
-        for (uint8_t syn = SIM_AETH_ACK; syn <= SIM_AETH_NAK_OP; ++syn) {
-            datagram a = random_packet(SIM_PKT_ACK, 0, 0);
-            a.pkt.syndrome  = syn;
-            a.pkt.atomic_op = (syn == SIM_AETH_RNR_NAK) ? 14 : 0;
-            v.push_back(a);
-        }
-        return v;
     }
 };
 
