@@ -70,7 +70,9 @@ sim_wire_drop_t decode(const bytes_t &d, sim_pkt_t *pkt, bytes_t *payload,
                        const sim_wire_id_t &id = fabric_a)
 {
     std::unique_ptr<uint8_t[]> exact(new uint8_t[d.size() ? d.size() : 1]);
-    memcpy(exact.get(), d.data(), d.size());
+    if (!d.empty()) {
+        memcpy(exact.get(), d.data(), d.size());
+    }
     const uint8_t *p = nullptr;
     sim_wire_drop_t why = sim_wire_decode(&id, exact.get(), d.size(), pkt,
                                           &p);
