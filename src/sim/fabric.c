@@ -632,6 +632,24 @@ void sim_fabric_port_touch(sim_port_t *port)
     }
 }
 
+void sim_fabric_port_idle(sim_port_t *port)
+{
+    sim_port_shm_t *p = port->shm;
+
+    /* A sender stores its packet, then reads last_poll_ns (seq_cst fence
+     * between, sim_fabric_send); here the reverse: either the sender sees
+     * the owner idle and wakes the thread, or this sees the packet. Before,
+     * a packet that came within SIM_POLL_FRESH_NS of the owner's last poll
+     * skipped the wake, and an owner that then armed and slept on its CQ's
+     * event left it in the ring of a thread asleep without a timeout: both
+     * waited for ever (a rare hang of an event-driven ping-pong). */
+    atomic_store(&p->last_poll_ns, 0);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (sim_fabric_rx_pending(port) && atomic_load(&p->sleeping)) {
+        sim_fabric_port_wake(port);
+    }
+}
+
 void sim_fabric_port_wake(sim_port_t *port)
 {
     /* the request first: a waiter that read the futex word after the

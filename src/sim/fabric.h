@@ -59,6 +59,11 @@ int  sim_fabric_wait(sim_port_t *port, int64_t timeout_ns);
 void sim_fabric_port_wake(sim_port_t *port);
 /* The owner polled inline just now (see the wake protocol). */
 void sim_fabric_port_touch(sim_port_t *port);
+/* the owner stops polling (it armed a CQ and may sleep on its event): a
+ * sender must wake the port's thread from now on, and one that skipped
+ * the wake just before is caught up here (a packet already waiting wakes
+ * the thread) */
+void sim_fabric_port_idle(sim_port_t *port);
 
 /* The segment's name as resolved at attach (without the leading '/'). */
 const char *sim_fabric_name(const sim_fabric_t *fab);

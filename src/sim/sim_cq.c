@@ -344,6 +344,9 @@ void smlx5_cq_arm_doorbell(smlx5_cq_t *cq)
     pthread_mutex_lock(&cq->ctx->lock);
     sim_cq_arm(cq, (uint32_t)(db >> 32));
     pthread_mutex_unlock(&cq->ctx->lock);
+    /* an armed CQ's owner may sleep on its event now: packets that come
+     * must wake the device's thread */
+    sim_fabric_port_idle(cq->ctx->port);
 }
 
 int smlx5_req_notify_cq(smlx5_cq_t *cq, int solicited_only)
