@@ -48,20 +48,23 @@ check "the agent reaches node2 by name, and node2 knows node1's address" \
     bash -c "[ \"\$('$rsh' node2 'hostname; getent hosts node1' | tr -s ' \n' ' ')\" = 'node2 $(node_addr 1) node1 ' ]"
 
 printf 'node1 slots=2\nnode2 slots=2\n' >"$tmpdir/hosts"
-# mpi NAME TLS DEVICES [SECONDS]: mpi_check on 2 nodes x 2 ranks, mpirun
-# on node1; output in $tmpdir/NAME, status in $rc, seconds in $took
+# mpi NAME TLS DEVICES [SECONDS [ARG]]: mpi_check on 2 nodes x 2 ranks,
+# mpirun on node1; output in $tmpdir/NAME, status in $rc, seconds in $took
 mpi() {
-    local name=$1 tls=$2 devices=$3 limit=${4:-120} t0=$SECONDS
+    local name=$1 tls=$2 devices=$3 limit=${4:-120} arg=${5:-} t0=$SECONDS
     node_run 1 timeout "$limit" "$run" mpirun --hostfile "$tmpdir/hosts" \
         -np 4 --mca plm_rsh_agent "$rsh" --mca oob_tcp_if_include eth0 \
         "${rank_env[@]}" -x UCX_TLS="$tls" -x UCX_NET_DEVICES="$devices" \
         -x UCX_LOG_LEVEL=info -x STRAND_SIM_FABRIC="${fabric_prefix}$name" \
-        "$tmpdir/mpi_check" >"$tmpdir/$name" 2>&1
+        "$tmpdir/mpi_check" $arg >"$tmpdir/$name" 2>&1
     rc=$?
     took=$((SECONDS - t0))
 }
 
-mpi tcp tcp,sm,self eth0
+# (without one-sided communication: Open MPI 4.1.4's osc ucx over UCX's
+# tcp returned a wrong byte in a get under fence once in a few runs, no
+# strand involved; docs/user-guide.md, "MPICH", on osc ucx)
+mpi tcp tcp,sm,self eth0 120 no_rma
 mpi_verdict "Open MPI, 2 nodes x 2 ranks, UCX_TLS=tcp,sm,self" mpi_check 4 \
     "$rc" "$tmpdir/tcp"
 # every rank: its peer on its node over shared memory, the two on the
