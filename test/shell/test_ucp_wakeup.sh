@@ -16,7 +16,7 @@ fi
 export UCX_NET_DEVICES=smlx5_0:1
 
 for tls in $tl $tl,self; do
-    export UCX_TLS=$tls STRAND_SIM_FABRIC="wakeup_$$_${tls//,/_}"
+    export UCX_TLS=$tls STRAND_SIM_FABRIC="${fabric_prefix}${tls//,/_}"
     if timeout 300 strand-run "$tmpdir/ucp_wakeup" 10000 >"$tmpdir/out" 2>&1 &&
        grep -q '^ucp_wakeup: PASS$' "$tmpdir/out"; then
         ok "UCX_TLS=$tls: 10000 event-driven ping-pongs," \
