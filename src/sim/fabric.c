@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -32,15 +33,18 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #define SIM_FABRIC_MAGIC      0x5354524e44464142ull /* "STRNDFAB" */
-#define SIM_FABRIC_VERSION    5  /* 5: an identity of its own */
+#define SIM_FABRIC_VERSION    6  /* 6: a host of a fabric across hosts */
 #define SIM_FABRIC_MAX_ATTACH 256
-#define SIM_PORT_BITS         7
+#define SIM_PORT_BITS         SIM_FABRIC_SLOT_BITS
+#define SIM_HOST_GEN_SHIFT    (SIM_FABRIC_SLOT_BITS + SIM_FABRIC_HOST_BITS)
+#define SIM_HOST_GEN_MAX      5
 #define SIM_LID_MAX           0xbfff
 #define SIM_POLL_FRESH_NS     100000ull   /* owner polls: skip the wake */
 #define SIM_OWNER_ACTIVE_NS   5000000ull  /* owner recently active */
@@ -77,6 +81,10 @@ typedef struct sim_port_shm {
     _Alignas(64) _Atomic uint32_t futex;
     _Atomic uint32_t sleeping;
     _Atomic uint32_t wake_req;    /* sim_fabric_port_wake() pending */
+    /* across hosts: the waiter sleeps on its socket, woken by an empty
+     * datagram to this address (network order; port 0: the futex) */
+    _Atomic uint32_t wake_addr;
+    _Atomic uint32_t wake_port;
     /* written by the owner as it polls (every SIM_POLL_FRESH_NS / 8) */
     _Alignas(64) _Atomic uint64_t last_poll_ns;
     _Alignas(64) sim_slot_t ring[SIM_FABRIC_RING_SIZE];
@@ -87,7 +95,9 @@ typedef struct sim_fabric_shm {
     uint32_t         version;
     int32_t          creator_pid;
     uint64_t         identity;    /* random, made with the segment: its
-                                     subnet (sim_fabric_identity) */
+                                     subnet (sim_fabric_identity); across
+                                     hosts the fabric's, the same on each */
+    uint32_t         host;        /* across hosts: 1 + this host's index */
     pthread_mutex_t  lock;        /* robust, process-shared */
     uint32_t         dead;        /* unlinked: attach elsewhere */
     uint32_t         next_gen;
@@ -100,6 +110,7 @@ struct sim_fabric {
     sim_fabric_shm_t *shm;
     char              name[128];
     sim_proc_id_t     self;
+    int               wake_fd;    /* across hosts: sends wake datagrams */
     /* per port: the epoch and the head this attachment last read from it
      * (in one word, so that threads sending at once never pair a head
      * with another opening of the port) */
@@ -113,6 +124,7 @@ struct sim_port {
     /* sim_fabric_port_stats */
     _Atomic uint64_t sleeps, untimed_sleeps;
     _Atomic int      asleep_untimed;
+    int              sleep_fd;    /* across hosts: the socket to sleep on */
 };
 
 /* -------------------------------------------------------------- utils */
@@ -222,7 +234,8 @@ static uint64_t sim_fabric_new_identity(void)
     return (id != 0) ? id : 1;
 }
 
-static void sim_fabric_init_shm(sim_fabric_shm_t *shm)
+static void sim_fabric_init_shm(sim_fabric_shm_t *shm, uint32_t host,
+                                uint64_t identity)
 {
     pthread_mutexattr_t attr;
 
@@ -233,11 +246,13 @@ static void sim_fabric_init_shm(sim_fabric_shm_t *shm)
     pthread_mutexattr_destroy(&attr);
     shm->version  = SIM_FABRIC_VERSION;
     shm->next_gen = 1;
-    shm->identity = sim_fabric_new_identity();
+    shm->host     = host;
+    shm->identity = (identity != 0) ? identity : sim_fabric_new_identity();
     atomic_store_explicit(&shm->magic, SIM_FABRIC_MAGIC, memory_order_release);
 }
 
-static int sim_fabric_map(const char *name, sim_fabric_shm_t **shm_p)
+static int sim_fabric_map(const char *name, uint32_t host,
+                          uint64_t identity, sim_fabric_shm_t **shm_p)
 {
     const size_t size = sizeof(sim_fabric_shm_t);
     sim_fabric_shm_t *shm;
@@ -277,7 +292,7 @@ static int sim_fabric_map(const char *name, sim_fabric_shm_t **shm_p)
         if (sim_fabric_now() > deadline) {
             close(fd);
             shm_unlink(name); /* its creator died before sizing it */
-            return sim_fabric_map(name, shm_p);
+            return sim_fabric_map(name, host, identity, shm_p);
         }
         usleep(1000);
     }
@@ -289,7 +304,7 @@ static int sim_fabric_map(const char *name, sim_fabric_shm_t **shm_p)
     }
     if (created) {
         shm->creator_pid = getpid();
-        sim_fabric_init_shm(shm);
+        sim_fabric_init_shm(shm, host, identity);
     } else {
         while (atomic_load_explicit(&shm->magic, memory_order_acquire) !=
                SIM_FABRIC_MAGIC) {
@@ -302,11 +317,12 @@ static int sim_fabric_map(const char *name, sim_fabric_shm_t **shm_p)
                     return -ETIMEDOUT;
                 }
                 shm_unlink(name); /* creator died mid-initialisation */
-                return sim_fabric_map(name, shm_p);
+                return sim_fabric_map(name, host, identity, shm_p);
             }
             usleep(1000);
         }
-        if (shm->version != SIM_FABRIC_VERSION) {
+        if ((shm->version != SIM_FABRIC_VERSION) || (shm->host != host) ||
+            ((identity != 0) && (shm->identity != identity))) {
             munmap(shm, size);
             return -EPROTO;
         }
@@ -315,7 +331,8 @@ static int sim_fabric_map(const char *name, sim_fabric_shm_t **shm_p)
     return 0;
 }
 
-int sim_fabric_attach(const char *name, sim_fabric_t **fab_p)
+static int sim_fabric_attach_as(const char *name, uint32_t host,
+                                uint64_t identity, sim_fabric_t **fab_p)
 {
     sim_fabric_t *fab;
     const char *env;
@@ -343,9 +360,10 @@ int sim_fabric_attach(const char *name, sim_fabric_t **fab_p)
     }
     fab->self.pid   = getpid();
     fab->self.start = sim_proc_start_time(fab->self.pid);
+    fab->wake_fd    = -1;
 
     for (;;) {
-        ret = sim_fabric_map(fab->name, &fab->shm);
+        ret = sim_fabric_map(fab->name, host, identity, &fab->shm);
         if (ret < 0) {
             free(fab);
             return ret;
@@ -372,12 +390,31 @@ int sim_fabric_attach(const char *name, sim_fabric_t **fab_p)
             ret = -EUSERS;
             break;
         }
+        if (host != 0) {
+            /* what wakes a port's thread asleep on its socket */
+            fab->wake_fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK |
+                                  SOCK_CLOEXEC, 0);
+        }
         *fab_p = fab;
         return 0;
     }
     munmap(fab->shm, sizeof(*fab->shm));
     free(fab);
     return ret;
+}
+
+int sim_fabric_attach(const char *name, sim_fabric_t **fab_p)
+{
+    return sim_fabric_attach_as(name, 0, 0, fab_p);
+}
+
+int sim_fabric_attach_host(const char *name, unsigned host,
+                           uint64_t identity, sim_fabric_t **fab_p)
+{
+    if ((name == NULL) || (host >= SIM_FABRIC_MAX_HOSTS) || (identity == 0)) {
+        return -EINVAL;
+    }
+    return sim_fabric_attach_as(name, host + 1, identity, fab_p);
 }
 
 void sim_fabric_detach(sim_fabric_t *fab)
@@ -405,6 +442,9 @@ void sim_fabric_detach(sim_fabric_t *fab)
         pthread_mutex_unlock(&shm->lock);
     }
     munmap(shm, sizeof(*shm));
+    if (fab->wake_fd >= 0) {
+        close(fab->wake_fd);
+    }
     free(fab);
 }
 
@@ -415,7 +455,7 @@ int sim_fabric_port_open(sim_fabric_t *fab, sim_port_t **port_p)
     sim_fabric_shm_t *shm = fab->shm;
     sim_port_shm_t *p = NULL;
     sim_port_t *port;
-    unsigned i, gen;
+    unsigned i, gen, lid;
 
     port = calloc(1, sizeof(*port));
     if (port == NULL) {
@@ -441,7 +481,8 @@ int sim_fabric_port_open(sim_fabric_t *fab, sim_port_t **port_p)
     }
     i   = (unsigned)(p - shm->ports);
     gen = shm->next_gen++;
-    if (((gen << SIM_PORT_BITS) | i) > SIM_LID_MAX) {
+    if ((shm->host != 0) ? (gen > SIM_HOST_GEN_MAX) :
+        (((gen << SIM_PORT_BITS) | i) > SIM_LID_MAX)) {
         shm->next_gen = 1;
         gen           = shm->next_gen++;
     }
@@ -453,17 +494,22 @@ int sim_fabric_port_open(sim_fabric_t *fab, sim_port_t **port_p)
     atomic_store(&p->sleeping, 0);
     atomic_store(&p->wake_req, 0);
     atomic_store(&p->last_poll_ns, 0);
+    atomic_store(&p->wake_addr, 0);
+    atomic_store(&p->wake_port, 0);
     for (unsigned s = 0; s < SIM_FABRIC_RING_SIZE; ++s) {
         /* not s + 1: nothing is in it yet */
         atomic_store_explicit(&p->ring[s].seq, s, memory_order_relaxed);
     }
-    atomic_store_explicit(&p->lid, (gen << SIM_PORT_BITS) | i,
-                          memory_order_release);
+    lid = (shm->host == 0) ? ((gen << SIM_PORT_BITS) | i) :
+          ((gen << SIM_HOST_GEN_SHIFT) | ((shm->host - 1) << SIM_PORT_BITS) |
+           i);
+    atomic_store_explicit(&p->lid, lid, memory_order_release);
     pthread_mutex_unlock(&shm->lock);
 
-    port->fab = fab;
-    port->shm = p;
-    port->lid = (uint16_t)((gen << SIM_PORT_BITS) | i);
+    port->fab      = fab;
+    port->shm      = p;
+    port->lid      = (uint16_t)lid;
+    port->sleep_fd = -1;
     *port_p   = port;
     return 0;
 }
@@ -501,6 +547,12 @@ uint16_t sim_fabric_port_lid(const sim_port_t *port)
     return port->lid;
 }
 
+int sim_fabric_lid_local(const sim_fabric_t *fab, uint16_t lid)
+{
+    return (fab->shm->host == 0) ||
+           (sim_fabric_lid_host(lid) + 1 == fab->shm->host);
+}
+
 int sim_fabric_lid_alive(sim_fabric_t *fab, uint16_t lid)
 {
     sim_port_shm_t *p = &fab->shm->ports[lid & (SIM_FABRIC_MAX_PORTS - 1)];
@@ -532,6 +584,35 @@ static bool sim_fabric_slot_free(sim_fabric_t *fab, uint16_t dlid,
     atomic_store_explicit(seen, ((uint64_t)epoch << 32) | head,
                           memory_order_release);
     return pos - head < SIM_FABRIC_RING_SIZE;
+}
+
+/* Wake the thread asleep on port P: by its futex, or where it sleeps on a
+ * socket, by an empty datagram (a wake that finds the thread awake is a
+ * datagram its next receive reads and skips). */
+static void sim_fabric_wake_waiter(sim_fabric_t *fab, sim_port_shm_t *p)
+{
+    struct sockaddr_in to;
+    uint32_t port = atomic_load(&p->wake_port);
+
+    atomic_fetch_add(&p->futex, 1);
+    if ((port == 0) || (fab->wake_fd < 0)) {
+        sim_futex(&p->futex, FUTEX_WAKE, 1, NULL);
+        return;
+    }
+    memset(&to, 0, sizeof(to));
+    to.sin_family      = AF_INET;
+    to.sin_addr.s_addr = atomic_load(&p->wake_addr);
+    to.sin_port        = (in_port_t)port;
+    (void)sendto(fab->wake_fd, "", 0, MSG_DONTWAIT, (struct sockaddr*)&to,
+                 sizeof(to));
+}
+
+void sim_fabric_port_sleep_on(sim_port_t *port, int fd,
+                              const struct sockaddr_in *addr)
+{
+    port->sleep_fd = fd;
+    atomic_store(&port->shm->wake_addr, addr->sin_addr.s_addr);
+    atomic_store(&port->shm->wake_port, addr->sin_port);
 }
 
 int sim_fabric_send(sim_fabric_t *fab, uint16_t dlid, const void *hdr,
@@ -574,8 +655,7 @@ int sim_fabric_send(sim_fabric_t *fab, uint16_t dlid, const void *hdr,
     if (atomic_load_explicit(&p->sleeping, memory_order_relaxed) &&
         (sim_fabric_now() - atomic_load(&p->last_poll_ns) >
          SIM_POLL_FRESH_NS)) {
-        atomic_fetch_add(&p->futex, 1);
-        sim_futex(&p->futex, FUTEX_WAKE, 1, NULL);
+        sim_fabric_wake_waiter(fab, p);
     }
     return 0;
 }
@@ -655,8 +735,7 @@ void sim_fabric_port_wake(sim_port_t *port)
     /* the request first: a waiter that read the futex word after the
      * increment below still sees it and does not sleep */
     atomic_store(&port->shm->wake_req, 1);
-    atomic_fetch_add(&port->shm->futex, 1);
-    sim_futex(&port->shm->futex, FUTEX_WAKE, 1, NULL);
+    sim_fabric_wake_waiter(port->fab, port->shm);
 }
 
 int sim_fabric_wait(sim_port_t *port, int64_t timeout_ns)
@@ -689,7 +768,12 @@ int sim_fabric_wait(sim_port_t *port, int64_t timeout_ns)
         atomic_fetch_add(&port->untimed_sleeps, 1);
         atomic_store(&port->asleep_untimed, 1);
     }
-    sim_futex(&p->futex, FUTEX_WAIT, v, (t >= 0) ? &ts : NULL);
+    if (port->sleep_fd >= 0) {
+        struct pollfd pfd = {.fd = port->sleep_fd, .events = POLLIN};
+        ppoll(&pfd, 1, (t >= 0) ? &ts : NULL, NULL);
+    } else {
+        sim_futex(&p->futex, FUTEX_WAIT, v, (t >= 0) ? &ts : NULL);
+    }
     atomic_store(&port->asleep_untimed, 0);
     atomic_store(&p->sleeping, 0);
     return (sim_fabric_rx_pending(port) || atomic_exchange(&p->wake_req, 0) ||

@@ -7,6 +7,7 @@
 #ifndef SIM_FABRIC_H_
 #define SIM_FABRIC_H_
 
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,8 +21,35 @@ typedef struct sim_port   sim_port_t;     /* one port (one LID) we own */
 /* Attach to (creating if needed) the fabric `name` (NULL: env
  * STRAND_SIM_FABRIC, else "strand-<uid>"). 0 or a negative errno. */
 int  sim_fabric_attach(const char *name, sim_fabric_t **fab_p);
+/*
+ * The same for one host's part of a fabric that spans hosts (sim_net.h):
+ * its LIDs carry HOST (< SIM_FABRIC_MAX_HOSTS), and IDENTITY, the same on
+ * every host, is the fabric's. -EPROTO when a segment of that name exists
+ * here with another host index or identity (another host list).
+ */
+int  sim_fabric_attach_host(const char *name, unsigned host,
+                            uint64_t identity, sim_fabric_t **fab_p);
 /* Detach; the last live process attached removes the segment. */
 void sim_fabric_detach(sim_fabric_t *fab);
+
+/*
+ * LIDs. On one host: generation << 7 | slot. On a host of a fabric that
+ * spans hosts: generation << 13 | host << 7 | slot (generations 1..5, so
+ * that every LID stays below 0xC000, the first multicast LID).
+ */
+#define SIM_FABRIC_SLOT_BITS  7
+#define SIM_FABRIC_HOST_BITS  6
+#define SIM_FABRIC_MAX_HOSTS  (1u << SIM_FABRIC_HOST_BITS)
+static inline unsigned sim_fabric_lid_slot(uint16_t lid)
+{
+    return lid & (SIM_FABRIC_MAX_PORTS - 1);
+}
+static inline unsigned sim_fabric_lid_host(uint16_t lid)
+{
+    return (lid >> SIM_FABRIC_SLOT_BITS) & (SIM_FABRIC_MAX_HOSTS - 1);
+}
+/* 1 when LID's port is on this host (always on a one-host fabric) */
+int sim_fabric_lid_local(const sim_fabric_t *fab, uint16_t lid);
 
 /* A port with a fresh LID (1..0xBFFF), owned by this process. */
 int      sim_fabric_port_open(sim_fabric_t *fab, sim_port_t **port_p);
@@ -57,6 +85,14 @@ int      sim_fabric_rx_pending(const sim_port_t *port);
  */
 int  sim_fabric_wait(sim_port_t *port, int64_t timeout_ns);
 void sim_fabric_port_wake(sim_port_t *port);
+/*
+ * On a fabric that spans hosts the port's thread sleeps on its socket FD
+ * (where packets from other hosts arrive) instead of the futex, and a
+ * sender on this host wakes it with an empty datagram to ADDR: one thing
+ * to sleep on, whatever brings the work.
+ */
+void sim_fabric_port_sleep_on(sim_port_t *port, int fd,
+                              const struct sockaddr_in *addr);
 /* The owner polled inline just now (see the wake protocol). */
 void sim_fabric_port_touch(sim_port_t *port);
 /* the owner stops polling (it armed a CQ and may sleep on its event): a

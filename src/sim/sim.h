@@ -500,6 +500,7 @@ struct smlx5_context {
     sim_config_t      cfg;
     sim_fabric_t     *fabric;
     sim_port_t       *port;
+    struct sim_net   *net;            /* a fabric across hosts, or NULL */
     uint16_t          lid;            /* internal on Ethernet: routing */
     /* what the port shows (sim_port.c): GID table, MAC */
     union ibv_gid     gids[SIM_GID_TBL_LEN];
@@ -786,6 +787,10 @@ void sim_tm_engine(smlx5_context_t *ctx);   /* deferred rendezvous work */
 void sim_qp_to_err(smlx5_qp_t *qp, enum ibv_event_type ev);
 int  sim_send_pkt(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
                   const void *payload, size_t len);     /* with faults */
+/* one packet (hdr->payload_len bytes of payload) onto the wire towards
+ * DLID: this host's ring, or another host's port through sim_net */
+int  sim_route_send(smlx5_context_t *ctx, uint16_t dlid, const sim_pkt_t *hdr,
+                    const void *payload);
 
 /* Receive queues: take the next receive WQE (SRQ or RQ). Returns the WQE
  * index, or -1 when none is posted (RNR). */

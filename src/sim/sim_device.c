@@ -5,7 +5,9 @@
  */
 #include "sim.h"
 #include "sim_clock.h"
+#include "sim_net.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -277,7 +279,8 @@ int smlx5_progress(smlx5_context_t *ctx)
      * milliseconds away, and "the owner polls" needs no finer grain. */
     if ((++ctx->polls & 31) == 0) {
         sim_fabric_port_touch(ctx->port);
-        if (sim_timers_due(ctx)) {
+        if (sim_timers_due(ctx) ||
+            ((ctx->net != NULL) && sim_net_readable(ctx->net))) {
             goto progress;
         }
     }
@@ -342,7 +345,9 @@ static void *sim_progress_thread(void *arg)
              * then: the process's own threads may share the core) */
             unsigned spins = 0;
             while (!sim_fabric_rx_pending(ctx->port) &&
-                   !atomic_load(&ctx->stop)) {
+                   !atomic_load(&ctx->stop) &&
+                   !((ctx->net != NULL) && ((spins & 7) == 7) &&
+                     sim_net_readable(ctx->net))) {
                 if ((++spins & 255) == 0) {
                     now = sim_now_ns();
                     if ((now >= busy_until) || (deadline && (now >= deadline))) {
@@ -389,6 +394,34 @@ void sim_engine_violation(void)
     abort();
 }
 
+/* The fabric: this host's segment of one that spans hosts
+ * (STRAND_SIM_FABRIC=udp:<name>, sim_net.h), or one host's own. */
+static int sim_device_attach(smlx5_context_t *ctx)
+{
+    int ret = sim_net_open(&ctx->net);
+
+    if (ret < 0) {
+        return ret;
+    }
+    if (ctx->net == NULL) {
+        return sim_fabric_attach(NULL, &ctx->fabric);
+    }
+    ret = sim_fabric_attach_host(sim_net_segment(ctx->net),
+                                 sim_net_self(ctx->net),
+                                 sim_net_identity(ctx->net), &ctx->fabric);
+    if (ret == -EPROTO) {
+        fprintf(stderr, "smlx5: the fabric segment %s on this host was "
+                "made with another host list or port (STRAND_SIM_HOSTS, "
+                "STRAND_SIM_UDP_PORT must be the same for every process)\n",
+                sim_net_segment(ctx->net));
+    }
+    if (ret < 0) {
+        sim_net_close(ctx->net);
+        ctx->net = NULL;
+    }
+    return ret;
+}
+
 static smlx5_context_t *sim_the_context;
 static pthread_mutex_t sim_open_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -430,7 +463,7 @@ smlx5_context_t *smlx5_open_device(const char *name)
          * ours (it fails harmlessly without Yama) */
         (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
     }
-    ret = sim_fabric_attach(NULL, &ctx->fabric);
+    ret = sim_device_attach(ctx);
     if (ret < 0) {
         goto err_free;
     }
@@ -439,6 +472,18 @@ smlx5_context_t *smlx5_open_device(const char *name)
         goto err_detach;
     }
     ctx->lid = sim_fabric_port_lid(ctx->port);
+    if (ctx->net != NULL) {
+        struct sockaddr_in at;
+        unsigned slot = sim_fabric_lid_slot(ctx->lid);
+
+        ret = sim_net_port_open(ctx->net, slot);
+        if (ret < 0) {
+            sim_fabric_port_close(ctx->port);
+            goto err_detach;
+        }
+        sim_net_port_addr(ctx->net, slot, &at);
+        sim_fabric_port_sleep_on(ctx->port, sim_net_fd(ctx->net), &at);
+    }
     sim_port_identity_init(ctx);
     sim_fault_seed(ctx);
     ctx->key_gen = (uint32_t)(ctx->rng & 0xff);
@@ -484,6 +529,7 @@ err_port:
     sim_fabric_port_close(ctx->port);
 err_detach:
     sim_fabric_detach(ctx->fabric);
+    sim_net_close(ctx->net);
 err_free:
     free(ctx);
     pthread_mutex_unlock(&sim_open_lock);
@@ -510,6 +556,7 @@ int smlx5_close_device(smlx5_context_t *ctx)
     sim_bf_cleanup(ctx);
     sim_fabric_port_close(ctx->port);
     sim_fabric_detach(ctx->fabric);
+    sim_net_close(ctx->net);
     close(ctx->async_fd);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
@@ -707,9 +754,20 @@ static uint64_t sim_roce_ula_prefix(const smlx5_context_t *ctx)
     return SIM_ROCE_ULA_BASE | (ctx->fabric_id & 0x00ffffffffffffffull);
 }
 
-static uint64_t sim_iid_base(const smlx5_context_t *ctx)
+/* A port's interface id: its GUID on InfiniBand; on Ethernet the EUI-64
+ * of its MAC, or across hosts its host's IPv4 address, ff:fe and its LID
+ * (a GID names the host the packet goes to, as a RoCE GID does) */
+static uint64_t sim_lid_iid(const smlx5_context_t *ctx, uint16_t lid)
 {
-    return sim_port_is_eth(ctx) ? SIM_ROCE_IID_BASE : SIM_IB_GUID_BASE;
+    if (!sim_port_is_eth(ctx)) {
+        return SIM_IB_GUID_BASE | lid;
+    }
+    if (ctx->net == NULL) {
+        return SIM_ROCE_IID_BASE | lid;
+    }
+    return ((uint64_t)ntohl(sim_net_host_addr(ctx->net,
+                                              sim_fabric_lid_host(lid)))
+            << 32) | 0xfffe0000ull | lid;
 }
 
 static void sim_gid_add(smlx5_context_t *ctx, uint64_t prefix, uint64_t iid,
@@ -728,7 +786,7 @@ void sim_port_identity_init(smlx5_context_t *ctx)
 
     ctx->fabric_id = sim_fabric_identity(ctx->fabric);
     ctx->num_gids    = 0;
-    iid              = sim_iid_base(ctx) | ctx->lid;
+    iid              = sim_lid_iid(ctx, ctx->lid);
     if (!sim_port_is_eth(ctx)) {
         sim_gid_add(ctx, sim_ib_subnet_prefix(ctx), iid, IBV_GID_TYPE_IB);
         return;
@@ -755,7 +813,7 @@ uint16_t sim_gid_lid(const smlx5_context_t *ctx, const uint8_t raw[16])
              ((prefix == SIM_IB_SUBNET_LINK_LOCAL) ||
               (prefix == sim_roce_ula_prefix(ctx))) :
              (prefix == sim_ib_subnet_prefix(ctx));
-    if (!ours || ((iid & ~0xffffull) != sim_iid_base(ctx))) {
+    if (!ours || (iid != sim_lid_iid(ctx, (uint16_t)iid))) {
         return 0;
     }
     return (uint16_t)iid;
@@ -767,6 +825,11 @@ uint16_t sim_gid_to_lid(const smlx5_context_t *ctx, const uint8_t raw[16])
 {
     uint16_t lid = sim_gid_lid(ctx, raw);
 
+    if ((ctx->net != NULL) && (lid != 0) && sim_net_is_remote(ctx->net, lid)) {
+        /* another host's: known to be one of the fabric's, not whether
+         * its process lives (a neighbour table would not know either) */
+        return sim_net_reachable(ctx->net, lid) ? lid : 0;
+    }
     return ((lid != 0) && sim_fabric_lid_alive(ctx->fabric, lid)) ? lid : 0;
 }
 
@@ -821,7 +884,7 @@ bool sim_av_for_lid(const smlx5_context_t *ctx, uint16_t lid,
         return false;
     }
     gid.global.subnet_prefix = htobe64(SIM_IB_SUBNET_LINK_LOCAL);
-    gid.global.interface_id  = htobe64(sim_iid_base(ctx) | lid);
+    gid.global.interface_id  = htobe64(sim_lid_iid(ctx, lid));
     memcpy(av->rgid, gid.raw, sizeof(av->rgid));
     sim_lid_mac(lid, av->rmac);
     av->hop_limit  = 64;

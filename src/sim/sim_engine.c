@@ -4,6 +4,7 @@
  * timers, and the outbound path with fault injection.
  */
 #include "sim.h"
+#include "sim_net.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,20 @@
 static bool sim_pkt_is_request(uint8_t op)
 {
     return (op >= SIM_PKT_SEND_FIRST) && (op <= SIM_PKT_ATOMIC_REQ);
+}
+
+static void sim_engine_dispatch(smlx5_context_t *ctx, sim_pkt_t *pkt,
+                                const uint8_t *payload)
+{
+    atomic_fetch_add_explicit(&ctx->rx_sl[pkt->sl & 0xf], 1,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&ctx->rx_tclass[pkt->tclass], 1,
+                              memory_order_relaxed);
+    if (sim_pkt_is_request(pkt->op)) {
+        sim_resp_packet(ctx, pkt, payload);
+    } else {
+        sim_comp_packet(ctx, pkt, payload);
+    }
 }
 
 static void sim_engine_rx(void *arg, const void *data, size_t len)
@@ -38,15 +53,16 @@ static void sim_engine_rx(void *arg, const void *data, size_t len)
                (const uint8_t*)data + SIM_PKT_HDR_BASE,
                SIM_PKT_HDR_ATOMIC - SIM_PKT_HDR_BASE);
     }
-    atomic_fetch_add_explicit(&ctx->rx_sl[pkt.sl & 0xf], 1,
-                              memory_order_relaxed);
-    atomic_fetch_add_explicit(&ctx->rx_tclass[pkt.tclass], 1,
-                              memory_order_relaxed);
-    if (sim_pkt_is_request(pkt.op)) {
-        sim_resp_packet(ctx, &pkt, (const uint8_t*)data + hlen);
-    } else {
-        sim_comp_packet(ctx, &pkt, (const uint8_t*)data + hlen);
-    }
+    sim_engine_dispatch(ctx, &pkt, (const uint8_t*)data + hlen);
+}
+
+/* A packet from another host, decoded and checked by the wire. */
+static void sim_engine_rx_wire(void *arg, const sim_pkt_t *pkt,
+                               const void *payload)
+{
+    sim_pkt_t copy = *pkt; /* the callback's is the socket's */
+
+    sim_engine_dispatch(arg, &copy, payload);
 }
 
 bool sim_timers_due(smlx5_context_t *ctx)
@@ -111,6 +127,10 @@ int sim_engine_progress(smlx5_context_t *ctx)
 
     count = (int)sim_fabric_recv(ctx->port, sim_engine_rx, ctx,
                                  SIM_ENGINE_RX_BUDGET);
+    if (ctx->net != NULL) {
+        count += (int)sim_net_recv(ctx->net, sim_engine_rx_wire, ctx,
+                                   SIM_ENGINE_RX_BUDGET);
+    }
     if (ctx->tx_backlog) {
         sim_engine_resume(ctx);
     }
@@ -137,8 +157,17 @@ int sim_send_pkt(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
     if (sim_fault_active(ctx)) {
         return sim_fault_send(ctx, dlid, hdr, payload, len);
     }
+    return sim_route_send(ctx, dlid, hdr, payload);
+}
+
+int sim_route_send(smlx5_context_t *ctx, uint16_t dlid, const sim_pkt_t *hdr,
+                   const void *payload)
+{
+    if ((ctx->net != NULL) && sim_net_is_remote(ctx->net, dlid)) {
+        return sim_net_send(ctx->net, dlid, hdr, payload);
+    }
     return sim_fabric_send(ctx->fabric, dlid, hdr, sim_pkt_hdr_len(hdr),
-                           payload, len);
+                           payload, hdr->payload_len);
 }
 
 void smlx5_rx_qos_counts(smlx5_context_t *ctx, uint64_t sl[16],

@@ -201,10 +201,9 @@ static bool sim_fault_rdma_data(const sim_pkt_t *pkt)
 static int sim_fault_wire(smlx5_context_t *ctx, uint16_t dlid,
                           const sim_pkt_t *pkt, size_t len)
 {
-    size_t hlen = sim_pkt_hdr_len(pkt);
-
-    return sim_fabric_send(ctx->fabric, dlid, pkt, hlen,
-                           (const uint8_t*)pkt + hlen, len - hlen);
+    (void)len; /* the header says it (payload_len) */
+    return sim_route_send(ctx, dlid, pkt,
+                          (const uint8_t*)pkt + sim_pkt_hdr_len(pkt));
 }
 
 int sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,

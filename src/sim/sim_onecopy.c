@@ -40,7 +40,9 @@ bool sim_onecopy_wanted(const smlx5_qp_t *qp, const sim_wqe_t *w)
 {
     uint32_t min = qp->ctx->cfg.onecopy_min;
 
-    if ((min == 0) || w->is_inline || w->to_cqe || w->via_mkey ||
+    /* across hosts, no process can read another's memory: every
+     * transfer goes as packets (sim_net.h) */
+    if ((min == 0) || (qp->ctx->net != NULL) || w->is_inline || w->to_cqe || w->via_mkey ||
         (w->length < min) ||
         (w->length <= qp->path_mtu)) {
         return false;

@@ -22,8 +22,25 @@ struct sim_udp {
     uint8_t         buf[SIM_UDP_MAX_DGRAM + 1]; /* +1: sees an oversize one */
 };
 
+/* the socket buffers asked for: 64 packets of 4 KiB in flight on each of
+ * a few flows; what the host's limits (net.core.rmem_max, wmem_max) give
+ * without privilege, more where the process may force it */
+#define SIM_UDP_BUF_BYTES (8 << 20)
+
+static void sim_udp_buffers(int fd)
+{
+    int size = SIM_UDP_BUF_BYTES;
+
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) < 0) {
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+    }
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) < 0) {
+        (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+    }
+}
+
 int sim_udp_open(const sim_wire_id_t *id, const struct sockaddr_in *addr,
-                 sim_udp_t **udp_p)
+                 sim_udp_share_t share, sim_udp_t **udp_p)
 {
     sim_udp_t *udp;
     int one = 1, ret;
@@ -39,8 +56,10 @@ int sim_udp_open(const sim_wire_id_t *id, const struct sockaddr_in *addr,
         free(udp);
         return ret;
     }
-    if ((setsockopt(udp->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) <
-         0) ||
+    sim_udp_buffers(udp->fd);
+    if (((share == SIM_UDP_SHARED) &&
+         (setsockopt(udp->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) <
+          0)) ||
         (bind(udp->fd, (const struct sockaddr*)addr, sizeof(*addr)) < 0)) {
         ret = -errno;
         sim_udp_close(udp);
@@ -106,6 +125,9 @@ unsigned sim_udp_recv(sim_udp_t *udp, sim_udp_rx_cb_t cb, void *arg,
         len = recv(udp->fd, udp->buf, sizeof(udp->buf), MSG_DONTWAIT);
         if (len < 0) {
             break; /* EAGAIN: nothing more now (errors are the sender's) */
+        }
+        if (len == 0) {
+            continue; /* a wake (sim_fabric_port_sleep_on) */
         }
         if ((size_t)len > SIM_UDP_MAX_DGRAM) {
             udp->stats.drops[SIM_WIRE_DROP_LENGTH]++;

@@ -29,13 +29,23 @@ typedef struct sim_udp_stats {
 typedef void (*sim_udp_rx_cb_t)(void *arg, const sim_pkt_t *pkt,
                                 const void *payload);
 
+/* whether other sockets may bind the same address (SO_REUSEPORT): the
+ * sending socket on 4791 is the host's; a device's own is its alone (the
+ * kernel would spread datagrams over the sockets of a shared port) */
+typedef enum sim_udp_share {
+    SIM_UDP_EXCLUSIVE,
+    SIM_UDP_SHARED
+} sim_udp_share_t;
+
 /*
  * A socket bound to ADDR (port 0: one the kernel picks; sim_udp_addr says
- * which), taking only datagrams of fabric ID. SO_REUSEPORT is set, so that
- * the processes of a host may share port 4791. 0 or a negative errno.
+ * which), taking only datagrams of fabric ID, with buffers as large as the
+ * host allows (a window of 4 KiB packets per flow arrives at once). An
+ * empty datagram is a wake (sim_fabric_port_sleep_on): received and
+ * skipped, not counted. 0 or a negative errno.
  */
 int  sim_udp_open(const sim_wire_id_t *id, const struct sockaddr_in *addr,
-                  sim_udp_t **udp_p);
+                  sim_udp_share_t share, sim_udp_t **udp_p);
 void sim_udp_close(sim_udp_t *udp);
 int  sim_udp_fd(const sim_udp_t *udp);
 void sim_udp_addr(const sim_udp_t *udp, struct sockaddr_in *addr);

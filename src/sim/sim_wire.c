@@ -52,7 +52,7 @@ enum {
     EXT_VA       = 48,
 };
 
-/* flags that travel (CORRUPT is the fault injector's, never sent) */
+/* flags that travel (CORRUPT is the fault injector's: a wrong ICRC) */
 #define SIM_WIRE_FLAGS \
     (SIM_PKT_F_IMM | SIM_PKT_F_SE | SIM_PKT_F_CONNECT | SIM_PKT_F_INV | \
      SIM_PKT_F_RETRY | SIM_PKT_F_ACKREQ | SIM_PKT_F_DC)
@@ -253,13 +253,6 @@ static bool sim_wire_has_ieth(uint8_t opcode)
            (opcode == SIM_WIRE_OP_SEND_ONLY_INV);
 }
 
-static bool sim_wire_masked(const sim_pkt_t *pkt)
-{
-    return (pkt->op == SIM_PKT_ATOMIC_REQ) &&
-           ((pkt->atomic_op == SIM_ATOMIC_MASKED_CS) ||
-            (pkt->atomic_op == SIM_ATOMIC_MASKED_FA));
-}
-
 /* the AETH syndrome of an ACK (the sim's SIM_AETH_*, an RNR NAK's timer in
  * atomic_op); responses with an AETH are ACKs */
 static uint8_t sim_wire_aeth_syndrome(const sim_pkt_t *pkt)
@@ -411,8 +404,11 @@ size_t sim_wire_encode(const sim_wire_id_t *id, const sim_pkt_t *pkt,
         memcpy(buf + hlen, payload, pkt->payload_len);
     }
     memset(buf + hlen + pkt->payload_len, 0, pad);
+    /* a packet the fault injector corrupted leaves with a wrong ICRC:
+     * the receiving port drops it and counts it, as a NIC does */
     put32(buf + total - SIM_WIRE_ICRC_LEN,
-          sim_wire_icrc(buf, total - SIM_WIRE_ICRC_LEN));
+          sim_wire_icrc(buf, total - SIM_WIRE_ICRC_LEN) ^
+          ((pkt->flags & SIM_PKT_F_CORRUPT) ? 0xffffffffu : 0));
     return total;
 }
 

@@ -4,7 +4,9 @@
  * every kind of packet crosses as a datagram and arrives field for field;
  * a datagram of another fabric, random bytes, a truncated or oversized one
  * never reaches the receiver's callback and is counted under its reason;
- * processes of one host can share port 4791 (SO_REUSEPORT).
+ * processes of one host can share port 4791 (SO_REUSEPORT) and only it:
+ * a device's own port is its alone; an empty datagram (a wake) is skipped
+ * without a count.
  */
 #include "wire_packets.h"
 
@@ -50,8 +52,8 @@ protected:
     void SetUp() override
     {
         struct sockaddr_in any = loopback(0);
-        ASSERT_EQ(0, sim_udp_open(&fabric_a, &any, &m_a));
-        ASSERT_EQ(0, sim_udp_open(&fabric_a, &any, &m_b));
+        ASSERT_EQ(0, sim_udp_open(&fabric_a, &any, SIM_UDP_EXCLUSIVE, &m_a));
+        ASSERT_EQ(0, sim_udp_open(&fabric_a, &any, SIM_UDP_SHARED, &m_b));
         sim_udp_addr(m_b, &m_b_addr);
         ASSERT_NE(0, m_b_addr.sin_port);
     }
@@ -126,7 +128,7 @@ TEST_F(sim_udp_socket, what_is_not_the_fabrics_is_counted_and_never_handed_on)
 {
     struct sockaddr_in any = loopback(0);
     sim_udp_t *other;
-    ASSERT_EQ(0, sim_udp_open(&fabric_b, &any, &other));
+    ASSERT_EQ(0, sim_udp_open(&fabric_b, &any, SIM_UDP_EXCLUSIVE, &other));
     datagram g = random_packet(SIM_PKT_SEND_ONLY, SIM_PKT_F_DC, 100);
     ASSERT_EQ(0, sim_udp_send(other, &m_b_addr, &g.pkt, g.payload.data()));
     sim_udp_close(other);
@@ -163,9 +165,37 @@ TEST_F(sim_udp_socket, processes_of_a_host_share_port_4791)
      * real RoCE stack or another test) */
     struct sockaddr_in at = m_b_addr;
     sim_udp_t *second;
-    EXPECT_EQ(0, sim_udp_open(&fabric_a, &at, &second))
+    EXPECT_EQ(0, sim_udp_open(&fabric_a, &at, SIM_UDP_SHARED, &second))
             << "a second socket on " << ntohs(at.sin_port);
     sim_udp_close(second);
+}
+
+TEST_F(sim_udp_socket, a_devices_own_port_is_its_alone)
+{
+    /* m_a was opened exclusive: a second socket on its address would
+     * take half of its datagrams (the kernel spreads a shared port's) */
+    struct sockaddr_in at;
+    sim_udp_addr(m_a, &at);
+    sim_udp_t *second = nullptr;
+    EXPECT_EQ(-EADDRINUSE, sim_udp_open(&fabric_a, &at, SIM_UDP_SHARED,
+                                        &second));
+    EXPECT_EQ(-EADDRINUSE, sim_udp_open(&fabric_a, &at, SIM_UDP_EXCLUSIVE,
+                                        &second));
+}
+
+TEST_F(sim_udp_socket, an_empty_datagram_is_a_wake_not_a_drop)
+{
+    send_raw(std::vector<uint8_t>());
+    datagram g = random_packet(SIM_PKT_SEND_ONLY, 0, 8);
+    ASSERT_EQ(0, sim_udp_send(m_a, &m_b_addr, &g.pkt, g.payload.data()));
+    receive(2); /* two datagrams read, one packet handed on */
+    ASSERT_EQ(1u, m_rx.pkts.size());
+    EXPECT_EQ(show(g.pkt), m_rx.pkts[0]);
+    sim_udp_stats_t st = stats(m_b);
+    EXPECT_EQ(1u, st.rx);
+    for (unsigned why = 0; why < SIM_WIRE_DROP_MAX; ++why) {
+        EXPECT_EQ(0u, st.drops[why]) << sim_wire_drop_name((sim_wire_drop_t)why);
+    }
 }
 
 TEST_F(sim_udp_socket, a_packet_the_wire_cannot_carry_is_refused)
