@@ -8,10 +8,14 @@
 #  - the harness itself: names, private /dev/shm, the link;
 #  - Open MPI at 2 nodes x 2 ranks with UCX_TLS=tcp,sm,self: shared memory
 #    between the ranks of a node, tcp between nodes (UCP's lanes checked);
-#  - the same with strand's transport: the software device's fabric does
-#    not span hosts yet (docs/software-device.md, "The wire between
-#    hosts"), so each node has a fabric of its own and a rank must be told
-#    at once that a peer on the other node is unreachable, never hang;
+#  - the same with strand's transports on a fabric that spans the nodes
+#    (STRAND_SIM_FABRIC=udp:<name>, STRAND_SIM_HOSTS=node1,node2,node3):
+#    dc_strand and rc_strand between nodes, shared memory inside a node,
+#    at 2 nodes x 2 ranks and 3 nodes x 2 ranks, on InfiniBand LIDs and on
+#    RoCE GIDs, every message checked (mpi_check);
+#  - with a fabric of each node's own (not one across hosts), a rank must
+#    be told at once that a peer on another node is unreachable, never
+#    hang;
 #  - nothing of the harness is left after it, also after a test killed by
 #    TERM, and after one killed outright (the next run reaps it).
 . "$(dirname "$0")/lib.sh"
@@ -35,8 +39,8 @@ run=$(command -v strand-run)
 # the device mode's settings go to every rank
 rank_env_args
 
-if ! nodes_up 2; then
-    not_ok "two nodes come up"; nodes_left | sed 's/^/#   /'; exit 0
+if ! nodes_up 3; then
+    not_ok "three nodes come up"; nodes_left | sed 's/^/#   /'; exit 0
 fi
 names="$(node_run 1 hostname) $(node_run 2 hostname)"
 check "each node has its own hostname ($names)" test "$names" = "node1 node2"
@@ -48,14 +52,20 @@ check "the agent reaches node2 by name, and node2 knows node1's address" \
     bash -c "[ \"\$('$rsh' node2 'hostname; getent hosts node1' | tr -s ' \n' ' ')\" = 'node2 $(node_addr 1) node1 ' ]"
 
 printf 'node1 slots=2\nnode2 slots=2\n' >"$tmpdir/hosts"
-# mpi NAME TLS DEVICES [SECONDS [ARG]]: mpi_check on 2 nodes x 2 ranks,
-# mpirun on node1; output in $tmpdir/NAME, status in $rc, seconds in $took
+printf 'node1 slots=2\nnode2 slots=2\nnode3 slots=2\n' >"$tmpdir/hosts3"
+# mpi NAME TLS DEVICES [SECONDS [ARG]]: mpi_check on 2 nodes x 2 ranks
+# ($nodes=3: 3 x 2), mpirun on node1, with the -x settings in $fabric
+# (default: a fabric of each node's own); output in $tmpdir/NAME, status
+# in $rc, seconds in $took
 mpi() {
     local name=$1 tls=$2 devices=$3 limit=${4:-120} arg=${5:-} t0=$SECONDS
-    node_run 1 timeout "$limit" "$run" mpirun --hostfile "$tmpdir/hosts" \
-        -np 4 --mca plm_rsh_agent "$rsh" --mca oob_tcp_if_include eth0 \
+    local hosts=$tmpdir/hosts np=4
+    [ "${nodes:-2}" = 3 ] && hosts=$tmpdir/hosts3 np=6
+    node_run 1 timeout "$limit" "$run" mpirun --hostfile "$hosts" \
+        -np $np --mca plm_rsh_agent "$rsh" --mca oob_tcp_if_include eth0 \
         "${rank_env[@]}" -x UCX_TLS="$tls" -x UCX_NET_DEVICES="$devices" \
-        -x UCX_LOG_LEVEL=info -x STRAND_SIM_FABRIC="${fabric_prefix}$name" \
+        -x UCX_LOG_LEVEL=info \
+        ${fabric[@]:--x STRAND_SIM_FABRIC="${fabric_prefix}$name"} \
         "$tmpdir/mpi_check" $arg >"$tmpdir/$name" 2>&1
     rc=$?
     took=$((SECONDS - t0))
@@ -76,15 +86,48 @@ for node in node1 node2; do
         grep -qE "\[$node:.*$ep_cfg_re tag\(tcp/eth0\)" "$tmpdir/tcp"
 done
 
+# strand between the nodes: one fabric across them (the device's wire
+# over UDP between the nodes' addresses), shared memory inside each
+# across NODES TL WHAT [SETTING...]: mpi_check on NODES x 2 ranks over
+# UCX_TLS=sm,self,TL; every rank reaches its node's peer by shared memory
+# and every other node's ranks by TL
+across() {
+    local n=$1 t=$2 what=$3 name=across_$1_$2${4:+_x}; shift 3
+    local node other
+    fabric=(-x STRAND_SIM_FABRIC="udp:${fabric_prefix}$name"
+            -x STRAND_SIM_HOSTS=node1,node2,node3)
+    for setting in "$@"; do fabric+=(-x "$setting"); done
+    nodes=$n mpi "$name" "sm,self,$t" smlx5_0:1 120
+    fabric=()
+    mpi_verdict "Open MPI, $n nodes x 2 ranks, UCX_TLS=sm,self,$t$what" \
+        mpi_check $((2 * n)) "$rc" "$tmpdir/$name"
+    for node in $(seq 1 "$n"); do
+        check "... node$node's ranks reach their own node's peer by shared memory" \
+            grep -qE "\[node$node:.*$ep_cfg_re tag\((sysv|posix|cma)/memory" \
+            "$tmpdir/$name"
+        check "... node$node's ranks reach the other nodes' ranks by $t" \
+            grep -qE "\[node$node:.*$ep_cfg_re tag\($t/smlx5_0:1\)" "$tmpdir/$name"
+    done
+}
+across 2 dc_strand ""
+across 2 rc_strand ""
+across 3 "$tl" ""
+# RoCE: the device's GIDs carry each node's address
+if [ "${STRAND_SIM_LINK_LAYER:-}" != ethernet ]; then
+    across 2 "$tl" " on RoCE" STRAND_SIM_LINK_LAYER=ethernet
+fi
+
+# a fabric of each node's own: a peer on another node is unreachable,
+# said at once, never a hang
 mpi strand "$tl,sm,self" smlx5_0:1,eth0 60
 if [ "$rc" = 124 ]; then
-    not_ok "$tl across nodes (no wire yet): hung (no end in 60 s)"
+    not_ok "$tl with a fabric per node: hung (no end in 60 s)"
 elif [ "$rc" != 0 ] && [ "$took" -le 30 ] &&
      grep -q 'Destination is unreachable' "$tmpdir/strand" &&
      ! grep -q '^mpi_check: rank .* PASS' "$tmpdir/strand"; then
-    ok "$tl across nodes (no wire yet): unreachable in $took s, nothing delivered"
+    ok "$tl with a fabric per node: unreachable in $took s, nothing delivered"
 else
-    not_ok "$tl across nodes (no wire yet): exit $rc in $took s"
+    not_ok "$tl with a fabric per node: exit $rc in $took s"
     grep -v " INFO " "$tmpdir/strand" | sed 's/^/#   /' | tail -15
 fi
 
