@@ -406,6 +406,9 @@ static int sim_device_attach(smlx5_context_t *ctx)
     if (ctx->net == NULL) {
         return sim_fabric_attach(NULL, &ctx->fabric);
     }
+    if (ctx->cfg.mtu > sim_net_path_mtu(ctx->net)) {
+        ctx->cfg.mtu = sim_net_path_mtu(ctx->net);
+    }
     ret = sim_fabric_attach_host(sim_net_segment(ctx->net),
                                  sim_net_self(ctx->net),
                                  sim_net_identity(ctx->net), &ctx->fabric);

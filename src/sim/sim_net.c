@@ -10,11 +10,13 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #define SIM_NET_PREFIX "udp:"
@@ -26,6 +28,7 @@ struct sim_net {
     uint32_t   hosts[SIM_NET_MAX_HOSTS]; /* IPv4, network order */
     uint16_t   base_port;
     uint64_t   identity;
+    unsigned   link_mtu;  /* bytes an IP packet may have on the link */
     sim_udp_t *rx;   /* the port's own socket */
     sim_udp_t *tx;   /* the host's sending socket (4791, shared) */
 };
@@ -93,10 +96,14 @@ static int sim_net_parse_hosts(sim_net_t *net, const char *list)
     return ret;
 }
 
-static bool sim_net_addr_is_local(uint32_t addr)
+/* Whether ADDR is an address of this machine's interfaces; with *MTU,
+ * that interface's MTU (unchanged when unknown). */
+static bool sim_net_addr_is_local(uint32_t addr, unsigned *mtu)
 {
     struct ifaddrs *ifs, *i;
+    struct ifreq req;
     bool found = false;
+    int fd;
 
     if (getifaddrs(&ifs) != 0) {
         return false;
@@ -105,6 +112,18 @@ static bool sim_net_addr_is_local(uint32_t addr)
         found = (i->ifa_addr != NULL) && (i->ifa_addr->sa_family == AF_INET) &&
                 (((const struct sockaddr_in*)i->ifa_addr)->sin_addr.s_addr ==
                  addr);
+        if (!found || (mtu == NULL)) {
+            continue;
+        }
+        memset(&req, 0, sizeof(req));
+        snprintf(req.ifr_name, sizeof(req.ifr_name), "%s", i->ifa_name);
+        fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if ((fd >= 0) && (ioctl(fd, SIOCGIFMTU, &req) == 0)) {
+            *mtu = (unsigned)req.ifr_mtu;
+        }
+        if (fd >= 0) {
+            close(fd);
+        }
     }
     freeifaddrs(ifs);
     return found;
@@ -126,6 +145,7 @@ static int sim_net_find_self(sim_net_t *net)
         for (i = 0; i < net->num_hosts; ++i) {
             if (net->hosts[i] == addr) {
                 net->self = i;
+                sim_net_addr_is_local(addr, &net->link_mtu);
                 return 0;
             }
         }
@@ -133,7 +153,7 @@ static int sim_net_find_self(sim_net_t *net)
                             "STRAND_SIM_HOSTS", env);
     }
     for (i = 0; i < net->num_hosts; ++i) {
-        if (sim_net_addr_is_local(net->hosts[i])) {
+        if (sim_net_addr_is_local(net->hosts[i], &net->link_mtu)) {
             net->self = i;
             return 0;
         }
@@ -176,6 +196,7 @@ static int sim_net_config(sim_net_t *net, const char *name)
         }
     }
     net->base_port = (uint16_t)base;
+    net->link_mtu  = 1500; /* where the interface cannot be asked */
     ret = sim_net_parse_hosts(net, (hosts != NULL) ? hosts : "");
     if (ret == 0) {
         ret = sim_net_find_self(net);
@@ -245,6 +266,20 @@ uint64_t sim_net_identity(const sim_net_t *net)
 unsigned sim_net_num_hosts(const sim_net_t *net)
 {
     return net->num_hosts;
+}
+
+unsigned sim_net_path_mtu(const sim_net_t *net)
+{
+    /* IPv4 and UDP headers, the wire's headers, pad and ICRC */
+    const unsigned overhead = 20 + 8 + SIM_WIRE_OVERHEAD;
+    unsigned mtu;
+
+    for (mtu = 4096; mtu > 256; mtu /= 2) {
+        if (mtu + overhead <= net->link_mtu) {
+            break;
+        }
+    }
+    return mtu;
 }
 
 uint32_t sim_net_host_addr(const sim_net_t *net, unsigned host)

@@ -46,6 +46,12 @@ const char *sim_net_segment(const sim_net_t *net);
 unsigned    sim_net_self(const sim_net_t *net);
 uint64_t    sim_net_identity(const sim_net_t *net);
 unsigned    sim_net_num_hosts(const sim_net_t *net);
+/* The largest IB MTU (256 .. 4096) whose datagrams cross the link
+ * unfragmented: the port's active MTU, as a RoCE port's follows its
+ * network device's (a lost fragment loses the datagram, and fragments
+ * waiting for a lost one fill the kernel's reassembly memory until every
+ * fragmented datagram is dropped). */
+unsigned    sim_net_path_mtu(const sim_net_t *net);
 /* a host's IPv4 address, network order */
 uint32_t    sim_net_host_addr(const sim_net_t *net, unsigned host);
 

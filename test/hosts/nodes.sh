@@ -138,6 +138,35 @@ node_procs() {
     echo "$holder"
 }
 
+# nodes_faults DROP DUP: the switch drops DROP and duplicates DUP of every
+# 1000 UDP packets it sends out of any port, at random (nftables on the
+# ports' egress; the kernel's netem, which could also delay and reorder,
+# is not always there). nodes_faults 0 0: a clean switch again.
+nodes_faults() {
+    local drop=$1 dup=$2 k sw=${nodes_id}sw
+    ip netns exec "$sw" nft delete table netdev strand_faults 2>/dev/null
+    [ "$drop" = 0 ] && [ "$dup" = 0 ] && return 0
+    {
+        echo "table netdev strand_faults {"
+        for k in $(seq 1 "$nodes_count"); do
+            echo "  chain out_p$k {"
+            echo "    type filter hook egress device \"p$k\" priority 0;"
+            echo "    meta l4proto udp numgen random mod 1000 < $drop counter drop"
+            echo "    meta l4proto udp numgen random mod 1000 < $dup counter dup to \"p$k\""
+            echo "  }"
+        done
+        echo "}"
+    } | ip netns exec "$sw" nft -f -
+}
+
+# the packets nodes_faults dropped and duplicated so far: "DROPPED DUPED"
+nodes_fault_counts() {
+    ip netns exec "${nodes_id}sw" nft list table netdev strand_faults 2>/dev/null |
+        awk '/counter/ { n = $0; sub(/.*packets /, "", n); sub(/ .*/, "", n);
+                         if ($0 ~ / drop/) d += n; else u += n }
+             END { print d + 0, u + 0 }'
+}
+
 nodes_down() {
     local k pid p
     [ -n "$nodes_dir" ] || return 0

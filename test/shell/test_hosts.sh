@@ -117,6 +117,58 @@ if [ "${STRAND_SIM_LINK_LAYER:-}" != ethernet ]; then
     across 2 "$tl" " on RoCE" STRAND_SIM_LINK_LAYER=ethernet
 fi
 
+# a real network's faults between the nodes: the switch drops 0.1% and
+# duplicates 1% of the datagrams (nftables: this kernel has no netem, so
+# no delay or reordering; docs/software-device.md). Retransmission within
+# the transport's timeout, duplicates discarded: every message checked.
+# (At 1% loss a rendezvous READ of megabytes asks again for its rest at
+# every lost response, as RoCE does: RoCE wants a lossless network.)
+if command -v nft >/dev/null && nodes_faults 1 10; then
+    across 2 "$tl" " through 0.1% loss and 1% duplication" \
+        "${tlp}TIMEOUT=20ms" "${tlp}RETRY_COUNT=7"
+    read -r dropped duped < <(nodes_fault_counts)
+    check "... the switch dropped ($dropped) and duplicated ($duped) datagrams of it" \
+        test "$dropped" -gt 0 -a "$duped" -gt 0
+    nodes_faults 0 0
+else
+    skip "loss and duplication between nodes" "nftables cannot filter the switch's ports here"
+fi
+
+# OpenSHMEM across the nodes: shmem_check's puts, gets, atomics and
+# collectives, 2 nodes x 2 PEs, one-sided traffic between nodes on $tl
+if command -v oshcc >/dev/null && command -v oshrun >/dev/null &&
+   [ -z "${STRAND_ASAN_RUNTIME:-}" ]; then
+    if oshcc -O2 -o "$tmpdir/shmem_check" \
+            "$STRAND_SRCDIR/test/shmem/shmem_check.c" 2>"$tmpdir/cc"; then
+        t0=$SECONDS
+        node_run 1 timeout 180 "$run" oshrun --hostfile "$tmpdir/hosts" \
+            -np 4 --mca plm_rsh_agent "$rsh" --mca oob_tcp_if_include eth0 \
+            "${rank_env[@]}" -x UCX_TLS="sm,self,$tl" \
+            -x UCX_NET_DEVICES=smlx5_0:1 -x UCX_LOG_LEVEL=info \
+            -x STRAND_SIM_FABRIC="udp:${fabric_prefix}shmem" \
+            -x STRAND_SIM_HOSTS=node1,node2,node3 \
+            "$tmpdir/shmem_check" >"$tmpdir/shmem" 2>&1
+        rc=$?
+        pass=$(grep -c "^shmem_check: PE [0-3] of 4: PASS$" "$tmpdir/shmem")
+        if [ "$rc" = 0 ] && [ "$pass" = 4 ] && ! grep -q FAIL "$tmpdir/shmem"; then
+            ok "OpenSHMEM, 2 nodes x 2 PEs, UCX_TLS=sm,self,$tl ($((SECONDS - t0)) s)"
+        else
+            not_ok "OpenSHMEM across nodes: $pass of 4 PEs passed, exit $rc"
+            grep -v " INFO " "$tmpdir/shmem" | sed 's/^/#   /' | tail -15
+        fi
+        for node in node1 node2; do
+            check "... $node's PEs put, get and update the other node's by $tl" \
+                grep -qE "\[$node:.*$ep_cfg_re.*rma\($tl/smlx5_0:1[^)]*\) +amo\($tl/smlx5_0:1\)" \
+                "$tmpdir/shmem" ||
+                grep -E "\[$node:.*$ep_cfg_re" "$tmpdir/shmem" | sed 's/^/#   /' | head -8
+        done
+    else
+        not_ok "shmem_check builds"; sed 's/^/#   /' "$tmpdir/cc"
+    fi
+else
+    skip "OpenSHMEM across nodes" "no oshcc/oshrun (or AddressSanitizer)"
+fi
+
 # a fabric of each node's own: a peer on another node is unreachable,
 # said at once, never a hang
 mpi strand "$tl,sm,self" smlx5_0:1,eth0 60
