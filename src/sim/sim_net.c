@@ -96,36 +96,57 @@ static int sim_net_parse_hosts(sim_net_t *net, const char *list)
     return ret;
 }
 
-/* Whether ADDR is an address of this machine's interfaces; with *MTU,
- * that interface's MTU (unchanged when unknown). */
+static unsigned sim_net_ifmtu(const char *name)
+{
+    struct ifreq req;
+    int fd, mtu = 0;
+
+    memset(&req, 0, sizeof(req));
+    snprintf(req.ifr_name, sizeof(req.ifr_name), "%s", name);
+    fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if ((fd >= 0) && (ioctl(fd, SIOCGIFMTU, &req) == 0)) {
+        mtu = req.ifr_mtu;
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return (mtu > 0) ? (unsigned)mtu : 0;
+}
+
+/* Whether ADDR is an address of this machine's interfaces; with *MTU, the
+ * MTU of the interface that has it or, failing that, of the one whose
+ * subnet holds it (127.0.0.2 is lo's without being listed on it);
+ * unchanged when there is none. */
 static bool sim_net_addr_is_local(uint32_t addr, unsigned *mtu)
 {
+    const struct sockaddr_in *a, *m;
     struct ifaddrs *ifs, *i;
-    struct ifreq req;
+    unsigned subnet_mtu = 0;
     bool found = false;
-    int fd;
 
     if (getifaddrs(&ifs) != 0) {
         return false;
     }
     for (i = ifs; (i != NULL) && !found; i = i->ifa_next) {
-        found = (i->ifa_addr != NULL) && (i->ifa_addr->sa_family == AF_INET) &&
-                (((const struct sockaddr_in*)i->ifa_addr)->sin_addr.s_addr ==
-                 addr);
-        if (!found || (mtu == NULL)) {
+        if ((i->ifa_addr == NULL) || (i->ifa_addr->sa_family != AF_INET)) {
             continue;
         }
-        memset(&req, 0, sizeof(req));
-        snprintf(req.ifr_name, sizeof(req.ifr_name), "%s", i->ifa_name);
-        fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        if ((fd >= 0) && (ioctl(fd, SIOCGIFMTU, &req) == 0)) {
-            *mtu = (unsigned)req.ifr_mtu;
-        }
-        if (fd >= 0) {
-            close(fd);
+        a = (const struct sockaddr_in*)i->ifa_addr;
+        m = (const struct sockaddr_in*)i->ifa_netmask;
+        if (a->sin_addr.s_addr == addr) {
+            found = true;
+            if (mtu != NULL) {
+                subnet_mtu = sim_net_ifmtu(i->ifa_name);
+            }
+        } else if ((mtu != NULL) && (subnet_mtu == 0) && (m != NULL) &&
+                   (((a->sin_addr.s_addr ^ addr) & m->sin_addr.s_addr) == 0)) {
+            subnet_mtu = sim_net_ifmtu(i->ifa_name);
         }
     }
     freeifaddrs(ifs);
+    if ((mtu != NULL) && (subnet_mtu != 0)) {
+        *mtu = subnet_mtu;
+    }
     return found;
 }
 

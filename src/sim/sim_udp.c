@@ -2,6 +2,7 @@
 /*
  * The wire's UDP socket (sim_udp.h).
  */
+#define _GNU_SOURCE
 #include "sim_udp.h"
 
 #include <errno.h>
@@ -15,11 +16,18 @@
  * every header; a larger one is not the device's (dropped, "length") */
 #define SIM_UDP_MAX_DGRAM (4096 + SIM_WIRE_OVERHEAD)
 
+/* datagrams one receive call takes (recvmmsg): a syscall costs as much as
+ * handling a packet, and a window's worth arrives at once */
+#define SIM_UDP_BATCH 16
+
 struct sim_udp {
     int             fd;
     sim_wire_id_t   id;
     sim_udp_stats_t stats;
-    uint8_t         buf[SIM_UDP_MAX_DGRAM + 1]; /* +1: sees an oversize one */
+    struct mmsghdr  msgs[SIM_UDP_BATCH];
+    struct iovec    iovs[SIM_UDP_BATCH];
+    /* +1: sees an oversize one */
+    uint8_t         bufs[SIM_UDP_BATCH][SIM_UDP_MAX_DGRAM + 1];
 };
 
 /* the socket buffers asked for: 64 packets of 4 KiB in flight on each of
@@ -112,35 +120,56 @@ int sim_udp_send(sim_udp_t *udp, const struct sockaddr_in *to,
     return 0;
 }
 
-unsigned sim_udp_recv(sim_udp_t *udp, sim_udp_rx_cb_t cb, void *arg,
-                      unsigned max)
+/* One datagram read: decoded, checked, its packet handed on or counted. */
+static void sim_udp_take(sim_udp_t *udp, const uint8_t *buf, size_t len,
+                         sim_udp_rx_cb_t cb, void *arg)
 {
     const uint8_t *payload;
     sim_wire_drop_t why;
-    unsigned n;
     sim_pkt_t pkt;
-    ssize_t len;
 
-    for (n = 0; n < max; ++n) {
-        len = recv(udp->fd, udp->buf, sizeof(udp->buf), MSG_DONTWAIT);
-        if (len < 0) {
+    if (len == 0) {
+        return; /* a wake (sim_fabric_port_sleep_on) */
+    }
+    if (len > SIM_UDP_MAX_DGRAM) {
+        udp->stats.drops[SIM_WIRE_DROP_LENGTH]++;
+        return;
+    }
+    why = sim_wire_decode(&udp->id, buf, len, &pkt, &payload);
+    if (why != SIM_WIRE_OK) {
+        udp->stats.drops[why]++;
+        return;
+    }
+    udp->stats.rx++;
+    cb(arg, &pkt, payload);
+}
+
+unsigned sim_udp_recv(sim_udp_t *udp, sim_udp_rx_cb_t cb, void *arg,
+                      unsigned max)
+{
+    unsigned n = 0, want, i;
+    int got;
+
+    while (n < max) {
+        want = (max - n < SIM_UDP_BATCH) ? max - n : SIM_UDP_BATCH;
+        for (i = 0; i < want; ++i) {
+            udp->iovs[i].iov_base = udp->bufs[i];
+            udp->iovs[i].iov_len  = sizeof(udp->bufs[i]);
+            memset(&udp->msgs[i].msg_hdr, 0, sizeof(udp->msgs[i].msg_hdr));
+            udp->msgs[i].msg_hdr.msg_iov    = &udp->iovs[i];
+            udp->msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        got = recvmmsg(udp->fd, udp->msgs, want, MSG_DONTWAIT, NULL);
+        if (got <= 0) {
             break; /* EAGAIN: nothing more now (errors are the sender's) */
         }
-        if (len == 0) {
-            continue; /* a wake (sim_fabric_port_sleep_on) */
+        for (i = 0; i < (unsigned)got; ++i) {
+            sim_udp_take(udp, udp->bufs[i], udp->msgs[i].msg_len, cb, arg);
         }
-        if ((size_t)len > SIM_UDP_MAX_DGRAM) {
-            udp->stats.drops[SIM_WIRE_DROP_LENGTH]++;
-            continue;
+        n += (unsigned)got;
+        if ((unsigned)got < want) {
+            break;
         }
-        why = sim_wire_decode(&udp->id, udp->buf, (size_t)len, &pkt,
-                              &payload);
-        if (why != SIM_WIRE_OK) {
-            udp->stats.drops[why]++;
-            continue;
-        }
-        udp->stats.rx++;
-        cb(arg, &pkt, payload);
     }
     return n;
 }
