@@ -121,7 +121,24 @@ static bool sim_engine_timers_check(smlx5_context_t *ctx, int count)
            ((++ctx->busy_passes % SIM_ENGINE_TIMERS_EVERY) == 0);
 }
 
+static int sim_engine_pass(smlx5_context_t *ctx);
+
+/* One pass; what it sends to other hosts leaves in batches at its end
+ * (a window of packets in one system call, sim_udp.h) */
 int sim_engine_progress(smlx5_context_t *ctx)
+{
+    int count;
+
+    if (ctx->net == NULL) {
+        return sim_engine_pass(ctx);
+    }
+    sim_net_batch_begin(ctx->net);
+    count = sim_engine_pass(ctx);
+    sim_net_batch_end(ctx->net);
+    return count;
+}
+
+static int sim_engine_pass(smlx5_context_t *ctx)
 {
     int count;
 

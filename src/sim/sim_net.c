@@ -366,6 +366,11 @@ bool sim_net_reachable(const sim_net_t *net, uint16_t lid)
     return (lid != 0) && (sim_fabric_lid_host(lid) < net->num_hosts);
 }
 
+static sim_udp_t *sim_net_txsock(sim_net_t *net)
+{
+    return (net->tx != NULL) ? net->tx : net->rx;
+}
+
 int sim_net_send(sim_net_t *net, uint16_t dlid, const sim_pkt_t *pkt,
                  const void *payload)
 {
@@ -377,8 +382,17 @@ int sim_net_send(sim_net_t *net, uint16_t dlid, const sim_pkt_t *pkt,
     }
     sim_net_sockaddr(net->hosts[host],
                      net->base_port + sim_fabric_lid_slot(dlid), &to);
-    return sim_udp_send((net->tx != NULL) ? net->tx : net->rx, &to, pkt,
-                        payload);
+    return sim_udp_send(sim_net_txsock(net), &to, pkt, payload);
+}
+
+void sim_net_batch_begin(sim_net_t *net)
+{
+    sim_udp_batch_begin(sim_net_txsock(net));
+}
+
+void sim_net_batch_end(sim_net_t *net)
+{
+    sim_udp_batch_end(sim_net_txsock(net));
 }
 
 unsigned sim_net_recv(sim_net_t *net, sim_udp_rx_cb_t cb, void *arg,

@@ -73,6 +73,10 @@ bool sim_net_reachable(const sim_net_t *net, uint16_t lid);
  * host); -EMSGSIZE. */
 int  sim_net_send(sim_net_t *net, uint16_t dlid, const sim_pkt_t *pkt,
                   const void *payload);
+/* What the engine sends between these goes out in batches (sim_udp.h);
+ * the outermost end sends what is left. */
+void sim_net_batch_begin(sim_net_t *net);
+void sim_net_batch_end(sim_net_t *net);
 /* Up to MAX datagrams waiting on the device's socket, each good packet to
  * CB; how many were read. */
 unsigned sim_net_recv(sim_net_t *net, sim_udp_rx_cb_t cb, void *arg,

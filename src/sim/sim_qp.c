@@ -5,6 +5,7 @@
  * transition (as the kernel's ib_modify_qp_is_ok tables do).
  */
 #include "sim.h"
+#include "sim_net.h"
 #include "sim_post.h"
 
 #include <errno.h>
@@ -889,7 +890,13 @@ void smlx5_qp_doorbell(smlx5_qp_t *qp)
     }
     sim_qp_told(qp);
     sim_engine_enter(ctx, true);
+    if (ctx->net != NULL) {
+        sim_net_batch_begin(ctx->net); /* the new WQEs' packets together */
+    }
     sim_req_process(qp);
     sim_engine_progress(ctx);
+    if (ctx->net != NULL) {
+        sim_net_batch_end(ctx->net);
+    }
     sim_engine_leave(ctx);
 }

@@ -59,7 +59,19 @@ void sim_udp_addr(const sim_udp_t *udp, struct sockaddr_in *addr);
 int sim_udp_send(sim_udp_t *udp, const struct sockaddr_in *to,
                  const sim_pkt_t *pkt, const void *payload);
 
-/* Up to MAX datagrams waiting now, each good one's packet to CB; returns
+/*
+ * Between sim_udp_batch_begin and the matching sim_udp_batch_end, datagrams
+ * to one port gather and leave together (one send, UDP segmentation
+ * offload: each still a datagram of its own on the wire) when the batch
+ * ends, fills or the next one goes elsewhere (sim_udp_flush: now). A batch
+ * that finds the socket full is lost, as on a congested link.
+ */
+void sim_udp_batch_begin(sim_udp_t *udp);
+void sim_udp_batch_end(sim_udp_t *udp);
+void sim_udp_flush(sim_udp_t *udp);
+
+/* Up to MAX datagrams waiting now (one more receive coalesced by GRO may
+ * take more), each good one's packet to CB; returns
  * how many datagrams were read (handed on or dropped). */
 unsigned sim_udp_recv(sim_udp_t *udp, sim_udp_rx_cb_t cb, void *arg,
                       unsigned max);
