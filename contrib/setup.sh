@@ -17,8 +17,8 @@ pkgs=(build-essential autoconf automake libtool pkg-config dpkg-dev debhelper
       libucx-dev ucx-utils libibverbs-dev ibverbs-providers rdma-core
       libhwloc-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
       googletest libgtest-dev valgrind ccache
-      tshark iproute2 nftables zlib1g-dev)
-# zlib: the CRC-32 of the software device's datagrams between hosts;
+      tshark iproute2 nftables libisal-dev)
+# ISA-L: the CRC-32 of the software device's datagrams between hosts;
 # tshark: test_wire reads the device's RoCEv2 datagrams with it; iproute2
 # (ip netns, veth, bridge): test/hosts's nodes; nftables: loss and
 # duplication on their links (this kernel family may lack sch_netem)

