@@ -41,8 +41,8 @@ wait
 # bandwidth (MB/s), server on node2, client on node1
 perftest() {
     local tl=$1 dev=$2 test=$3 size=$4 n=$iters; shift 4
-    local col=6
-    case $test in *_bw) col=9; n=$((iters / 20)) ;; esac
+    local col=3 # Final: iters, latency median, average, overall, ...
+    case $test in *_bw) col=7; n=$((iters / 20)) ;; esac # ... MB/s overall
     export STRAND_SIM_FABRIC=udp:bench-$$-$tl
     node_run 2 timeout 120 "$run" ucx_perftest -p 6000 >/dev/null 2>&1 &
     sleep 1
@@ -78,7 +78,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a 
 echo "bench-hosts: two nodes on one veth link (this machine, $(nproc) cores)"
 echo
 printf '%-24s %12s %12s %12s %10s\n' "UCT (ucx_perftest)" tcp dc_strand rc_strand floor
-printf '%-24s %12s %12s %12s %10s\n' "am_lat 8 B (us)" "${lat[tcp]:--}" \
+printf '%-24s %12s %12s %12s %10s\n' "am_lat 8 B (us, median)" "${lat[tcp]:--}" \
     "${lat[dc_strand]:--}" "${lat[rc_strand]:--}" "udp $udp"
 printf '%-24s %12s %12s %12s\n' "put_bw 1 MiB (MB/s)" "${bw[tcp]:--}" \
     "${bw[dc_strand]:--}" "${bw[rc_strand]:--}"

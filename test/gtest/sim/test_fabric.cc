@@ -9,11 +9,16 @@ extern "C" {
 #include "sim/fabric.h"
 }
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <signal.h>
 #include <string>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
@@ -375,4 +380,99 @@ TEST(fabric, wake_before_wait_is_not_lost)
     EXPECT_EQ(-ETIMEDOUT, sim_fabric_wait(p, 1000000)); /* consumed */
     sim_fabric_port_close(p);
     sim_fabric_detach(f);
+}
+
+/* One host's segment of a fabric across hosts (sim_net.h): its LIDs carry
+ * the host's index, stay unicast and do not come back soon; a second attachment with another identity or host index (a
+ * process with another host list) is refused. */
+TEST(fabric_host, lids_carry_the_host_and_stay_unicast)
+{
+    std::string name = fresh_name();
+    sim_fabric_t *fab;
+    ASSERT_EQ(0, sim_fabric_attach_host(name.c_str(), 37, 0x1234, &fab));
+    EXPECT_EQ(0x1234u, sim_fabric_identity(fab));
+    std::vector<uint16_t> seen;
+    for (int round = 0; round < 12; ++round) {
+        sim_port_t *port;
+        ASSERT_EQ(0, sim_fabric_port_open(fab, &port));
+        uint16_t lid = sim_fabric_port_lid(port);
+        EXPECT_EQ(37u, sim_fabric_lid_host(lid)) << std::hex << lid;
+        EXPECT_LT(lid, 0xc000u) << "a multicast LID";
+        EXPECT_NE(0u, lid >> 13) << "generation 0 (LID of the slot alone)";
+        EXPECT_TRUE(sim_fabric_lid_local(fab, lid));
+        EXPECT_FALSE(sim_fabric_lid_local(fab, (uint16_t)(lid ^ (1u << 7))))
+                << "another host's";
+        seen.push_back(lid);
+        sim_fabric_port_close(port);
+    }
+    /* the least recently used slot first: no LID comes back soon */
+    std::sort(seen.begin(), seen.end());
+    EXPECT_EQ(seen.end(), std::adjacent_find(seen.begin(), seen.end()));
+    sim_fabric_detach(fab);
+}
+
+TEST(fabric_host, another_host_list_is_refused)
+{
+    std::string name = fresh_name();
+    sim_fabric_t *fab, *other;
+    ASSERT_EQ(0, sim_fabric_attach_host(name.c_str(), 1, 0x77, &fab));
+    EXPECT_EQ(-EPROTO, sim_fabric_attach_host(name.c_str(), 1, 0x78, &other));
+    EXPECT_EQ(-EPROTO, sim_fabric_attach_host(name.c_str(), 2, 0x77, &other));
+    EXPECT_EQ(-EPROTO, sim_fabric_attach(name.c_str(), &other))
+            << "a one-host attachment to a host's segment";
+    EXPECT_EQ(-EINVAL, sim_fabric_attach_host(name.c_str(), 64, 0x77, &other));
+    ASSERT_EQ(0, sim_fabric_attach_host(name.c_str(), 1, 0x77, &other));
+    sim_fabric_detach(other);
+    sim_fabric_detach(fab);
+}
+
+/* A port whose thread sleeps on a socket: a sender on the host wakes it
+ * with an empty datagram, and a datagram from elsewhere wakes it too */
+TEST(fabric_host, a_thread_asleep_on_its_socket_wakes_for_a_packet)
+{
+    std::string name = fresh_name();
+    sim_fabric_t *fab;
+    sim_port_t *port;
+    ASSERT_EQ(0, sim_fabric_attach_host(name.c_str(), 0, 0x99, &fab));
+    ASSERT_EQ(0, sim_fabric_port_open(fab, &port));
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_in at = {};
+    at.sin_family      = AF_INET;
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(0, bind(fd, (struct sockaddr*)&at, sizeof(at)));
+    socklen_t len = sizeof(at);
+    getsockname(fd, (struct sockaddr*)&at, &len);
+    sim_fabric_port_sleep_on(port, fd, &at);
+
+    /* nothing comes: the wait times out */
+    EXPECT_EQ(-ETIMEDOUT, sim_fabric_wait(port, 20 * 1000000ll));
+    /* a packet from this host, sent while the thread sleeps (up to 10 s:
+     * the owner has not polled, no nap), wakes it at once */
+    sim_port_stats_t st;
+    sim_fabric_port_stats(port, &st);
+    uint64_t sleeps = st.sleeps;
+    std::atomic<int64_t> woke_ms{-1};
+    std::thread t([&] {
+        auto t0 = std::chrono::steady_clock::now();
+        sim_fabric_wait(port, 10000 * 1000000ll);
+        woke_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - t0).count();
+    });
+    for (int i = 0; (i < 2000) && (st.sleeps == sleeps); ++i) {
+        usleep(1000);
+        sim_fabric_port_stats(port, &st);
+    }
+    ASSERT_GT(st.sleeps, sleeps) << "the thread never slept";
+    usleep(20000); /* well into its sleep */
+    uint8_t pkt[16] = {1};
+    ASSERT_EQ(0, sim_fabric_send(fab, sim_fabric_port_lid(port), pkt,
+                                 sizeof(pkt), nullptr, 0));
+    t.join();
+    EXPECT_GE(woke_ms, 0);
+    EXPECT_LT(woke_ms, 2000) << "woken by the packet, not the time limit";
+    char buf[16];
+    EXPECT_EQ(0, recv(fd, buf, sizeof(buf), 0)) << "the wake: empty";
+    close(fd);
+    sim_fabric_port_close(port);
+    sim_fabric_detach(fab);
 }
