@@ -595,8 +595,9 @@ static void sim_fabric_wake_waiter(sim_fabric_t *fab, sim_port_shm_t *p)
     uint32_t port = atomic_load(&p->wake_port);
 
     atomic_fetch_add(&p->futex, 1);
+    /* a thread whose owner polls naps on the futex (sim_fabric_wait) */
+    sim_futex(&p->futex, FUTEX_WAKE, 1, NULL);
     if ((port == 0) || (fab->wake_fd < 0)) {
-        sim_futex(&p->futex, FUTEX_WAKE, 1, NULL);
         return;
     }
     memset(&to, 0, sizeof(to));
@@ -712,6 +713,13 @@ void sim_fabric_port_touch(sim_port_t *port)
     }
 }
 
+int sim_fabric_owner_polling(const sim_port_t *port)
+{
+    return sim_fabric_now() - atomic_load_explicit(&port->shm->last_poll_ns,
+                                                   memory_order_relaxed) <
+           SIM_POLL_FRESH_NS;
+}
+
 void sim_fabric_port_idle(sim_port_t *port)
 {
     sim_port_shm_t *p = port->shm;
@@ -742,6 +750,7 @@ int sim_fabric_wait(sim_port_t *port, int64_t timeout_ns)
 {
     sim_port_shm_t *p = port->shm;
     struct timespec ts;
+    bool owner_active;
     uint32_t v;
     int64_t t = timeout_ns;
 
@@ -753,8 +762,9 @@ int sim_fabric_wait(sim_port_t *port, int64_t timeout_ns)
         return 0;
     }
     /* while the owner is active, senders may skip the wake: nap */
-    if (sim_fabric_now() - atomic_load(&p->last_poll_ns) <
-        SIM_OWNER_ACTIVE_NS) {
+    owner_active = sim_fabric_now() - atomic_load(&p->last_poll_ns) <
+                   SIM_OWNER_ACTIVE_NS;
+    if (owner_active) {
         if ((t < 0) || (t > SIM_NAP_NS)) {
             t = SIM_NAP_NS;
         }
@@ -768,7 +778,9 @@ int sim_fabric_wait(sim_port_t *port, int64_t timeout_ns)
         atomic_fetch_add(&port->untimed_sleeps, 1);
         atomic_store(&port->asleep_untimed, 1);
     }
-    if (port->sleep_fd >= 0) {
+    if ((port->sleep_fd >= 0) && !owner_active) {
+        /* (an active owner reads the socket itself: a thread woken by
+         * each datagram would only take the engine from it) */
         struct pollfd pfd = {.fd = port->sleep_fd, .events = POLLIN};
         ppoll(&pfd, 1, (t >= 0) ? &ts : NULL, NULL);
     } else {

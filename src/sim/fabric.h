@@ -89,10 +89,14 @@ void sim_fabric_port_wake(sim_port_t *port);
  * On a fabric that spans hosts the port's thread sleeps on its socket FD
  * (where packets from other hosts arrive) instead of the futex, and a
  * sender on this host wakes it with an empty datagram to ADDR: one thing
- * to sleep on, whatever brings the work.
+ * to sleep on, whatever brings the work. While the owner polls (it reads
+ * the socket itself) the thread naps on the futex as on one host: woken
+ * by each datagram, it would only take the engine from the owner.
  */
 void sim_fabric_port_sleep_on(sim_port_t *port, int fd,
                               const struct sockaddr_in *addr);
+/* 1 when the owner polled within the last 100 us (senders skip the wake) */
+int  sim_fabric_owner_polling(const sim_port_t *port);
 /* The owner polled inline just now (see the wake protocol). */
 void sim_fabric_port_touch(sim_port_t *port);
 /* the owner stops polling (it armed a CQ and may sleep on its event): a
