@@ -137,6 +137,57 @@ else
     skip "loss and duplication between nodes" "nftables cannot filter the switch's ports here"
 fi
 
+# a node that disappears: UCP's peer-failure path across hosts. Rank 0 on
+# node1 ping-pongs with rank 1 on node3 and rank 2 on node2 (ucp_check
+# failure, endpoints with error handling, every byte checked); node2's
+# link goes down and its processes are killed mid-traffic; rank 0 must see
+# its endpoint to rank 2 fail within the transport's timeout and go on
+# with rank 1.
+if cc -O2 -o "$tmpdir/ucp_check" "$STRAND_SRCDIR/test/ucp/ucp_check.c" \
+        $(pkg-config --cflags --libs ucx 2>/dev/null || echo -lucp -lucs) \
+        2>"$tmpdir/cc"; then
+    d=$(mktemp -d "$tmpdir/lost.XXXX")
+    lost_pids=()
+    for r in 0 1 2; do
+        node=$((r == 0 ? 1 : (r == 1 ? 3 : 2)))
+        node_run "$node" env UCX_TLS="$tl" UCX_NET_DEVICES=smlx5_0:1 \
+            STRAND_SIM_FABRIC="udp:${fabric_prefix}lost" \
+            STRAND_SIM_HOSTS=node1,node2,node3 "${tlp}TIMEOUT=100ms" \
+            "${tlp}RETRY_COUNT=7" STRAND_CHECK_ERR_TIMEOUT=5 \
+            STRAND_CHECK_RANKS=3 timeout 120 "$run" "$tmpdir/ucp_check" \
+            "$d" "$r" failure >"$d/$r.log" 2>&1 &
+        lost_pids[$r]=$!
+    done
+    lost_traffic() { [ -e "$d/traffic" ] || gone "${lost_pids[0]}"; }
+    wait_until 60 lost_traffic
+    if [ -e "$d/traffic" ]; then
+        ip -n "${nodes_id}2" link set eth0 down
+        for p in $(node_procs "$(node_pid 2)"); do
+            [ "$p" = "$(node_pid 2)" ] || kill -9 "$p" 2>/dev/null
+        done
+        touch "$d/killed"
+    fi
+    wait "${lost_pids[0]}"; rc0=$?
+    wait "${lost_pids[1]}"; rc1=$?
+    wait "${lost_pids[2]}" 2>/dev/null
+    check "a node lost mid-traffic: the survivor's endpoint to it fails in time" \
+        grep -q "endpoint to rank 2 failed with" "$d/0.log" ||
+        sed 's/^/#   0: /' "$d/0.log" | tail -8
+    if [ "$rc0" = 0 ] && [ "$rc1" = 0 ] &&
+       grep -q "200 ping-pongs with ranks 1 .. 1 after the failure done" "$d/0.log" &&
+       grep -q '^ucp_check: rank 1: PASS$' "$d/1.log"; then
+        ok "... and the survivors on node1 and node3 finish their exchange"
+        grep -h 'failed with' "$d/0.log" | sed 's/^/# /'
+    else
+        not_ok "... survivors (exit $rc0/$rc1)"
+        sed 's/^/#   0: /' "$d/0.log" | tail -8
+        sed 's/^/#   1: /' "$d/1.log" | tail -8
+    fi
+    ip -n "${nodes_id}2" link set eth0 up
+else
+    not_ok "ucp_check builds"; sed 's/^/#   /' "$tmpdir/cc"
+fi
+
 # OpenSHMEM across the nodes: shmem_check's puts, gets, atomics and
 # collectives, 2 nodes x 2 PEs, one-sided traffic between nodes on $tl
 if command -v oshcc >/dev/null && command -v oshrun >/dev/null &&
