@@ -138,10 +138,13 @@ node_procs() {
     echo "$holder"
 }
 
-# nodes_faults DROP DUP: the switch drops DROP and duplicates DUP of every
-# 1000 UDP packets it sends out of any port, at random (nftables on the
-# ports' egress; the kernel's netem, which could also delay and reorder,
-# is not always there). nodes_faults 0 0: a clean switch again.
+# nodes_faults DROP DUP: the switch drops every DROP-th and duplicates
+# every DUP-th UDP packet it sends out of each port (nftables on the ports'
+# egress, counted: a test can rely on the faults happening; the kernel's
+# netem, which could also delay and reorder, is not always there). A
+# packet here may be a batch of datagrams (UDP segmentation offload): the
+# batch is lost or doubled whole, a burst. nodes_faults 0 0: a clean
+# switch again.
 nodes_faults() {
     local drop=$1 dup=$2 k sw=${nodes_id}sw
     ip netns exec "$sw" nft delete table netdev strand_faults 2>/dev/null
@@ -151,8 +154,10 @@ nodes_faults() {
         for k in $(seq 1 "$nodes_count"); do
             echo "  chain out_p$k {"
             echo "    type filter hook egress device \"p$k\" priority 0;"
-            echo "    meta l4proto udp numgen random mod 1000 < $drop counter drop"
-            echo "    meta l4proto udp numgen random mod 1000 < $dup counter dup to \"p$k\""
+            [ "$drop" != 0 ] &&
+                echo "    meta l4proto udp numgen inc mod $drop 0 counter drop"
+            [ "$dup" != 0 ] &&
+                echo "    meta l4proto udp numgen inc mod $dup 0 counter dup to \"p$k\""
             echo "  }"
         done
         echo "}"

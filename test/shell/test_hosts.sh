@@ -120,14 +120,14 @@ if [ "${STRAND_SIM_LINK_LAYER:-}" != ethernet ]; then
     across 2 "$tl" " on RoCE" STRAND_SIM_LINK_LAYER=ethernet
 fi
 
-# a real network's faults between the nodes: the switch drops 0.1% and
-# duplicates 1% of the datagrams (nftables: this kernel has no netem, so
+# a real network's faults between the nodes: the switch drops every 500th
+# and duplicates every 100th packet (nftables: this kernel has no netem, so
 # no delay or reordering; docs/software-device.md). Retransmission within
 # the transport's timeout, duplicates discarded: every message checked.
 # (At 1% loss a rendezvous READ of megabytes asks again for its rest at
 # every lost response, as RoCE does: RoCE wants a lossless network.)
-if command -v nft >/dev/null && nodes_faults 1 10; then
-    across 2 "$tl" " through 0.1% loss and 1% duplication" \
+if command -v nft >/dev/null && nodes_faults 500 100; then
+    across 2 "$tl" " through 0.2% loss and 1% duplication" \
         "${tlp}TIMEOUT=20ms" "${tlp}RETRY_COUNT=7"
     read -r dropped duped < <(nodes_fault_counts)
     check "... the switch dropped ($dropped) and duplicated ($duped) datagrams of it" \
