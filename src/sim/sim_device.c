@@ -723,6 +723,48 @@ int smlx5_progress_stats(smlx5_context_t *ctx, smlx5_progress_stats_t *st)
     return 0;
 }
 
+_Static_assert(SMLX5_WIRE_DROP_REASONS == SIM_WIRE_DROP_MAX,
+               "smlx5_wire_stats_t has a counter per drop reason");
+
+int smlx5_wire_stats(smlx5_context_t *ctx, smlx5_wire_stats_t *st)
+{
+    sim_udp_stats_t us;
+    unsigned i;
+
+    if (ctx->net == NULL) {
+        return ENODEV;
+    }
+    /* the counters are the engine's: read under its lock */
+    pthread_mutex_lock(&ctx->lock);
+    sim_net_stats(ctx->net, &us);
+    pthread_mutex_unlock(&ctx->lock);
+    st->tx      = us.tx;
+    st->tx_busy = us.tx_busy;
+    st->rx      = us.rx;
+    for (i = 0; i < SMLX5_WIRE_DROP_REASONS; ++i) {
+        st->drops[i] = us.drops[i];
+    }
+    return 0;
+}
+
+const char *smlx5_wire_drop_name(unsigned reason)
+{
+    return sim_wire_drop_name((sim_wire_drop_t)reason);
+}
+
+int smlx5_wire_addr(smlx5_context_t *ctx, uint32_t *ipv4, uint16_t *port)
+{
+    struct sockaddr_in at;
+
+    if (ctx->net == NULL) {
+        return ENODEV;
+    }
+    sim_net_port_addr(ctx->net, sim_fabric_lid_slot(ctx->lid), &at);
+    *ipv4 = at.sin_addr.s_addr;
+    *port = at.sin_port;
+    return 0;
+}
+
 /* ------------------------------------------------------ port identity */
 
 /*

@@ -410,5 +410,13 @@ bool sim_net_readable(const sim_net_t *net)
 
 void sim_net_stats(const sim_net_t *net, sim_udp_stats_t *st)
 {
+    sim_udp_stats_t tx;
+
     sim_udp_stats(net->rx, st);
+    if (net->tx != NULL) {
+        /* sent from the host's socket, received on the device's own */
+        sim_udp_stats(net->tx, &tx);
+        st->tx      += tx.tx;
+        st->tx_busy += tx.tx_busy;
+    }
 }

@@ -160,6 +160,21 @@ typedef struct smlx5_progress_stats {
 } smlx5_progress_stats_t;
 int  smlx5_progress_stats(smlx5_context_t *ctx, smlx5_progress_stats_t *st);
 
+/* Observability: the datagrams a device on a fabric across hosts
+ * (STRAND_SIM_FABRIC=udp:<name>) sent and took, and what it dropped before
+ * any QP saw it, by reason (index: smlx5_wire_drop_name; 0 is never
+ * counted). ENODEV on a one-host fabric. Counters only grow. */
+#define SMLX5_WIRE_DROP_REASONS 10
+typedef struct smlx5_wire_stats {
+    uint64_t tx, tx_busy, rx;
+    uint64_t drops[SMLX5_WIRE_DROP_REASONS];
+} smlx5_wire_stats_t;
+int         smlx5_wire_stats(smlx5_context_t *ctx, smlx5_wire_stats_t *st);
+const char *smlx5_wire_drop_name(unsigned reason);
+/* the device's UDP address on such a fabric (network order) */
+int         smlx5_wire_addr(smlx5_context_t *ctx, uint32_t *ipv4,
+                            uint16_t *port);
+
 /* ------------------------------------------------------------ PD / MR */
 smlx5_pd_t *smlx5_alloc_pd(smlx5_context_t *ctx);
 int         smlx5_dealloc_pd(smlx5_pd_t *pd);       /* EBUSY while in use */
