@@ -7,7 +7,11 @@
 #   - ucx_perftest: 8 B am_lat and 1 MiB put_bw (zcopy) for UCX's tcp and
 #     for dc_strand and rc_strand on a fabric across the nodes;
 #   - an MPI ping-pong sweep 8 B .. 4 MiB (contrib/bench/mpi_pingpong.c,
-#     Open MPI, one rank per node) for the same three.
+#     Open MPI, one rank per node) for the same three;
+#   - every round trip of a UCP tag ping-pong timed (contrib/bench/
+#     ucp_pingpong.c): median, 99th percentile, the worst after the first
+#     and how many took over 1 ms, between the nodes and, on one host,
+#     beside two processes that keep both cores busy (a build's load).
 # Prints a table and the ratios the targets are stated in (docs/
 # performance.md, "Between hosts"). Needs root (namespaces): otherwise it
 # says why and stops.
@@ -24,6 +28,8 @@ trap 'rm -rf "$tmp"' EXIT
 cc -O2 -o "$tmp/udp_pingpong" "$src/contrib/bench/udp_pingpong.c" || exit 1
 ${MPICC:-mpicc} -O2 -o "$tmp/mpi_pingpong" "$src/contrib/bench/mpi_pingpong.c" ||
     exit 1
+cc -O2 -o "$tmp/ucp_pingpong" "$src/contrib/bench/ucp_pingpong.c" \
+    $(pkg-config --cflags --libs ucx) || exit 1
 nodes_up 2 || { echo "bench-hosts: the nodes did not come up"; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export STRAND_SIM_HOSTS=node1,node2 UCX_WARN_UNUSED_ENV_VARS=n
@@ -72,7 +78,44 @@ sweep() {
 sweep tcp eth0
 sweep dc_strand smlx5_0:1
 sweep rc_strand smlx5_0:1
+
+# every round trip: UCP tag ping-pong, server on node2
+rtts() {
+    local tl=$1 devs=$2
+    node_run 2 env UCX_TLS="self,$tl" UCX_NET_DEVICES="$devs" \
+        STRAND_SIM_FABRIC="udp:bench-$$-rtt-$tl" \
+        timeout 120 "$run" "$tmp/ucp_pingpong" server 6001 >/dev/null 2>&1 &
+    node_run 1 env UCX_TLS="self,$tl" UCX_NET_DEVICES="$devs" \
+        STRAND_SIM_FABRIC="udp:bench-$$-rtt-$tl" \
+        timeout 120 "$run" "$tmp/ucp_pingpong" client "$a2" 6001 "$iters" 8 \
+        2>/dev/null | awk '/^ucp_pingpong/ { print $4, $5, $6, $7 }'
+    wait
+}
+declare -A rtt
+for tl in tcp dc_strand rc_strand; do
+    dev=smlx5_0:1; [ "$tl" = tcp ] && dev=eth0
+    rtt[$tl]=$(rtts "$tl" "$dev")
+done
 nodes_down
+
+# one host, both cores kept busy beside the pair (what a build does):
+# does a round trip wait for the scheduler's tick?
+loaded() {
+    local tl=$1 busy=() r srv
+    for _ in 1 2; do (while :; do :; done) & busy+=($!); done
+    UCX_TLS="self,$tl" UCX_NET_DEVICES=smlx5_0:1 \
+        STRAND_SIM_FABRIC="bench-$$-load" \
+        timeout 120 "$run" "$tmp/ucp_pingpong" server 6002 >/dev/null 2>&1 &
+    srv=$!
+    r=$(UCX_TLS="self,$tl" UCX_NET_DEVICES=smlx5_0:1 \
+        STRAND_SIM_FABRIC="bench-$$-load" \
+        timeout 120 "$run" "$tmp/ucp_pingpong" client 127.0.0.1 6002 \
+        "$iters" 8 2>/dev/null | awk '/^ucp_pingpong/ { print $4, $5, $6, $7 }')
+    wait "$srv" 2>/dev/null
+    kill "${busy[@]}"; wait "${busy[@]}" 2>/dev/null
+    echo "$r"
+}
+load_dc=$(loaded dc_strand)
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }'; }
 echo "bench-hosts: two nodes on one veth link (this machine, $(nproc) cores)"
@@ -92,6 +135,16 @@ join "$tmp/sweep.tcp" "$tmp/sweep.dc_strand" | join - "$tmp/sweep.rc_strand" |
     done
 echo "(a round trip's time; Gbit/s: 2 x size x 8 bits per round trip;"
 echo " the ratios are bandwidth against tcp's, target >= 1.0 at every size)"
+echo
+printf '%-34s %10s %10s %10s %8s\n' "UCP round trips, 8 B ($iters)" \
+    "median us" "p99 us" "worst us" ">1 ms"
+for tl in tcp dc_strand rc_strand; do
+    read -r m p w o <<<"${rtt[$tl]:-- - - -}"
+    printf '%-34s %10s %10s %10s %8s\n' "$tl between the nodes" "$m" "$p" "$w" "$o"
+done
+read -r m p w o <<<"${load_dc:-- - - -}"
+printf '%-34s %10s %10s %10s %8s\n' "dc_strand, one host, cores busy" "$m" "$p" "$w" "$o"
+echo "(worst: after the first round trip, which connects; target: none over 1 ms)"
 echo
 for tl in dc_strand rc_strand; do
     echo "$tl: am_lat / tcp $(ratio "${lat[$tl]:-0}" "${lat[tcp]:-0}") (target <= 1.0)," \
