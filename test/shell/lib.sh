@@ -96,6 +96,25 @@ wait_until() {
 }
 
 gone() { ! kill -0 "$1" 2>/dev/null; }
+
+# kill_at_traffic DIR P0 VICTIM VPID: for test/ucp/ucp_check's failure and
+# keepalive runs in DIR: once rank 0 (pid P0) writes "traffic", rank VICTIM
+# dies by SIGKILL (the process itself, its pid in its ready file: a kill of
+# the timeout wrapper VPID would leave it running) and "killed" tells rank
+# 0 so; if rank 0 died first, the victim's wrapper is stopped. Waits for
+# the victim either way.
+kill_at_traffic() {
+    local d=$1 p0=$2 victim=$3 vpid=$4
+    traffic_or_gone() { [ -e "$d/traffic" ] || gone "$p0"; }
+    wait_until 60 traffic_or_gone
+    if [ -e "$d/traffic" ]; then
+        kill -9 "$(cat "$d/ready.$victim")"
+        touch "$d/killed"
+    else
+        kill "$vpid" 2>/dev/null
+    fi
+    wait "$vpid" 2>/dev/null
+}
 # finish PID SECONDS: the exit status of PID (a child of this shell) once it
 # ends; stopped (SIGTERM) when it runs longer than SECONDS
 finish() {

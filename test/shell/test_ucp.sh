@@ -72,17 +72,7 @@ failure() {
     done
     p0=${pids[0]}
     # rank 0 writes "traffic" once all peers answered (or dies trying)
-    traffic_or_gone() { [ -e "$d/traffic" ] || gone "$p0"; }
-    wait_until 60 traffic_or_gone
-    if [ -e "$d/traffic" ]; then
-        # the victim itself (its pid in its ready file): a SIGKILL to the
-        # timeout wrapper would leave it running
-        kill -9 "$(cat "$d/ready.$victim")"
-        touch "$d/killed"
-    else
-        kill "${pids[$victim]}" 2>/dev/null
-    fi
-    wait "${pids[$victim]}" 2>/dev/null
+    kill_at_traffic "$d" "$p0" "$victim" "${pids[$victim]}"
     wait "$p0"; rc0=$?
     check "$what: traffic with all $victim peers before the kill" \
         grep -q "200 ping-pongs with ranks 1 .. $victim done" "$d/0.log"
@@ -126,15 +116,7 @@ keepalive() {
     timeout 150 strand-run "$tmpdir/ucp_check" "$d" 1 keepalive \
         >"$d/1.log" 2>&1 &
     p1=$!
-    traffic_or_gone() { [ -e "$d/traffic" ] || gone "$p0"; }
-    wait_until 60 traffic_or_gone
-    if [ -e "$d/traffic" ]; then
-        kill -9 "$(cat "$d/ready.1")"
-        touch "$d/killed"
-    else
-        kill "$p1" 2>/dev/null
-    fi
-    wait "$p1" 2>/dev/null
+    kill_at_traffic "$d" "$p0" 1 "$p1"
     wait "$p0"; rc0=$?
     if [ "$rc0" = 0 ] && grep -q '^ucp_check: rank 0: PASS$' "$d/0.log"; then
         ok "keepalive: an idle endpoint's killed peer is reported within 3 intervals ($interval s)"

@@ -101,15 +101,7 @@ for r in 0 1 2; do
         "$r" failure >"$d/$r.log" 2>&1 &
     pids[$r]=$!
 done
-traffic_or_gone() { [ -e "$d/traffic" ] || gone "${pids[0]}"; }
-wait_until 60 traffic_or_gone
-if [ -e "$d/traffic" ]; then
-    kill -9 "$(cat "$d/ready.2")"
-    touch "$d/killed"
-else
-    kill "${pids[2]}" 2>/dev/null
-fi
-wait "${pids[2]}" 2>/dev/null
+kill_at_traffic "$d" "${pids[0]}" 2 "${pids[2]}"
 wait "${pids[0]}"; rc0=$?
 wait "${pids[1]}"; rc1=$?
 check "a peer killed on the other host: its endpoint reports the error" \
