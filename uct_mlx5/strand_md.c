@@ -361,9 +361,9 @@ static const ucs_rcache_ops_t strand_md_rcache_ops = {
     STRAND_RCACHE_OPS_MERGE
 };
 
-ucs_status_t strand_md_mem_reg(uct_md_h uct_md, void *address,
-                               size_t length, unsigned flags,
-                               uct_mem_h *memh_p)
+static ucs_status_t strand_md_mem_reg(uct_md_h uct_md, void *address,
+                                      size_t length, unsigned flags,
+                                      uct_mem_h *memh_p)
 {
     strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
     ucs_rcache_region_t *rregion;
@@ -419,7 +419,7 @@ strand_md_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
     return strand_md_errno_status(err);
 }
 
-ucs_status_t
+static ucs_status_t
 strand_md_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
                     const uct_md_mkey_pack_params_t *params, void *rkey_buffer)
 {
@@ -484,7 +484,7 @@ int strand_md_rkey_parse(const void *rkey_buffer, size_t len,
  * options decide): the second word tells (strand_md_rkey_parse). Keys are
  * values (common/rkey.h): a plain key is its 32 bits, one with a signing
  * mkey names an entry of the process's table of unpacked signing keys. */
-ucs_status_t
+static ucs_status_t
 strand_md_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
                       uct_rkey_t *rkey_p, void **handle_p)
 {
@@ -511,7 +511,7 @@ static ucs_status_t strand_md_rkey_release(uct_component_t *component,
 
 /* ------------------------------------------------------------ query */
 
-void strand_md_query_caps(uct_md_h uct_md, strand_md_caps_t *attr)
+static void strand_md_query_caps(uct_md_h uct_md, strand_md_caps_t *attr)
 {
     strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
 
@@ -589,8 +589,16 @@ static uct_md_ops_t strand_md_ops;
 
 UCS_STATIC_INIT
 {
-    strand_compat_md_ops(&strand_md_ops, strand_md_close, strand_md_mem_dereg);
-    strand_compat_component_rkey_ops(&strand_component);
+    static const strand_compat_md_funcs_t funcs = {
+        .query_caps = strand_md_query_caps,
+        .mem_reg    = strand_md_mem_reg,
+        .mkey_pack  = strand_md_mkey_pack,
+        .close      = strand_md_close,
+        .mem_dereg  = strand_md_mem_dereg
+    };
+
+    strand_compat_md_ops(&strand_md_ops, &funcs);
+    strand_compat_component_rkey_ops(&strand_component, strand_md_rkey_unpack);
 }
 
 /* The registration cache, as asked (UCX_STRAND_RCACHE): try (the default)

@@ -85,17 +85,24 @@ void strand_topo_set_device_name(ucs_sys_device_t sys_dev, const char *name)
 
 /* -------------------------------------------- the interface's tables */
 
+/* UCX's entries carry no context of strand's, so the adapters find the
+ * functions they adapt here, copied by the table's builder (one library:
+ * the same functions for every interface and MD). */
+static strand_compat_ep_funcs_t strand_compat_ep;
+static strand_compat_md_funcs_t strand_compat_md;
+static strand_compat_rkey_unpack_func_t strand_compat_unpack;
+
 #ifdef HAVE_UCT_EP_INVALIDATE_PARAMS_T
 static ucs_status_t
 strand_compat_ep_invalidate(uct_ep_h ep,
                             const uct_ep_invalidate_params_t *params)
 {
-    return strand_ep_invalidate(ep);
+    return strand_compat_ep.invalidate(ep);
 }
 #else
 static ucs_status_t strand_compat_ep_invalidate(uct_ep_h ep, unsigned flags)
 {
-    return strand_ep_invalidate(ep);
+    return strand_compat_ep.invalidate(ep);
 }
 #endif
 
@@ -153,14 +160,17 @@ strand_compat_ep_is_connected(uct_ep_h ep,
                               const uct_ep_is_connected_params_t *params)
 {
     UCT_EP_IS_CONNECTED_CHECK_DEV_IFACE_ADDRS(params);
-    return strand_ep_is_connected(ep, params->device_addr, params->iface_addr);
+    return strand_compat_ep.is_connected(ep, params->device_addr,
+                                         params->iface_addr);
 }
 #endif
 
 void strand_compat_internal_ops(uct_iface_internal_ops_t *internal,
                                 uct_iface_estimate_perf_func_t estimate_perf,
-                                uct_iface_vfs_refresh_func_t vfs_refresh)
+                                uct_iface_vfs_refresh_func_t vfs_refresh,
+                                const strand_compat_ep_funcs_t *ep_funcs)
 {
+    strand_compat_ep = *ep_funcs;
     memset(internal, 0, sizeof(*internal));
     internal->iface_estimate_perf   = estimate_perf;
     internal->iface_vfs_refresh     = vfs_refresh;
@@ -198,7 +208,7 @@ static ucs_status_t strand_compat_md_query(uct_md_h md,
 {
     strand_md_caps_t caps;
 
-    strand_md_query_caps(md, &caps);
+    strand_compat_md.query_caps(md, &caps);
     attr->flags            = caps.flags;
     attr->max_alloc        = caps.max_alloc;
     attr->max_reg          = caps.max_reg;
@@ -219,7 +229,7 @@ static ucs_status_t strand_compat_md_query(uct_md_h md, uct_md_attr_t *attr)
 {
     strand_md_caps_t caps;
 
-    strand_md_query_caps(md, &caps);
+    strand_compat_md.query_caps(md, &caps);
     memset(attr, 0, sizeof(*attr));
     attr->cap.flags            = caps.flags;
     attr->cap.max_alloc        = caps.max_alloc;
@@ -240,13 +250,18 @@ static ucs_status_t
 strand_compat_mem_reg(uct_md_h md, void *address, size_t length,
                       const uct_md_mem_reg_params_t *params, uct_mem_h *memh_p)
 {
-    return strand_md_mem_reg(md, address, length,
-                             UCT_MD_MEM_REG_FIELD_VALUE(params, flags,
-                                                        FIELD_FLAGS, 0),
-                             memh_p);
+    return strand_compat_md.mem_reg(md, address, length,
+                                   UCT_MD_MEM_REG_FIELD_VALUE(params, flags,
+                                                              FIELD_FLAGS, 0),
+                                   memh_p);
 }
 #else
-#define strand_compat_mem_reg strand_md_mem_reg
+static ucs_status_t strand_compat_mem_reg(uct_md_h md, void *address,
+                                          size_t length, unsigned flags,
+                                          uct_mem_h *memh_p)
+{
+    return strand_compat_md.mem_reg(md, address, length, flags, memh_p);
+}
 #endif
 
 #ifdef HAVE_UCT_MD_MKEY_PACK_ADDRESS
@@ -256,19 +271,26 @@ strand_compat_mkey_pack(uct_md_h md, uct_mem_h memh, void *address,
                         void *rkey_buffer)
 {
     /* the key covers the whole registration, whatever part is named */
-    return strand_md_mkey_pack(md, memh, params, rkey_buffer);
+    return strand_compat_md.mkey_pack(md, memh, params, rkey_buffer);
 }
 #else
-#define strand_compat_mkey_pack strand_md_mkey_pack
+static ucs_status_t
+strand_compat_mkey_pack(uct_md_h md, uct_mem_h memh,
+                        const uct_md_mkey_pack_params_t *params,
+                        void *rkey_buffer)
+{
+    return strand_compat_md.mkey_pack(md, memh, params, rkey_buffer);
+}
 #endif
 
-void strand_compat_md_ops(uct_md_ops_t *md_ops, uct_md_close_func_t close,
-                          uct_md_mem_dereg_func_t mem_dereg)
+void strand_compat_md_ops(uct_md_ops_t *md_ops,
+                          const strand_compat_md_funcs_t *funcs)
 {
+    strand_compat_md = *funcs;
     /* what the MD does not do answers UNSUPPORTED, as UCX's ib MD does:
      * uct_md_* call each entry without checking */
     memset(md_ops, 0, sizeof(*md_ops));
-    md_ops->close              = close;
+    md_ops->close              = funcs->close;
     md_ops->query              = strand_compat_md_query;
     md_ops->mem_alloc =
             STRAND_UCX_UNSUPPORTED(uct_md_mem_alloc_func_t);
@@ -276,7 +298,7 @@ void strand_compat_md_ops(uct_md_ops_t *md_ops, uct_md_close_func_t close,
     md_ops->mem_advise =
             STRAND_UCX_UNSUPPORTED(uct_md_mem_advise_func_t);
     md_ops->mem_reg            = strand_compat_mem_reg;
-    md_ops->mem_dereg          = mem_dereg;
+    md_ops->mem_dereg          = funcs->mem_dereg;
     md_ops->mem_query =
             STRAND_UCX_UNSUPPORTED(uct_md_mem_query_func_t);
     md_ops->mkey_pack          = strand_compat_mkey_pack;
@@ -302,14 +324,21 @@ strand_compat_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
                           const uct_rkey_unpack_params_t *params,
                           uct_rkey_t *rkey_p, void **handle_p)
 {
-    return strand_md_rkey_unpack(component, rkey_buffer, rkey_p, handle_p);
+    return strand_compat_unpack(component, rkey_buffer, rkey_p, handle_p);
 }
 #else
-#define strand_compat_rkey_unpack strand_md_rkey_unpack
+static ucs_status_t
+strand_compat_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
+                          uct_rkey_t *rkey_p, void **handle_p)
+{
+    return strand_compat_unpack(component, rkey_buffer, rkey_p, handle_p);
+}
 #endif
 
-void strand_compat_component_rkey_ops(uct_component_t *component)
+void strand_compat_component_rkey_ops(uct_component_t *component,
+                                      strand_compat_rkey_unpack_func_t unpack)
 {
+    strand_compat_unpack    = unpack;
     component->rkey_unpack  = strand_compat_rkey_unpack;
 #ifdef HAVE_UCT_COMPONENT_T_RKEY_COMPARE
     /* keys are values (common/rkey.h): equal values, equal keys */

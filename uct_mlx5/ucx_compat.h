@@ -159,18 +159,22 @@ static inline size_t strand_roundup_pow2(size_t n)
 /* -------------------------------------------- the interface's tables */
 
 /* What the transport implements once, in a signature of no particular
- * version (common/ep_ops.c); the adapters in ucx_compat.c call them. */
-ucs_status_t strand_ep_invalidate(uct_ep_h ep);
-/* is ep's peer the interface at dev_addr and iface_addr? */
-int strand_ep_is_connected(uct_ep_h ep, const uct_device_addr_t *dev_addr,
-                           const uct_iface_addr_t *iface_addr);
+ * version (common/ep_ops.c), handed to the table's builder: the adapters
+ * here call them, and this file calls nothing of the transport's own. */
+typedef struct strand_compat_ep_funcs {
+    ucs_status_t (*invalidate)(uct_ep_h ep);
+    /* is ep's peer the interface at dev_addr and iface_addr? */
+    int (*is_connected)(uct_ep_h ep, const uct_device_addr_t *dev_addr,
+                        const uct_iface_addr_t *iface_addr);
+} strand_compat_ep_funcs_t;
 
 /* UCX's internal operations table: every entry this UCX has is set (what
  * strand does not do answers UNSUPPORTED; v2 reachability through the
  * interface's uct_iface_ops_t iface_is_reachable) */
 void strand_compat_internal_ops(uct_iface_internal_ops_t *internal,
                                 uct_iface_estimate_perf_func_t estimate_perf,
-                                uct_iface_vfs_refresh_func_t vfs_refresh);
+                                uct_iface_vfs_refresh_func_t vfs_refresh,
+                                const strand_compat_ep_funcs_t *ep_funcs);
 
 /* -------------------------------------------------- the memory domain */
 
@@ -186,23 +190,30 @@ typedef struct strand_md_caps {
     ucs_cpu_set_t     local_cpus;
 } strand_md_caps_t;
 
-/* What the MD implements once (strand_md.c); the adapters call them. */
-void strand_md_query_caps(uct_md_h md, strand_md_caps_t *caps);
-ucs_status_t strand_md_mem_reg(uct_md_h md, void *address, size_t length,
-                               unsigned flags, uct_mem_h *memh_p);
-ucs_status_t strand_md_mkey_pack(uct_md_h md, uct_mem_h memh,
-                                 const uct_md_mkey_pack_params_t *params,
-                                 void *rkey_buffer);
-ucs_status_t strand_md_rkey_unpack(uct_component_t *component,
-                                   const void *rkey_buffer,
-                                   uct_rkey_t *rkey_p, void **handle_p);
+/* What the MD implements once (strand_md.c), handed to the table's
+ * builder as the transport's endpoint functions are. */
+typedef struct strand_compat_md_funcs {
+    void (*query_caps)(uct_md_h md, strand_md_caps_t *caps);
+    ucs_status_t (*mem_reg)(uct_md_h md, void *address, size_t length,
+                            unsigned flags, uct_mem_h *memh_p);
+    ucs_status_t (*mkey_pack)(uct_md_h md, uct_mem_h memh,
+                              const uct_md_mkey_pack_params_t *params,
+                              void *rkey_buffer);
+    uct_md_close_func_t     close;
+    uct_md_mem_dereg_func_t mem_dereg;
+} strand_compat_md_funcs_t;
 
 /* UCX's MD operations table: close and dereg as given, the rest through
  * the adapters, every entry this UCX has set */
-void strand_compat_md_ops(uct_md_ops_t *md_ops, uct_md_close_func_t close,
-                          uct_md_mem_dereg_func_t mem_dereg);
+void strand_compat_md_ops(uct_md_ops_t *md_ops,
+                          const strand_compat_md_funcs_t *funcs);
 
-/* the component's rkey entries (unpack; compare where UCX has it) */
-void strand_compat_component_rkey_ops(uct_component_t *component);
+/* the component's rkey entries: unpack through its adapter (compare
+ * where UCX has it) */
+typedef ucs_status_t (*strand_compat_rkey_unpack_func_t)(
+        uct_component_t *component, const void *rkey_buffer,
+        uct_rkey_t *rkey_p, void **handle_p);
+void strand_compat_component_rkey_ops(uct_component_t *component,
+                                      strand_compat_rkey_unpack_func_t unpack);
 
 #endif

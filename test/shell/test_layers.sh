@@ -27,6 +27,29 @@ check "common/ names no dc_strand or rc_strand symbol" \
 check "dc/ has no rc_strand branch (iface->rc)" \
     no_output grep -Hn 'iface->rc\b' "$src"/uct_mlx5/dc/*.[ch]
 
+# No circle of calls between the object files of the transport: each file
+# calls only files below it, read from what each object defines and leaves
+# undefined (nm), so the rule holds whatever tool draws the tree. First the
+# reader itself, on two objects planted to call each other.
+circles=$src/test/shell/call_circles.sh
+objects_of() { find "$STRAND_BUILDDIR/$1" -name '*.o' -path '*/.libs/*' | sort; }
+printf 'int b(int);\nint a(int x) { return x ? b(x - 1) : 0; }\n' >"$tmpdir/a.c"
+printf 'int a(int);\nint b(int x) { return x ? a(x - 1) : 1; }\n' >"$tmpdir/b.c"
+if ${CC:-cc} -c -o "$tmpdir/a.o" "$tmpdir/a.c" && ${CC:-cc} -c -o "$tmpdir/b.o" "$tmpdir/b.c"; then
+    check "the circle reader finds a planted back-call (a.o -> b.o -> a.o)" \
+        eval '! "$circles" 1 "$tmpdir/a.o" "$tmpdir/b.o" >"$tmpdir/planted" &&
+              grep -q "^2 files: " "$tmpdir/planted"'
+else
+    not_ok "the circle reader finds a planted back-call (no C compiler)"
+fi
+mapfile -t uct_objects < <(objects_of uct_mlx5)
+if [ ${#uct_objects[@]} -gt 30 ]; then
+    check "no circle of calls between the ${#uct_objects[@]} objects of uct_mlx5" \
+        "$circles" 1 "${uct_objects[@]}"
+else
+    not_ok "no circle of calls in uct_mlx5 (${#uct_objects[@]} objects built)"
+fi
+
 # functions (from a '{' in column 0 to its '}') of more than 80 lines
 long_functions() {
     awk 'FNR == 1 { start = 0 }

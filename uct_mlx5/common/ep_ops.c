@@ -678,7 +678,7 @@ static ucs_status_t strand_ep_flush_cancel(strand_iface_t *iface,
     return UCS_INPROGRESS;
 }
 
-ucs_status_t strand_ep_invalidate(uct_ep_h tl_ep)
+static ucs_status_t strand_ep_invalidate(uct_ep_h tl_ep)
 {
     strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
     strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
@@ -690,14 +690,20 @@ ucs_status_t strand_ep_invalidate(uct_ep_h tl_ep)
     return UCS_OK;
 }
 
-int strand_ep_is_connected(uct_ep_h tl_ep, const uct_device_addr_t *dev_addr,
-                           const uct_iface_addr_t *iface_addr)
+static int strand_ep_is_connected(uct_ep_h tl_ep,
+                                  const uct_device_addr_t *dev_addr,
+                                  const uct_iface_addr_t *iface_addr)
 {
     strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
     strand_iface_t *iface = ucs_derived_of(tl_ep->iface, strand_iface_t);
 
     return iface->tl->ep_is_connected(iface, ep, dev_addr, iface_addr);
 }
+
+const strand_compat_ep_funcs_t strand_ep_funcs = {
+    .invalidate   = strand_ep_invalidate,
+    .is_connected = strand_ep_is_connected
+};
 
 ucs_status_t strand_ep_flush(uct_ep_h tl_ep, unsigned flags,
                                 uct_completion_t *comp)

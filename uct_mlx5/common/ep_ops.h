@@ -68,8 +68,9 @@ ucs_status_t strand_ep_fence(uct_ep_h tl_ep, unsigned flags);
 ucs_status_t strand_ep_check(uct_ep_h tl_ep, unsigned flags,
                                 uct_completion_t *comp);
 
-/* uct_ep_invalidate and uct_ep_is_connected (ucx_compat.h declares them:
- * UCX's signatures differ between versions) */
+/* uct_ep_invalidate and uct_ep_is_connected, for the internal operations
+ * table ucx_compat.c builds (UCX's signatures differ between versions) */
 #include "uct_mlx5/ucx_compat.h"
+extern const strand_compat_ep_funcs_t strand_ep_funcs;
 
 #endif

@@ -725,7 +725,7 @@ UCS_STATIC_INIT
 {
     strand_compat_internal_ops(&strand_iface_internal_ops,
                                strand_iface_estimate_perf,
-                               strand_iface_vfs_refresh);
+                               strand_iface_vfs_refresh, &strand_ep_funcs);
 }
 
 /* The open mode and device asked for are this interface's. */

@@ -342,7 +342,7 @@ UCS_STATIC_INIT
     strand_rc_iface_ops                    = strand_iface_ops;
     strand_compat_internal_ops(&strand_rc_iface_internal_ops,
                                strand_iface_estimate_perf,
-                               strand_rc_iface_vfs_refresh);
+                               strand_rc_iface_vfs_refresh, &strand_ep_funcs);
     strand_rc_iface_ops.ep_check           = strand_rc_ep_check;
     strand_rc_iface_ops.ep_create          = strand_rc_ep_create;
     strand_rc_iface_ops.ep_destroy         = strand_rc_ep_destroy;
