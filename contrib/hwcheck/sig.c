@@ -79,7 +79,7 @@ static int hc_sig_queues(hc_sig_t *s)
 {
     const strand_dev_ops_t *ops = s->dev->ops;
     strand_dev_dct_attr_t dct;
-    strand_dev_dci_attr_t dci;
+    strand_dev_sq_attr_t dci;
     strand_dev_path_t path = {0, 0};
     struct ibv_ah_attr ah;
     int err;

@@ -206,7 +206,7 @@ typedef struct strand_dev_path {
     uint8_t tclass;
 } strand_dev_path_t;
 
-typedef struct strand_dev_dci_attr {
+typedef struct strand_dev_sq_attr {
     strand_dev_td_t *td;                 /* its BlueFlame register's */
     strand_dev_cq_t *send_cq;
     uint32_t         max_send_wr;
@@ -217,7 +217,7 @@ typedef struct strand_dev_dci_attr {
     /* RTR/RTS attributes */
     uint8_t          timeout, retry_cnt, rnr_retry, max_rd_atomic;
     strand_dev_path_t path;
-} strand_dev_dci_attr_t;
+} strand_dev_sq_attr_t;
 
 /* A tag-matching SRQ (IBV_SRQT_TM): its tag list and the command QP its
  * list operations are posted on; their completions go to `cq`. */
@@ -329,14 +329,14 @@ struct strand_dev_ops {
                           strand_dev_srq_t *srq, strand_dev_qp_t *cmd_qp);
 
     /* A DCI brought to RTS / a DCT brought to RTR. */
-    int  (*create_dci)(strand_dev_t *dev, const strand_dev_dci_attr_t *attr,
+    int  (*create_dci)(strand_dev_t *dev, const strand_dev_sq_attr_t *attr,
                        strand_dev_qp_t *qp);
     int  (*create_dct)(strand_dev_t *dev, const strand_dev_dct_attr_t *attr,
                        strand_dev_qp_t *qp);
     int  (*destroy_qp)(strand_dev_t *dev, strand_dev_qp_t *qp);
     /* DCI recovery: ERR -> RESET -> INIT -> RTR -> RTS (queues emptied) */
     int  (*reset_dci)(strand_dev_t *dev, strand_dev_qp_t *qp,
-                      const strand_dev_dci_attr_t *attr);
+                      const strand_dev_sq_attr_t *attr);
     int  (*qp_state)(strand_dev_t *dev, strand_dev_qp_t *qp,
                      enum ibv_qp_state *state);
     /* Any state -> ERR: every outstanding WQE completes flushed (the

@@ -337,7 +337,7 @@ static int dev_hw_destroy_srq(strand_dev_t *dev, strand_dev_srq_t *srq)
 }
 
 static int dev_hw_dci_to_rts(strand_dev_t *dev, struct ibv_qp *qp,
-                             const strand_dev_dci_attr_t *attr)
+                             const strand_dev_sq_attr_t *attr)
 {
     struct ibv_qp_attr a;
     int ret;
@@ -429,7 +429,7 @@ static struct ibv_pd *dev_hw_qp_pd(dev_hw_t *h, const strand_dev_td_t *td)
 }
 
 static int dev_hw_create_dci(strand_dev_t *dev,
-                             const strand_dev_dci_attr_t *attr,
+                             const strand_dev_sq_attr_t *attr,
                              strand_dev_qp_t *qp)
 {
     dev_hw_t *h = dev->priv;
@@ -539,7 +539,7 @@ static int dev_hw_destroy_qp(strand_dev_t *dev, strand_dev_qp_t *qp)
 }
 
 static int dev_hw_reset_dci(strand_dev_t *dev, strand_dev_qp_t *qp,
-                            const strand_dev_dci_attr_t *attr)
+                            const strand_dev_sq_attr_t *attr)
 {
     struct ibv_qp_attr a;
     int ret;

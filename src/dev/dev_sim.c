@@ -359,7 +359,7 @@ static void dev_sim_qp_wrap(strand_dev_qp_t *qp, smlx5_qp_t *sqp)
 }
 
 static int dev_sim_dci_to_rts(strand_dev_t *dev, smlx5_qp_t *qp,
-                              const strand_dev_dci_attr_t *attr)
+                              const strand_dev_sq_attr_t *attr)
 {
     struct ibv_qp_attr a;
     int ret;
@@ -392,7 +392,7 @@ static int dev_sim_dci_to_rts(strand_dev_t *dev, smlx5_qp_t *qp,
 }
 
 static int dev_sim_create_dci(strand_dev_t *dev,
-                              const strand_dev_dci_attr_t *attr,
+                              const strand_dev_sq_attr_t *attr,
                               strand_dev_qp_t *qp)
 {
     dev_sim_t *s = dev->priv;
@@ -477,7 +477,7 @@ static int dev_sim_destroy_qp(strand_dev_t *dev, strand_dev_qp_t *qp)
 }
 
 static int dev_sim_reset_dci(strand_dev_t *dev, strand_dev_qp_t *qp,
-                             const strand_dev_dci_attr_t *attr)
+                             const strand_dev_sq_attr_t *attr)
 {
     struct ibv_qp_attr a;
     int ret;

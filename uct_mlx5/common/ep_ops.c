@@ -35,7 +35,7 @@
  * so the header copy is a few moves, not a memcpy call) and the payload. */
 static UCS_F_ALWAYS_INLINE void
 strand_ep_am_short_post(strand_iface_t *iface, strand_ep_t *ep,
-                           strand_txq_t *dci, const void *hdr,
+                           strand_txq_t *txq, const void *hdr,
                            unsigned hdr_len, const void *payload,
                            unsigned length)
 {
@@ -44,18 +44,18 @@ strand_ep_am_short_post(strand_iface_t *iface, strand_ep_t *ep,
     unsigned ds;
     void *seg;
 
-    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
-    if (ucs_likely(strand_inline_fits(seg, hdr_len + length, dci->sq.end))) {
+    ctrl = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
+    if (ucs_likely(strand_inline_fits(seg, hdr_len + length, txq->sq.end))) {
         ds = STRAND_EP_DS(ep) +
              strand_set_inline_hdr_data(seg, hdr, hdr_len, payload, length);
-        strand_ep_post_light(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, ds,
+        strand_ep_post_light(iface, ep, txq, ctrl, MLX5_OPCODE_SEND, ds,
                                 strand_ep_am_fm_se(iface, ep));
     } else { /* the data wraps around the end of the send queue */
         sge[0].addr   = (uintptr_t)hdr;
         sge[0].length = hdr_len;
         sge[1].addr   = (uintptr_t)payload;
         sge[1].length = length;
-        strand_ep_post_inline_send(iface, ep, dci, sge, 2,
+        strand_ep_post_inline_send(iface, ep, txq, sge, 2,
                                       strand_ep_am_fm_se(iface, ep));
     }
 }
@@ -69,7 +69,7 @@ strand_ep_am_short_general(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
 {
     strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
     strand_iface_t *iface = ucs_derived_of(tl_ep->iface, strand_iface_t);
-    strand_txq_t *dci = NULL;
+    strand_txq_t *txq = NULL;
     ucs_status_t status;
     struct {
         struct ibv_tmh tmh;  /* tag matching: NO_TAG (zeroes) */
@@ -84,7 +84,7 @@ strand_ep_am_short_general(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
         return UCS_ERR_NO_RESOURCE; /* nothing changed since */
     }
 
-    status = strand_ep_am_get_dci(iface, ep, &dci);
+    status = strand_ep_am_get_txq(iface, ep, &txq);
     if (ucs_unlikely(status != UCS_OK)) {
         return strand_ep_refused_short(iface, ep,
                                        strand_ep_refused(iface, ep, status,
@@ -94,18 +94,18 @@ strand_ep_am_short_general(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
     am_hdr.id  = id;
     am_hdr.hdr = hdr;
     if (ucs_likely(iface->config.am_tmh == 0)) {
-        strand_ep_am_short_post(iface, ep, dci, &am_hdr.id,
+        strand_ep_am_short_post(iface, ep, txq, &am_hdr.id,
                                    sizeof(am_hdr) - sizeof(am_hdr.tmh),
                                    payload, length);
     } else {
         memset(&am_hdr.tmh, 0, sizeof(am_hdr.tmh));
-        strand_ep_am_short_post(iface, ep, dci, &am_hdr, sizeof(am_hdr),
+        strand_ep_am_short_post(iface, ep, txq, &am_hdr, sizeof(am_hdr),
                                    payload, length);
     }
     strand_ep_am_sent(iface, ep);
     /* the producer index may be in the next ring now: where the fast
      * path's posts may end (strand_txq_fast_room) */
-    strand_txq_set_fast_end(dci);
+    strand_txq_set_fast_end(txq);
     UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, sizeof(hdr) + length);
     return UCS_OK;
 }
@@ -131,11 +131,11 @@ ucs_status_t strand_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
         ++n;
     }
     STRAND_CHECK_MAX(total, iface->config.max_inline, "am_short_iov");
-    status = strand_ep_am_get_dci(iface, ep, &dci);
+    status = strand_ep_am_get_txq(iface, ep, &txq);
     if (ucs_unlikely(status != UCS_OK)) {
         return strand_ep_refused(iface, ep, status, NULL);
     }
-    strand_ep_post_inline_send(iface, ep, dci, sge, n,
+    strand_ep_post_inline_send(iface, ep, txq, sge, n,
                                   strand_ep_am_fm_se(iface, ep));
     strand_ep_am_sent(iface, ep);
     UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, total);
@@ -204,7 +204,7 @@ strand_ep_put_short_general(uct_ep_h tl_ep, const void *buffer,
 {
     strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
     strand_iface_t *iface = ucs_derived_of(tl_ep->iface, strand_iface_t);
-    strand_txq_t *dci = NULL;
+    strand_txq_t *txq = NULL;
     struct mlx5_wqe_ctrl_seg *ctrl;
     ucs_status_t status;
     struct ibv_sge sge;
@@ -216,18 +216,18 @@ strand_ep_put_short_general(uct_ep_h tl_ep, const void *buffer,
         return UCS_ERR_NO_RESOURCE; /* nothing changed since */
     }
 
-    status = strand_ep_get_dci(iface, ep, &dci);
+    status = strand_ep_get_txq(iface, ep, &txq);
     if (ucs_unlikely(status != UCS_OK)) {
         return strand_ep_refused_short(iface, ep,
                                        strand_ep_refused(iface, ep, status,
                                                          NULL));
     }
-    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    ctrl = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
-    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
-                          dci->sq.end);
+    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), txq->sq.buf,
+                          txq->sq.end);
     if (ucs_likely((length > 0) &&
-                   strand_inline_fits(seg, length, dci->sq.end))) {
+                   strand_inline_fits(seg, length, txq->sq.end))) {
         ds = STRAND_EP_DS(ep) + 1 +
              strand_set_inline_hdr_data(seg, NULL, 0, buffer, length);
     } else {
@@ -235,12 +235,12 @@ strand_ep_put_short_general(uct_ep_h tl_ep, const void *buffer,
         sge.length = length;
         sge.lkey   = 0;
         ds = STRAND_EP_DS(ep) + 1 +
-             strand_set_inline_seg(seg, &sge, 1, dci->sq.buf, dci->sq.end,
+             strand_set_inline_seg(seg, &sge, 1, txq->sq.buf, txq->sq.end,
                                        NULL);
     }
-    strand_ep_post_light(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_WRITE, ds,
+    strand_ep_post_light(iface, ep, txq, ctrl, MLX5_OPCODE_RDMA_WRITE, ds,
                             strand_ep_fence_mode(iface, ep));
-    strand_txq_set_fast_end(dci); /* as am_short's */
+    strand_txq_set_fast_end(txq); /* as am_short's */
     UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
     return UCS_OK;
 }
@@ -254,7 +254,7 @@ ssize_t strand_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     unsigned ds = STRAND_EP_DS(ep) + 1;
     size_t length;
 
-    status = strand_ep_get_dci(iface, ep, &dci);
+    status = strand_ep_get_txq(iface, ep, &txq);
     if (ucs_unlikely(status != UCS_OK)) {
         return strand_ep_refused_len(iface, ep, status);
     }
@@ -269,17 +269,17 @@ ssize_t strand_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
         return status;
     }
 
-    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    ctrl = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
     if (length > 0) {
         seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg),
-                             dci->sq.buf, dci->sq.end);
+                             txq->sq.buf, txq->sq.end);
         strand_set_data_seg(seg, (uintptr_t)desc->data, length, desc->lkey);
         ++ds;
     }
     op.type = STRAND_OP_DESC;
     op.desc = desc;
-    strand_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_WRITE, 0, ds,
+    strand_ep_post(iface, ep, txq, ctrl, MLX5_OPCODE_RDMA_WRITE, 0, ds,
                        strand_ep_fence_mode(iface, ep), &op);
     UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
     return length;
@@ -301,22 +301,22 @@ strand_ep_rdma_zcopy(uct_ep_h tl_ep, uint8_t opcode, const uct_iov_t *iov,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    status = strand_ep_get_dci(iface, ep, &dci);
+    status = strand_ep_get_txq(iface, ep, &txq);
     if (ucs_unlikely(status != UCS_OK)) {
         if (op.tmp_reg != NULL) {
             strand_tmp_reg_release(iface, op.tmp_reg);
         }
         return strand_ep_refused(iface, ep, status, comp);
     }
-    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    ctrl = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
-    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
-                          dci->sq.end);
+    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), txq->sq.buf,
+                          txq->sq.end);
     ds   = STRAND_EP_DS(ep) + 1 +
-           strand_set_iov_segs(dci, &seg, iov, iovcnt, lkeys);
+           strand_set_iov_segs(txq, &seg, iov, iovcnt, lkeys);
     op.type = STRAND_OP_PLAIN;
     op.comp = comp;
-    strand_ep_post(iface, ep, dci, ctrl, opcode, 0, ds,
+    strand_ep_post(iface, ep, txq, ctrl, opcode, 0, ds,
                        strand_ep_fence_mode(iface, ep), &op);
     if (opcode == MLX5_OPCODE_RDMA_READ) {
         UCT_TL_EP_STAT_OP(&ep->super, GET, ZCOPY,
@@ -392,7 +392,7 @@ ucs_status_t strand_ep_get_bcopy(uct_ep_h tl_ep,
         (strand_rkey_sig_get(rkey, &rk) == UCS_OK)) {
         return UCS_ERR_UNSUPPORTED; /* checked GETs are zero-copy only */
     }
-    status = strand_ep_get_dci(iface, ep, &dci);
+    status = strand_ep_get_txq(iface, ep, &txq);
     if (ucs_unlikely(status != UCS_OK)) {
         return strand_ep_refused(iface, ep, status, comp);
     }
@@ -400,11 +400,11 @@ ucs_status_t strand_ep_get_bcopy(uct_ep_h tl_ep,
     if (ucs_unlikely(desc == NULL)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    ctrl = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
     if (length > 0) { /* a zero-length READ has no data segment */
         seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg),
-                             dci->sq.buf, dci->sq.end);
+                             txq->sq.buf, txq->sq.end);
         strand_set_data_seg(seg, (uintptr_t)desc->data, length, desc->lkey);
         ++ds;
     }
@@ -414,7 +414,7 @@ ucs_status_t strand_ep_get_bcopy(uct_ep_h tl_ep,
     op.u.unpack.cb     = unpack_cb;
     op.u.unpack.arg    = arg;
     op.u.unpack.length = length;
-    strand_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_READ, 0, ds,
+    strand_ep_post(iface, ep, txq, ctrl, MLX5_OPCODE_RDMA_READ, 0, ds,
                        strand_ep_fence_mode(iface, ep), &op);
     UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
     return UCS_INPROGRESS;
@@ -555,7 +555,7 @@ strand_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    status = strand_ep_get_dci(iface, ep, &dci);
+    status = strand_ep_get_txq(iface, ep, &txq);
     if (ucs_unlikely(status != UCS_OK)) {
         return strand_ep_refused(iface, ep, status, comp);
     }
@@ -577,17 +577,17 @@ strand_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
     }
     op.comp = comp;
 
-    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    ctrl = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
-    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
-                         dci->sq.end);
+    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), txq->sq.buf,
+                         txq->sq.end);
     ds  = STRAND_EP_DS(ep) + 1 +
-          strand_atomic_segs(dci, seg, &plan, size, landing, lkey);
+          strand_atomic_segs(txq, seg, &plan, size, landing, lkey);
     if ((plan.opcode == MLX5_OPCODE_ATOMIC_MASKED_CS) ||
         (plan.opcode == MLX5_OPCODE_ATOMIC_MASKED_FA)) {
         opmod = STRAND_MASKED_ATOMIC_OPMOD(size);
     }
-    strand_ep_post(iface, ep, dci, ctrl, plan.opcode, opmod, ds,
+    strand_ep_post(iface, ep, txq, ctrl, plan.opcode, opmod, ds,
                        strand_ep_fence_mode(iface, ep), &op);
     UCT_TL_EP_STAT_ATOMIC(&ep->super);
     return (result != NULL) ? UCS_INPROGRESS : UCS_OK;
@@ -745,15 +745,15 @@ ucs_status_t strand_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return UCS_INPROGRESS;
     }
     /* behind its held work too: the NOP must come after it */
-    dci = strand_ep_txq_ready(iface, ep);
-    if (dci == NULL) {
+    txq = strand_ep_txq_ready(iface, ep);
+    if (txq == NULL) {
         return UCS_ERR_NO_RESOURCE;
     }
     /* a signaled NOP retires after everything posted before it */
-    ctrl    = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    ctrl    = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     op.type = STRAND_OP_PLAIN;
     op.comp = comp;
-    strand_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_NOP, 0, 1 + ep->av_ds,
+    strand_ep_post(iface, ep, txq, ctrl, MLX5_OPCODE_NOP, 0, 1 + ep->av_ds,
                    0, &op);
     (void)status;
     return UCS_INPROGRESS;
@@ -864,7 +864,7 @@ static UCS_CLASS_CLEANUP_FUNC(strand_ep_t)
     ucs_arbiter_group_cleanup(&self->arb_group);
     ucs_list_del(&self->txq_wait);
     /* work still outstanding: its completions are cancelled now (the user
-     * must not hear of this ep later); the DCI finishes the WQEs and its
+     * must not hear of this ep later); the send queue finishes the WQEs and its
      * lease ends */
     strand_recovery_orphan(iface, self);
     strand_iface_integrity_ep_gone(iface, self);

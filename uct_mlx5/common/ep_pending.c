@@ -37,7 +37,7 @@ void strand_ep_pending_gone(strand_iface_t *iface,
     }
 }
 
-/* ep waits for room on its leased DCI, behind the eps waiting there
+/* ep waits for room on its leased send queue, behind the eps waiting there
  * already (the queue's room wakes them in order, op_done.c) */
 static void strand_ep_join_waiters(strand_iface_t *iface,
                                       strand_ep_t *ep)
@@ -78,7 +78,7 @@ ucs_status_t strand_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     if ((strand_ep_fc_wnd(ep) > 0) && (ep->txq != STRAND_TXQ_NONE) &&
         (iface->txqs[ep->txq].state == STRAND_TXQ_ACTIVE) &&
         !strand_txq_has_room(iface, &iface->txqs[ep->txq])) {
-        /* its DCI is full: it waits behind the eps already waiting for
+        /* its send queue is full: it waits behind the eps already waiting for
          * room there (scheduled now, it would go before them: with CQEs
          * that free many slots at once, the eps that just sent would
          * take them again and again) */
@@ -101,8 +101,8 @@ strand_ep_pending_no_credits(strand_iface_t *iface, strand_ep_t *ep)
     return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
 }
 
-/* A pending ep whose leased DCI is full (or its stream not ready): it
- * waits in the DCI's queue, and room made by anyone's completion wakes the
+/* A pending ep whose leased send queue is full (or its stream not ready): it
+ * waits in the send queue's queue, and room made by anyone's completion wakes the
  * waiters in the order they came (not only the eps whose own work
  * completed: an ep with nothing outstanding would never run again, and one
  * with much outstanding would run more often than the others). */
@@ -115,7 +115,7 @@ strand_ep_wait_room(strand_iface_t *iface, strand_ep_t *ep)
 
 /* An ep without a lease that waits for room on one send queue (the
  * transport chose it: dc_strand's policy keeps an ep on its destination's
- * DCI), not for any: it is in that queue's waiters. */
+ * send queue), not for any: it is in that queue's waiters. */
 static int strand_ep_lease_waits(strand_iface_t *iface,
                                     strand_ep_t *ep)
 {
@@ -142,7 +142,7 @@ strand_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
     }
     if (!(ep->flags & STRAND_EP_FLAG_FAILED)) {
         if (strand_ep_fc_wnd(ep) <= 0) {
-            /* waiting for credits, not for a DCI: the others go on (one of
+            /* waiting for credits, not for a send queue: the others go on (one of
              * them may be the grant its peer waits for) */
             return strand_ep_pending_no_credits(iface, ep);
         }
@@ -151,10 +151,10 @@ strand_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
                 return strand_ep_wait_room(iface, ep);
             }
             if (strand_ep_lease_waits(iface, ep)) {
-                /* for room on its destination's DCI: the others go on */
+                /* for room on its destination's send queue: the others go on */
                 return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
             }
-            /* waiting for a DCI: everybody after waits too, and the eps
+            /* waiting for a send queue: everybody after waits too, and the eps
              * holding one give it back after their quota */
             strand_iface_want_txq(iface);
             return UCS_ARBITER_CB_RESULT_STOP;
@@ -178,7 +178,7 @@ strand_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
     } else if ((status == UCS_ERR_NO_RESOURCE) &&
                (ep->txq == STRAND_TXQ_NONE)) {
         if (!ucs_list_is_empty(&ep->txq_wait)) {
-            /* the send's lease attempt put it in its DCI's waiters */
+            /* the send's lease attempt put it in its send queue's waiters */
             return UCS_ARBITER_CB_RESULT_DESCHED_GROUP;
         }
         strand_iface_want_txq(iface);
@@ -197,13 +197,13 @@ strand_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
 
 void strand_ep_dispatch_pending(strand_iface_t *iface)
 {
-    /* whoever still waits for a DCI says so again (and a post refused
+    /* whoever still waits for a send queue says so again (and a post refused
      * before looks again) */
     iface->txq_wanted = 0;
     strand_iface_tx_beat(iface);
     ucs_arbiter_dispatch(&iface->arbiter, 1, strand_ep_pending_cb, iface);
     if (ucs_unlikely(iface->txq_wanted)) {
-        /* a DCI goes back once its WQEs completed */
+        /* a send queue goes back once its WQEs completed */
         strand_txq_signal_tails(iface);
     }
 }
@@ -252,48 +252,48 @@ void strand_ep_pending_purge(uct_ep_h tl_ep,
 
 /* Room again: the eps waiting for it go back to the pending dispatch. */
 void strand_txq_wake_waiters(strand_iface_t *iface,
-                                       strand_txq_t *dci)
+                                       strand_txq_t *txq)
 {
     strand_ep_t *ep;
 
-    if (ucs_likely(ucs_list_is_empty(&dci->waiters)) ||
-        !strand_txq_has_room(iface, dci)) {
+    if (ucs_likely(ucs_list_is_empty(&txq->waiters)) ||
+        !strand_txq_has_room(iface, txq)) {
         return;
     }
-    while (!ucs_list_is_empty(&dci->waiters)) {
-        ep = ucs_list_extract_head(&dci->waiters, strand_ep_t, txq_wait);
+    while (!ucs_list_is_empty(&txq->waiters)) {
+        ep = ucs_list_extract_head(&txq->waiters, strand_ep_t, txq_wait);
         ucs_list_head_init(&ep->txq_wait);
         strand_ep_schedule(iface, ep);
     }
 }
 
-void strand_txq_held_go(strand_iface_t *iface, strand_txq_t *dci)
+void strand_txq_held_go(strand_iface_t *iface, strand_txq_t *txq)
 {
-    strand_txq_unhold(iface, dci);
-    strand_txq_set_state(iface, dci, STRAND_TXQ_ACTIVE);
-    strand_txq_wake_waiters(iface, dci);
-    if (dci->ep != NULL) {
-        strand_ep_schedule(iface, dci->ep);
+    strand_txq_unhold(iface, txq);
+    strand_txq_set_state(iface, txq, STRAND_TXQ_ACTIVE);
+    strand_txq_wake_waiters(iface, txq);
+    if (txq->ep != NULL) {
+        strand_ep_schedule(iface, txq->ep);
     }
 }
 
-void strand_txq_held_abort(strand_iface_t *iface, strand_txq_t *dci)
+void strand_txq_held_abort(strand_iface_t *iface, strand_txq_t *txq)
 {
     int err;
 
-    if (dci->held_db == NULL) {
+    if (txq->held_db == NULL) {
         return; /* released: its own errors tell */
     }
-    if (dci->outstanding > 0) {
+    if (txq->outstanding > 0) {
         /* nothing held ran: ERR flushes each, a CQE apiece */
-        err = iface->dev->ops->qp_to_err(iface->dev, &dci->qp);
+        err = iface->dev->ops->qp_to_err(iface->dev, &txq->qp);
         if (err == 0) {
-            strand_txq_set_state(iface, dci, STRAND_TXQ_DRAINING);
+            strand_txq_set_state(iface, txq, STRAND_TXQ_DRAINING);
         } else {
             ucs_error("%s: QP 0x%x whose doorbells were held: to ERR: %s",
-                      iface->dev->info.name, dci->qp.qpn, strerror(err));
-            strand_txq_set_state(iface, dci, STRAND_TXQ_BROKEN);
+                      iface->dev->info.name, txq->qp.qpn, strerror(err));
+            strand_txq_set_state(iface, txq, STRAND_TXQ_BROKEN);
         }
     }
-    strand_txq_unhold(iface, dci);
+    strand_txq_unhold(iface, txq);
 }

@@ -43,7 +43,7 @@ ucs_status_t strand_ep_fc_low(strand_iface_t *iface, strand_ep_t *ep)
 
 /* A SEND whose data (the AM id first) is written inline from `sge`. */
 void strand_ep_post_inline_send(strand_iface_t *iface,
-                                   strand_ep_t *ep, strand_txq_t *dci,
+                                   strand_ep_t *ep, strand_txq_t *txq,
                                    const struct ibv_sge *sge, unsigned n,
                                    uint8_t fm_se)
 {
@@ -51,11 +51,11 @@ void strand_ep_post_inline_send(strand_iface_t *iface,
     unsigned ds;
     void *seg;
 
-    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    ctrl = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     ds   = STRAND_EP_DS(ep) +
-           strand_set_inline_seg(seg, sge, n, dci->sq.buf, dci->sq.end,
+           strand_set_inline_seg(seg, sge, n, txq->sq.buf, txq->sq.end,
                                      NULL);
-    strand_ep_post_light(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, ds,
+    strand_ep_post_light(iface, ep, txq, ctrl, MLX5_OPCODE_SEND, ds,
                             fm_se);
 }
 
@@ -66,7 +66,7 @@ ucs_status_t strand_ep_send_probe(strand_ep_t *ep, uct_completion_t *comp)
 {
     strand_iface_t *iface = ucs_derived_of(ep->super.super.iface,
                                            strand_iface_t);
-    strand_txq_t *dci     = NULL;
+    strand_txq_t *txq     = NULL;
     uint8_t am_hdr[STRAND_AM_HDR_MAX];
     struct ibv_sge sge;
     struct mlx5_wqe_ctrl_seg *ctrl;
@@ -75,17 +75,17 @@ ucs_status_t strand_ep_send_probe(strand_ep_t *ep, uct_completion_t *comp)
     void *seg;
     unsigned ds;
 
-    status = strand_ep_take_dci(iface, ep, &dci);
+    status = strand_ep_take_txq(iface, ep, &txq);
     if (status != UCS_OK) {
         return status;
     }
     sge.addr   = (uintptr_t)am_hdr;
     sge.length = strand_am_hdr_pack(iface, am_hdr, STRAND_AM_KEEPALIVE);
-    ctrl       = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    ctrl       = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     ds         = STRAND_EP_DS(ep) +
-                 strand_set_inline_seg(seg, &sge, 1, dci->sq.buf,
-                                       dci->sq.end, NULL);
-    strand_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_SEND, 0, ds, 0, &op);
+                 strand_set_inline_seg(seg, &sge, 1, txq->sq.buf,
+                                       txq->sq.end, NULL);
+    strand_ep_post(iface, ep, txq, ctrl, MLX5_OPCODE_SEND, 0, ds, 0, &op);
     return UCS_INPROGRESS;
 }
 
@@ -95,12 +95,12 @@ ucs_status_t strand_ep_send_ctrl(strand_ep_t *ep, uint8_t am_id,
 {
     strand_iface_t *iface = ucs_derived_of(ep->super.super.iface,
                                               strand_iface_t);
-    strand_txq_t *dci     = NULL;
+    strand_txq_t *txq     = NULL;
     uint8_t am_hdr[STRAND_AM_HDR_MAX];
     struct ibv_sge sge[2];
     ucs_status_t status;
 
-    status = strand_ep_take_dci(iface, ep, &dci);
+    status = strand_ep_take_txq(iface, ep, &txq);
     if (status != UCS_OK) {
         return status;
     }
@@ -110,7 +110,7 @@ ucs_status_t strand_ep_send_ctrl(strand_ep_t *ep, uint8_t am_id,
     sge[1].length = length;
     /* flow-control requests and grants wake a waiting peer; keepalive
      * probes need not */
-    strand_ep_post_inline_send(iface, ep, dci, sge, 2,
+    strand_ep_post_inline_send(iface, ep, txq, sge, 2,
                                   (am_id == STRAND_AM_KEEPALIVE) ? 0 :
                                   MLX5_WQE_CTRL_SOLICITED);
     return UCS_OK;
@@ -162,7 +162,7 @@ void strand_fc_set_req(strand_iface_t *iface, strand_ep_t *ep,
     strand_ep_fc_set_wnd(ep, wnd);
 }
 
-/* Ask the peer of ep for credits (posted on dci, which has room). */
+/* Ask the peer of ep for credits (posted on txq, which has room). */
 ucs_status_t strand_fc_request(strand_iface_t *iface,
                                   strand_ep_t *ep)
 {
@@ -201,7 +201,7 @@ ssize_t strand_ep_send_hdr_bcopy(uct_ep_h tl_ep, const void *hdr,
     strand_tx_desc_t *desc;
     size_t length;
 
-    status = strand_ep_am_get_dci(iface, ep, &dci);
+    status = strand_ep_am_get_txq(iface, ep, &txq);
     if (ucs_unlikely(status != UCS_OK)) {
         return strand_ep_refused_len(iface, ep, status);
     }
@@ -218,12 +218,12 @@ ssize_t strand_ep_send_hdr_bcopy(uct_ep_h tl_ep, const void *hdr,
         return status;
     }
 
-    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    ctrl = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     strand_set_data_seg(seg, (uintptr_t)desc->data, length + hdr_len,
                         desc->lkey);
     op.type = STRAND_OP_DESC;
     op.desc = desc;
-    strand_ep_post_imm(iface, ep, dci, ctrl, opcode, 0,
+    strand_ep_post_imm(iface, ep, txq, ctrl, opcode, 0,
                           STRAND_EP_DS(ep) + 1,
                           strand_ep_am_fm_se(iface, ep), imm_be, &op);
     strand_ep_am_sent(iface, ep);
@@ -248,7 +248,7 @@ ucs_status_t strand_ep_send_hdr_zcopy(uct_ep_h tl_ep, const void *hdr,
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    status = strand_ep_am_get_dci(iface, ep, &dci);
+    status = strand_ep_am_get_txq(iface, ep, &txq);
     if (ucs_unlikely(status != UCS_OK)) {
         goto err;
     }
@@ -259,16 +259,16 @@ ucs_status_t strand_ep_send_hdr_zcopy(uct_ep_h tl_ep, const void *hdr,
     }
     memcpy(desc->data, hdr, hdr_len);
 
-    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    ctrl = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     strand_set_data_seg(seg, (uintptr_t)desc->data, hdr_len, desc->lkey);
-    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg), dci->sq.buf,
-                          dci->sq.end);
+    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg), txq->sq.buf,
+                          txq->sq.end);
     ds   = STRAND_EP_DS(ep) + 1 +
-           strand_set_iov_segs(dci, &seg, iov, iovcnt, lkeys);
+           strand_set_iov_segs(txq, &seg, iov, iovcnt, lkeys);
     op.type = STRAND_OP_DESC;
     op.desc = desc;
     op.comp = comp;
-    strand_ep_post_imm(iface, ep, dci, ctrl, opcode, 0, ds,
+    strand_ep_post_imm(iface, ep, txq, ctrl, opcode, 0, ds,
                           strand_ep_am_fm_se(iface, ep), imm_be, &op);
     strand_ep_am_sent(iface, ep);
     return UCS_INPROGRESS;

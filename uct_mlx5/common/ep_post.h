@@ -36,36 +36,36 @@ strand_ep_can_send(strand_iface_t *iface, strand_ep_t *ep)
     return iface->tl->sq_can_post(iface, ep);
 }
 
-/* The DCI to post on: the ep's lease, taken now if it holds none (the
+/* The send queue to post on: the ep's lease, taken now if it holds none (the
  * transport's own messages come here directly). */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_ep_take_dci(strand_iface_t *iface, strand_ep_t *ep,
-                      strand_txq_t **dci_p)
+strand_ep_take_txq(strand_iface_t *iface, strand_ep_t *ep,
+                      strand_txq_t **txq_p)
 {
     if (ucs_unlikely(ep->flags & STRAND_EP_FLAG_FAILED)) {
         return ep->status;
     }
-    *dci_p = strand_ep_txq_ready(iface, ep);
-    if (ucs_likely(*dci_p != NULL)) {
+    *txq_p = strand_ep_txq_ready(iface, ep);
+    if (ucs_likely(*txq_p != NULL)) {
         strand_ep_tx_verify(iface, ep);
         return UCS_OK;
     }
-    return strand_ep_lease(iface, ep, dci_p);
+    return strand_ep_lease(iface, ep, txq_p);
 }
 
-/* The DCI for a user's operation: while the ep has pending requests, only
+/* The send queue for a user's operation: while the ep has pending requests, only
  * they may send (a send from a completion callback must not overtake
  * them). */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_ep_get_dci(strand_iface_t *iface, strand_ep_t *ep,
-                     strand_txq_t **dci_p)
+strand_ep_get_txq(strand_iface_t *iface, strand_ep_t *ep,
+                     strand_txq_t **txq_p)
 {
     if (ucs_unlikely(!ucs_arbiter_group_is_empty(&ep->arb_group) &&
                      !(ep->flags & STRAND_EP_FLAG_IN_PENDING))) {
         return (ep->flags & STRAND_EP_FLAG_FAILED) ? ep->status :
                                                          UCS_ERR_NO_RESOURCE;
     }
-    return strand_ep_take_dci(iface, ep, dci_p);
+    return strand_ep_take_txq(iface, ep, txq_p);
 }
 
 /* A lease taken for an operation that was then not posted goes back. */
@@ -111,11 +111,11 @@ strand_ep_check_packed(strand_iface_t *iface, strand_ep_t *ep,
     return UCS_ERR_INVALID_PARAM;
 }
 
-/* ep posts one more WQE on dci (its slot claimed). */
+/* ep posts one more WQE on txq (its slot claimed). */
 static UCS_F_ALWAYS_INLINE void
-strand_ep_count(strand_ep_t *ep, strand_txq_t *dci)
+strand_ep_count(strand_ep_t *ep, strand_txq_t *txq)
 {
-    dci->posts++;
+    txq->posts++;
     ep->outstanding++;
 }
 
@@ -124,20 +124,20 @@ strand_ep_count(strand_ep_t *ep, strand_txq_t *dci)
  * post path's last step, which returns what this returns, UCS_OK;
  * kick_db: strand_txq_ring_head_last). */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_ep_ring_last(strand_ep_t *ep, strand_txq_t *dci,
+strand_ep_ring_last(strand_ep_t *ep, strand_txq_t *txq,
                        struct mlx5_wqe_ctrl_seg *ctrl, uint64_t head,
                        int kick_db)
 {
-    strand_txq_log_tx(dci, ctrl, ep->av_ds);
-    return strand_txq_ring_head_last(dci, ctrl, head, kick_db);
+    strand_txq_log_tx(txq, ctrl, ep->av_ds);
+    return strand_txq_ring_head_last(txq, ctrl, head, kick_db);
 }
 
 static UCS_F_ALWAYS_INLINE void
-strand_ep_ring(strand_ep_t *ep, strand_txq_t *dci,
+strand_ep_ring(strand_ep_t *ep, strand_txq_t *txq,
                   struct mlx5_wqe_ctrl_seg *ctrl, unsigned bbs, uint64_t head)
 {
-    strand_txq_log_tx(dci, ctrl, ep->av_ds);
-    strand_txq_ring_head(dci, ctrl, bbs, head);
+    strand_txq_log_tx(txq, ctrl, ep->av_ds);
+    strand_txq_ring_head(txq, ctrl, bbs, head);
 }
 
 /*
@@ -147,33 +147,33 @@ strand_ep_ring(strand_ep_t *ep, strand_txq_t *dci,
  */
 static UCS_F_ALWAYS_INLINE void
 strand_ep_post_imm(strand_iface_t *iface, strand_ep_t *ep,
-                      strand_txq_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
+                      strand_txq_t *txq, struct mlx5_wqe_ctrl_seg *ctrl,
                       uint8_t opcode, uint8_t opmod, unsigned ds,
                       uint8_t fm_se, uint32_t imm, strand_op_t *op)
 {
     unsigned bbs  = strand_ds_to_bbs(ds);
-    uint64_t head = strand_sq_ctrl_head(&dci->sq, dci->sq.cur_post, opmod,
+    uint64_t head = strand_sq_ctrl_head(&txq->sq, txq->sq.cur_post, opmod,
                                         opcode, ds);
-    uint8_t fm    = fm_se | strand_txq_ce(dci, 1);
+    uint8_t fm    = fm_se | strand_txq_ce(txq, 1);
 
-    strand_sq_write_ctrl(&dci->sq, ctrl, head,
-                         strand_ep_ctrl_tail(ep, dci, fm, imm));
+    strand_sq_write_ctrl(&txq->sq, ctrl, head,
+                         strand_ep_ctrl_tail(ep, txq, fm, imm));
     op->ep     = ep;
     op->lane = ep->lane;
     op->opcode = opcode;
-    strand_txq_claim(dci, bbs, op);
-    strand_ep_count(ep, dci);
-    strand_ep_ring(ep, dci, ctrl, bbs, head);
+    strand_txq_claim(txq, bbs, op);
+    strand_ep_count(ep, txq);
+    strand_ep_ring(ep, txq, ctrl, bbs, head);
     strand_ep_gate(iface, ep); /* a fence may be spent */
 }
 
 static UCS_F_ALWAYS_INLINE void
 strand_ep_post(strand_iface_t *iface, strand_ep_t *ep,
-                  strand_txq_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
+                  strand_txq_t *txq, struct mlx5_wqe_ctrl_seg *ctrl,
                   uint8_t opcode, uint8_t opmod, unsigned ds, uint8_t fm_se,
                   strand_op_t *op)
 {
-    strand_ep_post_imm(iface, ep, dci, ctrl, opcode, opmod, ds, fm_se, 0,
+    strand_ep_post_imm(iface, ep, txq, ctrl, opcode, opmod, ds, fm_se, 0,
                           op);
 }
 
@@ -188,45 +188,45 @@ strand_ep_post(strand_iface_t *iface, strand_ep_t *ep,
  * what this returns, the ctrl bytes 0-7. */
 static UCS_F_ALWAYS_INLINE uint64_t
 strand_ep_claim_light(strand_ep_t *ep,
-                         strand_txq_t *dci, const strand_txq_slot_t *slot,
+                         strand_txq_t *txq, const strand_txq_slot_t *slot,
                          uint64_t op_head, unsigned bbs, uint64_t tail,
                          uint32_t kind, int must)
 {
-    uint64_t head = strand_sq_ctrl_head_with(&dci->sq, slot->pi, op_head);
+    uint64_t head = strand_sq_ctrl_head_with(&txq->sq, slot->pi, op_head);
 
-    if (strand_txq_ce(dci, must)) {
+    if (strand_txq_ce(txq, must)) {
         tail |= strand_ctrl_tail(0, MLX5_WQE_CTRL_CQ_UPDATE, 0);
     }
-    strand_sq_write_ctrl(&dci->sq, slot->ctrl, head, tail);
+    strand_sq_write_ctrl(&txq->sq, slot->ctrl, head, tail);
     /* ep's count first: after the producer index is stored, a store to
      * ep (the compiler cannot tell it from the queue) would make the
      * doorbell read the index again */
-    strand_ep_count(ep, dci);
-    strand_txq_claim_light(dci, slot, bbs, ep, kind);
+    strand_ep_count(ep, txq);
+    strand_txq_claim_light(txq, slot, bbs, ep, kind);
     return head;
 }
 
 /* Finish the WQE at ctrl (ds units), one whose completion only counts, on
- * the general path: a CQE also when an ep waits for a DCI (the DCIs' work
+ * the general path: a CQE also when an ep waits for a send queue (the send queues' work
  * must complete for one to be given back). */
 static UCS_F_ALWAYS_INLINE void
 strand_ep_post_light(strand_iface_t *iface, strand_ep_t *ep,
-                        strand_txq_t *dci, struct mlx5_wqe_ctrl_seg *ctrl,
+                        strand_txq_t *txq, struct mlx5_wqe_ctrl_seg *ctrl,
                         uint8_t opcode, unsigned ds, uint8_t fm_se)
 {
     strand_txq_slot_t slot;
     uint64_t head;
 
-    strand_txq_slot(dci, &slot);
+    strand_txq_slot(txq, &slot);
     strand_debug_assert(slot.ctrl == ctrl);
-    strand_sq_check((ds > 0) && (ds <= 0x3f), &dci->sq, "ds out of range");
-    head = strand_ep_claim_light(ep, dci, &slot,
+    strand_sq_check((ds > 0) && (ds <= 0x3f), &txq->sq, "ds out of range");
+    head = strand_ep_claim_light(ep, txq, &slot,
                                     strand_ctrl_head_op(0, opcode, ds),
                                     strand_ds_to_bbs(ds),
-                                    strand_ep_ctrl_tail(ep, dci, fm_se, 0),
+                                    strand_ep_ctrl_tail(ep, txq, fm_se, 0),
                                     strand_op_light_kind(ep->lane, opcode),
                                     iface->txq_wanted);
-    strand_ep_ring(ep, dci, ctrl, strand_ds_to_bbs(ds), head);
+    strand_ep_ring(ep, txq, ctrl, strand_ds_to_bbs(ds), head);
     strand_ep_gate(iface, ep); /* a fence may be spent */
 }
 
@@ -235,33 +235,33 @@ strand_ep_post_light(strand_iface_t *iface, strand_ep_t *ep,
 /*
  * A short operation (am_short, put_short) is posted straight from its
  * entry point when there is nothing to decide: ep's gate is open (iface.h:
- * ready, no fence due, no ep waiting for a DCI, which would want a CQE and
- * the dcs quota checked), the DCI has room, an active message's window is
+ * ready, no fence due, no ep waiting for a send queue, which would want a CQE and
+ * the dcs quota checked), the send queue has room, an active message's window is
  * above ep->fc_limit (ep_post.c), and the WQE does not run over the end of
  * the send queue. Anything else goes the general way, to the same WQE
  * bytes through every check.
  */
 
-/* The DCI for a short operation of ep whose WQE takes bbs BBs, and the
+/* The send queue for a short operation of ep whose WQE takes bbs BBs, and the
  * WQE's slot on it; NULL: the general path. */
 static UCS_F_ALWAYS_INLINE strand_txq_t *
-strand_ep_fast_dci(strand_iface_t *iface, strand_ep_t *ep, unsigned bbs,
+strand_ep_fast_txq(strand_iface_t *iface, strand_ep_t *ep, unsigned bbs,
                       strand_txq_slot_t *slot)
 {
-    strand_txq_t *dci;
+    strand_txq_t *txq;
 
     strand_ep_tx_verify(iface, ep);
     if (ucs_unlikely(ep->tx_gate != iface->tx_gate)) {
         return NULL;
     }
-    dci      = ep->tx_txq; /* an open gate: ready */
-    slot->pi = dci->sq.cur_post;
-    if (ucs_unlikely(!strand_txq_fast_room(dci, slot->pi + bbs))) {
+    txq      = ep->tx_txq; /* an open gate: ready */
+    slot->pi = txq->sq.cur_post;
+    if (ucs_unlikely(!strand_txq_fast_room(txq, slot->pi + bbs))) {
         return NULL;
     }
-    strand_debug_assert(strand_txq_has_room(iface, dci));
-    slot->ctrl = strand_sq_ctrl(&dci->sq);
-    return dci;
+    strand_debug_assert(strand_txq_has_room(iface, txq));
+    slot->ctrl = strand_sq_ctrl(&txq->sq);
+    return txq;
 }
 
 /* ep's address vector (av_ds units: ep->av_ds, or the constant it is)
@@ -289,17 +289,17 @@ strand_ep_fc_check(strand_iface_t *iface, strand_ep_t *ep)
     return UCS_OK;
 }
 
-/* The DCI for an active message: flow control first. */
+/* The send queue for an active message: flow control first. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_ep_am_get_dci(strand_iface_t *iface, strand_ep_t *ep,
-                        strand_txq_t **dci_p)
+strand_ep_am_get_txq(strand_iface_t *iface, strand_ep_t *ep,
+                        strand_txq_t **txq_p)
 {
     ucs_status_t status = strand_ep_fc_check(iface, ep);
 
     if (status != UCS_OK) {
         return status;
     }
-    return strand_ep_get_dci(iface, ep, dci_p);
+    return strand_ep_get_txq(iface, ep, txq_p);
 }
 
 /* one credit spent (also when flow control is off: the window is then
@@ -374,7 +374,7 @@ strand_iov_lkeys(strand_iface_t *iface, const uct_iov_t *iov,
 
 /* Data segments for an iov; returns the count, *seg_p moves on. */
 static UCS_F_ALWAYS_INLINE unsigned
-strand_set_iov_segs(strand_txq_t *dci, void **seg_p,
+strand_set_iov_segs(strand_txq_t *txq, void **seg_p,
                        const uct_iov_t *iov, size_t iovcnt,
                        const uint32_t *lkeys)
 {
@@ -389,7 +389,7 @@ strand_set_iov_segs(strand_txq_t *dci, void **seg_p,
         }
         strand_set_data_seg(seg, (uintptr_t)iov[i].buffer, len, lkeys[i]);
         seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg),
-                             dci->sq.buf, dci->sq.end);
+                             txq->sq.buf, txq->sq.end);
         ++n;
     }
     *seg_p = seg;
@@ -402,12 +402,12 @@ strand_set_iov_segs(strand_txq_t *dci, void **seg_p,
                     "Invalid %s length: %zu (expected: <= %zu)", _name, \
                     (size_t)(_length), (size_t)(_max))
 
-/* the ep, its iface and the DCI to post on */
+/* the ep, its iface and the send queue to post on */
 #define STRAND_EP_BASE_DECL(_tl_ep) \
     strand_ep_t *ep       = ucs_derived_of(_tl_ep, strand_ep_t); \
     strand_iface_t *iface = ucs_derived_of((_tl_ep)->iface, \
                                               strand_iface_t); \
-    strand_txq_t *dci     = NULL; \
+    strand_txq_t *txq     = NULL; \
     ucs_status_t status
 
 /* ... and the WQE being built */
@@ -433,7 +433,7 @@ ucs_status_t strand_ep_send_hdr_zcopy(uct_ep_h tl_ep, const void *hdr,
 
 /* A SEND whose data (the AM id first) is written inline from `sge`. */
 void strand_ep_post_inline_send(strand_iface_t *iface,
-                                   strand_ep_t *ep, strand_txq_t *dci,
+                                   strand_ep_t *ep, strand_txq_t *txq,
                                    const struct ibv_sge *sge, unsigned n,
                                    uint8_t fm_se);
 

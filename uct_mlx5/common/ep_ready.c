@@ -18,30 +18,30 @@ static strand_txq_t *strand_ep_tx_state(strand_iface_t *iface,
                                               const strand_ep_t *ep,
                                               int pending)
 {
-    strand_txq_t *dci;
+    strand_txq_t *txq;
 
     if ((ep->txq == STRAND_TXQ_NONE) || pending || (ep->held > 0) ||
         (ep->flags & (STRAND_EP_FLAG_FAILED | STRAND_EP_FLAG_MOVING))) {
         return NULL;
     }
-    dci = &iface->txqs[ep->txq];
-    if ((dci->state != STRAND_TXQ_ACTIVE) ||
-        (dci->lanes[ep->lane].state != STRAND_LANE_OK)) {
+    txq = &iface->txqs[ep->txq];
+    if ((txq->state != STRAND_TXQ_ACTIVE) ||
+        (txq->lanes[ep->lane].state != STRAND_LANE_OK)) {
         return NULL;
     }
-    return dci;
+    return txq;
 }
 
 void strand_ep_tx_update(strand_iface_t *iface, strand_ep_t *ep)
 {
-    strand_txq_t *dci = strand_ep_tx_state(iface, ep, ep->pending > 0);
+    strand_txq_t *txq = strand_ep_tx_state(iface, ep, ep->pending > 0);
 
     strand_iface_tx_beat(iface);
-    ep->tx_txq = dci;
-    if (dci != NULL) {
-        ep->tx_am_tail  = strand_ep_ctrl_tail(ep, dci,
+    ep->tx_txq = txq;
+    if (txq != NULL) {
+        ep->tx_am_tail  = strand_ep_ctrl_tail(ep, txq,
                                               MLX5_WQE_CTRL_SOLICITED, 0);
-        ep->tx_put_tail = strand_ep_ctrl_tail(ep, dci,
+        ep->tx_put_tail = strand_ep_ctrl_tail(ep, txq,
                                               STRAND_WQE_CTRL_FM_NONE, 0);
         ep->tx_am_kind  = strand_op_light_kind(ep->lane, MLX5_OPCODE_SEND);
         ep->tx_put_kind = strand_op_light_kind(ep->lane,
@@ -57,21 +57,21 @@ void strand_ep_gate(strand_iface_t *iface, strand_ep_t *ep)
                    !iface->txq_wanted) ? iface->tx_gate : iface->tx_gate - 1;
 }
 
-void strand_ep_tx_update_dci(strand_iface_t *iface,
-                                strand_txq_t *dci)
+void strand_ep_tx_update_txq(strand_iface_t *iface,
+                                strand_txq_t *txq)
 {
     strand_ep_t *ep;
 
-    if (dci->users == 0) {
+    if (txq->users == 0) {
         return;
     }
-    if ((dci->ep != NULL) && (dci->users == 1)) {
+    if ((txq->ep != NULL) && (txq->users == 1)) {
         /* dcs, rc_strand: its one lessee */
-        strand_ep_tx_update(iface, dci->ep);
+        strand_ep_tx_update(iface, txq->ep);
         return;
     }
     ucs_list_for_each(ep, &iface->eps, list) {
-        if (ep->txq == dci->index) {
+        if (ep->txq == txq->index) {
             strand_ep_tx_update(iface, ep);
         }
     }
@@ -81,21 +81,21 @@ void strand_ep_tx_update_dci(strand_iface_t *iface,
 void strand_ep_tx_verify(strand_iface_t *iface, strand_ep_t *ep)
 {
     int pending          = !ucs_arbiter_group_is_empty(&ep->arb_group);
-    strand_txq_t *dci = strand_ep_tx_state(iface, ep, pending);
+    strand_txq_t *txq = strand_ep_tx_state(iface, ep, pending);
 
     ucs_assertv_always(pending == (ep->pending > 0),
                        "ep %p: pending requests %d, counted %u", ep, pending,
                        ep->pending);
-    ucs_assertv_always(ep->tx_txq == dci,
-                       "ep %p: cached readiness %p, its state says %p (dci "
+    ucs_assertv_always(ep->tx_txq == txq,
+                       "ep %p: cached readiness %p, its state says %p (txq "
                        "%u stream %u flags 0x%x held %u)", ep, ep->tx_txq,
-                       dci, ep->txq, ep->lane, ep->flags, ep->held);
-    ucs_assertv_always((dci == NULL) ||
+                       txq, ep->txq, ep->lane, ep->flags, ep->held);
+    ucs_assertv_always((txq == NULL) ||
                        ((ep->tx_am_tail ==
-                         strand_ep_ctrl_tail(ep, dci, MLX5_WQE_CTRL_SOLICITED,
+                         strand_ep_ctrl_tail(ep, txq, MLX5_WQE_CTRL_SOLICITED,
                                              0)) &&
                         (ep->tx_put_tail ==
-                         strand_ep_ctrl_tail(ep, dci, STRAND_WQE_CTRL_FM_NONE,
+                         strand_ep_ctrl_tail(ep, txq, STRAND_WQE_CTRL_FM_NONE,
                                              0)) &&
                         (ep->tx_am_kind ==
                          strand_op_light_kind(ep->lane, MLX5_OPCODE_SEND)) &&
@@ -104,51 +104,51 @@ void strand_ep_tx_verify(strand_iface_t *iface, strand_ep_t *ep)
                                               MLX5_OPCODE_RDMA_WRITE))),
                        "ep %p: templates of another stream", ep);
     ucs_assertv_always((ep->tx_gate != iface->tx_gate) ||
-                       ((dci != NULL) &&
+                       ((txq != NULL) &&
                         (ep->fence_beat == iface->fence_beat) &&
                         !iface->txq_wanted),
-                       "ep %p: gate open, ready %p, fence beat %u/%u, DCI "
-                       "wanted %u", ep, dci, ep->fence_beat,
+                       "ep %p: gate open, ready %p, fence beat %u/%u, queue "
+                       "wanted %u", ep, txq, ep->fence_beat,
                        iface->fence_beat, iface->txq_wanted);
 }
 #endif
 
 /* Whether s takes work: its held WQEs are posted again only then. */
-static int strand_lane_open(const strand_txq_t *dci,
+static int strand_lane_open(const strand_txq_t *txq,
                                  const strand_lane_t *s)
 {
-    return (dci->state == STRAND_TXQ_ACTIVE) &&
+    return (txq->state == STRAND_TXQ_ACTIVE) &&
            (s->state == STRAND_LANE_OK);
 }
 
-void strand_txq_set_state(strand_iface_t *iface, strand_txq_t *dci,
+void strand_txq_set_state(strand_iface_t *iface, strand_txq_t *txq,
                              strand_txq_state_t state)
 {
     unsigned i;
 
-    if (dci->state == state) {
+    if (txq->state == state) {
         return;
     }
     for (i = 0; (state != STRAND_TXQ_ACTIVE) &&
                 (i < iface->config.num_lanes); ++i) {
-        dci->lanes[i].closures += strand_lane_open(dci,
-                                                          &dci->lanes[i]);
+        txq->lanes[i].closures += strand_lane_open(txq,
+                                                          &txq->lanes[i]);
     }
-    dci->state = state;
+    txq->state = state;
     strand_iface_tx_beat(iface); /* a lease may be free now */
-    strand_ep_tx_update_dci(iface, dci);
+    strand_ep_tx_update_txq(iface, txq);
 }
 
 void strand_lane_set_state(strand_iface_t *iface,
-                                strand_txq_t *dci, strand_lane_t *s,
+                                strand_txq_t *txq, strand_lane_t *s,
                                 strand_lane_state_t state)
 {
     if (s->state != state) {
         s->closures += (state != STRAND_LANE_OK) &&
-                       strand_lane_open(dci, s);
+                       strand_lane_open(txq, s);
         s->state     = state;
         strand_iface_tx_beat(iface);
-        strand_ep_tx_update_dci(iface, dci);
+        strand_ep_tx_update_txq(iface, txq);
     }
 }
 

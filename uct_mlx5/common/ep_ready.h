@@ -13,7 +13,7 @@
 /* the readiness of ep (ep.h) after a change of its state or its lease's;
  * of every ep leasing txq after a change of the queue's or a lane's */
 void strand_ep_tx_update(strand_iface_t *iface, strand_ep_t *ep);
-void strand_ep_tx_update_dci(strand_iface_t *iface, struct strand_txq *txq);
+void strand_ep_tx_update_txq(strand_iface_t *iface, struct strand_txq *txq);
 /* open ep's gate when ep is ready, no fence is due and no ep waits for a
  * send queue; close it otherwise */
 void strand_ep_gate(strand_iface_t *iface, strand_ep_t *ep);

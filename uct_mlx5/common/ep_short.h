@@ -25,20 +25,20 @@ ucs_status_t strand_ep_put_short_general(uct_ep_h tl_ep, const void *buffer,
                                          uct_rkey_t rkey);
 
 /* The ctrl segment, op record and counts of a short operation's WQE in
- * slot on ep's ready send queue dci, its segments written, of the given
+ * slot on ep's ready send queue txq, its segments written, of the given
  * shape (tail and kind: the operation's templates in the ep, ep.h); then
  * the doorbell (kick_db: strand_txq_ring_head_last). */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_ep_short_finish(strand_ep_t *ep, strand_txq_t *dci,
+strand_ep_short_finish(strand_ep_t *ep, strand_txq_t *txq,
                           const strand_txq_slot_t *slot,
                           const strand_short_shape_t *shape, uint64_t tail,
                           uint32_t kind, int kick_db)
 {
     uint64_t head;
 
-    head = strand_ep_claim_light(ep, dci, slot, shape->head, shape->bbs,
+    head = strand_ep_claim_light(ep, txq, slot, shape->head, shape->bbs,
                                     tail, kind, 0);
-    return strand_ep_ring_last(ep, dci, slot->ctrl, head, kick_db);
+    return strand_ep_ring_last(ep, txq, slot->ctrl, head, kick_db);
 }
 
 /* The inline segment of an am_short at seg, its byte count as stored
@@ -81,7 +81,7 @@ strand_ep_am_short_fast(uct_ep_h tl_ep, unsigned av_ds, unsigned tmh_len,
                                               strand_iface_t);
     const strand_short_shape_t *shape;
     strand_txq_slot_t slot;
-    strand_txq_t *dci;
+    strand_txq_t *txq;
     unsigned bbs;
     void *seg;
 
@@ -102,7 +102,7 @@ strand_ep_am_short_fast(uct_ep_h tl_ep, unsigned av_ds, unsigned tmh_len,
     bbs = shape->bbs;
     /* the window above its limit: one compare (ep.h, fc_over) */
     if (ucs_unlikely((ep->fc_over <= 0) ||
-                     ((dci = strand_ep_fast_dci(iface, ep, bbs, &slot)) ==
+                     ((txq = strand_ep_fast_txq(iface, ep, bbs, &slot)) ==
                       NULL))) {
         goto general;
     }
@@ -111,7 +111,7 @@ strand_ep_am_short_fast(uct_ep_h tl_ep, unsigned av_ds, unsigned tmh_len,
     UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, sizeof(hdr) + length);
     strand_am_short_inline(seg, shape->inl, tmh_len, id, hdr,
                               payload, length);
-    return strand_ep_short_finish(ep, dci, &slot, shape, ep->tx_am_tail,
+    return strand_ep_short_finish(ep, txq, &slot, shape, ep->tx_am_tail,
                                      ep->tx_am_kind, kick_db);
 
 general:
@@ -134,7 +134,7 @@ strand_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds, int kick_db,
     const strand_short_shape_t *shape;
     struct mlx5_wqe_inl_data_seg *inl;
     strand_txq_slot_t slot;
-    strand_txq_t *dci;
+    strand_txq_t *txq;
     unsigned bbs;
     void *seg;
 
@@ -148,8 +148,8 @@ strand_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds, int kick_db,
     strand_debug_assert(ep->av_ds == av_ds);
     shape = &iface->put_shape[length];
     bbs   = shape->bbs;
-    dci   = strand_ep_fast_dci(iface, ep, bbs, &slot);
-    if (ucs_unlikely(dci == NULL)) {
+    txq   = strand_ep_fast_txq(iface, ep, bbs, &slot);
+    if (ucs_unlikely(txq == NULL)) {
         if ((ep->refused_beat == iface->tx_beat) &&
             (length <= iface->config.max_inline)) {
             return UCS_ERR_NO_RESOURCE; /* nothing changed since */
@@ -170,7 +170,7 @@ strand_ep_put_short_fast(uct_ep_h tl_ep, unsigned av_ds, int kick_db,
     inl->byte_count = shape->inl;
     strand_copy_small(inl + 1, buffer, length);
     UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
-    return strand_ep_short_finish(ep, dci, &slot, shape, ep->tx_put_tail,
+    return strand_ep_short_finish(ep, txq, &slot, shape, ep->tx_put_tail,
                                      ep->tx_put_kind, kick_db);
 }
 

@@ -10,7 +10,7 @@
  * reset, what its WQEs carry, the CQEs that are its own.
  *
  * A send queue has lanes: parts of it whose WQEs stay in order and fail
- * and recover apart (a DCI's streams; one lane where there are none).
+ * and recover apart (a send queue's streams; one lane where there are none).
  */
 #ifndef STRAND_IFACE_H_
 #define STRAND_IFACE_H_
@@ -128,8 +128,8 @@ enum {
 enum {
     STRAND_OP_FREE,       /* the slot holds no WQE */
     STRAND_OP_POSTED,     /* on the wire, its CQE to come */
-    STRAND_OP_FLUSHED     /* flushed by a DCI in error: its fate is
-                                decided once every CQE of the DCI is back
+    STRAND_OP_FLUSHED     /* flushed by a send queue in error: its fate is
+                                decided once every CQE of the send queue is back
                                 (recovery.c) */
 };
 
@@ -192,13 +192,13 @@ typedef struct strand_lane {
     uint32_t  leases;            /* eps that took it, ever */
     ucs_queue_head_t held;       /* flushed WQEs to post again, in order */
     uint32_t  closures;          /* times it stopped taking work (it or
-                                    its DCI in error): orders the held */
+                                    its send queue in error): orders the held */
 } strand_lane_t;
 
-/* Life of a DCI. An error that puts the DCI in ERR (a non-stream error, or
+/* Life of a send queue. An error that puts the send queue in ERR (a non-stream error, or
  * too many errored streams) moves it to DRAINING: the device completes
  * every outstanding WQE with a flush CQE; those stay in the CQ even across
- * a reset (spec section 9), so the DCI is reset only once the flush CQE of
+ * a reset (spec section 9), so the send queue is reset only once the flush CQE of
  * its last WQE was consumed. */
 typedef enum strand_txq_state {
     STRAND_TXQ_FREE,       /* dcs: in the pool; streams: no lessee */
@@ -280,6 +280,7 @@ typedef struct strand_tl_ops {
         const char *sqs_option;     /* the option that bounds the send
                                        queues ("NUM_DCI") */
         const char *sqs;            /* the queues in the log ("DCIs") */
+        const char *sq;             /* one of them ("DCI") */
         const char *sqs_per_cq;     /* sqs_per_cq in an error message */
     } names;
     unsigned      max_sqs;          /* the bound's largest value */
@@ -339,7 +340,7 @@ typedef struct strand_tl_ops {
                                 struct strand_ep *ep);
     /* a send queue whose lessee went or whose last WQE came back */
     void         (*sq_idle)(struct strand_iface *iface,
-                            struct strand_txq *dci);
+                            struct strand_txq *txq);
     /* every WQE of a lane in error is back: 0 when the lane was reset, an
      * errno when not (its send queue is in error then); NULL: a lane never
      * fails alone */
@@ -348,7 +349,7 @@ typedef struct strand_tl_ops {
     /* a send queue in error, every CQE of it consumed: 0 when it is back in
      * service, an errno when not (it stays out of service) */
     int          (*sq_reset)(struct strand_iface *iface,
-                             struct strand_txq *dci);
+                             struct strand_txq *txq);
     /* the transport's lines of the VFS file of the send queues (before
      * theirs), and whether its own invariants hold; NULL: none */
     int          (*sq_show)(struct strand_iface *iface,
@@ -487,7 +488,7 @@ typedef struct strand_iface {
     struct mlx5_wqe_av    nop_av;        /* the address part of a WQE
                                             that goes nowhere (the NOP a
                                             send queue posts for a CQE):
-                                            every WQE of a DCI carries
+                                            every WQE of a send queue carries
                                             one; the transport's own
                                             (dc_strand: its DCT) */
     uint8_t               nop_av_ds;     /* its 16-byte units; 0: none
@@ -499,8 +500,8 @@ typedef struct strand_iface {
     unsigned              num_failed, max_failed;
     strand_dev_path_t     path;          /* its packets' SL and traffic
                                             class (TRAFFIC_CLASS, SL) */
-    strand_dev_dci_attr_t sq_attr;       /* how its send queues are made
-                                            (the transport's QPs: a DCI's
+    strand_dev_sq_attr_t sq_attr;       /* how its send queues are made
+                                            (the transport's QPs: a send queue's
                                             attributes, of which an RC QP
                                             takes the common part) */
     ucs_arbiter_t         arbiter;       /* pending, one group per ep */
@@ -579,15 +580,15 @@ enum {
     STRAND_EP_FLAG_INTERNAL = UCS_BIT(4), /* the transport's own (flow
                                                 control grants): errors are
                                                 not reported to the user */
-    STRAND_EP_FLAG_MOVING   = UCS_BIT(5)  /* its DCI is full and another
+    STRAND_EP_FLAG_MOVING   = UCS_BIT(5)  /* its send queue is full and another
                                                 is less shared: posts
                                                 nothing until its work is
                                                 done, then leases again */
 };
 
 /*
- * Readiness: whether an endpoint may post on its DCI as far as its own
- * state and its lease's go (leased; the DCI ACTIVE; its stream OK; nothing
+ * Readiness: whether an endpoint may post on its send queue as far as its own
+ * state and its lease's go (leased; the send queue ACTIVE; its stream OK; nothing
  * of it held for re-posting; not MOVING, not FAILED; no pending requests),
  * kept in ep->tx_txq by strand_ep_tx_update() at every change of one of
  * those conditions, so that a post checks one pointer instead of each.
@@ -597,14 +598,14 @@ enum {
  * The gate: a short operation is posted straight from its entry point
  * (ep_post.h, the fast path) while ep->tx_gate == iface->tx_gate. It is
  * opened (strand_ep_gate) where ep is ready, no fence is due and no ep
- * waits for a DCI, and closed where one of those stops: ep's readiness,
+ * waits for a send queue, and closed where one of those stops: ep's readiness,
  * an ep fence (ep's gate), an iface fence or an ep starting to wait for a
- * DCI (iface->tx_gate moves on: every gate closes at once). A closed gate
+ * send queue (iface->tx_gate moves on: every gate closes at once). A closed gate
  * opens again after a post on the general path.
  *
  * Refusals: a short post the general path refused (UCS_ERR_NO_RESOURCE:
  * pending requests, no lease, no room, no credits) is refused again from
- * the entry point, without the general path's look at the DCIs, while
+ * the entry point, without the general path's look at the send queues, while
  * ep->refused_beat == iface->tx_beat. The beat moves on
  * (strand_iface_tx_beat) wherever that answer may change: a progress call
  * that found work, a WQE retired, a readiness change of any ep, a send

@@ -951,12 +951,12 @@ strand_iface_open_tx_pool(strand_iface_t *iface,
 }
 
 /* How the send queues are made (the transport adds its own attributes:
- * a DCI's streams). */
+ * a send queue's streams). */
 static void strand_iface_sq_attr(strand_iface_t *iface,
                                  const strand_iface_config_t *config,
                                  strand_dev_cq_t *tx_cq)
 {
-    strand_dev_dci_attr_t *attr = &iface->sq_attr;
+    strand_dev_sq_attr_t *attr = &iface->sq_attr;
 
     memset(attr, 0, sizeof(*attr));
     attr->td            = &iface->td;

@@ -38,7 +38,7 @@ ucs_status_t strand_iface_integrity_init(strand_iface_t *iface,
                   config->common.integrity_read_size, STRAND_INTEGRITY_BLOCK);
         return UCS_ERR_INVALID_PARAM;
     }
-    /* as many pieces in flight as the DCIs can have READs outstanding: a
+    /* as many pieces in flight as the send queues can have READs outstanding: a
      * piece never waits for a landing mkey longer than for a send slot */
     return strand_integrity_init(&iface->integrity, iface->dev, kind,
                                  iface->config.max_sge,
@@ -141,23 +141,23 @@ static void strand_iface_integrity_dequeue(strand_iface_t *iface,
 /* ------------------------------------------------------------ pieces */
 
 /* The READ of a piece: its blocks from the sender's signing mkey into the
- * landing mkey (zero-based, the length on the wire), on ep's DCI. */
+ * landing mkey (zero-based, the length on the wire), on ep's send queue. */
 static void strand_iface_integrity_post(strand_iface_t *iface,
-                                     strand_ep_t *ep, strand_txq_t *dci,
+                                     strand_ep_t *ep, strand_txq_t *txq,
                                      strand_integrity_piece_t *piece)
 {
     strand_op_t op = {0};
     struct mlx5_wqe_ctrl_seg *ctrl;
     void *seg;
 
-    ctrl = strand_txq_wqe_start(dci, &ep->av, ep->av_ds, &seg);
+    ctrl = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, piece->wire_off, piece->req->sig_rkey);
-    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), dci->sq.buf,
-                          dci->sq.end);
+    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), txq->sq.buf,
+                          txq->sq.end);
     strand_set_data_seg(seg, 0, piece->wire_len, piece->mkey.key);
     op.type     = STRAND_OP_CHECKED;
     op.u.result = piece;
-    strand_ep_post(iface, ep, dci, ctrl, MLX5_OPCODE_RDMA_READ, 0,
+    strand_ep_post(iface, ep, txq, ctrl, MLX5_OPCODE_RDMA_READ, 0,
                       STRAND_EP_DS(ep) + 2,
                       strand_ep_fence_mode(iface, ep), &op);
 }
@@ -169,7 +169,7 @@ static void strand_iface_integrity_issue(strand_iface_t *iface,
 {
     strand_ep_t *ep = req->ep;
     strand_integrity_piece_t *piece;
-    strand_txq_t *dci = NULL;
+    strand_txq_t *txq = NULL;
     ucs_status_t status;
 
     while ((ep != NULL) && !strand_integrity_req_done(req)) {
@@ -182,7 +182,7 @@ static void strand_iface_integrity_issue(strand_iface_t *iface,
             strand_iface_integrity_enqueue(iface, req);
             return;
         }
-        status = strand_ep_take_dci(iface, ep, &dci);
+        status = strand_ep_take_txq(iface, ep, &txq);
         if (status == UCS_ERR_NO_RESOURCE) {
             strand_iface_integrity_enqueue(iface, req);
             return;
@@ -199,7 +199,7 @@ static void strand_iface_integrity_issue(strand_iface_t *iface,
         if (status != UCS_OK) {
             break; /* nothing more to read now */
         }
-        strand_iface_integrity_post(iface, ep, dci, piece);
+        strand_iface_integrity_post(iface, ep, txq, piece);
     }
     strand_iface_integrity_dequeue(iface, req);
     if (strand_integrity_req_done(req)) {
@@ -218,14 +218,14 @@ ucs_status_t strand_ep_get_checked(strand_iface_t *iface,
     strand_tmp_reg_t *reg        = NULL;
     strand_integrity_req_t *req     = NULL;
     strand_integrity_piece_t *piece = NULL;
-    strand_txq_t *dci = NULL;
+    strand_txq_t *txq = NULL;
     ucs_status_t status;
 
     /* taken only when its first piece can go now (UCP waits otherwise) */
     if (!strand_integrity_piece_available(&iface->integrity)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    status = strand_ep_get_dci(iface, ep, &dci);
+    status = strand_ep_get_txq(iface, ep, &txq);
     if (status != UCS_OK) {
         return strand_ep_refused(iface, ep, status, comp);
     }
@@ -258,7 +258,7 @@ ucs_status_t strand_ep_get_checked(strand_iface_t *iface,
     req->tmp_reg = reg;
     ep->outstanding++; /* the GET itself, until its last piece is in */
     ep->checked_gets++;
-    strand_iface_integrity_post(iface, ep, dci, piece);
+    strand_iface_integrity_post(iface, ep, txq, piece);
     strand_iface_integrity_issue(iface, req);
     return UCS_INPROGRESS;
 }
@@ -295,7 +295,7 @@ unsigned strand_iface_integrity_progress(strand_iface_t *iface)
     if (iface->integrity_starved &&
         strand_integrity_piece_available(&iface->integrity)) {
         /* a landing mkey is free again: pending requests that waited for
-         * one try again (the eps' own DCIs may have nothing to complete
+         * one try again (the eps' own send queues may have nothing to complete
          * that would wake them) */
         iface->integrity_starved = 0;
         ucs_list_for_each(ep, &iface->eps, list) {

@@ -4,7 +4,7 @@
  * the transport's side of integrity.c. A GET of a peer's signed
  * registration is read in pieces, each an RDMA READ into a landing mkey
  * that checks every block; a piece whose completion says a block was bad
- * is read again (on a DCI, without signature pipelining: the check is done
+ * is read again (on a send queue, without signature pipelining: the check is done
  * when its READ has completed, before the user hears of the GET). The GET
  * counts as one more operation of its ep until its last piece is in, so
  * a flush waits for it.

@@ -44,7 +44,7 @@ static void strand_op_deliver(strand_iface_t *iface, strand_op_t *op)
     }
 }
 
-void strand_op_complete(strand_iface_t *iface, strand_txq_t *dci,
+void strand_op_complete(strand_iface_t *iface, strand_txq_t *txq,
                            strand_op_t *op, ucs_status_t status)
 {
     uct_completion_t *comp      = NULL;
@@ -63,20 +63,20 @@ void strand_op_complete(strand_iface_t *iface, strand_txq_t *dci,
         op->comp = NULL;
     }
     if (op->state == STRAND_OP_FLUSHED) {
-        dci->flushed--;
+        txq->flushed--;
     }
     op->state = STRAND_OP_FREE;
     op->ep    = NULL;
-    dci->outstanding--;
-    strand_txq_advance_tail(iface, dci);
-    strand_txq_wake_waiters(iface, dci);
+    txq->outstanding--;
+    strand_txq_advance_tail(iface, txq);
+    strand_txq_wake_waiters(iface, txq);
     if (ep != NULL) {
         if ((--ep->outstanding == 0) && (ep->held == 0)) {
             last = strand_ep_idle(iface, ep);
         }
         strand_ep_schedule(iface, ep);
     } else {
-        iface->tl->sq_idle(iface, dci);
+        iface->tl->sq_idle(iface, txq);
     }
     if (ucs_unlikely(get != NULL)) {
         /* a piece of a checked GET: the next ones, this one again, or the
@@ -91,16 +91,16 @@ void strand_op_complete(strand_iface_t *iface, strand_txq_t *dci,
     }
 }
 
-void strand_txq_orphan(strand_iface_t *iface, strand_txq_t *dci,
+void strand_txq_orphan(strand_iface_t *iface, strand_txq_t *txq,
                           strand_ep_t *ep)
 {
     uct_completion_t *comp;
     strand_op_t *op;
     uint32_t bb;
 
-    for (bb = dci->sq_tail; bb != dci->sq.cur_post; ++bb) {
-        op = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
-        /* flushed ones too: a DCI in error settles them later, and an ep
+    for (bb = txq->sq_tail; bb != txq->sq.cur_post; ++bb) {
+        op = &txq->ops[bb & (txq->sq.wqe_cnt - 1)];
+        /* flushed ones too: a send queue in error settles them later, and an ep
          * that failed (and was destroyed, as UCP does) is gone by then */
         if ((op->state == STRAND_OP_FREE) || (op->ep != ep)) {
             continue;

@@ -2,7 +2,7 @@
 /*
  * What happens after an error CQE (docs/errors.md).
  *
- * A stream error (the DCI stays in RTS; seed page
+ * A stream error (the send queue stays in RTS; seed page
  * mlx5dv_dci_stream_id_reset): the failing operation completes with its
  * error and the endpoints the failure belongs to fail (the posting ep; for
  * a peer that is gone, every ep of the iface to that destination). The
@@ -11,14 +11,14 @@
  * reset once its last WQE is back, and the held WQEs are posted again in
  * their order, ahead of anything new of their eps.
  *
- * A DCI error (the DCI went to ERR: as many errored streams as it may
+ * A send queue error (the send queue went to ERR: as many errored streams as it may
  * have, log_num_errored 0, or an error that is not a stream's): every
  * outstanding WQE comes back flushed; once the last one is back, each is
  * judged: one that came after a failure on its own stream did not run and
- * is held; the DCI is reset and the held ones are posted again. The policy
- * uses no more streams than the errored ones a DCI may have, so remote
- * failures put a DCI in ERR only when all its streams failed. Work of a
- * stream that did not fail (a DCI-wide error) may have run at its peer: a
+ * is held; the send queue is reset and the held ones are posted again. The policy
+ * uses no more streams than the errored ones a send queue may have, so remote
+ * failures put a send queue in ERR only when all its streams failed. Work of a
+ * stream that did not fail (a queue-wide error) may have run at its peer: a
  * READ is posted again, anything else fails its endpoint
  * (UCS_ERR_IO_ERROR) rather than run twice.
  */
@@ -29,11 +29,11 @@
 
 struct strand_ep;
 
-/* An error CQE for op on a healthy stream of an ACTIVE DCI. */
-void strand_recovery_error(strand_iface_t *iface, strand_txq_t *dci,
+/* An error CQE for op on a healthy stream of an ACTIVE send queue. */
+void strand_recovery_error(strand_iface_t *iface, strand_txq_t *txq,
                               strand_op_t *op, struct mlx5_cqe64 *cqe);
-/* A CQE for op on a draining stream or DCI (a flush). */
-void strand_recovery_flush(strand_iface_t *iface, strand_txq_t *dci,
+/* A CQE for op on a draining stream or send queue (a flush). */
+void strand_recovery_flush(strand_iface_t *iface, strand_txq_t *txq,
                               strand_op_t *op, struct mlx5_cqe64 *cqe);
 /* Tell the owners of the eps that failed (their error handlers may
  * destroy eps); called where the transport's state is consistent. */
@@ -41,8 +41,8 @@ void strand_recovery_flush(strand_iface_t *iface, strand_txq_t *dci,
 unsigned strand_recovery_progress(strand_iface_t *iface);
 /* ep failed (or was flushed with UCT_FLUSH_FLAG_CANCEL): its held WQEs
  * complete with its status now; its posted ones complete as the device
- * returns them, at once (flushed) when its DCI carries nobody else's work:
- * the DCI is moved to ERR and reset after its last CQE. */
+ * returns them, at once (flushed) when its send queue carries nobody else's work:
+ * the send queue is moved to ERR and reset after its last CQE. */
 void strand_recovery_cancel(strand_iface_t *iface,
                                struct strand_ep *ep);
 /* uct_ep_invalidate: ep fails (UCS_ERR_CANCELED, its owner told from
@@ -57,7 +57,7 @@ void strand_recovery_orphan(strand_iface_t *iface,
                                struct strand_ep *ep);
 /* held WQEs freed at close */
 void strand_recovery_cleanup(strand_iface_t *iface,
-                                strand_txq_t *dci);
+                                strand_txq_t *txq);
 /* the same for every send queue (the interface closes) */
 void strand_recovery_cleanup_all(strand_iface_t *iface);
 

@@ -21,7 +21,7 @@ ucs_stats_class_t strand_iface_stats_class = {
         [STRAND_IFACE_STAT_RX_CQE]       = "rx_cqe",
         [STRAND_IFACE_STAT_REPOST]       = "repost",
         [STRAND_IFACE_STAT_STREAM_RESET] = "stream_reset",
-        [STRAND_IFACE_STAT_DCI_RESET]    = "dci_reset"
+        [STRAND_IFACE_STAT_TXQ_RESET]    = "dci_reset"
     }
 };
 

@@ -17,18 +17,18 @@ enum {
     STRAND_IFACE_STAT_TX_CQE,       /* send CQEs consumed */
     STRAND_IFACE_STAT_TX_CQE_ERROR, /* of those, errors and flushes */
     STRAND_IFACE_STAT_TX_TAIL_NOP,  /* signaled NOPs behind unsignaled
-                                          WQEs (flush, DCI wanted) */
+                                          WQEs (flush, send queue wanted) */
     STRAND_IFACE_STAT_RX_CQE,       /* receive CQEs consumed */
     STRAND_IFACE_STAT_REPOST,       /* flushed WQEs posted again */
-    STRAND_IFACE_STAT_STREAM_RESET, /* DCI streams reset after errors */
-    STRAND_IFACE_STAT_DCI_RESET,    /* DCIs back from ERR */
+    STRAND_IFACE_STAT_STREAM_RESET, /* send queue streams reset after errors */
+    STRAND_IFACE_STAT_TXQ_RESET,    /* send queues back from ERR */
     STRAND_IFACE_STAT_LAST
 };
 
 /* per endpoint */
 enum {
     STRAND_EP_STAT_FC_WAIT,         /* refused: no flow-control credits */
-    STRAND_EP_STAT_TXQ_WAIT,        /* refused: no DCI, or no room on it */
+    STRAND_EP_STAT_TXQ_WAIT,        /* refused: no send queue, or no room on it */
     STRAND_EP_STAT_ERROR,           /* failed (once) */
     STRAND_EP_STAT_LAST
 };

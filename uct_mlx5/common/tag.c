@@ -253,7 +253,7 @@ ucs_status_t strand_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
     STRAND_TAG_CHECK(iface);
     STRAND_CHECK_MAX(length + STRAND_TMH_SIZE, iface->config.max_inline,
                         "tag_eager_short");
-    status = strand_ep_am_get_dci(iface, ep, &dci);
+    status = strand_ep_am_get_txq(iface, ep, &txq);
     if (ucs_unlikely(status != UCS_OK)) {
         return strand_ep_refused(iface, ep, status, NULL);
     }
@@ -262,7 +262,7 @@ ucs_status_t strand_ep_tag_eager_short(uct_ep_h tl_ep, uct_tag_t tag,
     sge[0].length = STRAND_TMH_SIZE;
     sge[1].addr   = (uintptr_t)data;
     sge[1].length = (uint32_t)length;
-    strand_ep_post_inline_send(iface, ep, dci, sge, 2,
+    strand_ep_post_inline_send(iface, ep, txq, sge, 2,
                                   strand_ep_am_fm_se(iface, ep));
     strand_ep_am_sent(iface, ep);
     return UCS_OK;
@@ -324,7 +324,7 @@ strand_tm_rndv_op_t *strand_tag_rndv_start(strand_iface_t *iface,
                                               const uct_iov_t *iov,
                                               size_t iovcnt,
                                               uct_completion_t *comp,
-                                              strand_txq_t **dci_p,
+                                              strand_txq_t **txq_p,
                                               uint32_t *app_ctx_p,
                                               ucs_status_t *status_p)
 {
@@ -350,7 +350,7 @@ strand_tm_rndv_op_t *strand_tag_rndv_start(strand_iface_t *iface,
                   "receiver reads it)");
         return NULL;
     }
-    *status_p = strand_ep_am_get_dci(iface, ep, dci_p);
+    *status_p = strand_ep_am_get_txq(iface, ep, txq_p);
     if (ucs_unlikely(*status_p != UCS_OK)) {
         return NULL;
     }
@@ -363,10 +363,10 @@ strand_tm_rndv_op_t *strand_tag_rndv_start(strand_iface_t *iface,
 }
 
 void strand_tag_rndv_post(strand_iface_t *iface, strand_ep_t *ep,
-                             strand_txq_t *dci, const struct ibv_sge *sge,
+                             strand_txq_t *txq, const struct ibv_sge *sge,
                              unsigned n)
 {
-    strand_ep_post_inline_send(iface, ep, dci, sge, n,
+    strand_ep_post_inline_send(iface, ep, txq, sge, n,
                                   strand_ep_am_fm_se(iface, ep));
     strand_ep_am_sent(iface, ep);
     ++iface->tm.stats.rndv_sent;

@@ -52,13 +52,13 @@ strand_tm_rndv_op_t *strand_tag_rndv_start(strand_iface_t *iface,
                                               const uct_iov_t *iov,
                                               size_t iovcnt,
                                               uct_completion_t *comp,
-                                              struct strand_txq **dci_p,
+                                              struct strand_txq **txq_p,
                                               uint32_t *app_ctx_p,
                                               ucs_status_t *status_p);
-/* ... and its end: the request (TMH first) inline on that DCI. */
+/* ... and its end: the request (TMH first) inline on that send queue. */
 void strand_tag_rndv_post(strand_iface_t *iface,
                              struct strand_ep *ep,
-                             struct strand_txq *dci,
+                             struct strand_txq *txq,
                              const struct ibv_sge *sge, unsigned n);
 ucs_status_t strand_ep_tag_rndv_request(uct_ep_h tl_ep, uct_tag_t tag,
                                            const void *header,

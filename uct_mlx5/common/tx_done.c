@@ -28,7 +28,7 @@
  * the room and the waiters of its queue are settled once per CQE
  * (strand_txq_settle). 0 when op is not of that kind.
  */
-static UCS_F_ALWAYS_INLINE int strand_op_retire_light(strand_txq_t *dci,
+static UCS_F_ALWAYS_INLINE int strand_op_retire_light(strand_txq_t *txq,
                                                       strand_op_t *op)
 {
     strand_ep_t *ep = op->ep;
@@ -40,29 +40,29 @@ static UCS_F_ALWAYS_INLINE int strand_op_retire_light(strand_txq_t *dci,
     }
     op->state = STRAND_OP_FREE;
     op->ep    = NULL;
-    dci->outstanding--;
+    txq->outstanding--;
     ep->outstanding--;
     return 1;
 }
 
 /* op retired, one way or the other */
 static UCS_F_ALWAYS_INLINE void strand_op_retire(strand_iface_t *iface,
-                                                 strand_txq_t *dci,
+                                                 strand_txq_t *txq,
                                                  strand_op_t *op)
 {
-    if (!strand_op_retire_light(dci, op)) {
-        strand_op_complete(iface, dci, op, UCS_OK);
+    if (!strand_op_retire_light(txq, op)) {
+        strand_op_complete(iface, txq, op, UCS_OK);
     }
 }
 
 /* after light retirements: the tail moves over the freed slots, the eps
  * waiting for room on the queue are woken */
 static UCS_F_ALWAYS_INLINE void strand_txq_settle(strand_iface_t *iface,
-                                                  strand_txq_t *dci)
+                                                  strand_txq_t *txq)
 {
-    strand_txq_advance_tail_inline(iface, dci);
-    if (ucs_unlikely(!ucs_list_is_empty(&dci->waiters))) {
-        strand_txq_wake_waiters(iface, dci);
+    strand_txq_advance_tail_inline(iface, txq);
+    if (ucs_unlikely(!ucs_list_is_empty(&txq->waiters))) {
+        strand_txq_wake_waiters(iface, txq);
     }
 }
 
@@ -72,60 +72,61 @@ static UCS_F_ALWAYS_INLINE void strand_txq_settle(strand_iface_t *iface,
  * the ones that failed or were flushed had CQEs of their own. 1 when
  * every one of them retired light (strand_op_retire_light). */
 static UCS_F_ALWAYS_INLINE int strand_txq_retire_before(strand_iface_t *iface,
-                                                        strand_txq_t *dci,
+                                                        strand_txq_t *txq,
                                                         const strand_op_t *op)
 {
-    uint32_t bb  = dci->sq_tail;
+    uint32_t bb  = txq->sq_tail;
     uint32_t end = bb + (uint16_t)(op->wqe_idx - (uint16_t)bb);
     strand_op_t *prev;
     int light    = 1;
 
     while (bb != end) {
-        prev = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
+        prev = &txq->ops[bb & (txq->sq.wqe_cnt - 1)];
         bb  += prev->bbs;
         if ((prev->state == STRAND_OP_POSTED) &&
-            !strand_op_retire_light(dci, prev)) {
-            strand_op_complete(iface, dci, prev, UCS_OK);
+            !strand_op_retire_light(txq, prev)) {
+            strand_op_complete(iface, txq, prev, UCS_OK);
             light = 0;
         }
     }
     return light;
 }
 
-/* One send CQE, any kind. A DCI or stream in error takes its CQEs to
+/* One send CQE, any kind. A send queue or stream in error takes its CQEs to
  * recovery. */
-static void strand_txq_cqe(strand_iface_t *iface, strand_txq_t *dci,
+static void strand_txq_cqe(strand_iface_t *iface, strand_txq_t *txq,
                            struct mlx5_cqe64 *cqe)
 {
     uint16_t wqe_counter = strand_cqe_wqe_counter(cqe);
-    strand_op_t *op      = strand_txq_op(dci, wqe_counter);
+    strand_op_t *op      = strand_txq_op(txq, wqe_counter);
 
     if (ucs_unlikely(op == NULL)) {
-        ucs_error("%s: CQE for WQE %u, which DCI %u has not outstanding",
-                  iface->dev->info.name, wqe_counter, dci->index);
+        ucs_error("%s: CQE for WQE %u, which %s %u has not outstanding",
+                  iface->dev->info.name, wqe_counter, iface->tl->names.sq,
+                  txq->index);
         return;
     }
-    if ((uint16_t)dci->sq_tail != wqe_counter) {
-        strand_txq_retire_before(iface, dci, op);
+    if ((uint16_t)txq->sq_tail != wqe_counter) {
+        strand_txq_retire_before(iface, txq, op);
     }
-    if (ucs_unlikely((dci->state == STRAND_TXQ_DRAINING) ||
-                     (dci->lanes[op->lane].state !=
+    if (ucs_unlikely((txq->state == STRAND_TXQ_DRAINING) ||
+                     (txq->lanes[op->lane].state !=
                       STRAND_LANE_OK))) {
-        strand_txq_settle(iface, dci);
-        strand_recovery_flush(iface, dci, op, cqe);
+        strand_txq_settle(iface, txq);
+        strand_recovery_flush(iface, txq, op, cqe);
     } else if (ucs_unlikely(strand_cqe_is_error(cqe))) {
-        strand_txq_settle(iface, dci);
-        strand_recovery_error(iface, dci, op, cqe);
+        strand_txq_settle(iface, txq);
+        strand_recovery_error(iface, txq, op, cqe);
     } else {
-        strand_op_retire(iface, dci, op);
-        strand_txq_settle(iface, dci);
+        strand_op_retire(iface, txq, op);
+        strand_txq_settle(iface, txq);
     }
 }
 
 /*
  * The common send CQE, the one the completion loop is shaped for: a good
  * completion (opcode REQ, which also rules out errors and signature
- * errors) of an active DCI with no stream in error, its WQE outstanding.
+ * errors) of an active send queue with no stream in error, its WQE outstanding.
  * The WQEs up to it retire; when all of them retired light, the tail
  * moves over them here and the rest of the queue's settling (free slots
  * retired out of order after it, the room, the waiters) is left to the
@@ -136,71 +137,71 @@ static void strand_txq_cqe(strand_iface_t *iface, strand_txq_t *dci,
  * the CQE is not of this kind (nothing was done).
  */
 static UCS_F_ALWAYS_INLINE int strand_txq_cqe_fast(strand_iface_t *iface,
-                                                   strand_txq_t *dci,
+                                                   strand_txq_t *txq,
                                                    const struct mlx5_cqe64 *cqe,
                                                    int *settled)
 {
     uint16_t wqe_counter = strand_cqe_wqe_counter(cqe);
-    uint32_t tail        = dci->sq_tail;
+    uint32_t tail        = txq->sq_tail;
     strand_op_t *op;
     uint32_t before;
 
-    if (ucs_unlikely((dci->state != STRAND_TXQ_ACTIVE) ||
-                     (dci->errored != 0))) {
+    if (ucs_unlikely((txq->state != STRAND_TXQ_ACTIVE) ||
+                     (txq->errored != 0))) {
         return 0;
     }
-    op = strand_txq_op(dci, wqe_counter);
+    op = strand_txq_op(txq, wqe_counter);
     if (ucs_unlikely(op == NULL)) {
         return 0;
     }
     if (ucs_likely((uint16_t)tail == wqe_counter) &&
-        strand_op_retire_light(dci, op)) {
+        strand_op_retire_light(txq, op)) {
         /* the one at the tail: the usual CQE per signaled WQE */
-        dci->sq_tail = tail + op->bbs;
+        txq->sq_tail = tail + op->bbs;
         *settled     = 0;
         return 1;
     }
-    before = dci->outstanding;
+    before = txq->outstanding;
     if (((uint16_t)tail != wqe_counter) &&
-        strand_txq_retire_before(iface, dci, op) &&
-        strand_op_retire_light(dci, op)) {
-        dci->sq_tail = tail + (uint16_t)(wqe_counter - (uint16_t)tail) +
+        strand_txq_retire_before(iface, txq, op) &&
+        strand_op_retire_light(txq, op)) {
+        txq->sq_tail = tail + (uint16_t)(wqe_counter - (uint16_t)tail) +
                        op->bbs;
         *settled     = 0;
     } else {
         if (op->state == STRAND_OP_POSTED) {
-            strand_op_complete(iface, dci, op, UCS_OK);
+            strand_op_complete(iface, txq, op, UCS_OK);
         }
-        strand_txq_settle(iface, dci);
+        strand_txq_settle(iface, txq);
         *settled = 1;
     }
     /* (a completion callback may have posted again) */
-    return ucs_max(1, (int)before - (int)dci->outstanding);
+    return ucs_max(1, (int)before - (int)txq->outstanding);
 }
 
-/* A send CQE of send queue dci the common path does not take (an error,
- * a flush, a DCI not active): the CQ's consumer index told first when its
- * handling may reset the DCI; the sends completed. */
+/* A send CQE of send queue txq the common path does not take (an error,
+ * a flush, a send queue not active): the CQ's consumer index told first when its
+ * handling may reset the send queue; the sends completed. */
 static int strand_txq_cqe_slow(strand_iface_t *iface, strand_tx_cq_t *tx,
-                               strand_txq_t *dci, struct mlx5_cqe64 *cqe)
+                               strand_txq_t *txq, struct mlx5_cqe64 *cqe)
 {
-    uint32_t before = dci->outstanding;
+    uint32_t before = txq->outstanding;
 
     if (ucs_unlikely(strand_cqe_is_error(cqe))) {
         STRAND_IFACE_STAT(iface, TX_CQE_ERROR, 1);
         strand_cq_update_ci(tx->cq.dv.dbrec, tx->ci);
-    } else if (dci->state != STRAND_TXQ_ACTIVE) {
+    } else if (txq->state != STRAND_TXQ_ACTIVE) {
         strand_cq_update_ci(tx->cq.dv.dbrec, tx->ci);
     }
-    strand_txq_cqe(iface, dci, cqe);
-    return ucs_max(1, (int)before - (int)dci->outstanding);
+    strand_txq_cqe(iface, txq, cqe);
+    return ucs_max(1, (int)before - (int)txq->outstanding);
 }
 
-/* A send CQE that is not a good completion of a known send queue (dci,
+/* A send CQE that is not a good completion of a known send queue (txq,
  * NULL if none): a signature error, an error or flush, a CQE of one of
  * the transport's own QPs; the sends completed. */
 static int strand_txq_cqe_other(strand_iface_t *iface, strand_tx_cq_t *tx,
-                                struct mlx5_cqe64 *cqe, strand_txq_t *dci)
+                                struct mlx5_cqe64 *cqe, strand_txq_t *txq)
 {
     if (strand_cqe_opcode(cqe) == MLX5_CQE_SIG_ERR) {
         /* a checked GET had a bad block; its READ's own CQE follows */
@@ -211,10 +212,10 @@ static int strand_txq_cqe_other(strand_iface_t *iface, strand_tx_cq_t *tx,
         }
         return 0;
     }
-    if (dci != NULL) {
-        dci->cqes++;
+    if (txq != NULL) {
+        txq->cqes++;
         STRAND_IFACE_STAT(iface, TX_CQE, 1);
-        return strand_txq_cqe_slow(iface, tx, dci, cqe);
+        return strand_txq_cqe_slow(iface, tx, txq, cqe);
     }
     strand_cq_update_ci(tx->cq.dv.dbrec, tx->ci);
     /* no send queue's: the transport's own (rc_strand's QPs that read
@@ -233,8 +234,8 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
     const uint32_t start    = tx->ci;
     uint32_t ci             = start;
     uint32_t last_qpn       = UINT32_MAX; /* no QPN's (24 bits) */
-    strand_txq_t *dci       = NULL;       /* last_qpn's */
-    int unsettled           = 0;  /* dci left to settle by
+    strand_txq_t *txq       = NULL;       /* last_qpn's */
+    int unsettled           = 0;  /* txq left to settle by
                                      strand_txq_cqe_fast */
     int left                = *budget;
     strand_cq_cursor_t cur  = tx->cur;
@@ -245,7 +246,7 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
     /* The consumer index is written once per poll (and at every multiple
      * of tx_ci_batch in a long one: completions post, and the CQ has room
      * for what can be outstanding plus one batch), and before a CQE whose
-     * handling may reset its DCI (an error, a DCI draining). Consecutive
+     * handling may reset its send queue (an error, a send queue draining). Consecutive
      * CQEs of one send queue (the usual run) look it up once; any
      * handling other than a light retirement forgets it (a callback may
      * destroy QPs). tx->ci is written where something reads it: the
@@ -260,32 +261,32 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
         if (ucs_unlikely(cqe->sop_drop_qpn != last_qpn) ||
             ucs_unlikely((op_own >> 4) != MLX5_CQE_REQ)) {
             if (unsettled) {
-                strand_txq_settle(iface, dci);
+                strand_txq_settle(iface, txq);
                 unsettled = 0;
             }
-            dci      = strand_txq_by_qpn(iface, strand_cqe_qpn(cqe));
+            txq      = strand_txq_by_qpn(iface, strand_cqe_qpn(cqe));
             last_qpn = cqe->sop_drop_qpn; /* (the WQE's opcode too: a
                                              change costs a lookup) */
-            if (ucs_unlikely(dci == NULL) ||
+            if (ucs_unlikely(txq == NULL) ||
                 ucs_unlikely((op_own >> 4) != MLX5_CQE_REQ)) {
                 tx->ci   = ci;
-                left    -= strand_txq_cqe_other(iface, tx, cqe, dci);
+                left    -= strand_txq_cqe_other(iface, tx, cqe, txq);
                 last_qpn = UINT32_MAX;
                 continue;
             }
         }
-        dci->cqes++;
+        txq->cqes++;
         STRAND_IFACE_STAT(iface, TX_CQE, 1);
-        done = strand_txq_cqe_fast(iface, dci, cqe, &settled);
+        done = strand_txq_cqe_fast(iface, txq, cqe, &settled);
         if (ucs_likely(done > 0) && ucs_likely(!settled)) {
             unsettled = 1;
         } else {
             if (done == 0) {
                 if (unsettled) {
-                    strand_txq_settle(iface, dci);
+                    strand_txq_settle(iface, txq);
                 }
                 tx->ci = ci;
-                done   = strand_txq_cqe_slow(iface, tx, dci, cqe);
+                done   = strand_txq_cqe_slow(iface, tx, txq, cqe);
             }
             unsettled = 0;
             last_qpn  = UINT32_MAX;
@@ -293,7 +294,7 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
         left -= done;
     }
     if (unsettled) {
-        strand_txq_settle(iface, dci);
+        strand_txq_settle(iface, txq);
     }
     if (ci != start) {
         tx->ci  = ci;

@@ -22,17 +22,17 @@
 
 #include <string.h>
 
-void strand_txq_geometry(strand_iface_t *iface, strand_txq_t *dci)
+void strand_txq_geometry(strand_iface_t *iface, strand_txq_t *txq)
 {
-    strand_sq_init(&dci->sq, &dci->qp.dv, dci->qp.qpn,
-                   (strand_mmio_mode_t)iface->md->mmio_mode, dci->qp.bf);
-    dci->op_delta     = (uintptr_t)dci->ops - (uintptr_t)dci->sq.buf;
-    dci->sq_tail      = 0;
-    dci->moderation   = iface->tx_moderation;
-    dci->ce_countdown = dci->moderation;
-    dci->outstanding  = 0;
-    dci->ring_end     = dci->sq.wqe_cnt;
-    strand_txq_set_room(iface, dci);
+    strand_sq_init(&txq->sq, &txq->qp.dv, txq->qp.qpn,
+                   (strand_mmio_mode_t)iface->md->mmio_mode, txq->qp.bf);
+    txq->op_delta     = (uintptr_t)txq->ops - (uintptr_t)txq->sq.buf;
+    txq->sq_tail      = 0;
+    txq->moderation   = iface->tx_moderation;
+    txq->ce_countdown = txq->moderation;
+    txq->outstanding  = 0;
+    txq->ring_end     = txq->sq.wqe_cnt;
+    strand_txq_set_room(iface, txq);
 }
 
 /* A queue of wqe_cnt BBs came: unsignaled WQEs of the largest size fill
@@ -45,109 +45,109 @@ static void strand_txq_moderation_fit(strand_iface_t *iface,
     unsigned m = ucs_max(1, ucs_min(iface->tx_moderation,
                                     wqe_cnt /
                                     (4 * iface->config.txq_max_bbs)));
-    strand_txq_t *dci;
+    strand_txq_t *txq;
     unsigned i, unsignaled;
 
     if (m == iface->tx_moderation) {
         return;
     }
     for (i = 0; i < iface->txq_hwm; ++i) {
-        dci = &iface->txqs[i];
-        if (dci->qp.h == NULL) {
+        txq = &iface->txqs[i];
+        if (txq->qp.h == NULL) {
             continue;
         }
-        unsignaled        = strand_txq_unsignaled(dci);
-        dci->moderation   = m;
-        dci->ce_countdown = (unsignaled < m) ? m - unsignaled : 1;
+        unsignaled        = strand_txq_unsignaled(txq);
+        txq->moderation   = m;
+        txq->ce_countdown = (unsignaled < m) ? m - unsignaled : 1;
     }
     iface->tx_moderation = m;
 }
 
 /* A slot of the pool: streams, no QP yet. */
 ucs_status_t strand_txq_slot_init(strand_iface_t *iface,
-                                     strand_txq_t *dci, unsigned i)
+                                     strand_txq_t *txq, unsigned i)
 {
     unsigned s;
 
-    dci->index   = i;
-    dci->home    = 0;
-    ucs_list_head_init(&dci->waiters);
-    dci->state   = STRAND_TXQ_FREE;
-    dci->lanes = ucs_calloc(iface->config.num_lanes,
-                              sizeof(*dci->lanes), "strand_lanes");
-    if (dci->lanes == NULL) {
+    txq->index   = i;
+    txq->home    = 0;
+    ucs_list_head_init(&txq->waiters);
+    txq->state   = STRAND_TXQ_FREE;
+    txq->lanes = ucs_calloc(iface->config.num_lanes,
+                              sizeof(*txq->lanes), "strand_lanes");
+    if (txq->lanes == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
     for (s = 0; s < iface->config.num_lanes; ++s) {
-        /* the stream ids are the DCI's channels 0 .. 2^log_concurent - 1,
+        /* the stream ids are the send queue's channels 0 .. 2^log_concurent - 1,
          * as UCX numbers them: the hardware maps an id onto its channel
          * and refuses one outside the range (spec section 9). Without
-         * streams the one slot writes 0, what a DCI without streams takes.
+         * streams the one slot writes 0, what a send queue without streams takes.
          * Whether an ep has a stream is its own state (ep->txq), never an
          * id. */
-        dci->lanes[s].id = (uint16_t)s;
-        ucs_queue_head_init(&dci->lanes[s].held);
+        txq->lanes[s].id = (uint16_t)s;
+        ucs_queue_head_init(&txq->lanes[s].held);
     }
     return UCS_OK;
 }
 
 ucs_status_t strand_txq_attach_qp(strand_iface_t *iface,
-                                     strand_txq_t *dci)
+                                     strand_txq_t *txq)
 {
     strand_dev_t *dev = iface->dev;
     khiter_t it;
     int ret;
 
-    it = kh_put(strand_txq_qpn, &iface->txq_by_qpn, dci->qp.qpn, &ret);
+    it = kh_put(strand_txq_qpn, &iface->txq_by_qpn, txq->qp.qpn, &ret);
     if (ret <= 0) {
         ucs_error("%s: send queue %u: QP number 0x%x is not unique",
-                  dev->info.name, dci->index, dci->qp.qpn);
+                  dev->info.name, txq->index, txq->qp.qpn);
         return UCS_ERR_IO_ERROR;
     }
-    kh_value(&iface->txq_by_qpn, it) = dci->index;
-    iface->txq_hints[dci->qp.qpn % STRAND_TXQ_HINTS].qpn   = dci->qp.qpn;
-    iface->txq_hints[dci->qp.qpn % STRAND_TXQ_HINTS].txq   = dci;
-    strand_txq_geometry(iface, dci);
-    if (dci->sq.wqe_cnt < iface->config.txq_max_bbs) {
+    kh_value(&iface->txq_by_qpn, it) = txq->index;
+    iface->txq_hints[txq->qp.qpn % STRAND_TXQ_HINTS].qpn   = txq->qp.qpn;
+    iface->txq_hints[txq->qp.qpn % STRAND_TXQ_HINTS].txq   = txq;
+    strand_txq_geometry(iface, txq);
+    if (txq->sq.wqe_cnt < iface->config.txq_max_bbs) {
         ucs_error("%s: send queue of %u BBs is too small",
-                  dev->info.name, dci->sq.wqe_cnt);
+                  dev->info.name, txq->sq.wqe_cnt);
         return UCS_ERR_INVALID_PARAM;
     }
-    strand_txq_moderation_fit(iface, dci->sq.wqe_cnt);
-    dci->ops      = ucs_calloc(dci->sq.wqe_cnt, sizeof(*dci->ops),
+    strand_txq_moderation_fit(iface, txq->sq.wqe_cnt);
+    txq->ops      = ucs_calloc(txq->sq.wqe_cnt, sizeof(*txq->ops),
                                "strand_ops");
-    dci->op_delta = (uintptr_t)dci->ops - (uintptr_t)dci->sq.buf;
-    return (dci->ops == NULL) ? UCS_ERR_NO_MEMORY : UCS_OK;
+    txq->op_delta = (uintptr_t)txq->ops - (uintptr_t)txq->sq.buf;
+    return (txq->ops == NULL) ? UCS_ERR_NO_MEMORY : UCS_OK;
 }
 
-void strand_txq_detach_qp(strand_iface_t *iface, strand_txq_t *dci)
+void strand_txq_detach_qp(strand_iface_t *iface, strand_txq_t *txq)
 {
     khiter_t it;
 
-    if (dci->qp.h == NULL) {
+    if (txq->qp.h == NULL) {
         return;
     }
-    it = kh_get(strand_txq_qpn, &iface->txq_by_qpn, dci->qp.qpn);
+    it = kh_get(strand_txq_qpn, &iface->txq_by_qpn, txq->qp.qpn);
     if (it != kh_end(&iface->txq_by_qpn)) {
         kh_del(strand_txq_qpn, &iface->txq_by_qpn, it);
     }
-    if (iface->txq_hints[dci->qp.qpn % STRAND_TXQ_HINTS].qpn == dci->qp.qpn) {
-        iface->txq_hints[dci->qp.qpn % STRAND_TXQ_HINTS].qpn =
+    if (iface->txq_hints[txq->qp.qpn % STRAND_TXQ_HINTS].qpn == txq->qp.qpn) {
+        iface->txq_hints[txq->qp.qpn % STRAND_TXQ_HINTS].qpn =
                 STRAND_TXQ_HINT_NONE;
     }
     /* through ERR, as UCX's rc QPs leave: it has nothing outstanding and
      * takes no receives (rc_strand's requester QPs; the responder QPs,
      * which take them, wait for their flushes: rc/rc_retire.h), and the
      * device stops whatever is on the wire for it */
-    iface->dev->ops->qp_to_err(iface->dev, &dci->qp);
-    iface->dev->ops->destroy_qp(iface->dev, &dci->qp);
-    dci->qp.h = NULL;
-    ucs_free(dci->ops);
-    dci->ops = NULL;
-    if (dci->held_db != NULL) {
+    iface->dev->ops->qp_to_err(iface->dev, &txq->qp);
+    iface->dev->ops->destroy_qp(iface->dev, &txq->qp);
+    txq->qp.h = NULL;
+    ucs_free(txq->ops);
+    txq->ops = NULL;
+    if (txq->held_db != NULL) {
         --iface->held_txqs;
-        ucs_free(dci->held_db);
-        dci->held_db = NULL;
+        ucs_free(txq->held_db);
+        txq->held_db = NULL;
     }
 }
 
@@ -162,7 +162,7 @@ typedef struct strand_txq_held {
     strand_dev_qp_kick_t kick;
 } strand_txq_held_t;
 
-ucs_status_t strand_txq_hold(strand_iface_t *iface, strand_txq_t *dci)
+ucs_status_t strand_txq_hold(strand_iface_t *iface, strand_txq_t *txq)
 {
     strand_txq_held_t *held;
 
@@ -170,31 +170,31 @@ ucs_status_t strand_txq_hold(strand_iface_t *iface, strand_txq_t *dci)
                            "strand_sq_held") != 0) {
         return UCS_ERR_NO_MEMORY;
     }
-    strand_sq_hold(&dci->sq, &held->sq, held->scratch);
-    held->kick   = dci->qp.kick;
-    dci->qp.kick = (dci->qp.kick != NULL) ? strand_dev_qp_kick_none : NULL;
-    dci->held_db = held;
+    strand_sq_hold(&txq->sq, &held->sq, held->scratch);
+    held->kick   = txq->qp.kick;
+    txq->qp.kick = (txq->qp.kick != NULL) ? strand_dev_qp_kick_none : NULL;
+    txq->held_db = held;
     ++iface->held_txqs;
     return UCS_OK;
 }
 
 /* The device hears of every WQE held (a connected QP executes them, one
  * in ERR flushes them). */
-void strand_txq_unhold(strand_iface_t *iface, strand_txq_t *dci)
+void strand_txq_unhold(strand_iface_t *iface, strand_txq_t *txq)
 {
-    strand_txq_held_t *held = dci->held_db;
+    strand_txq_held_t *held = txq->held_db;
 
     if (held == NULL) {
         return;
     }
     ucs_assert(iface->held_txqs > 0);
     --iface->held_txqs;
-    dci->qp.kick = held->kick;
-    if (strand_sq_release(&dci->sq, &held->sq)) {
-        strand_dev_qp_kick(&dci->qp);
+    txq->qp.kick = held->kick;
+    if (strand_sq_release(&txq->sq, &held->sq)) {
+        strand_dev_qp_kick(&txq->qp);
     }
     ucs_free(held);
-    dci->held_db = NULL;
+    txq->held_db = NULL;
 }
 
 ucs_status_t strand_txq_pool_init(strand_iface_t *iface)
@@ -243,7 +243,7 @@ void strand_op_release(strand_iface_t *iface, strand_op_t *op)
 
 void strand_txq_pool_cleanup(strand_iface_t *iface)
 {
-    strand_txq_t *dci;
+    strand_txq_t *txq;
     uint32_t bb;
     unsigned i;
 
@@ -251,19 +251,19 @@ void strand_txq_pool_cleanup(strand_iface_t *iface)
         return;
     }
     for (i = 0; i < iface->txq_hwm; ++i) {
-        dci = &iface->txqs[i];
-        if (dci->ops != NULL) {
+        txq = &iface->txqs[i];
+        if (txq->ops != NULL) {
             /* descriptors of work still on the wire at close */
-            for (bb = dci->sq_tail; bb != dci->sq.cur_post; ++bb) {
+            for (bb = txq->sq_tail; bb != txq->sq.cur_post; ++bb) {
                 strand_op_release(iface,
-                                     &dci->ops[bb & (dci->sq.wqe_cnt - 1)]);
+                                     &txq->ops[bb & (txq->sq.wqe_cnt - 1)]);
             }
         }
-        if (dci->qp.h != NULL) {
-            iface->dev->ops->destroy_qp(iface->dev, &dci->qp);
+        if (txq->qp.h != NULL) {
+            iface->dev->ops->destroy_qp(iface->dev, &txq->qp);
         }
-        ucs_free(dci->ops);
-        ucs_free(dci->lanes);
+        ucs_free(txq->ops);
+        ucs_free(txq->lanes);
     }
     if (iface->tl->sq_close != NULL) {
         iface->tl->sq_close(iface);
@@ -288,77 +288,77 @@ int strand_txq_pool_busy(strand_iface_t *iface)
     return 0;
 }
 
-unsigned strand_txq_lane_outstanding(const strand_txq_t *dci,
+unsigned strand_txq_lane_outstanding(const strand_txq_t *txq,
                                           unsigned stream)
 {
     const strand_op_t *op;
     unsigned count = 0;
     uint32_t bb;
 
-    for (bb = dci->sq_tail; bb != dci->sq.cur_post; ++bb) {
-        op     = &dci->ops[bb & (dci->sq.wqe_cnt - 1)];
+    for (bb = txq->sq_tail; bb != txq->sq.cur_post; ++bb) {
+        op     = &txq->ops[bb & (txq->sq.wqe_cnt - 1)];
         count += (op->state != STRAND_OP_FREE) && (op->lane == stream);
     }
     return count;
 }
 
 void strand_txq_advance_tail(strand_iface_t *iface,
-                                       strand_txq_t *dci)
+                                       strand_txq_t *txq)
 {
-    strand_txq_advance_tail_inline(iface, dci);
+    strand_txq_advance_tail_inline(iface, txq);
 }
 
-void strand_txq_log_wqe(strand_txq_t *dci, uint16_t wqe_idx)
+void strand_txq_log_wqe(strand_txq_t *txq, uint16_t wqe_idx)
 {
-    struct mlx5_wqe_ctrl_seg *ctrl = strand_sq_bb(dci->sq.buf, dci->sq.wqe_cnt,
+    struct mlx5_wqe_ctrl_seg *ctrl = strand_sq_bb(txq->sq.buf, txq->sq.wqe_cnt,
                                                   wqe_idx);
     const uint32_t *u;
     unsigned i, ds = strand_ctrl_ds(ctrl);
 
     for (i = 0; i < ds; ++i) {
-        u = strand_sq_wrap((uint8_t*)ctrl + i * STRAND_WQE_DS, dci->sq.buf,
-                           dci->sq.end);
+        u = strand_sq_wrap((uint8_t*)ctrl + i * STRAND_WQE_DS, txq->sq.buf,
+                           txq->sq.end);
         ucs_debug("  wqe[%u]: %08x %08x %08x %08x", i, be32toh(u[0]),
                   be32toh(u[1]), be32toh(u[2]), be32toh(u[3]));
     }
 }
 
 ucs_status_t strand_txq_signal_tail(strand_iface_t *iface,
-                                       strand_txq_t *dci)
+                                       strand_txq_t *txq)
 {
     strand_txq_slot_t slot;
     unsigned i;
 
-    if ((strand_txq_unsignaled(dci) == 0) ||
-        (dci->outstanding == 0)) {
+    if ((strand_txq_unsignaled(txq) == 0) ||
+        (txq->outstanding == 0)) {
         return UCS_OK; /* a CQE is due for every WQE posted */
     }
-    if ((dci->state != STRAND_TXQ_ACTIVE) ||
-        !strand_txq_has_room(iface, dci)) {
+    if ((txq->state != STRAND_TXQ_ACTIVE) ||
+        !strand_txq_has_room(iface, txq)) {
         return UCS_ERR_NO_RESOURCE;
     }
     /* on a healthy stream, else it would only come back flushed */
     for (i = 0; i < iface->config.num_lanes; ++i) {
-        if (dci->lanes[i].state == STRAND_LANE_OK) {
+        if (txq->lanes[i].state == STRAND_LANE_OK) {
             break;
         }
     }
     if (i == iface->config.num_lanes) {
         return UCS_ERR_NO_RESOURCE;
     }
-    strand_txq_slot(dci, &slot);
-    /* with an address part where the queue's WQEs carry one (a DCI's
+    strand_txq_slot(txq, &slot);
+    /* with an address part where the queue's WQEs carry one (a send queue's
      * every WQE must: a NIC fails one without) */
     strand_txq_set_av(slot.ctrl, &iface->nop_av, iface->nop_av_ds);
-    strand_sq_set_ctrl(&dci->sq, slot.ctrl, 0, MLX5_OPCODE_NOP,
-                       1 + iface->nop_av_ds, strand_txq_ce(dci, 1), 0);
-    strand_set_ctrl_stream(slot.ctrl, dci->lanes[i].id);
+    strand_sq_set_ctrl(&txq->sq, slot.ctrl, 0, MLX5_OPCODE_NOP,
+                       1 + iface->nop_av_ds, strand_txq_ce(txq, 1), 0);
+    strand_set_ctrl_stream(slot.ctrl, txq->lanes[i].id);
     STRAND_IFACE_STAT(iface, TX_TAIL_NOP, 1);
-    strand_txq_log_tx(dci, slot.ctrl, iface->nop_av_ds);
+    strand_txq_log_tx(txq, slot.ctrl, iface->nop_av_ds);
     /* nobody's: it only retires the WQEs before it */
-    strand_txq_claim_light(dci, &slot, 1, NULL,
+    strand_txq_claim_light(txq, &slot, 1, NULL,
                               strand_op_light_kind(i, MLX5_OPCODE_NOP));
-    strand_txq_ring(dci, slot.ctrl, 1);
+    strand_txq_ring(txq, slot.ctrl, 1);
     return UCS_OK;
 }
 
@@ -388,27 +388,27 @@ static const char *strand_txq_state_str(uint8_t state)
 static int strand_txq_pool_consistent(strand_iface_t *iface)
 {
     uint32_t bb, posted, flushed, per_lane;
-    strand_txq_t *dci;
+    strand_txq_t *txq;
     unsigned i, j;
     uint8_t state;
 
     for (i = 0; i < iface->txq_hwm; ++i) {
-        dci = &iface->txqs[i];
-        if ((dci->state == STRAND_TXQ_FREE) &&
-            ((dci->users > 0) || (dci->outstanding > 0))) {
+        txq = &iface->txqs[i];
+        if ((txq->state == STRAND_TXQ_FREE) &&
+            ((txq->users > 0) || (txq->outstanding > 0))) {
             return 0;
         }
-        for (posted = 0, flushed = 0, bb = dci->sq_tail; bb != dci->sq.cur_post;
+        for (posted = 0, flushed = 0, bb = txq->sq_tail; bb != txq->sq.cur_post;
              ++bb) {
-            state    = dci->ops[bb & (dci->sq.wqe_cnt - 1)].state;
+            state    = txq->ops[bb & (txq->sq.wqe_cnt - 1)].state;
             posted  += (state != STRAND_OP_FREE);
             flushed += (state == STRAND_OP_FLUSHED);
         }
         for (per_lane = 0, j = 0; j < iface->config.num_lanes; ++j) {
-            per_lane += strand_txq_lane_outstanding(dci, j);
+            per_lane += strand_txq_lane_outstanding(txq, j);
         }
-        if ((posted != dci->outstanding) || (per_lane != posted) ||
-            (flushed != dci->flushed)) {
+        if ((posted != txq->outstanding) || (per_lane != posted) ||
+            (flushed != txq->flushed)) {
             return 0;
         }
     }
@@ -418,7 +418,7 @@ static int strand_txq_pool_consistent(strand_iface_t *iface)
 void strand_txq_pool_show(strand_iface_t *iface,
                              ucs_string_buffer_t *strb)
 {
-    strand_txq_t *dci;
+    strand_txq_t *txq;
     unsigned i, j, outstanding;
     int tl_ok;
 
@@ -426,38 +426,38 @@ void strand_txq_pool_show(strand_iface_t *iface,
      * stack), and whether its invariants hold */
     tl_ok = (iface->tl->sq_show == NULL) || iface->tl->sq_show(iface, strb);
     for (i = 0; i < iface->txq_hwm; ++i) {
-        dci = &iface->txqs[i];
+        txq = &iface->txqs[i];
         ucs_string_buffer_appendf(strb, "dci %u qpn 0x%x state %s "
                                   "outstanding %u users %u errored %u "
                                   "flushed %u resets %u cqes %" PRIu64
-                                  " unsignaled %u\n", i, dci->qp.qpn,
-                                  strand_txq_state_str(dci->state),
-                                  dci->outstanding, dci->users, dci->errored,
-                                  dci->flushed, dci->resets, dci->cqes,
-                                  (dci->qp.h != NULL) ?
-                                  strand_txq_unsignaled(dci) : 0);
+                                  " unsignaled %u\n", i, txq->qp.qpn,
+                                  strand_txq_state_str(txq->state),
+                                  txq->outstanding, txq->users, txq->errored,
+                                  txq->flushed, txq->resets, txq->cqes,
+                                  (txq->qp.h != NULL) ?
+                                  strand_txq_unsignaled(txq) : 0);
         for (j = 0; j < iface->config.num_lanes; ++j) {
-            outstanding = strand_txq_lane_outstanding(dci, j);
-            if ((dci->lanes[j].users == 0) && (outstanding == 0) &&
-                (dci->lanes[j].state == STRAND_LANE_OK) &&
-                (dci->lanes[j].resets == 0) &&
-                (dci->lanes[j].leases == 0) &&
-                ucs_queue_is_empty(&dci->lanes[j].held)) {
+            outstanding = strand_txq_lane_outstanding(txq, j);
+            if ((txq->lanes[j].users == 0) && (outstanding == 0) &&
+                (txq->lanes[j].state == STRAND_LANE_OK) &&
+                (txq->lanes[j].resets == 0) &&
+                (txq->lanes[j].leases == 0) &&
+                ucs_queue_is_empty(&txq->lanes[j].held)) {
                 continue;
             }
             ucs_string_buffer_appendf(strb, "  stream %u %s outstanding %u "
                                       "users %u held %zu resets %u "
                                       "leases %u dest 0x%" PRIx64 "%s\n",
-                                      dci->lanes[j].id,
-                                      (dci->lanes[j].state ==
+                                      txq->lanes[j].id,
+                                      (txq->lanes[j].state ==
                                        STRAND_LANE_OK) ? "ok" :
                                       "draining", outstanding,
-                                      dci->lanes[j].users,
-                                      ucs_queue_length(&dci->lanes[j].held),
-                                      dci->lanes[j].resets,
-                                      dci->lanes[j].leases,
-                                      dci->lanes[j].dest,
-                                      dci->lanes[j].mixed ? " mixed" : "");
+                                      txq->lanes[j].users,
+                                      ucs_queue_length(&txq->lanes[j].held),
+                                      txq->lanes[j].resets,
+                                      txq->lanes[j].leases,
+                                      txq->lanes[j].dest,
+                                      txq->lanes[j].mixed ? " mixed" : "");
         }
     }
     ucs_string_buffer_appendf(strb, "consistent %s\n",

@@ -346,7 +346,7 @@ UCS_STATIC_INIT
  * address vector to the peer's DCT. */
 const strand_tl_ops_t strand_dc_tl_ops = {
     .names           = {STRAND_DC_TL_NAME, STRAND_DC_CONFIG_PREFIX, "NUM_DCI",
-                        "DCIs", "NUM_DCI"},
+                        "DCIs", "NUM_DCI", "DCI"},
     .max_sqs         = STRAND_DC_MAX_DCI,
     .sqs_per_cq      = STRAND_DC_MAX_DCI,
     .rndv_hdr_len    = STRAND_DC_RNDV_HDR_LEN,

@@ -31,7 +31,7 @@ static int strand_dc_policy_streams(const strand_iface_t *iface)
 }
 
 void strand_dc_policy_dci_attr(strand_dc_iface_t *iface,
-                               strand_dev_dci_attr_t *attr)
+                               strand_dev_sq_attr_t *attr)
 {
     attr->log_num_concurent = 0;
     attr->log_num_errored   = 0;

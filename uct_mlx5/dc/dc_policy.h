@@ -36,7 +36,7 @@ void strand_dc_policy_release(strand_iface_t *iface, strand_ep_t *ep);
 int strand_dc_policy_can_post(strand_iface_t *iface, strand_ep_t *ep);
 /* The configuration of the DCIs the policy needs (streams, errored). */
 void strand_dc_policy_dci_attr(strand_dc_iface_t *iface,
-                               strand_dev_dci_attr_t *attr);
+                               strand_dev_sq_attr_t *attr);
 /* The policy's part of the pool: the free stack. */
 void strand_dc_policy_init(strand_dc_iface_t *iface);
 /* a DCI whose lessee is gone (dcs) may go back once idle */

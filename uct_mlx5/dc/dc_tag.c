@@ -43,7 +43,7 @@ ucs_status_ptr_t strand_dc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
                         "tag_rndv_zcopy: %zu header bytes inline (max %zu)",
                         sizeof(hdrs) + header_length,
                         iface->config.max_inline);
-    rndv = strand_tag_rndv_start(iface, ep, iov, iovcnt, comp, &dci,
+    rndv = strand_tag_rndv_start(iface, ep, iov, iovcnt, comp, &txq,
                                     &app_ctx, &status);
     if (rndv == NULL) {
         return UCS_STATUS_PTR(status);
@@ -60,7 +60,7 @@ ucs_status_ptr_t strand_dc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     sge[0].length = sizeof(hdrs);
     sge[1].addr   = (uintptr_t)header + priv;
     sge[1].length = header_length - priv;
-    strand_tag_rndv_post(iface, ep, dci, sge, 2);
+    strand_tag_rndv_post(iface, ep, txq, sge, 2);
     return rndv;
 }
 

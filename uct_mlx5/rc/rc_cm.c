@@ -40,7 +40,6 @@
  * UCT user would (uct_iface_open), for few, small messages. */
 #define STRAND_RC_CM_TL_NAME   "dc_strand"
 #define STRAND_RC_CM_CONFIG_PREFIX "DC_STRAND_"
-#define STRAND_RC_CM_NUM_DCI   4
 #define STRAND_RC_CM_TX_QUEUE  32
 #define STRAND_RC_CM_RX_QUEUE  128
 #define STRAND_RC_CM_SEG_SIZE  256
@@ -631,7 +630,7 @@ static ucs_status_t strand_rc_cm_connect_qp(strand_rc_cm_t *cm,
 {
     strand_iface_t *iface = cm->iface;
     strand_ep_t *ep       = conn->ep;
-    strand_txq_t *dci     = &iface->txqs[ep->txq];
+    strand_txq_t *txq     = &iface->txqs[ep->txq];
     strand_dev_t *dev        = iface->dev;
     strand_dev_rc_attr_t attr;
     strand_dev_rc_dest_t dest;
@@ -641,10 +640,10 @@ static ucs_status_t strand_rc_cm_connect_qp(strand_rc_cm_t *cm,
 
     strand_rc_dest(&conn->dev_addr, conn->remote_qpn, &dest);
     strand_rc_qp_attr(iface, &attr);
-    err = dev->ops->connect_rc(dev, &dci->qp, &attr, &dest);
+    err = dev->ops->connect_rc(dev, &txq->qp, &attr, &dest);
     if (err != 0) {
         ucs_error("%s: rc_strand: failed to connect QP 0x%x to QP 0x%x: %s",
-                  dev->info.name, dci->qp.qpn, conn->remote_qpn,
+                  dev->info.name, txq->qp.qpn, conn->remote_qpn,
                   strerror(err));
         return UCS_ERR_IO_ERROR;
     }
@@ -656,7 +655,7 @@ static ucs_status_t strand_rc_cm_connect_qp(strand_rc_cm_t *cm,
     }
     ep->dest_qpn = conn->remote_qpn;
     ucs_debug("%s: rc_strand ep %p: QP 0x%x connected to %s",
-              dev->info.name, ep, dci->qp.qpn,
+              dev->info.name, ep, txq->qp.qpn,
               strand_av_str(&ep->av, peer, sizeof(peer)));
     strand_rc_qp_connected(iface, ep);
     return UCS_OK;

@@ -141,7 +141,7 @@ ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     UCT_CHECK_PARAM_PTR(header_length <= strand_rc_rndv_max_hdr(iface),
                         "tag_rndv_zcopy: header of %u bytes (max %u)",
                         header_length, strand_rc_rndv_max_hdr(iface));
-    rndv = strand_tag_rndv_start(iface, ep, iov, iovcnt, comp, &dci,
+    rndv = strand_tag_rndv_start(iface, ep, iov, iovcnt, comp, &txq,
                                     &app_ctx, &status);
     if (rndv == NULL) {
         return UCS_STATUS_PTR(status);
@@ -174,6 +174,6 @@ ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
     sge[0].length = sizeof(tmh);
     sge[1].addr   = (uintptr_t)rts;
     sge[1].length = (uint32_t)rts_len;
-    strand_tag_rndv_post(iface, ep, dci, sge, 2);
+    strand_tag_rndv_post(iface, ep, txq, sge, 2);
     return rndv;
 }

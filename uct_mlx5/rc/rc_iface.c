@@ -58,7 +58,7 @@ static ucs_config_field_t strand_rc_iface_config_table[] = {
 };
 
 /* The configuration as the shared code reads it: what rc_strand has no
- * option for is fixed (no DCI policy, streams or flow control: an RC
+ * option for is fixed (no send queue policy, streams or flow control: an RC
  * receiver that runs out of buffers is covered by receiver-not-ready
  * retries). */
 static void strand_rc_config_to_dc(const strand_rc_iface_config_t *rc,
@@ -361,7 +361,7 @@ UCS_STATIC_INIT
  * responder QPs' send CQEs of its rendezvous */
 static const strand_tl_ops_t strand_rc_tl_ops = {
     .names           = {STRAND_RC_TL_NAME, STRAND_RC_CONFIG_PREFIX, "MAX_EPS",
-                        "QP slots", "min(MAX_EPS, 256)"},
+                        "QP slots", "min(MAX_EPS, 256)", "QP"},
     .max_sqs         = STRAND_RC_MAX_EPS,
     .sqs_per_cq      = STRAND_RC_EPS_PER_CQ,
     .tm_tx_extra     = STRAND_RC_RNDV_MAX_WQES,

@@ -21,7 +21,7 @@
 void strand_rc_qp_attr(const strand_iface_t *iface,
                        strand_dev_rc_attr_t *attr)
 {
-    const strand_dev_dci_attr_t *d = &iface->sq_attr;
+    const strand_dev_sq_attr_t *d = &iface->sq_attr;
 
     memset(attr, 0, sizeof(*attr));
     attr->td            = d->td;
@@ -43,7 +43,7 @@ void strand_rc_qp_attr(const strand_iface_t *iface,
 /* The lowest slot without a QP: slots below txq_hwm are set up, the next
  * one is set up now (MAX_EPS costs memory only as endpoints come). */
 static ucs_status_t strand_rc_qp_slot(strand_iface_t *iface,
-                                      strand_txq_t **dci_p)
+                                      strand_txq_t **txq_p)
 {
     ucs_status_t status;
     unsigned i;
@@ -51,7 +51,7 @@ static ucs_status_t strand_rc_qp_slot(strand_iface_t *iface,
     for (i = 0; i < iface->txq_hwm; ++i) {
         if ((iface->txqs[i].qp.h == NULL) &&
             (iface->txqs[i].state == STRAND_TXQ_FREE)) {
-            *dci_p = &iface->txqs[i];
+            *txq_p = &iface->txqs[i];
             return UCS_OK;
         }
     }
@@ -61,8 +61,8 @@ static ucs_status_t strand_rc_qp_slot(strand_iface_t *iface,
                   iface->num_txqs, iface->cfg_prefix);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
-    *dci_p = &iface->txqs[iface->txq_hwm];
-    status = strand_txq_slot_init(iface, *dci_p, iface->txq_hwm);
+    *txq_p = &iface->txqs[iface->txq_hwm];
+    status = strand_txq_slot_init(iface, *txq_p, iface->txq_hwm);
     if (status != UCS_OK) {
         return status;
     }
@@ -78,45 +78,45 @@ ucs_status_t strand_rc_qp_ep_init(strand_iface_t *iface,
 {
     strand_dev_t *dev = iface->dev;
     strand_dev_rc_attr_t attr;
-    strand_txq_t *dci;
+    strand_txq_t *txq;
     ucs_status_t status;
     int err;
 
     UCT_CHECK_PARAM(!(params->field_mask & (UCT_EP_PARAM_FIELD_DEV_ADDR |
                                             UCT_EP_PARAM_FIELD_IFACE_ADDR)),
                     "an rc_strand QP is created without addresses");
-    status = strand_rc_qp_slot(iface, &dci);
+    status = strand_rc_qp_slot(iface, &txq);
     if (status != UCS_OK) {
         return status;
     }
     strand_rc_qp_attr(iface, &attr);
-    status = strand_iface_tx_cq_get(iface, dci->index, &attr.send_cq);
+    status = strand_iface_tx_cq_get(iface, txq->index, &attr.send_cq);
     if (status != UCS_OK) {
         return status;
     }
-    err = dev->ops->create_rc(dev, &attr, &dci->qp);
+    err = dev->ops->create_rc(dev, &attr, &txq->qp);
     if (err != 0) {
         ucs_error("%s: failed to create an RC QP: %s", dev->info.name,
                   strerror(err));
-        dci->qp.h = NULL;
+        txq->qp.h = NULL;
         return UCS_ERR_IO_ERROR;
     }
-    status = strand_txq_attach_qp(iface, dci);
+    status = strand_txq_attach_qp(iface, txq);
     if (status == UCS_OK) {
         /* it posts at once, as on a QP wired when it was made (what UCX's
          * tests and UCP expect of a new endpoint) */
-        status = strand_txq_hold(iface, dci);
+        status = strand_txq_hold(iface, txq);
     }
     if (status != UCS_OK) {
-        strand_txq_detach_qp(iface, dci);
+        strand_txq_detach_qp(iface, txq);
         return status;
     }
-    dci->ep               = ep;
-    dci->users            = 1;
-    dci->lanes[0].users = 1;
-    ep->txq               = dci->index;
+    txq->ep               = ep;
+    txq->users            = 1;
+    txq->lanes[0].users = 1;
+    ep->txq               = txq->index;
     ep->lane            = 0;
-    strand_txq_set_state(iface, dci, STRAND_TXQ_ACTIVE);
+    strand_txq_set_state(iface, txq, STRAND_TXQ_ACTIVE);
     strand_ep_tx_update(iface, ep);
     return UCS_OK;
 }
@@ -135,14 +135,14 @@ void strand_rc_qp_connected(strand_iface_t *iface, strand_ep_t *ep)
 
 /* An ep whose QP was in error or never connected, or which had nothing
  * outstanding when it went: the QP goes now. */
-void strand_rc_qp_idle(strand_iface_t *iface, strand_txq_t *dci)
+void strand_rc_qp_idle(strand_iface_t *iface, strand_txq_t *txq)
 {
     /* the QP of an ep destroyed with work on the wire goes once the work
      * is back (or with its recovery, strand_rc_qp_reset) */
-    if ((dci->ep == NULL) && (dci->outstanding == 0) &&
-        (dci->state != STRAND_TXQ_DRAINING)) {
-        strand_txq_detach_qp(iface, dci);
-        strand_txq_set_state(iface, dci, STRAND_TXQ_FREE);
+    if ((txq->ep == NULL) && (txq->outstanding == 0) &&
+        (txq->state != STRAND_TXQ_DRAINING)) {
+        strand_txq_detach_qp(iface, txq);
+        strand_txq_set_state(iface, txq, STRAND_TXQ_FREE);
     }
 }
 
@@ -150,39 +150,39 @@ void strand_rc_qp_idle(strand_iface_t *iface, strand_txq_t *dci)
 void strand_rc_qp_ep_cleanup(strand_iface_t *iface,
                                     strand_ep_t *ep)
 {
-    strand_txq_t *dci;
+    strand_txq_t *txq;
 
     if (ep->txq == STRAND_TXQ_NONE) {
         return;
     }
     /* never connected: what it posted comes back flushed */
     strand_rc_qp_abort(iface, ep);
-    dci                   = &iface->txqs[ep->txq];
-    dci->ep               = NULL;
-    dci->users            = 0;
-    dci->lanes[0].users = 0;
+    txq                   = &iface->txqs[ep->txq];
+    txq->ep               = NULL;
+    txq->users            = 0;
+    txq->lanes[0].users = 0;
     ep->txq               = STRAND_TXQ_NONE;
     strand_ep_tx_update(iface, ep);
-    if (dci->state == STRAND_TXQ_BROKEN) {
+    if (txq->state == STRAND_TXQ_BROKEN) {
         /* in error since: nothing more of it comes back */
-        strand_txq_detach_qp(iface, dci);
-        strand_txq_set_state(iface, dci, STRAND_TXQ_FREE);
+        strand_txq_detach_qp(iface, txq);
+        strand_txq_set_state(iface, txq, STRAND_TXQ_FREE);
         return;
     }
-    if (dci->state == STRAND_TXQ_ACTIVE) {
-        strand_txq_set_state(iface, dci, STRAND_TXQ_FREE);
+    if (txq->state == STRAND_TXQ_ACTIVE) {
+        strand_txq_set_state(iface, txq, STRAND_TXQ_FREE);
     }
-    strand_rc_qp_idle(iface, dci);
+    strand_rc_qp_idle(iface, txq);
 }
 
 /* An RC QP in error is connected to nobody any more: its ep has failed,
  * and the QP goes with the ep (or now, if it is gone). */
-int strand_rc_qp_reset(strand_iface_t *iface, strand_txq_t *dci)
+int strand_rc_qp_reset(strand_iface_t *iface, strand_txq_t *txq)
 {
-    strand_txq_set_state(iface, dci, STRAND_TXQ_BROKEN);
-    if (dci->ep == NULL) {
-        strand_txq_detach_qp(iface, dci);
-        strand_txq_set_state(iface, dci, STRAND_TXQ_FREE);
+    strand_txq_set_state(iface, txq, STRAND_TXQ_BROKEN);
+    if (txq->ep == NULL) {
+        strand_txq_detach_qp(iface, txq);
+        strand_txq_set_state(iface, txq, STRAND_TXQ_FREE);
     }
     return ENOTCONN;
 }

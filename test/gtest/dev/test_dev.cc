@@ -144,7 +144,7 @@ protected:
     strand_dev_cq_t         m_cq;
     strand_dev_srq_t        m_srq;
     strand_dev_qp_t         m_dct, m_dci;
-    strand_dev_dci_attr_t   m_attr;
+    strand_dev_sq_attr_t   m_attr;
     strand_dev_mr_t         m_mr;
     void                   *m_buf = nullptr;
     bool                    m_dci_up = false;
