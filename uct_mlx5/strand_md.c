@@ -482,7 +482,7 @@ int strand_md_rkey_parse(const void *rkey_buffer, size_t len,
 
 /* The component cannot know how large the peer's key is (its INTEGRITY
  * options decide): the second word tells (strand_md_rkey_parse). Keys are
- * values (common/rkey.h): a plain key is its 32 bits, one with a signing
+ * values (strand_rkey.h): a plain key is its 32 bits, one with a signing
  * mkey names an entry of the process's table of unpacked signing keys. */
 static ucs_status_t
 strand_md_rkey_unpack(uct_component_t *component, const void *rkey_buffer,

@@ -15,7 +15,7 @@
 #include "ucx_compat.h"
 
 #include "mlx5/sq.h"
-#include "uct_mlx5/common/integrity.h"
+#include "uct_mlx5/strand_sig.h"
 
 #include <pthread.h>
 

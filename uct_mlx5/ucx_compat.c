@@ -341,7 +341,7 @@ void strand_compat_component_rkey_ops(uct_component_t *component,
     strand_compat_unpack    = unpack;
     component->rkey_unpack  = strand_compat_rkey_unpack;
 #ifdef HAVE_UCT_COMPONENT_T_RKEY_COMPARE
-    /* keys are values (common/rkey.h): equal values, equal keys */
+    /* keys are values (strand_rkey.h): equal values, equal keys */
     component->rkey_compare = uct_base_rkey_compare;
 #endif
 }

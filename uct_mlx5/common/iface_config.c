@@ -8,7 +8,7 @@
 #endif
 
 #include "iface_config.h"
-#include "integrity.h"
+#include "uct_mlx5/strand_sig.h"
 #include "uct_mlx5/ucx_compat.h"
 
 #define STRAND_CONFIG_FIELD(_field) \

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integrity-checked GETs (UCX_DC_STRAND_INTEGRITY, UCX_RC_STRAND_INTEGRITY):
- * the transport's side of integrity.c. A GET of a peer's signed
+ * the transport's side of strand_sig.c. A GET of a peer's signed
  * registration is read in pieces, each an RDMA READ into a landing mkey
  * that checks every block; a piece whose completion says a block was bad
  * is read again (on a send queue, without signature pipelining: the check is done

@@ -12,7 +12,7 @@
  * sender's operation, posted with IBV_SEND_FENCE behind the READs.
  *
  * With integrity (UCX_RC_STRAND_INTEGRITY) the data is read in pieces
- * through landing mkeys that check every block (common/integrity.h). With
+ * through landing mkeys that check every block (strand_sig.h). With
  * signature pipelining (the responder QPs are created with
  * MLX5DV_QP_CREATE_SIG_PIPELINING; UCX_RC_STRAND_INTEGRITY_PIPELINE) the
  * FIN goes in the same doorbell as the READs: on the good path nothing

@@ -147,7 +147,7 @@ TEST_F(dc_strand_integrity, remote_keys_carry_the_signing_mkey)
 
     uct_rkey_bundle_t rkey;
     ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, packed, &rkey));
-    /* a value (common/rkey.h): the plain key below, the signing key named
+    /* a value (strand_rkey.h): the plain key below, the signing key named
      * above; nothing allocated for it */
     EXPECT_NE(0u, rkey.rkey >> 63) << "a signing key";
     EXPECT_EQ(w[0], (uint32_t)rkey.rkey) << "the plain key in the low word";

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Remote keys are values (uct_mlx5/common/rkey.h, spec section 9): a key
+ * Remote keys are values (uct_mlx5/strand_rkey.h, spec section 9): a key
  * comes from a peer, and UCP passes UCT_INVALID_RKEY for a buffer without
  * registration, so no key, damaged or made up, can crash the process. A
  * zero-length RDMA WRITE or READ carries no key the responder checks (IB
@@ -11,7 +11,7 @@
 #include "dc_fixture.h"
 
 extern "C" {
-#include "uct_mlx5/common/rkey.h"
+#include "uct_mlx5/strand_rkey.h"
 }
 
 class rkeys : public dc_strand,

@@ -19,11 +19,11 @@
  * Transport-neutral: knows no DCI and no RC QP; the transport posts the
  * READ of each piece and reports its completion (docs/integrity.md).
  */
-#ifndef STRAND_COMMON_INTEGRITY_H_
-#define STRAND_COMMON_INTEGRITY_H_
+#ifndef STRAND_SIG_H_
+#define STRAND_SIG_H_
 
 #include "dev/dev.h"
-#include "rkey.h"
+#include "strand_rkey.h"
 
 #include <uct/api/uct.h>
 #include <ucs/datastruct/list.h>

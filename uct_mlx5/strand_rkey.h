@@ -8,7 +8,7 @@
  *   bits  0-31  the registration's plain key (RDMA and atomics use it as
  *               it is: a bad one is the device's to refuse, and a
  *               zero-length RDMA carries no key the responder checks)
- *   bit  63     a signing mkey stands behind the key (integrity.h): bits
+ *   bit  63     a signing mkey stands behind the key (strand_sig.h): bits
  *               32-62 name an entry of this process's table of unpacked
  *               signing keys, its index (bits 32-51) and the generation of
  *               that slot (bits 52-62)
@@ -18,8 +18,8 @@
  * says so, the operation fails with a clear status). UCX packs its atomic
  * mkey into the upper word the same way (uct_ib_md_pack_rkey).
  */
-#ifndef STRAND_COMMON_RKEY_H_
-#define STRAND_COMMON_RKEY_H_
+#ifndef STRAND_RKEY_H_
+#define STRAND_RKEY_H_
 
 #include <uct/api/uct.h>
 #include <ucs/type/status.h>

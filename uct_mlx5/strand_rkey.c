@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The process's table of unpacked signing keys (rkey.h). rkey_unpack is a
+ * The process's table of unpacked signing keys (strand_rkey.h). rkey_unpack is a
  * component operation (no MD, no worker), so the table is the process's;
  * unpack, release and the lookup of a checked GET take its lock (a GET
  * through a signing key costs far more than that).
@@ -9,7 +9,7 @@
 #include "config.h"
 #endif
 
-#include "rkey.h"
+#include "strand_rkey.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>

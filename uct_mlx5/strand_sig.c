@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integrity-checked zero-copy GETs: signatures, the pieces a GET is read
- * in, the pool of landing mkeys, bad blocks and reads again (integrity.h).
+ * in, the pool of landing mkeys, bad blocks and reads again (strand_sig.h).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
-#include "integrity.h"
+#include "strand_sig.h"
 #include "mlx5/cqe.h"
 
 #include <ucs/debug/log.h>
