@@ -47,7 +47,7 @@ struct strand_ravh {
  * matched message, in the buffer of an unexpected one):
  * - an EAGER TMH with STRAND_TMH_RTS in reserved[0] is the request of a
  *   rendezvous the receiver's transport reads itself (rc_strand; its
- *   payload: common/tm.h strand_tm_rts_t); the device takes it for an
+ *   payload: common/tm_list.h strand_tm_rts_t); the device takes it for an
  *   eager message and reads nothing;
  * - a FIN's reserved[0] is the receiver's status, an int8 ucs_status_t
  *   (0: the data arrived; a device's own FIN has 0 there). */

@@ -19,7 +19,7 @@
 #include "uct_mlx5/common/stats.h"
 #include "uct_mlx5/common/fc.h"
 #include "uct_mlx5/strand_sig.h"
-#include "uct_mlx5/common/tm.h"
+#include "uct_mlx5/common/tm_list.h"
 #include "uct_mlx5/common/iface_config.h"
 #include "dev/dev.h"
 #include "mlx5/cqe.h"

@@ -8,7 +8,7 @@
  * carries the sender's buffer (RVH) and where to READ it from (RAVH) and
  * the receiver's device reads it (dc/dc_tag.c); rc_strand reads its own
  * (rc/rc_rndv.c). Both complete the sender's operation when the FIN comes
- * (common/tm.c finds it by the app_ctx it carries).
+ * (common/tm_list.c finds it by the app_ctx it carries).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

@@ -4,7 +4,7 @@
  * the tag-matching SRQ, the UCT tag API of endpoints (eager
  * short/bcopy/zcopy, the start and post of a rendezvous whose headers the
  * transport writes, software rendezvous request) and of the interface
- * (tag_recv_zcopy / cancel). The tag list itself is tm.c's.
+ * (tag_recv_zcopy / cancel). The tag list itself is tm_list.c's.
  */
 #ifndef STRAND_TAG_H_
 #define STRAND_TAG_H_

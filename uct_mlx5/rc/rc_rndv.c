@@ -162,7 +162,7 @@ ucs_status_t strand_rc_rndv_init(strand_iface_t *iface, int pipeline,
     kh_init_inplace(strand_rc_rndv_qps, &rndv->qps);
     ucs_list_head_init(&rndv->stopping);
     ucs_list_head_init(&rndv->waiting);
-    /* matched requests come here (common/tm.c) */
+    /* matched requests come here (common/tm_list.c) */
     iface->tm.rts_cb  = strand_rc_rndv_rts;
     iface->tm.rts_arg = rndv;
     *rndv_p = rndv;

@@ -4,7 +4,7 @@
  * itself, where dc_strand leaves it to the receiver's device.
  *
  * The sender (uct_ep_tag_rndv_zcopy) sends a rendezvous request (RTS,
- * common/tm.h) as an eager tagged message; the receiver's device matches
+ * common/tm_list.h) as an eager tagged message; the receiver's device matches
  * it like any other and reads nothing. A matched RTS comes here: the
  * transport READs the data into the tag's buffer on the responder QP the
  * RTS arrived on (the QP connected to the sender's endpoint, as a NIC uses

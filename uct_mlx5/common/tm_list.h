@@ -20,8 +20,8 @@
  *   message flagged STRAND_TMH_RTS): handed to the transport when one
  *   matched a tag, to the user's rendezvous callback when unexpected.
  */
-#ifndef STRAND_COMMON_TM_H_
-#define STRAND_COMMON_TM_H_
+#ifndef STRAND_TM_LIST_H_
+#define STRAND_TM_LIST_H_
 
 #include "dev/dev.h"
 #include "mlx5/tm.h"

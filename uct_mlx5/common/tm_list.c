@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Hardware tag matching, the transport's side: see tm.h.
+ * Hardware tag matching, the transport's side: see tm_list.h.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
-#include "tm.h"
+#include "tm_list.h"
 #include "status.h"
 #include "mlx5/wqe.h"
 #include "mlx5/cqe.h"
