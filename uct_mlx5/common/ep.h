@@ -3,7 +3,7 @@
  * The shared endpoint: its state (the readiness its post path checks, its
  * lease of a send queue, flow control, failure). What it does is in
  * ep_ops.c (the UCT operations), ep_post.h (how an operation gets onto a
- * send queue), ep_ready.c, ep_pending.c and ep_fail.c.
+ * send queue), txq_state.c, ep_pending.c and ep_fail.c.
  */
 #ifndef STRAND_EP_H_
 #define STRAND_EP_H_

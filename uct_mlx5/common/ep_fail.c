@@ -9,7 +9,7 @@
 #endif
 
 #include "ep_fail.h"
-#include "ep_ready.h"
+#include "txq_state.h"
 #include "ep_pending.h"
 #include "tag.h"
 

@@ -10,7 +10,7 @@
 #ifndef STRAND_EP_POST_H_
 #define STRAND_EP_POST_H_
 
-#include "ep_ready.h"
+#include "txq_state.h"
 #include "fc.h"
 #include "stats.h"
 #include "txq_pool.h"

@@ -328,7 +328,7 @@ typedef struct strand_tl_ops {
     /* a send queue for ep, which is not ready to post: UCS_OK when it may
      * be now, UCS_ERR_NO_RESOURCE when not. The answer is in ep->txq and
      * ep->lane (and STRAND_EP_FLAG_MOVING); the endpoint updates its own
-     * readiness from it (ep_ready.h): the transport never does */
+     * readiness from it (txq_state.h): the transport never does */
     ucs_status_t (*sq_lease)(struct strand_iface *iface,
                              struct strand_ep *ep);
     /* ep has nothing outstanding any more: its lease ends (ep->txq none;

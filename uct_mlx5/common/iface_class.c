@@ -20,7 +20,7 @@
 #include "fc_grant.h"
 #include "recovery.h"
 #include "rx.h"
-#include "tx_done.h"
+#include "tx_cqe.h"
 #include "txq_pool.h"
 
 #include <ucs/arch/bitops.h>
@@ -766,7 +766,7 @@ static unsigned strand_iface_max_bbs(const strand_iface_t *iface)
 }
 
 /* The send CQs' geometry: what can be outstanding on one, and a batch
- * consumed before the consumer index is written (tx_done.c). */
+ * consumed before the consumer index is written (tx_cqe.c). */
 static void strand_iface_tx_cq_geometry(strand_iface_t *iface,
                                         const strand_iface_config_t *config)
 {

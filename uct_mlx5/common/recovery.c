@@ -14,7 +14,7 @@
 #include "integrity_get.h"
 #include "ep_fail.h"
 #include "ep_pending.h"
-#include "ep_ready.h"
+#include "txq_state.h"
 #include "op_done.h"
 #include "txq_pool.h"
 

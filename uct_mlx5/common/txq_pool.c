@@ -3,14 +3,14 @@
  * The send queues' mechanics (txq_pool.h): slots, their QPs, held
  * doorbells, geometry and moderation, the NOP that asks for a CQE, the
  * state shown in the VFS. Leases are the transport's (strand_tl_ops_t),
- * completions tx_done.c's and op_done.c's, errors recovery.c's.
+ * completions tx_cqe.c's and op_done.c's, errors recovery.c's.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
 #include "txq_pool.h"
-#include "ep_ready.h"
+#include "txq_state.h"
 
 #include <inttypes.h>
 

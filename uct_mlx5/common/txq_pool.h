@@ -2,8 +2,8 @@
 /*
  * The send queues of an interface (txq.h): slots set up, QPs attached and
  * detached, doorbells held, geometry and moderation, the NOP that asks for
- * a CQE, the state shown in the VFS. Completions are tx_done.c's and
- * op_done.c's, states ep_ready.c's (the eps leasing a queue follow them).
+ * a CQE, the state shown in the VFS. Completions are tx_cqe.c's and
+ * op_done.c's, states txq_state.c's (the eps leasing a queue follow them).
  */
 #ifndef STRAND_TXQ_POOL_H_
 #define STRAND_TXQ_POOL_H_

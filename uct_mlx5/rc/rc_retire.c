@@ -8,7 +8,7 @@
 
 #include "rc_retire.h"
 #include "uct_mlx5/common/rx.h"
-#include "uct_mlx5/common/tx_done.h"
+#include "uct_mlx5/common/tx_cqe.h"
 #include "uct_mlx5/strand_async.h"
 
 #include <ucs/debug/log.h>

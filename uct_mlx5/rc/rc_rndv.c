@@ -12,7 +12,7 @@
 #include "uct_mlx5/common/status.h"
 #include "dev/dev_ring.h"
 #include "mlx5/cqe.h"
-#include "uct_mlx5/common/tx_done.h"
+#include "uct_mlx5/common/tx_cqe.h"
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>

@@ -9,7 +9,7 @@
 #include "config.h"
 #endif
 
-#include "tx_done.h"
+#include "tx_cqe.h"
 #include "op_done.h"
 #include "ep_fail.h"
 #include "ep_pending.h"

@@ -4,8 +4,8 @@
  * queues and lanes that it follows: changed only here, so that the eps
  * leasing a queue see the change before anything else can post.
  */
-#ifndef STRAND_EP_READY_H_
-#define STRAND_EP_READY_H_
+#ifndef STRAND_TXQ_STATE_H_
+#define STRAND_TXQ_STATE_H_
 
 #include "ep.h"
 #include "txq.h"

@@ -7,7 +7,7 @@
 #include "config.h"
 #endif
 
-#include "ep_ready.h"
+#include "txq_state.h"
 #include "stats.h"
 
 #include <ucs/debug/assert.h>

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Send completions (tx_done.c).
+ * Send completions (tx_cqe.c).
  */
-#ifndef STRAND_TX_DONE_H_
-#define STRAND_TX_DONE_H_
+#ifndef STRAND_TX_CQE_H_
+#define STRAND_TX_CQE_H_
 
 #include "txq.h"
 
