@@ -11,7 +11,7 @@
 #endif
 
 #include "hwcheck.h"
-#include "contrib/uct_component.h"
+#include "contrib/uct_loader.h"
 #include "uct_mlx5/ucx_compat.h"
 
 #include <ucs/datastruct/string_buffer.h>

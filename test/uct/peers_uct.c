@@ -4,7 +4,7 @@
  * software NIC, a dc_strand interface), VFS reads and socket helpers.
  */
 #include "peers.h"
-#include "contrib/uct_component.h"
+#include "contrib/uct_loader.h"
 #include "dc_iface_params.h"
 
 #include <ucs/datastruct/string_buffer.h>

@@ -5,8 +5,8 @@
  * the one strand-run loaded, or, run by hand, the plugin STRAND_PLUGIN
  * names. NULL when neither is there.
  */
-#ifndef STRAND_CONTRIB_UCT_COMPONENT_H_
-#define STRAND_CONTRIB_UCT_COMPONENT_H_
+#ifndef STRAND_CONTRIB_UCT_LOADER_H_
+#define STRAND_CONTRIB_UCT_LOADER_H_
 
 #include <uct/api/uct.h>
 

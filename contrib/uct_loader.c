@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * strand's UCT component (uct_component.h).
+ * strand's UCT component (uct_loader.h).
  */
-#include "uct_component.h"
+#include "uct_loader.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
