@@ -290,8 +290,6 @@ typedef struct strand_tl_ops {
     unsigned      tm_tx_extra;      /* with tag matching: send CQEs of the
                                        transport's own QPs beyond those of
                                        the send queues */
-    uint8_t       connected;        /* each send queue talks to one peer:
-                                       its WQEs carry no address vector */
     uint8_t       own_rndv;         /* with tag matching: the transport reads
                                        rendezvous itself (the device's
                                        rendezvous header is not used) */

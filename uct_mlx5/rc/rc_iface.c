@@ -61,7 +61,7 @@ static ucs_config_field_t strand_rc_iface_config_table[] = {
  * option for is fixed (no send queue policy, streams or flow control: an RC
  * receiver that runs out of buffers is covered by receiver-not-ready
  * retries). */
-static void strand_rc_config_to_dc(const strand_rc_iface_config_t *rc,
+static void strand_rc_config_to_shared(const strand_rc_iface_config_t *rc,
                                    strand_iface_config_t *config)
 {
     memset(config, 0, sizeof(*config));
@@ -153,7 +153,7 @@ static UCS_CLASS_INIT_FUNC(strand_rc_iface_t, uct_md_h md, uct_worker_h worker,
     strand_iface_config_t config;
     ucs_status_t status;
 
-    strand_rc_config_to_dc(ucs_derived_of(tl_config,
+    strand_rc_config_to_shared(ucs_derived_of(tl_config,
                                           strand_rc_iface_config_t),
                            &config);
     UCS_CLASS_CALL_SUPER_INIT(strand_iface_t, md, worker, params,
@@ -365,7 +365,6 @@ static const strand_tl_ops_t strand_rc_tl_ops = {
     .max_sqs         = STRAND_RC_MAX_EPS,
     .sqs_per_cq      = STRAND_RC_EPS_PER_CQ,
     .tm_tx_extra     = STRAND_RC_RNDV_MAX_WQES,
-    .connected       = 1,
     .own_rndv        = 1,
     .sq_open         = strand_rc_qp_open,
     .ep_init         = strand_rc_qp_ep_init,
