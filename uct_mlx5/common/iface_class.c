@@ -1,45 +1,35 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The shared interface (iface.h): open/close, capabilities, progress,
- * flush and fence; its transport's part comes through iface->tl.
+ * The shared interface (iface.h): open/close and its operations table;
+ * its transport's part comes through iface->tl. Query, progress and VFS
+ * are iface_query.c, iface_progress.c and iface_vfs.c.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
-#include "iface.h"
-#include "integrity_get.h"
-#include "txq.h"
-#include "ep.h"
-#include "tag.h"
 #include "iface_class.h"
-#include "port_addr.h"
 #include "ep_ops.h"
 #include "ep_pending.h"
 #include "event.h"
 #include "fc_grant.h"
+#include "integrity_get.h"
+#include "port_addr.h"
 #include "recovery.h"
 #include "rx.h"
-#include "tx_cqe.h"
+#include "tag.h"
 #include "txq_pool.h"
 
 #include <ucs/arch/bitops.h>
+#include <ucs/datastruct/mpool.inl>
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
-#include <ucs/datastruct/mpool.inl>
 #include <ucs/sys/string.h>
 #include <ucs/sys/sys.h>
-#include <ucs/sys/topo/base/topo.h>
-#include <ucs/vfs/base/vfs_obj.h>
-
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
-#include <inttypes.h>
 #include <string.h>
-#include <unistd.h>
 
 /* ------------------------------------------------------------- helpers */
 
@@ -100,286 +90,6 @@ ucs_status_t strand_errno_status(int err)
     case EINVAL: return UCS_ERR_INVALID_PARAM;
     default:     return UCS_ERR_IO_ERROR;
     }
-}
-
-/* ------------------------------------------------------------- devices */
-
-/* The PCI device of a hardware NIC (from the device layer's locality), so
- * that UCP ranks devices by distance; a software device has none. */
-static ucs_sys_device_t strand_sys_device(const strand_dev_t *dev)
-{
-    ucs_sys_device_t sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
-
-    if ((dev->locality.pci_bdf[0] == '\0') ||
-        (ucs_topo_find_device_by_bdf_name(dev->locality.pci_bdf, &sys_dev) !=
-         UCS_OK)) {
-        return UCS_SYS_DEVICE_ID_UNKNOWN;
-    }
-    strand_topo_set_device_name(sys_dev, dev->info.name);
-    return sys_dev;
-}
-
-ucs_status_t
-strand_query_devices(uct_md_h uct_md, uct_tl_device_resource_t **devices_p,
-                        unsigned *num_devices_p)
-{
-    strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
-    char name[UCT_DEVICE_NAME_MAX];
-
-    ucs_snprintf_zero(name, sizeof(name), "%s:%d", md->dev->info.name,
-                      STRAND_PORT);
-    return uct_single_device_resource(uct_md, name, UCT_DEVICE_TYPE_NET,
-                                      strand_sys_device(md->dev),
-                                      devices_p, num_devices_p);
-}
-
-/* --------------------------------------------------------------- query */
-
-ucs_status_t strand_iface_perf(strand_iface_t *iface, strand_dev_perf_t *perf)
-{
-    int ret = iface->dev->ops->query_perf(iface->dev, perf);
-
-    if (ret != 0) {
-        ucs_error("%s: cannot get the device's performance estimates: %s",
-                  iface->dev->info.name, strerror(ret));
-        return UCS_ERR_IO_ERROR;
-    }
-    if ((perf->source == STRAND_DEV_PERF_PORT_GUESS) ||
-        (perf->source == STRAND_DEV_PERF_FIXED)) {
-        /* UCP picks protocols from these; the run works either way */
-        ucs_diag("%s: estimates not from the device: %s",
-                 iface->dev->info.name, perf->what);
-    }
-    ucs_trace("%s: estimates (%s): latency %.0f ns, bandwidth %.0f MB/s, "
-              "overhead %.0f/%.0f ns", iface->dev->info.name, perf->what,
-              perf->latency * 1e9, perf->bandwidth / 1e6,
-              perf->send_overhead * 1e9, perf->recv_overhead * 1e9);
-    return UCS_OK;
-}
-
-/* The device's atomics: masked ones build every operation, 32 and 64 bit;
- * without, the standard 64-bit fetch-and-add and compare-and-swap only. */
-static void strand_iface_query_atomics(const strand_iface_t *iface,
-                                       uct_iface_attr_t *attr)
-{
-    uint64_t amo  = UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_AND) |
-                    UCS_BIT(UCT_ATOMIC_OP_OR)  | UCS_BIT(UCT_ATOMIC_OP_XOR);
-    uint64_t famo = amo | UCS_BIT(UCT_ATOMIC_OP_SWAP) |
-                    UCS_BIT(UCT_ATOMIC_OP_CSWAP);
-
-    if (iface->dev->caps.atomics && iface->config.masked_atomics) {
-        /* masked atomics build every operation, 32 and 64 bit */
-        attr->cap.flags             |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
-        attr->cap.atomic32.op_flags  = amo;
-        attr->cap.atomic32.fop_flags = famo;
-        attr->cap.atomic64.op_flags  = amo;
-        attr->cap.atomic64.fop_flags = famo;
-    } else if (iface->dev->caps.atomics) {
-        /* the standard 64-bit fetch-and-add and compare-and-swap only */
-        attr->cap.flags             |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
-        attr->cap.atomic64.op_flags  = UCS_BIT(UCT_ATOMIC_OP_ADD);
-        attr->cap.atomic64.fop_flags = UCS_BIT(UCT_ATOMIC_OP_ADD) |
-                                       UCS_BIT(UCT_ATOMIC_OP_CSWAP);
-    }
-}
-
-ucs_status_t strand_iface_query(strand_iface_t *iface, uct_iface_attr_t *attr)
-{
-    size_t seg_size          = iface->config.seg_size;
-    strand_dev_perf_t perf;
-    ucs_status_t status;
-
-    uct_base_iface_query(&iface->super, attr);
-
-    attr->cap.flags = STRAND_IFACE_FLAGS_CONNECT |
-                      UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY |
-                      UCT_IFACE_FLAG_AM_ZCOPY | UCT_IFACE_FLAG_PUT_SHORT |
-                      UCT_IFACE_FLAG_PUT_BCOPY | UCT_IFACE_FLAG_PUT_ZCOPY |
-                      UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
-                      UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC |
-                      UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
-                      /* a bad local or remote buffer fails its ep, not the
-                       * process (the device's protection and access
-                       * errors); a pack callback that wrote too much is
-                       * refused (strand_ep_check_packed) */
-                      UCT_IFACE_FLAG_ERRHANDLE_ZCOPY_BUF |
-                      UCT_IFACE_FLAG_ERRHANDLE_REMOTE_MEM |
-                      UCT_IFACE_FLAG_ERRHANDLE_BCOPY_LEN |
-                      UCT_IFACE_FLAG_EP_CHECK;
-    attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP |
-                            UCT_IFACE_FLAG_EVENT_RECV |
-                            UCT_IFACE_FLAG_EVENT_RECV_SIG |
-                            UCT_IFACE_FLAG_EVENT_FD;
-
-    strand_iface_query_atomics(iface, attr);
-
-    attr->cap.am.max_short       = iface->config.max_inline -
-                                   strand_am_hdr_len(iface);
-    attr->cap.am.max_bcopy       = seg_size - strand_am_hdr_len(iface);
-    attr->cap.am.min_zcopy       = 0;
-    attr->cap.am.max_zcopy       = seg_size - strand_am_hdr_len(iface);
-    attr->cap.am.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
-    attr->cap.am.align_mtu       = iface->dev->caps.mtu;
-    attr->cap.am.max_hdr         = STRAND_AM_MAX_HDR;
-    attr->cap.am.max_iov         = iface->config.max_sge - 1;
-
-    attr->cap.put.max_short       = iface->config.max_inline;
-    attr->cap.put.max_bcopy       = seg_size;
-    attr->cap.put.min_zcopy       = 0;
-    attr->cap.put.max_zcopy       = STRAND_MAX_ZCOPY;
-    attr->cap.put.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
-    attr->cap.put.align_mtu       = iface->dev->caps.mtu;
-    attr->cap.put.max_iov         = iface->config.max_sge;
-
-    attr->cap.get.max_bcopy       = seg_size;
-    if (iface->integrity.kind != STRAND_INTEGRITY_OFF) {
-        /* every GET lands through a checking mkey: zero-copy only */
-        attr->cap.flags         &= ~UCT_IFACE_FLAG_GET_BCOPY;
-        attr->cap.get.max_bcopy  = 0;
-    }
-    attr->cap.get.min_zcopy       = 1;
-    attr->cap.get.max_zcopy       = STRAND_MAX_ZCOPY;
-    attr->cap.get.opt_zcopy_align = UCS_SYS_PCI_MAX_PAYLOAD;
-    attr->cap.get.align_mtu       = iface->dev->caps.mtu;
-    attr->cap.get.max_iov         = iface->config.max_sge;
-
-    strand_tag_query(iface, attr);
-
-    attr->ep_addr_len     = 0;
-    attr->max_conn_priv   = 0;
-    attr->dev_num_paths   = 1;
-    attr->max_num_eps     = SIZE_MAX;
-
-    /* what the device says it is worth (src/dev: the port's speed on a
-     * NIC, measured costs on the software device): the link is shared by
-     * every process on the port */
-    status = strand_iface_perf(iface, &perf);
-    if (status != UCS_OK) {
-        return status;
-    }
-    attr->latency             = ucs_linear_func_make(perf.latency,
-                                                     perf.latency_per_ep);
-    attr->bandwidth.dedicated = 0;
-    attr->bandwidth.shared    = perf.bandwidth;
-    attr->overhead            = perf.send_overhead;
-    attr->priority            = 0;
-    return UCS_OK;
-}
-
-/* UCP's protocol selection asks for the send and receive overheads apart
- * (uct_iface_estimate_perf); the rest is what iface_query reports. */
-ucs_status_t strand_iface_estimate_perf(uct_iface_h tl_iface,
-                                           uct_perf_attr_t *perf_attr)
-{
-    strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
-    strand_dev_perf_t perf;
-    ucs_status_t status;
-
-    status = uct_base_iface_estimate_perf(tl_iface, perf_attr);
-    if ((status != UCS_OK) ||
-        !(perf_attr->field_mask & UCT_PERF_ATTR_FIELD_RECV_OVERHEAD)) {
-        return status;
-    }
-    status = strand_iface_perf(iface, &perf);
-    if (status == UCS_OK) {
-        perf_attr->recv_overhead = perf.recv_overhead;
-    }
-    return status;
-}
-
-/* ------------------------------------------------------------- progress */
-
-/* Whether the receive side has work: a CQE, buffers to post, tag
- * matching commands (strand_rx_progress). */
-static UCS_F_ALWAYS_INLINE int strand_iface_rx_busy(strand_iface_t *iface)
-{
-    return strand_cq_cursor_ready(&iface->rx_cur) ||
-           (iface->srq_missing > 0) || (iface->config.am_tmh > 0);
-}
-
-/* Whether the send side has work: a CQE on its one CQ (rc_strand's many:
- * always looked at), WQEs to post again, failures to tell
- * (strand_txq_tx_progress). */
-static UCS_F_ALWAYS_INLINE int strand_iface_tx_busy(strand_iface_t *iface)
-{
-    const strand_tx_cq_t *tx = &iface->tx_cqs[0];
-
-    return (iface->num_tx_cqs != 1) || iface->repost_pending ||
-           (iface->num_failed > 0) ||
-           strand_cq_cursor_ready(&tx->cur);
-}
-
-/* The CQs polled where they have work: an idle poll looks at two CQEs'
- * ownership bytes and a few counters only. */
-static UCS_F_ALWAYS_INLINE unsigned strand_iface_poll(strand_iface_t *iface)
-{
-    unsigned count = 0;
-
-    if (strand_iface_rx_busy(iface)) {
-        count += strand_rx_progress(iface);
-    }
-    if (strand_iface_tx_busy(iface)) {
-        count += strand_txq_tx_progress(iface);
-    }
-    return count;
-}
-
-unsigned strand_iface_progress(uct_iface_h tl_iface)
-{
-    strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
-    unsigned count;
-
-    if (ucs_unlikely((iface->integrity_queue != NULL) ||
-                     iface->integrity_starved)) {
-        strand_iface_integrity_progress(iface);
-    }
-
-    count = strand_iface_poll(iface);
-    if (count == 0) {
-        if (iface->dev->ops->progress != NULL) {
-            iface->dev->ops->progress(iface->dev);
-        }
-        count = strand_iface_poll(iface);
-    } else if (iface->srq_missing > 0) {
-        strand_rx_refill(iface);
-    }
-    if (count > 0) {
-        strand_iface_tx_beat(iface);
-    }
-    strand_fc_progress(iface, &iface->fc);
-    if (!ucs_arbiter_is_empty(&iface->arbiter)) {
-        strand_ep_dispatch_pending(iface);
-    }
-    return count;
-}
-
-ucs_status_t strand_iface_flush(uct_iface_h tl_iface, unsigned flags,
-                                   uct_completion_t *comp)
-{
-    strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
-
-    if (comp != NULL) {
-        return UCS_ERR_UNSUPPORTED;
-    }
-    UCT_TL_IFACE_STAT_FLUSH(&iface->super);
-    /* a checked GET waiting in the queue to read a piece again has
-     * nothing posted for the moment */
-    if (!strand_txq_pool_busy(iface) && (iface->integrity_queue == NULL)) {
-        return UCS_OK;
-    }
-    UCT_TL_IFACE_STAT_FLUSH_WAIT(&iface->super);
-    strand_txq_signal_tails(iface);
-    return UCS_INPROGRESS;
-}
-
-ucs_status_t strand_iface_fence(uct_iface_h tl_iface, unsigned flags)
-{
-    strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
-
-    ++iface->fence_beat; /* every ep fences its next WQE */
-    ++iface->tx_gate;    /* on the general path */
-    UCT_TL_IFACE_STAT_FENCE(&iface->super);
-    return UCS_OK;
 }
 
 /* ------------------------------------------------------------ open/close */
@@ -613,108 +323,6 @@ static void strand_iface_release(strand_iface_t *iface)
     if (iface->have_channel) {
         dev->ops->destroy_channel(dev, &iface->channel);
         iface->have_channel = 0;
-    }
-}
-
-static void strand_iface_vfs_show_txq_pool(void *obj,
-                                              ucs_string_buffer_t *strb,
-                                              void *arg_ptr, uint64_t arg_u64)
-{
-    strand_txq_pool_show(obj, strb);
-}
-
-/* The device's async events so far: "<event> <count> qpn 0x<last>". */
-static void strand_iface_vfs_show_async(void *obj,
-                                           ucs_string_buffer_t *strb,
-                                           void *arg_ptr, uint64_t arg_u64)
-{
-    strand_iface_t *iface = obj;
-    strand_md_t *md = ucs_derived_of(iface->super.md, strand_md_t);
-    uint64_t count;
-    uint32_t qpn;
-    unsigned t;
-
-    strand_async_drain(&md->async);
-    for (t = 0; t < STRAND_ASYNC_MAX_TYPE; ++t) {
-        count = strand_async_count(&md->async, (enum ibv_event_type)t, &qpn);
-        if (count > 0) {
-            ucs_string_buffer_appendf(strb, "%s %" PRIu64 " qpn 0x%x\n",
-                                      ibv_event_type_str(
-                                              (enum ibv_event_type)t),
-                                      count, qpn);
-        }
-    }
-}
-
-/* Tag matching: the list, the phase, and which path messages took. */
-static void strand_iface_vfs_show_integrity(void *obj,
-                                               ucs_string_buffer_t *strb,
-                                               void *arg_ptr,
-                                               uint64_t arg_u64)
-{
-    strand_iface_t *iface = obj;
-    char buf[256];
-
-    strand_integrity_summary(&iface->integrity, buf, sizeof(buf));
-    ucs_string_buffer_appendf(strb, "%s\n", buf);
-}
-
-static void strand_iface_vfs_show_tm(void *obj, ucs_string_buffer_t *strb,
-                                        void *arg_ptr, uint64_t arg_u64)
-{
-    strand_iface_t *iface = obj;
-
-    strand_tm_show(&iface->tm, strb);
-}
-
-/* The service level and traffic class the interface's packets carry, and
- * what the port received by each (where the device counts it). */
-static void strand_iface_vfs_show_qos(void *obj, ucs_string_buffer_t *strb,
-                                      void *arg_ptr, uint64_t arg_u64)
-{
-    strand_iface_t *iface = obj;
-    strand_dev_t *dev     = iface->dev;
-    uint64_t sl[16], tclass[256];
-    unsigned i;
-
-    ucs_string_buffer_appendf(strb, "sl %u traffic_class %u\n",
-                              iface->path.sl, iface->path.tclass);
-    if (dev->ops->rx_qos == NULL) {
-        return;
-    }
-    dev->ops->rx_qos(dev, sl, tclass);
-    for (i = 0; i < 16; ++i) {
-        if (sl[i] != 0) {
-            ucs_string_buffer_appendf(strb, "rx sl %u: %" PRIu64 "\n", i,
-                                      sl[i]);
-        }
-    }
-    for (i = 0; i < 256; ++i) {
-        if (tclass[i] != 0) {
-            ucs_string_buffer_appendf(strb, "rx traffic_class %u: %" PRIu64
-                                      "\n", i, tclass[i]);
-        }
-    }
-}
-
-/* What UCX's VFS (and tests) can read: the send queues (dci_pool, the
- * name it had first), async events, tag matching, QoS. */
-void strand_iface_vfs_refresh(uct_iface_h tl_iface)
-{
-    strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
-
-    ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_txq_pool, NULL, 0,
-                            "dci_pool");
-    ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_async, NULL, 0,
-                            "async_events");
-    ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_qos, NULL, 0, "qos");
-    if (iface->integrity.kind != STRAND_INTEGRITY_OFF) {
-        ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_integrity,
-                                NULL, 0, "integrity");
-    }
-    if (iface->have_tm) {
-        ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_tm, NULL, 0,
-                                "tag_matching");
     }
 }
 
