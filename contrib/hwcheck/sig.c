@@ -101,7 +101,7 @@ static int hc_sig_queues(hc_sig_t *s)
     dct.srq           = &s->srq;
     dct.access_key    = HC_SIG_KEY;
     dct.min_rnr_timer = 1;
-    if ((err = ops->create_dct(s->dev, &dct, &s->dct)) != 0) {
+    if ((err = strand_dev_create_dct(s->dev, &dct, &s->dct)) != 0) {
         return err;
     }
     s->have_dct = 1;
@@ -114,7 +114,7 @@ static int hc_sig_queues(hc_sig_t *s)
     dci.retry_cnt     = 7;
     dci.rnr_retry     = 7;
     dci.max_rd_atomic = 1;
-    if ((err = ops->create_dci(s->dev, &dci, &s->dci)) != 0) {
+    if ((err = strand_dev_create_dci(s->dev, &dci, &s->dci)) != 0) {
         return err;
     }
     s->have_dci = 1;

@@ -184,8 +184,16 @@ typedef struct strand_dev_td {
  * return of the same width makes no conversion that keeps the call. */
 typedef int8_t (*strand_dev_qp_kick_t)(void *arg);
 
+/* The QP types strand makes (mlx5dv's DC types, and RC). */
+typedef enum strand_dev_qp_type {
+    STRAND_DEV_QPT_DCI,
+    STRAND_DEV_QPT_DCT,
+    STRAND_DEV_QPT_RC
+} strand_dev_qp_type_t;
+
 typedef struct strand_dev_qp {
     void             *h;
+    uint8_t           type;       /* strand_dev_qp_type_t */
     struct mlx5dv_qp  dv;
     uint32_t          qpn;        /* QP number; for a DCT: the DCT number
                                      once it is in RTR */
@@ -272,6 +280,26 @@ typedef struct strand_dev_rc_dest {
     union ibv_gid gid;
 } strand_dev_rc_dest_t;
 
+/* What a QP is made with (ibv_qp_init_attr_ex and mlx5dv_qp_init_attr
+ * in one): the caps of a send queue, the DC parts, the create flags. */
+typedef struct strand_dev_qp_init {
+    strand_dev_qp_type_t type;
+    strand_dev_td_t     *td;              /* DCI, RC: its register's */
+    strand_dev_cq_t     *send_cq;
+    strand_dev_cq_t     *recv_cq;
+    strand_dev_srq_t    *srq;             /* DCT, RC (NULL: none) */
+    uint32_t             max_send_wr;
+    uint32_t             max_send_sge;
+    uint32_t             max_inline;
+    uint8_t              log_num_concurent; /* DCI streams; 0: none */
+    uint8_t              log_num_errored;
+    uint64_t             dc_access_key;   /* DCT */
+    uint8_t              scatter_to_cqe;  /* DCT, RC: small messages may
+                                             land in the receive CQE */
+    uint8_t              sig_pipelining;  /* RC:
+                                             MLX5DV_QP_CREATE_SIG_PIPELINING */
+} strand_dev_qp_init_t;
+
 /* Asynchronous events, backend-neutral. */
 typedef struct strand_dev_event {
     enum ibv_event_type type;
@@ -328,42 +356,33 @@ struct strand_dev_ops {
                           uint32_t max_sge, const strand_dev_tm_attr_t *tm,
                           strand_dev_srq_t *srq, strand_dev_qp_t *cmd_qp);
 
-    /* A DCI brought to RTS / a DCT brought to RTR. */
-    int  (*create_dci)(strand_dev_t *dev, const strand_dev_sq_attr_t *attr,
-                       strand_dev_qp_t *qp);
-    int  (*create_dct)(strand_dev_t *dev, const strand_dev_dct_attr_t *attr,
-                       strand_dev_qp_t *qp);
+    /* A QP of init->type in RESET (a DCI READ responses always land in
+     * their buffers); its number, its doorbell kick. The states are the
+     * caller's (strand_dev_create_dci and the others, dev_qp.c). */
+    int  (*create_qp)(strand_dev_t *dev, const strand_dev_qp_init_t *init,
+                      strand_dev_qp_t *qp);
+    /* One state transition, ibv_modify_qp(3)'s attributes and mask. */
+    int  (*modify_qp)(strand_dev_t *dev, strand_dev_qp_t *qp,
+                      struct ibv_qp_attr *attr, int mask);
+    /* The queues as mlx5dv_init_obj gives them, and the register (a DCT:
+     * none; its number, known from RTR on). */
+    int  (*qp_view)(strand_dev_t *dev, strand_dev_qp_t *qp);
     int  (*destroy_qp)(strand_dev_t *dev, strand_dev_qp_t *qp);
-    /* DCI recovery: ERR -> RESET -> INIT -> RTR -> RTS (queues emptied) */
-    int  (*reset_dci)(strand_dev_t *dev, strand_dev_qp_t *qp,
-                      const strand_dev_sq_attr_t *attr);
     int  (*qp_state)(strand_dev_t *dev, strand_dev_qp_t *qp,
                      enum ibv_qp_state *state);
-    /* Any state -> ERR: every outstanding WQE completes flushed (the
-     * transport's way to cancel the work of a DCI it owns alone) */
-    int  (*qp_to_err)(strand_dev_t *dev, strand_dev_qp_t *qp);
     int  (*dci_stream_id_reset)(strand_dev_t *dev, strand_dev_qp_t *qp,
                                 uint16_t stream_id);
 
-    /* An RC QP brought to INIT (remote read, write and atomic access); its
-     * view is valid at once, posting waits for connect_rc. */
-    int  (*create_rc)(strand_dev_t *dev, const strand_dev_rc_attr_t *attr,
-                      strand_dev_qp_t *qp);
-    /* INIT -> RTR -> RTS towards `dest`. */
-    int  (*connect_rc)(strand_dev_t *dev, strand_dev_qp_t *qp,
-                       const strand_dev_rc_attr_t *attr,
-                       const strand_dev_rc_dest_t *dest);
     /* Signature pipelining (seed page mlx5dv_qp_cancel_posted_send_wrs.3):
      * the first WQE the SQ of a QP in SQD did not execute (its 16-bit WQE
      * counter; hw: a DEVX QP query's hw_sq_wqebb_counter), once every WQE
      * it executed completed (EBUSY while the drain is still in progress:
      * ibv_query_qp's sq_draining, the PRM's SQ_DRAINING state), EINVAL
-     * outside SQD; and SQD -> RTS, the SQ resuming there. The data path cancels its
-     * own WQEs itself (it posted them: rdma-core's cancel only knows the
-     * WRs rdma-core posted). */
+     * outside SQD (strand_dev_sqd_to_rts resumes the SQ). The data path
+     * cancels its own WQEs itself (it posted them: rdma-core's cancel only
+     * knows the WRs rdma-core posted). */
     int  (*query_sqd)(strand_dev_t *dev, strand_dev_qp_t *qp,
                       uint32_t *wqebb_counter);
-    int  (*sqd_to_rts)(strand_dev_t *dev, strand_dev_qp_t *qp);
 
     /* An indirect mkey of up to max_entries buffers, with block signature
      * offload when `signature` (EOPNOTSUPP without the capability), its
@@ -466,6 +485,32 @@ int strand_dev_rc_rtr_attr(const strand_dev_t *dev,
                            struct ibv_qp_attr *a);
 int strand_dev_rc_rts_attr(const strand_dev_rc_attr_t *attr,
                            struct ibv_qp_attr *a);
+
+/* QPs through their states (dev_qp.c, once for every backend; 0 or an
+ * errno, a QP that could not be brought up is destroyed):
+ * a DCI made and brought to RTS; the same again from any state through
+ * RESET (recovery: its queues emptied); a DCT made and brought to RTR; an
+ * RC QP made and brought to INIT (remote read, write and atomic access;
+ * its view valid at once, posting waits for the connect), then INIT ->
+ * RTR -> RTS towards `dest`; any state -> ERR (every outstanding WQE
+ * completes flushed: the way to cancel the work of a QP one owns alone);
+ * SQD -> RTS (signature pipelining: the SQ resumes). */
+int strand_dev_create_dci(strand_dev_t *dev, const strand_dev_sq_attr_t *attr,
+                          strand_dev_qp_t *qp);
+int strand_dev_reset_dci(strand_dev_t *dev, strand_dev_qp_t *qp,
+                         const strand_dev_sq_attr_t *attr);
+int strand_dev_create_dct(strand_dev_t *dev, const strand_dev_dct_attr_t *attr,
+                          strand_dev_qp_t *qp);
+int strand_dev_create_rc(strand_dev_t *dev, const strand_dev_rc_attr_t *attr,
+                         strand_dev_qp_t *qp);
+int strand_dev_connect_rc(strand_dev_t *dev, strand_dev_qp_t *qp,
+                          const strand_dev_rc_attr_t *attr,
+                          const strand_dev_rc_dest_t *dest);
+int strand_dev_qp_to_err(strand_dev_t *dev, strand_dev_qp_t *qp);
+/* RESET -> INIT on the device's port; `access`: the remote access
+ * (IBV_ACCESS_REMOTE_*) of a QP that receives, 0 for one that does not */
+int strand_dev_qp_to_init(strand_dev_t *dev, strand_dev_qp_t *qp, int access);
+int strand_dev_sqd_to_rts(strand_dev_t *dev, strand_dev_qp_t *qp);
 
 #ifdef __cplusplus
 }

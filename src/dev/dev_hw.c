@@ -336,43 +336,16 @@ static int dev_hw_destroy_srq(strand_dev_t *dev, strand_dev_srq_t *srq)
     return ibv_destroy_srq(srq->h);
 }
 
-static int dev_hw_dci_to_rts(strand_dev_t *dev, struct ibv_qp *qp,
-                             const strand_dev_sq_attr_t *attr)
-{
-    struct ibv_qp_attr a;
-    int ret;
-
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = DEV_HW_PORT;
-    ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT);
-    if (ret != 0) {
-        return ret;
-    }
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = strand_dev_path_mtu(dev);
-    strand_dev_set_path(dev, &attr->path, &a.ah_attr);
-    ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV);
-    if (ret != 0) {
-        return ret;
-    }
-    memset(&a, 0, sizeof(a));
-    a.qp_state      = IBV_QPS_RTS;
-    a.timeout       = attr->timeout;
-    a.retry_cnt     = attr->retry_cnt;
-    a.rnr_retry     = attr->rnr_retry;
-    a.max_rd_atomic = attr->max_rd_atomic;
-    return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-                                 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                 IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN);
-}
-
 static int dev_hw_qp_view(strand_dev_t *dev, strand_dev_qp_t *qp)
 {
     struct mlx5dv_obj obj;
     int ret;
 
+    if (qp->type == STRAND_DEV_QPT_DCT) {
+        memset(&qp->dv, 0, sizeof(qp->dv)); /* a DCT has no send queue */
+        qp->bf = NULL;
+        return 0;
+    }
     memset(&obj, 0, sizeof(obj));
     obj.qp.in  = qp->h;
     obj.qp.out = &qp->dv;
@@ -428,129 +401,90 @@ static struct ibv_pd *dev_hw_qp_pd(dev_hw_t *h, const strand_dev_td_t *td)
     return (td != NULL) ? td->pd : h->pd;
 }
 
-static int dev_hw_create_dci(strand_dev_t *dev,
-                             const strand_dev_sq_attr_t *attr,
-                             strand_dev_qp_t *qp)
+/* init's type as rdma-core makes it: DC types through mlx5dv_create_qp's
+ * DC attributes (a DCI: READ responses always land in their buffers; with
+ * streams where asked), RC as a plain RC QP with mlx5 create flags. */
+static void dev_hw_qp_dv_attr(const strand_dev_qp_init_t *init,
+                              struct mlx5dv_qp_init_attr *dv)
+{
+    memset(dv, 0, sizeof(*dv));
+    dv->comp_mask = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
+    if (init->type == STRAND_DEV_QPT_DCI) {
+        dv->comp_mask            |= MLX5DV_QP_INIT_ATTR_MASK_DC;
+        dv->dc_init_attr.dc_type  = MLX5DV_DCTYPE_DCI;
+        dv->create_flags          = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE;
+        if (init->log_num_concurent > 0) {
+            dv->comp_mask |= MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS;
+            dv->dc_init_attr.dci_streams.log_num_concurent =
+                    init->log_num_concurent;
+            dv->dc_init_attr.dci_streams.log_num_errored =
+                    init->log_num_errored;
+        }
+        return;
+    }
+    /* a DCT and an RC QP: small messages into the receive CQE only when
+     * asked (requester scatter stays off: no sq_sig_all, no ALLOW); with
+     * SIG_PIPELINING rdma-core sets drain_sigerr at INIT (a DEVX command):
+     * a bad signature block stops the SQ in SQD */
+    dv->create_flags = (init->scatter_to_cqe ? 0 :
+                        MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE) |
+                       (init->sig_pipelining ?
+                        MLX5DV_QP_CREATE_SIG_PIPELINING : 0);
+    if (init->type == STRAND_DEV_QPT_DCT) {
+        dv->comp_mask                   |= MLX5DV_QP_INIT_ATTR_MASK_DC;
+        dv->dc_init_attr.dc_type         = MLX5DV_DCTYPE_DCT;
+        dv->dc_init_attr.dct_access_key  = init->dc_access_key;
+    }
+}
+
+static int dev_hw_create_qp(strand_dev_t *dev, const strand_dev_qp_init_t *init,
+                            strand_dev_qp_t *qp)
 {
     dev_hw_t *h = dev->priv;
-    struct ibv_qp_init_attr_ex init;
+    struct ibv_qp_init_attr_ex a;
     struct mlx5dv_qp_init_attr dv;
     struct ibv_qp *iqp;
-    int ret;
 
-    memset(&init, 0, sizeof(init));
-    init.qp_type             = IBV_QPT_DRIVER;
-    init.send_cq             = attr->send_cq->h;
-    init.recv_cq             = attr->send_cq->h;
-    init.pd                  = dev_hw_qp_pd(h, attr->td);
-    init.comp_mask           = IBV_QP_INIT_ATTR_PD;
-    init.cap.max_send_wr     = attr->max_send_wr;
-    init.cap.max_send_sge    = attr->max_send_sge;
-    init.cap.max_inline_data = attr->max_inline;
-    memset(&dv, 0, sizeof(dv));
-    dv.comp_mask               = MLX5DV_QP_INIT_ATTR_MASK_DC |
-                                 MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
-    dv.dc_init_attr.dc_type    = MLX5DV_DCTYPE_DCI;
-    /* READ responses always land in their buffers */
-    dv.create_flags            = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE;
-    if (attr->log_num_concurent > 0) {
-        dv.comp_mask |= MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS;
-        dv.dc_init_attr.dci_streams.log_num_concurent =
-                attr->log_num_concurent;
-        dv.dc_init_attr.dci_streams.log_num_errored = attr->log_num_errored;
+    /* rdma-core would refuse it too, or (without DEVX) fail at INIT */
+    if (init->sig_pipelining && !dev->caps.sig_pipelining) {
+        return EOPNOTSUPP;
     }
-    iqp = mlx5dv_create_qp(h->ctx, &init, &dv);
+    memset(&a, 0, sizeof(a));
+    a.qp_type             = (init->type == STRAND_DEV_QPT_RC) ? IBV_QPT_RC :
+                            IBV_QPT_DRIVER;
+    a.send_cq             = init->send_cq->h;
+    a.recv_cq             = init->recv_cq->h;
+    a.srq                 = (init->srq != NULL) ? init->srq->h : NULL;
+    /* a DCT is the device's, never a thread's: the context's own domain */
+    a.pd                  = (init->type == STRAND_DEV_QPT_DCT) ? h->pd :
+                            dev_hw_qp_pd(h, init->td);
+    a.comp_mask           = IBV_QP_INIT_ATTR_PD;
+    a.cap.max_send_wr     = init->max_send_wr;
+    a.cap.max_send_sge    = init->max_send_sge;
+    a.cap.max_inline_data = init->max_inline;
+    dev_hw_qp_dv_attr(init, &dv);
+    iqp = mlx5dv_create_qp(h->ctx, &a, &dv);
     if (iqp == NULL) {
         return errno ? errno : ENOMEM;
     }
-    ret = dev_hw_dci_to_rts(dev, iqp, attr);
-    if (ret != 0) {
-        ibv_destroy_qp(iqp);
-        return ret;
-    }
     qp->h        = iqp;
+    qp->type     = init->type;
     qp->qpn      = iqp->qp_num;
     qp->kick     = NULL;  /* the BlueFlame store is the doorbell */
     qp->kick_arg = NULL;
-    return dev_hw_qp_view(dev, qp);
-}
-
-static int dev_hw_create_dct(strand_dev_t *dev,
-                             const strand_dev_dct_attr_t *attr,
-                             strand_dev_qp_t *qp)
-{
-    dev_hw_t *h = dev->priv;
-    struct ibv_qp_init_attr_ex init;
-    struct mlx5dv_qp_init_attr dv;
-    struct ibv_qp_attr a;
-    struct ibv_qp *iqp;
-    int ret;
-
-    memset(&init, 0, sizeof(init));
-    init.qp_type   = IBV_QPT_DRIVER;
-    init.send_cq   = attr->cq->h;
-    init.recv_cq   = attr->cq->h;
-    init.srq       = attr->srq->h;
-    init.pd        = h->pd;
-    init.comp_mask = IBV_QP_INIT_ATTR_PD;
-    memset(&dv, 0, sizeof(dv));
-    dv.comp_mask                   = MLX5DV_QP_INIT_ATTR_MASK_DC |
-                                     MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
-    dv.dc_init_attr.dc_type        = MLX5DV_DCTYPE_DCT;
-    dv.dc_init_attr.dct_access_key = attr->access_key;
-    dv.create_flags                = attr->scatter_to_cqe ? 0 :
-                                     MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE;
-    iqp = mlx5dv_create_qp(h->ctx, &init, &dv);
-    if (iqp == NULL) {
-        return errno ? errno : ENOMEM;
-    }
-    memset(&a, 0, sizeof(a));
-    a.qp_state        = IBV_QPS_INIT;
-    a.port_num        = DEV_HW_PORT;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                        IBV_ACCESS_REMOTE_ATOMIC;
-    ret = ibv_modify_qp(iqp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                 IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-    if (ret == 0) {
-        memset(&a, 0, sizeof(a));
-        a.qp_state         = IBV_QPS_RTR;
-        a.min_rnr_timer    = attr->min_rnr_timer;
-        a.path_mtu         = strand_dev_path_mtu(dev);
-        strand_dev_set_path(dev, &attr->path, &a.ah_attr);
-        ret = ibv_modify_qp(iqp, &a, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER |
-                                     IBV_QP_AV | IBV_QP_PATH_MTU);
-    }
-    if (ret != 0) {
-        ibv_destroy_qp(iqp);
-        return ret;
-    }
-    qp->h        = iqp;
-    qp->qpn      = iqp->qp_num;
-    qp->kick     = NULL;
-    qp->kick_arg = NULL;
-    memset(&qp->dv, 0, sizeof(qp->dv)); /* a DCT has no send queue */
     qp->bf       = NULL;
     return 0;
+}
+
+static int dev_hw_modify_qp(strand_dev_t *dev, strand_dev_qp_t *qp,
+                            struct ibv_qp_attr *attr, int mask)
+{
+    return ibv_modify_qp(qp->h, attr, mask);
 }
 
 static int dev_hw_destroy_qp(strand_dev_t *dev, strand_dev_qp_t *qp)
 {
     return ibv_destroy_qp(qp->h);
-}
-
-static int dev_hw_reset_dci(strand_dev_t *dev, strand_dev_qp_t *qp,
-                            const strand_dev_sq_attr_t *attr)
-{
-    struct ibv_qp_attr a;
-    int ret;
-
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_RESET;
-    ret = ibv_modify_qp(qp->h, &a, IBV_QP_STATE);
-    if (ret == 0) {
-        ret = dev_hw_dci_to_rts(dev, qp->h, attr);
-    }
-    return (ret == 0) ? dev_hw_qp_view(dev, qp) : ret;
 }
 
 static int dev_hw_qp_state(strand_dev_t *dev, strand_dev_qp_t *qp,
@@ -566,113 +500,10 @@ static int dev_hw_qp_state(strand_dev_t *dev, strand_dev_qp_t *qp,
     return ret;
 }
 
-static int dev_hw_qp_to_err(strand_dev_t *dev, strand_dev_qp_t *qp)
-{
-    struct ibv_qp_attr a;
-
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_ERR;
-    return ibv_modify_qp(qp->h, &a, IBV_QP_STATE);
-}
-
 static int dev_hw_dci_stream_id_reset(strand_dev_t *dev, strand_dev_qp_t *qp,
                                       uint16_t stream_id)
 {
     return mlx5dv_dci_stream_id_reset(qp->h, stream_id);
-}
-
-/* ---------------------------------------------------------------- RC */
-
-/* RESET -> INIT on the port, pkey index 0, with the remote access given. */
-static int dev_hw_rc_to_init(struct ibv_qp *qp, int access)
-{
-    struct ibv_qp_attr a;
-
-    memset(&a, 0, sizeof(a));
-    a.qp_state        = IBV_QPS_INIT;
-    a.pkey_index      = 0;
-    a.port_num        = DEV_HW_PORT;
-    a.qp_access_flags = (unsigned)access;
-    return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                 IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-}
-
-/* INIT -> RTR -> RTS towards `dest`, both PSNs 0. */
-static int dev_hw_rc_to_rts(strand_dev_t *dev, struct ibv_qp *qp,
-                            const strand_dev_rc_attr_t *attr,
-                            const strand_dev_rc_dest_t *dest)
-{
-    struct ibv_qp_attr a;
-    int mask, ret;
-
-    mask = strand_dev_rc_rtr_attr(dev, attr, dest, &a);
-    ret  = ibv_modify_qp(qp, &a, mask);
-    if (ret != 0) {
-        return ret;
-    }
-    mask = strand_dev_rc_rts_attr(attr, &a);
-    return ibv_modify_qp(qp, &a, mask);
-}
-
-static int dev_hw_create_rc(strand_dev_t *dev, const strand_dev_rc_attr_t *attr,
-                            strand_dev_qp_t *qp)
-{
-    dev_hw_t *h = dev->priv;
-    struct ibv_qp_init_attr_ex init;
-    struct mlx5dv_qp_init_attr dv;
-    struct ibv_qp *iqp;
-    int ret;
-
-    /* rdma-core would refuse it too, or (without DEVX) fail at INIT */
-    if (attr->sig_pipelining && !dev->caps.sig_pipelining) {
-        return EOPNOTSUPP;
-    }
-    memset(&init, 0, sizeof(init));
-    init.qp_type             = IBV_QPT_RC;
-    init.send_cq             = attr->send_cq->h;
-    init.recv_cq             = attr->recv_cq->h;
-    init.srq                 = (attr->srq != NULL) ? attr->srq->h : NULL;
-    init.pd                  = dev_hw_qp_pd(h, attr->td);
-    init.comp_mask           = IBV_QP_INIT_ATTR_PD;
-    init.cap.max_send_wr     = attr->max_send_wr;
-    init.cap.max_send_sge    = attr->max_send_sge;
-    init.cap.max_inline_data = attr->max_inline;
-    memset(&dv, 0, sizeof(dv));
-    dv.comp_mask    = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
-    /* as a DCT: small messages into the receive CQE only when asked
-     * (requester scatter stays off: no sq_sig_all, no ALLOW); with
-     * SIG_PIPELINING rdma-core sets drain_sigerr at INIT (a DEVX command):
-     * a bad signature block stops the SQ in SQD */
-    dv.create_flags = (attr->scatter_to_cqe ? 0 :
-                       MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE) |
-                      (attr->sig_pipelining ?
-                       MLX5DV_QP_CREATE_SIG_PIPELINING : 0);
-    iqp = mlx5dv_create_qp(h->ctx, &init, &dv);
-    if (iqp == NULL) {
-        return errno ? errno : ENOMEM;
-    }
-    ret = dev_hw_rc_to_init(iqp, IBV_ACCESS_REMOTE_WRITE |
-                                 IBV_ACCESS_REMOTE_READ |
-                                 IBV_ACCESS_REMOTE_ATOMIC);
-    if (ret == 0) {
-        qp->h        = iqp;
-        qp->qpn      = iqp->qp_num;
-        qp->kick     = NULL;  /* the BlueFlame store is the doorbell */
-        qp->kick_arg = NULL;
-        ret = dev_hw_qp_view(dev, qp);
-    }
-    if (ret != 0) {
-        ibv_destroy_qp(iqp);
-        qp->h = NULL;
-    }
-    return ret;
-}
-
-static int dev_hw_connect_rc(strand_dev_t *dev, strand_dev_qp_t *qp,
-                             const strand_dev_rc_attr_t *attr,
-                             const strand_dev_rc_dest_t *dest)
-{
-    return dev_hw_rc_to_rts(dev, qp->h, attr, dest);
 }
 
 /* ------------------------------------------------- SQD (PRM QUERY_QP)
@@ -772,16 +603,6 @@ static int dev_hw_query_sqd(strand_dev_t *dev, strand_dev_qp_t *qp,
     return 0;
 }
 
-static int dev_hw_sqd_to_rts(strand_dev_t *dev, strand_dev_qp_t *qp)
-{
-    struct ibv_qp_attr a;
-
-    memset(&a, 0, sizeof(a));
-    a.qp_state     = IBV_QPS_RTS;
-    a.cur_qp_state = IBV_QPS_SQD;
-    return ibv_modify_qp(qp->h, &a, IBV_QP_STATE | IBV_QP_CUR_STATE);
-}
-
 /* ------------------------------------------------------------- mkeys */
 
 static int dev_hw_create_mkey(strand_dev_t *dev, uint16_t max_entries,
@@ -858,6 +679,7 @@ static int dev_hw_cfg_qp_create(strand_dev_t *dev)
     dev_hw_cfg_qp_t *c   = &h->cfg;
     strand_dev_rc_attr_t attr;
     strand_dev_rc_dest_t self;
+    strand_dev_qp_t qp;   /* the QP, to take it through its states */
     struct ibv_qp_init_attr_ex init;
     struct mlx5dv_qp_init_attr dv;
     unsigned i;
@@ -902,9 +724,12 @@ static int dev_hw_cfg_qp_create(strand_dev_t *dev)
     self.qpn = c->qp->qp_num;
     self.lid = dev->caps.lid;
     self.gid = dev->caps.gid;
-    ret = dev_hw_rc_to_init(c->qp, 0);
+    memset(&qp, 0, sizeof(qp));
+    qp.h    = c->qp;
+    qp.type = STRAND_DEV_QPT_RC;
+    ret     = strand_dev_qp_to_init(dev, &qp, 0);
     if (ret == 0) {
-        ret = dev_hw_rc_to_rts(dev, c->qp, &attr, &self);
+        ret = strand_dev_connect_rc(dev, &qp, &attr, &self);
     }
     if (ret != 0) {
         goto err;
@@ -1084,17 +909,13 @@ const strand_dev_ops_t strand_dev_hw_ops = {
     .destroy_td          = dev_hw_destroy_td,
     .create_srq          = dev_hw_create_srq,
     .destroy_srq         = dev_hw_destroy_srq,
-    .create_dci          = dev_hw_create_dci,
-    .create_dct          = dev_hw_create_dct,
+    .create_qp           = dev_hw_create_qp,
+    .modify_qp           = dev_hw_modify_qp,
+    .qp_view             = dev_hw_qp_view,
     .destroy_qp          = dev_hw_destroy_qp,
-    .reset_dci           = dev_hw_reset_dci,
     .qp_state            = dev_hw_qp_state,
-    .qp_to_err           = dev_hw_qp_to_err,
     .dci_stream_id_reset = dev_hw_dci_stream_id_reset,
-    .create_rc           = dev_hw_create_rc,
-    .connect_rc          = dev_hw_connect_rc,
     .query_sqd           = dev_hw_query_sqd,
-    .sqd_to_rts          = dev_hw_sqd_to_rts,
     .create_mkey         = dev_hw_create_mkey,
     .destroy_mkey        = dev_hw_destroy_mkey,
     .mkey_configure      = dev_hw_mkey_configure,

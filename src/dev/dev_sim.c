@@ -358,141 +358,76 @@ static void dev_sim_qp_wrap(strand_dev_qp_t *qp, smlx5_qp_t *sqp)
     qp->kick_arg = sqp;
 }
 
-static int dev_sim_dci_to_rts(strand_dev_t *dev, smlx5_qp_t *qp,
-                              const strand_dev_sq_attr_t *attr)
+/* The software device's QP of init's type, in RESET (dev_qp.c brings it
+ * up). */
+static int dev_sim_create_qp(strand_dev_t *dev,
+                             const strand_dev_qp_init_t *init,
+                             strand_dev_qp_t *qp)
 {
-    struct ibv_qp_attr a;
-    int ret;
-
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = SMLX5_PORT_NUM;
-    ret = smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                  IBV_QP_PORT);
-    if (ret != 0) {
-        return ret;
-    }
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = strand_dev_path_mtu(dev);
-    strand_dev_set_path(dev, &attr->path, &a.ah_attr);
-    ret = smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV);
-    if (ret != 0) {
-        return ret;
-    }
-    memset(&a, 0, sizeof(a));
-    a.qp_state      = IBV_QPS_RTS;
-    a.timeout       = attr->timeout;
-    a.retry_cnt     = attr->retry_cnt;
-    a.rnr_retry     = attr->rnr_retry;
-    a.max_rd_atomic = attr->max_rd_atomic;
-    return smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-                                   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                   IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN);
-}
-
-static int dev_sim_create_dci(strand_dev_t *dev,
-                              const strand_dev_sq_attr_t *attr,
-                              strand_dev_qp_t *qp)
-{
+    static const uint8_t types[] = {
+        [STRAND_DEV_QPT_DCI] = SMLX5_QPT_DCI,
+        [STRAND_DEV_QPT_DCT] = SMLX5_QPT_DCT,
+        [STRAND_DEV_QPT_RC]  = SMLX5_QPT_RC
+    };
     dev_sim_t *s = dev->priv;
-    smlx5_qp_init_attr_t init;
+    smlx5_qp_init_attr_t a;
     smlx5_qp_t *sqp;
-    int ret;
 
-    memset(&init, 0, sizeof(init));
-    init.type                = SMLX5_QPT_DCI;
-    init.send_cq             = attr->send_cq->h;
-    init.cap.max_send_wr     = attr->max_send_wr;
-    init.cap.max_send_sge    = attr->max_send_sge;
-    init.cap.max_inline_data = attr->max_inline;
-    init.log_num_concurent   = attr->log_num_concurent;
-    init.log_num_errored     = attr->log_num_errored;
-    init.td                  = (attr->td != NULL) ? attr->td->h : NULL;
-    sqp = smlx5_create_qp(s->pd, &init);
+    memset(&a, 0, sizeof(a));
+    a.type                = types[init->type];
+    a.send_cq             = init->send_cq->h;
+    a.recv_cq             = (init->type == STRAND_DEV_QPT_DCI) ? NULL :
+                            init->recv_cq->h;
+    a.srq                 = (init->srq != NULL) ? init->srq->h : NULL;
+    a.cap.max_send_wr     = init->max_send_wr;
+    a.cap.max_send_sge    = init->max_send_sge;
+    a.cap.max_inline_data = init->max_inline;
+    a.log_num_concurent   = init->log_num_concurent;
+    a.log_num_errored     = init->log_num_errored;
+    a.dc_access_key       = init->dc_access_key;
+    a.td                  = (init->td != NULL) ? init->td->h : NULL;
+    /* a DCI: READ responses always land in their buffers; a DCT and an RC
+     * QP: small messages into the receive CQE only when asked (requester
+     * scatter stays off: no sq_sig_all, no ALLOW) */
+    if (init->type != STRAND_DEV_QPT_DCI) {
+        a.create_flags = (init->scatter_to_cqe ? 0 :
+                          MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE) |
+                         (init->sig_pipelining ?
+                          MLX5DV_QP_CREATE_SIG_PIPELINING : 0);
+    }
+    sqp = smlx5_create_qp(s->pd, &a);
     if (sqp == NULL) {
         return errno ? errno : ENOMEM;
     }
-    ret = dev_sim_dci_to_rts(dev, sqp, attr);
-    if (ret != 0) {
-        smlx5_destroy_qp(sqp);
-        return ret;
+    qp->type = init->type;
+    if (init->type == STRAND_DEV_QPT_DCT) {
+        qp->h        = sqp;
+        qp->qpn      = 0; /* the DCT number: from RTR on (qp_view) */
+        qp->kick     = NULL;
+        qp->kick_arg = NULL;
+    } else {
+        dev_sim_qp_wrap(qp, sqp);
     }
-    dev_sim_qp_wrap(qp, sqp);
-    return dev_sim_qp_view(dev, qp);
+    return 0;
 }
 
-static int dev_sim_create_dct(strand_dev_t *dev,
-                              const strand_dev_dct_attr_t *attr,
-                              strand_dev_qp_t *qp)
+static int dev_sim_modify_qp(strand_dev_t *dev, strand_dev_qp_t *qp,
+                             struct ibv_qp_attr *attr, int mask)
 {
-    dev_sim_t *s = dev->priv;
-    smlx5_qp_init_attr_t init;
-    struct ibv_qp_attr a;
-    smlx5_qp_t *sqp;
-    int ret;
+    return smlx5_modify_qp(qp->h, attr, mask);
+}
 
-    memset(&init, 0, sizeof(init));
-    init.type          = SMLX5_QPT_DCT;
-    init.send_cq       = attr->cq->h;
-    init.recv_cq       = attr->cq->h;
-    init.srq           = attr->srq->h;
-    init.dc_access_key = attr->access_key;
-    init.create_flags  = attr->scatter_to_cqe ? 0 :
-                         MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE;
-    sqp = smlx5_create_qp(s->pd, &init);
-    if (sqp == NULL) {
-        return errno ? errno : ENOMEM;
+static int dev_sim_qp_view_of(strand_dev_t *dev, strand_dev_qp_t *qp)
+{
+    if (qp->type == STRAND_DEV_QPT_DCT) {
+        qp->qpn = smlx5_dct_num(qp->h);
     }
-    memset(&a, 0, sizeof(a));
-    a.qp_state        = IBV_QPS_INIT;
-    a.port_num        = SMLX5_PORT_NUM;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                        IBV_ACCESS_REMOTE_ATOMIC;
-    ret = smlx5_modify_qp(sqp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-    if (ret == 0) {
-        memset(&a, 0, sizeof(a));
-        a.qp_state         = IBV_QPS_RTR;
-        a.min_rnr_timer    = attr->min_rnr_timer;
-        a.path_mtu         = strand_dev_path_mtu(dev);
-        strand_dev_set_path(dev, &attr->path, &a.ah_attr);
-        ret = smlx5_modify_qp(sqp, &a, IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER |
-                                       IBV_QP_AV | IBV_QP_PATH_MTU);
-    }
-    if (ret != 0) {
-        smlx5_destroy_qp(sqp);
-        return ret;
-    }
-    qp->h        = sqp;
-    qp->qpn      = smlx5_dct_num(sqp);
-    qp->kick     = NULL;
-    qp->kick_arg = NULL;
     return dev_sim_qp_view(dev, qp);
 }
 
 static int dev_sim_destroy_qp(strand_dev_t *dev, strand_dev_qp_t *qp)
 {
     return smlx5_destroy_qp(qp->h);
-}
-
-static int dev_sim_reset_dci(strand_dev_t *dev, strand_dev_qp_t *qp,
-                             const strand_dev_sq_attr_t *attr)
-{
-    struct ibv_qp_attr a;
-    int ret;
-
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_RESET;
-    ret = smlx5_modify_qp(qp->h, &a, IBV_QP_STATE);
-    if (ret != 0) {
-        return ret;
-    }
-    ret = dev_sim_dci_to_rts(dev, qp->h, attr);
-    if (ret == 0) {
-        ret = dev_sim_qp_view(dev, qp);
-    }
-    return ret;
 }
 
 static int dev_sim_qp_state(strand_dev_t *dev, strand_dev_qp_t *qp,
@@ -507,96 +442,16 @@ static int dev_sim_qp_state(strand_dev_t *dev, strand_dev_qp_t *qp,
     return ret;
 }
 
-static int dev_sim_qp_to_err(strand_dev_t *dev, strand_dev_qp_t *qp)
-{
-    struct ibv_qp_attr a;
-
-    memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_ERR;
-    return smlx5_modify_qp(qp->h, &a, IBV_QP_STATE);
-}
-
 static int dev_sim_dci_stream_id_reset(strand_dev_t *dev, strand_dev_qp_t *qp,
                                        uint16_t stream_id)
 {
     return smlx5_dci_stream_id_reset(qp->h, stream_id);
 }
 
-/* ---------------------------------------------------------------- RC */
-
-static int dev_sim_create_rc(strand_dev_t *dev, const strand_dev_rc_attr_t *attr,
-                             strand_dev_qp_t *qp)
-{
-    dev_sim_t *s = dev->priv;
-    smlx5_qp_init_attr_t init;
-    struct ibv_qp_attr a;
-    smlx5_qp_t *sqp;
-    int ret;
-
-    memset(&init, 0, sizeof(init));
-    init.type                = SMLX5_QPT_RC;
-    init.send_cq             = attr->send_cq->h;
-    init.recv_cq             = attr->recv_cq->h;
-    init.srq                 = (attr->srq != NULL) ? attr->srq->h : NULL;
-    init.cap.max_send_wr     = attr->max_send_wr;
-    init.cap.max_send_sge    = attr->max_send_sge;
-    init.cap.max_inline_data = attr->max_inline;
-    /* as a DCT: small messages into the receive CQE only when asked
-     * (requester scatter stays off: no sq_sig_all, no ALLOW) */
-    init.create_flags        = (attr->scatter_to_cqe ? 0 :
-                                MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE) |
-                               (attr->sig_pipelining ?
-                                MLX5DV_QP_CREATE_SIG_PIPELINING : 0);
-    init.td                  = (attr->td != NULL) ? attr->td->h : NULL;
-    sqp = smlx5_create_qp(s->pd, &init);
-    if (sqp == NULL) {
-        return errno ? errno : ENOMEM;
-    }
-    memset(&a, 0, sizeof(a));
-    a.qp_state        = IBV_QPS_INIT;
-    a.port_num        = SMLX5_PORT_NUM;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                        IBV_ACCESS_REMOTE_ATOMIC;
-    ret = smlx5_modify_qp(sqp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-    if (ret != 0) {
-        smlx5_destroy_qp(sqp);
-        return ret;
-    }
-    dev_sim_qp_wrap(qp, sqp);
-    return dev_sim_qp_view(dev, qp);
-}
-
-static int dev_sim_connect_rc(strand_dev_t *dev, strand_dev_qp_t *qp,
-                              const strand_dev_rc_attr_t *attr,
-                              const strand_dev_rc_dest_t *dest)
-{
-    struct ibv_qp_attr a;
-    int mask, ret;
-
-    mask = strand_dev_rc_rtr_attr(dev, attr, dest, &a);
-    ret  = smlx5_modify_qp(qp->h, &a, mask);
-    if (ret != 0) {
-        return ret;
-    }
-    mask = strand_dev_rc_rts_attr(attr, &a);
-    return smlx5_modify_qp(qp->h, &a, mask);
-}
-
 static int dev_sim_query_sqd(strand_dev_t *dev, strand_dev_qp_t *qp,
                              uint32_t *wqebb_counter)
 {
     return smlx5_qp_query_sqd(qp->h, wqebb_counter);
-}
-
-static int dev_sim_sqd_to_rts(strand_dev_t *dev, strand_dev_qp_t *qp)
-{
-    struct ibv_qp_attr a;
-
-    memset(&a, 0, sizeof(a));
-    a.qp_state     = IBV_QPS_RTS;
-    a.cur_qp_state = IBV_QPS_SQD;
-    return smlx5_modify_qp(qp->h, &a, IBV_QP_STATE | IBV_QP_CUR_STATE);
 }
 
 /* ------------------------------------------------------------- mkeys */
@@ -736,16 +591,12 @@ const strand_dev_ops_t strand_dev_sim_ops = {
     .create_srq          = dev_sim_create_srq,
     .destroy_srq         = dev_sim_destroy_srq,
     .create_tm_srq       = dev_sim_create_tm_srq,
-    .create_dci          = dev_sim_create_dci,
-    .create_dct          = dev_sim_create_dct,
+    .create_qp           = dev_sim_create_qp,
+    .modify_qp           = dev_sim_modify_qp,
+    .qp_view             = dev_sim_qp_view_of,
     .destroy_qp          = dev_sim_destroy_qp,
-    .reset_dci           = dev_sim_reset_dci,
     .qp_state            = dev_sim_qp_state,
-    .qp_to_err           = dev_sim_qp_to_err,
-    .create_rc           = dev_sim_create_rc,
-    .connect_rc          = dev_sim_connect_rc,
     .query_sqd           = dev_sim_query_sqd,
-    .sqd_to_rts          = dev_sim_sqd_to_rts,
     .create_mkey         = dev_sim_create_mkey,
     .destroy_mkey        = dev_sim_destroy_mkey,
     .mkey_configure      = dev_sim_mkey_configure,

@@ -811,7 +811,7 @@ UCS_CLASS_INIT_FUNC(strand_ep_t, const uct_ep_params_t *params)
     /* no address vector, no destination until the transport's part
      * says (a connected QP's WQEs name none) */
     memset(&self->av, 0, sizeof(self->av));
-    self->dest_qpn        = 0;
+    self->dest            = 0;
     self->av_ds       = 0;
     self->dest_key    = 0;
     self->tx_txq      = NULL;
@@ -881,5 +881,3 @@ static UCS_CLASS_CLEANUP_FUNC(strand_ep_t)
 }
 
 UCS_CLASS_DEFINE(strand_ep_t, uct_base_ep_t);
-UCS_CLASS_DEFINE_NEW_FUNC(strand_ep_t, uct_ep_t, const uct_ep_params_t*);
-UCS_CLASS_DEFINE_DELETE_FUNC(strand_ep_t, uct_ep_t);

@@ -10,8 +10,6 @@
 #include "ep.h"
 
 UCS_CLASS_DECLARE(strand_ep_t, const uct_ep_params_t*);
-UCS_CLASS_DECLARE_NEW_FUNC(strand_ep_t, uct_ep_t, const uct_ep_params_t*);
-UCS_CLASS_DECLARE_DELETE_FUNC(strand_ep_t, uct_ep_t);
 
 ucs_status_t strand_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
                                        const uct_iov_t *iov, size_t iovcnt);

@@ -286,7 +286,7 @@ void strand_txq_held_abort(strand_iface_t *iface, strand_txq_t *txq)
     }
     if (txq->outstanding > 0) {
         /* nothing held ran: ERR flushes each, a CQE apiece */
-        err = iface->dev->ops->qp_to_err(iface->dev, &txq->qp);
+        err = strand_dev_qp_to_err(iface->dev, &txq->qp);
         if (err == 0) {
             strand_txq_set_state(iface, txq, STRAND_TXQ_DRAINING);
         } else {

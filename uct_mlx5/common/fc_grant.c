@@ -127,14 +127,20 @@ void strand_fc_ep_remove(strand_iface_t *iface, strand_ep_t *ep)
 static ucs_status_t strand_fc_send_grant(strand_ep_t *ep,
                                             const strand_fc_grant_t *grant)
 {
+    strand_iface_t *iface = ucs_derived_of(ep->super.super.iface,
+                                           strand_iface_t);
     ucs_status_t status;
 
     status = strand_ep_send_ctrl(ep, STRAND_AM_FC_GRANT, grant,
                                     sizeof(*grant));
     if ((status != UCS_OK) && (status != UCS_ERR_NO_RESOURCE)) {
         /* the requester is gone: nobody waits for this grant any more */
-        ucs_debug("dc_strand: credit grant to dct 0x%x dropped: %s",
-                  ep->dest_qpn, ucs_status_string(status));
+        char peer[96];
+
+        ucs_debug("%s: credit grant to %s dropped: %s",
+                  iface->tl->names.tl,
+                  iface->tl->ep_peer_str(iface, ep, peer, sizeof(peer)),
+                  ucs_status_string(status));
         return UCS_OK;
     }
     return status;

@@ -185,9 +185,6 @@ typedef struct strand_lane {
     uint16_t  id;                /* the stream id in WQEs */
     uint8_t   state;             /* strand_lane_state_t */
     uint32_t  users;             /* eps that lease it */
-    uint64_t  peer;              /* per-peer mapping: the peer's key */
-    uint64_t  dest;              /* its first user's destination */
-    uint8_t   mixed;             /* users of more than one destination */
     uint32_t  resets;            /* mlx5dv_dci_stream_id_reset calls */
     uint32_t  leases;            /* eps that took it, ever */
     ucs_queue_head_t held;       /* flushed WQEs to post again, in order */
@@ -235,9 +232,6 @@ typedef struct strand_txq {
                                           BBs and records are 64 bytes */
     strand_lane_t        *lanes;
     uint32_t              users;       /* eps leasing it */
-    uint64_t              home;        /* streams: the destination of the
-                                          first ep that leased it empty
-                                          (kept while it is empty) */
     struct strand_ep  *ep;          /* dcs: the lessee */
     ucs_list_link_t       waiters;     /* eps whose pending requests wait
                                           for room in this SQ, in order */
@@ -352,6 +346,11 @@ typedef struct strand_tl_ops {
      * theirs), and whether its own invariants hold; NULL: none */
     int          (*sq_show)(struct strand_iface *iface,
                             ucs_string_buffer_t *strb);
+    /* the transport's words at the end of a lane's line there; NULL:
+     * none */
+    void         (*lane_show)(struct strand_iface *iface,
+                              const struct strand_txq *txq, unsigned lane,
+                              ucs_string_buffer_t *strb);
     /* a send CQE of a QP no send queue of the interface owns: 0 when it was
      * the transport's; NULL: there are none */
     int          (*tx_cqe_other)(struct strand_iface *iface,
@@ -630,9 +629,11 @@ typedef struct strand_ep {
     UCS_STATS_NODE_DECLARE(stats)     /* stats.h */
     struct mlx5_wqe_av  av;           /* the peer's DCT, ready for WQEs */
     uint8_t             av_ds;        /* 1 (base AV) or 3 (with GRH) */
-    uint32_t            dest_qpn;     /* the peer's QP its WQEs name (a
-                                         DCT; 0: its QP is connected) */
     uint64_t            dest_key;     /* the peer NIC (lanes per peer) */
+    uint64_t            dest;         /* the transport's key of its
+                                         destination (the peer NIC and
+                                         its DCT or QP): eps with one fail
+                                         together on a peer-wide error */
     uint16_t            txq;          /* leased send queue (a connected
                                          QP's: its own for good);
                                          STRAND_TXQ_NONE: none */

@@ -44,7 +44,7 @@ static int strand_syndrome_peer_wide(uint8_t syndrome)
 static int strand_ep_same_dest(const strand_ep_t *a,
                                   const strand_ep_t *b)
 {
-    return (a->dest_key == b->dest_key) && (a->dest_qpn == b->dest_qpn);
+    return a->dest == b->dest;
 }
 
 static void strand_failure_init(strand_failure_t *f,
@@ -571,7 +571,7 @@ void strand_recovery_cancel(strand_iface_t *iface, strand_ep_t *ep)
     if (strand_txq_signal_tail(iface, txq) != UCS_OK) {
         return;
     }
-    err = dev->ops->qp_to_err(dev, &txq->qp);
+    err = strand_dev_qp_to_err(dev, &txq->qp);
     if (err != 0) {
         ucs_debug("%s: %s %u: to ERR to cancel the work of ep %p: %s",
                   dev->info.name, iface->tl->names.sq, txq->index, ep,

@@ -70,7 +70,6 @@ ucs_status_t strand_txq_slot_init(strand_iface_t *iface,
     unsigned s;
 
     txq->index   = i;
-    txq->home    = 0;
     ucs_list_head_init(&txq->waiters);
     txq->state   = STRAND_TXQ_FREE;
     txq->lanes = ucs_calloc(iface->config.num_lanes,
@@ -139,7 +138,7 @@ void strand_txq_detach_qp(strand_iface_t *iface, strand_txq_t *txq)
      * takes no receives (rc_strand's requester QPs; the responder QPs,
      * which take them, wait for their flushes: rc/rc_retire.h), and the
      * device stops whatever is on the wire for it */
-    iface->dev->ops->qp_to_err(iface->dev, &txq->qp);
+    strand_dev_qp_to_err(iface->dev, &txq->qp);
     iface->dev->ops->destroy_qp(iface->dev, &txq->qp);
     txq->qp.h = NULL;
     ucs_free(txq->ops);
@@ -447,7 +446,7 @@ void strand_txq_pool_show(strand_iface_t *iface,
             }
             ucs_string_buffer_appendf(strb, "  stream %u %s outstanding %u "
                                       "users %u held %zu resets %u "
-                                      "leases %u dest 0x%" PRIx64 "%s\n",
+                                      "leases %u",
                                       txq->lanes[j].id,
                                       (txq->lanes[j].state ==
                                        STRAND_LANE_OK) ? "ok" :
@@ -455,9 +454,11 @@ void strand_txq_pool_show(strand_iface_t *iface,
                                       txq->lanes[j].users,
                                       ucs_queue_length(&txq->lanes[j].held),
                                       txq->lanes[j].resets,
-                                      txq->lanes[j].leases,
-                                      txq->lanes[j].dest,
-                                      txq->lanes[j].mixed ? " mixed" : "");
+                                      txq->lanes[j].leases);
+            if (iface->tl->lane_show != NULL) {
+                iface->tl->lane_show(iface, txq, j, strb);
+            }
+            ucs_string_buffer_appendf(strb, "\n");
         }
     }
     ucs_string_buffer_appendf(strb, "consistent %s\n",

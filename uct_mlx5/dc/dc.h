@@ -51,6 +51,28 @@ typedef struct strand_dc_iface_config {
     int                   stream_map;
 } strand_dc_iface_config_t;
 
+/* dc_strand's part of a DCI stream (beside the shared strand_lane_t):
+ * which destinations use it, for the stream map and the placement */
+typedef struct strand_dc_lane {
+    uint64_t peer;    /* per-peer mapping: the peer's key */
+    uint64_t dest;    /* its first user's destination */
+    uint8_t  mixed;   /* users of more than one destination */
+} strand_dc_lane_t;
+
+/* dc_strand's part of a DCI (beside the shared send queue of its index) */
+typedef struct strand_dc_dci {
+    uint64_t          home;   /* streams: the destination of the first ep
+                                 that leased it empty (kept while it is
+                                 empty) */
+    strand_dc_lane_t *lanes;  /* config.num_lanes of them */
+} strand_dc_dci_t;
+
+/* dc_strand's endpoint: the shared one, and the peer's DCT */
+typedef struct strand_dc_ep {
+    strand_ep_t super;
+    uint32_t    dct_num;      /* the DCT its WQEs name */
+} strand_dc_ep_t;
+
 typedef struct strand_dc_iface {
     strand_iface_t        super;
     strand_dev_qp_t       dct;
@@ -58,6 +80,8 @@ typedef struct strand_dc_iface {
     uint8_t               tx_policy;     /* strand_dc_tx_policy_t, resolved */
     uint8_t               no_devx;       /* auto left streams out: no DEVX
                                             to reset one */
+    strand_dc_dci_t      *dcis;          /* by send queue index */
+    strand_dc_lane_t     *dci_lanes;     /* their lanes, in one array */
     uint16_t             *dci_stack;     /* free DCIs (dcs, dcs_quota) */
     unsigned              dci_top;
     unsigned              next_dci;      /* streams: where leases start */
@@ -70,5 +94,10 @@ typedef struct strand_dc_iface {
 
 /* the DC interface of a shared one (dc_strand's tl ops get the shared) */
 #define strand_dc_iface(_iface) ucs_derived_of(_iface, strand_dc_iface_t)
+
+/* dc_strand's part of a send queue, and of one of its lanes */
+#define strand_dc_dci(_iface, _txq) (&strand_dc_iface(_iface)->dcis[(_txq)->index])
+#define strand_dc_lane(_iface, _txq, _lane) \
+    (&strand_dc_dci(_iface, _txq)->lanes[_lane])
 
 #endif

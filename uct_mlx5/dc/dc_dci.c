@@ -34,7 +34,7 @@ static ucs_status_t strand_dc_dct_open(strand_dc_iface_t *iface)
     dct_attr.access_key     = STRAND_DC_ACCESS_KEY;
     dct_attr.min_rnr_timer  = iface->super.min_rnr_timer;
     dct_attr.scatter_to_cqe = iface->super.config.rx_inline;
-    err = dev->ops->create_dct(dev, &dct_attr, &iface->dct);
+    err = strand_dev_create_dct(dev, &dct_attr, &iface->dct);
     if (err != 0) {
         ucs_error("%s: failed to create DCT: %s", dev->info.name,
                   strerror(err));
@@ -61,7 +61,7 @@ static ucs_status_t strand_dc_dci_create(strand_iface_t *iface,
     if (status != UCS_OK) {
         return status;
     }
-    err = dev->ops->create_dci(dev, &iface->sq_attr, &dci->qp);
+    err = strand_dev_create_dci(dev, &iface->sq_attr, &dci->qp);
     if (err != 0) {
         ucs_error("%s: failed to create DCI %u: %s", dev->info.name, i,
                   strerror(err));
@@ -83,8 +83,16 @@ ucs_status_t strand_dc_sq_open(strand_iface_t *iface)
     }
     dc->dci_stack = ucs_calloc(iface->num_txqs, sizeof(*dc->dci_stack),
                                "strand_dc_dci_stack");
-    if (dc->dci_stack == NULL) {
+    dc->dcis      = ucs_calloc(iface->num_txqs, sizeof(*dc->dcis),
+                               "strand_dc_dcis");
+    dc->dci_lanes = ucs_calloc(iface->num_txqs * iface->config.num_lanes,
+                               sizeof(*dc->dci_lanes), "strand_dc_dci_lanes");
+    if ((dc->dci_stack == NULL) || (dc->dcis == NULL) ||
+        (dc->dci_lanes == NULL)) {
         return UCS_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < iface->num_txqs; ++i) {
+        dc->dcis[i].lanes = &dc->dci_lanes[i * iface->config.num_lanes];
     }
     /* the streams the DCIs are made with */
     strand_dc_policy_dci_attr(dc, &iface->sq_attr);
@@ -108,7 +116,11 @@ void strand_dc_sq_close(strand_iface_t *iface)
         dc->have_dct = 0;
     }
     ucs_free(dc->dci_stack);
+    ucs_free(dc->dcis);
+    ucs_free(dc->dci_lanes);
     dc->dci_stack = NULL;
+    dc->dcis      = NULL;
+    dc->dci_lanes = NULL;
     dc->dci_top   = 0;
 }
 
@@ -117,7 +129,7 @@ int strand_dc_dci_reset(strand_iface_t *iface, strand_txq_t *dci)
     strand_dev_t *dev = iface->dev;
     int err;
 
-    err = dev->ops->reset_dci(dev, &dci->qp, &iface->sq_attr);
+    err = strand_dev_reset_dci(dev, &dci->qp, &iface->sq_attr);
     if (err != 0) {
         ucs_error("%s: failed to reset DCI %u (qpn 0x%x): %s; it is not "
                   "used again", dev->info.name, dci->index, dci->qp.qpn,

@@ -9,9 +9,36 @@
 
 #include "dc_ep.h"
 #include "dc_addr.h"
+#include "uct_mlx5/common/ep_ops.h"
 #include "uct_mlx5/common/ep_short.h"
 
 #include <ucs/debug/log.h>
+#include <inttypes.h>
+
+/* the shared endpoint, whose transport part (strand_dc_ep_addr_init) sets
+ * the DCT */
+static UCS_CLASS_INIT_FUNC(strand_dc_ep_t, const uct_ep_params_t *params)
+{
+    UCS_CLASS_CALL_SUPER_INIT(strand_ep_t, params);
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(strand_dc_ep_t)
+{
+}
+
+UCS_CLASS_DEFINE(strand_dc_ep_t, strand_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(strand_dc_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(strand_dc_ep_t, uct_ep_t);
+
+void strand_dc_lane_show(strand_iface_t *iface, const strand_txq_t *dci,
+                         unsigned lane, ucs_string_buffer_t *strb)
+{
+    const strand_dc_lane_t *ds = strand_dc_lane(iface, dci, lane);
+
+    ucs_string_buffer_appendf(strb, " dest 0x%" PRIx64 "%s", ds->dest,
+                              ds->mixed ? " mixed" : "");
+}
 
 /* dc_strand's part of an endpoint (strand_tl_ops_t ep_init): the peer's
  * DCT and the address vector to it. */
@@ -19,6 +46,7 @@ ucs_status_t strand_dc_ep_addr_init(strand_iface_t *iface,
                                     strand_ep_t *ep,
                                     const uct_ep_params_t *params)
 {
+    strand_dc_ep_t *dc_ep = ucs_derived_of(ep, strand_dc_ep_t);
     const strand_port_addr_t *dev_addr;
     const strand_dc_iface_addr_t *iface_addr;
     unsigned av_size;
@@ -43,15 +71,16 @@ ucs_status_t strand_dc_ep_addr_init(strand_iface_t *iface,
                   "on" : "off", iface->config.am_tmh ? "on" : "off");
         return UCS_ERR_UNREACHABLE;
     }
-    ep->dest_qpn = strand_dc_addr_dctn(iface_addr);
-    status   = strand_port_addr_make_av(iface, dev_addr, ep->dest_qpn, &ep->av,
-                                        &av_size);
+    dc_ep->dct_num = strand_dc_addr_dctn(iface_addr);
+    status = strand_port_addr_make_av(iface, dev_addr, dc_ep->dct_num,
+                                      &ep->av, &av_size);
     if (status != UCS_OK) {
         return status;
     }
     ep->av.key.dc_key = htobe64(STRAND_DC_ACCESS_KEY);
     ep->av_ds    = av_size / STRAND_WQE_DS;
     ep->dest_key = strand_av_peer_key(&ep->av);
+    ep->dest     = ep->dest_key ^ ((uint64_t)dc_ep->dct_num << 24);
     ucs_debug("%s: ep %p to %s", iface->dev->info.name, ep,
               strand_av_str(&ep->av, peer, sizeof(peer)));
     return UCS_OK;
@@ -67,7 +96,8 @@ int strand_dc_ep_is_connected(strand_iface_t *iface, const strand_ep_t *ep,
 
     return strand_port_addr_is_reachable(iface, (const void*)dev_addr) &&
            strand_dc_addr_iface_compatible(iface, dc_addr) &&
-           (ep->dest_qpn == strand_dc_addr_dctn(dc_addr)) &&
+           (ucs_derived_of(ep, strand_dc_ep_t)->dct_num ==
+            strand_dc_addr_dctn(dc_addr)) &&
            strand_av_names_port(&ep->av, (const void*)dev_addr);
 }
 

@@ -20,6 +20,11 @@ int strand_dc_ep_is_connected(strand_iface_t *iface, const strand_ep_t *ep,
 const char *strand_dc_ep_peer_str(strand_iface_t *iface,
                                   const strand_ep_t *ep, char *buf,
                                   size_t max);
+UCS_CLASS_DECLARE_NEW_FUNC(strand_dc_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_DELETE_FUNC(strand_dc_ep_t, uct_ep_t);
+/* a stream's destinations, in the VFS file of the DCIs */
+void strand_dc_lane_show(strand_iface_t *iface, const strand_txq_t *dci,
+                         unsigned lane, ucs_string_buffer_t *strb);
 /* am_short and put_short for the interface's address vector and TMH */
 void strand_dc_ep_short_ops(strand_iface_t *iface,
                             uct_iface_ops_t *ops);

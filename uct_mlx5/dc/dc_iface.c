@@ -330,9 +330,9 @@ UCS_STATIC_INIT
 {
     strand_dc_iface_ops                          = strand_iface_ops;
     strand_dc_iface_ops.ep_create                =
-        UCS_CLASS_NEW_FUNC_NAME(strand_ep_t);
+        UCS_CLASS_NEW_FUNC_NAME(strand_dc_ep_t);
     strand_dc_iface_ops.ep_destroy               =
-        UCS_CLASS_DELETE_FUNC_NAME(strand_ep_t);
+        UCS_CLASS_DELETE_FUNC_NAME(strand_dc_ep_t);
     strand_dc_iface_ops.ep_tag_rndv_zcopy        = strand_dc_ep_tag_rndv_zcopy;
     strand_dc_iface_ops.iface_close              =
         UCS_CLASS_DELETE_FUNC_NAME(strand_dc_iface_t);
@@ -363,7 +363,8 @@ const strand_tl_ops_t strand_dc_tl_ops = {
     .sq_idle         = strand_dc_policy_dci_idle,
     .lane_reset      = strand_dc_stream_reset,
     .sq_reset        = strand_dc_dci_reset,
-    .sq_show         = strand_dc_dci_pool_show
+    .sq_show         = strand_dc_dci_pool_show,
+    .lane_show       = strand_dc_lane_show
 };
 
 uct_tl_t uct_dc_strand_tl = {

@@ -78,7 +78,8 @@ static int strand_dc_policy_pick_stream(strand_iface_t *iface,
         if (s->state != STRAND_LANE_OK) {
             continue;
         }
-        if (per_peer && (s->users > 0) && (s->peer == ep->dest_key)) {
+        if (per_peer && (s->users > 0) &&
+            (strand_dc_lane(iface, dci, i)->peer == ep->dest_key)) {
             return i;
         }
         if ((best < 0) || (s->users < dci->lanes[best].users)) {
@@ -92,27 +93,28 @@ static int strand_dc_policy_pick_stream(strand_iface_t *iface,
 }
 
 /* ep's destination, the peer's NIC and DCT (a process): a key for
- * grouping, where a rare collision costs only placement */
+ * grouping, where a rare collision costs only placement (dc_ep.c) */
 static uint64_t strand_dc_policy_dest(const strand_ep_t *ep)
 {
-    return ep->dest_key ^ ((uint64_t)ep->dest_qpn << 24);
+    return ep->dest;
 }
 
 static void strand_dc_policy_attach(strand_iface_t *iface,
                                     strand_txq_t *dci, int stream,
                                     strand_ep_t *ep)
 {
-    strand_lane_t *s = &dci->lanes[stream];
+    strand_lane_t *s     = &dci->lanes[stream];
+    strand_dc_lane_t *ds = strand_dc_lane(iface, dci, stream);
 
     if (dci->users == 0) {
-        dci->home = strand_dc_policy_dest(ep);
+        strand_dc_dci(iface, dci)->home = strand_dc_policy_dest(ep);
     }
     if (s->users++ == 0) {
-        s->peer  = ep->dest_key;
-        s->dest  = strand_dc_policy_dest(ep);
-        s->mixed = 0;
-    } else if (s->dest != strand_dc_policy_dest(ep)) {
-        s->mixed = 1;
+        ds->peer  = ep->dest_key;
+        ds->dest  = strand_dc_policy_dest(ep);
+        ds->mixed = 0;
+    } else if (ds->dest != strand_dc_policy_dest(ep)) {
+        ds->mixed = 1;
     }
     s->leases++;
     /* a DCI that was FREE has no lessee whose readiness could change */
@@ -157,15 +159,16 @@ static int strand_dc_policy_dci_rank(const strand_iface_t *iface,
                                      const strand_ep_t *ep)
 {
     uint64_t dest = strand_dc_policy_dest(ep);
-    const strand_lane_t *s;
+    uint64_t home = strand_dc_dci(iface, dci)->home;
+    const strand_dc_lane_t *ds;
     unsigned i;
 
     if (dci->users == 0) {
-        return ((dci->home == 0) || (dci->home == dest)) ? 2 : 1;
+        return ((home == 0) || (home == dest)) ? 2 : 1;
     }
     for (i = 0; i < iface->config.num_lanes; ++i) {
-        s = &dci->lanes[i];
-        if ((s->users > 0) && (s->mixed || (s->dest != dest))) {
+        ds = strand_dc_lane(iface, dci, i);
+        if ((dci->lanes[i].users > 0) && (ds->mixed || (ds->dest != dest))) {
             return 0;
         }
     }
@@ -205,8 +208,9 @@ static strand_txq_t *strand_dc_policy_choose(strand_iface_t *iface,
         }
         if ((rank < best_rank) ||
             ((rank == best_rank) && (dci->users >= best->users) &&
-             !((dci->users == best->users) && (dci->home == dest) &&
-               (best->home != dest)))) {
+             !((dci->users == best->users) &&
+               (strand_dc_dci(iface, dci)->home == dest) &&
+               (strand_dc_dci(iface, best)->home != dest)))) {
             continue;
         }
         stream = strand_dc_policy_pick_stream(iface, dci, ep);
@@ -325,9 +329,7 @@ void strand_dc_policy_release(strand_iface_t *iface, strand_ep_t *ep)
     s   = &dci->lanes[ep->lane];
     ucs_assert((s->users > 0) && (dci->users > 0));
     if (--s->users == 0) {
-        s->peer  = 0;
-        s->dest  = 0;
-        s->mixed = 0;
+        *strand_dc_lane(iface, dci, ep->lane) = (strand_dc_lane_t){0};
     }
     --dci->users;
     if (dci->ep == ep) {

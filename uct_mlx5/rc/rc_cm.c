@@ -528,7 +528,7 @@ strand_rc_cm_responder_make(strand_rc_cm_t *cm, uint64_t conn_id,
     if (strand_rc_iface(iface)->rndv != NULL) {
         strand_rc_rndv_qp_attr(strand_rc_iface(iface)->rndv, &attr);
     }
-    err = dev->ops->create_rc(dev, &attr, &r->qp);
+    err = strand_dev_create_rc(dev, &attr, &r->qp);
     if (err != 0) {
         ucs_error("%s: rc_strand: no QP for a peer's endpoint: %s",
                   dev->info.name, strerror(err));
@@ -538,7 +538,7 @@ strand_rc_cm_responder_make(strand_rc_cm_t *cm, uint64_t conn_id,
     strand_rc_dest((const strand_port_addr_t*)
                    strand_rc_cm_key_device(cm, &r->requester), req->qpn,
                    &dest);
-    err = dev->ops->connect_rc(dev, &r->qp, &attr, &dest);
+    err = strand_dev_connect_rc(dev, &r->qp, &attr, &dest);
     if (err != 0) {
         ucs_error("%s: rc_strand: failed to connect QP 0x%x to QP 0x%x: %s",
                   dev->info.name, r->qp.qpn, req->qpn, strerror(err));
@@ -640,7 +640,7 @@ static ucs_status_t strand_rc_cm_connect_qp(strand_rc_cm_t *cm,
 
     strand_rc_dest(&conn->dev_addr, conn->remote_qpn, &dest);
     strand_rc_qp_attr(iface, &attr);
-    err = dev->ops->connect_rc(dev, &txq->qp, &attr, &dest);
+    err = strand_dev_connect_rc(dev, &txq->qp, &attr, &dest);
     if (err != 0) {
         ucs_error("%s: rc_strand: failed to connect QP 0x%x to QP 0x%x: %s",
                   dev->info.name, txq->qp.qpn, conn->remote_qpn,
@@ -653,7 +653,8 @@ static ucs_status_t strand_rc_cm_connect_qp(strand_rc_cm_t *cm,
                                  &ep->av, &av_size) == UCS_OK) {
         ep->dest_key = strand_av_peer_key(&ep->av);
     }
-    ep->dest_qpn = conn->remote_qpn;
+    /* one peer QP: a peer-wide error is this ep's alone */
+    ep->dest = ep->dest_key ^ ((uint64_t)conn->remote_qpn << 24);
     ucs_debug("%s: rc_strand ep %p: QP 0x%x connected to %s",
               dev->info.name, ep, txq->qp.qpn,
               strand_av_str(&ep->av, peer, sizeof(peer)));

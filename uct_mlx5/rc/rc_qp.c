@@ -94,7 +94,7 @@ ucs_status_t strand_rc_qp_ep_init(strand_iface_t *iface,
     if (status != UCS_OK) {
         return status;
     }
-    err = dev->ops->create_rc(dev, &attr, &txq->qp);
+    err = strand_dev_create_rc(dev, &attr, &txq->qp);
     if (err != 0) {
         ucs_error("%s: failed to create an RC QP: %s", dev->info.name,
                   strerror(err));

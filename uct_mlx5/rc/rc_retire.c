@@ -53,7 +53,7 @@ void strand_rc_retire(strand_rc_iface_t *iface, strand_dev_qp_t *qp)
     if (r != NULL) {
         r->mark = strand_async_last_wqe_mark();
     }
-    err = dev->ops->qp_to_err(dev, qp);
+    err = strand_dev_qp_to_err(dev, qp);
     if ((r == NULL) || (err != 0)) {
         /* nothing to wait for: no event comes */
         ucs_debug("%s: rc_strand: QP 0x%x goes without ERR: %s",

@@ -758,7 +758,7 @@ static void strand_rc_rndv_handle_sqd(strand_rc_rndv_qp_t *rq, uint16_t stop)
         ++rndv->stats.fins_cancelled;
     }
     /* 4. back to RTS: the SQ resumes at the first WQE it did not execute */
-    err = dev->ops->sqd_to_rts(dev, rq->qp);
+    err = strand_dev_sqd_to_rts(dev, rq->qp);
     if (err != 0) {
         ucs_error("%s: QP 0x%x: SQD -> RTS failed: %s", dev->info.name,
                   rq->qp->qpn, strerror(err));

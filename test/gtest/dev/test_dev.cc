@@ -40,7 +40,7 @@ protected:
         ASSERT_EQ(0, m_ops->create_cq(m_dev, 256, 0, &m_ch, &m_cq));
         ASSERT_EQ(0, m_ops->create_srq(m_dev, 16, 1, &m_srq));
         strand_dev_dct_attr_t dct = {&m_cq, &m_srq, 0x1ee7a330, 1};
-        ASSERT_EQ(0, m_ops->create_dct(m_dev, &dct, &m_dct));
+        ASSERT_EQ(0, strand_dev_create_dct(m_dev, &dct, &m_dct));
         ASSERT_EQ(0, posix_memalign(&m_buf, 4096, 65536));
         memset(m_buf, 0, 65536);
         ASSERT_EQ(0, m_ops->reg_mr(m_dev, m_buf, 65536,
@@ -68,7 +68,7 @@ protected:
     {
         m_attr = {nullptr, &m_cq, 64, 1, 64, log_streams, log_errored, 14, 7, 7,
                   1};
-        ASSERT_EQ(0, m_ops->create_dci(m_dev, &m_attr, &m_dci));
+        ASSERT_EQ(0, strand_dev_create_dci(m_dev, &m_attr, &m_dci));
         m_dci_up = true;
         m_pi     = 0;
     }
@@ -227,7 +227,7 @@ TEST_F(dev_sim, dci_error_then_reset_dci_recovers)
     ASSERT_EQ(0, m_ops->qp_state(m_dev, &m_dci, &st));
     EXPECT_EQ(IBV_QPS_ERR, st);
 
-    ASSERT_EQ(0, m_ops->reset_dci(m_dev, &m_dci, &m_attr));
+    ASSERT_EQ(0, strand_dev_reset_dci(m_dev, &m_dci, &m_attr));
     ASSERT_EQ(0, m_ops->qp_state(m_dev, &m_dci, &st));
     EXPECT_EQ(IBV_QPS_RTS, st);
     m_pi = 0; /* the queue starts over after a reset */
@@ -263,7 +263,7 @@ TEST_F(dev_sim, user_index_is_the_first_free_slot)
 {
     ASSERT_NO_FATAL_FAILURE(create_dci());
     strand_dev_qp_t first = m_dci, second;
-    ASSERT_EQ(0, m_ops->create_dci(m_dev, &m_attr, &second));
+    ASSERT_EQ(0, strand_dev_create_dci(m_dev, &m_attr, &second));
     auto uidx_of_a_write = [&](const strand_dev_qp_t &qp) {
         m_dci    = qp;
         m_pi     = 0;
@@ -276,7 +276,7 @@ TEST_F(dev_sim, user_index_is_the_first_free_slot)
     EXPECT_EQ(2u, uidx_of_a_write(second));
     ASSERT_EQ(0, m_ops->destroy_qp(m_dev, &first));
     strand_dev_qp_t third;
-    ASSERT_EQ(0, m_ops->create_dci(m_dev, &m_attr, &third));
+    ASSERT_EQ(0, strand_dev_create_dci(m_dev, &m_attr, &third));
     EXPECT_EQ(1u, uidx_of_a_write(third)) << "the freed slot is reused";
     ASSERT_EQ(0, m_ops->destroy_qp(m_dev, &second));
     m_dci = third; /* TearDown destroys it */
