@@ -570,23 +570,3 @@ TEST_F(dc_strand_hw_truth, streams_only_where_their_reset_works)
     EXPECT_EQ("dcs", dci_pool_view(pool).policy);
     EXPECT_EQ(std::string::npos, pool.find("no_devx")) << pool;
 }
-
-/*
- * Spec 9 (atomic reply endianness per size): the HCA's 8-byte mode decides
- * how 64-bit replies land; 32-bit masked replies are big-endian in either
- * mode. Every fetching atomic of both sizes, and cswap, in both modes. A
- * transport that applies the 8-byte mode to both sizes reads every 32-bit
- * reply byte-swapped in host mode (the default of ConnectX and of the
- * software device).
- */
-class dc_strand_atomic_modes : public atomic_modes<dc_strand> {
-};
-
-TEST_P(dc_strand_atomic_modes, every_fetching_atomic_of_both_sizes)
-{
-    open_pair();
-    check_all_atomics();
-}
-
-INSTANTIATE_TEST_SUITE_P(mode8b, dc_strand_atomic_modes,
-                         ::testing::Values(0, 1));

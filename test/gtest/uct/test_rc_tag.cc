@@ -14,12 +14,12 @@
 
 #include <regex>
 
-class rc_strand_tag : public dc_strand_tag {
+class rc_strand_tag : public strand_tag {
 protected:
     void SetUp() override
     {
         m_tl = "rc_strand";
-        dc_strand_tag::SetUp();
+        strand_tag::SetUp();
     }
 
     /* a counter of b's 'rendezvous' VFS file */
