@@ -258,4 +258,58 @@ TEST_P(events, event_fd_and_arm)
 
 }
 
+
+/* Spec 9 (arming): the transport arms with its own consumer index and a
+ * sequence number that moves on with every event; a device that ignores a
+ * stale arm then still wakes it, round after round. */
+TEST_P(events, receive_events_round_after_round)
+{
+    open_connected(); /* rc_strand: its request is a message to B */
+    int fd;
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_b.iface, &fd));
+    struct pollfd pfd = {fd, POLLIN, 0};
+    for (unsigned round = 0; round < 20; ++round) {
+        ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV))
+                << round;
+        EXPECT_EQ(0, poll(&pfd, 1, 0)) << "an event before the message, "
+                                          "round " << round;
+        ASSERT_EQ(UCS_OK, am_short_retry(m_ep, round));
+        ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no event in round " << round;
+        ASSERT_TRUE(progress_until([&] {
+            uct_worker_progress(m_worker_b);
+            return m_b.am.msgs.size() == round + 1;
+        }));
+    }
+}
+
+/* An active message is solicited: UCT_EVENT_RECV_SIG (a solicited-only
+ * arm) wakes the receiver for it. */
+TEST_P(events, recv_sig_wakes_up_for_active_messages)
+{
+    open_connected(); /* rc_strand: its request is a message to B */
+    ASSERT_TRUE(m_b.attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_RECV_SIG);
+    int fd;
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_b.iface, &fd));
+    struct pollfd pfd = {fd, POLLIN, 0};
+
+    ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV_SIG));
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, 7, nullptr, 0));
+    ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no event for an am_short";
+    ASSERT_TRUE(progress_until([&] {
+        uct_worker_progress(m_worker_b);
+        return m_b.am.msgs.size() == 1;
+    }));
+
+    std::vector<uint8_t> v = pattern(300, 1);
+    ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV_SIG));
+    ASSERT_EQ((ssize_t)v.size(), uct_ep_am_bcopy(m_ep, 5, pack_cb, &v,
+                                                 UCT_SEND_FLAG_SIGNALED));
+    ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no event for a signaled am_bcopy";
+    ASSERT_TRUE(progress_until([&] {
+        uct_worker_progress(m_worker_b);
+        return m_b.am.msgs.size() == 2;
+    }));
+    EXPECT_EQ(v, m_b.am.msgs[1]);
+}
+
 STRAND_UCT_INSTANTIATE(events);
