@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The fixture of the tag-matching tests (test_dc_tag.cc: dc_strand, whose
- * receiver's device reads rendezvous; test_rc_tag.cc: rc_strand, whose
+ * The fixture of the tag-matching tests (strand_tag, on the transport
+ * m_tl: test_tag.cc on both; test_dc_tag.cc: dc_strand_tag, whose
+ * receiver's device reads rendezvous; test_rc_tag.cc: rc_strand_tag, whose
  * transport reads them): two interfaces with tag matching on, unexpected
  * message callbacks that record what came, posted receives (recv_ctx),
  * senders that retry while the transport says no resource, and the
