@@ -13,14 +13,7 @@
  */
 #include "tag_fixture.h"
 
-class tag : public strand_tag,
-            public ::testing::WithParamInterface<const char*> {
-protected:
-    void SetUp() override
-    {
-        m_tl = GetParam();
-        strand_tag::SetUp();
-    }
+class tag : public strand_on_tl<strand_tag> {
 };
 
 TEST_P(tag, active_messages_carry_a_no_tag_header)

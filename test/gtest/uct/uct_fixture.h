@@ -943,22 +943,26 @@ protected:
 };
 
 
-/* A test of the shared core, run on each transport (the parameter: its
- * name); STRAND_UCT_INSTANTIATE instantiates a suite of it. */
-class strand_uct_tl : public strand_uct,
-                      public ::testing::WithParamInterface<const char*> {
+/* Fixture (strand_uct or one derived from it) on the transport the
+ * parameter names: a test of the shared core, run on each transport by
+ * STRAND_UCT_INSTANTIATE. */
+template <class Fixture>
+class strand_on_tl : public Fixture,
+                     public ::testing::WithParamInterface<const char*> {
 protected:
     void SetUp() override
     {
-        m_tl = GetParam();
-        strand_uct::SetUp();
+        this->m_tl = this->GetParam();
+        Fixture::SetUp();
     }
 
     bool is_dc() const
     {
-        return m_tl == "dc_strand";
+        return this->m_tl == "dc_strand";
     }
 };
+
+using strand_uct_tl = strand_on_tl<strand_uct>;
 
 /* the transport's name for a test's name */
 inline std::string strand_tl_name(
