@@ -106,4 +106,19 @@ TEST_P(ep_failure, bad_rkey_fails_only_that_ep)
     uct_md_mem_dereg(m_md, dm);
     unreg(r);
 }
+
+/* A connected peer goes away: the ep's next operation fails, its owner
+ * is told, and uct_ep_check finds it on an idle ep too. */
+TEST_P(ep_failure, connected_peer_goes_away)
+{
+    ASSERT_NO_FATAL_FAILURE(open_pair_exchanged());
+    close_b();
+
+    ASSERT_EQ(UCS_OK, uct_ep_check(m_ep, 0, nullptr));
+    ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }, 20));
+    EXPECT_EQ(m_ep, m_a.err.errors[0].first);
+    EXPECT_TRUE(UCS_IS_ENDPOINT_ERROR(m_a.err.errors[0].second))
+        << ucs_status_string(m_a.err.errors[0].second);
+}
+
 STRAND_UCT_INSTANTIATE(ep_failure);

@@ -316,26 +316,6 @@ TEST_F(rc_strand, flush_cancel_while_connecting_takes_everything_back)
     unreg(local);
 }
 
-/* A connected peer goes away: the ep's next operation fails, its owner
- * is told, and uct_ep_check finds it on an idle ep too. */
-TEST_F(rc_strand, connected_peer_goes_away)
-{
-    set_env("UCX_RC_STRAND_TIMEOUT", "5ms");
-    set_env("UCX_RC_STRAND_RETRY_COUNT", "1");
-    open_pair();
-    ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 1));
-    ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 1; }));
-    flush(m_ep);
-    uct_iface_close(m_b.iface);
-    m_b.iface = nullptr;
-
-    ASSERT_EQ(UCS_OK, uct_ep_check(m_ep, 0, nullptr));
-    ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }, 20));
-    EXPECT_EQ(m_ep, m_a.err.errors[0].first);
-    EXPECT_TRUE(UCS_IS_ENDPOINT_ERROR(m_a.err.errors[0].second))
-        << ucs_status_string(m_a.err.errors[0].second);
-}
-
 /* A peer's endpoint cancelled in the middle of a message (its QP to ERR
  * with the first packets of the message at B, the rest never sent) and
  * destroyed: B's responder QP held one of the SRQ's receive WQEs for that

@@ -422,12 +422,9 @@ protected:
         }
     }
 
-    /* uct_ep_check with a completion. Where
-     * UCX's API takes one (1.22), the probe of a live peer completes with
-     * UCS_OK (UCS_INPROGRESS, then comp; or UCS_OK at once, comp never
-     * called), of a dead one with an endpoint error, its owner told; on
-     * older UCX a completion is refused (UCS_ERR_INVALID_PARAM). */
-    void check_ep_check_completion()
+    /* a pair whose ep sent a message, flushed, with the transport's
+     * timeouts short (5 ms, one retry): ready to lose its peer */
+    void open_pair_exchanged()
     {
         set_tl_env("TIMEOUT", "5ms");
         set_tl_env("RETRY_COUNT", "1");
@@ -435,6 +432,23 @@ protected:
         ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 1));
         ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 1; }));
         flush(m_ep);
+    }
+
+    /* B's interface closed: m_ep's peer is gone */
+    void close_b()
+    {
+        uct_iface_close(m_b.iface);
+        m_b.iface = nullptr;
+    }
+
+    /* uct_ep_check with a completion. Where
+     * UCX's API takes one (1.22), the probe of a live peer completes with
+     * UCS_OK (UCS_INPROGRESS, then comp; or UCS_OK at once, comp never
+     * called), of a dead one with an endpoint error, its owner told; on
+     * older UCX a completion is refused (UCS_ERR_INVALID_PARAM). */
+    void check_ep_check_completion()
+    {
+        ASSERT_NO_FATAL_FAILURE(open_pair_exchanged());
         test_comp c;
         comp_init(&c);
         ucs_status_t status = uct_ep_check(m_ep, 0, &c.uct);
@@ -448,8 +462,7 @@ protected:
         }
         EXPECT_TRUE(m_a.err.errors.empty());
 
-        uct_iface_close(m_b.iface);
-        m_b.iface = nullptr;
+        close_b();
         comp_init(&c);
         status = uct_ep_check(m_ep, 0, &c.uct);
         ASSERT_EQ(UCS_INPROGRESS, status) << ucs_status_string(status);
@@ -473,14 +486,8 @@ protected:
      * report success). */
     void check_flush_after_failed_probe()
     {
-        set_tl_env("TIMEOUT", "5ms");
-        set_tl_env("RETRY_COUNT", "1");
-        open_pair();
-        ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 1));
-        ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 1; }));
-        flush(m_ep);
-        uct_iface_close(m_b.iface);
-        m_b.iface = nullptr;
+        ASSERT_NO_FATAL_FAILURE(open_pair_exchanged());
+        close_b();
         ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 2));
         test_comp c;
         comp_init(&c);
