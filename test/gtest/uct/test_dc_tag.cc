@@ -122,15 +122,8 @@ TEST_F(dc_strand_tag, on_and_off_do_not_reach_each_other)
     EXPECT_FALSE(uct_iface_is_reachable(
             m_a.iface, (const uct_device_addr_t*)m_b.dev_addr.data(),
             (const uct_iface_addr_t*)m_b.iface_addr.data()));
-    uct_ep_params_t params;
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = m_a.iface;
-    params.dev_addr   = (const uct_device_addr_t*)m_b.dev_addr.data();
-    params.iface_addr = (const uct_iface_addr_t*)m_b.iface_addr.data();
-    uct_ep_h ep       = nullptr;
-    EXPECT_EQ(UCS_ERR_UNREACHABLE, uct_ep_create(&params, &ep));
+    EXPECT_EQ(UCS_ERR_UNREACHABLE,
+              create_ep(m_a, m_b.dev_addr, m_b.iface_addr));
 }
 
 TEST_F(dc_strand_tag, rndv_expected_the_receivers_device_reads)

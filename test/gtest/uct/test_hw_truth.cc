@@ -147,14 +147,6 @@ TEST_P(hw_truth, roce_port)
     /* the same prefix but nobody owns the GID: no MAC, no endpoint */
     other      = m_b.dev_addr;
     other[16] ^= 0x77;
-    uct_ep_params_t params;
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = m_a.iface;
-    params.dev_addr   = (const uct_device_addr_t*)other.data();
-    params.iface_addr = (const uct_iface_addr_t*)m_b.iface_addr.data();
-    uct_ep_h ep       = nullptr;
-    EXPECT_EQ(UCS_ERR_UNREACHABLE, uct_ep_create(&params, &ep));
+    EXPECT_EQ(UCS_ERR_UNREACHABLE, create_ep(m_a, other, m_b.iface_addr));
 }
 STRAND_UCT_INSTANTIATE(hw_truth);

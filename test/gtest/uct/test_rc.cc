@@ -185,15 +185,8 @@ TEST_F(rc_strand, max_eps)
     for (int i = 0; i < 3; ++i) {
         ASSERT_NE(nullptr, connect(m_a, m_b.dev_addr, m_b.iface_addr));
     }
-    uct_ep_params_t params;
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = m_a.iface;
-    params.dev_addr   = (const uct_device_addr_t*)m_b.dev_addr.data();
-    params.iface_addr = (const uct_iface_addr_t*)m_b.iface_addr.data();
-    uct_ep_h ep5      = nullptr;
-    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT, uct_ep_create(&params, &ep5));
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+              create_ep(m_a, m_b.dev_addr, m_b.iface_addr));
     for (size_t i = 0; i < m_eps.size(); ++i) {
         ASSERT_EQ(UCS_OK, am_short_retry(m_eps[i], i));
     }
@@ -216,17 +209,12 @@ TEST_F(rc_strand, bad_configuration_and_addresses)
     /* a device address of another fabric (subnet prefix) */
     std::vector<uint8_t> dev = m_a.dev_addr;
     dev.back() ^= 0xff;
-    uct_ep_params_t params;
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = m_a.iface;
-    params.dev_addr   = (const uct_device_addr_t*)dev.data();
-    params.iface_addr = (const uct_iface_addr_t*)m_a.iface_addr.data();
-    uct_ep_h ep       = nullptr;
-    EXPECT_EQ(UCS_ERR_UNREACHABLE, uct_ep_create(&params, &ep));
+    EXPECT_EQ(UCS_ERR_UNREACHABLE, create_ep(m_a, dev, m_a.iface_addr));
     /* no addresses at all */
+    uct_ep_params_t params;
     params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
+    params.iface      = m_a.iface;
+    uct_ep_h ep       = nullptr;
     EXPECT_NE(UCS_OK, uct_ep_create(&params, &ep));
 }
 

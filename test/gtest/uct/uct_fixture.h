@@ -682,8 +682,11 @@ protected:
         return UCS_OK;
     }
 
-    uct_ep_h connect(iface_t &from, const std::vector<uint8_t> &dev_addr,
-                     const std::vector<uint8_t> &iface_addr)
+    /* uct_ep_create from `from` to the addresses, its status; an ep made
+     * is destroyed by TearDown */
+    ucs_status_t create_ep(iface_t &from, const std::vector<uint8_t> &dev_addr,
+                           const std::vector<uint8_t> &iface_addr,
+                           uct_ep_h *ep_p = nullptr)
     {
         uct_ep_params_t params;
         params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
@@ -693,10 +696,21 @@ protected:
         params.dev_addr   = (const uct_device_addr_t*)dev_addr.data();
         params.iface_addr = (const uct_iface_addr_t*)iface_addr.data();
         uct_ep_h ep       = nullptr;
-        EXPECT_EQ(UCS_OK, uct_ep_create(&params, &ep));
+        ucs_status_t status = uct_ep_create(&params, &ep);
         if (ep != nullptr) {
             m_eps.push_back(ep);
         }
+        if (ep_p != nullptr) {
+            *ep_p = ep;
+        }
+        return status;
+    }
+
+    uct_ep_h connect(iface_t &from, const std::vector<uint8_t> &dev_addr,
+                     const std::vector<uint8_t> &iface_addr)
+    {
+        uct_ep_h ep = nullptr;
+        EXPECT_EQ(UCS_OK, create_ep(from, dev_addr, iface_addr, &ep));
         return ep;
     }
 
