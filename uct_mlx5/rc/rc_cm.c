@@ -295,8 +295,12 @@ static void strand_rc_cm_outgoing_purge(uct_pending_req_t *self, void *arg)
 
 /* ---------------------------------------------------------------- peers */
 
-static strand_rc_cm_peer_t *
-strand_rc_cm_peer_get(strand_rc_cm_t *cm, const strand_fc_peer_t *key)
+/* The manager endpoint to a peer's manager, made the first time; the
+ * status of the DC endpoint's creation when it cannot be (an address
+ * nobody owns is unreachable, not a shortage of resources). */
+static ucs_status_t
+strand_rc_cm_peer_get(strand_rc_cm_t *cm, const strand_fc_peer_t *key,
+                      strand_rc_cm_peer_t **peer_p)
 {
     strand_rc_cm_peer_t *peer;
     uct_ep_params_t params;
@@ -306,11 +310,12 @@ strand_rc_cm_peer_get(strand_rc_cm_t *cm, const strand_fc_peer_t *key)
 
     it = kh_get(strand_rc_cm_peers, &cm->peers, *key);
     if (it != kh_end(&cm->peers)) {
-        return kh_value(&cm->peers, it);
+        *peer_p = kh_value(&cm->peers, it);
+        return UCS_OK;
     }
     peer = ucs_calloc(1, sizeof(*peer), "strand_rc_cm_peer");
     if (peer == NULL) {
-        return NULL;
+        return UCS_ERR_NO_MEMORY;
     }
     peer->key         = *key;
     params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
@@ -322,16 +327,17 @@ strand_rc_cm_peer_get(strand_rc_cm_t *cm, const strand_fc_peer_t *key)
     status = uct_ep_create(&params, &peer->ep);
     if (status != UCS_OK) {
         ucs_free(peer);
-        return NULL;
+        return status;
     }
     it = kh_put(strand_rc_cm_peers, &cm->peers, *key, &ret);
     if (ret < 0) {
         uct_ep_destroy(peer->ep);
         ucs_free(peer);
-        return NULL;
+        return UCS_ERR_NO_MEMORY;
     }
     kh_value(&cm->peers, it) = peer;
-    return peer;
+    *peer_p                  = peer;
+    return UCS_OK;
 }
 
 static void strand_rc_cm_peer_destroy(strand_rc_cm_peer_t *peer)
@@ -573,8 +579,7 @@ static void strand_rc_cm_handle_req(strand_rc_cm_t *cm, uint64_t conn_id,
     uint32_t qpn = 0;
     char who[64];
 
-    peer = strand_rc_cm_peer_get(cm, &req->from);
-    if (peer == NULL) {
+    if (strand_rc_cm_peer_get(cm, &req->from, &peer) != UCS_OK) {
         ucs_error("%s: rc_strand: cannot answer the connection request of "
                   "manager %s", cm->iface->dev->info.name,
                   strand_rc_cm_key_str(cm, &req->from, who, sizeof(who)));
@@ -743,10 +748,10 @@ ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, strand_ep_t *ep,
         return UCS_ERR_NO_MEMORY;
     }
     key = strand_rc_cm_key(cm, dev_addr, iface_addr);
-    conn->peer = strand_rc_cm_peer_get(cm, &key);
-    if (conn->peer == NULL) {
+    status = strand_rc_cm_peer_get(cm, &key, &conn->peer);
+    if (status != UCS_OK) {
         ucs_free(conn);
-        return UCS_ERR_NO_RESOURCE;
+        return status;
     }
     conn->id    = cm->next_id++;
     conn->ep    = ep;

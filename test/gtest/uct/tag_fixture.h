@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The fixture of the tag-matching tests (test_dc_tag.cc: dc_strand, whose
- * receiver's device reads rendezvous; test_rc_tag.cc: rc_strand, whose
+ * The fixture of the tag-matching tests (strand_tag, on the transport
+ * m_tl: test_tag.cc on both; test_dc_tag.cc: dc_strand_tag, whose
+ * receiver's device reads rendezvous; test_rc_tag.cc: rc_strand_tag, whose
  * transport reads them): two interfaces with tag matching on, unexpected
  * message callbacks that record what came, posted receives (recv_ctx),
  * senders that retry while the transport says no resource, and the
@@ -10,7 +11,7 @@
 #ifndef STRAND_TEST_TAG_FIXTURE_H_
 #define STRAND_TEST_TAG_FIXTURE_H_
 
-#include "dc_fixture.h"
+#include "uct_fixture.h"
 
 extern "C" {
 #include "dev/dev.h"   /* strand_dev_mr_t: a memory handle's keys */
@@ -146,13 +147,13 @@ struct recv_ctx {
 
 using namespace tag_test;
 
-class dc_strand_tag : public dc_strand {
+/* tag matching on the transport m_tl (set before SetUp) */
+class strand_tag : public strand_uct {
 protected:
     void SetUp() override
     {
-        dc_strand::SetUp();
-        /* UCX_DC_STRAND_TM_ENABLE, or rc_strand's (m_tl set before) */
-        m_tm_env = "UCX_" + tl_prefix() + "TM_ENABLE";
+        strand_uct::SetUp();
+        m_tm_env = tl_var("TM_ENABLE");
         set_env(m_tm_env.c_str(), "y");
         m_iface_params_hook = [this](uct_iface_params_t &p) {
             tag_record *rec = m_hook_target;
@@ -373,19 +374,18 @@ protected:
         }
     }
 
-    /* "DC_STRAND_" / "RC_STRAND_": the transport's configuration */
-    std::string tl_prefix() const
-    {
-        std::string p;
-        for (char c : m_tl) {
-            p += (char)toupper((unsigned char)c);
-        }
-        return p + "_";
-    }
-
     tag_record *m_hook_target = nullptr;
     tag_record  m_tag_a, m_tag_b;
     std::string m_tm_env;
+};
+
+class dc_strand_tag : public strand_tag {
+protected:
+    void SetUp() override
+    {
+        m_tl = "dc_strand";
+        strand_tag::SetUp();
+    }
 };
 
 

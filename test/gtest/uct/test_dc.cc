@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dc_strand through UCX's public UCT API: active messages, PUT, GET and
- * device atomics checked byte for byte; flush, pending, reachability,
- * configuration errors, and peer failure confined to one ep.
+ * What dc_strand alone does, through UCX's public UCT API: its addresses
+ * (the DCT), its configuration, DCIs shared by endpoints and their TX
+ * policies, flow control (rc_strand has none), destinations that do not
+ * answer holding only their own DCI, a DCI in error. What both transports
+ * do is tested on both (test_ep_ops.cc, test_ep_failure.cc).
  */
 #include "dc_fixture.h"
 
@@ -42,169 +44,6 @@ TEST_F(dc_strand, capabilities_and_addresses)
     EXPECT_FALSE(uct_iface_is_reachable(m_a.iface,
                  (const uct_device_addr_t*)other.data(),
                  (const uct_iface_addr_t*)m_b.iface_addr.data()));
-}
-
-TEST_F(dc_strand, am_short_bcopy_zcopy_byte_for_byte)
-{
-    open_pair();
-    /* short: header + payload up to the limit */
-    uint64_t hdr = 0x0123456789abcdefull;
-    auto small   = pattern(m_a.attr.cap.am.max_short - sizeof(hdr), 1);
-    for (size_t len : {(size_t)0, (size_t)1, (size_t)55, small.size()}) {
-        ASSERT_EQ(UCS_OK, am_short_retry(m_ep, hdr, small.data(), len));
-    }
-    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
-              uct_ep_am_short(m_ep, 5, hdr, small.data(), small.size() + 1));
-    ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 4; }));
-    size_t lens[] = {0, 1, 55, small.size()};
-    for (int i = 0; i < 4; ++i) {
-        auto &m = m_b.am.msgs[i];
-        ASSERT_EQ(sizeof(hdr) + lens[i], m.size());
-        EXPECT_EQ(0, memcmp(&hdr, m.data(), sizeof(hdr)));
-        EXPECT_EQ(0, memcmp(small.data(), m.data() + sizeof(hdr), lens[i]));
-    }
-    m_b.am.msgs.clear();
-
-    /* bcopy: up to max_bcopy */
-    for (size_t len : {(size_t)1, (size_t)4000, (size_t)m_a.attr.cap.am.max_bcopy}) {
-        auto data = pattern(len, 2);
-        ssize_t ret;
-        ASSERT_TRUE(progress_until([&] {
-            ret = uct_ep_am_bcopy(m_ep, 5, pack_cb, &data, 0);
-            return ret != UCS_ERR_NO_RESOURCE;
-        }));
-        ASSERT_EQ((ssize_t)len, ret);
-        ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 1; }));
-        EXPECT_EQ(data, m_b.am.msgs[0]);
-        m_b.am.msgs.clear();
-    }
-
-    /* zcopy: header + two registered iov entries */
-    auto h  = pattern(40, 3);
-    auto d1 = pattern(3000, 4), d2 = pattern(5000, 5);
-    uct_mem_h m1, m2;
-    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, d1.data(), d1.size(),
-                                     UCT_MD_MEM_ACCESS_ALL, &m1));
-    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, d2.data(), d2.size(),
-                                     UCT_MD_MEM_ACCESS_ALL, &m2));
-    uct_iov_t iov[2] = {{d1.data(), d1.size(), m1, 0, 1},
-                        {d2.data(), d2.size(), m2, 0, 1}};
-    test_comp c;
-    comp_init(&c);
-    ucs_status_t status = uct_ep_am_zcopy(m_ep, 5, h.data(), h.size(), iov, 2,
-                                          0, &c.uct);
-    ASSERT_EQ(UCS_INPROGRESS, status);
-    ASSERT_TRUE(progress_until([&] {
-        return c.done && (m_b.am.msgs.size() == 1);
-    })) << "done " << c.done << " msgs " << m_b.am.msgs.size();
-    std::vector<uint8_t> expect = h;
-    expect.insert(expect.end(), d1.begin(), d1.end());
-    expect.insert(expect.end(), d2.begin(), d2.end());
-    EXPECT_EQ(expect, m_b.am.msgs[0]);
-    /* an iov without a memory handle: the transport registers it */
-    uct_iov_t iov_nomemh = {d1.data(), d1.size(), UCT_MEM_HANDLE_NULL, 0, 1};
-    comp_init(&c);
-    m_b.am.msgs.clear();
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(m_ep, 5, h.data(), 8,
-                                              &iov_nomemh, 1, 0, &c.uct));
-    ASSERT_TRUE(progress_until([&] {
-        return c.done && (m_b.am.msgs.size() == 1);
-    }));
-    EXPECT_EQ(0, memcmp(m_b.am.msgs[0].data() + 8, d1.data(), d1.size()));
-    uct_md_mem_dereg(m_md, m1);
-    uct_md_mem_dereg(m_md, m2);
-}
-
-TEST_F(dc_strand, small_active_messages_come_in_the_cqe)
-{
-    check_am_in_cqe("UCX_DC_STRAND_");
-}
-
-TEST_F(dc_strand, short_posts_of_every_length_across_the_ring_end)
-{
-    check_short_posts("UCX_DC_STRAND_");
-    /* one DCI takes every post: its ring wraps again and again */
-    set_env("UCX_DC_STRAND_NUM_DCI", "1");
-    check_short_posts("UCX_DC_STRAND_");
-}
-
-TEST_F(dc_strand, put_short_bcopy_zcopy_byte_for_byte)
-{
-    open_pair();
-    region r;
-    reg(r, 1 << 20);
-
-    auto s = pattern(m_a.attr.cap.put.max_short, 6);
-    ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, s.data(), s.size(), addr(r, 8),
-                                       r.rkey.rkey));
-    auto b = pattern(m_a.attr.cap.put.max_bcopy, 7);
-    ssize_t ret = uct_ep_put_bcopy(m_ep, pack_cb, &b, addr(r, 4096),
-                                   r.rkey.rkey);
-    ASSERT_EQ((ssize_t)b.size(), ret);
-    auto z = pattern(300000, 8);
-    uct_mem_h zm;
-    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, z.data(), z.size(),
-                                     UCT_MD_MEM_ACCESS_ALL, &zm));
-    uct_iov_t iov = {z.data(), z.size(), zm, 0, 1};
-    test_comp c;
-    comp_init(&c);
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep, &iov, 1, addr(r, 65536),
-                                               r.rkey.rkey, &c.uct));
-    ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
-    EXPECT_EQ(UCS_OK, c.status);
-    flush(m_ep);
-
-    EXPECT_EQ(0, memcmp(r.buf.data() + 8, s.data(), s.size()));
-    EXPECT_EQ(0, memcmp(r.buf.data() + 4096, b.data(), b.size()));
-    EXPECT_EQ(0, memcmp(r.buf.data() + 65536, z.data(), z.size()));
-    EXPECT_EQ(0, r.buf[7]);
-    EXPECT_EQ(0, r.buf[65536 + z.size()]);
-    uct_md_mem_dereg(m_md, zm);
-    unreg(r);
-}
-
-/* Short operations around ep and iface fences: a fence closes the fast
- * path to the ep's next post (it goes the general way and is fenced), the
- * ones after go fast again. Every PUT lands and every active message comes,
- * in order (a debug build checks each post's readiness and gate too). */
-TEST_F(dc_strand, short_operations_around_fences)
-{
-    const uint64_t n = 300;
-    ucs_status_t status;
-    region r;
-
-    open_pair();
-    reg(r, 64 * sizeof(uint64_t));
-    for (uint64_t i = 0; i < n; ++i) {
-        ASSERT_TRUE(progress_until([&] {
-            status = uct_ep_put_short(m_ep, &i, sizeof(i),
-                                      addr(r, sizeof(i) * (i % 64)),
-                                      r.rkey.rkey);
-            return status != UCS_ERR_NO_RESOURCE;
-        }));
-        ASSERT_EQ(UCS_OK, status);
-        if ((i % 3) == 0) {
-            ASSERT_EQ(UCS_OK, uct_ep_fence(m_ep, 0));
-        }
-        ASSERT_EQ(UCS_OK, am_short_retry(m_ep, i));
-        if ((i % 7) == 0) {
-            ASSERT_EQ(UCS_OK, uct_iface_fence(m_a.iface, 0));
-        }
-    }
-    flush(m_ep);
-    ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == n; }));
-    for (uint64_t i = 0; i < n; ++i) {
-        uint64_t hdr;
-        ASSERT_EQ(sizeof(hdr), m_b.am.msgs[i].size());
-        memcpy(&hdr, m_b.am.msgs[i].data(), sizeof(hdr));
-        EXPECT_EQ(i, hdr);
-    }
-    for (uint64_t s = 0; s < 64; ++s) {
-        uint64_t v, last = s + ((n - 1 - s) / 64) * 64;
-        memcpy(&v, r.buf.data() + sizeof(v) * s, sizeof(v));
-        EXPECT_EQ(last, v) << "slot " << s;
-    }
-    unreg(r);
 }
 
 /* An ep invalidated while its short operations are outstanding on a DCI
@@ -257,49 +96,6 @@ TEST_F(dc_strand, invalidate_takes_the_next_short_posts_without_sending_them)
     unreg(r);
 }
 
-TEST_F(dc_strand, get_bcopy_zcopy_byte_for_byte)
-{
-    open_pair();
-    region r;
-    reg(r, 1 << 20);
-    auto src = pattern(r.buf.size(), 9);
-    r.buf    = src; /* same storage size: the registration stays valid */
-
-    std::vector<uint8_t> got;
-    test_comp c;
-    comp_init(&c);
-    ASSERT_EQ(UCS_INPROGRESS,
-              uct_ep_get_bcopy(m_ep, unpack_cb, &got, 8000, addr(r, 123),
-                               r.rkey.rkey, &c.uct));
-    ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
-    ASSERT_EQ(8000u, got.size());
-    EXPECT_EQ(0, memcmp(got.data(), src.data() + 123, 8000));
-
-    std::vector<uint8_t> dst(500000, 0);
-    uct_mem_h dm;
-    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, dst.data(), dst.size(),
-                                     UCT_MD_MEM_ACCESS_ALL, &dm));
-    uct_iov_t iov[2] = {{dst.data(), 1000, dm, 0, 1},
-                        {dst.data() + 2000, 400000, dm, 0, 1}};
-    comp_init(&c);
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_zcopy(m_ep, iov, 2, addr(r, 7),
-                                               r.rkey.rkey, &c.uct));
-    ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
-    EXPECT_EQ(UCS_OK, c.status);
-    EXPECT_EQ(0, memcmp(dst.data(), src.data() + 7, 1000));
-    EXPECT_EQ(0, memcmp(dst.data() + 2000, src.data() + 1007, 400000));
-    EXPECT_EQ(0, dst[1000]);
-    EXPECT_EQ(0, dst[1999]);
-    uct_md_mem_dereg(m_md, dm);
-    unreg(r);
-}
-
-TEST_F(dc_strand, atomics_32_and_64)
-{
-    open_pair();
-    check_all_atomics();
-}
-
 TEST_F(dc_strand, pending_and_flush_with_one_dci_and_a_short_queue)
 {
     set_env("UCX_DC_STRAND_NUM_DCI", "1");
@@ -332,46 +128,6 @@ TEST_F(dc_strand, pending_and_flush_with_one_dci_and_a_short_queue)
     EXPECT_EQ(2u, *(uint64_t*)m_b.am.msgs.back().data());
     EXPECT_EQ(UCS_OK, uct_iface_flush(m_a.iface, 0, nullptr));
     EXPECT_TRUE(m_a.err.errors.empty());
-}
-
-/* UCP flushes from a pending request: the flush must not wait for the
- * pending queue that holds the very request calling it */
-TEST_F(dc_strand, flush_called_from_a_pending_request)
-{
-    set_env("UCX_DC_STRAND_TX_QUEUE_LEN", "16");
-    open_pair();
-    int sent = 0;
-    ucs_status_t status;
-    while ((status = uct_ep_am_short(m_ep, 5, sent, nullptr, 0)) == UCS_OK) {
-        ++sent;
-    }
-    ASSERT_EQ(UCS_ERR_NO_RESOURCE, status);
-
-    struct pend {
-        uct_pending_req_t uct;
-        uct_ep_h          ep;
-        test_comp         comp;
-        int               posted;
-    } p = {};
-    p.ep = m_ep;
-    comp_init(&p.comp);
-    p.uct.func = [](uct_pending_req_t *self) -> ucs_status_t {
-        auto *pp = ucs_container_of(self, pend, uct);
-        ucs_status_t s = uct_ep_flush(pp->ep, 0, &pp->comp.uct);
-        if (s == UCS_OK) {
-            pp->comp.done = 1;
-        }
-        pp->posted |= (s != UCS_ERR_NO_RESOURCE);
-        return (s == UCS_ERR_NO_RESOURCE) ? s : UCS_OK;
-    };
-    ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ep, &p.uct, 0));
-    ASSERT_TRUE(progress_until([&] { return p.comp.done != 0; }, 5));
-    EXPECT_EQ(UCS_OK, p.comp.status);
-    /* everything posted before the flush arrived first */
-    ASSERT_TRUE(progress_until([&] {
-        return m_b.am.msgs.size() == (size_t)sent;
-    }));
-    EXPECT_EQ((uint64_t)sent - 1, *(uint64_t*)m_b.am.msgs.back().data());
 }
 
 /* Receiver flow control: without the receiver's progress a sender stops
@@ -489,191 +245,6 @@ TEST_F(dc_strand, flow_control_off)
         uct_worker_progress(m_worker_b);
         return m_b.am.msgs.size() == seq;
     }));
-}
-
-/* Event fd: armed for receives, it wakes on an arriving message; armed
- * for send completions, on the completion; arming with unprocessed
- * completions says busy. */
-TEST_F(dc_strand, event_fd_and_arm)
-{
-    open_pair_own_workers();
-    ASSERT_TRUE(m_b.attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_RECV);
-    ASSERT_TRUE(m_a.attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_SEND_COMP);
-    ASSERT_TRUE(m_a.attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_FD);
-
-    int fd;
-    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_b.iface, &fd));
-    ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV));
-    struct pollfd pfd = {fd, POLLIN, 0};
-    EXPECT_EQ(0, poll(&pfd, 1, 0)) << "an event before anything was sent";
-
-    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, 42, nullptr, 0));
-    ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no receive event";
-    EXPECT_EQ(UCS_ERR_BUSY, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV));
-    ASSERT_TRUE(progress_until([&] {
-        uct_worker_progress(m_worker_b);
-        return m_b.am.msgs.size() == 1;
-    }));
-    EXPECT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV));
-    EXPECT_EQ(0, poll(&pfd, 1, 0)) << "a stale event after re-arming";
-    flush(m_ep);
-
-    /* send completion of a zero-copy PUT */
-    region r;
-    reg(r, 4096);
-    std::vector<uint8_t> src = pattern(4096, 9);
-    uct_mem_h sm;
-    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, src.data(), src.size(),
-                                     UCT_MD_MEM_ACCESS_ALL, &sm));
-    uct_iov_t iov = {src.data(), src.size(), sm, 0, 1};
-    test_comp c;
-    comp_init(&c);
-    /* every interface has a channel of its own */
-    int fd_a;
-    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_a.iface, &fd_a));
-    EXPECT_NE(fd, fd_a);
-    struct pollfd pfd_a = {fd_a, POLLIN, 0};
-    ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_a.iface, UCT_EVENT_SEND_COMP));
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep, &iov, 1, addr(r),
-                                               r.rkey.rkey, &c.uct));
-    ASSERT_EQ(1, poll(&pfd_a, 1, 5000)) << "no send completion event";
-    EXPECT_EQ(0, poll(&pfd, 1, 0)) << "the receiver woke for a send event";
-    ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
-    EXPECT_EQ(0, memcmp(r.buf.data(), src.data(), src.size()));
-    uct_md_mem_dereg(m_md, sm);
-    unreg(r);
-
-}
-
-/* A large GET through a lossy fabric: a lost response makes the DCI ask
- * again for the rest of the READ only, so it completes (asking for all of
- * it again would lose some response every time). */
-TEST_F(dc_strand, large_get_through_packet_loss)
-{
-    set_env("STRAND_SIM_FAULTS", "drop=0.02,seed=5");
-    set_env("UCX_DC_STRAND_TIMEOUT", "20ms");
-    ASSERT_EQ(UCS_OK, open_md());
-    open_pair();
-
-    region r;
-    reg(r, 4 << 20);
-    auto src = pattern(r.buf.size(), 12);
-    memcpy(r.buf.data(), src.data(), src.size());
-    std::vector<uint8_t> dst(r.buf.size(), 0);
-    uct_mem_h dm;
-    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, dst.data(), dst.size(),
-                                     UCT_MD_MEM_ACCESS_ALL, &dm));
-    uct_iov_t iov = {dst.data(), dst.size(), dm, 0, 1};
-    for (int round = 0; round < 3; ++round) {
-        test_comp c;
-        comp_init(&c);
-        memset(dst.data(), 0, dst.size());
-        ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_zcopy(m_ep, &iov, 1, addr(r),
-                                                   r.rkey.rkey, &c.uct));
-        ASSERT_TRUE(progress_until([&] { return c.done != 0; }, 30));
-        ASSERT_EQ(UCS_OK, c.status) << "round " << round;
-        EXPECT_EQ(src, dst) << "round " << round;
-    }
-    uct_md_mem_dereg(m_md, dm);
-    unreg(r);
-}
-
-/* Two senders into one DCT through a fabric that delays packets: a long
- * SEND holding an earlier receive WQE completes after a short one that took
- * a later WQE, so receive WQEs come back out of order; every message still
- * arrives once, intact and in order per sender. */
-TEST_F(dc_strand, receive_wqes_completing_out_of_order)
-{
-    set_env("STRAND_SIM_FAULTS", "delay=0.2:30000,seed=9");
-    ASSERT_EQ(UCS_OK, open_md());
-    set_env("UCX_DC_STRAND_RX_QUEUE_LEN", "127"); /* a full list: 128 WQEs */
-    open_pair();
-    iface_t a2;
-    ASSERT_EQ(UCS_OK, open_iface(a2));
-    uct_ep_h ep2 = connect(a2, m_b.dev_addr, m_b.iface_addr);
-    ASSERT_NE(nullptr, ep2);
-
-    const int rounds = 300;
-    for (int i = 0; i < rounds; ++i) {
-        auto big = pattern(8000, i);
-        big[0] = 1; /* sender 1 */
-        memcpy(&big[1], &i, sizeof(i));
-        ssize_t ret;
-        ASSERT_TRUE(progress_until([&] {
-            ret = uct_ep_am_bcopy(m_ep, 5, pack_cb, &big, 0);
-            return ret != UCS_ERR_NO_RESOURCE;
-        }));
-        ASSERT_EQ((ssize_t)big.size(), ret);
-        uint64_t hdr = (2ull << 56) | i; /* sender 2 */
-        ASSERT_EQ(UCS_OK, am_short_retry(ep2, hdr));
-    }
-    ASSERT_TRUE(progress_until([&] {
-        return m_b.am.msgs.size() == 2u * rounds;
-    }, 60)) << m_b.am.msgs.size() << " of " << 2 * rounds;
-    int next1 = 0, next2 = 0;
-    for (auto &m : m_b.am.msgs) {
-        if (m.size() == 8000) {
-            int seq;
-            memcpy(&seq, &m[1], sizeof(seq));
-            ASSERT_EQ(next1, seq);
-            auto expect = pattern(8000, seq);
-            EXPECT_EQ(0, memcmp(expect.data() + 5, m.data() + 5, 8000 - 5))
-                << "message " << seq;
-            ++next1;
-        } else {
-            ASSERT_EQ(8u, m.size());
-            uint64_t hdr;
-            memcpy(&hdr, m.data(), sizeof(hdr));
-            ASSERT_EQ((2ull << 56) | next2, hdr);
-            ++next2;
-        }
-    }
-    EXPECT_EQ(rounds, next1);
-    EXPECT_EQ(rounds, next2);
-    uct_ep_destroy(ep2);
-    m_eps.pop_back();
-    uct_iface_close(a2.iface);
-}
-
-TEST_F(dc_strand, peer_failure_fails_only_that_ep)
-{
-    set_env("STRAND_SIM_TIMEOUT_NS", "2000000");
-    set_env("UCX_DC_STRAND_RETRY_COUNT", "1");
-    open_pair();
-    /* an ep to a DCT number nobody has */
-    std::vector<uint8_t> dead = m_b.iface_addr;
-    dead[2] ^= 0x40;
-    uct_ep_h bad = connect(m_a, m_b.dev_addr, dead);
-    ASSERT_NE(nullptr, bad);
-
-    test_comp c;
-    comp_init(&c);
-    auto data = pattern(64, 10);
-    uct_mem_h dm;
-    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, data.data(), data.size(),
-                                     UCT_MD_MEM_ACCESS_ALL, &dm));
-    uct_iov_t iov = {data.data(), data.size(), dm, 0, 1};
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(bad, 5, nullptr, 0, &iov, 1, 0,
-                                              &c.uct));
-    /* the good ep keeps working meanwhile */
-    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, 77, nullptr, 0));
-    ASSERT_TRUE(progress_until([&] {
-        return c.done && !m_a.err.errors.empty();
-    }, 30));
-    EXPECT_NE(UCS_OK, c.status);
-    ASSERT_EQ(1u, m_a.err.errors.size());
-    EXPECT_EQ(bad, m_a.err.errors[0].first);
-    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, m_a.err.errors[0].second);
-
-    /* the DCI came back: the good ep still sends */
-    for (int i = 0; i < 100; ++i) {
-        ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 1000 + i));
-    }
-    flush(m_ep);
-    ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 101; }));
-    EXPECT_EQ(1099u, *(uint64_t*)m_b.am.msgs.back().data());
-    EXPECT_EQ(1u, m_a.err.errors.size());
-    uct_md_mem_dereg(m_md, dm);
 }
 
 /* Streams over two DCIs and a timeout of about 4 s, the pair opened, and a
@@ -829,60 +400,6 @@ TEST_F(dc_strand, dci_in_error_raises_an_async_event_that_is_read)
     ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 1; }));
 }
 
-/* A PUT with a wrong rkey and a GET beyond the registered range: remote
- * access errors that fail exactly that ep (its later ops too), reach its
- * error handler once, and leave the other ep and the target memory alone. */
-TEST_F(dc_strand, bad_rkey_fails_only_that_ep)
-{
-    open_pair();
-    uct_ep_h ep2 = connect(m_a, m_b.dev_addr, m_b.iface_addr);
-    ASSERT_NE(nullptr, ep2);
-    region r;
-    reg(r, 4096);
-    auto data = pattern(256, 11);
-    uct_mem_h dm;
-    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, data.data(), data.size(),
-                                     UCT_MD_MEM_ACCESS_ALL, &dm));
-    uct_iov_t iov = {data.data(), data.size(), dm, 0, 1};
-
-    test_comp c1, c2;
-    comp_init(&c1);
-    comp_init(&c2);
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep, &iov, 1, addr(r),
-                                               r.rkey.rkey ^ 0x5a00,
-                                               &c1.uct));
-    ASSERT_TRUE(progress_until([&] {
-        return c1.done && !m_a.err.errors.empty();
-    }));
-    EXPECT_EQ(UCS_ERR_CONNECTION_RESET, c1.status);
-    ASSERT_EQ(1u, m_a.err.errors.size());
-    EXPECT_EQ(m_ep, m_a.err.errors[0].first);
-    EXPECT_EQ(std::vector<uint8_t>(4096, 0), r.buf) << "memory was written";
-    /* the failed ep refuses further work with its error */
-    EXPECT_EQ(UCS_ERR_CONNECTION_RESET,
-              uct_ep_am_short(m_ep, 5, 1, nullptr, 0));
-
-    /* out of bounds through the other ep: its own error */
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_zcopy(ep2, &iov, 1, addr(r, 4000),
-                                               r.rkey.rkey, &c2.uct));
-    ASSERT_TRUE(progress_until([&] {
-        return c2.done && (m_a.err.errors.size() == 2);
-    }));
-    EXPECT_NE(UCS_OK, c2.status);
-    EXPECT_EQ(ep2, m_a.err.errors[1].first);
-
-    /* a fresh ep to the same peer works: nothing else was hurt */
-    uct_ep_h ep3 = connect(m_a, m_b.dev_addr, m_b.iface_addr);
-    ASSERT_NE(nullptr, ep3);
-    ASSERT_EQ(UCS_OK, uct_ep_put_short(ep3, data.data(), 64, addr(r, 128),
-                                       r.rkey.rkey));
-    flush(ep3);
-    EXPECT_EQ(0, memcmp(r.buf.data() + 128, data.data(), 64));
-    EXPECT_EQ(2u, m_a.err.errors.size());
-    uct_md_mem_dereg(m_md, dm);
-    unreg(r);
-}
-
 TEST_F(dc_strand, bad_configuration_is_a_clear_error)
 {
     uct_iface_config_t *config;
@@ -897,4 +414,12 @@ TEST_F(dc_strand, bad_configuration_is_a_clear_error)
                                                nullptr, &config));
     unsetenv("UCX_DC_STRAND_TIMEOUT");
     EXPECT_EQ(UCS_OK, open_iface(m_a));
+}
+
+/* ep_ops.short_posts_of_every_length_across_the_ring_end through one DCI
+ * that takes every post: its ring wraps again and again */
+TEST_F(dc_strand, short_posts_of_every_length_through_one_dci)
+{
+    set_env("UCX_DC_STRAND_NUM_DCI", "1");
+    check_short_posts();
 }

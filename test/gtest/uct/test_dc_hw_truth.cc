@@ -2,9 +2,9 @@
 /*
  * dc_strand where a real ConnectX and rdma-core are less forgiving than a
  * naive device (spec section 9): send completions found by QP number, the
- * flush CQEs of a failed DCI left in the CQ, arming with the transport's own
- * consumer index and sequence number, solicited events, 128-byte CQEs with
- * scatter-to-CQE, devices without masked atomics, and RoCE ports.
+ * flush CQEs of a failed DCI left in the CQ, a credit grant waking a sender,
+ * DCI streams. What both transports meet there is tested on both
+ * (test_hw_truth.cc, test_events.cc).
  */
 #include "dc_fixture.h"
 
@@ -124,31 +124,6 @@ struct landed_comp {
 } // namespace
 
 class dc_strand_hw_truth : public dc_strand {
-protected:
-    /* An active message of `len` bytes, retried while no resource. */
-    ucs_status_t am_bytes(uct_ep_h ep, const std::vector<uint8_t> &v)
-    {
-        std::vector<uint8_t> copy = v;
-        ssize_t ret               = UCS_ERR_NO_RESOURCE;
-        progress_until([&] {
-            ret = uct_ep_am_bcopy(ep, 5, pack_cb, &copy, 0);
-            return ret != UCS_ERR_NO_RESOURCE;
-        });
-        return (ret >= 0) ? UCS_OK : (ucs_status_t)ret;
-    }
-
-    void check_am_roundtrip(unsigned max_len)
-    {
-        for (unsigned len = 0; len <= max_len; len += (len < 80) ? 1 : 37) {
-            auto v = pattern(len, len);
-            ASSERT_EQ(UCS_OK, am_bytes(m_ep, v)) << len;
-            ASSERT_TRUE(progress_until([&] {
-                return m_b.am.msgs.size() == 1;
-            })) << len;
-            EXPECT_EQ(v, m_b.am.msgs[0]) << "AM of " << len << " bytes";
-            m_b.am.msgs.clear();
-        }
-    }
 };
 
 /*
@@ -269,59 +244,6 @@ TEST_F(dc_strand_hw_truth, error_with_outstanding_wqes_fails_one_ep_only)
     unreg(r);
 }
 
-/* Spec 9 (arming): the transport arms with its own consumer index and a
- * sequence number that moves on with every event; a device that ignores a
- * stale arm then still wakes it, round after round. */
-TEST_F(dc_strand_hw_truth, receive_events_round_after_round)
-{
-    open_pair_own_workers();
-    int fd;
-    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_b.iface, &fd));
-    struct pollfd pfd = {fd, POLLIN, 0};
-    for (unsigned round = 0; round < 20; ++round) {
-        ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV))
-                << round;
-        EXPECT_EQ(0, poll(&pfd, 1, 0)) << "an event before the message, "
-                                          "round " << round;
-        ASSERT_EQ(UCS_OK, am_short_retry(m_ep, round));
-        ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no event in round " << round;
-        ASSERT_TRUE(progress_until([&] {
-            uct_worker_progress(m_worker_b);
-            return m_b.am.msgs.size() == round + 1;
-        }));
-    }
-}
-
-/* An active message is solicited: UCT_EVENT_RECV_SIG (a solicited-only
- * arm) wakes the receiver for it. */
-TEST_F(dc_strand_hw_truth, recv_sig_wakes_up_for_active_messages)
-{
-    open_pair_own_workers();
-    ASSERT_TRUE(m_b.attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_RECV_SIG);
-    int fd;
-    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_b.iface, &fd));
-    struct pollfd pfd = {fd, POLLIN, 0};
-
-    ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV_SIG));
-    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, 7, nullptr, 0));
-    ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no event for an am_short";
-    ASSERT_TRUE(progress_until([&] {
-        uct_worker_progress(m_worker_b);
-        return m_b.am.msgs.size() == 1;
-    }));
-
-    std::vector<uint8_t> v = pattern(300, 1);
-    ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV_SIG));
-    ASSERT_EQ((ssize_t)v.size(), uct_ep_am_bcopy(m_ep, 5, pack_cb, &v,
-                                                 UCT_SEND_FLAG_SIGNALED));
-    ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no event for a signaled am_bcopy";
-    ASSERT_TRUE(progress_until([&] {
-        uct_worker_progress(m_worker_b);
-        return m_b.am.msgs.size() == 2;
-    }));
-    EXPECT_EQ(v, m_b.am.msgs[1]);
-}
-
 /* A sender out of credits that sleeps on UCT_EVENT_SEND_COMP must wake when
  * the receiver's grant arrives: arming for send completions arms the
  * receive CQ too (for solicited CQEs, and grants are solicited). */
@@ -352,128 +274,6 @@ TEST_F(dc_strand_hw_truth, send_comp_arm_wakes_up_for_a_credit_grant)
     ASSERT_EQ(1, woke) << "the grant did not wake the sender";
     EXPECT_EQ(4u, m_b.am.msgs.size());
     ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 100)) << "no credits after all";
-}
-
-/* Spec 9 (CQE size): with MLX5_CQE_SIZE=128 the 64-byte CQE is the second
- * half of each entry and small messages may be scattered into the first
- * half; both with the transport taking them (RX_INLINE) and not. */
-TEST_F(dc_strand_hw_truth, active_messages_with_128_byte_cqes)
-{
-    set_env("MLX5_CQE_SIZE", "128");
-    for (const char *rx_inline : {"y", "n"}) {
-        set_env("UCX_DC_STRAND_RX_INLINE", rx_inline);
-        open_pair();
-        check_am_roundtrip(300);
-        region r;
-        reg(r, 4096);
-        auto data = pattern(100, 5);
-        ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, data.data(), data.size(),
-                                           addr(r), r.rkey.rkey));
-        std::vector<uint8_t> back;
-        test_comp c;
-        comp_init(&c);
-        ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_bcopy(m_ep, unpack_cb, &back, 24,
-                                                   addr(r, 8), r.rkey.rkey,
-                                                   &c.uct));
-        ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
-        EXPECT_EQ(std::vector<uint8_t>(data.begin() + 8, data.begin() + 32),
-                  back) << "RX_INLINE=" << rx_inline;
-        unreg(r);
-        close_pair();
-    }
-}
-
-/* Spec 9 (capabilities): a device without masked atomics has the standard
- * 64-bit fetch-and-add and compare-and-swap only; the interface says so and
- * they work. */
-TEST_F(dc_strand_hw_truth, device_without_masked_atomics)
-{
-    set_env("STRAND_SIM_CAPS", "masked_atomics=0");
-    ASSERT_EQ(UCS_OK, open_md());
-    open_pair();
-    const uct_iface_attr_t &a = m_a.attr;
-    ASSERT_TRUE(a.cap.flags & UCT_IFACE_FLAG_ATOMIC_DEVICE);
-    EXPECT_EQ(0u, a.cap.atomic32.op_flags);
-    EXPECT_EQ(0u, a.cap.atomic32.fop_flags);
-    EXPECT_EQ(UCS_BIT(UCT_ATOMIC_OP_ADD), a.cap.atomic64.op_flags);
-    EXPECT_EQ(UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_CSWAP),
-              a.cap.atomic64.fop_flags);
-
-    region r;
-    reg(r, 64);
-    uint64_t *target = reinterpret_cast<uint64_t*>(r.buf.data());
-    *target = 40;
-    ASSERT_EQ(UCS_OK, uct_ep_atomic64_post(m_ep, UCT_ATOMIC_OP_ADD, 2,
-                                           addr(r), r.rkey.rkey));
-    uint64_t old = 0;
-    test_comp c;
-    comp_init(&c);
-    ucs_status_t s = uct_ep_atomic64_fetch(m_ep, UCT_ATOMIC_OP_ADD, 10, &old,
-                                           addr(r), r.rkey.rkey, &c.uct);
-    ASSERT_EQ(UCS_INPROGRESS, s);
-    ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
-    EXPECT_EQ(42u, old);
-    comp_init(&c);
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_atomic_cswap64(m_ep, 52, 7, addr(r),
-                                                    r.rkey.rkey, &old,
-                                                    &c.uct));
-    ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
-    EXPECT_EQ(52u, old);
-    EXPECT_EQ(7u, *target);
-    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
-              uct_ep_atomic64_post(m_ep, UCT_ATOMIC_OP_XOR, 1, addr(r),
-                                   r.rkey.rkey));
-    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
-              uct_ep_atomic32_post(m_ep, UCT_ATOMIC_OP_ADD, 1, addr(r),
-                                   r.rkey.rkey));
-    EXPECT_TRUE(m_a.err.errors.empty());
-    unreg(r);
-}
-
-/* Spec 9 (link layer): on a RoCE port the device address is a GID, every
- * WQE carries a GRH with the MAC the device resolved, and reachability
- * goes by address family and prefix. */
-TEST_F(dc_strand_hw_truth, roce_port)
-{
-    set_env("STRAND_SIM_LINK_LAYER", "ethernet");
-    ASSERT_EQ(UCS_OK, open_md());
-    open_pair();
-    EXPECT_EQ(17u, m_a.attr.device_addr_len) << "flags + GID";
-    EXPECT_EQ(1, m_b.dev_addr[0] & 1) << "the Ethernet flag";
-    check_am_roundtrip(200);
-    region r;
-    reg(r, 4096);
-    auto data = pattern(2000, 8);
-    ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, data.data(), 100, addr(r),
-                                       r.rkey.rkey));
-    flush(m_ep);
-    EXPECT_EQ(0, memcmp(r.buf.data(), data.data(), 100));
-    unreg(r);
-
-    /* another fabric: another /64 prefix */
-    std::vector<uint8_t> other = m_b.dev_addr;
-    other[3] ^= 0x11;
-    EXPECT_FALSE(uct_iface_is_reachable(m_a.iface,
-                 (const uct_device_addr_t*)other.data(),
-                 (const uct_iface_addr_t*)m_b.iface_addr.data()));
-    /* an InfiniBand address is not reachable from a RoCE port */
-    other    = m_b.dev_addr;
-    other[0] = 0;
-    EXPECT_FALSE(uct_iface_is_reachable(m_a.iface,
-                 (const uct_device_addr_t*)other.data(),
-                 (const uct_iface_addr_t*)m_b.iface_addr.data()));
-    /* the same prefix but nobody owns the GID: no MAC, no endpoint */
-    other      = m_b.dev_addr;
-    other[16] ^= 0x77;
-    uct_ep_params_t params;
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = m_a.iface;
-    params.dev_addr   = (const uct_device_addr_t*)other.data();
-    params.iface_addr = (const uct_iface_addr_t*)m_b.iface_addr.data();
-    uct_ep_h ep       = nullptr;
-    EXPECT_EQ(UCS_ERR_UNREACHABLE, uct_ep_create(&params, &ep));
 }
 
 /*
@@ -570,23 +370,3 @@ TEST_F(dc_strand_hw_truth, streams_only_where_their_reset_works)
     EXPECT_EQ("dcs", dci_pool_view(pool).policy);
     EXPECT_EQ(std::string::npos, pool.find("no_devx")) << pool;
 }
-
-/*
- * Spec 9 (atomic reply endianness per size): the HCA's 8-byte mode decides
- * how 64-bit replies land; 32-bit masked replies are big-endian in either
- * mode. Every fetching atomic of both sizes, and cswap, in both modes. A
- * transport that applies the 8-byte mode to both sizes reads every 32-bit
- * reply byte-swapped in host mode (the default of ConnectX and of the
- * software device).
- */
-class dc_strand_atomic_modes : public atomic_modes<dc_strand> {
-};
-
-TEST_P(dc_strand_atomic_modes, every_fetching_atomic_of_both_sizes)
-{
-    open_pair();
-    check_all_atomics();
-}
-
-INSTANTIATE_TEST_SUITE_P(mode8b, dc_strand_atomic_modes,
-                         ::testing::Values(0, 1));

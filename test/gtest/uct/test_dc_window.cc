@@ -2,7 +2,8 @@
 /*
  * Flow control's window seen from inside the endpoint (white box: the
  * transport's own headers, uct_mlx5/common/iface.h): what a test cannot
- * reach by sending, such as the end of a window of 2^31 credits.
+ * reach by sending, such as the end of a window of 2^31 credits. On
+ * dc_strand: rc_strand has no flow control (its QP's own does it).
  */
 #include "dc_fixture.h"
 

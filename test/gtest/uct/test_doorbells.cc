@@ -9,18 +9,11 @@
  * BlueFlame copy carries a WQE only when it is the only one since the
  * last doorbell.
  */
-#include "dc_fixture.h"
+#include "uct_fixture.h"
 
-class doorbells : public dc_strand,
-                  public ::testing::WithParamInterface<const char*> {
+class doorbells : public strand_uct_tl {
 protected:
-    void SetUp() override
-    {
-        m_tl = GetParam();
-        dc_strand::SetUp();
-    }
 
-    bool is_dc() const { return std::string(GetParam()) == "dc_strand"; }
 
     /* two endpoints to B on two send queues (rc_strand: a QP each;
      * dc_strand: the dcs policy gives each its own DCI while it has work),
@@ -34,8 +27,7 @@ protected:
             set_env("UCX_DC_STRAND_TX_POLICY", "dcs");
         }
         /* every WQE asks for a CQE: a queue keeps no WQE back */
-        set_env(is_dc() ? "UCX_DC_STRAND_TX_CQ_MODERATION" :
-                          "UCX_RC_STRAND_TX_CQ_MODERATION", "1");
+        set_tl_env("TX_CQ_MODERATION", "1");
         open_pair();
         uct_ep_h second = connect(m_a, m_b.dev_addr, m_b.iface_addr);
         ASSERT_NE(nullptr, second);
@@ -79,5 +71,4 @@ TEST_P(doorbells, two_queues_ring_one_register_in_turn_bf_post)
     two_queues_in_turn("bf_post");
 }
 
-INSTANTIATE_TEST_SUITE_P(dc_strand, doorbells, ::testing::Values("dc_strand"));
-INSTANTIATE_TEST_SUITE_P(rc_strand, doorbells, ::testing::Values("rc_strand"));
+STRAND_UCT_INSTANTIATE(doorbells);

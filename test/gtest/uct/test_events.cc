@@ -10,18 +10,12 @@
  * connects the QP and rings the doorbells it held, rc/rc_locked.h).
  * Every wait is bounded: a regression fails, it never hangs.
  */
-#include "dc_fixture.h"
+#include "uct_fixture.h"
 
 #include <poll.h>
 
-class events : public dc_strand,
-               public ::testing::WithParamInterface<const char*> {
+class events : public strand_uct_tl {
 protected:
-    void SetUp() override
-    {
-        m_tl = GetParam();
-        dc_strand::SetUp();
-    }
 
     /* A on m_worker, B on a worker of its own (progressing A never takes
      * B's completions) */
@@ -208,5 +202,114 @@ TEST_P(events, what_a_new_endpoint_sent_arrives_without_its_progress)
     unreg(target);
 }
 
-INSTANTIATE_TEST_SUITE_P(dc_strand, events, ::testing::Values("dc_strand"));
-INSTANTIATE_TEST_SUITE_P(rc_strand, events, ::testing::Values("rc_strand"));
+
+/* Event fd: armed for receives, it wakes on an arriving message; armed
+ * for send completions, on the completion; arming with unprocessed
+ * completions says busy. The pair connected first: rc_strand's connection
+ * request is a message to B, which B's arm rightly reports. */
+TEST_P(events, event_fd_and_arm)
+{
+    open_connected();
+    ASSERT_TRUE(m_b.attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_RECV);
+    ASSERT_TRUE(m_a.attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_SEND_COMP);
+    ASSERT_TRUE(m_a.attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_FD);
+
+    int fd;
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_b.iface, &fd));
+    ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV));
+    struct pollfd pfd = {fd, POLLIN, 0};
+    EXPECT_EQ(0, poll(&pfd, 1, 0)) << "an event before anything was sent";
+
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, 42, nullptr, 0));
+    ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no receive event";
+    EXPECT_EQ(UCS_ERR_BUSY, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV));
+    ASSERT_TRUE(progress_until([&] {
+        uct_worker_progress(m_worker_b);
+        return m_b.am.msgs.size() == 1;
+    }));
+    EXPECT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV));
+    EXPECT_EQ(0, poll(&pfd, 1, 0)) << "a stale event after re-arming";
+    flush(m_ep);
+
+    /* send completion of a zero-copy PUT */
+    region r;
+    reg(r, 4096);
+    std::vector<uint8_t> src = pattern(4096, 9);
+    uct_mem_h sm;
+    ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, src.data(), src.size(),
+                                     UCT_MD_MEM_ACCESS_ALL, &sm));
+    uct_iov_t iov = {src.data(), src.size(), sm, 0, 1};
+    test_comp c;
+    comp_init(&c);
+    /* every interface has a channel of its own */
+    int fd_a;
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_a.iface, &fd_a));
+    EXPECT_NE(fd, fd_a);
+    struct pollfd pfd_a = {fd_a, POLLIN, 0};
+    ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_a.iface, UCT_EVENT_SEND_COMP));
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep, &iov, 1, addr(r),
+                                               r.rkey.rkey, &c.uct));
+    ASSERT_EQ(1, poll(&pfd_a, 1, 5000)) << "no send completion event";
+    EXPECT_EQ(0, poll(&pfd, 1, 0)) << "the receiver woke for a send event";
+    ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
+    EXPECT_EQ(0, memcmp(r.buf.data(), src.data(), src.size()));
+    uct_md_mem_dereg(m_md, sm);
+    unreg(r);
+
+}
+
+
+/* Spec 9 (arming): the transport arms with its own consumer index and a
+ * sequence number that moves on with every event; a device that ignores a
+ * stale arm then still wakes it, round after round. */
+TEST_P(events, receive_events_round_after_round)
+{
+    open_connected(); /* rc_strand: its request is a message to B */
+    int fd;
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_b.iface, &fd));
+    struct pollfd pfd = {fd, POLLIN, 0};
+    for (unsigned round = 0; round < 20; ++round) {
+        ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV))
+                << round;
+        EXPECT_EQ(0, poll(&pfd, 1, 0)) << "an event before the message, "
+                                          "round " << round;
+        ASSERT_EQ(UCS_OK, am_short_retry(m_ep, round));
+        ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no event in round " << round;
+        ASSERT_TRUE(progress_until([&] {
+            uct_worker_progress(m_worker_b);
+            return m_b.am.msgs.size() == round + 1;
+        }));
+    }
+}
+
+/* An active message is solicited: UCT_EVENT_RECV_SIG (a solicited-only
+ * arm) wakes the receiver for it. */
+TEST_P(events, recv_sig_wakes_up_for_active_messages)
+{
+    open_connected(); /* rc_strand: its request is a message to B */
+    ASSERT_TRUE(m_b.attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_RECV_SIG);
+    int fd;
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(m_b.iface, &fd));
+    struct pollfd pfd = {fd, POLLIN, 0};
+
+    ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV_SIG));
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, 7, nullptr, 0));
+    ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no event for an am_short";
+    ASSERT_TRUE(progress_until([&] {
+        uct_worker_progress(m_worker_b);
+        return m_b.am.msgs.size() == 1;
+    }));
+
+    std::vector<uint8_t> v = pattern(300, 1);
+    ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV_SIG));
+    ASSERT_EQ((ssize_t)v.size(), uct_ep_am_bcopy(m_ep, 5, pack_cb, &v,
+                                                 UCT_SEND_FLAG_SIGNALED));
+    ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no event for a signaled am_bcopy";
+    ASSERT_TRUE(progress_until([&] {
+        uct_worker_progress(m_worker_b);
+        return m_b.am.msgs.size() == 2;
+    }));
+    EXPECT_EQ(v, m_b.am.msgs[1]);
+}
+
+STRAND_UCT_INSTANTIATE(events);

@@ -10,23 +10,16 @@
  * auto: SL 0; traffic class the port's configured one, else 106 on RoCE
  * (DSCP 26 with ECN, UCX's), 0 on InfiniBand (no GRH on its paths).
  */
-#include "dc_fixture.h"
+#include "uct_fixture.h"
 
 #include <sstream>
 
-class qos : public dc_strand,
-            public ::testing::WithParamInterface<const char*> {
+class qos : public strand_uct_tl {
 protected:
-    void SetUp() override
-    {
-        m_tl = GetParam();
-        dc_strand::SetUp();
-    }
 
     std::string opt(const char *name) const
     {
-        return std::string(std::string(GetParam()) == "dc_strand" ?
-                           "UCX_DC_STRAND_" : "UCX_RC_STRAND_") + name;
+        return tl_var(name);
     }
 
     struct counts {
@@ -189,5 +182,4 @@ TEST_P(qos, bad_values_are_refused)
     EXPECT_EQ(1u, logs.count("SL=16 (valid: auto, 0 .. 15 on InfiniBand)"));
 }
 
-INSTANTIATE_TEST_SUITE_P(dc_strand, qos, ::testing::Values("dc_strand"));
-INSTANTIATE_TEST_SUITE_P(rc_strand, qos, ::testing::Values("rc_strand"));
+STRAND_UCT_INSTANTIATE(qos);

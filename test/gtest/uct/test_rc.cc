@@ -1,22 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * rc_strand through UCX's public UCT API: an interface address and
- * endpoints the transport connects itself (a QP per endpoint, a responder
- * QP at the peer), traffic that waits for the connection, AM / PUT / GET /
- * atomics byte for byte, disconnects, peers that are not there, limits,
- * wakeup by the connection manager's messages, and integrity-checked GETs.
+ * What rc_strand alone does, through UCX's public UCT API: an interface
+ * address and endpoints the transport connects itself (a QP per endpoint,
+ * a responder QP at the peer), traffic that waits for the connection,
+ * disconnects, peers that are not there, limits, wakeup by the connection
+ * manager's messages. What both transports do is tested on both
+ * (test_ep_ops.cc, test_ep_failure.cc, test_uct_contract.cc, ...).
  */
-#include "dc_fixture.h"
+#include "uct_fixture.h"
 
-#include <cinttypes>
-#include <regex>
 
-class rc_strand : public dc_strand {
+/* strand_uct on rc_strand, and its connections */
+class rc_strand : public strand_uct {
 protected:
     void SetUp() override
     {
         m_tl = "rc_strand";
-        dc_strand::SetUp();
+        strand_uct::SetUp();
     }
 
     /* "connecting N connected N failed N responders N peers N" of i's
@@ -64,18 +64,6 @@ protected:
             uct_worker_progress(m_worker);
             uct_worker_progress(m_worker_b);
         }, cond, 10);
-    }
-
-    /* wait for a zero-copy / fetching op's completion */
-    ucs_status_t wait(ucs_status_t status, test_comp &c)
-    {
-        if (status != UCS_INPROGRESS) {
-            return status;
-        }
-        if (!progress_until([&] { return c.done != 0; })) {
-            return UCS_ERR_TIMED_OUT;
-        }
-        return c.status;
     }
 };
 
@@ -134,154 +122,6 @@ TEST_F(rc_strand, sends_go_before_the_connection_is_made)
     EXPECT_EQ(1u, c.peers);
     EXPECT_EQ(1u, connections(m_b).responders);
     EXPECT_EQ(0u, connections(m_b).connected); /* B has no ep of its own */
-}
-
-TEST_F(rc_strand, active_messages_byte_for_byte)
-{
-    open_pair();
-    auto small = pattern(100, 1);
-    ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 7, small.data(), small.size()));
-
-    auto mid = pattern(4000, 2);
-    ssize_t len;
-    ASSERT_TRUE(progress_until([&] {
-        len = uct_ep_am_bcopy(m_ep, 5, pack_cb, &mid, 0);
-        return len != UCS_ERR_NO_RESOURCE;
-    }));
-    ASSERT_EQ((ssize_t)mid.size(), len);
-
-    region z;
-    ASSERT_NO_FATAL_FAILURE(reg(z, 8000));
-    auto zdata = pattern(8000, 3);
-    memcpy(z.buf.data(), zdata.data(), zdata.size()); /* registered buffer */
-    uct_iov_t iov = {z.buf.data(), z.buf.size(), z.memh, 0, 1};
-    uint64_t zhdr = 0x1122334455667788ull;
-    test_comp c;
-    comp_init(&c);
-    ucs_status_t status = retry([&] {
-        return uct_ep_am_zcopy(m_ep, 5, &zhdr, sizeof(zhdr), &iov, 1, 0,
-                               &c.uct);
-    });
-    ASSERT_EQ(UCS_OK, wait(status, c));
-    ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 3; }));
-
-    std::vector<uint8_t> want(8, 0);
-    uint64_t seven = 7;
-    memcpy(want.data(), &seven, 8);
-    want.insert(want.end(), small.begin(), small.end());
-    EXPECT_EQ(want, m_b.am.msgs[0]);
-    EXPECT_EQ(mid, m_b.am.msgs[1]);
-    want.assign((uint8_t*)&zhdr, (uint8_t*)&zhdr + sizeof(zhdr));
-    want.insert(want.end(), z.buf.begin(), z.buf.end());
-    EXPECT_EQ(want, m_b.am.msgs[2]);
-    unreg(z);
-}
-
-TEST_F(rc_strand, small_active_messages_come_in_the_cqe)
-{
-    check_am_in_cqe("UCX_RC_STRAND_");
-}
-
-TEST_F(rc_strand, short_posts_of_every_length_across_the_ring_end)
-{
-    check_short_posts("UCX_RC_STRAND_");
-}
-
-TEST_F(rc_strand, put_and_get_byte_for_byte)
-{
-    open_pair();
-    region target, local;
-    ASSERT_NO_FATAL_FAILURE(reg(target, 256 * 1024));
-    ASSERT_NO_FATAL_FAILURE(reg(local, 256 * 1024));
-
-    /* short at 0, bcopy at 1 KiB, zcopy of 200 KiB at 8 KiB */
-    auto a = pattern(64, 4), b = pattern(4096, 5);
-    ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(m_ep, a.data(), a.size(), addr(target),
-                                target.rkey.rkey);
-    }));
-    ssize_t len;
-    ASSERT_TRUE(progress_until([&] {
-        len = uct_ep_put_bcopy(m_ep, pack_cb, &b, addr(target, 1024),
-                               target.rkey.rkey);
-        return len != UCS_ERR_NO_RESOURCE;
-    }));
-    ASSERT_EQ((ssize_t)b.size(), len);
-    auto big = pattern(200 * 1024, 6);
-    memcpy(local.buf.data(), big.data(), big.size());
-    uct_iov_t iov = {local.buf.data(), big.size(), local.memh, 0, 1};
-    test_comp c;
-    comp_init(&c);
-    ASSERT_EQ(UCS_OK, wait(retry([&] {
-        return uct_ep_put_zcopy(m_ep, &iov, 1, addr(target, 8192),
-                                target.rkey.rkey, &c.uct);
-    }), c));
-    flush(m_ep);
-    EXPECT_EQ(0, memcmp(target.buf.data(), a.data(), a.size()));
-    EXPECT_EQ(0, memcmp(target.buf.data() + 1024, b.data(), b.size()));
-    EXPECT_EQ(0, memcmp(target.buf.data() + 8192, big.data(), big.size()));
-
-    /* and read back: bcopy 4 KiB, zcopy 200 KiB into a zeroed buffer */
-    std::vector<uint8_t> got;
-    comp_init(&c);
-    ASSERT_EQ(UCS_OK, wait(retry([&] {
-        return uct_ep_get_bcopy(m_ep, unpack_cb, &got, b.size(),
-                                addr(target, 1024), target.rkey.rkey, &c.uct);
-    }), c));
-    EXPECT_EQ(b, got);
-    memset(local.buf.data(), 0, local.buf.size());
-    comp_init(&c);
-    ASSERT_EQ(UCS_OK, wait(retry([&] {
-        return uct_ep_get_zcopy(m_ep, &iov, 1, addr(target, 8192),
-                                target.rkey.rkey, &c.uct);
-    }), c));
-    EXPECT_EQ(0, memcmp(local.buf.data(), big.data(), big.size()));
-    unreg(local);
-    unreg(target);
-}
-
-TEST_F(rc_strand, atomics)
-{
-    open_pair();
-    region target;
-    ASSERT_NO_FATAL_FAILURE(reg(target, 64));
-    uint64_t v64 = 1000;
-    uint32_t v32 = 50;
-    memcpy(target.buf.data(), &v64, 8);
-    memcpy(target.buf.data() + 8, &v32, 4);
-
-    ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_atomic64_post(m_ep, UCT_ATOMIC_OP_ADD, 5, addr(target),
-                                    target.rkey.rkey);
-    }));
-    uint64_t old64 = 0;
-    test_comp c;
-    comp_init(&c);
-    ASSERT_EQ(UCS_OK, wait(retry([&] {
-        return uct_ep_atomic64_fetch(m_ep, UCT_ATOMIC_OP_ADD, 10, &old64,
-                                     addr(target), target.rkey.rkey, &c.uct);
-    }), c));
-    EXPECT_EQ(1005u, old64);
-    comp_init(&c);
-    ASSERT_EQ(UCS_OK, wait(retry([&] {
-        return uct_ep_atomic_cswap64(m_ep, 1015, 7, addr(target),
-                                     target.rkey.rkey, &old64, &c.uct);
-    }), c));
-    EXPECT_EQ(1015u, old64);
-    uint32_t old32 = 0;
-    comp_init(&c);
-    ASSERT_EQ(UCS_OK, wait(retry([&] {
-        return uct_ep_atomic32_fetch(m_ep, UCT_ATOMIC_OP_SWAP, 99, &old32,
-                                     addr(target, 8), target.rkey.rkey,
-                                     &c.uct);
-    }), c));
-    EXPECT_EQ(50u, old32);
-    flush(m_ep);
-    memcpy(&v64, target.buf.data(), 8);
-    memcpy(&v32, target.buf.data() + 8, 4);
-    EXPECT_EQ(7u, v64);
-    EXPECT_EQ(99u, v32);
-    unreg(target);
 }
 
 /* Each direction has its own QP pair: both sides' eps, one responder each;
@@ -345,15 +185,8 @@ TEST_F(rc_strand, max_eps)
     for (int i = 0; i < 3; ++i) {
         ASSERT_NE(nullptr, connect(m_a, m_b.dev_addr, m_b.iface_addr));
     }
-    uct_ep_params_t params;
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = m_a.iface;
-    params.dev_addr   = (const uct_device_addr_t*)m_b.dev_addr.data();
-    params.iface_addr = (const uct_iface_addr_t*)m_b.iface_addr.data();
-    uct_ep_h ep5      = nullptr;
-    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT, uct_ep_create(&params, &ep5));
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+              create_ep(m_a, m_b.dev_addr, m_b.iface_addr));
     for (size_t i = 0; i < m_eps.size(); ++i) {
         ASSERT_EQ(UCS_OK, am_short_retry(m_eps[i], i));
     }
@@ -376,17 +209,12 @@ TEST_F(rc_strand, bad_configuration_and_addresses)
     /* a device address of another fabric (subnet prefix) */
     std::vector<uint8_t> dev = m_a.dev_addr;
     dev.back() ^= 0xff;
-    uct_ep_params_t params;
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
-                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = m_a.iface;
-    params.dev_addr   = (const uct_device_addr_t*)dev.data();
-    params.iface_addr = (const uct_iface_addr_t*)m_a.iface_addr.data();
-    uct_ep_h ep       = nullptr;
-    EXPECT_EQ(UCS_ERR_UNREACHABLE, uct_ep_create(&params, &ep));
+    EXPECT_EQ(UCS_ERR_UNREACHABLE, create_ep(m_a, dev, m_a.iface_addr));
     /* no addresses at all */
+    uct_ep_params_t params;
     params.field_mask = UCT_EP_PARAM_FIELD_IFACE;
+    params.iface      = m_a.iface;
+    uct_ep_h ep       = nullptr;
     EXPECT_NE(UCS_OK, uct_ep_create(&params, &ep));
 }
 
@@ -476,26 +304,6 @@ TEST_F(rc_strand, flush_cancel_while_connecting_takes_everything_back)
     unreg(local);
 }
 
-/* A connected peer goes away: the ep's next operation fails, its owner
- * is told, and uct_ep_check finds it on an idle ep too. */
-TEST_F(rc_strand, connected_peer_goes_away)
-{
-    set_env("UCX_RC_STRAND_TIMEOUT", "5ms");
-    set_env("UCX_RC_STRAND_RETRY_COUNT", "1");
-    open_pair();
-    ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 1));
-    ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 1; }));
-    flush(m_ep);
-    uct_iface_close(m_b.iface);
-    m_b.iface = nullptr;
-
-    ASSERT_EQ(UCS_OK, uct_ep_check(m_ep, 0, nullptr));
-    ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }, 20));
-    EXPECT_EQ(m_ep, m_a.err.errors[0].first);
-    EXPECT_TRUE(UCS_IS_ENDPOINT_ERROR(m_a.err.errors[0].second))
-        << ucs_status_string(m_a.err.errors[0].second);
-}
-
 /* A peer's endpoint cancelled in the middle of a message (its QP to ERR
  * with the first packets of the message at B, the rest never sent) and
  * destroyed: B's responder QP held one of the SRQ's receive WQEs for that
@@ -555,16 +363,6 @@ TEST_F(rc_strand, a_peer_gone_mid_message_leaves_the_srq_whole)
         return m_b.am.msgs.size() == rounds + 2 * (rx_queue + 1);
     }, 5)) << m_b.am.msgs.size() - rounds << " of " << 2 * (rx_queue + 1)
            << " arrived after " << rounds << " rounds";
-}
-
-TEST_F(rc_strand, ep_check_with_a_completion)
-{
-    check_ep_check_completion("UCX_RC_STRAND_");
-}
-
-TEST_F(rc_strand, flush_behind_a_send_to_a_gone_peer_fails)
-{
-    check_flush_after_failed_probe("UCX_RC_STRAND_");
 }
 
 /* A peer whose worker never progresses still answers a connection
@@ -641,73 +439,4 @@ TEST_F(rc_strand, without_an_async_thread_the_request_wakes_the_peer)
         uct_worker_progress(m_worker_b);
         return m_b.am.msgs.size() == 1;
     }));
-}
-
-/* Integrity-checked GETs on rc_strand (UCX_RC_STRAND_INTEGRITY): damage
- * on the wire is found and read again, the data comes out right. */
-TEST_F(rc_strand, integrity_checked_get)
-{
-    set_env("UCX_RC_STRAND_INTEGRITY", "crc32c");
-    set_env("STRAND_SIM_FAULTS", "sdc=0.01,seed=5");
-    ASSERT_EQ(UCS_OK, open_md()); /* the MD reads both when it opens */
-    open_pair();
-    region target, local;
-    ASSERT_NO_FATAL_FAILURE(reg(target, 1 << 20));
-    ASSERT_NO_FATAL_FAILURE(reg(local, 1 << 20));
-    auto data = pattern(1 << 20, 9);
-    memcpy(target.buf.data(), data.data(), data.size());
-    uct_iov_t iov = {local.buf.data(), data.size(), local.memh, 0, 1};
-    for (int round = 0; round < 4; ++round) {
-        memset(local.buf.data(), 0, local.buf.size());
-        test_comp c;
-        comp_init(&c);
-        ASSERT_EQ(UCS_OK, wait(retry([&] {
-            return uct_ep_get_zcopy(m_ep, &iov, 1, addr(target),
-                                    target.rkey.rkey, &c.uct);
-        }), c));
-        ASSERT_EQ(0, memcmp(local.buf.data(), data.data(), data.size()))
-            << "round " << round;
-    }
-    std::string text = vfs_read(m_a, "integrity");
-    std::smatch m;
-    ASSERT_TRUE(std::regex_search(text, m, std::regex(
-        "(\\d+) checked, \\d+ pieces read, (\\d+) bad reads"))) << text;
-    EXPECT_EQ(4u, std::stoul(m[1]));
-    EXPECT_GT(std::stoul(m[2]), 0u) << "the damage was never found";
-    unreg(local);
-    unreg(target);
-}
-
-/* Spec 9 (atomic reply endianness per size), as dc_strand_atomic_modes:
- * every fetching atomic of both sizes, and cswap, in both 8-byte modes. */
-class rc_strand_atomic_modes : public atomic_modes<rc_strand> {
-};
-
-TEST_P(rc_strand_atomic_modes, every_fetching_atomic_of_both_sizes)
-{
-    open_pair();
-    ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 1)); /* connected */
-    check_all_atomics();
-}
-
-INSTANTIATE_TEST_SUITE_P(mode8b, rc_strand_atomic_modes,
-                         ::testing::Values(0, 1));
-
-/* One progress call hands over 16 waiting messages (UCX_IB_RX_MAX_POLL's
- * default), and what RX_MAX_POLL says. */
-TEST_F(rc_strand, one_progress_call_handles_at_most_rx_max_poll)
-{
-    check_rx_bound(1000, 16);
-}
-
-TEST_F(rc_strand, rx_max_poll_sets_the_bound)
-{
-    set_env("UCX_RC_STRAND_RX_MAX_POLL", "100");
-    check_rx_bound(1000, 100);
-}
-
-/* UCX's invalid_am_bcopy_length / invalid_put_bcopy_length */
-TEST_F(rc_strand, bcopy_that_packs_too_much_is_refused)
-{
-    check_bcopy_overrun();
 }

@@ -14,12 +14,12 @@
 
 #include <regex>
 
-class rc_strand_tag : public dc_strand_tag {
+class rc_strand_tag : public strand_tag {
 protected:
     void SetUp() override
     {
         m_tl = "rc_strand";
-        dc_strand_tag::SetUp();
+        strand_tag::SetUp();
     }
 
     /* a counter of b's 'rendezvous' VFS file */
@@ -759,13 +759,4 @@ TEST_F(rc_strand_tag, a_tag_is_not_posted_where_a_checked_get_still_writes)
     unreg(other);
     unreg(dst);
     unreg(src);
-}
-
-/* Tag matching needs DEVX: the transport posts its list operations on the
- * SRQ's command QP, which only DEVX makes (as UCX's). A device with tags
- * but without DEVX (STRAND_SIM_CAPS devx=0) refuses y with a message that
- * names DEVX, not "no tag matching", and try opens without tags. */
-TEST_F(rc_strand_tag, without_devx_tag_matching_is_refused_naming_devx)
-{
-    check_without_devx_refused_naming_it();
 }

@@ -8,20 +8,14 @@
  * transfer fails that endpoint with an error, the process goes on. On both
  * transports (dc_strand/rkeys.*, rc_strand/rkeys.*).
  */
-#include "dc_fixture.h"
+#include "uct_fixture.h"
 
 extern "C" {
 #include "uct_mlx5/strand_rkey.h"
 }
 
-class rkeys : public dc_strand,
-              public ::testing::WithParamInterface<const char*> {
+class rkeys : public strand_uct_tl {
 protected:
-    void SetUp() override
-    {
-        m_tl = GetParam();
-        dc_strand::SetUp();
-    }
 
     void open_connected()
     {
@@ -132,8 +126,7 @@ TEST_P(rkeys, invalid_key_of_a_transfer_fails_its_ep_not_the_process)
     unreg(local);
 }
 
-INSTANTIATE_TEST_SUITE_P(dc_strand, rkeys, ::testing::Values("dc_strand"));
-INSTANTIATE_TEST_SUITE_P(rc_strand, rkeys, ::testing::Values("rc_strand"));
+STRAND_UCT_INSTANTIATE(rkeys);
 
 /* With integrity checks on, keys that say they are signed but name no
  * signing key this process unpacked (UCT_INVALID_RKEY, a key released, a
@@ -143,14 +136,9 @@ class rkeys_integrity : public rkeys {
 protected:
     void SetUp() override
     {
-        set_env(m_tl_prefix().c_str(), "crc32c");
+        m_tl = GetParam();
+        set_tl_env("INTEGRITY", "crc32c");
         rkeys::SetUp();
-    }
-
-    std::string m_tl_prefix() const
-    {
-        return std::string(GetParam()) == "rc_strand" ?
-               "UCX_RC_STRAND_INTEGRITY" : "UCX_DC_STRAND_INTEGRITY";
     }
 };
 
@@ -225,7 +213,4 @@ TEST_P(rkeys_integrity, a_stale_signed_key_names_no_later_registration)
     unreg(local);
 }
 
-INSTANTIATE_TEST_SUITE_P(dc_strand, rkeys_integrity,
-                         ::testing::Values("dc_strand"));
-INSTANTIATE_TEST_SUITE_P(rc_strand, rkeys_integrity,
-                         ::testing::Values("rc_strand"));
+STRAND_UCT_INSTANTIATE(rkeys_integrity);

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Integrity-checked zero-copy GETs on dc_strand (UCX_DC_STRAND_INTEGRITY):
+ * Integrity-checked zero-copy GETs of the shared core (UCX_<TL>_INTEGRITY),
+ * on both transports (dc_strand/integrity.*, rc_strand/integrity.*;
+ * integrity_options.*):
  * the signing key in every packed remote key, GETs at any offset and
  * length read through whole checked blocks, bad blocks read again, a GET
  * that stays bad fails, and without the check the same damage goes
  * through. The damage is the software device's silent data corruption
  * (STRAND_SIM_FAULTS sdc=P: bits flipped in RDMA data past the link CRC).
  */
-#include "dc_fixture.h"
+#include "uct_fixture.h"
 
 #include <cinttypes>
 #include <regex>
@@ -42,13 +44,14 @@ struct integrity_counters {
 
 } // namespace
 
-class dc_strand_integrity : public dc_strand {
+class integrity : public strand_uct_tl {
 protected:
     void SetUp() override
     {
         /* the MD reads the option when it opens: before the fixture's */
-        set_env("UCX_DC_STRAND_INTEGRITY", "crc32c");
-        dc_strand::SetUp();
+        m_tl = GetParam();
+        set_tl_env("INTEGRITY", "crc32c");
+        strand_uct_tl::SetUp();
     }
 
     /* set the device's faults and reopen the MD (it reads them at open) */
@@ -56,7 +59,7 @@ protected:
     {
         set_env("STRAND_SIM_FAULTS", faults);
         if (retries != nullptr) {
-            set_env("UCX_DC_STRAND_INTEGRITY_RETRIES", retries);
+            set_tl_env("INTEGRITY_RETRIES", retries);
         }
         ASSERT_EQ(UCS_OK, open_md());
     }
@@ -119,7 +122,11 @@ protected:
     }
 };
 
-TEST_F(dc_strand_integrity, remote_keys_carry_the_signing_mkey)
+/* the same transports without the check (what it adds, its options) */
+class integrity_options : public strand_uct_tl {
+};
+
+TEST_P(integrity, remote_keys_carry_the_signing_mkey)
 {
     uct_md_attr_t attr;
     ASSERT_EQ(UCS_OK, uct_md_query(m_md, &attr));
@@ -158,7 +165,7 @@ TEST_F(dc_strand_integrity, remote_keys_carry_the_signing_mkey)
 
 /* GETs that start and end anywhere read the whole blocks around them:
  * every byte right, every GET checked, nothing but the range written. */
-TEST_F(dc_strand_integrity, gets_at_any_offset_and_length_are_checked)
+TEST_P(integrity, gets_at_any_offset_and_length_are_checked)
 {
     ASSERT_NO_FATAL_FAILURE(open_pair());
     region src, dst;
@@ -190,7 +197,7 @@ TEST_F(dc_strand_integrity, gets_at_any_offset_and_length_are_checked)
     unreg(dst);
 }
 
-TEST_F(dc_strand_integrity, a_get_into_several_buffers)
+TEST_P(integrity, a_get_into_several_buffers)
 {
     ASSERT_NO_FATAL_FAILURE(open_pair());
     region src, dst;
@@ -217,7 +224,7 @@ TEST_F(dc_strand_integrity, a_get_into_several_buffers)
  * right: the user only ever sees the right bytes. */
 /* 1% of the blocks damaged (the issue's figure): a 1 MiB GET has about 20
  * bad blocks each time it is read; only their pieces are read again. */
-TEST_F(dc_strand_integrity, bad_blocks_are_read_again_until_right)
+TEST_P(integrity, bad_blocks_are_read_again_until_right)
 {
     ASSERT_NO_FATAL_FAILURE(reopen("sdc=0.01,seed=11"));
     ASSERT_NO_FATAL_FAILURE(open_pair());
@@ -253,7 +260,7 @@ TEST_F(dc_strand_integrity, bad_blocks_are_read_again_until_right)
  * again, and none completes wrong. Configured again instead, each mkey of
  * the pool passes every damage after its first as good.
  */
-TEST_F(dc_strand_integrity, a_thousand_gets_through_the_pool_every_damage_caught)
+TEST_P(integrity, a_thousand_gets_through_the_pool_every_damage_caught)
 {
     ASSERT_NO_FATAL_FAILURE(reopen("sdc_read=0.0064,seed=5"));
     ASSERT_NO_FATAL_FAILURE(open_pair());
@@ -303,7 +310,7 @@ TEST_F(dc_strand_integrity, a_thousand_gets_through_the_pool_every_damage_caught
     unreg(dst);
 }
 
-TEST_F(dc_strand_integrity, a_get_bad_in_every_read_fails_with_io_error)
+TEST_P(integrity, a_get_bad_in_every_read_fails_with_io_error)
 {
     ASSERT_NO_FATAL_FAILURE(reopen("sdc=0.5,seed=3", "1"));
     ASSERT_NO_FATAL_FAILURE(open_pair());
@@ -338,7 +345,7 @@ TEST_F(dc_strand_integrity, a_get_bad_in_every_read_fails_with_io_error)
  * of 32 pieces almost always (99.6%); from the bad block on,
  * each read again is shorter and a piece fails about 1 time in 3000 (the
  * seed makes the run repeatable; 1 GET in 100 would fail). */
-TEST_F(dc_strand_integrity, a_bad_piece_is_read_again_from_its_bad_block)
+TEST_P(integrity, a_bad_piece_is_read_again_from_its_bad_block)
 {
     ASSERT_NO_FATAL_FAILURE(reopen("sdc=0.1,seed=7", "8"));
     ASSERT_NO_FATAL_FAILURE(open_pair());
@@ -360,7 +367,7 @@ TEST_F(dc_strand_integrity, a_bad_piece_is_read_again_from_its_bad_block)
 
 /* The same injection without the check damages what the user gets: it is
  * the check that keeps the data right. */
-TEST_F(dc_strand, without_integrity_sdc_damages_the_data_of_a_get)
+TEST_P(integrity_options, without_integrity_sdc_damages_the_data_of_a_get)
 {
     auto fill = [](region &r, unsigned seed) {
         std::vector<uint8_t> p = pattern(r.buf.size(), seed);
@@ -389,7 +396,7 @@ TEST_F(dc_strand, without_integrity_sdc_damages_the_data_of_a_get)
 
 /* A key of a peer that signs nothing (an 8-byte key) is read as it is,
  * and counted. */
-TEST_F(dc_strand_integrity, a_key_without_signing_mkey_is_read_unchecked)
+TEST_P(integrity, a_key_without_signing_mkey_is_read_unchecked)
 {
     ASSERT_NO_FATAL_FAILURE(open_pair());
     region src, dst;
@@ -409,7 +416,7 @@ TEST_F(dc_strand_integrity, a_key_without_signing_mkey_is_read_unchecked)
     unreg(dst);
 }
 
-TEST_F(dc_strand_integrity, an_ep_destroyed_under_a_checked_get)
+TEST_P(integrity, an_ep_destroyed_under_a_checked_get)
 {
     ASSERT_NO_FATAL_FAILURE(open_pair());
     region src, dst;
@@ -432,15 +439,15 @@ TEST_F(dc_strand_integrity, an_ep_destroyed_under_a_checked_get)
     unreg(dst);
 }
 
-TEST_F(dc_strand_integrity, read_size_is_checked)
+TEST_P(integrity, read_size_is_checked)
 {
-    set_env("UCX_DC_STRAND_INTEGRITY_READ_SIZE", "100");
+    set_tl_env("INTEGRITY_READ_SIZE", "100");
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, open_iface(m_a));
 }
 
-TEST_F(dc_strand_integrity, one_block_pieces)
+TEST_P(integrity, one_block_pieces)
 {
-    set_env("UCX_DC_STRAND_INTEGRITY_READ_SIZE", "512");
+    set_tl_env("INTEGRITY_READ_SIZE", "512");
     ASSERT_NO_FATAL_FAILURE(open_pair());
     region src, dst;
     reg(src, 20000);
@@ -454,17 +461,17 @@ TEST_F(dc_strand_integrity, one_block_pieces)
     unreg(dst);
 }
 
-TEST_F(dc_strand, integrity_options_are_checked)
+TEST_P(integrity_options, integrity_options_are_checked)
 {
-    set_env("UCX_DC_STRAND_INTEGRITY", "md5");
+    set_tl_env("INTEGRITY", "md5");
     uct_iface_config_t *config = nullptr;
-    EXPECT_NE(UCS_OK, uct_md_iface_config_read(m_md, "dc_strand", nullptr,
+    EXPECT_NE(UCS_OK, uct_md_iface_config_read(m_md, m_tl.c_str(), nullptr,
                                                nullptr, &config));
     if (config != nullptr) {
         uct_config_release(config);
     }
     /* a device without signature offload refuses at open, with a reason */
-    set_env("UCX_DC_STRAND_INTEGRITY", "crc32c");
+    set_tl_env("INTEGRITY", "crc32c");
     set_env("STRAND_SIM_CAPS", "signature=0");
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, open_md());
 }
@@ -472,7 +479,7 @@ TEST_F(dc_strand, integrity_options_are_checked)
 /* UCX 1.18's GET protocol: a 1 MiB GET from a buffer 16 bytes into a page
  * is two get_zcopy calls in flight at once, the head up to the next 512-byte
  * boundary and the rest, the same completion counting both. */
-TEST_F(dc_strand_integrity, a_get_split_at_a_block_boundary_two_in_flight)
+TEST_P(integrity, a_get_split_at_a_block_boundary_two_in_flight)
 {
     ASSERT_NO_FATAL_FAILURE(reopen("sdc_read=0.01,seed=3"));
     ASSERT_NO_FATAL_FAILURE(open_pair());
@@ -523,7 +530,7 @@ TEST_F(dc_strand_integrity, a_get_split_at_a_block_boundary_two_in_flight)
  * uct_ep_flush's completion, and an interface flush, and reads the buffer
  * then): a piece found bad is read again behind the flush's own NOP, whose
  * CQE must not complete the flush. */
-TEST_F(dc_strand_integrity, a_flush_waits_for_the_pieces_read_again)
+TEST_P(integrity, a_flush_waits_for_the_pieces_read_again)
 {
     ASSERT_NO_FATAL_FAILURE(reopen("sdc_read=0.05,seed=21"));
     ASSERT_NO_FATAL_FAILURE(open_pair());
@@ -612,3 +619,6 @@ TEST_F(dc_strand_integrity, a_flush_waits_for_the_pieces_read_again)
     unreg(src);
     unreg(dst);
 }
+
+STRAND_UCT_INSTANTIATE(integrity);
+STRAND_UCT_INSTANTIATE(integrity_options);

@@ -8,14 +8,14 @@
  * cause would hang each of them (make bench-compare counts what a refusal
  * costs).
  */
-#include "dc_fixture.h"
+#include "uct_fixture.h"
 
 #include <functional>
 #include <memory>
 
 extern "C" ucs_status_t uct_ep_invalidate(uct_ep_h ep, unsigned flags);
 
-class dc_strand_refused : public dc_strand {
+class refused : public strand_uct_tl {
 protected:
     /* 8-byte put_shorts of values base + i to r (at 8 * i) until the send
      * queue refuses one, nothing progressed; how many went */
@@ -70,7 +70,7 @@ protected:
 /* A full send queue refuses every put_short and am_short, again and again
  * while nothing completes; the first completions let the next one through,
  * and every PUT before and after lands. */
-TEST_F(dc_strand_refused, a_full_queue_refuses_until_its_wqes_complete)
+TEST_P(refused, a_full_queue_refuses_until_its_wqes_complete)
 {
     region r;
     unsigned n = open_and_fill(r, 0x5000);
@@ -93,7 +93,7 @@ TEST_F(dc_strand_refused, a_full_queue_refuses_until_its_wqes_complete)
  * a length out of range is UCS_ERR_INVALID_PARAM, not a refusal (the
  * refusal is answered before the general path, which checks them), and
  * the refusal stands after them. */
-TEST_F(dc_strand_refused, bad_parameters_are_not_refusals)
+TEST_P(refused, bad_parameters_are_not_refusals)
 {
     region r;
     unsigned n = open_and_fill(r, 0x6000);
@@ -128,10 +128,49 @@ TEST_F(dc_strand_refused, bad_parameters_are_not_refusals)
     unreg(r);
 }
 
+/* A refused ep that fails: its next post is taken (as after any failure,
+ * until its owner is told), then fails with the ep's status; nothing of it
+ * is sent after the failure. */
+TEST_P(refused, a_refused_ep_that_fails_reports_its_failure)
+{
+    const unsigned max = 4096;
+    open_pair();
+    region r;
+    reg(r, 8 * (max + 1));
+
+    unsigned n = fill(m_ep, r, 0x7000, max);
+    ASSERT_LT(n, max);
+    uint64_t v = 1;
+    ASSERT_EQ(UCS_ERR_NO_RESOURCE,
+              uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
+                               r.rkey.rkey));
+    ASSERT_EQ(UCS_OK, uct_ep_invalidate(m_ep, 0));
+    EXPECT_EQ(UCS_OK, uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
+                                       r.rkey.rkey))
+            << "refused still: the failure did not reach the entry point";
+    ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }));
+    EXPECT_EQ(m_ep, m_a.err.errors[0].first);
+    EXPECT_EQ(UCS_ERR_CANCELED,
+              uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
+                               r.rkey.rkey));
+    EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_am_short(m_ep, 5, 0, nullptr, 0));
+    uint64_t got;
+    memcpy(&got, r.buf.data() + 8 * n, sizeof(got));
+    EXPECT_EQ(0u, got) << "a PUT taken after the failure was sent";
+    unreg(r);
+}
+
+STRAND_UCT_INSTANTIATE(refused);
+
+/* What only dc_strand's DCIs and credits refuse (a DCI held by another
+ * endpoint, credits spent, an endpoint moving off a DCI): on dc_strand */
+class dc_strand_refused : public refused {
+};
+
 /* One DCI, held by an ep (dcs): the other ep is refused until the holder's
  * work completes and the DCI goes back; a request it queued then goes out
  * from the pending dispatch, and its next post from the entry point. */
-TEST_F(dc_strand_refused, an_ep_without_a_dci_posts_once_the_lease_is_free)
+TEST_P(dc_strand_refused, an_ep_without_a_dci_posts_once_the_lease_is_free)
 {
     set_env("UCX_DC_STRAND_TX_POLICY", "dcs");
     set_env("UCX_DC_STRAND_NUM_DCI", "1");
@@ -161,7 +200,7 @@ TEST_F(dc_strand_refused, an_ep_without_a_dci_posts_once_the_lease_is_free)
 
 /* An ep out of credits is refused until the receiver's grant arrives;
  * then its active messages go out in order. */
-TEST_F(dc_strand_refused, an_ep_out_of_credits_posts_once_granted)
+TEST_P(dc_strand_refused, an_ep_out_of_credits_posts_once_granted)
 {
     set_env("UCX_DC_STRAND_FC_WND_SIZE", "4");
     open_pair_own_workers();
@@ -189,45 +228,13 @@ TEST_F(dc_strand_refused, an_ep_out_of_credits_posts_once_granted)
     }
 }
 
-/* A refused ep that fails: its next post is taken (as after any failure,
- * until its owner is told), then fails with the ep's status; nothing of it
- * is sent after the failure. */
-TEST_F(dc_strand_refused, a_refused_ep_that_fails_reports_its_failure)
-{
-    const unsigned max = 4096;
-    open_pair();
-    region r;
-    reg(r, 8 * (max + 1));
-
-    unsigned n = fill(m_ep, r, 0x7000, max);
-    ASSERT_LT(n, max);
-    uint64_t v = 1;
-    ASSERT_EQ(UCS_ERR_NO_RESOURCE,
-              uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
-                               r.rkey.rkey));
-    ASSERT_EQ(UCS_OK, uct_ep_invalidate(m_ep, 0));
-    EXPECT_EQ(UCS_OK, uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
-                                       r.rkey.rkey))
-            << "refused still: the failure did not reach the entry point";
-    ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }));
-    EXPECT_EQ(m_ep, m_a.err.errors[0].first);
-    EXPECT_EQ(UCS_ERR_CANCELED,
-              uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
-                               r.rkey.rkey));
-    EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_am_short(m_ep, 5, 0, nullptr, 0));
-    uint64_t got;
-    memcpy(&got, r.buf.data() + 8 * n, sizeof(got));
-    EXPECT_EQ(0u, got) << "a PUT taken after the failure was sent";
-    unreg(r);
-}
-
 /* Streams: an ep on a DCI that filled while the other DCI emptied decides
  * to move (dc_policy.c, consider_move) and posts nothing more there until
  * its WQEs complete; the last of those asked for no CQE (moderation), so
  * its refused posts must have the DCI ask for it (a signaled NOP behind
  * them). Without that nobody posts on the DCI again and the ep is refused
  * forever (dc_peers peer_kill hung so, about one run in ten). */
-TEST_F(dc_strand_refused, an_ep_moving_off_a_full_dci_gets_its_last_cqe)
+TEST_P(dc_strand_refused, an_ep_moving_off_a_full_dci_gets_its_last_cqe)
 {
     const unsigned max = 4096;
     set_env("UCX_DC_STRAND_TX_POLICY", "streams");
@@ -301,3 +308,6 @@ TEST_F(dc_strand_refused, an_ep_moving_off_a_full_dci_gets_its_last_cqe)
     EXPECT_EQ(a, got_a);
     EXPECT_TRUE(m_a.err.errors.empty());
 }
+
+INSTANTIATE_TEST_SUITE_P(dc_strand, dc_strand_refused,
+                         ::testing::Values("dc_strand"), strand_tl_name);

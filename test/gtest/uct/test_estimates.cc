@@ -4,9 +4,11 @@
  * latency, bandwidth and overhead; estimate_perf's overheads) are the
  * device's description: STRAND_SIM_PERF's values exactly, or the software
  * device's measured costs, which must be sane and measured once per
- * process; a bad STRAND_SIM_PERF fails the open with a message.
+ * process; a bad STRAND_SIM_PERF fails the open with a message. On both
+ * transports (dc_strand/estimates.*, rc_strand/estimates.*), each adding
+ * what UCX's dc_mlx5 and rc_mlx5 add.
  */
-#include "dc_fixture.h"
+#include "uct_fixture.h"
 
 extern "C" {
 #include "dev/dev.h"
@@ -19,8 +21,22 @@ extern "C" {
  * as UCX's dc_mlx5 counts it) */
 static const double dc_connect_latency = 60e-9;
 
-class dc_strand_estimates : public dc_strand {
+class estimates : public strand_uct_tl {
 protected:
+    /* what the transport adds to the device's latency: a DC connect
+     * packet (dc_strand); nothing (rc_strand, connected) */
+    double connect_latency() const
+    {
+        return is_dc() ? dc_connect_latency : 0;
+    }
+
+    /* the latency per endpoint: the device's (dc_strand: its DCIs are
+     * shared); 1 ns (rc_strand: a QP per endpoint, as UCX's rc_mlx5) */
+    double latency_per_ep(const strand_dev_perf_t &d) const
+    {
+        return is_dc() ? d.latency_per_ep : 1e-9;
+    }
+
     /* the description the device layer gives for the software device */
     strand_dev_perf_t device_perf()
     {
@@ -54,16 +70,15 @@ protected:
 
     void expect_attr_is(const strand_dev_perf_t &d, const uct_iface_attr_t &a)
     {
-        /* plus a DC connect packet, as UCX's dc_mlx5 counts it */
-        EXPECT_DOUBLE_EQ(d.latency + dc_connect_latency, a.latency.c);
-        EXPECT_DOUBLE_EQ(d.latency_per_ep, a.latency.m);
+        EXPECT_DOUBLE_EQ(d.latency + connect_latency(), a.latency.c);
+        EXPECT_DOUBLE_EQ(latency_per_ep(d), a.latency.m);
         EXPECT_DOUBLE_EQ(d.bandwidth, a.bandwidth.shared);
         EXPECT_EQ(0.0, a.bandwidth.dedicated);
         EXPECT_DOUBLE_EQ(d.send_overhead, a.overhead);
     }
 };
 
-TEST_F(dc_strand_estimates, override_reaches_iface_query_and_estimate_perf)
+TEST_P(estimates, override_reaches_iface_query_and_estimate_perf)
 {
     set_env("STRAND_SIM_PERF", "latency_ns=1234,bw_mbs=5678,overhead_ns=91,"
                                "recv_overhead_ns=37");
@@ -83,12 +98,12 @@ TEST_F(dc_strand_estimates, override_reaches_iface_query_and_estimate_perf)
     EXPECT_DOUBLE_EQ(0, p.send_post_overhead);
     EXPECT_DOUBLE_EQ(37e-9, p.recv_overhead);
     EXPECT_DOUBLE_EQ(5678e6, p.bandwidth.shared);
-    EXPECT_DOUBLE_EQ(1234e-9 + dc_connect_latency, p.latency.c);
+    EXPECT_DOUBLE_EQ(1234e-9 + connect_latency(), p.latency.c);
 }
 
 /* keys left out take the device's fixed values, not measured ones: a run
  * with an override does not depend on the host */
-TEST_F(dc_strand_estimates, partial_override_is_deterministic)
+TEST_P(estimates, partial_override_is_deterministic)
 {
     set_env("STRAND_SIM_PERF", "bw_mbs=3000");
     ASSERT_EQ(UCS_OK, open_md());
@@ -108,7 +123,7 @@ TEST_F(dc_strand_estimates, partial_override_is_deterministic)
     EXPECT_DOUBLE_EQ(first.overhead, m_a.attr.overhead);
 }
 
-TEST_F(dc_strand_estimates, measured_estimates_are_sane_and_once_per_process)
+TEST_P(estimates, measured_estimates_are_sane_and_once_per_process)
 {
     unsetenv("STRAND_SIM_PERF");
     ASSERT_EQ(UCS_OK, open_md());
@@ -142,7 +157,7 @@ TEST_F(dc_strand_estimates, measured_estimates_are_sane_and_once_per_process)
     EXPECT_DOUBLE_EQ(a.bandwidth.shared, m_b.attr.bandwidth.shared);
 }
 
-TEST_F(dc_strand_estimates, bad_override_is_a_readable_error)
+TEST_P(estimates, bad_override_is_a_readable_error)
 {
     static const struct {
         const char *value, *said;
@@ -171,3 +186,5 @@ TEST_F(dc_strand_estimates, bad_override_is_a_readable_error)
     unsetenv("STRAND_SIM_PERF");
     EXPECT_EQ(UCS_OK, open_md());
 }
+
+STRAND_UCT_INSTANTIATE(estimates);

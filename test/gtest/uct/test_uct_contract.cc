@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dc_strand held to the UCT contract as UCX's own transports are (UCX's
- * test_p2p_am alignment, test_pending fairness and ordering, test_uct_ep
- * destroy, test_md): active-message alignment, fair pending dispatch over
- * 128 endpoints, sends from completion callbacks never overtaking pending
- * requests, endpoint destroy completing everything, MD attributes.
+ * The shared core held to the UCT contract as UCX's own transports are
+ * (UCX's test_p2p_am alignment, test_pending fairness and ordering,
+ * test_uct_ep destroy, test_peer_failure, test_md), on both transports
+ * (dc_strand/uct_contract.*, rc_strand/uct_contract.*): active-message
+ * alignment, pending dispatch over 128 endpoints, sends from completion
+ * callbacks never overtaking pending requests, endpoint destroy completing
+ * everything, uct_ep_check, the bound of a progress call, bcopy overruns.
+ * What dc_strand's DCIs and credits decide, and the MD's attributes, on
+ * dc_strand (dc_strand_uct_contract).
  */
-#include "dc_fixture.h"
+#include "uct_fixture.h"
 
 #include <algorithm>
 #include <climits>
@@ -68,7 +72,7 @@ struct pending_send {
 
 } // namespace
 
-class dc_strand_uct_contract : public dc_strand {
+class uct_contract : public strand_uct_tl {
 protected:
     void set_alignment(size_t align, size_t offset, uint64_t fields)
     {
@@ -292,19 +296,19 @@ protected:
 /* UCX's invalid_align / invalid_offset: the memory pool refuses an
  * alignment of 0 or one that is not a power of two; an offset without an
  * alignment is refused; an offset beyond the element is reset. */
-TEST_F(dc_strand_uct_contract, ep_check_with_a_completion)
+TEST_P(uct_contract, ep_check_with_a_completion)
 {
-    check_ep_check_completion("UCX_DC_STRAND_");
+    check_ep_check_completion();
 }
 
-TEST_F(dc_strand_uct_contract, flush_behind_a_send_to_a_gone_peer_fails)
+TEST_P(uct_contract, flush_behind_a_send_to_a_gone_peer_fails)
 {
-    check_flush_after_failed_probe("UCX_DC_STRAND_");
+    check_flush_after_failed_probe();
 }
 
-TEST_F(dc_strand_uct_contract, am_alignment_invalid_parameters)
+TEST_P(uct_contract, am_alignment_invalid_parameters)
 {
-    set_env("UCX_DC_STRAND_RX_QUEUE_LEN", "64");
+    set_tl_env("RX_QUEUE_LEN", "64");
     set_alignment(0, 0, UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT);
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, open_iface(m_a));
     set_alignment(3, 1, UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT);
@@ -323,9 +327,9 @@ TEST_F(dc_strand_uct_contract, am_alignment_invalid_parameters)
 /* Every alignment 1..4096 with and without offsets: the payload of short,
  * bcopy and zcopy active messages lands aligned, from a peer and on a
  * loopback endpoint. */
-TEST_F(dc_strand_uct_contract, am_alignment_every_power_of_two)
+TEST_P(uct_contract, am_alignment_every_power_of_two)
 {
-    set_env("UCX_DC_STRAND_RX_QUEUE_LEN", "64");
+    set_tl_env("RX_QUEUE_LEN", "64");
     ASSERT_EQ(UCS_OK, open_iface(m_a));
     for (size_t align = 1; align <= 4096; align *= 2) {
         std::vector<std::pair<size_t, uint64_t>> cases = {
@@ -353,66 +357,29 @@ TEST_F(dc_strand_uct_contract, am_alignment_every_power_of_two)
     }
 }
 
-/* 128 eps x 16 credits fit the receiver's 4095 buffers: the device adds
- * no unfairness of its own, and the dispatch must be even. */
-TEST_F(dc_strand_uct_contract, pending_fairness_128_eps)
-{
-    set_env("UCX_DC_STRAND_FC_WND_SIZE", "16");
-    check_fairness(128, 500, true);
-}
-
-/* The default credit window: 128 eps may send far more than the receiver
- * has buffers, so receiver-not-ready retries happen while it is not
- * progressed. With one DCI the dispatch is still even. */
-TEST_F(dc_strand_uct_contract, pending_fairness_128_eps_one_dci)
-{
-    set_env("UCX_DC_STRAND_NUM_DCI", "1");
-    check_fairness(128, 500, true);
-}
-
-/* The default credit window over 8 DCIs with dcs_quota (an ep holds a
- * whole DCI and gives it back after its quota while others wait): even. */
-TEST_F(dc_strand_uct_contract, pending_fairness_128_eps_dcs_quota)
-{
-    set_env("UCX_DC_STRAND_TX_POLICY", "dcs_quota");
-    check_fairness(128, 500, true);
-}
-
-/* The defaults (streams over 8 DCIs, a credit window of 512 per ep) for
- * UCX's 10k rounds, judged as UCX judges it: no ep starves. Evenness is
- * not promised here: 128 eps may have far more in flight than the
- * receiver has buffers, and a moderated CQE frees up to 32 sends where
- * the receiver hands over 16 messages a call, so when the receiver falls
- * behind (a loaded machine) senders meet receiver-not-ready back-off, in
- * which a DCI's eps wait while the other DCIs go on (as on a NIC; one
- * DCI's eps sent 65 where others sent 3000). The credit-window test above
- * holds evenness where the window keeps the receiver ahead. */
-TEST_F(dc_strand_uct_contract, pending_fairness_128_eps_defaults)
-{
-    check_fairness(128, under_valgrind() ? 200 : 10000, false);
-}
-
 /* A receive queue far smaller than what the senders have in flight: the
  * receiver runs out of buffers and senders wait in receiver-not-ready
  * back-off. A DCI completes in send-queue order, so one whose stream
  * waits stops while the others take the receiver's new buffers: rates
  * differ per DCI (as they would on a NIC), but no ep starves and nothing
  * fails. */
-TEST_F(dc_strand_uct_contract, pending_128_eps_under_rnr_none_starves)
+TEST_P(uct_contract, pending_128_eps_under_rnr_none_starves)
 {
-    set_env("UCX_DC_STRAND_RX_QUEUE_LEN", "256");
+    set_tl_env("RX_QUEUE_LEN", "256");
     check_fairness(128, 500, false);
 }
 
 /* UCX's send_ooo_with_comp: a send from a completion callback on an ep with
  * pending requests must not overtake them. */
-TEST_F(dc_strand_uct_contract, send_from_completion_does_not_overtake_pending)
+TEST_P(uct_contract, send_from_completion_does_not_overtake_pending)
 {
     /* the send queue is the scarce resource: when the zero-copy AM's CQE
      * frees room, its completion callback runs before the pending queue is
      * looked at */
-    set_env("UCX_DC_STRAND_TX_QUEUE_LEN", "16");
-    set_env("UCX_DC_STRAND_FC_ENABLE", "n");
+    set_tl_env("TX_QUEUE_LEN", "16");
+    if (tl_has_option("FC_ENABLE")) { /* rc_strand has none */
+        set_tl_env("FC_ENABLE", "n");
+    }
     open_pair();
     struct order {
         std::vector<uint64_t> hdrs;
@@ -479,12 +446,78 @@ TEST_F(dc_strand_uct_contract, send_from_completion_does_not_overtake_pending)
     uct_md_mem_dereg(m_md, memh);
 }
 
-TEST_F(dc_strand_uct_contract, ep_destroy_completes_every_operation)
+TEST_P(uct_contract, ep_destroy_completes_every_operation)
 {
     check_destroy_completes_all(under_valgrind() ? 10 : 100);
 }
 
-TEST_F(dc_strand_uct_contract, ep_destroy_completes_every_operation_one_dci)
+/* One progress call hands over 16 waiting messages (UCX_IB_RX_MAX_POLL's
+ * default), and what RX_MAX_POLL says. */
+TEST_P(uct_contract, one_progress_call_handles_at_most_rx_max_poll)
+{
+    check_rx_bound(1000, 16);
+}
+
+TEST_P(uct_contract, rx_max_poll_sets_the_bound)
+{
+    set_tl_env("RX_MAX_POLL", "100");
+    check_rx_bound(1000, 100);
+}
+
+/* UCX's invalid_am_bcopy_length / invalid_put_bcopy_length */
+TEST_P(uct_contract, bcopy_that_packs_too_much_is_refused)
+{
+    check_bcopy_overrun();
+}
+
+STRAND_UCT_INSTANTIATE(uct_contract);
+
+/* What of the contract dc_strand's DCIs and credits decide (rc_strand has
+ * a QP per endpoint and no flow control), and the MD's attributes (the
+ * MD's, not a transport's: once): on dc_strand only */
+class dc_strand_uct_contract : public uct_contract {
+};
+
+/* 128 eps x 16 credits fit the receiver's 4095 buffers: the device adds
+ * no unfairness of its own, and the dispatch must be even. */
+TEST_P(dc_strand_uct_contract, pending_fairness_128_eps)
+{
+    set_env("UCX_DC_STRAND_FC_WND_SIZE", "16");
+    check_fairness(128, 500, true);
+}
+
+/* The default credit window: 128 eps may send far more than the receiver
+ * has buffers, so receiver-not-ready retries happen while it is not
+ * progressed. With one DCI the dispatch is still even. */
+TEST_P(dc_strand_uct_contract, pending_fairness_128_eps_one_dci)
+{
+    set_env("UCX_DC_STRAND_NUM_DCI", "1");
+    check_fairness(128, 500, true);
+}
+
+/* The default credit window over 8 DCIs with dcs_quota (an ep holds a
+ * whole DCI and gives it back after its quota while others wait): even. */
+TEST_P(dc_strand_uct_contract, pending_fairness_128_eps_dcs_quota)
+{
+    set_env("UCX_DC_STRAND_TX_POLICY", "dcs_quota");
+    check_fairness(128, 500, true);
+}
+
+/* The defaults (streams over 8 DCIs, a credit window of 512 per ep) for
+ * UCX's 10k rounds, judged as UCX judges it: no ep starves. Evenness is
+ * not promised here: 128 eps may have far more in flight than the
+ * receiver has buffers, and a moderated CQE frees up to 32 sends where
+ * the receiver hands over 16 messages a call, so when the receiver falls
+ * behind (a loaded machine) senders meet receiver-not-ready back-off, in
+ * which a DCI's eps wait while the other DCIs go on (as on a NIC; one
+ * DCI's eps sent 65 where others sent 3000). The credit-window test above
+ * holds evenness where the window keeps the receiver ahead. */
+TEST_P(dc_strand_uct_contract, pending_fairness_128_eps_defaults)
+{
+    check_fairness(128, under_valgrind() ? 200 : 10000, false);
+}
+
+TEST_P(dc_strand_uct_contract, ep_destroy_completes_every_operation_one_dci)
 {
     set_env("UCX_DC_STRAND_NUM_DCI", "1");
     check_destroy_completes_all(under_valgrind() ? 10 : 100);
@@ -494,7 +527,7 @@ TEST_F(dc_strand_uct_contract, ep_destroy_completes_every_operation_one_dci)
  * registration with memory handles and remote keys, no allocation, host
  * memory, 8-byte packed keys, the registration cost of its cache or of a
  * direct registration. */
-TEST_F(dc_strand_uct_contract, md_attributes_as_ucx_ib)
+TEST_P(dc_strand_uct_contract, md_attributes_as_ucx_ib)
 {
     uct_md_attr_t attr;
     ASSERT_EQ(UCS_OK, uct_md_query(m_md, &attr));
@@ -548,21 +581,5 @@ TEST_F(dc_strand_uct_contract, md_attributes_as_ucx_ib)
     uct_md_mem_dereg(m_md, memh);
 }
 
-/* One progress call hands over 16 waiting messages (UCX_IB_RX_MAX_POLL's
- * default), and what RX_MAX_POLL says. */
-TEST_F(dc_strand_uct_contract, one_progress_call_handles_at_most_rx_max_poll)
-{
-    check_rx_bound(1000, 16);
-}
-
-TEST_F(dc_strand_uct_contract, rx_max_poll_sets_the_bound)
-{
-    set_env("UCX_DC_STRAND_RX_MAX_POLL", "100");
-    check_rx_bound(1000, 100);
-}
-
-/* UCX's invalid_am_bcopy_length / invalid_put_bcopy_length */
-TEST_F(dc_strand_uct_contract, bcopy_that_packs_too_much_is_refused)
-{
-    check_bcopy_overrun();
-}
+INSTANTIATE_TEST_SUITE_P(dc_strand, dc_strand_uct_contract,
+                         ::testing::Values("dc_strand"), strand_tl_name);

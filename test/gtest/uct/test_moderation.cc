@@ -1,17 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * CQE moderation (UCX_DC_STRAND_TX_CQ_MODERATION): short operations ask
- * for a CQE only every N WQEs, a CQE completes every WQE before it, and an
- * error in the middle of a run of unsignaled WQEs still fails exactly the
- * endpoint whose WQE failed (its error CQE's WQE counter locates it).
+ * CQE moderation (UCX_DC_STRAND_TX_CQ_MODERATION, UCX_RC_STRAND_...), on
+ * both transports (dc_strand/moderation.*, rc_strand/moderation.*): short
+ * operations ask for a CQE only every N WQEs, a CQE completes every WQE
+ * before it, and an error in the middle of a run of unsignaled WQEs still
+ * fails exactly the endpoint whose WQE failed (its error CQE's WQE counter
+ * locates it).
  */
-#include "dc_fixture.h"
+#include "uct_fixture.h"
 
 #include <sstream>
 
 namespace {
 
-/* Send CQEs the iface consumed, over all its DCIs (VFS file dci_pool). */
+/* Send CQEs the iface consumed, over all its send queues (VFS file
+ * dci_pool: a "dci" line for each, a DCI or an RC QP). */
 uint64_t tx_cqes(const std::string &pool)
 {
     std::istringstream in(pool);
@@ -35,7 +38,7 @@ uint64_t tx_cqes(const std::string &pool)
 
 } // namespace
 
-class dc_strand_moderation : public dc_strand {
+class moderation : public strand_uct_tl {
 protected:
     /* count PUTs of 8 bytes each to r (at 8 * i), flushed; the CQEs this
      * took */
@@ -65,11 +68,11 @@ protected:
 
 /* A CQE per N WQEs with moderation on; the data of every WQE lands, and
  * the flush completes the unsignaled ones. */
-TEST_F(dc_strand_moderation, a_cqe_per_n_wqes_with_moderation_on)
+TEST_P(moderation, a_cqe_per_n_wqes_with_moderation_on)
 {
     const unsigned count = 640, n = 16;
 
-    set_env("UCX_DC_STRAND_TX_CQ_MODERATION", std::to_string(n).c_str());
+    set_tl_env("TX_CQ_MODERATION", std::to_string(n).c_str());
     open_pair();
     region r;
     reg(r, 8 * count);
@@ -82,11 +85,11 @@ TEST_F(dc_strand_moderation, a_cqe_per_n_wqes_with_moderation_on)
 }
 
 /* ... and one per WQE with it off. */
-TEST_F(dc_strand_moderation, a_cqe_per_wqe_with_moderation_off)
+TEST_P(moderation, a_cqe_per_wqe_with_moderation_off)
 {
     const unsigned count = 640;
 
-    set_env("UCX_DC_STRAND_TX_CQ_MODERATION", "1");
+    set_tl_env("TX_CQ_MODERATION", "1");
     open_pair();
     region r;
     reg(r, 8 * count);
@@ -100,9 +103,9 @@ TEST_F(dc_strand_moderation, a_cqe_per_wqe_with_moderation_off)
 
 /* Flush without a completion (the caller polls it) comes back UCS_OK
  * although the last WQEs asked for no CQE: a NOP behind them does. */
-TEST_F(dc_strand_moderation, polled_flush_completes_an_unsignaled_tail)
+TEST_P(moderation, polled_flush_completes_an_unsignaled_tail)
 {
-    set_env("UCX_DC_STRAND_TX_CQ_MODERATION", "32");
+    set_tl_env("TX_CQ_MODERATION", "32");
     open_pair();
     region r;
     reg(r, 64);
@@ -124,11 +127,11 @@ TEST_F(dc_strand_moderation, polled_flush_completes_an_unsignaled_tail)
  * second ep fails (its WQEs after the bad one too: nothing of it lands),
  * every operation of the first completes and lands, and the first ep
  * goes on working. */
-TEST_F(dc_strand_moderation, an_error_amid_unsignaled_wqes_fails_only_its_ep)
+TEST_P(moderation, an_error_amid_unsignaled_wqes_fails_only_its_ep)
 {
     const unsigned before = 10, after = 10;
 
-    set_env("UCX_DC_STRAND_TX_CQ_MODERATION", "64");
+    set_tl_env("TX_CQ_MODERATION", "64");
     open_pair();
     uct_ep_h bad = connect(m_a, m_b.dev_addr, m_b.iface_addr);
     ASSERT_NE(nullptr, bad);
@@ -193,3 +196,5 @@ TEST_F(dc_strand_moderation, an_error_amid_unsignaled_wqes_fails_only_its_ep)
     EXPECT_EQ(1u, m_a.err.errors.size());
     unreg(r);
 }
+
+STRAND_UCT_INSTANTIATE(moderation);
