@@ -17,11 +17,12 @@ pkgs=(build-essential autoconf automake libtool pkg-config dpkg-dev debhelper
       libucx-dev ucx-utils libibverbs-dev ibverbs-providers rdma-core
       libhwloc-dev openmpi-bin libopenmpi-dev mpich libmpich-dev
       googletest libgtest-dev valgrind ccache
-      tshark iproute2 nftables libisal-dev)
+      tshark iproute2 nftables libisal-dev clang-format)
 # ISA-L: the CRC-32 of the software device's datagrams between hosts;
 # tshark: test_wire reads the device's RoCEv2 datagrams with it; iproute2
 # (ip netns, veth, bridge): test/hosts's nodes; nftables: loss and
-# duplication on their links (this kernel family may lack sch_netem)
+# duplication on their links (this kernel family may lack sch_netem);
+# clang-format: make format-check (the tree follows .clang-format)
 # cross compilers: test_barriers reads the fences the data path emits on
 # POWER and Arm (Debian ships them for amd64 hosts)
 if [ "$(dpkg --print-architecture)" = amd64 ]; then
