@@ -28,6 +28,15 @@
 #include <time.h>
 #include <unistd.h>
 
+/* the monotonic clock, in seconds (the report's watchdog and every wait) */
+double hc_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 #define HC_NAME_WIDTH   30
 #define HC_MAX_FAILED   16
 

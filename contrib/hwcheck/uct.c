@@ -51,14 +51,6 @@ void *hc_keep(hc_uct_t *u, size_t size)
     return k->data;
 }
 
-double hc_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* ------------------------------------------------------ component, MD */
 
 /* Whether the component lists the MD (UCX_STRAND_DEVICE_TYPE decides
