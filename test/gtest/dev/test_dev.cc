@@ -361,3 +361,49 @@ TEST(dev_hw, opening_an_absent_device_is_enodev)
     info.kind = STRAND_DEV_KIND_SIM;
     EXPECT_EQ(ENODEV, strand_dev_open(&info, &dev));
 }
+
+/* The backend's QP is made in RESET and moves one state at a time, as
+ * ibv_modify_qp: the device refuses a step out of order, and the states
+ * the device layer takes it through (dev_qp.c) end in RTS with a view to
+ * post on. */
+TEST_F(dev_sim, a_qp_is_made_in_reset_and_moves_through_its_states_in_order)
+{
+    strand_dev_qp_init_t init;
+    strand_dev_qp_t qp;
+    struct ibv_qp_attr a;
+    enum ibv_qp_state state;
+
+    memset(&init, 0, sizeof(init));
+    init.type         = STRAND_DEV_QPT_DCI;
+    init.send_cq      = &m_cq;
+    init.recv_cq      = &m_cq;
+    init.max_send_wr  = 16;
+    init.max_send_sge = 1;
+    init.max_inline   = 64;
+    memset(&qp, 0, sizeof(qp));
+    ASSERT_EQ(0, m_ops->create_qp(m_dev, &init, &qp));
+    EXPECT_EQ(STRAND_DEV_QPT_DCI, qp.type);
+    ASSERT_EQ(0, m_ops->qp_state(m_dev, &qp, &state));
+    EXPECT_EQ(IBV_QPS_RESET, state);
+
+    /* RESET -> RTS skips two states: refused, the QP stays in RESET */
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_RTS;
+    EXPECT_NE(0, m_ops->modify_qp(m_dev, &qp, &a, IBV_QP_STATE));
+    ASSERT_EQ(0, m_ops->qp_state(m_dev, &qp, &state));
+    EXPECT_EQ(IBV_QPS_RESET, state);
+
+    ASSERT_EQ(0, strand_dev_qp_to_init(m_dev, &qp, 0));
+    ASSERT_EQ(0, m_ops->qp_state(m_dev, &qp, &state));
+    EXPECT_EQ(IBV_QPS_INIT, state);
+    /* the device layer's reset goes through RESET and back up to RTS */
+    strand_dev_sq_attr_t attr = {nullptr, &m_cq, 16, 1, 64, 0, 0, 14, 7, 7, 1};
+    ASSERT_EQ(0, strand_dev_reset_dci(m_dev, &qp, &attr));
+    ASSERT_EQ(0, m_ops->qp_state(m_dev, &qp, &state));
+    EXPECT_EQ(IBV_QPS_RTS, state);
+    EXPECT_NE(nullptr, qp.dv.sq.buf);
+    EXPECT_EQ(0, strand_dev_qp_to_err(m_dev, &qp));
+    ASSERT_EQ(0, m_ops->qp_state(m_dev, &qp, &state));
+    EXPECT_EQ(IBV_QPS_ERR, state);
+    EXPECT_EQ(0, m_ops->destroy_qp(m_dev, &qp));
+}
