@@ -328,6 +328,10 @@ typedef struct strand_tl_ops {
     void         (*sq_release)(struct strand_iface *iface,
                                struct strand_ep *ep);
     /* whether ep, not ready, could post now, changing nothing */
+    /* while others wait for a send queue: whether txq's lessee posted
+     * its share since its lease began (txq->posts); NULL: no quota */
+    int          (*sq_quota_spent)(struct strand_iface *iface,
+                                   const struct strand_txq *txq);
     int          (*sq_can_post)(struct strand_iface *iface,
                                 struct strand_ep *ep);
     /* a send queue whose lessee went or whose last WQE came back */
@@ -530,8 +534,6 @@ typedef struct strand_iface {
                                                 are big-endian */
         int               atomic_reply_be64; /* ... 64-bit values */
         unsigned          txq_max_bbs;   /* the largest WQE we build */
-        unsigned          quota;         /* posts per send queue while
-                                            others wait (UINT_MAX: none) */
         unsigned          num_lanes;     /* per send queue */
         uint8_t           lanes_fail_alone; /* a lane in error leaves its
                                                 send queue working (else

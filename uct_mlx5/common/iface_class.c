@@ -417,7 +417,6 @@ static ucs_status_t strand_iface_configure(strand_iface_t *iface,
                                                     common->tx_queue_len / 4));
     /* what the transport decides: its lanes, a quota */
     iface->config.num_lanes    = 1;
-    iface->config.quota        = UINT_MAX;
     if (iface->tl->iface_config != NULL) {
         status = iface->tl->iface_config(iface, config);
         if (status != UCS_OK) {

@@ -286,8 +286,8 @@ strand_ep_ctrl_tail(const strand_ep_t *ep, const strand_txq_t *txq,
 
 /* The send queue of ep's lease when it may post on it now: leased, room in
  * the SQ, its lane healthy, nothing of ep waiting to be posted again, not
- * moving to another queue, and its quota (where one is) left while others
- * wait. */
+ * moving to another queue, and its quota (the transport's, where it has
+ * one) left while others wait. */
 static UCS_F_ALWAYS_INLINE strand_txq_t *
 strand_ep_txq_ready(strand_iface_t *iface, strand_ep_t *ep)
 {
@@ -304,7 +304,8 @@ strand_ep_txq_ready(strand_iface_t *iface, strand_ep_t *ep)
                      (ep->held > 0) ||
                      (ep->flags & STRAND_EP_FLAG_MOVING) ||
                      (iface->txq_wanted &&
-                      (txq->posts >= iface->config.quota)))) {
+                      (iface->tl->sq_quota_spent != NULL) &&
+                      iface->tl->sq_quota_spent(iface, txq)))) {
         return NULL;
     }
     return txq;

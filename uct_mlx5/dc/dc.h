@@ -89,6 +89,8 @@ typedef struct strand_dc_iface {
         uint8_t           log_concurent; /* DCI creation attributes */
         uint8_t           log_errored;
         int               stream_per_peer;
+        unsigned          quota;         /* posts per DCI while others
+                                            wait (UINT_MAX: none) */
     } config;
 } strand_dc_iface_t;
 

@@ -241,7 +241,7 @@ static ucs_status_t strand_dc_iface_config(strand_iface_t *tl_iface,
     tl_iface->config.iface_addr_len = sizeof(strand_dc_iface_addr_t);
     tl_iface->config.dev_addr_len   = strand_port_addr_len(tl_iface);
     tl_iface->config.lanes_fail_alone = (iface->config.log_errored > 0);
-    tl_iface->config.quota          = (iface->tx_policy ==
+    iface->config.quota             = (iface->tx_policy ==
                                        STRAND_DC_TX_POLICY_DCS_QUOTA) ?
                                       ucs_min(config->quota,
                                               cfg->common.tx_queue_len) :
@@ -359,6 +359,7 @@ const strand_tl_ops_t strand_dc_tl_ops = {
     .ep_is_connected = strand_dc_ep_is_connected,
     .sq_lease        = strand_dc_policy_lease,
     .sq_release      = strand_dc_policy_release,
+    .sq_quota_spent  = strand_dc_policy_quota_spent,
     .sq_can_post     = strand_dc_policy_can_post,
     .sq_idle         = strand_dc_policy_dci_idle,
     .lane_reset      = strand_dc_stream_reset,

@@ -340,6 +340,12 @@ void strand_dc_policy_release(strand_iface_t *iface, strand_ep_t *ep)
     strand_dc_policy_dci_idle(iface, dci);
 }
 
+int strand_dc_policy_quota_spent(strand_iface_t *iface,
+                                 const strand_txq_t *dci)
+{
+    return dci->posts >= strand_dc_iface(iface)->config.quota;
+}
+
 int strand_dc_policy_can_post(strand_iface_t *iface, strand_ep_t *ep)
 {
     strand_txq_t *wait;

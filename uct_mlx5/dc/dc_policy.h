@@ -34,6 +34,9 @@ ucs_status_t strand_dc_policy_lease(strand_iface_t *iface,
 void strand_dc_policy_release(strand_iface_t *iface, strand_ep_t *ep);
 /* Whether ep could post now, without changing anything. */
 int strand_dc_policy_can_post(strand_iface_t *iface, strand_ep_t *ep);
+/* dcs_quota: the lessee of dci posted QUOTA WQEs since its lease began */
+int strand_dc_policy_quota_spent(strand_iface_t *iface,
+                                 const strand_txq_t *dci);
 /* The configuration of the DCIs the policy needs (streams, errored). */
 void strand_dc_policy_dci_attr(strand_dc_iface_t *iface,
                                strand_dev_sq_attr_t *attr);
