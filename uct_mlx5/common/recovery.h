@@ -49,7 +49,7 @@ void strand_recovery_cancel(strand_iface_t *iface,
  * progress) and its work is cancelled as above */
 void strand_recovery_invalidate(strand_iface_t *iface,
                                    struct strand_ep *ep);
-/* ep fails with status for a reason outside its DCI (rc_strand: its
+/* ep fails with status for a reason outside its send queue (rc_strand: its
  * connection could not be made); its owner is told from progress */
 /* ep is destroyed: its held WQEs are dropped, their completions
  * cancelled, and its owner is not told of a failure any more */

@@ -44,7 +44,7 @@ ucs_status_t strand_ep_tag_rndv_cancel(uct_ep_h tl_ep, void *op);
 struct strand_txq;
 /* The start of a rendezvous send, for both transports: the checks every
  * one has (tag matching on, one buffer of at most 1 GiB with a memory
- * handle), a DCI (rc_strand: the ep's QP) and an operation waiting for its
+ * handle), a send queue and an operation waiting for its
  * FIN, whose id goes in the request's app_ctx. NULL and *status_p when it
  * cannot go now. */
 strand_tm_rndv_op_t *strand_tag_rndv_start(strand_iface_t *iface,
