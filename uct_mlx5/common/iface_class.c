@@ -156,21 +156,24 @@ static ucs_status_t strand_iface_path_init(strand_iface_t *iface,
     return UCS_OK;
 }
 
-static ucs_status_t
-strand_iface_check_config(strand_iface_t *iface,
-                             const strand_iface_config_t *config)
-{
-    const strand_dev_caps_t *caps = &iface->dev->caps;
-    const char *dev_name          = iface->dev->info.name;
-    unsigned max_wr               = caps->max_qp_wr ? caps->max_qp_wr : 32768;
-    unsigned max_txqs             = iface->tl->max_sqs;
-
+/* An option out of its range: the interface does not open (the message
+ * names the variable as the user sets it). */
 #define STRAND_IFACE_CHECK(_cond, _fmt, ...) \
     if (!(_cond)) { \
-        ucs_error("%s: %s: invalid configuration: UCX_%s" _fmt, dev_name, \
-                  iface->tl_name, iface->cfg_prefix, ## __VA_ARGS__); \
+        ucs_error("%s: %s: invalid configuration: UCX_%s" _fmt, \
+                  iface->dev->info.name, iface->tl_name, iface->cfg_prefix, \
+                  ## __VA_ARGS__); \
         return UCS_ERR_INVALID_PARAM; \
     }
+
+/* the queues' sizes and the progress budgets */
+static ucs_status_t
+strand_iface_check_queues(strand_iface_t *iface,
+                          const strand_iface_config_t *config)
+{
+    const strand_dev_caps_t *caps = &iface->dev->caps;
+    unsigned max_wr               = caps->max_qp_wr ? caps->max_qp_wr : 32768;
+    unsigned max_txqs             = iface->tl->max_sqs;
 
     STRAND_IFACE_CHECK((config->common.tx_queue_len >= 8) &&
                     (config->common.tx_queue_len <= max_wr),
@@ -196,6 +199,16 @@ strand_iface_check_config(strand_iface_t *iface,
                     (config->num_txqs <= max_txqs),
                     "%s=%u (valid: 1 .. %u)", iface->tl->names.sqs_option,
                     config->num_txqs, max_txqs);
+    return UCS_OK;
+}
+
+/* the transport's timers and retries, inline size, CQ lengths, credits */
+static ucs_status_t
+strand_iface_check_transport(strand_iface_t *iface,
+                             const strand_iface_config_t *config)
+{
+    const strand_dev_caps_t *caps = &iface->dev->caps;
+
     STRAND_IFACE_CHECK((config->common.timeout > 0) && (config->common.timeout <= 8796.0),
                     "TIMEOUT=%gs (valid: > 0 .. 8796s)",
                     config->common.timeout);
@@ -234,8 +247,18 @@ strand_iface_check_config(strand_iface_t *iface,
                     (config->fc_soft_thresh <= 1),
                     "FC_SOFT_THRESH=%g (valid: 0 .. 1)",
                     config->fc_soft_thresh);
-#undef STRAND_IFACE_CHECK
     return UCS_OK;
+}
+#undef STRAND_IFACE_CHECK
+
+static ucs_status_t
+strand_iface_check_config(strand_iface_t *iface,
+                          const strand_iface_config_t *config)
+{
+    ucs_status_t status = strand_iface_check_queues(iface, config);
+
+    return (status == UCS_OK) ? strand_iface_check_transport(iface, config) :
+                                status;
 }
 
 ucs_status_t strand_iface_tx_cq_get(strand_iface_t *iface,
