@@ -20,6 +20,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 /* CQ doorbell record words (the provider's MLX5_CQ_SET_CI / ARM_DB) */
 enum { SIM_CQ_DBR_CI = 0, SIM_CQ_DBR_ARM = 1 };
@@ -619,7 +621,7 @@ uint64_t sim_rnr_timer_ns(const smlx5_context_t *ctx, uint8_t min_rnr_timer);
 int32_t sim_uidx_store(smlx5_context_t *ctx, void *obj);
 void    sim_uidx_clear(smlx5_context_t *ctx, uint32_t uidx);
 
-/* Port identity (sim_device.c): GIDs, MACs, address vectors. */
+/* Port identity (sim_port.c): GIDs, MACs, address vectors. */
 bool     sim_port_is_eth(const smlx5_context_t *ctx);
 bool     sim_av_for_lid(const smlx5_context_t *ctx, uint16_t lid,
                         struct mlx5_wqe_av *av);
@@ -675,7 +677,15 @@ void sim_async_drop_qp(smlx5_context_t *ctx, const smlx5_qp_t *qp);
  * locks either, and the device has no progress thread) no lock is taken,
  * and a second thread found inside stops the process, as rdma-core stops
  * it, rather than corrupting the device. */
-void sim_engine_violation(void) __attribute__((noreturn));
+__attribute__((noreturn, cold)) static inline void sim_engine_violation(void)
+{
+    fprintf(stderr, "smlx5: *** ERROR: multithreading violation ***\n"
+            "smlx5: two threads ran the device at once, but "
+            "MLX5_SINGLE_THREADED=1 said one thread uses it (and "
+            "STRAND_SIM_PROGRESS_THREAD=0 that the device has no thread): "
+            "unset MLX5_SINGLE_THREADED\n");
+    abort();
+}
 
 /* The number a QP is known by on the wire and in its CQEs: a DCT's
  * number, else its QP number. */

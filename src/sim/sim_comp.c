@@ -490,24 +490,6 @@ static void sim_cqe_req(smlx5_qp_t *qp, const sim_wqe_t *w)
     }
 }
 
-void sim_cqe_error(smlx5_cq_t *cq, uint8_t cqe_opcode, uint32_t qpn,
-                   uint8_t wqe_opcode, uint16_t wqe_counter,
-                   uint8_t syndrome, uint32_t user_index)
-{
-    struct mlx5_cqe64 cqe;
-    struct mlx5_err_cqe *ecqe = (struct mlx5_err_cqe*)&cqe;
-
-    memset(&cqe, 0, sizeof(cqe));
-    ecqe->srqn             = htobe32(user_index & 0xffffff);
-    ecqe->syndrome         = syndrome;
-    ecqe->vendor_err_synd  = (syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) ?
-                             0xf9 : 0x00;
-    ecqe->s_wqe_opcode_qpn = htobe32(((uint32_t)wqe_opcode << 24) | qpn);
-    ecqe->wqe_counter      = htobe16(wqe_counter);
-    ecqe->op_own           = cqe_opcode << 4;
-    sim_cq_push(cq, &cqe);
-}
-
 void sim_comp_retire(smlx5_qp_t *qp)
 {
     sim_wqe_t *w;

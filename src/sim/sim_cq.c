@@ -5,7 +5,7 @@
  * doorbell record and completion channels backed by an eventfd.
  */
 #include "sim.h"
-#include "sim_post.h"
+#include "sim_rq.h"
 #include "sim_sig.h"
 
 #include "mlx5/cqe.h"
@@ -408,6 +408,26 @@ static void sim_cq_write(smlx5_cq_t *cq, const struct mlx5_cqe64 *src,
 void sim_cq_push(smlx5_cq_t *cq, const struct mlx5_cqe64 *cqe)
 {
     sim_cq_write(cq, cqe, NULL);
+}
+
+/* An error or flush CQE (struct mlx5_err_cqe), for any stage that fails
+ * a WQE. */
+void sim_cqe_error(smlx5_cq_t *cq, uint8_t cqe_opcode, uint32_t qpn,
+                   uint8_t wqe_opcode, uint16_t wqe_counter,
+                   uint8_t syndrome, uint32_t user_index)
+{
+    struct mlx5_cqe64 cqe;
+    struct mlx5_err_cqe *ecqe = (struct mlx5_err_cqe*)&cqe;
+
+    memset(&cqe, 0, sizeof(cqe));
+    ecqe->srqn             = htobe32(user_index & 0xffffff);
+    ecqe->syndrome         = syndrome;
+    ecqe->vendor_err_synd  = (syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) ?
+                             0xf9 : 0x00;
+    ecqe->s_wqe_opcode_qpn = htobe32(((uint32_t)wqe_opcode << 24) | qpn);
+    ecqe->wqe_counter      = htobe16(wqe_counter);
+    ecqe->op_own           = cqe_opcode << 4;
+    sim_cq_push(cq, &cqe);
 }
 
 void sim_cq_push_scatter(smlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,

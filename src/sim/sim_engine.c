@@ -166,27 +166,6 @@ static int sim_engine_pass(smlx5_context_t *ctx)
     return count;
 }
 
-int sim_send_pkt(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
-                 const void *payload, size_t len)
-{
-    hdr->slid        = ctx->lid;
-    hdr->payload_len = (uint16_t)len;
-    if (sim_fault_active(ctx)) {
-        return sim_fault_send(ctx, dlid, hdr, payload, len);
-    }
-    return sim_route_send(ctx, dlid, hdr, payload);
-}
-
-int sim_route_send(smlx5_context_t *ctx, uint16_t dlid, const sim_pkt_t *hdr,
-                   const void *payload)
-{
-    if ((ctx->net != NULL) && sim_net_is_remote(ctx->net, dlid)) {
-        return sim_net_send(ctx->net, dlid, hdr, payload);
-    }
-    return sim_fabric_send(ctx->fabric, dlid, hdr, sim_pkt_hdr_len(hdr),
-                           payload, hdr->payload_len);
-}
-
 void smlx5_rx_qos_counts(smlx5_context_t *ctx, uint64_t sl[16],
                          uint64_t tclass[256])
 {

@@ -6,7 +6,6 @@
  */
 #include "sim.h"
 #include "sim_net.h"
-#include "sim_post.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -22,42 +21,6 @@ static uint32_t sim_pow2(uint32_t x)
         r <<= 1;
     }
     return r;
-}
-
-int32_t sim_uidx_store(smlx5_context_t *ctx, void *obj)
-{
-    int32_t i;
-
-    for (i = 0; i < SIM_MAX_UIDX; ++i) {
-        if (ctx->uidx[i] == NULL) {
-            ctx->uidx[i] = obj;
-            return i;
-        }
-    }
-    return -1;
-}
-
-void sim_uidx_clear(smlx5_context_t *ctx, uint32_t uidx)
-{
-    if (uidx < SIM_MAX_UIDX) {
-        ctx->uidx[uidx] = NULL;
-    }
-}
-
-smlx5_qp_t *sim_qp_lookup(smlx5_context_t *ctx, uint32_t qpn)
-{
-    uint32_t idx = qpn & (SIM_MAX_QPS - 1);
-    smlx5_qp_t *qp = ctx->qps[idx];
-
-    return ((qp != NULL) && (qp->qpn == qpn)) ? qp : NULL;
-}
-
-smlx5_qp_t *sim_dct_lookup(smlx5_context_t *ctx, uint32_t dctn)
-{
-    smlx5_qp_t *qp = sim_qp_lookup(ctx, dctn);
-
-    return ((qp != NULL) && (qp->type == SMLX5_QPT_DCT) && (qp->dctn != 0)) ?
-           qp : NULL;
 }
 
 /* Largest WQE a QP must hold, in bytes (ctrl + AV + remote + data). */
@@ -249,6 +212,24 @@ static void sim_qp_scatter_config(smlx5_qp_t *qp,
         ((scq->cqe_size == 128) || (attr->type == SMLX5_QPT_RC))) {
         qp->cs_req = (uint8_t)sim_cq_scatter_max(scq);
     }
+}
+
+/* The provider's send queue of a QP with a send queue, at producer index
+ * 0: after the queue and its doorbell record exist, and after a reset. */
+static void sim_post_sq_reset(smlx5_qp_t *qp)
+{
+    struct mlx5dv_qp dv;
+
+    memset(&dv, 0, sizeof(dv));
+    dv.dbrec      = qp->dbrec;
+    dv.sq.buf     = qp->sq_buf;
+    dv.sq.wqe_cnt = qp->sq_wqe_cnt;
+    dv.sq.stride  = STRAND_WQE_BB;
+    dv.bf.reg     = qp->bf_reg;
+    dv.bf.size    = qp->bf_size;
+    /* the device reads the queue itself: a doorbell is all it needs */
+    strand_sq_init(&qp->sq, &dv, qp->qpn, STRAND_MMIO_MODE_DB,
+                   &qp->bfreg->bf);
 }
 
 smlx5_qp_t *smlx5_create_qp(smlx5_pd_t *pd, smlx5_qp_init_attr_t *attr)

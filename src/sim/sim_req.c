@@ -70,16 +70,6 @@ static int sim_flow_get(smlx5_qp_t *qp, uint16_t chan, uint16_t dlid,
     return free_idx;
 }
 
-void sim_qp_activate(smlx5_qp_t *qp)
-{
-    smlx5_context_t *ctx = qp->ctx;
-
-    if (!qp->busy) {
-        qp->busy = true;
-        ctx->active[ctx->num_active++] = qp;
-    }
-}
-
 static void sim_flow_arm_timer(smlx5_qp_t *qp, sim_flow_t *f)
 {
     if (f->deadline_ns == 0) {
