@@ -764,7 +764,7 @@ void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
                      const uint8_t *payload);          /* requests */
 void sim_comp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
                      const uint8_t *payload);          /* ACK/NAK/resp */
-void sim_comp_timers(smlx5_context_t *ctx, uint64_t now);
+void sim_comp_qp_timers(smlx5_qp_t *qp, uint64_t now);  /* flows due */
 /* Coalesced ACKs that are due; returns the next due time (0: none). */
 uint64_t sim_resp_ack_timers(smlx5_qp_t *qp, uint64_t now);
 /* Read responses held back by a full ring; the QP's own and after it. */

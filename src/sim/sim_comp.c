@@ -592,27 +592,23 @@ void sim_comp_flush_qp(smlx5_qp_t *qp)
     }
 }
 
-/* ----------------------------------------------------------- timers */
-
-static bool sim_qp_idle(const smlx5_qp_t *qp)
+/* Enter ERR from inside the device (a fatal error on this QP): the
+ * completer flushes what the QP had, as rxe's completer does. */
+void sim_qp_to_err(smlx5_qp_t *qp, enum ibv_event_type ev)
 {
-    uint64_t m;
-    int i;
-
-    if ((qp->sq_completed != qp->sq_fetched) ||
-        (qp->req_bb != qp->sq_fetched) || (qp->acks_pending > 0) ||
-        qp->tx_blocked || (qp->rjob_head != qp->rjob_tail)) {
-        return false;
+    if (qp->state == IBV_QPS_ERR) {
+        return;
     }
-    sim_for_each_flow(qp, i, m) {
-        if (qp->flows[i].outstanding || qp->flows[i].deadline_ns) {
-            return false;
-        }
-    }
-    return true;
+    qp->state = IBV_QPS_ERR;
+    sim_comp_flush_qp(qp);
+    sim_async_push(qp->ctx, ev, qp);
 }
 
-static void sim_comp_qp_timers(smlx5_qp_t *qp, uint64_t now)
+/* ----------------------------------------------------------- timers */
+
+/* The flows' timers of one QP that are due at `now`: transport timeouts
+ * (go back N, or RETRY_EXC_ERR after retry_cnt) and RNR back-offs. */
+void sim_comp_qp_timers(smlx5_qp_t *qp, uint64_t now)
 {
     sim_flow_t *f;
     sim_wqe_t *w;
@@ -646,40 +642,4 @@ static void sim_comp_qp_timers(smlx5_qp_t *qp, uint64_t now)
     }
     sim_comp_retire(qp);
     sim_req_process(qp);
-}
-
-void sim_comp_timers(smlx5_context_t *ctx, uint64_t now)
-{
-    uint64_t next = 0, m;
-    unsigned i = 0;
-    smlx5_qp_t *qp;
-    int f;
-
-    while (i < ctx->num_active) {
-        qp = ctx->active[i];
-        if (qp->acks_pending > 0) {
-            uint64_t d = sim_resp_ack_timers(qp, now);
-            if (d && (!next || (d < next))) {
-                next = d;
-            }
-        }
-        if (((qp->state == IBV_QPS_RTS) || (qp->state == IBV_QPS_SQD)) &&
-            (qp->sq_buf != NULL)) {
-            sim_comp_qp_timers(qp, now); /* SQD: what started completes */
-        }
-        if (sim_qp_idle(qp) || (qp->state == IBV_QPS_ERR) ||
-            (qp->state == IBV_QPS_RESET)) {
-            qp->busy = false;
-            ctx->active[i] = ctx->active[--ctx->num_active];
-            continue;
-        }
-        sim_for_each_flow(qp, f, m) {
-            uint64_t d = qp->flows[f].deadline_ns;
-            if (d && (!next || (d < next))) {
-                next = d;
-            }
-        }
-        ++i;
-    }
-    ctx->next_deadline_ns = next;
 }

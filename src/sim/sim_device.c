@@ -268,6 +268,35 @@ progress:
     return count;
 }
 
+/* The doorbells: the device is told of new WQEs and runs at once (the
+ * requester for the QP's new WQEs, then an engine pass). */
+void smlx5_qp_doorbell(smlx5_qp_t *qp)
+{
+    smlx5_context_t *ctx = qp->ctx;
+
+    if (!sim_bf_check(qp)) {
+        return; /* lost: the device heard nothing */
+    }
+    sim_qp_told(qp);
+    sim_engine_enter(ctx, true);
+    if (ctx->net != NULL) {
+        sim_net_batch_begin(ctx->net); /* the new WQEs' packets together */
+    }
+    sim_req_process(qp);
+    sim_engine_progress(ctx);
+    if (ctx->net != NULL) {
+        sim_net_batch_end(ctx->net);
+    }
+    sim_engine_leave(ctx);
+}
+
+void smlx5_srq_doorbell(smlx5_srq_t *srq)
+{
+    /* WQEs are taken lazily from the doorbell record when a SEND arrives;
+     * senders waiting out an RNR back-off retry on their own timer. */
+    smlx5_progress(srq->ctx);
+}
+
 /* After handling traffic the thread keeps polling this long before it
  * sleeps: a stream of packets then costs no wakeup syscalls. */
 #define SIM_PROGRESS_SPIN_NS 50000ull

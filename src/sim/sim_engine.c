@@ -72,6 +72,65 @@ bool sim_timers_due(smlx5_context_t *ctx)
     return (ctx->delayed != NULL) || ((d != 0) && (sim_now_ns() >= d));
 }
 
+/* Nothing of the QP in flight: no WQE outstanding, no ACK owed, nothing
+ * waiting for ring space, no timer armed. */
+static bool sim_qp_idle(const smlx5_qp_t *qp)
+{
+    uint64_t m;
+    int i;
+
+    if ((qp->sq_completed != qp->sq_fetched) ||
+        (qp->req_bb != qp->sq_fetched) || (qp->acks_pending > 0) ||
+        qp->tx_blocked || (qp->rjob_head != qp->rjob_tail)) {
+        return false;
+    }
+    sim_for_each_flow(qp, i, m) {
+        if (qp->flows[i].outstanding || qp->flows[i].deadline_ns) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The timer stage: every QP with work in flight, its responder's
+ * coalesced ACKs and its requester's flows; a QP with nothing left leaves
+ * the list; the next deadline is what remains. */
+static void sim_engine_timers(smlx5_context_t *ctx, uint64_t now)
+{
+    uint64_t next = 0, m;
+    unsigned i = 0;
+    smlx5_qp_t *qp;
+    int f;
+
+    while (i < ctx->num_active) {
+        qp = ctx->active[i];
+        if (qp->acks_pending > 0) {
+            uint64_t d = sim_resp_ack_timers(qp, now);
+            if (d && (!next || (d < next))) {
+                next = d;
+            }
+        }
+        if (((qp->state == IBV_QPS_RTS) || (qp->state == IBV_QPS_SQD)) &&
+            (qp->sq_buf != NULL)) {
+            sim_comp_qp_timers(qp, now); /* SQD: what started completes */
+        }
+        if (sim_qp_idle(qp) || (qp->state == IBV_QPS_ERR) ||
+            (qp->state == IBV_QPS_RESET)) {
+            qp->busy = false;
+            ctx->active[i] = ctx->active[--ctx->num_active];
+            continue;
+        }
+        sim_for_each_flow(qp, f, m) {
+            uint64_t d = qp->flows[f].deadline_ns;
+            if (d && (!next || (d < next))) {
+                next = d;
+            }
+        }
+        ++i;
+    }
+    ctx->next_deadline_ns = next;
+}
+
 /* Senders that found a full ring try again (they set tx_backlog again
  * when the ring is still full). The first one resumed may fill the ring
  * again, so the pass starts one QP further each time: a NIC arbitrates its
@@ -159,7 +218,7 @@ static int sim_engine_pass(smlx5_context_t *ctx)
         uint64_t now = sim_now_ns();
         sim_fault_release(ctx, now);
         if (ctx->next_deadline_ns && (now >= ctx->next_deadline_ns)) {
-            sim_comp_timers(ctx, now);
+            sim_engine_timers(ctx, now);
         }
         ++count;
     }

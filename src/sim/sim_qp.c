@@ -753,17 +753,6 @@ int smlx5_query_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr, int attr_mask,
     return 0;
 }
 
-/* Enter ERR from inside the device (a fatal error on this QP). */
-void sim_qp_to_err(smlx5_qp_t *qp, enum ibv_event_type ev)
-{
-    if (qp->state == IBV_QPS_ERR) {
-        return;
-    }
-    qp->state = IBV_QPS_ERR;
-    sim_comp_flush_qp(qp);
-    sim_async_push(qp->ctx, ev, qp);
-}
-
 /* ------------------------------------------ signature pipelining, SQD */
 
 int smlx5_qp_query_sqd(smlx5_qp_t *qp, uint32_t *wqebb_counter)
@@ -860,24 +849,4 @@ void sim_qp_told(smlx5_qp_t *qp)
                      be32toh(__atomic_load_n(&qp->dbrec[MLX5_SND_DBR],
                                              __ATOMIC_ACQUIRE)) & 0xffff,
                      __ATOMIC_RELEASE);
-}
-
-void smlx5_qp_doorbell(smlx5_qp_t *qp)
-{
-    smlx5_context_t *ctx = qp->ctx;
-
-    if (!sim_bf_check(qp)) {
-        return; /* lost: the device heard nothing */
-    }
-    sim_qp_told(qp);
-    sim_engine_enter(ctx, true);
-    if (ctx->net != NULL) {
-        sim_net_batch_begin(ctx->net); /* the new WQEs' packets together */
-    }
-    sim_req_process(qp);
-    sim_engine_progress(ctx);
-    if (ctx->net != NULL) {
-        sim_net_batch_end(ctx->net);
-    }
-    sim_engine_leave(ctx);
 }

@@ -144,10 +144,3 @@ int smlx5_srq_dv(smlx5_srq_t *srq, struct mlx5dv_srq *out)
     out->srqn      = srq->srqn;
     return 0;
 }
-
-void smlx5_srq_doorbell(smlx5_srq_t *srq)
-{
-    /* WQEs are taken lazily from the doorbell record when a SEND arrives;
-     * senders waiting out an RNR back-off retry on their own timer. */
-    smlx5_progress(srq->ctx);
-}
