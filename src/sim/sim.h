@@ -734,6 +734,19 @@ static inline bool sim_flow_may_send_new(const sim_flow_t *f)
     return f->rnr_state == SIM_RNR_NONE;
 }
 
+static inline bool sim_opcode_needs_response(uint8_t op)
+{
+    return (op == MLX5_OPCODE_RDMA_READ) ||
+           (op == MLX5_OPCODE_ATOMIC_CS) || (op == MLX5_OPCODE_ATOMIC_FA) ||
+           (op == MLX5_OPCODE_ATOMIC_MASKED_CS) ||
+           (op == MLX5_OPCODE_ATOMIC_MASKED_FA);
+}
+
+static inline bool sim_opcode_is_atomic(uint8_t op)
+{
+    return sim_opcode_needs_response(op) && (op != MLX5_OPCODE_RDMA_READ);
+}
+
 /* 16-byte unit `unit` of the WQE whose ctrl is at BB `bb` (wraps). */
 static inline void *sim_sq_unit(const smlx5_qp_t *qp, uint32_t bb,
                                 uint32_t unit)
@@ -743,6 +756,15 @@ static inline void *sim_sq_unit(const smlx5_qp_t *qp, uint32_t bb,
     return qp->sq_buf + ((bb * 64u + unit * 16u) & (size - 1));
 }
 
+/* The WQE at BB `bb` parsed into `w` (sim_parse.c): 0 or a syndrome; on a
+ * syndrome w->bbs is still set so the SQ can move past the WQE. */
+int  sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
+                   smlx5_dc_target_t *dc);
+/* The fast path's parse of a single-packet inline WRITE or SEND: false
+ * leaves the WQE to sim_parse_wqe, which starts over. */
+bool sim_parse_fast(const smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w);
+
+/* A WQE's local buffers (sim_wqe_data.c). */
 /* Copy between `data` and the WQE's local buffers at message offset `off`:
  * gather (to_sges false) or scatter (true). Keys were checked at parse. */
 void sim_wqe_sge_copy(const sim_wqe_t *w, uint32_t off, void *data,
@@ -759,6 +781,10 @@ void sim_req_retransmit(smlx5_qp_t *qp, int flow, uint32_t from_psn);
 void sim_req_resume(smlx5_qp_t *qp);     /* after a full ring (tx_blocked) */
 void sim_wqe_gather(smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
                     uint8_t *dst, uint32_t len);
+/* The same through the kernel, for a retransmission: -EFAULT when the
+ * memory went away under its registration. */
+int  sim_wqe_gather_checked(smlx5_qp_t *qp, const sim_wqe_t *w,
+                            uint32_t off, uint8_t *buf, uint32_t len);
 void sim_comp_wqe_failed(smlx5_qp_t *qp, sim_wqe_t *w); /* w->status set */
 void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
                      const uint8_t *payload);          /* requests */
@@ -771,12 +797,13 @@ uint64_t sim_resp_ack_timers(smlx5_qp_t *qp, uint64_t now);
 void sim_resp_resume_reads(smlx5_context_t *ctx, smlx5_qp_t *qp);
 void sim_resp_drop_reads(smlx5_qp_t *qp);
 void sim_comp_flush_qp(smlx5_qp_t *qp);                /* QP entered ERR */
+void sim_comp_flush_posted(smlx5_qp_t *qp);   /* posted to a QP in ERR */
 void sim_comp_retire(smlx5_qp_t *qp);                  /* CQEs in SQ order */
 
 /* Tag matching (sim_tm.c) */
 int  sim_tm_create(smlx5_srq_t *srq, uint32_t max_ops, smlx5_td_t *td);
 void sim_tm_destroy(smlx5_srq_t *srq);
-void sim_tm_cmd_process(smlx5_qp_t *cmd_qp);           /* list operations */
+bool sim_tm_cmd_process(smlx5_qp_t *cmd_qp); /* list operations; false: ERR */
 /* The first packet of a SEND to a QP whose SRQ matches tags: returns
  * SIM_TM_RECV_BUFFER (take an SRQ WQE; c->tm_app_op says which CQE),
  * SIM_TM_RECV_TAG (it matched an eager tag: c->tm_slot) or

@@ -520,6 +520,26 @@ void sim_comp_retire(smlx5_qp_t *qp)
     }
 }
 
+/* Everything posted to a QP in error is flushed, in order, each WQE with
+ * its CQE: parsed for what the CQE says of it (opcode, index, size),
+ * never executed. */
+void sim_comp_flush_posted(smlx5_qp_t *qp)
+{
+    uint32_t db  = __atomic_load_n(&qp->db_pi, __ATOMIC_ACQUIRE);
+    uint32_t end = qp->sq_fetched + (uint16_t)(db - qp->sq_fetched);
+
+    while (qp->sq_fetched != end) {
+        sim_wqe_t *w = &qp->wqes[qp->sq_fetched & (qp->sq_wqe_cnt - 1)];
+        smlx5_dc_target_t dc;
+        sim_parse_wqe(qp, qp->sq_fetched, w, &dc);
+        w->state  = SIM_WQE_DONE;
+        w->status = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
+        qp->sq_fetched += w->bbs;
+    }
+    qp->req_bb = qp->sq_fetched;
+    sim_comp_retire(qp);
+}
+
 /* Receive WQEs a message was being written into when the QP entered ERR
  * (the IB spec: a WQE partly done completes with a flush error): the
  * SRQ's WQE goes back to its owner with its index in the CQE, the RQ's
@@ -569,7 +589,12 @@ void sim_comp_flush_qp(smlx5_qp_t *qp)
         qp->num_deferred       = 0;
         memset(qp->chan_flow, 0, sizeof(qp->chan_flow));
         qp->req_bb             = qp->sq_fetched;
-        sim_req_process(qp); /* flushes what is posted but not fetched */
+        /* and what is posted but not fetched */
+        if (qp->tm_cmd != NULL) {
+            (void)sim_tm_cmd_process(qp); /* in ERR: flushes, never fails */
+        } else {
+            sim_comp_flush_posted(qp);
+        }
     }
 
     if (qp->resp != NULL) {

@@ -178,8 +178,10 @@ static int sim_tm_list_op(sim_tm_t *tm, const struct mlx5_wqe_tm_seg *seg,
 }
 
 /* The command QP's doorbell: list operations execute in order, each one
- * BB (ctrl, tm segment, data segment for APPEND). */
-void sim_tm_cmd_process(smlx5_qp_t *qp)
+ * BB (ctrl, tm segment, data segment for APPEND). False: a malformed one
+ * failed the command QP, which its caller puts in ERR (this stage sits
+ * below the completer that flushes it). */
+bool sim_tm_cmd_process(smlx5_qp_t *qp)
 {
     sim_tm_t *tm = qp->tm_cmd;
     uint16_t db  = (uint16_t)__atomic_load_n(&qp->db_pi, __ATOMIC_ACQUIRE);
@@ -203,7 +205,7 @@ void sim_tm_cmd_process(smlx5_qp_t *qp)
             continue;
         }
         if (qp->state != IBV_QPS_RTS) {
-            return;
+            return true;
         }
         ds  = strand_ctrl_ds(ctrl);
         ret = -1;
@@ -217,8 +219,7 @@ void sim_tm_cmd_process(smlx5_qp_t *qp)
                           strand_ctrl_opcode(ctrl), strand_ctrl_wqe_idx(ctrl),
                           MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, qp->user_index);
             qp->sq_completed = ++qp->sq_fetched;
-            sim_qp_to_err(qp, IBV_EVENT_QP_FATAL);
-            return;
+            return false; /* the caller puts the QP in ERR */
         }
         op = ((const struct mlx5_wqe_tm_seg*)(ctrl + 1))->opcode >> 4;
         if (((const struct mlx5_wqe_tm_seg*)(ctrl + 1))->flags &
@@ -238,6 +239,7 @@ void sim_tm_cmd_process(smlx5_qp_t *qp)
         ++qp->sq_fetched;
         qp->sq_completed = qp->sq_fetched;
     }
+    return true;
 }
 
 /* ------------------------------------------------------- matching */
