@@ -245,6 +245,8 @@ typedef struct sim_flow {
     bool     gap_valid;
     bool     rexmit_pending;      /* a full ring cut a retransmission ... */
     uint32_t rexmit_psn;          /* ... here: it goes on from progress */
+    uint32_t resend_psn;          /* go-back-N the completer asked for,
+                                     from here (bit in qp->resend_flows) */
     uint32_t rd_atomic_inflight;
 } sim_flow_t;
 
@@ -459,6 +461,10 @@ struct smlx5_qp {
     uint64_t          flows_used;     /* bit i: flows[i].used (the timer,
                                          ACK and idle walks visit these
                                          only) */
+    uint64_t          resend_flows;   /* bit i: the completer asked for a
+                                         go-back-N pass of flows[i] */
+    struct smlx5_qp  *req_next;       /* in ctx's requester queue */
+    bool              req_queued;
     uint32_t          rd_atomic_inflight;
     uint32_t          num_deferred;   /* DCI: WQEs in SIM_WQE_DEFERRED */
     uint8_t           chan_flow[SIM_DCI_MAX_CHANNELS]; /* DCI: 1 + the flow
@@ -533,6 +539,9 @@ struct smlx5_context {
     smlx5_qp_t       *active[SIM_MAX_QPS]; /* QPs with work in flight */
     unsigned          num_active;
     unsigned          resume_first;   /* where the last resume pass began */
+    /* QPs whose requester the completer handed work (sim_req_queue_add):
+     * the engine runs them, in order */
+    smlx5_qp_t       *req_head, *req_tail;
     unsigned          tm_work;        /* TM SRQs with rendezvous work that
                                          waits for the engine */
     struct sim_delayed *delayed;      /* fault injection: held packets */
@@ -645,6 +654,12 @@ int      sim_ah_attr_check(const smlx5_context_t *ctx,
                            const struct ibv_ah_attr *attr);
 
 smlx5_qp_t *sim_qp_lookup(smlx5_context_t *ctx, uint32_t qpn);
+/* The requester's queue (sim_qp_table.c): the completer hands a QP's
+ * requester work by adding it; the engine takes them in order and runs
+ * their requesters; a destroyed QP leaves it. */
+void        sim_req_queue_add(smlx5_qp_t *qp);
+smlx5_qp_t *sim_req_queue_take(smlx5_context_t *ctx);
+void        sim_req_queue_drop(smlx5_qp_t *qp);
 smlx5_qp_t *sim_dct_lookup(smlx5_context_t *ctx, uint32_t dctn);
 /* Key checks: return 0 or an MLX5_CQE_SYNDROME_*. */
 smlx5_mr_t *sim_mr_lookup(smlx5_context_t *ctx, uint32_t key, bool remote);

@@ -128,6 +128,22 @@ static bool sim_stream_add_errored(smlx5_qp_t *qp, uint16_t stream)
     return qp->num_errored < (1u << qp->log_num_errored);
 }
 
+/* Ask the requester for a go-back-N pass of flow `fi` from `from_psn`
+ * (of two asked before it runs, the earlier PSN: its pass covers the
+ * other). It makes the pass before it sends anything new. */
+static void sim_comp_ask_resend(smlx5_qp_t *qp, int fi, uint32_t from_psn)
+{
+    sim_flow_t *f = &qp->flows[fi];
+    uint64_t bit  = 1ull << fi;
+
+    if (!(qp->resend_flows & bit) ||
+        ((int32_t)(from_psn - f->resend_psn) < 0)) {
+        f->resend_psn = from_psn;
+    }
+    qp->resend_flows |= bit;
+    sim_req_queue_add(qp);
+}
+
 /* The responder discarded everything of flow `fi` after the failed PSN:
  * the flow reconnects with fresh PSNs and its other WQEs go again. */
 static void sim_flow_restart(smlx5_qp_t *qp, int fi)
@@ -155,7 +171,7 @@ static void sim_flow_restart(smlx5_qp_t *qp, int fi)
         }
     }
     if (f->outstanding > 0) {
-        sim_req_retransmit(qp, fi, f->start_psn);
+        sim_comp_ask_resend(qp, fi, f->start_psn);
     }
 }
 
@@ -297,7 +313,7 @@ static void sim_comp_rnr_retry(smlx5_qp_t *qp, int fi)
 
     f->rnr_state = SIM_RNR_RETRYING;
     qp->stats.rnr_retries++;
-    sim_req_retransmit(qp, fi, f->una_psn);
+    sim_comp_ask_resend(qp, fi, f->una_psn);
 }
 
 static void sim_comp_ack(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
@@ -318,7 +334,7 @@ static void sim_comp_ack(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
         qp->stats.seq_naks_rcvd++;
         sim_comp_ack_upto(qp, fi, pkt->psn);
         if (f->una_psn == pkt->psn) {
-            sim_req_retransmit(qp, fi, pkt->psn);
+            sim_comp_ask_resend(qp, fi, pkt->psn);
         }
         break;
     default:
@@ -401,7 +417,7 @@ static void sim_comp_response(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt,
         if (!f->gap_valid || (f->gap_psn != f->una_psn)) {
             f->gap_valid = true;
             f->gap_psn   = f->una_psn;
-            sim_req_retransmit(qp, fi, f->una_psn);
+            sim_comp_ask_resend(qp, fi, f->una_psn);
         }
         return;
     }
@@ -464,7 +480,7 @@ void sim_comp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
         sim_comp_response(qp, fi, pkt, payload);
     }
     sim_comp_retire(qp);
-    sim_req_process(qp);
+    sim_req_queue_add(qp); /* what the window lets go now */
 }
 
 /* ------------------------------------------------------------- CQEs */
@@ -584,7 +600,8 @@ void sim_comp_flush_qp(smlx5_qp_t *qp)
             }
         }
         memset(qp->flows, 0, sizeof(qp->flows));
-        qp->flows_used = 0;
+        qp->flows_used   = 0;
+        qp->resend_flows = 0;
         qp->rd_atomic_inflight = 0;
         qp->num_deferred       = 0;
         memset(qp->chan_flow, 0, sizeof(qp->chan_flow));
@@ -663,8 +680,8 @@ void sim_comp_qp_timers(smlx5_qp_t *qp, uint64_t now)
             }
             continue;
         }
-        sim_req_retransmit(qp, i, f->una_psn);
+        sim_comp_ask_resend(qp, i, f->una_psn);
     }
     sim_comp_retire(qp);
-    sim_req_process(qp);
+    sim_req_queue_add(qp); /* what the window lets go now */
 }

@@ -2,11 +2,11 @@
 /*
  * Completion queues: a ring of 64-byte mlx5 CQEs owned by the user, written
  * by the device with the owner bit flipping every pass; arming through the
- * doorbell record and completion channels backed by an eventfd.
+ * doorbell record and completion channels backed by an eventfd. Every
+ * stage writes CQEs here; reading them back as ibv_wc is sim_cq_poll.c's.
  */
 #include "sim.h"
 #include "sim_rq.h"
-#include "sim_sig.h"
 
 #include "mlx5/cqe.h"
 

@@ -14,6 +14,19 @@ static bool sim_pkt_is_request(uint8_t op)
     return (op >= SIM_PKT_SEND_FIRST) && (op <= SIM_PKT_ATOMIC_REQ);
 }
 
+/* The requesters the completer handed work (sim_req_queue_add): go-back-N
+ * passes it asked for, windows it opened. Run as soon as the completer is
+ * done with a packet or a QP's timers, so a NIC's order holds: what an
+ * ACK lets go leaves before the next packet is taken. */
+static void sim_engine_requesters(smlx5_context_t *ctx)
+{
+    smlx5_qp_t *qp;
+
+    while ((qp = sim_req_queue_take(ctx)) != NULL) {
+        sim_req_process(qp);
+    }
+}
+
 static void sim_engine_dispatch(smlx5_context_t *ctx, sim_pkt_t *pkt,
                                 const uint8_t *payload)
 {
@@ -25,6 +38,7 @@ static void sim_engine_dispatch(smlx5_context_t *ctx, sim_pkt_t *pkt,
         sim_resp_packet(ctx, pkt, payload);
     } else {
         sim_comp_packet(ctx, pkt, payload);
+        sim_engine_requesters(ctx);
     }
 }
 
@@ -113,6 +127,7 @@ static void sim_engine_timers(smlx5_context_t *ctx, uint64_t now)
         if (((qp->state == IBV_QPS_RTS) || (qp->state == IBV_QPS_SQD)) &&
             (qp->sq_buf != NULL)) {
             sim_comp_qp_timers(qp, now); /* SQD: what started completes */
+            sim_engine_requesters(ctx);
         }
         if (sim_qp_idle(qp) || (qp->state == IBV_QPS_ERR) ||
             (qp->state == IBV_QPS_RESET)) {
@@ -201,6 +216,9 @@ static int sim_engine_pass(smlx5_context_t *ctx)
 {
     int count;
 
+    if (ctx->req_head != NULL) {
+        sim_engine_requesters(ctx); /* handed over outside a pass */
+    }
     count = (int)sim_fabric_recv(ctx->port, sim_engine_rx, ctx,
                                  SIM_ENGINE_RX_BUDGET);
     if (ctx->net != NULL) {

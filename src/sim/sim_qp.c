@@ -348,6 +348,7 @@ int smlx5_destroy_qp(smlx5_qp_t *qp)
     ctx->qps[qp->qpn & (SIM_MAX_QPS - 1)] = NULL;
     sim_uidx_clear(ctx, qp->user_index);
     sim_async_drop_qp(ctx, qp);
+    sim_req_queue_drop(qp);
     if (qp->busy) {
         unsigned i;
         for (i = 0; i < ctx->num_active; ++i) {
@@ -588,7 +589,8 @@ static void sim_qp_reset(smlx5_qp_t *qp)
     qp->tx_blocked  = false;
     sim_resp_drop_reads(qp);
     memset(qp->flows, 0, sizeof(qp->flows));
-    qp->flows_used = 0;
+    qp->flows_used   = 0;
+    qp->resend_flows = 0;
     memset(qp->chan_flow, 0, sizeof(qp->chan_flow));
     qp->num_deferred = 0;
     if (qp->wqes) {

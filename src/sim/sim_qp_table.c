@@ -52,3 +52,60 @@ void sim_qp_activate(smlx5_qp_t *qp)
         ctx->active[ctx->num_active++] = qp;
     }
 }
+
+/* The requester's queue. The completer never runs the requester itself:
+ * when an ACK opens a flow's window, a NAK or a timer asks for go-back-N,
+ * or a failure restarts a flow, it adds the QP here (rxe's completer
+ * schedules its requester task the same way), and the engine runs the
+ * queued requesters as soon as the completer is done with the packet or
+ * the timer. */
+void sim_req_queue_add(smlx5_qp_t *qp)
+{
+    smlx5_context_t *ctx = qp->ctx;
+
+    if (qp->req_queued) {
+        return;
+    }
+    qp->req_queued = true;
+    qp->req_next   = NULL;
+    if (ctx->req_tail != NULL) {
+        ctx->req_tail->req_next = qp;
+    } else {
+        ctx->req_head = qp;
+    }
+    ctx->req_tail = qp;
+}
+
+smlx5_qp_t *sim_req_queue_take(smlx5_context_t *ctx)
+{
+    smlx5_qp_t *qp = ctx->req_head;
+
+    if (qp != NULL) {
+        ctx->req_head = qp->req_next;
+        if (ctx->req_head == NULL) {
+            ctx->req_tail = NULL;
+        }
+        qp->req_queued = false;
+    }
+    return qp;
+}
+
+void sim_req_queue_drop(smlx5_qp_t *qp)
+{
+    smlx5_context_t *ctx = qp->ctx;
+    smlx5_qp_t **link    = &ctx->req_head;
+    smlx5_qp_t *prev     = NULL;
+
+    if (!qp->req_queued) {
+        return;
+    }
+    while (*link != qp) {
+        prev = *link;
+        link = &prev->req_next;
+    }
+    *link = qp->req_next;
+    if (ctx->req_tail == qp) {
+        ctx->req_tail = prev;
+    }
+    qp->req_queued = false;
+}

@@ -61,7 +61,8 @@ static int sim_flow_get(smlx5_qp_t *qp, uint16_t chan, uint16_t dlid,
     sim_flow_t *f = &qp->flows[free_idx];
     memset(f, 0, sizeof(*f));
     f->used      = true;
-    qp->flows_used |= 1ull << free_idx;
+    qp->flows_used   |= 1ull << free_idx;
+    qp->resend_flows &= ~(1ull << free_idx); /* asked of the old flow */
     f->chan      = chan;
     f->dlid      = dlid;
     f->dqpn      = dqpn;
@@ -591,6 +592,20 @@ static bool sim_req_transmit(smlx5_qp_t *qp)
     return true;
 }
 
+/* The go-back-N passes the completer asked for (qp->resend_flows), in
+ * flow order. A pass that fails a WQE restarts its flow, which asks
+ * again: the loop takes that too. */
+static void sim_req_resend(smlx5_qp_t *qp)
+{
+    int fi;
+
+    while (qp->resend_flows != 0) {
+        fi = __builtin_ctzll(qp->resend_flows);
+        qp->resend_flows &= ~(1ull << fi);
+        sim_req_retransmit(qp, fi, qp->flows[fi].resend_psn);
+    }
+}
+
 void sim_req_process(smlx5_qp_t *qp)
 {
     uint32_t db, end;
@@ -608,6 +623,9 @@ void sim_req_process(smlx5_qp_t *qp)
     db  = __atomic_load_n(&qp->db_pi, __ATOMIC_ACQUIRE);
     end = qp->sq_fetched + (uint16_t)(db - qp->sq_fetched);
 
+    if (qp->resend_flows != 0) {
+        sim_req_resend(qp); /* before anything new (also in SQD) */
+    }
     switch (qp->state) {
     case IBV_QPS_ERR:
         sim_comp_flush_posted(qp); /* the completer's: nothing executes */
@@ -619,6 +637,9 @@ void sim_req_process(smlx5_qp_t *qp)
     }
 
     for (;;) {
+        if (qp->resend_flows != 0) {
+            sim_req_resend(qp); /* a WQE failed and restarted its flow */
+        }
         if (qp->req_bb != qp->sq_fetched) {
             if (!sim_req_transmit(qp)) {
                 break;
@@ -640,6 +661,9 @@ void sim_req_process(smlx5_qp_t *qp)
         if (!sim_req_fetch(qp)) {
             break;
         }
+    }
+    if (qp->resend_flows != 0) {
+        sim_req_resend(qp);
     }
     sim_comp_retire(qp);
 }
