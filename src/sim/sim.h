@@ -5,7 +5,10 @@
  * is the device's private state, in the style of Linux rxe: a requester
  * (SQ -> packets, sim_req.c), a responder (packets -> memory / receive ->
  * ACK, NAK, read response, sim_resp.c) and a completer (ACKs and responses ->
- * CQEs, retries, timeouts, sim_comp.c).
+ * CQEs, retries, timeouts, sim_comp.c), run by an engine (sim_engine.c).
+ * A file calls only files below it: a stage with work for one above it
+ * leaves it where the engine looks (the requester queue, a tag-matching
+ * SRQ's rendezvous work), as rxe's stages schedule each other's tasks.
  */
 #ifndef SIM_SIM_H_
 #define SIM_SIM_H_
