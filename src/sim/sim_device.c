@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The software device's context: configuration, fabric port, the engine
- * lock, the progress thread and asynchronous events.
+ * lock; and the calls that run the engine (the doorbells, smlx5_progress,
+ * the progress thread), on top of everything else in the device.
  */
 #include "sim.h"
 #include "sim_clock.h"

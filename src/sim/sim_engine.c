@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The engine loop: inbound packets to the responder or the completer,
- * timers, and the outbound path with fault injection.
+ * The engine: one pass runs the stages below it, in order: inbound packets
+ * to the responder or the completer (and, after each of the completer's,
+ * the requesters it queued), QPs a full ring held back, the device's own
+ * rendezvous work, and the timers. The stages never call each other
+ * upwards; what one has for another waits here.
  */
 #include "sim.h"
 #include "sim_net.h"
