@@ -774,14 +774,6 @@ static inline void *sim_sq_unit(const smlx5_qp_t *qp, uint32_t bb,
     return qp->sq_buf + ((bb * 64u + unit * 16u) & (size - 1));
 }
 
-/* The WQE at BB `bb` parsed into `w` (sim_parse.c): 0 or a syndrome; on a
- * syndrome w->bbs is still set so the SQ can move past the WQE. */
-int  sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
-                   smlx5_dc_target_t *dc);
-/* The fast path's parse of a single-packet inline WRITE or SEND: false
- * leaves the WQE to sim_parse_wqe, which starts over. */
-bool sim_parse_fast(const smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w);
-
 /* A WQE's local buffers (sim_wqe_data.c). */
 /* Copy between `data` and the WQE's local buffers at message offset `off`:
  * gather (to_sges false) or scatter (true). Keys were checked at parse. */

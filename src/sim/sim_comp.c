@@ -5,6 +5,7 @@
  * order.
  */
 #include "sim.h"
+#include "sim_parse.h"
 #include "sim_onecopy.h"
 #include "sim_sig.h"
 

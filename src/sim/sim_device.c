@@ -256,10 +256,8 @@ int smlx5_progress(smlx5_context_t *ctx)
         goto progress;
     }
     /* rendezvous work of the device's own (a READ or FIN flushed by its
-     * DCI's error, to post again) waits for no packet, nor does a
-     * requester the completer handed work outside an engine pass */
-    if (!sim_fabric_rx_pending(ctx->port) && (ctx->tm_work == 0) &&
-        (ctx->req_head == NULL)) {
+     * DCI's error, to post again) waits for no packet */
+    if (!sim_fabric_rx_pending(ctx->port) && (ctx->tm_work == 0)) {
         return 0;
     }
 progress:

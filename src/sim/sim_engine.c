@@ -220,7 +220,10 @@ static int sim_engine_pass(smlx5_context_t *ctx)
     int count;
 
     if (ctx->req_head != NULL) {
-        sim_engine_requesters(ctx); /* handed over outside a pass */
+        /* queued outside a pass: by a requester whose own WQE failed and
+         * restarted its flow, which made the pass itself before it
+         * returned (sim_req_process); only running it again is left */
+        sim_engine_requesters(ctx);
     }
     count = (int)sim_fabric_recv(ctx->port, sim_engine_rx, ctx,
                                  SIM_ENGINE_RX_BUDGET);

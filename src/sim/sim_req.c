@@ -12,6 +12,7 @@
 #include "sim.h"
 #include "sim_onecopy.h"
 #include "sim_sig.h"
+#include "sim_parse.h"
 
 #include <errno.h>
 
@@ -509,6 +510,60 @@ static bool sim_req_fetch(smlx5_qp_t *qp)
  * a data segment, more than one packet) or cannot read (malformed: it fails
  * in the general parse) goes the general way.
  */
+
+static bool sim_opcode_is_fast(uint8_t op)
+{
+    switch (op) {
+    case MLX5_OPCODE_RDMA_WRITE:
+    case MLX5_OPCODE_RDMA_WRITE_IMM:
+    case MLX5_OPCODE_SEND:
+    case MLX5_OPCODE_SEND_IMM:
+    case MLX5_OPCODE_SEND_INVAL:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool sim_opcode_is_write(uint8_t op)
+{
+    return (op == MLX5_OPCODE_RDMA_WRITE) || (op == MLX5_OPCODE_RDMA_WRITE_IMM);
+}
+
+/* Reads the WQE at BB `bb` into the head of `w` (and a DCI's target into
+ * the DCI part) when the fast path takes it; false leaves it to
+ * sim_parse_wqe, which starts over. */
+static bool sim_parse_fast(const smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w)
+{
+    const struct mlx5_wqe_av *av;
+    uint32_t ds, unit = 1;
+
+    memset(w, 0, SIM_WQE_HEAD_SIZE);
+    if ((sim_parse_ctrl(qp, bb, w, &ds) != 0) || w->fenced ||
+        !sim_opcode_is_fast(w->opcode)) {
+        return false;
+    }
+    if (qp->type == SMLX5_QPT_DCI) {
+        if (ds <= 1) {
+            return false;
+        }
+        av        = sim_sq_unit(qp, bb, 1);
+        w->dc_key = be64toh(av->key.dc_key);
+        w->dqpn   = be32toh(av->dqp_dct) & 0xffffff;
+        w->dlid   = sim_av_route(qp->ctx, av);
+        sim_av_qos(qp->ctx, av, &w->sl, &w->tclass);
+        unit     += (be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) ? 3 : 1;
+    }
+    if (sim_opcode_is_write(w->opcode)) {
+        if (unit >= ds) {
+            return false;
+        }
+        sim_parse_raddr(qp, w, unit++);
+    }
+    return (unit < ds) && sim_unit_is_inline(qp, bb, unit) &&
+           (sim_parse_inline(qp, w, unit, ds, 0) == 0) &&
+           (w->length <= qp->path_mtu);
+}
 
 /* Take the WQE at the head of the SQ the fast way if it is one (see
  * above). Returns true when it was fetched and launched. */
