@@ -2,7 +2,9 @@
 /*
  * Completer: ACKs, NAKs, read and atomic responses -> WQE results; timers
  * and retries; error policy (QP to ERR, or only the DCI stream); CQEs in SQ
- * order.
+ * order. It never runs the requester: the go-back-N passes it decides on
+ * and the windows it opens wait in the requester queue for the engine
+ * (sim_comp_ask_resend, sim_req_queue_add).
  */
 #include "sim.h"
 #include "sim_parse.h"

@@ -5,7 +5,6 @@
  * transition (as the kernel's ib_modify_qp_is_ok tables do).
  */
 #include "sim.h"
-#include "sim_net.h"
 
 #include <errno.h>
 #include <stdlib.h>
