@@ -617,7 +617,6 @@ void sim_fault_sdc(smlx5_context_t *ctx, uint8_t *data, size_t len,
 bool sim_timers_due(smlx5_context_t *ctx);
 int  sim_engine_progress(smlx5_context_t *ctx);  /* lock held */
 void sim_cq_clean(smlx5_cq_t *cq, const smlx5_qp_t *qp);
-void sim_qp_activate(smlx5_qp_t *qp);
 uint64_t sim_now_ns(void);
 int      sim_config_read(sim_config_t *cfg);  /* 0 or EINVAL */
 /* STRAND_SIM_CAPS and STRAND_SIM_LINK_LAYER into cfg (sim_caps.c). */
@@ -734,6 +733,18 @@ static inline void sim_engine_leave(smlx5_context_t *ctx)
         return;
     }
     atomic_store_explicit(&ctx->engine_in_use, false, memory_order_relaxed);
+}
+
+/* The QP has work in flight: the engine's timers and resumes walk it
+ * (ctx->active) until it is idle. Inline: every WQE fetched comes here. */
+static inline void sim_qp_activate(smlx5_qp_t *qp)
+{
+    smlx5_context_t *ctx = qp->ctx;
+
+    if (!qp->busy) {
+        qp->busy = true;
+        ctx->active[ctx->num_active++] = qp;
+    }
 }
 
 /* Make the engine (inline progress or its thread) look again at `t`. */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The context's tables of queues: QPs and DCTs by number, objects by user
- * index, and the list of QPs with work in flight that the engine's timers
- * and resumes walk. Every stage looks a QP up here; nothing here calls a
- * stage.
+ * index, and the requester queue the completer hands work through (the
+ * list of QPs with work in flight is sim.h's sim_qp_activate, inline).
+ * Every stage looks a QP up here; nothing here calls a stage.
  */
 #include "sim.h"
 
@@ -41,16 +41,6 @@ smlx5_qp_t *sim_dct_lookup(smlx5_context_t *ctx, uint32_t dctn)
 
     return ((qp != NULL) && (qp->type == SMLX5_QPT_DCT) && (qp->dctn != 0)) ?
            qp : NULL;
-}
-
-void sim_qp_activate(smlx5_qp_t *qp)
-{
-    smlx5_context_t *ctx = qp->ctx;
-
-    if (!qp->busy) {
-        qp->busy = true;
-        ctx->active[ctx->num_active++] = qp;
-    }
 }
 
 /* The requester's queue. The completer never runs the requester itself:
