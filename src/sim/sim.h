@@ -656,12 +656,6 @@ int      sim_ah_attr_check(const smlx5_context_t *ctx,
                            const struct ibv_ah_attr *attr);
 
 smlx5_qp_t *sim_qp_lookup(smlx5_context_t *ctx, uint32_t qpn);
-/* The requester's queue (sim_qp_table.c): the completer hands a QP's
- * requester work by adding it; the engine takes them in order and runs
- * their requesters; a destroyed QP leaves it. */
-void        sim_req_queue_add(smlx5_qp_t *qp);
-smlx5_qp_t *sim_req_queue_take(smlx5_context_t *ctx);
-void        sim_req_queue_drop(smlx5_qp_t *qp);
 smlx5_qp_t *sim_dct_lookup(smlx5_context_t *ctx, uint32_t dctn);
 /* Key checks: return 0 or an MLX5_CQE_SYNDROME_*. */
 smlx5_mr_t *sim_mr_lookup(smlx5_context_t *ctx, uint32_t key, bool remote);
@@ -745,6 +739,65 @@ static inline void sim_qp_activate(smlx5_qp_t *qp)
         qp->busy = true;
         ctx->active[ctx->num_active++] = qp;
     }
+}
+
+/* The requester's queue: the completer hands a QP's requester work by
+ * adding it; the engine takes them in order and runs their requesters; a
+ * destroyed QP leaves it. The completer never runs the requester itself:
+ * when an ACK opens a flow's window, a NAK or a timer asks for go-back-N,
+ * or a failure restarts a flow, it adds the QP here (rxe's completer
+ * schedules its requester task the same way), and the engine runs the
+ * queued requesters as soon as the completer is done with the packet or
+ * the timer. Inline: every ACK passes here. */
+static inline void sim_req_queue_add(smlx5_qp_t *qp)
+{
+    smlx5_context_t *ctx = qp->ctx;
+
+    if (qp->req_queued) {
+        return;
+    }
+    qp->req_queued = true;
+    qp->req_next   = NULL;
+    if (ctx->req_tail != NULL) {
+        ctx->req_tail->req_next = qp;
+    } else {
+        ctx->req_head = qp;
+    }
+    ctx->req_tail = qp;
+}
+
+static inline smlx5_qp_t *sim_req_queue_take(smlx5_context_t *ctx)
+{
+    smlx5_qp_t *qp = ctx->req_head;
+
+    if (qp != NULL) {
+        ctx->req_head = qp->req_next;
+        if (ctx->req_head == NULL) {
+            ctx->req_tail = NULL;
+        }
+        qp->req_queued = false;
+    }
+    return qp;
+}
+
+static inline void sim_req_queue_drop(smlx5_qp_t *qp)
+{
+    smlx5_context_t *ctx = qp->ctx;
+    smlx5_qp_t **link    = &ctx->req_head;
+    smlx5_qp_t *prev     = NULL;
+
+    if (!qp->req_queued) {
+        return;
+    }
+    while (*link != qp) {
+        prev = *link;
+        link = &prev->req_next;
+    }
+    *link = qp->req_next;
+    if (ctx->req_tail == qp) {
+        ctx->req_tail = prev;
+    }
+    qp->req_queued = false;
 }
 
 /* Make the engine (inline progress or its thread) look again at `t`. */
