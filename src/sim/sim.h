@@ -5,7 +5,10 @@
  * is the device's private state, in the style of Linux rxe: a requester
  * (SQ -> packets, sim_req.c), a responder (packets -> memory / receive ->
  * ACK, NAK, read response, sim_resp.c) and a completer (ACKs and responses ->
- * CQEs, retries, timeouts, sim_comp.c).
+ * CQEs, retries, timeouts, sim_comp.c), run by an engine (sim_engine.c).
+ * A file calls only files below it: a stage with work for one above it
+ * leaves it where the engine looks (the requester queue, a tag-matching
+ * SRQ's rendezvous work), as rxe's stages schedule each other's tasks.
  */
 #ifndef SIM_SIM_H_
 #define SIM_SIM_H_
@@ -20,6 +23,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 /* CQ doorbell record words (the provider's MLX5_CQ_SET_CI / ARM_DB) */
 enum { SIM_CQ_DBR_CI = 0, SIM_CQ_DBR_ARM = 1 };
@@ -243,6 +248,8 @@ typedef struct sim_flow {
     bool     gap_valid;
     bool     rexmit_pending;      /* a full ring cut a retransmission ... */
     uint32_t rexmit_psn;          /* ... here: it goes on from progress */
+    uint32_t resend_psn;          /* go-back-N the completer asked for,
+                                     from here (bit in qp->resend_flows) */
     uint32_t rd_atomic_inflight;
 } sim_flow_t;
 
@@ -457,6 +464,10 @@ struct smlx5_qp {
     uint64_t          flows_used;     /* bit i: flows[i].used (the timer,
                                          ACK and idle walks visit these
                                          only) */
+    uint64_t          resend_flows;   /* bit i: the completer asked for a
+                                         go-back-N pass of flows[i] */
+    struct smlx5_qp  *req_next;       /* in ctx's requester queue */
+    bool              req_queued;
     uint32_t          rd_atomic_inflight;
     uint32_t          num_deferred;   /* DCI: WQEs in SIM_WQE_DEFERRED */
     uint8_t           chan_flow[SIM_DCI_MAX_CHANNELS]; /* DCI: 1 + the flow
@@ -531,6 +542,9 @@ struct smlx5_context {
     smlx5_qp_t       *active[SIM_MAX_QPS]; /* QPs with work in flight */
     unsigned          num_active;
     unsigned          resume_first;   /* where the last resume pass began */
+    /* QPs whose requester the completer handed work (sim_req_queue_add):
+     * the engine runs them, in order */
+    smlx5_qp_t       *req_head, *req_tail;
     unsigned          tm_work;        /* TM SRQs with rendezvous work that
                                          waits for the engine */
     struct sim_delayed *delayed;      /* fault injection: held packets */
@@ -603,7 +617,6 @@ void sim_fault_sdc(smlx5_context_t *ctx, uint8_t *data, size_t len,
 bool sim_timers_due(smlx5_context_t *ctx);
 int  sim_engine_progress(smlx5_context_t *ctx);  /* lock held */
 void sim_cq_clean(smlx5_cq_t *cq, const smlx5_qp_t *qp);
-void sim_qp_activate(smlx5_qp_t *qp);
 uint64_t sim_now_ns(void);
 int      sim_config_read(sim_config_t *cfg);  /* 0 or EINVAL */
 /* STRAND_SIM_CAPS and STRAND_SIM_LINK_LAYER into cfg (sim_caps.c). */
@@ -619,7 +632,7 @@ uint64_t sim_rnr_timer_ns(const smlx5_context_t *ctx, uint8_t min_rnr_timer);
 int32_t sim_uidx_store(smlx5_context_t *ctx, void *obj);
 void    sim_uidx_clear(smlx5_context_t *ctx, uint32_t uidx);
 
-/* Port identity (sim_device.c): GIDs, MACs, address vectors. */
+/* Port identity (sim_port.c): GIDs, MACs, address vectors. */
 bool     sim_port_is_eth(const smlx5_context_t *ctx);
 bool     sim_av_for_lid(const smlx5_context_t *ctx, uint16_t lid,
                         struct mlx5_wqe_av *av);
@@ -675,7 +688,15 @@ void sim_async_drop_qp(smlx5_context_t *ctx, const smlx5_qp_t *qp);
  * locks either, and the device has no progress thread) no lock is taken,
  * and a second thread found inside stops the process, as rdma-core stops
  * it, rather than corrupting the device. */
-void sim_engine_violation(void) __attribute__((noreturn));
+__attribute__((noreturn, cold)) static inline void sim_engine_violation(void)
+{
+    fprintf(stderr, "smlx5: *** ERROR: multithreading violation ***\n"
+            "smlx5: two threads ran the device at once, but "
+            "MLX5_SINGLE_THREADED=1 said one thread uses it (and "
+            "STRAND_SIM_PROGRESS_THREAD=0 that the device has no thread): "
+            "unset MLX5_SINGLE_THREADED\n");
+    abort();
+}
 
 /* The number a QP is known by on the wire and in its CQEs: a DCT's
  * number, else its QP number. */
@@ -708,6 +729,77 @@ static inline void sim_engine_leave(smlx5_context_t *ctx)
     atomic_store_explicit(&ctx->engine_in_use, false, memory_order_relaxed);
 }
 
+/* The QP has work in flight: the engine's timers and resumes walk it
+ * (ctx->active) until it is idle. Inline: every WQE fetched comes here. */
+static inline void sim_qp_activate(smlx5_qp_t *qp)
+{
+    smlx5_context_t *ctx = qp->ctx;
+
+    if (!qp->busy) {
+        qp->busy = true;
+        ctx->active[ctx->num_active++] = qp;
+    }
+}
+
+/* The requester's queue: the completer hands a QP's requester work by
+ * adding it; the engine takes them in order and runs their requesters; a
+ * destroyed QP leaves it. The completer never runs the requester itself:
+ * when an ACK opens a flow's window, a NAK or a timer asks for go-back-N,
+ * or a failure restarts a flow, it adds the QP here (rxe's completer
+ * schedules its requester task the same way), and the engine runs the
+ * queued requesters as soon as the completer is done with the packet or
+ * the timer. Inline: every ACK passes here. */
+static inline void sim_req_queue_add(smlx5_qp_t *qp)
+{
+    smlx5_context_t *ctx = qp->ctx;
+
+    if (qp->req_queued) {
+        return;
+    }
+    qp->req_queued = true;
+    qp->req_next   = NULL;
+    if (ctx->req_tail != NULL) {
+        ctx->req_tail->req_next = qp;
+    } else {
+        ctx->req_head = qp;
+    }
+    ctx->req_tail = qp;
+}
+
+static inline smlx5_qp_t *sim_req_queue_take(smlx5_context_t *ctx)
+{
+    smlx5_qp_t *qp = ctx->req_head;
+
+    if (qp != NULL) {
+        ctx->req_head = qp->req_next;
+        if (ctx->req_head == NULL) {
+            ctx->req_tail = NULL;
+        }
+        qp->req_queued = false;
+    }
+    return qp;
+}
+
+static inline void sim_req_queue_drop(smlx5_qp_t *qp)
+{
+    smlx5_context_t *ctx = qp->ctx;
+    smlx5_qp_t **link    = &ctx->req_head;
+    smlx5_qp_t *prev     = NULL;
+
+    if (!qp->req_queued) {
+        return;
+    }
+    while (*link != qp) {
+        prev = *link;
+        link = &prev->req_next;
+    }
+    *link = qp->req_next;
+    if (ctx->req_tail == qp) {
+        ctx->req_tail = prev;
+    }
+    qp->req_queued = false;
+}
+
 /* Make the engine (inline progress or its thread) look again at `t`. */
 static inline void sim_timer_schedule(smlx5_context_t *ctx, uint64_t t)
 {
@@ -724,6 +816,19 @@ static inline bool sim_flow_may_send_new(const sim_flow_t *f)
     return f->rnr_state == SIM_RNR_NONE;
 }
 
+static inline bool sim_opcode_needs_response(uint8_t op)
+{
+    return (op == MLX5_OPCODE_RDMA_READ) ||
+           (op == MLX5_OPCODE_ATOMIC_CS) || (op == MLX5_OPCODE_ATOMIC_FA) ||
+           (op == MLX5_OPCODE_ATOMIC_MASKED_CS) ||
+           (op == MLX5_OPCODE_ATOMIC_MASKED_FA);
+}
+
+static inline bool sim_opcode_is_atomic(uint8_t op)
+{
+    return sim_opcode_needs_response(op) && (op != MLX5_OPCODE_RDMA_READ);
+}
+
 /* 16-byte unit `unit` of the WQE whose ctrl is at BB `bb` (wraps). */
 static inline void *sim_sq_unit(const smlx5_qp_t *qp, uint32_t bb,
                                 uint32_t unit)
@@ -733,6 +838,7 @@ static inline void *sim_sq_unit(const smlx5_qp_t *qp, uint32_t bb,
     return qp->sq_buf + ((bb * 64u + unit * 16u) & (size - 1));
 }
 
+/* A WQE's local buffers (sim_wqe_data.c). */
 /* Copy between `data` and the WQE's local buffers at message offset `off`:
  * gather (to_sges false) or scatter (true). Keys were checked at parse. */
 void sim_wqe_sge_copy(const sim_wqe_t *w, uint32_t off, void *data,
@@ -749,24 +855,29 @@ void sim_req_retransmit(smlx5_qp_t *qp, int flow, uint32_t from_psn);
 void sim_req_resume(smlx5_qp_t *qp);     /* after a full ring (tx_blocked) */
 void sim_wqe_gather(smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
                     uint8_t *dst, uint32_t len);
+/* The same through the kernel, for a retransmission: -EFAULT when the
+ * memory went away under its registration. */
+int  sim_wqe_gather_checked(smlx5_qp_t *qp, const sim_wqe_t *w,
+                            uint32_t off, uint8_t *buf, uint32_t len);
 void sim_comp_wqe_failed(smlx5_qp_t *qp, sim_wqe_t *w); /* w->status set */
 void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
                      const uint8_t *payload);          /* requests */
 void sim_comp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
                      const uint8_t *payload);          /* ACK/NAK/resp */
-void sim_comp_timers(smlx5_context_t *ctx, uint64_t now);
+void sim_comp_qp_timers(smlx5_qp_t *qp, uint64_t now);  /* flows due */
 /* Coalesced ACKs that are due; returns the next due time (0: none). */
 uint64_t sim_resp_ack_timers(smlx5_qp_t *qp, uint64_t now);
 /* Read responses held back by a full ring; the QP's own and after it. */
 void sim_resp_resume_reads(smlx5_context_t *ctx, smlx5_qp_t *qp);
 void sim_resp_drop_reads(smlx5_qp_t *qp);
 void sim_comp_flush_qp(smlx5_qp_t *qp);                /* QP entered ERR */
+void sim_comp_flush_posted(smlx5_qp_t *qp);   /* posted to a QP in ERR */
 void sim_comp_retire(smlx5_qp_t *qp);                  /* CQEs in SQ order */
 
 /* Tag matching (sim_tm.c) */
 int  sim_tm_create(smlx5_srq_t *srq, uint32_t max_ops, smlx5_td_t *td);
 void sim_tm_destroy(smlx5_srq_t *srq);
-void sim_tm_cmd_process(smlx5_qp_t *cmd_qp);           /* list operations */
+bool sim_tm_cmd_process(smlx5_qp_t *cmd_qp); /* list operations; false: ERR */
 /* The first packet of a SEND to a QP whose SRQ matches tags: returns
  * SIM_TM_RECV_BUFFER (take an SRQ WQE; c->tm_app_op says which CQE),
  * SIM_TM_RECV_TAG (it matched an eager tag: c->tm_slot) or

@@ -2,9 +2,12 @@
 /*
  * Completer: ACKs, NAKs, read and atomic responses -> WQE results; timers
  * and retries; error policy (QP to ERR, or only the DCI stream); CQEs in SQ
- * order.
+ * order. It never runs the requester: the go-back-N passes it decides on
+ * and the windows it opens wait in the requester queue for the engine
+ * (sim_comp_ask_resend, sim_req_queue_add).
  */
 #include "sim.h"
+#include "sim_parse.h"
 #include "sim_onecopy.h"
 #include "sim_sig.h"
 
@@ -128,6 +131,22 @@ static bool sim_stream_add_errored(smlx5_qp_t *qp, uint16_t stream)
     return qp->num_errored < (1u << qp->log_num_errored);
 }
 
+/* Ask the requester for a go-back-N pass of flow `fi` from `from_psn`
+ * (of two asked before it runs, the earlier PSN: its pass covers the
+ * other). It makes the pass before it sends anything new. */
+static void sim_comp_ask_resend(smlx5_qp_t *qp, int fi, uint32_t from_psn)
+{
+    sim_flow_t *f = &qp->flows[fi];
+    uint64_t bit  = 1ull << fi;
+
+    if (!(qp->resend_flows & bit) ||
+        ((int32_t)(from_psn - f->resend_psn) < 0)) {
+        f->resend_psn = from_psn;
+    }
+    qp->resend_flows |= bit;
+    sim_req_queue_add(qp);
+}
+
 /* The responder discarded everything of flow `fi` after the failed PSN:
  * the flow reconnects with fresh PSNs and its other WQEs go again. */
 static void sim_flow_restart(smlx5_qp_t *qp, int fi)
@@ -155,7 +174,7 @@ static void sim_flow_restart(smlx5_qp_t *qp, int fi)
         }
     }
     if (f->outstanding > 0) {
-        sim_req_retransmit(qp, fi, f->start_psn);
+        sim_comp_ask_resend(qp, fi, f->start_psn);
     }
 }
 
@@ -297,7 +316,7 @@ static void sim_comp_rnr_retry(smlx5_qp_t *qp, int fi)
 
     f->rnr_state = SIM_RNR_RETRYING;
     qp->stats.rnr_retries++;
-    sim_req_retransmit(qp, fi, f->una_psn);
+    sim_comp_ask_resend(qp, fi, f->una_psn);
 }
 
 static void sim_comp_ack(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
@@ -318,7 +337,7 @@ static void sim_comp_ack(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
         qp->stats.seq_naks_rcvd++;
         sim_comp_ack_upto(qp, fi, pkt->psn);
         if (f->una_psn == pkt->psn) {
-            sim_req_retransmit(qp, fi, pkt->psn);
+            sim_comp_ask_resend(qp, fi, pkt->psn);
         }
         break;
     default:
@@ -401,7 +420,7 @@ static void sim_comp_response(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt,
         if (!f->gap_valid || (f->gap_psn != f->una_psn)) {
             f->gap_valid = true;
             f->gap_psn   = f->una_psn;
-            sim_req_retransmit(qp, fi, f->una_psn);
+            sim_comp_ask_resend(qp, fi, f->una_psn);
         }
         return;
     }
@@ -464,7 +483,7 @@ void sim_comp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
         sim_comp_response(qp, fi, pkt, payload);
     }
     sim_comp_retire(qp);
-    sim_req_process(qp);
+    sim_req_queue_add(qp); /* what the window lets go now */
 }
 
 /* ------------------------------------------------------------- CQEs */
@@ -488,24 +507,6 @@ static void sim_cqe_req(smlx5_qp_t *qp, const sim_wqe_t *w)
     } else {
         sim_cq_push(qp->send_cq, &cqe);
     }
-}
-
-void sim_cqe_error(smlx5_cq_t *cq, uint8_t cqe_opcode, uint32_t qpn,
-                   uint8_t wqe_opcode, uint16_t wqe_counter,
-                   uint8_t syndrome, uint32_t user_index)
-{
-    struct mlx5_cqe64 cqe;
-    struct mlx5_err_cqe *ecqe = (struct mlx5_err_cqe*)&cqe;
-
-    memset(&cqe, 0, sizeof(cqe));
-    ecqe->srqn             = htobe32(user_index & 0xffffff);
-    ecqe->syndrome         = syndrome;
-    ecqe->vendor_err_synd  = (syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) ?
-                             0xf9 : 0x00;
-    ecqe->s_wqe_opcode_qpn = htobe32(((uint32_t)wqe_opcode << 24) | qpn);
-    ecqe->wqe_counter      = htobe16(wqe_counter);
-    ecqe->op_own           = cqe_opcode << 4;
-    sim_cq_push(cq, &cqe);
 }
 
 void sim_comp_retire(smlx5_qp_t *qp)
@@ -536,6 +537,26 @@ void sim_comp_retire(smlx5_qp_t *qp)
         qp->sqd_notify = false;
         sim_async_push(qp->ctx, IBV_EVENT_SQ_DRAINED, qp);
     }
+}
+
+/* Everything posted to a QP in error is flushed, in order, each WQE with
+ * its CQE: parsed for what the CQE says of it (opcode, index, size),
+ * never executed. */
+void sim_comp_flush_posted(smlx5_qp_t *qp)
+{
+    uint32_t db  = __atomic_load_n(&qp->db_pi, __ATOMIC_ACQUIRE);
+    uint32_t end = qp->sq_fetched + (uint16_t)(db - qp->sq_fetched);
+
+    while (qp->sq_fetched != end) {
+        sim_wqe_t *w = &qp->wqes[qp->sq_fetched & (qp->sq_wqe_cnt - 1)];
+        smlx5_dc_target_t dc;
+        sim_parse_wqe(qp, qp->sq_fetched, w, &dc);
+        w->state  = SIM_WQE_DONE;
+        w->status = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
+        qp->sq_fetched += w->bbs;
+    }
+    qp->req_bb = qp->sq_fetched;
+    sim_comp_retire(qp);
 }
 
 /* Receive WQEs a message was being written into when the QP entered ERR
@@ -582,12 +603,18 @@ void sim_comp_flush_qp(smlx5_qp_t *qp)
             }
         }
         memset(qp->flows, 0, sizeof(qp->flows));
-        qp->flows_used = 0;
+        qp->flows_used   = 0;
+        qp->resend_flows = 0;
         qp->rd_atomic_inflight = 0;
         qp->num_deferred       = 0;
         memset(qp->chan_flow, 0, sizeof(qp->chan_flow));
         qp->req_bb             = qp->sq_fetched;
-        sim_req_process(qp); /* flushes what is posted but not fetched */
+        /* and what is posted but not fetched */
+        if (qp->tm_cmd != NULL) {
+            (void)sim_tm_cmd_process(qp); /* in ERR: flushes, never fails */
+        } else {
+            sim_comp_flush_posted(qp);
+        }
     }
 
     if (qp->resp != NULL) {
@@ -610,27 +637,23 @@ void sim_comp_flush_qp(smlx5_qp_t *qp)
     }
 }
 
-/* ----------------------------------------------------------- timers */
-
-static bool sim_qp_idle(const smlx5_qp_t *qp)
+/* Enter ERR from inside the device (a fatal error on this QP): the
+ * completer flushes what the QP had, as rxe's completer does. */
+void sim_qp_to_err(smlx5_qp_t *qp, enum ibv_event_type ev)
 {
-    uint64_t m;
-    int i;
-
-    if ((qp->sq_completed != qp->sq_fetched) ||
-        (qp->req_bb != qp->sq_fetched) || (qp->acks_pending > 0) ||
-        qp->tx_blocked || (qp->rjob_head != qp->rjob_tail)) {
-        return false;
+    if (qp->state == IBV_QPS_ERR) {
+        return;
     }
-    sim_for_each_flow(qp, i, m) {
-        if (qp->flows[i].outstanding || qp->flows[i].deadline_ns) {
-            return false;
-        }
-    }
-    return true;
+    qp->state = IBV_QPS_ERR;
+    sim_comp_flush_qp(qp);
+    sim_async_push(qp->ctx, ev, qp);
 }
 
-static void sim_comp_qp_timers(smlx5_qp_t *qp, uint64_t now)
+/* ----------------------------------------------------------- timers */
+
+/* The flows' timers of one QP that are due at `now`: transport timeouts
+ * (go back N, or RETRY_EXC_ERR after retry_cnt) and RNR back-offs. */
+void sim_comp_qp_timers(smlx5_qp_t *qp, uint64_t now)
 {
     sim_flow_t *f;
     sim_wqe_t *w;
@@ -660,44 +683,8 @@ static void sim_comp_qp_timers(smlx5_qp_t *qp, uint64_t now)
             }
             continue;
         }
-        sim_req_retransmit(qp, i, f->una_psn);
+        sim_comp_ask_resend(qp, i, f->una_psn);
     }
     sim_comp_retire(qp);
-    sim_req_process(qp);
-}
-
-void sim_comp_timers(smlx5_context_t *ctx, uint64_t now)
-{
-    uint64_t next = 0, m;
-    unsigned i = 0;
-    smlx5_qp_t *qp;
-    int f;
-
-    while (i < ctx->num_active) {
-        qp = ctx->active[i];
-        if (qp->acks_pending > 0) {
-            uint64_t d = sim_resp_ack_timers(qp, now);
-            if (d && (!next || (d < next))) {
-                next = d;
-            }
-        }
-        if (((qp->state == IBV_QPS_RTS) || (qp->state == IBV_QPS_SQD)) &&
-            (qp->sq_buf != NULL)) {
-            sim_comp_qp_timers(qp, now); /* SQD: what started completes */
-        }
-        if (sim_qp_idle(qp) || (qp->state == IBV_QPS_ERR) ||
-            (qp->state == IBV_QPS_RESET)) {
-            qp->busy = false;
-            ctx->active[i] = ctx->active[--ctx->num_active];
-            continue;
-        }
-        sim_for_each_flow(qp, f, m) {
-            uint64_t d = qp->flows[f].deadline_ns;
-            if (d && (!next || (d < next))) {
-                next = d;
-            }
-        }
-        ++i;
-    }
-    ctx->next_deadline_ns = next;
+    sim_req_queue_add(qp); /* what the window lets go now */
 }

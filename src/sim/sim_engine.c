@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The engine loop: inbound packets to the responder or the completer,
- * timers, and the outbound path with fault injection.
+ * The engine: one pass runs the stages below it, in order: inbound packets
+ * to the responder or the completer (and, after each of the completer's,
+ * the requesters it queued), QPs a full ring held back, the device's own
+ * rendezvous work, and the timers. The stages never call each other
+ * upwards; what one has for another waits here.
  */
 #include "sim.h"
 #include "sim_net.h"
@@ -12,6 +15,19 @@
 static bool sim_pkt_is_request(uint8_t op)
 {
     return (op >= SIM_PKT_SEND_FIRST) && (op <= SIM_PKT_ATOMIC_REQ);
+}
+
+/* The requesters the completer handed work (sim_req_queue_add): go-back-N
+ * passes it asked for, windows it opened. Run as soon as the completer is
+ * done with a packet or a QP's timers, so a NIC's order holds: what an
+ * ACK lets go leaves before the next packet is taken. */
+static void sim_engine_requesters(smlx5_context_t *ctx)
+{
+    smlx5_qp_t *qp;
+
+    while ((qp = sim_req_queue_take(ctx)) != NULL) {
+        sim_req_process(qp);
+    }
 }
 
 static void sim_engine_dispatch(smlx5_context_t *ctx, sim_pkt_t *pkt,
@@ -25,6 +41,7 @@ static void sim_engine_dispatch(smlx5_context_t *ctx, sim_pkt_t *pkt,
         sim_resp_packet(ctx, pkt, payload);
     } else {
         sim_comp_packet(ctx, pkt, payload);
+        sim_engine_requesters(ctx);
     }
 }
 
@@ -70,6 +87,66 @@ bool sim_timers_due(smlx5_context_t *ctx)
     uint64_t d = ctx->next_deadline_ns;
 
     return (ctx->delayed != NULL) || ((d != 0) && (sim_now_ns() >= d));
+}
+
+/* Nothing of the QP in flight: no WQE outstanding, no ACK owed, nothing
+ * waiting for ring space, no timer armed. */
+static bool sim_qp_idle(const smlx5_qp_t *qp)
+{
+    uint64_t m;
+    int i;
+
+    if ((qp->sq_completed != qp->sq_fetched) ||
+        (qp->req_bb != qp->sq_fetched) || (qp->acks_pending > 0) ||
+        qp->tx_blocked || (qp->rjob_head != qp->rjob_tail)) {
+        return false;
+    }
+    sim_for_each_flow(qp, i, m) {
+        if (qp->flows[i].outstanding || qp->flows[i].deadline_ns) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The timer stage: every QP with work in flight, its responder's
+ * coalesced ACKs and its requester's flows; a QP with nothing left leaves
+ * the list; the next deadline is what remains. */
+static void sim_engine_timers(smlx5_context_t *ctx, uint64_t now)
+{
+    uint64_t next = 0, m;
+    unsigned i = 0;
+    smlx5_qp_t *qp;
+    int f;
+
+    while (i < ctx->num_active) {
+        qp = ctx->active[i];
+        if (qp->acks_pending > 0) {
+            uint64_t d = sim_resp_ack_timers(qp, now);
+            if (d && (!next || (d < next))) {
+                next = d;
+            }
+        }
+        if (((qp->state == IBV_QPS_RTS) || (qp->state == IBV_QPS_SQD)) &&
+            (qp->sq_buf != NULL)) {
+            sim_comp_qp_timers(qp, now); /* SQD: what started completes */
+            sim_engine_requesters(ctx);
+        }
+        if (sim_qp_idle(qp) || (qp->state == IBV_QPS_ERR) ||
+            (qp->state == IBV_QPS_RESET)) {
+            qp->busy = false;
+            ctx->active[i] = ctx->active[--ctx->num_active];
+            continue;
+        }
+        sim_for_each_flow(qp, f, m) {
+            uint64_t d = qp->flows[f].deadline_ns;
+            if (d && (!next || (d < next))) {
+                next = d;
+            }
+        }
+        ++i;
+    }
+    ctx->next_deadline_ns = next;
 }
 
 /* Senders that found a full ring try again (they set tx_backlog again
@@ -142,6 +219,12 @@ static int sim_engine_pass(smlx5_context_t *ctx)
 {
     int count;
 
+    if (ctx->req_head != NULL) {
+        /* queued outside a pass: by a requester whose own WQE failed and
+         * restarted its flow, which made the pass itself before it
+         * returned (sim_req_process); only running it again is left */
+        sim_engine_requesters(ctx);
+    }
     count = (int)sim_fabric_recv(ctx->port, sim_engine_rx, ctx,
                                  SIM_ENGINE_RX_BUDGET);
     if (ctx->net != NULL) {
@@ -159,32 +242,11 @@ static int sim_engine_pass(smlx5_context_t *ctx)
         uint64_t now = sim_now_ns();
         sim_fault_release(ctx, now);
         if (ctx->next_deadline_ns && (now >= ctx->next_deadline_ns)) {
-            sim_comp_timers(ctx, now);
+            sim_engine_timers(ctx, now);
         }
         ++count;
     }
     return count;
-}
-
-int sim_send_pkt(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
-                 const void *payload, size_t len)
-{
-    hdr->slid        = ctx->lid;
-    hdr->payload_len = (uint16_t)len;
-    if (sim_fault_active(ctx)) {
-        return sim_fault_send(ctx, dlid, hdr, payload, len);
-    }
-    return sim_route_send(ctx, dlid, hdr, payload);
-}
-
-int sim_route_send(smlx5_context_t *ctx, uint16_t dlid, const sim_pkt_t *hdr,
-                   const void *payload)
-{
-    if ((ctx->net != NULL) && sim_net_is_remote(ctx->net, dlid)) {
-        return sim_net_send(ctx->net, dlid, hdr, payload);
-    }
-    return sim_fabric_send(ctx->fabric, dlid, hdr, sim_pkt_hdr_len(hdr),
-                           payload, hdr->payload_len);
 }
 
 void smlx5_rx_qos_counts(smlx5_context_t *ctx, uint64_t sl[16],

@@ -206,6 +206,19 @@ static int sim_fault_wire(smlx5_context_t *ctx, uint16_t dlid,
                           (const uint8_t*)pkt + sim_pkt_hdr_len(pkt));
 }
 
+/* What the stages send: through fault injection when faults are
+ * configured, else straight to its route. */
+int sim_send_pkt(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
+                 const void *payload, size_t len)
+{
+    hdr->slid        = ctx->lid;
+    hdr->payload_len = (uint16_t)len;
+    if (sim_fault_active(ctx)) {
+        return sim_fault_send(ctx, dlid, hdr, payload, len);
+    }
+    return sim_route_send(ctx, dlid, hdr, payload);
+}
+
 int sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
                    const void *payload, size_t len)
 {

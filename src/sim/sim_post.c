@@ -11,7 +11,7 @@
  * doorbell record.
  */
 #include "sim.h"
-#include "sim_post.h"
+#include "sim_rq.h"
 
 #include "mlx5/doorbell.h"
 #include "mlx5/wqe.h"
@@ -70,22 +70,6 @@ static int sim_post_atomic_supported(smlx5_qp_t *qp)
         return 0;
     }
     return caps.attr.atomic_cap != IBV_ATOMIC_NONE;
-}
-
-void sim_post_sq_reset(smlx5_qp_t *qp)
-{
-    struct mlx5dv_qp dv;
-
-    memset(&dv, 0, sizeof(dv));
-    dv.dbrec      = qp->dbrec;
-    dv.sq.buf     = qp->sq_buf;
-    dv.sq.wqe_cnt = qp->sq_wqe_cnt;
-    dv.sq.stride  = STRAND_WQE_BB;
-    dv.bf.reg     = qp->bf_reg;
-    dv.bf.size    = qp->bf_size;
-    /* the device reads the queue itself: a doorbell is all it needs */
-    strand_sq_init(&qp->sq, &dv, qp->qpn, STRAND_MMIO_MODE_DB,
-                   &qp->bfreg->bf);
 }
 
 /*
@@ -364,42 +348,6 @@ int smlx5_post_recv(smlx5_qp_t *qp, struct ibv_recv_wr *wr,
 }
 
 /* ---------------------------------------------------------------- SRQ */
-
-static inline struct mlx5_wqe_srq_next_seg *sim_srq_wqe(smlx5_srq_t *srq,
-                                                        uint32_t idx)
-{
-    return (struct mlx5_wqe_srq_next_seg*)(srq->buf +
-                                           (size_t)idx * srq->stride);
-}
-
-/*
- * Free list, as rdma-core's mlx5 provider keeps it: the WQEs form a linked
- * list through next_wqe_index; `head` is the next WQE to fill, `tail` the
- * last one on the list. The tail is a sentinel: it is never filled, so the
- * device, which follows the same list from WQE 0 and stops at the count in
- * the doorbell record, never runs into a WQE whose link is about to
- * change. Full when head == tail (wqe_cnt - 1 usable WQEs). A retired WQE
- * is linked after the tail and becomes the new sentinel.
- */
-void sim_srq_init_list(smlx5_srq_t *srq)
-{
-    uint32_t i;
-
-    for (i = 0; i < srq->wqe_cnt; ++i) {
-        memset(sim_srq_wqe(srq, i), 0, sizeof(struct mlx5_wqe_srq_next_seg));
-        sim_srq_wqe(srq, i)->next_wqe_index =
-                htobe16((uint16_t)((i + 1) & (srq->wqe_cnt - 1)));
-    }
-    srq->head   = 0;
-    srq->tail   = srq->wqe_cnt - 1;
-    srq->posted = 0;
-}
-
-void sim_srq_free_wqe(smlx5_srq_t *srq, uint32_t idx)
-{
-    sim_srq_wqe(srq, srq->tail)->next_wqe_index = htobe16((uint16_t)idx);
-    srq->tail = idx;
-}
 
 int smlx5_post_srq_recv(smlx5_srq_t *srq, struct ibv_recv_wr *wr,
                         struct ibv_recv_wr **bad_wr)

@@ -5,8 +5,6 @@
  * transition (as the kernel's ib_modify_qp_is_ok tables do).
  */
 #include "sim.h"
-#include "sim_net.h"
-#include "sim_post.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -22,42 +20,6 @@ static uint32_t sim_pow2(uint32_t x)
         r <<= 1;
     }
     return r;
-}
-
-int32_t sim_uidx_store(smlx5_context_t *ctx, void *obj)
-{
-    int32_t i;
-
-    for (i = 0; i < SIM_MAX_UIDX; ++i) {
-        if (ctx->uidx[i] == NULL) {
-            ctx->uidx[i] = obj;
-            return i;
-        }
-    }
-    return -1;
-}
-
-void sim_uidx_clear(smlx5_context_t *ctx, uint32_t uidx)
-{
-    if (uidx < SIM_MAX_UIDX) {
-        ctx->uidx[uidx] = NULL;
-    }
-}
-
-smlx5_qp_t *sim_qp_lookup(smlx5_context_t *ctx, uint32_t qpn)
-{
-    uint32_t idx = qpn & (SIM_MAX_QPS - 1);
-    smlx5_qp_t *qp = ctx->qps[idx];
-
-    return ((qp != NULL) && (qp->qpn == qpn)) ? qp : NULL;
-}
-
-smlx5_qp_t *sim_dct_lookup(smlx5_context_t *ctx, uint32_t dctn)
-{
-    smlx5_qp_t *qp = sim_qp_lookup(ctx, dctn);
-
-    return ((qp != NULL) && (qp->type == SMLX5_QPT_DCT) && (qp->dctn != 0)) ?
-           qp : NULL;
 }
 
 /* Largest WQE a QP must hold, in bytes (ctrl + AV + remote + data). */
@@ -251,6 +213,24 @@ static void sim_qp_scatter_config(smlx5_qp_t *qp,
     }
 }
 
+/* The provider's send queue of a QP with a send queue, at producer index
+ * 0: after the queue and its doorbell record exist, and after a reset. */
+static void sim_post_sq_reset(smlx5_qp_t *qp)
+{
+    struct mlx5dv_qp dv;
+
+    memset(&dv, 0, sizeof(dv));
+    dv.dbrec      = qp->dbrec;
+    dv.sq.buf     = qp->sq_buf;
+    dv.sq.wqe_cnt = qp->sq_wqe_cnt;
+    dv.sq.stride  = STRAND_WQE_BB;
+    dv.bf.reg     = qp->bf_reg;
+    dv.bf.size    = qp->bf_size;
+    /* the device reads the queue itself: a doorbell is all it needs */
+    strand_sq_init(&qp->sq, &dv, qp->qpn, STRAND_MMIO_MODE_DB,
+                   &qp->bfreg->bf);
+}
+
 smlx5_qp_t *smlx5_create_qp(smlx5_pd_t *pd, smlx5_qp_init_attr_t *attr)
 {
     smlx5_context_t *ctx = pd->ctx;
@@ -367,6 +347,7 @@ int smlx5_destroy_qp(smlx5_qp_t *qp)
     ctx->qps[qp->qpn & (SIM_MAX_QPS - 1)] = NULL;
     sim_uidx_clear(ctx, qp->user_index);
     sim_async_drop_qp(ctx, qp);
+    sim_req_queue_drop(qp);
     if (qp->busy) {
         unsigned i;
         for (i = 0; i < ctx->num_active; ++i) {
@@ -607,7 +588,8 @@ static void sim_qp_reset(smlx5_qp_t *qp)
     qp->tx_blocked  = false;
     sim_resp_drop_reads(qp);
     memset(qp->flows, 0, sizeof(qp->flows));
-    qp->flows_used = 0;
+    qp->flows_used   = 0;
+    qp->resend_flows = 0;
     memset(qp->chan_flow, 0, sizeof(qp->chan_flow));
     qp->num_deferred = 0;
     if (qp->wqes) {
@@ -772,17 +754,6 @@ int smlx5_query_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr, int attr_mask,
     return 0;
 }
 
-/* Enter ERR from inside the device (a fatal error on this QP). */
-void sim_qp_to_err(smlx5_qp_t *qp, enum ibv_event_type ev)
-{
-    if (qp->state == IBV_QPS_ERR) {
-        return;
-    }
-    qp->state = IBV_QPS_ERR;
-    sim_comp_flush_qp(qp);
-    sim_async_push(qp->ctx, ev, qp);
-}
-
 /* ------------------------------------------ signature pipelining, SQD */
 
 int smlx5_qp_query_sqd(smlx5_qp_t *qp, uint32_t *wqebb_counter)
@@ -879,24 +850,4 @@ void sim_qp_told(smlx5_qp_t *qp)
                      be32toh(__atomic_load_n(&qp->dbrec[MLX5_SND_DBR],
                                              __ATOMIC_ACQUIRE)) & 0xffff,
                      __ATOMIC_RELEASE);
-}
-
-void smlx5_qp_doorbell(smlx5_qp_t *qp)
-{
-    smlx5_context_t *ctx = qp->ctx;
-
-    if (!sim_bf_check(qp)) {
-        return; /* lost: the device heard nothing */
-    }
-    sim_qp_told(qp);
-    sim_engine_enter(ctx, true);
-    if (ctx->net != NULL) {
-        sim_net_batch_begin(ctx->net); /* the new WQEs' packets together */
-    }
-    sim_req_process(qp);
-    sim_engine_progress(ctx);
-    if (ctx->net != NULL) {
-        sim_net_batch_end(ctx->net);
-    }
-    sim_engine_leave(ctx);
 }

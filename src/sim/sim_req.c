@@ -12,6 +12,7 @@
 #include "sim.h"
 #include "sim_onecopy.h"
 #include "sim_sig.h"
+#include "sim_parse.h"
 
 #include <errno.h>
 
@@ -61,23 +62,14 @@ static int sim_flow_get(smlx5_qp_t *qp, uint16_t chan, uint16_t dlid,
     sim_flow_t *f = &qp->flows[free_idx];
     memset(f, 0, sizeof(*f));
     f->used      = true;
-    qp->flows_used |= 1ull << free_idx;
+    qp->flows_used   |= 1ull << free_idx;
+    qp->resend_flows &= ~(1ull << free_idx); /* asked of the old flow */
     f->chan      = chan;
     f->dlid      = dlid;
     f->dqpn      = dqpn;
     f->start_psn = f->next_psn = f->una_psn = qp->next_flow_psn;
     qp->next_flow_psn += 1u << 16;
     return free_idx;
-}
-
-void sim_qp_activate(smlx5_qp_t *qp)
-{
-    smlx5_context_t *ctx = qp->ctx;
-
-    if (!qp->busy) {
-        qp->busy = true;
-        ctx->active[ctx->num_active++] = qp;
-    }
 }
 
 static void sim_flow_arm_timer(smlx5_qp_t *qp, sim_flow_t *f)
@@ -87,8 +79,6 @@ static void sim_flow_arm_timer(smlx5_qp_t *qp, sim_flow_t *f)
         sim_timer_schedule(qp->ctx, f->deadline_ns);
     }
 }
-
-/* ------------------------------------------------------ WQE parsing */
 
 static bool sim_stream_errored(const smlx5_qp_t *qp, uint16_t stream)
 {
@@ -102,454 +92,7 @@ static bool sim_stream_errored(const smlx5_qp_t *qp, uint16_t stream)
     return false;
 }
 
-static bool sim_opcode_needs_response(uint8_t op)
-{
-    return (op == MLX5_OPCODE_RDMA_READ) ||
-           (op == MLX5_OPCODE_ATOMIC_CS) || (op == MLX5_OPCODE_ATOMIC_FA) ||
-           (op == MLX5_OPCODE_ATOMIC_MASKED_CS) ||
-           (op == MLX5_OPCODE_ATOMIC_MASKED_FA);
-}
-
-static bool sim_opcode_is_atomic(uint8_t op)
-{
-    return sim_opcode_needs_response(op) && (op != MLX5_OPCODE_RDMA_READ);
-}
-
-static bool sim_opcode_is_masked_atomic(uint8_t op)
-{
-    return (op == MLX5_OPCODE_ATOMIC_MASKED_CS) ||
-           (op == MLX5_OPCODE_ATOMIC_MASKED_FA);
-}
-
-/* The device executes the opcode (STRAND_SIM_ATOMICS, STRAND_SIM_CAPS). */
-static bool sim_opcode_supported(const sim_config_t *cfg, uint8_t op)
-{
-    if (sim_opcode_is_masked_atomic(op)) {
-        return cfg->masked_atomics;
-    }
-    return !sim_opcode_is_atomic(op) || cfg->atomics;
-}
-
-/* A data segment naming an mkey: zero-based, the WQE's only data segment,
- * on a SEND, WRITE or READ (an atomic's result goes to a memory region). */
-static int sim_parse_mkey_seg(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t unit,
-                              uint32_t ds, uint32_t lkey, uint64_t off,
-                              uint32_t len, int access)
-{
-    int ret;
-
-    if ((w->num_sge != 0) || (unit + 1 != ds) ||
-        sim_opcode_is_atomic(w->opcode)) {
-        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-    }
-    ret = sim_mkey_check_op(qp->ctx, qp->pd, sim_mkey_lookup(qp->ctx, lkey),
-                            off, len, access, false);
-    if (ret != 0) {
-        return ret;
-    }
-    w->via_mkey     = true;
-    w->sge[0].addr  = off;
-    w->sge[0].len   = len;
-    w->sge[0].lkey  = lkey;
-    w->num_sge      = 1;
-    w->length       = len;
-    return 0;
-}
-
-/* The segment at `unit` of the WQE at BB `bb` is an inline segment. */
-static bool sim_unit_is_inline(const smlx5_qp_t *qp, uint32_t bb,
-                               uint32_t unit)
-{
-    const struct mlx5_wqe_inl_data_seg *inl = sim_sq_unit(qp, bb, unit);
-
-    return (be32toh(inl->byte_count) & MLX5_INLINE_SEG) != 0;
-}
-
-/* The inline segment at `unit`: its bytes stay in the SQ, where the
- * packets take them from. Returns 0 or a syndrome. */
-static int sim_parse_inline(const smlx5_qp_t *qp, sim_wqe_t *w,
-                            uint32_t unit, uint32_t ds, int access)
-{
-    const struct mlx5_wqe_inl_data_seg *inl = sim_sq_unit(qp, w->bb, unit);
-    uint32_t bc = be32toh(inl->byte_count) & ~MLX5_INLINE_SEG;
-
-    if ((access & IBV_ACCESS_LOCAL_WRITE) ||
-        ((4 + bc + 15) / 16 > ds - unit)) {
-        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-    }
-    w->is_inline  = true;
-    w->inline_off = (w->bb * 64u + unit * 16u + 4u) &
-                    (qp->sq_wqe_cnt * 64u - 1);
-    w->length     = bc;
-    return 0;
-}
-
-/* Read the data segments from `unit` to the end of the WQE into w->sge,
- * checking local keys. Returns 0 or a syndrome. */
-static int sim_parse_data(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t unit,
-                          uint32_t ds, int access)
-{
-    const struct mlx5_wqe_data_seg *dseg;
-    uint32_t bc, lkey;
-    uint64_t addr;
-    int ret;
-
-    w->num_sge = 0;
-    w->length  = 0;
-    if (unit >= ds) {
-        return 0;
-    }
-    if (sim_unit_is_inline(qp, w->bb, unit)) {
-        return sim_parse_inline(qp, w, unit, ds, access);
-    }
-    for (; unit < ds; ++unit) {
-        dseg = sim_sq_unit(qp, w->bb, unit);
-        bc   = be32toh(dseg->byte_count);
-        lkey = be32toh(dseg->lkey);
-        addr = be64toh(dseg->addr);
-        if (w->num_sge == SIM_MAX_SGE) {
-            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-        }
-        if (bc == 0) {
-            continue; /* the provider never emits these; tolerate */
-        }
-        if (sim_mkey_lookup(qp->ctx, lkey) != NULL) {
-            ret = sim_parse_mkey_seg(qp, w, unit, ds, lkey, addr, bc, access);
-            if (ret != 0) {
-                return ret;
-            }
-            continue;
-        }
-        ret = sim_mr_check_local(qp->ctx, qp->pd, lkey, addr, bc, access);
-        if (ret != 0) {
-            return ret;
-        }
-        w->sge[w->num_sge].addr = addr;
-        w->sge[w->num_sge].len  = bc;
-        w->sge[w->num_sge].lkey = lkey;
-        w->num_sge++;
-        w->length += bc;
-    }
-    return 0;
-}
-
-static int sim_parse_atomic(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t *unit)
-{
-    const uint8_t *seg = sim_sq_unit(qp, w->bb, *unit);
-    const uint8_t *seg2;
-    uint32_t v[4];
-
-    if ((w->opcode == MLX5_OPCODE_ATOMIC_CS) ||
-        (w->opcode == MLX5_OPCODE_ATOMIC_FA)) {
-        const struct mlx5_wqe_atomic_seg *a = (const void*)seg;
-        w->atomic_size = 8;
-        w->atomic_op   = (w->opcode == MLX5_OPCODE_ATOMIC_CS) ?
-                         SIM_ATOMIC_CS : SIM_ATOMIC_FA;
-        w->swap_add    = be64toh(a->swap_add);
-        w->compare     = be64toh(a->compare);
-        *unit += 1;
-        return 0;
-    }
-
-    /* masked: opmod = 0x08 | (log2(size) - 2) */
-    if ((w->opmod & 0x08) == 0) {
-        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-    }
-    w->atomic_size = 1u << ((w->opmod & 0x7) + 2);
-    w->atomic_op   = (w->opcode == MLX5_OPCODE_ATOMIC_MASKED_CS) ?
-                     SIM_ATOMIC_MASKED_CS : SIM_ATOMIC_MASKED_FA;
-    if (w->atomic_size == 4) {
-        memcpy(v, seg, sizeof(v));
-        w->swap_add     = be32toh(v[0]);
-        w->compare      = be32toh(v[1]);
-        w->swap_mask    = be32toh(v[2]);
-        w->compare_mask = be32toh(v[3]);
-        *unit += 1;
-    } else if (w->atomic_size == 8) {
-        uint64_t q[2];
-        memcpy(q, seg, sizeof(q));
-        w->swap_add = be64toh(q[0]);
-        w->compare  = be64toh(q[1]);
-        if (w->atomic_op == SIM_ATOMIC_MASKED_CS) {
-            seg2 = sim_sq_unit(qp, w->bb, *unit + 1);
-            memcpy(q, seg2, sizeof(q));
-            w->swap_mask    = be64toh(q[0]);
-            w->compare_mask = be64toh(q[1]);
-            *unit += 2;
-        } else {
-            *unit += 1;
-        }
-    } else {
-        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-    }
-    if (w->atomic_op == SIM_ATOMIC_MASKED_FA) {
-        /* {add, field_boundary}: the boundary travels in compare */
-        w->swap_mask = w->compare;
-    }
-    return 0;
-}
-
-/* The ctrl segment of the WQE at BB `bb` into the head of `w` (which the
- * caller cleared), its size in 16-byte units into *ds_p. Returns 0 or a
- * syndrome; w->bbs is set either way, so the SQ can move past a malformed
- * WQE. */
-static int sim_parse_ctrl(const smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
-                          uint32_t *ds_p)
-{
-    const struct mlx5_wqe_ctrl_seg *ctrl = sim_sq_unit(qp, bb, 0);
-    uint32_t opmod_idx_opcode = be32toh(ctrl->opmod_idx_opcode);
-    uint32_t qpn_ds           = be32toh(ctrl->qpn_ds);
-    uint32_t ds               = qpn_ds & 0x3f;
-
-    w->bb       = bb;
-    w->opcode   = opmod_idx_opcode & 0xff;
-    w->wqe_idx  = (opmod_idx_opcode >> 8) & 0xffff;
-    w->opmod    = opmod_idx_opcode >> 24;
-    w->fm_ce_se = ctrl->fm_ce_se;
-    w->imm      = ctrl->imm;
-    w->stream   = be16toh(ctrl->dci_stream_channel_id);
-    w->signaled = (ctrl->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE) != 0;
-    w->fenced   = (ctrl->fm_ce_se & 0xe0) != 0;
-    w->bbs      = (ds == 0) ? 1 : (ds * 16 + 63) / 64;
-    *ds_p       = ds;
-
-    if ((ds == 0) || ((qpn_ds >> 8) != qp->qpn) || (w->bbs > qp->sq_wqe_cnt)) {
-        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-    }
-    /* a DCI's stream id is one of its channels, 0 .. 2^log_num_concurent
-     * - 1 (0 alone without streams): the hardware maps ids onto channels,
-     * and one outside the range it was created with is a malformed WQE */
-    if ((qp->type == SMLX5_QPT_DCI) &&
-        ((w->stream >> qp->log_num_concurent) != 0)) {
-        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-    }
-    return 0;
-}
-
-static void sim_parse_raddr(const smlx5_qp_t *qp, sim_wqe_t *w,
-                            uint32_t unit)
-{
-    const struct mlx5_wqe_raddr_seg *raddr = sim_sq_unit(qp, w->bb, unit);
-
-    w->raddr = be64toh(raddr->raddr);
-    w->rkey  = be32toh(raddr->rkey);
-}
-
-/* Parse the WQE at BB `bb` into `w`. Returns 0 or a syndrome; on a syndrome
- * w->bbs is still set so the SQ can move past the WQE. */
-static int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
-                         smlx5_dc_target_t *dc)
-{
-    uint32_t ds, unit         = 1;
-    const struct mlx5_wqe_av *av;
-    int access                = 0;
-    int ret;
-
-    memset(w, 0, offsetof(sim_wqe_t, sge));
-    ret = sim_parse_ctrl(qp, bb, w, &ds);
-    if (ret != 0) {
-        return ret;
-    }
-    if (qp->type == SMLX5_QPT_DCI) {
-        /* every WQE of a DCI carries its address vector, a NOP included
-         * (UCX's NOPs do): a ds without room for it is a malformed WQE */
-        av    = sim_sq_unit(qp, bb, 1);
-        unit += (be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) ? 3 : 1;
-        if (unit > ds) {
-            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-        }
-        if (w->opcode != MLX5_OPCODE_NOP) {
-            dc->dc_key = be64toh(av->key.dc_key);
-            dc->dctn   = be32toh(av->dqp_dct) & 0xffffff;
-            dc->dlid   = sim_av_route(qp->ctx, av);
-            sim_av_qos(qp->ctx, av, &w->sl, &w->tclass);
-        }
-    }
-    if (w->opcode == MLX5_OPCODE_NOP) {
-        return 0;
-    }
-
-    switch (w->opcode) {
-    case MLX5_OPCODE_SEND:
-    case MLX5_OPCODE_SEND_IMM:
-    case MLX5_OPCODE_SEND_INVAL:
-        break;
-    case MLX5_OPCODE_RDMA_WRITE:
-    case MLX5_OPCODE_RDMA_WRITE_IMM:
-    case MLX5_OPCODE_RDMA_READ:
-    case MLX5_OPCODE_ATOMIC_CS:
-    case MLX5_OPCODE_ATOMIC_FA:
-    case MLX5_OPCODE_ATOMIC_MASKED_CS:
-    case MLX5_OPCODE_ATOMIC_MASKED_FA:
-        if (unit >= ds) {
-            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-        }
-        sim_parse_raddr(qp, w, unit++);
-        break;
-    default:
-        /* UMR, SET_PSV, TAG_MATCHING, ... are not for this QP */
-        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-    }
-
-    w->needs_response = sim_opcode_needs_response(w->opcode);
-    if (!sim_opcode_supported(&qp->ctx->cfg, w->opcode)) {
-        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR; /* no such capability */
-    }
-    if (sim_opcode_is_atomic(w->opcode)) {
-        if (unit >= ds) {
-            return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-        }
-        ret = sim_parse_atomic(qp, w, &unit);
-        if (ret != 0) {
-            return ret;
-        }
-        access = IBV_ACCESS_LOCAL_WRITE;
-    } else if (w->opcode == MLX5_OPCODE_RDMA_READ) {
-        access = IBV_ACCESS_LOCAL_WRITE;
-    }
-
-    ret = sim_parse_data(qp, w, unit, ds, access);
-    if (ret != 0) {
-        return ret;
-    }
-    if (sim_opcode_is_atomic(w->opcode) &&
-        ((w->num_sge != 1) || (w->length < w->atomic_size))) {
-        return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
-    }
-    if (sim_opcode_is_atomic(w->opcode)) {
-        w->length = w->atomic_size;
-    }
-    return 0;
-}
-
 /* --------------------------------------------------------- packets */
-
-/* The bytes of a WQE whose data goes through an mkey (signed or checked on
- * the way: a bad block stops a pipelining QP's SQ). */
-static void sim_wqe_mkey_tx(smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
-                            uint8_t *dst, uint32_t len)
-{
-    smlx5_mkey_t *mk           = sim_mkey_lookup(qp->ctx, w->sge[0].lkey);
-    const sim_sig_report_t rep = {qp->send_cq, qp};
-
-    if (mk == NULL) {
-        memset(dst, 0, len); /* destroyed under the WQE */
-        return;
-    }
-    sim_sig_tx(mk, w->sge[0].addr + off, dst, len, &rep);
-}
-
-/* Copy `len` bytes of the WQE's gather list from byte `off` into `dst`. */
-void sim_wqe_gather(smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
-                    uint8_t *dst, uint32_t len)
-{
-    uint32_t sq_size = qp->sq_wqe_cnt * 64, n;
-
-    if (w->is_inline) {
-        uint32_t pos = (w->inline_off + off) & (sq_size - 1);
-        n = sq_size - pos;
-        if (n >= len) {
-            memcpy(dst, qp->sq_buf + pos, len);
-        } else {
-            memcpy(dst, qp->sq_buf + pos, n);
-            memcpy(dst + n, qp->sq_buf, len - n);
-        }
-        return;
-    }
-    if (w->via_mkey) {
-        sim_wqe_mkey_tx(qp, w, off, dst, len);
-        return;
-    }
-    sim_wqe_sge_copy(w, off, dst, len, false);
-}
-
-void sim_wqe_sge_copy(const sim_wqe_t *w, uint32_t off, void *data,
-                      uint32_t len, bool to_sges)
-{
-    uint8_t *p = data;
-    uint32_t i, n;
-    void *mem;
-
-    for (i = 0; (i < w->num_sge) && (len > 0); ++i) {
-        if (off >= w->sge[i].len) {
-            off -= w->sge[i].len;
-            continue;
-        }
-        n = w->sge[i].len - off;
-        if (n > len) {
-            n = len;
-        }
-        mem = (void*)(uintptr_t)(w->sge[i].addr + off);
-        if (to_sges) {
-            memcpy(mem, p, n);
-        } else {
-            memcpy(p, mem, n);
-        }
-        p   += n;
-        len -= n;
-        off  = 0;
-    }
-}
-
-/* A retransmission's bytes, gathered into buf through the kernel: the
- * user may have unmapped a buffer whose registration UCX's cache still
- * holds (its pages stay pinned, so a NIC reads them as they were), which
- * a plain copy would take the process down with. -EFAULT: not readable,
- * the WQE fails as a local protection error, the one thing the software
- * device can do where a NIC would send stale bytes. Only retransmissions
- * come here: the first transmission follows the post, while the
- * operation is the user's to keep. */
-static int sim_wqe_gather_checked(smlx5_qp_t *qp, const sim_wqe_t *w,
-                                  uint32_t off, uint8_t *buf, uint32_t len)
-{
-    uint32_t off0 = off;
-    ssize_t got;
-    struct iovec local = {buf, len}, remote[SIM_MAX_SGE];
-    unsigned i, n = 0;
-    uint32_t take, want = len;
-
-    for (i = 0; (i < w->num_sge) && (len > 0); ++i) {
-        if (off >= w->sge[i].len) {
-            off -= w->sge[i].len;
-            continue;
-        }
-        take               = (w->sge[i].len - off < len) ?
-                             w->sge[i].len - off : len;
-        remote[n].iov_base = (void*)(uintptr_t)(w->sge[i].addr + off);
-        remote[n].iov_len  = take;
-        ++n;
-        len -= take;
-        off  = 0;
-    }
-    got = process_vm_readv(getpid(), &local, 1, remote, n, 0);
-    if (got == (ssize_t)want) {
-        return 0;
-    }
-    if ((got < 0) && ((errno == ENOSYS) || (errno == EPERM))) {
-        /* a sandbox without the call: the plain copy, as before */
-        sim_wqe_gather(qp, w, off0, buf, want);
-        return 0;
-    }
-    return -EFAULT;
-}
-
-bool sim_wqe_local_valid(smlx5_qp_t *qp, const sim_wqe_t *w)
-{
-    int access = (w->opcode == MLX5_OPCODE_RDMA_READ) || w->needs_response ?
-                 IBV_ACCESS_LOCAL_WRITE : 0;
-    uint32_t i;
-
-    if (w->is_inline || w->via_mkey || w->onecopy || w->to_cqe) {
-        return true;
-    }
-    for (i = 0; i < w->num_sge; ++i) {
-        if (sim_mr_check_local(qp->ctx, qp->pd, w->sge[i].lkey,
-                               w->sge[i].addr, w->sge[i].len, access) != 0) {
-            return false;
-        }
-    }
-    return true;
-}
 
 /* `len` bytes of the WQE's data from byte `off`: where they are when they
  * are in one piece (inline bytes that do not wrap around the end of the
@@ -1104,6 +647,20 @@ static bool sim_req_transmit(smlx5_qp_t *qp)
     return true;
 }
 
+/* The go-back-N passes the completer asked for (qp->resend_flows), in
+ * flow order. A pass that fails a WQE restarts its flow, which asks
+ * again: the loop takes that too. */
+static void sim_req_resend(smlx5_qp_t *qp)
+{
+    int fi;
+
+    while (qp->resend_flows != 0) {
+        fi = __builtin_ctzll(qp->resend_flows);
+        qp->resend_flows &= ~(1ull << fi);
+        sim_req_retransmit(qp, fi, qp->flows[fi].resend_psn);
+    }
+}
+
 void sim_req_process(smlx5_qp_t *qp)
 {
     uint32_t db, end;
@@ -1112,25 +669,21 @@ void sim_req_process(smlx5_qp_t *qp)
         return;
     }
     if (qp->tm_cmd != NULL) {
-        sim_tm_cmd_process(qp); /* a tag-matching SRQ's list operations */
+        /* a tag-matching SRQ's list operations */
+        if (!sim_tm_cmd_process(qp)) {
+            sim_qp_to_err(qp, IBV_EVENT_QP_FATAL);
+        }
         return;
     }
     db  = __atomic_load_n(&qp->db_pi, __ATOMIC_ACQUIRE);
     end = qp->sq_fetched + (uint16_t)(db - qp->sq_fetched);
 
+    if (qp->resend_flows != 0) {
+        sim_req_resend(qp); /* before anything new (also in SQD) */
+    }
     switch (qp->state) {
     case IBV_QPS_ERR:
-        /* everything posted while in error is flushed, in order */
-        while (qp->sq_fetched != end) {
-            sim_wqe_t *w = &qp->wqes[qp->sq_fetched & (qp->sq_wqe_cnt - 1)];
-            smlx5_dc_target_t dc;
-            sim_parse_wqe(qp, qp->sq_fetched, w, &dc);
-            w->state  = SIM_WQE_DONE;
-            w->status = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
-            qp->sq_fetched += w->bbs;
-        }
-        qp->req_bb = qp->sq_fetched;
-        sim_comp_retire(qp);
+        sim_comp_flush_posted(qp); /* the completer's: nothing executes */
         return;
     case IBV_QPS_RTS:
         break;
@@ -1139,6 +692,9 @@ void sim_req_process(smlx5_qp_t *qp)
     }
 
     for (;;) {
+        if (qp->resend_flows != 0) {
+            sim_req_resend(qp); /* a WQE failed and restarted its flow */
+        }
         if (qp->req_bb != qp->sq_fetched) {
             if (!sim_req_transmit(qp)) {
                 break;
@@ -1160,6 +716,9 @@ void sim_req_process(smlx5_qp_t *qp)
         if (!sim_req_fetch(qp)) {
             break;
         }
+    }
+    if (qp->resend_flows != 0) {
+        sim_req_resend(qp);
     }
     sim_comp_retire(qp);
 }

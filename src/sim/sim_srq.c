@@ -4,7 +4,7 @@
  * receive queues: which receive WQE the next inbound SEND lands in.
  */
 #include "sim.h"
-#include "sim_post.h"
+#include "sim_rq.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -143,55 +143,4 @@ int smlx5_srq_dv(smlx5_srq_t *srq, struct mlx5dv_srq *out)
     out->comp_mask = MLX5DV_SRQ_MASK_SRQN;
     out->srqn      = srq->srqn;
     return 0;
-}
-
-void smlx5_srq_doorbell(smlx5_srq_t *srq)
-{
-    /* WQEs are taken lazily from the doorbell record when a SEND arrives;
-     * senders waiting out an RNR back-off retry on their own timer. */
-    smlx5_progress(srq->ctx);
-}
-
-static int sim_srq_take(smlx5_srq_t *srq, struct mlx5_wqe_data_seg **sges,
-                        unsigned *num_sge)
-{
-    uint16_t posted = (uint16_t)be32toh(srq->dbrec[MLX5_RCV_DBR]);
-    struct mlx5_wqe_srq_next_seg *next;
-    uint32_t idx;
-
-    if ((uint16_t)(posted - srq->consumed) == 0) {
-        return -1;
-    }
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    idx  = srq->dev_head;
-    next = (void*)(srq->buf + idx * srq->stride);
-    srq->dev_head = be16toh(next->next_wqe_index) & (srq->wqe_cnt - 1);
-    srq->consumed++;
-    *sges    = (struct mlx5_wqe_data_seg*)(next + 1);
-    *num_sge = srq->max_sge;
-    return (int)idx;
-}
-
-int sim_rq_take(smlx5_qp_t *qp, struct mlx5_wqe_data_seg **sges,
-                unsigned *num_sge, smlx5_srq_t **srq_p)
-{
-    uint16_t posted;
-    uint32_t idx;
-
-    *srq_p = qp->srq;
-    if (qp->srq != NULL) {
-        return sim_srq_take(qp->srq, sges, num_sge);
-    }
-    if (qp->rq_buf == NULL) {
-        return -1;
-    }
-    posted = (uint16_t)be32toh(qp->dbrec[MLX5_RCV_DBR]);
-    if ((uint16_t)(posted - qp->rq_consumed) == 0) {
-        return -1;
-    }
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    idx      = qp->rq_consumed & (qp->rq_wqe_cnt - 1);
-    *sges    = (struct mlx5_wqe_data_seg*)(qp->rq_buf + idx * qp->rq_stride);
-    *num_sge = qp->rq_stride / sizeof(struct mlx5_wqe_data_seg);
-    return (int)(qp->rq_consumed++ & 0xffff);
 }

@@ -1,14 +1,23 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Provider side of the software device's queues (sim_post.c): what the
- * object code (create_srq, poll_cq) needs from the SRQ free list.
+ * The SRQ free list the provider and the device share (sim_rq.c): what
+ * the posting code, the objects (create_srq) and the CQ (poll, clean)
+ * need of it.
  */
-#ifndef SIM_SIM_POST_H_
-#define SIM_SIM_POST_H_
+#ifndef SIM_SIM_RQ_H_
+#define SIM_SIM_RQ_H_
 
 #include "smlx5.h"
+#include "sim.h"
 
 #include <stdint.h>
+
+static inline struct mlx5_wqe_srq_next_seg *sim_srq_wqe(smlx5_srq_t *srq,
+                                                        uint32_t idx)
+{
+    return (struct mlx5_wqe_srq_next_seg*)(srq->buf +
+                                           (size_t)idx * srq->stride);
+}
 
 /*
  * Link a new SRQ's WQEs as rdma-core's mlx5 provider does: WQE i ->
@@ -26,9 +35,5 @@ void sim_srq_init_list(smlx5_srq_t *srq);
  * smlx5_post_srq_recv (no lock).
  */
 void sim_srq_free_wqe(smlx5_srq_t *srq, uint32_t idx);
-
-/* The provider's send queue of a QP with a send queue, at producer index
- * 0: after the queue and its doorbell record exist, and after a reset. */
-void sim_post_sq_reset(smlx5_qp_t *qp);
 
 #endif
