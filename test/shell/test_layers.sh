@@ -49,6 +49,15 @@ if [ ${#uct_objects[@]} -gt 30 ]; then
 else
     not_ok "no circle of calls in uct_mlx5 (${#uct_objects[@]} objects built)"
 fi
+# the software device's stages hand work up through queues: a circle of
+# more than 3 of its files is one stage calling back up
+mapfile -t sim_objects < <(objects_of src/sim)
+if [ ${#sim_objects[@]} -gt 20 ]; then
+    check "no circle of calls over 3 of the ${#sim_objects[@]} objects of src/sim" \
+        "$circles" 3 "${sim_objects[@]}"
+else
+    not_ok "no circle of calls in src/sim (${#sim_objects[@]} objects built)"
+fi
 
 # functions (from a '{' in column 0 to its '}') of more than 80 lines
 long_functions() {
