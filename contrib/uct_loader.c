@@ -10,9 +10,9 @@
 
 static uct_component_h strand_uct_component_find(void)
 {
-    uct_component_h *components, found = NULL;
+    uct_component_h     *components, found = NULL;
     uct_component_attr_t attr;
-    unsigned i, num;
+    unsigned             i, num;
 
     if (uct_query_components(&components, &num) != UCS_OK) {
         return NULL;
@@ -30,8 +30,8 @@ static uct_component_h strand_uct_component_find(void)
 
 uct_component_h strand_uct_component(void)
 {
-    uct_component_h c  = strand_uct_component_find();
-    const char *plugin = getenv("STRAND_PLUGIN");
+    uct_component_h c      = strand_uct_component_find();
+    const char     *plugin = getenv("STRAND_PLUGIN");
 
     /* never unloaded: UCX 1.13 keeps a registered component for good */
     if ((c == NULL) && (plugin != NULL) &&

@@ -12,7 +12,7 @@
 
 void strand_abi_probe(strand_abi_info_t *info)
 {
-    void (*get_version)(unsigned*, unsigned*, unsigned*);
+    void (*get_version)(unsigned *, unsigned *, unsigned *);
 
     info->built_major        = STRAND_UCX_BUILD_MAJOR;
     info->built_minor        = STRAND_UCX_BUILD_MINOR;
@@ -23,8 +23,8 @@ void strand_abi_probe(strand_abi_info_t *info)
 
     /* libuct has no version query of its own in 1.13; libucp (same release)
      * is loaded in every UCP process and in ucx_info/ucx_perftest. */
-    *(void**)&get_version = dlsym(RTLD_DEFAULT, "ucp_get_version");
-    info->runtime_known   = (get_version != NULL);
+    *(void **)&get_version = dlsym(RTLD_DEFAULT, "ucp_get_version");
+    info->runtime_known    = (get_version != NULL);
     if (get_version != NULL) {
         get_version(&info->runtime_major, &info->runtime_minor,
                     &info->runtime_release);
@@ -35,11 +35,10 @@ int strand_abi_compatible(const strand_abi_info_t *info, char *why,
                           size_t why_len)
 {
     const char *reason = NULL;
-    char buf[256];
+    char        buf[256];
 
-    if (info->runtime_known &&
-        ((info->runtime_major != info->built_major) ||
-         (info->runtime_minor != info->built_minor))) {
+    if (info->runtime_known && ((info->runtime_major != info->built_major) ||
+                                (info->runtime_minor != info->built_minor))) {
         snprintf(buf, sizeof(buf), "the running UCX is %u.%u",
                  info->runtime_major, info->runtime_minor);
         reason = buf;
@@ -61,8 +60,8 @@ int strand_abi_compatible(const strand_abi_info_t *info, char *why,
     if (why != NULL) {
         snprintf(why, why_len,
                  "strand: not loaded: built for UCX %u.%u (%s); rebuild "
-                 "strand against this UCX", info->built_major,
-                 info->built_minor, reason);
+                 "strand against this UCX",
+                 info->built_major, info->built_minor, reason);
     }
     return 0;
 }

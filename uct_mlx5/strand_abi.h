@@ -9,13 +9,13 @@
 #include <stddef.h>
 
 typedef struct strand_abi_info {
-    unsigned built_major, built_minor;  /* UCX version compiled against */
-    size_t   built_iface_size;          /* sizeof(uct_base_iface_t) here */
-    size_t   built_ep_size;             /* sizeof(uct_base_ep_t) here */
-    int      runtime_known;             /* runtime version could be read */
+    unsigned built_major, built_minor; /* UCX version compiled against */
+    size_t   built_iface_size;         /* sizeof(uct_base_iface_t) here */
+    size_t   built_ep_size;            /* sizeof(uct_base_ep_t) here */
+    int      runtime_known;            /* runtime version could be read */
     unsigned runtime_major, runtime_minor, runtime_release;
-    size_t   runtime_iface_size;        /* uct_base_iface_t_class.size */
-    size_t   runtime_ep_size;           /* uct_base_ep_t_class.size */
+    size_t   runtime_iface_size; /* uct_base_iface_t_class.size */
+    size_t   runtime_ep_size;    /* uct_base_ep_t_class.size */
 } strand_abi_info_t;
 
 /* Fill @info from the build and from the UCX loaded in this process. */

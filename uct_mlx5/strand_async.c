@@ -17,8 +17,8 @@
  * second does not try (UCS would log an error for the taken fd). */
 #define STRAND_ASYNC_MAX_WATCHED 64
 static pthread_mutex_t strand_async_lock = PTHREAD_MUTEX_INITIALIZER;
-static int strand_async_watched[STRAND_ASYNC_MAX_WATCHED];
-static unsigned strand_async_num_watched;
+static int             strand_async_watched[STRAND_ASYNC_MAX_WATCHED];
+static unsigned        strand_async_num_watched;
 
 /* Last WQE Reached, by QP number, for QPs that leave through ERR
  * (rc/rc_retire.h): the latest ones of every device of the process, since
@@ -26,7 +26,7 @@ static unsigned strand_async_num_watched;
  * are rare; the lock is the watch list's. */
 #define STRAND_ASYNC_LAST_WQE_KEPT 1024
 static struct {
-    int      fd;    /* the device context's async fd */
+    int      fd; /* the device context's async fd */
     uint32_t qpn;
 } strand_async_last_wqe[STRAND_ASYNC_LAST_WQE_KEPT];
 static uint64_t strand_async_last_wqe_count;
@@ -57,14 +57,13 @@ int strand_async_last_wqe_since(const strand_dev_t *dev, uint32_t qpn,
 {
     uint64_t n;
     unsigned slot;
-    int found = 0;
+    int      found = 0;
 
     pthread_mutex_lock(&strand_async_lock);
     if (strand_async_last_wqe_count - mark > STRAND_ASYNC_LAST_WQE_KEPT) {
         found = -1;
     }
-    for (n = mark; (found == 0) && (n != strand_async_last_wqe_count);
-         ++n) {
+    for (n = mark; (found == 0) && (n != strand_async_last_wqe_count); ++n) {
         slot  = n % STRAND_ASYNC_LAST_WQE_KEPT;
         found = (strand_async_last_wqe[slot].fd == dev->async_fd) &&
                 (strand_async_last_wqe[slot].qpn == qpn);
@@ -92,7 +91,7 @@ static void strand_async_unwatch(int fd)
     for (i = 0; i < strand_async_num_watched; ++i) {
         if (strand_async_watched[i] == fd) {
             strand_async_watched[i] =
-                strand_async_watched[--strand_async_num_watched];
+                    strand_async_watched[--strand_async_num_watched];
             return;
         }
     }
@@ -123,7 +122,7 @@ static ucs_log_level_t strand_async_level(enum ibv_event_type type)
 void strand_async_drain(strand_async_t *a)
 {
     strand_dev_event_t ev;
-    unsigned type;
+    unsigned           type;
 
     while (a->dev->ops->get_async_event(a->dev, &ev) == 0) {
         type = (unsigned)ev.type;
@@ -168,7 +167,7 @@ ucs_status_t strand_async_init(strand_async_t *a, strand_dev_t *dev)
                                              strand_async_cb, a, NULL);
         if (status == UCS_OK) {
             strand_async_watched[strand_async_num_watched++] = dev->async_fd;
-            a->registered = 1;
+            a->registered                                    = 1;
         }
     }
     pthread_mutex_unlock(&strand_async_lock);

@@ -21,8 +21,8 @@
 
 typedef struct strand_async {
     strand_dev_t *dev;
-    int           registered;                     /* handler installed */
-    uint64_t      count[STRAND_ASYNC_MAX_TYPE];   /* by ibv_event_type */
+    int           registered;                   /* handler installed */
+    uint64_t      count[STRAND_ASYNC_MAX_TYPE]; /* by ibv_event_type */
     uint32_t      last_qpn[STRAND_ASYNC_MAX_TYPE];
 } strand_async_t;
 
@@ -41,7 +41,7 @@ uint64_t strand_async_count(const strand_async_t *a, enum ibv_event_type type,
  * the mark before the QP enters ERR, then whether its event came since:
  * 1 yes, 0 not yet, -1 cannot tell (more events since than are kept). */
 uint64_t strand_async_last_wqe_mark(void);
-int strand_async_last_wqe_since(const strand_dev_t *dev, uint32_t qpn,
-                                uint64_t mark);
+int      strand_async_last_wqe_since(const strand_dev_t *dev, uint32_t qpn,
+                                     uint64_t mark);
 
 #endif

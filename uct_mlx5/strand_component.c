@@ -23,8 +23,7 @@
 /* Set once registration happened; read by tests through the symbol below. */
 static int strand_registered;
 
-int strand_component_is_registered(void)
-    __attribute__((visibility("default")));
+int strand_component_is_registered(void) __attribute__((visibility("default")));
 
 int strand_component_is_registered(void)
 {
@@ -34,7 +33,7 @@ int strand_component_is_registered(void)
 static void __attribute__((constructor)) strand_component_init(void)
 {
     strand_abi_info_t info;
-    char why[512];
+    char              why[512];
 
     strand_abi_probe(&info);
     if (!strand_abi_compatible(&info, why, sizeof(why))) {

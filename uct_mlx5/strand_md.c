@@ -20,77 +20,75 @@
 
 #define STRAND_MD_MAX_DEVICES 16
 
-static const char *strand_dev_type_names[] = {
-    [STRAND_DEV_TYPE_AUTO] = "auto",
-    [STRAND_DEV_TYPE_HW]   = "hw",
-    [STRAND_DEV_TYPE_SIM]  = "sim",
-    [STRAND_DEV_TYPE_LAST] = NULL
-};
+static const char *strand_dev_type_names[] = {[STRAND_DEV_TYPE_AUTO] = "auto",
+                                              [STRAND_DEV_TYPE_HW]   = "hw",
+                                              [STRAND_DEV_TYPE_SIM]  = "sim",
+                                              [STRAND_DEV_TYPE_LAST] = NULL};
 
-static const char *strand_mmio_mode_names[] = {
-    [STRAND_MMIO_MODE_DB]      = "db",
-    [STRAND_MMIO_MODE_BF_POST] = "bf_post",
-    [STRAND_MMIO_MODE_AUTO]    = "auto",
-    [STRAND_MMIO_MODE_LAST]    = NULL
-};
+static const char *strand_mmio_mode_names[] = {[STRAND_MMIO_MODE_DB] = "db",
+                                               [STRAND_MMIO_MODE_BF_POST] =
+                                                       "bf_post",
+                                               [STRAND_MMIO_MODE_AUTO] = "auto",
+                                               [STRAND_MMIO_MODE_LAST] = NULL};
 
 ucs_config_field_t strand_md_config_table[] = {
-    {"", "", NULL, ucs_offsetof(strand_md_config_t, super),
-     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
+        {"", "", NULL, ucs_offsetof(strand_md_config_t, super),
+         UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
 
-    {"DEVICE_TYPE", "auto",
-     "Which mlx5 devices strand opens:\n"
-     " auto - hardware mlx5 devices when present, else the software device\n"
-     " hw   - only hardware mlx5 devices (rdma-core libibverbs + mlx5dv)\n"
-     " sim  - only the software mlx5 device (no NIC needed)",
-     ucs_offsetof(strand_md_config_t, dev_type),
-     UCS_CONFIG_TYPE_ENUM(strand_dev_type_names)},
+        {"DEVICE_TYPE", "auto",
+         "Which mlx5 devices strand opens:\n"
+         " auto - hardware mlx5 devices when present, else the software "
+         "device\n"
+         " hw   - only hardware mlx5 devices (rdma-core libibverbs + mlx5dv)\n"
+         " sim  - only the software mlx5 device (no NIC needed)",
+         ucs_offsetof(strand_md_config_t, dev_type),
+         UCS_CONFIG_TYPE_ENUM(strand_dev_type_names)},
 
-    {"RCACHE", "try",
-     "Put UCX's memory registration cache in front of the device: "
-     "yes, no, or try (use it when it can be created).",
-     ucs_offsetof(strand_md_config_t, rcache_enable),
-     UCS_CONFIG_TYPE_TERNARY},
+        {"RCACHE", "try",
+         "Put UCX's memory registration cache in front of the device: "
+         "yes, no, or try (use it when it can be created).",
+         ucs_offsetof(strand_md_config_t, rcache_enable),
+         UCS_CONFIG_TYPE_TERNARY},
 
-    {STRAND_RCACHE_CONFIG_PREFIX, "", NULL,
-     ucs_offsetof(strand_md_config_t, rcache),
-     UCS_CONFIG_TYPE_TABLE(STRAND_RCACHE_CONFIG_TABLE)},
+        {STRAND_RCACHE_CONFIG_PREFIX, "", NULL,
+         ucs_offsetof(strand_md_config_t, rcache),
+         UCS_CONFIG_TYPE_TABLE(STRAND_RCACHE_CONFIG_TABLE)},
 
-    {"REG_COST_OVERHEAD", "16us",
-     "Estimated fixed cost of a memory registration (used by UCP to choose "
-     "between copy and zero-copy protocols).",
-     ucs_offsetof(strand_md_config_t, reg_cost_overhead),
-     UCS_CONFIG_TYPE_TIME},
+        {"REG_COST_OVERHEAD", "16us",
+         "Estimated fixed cost of a memory registration (used by UCP to choose "
+         "between copy and zero-copy protocols).",
+         ucs_offsetof(strand_md_config_t, reg_cost_overhead),
+         UCS_CONFIG_TYPE_TIME},
 
-    {"REG_COST_GROWTH", "0.06ns",
-     "Estimated memory registration cost per byte.",
-     ucs_offsetof(strand_md_config_t, reg_cost_growth),
-     UCS_CONFIG_TYPE_TIME},
+        {"REG_COST_GROWTH", "0.06ns",
+         "Estimated memory registration cost per byte.",
+         ucs_offsetof(strand_md_config_t, reg_cost_growth),
+         UCS_CONFIG_TYPE_TIME},
 
-    {"FORK_INIT", "try",
-     "Protect registered memory across fork() with ibv_fork_init() before "
-     "the first registration (as UCX's UCX_IB_FORK_INIT): yes (failing is "
-     "an error), no, or try (a failure is logged and fork() may then be "
-     "unsafe). Before Linux 5.13 a fork after registration makes registered "
-     "pages copy-on-write: the NIC reads and writes pages the parent no "
-     "longer has. The software device needs none: nothing the kernel pins.",
-     ucs_offsetof(strand_md_config_t, fork_init),
-     UCS_CONFIG_TYPE_TERNARY},
+        {"FORK_INIT", "try",
+         "Protect registered memory across fork() with ibv_fork_init() before "
+         "the first registration (as UCX's UCX_IB_FORK_INIT): yes (failing is "
+         "an error), no, or try (a failure is logged and fork() may then be "
+         "unsafe). Before Linux 5.13 a fork after registration makes "
+         "registered "
+         "pages copy-on-write: the NIC reads and writes pages the parent no "
+         "longer has. The software device needs none: nothing the kernel pins.",
+         ucs_offsetof(strand_md_config_t, fork_init), UCS_CONFIG_TYPE_TERNARY},
 
-    {"MMIO_MODE", "auto",
-     "How a send queue's doorbell reaches the device (as UCX's "
-     "UCX_IB_MLX5_MMIO_MODE):\n"
-     " bf_post - the last WQE posted is copied to the BlueFlame buffer when "
-     "it fits (the NIC takes it without reading host memory)\n"
-     " db      - 8 bytes of its ctrl segment are written to the doorbell "
-     "register (the NIC then reads the WQEs)\n"
-     " auto    - bf_post on a NIC with a BlueFlame register, db on the "
-     "software device (which reads the queue in any case)",
-     ucs_offsetof(strand_md_config_t, mmio_mode),
-     UCS_CONFIG_TYPE_ENUM(strand_mmio_mode_names)},
+        {"MMIO_MODE", "auto",
+         "How a send queue's doorbell reaches the device (as UCX's "
+         "UCX_IB_MLX5_MMIO_MODE):\n"
+         " bf_post - the last WQE posted is copied to the BlueFlame buffer "
+         "when "
+         "it fits (the NIC takes it without reading host memory)\n"
+         " db      - 8 bytes of its ctrl segment are written to the doorbell "
+         "register (the NIC then reads the WQEs)\n"
+         " auto    - bf_post on a NIC with a BlueFlame register, db on the "
+         "software device (which reads the queue in any case)",
+         ucs_offsetof(strand_md_config_t, mmio_mode),
+         UCS_CONFIG_TYPE_ENUM(strand_mmio_mode_names)},
 
-    {NULL}
-};
+        {NULL}};
 
 /* ----------------------------------------------------------- devices */
 
@@ -99,7 +97,7 @@ int strand_md_select_devices(strand_dev_type_t type, strand_dev_info_t *out,
 {
     const unsigned hw  = 1u << STRAND_DEV_KIND_HW;
     const unsigned sim = 1u << STRAND_DEV_KIND_SIM;
-    int n;
+    int            n;
 
     switch (type) {
     case STRAND_DEV_TYPE_HW:
@@ -119,7 +117,7 @@ int strand_md_select_devices(strand_dev_type_t type, strand_dev_info_t *out,
 static strand_dev_type_t strand_md_config_dev_type(uct_component_t *component)
 {
     strand_dev_type_t type = STRAND_DEV_TYPE_AUTO;
-    uct_md_config_t *config;
+    uct_md_config_t  *config;
 
     if (uct_md_config_read(component, NULL, NULL, &config) == UCS_OK) {
         type = ucs_derived_of(config, strand_md_config_t)->dev_type;
@@ -145,14 +143,14 @@ static void strand_md_warn_no_hw(void)
 }
 
 static ucs_status_t
-strand_md_query_resources(uct_component_t *component,
+strand_md_query_resources(uct_component_t         *component,
                           uct_md_resource_desc_t **resources_p,
-                          unsigned *num_resources_p)
+                          unsigned                *num_resources_p)
 {
-    strand_dev_type_t type = strand_md_config_dev_type(component);
-    strand_dev_info_t infos[STRAND_MD_MAX_DEVICES];
+    strand_dev_type_t       type = strand_md_config_dev_type(component);
+    strand_dev_info_t       infos[STRAND_MD_MAX_DEVICES];
     uct_md_resource_desc_t *res;
-    int i, n;
+    int                     i, n;
 
     n = strand_md_select_devices(type, infos, STRAND_MD_MAX_DEVICES);
     if (n <= 0) {
@@ -166,8 +164,7 @@ strand_md_query_resources(uct_component_t *component,
         return UCS_ERR_NO_MEMORY;
     }
     for (i = 0; i < n; ++i) {
-        ucs_strncpy_zero(res[i].md_name, infos[i].name,
-                         sizeof(res[i].md_name));
+        ucs_strncpy_zero(res[i].md_name, infos[i].name, sizeof(res[i].md_name));
     }
     *resources_p     = res;
     *num_resources_p = n;
@@ -186,17 +183,16 @@ typedef struct strand_md_tl_integrity {
 } strand_md_tl_integrity_t;
 
 static ucs_config_field_t strand_md_tl_integrity_table[] = {
-    {"INTEGRITY", "off", "(read by the MD; documented with the transport)",
-     ucs_offsetof(strand_md_tl_integrity_t, kind),
-     UCS_CONFIG_TYPE_ENUM(strand_integrity_kind_names)},
-    {NULL}
-};
+        {"INTEGRITY", "off", "(read by the MD; documented with the transport)",
+         ucs_offsetof(strand_md_tl_integrity_t, kind),
+         UCS_CONFIG_TYPE_ENUM(strand_integrity_kind_names)},
+        {NULL}};
 
 static ucs_status_t strand_md_read_integrity(strand_md_t *md)
 {
-    static const char *prefixes[] = {"DC_STRAND_", "RC_STRAND_"};
+    static const char       *prefixes[] = {"DC_STRAND_", "RC_STRAND_"};
     strand_md_tl_integrity_t opts;
-    unsigned i;
+    unsigned                 i;
 
     md->integrity = STRAND_INTEGRITY_OFF;
     for (i = 0; i < ucs_static_array_size(prefixes); ++i) {
@@ -212,7 +208,8 @@ static ucs_status_t strand_md_read_integrity(strand_md_t *md)
             (md->integrity != opts.kind)) {
             ucs_error("%s: UCX_DC_STRAND_INTEGRITY and "
                       "UCX_RC_STRAND_INTEGRITY ask for different signatures "
-                      "(%s, %s)", md->dev->info.name,
+                      "(%s, %s)",
+                      md->dev->info.name,
                       strand_integrity_kind_names[md->integrity],
                       strand_integrity_kind_names[opts.kind]);
             return UCS_ERR_INVALID_PARAM;
@@ -222,7 +219,8 @@ static ucs_status_t strand_md_read_integrity(strand_md_t *md)
     if ((md->integrity != STRAND_INTEGRITY_OFF) &&
         !strand_integrity_supported(&md->dev->caps, md->integrity)) {
         ucs_error("%s: integrity %s asked for, but the device has no block "
-                  "signature offload of that kind", md->dev->info.name,
+                  "signature offload of that kind",
+                  md->dev->info.name,
                   strand_integrity_kind_names[md->integrity]);
         return UCS_ERR_UNSUPPORTED;
     }
@@ -231,12 +229,11 @@ static ucs_status_t strand_md_read_integrity(strand_md_t *md)
 
 /* The mkey that signs what peers read of memh: its layout the whole
  * registration, memory plain, every 512-byte block signed on the wire. */
-static ucs_status_t strand_md_memh_sign(strand_md_t *md,
-                                        strand_md_memh_t *memh)
+static ucs_status_t strand_md_memh_sign(strand_md_t *md, strand_md_memh_t *memh)
 {
     strand_integrity_sig_t sig;
-    struct ibv_sge sge;
-    int err;
+    struct ibv_sge         sge;
+    int                    err;
 
     pthread_mutex_lock(&md->sig_lock);
     if (memh->have_sig) {
@@ -251,10 +248,11 @@ static ucs_status_t strand_md_memh_sign(strand_md_t *md,
         sge.addr   = memh->addr;
         sge.length = (uint32_t)memh->length;
         sge.lkey   = memh->mr.lkey;
-        err = (memh->length > UINT32_MAX) ? EINVAL :
-              md->dev->ops->mkey_configure(md->dev, &memh->sig, &sge, 1,
-                                           IBV_ACCESS_REMOTE_READ,
-                                           &sig.attr);
+        err        = (memh->length > UINT32_MAX) ?
+                             EINVAL :
+                             md->dev->ops->mkey_configure(md->dev, &memh->sig, &sge, 1,
+                                                          IBV_ACCESS_REMOTE_READ,
+                                                          &sig.attr);
         if (err != 0) {
             md->dev->ops->destroy_mkey(md->dev, &memh->sig);
         }
@@ -263,7 +261,8 @@ static ucs_status_t strand_md_memh_sign(strand_md_t *md,
     pthread_mutex_unlock(&md->sig_lock);
     if (err != 0) {
         ucs_error("%s: failed to make the signing mkey of %p length %" PRIu64
-                  ": %s", md->dev->info.name, (void*)(uintptr_t)memh->addr,
+                  ": %s",
+                  md->dev->info.name, (void *)(uintptr_t)memh->addr,
                   memh->length, strerror(err));
         return UCS_ERR_IO_ERROR;
     }
@@ -283,12 +282,18 @@ static void strand_md_memh_unsign(strand_md_t *md, strand_md_memh_t *memh)
 static ucs_status_t strand_md_errno_status(int err)
 {
     switch (err) {
-    case 0:      return UCS_OK;
-    case ENOMEM: return UCS_ERR_NO_MEMORY;
-    case EINVAL: return UCS_ERR_INVALID_PARAM;
-    case EFAULT: return UCS_ERR_INVALID_ADDR;
-    case ENODEV: return UCS_ERR_NO_DEVICE;
-    default:     return UCS_ERR_IO_ERROR;
+    case 0:
+        return UCS_OK;
+    case ENOMEM:
+        return UCS_ERR_NO_MEMORY;
+    case EINVAL:
+        return UCS_ERR_INVALID_PARAM;
+    case EFAULT:
+        return UCS_ERR_INVALID_ADDR;
+    case ENODEV:
+        return UCS_ERR_NO_DEVICE;
+    default:
+        return UCS_ERR_IO_ERROR;
     }
 }
 
@@ -297,21 +302,20 @@ static const int strand_md_access = IBV_ACCESS_LOCAL_WRITE |
                                     IBV_ACCESS_REMOTE_READ |
                                     IBV_ACCESS_REMOTE_ATOMIC;
 
-static ucs_status_t strand_md_reg(strand_md_t *md, void *address,
-                                  size_t length, unsigned flags,
-                                  strand_md_memh_t *memh)
+static ucs_status_t strand_md_reg(strand_md_t *md, void *address, size_t length,
+                                  unsigned flags, strand_md_memh_t *memh)
 {
-    int err = md->dev->ops->reg_mr(md->dev, address, length,
-                                   strand_md_access, &memh->mr);
+    int err = md->dev->ops->reg_mr(md->dev, address, length, strand_md_access,
+                                   &memh->mr);
 
     memh->addr     = (uintptr_t)address;
     memh->length   = length;
     memh->have_sig = 0;
     if (err != 0) {
         ucs_log((flags & UCT_MD_MEM_FLAG_HIDE_ERRORS) ? UCS_LOG_LEVEL_DEBUG :
-                UCS_LOG_LEVEL_ERROR,
-                "%s: failed to register %p length %zu: %s",
-                md->dev->info.name, address, length, strerror(err));
+                                                        UCS_LOG_LEVEL_ERROR,
+                "%s: failed to register %p length %zu: %s", md->dev->info.name,
+                address, length, strerror(err));
     }
     return strand_md_errno_status(err);
 }
@@ -320,14 +324,14 @@ static ucs_status_t
 strand_md_rcache_mem_reg(void *context, ucs_rcache_t *rcache, void *arg,
                          ucs_rcache_region_t *rregion, uint16_t rflags)
 {
-    strand_md_rcache_region_t *region = ucs_derived_of(rregion,
-                                                       strand_md_rcache_region_t);
-    unsigned flags = *(const unsigned*)arg;
+    strand_md_rcache_region_t *region =
+            ucs_derived_of(rregion, strand_md_rcache_region_t);
+    unsigned flags = *(const unsigned *)arg;
 
     if (rflags & UCS_RCACHE_MEM_REG_HIDE_ERRORS) {
         flags |= UCT_MD_MEM_FLAG_HIDE_ERRORS;
     }
-    return strand_md_reg(context, (void*)region->super.super.start,
+    return strand_md_reg(context, (void *)region->super.super.start,
                          region->super.super.end - region->super.super.start,
                          flags, &region->memh);
 }
@@ -335,9 +339,9 @@ strand_md_rcache_mem_reg(void *context, ucs_rcache_t *rcache, void *arg,
 static void strand_md_rcache_mem_dereg(void *context, ucs_rcache_t *rcache,
                                        ucs_rcache_region_t *rregion)
 {
-    strand_md_t *md = context;
-    strand_md_rcache_region_t *region = ucs_derived_of(rregion,
-                                                       strand_md_rcache_region_t);
+    strand_md_t               *md = context;
+    strand_md_rcache_region_t *region =
+            ucs_derived_of(rregion, strand_md_rcache_region_t);
 
     strand_md_memh_unsign(md, &region->memh);
     md->dev->ops->dereg_mr(md->dev, &region->memh.mr);
@@ -347,28 +351,27 @@ static void strand_md_rcache_dump(void *context, ucs_rcache_t *rcache,
                                   ucs_rcache_region_t *rregion, char *buf,
                                   size_t max)
 {
-    strand_md_rcache_region_t *region = ucs_derived_of(rregion,
-                                                       strand_md_rcache_region_t);
+    strand_md_rcache_region_t *region =
+            ucs_derived_of(rregion, strand_md_rcache_region_t);
 
     snprintf(buf, max, "lkey 0x%x rkey 0x%x", region->memh.mr.lkey,
              region->memh.mr.rkey);
 }
 
 static const ucs_rcache_ops_t strand_md_rcache_ops = {
-    .mem_reg     = strand_md_rcache_mem_reg,
-    .mem_dereg   = strand_md_rcache_mem_dereg,
-    .dump_region = strand_md_rcache_dump,
-    STRAND_RCACHE_OPS_MERGE
-};
+        .mem_reg     = strand_md_rcache_mem_reg,
+        .mem_dereg   = strand_md_rcache_mem_dereg,
+        .dump_region = strand_md_rcache_dump,
+        STRAND_RCACHE_OPS_MERGE};
 
 static ucs_status_t strand_md_mem_reg(uct_md_h uct_md, void *address,
                                       size_t length, unsigned flags,
                                       uct_mem_h *memh_p)
 {
-    strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
+    strand_md_t         *md = ucs_derived_of(uct_md, strand_md_t);
     ucs_rcache_region_t *rregion;
-    strand_md_memh_t *memh;
-    ucs_status_t status;
+    strand_md_memh_t    *memh;
+    ucs_status_t         status;
 
     if (length == 0) {
         return UCS_ERR_INVALID_PARAM;
@@ -399,18 +402,17 @@ static ucs_status_t strand_md_mem_reg(uct_md_h uct_md, void *address,
 static ucs_status_t
 strand_md_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
 {
-    strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
+    strand_md_t      *md = ucs_derived_of(uct_md, strand_md_t);
     strand_md_memh_t *memh;
-    int err;
+    int               err;
 
     UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
     memh = params->memh;
 
     if (md->rcache != NULL) {
-        ucs_rcache_region_put(md->rcache,
-                              &ucs_container_of(memh,
-                                                strand_md_rcache_region_t,
-                                                memh)->super);
+        ucs_rcache_region_put(
+                md->rcache,
+                &ucs_container_of(memh, strand_md_rcache_region_t, memh)->super);
         return UCS_OK;
     }
     strand_md_memh_unsign(md, memh);
@@ -419,15 +421,14 @@ strand_md_mem_dereg(uct_md_h uct_md, const uct_md_mem_dereg_params_t *params)
     return strand_md_errno_status(err);
 }
 
-static ucs_status_t
-strand_md_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
-                    const uct_md_mkey_pack_params_t *params, void *rkey_buffer)
+static ucs_status_t strand_md_mkey_pack(uct_md_h uct_md, uct_mem_h uct_memh,
+                                        const uct_md_mkey_pack_params_t *params,
+                                        void *rkey_buffer)
 {
-    strand_md_t *md                     = ucs_derived_of(uct_md,
-                                                         strand_md_t);
-    strand_md_memh_t *memh              = uct_memh;
+    strand_md_t                 *md     = ucs_derived_of(uct_md, strand_md_t);
+    strand_md_memh_t            *memh   = uct_memh;
     strand_md_packed_rkey_sig_t *packed = rkey_buffer;
-    ucs_status_t status;
+    ucs_status_t                 status;
 
     packed->plain.rkey        = memh->mr.rkey;
     packed->plain.atomic_rkey = memh->mr.rkey;
@@ -469,8 +470,8 @@ int strand_md_rkey_parse(const void *rkey_buffer, size_t len,
         (packed->base + packed->length < packed->base)) {
         ucs_debug("strand: a remote key's signing part does not hold "
                   "together (mkey 0x%x, kind %u, [0x%" PRIx64 ", +%" PRIu64
-                  ")): read as a plain key", packed->sig_rkey, packed->kind,
-                  packed->base, packed->length);
+                  ")): read as a plain key",
+                  packed->sig_rkey, packed->kind, packed->base, packed->length);
         return 0;
     }
     rk->sig_rkey = packed->sig_rkey;
@@ -484,18 +485,18 @@ int strand_md_rkey_parse(const void *rkey_buffer, size_t len,
  * options decide): the second word tells (strand_md_rkey_parse). Keys are
  * values (strand_rkey.h): a plain key is its 32 bits, one with a signing
  * mkey names an entry of the process's table of unpacked signing keys. */
-static ucs_status_t
-strand_md_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
-                      uct_rkey_t *rkey_p, void **handle_p)
+static ucs_status_t strand_md_rkey_unpack(uct_component_t *component,
+                                          const void      *rkey_buffer,
+                                          uct_rkey_t *rkey_p, void **handle_p)
 {
     const strand_md_packed_rkey_t *packed = rkey_buffer;
-    strand_rkey_sig_t parsed;
+    strand_rkey_sig_t              parsed;
 
     *handle_p = NULL;
     /* (a plain key is only 8 bytes: the parse reads past its second word
      * only for a key that says more follows) */
-    if (!strand_md_rkey_parse(rkey_buffer,
-                              sizeof(strand_md_packed_rkey_sig_t), &parsed)) {
+    if (!strand_md_rkey_parse(rkey_buffer, sizeof(strand_md_packed_rkey_sig_t),
+                              &parsed)) {
         *rkey_p = packed->rkey;
         return UCS_OK;
     }
@@ -519,20 +520,20 @@ static void strand_md_query_caps(uct_md_h uct_md, strand_md_caps_t *attr)
     /* NEED_MEMH: zero-copy operations take the memory handle of the local
      * buffer (its lkey); without the flag UCP passes whatever its request
      * held before instead of registering */
-    attr->flags                = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY |
-                                 UCT_MD_FLAG_NEED_MEMH;
+    attr->flags = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY |
+                  UCT_MD_FLAG_NEED_MEMH;
     /* as UCX's ib MD: it allocates nothing (no ALLOC flag, no alloc memory
      * types) and puts no bound on allocations; registrations are bounded
      * by what the device says */
-    attr->max_alloc            = ULONG_MAX;
-    attr->max_reg              = (md->dev->caps.max_mr_size_log2 >= 63) ?
-                                 ULONG_MAX :
-                                 (1ul << md->dev->caps.max_mr_size_log2);
-    attr->reg_mem_types        = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->access_mem_types     = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->rkey_packed_size     = strand_md_rkey_packed_size(md);
-    attr->reg_cost             = md->reg_cost;
-    attr->local_cpus           = md->local_cpus;
+    attr->max_alloc        = ULONG_MAX;
+    attr->max_reg          = (md->dev->caps.max_mr_size_log2 >= 63) ?
+                                     ULONG_MAX :
+                                     (1ul << md->dev->caps.max_mr_size_log2);
+    attr->reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    attr->access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    attr->rkey_packed_size = strand_md_rkey_packed_size(md);
+    attr->reg_cost         = md->reg_cost;
+    attr->local_cpus       = md->local_cpus;
 }
 
 /* CPUs near the device, as the device layer found them. */
@@ -570,8 +571,8 @@ static void strand_md_close(uct_md_h uct_md)
     strand_md_release(md);
 }
 
-static ucs_status_t strand_md_create_rcache(strand_md_t *md,
-                                            const strand_md_config_t *config)
+static ucs_status_t
+strand_md_create_rcache(strand_md_t *md, const strand_md_config_t *config)
 {
     ucs_rcache_params_t params;
 
@@ -580,7 +581,7 @@ static ucs_status_t strand_md_create_rcache(strand_md_t *md,
     params.ucm_events         = UCM_EVENT_VM_UNMAPPED;
     params.context            = md;
     params.ops                = &strand_md_rcache_ops;
-    params.flags             |= UCS_RCACHE_FLAG_PURGE_ON_FORK;
+    params.flags |= UCS_RCACHE_FLAG_PURGE_ON_FORK;
     return ucs_rcache_create(&params, md->dev->info.name, NULL, &md->rcache);
 }
 
@@ -590,12 +591,11 @@ static uct_md_ops_t strand_md_ops;
 UCS_STATIC_INIT
 {
     static const strand_compat_md_funcs_t funcs = {
-        .query_caps = strand_md_query_caps,
-        .mem_reg    = strand_md_mem_reg,
-        .mkey_pack  = strand_md_mkey_pack,
-        .close      = strand_md_close,
-        .mem_dereg  = strand_md_mem_dereg
-    };
+            .query_caps = strand_md_query_caps,
+            .mem_reg    = strand_md_mem_reg,
+            .mkey_pack  = strand_md_mkey_pack,
+            .close      = strand_md_close,
+            .mem_dereg  = strand_md_mem_dereg};
 
     strand_compat_md_ops(&strand_md_ops, &funcs);
     strand_compat_component_rkey_ops(&strand_component, strand_md_rkey_unpack);
@@ -603,8 +603,8 @@ UCS_STATIC_INIT
 
 /* The registration cache, as asked (UCX_STRAND_RCACHE): try (the default)
  * goes without one when it cannot be made. */
-static ucs_status_t strand_md_open_rcache(strand_md_t *md,
-                                          const strand_md_config_t *config)
+static ucs_status_t
+strand_md_open_rcache(strand_md_t *md, const strand_md_config_t *config)
 {
     ucs_status_t status;
 
@@ -613,8 +613,9 @@ static ucs_status_t strand_md_open_rcache(strand_md_t *md,
     }
     status = strand_md_create_rcache(md, config);
     if (status == UCS_OK) {
-        md->reg_cost = ucs_linear_func_make(
-                strand_rcache_overhead(&config->rcache), 0);
+        md->reg_cost = ucs_linear_func_make(strand_rcache_overhead(
+                                                    &config->rcache),
+                                            0);
         return UCS_OK;
     }
     if (config->rcache_enable == UCS_YES) {
@@ -630,7 +631,7 @@ static ucs_status_t strand_md_open_rcache(strand_md_t *md,
 /* Fork protection for the device's backend, before it registers anything
  * (UCX calls ibv_fork_init where it opens its IB memory domains too). */
 static ucs_status_t strand_md_fork_init(const strand_md_config_t *config,
-                                        const strand_dev_info_t *info)
+                                        const strand_dev_info_t  *info)
 {
     int err;
 
@@ -640,17 +641,20 @@ static ucs_status_t strand_md_fork_init(const strand_md_config_t *config,
     err = strand_dev_fork_init(info->kind);
     if (err == ENOTSUP) {
         ucs_debug("%s: UCX_STRAND_FORK_INIT: the software device needs no "
-                  "fork protection", info->name);
+                  "fork protection",
+                  info->name);
     } else if (err == 0) {
         ucs_debug("%s: ibv_fork_init: registered memory is fork-safe",
                   info->name);
     } else if (config->fork_init == UCS_YES) {
         ucs_error("%s: UCX_STRAND_FORK_INIT=yes, but ibv_fork_init failed: "
-                  "%s", info->name, strerror(err));
+                  "%s",
+                  info->name, strerror(err));
         return UCS_ERR_IO_ERROR;
     } else {
         ucs_debug("%s: ibv_fork_init failed: %s; fork() after a "
-                  "registration may be unsafe", info->name, strerror(err));
+                  "registration may be unsafe",
+                  info->name, strerror(err));
     }
     return UCS_OK;
 }
@@ -661,18 +665,18 @@ strand_md_open(uct_component_t *component, const char *md_name,
 {
     const strand_md_config_t *config = ucs_derived_of(uct_config,
                                                       strand_md_config_t);
-    strand_dev_info_t infos[STRAND_MD_MAX_DEVICES];
-    strand_md_t *md;
-    ucs_status_t status;
-    int i, n, err;
+    strand_dev_info_t         infos[STRAND_MD_MAX_DEVICES];
+    strand_md_t              *md;
+    ucs_status_t              status;
+    int                       i, n, err;
 
     n = strand_md_select_devices(config->dev_type, infos,
                                  STRAND_MD_MAX_DEVICES);
     for (i = 0; (i < n) && strcmp(infos[i].name, md_name); ++i) {
     }
     if (i >= n) {
-        ucs_error("strand: no device '%s' (UCX_STRAND_DEVICE_TYPE=%s)",
-                  md_name, strand_dev_type_names[config->dev_type]);
+        ucs_error("strand: no device '%s' (UCX_STRAND_DEVICE_TYPE=%s)", md_name,
+                  strand_dev_type_names[config->dev_type]);
         return UCS_ERR_NO_DEVICE;
     }
 
@@ -710,7 +714,8 @@ strand_md_open(uct_component_t *component, const char *md_name,
     md->mmio_mode       = config->mmio_mode;
     if (md->mmio_mode == STRAND_MMIO_MODE_AUTO) {
         md->mmio_mode = (md->dev->info.kind == STRAND_DEV_KIND_SIM) ?
-                        STRAND_MMIO_MODE_DB : STRAND_MMIO_MODE_AUTO;
+                                STRAND_MMIO_MODE_DB :
+                                STRAND_MMIO_MODE_AUTO;
     }
     strand_md_local_cpus(md->dev, &md->local_cpus);
     status = strand_md_open_rcache(md, config);
@@ -723,21 +728,20 @@ strand_md_open(uct_component_t *component, const char *md_name,
 }
 
 uct_component_t strand_component = {
-    .query_md_resources = strand_md_query_resources,
-    .md_open            = strand_md_open,
-    .cm_open            = STRAND_UCX_UNSUPPORTED(uct_component_cm_open_func_t),
-    .rkey_ptr           = STRAND_UCX_UNSUPPORTED(uct_component_rkey_ptr_func_t),
-    .rkey_release       = strand_md_rkey_release,
-    .name               = STRAND_COMPONENT_NAME,
-    .md_config          = {
-        .name           = "strand memory domain",
-        .prefix         = "STRAND_",
-        .table          = strand_md_config_table,
-        .size           = sizeof(strand_md_config_t),
-    },
-    .cm_config          = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
-    .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(&strand_component),
-    .flags              = 0,
-    .md_vfs_init        = (uct_component_md_vfs_init_func_t)
-                          ucs_empty_function
-};
+        .query_md_resources = strand_md_query_resources,
+        .md_open            = strand_md_open,
+        .cm_open      = STRAND_UCX_UNSUPPORTED(uct_component_cm_open_func_t),
+        .rkey_ptr     = STRAND_UCX_UNSUPPORTED(uct_component_rkey_ptr_func_t),
+        .rkey_release = strand_md_rkey_release,
+        .name         = STRAND_COMPONENT_NAME,
+        .md_config =
+                {
+                        .name   = "strand memory domain",
+                        .prefix = "STRAND_",
+                        .table  = strand_md_config_table,
+                        .size   = sizeof(strand_md_config_t),
+                },
+        .cm_config   = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
+        .tl_list     = UCT_COMPONENT_TL_LIST_INITIALIZER(&strand_component),
+        .flags       = 0,
+        .md_vfs_init = (uct_component_md_vfs_init_func_t)ucs_empty_function};

@@ -30,13 +30,13 @@ typedef enum strand_dev_type {
 } strand_dev_type_t;
 
 typedef struct strand_md_config {
-    uct_md_config_t        super;
-    strand_dev_type_t      dev_type;
+    uct_md_config_t          super;
+    strand_dev_type_t        dev_type;
     ucs_ternary_auto_value_t rcache_enable;
-    strand_rcache_config_t rcache;
-    double                 reg_cost_overhead;  /* seconds */
-    double                 reg_cost_growth;    /* seconds per byte */
-    int                    mmio_mode;          /* strand_mmio_mode_t */
+    strand_rcache_config_t   rcache;
+    double                   reg_cost_overhead; /* seconds */
+    double                   reg_cost_growth;   /* seconds per byte */
+    int                      mmio_mode;         /* strand_mmio_mode_t */
     ucs_ternary_auto_value_t fork_init;
 } strand_md_config_t;
 
@@ -69,27 +69,27 @@ typedef struct strand_md_packed_rkey {
  * from 8 to 32 bytes. */
 typedef struct strand_md_packed_rkey_sig {
     strand_md_packed_rkey_t plain;
-    uint32_t sig_rkey;      /* 0: the registration is not signed */
-    uint8_t  kind;          /* strand_integrity_kind_t */
-    uint8_t  reserved[3];
-    uint64_t base;          /* the registration the signing mkey covers */
-    uint64_t length;
+    uint32_t                sig_rkey; /* 0: the registration is not signed */
+    uint8_t                 kind;     /* strand_integrity_kind_t */
+    uint8_t                 reserved[3];
+    uint64_t                base; /* the registration the signing mkey covers */
+    uint64_t                length;
 } UCS_S_PACKED strand_md_packed_rkey_sig_t;
 
 typedef struct strand_md {
-    uct_md_t           super;
-    strand_dev_t      *dev;
-    ucs_rcache_t      *rcache;        /* NULL: register every time */
-    ucs_linear_func_t  reg_cost;
-    ucs_cpu_set_t      local_cpus;
-    strand_async_t     async;         /* the device's async events */
-    uint8_t            mmio_mode;     /* how every send queue of the MD
-                                         rings (strand_mmio_mode_t,
-                                         resolved for the device) */
+    uct_md_t          super;
+    strand_dev_t     *dev;
+    ucs_rcache_t     *rcache; /* NULL: register every time */
+    ucs_linear_func_t reg_cost;
+    ucs_cpu_set_t     local_cpus;
+    strand_async_t    async;     /* the device's async events */
+    uint8_t           mmio_mode; /* how every send queue of the MD
+                                    rings (strand_mmio_mode_t,
+                                    resolved for the device) */
     /* what the transports' INTEGRITY options ask for: remote keys carry
      * a signing mkey of this kind */
     strand_integrity_kind_t integrity;
-    pthread_mutex_t    sig_lock;      /* signing mkeys made at pack time */
+    pthread_mutex_t         sig_lock; /* signing mkeys made at pack time */
 } strand_md_t;
 
 /* A packed remote key (len bytes of it at hand) read without unpacking:
@@ -100,11 +100,11 @@ int strand_md_rkey_parse(const void *rkey_buffer, size_t len,
 static inline size_t strand_md_rkey_packed_size(const strand_md_t *md)
 {
     return (md->integrity != STRAND_INTEGRITY_OFF) ?
-           sizeof(strand_md_packed_rkey_sig_t) :
-           sizeof(strand_md_packed_rkey_t);
+                   sizeof(strand_md_packed_rkey_sig_t) :
+                   sizeof(strand_md_packed_rkey_t);
 }
 
-extern uct_component_t strand_component;
+extern uct_component_t    strand_component;
 extern ucs_config_field_t strand_md_config_table[];
 
 /* Devices this configuration selects (UCX_STRAND_DEVICE_TYPE): auto =

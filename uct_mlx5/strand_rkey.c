@@ -25,7 +25,7 @@
 
 typedef struct strand_rkey_entry {
     strand_rkey_sig_t rk;
-    uint16_t          gen;       /* moves on when the slot is freed */
+    uint16_t          gen; /* moves on when the slot is freed */
     uint8_t           used;
     uint32_t          next_free; /* STRAND_RKEY_NONE: the last */
 } strand_rkey_entry_t;
@@ -34,11 +34,11 @@ typedef struct strand_rkey_entry {
 static struct {
     pthread_mutex_t      lock;
     strand_rkey_entry_t *chunks[STRAND_RKEY_MAX / STRAND_RKEY_CHUNK];
-    uint32_t             num;       /* slots ever handed out */
-    uint32_t             free;      /* a freed slot, STRAND_RKEY_NONE */
+    uint32_t             num;  /* slots ever handed out */
+    uint32_t             free; /* a freed slot, STRAND_RKEY_NONE */
 } strand_rkey_table = {
-    .lock = PTHREAD_MUTEX_INITIALIZER,
-    .free = STRAND_RKEY_NONE,
+        .lock = PTHREAD_MUTEX_INITIALIZER,
+        .free = STRAND_RKEY_NONE,
 };
 
 static strand_rkey_entry_t *strand_rkey_entry(uint32_t index)
@@ -55,7 +55,7 @@ static strand_rkey_entry_t *strand_rkey_entry(uint32_t index)
 /* A free slot's index, STRAND_RKEY_NONE when the table is full. */
 static uint32_t strand_rkey_slot_take(void)
 {
-    uint32_t index = strand_rkey_table.free;
+    uint32_t              index = strand_rkey_table.free;
     strand_rkey_entry_t **chunk;
 
     if (index != STRAND_RKEY_NONE) {
@@ -78,10 +78,10 @@ static uint32_t strand_rkey_slot_take(void)
     return index;
 }
 
-static uct_rkey_t strand_rkey_value(uint32_t index, const strand_rkey_entry_t *e)
+static uct_rkey_t
+strand_rkey_value(uint32_t index, const strand_rkey_entry_t *e)
 {
-    return STRAND_RKEY_SIG_FLAG |
-           ((uint64_t)e->gen << STRAND_RKEY_GEN_SHIFT) |
+    return STRAND_RKEY_SIG_FLAG | ((uint64_t)e->gen << STRAND_RKEY_GEN_SHIFT) |
            ((uint64_t)index << STRAND_RKEY_INDEX_SHIFT) | e->rk.rkey;
 }
 
@@ -97,21 +97,23 @@ static strand_rkey_entry_t *strand_rkey_find(uct_rkey_t rkey)
     }
     e = strand_rkey_entry(index);
     return ((e != NULL) && e->used && (strand_rkey_value(index, e) == rkey)) ?
-           e : NULL;
+                   e :
+                   NULL;
 }
 
-ucs_status_t strand_rkey_sig_add(const strand_rkey_sig_t *rk,
-                                 uct_rkey_t *rkey_p)
+ucs_status_t
+strand_rkey_sig_add(const strand_rkey_sig_t *rk, uct_rkey_t *rkey_p)
 {
     strand_rkey_entry_t *e;
-    uint32_t index;
+    uint32_t             index;
 
     pthread_mutex_lock(&strand_rkey_table.lock);
     index = strand_rkey_slot_take();
     if (index == STRAND_RKEY_NONE) {
         pthread_mutex_unlock(&strand_rkey_table.lock);
         ucs_error("strand: %u signing remote keys are unpacked in this "
-                  "process: no room for another", STRAND_RKEY_MAX);
+                  "process: no room for another",
+                  STRAND_RKEY_MAX);
         return UCS_ERR_NO_MEMORY;
     }
     e       = strand_rkey_entry(index);

@@ -36,9 +36,9 @@ typedef struct strand_rkey_sig {
     uint64_t length;
 } strand_rkey_sig_t;
 
-#define STRAND_RKEY_SIG_FLAG     (1ull << 63)
-#define STRAND_RKEY_INDEX_BITS   20   /* entries unpacked at once: 1M */
-#define STRAND_RKEY_GEN_BITS     11
+#define STRAND_RKEY_SIG_FLAG   (1ull << 63)
+#define STRAND_RKEY_INDEX_BITS 20 /* entries unpacked at once: 1M */
+#define STRAND_RKEY_GEN_BITS   11
 
 /* the key of plain RDMA and atomics */
 static inline uint32_t strand_rkey_plain(uct_rkey_t rkey)
@@ -55,8 +55,8 @@ static inline int strand_rkey_is_sig(uct_rkey_t rkey)
 
 /* A signing key into the table: its value in *rkey_p. UCS_ERR_NO_MEMORY
  * when 2^STRAND_RKEY_INDEX_BITS are unpacked already. */
-ucs_status_t strand_rkey_sig_add(const strand_rkey_sig_t *rk,
-                                 uct_rkey_t *rkey_p);
+ucs_status_t
+strand_rkey_sig_add(const strand_rkey_sig_t *rk, uct_rkey_t *rkey_p);
 /* The entry of a signing key goes (a key that names none: nothing). */
 void strand_rkey_sig_remove(uct_rkey_t rkey);
 /* What a signing key names, copied into *rk: UCS_OK, or

@@ -21,11 +21,10 @@
 #include <string.h>
 
 const char *strand_integrity_kind_names[] = {
-    [STRAND_INTEGRITY_OFF]    = "off",
-    [STRAND_INTEGRITY_CRC32C] = "crc32c",
-    [STRAND_INTEGRITY_T10DIF] = "t10dif",
-    [STRAND_INTEGRITY_LAST]   = NULL
-};
+        [STRAND_INTEGRITY_OFF]    = "off",
+        [STRAND_INTEGRITY_CRC32C] = "crc32c",
+        [STRAND_INTEGRITY_T10DIF] = "t10dif",
+        [STRAND_INTEGRITY_LAST]   = NULL};
 
 void strand_integrity_sig_init(strand_integrity_sig_t *s,
                                strand_integrity_kind_t kind)
@@ -35,18 +34,18 @@ void strand_integrity_sig_init(strand_integrity_sig_t *s,
     if (kind == STRAND_INTEGRITY_T10DIF) {
         /* the guard only: application and reference tags say nothing
          * about a memory buffer */
-        s->dif.bg_type      = MLX5DV_SIG_T10DIF_CRC;
-        s->wire.sig_type    = MLX5DV_SIG_TYPE_T10DIF;
-        s->wire.sig.dif     = &s->dif;
-        s->attr.check_mask  = MLX5DV_SIG_MASK_T10DIF_GUARD;
+        s->dif.bg_type     = MLX5DV_SIG_T10DIF_CRC;
+        s->wire.sig_type   = MLX5DV_SIG_TYPE_T10DIF;
+        s->wire.sig.dif    = &s->dif;
+        s->attr.check_mask = MLX5DV_SIG_MASK_T10DIF_GUARD;
     } else {
-        s->crc.type         = MLX5DV_SIG_CRC_TYPE_CRC32C;
-        s->crc.seed         = 0xffffffffu;
-        s->wire.sig_type    = MLX5DV_SIG_TYPE_CRC;
-        s->wire.sig.crc     = &s->crc;
-        s->attr.check_mask  = MLX5DV_SIG_MASK_CRC32C;
+        s->crc.type        = MLX5DV_SIG_CRC_TYPE_CRC32C;
+        s->crc.seed        = 0xffffffffu;
+        s->wire.sig_type   = MLX5DV_SIG_TYPE_CRC;
+        s->wire.sig.crc    = &s->crc;
+        s->attr.check_mask = MLX5DV_SIG_MASK_CRC32C;
     }
-    s->attr.mem  = NULL;        /* memory holds the data alone */
+    s->attr.mem  = NULL; /* memory holds the data alone */
     s->attr.wire = &s->wire;
 }
 
@@ -56,7 +55,7 @@ unsigned strand_integrity_sig_size(strand_integrity_kind_t kind)
 }
 
 int strand_integrity_supported(const strand_dev_caps_t *caps,
-                               strand_integrity_kind_t kind)
+                               strand_integrity_kind_t  kind)
 {
     const struct mlx5dv_sig_caps *c = &caps->sig_caps;
 
@@ -143,7 +142,7 @@ static strand_integrity_piece_t *
 strand_integrity_piece_take(strand_integrity_t *ig)
 {
     strand_integrity_piece_t *piece = ig->free;
-    int err;
+    int                       err;
 
     if (piece != NULL) {
         ig->free = piece->next;
@@ -176,7 +175,7 @@ strand_integrity_piece_take(strand_integrity_t *ig)
     return piece;
 }
 
-static void strand_integrity_piece_put(strand_integrity_t *ig,
+static void strand_integrity_piece_put(strand_integrity_t       *ig,
                                        strand_integrity_piece_t *piece)
 {
     piece->req  = NULL;
@@ -194,18 +193,18 @@ static void strand_integrity_piece_put(strand_integrity_t *ig,
  * takes its place: nothing on the good path, a destroy and a create (two
  * DEVX commands on a NIC) per bad piece.
  */
-static ucs_status_t strand_integrity_renew(strand_integrity_t *ig,
-                                           strand_integrity_piece_t *piece)
+static ucs_status_t
+strand_integrity_renew(strand_integrity_t *ig, strand_integrity_piece_t *piece)
 {
     strand_dev_mkey_t fresh;
-    int err;
+    int               err;
 
     err = ig->dev->ops->create_mkey(ig->dev, ig->max_sge + 2, 1,
                                     strand_dev_mkey_variant(ig->dev), &fresh);
     if (err != 0) {
         ucs_error("%s: failed to create a signature mkey to replace 0x%x "
-                  "after its signature error: %s", ig->dev->info.name,
-                  piece->mkey.key, strerror(err));
+                  "after its signature error: %s",
+                  ig->dev->info.name, piece->mkey.key, strerror(err));
         return UCS_ERR_IO_ERROR;
     }
     ig->dev->ops->destroy_mkey(ig->dev, &piece->mkey);
@@ -216,11 +215,11 @@ static ucs_status_t strand_integrity_renew(strand_integrity_t *ig,
 
 /* Configure the landing mkey of piece: a new one where the old reported a
  * bad block (above). */
-static ucs_status_t strand_integrity_configure(strand_integrity_t *ig,
+static ucs_status_t strand_integrity_configure(strand_integrity_t       *ig,
                                                strand_integrity_piece_t *piece)
 {
     ucs_status_t status;
-    int err;
+    int          err;
 
     if (piece->bad) {
         status = strand_integrity_renew(ig, piece);
@@ -242,15 +241,14 @@ static ucs_status_t strand_integrity_configure(strand_integrity_t *ig,
 
 /* ------------------------------------------------------------- a GET */
 
-ucs_status_t strand_integrity_req_init(strand_integrity_t *ig,
-                                       strand_integrity_req_t *req,
-                                       const strand_rkey_sig_t *rk,
-                                       uint64_t remote_addr,
-                                       const uct_iov_t *iov, size_t iovcnt,
-                                       const uint32_t *lkeys)
+ucs_status_t
+strand_integrity_req_init(strand_integrity_t *ig, strand_integrity_req_t *req,
+                          const strand_rkey_sig_t *rk, uint64_t remote_addr,
+                          const uct_iov_t *iov, size_t iovcnt,
+                          const uint32_t *lkeys)
 {
     const uint64_t bs = STRAND_INTEGRITY_BLOCK;
-    size_t i, len = 0;
+    size_t         i, len = 0;
 
     for (i = 0; i < iovcnt; ++i) {
         len += uct_iov_get_length(&iov[i]);
@@ -260,10 +258,11 @@ ucs_status_t strand_integrity_req_init(strand_integrity_t *ig,
         (len > rk->length - (remote_addr - rk->base))) {
         ucs_error("%s: checked GET of %zu bytes at 0x%" PRIx64 " outside the "
                   "peer's registration [0x%" PRIx64 ", +%" PRIu64 ") or of "
-                  "another signature (%s, ours %s)", ig->dev->info.name, len,
-                  remote_addr, rk->base, rk->length,
+                  "another signature (%s, ours %s)",
+                  ig->dev->info.name, len, remote_addr, rk->base, rk->length,
                   (rk->kind < STRAND_INTEGRITY_LAST) ?
-                  strand_integrity_kind_names[rk->kind] : "?",
+                          strand_integrity_kind_names[rk->kind] :
+                          "?",
                   strand_integrity_kind_names[ig->kind]);
         return UCS_ERR_INVALID_PARAM;
     }
@@ -284,13 +283,13 @@ ucs_status_t strand_integrity_req_init(strand_integrity_t *ig,
     return UCS_OK;
 }
 
-int strand_integrity_writes_into(const strand_integrity_t *ig,
-                                 const void *buf, size_t len)
+int strand_integrity_writes_into(const strand_integrity_t *ig, const void *buf,
+                                 size_t len)
 {
-    const uintptr_t b0 = (uintptr_t)buf, b1 = b0 + len;
+    const uintptr_t               b0 = (uintptr_t)buf, b1 = b0 + len;
     const strand_integrity_req_t *req;
-    uintptr_t a;
-    size_t i;
+    uintptr_t                     a;
+    size_t                        i;
 
     ucs_list_for_each(req, &ig->active, active) {
         for (i = 0; i < req->iovcnt; ++i) {
@@ -303,8 +302,8 @@ int strand_integrity_writes_into(const strand_integrity_t *ig,
     return 0;
 }
 
-static void strand_integrity_sge(strand_integrity_piece_t *piece,
-                                 uint64_t addr, uint64_t len, uint32_t lkey)
+static void strand_integrity_sge(strand_integrity_piece_t *piece, uint64_t addr,
+                                 uint64_t len, uint32_t lkey)
 {
     struct ibv_sge *sge = &piece->sge[piece->num_sge++];
 
@@ -315,20 +314,21 @@ static void strand_integrity_sge(strand_integrity_piece_t *piece,
 
 /* The user's bytes [u0, u1) of req (offsets in the GET) as the next
  * entries of piece's layout. */
-static void strand_integrity_user_sges(strand_integrity_req_t *req,
+static void strand_integrity_user_sges(strand_integrity_req_t   *req,
                                        strand_integrity_piece_t *piece,
                                        uint64_t u0, uint64_t u1)
 {
     uint64_t pos = 0, len, a, b;
-    size_t i;
+    size_t   i;
 
     for (i = 0; (i < req->iovcnt) && (pos < u1); ++i) {
         len = uct_iov_get_length(&req->iov[i]);
         a   = ucs_max(u0, pos);
         b   = ucs_min(u1, pos + len);
         if (a < b) {
-            strand_integrity_sge(piece, (uintptr_t)req->iov[i].buffer +
-                                        (a - pos), b - a, req->lkeys[i]);
+            strand_integrity_sge(piece,
+                                 (uintptr_t)req->iov[i].buffer + (a - pos),
+                                 b - a, req->lkeys[i]);
         }
         pos += len;
     }
@@ -336,18 +336,18 @@ static void strand_integrity_user_sges(strand_integrity_req_t *req,
 
 /* Lay out piece to read blocks [b0, b1) of req; where they land:
  * scratch, the user's buffers, scratch. */
-static void strand_integrity_lay_out(strand_integrity_t *ig,
-                                     strand_integrity_req_t *req,
+static void strand_integrity_lay_out(strand_integrity_t       *ig,
+                                     strand_integrity_req_t   *req,
                                      strand_integrity_piece_t *piece,
                                      uint64_t b0, uint64_t b1)
 {
     const uint64_t bs = STRAND_INTEGRITY_BLOCK;
-    uint64_t m0       = b0 * bs;
-    uint64_t m1       = ucs_min(req->length, b1 * bs);
-    uint64_t u0       = ucs_max(m0, req->off);
-    uint64_t u1       = ucs_min(m1, req->end);
+    uint64_t       m0 = b0 * bs;
+    uint64_t       m1 = ucs_min(req->length, b1 * bs);
+    uint64_t       u0 = ucs_max(m0, req->off);
+    uint64_t       u1 = ucs_min(m1, req->end);
 
-    piece->num_sge  = 0;
+    piece->num_sge = 0;
     if (u0 > m0) {
         strand_integrity_sge(piece, (uintptr_t)ig->scratch, u0 - m0,
                              ig->scratch_mr.lkey);
@@ -357,9 +357,10 @@ static void strand_integrity_lay_out(strand_integrity_t *ig,
         strand_integrity_sge(piece, (uintptr_t)ig->scratch, m1 - u1,
                              ig->scratch_mr.lkey);
     }
-    piece->wire_off = b0 * (bs + strand_integrity_sig_size(ig->kind));
-    piece->wire_len = (uint32_t)((m1 - m0) + (b1 - b0) *
-                                 strand_integrity_sig_size(ig->kind));
+    piece->wire_off  = b0 * (bs + strand_integrity_sig_size(ig->kind));
+    piece->wire_len  = (uint32_t)((m1 - m0) +
+                                 (b1 - b0) *
+                                         strand_integrity_sig_size(ig->kind));
     piece->block     = b0;
     piece->end_block = b1;
 }
@@ -369,8 +370,9 @@ static void strand_integrity_lay_out(strand_integrity_t *ig,
  * (data and signature), it rounds down under either reading of the
  * offset (memory or wire bytes): a block before the bad one may be read
  * again, the bad one is never skipped. */
-static uint64_t strand_integrity_bad_block(const strand_integrity_t *ig,
-                                           const strand_integrity_piece_t *piece)
+static uint64_t
+strand_integrity_bad_block(const strand_integrity_t       *ig,
+                           const strand_integrity_piece_t *piece)
 {
     uint64_t stride = STRAND_INTEGRITY_BLOCK +
                       strand_integrity_sig_size(ig->kind);
@@ -379,12 +381,12 @@ static uint64_t strand_integrity_bad_block(const strand_integrity_t *ig,
                                   piece->end_block - piece->block - 1);
 }
 
-ucs_status_t strand_integrity_next_piece(strand_integrity_t *ig,
-                                         strand_integrity_req_t *req,
+ucs_status_t strand_integrity_next_piece(strand_integrity_t        *ig,
+                                         strand_integrity_req_t    *req,
                                          strand_integrity_piece_t **piece_p)
 {
     strand_integrity_piece_t *piece;
-    ucs_status_t status;
+    ucs_status_t              status;
 
     if (req->status != UCS_OK) {
         return UCS_ERR_NO_ELEM;
@@ -405,7 +407,7 @@ ucs_status_t strand_integrity_next_piece(strand_integrity_t *ig,
                                          req->next_block + ig->piece_blocks));
         req->next_block = piece->end_block;
         piece->retries  = 0;
-        status = strand_integrity_configure(ig, piece);
+        status          = strand_integrity_configure(ig, piece);
         if (status != UCS_OK) {
             strand_integrity_piece_put(ig, piece);
             req->status = status;
@@ -419,9 +421,9 @@ ucs_status_t strand_integrity_next_piece(strand_integrity_t *ig,
     return UCS_OK;
 }
 
-void strand_integrity_piece_done(strand_integrity_t *ig,
+void strand_integrity_piece_done(strand_integrity_t       *ig,
                                  strand_integrity_piece_t *piece,
-                                 ucs_status_t status)
+                                 ucs_status_t              status)
 {
     strand_integrity_req_t *req = piece->req;
 
@@ -433,8 +435,7 @@ void strand_integrity_piece_done(strand_integrity_t *ig,
         } else if (piece->retries >= ig->max_retries) {
             ucs_error("%s: a piece of %u bytes of a checked read had a "
                       "bad block in each of its %u reads: the read fails",
-                      ig->dev->info.name, piece->wire_len,
-                      piece->retries + 1);
+                      ig->dev->info.name, piece->wire_len, piece->retries + 1);
             status = UCS_ERR_IO_ERROR;
         } else {
             /* from the first bad block on: the blocks before it landed
@@ -467,7 +468,7 @@ int strand_integrity_req_done(const strand_integrity_req_t *req)
            ((req->next_block == req->end_block) && (req->again == NULL));
 }
 
-void strand_integrity_req_finish(strand_integrity_t *ig,
+void strand_integrity_req_finish(strand_integrity_t     *ig,
                                  strand_integrity_req_t *req)
 {
     strand_integrity_piece_t *piece;
@@ -490,12 +491,12 @@ void strand_integrity_req_finish(strand_integrity_t *ig,
     }
 }
 
-int strand_integrity_sigerr(strand_integrity_t *ig,
+int strand_integrity_sigerr(strand_integrity_t      *ig,
                             const struct mlx5_cqe64 *cqe)
 {
-    const struct strand_sigerr_cqe *se = (const void*)cqe;
-    uint32_t key                       = strand_sigerr_cqe_mkey(cqe);
-    unsigned i;
+    const struct strand_sigerr_cqe *se  = (const void *)cqe;
+    uint32_t                        key = strand_sigerr_cqe_mkey(cqe);
+    unsigned                        i;
 
     for (i = 0; i < ig->num_pieces; ++i) {
         if ((ig->pieces[i]->req != NULL) && (ig->pieces[i]->mkey.key == key)) {
@@ -518,9 +519,10 @@ int strand_integrity_sigerr(strand_integrity_t *ig,
 void strand_integrity_summary(const strand_integrity_t *ig, char *buf,
                               size_t max)
 {
-    snprintf(buf, max, "%s: %" PRIu64 " checked, %" PRIu64 " pieces read, %"
-             PRIu64 " bad reads, %" PRIu64 " read again, %" PRIu64
-             " failed, %" PRIu64 " unchecked, %" PRIu64 " mkeys renewed",
+    snprintf(buf, max,
+             "%s: %" PRIu64 " checked, %" PRIu64 " pieces read, %" PRIu64
+             " bad reads, %" PRIu64 " read again, %" PRIu64 " failed, %" PRIu64
+             " unchecked, %" PRIu64 " mkeys renewed",
              strand_integrity_kind_names[ig->kind], ig->checked, ig->reads,
              ig->bad, ig->reread, ig->failed, ig->unchecked, ig->renewed);
 }

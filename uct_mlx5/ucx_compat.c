@@ -15,7 +15,7 @@
 
 /* ----------------------------------------------- registration cache */
 
-void strand_rcache_params(ucs_rcache_params_t *params,
+void strand_rcache_params(ucs_rcache_params_t          *params,
                           const strand_rcache_config_t *config)
 {
 #ifdef HAVE_UCT_MD_RCACHE_CONFIG_T
@@ -34,8 +34,9 @@ double strand_rcache_overhead(const strand_rcache_config_t *config)
     return uct_md_rcache_overhead(config);
 #else
     /* UCX 1.13's value for "auto" on every CPU but Fujitsu's ARM */
-    return (config->overhead == UCS_TIME_AUTO) ? 180e-9 :
-           ucs_time_to_sec(config->overhead);
+    return (config->overhead == UCS_TIME_AUTO) ?
+                   180e-9 :
+                   ucs_time_to_sec(config->overhead);
 #endif
 }
 
@@ -58,12 +59,10 @@ ucs_status_t strand_config_fill_opts(void *opts, ucs_config_field_t *table,
                                      int ignore_errors)
 {
 #ifdef HAVE_UCS_CONFIG_FILL_OPTS_ENTRY
-    ucs_config_global_list_entry_t entry = {
-        .name   = "strand",
-        .prefix = table_prefix,
-        .table  = table,
-        .size   = size
-    };
+    ucs_config_global_list_entry_t entry = {.name   = "strand",
+                                            .prefix = table_prefix,
+                                            .table  = table,
+                                            .size   = size};
 
     return ucs_config_parser_fill_opts(opts, &entry, UCS_DEFAULT_ENV_PREFIX,
                                        ignore_errors);
@@ -88,13 +87,13 @@ void strand_topo_set_device_name(ucs_sys_device_t sys_dev, const char *name)
 /* UCX's entries carry no context of strand's, so the adapters find the
  * functions they adapt here, copied by the table's builder (one library:
  * the same functions for every interface and MD). */
-static strand_compat_ep_funcs_t strand_compat_ep;
-static strand_compat_md_funcs_t strand_compat_md;
+static strand_compat_ep_funcs_t         strand_compat_ep;
+static strand_compat_md_funcs_t         strand_compat_md;
 static strand_compat_rkey_unpack_func_t strand_compat_unpack;
 
 #ifdef HAVE_UCT_EP_INVALIDATE_PARAMS_T
 static ucs_status_t
-strand_compat_ep_invalidate(uct_ep_h ep,
+strand_compat_ep_invalidate(uct_ep_h                          ep,
                             const uct_ep_invalidate_params_t *params)
 {
     return strand_compat_ep.invalidate(ep);
@@ -109,7 +108,7 @@ static ucs_status_t strand_compat_ep_invalidate(uct_ep_h ep, unsigned flags)
 #ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_IFACE_IS_REACHABLE_V2
 /* Is dev_addr the device of tl_iface itself (reachability in the device
  * scope: UCP asks whether a peer shares this NIC)? */
-static int strand_compat_same_device(uct_iface_h tl_iface,
+static int strand_compat_same_device(uct_iface_h              tl_iface,
                                      const uct_device_addr_t *dev_addr)
 {
     uint8_t own[256]; /* device addresses are a few bytes (strand: 11 or 17) */
@@ -117,8 +116,9 @@ static int strand_compat_same_device(uct_iface_h tl_iface,
 
     return (tl_iface->ops.iface_query(tl_iface, &attr) == UCS_OK) &&
            (attr.device_addr_len <= sizeof(own)) &&
-           (tl_iface->ops.iface_get_device_address(
-                    tl_iface, (uct_device_addr_t*)own) == UCS_OK) &&
+           (tl_iface->ops.iface_get_device_address(tl_iface,
+                                                   (uct_device_addr_t *)own) ==
+            UCS_OK) &&
            (memcmp(own, dev_addr, attr.device_addr_len) == 0);
 }
 
@@ -126,15 +126,14 @@ static int strand_compat_same_device(uct_iface_h tl_iface,
  * iface_is_reachable) for the network scope, and the same device for the
  * device scope; what is wrong goes to the caller's info string. */
 static int
-strand_compat_is_reachable_v2(const uct_iface_h tl_iface,
+strand_compat_is_reachable_v2(const uct_iface_h                      tl_iface,
                               const uct_iface_is_reachable_params_t *params)
 {
     uct_iface_reachability_scope_t scope =
-            UCS_PARAM_VALUE(UCT_IFACE_IS_REACHABLE_FIELD, params, scope,
-                            SCOPE, UCT_IFACE_REACHABILITY_SCOPE_NETWORK);
-    const uct_iface_addr_t *iface_addr =
-            UCS_PARAM_VALUE(UCT_IFACE_IS_REACHABLE_FIELD, params, iface_addr,
-                            IFACE_ADDR, NULL);
+            UCS_PARAM_VALUE(UCT_IFACE_IS_REACHABLE_FIELD, params, scope, SCOPE,
+                            UCT_IFACE_REACHABILITY_SCOPE_NETWORK);
+    const uct_iface_addr_t *iface_addr = UCS_PARAM_VALUE(
+            UCT_IFACE_IS_REACHABLE_FIELD, params, iface_addr, IFACE_ADDR, NULL);
 
     if (!(params->field_mask & UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR) ||
         (params->device_addr == NULL)) {
@@ -144,7 +143,7 @@ strand_compat_is_reachable_v2(const uct_iface_h tl_iface,
     if (!tl_iface->ops.iface_is_reachable(tl_iface, params->device_addr,
                                           iface_addr)) {
         uct_iface_fill_info_str_buf(params, "another link layer, subnet, "
-                                    "fabric or tag matching setting");
+                                            "fabric or tag matching setting");
         return 0;
     }
     if ((scope == UCT_IFACE_REACHABILITY_SCOPE_DEVICE) &&
@@ -156,7 +155,7 @@ strand_compat_is_reachable_v2(const uct_iface_h tl_iface,
 }
 
 static int
-strand_compat_ep_is_connected(uct_ep_h ep,
+strand_compat_ep_is_connected(uct_ep_h                            ep,
                               const uct_ep_is_connected_params_t *params)
 {
     UCT_EP_IS_CONNECTED_CHECK_DEV_IFACE_ADDRS(params);
@@ -165,25 +164,24 @@ strand_compat_ep_is_connected(uct_ep_h ep,
 }
 #endif
 
-void strand_compat_internal_ops(uct_iface_internal_ops_t *internal,
-                                uct_iface_estimate_perf_func_t estimate_perf,
-                                uct_iface_vfs_refresh_func_t vfs_refresh,
+void strand_compat_internal_ops(uct_iface_internal_ops_t       *internal,
+                                uct_iface_estimate_perf_func_t  estimate_perf,
+                                uct_iface_vfs_refresh_func_t    vfs_refresh,
                                 const strand_compat_ep_funcs_t *ep_funcs)
 {
     strand_compat_ep = *ep_funcs;
     memset(internal, 0, sizeof(*internal));
-    internal->iface_estimate_perf   = estimate_perf;
-    internal->iface_vfs_refresh     = vfs_refresh;
-    internal->ep_query =
-            STRAND_UCX_UNSUPPORTED(uct_ep_query_func_t);
-    internal->ep_invalidate         = strand_compat_ep_invalidate;
+    internal->iface_estimate_perf = estimate_perf;
+    internal->iface_vfs_refresh   = vfs_refresh;
+    internal->ep_query            = STRAND_UCX_UNSUPPORTED(uct_ep_query_func_t);
+    internal->ep_invalidate       = strand_compat_ep_invalidate;
 #ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_IFACE_QUERY_V2
-    internal->iface_query_v2        = uct_iface_base_query_v2;
+    internal->iface_query_v2 = uct_iface_base_query_v2;
 #endif
 #ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_EP_CONNECT_TO_EP_V2
     /* both transports connect to an interface, never to an endpoint */
-    internal->ep_connect_to_ep_v2   =
-            STRAND_UCX_UNSUPPORTED(uct_ep_connect_to_ep_v2_func_t);
+    internal->ep_connect_to_ep_v2 = STRAND_UCX_UNSUPPORTED(
+            uct_ep_connect_to_ep_v2_func_t);
 #endif
 #ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_IFACE_IS_REACHABLE_V2
     internal->iface_is_reachable_v2 = strand_compat_is_reachable_v2;
@@ -191,20 +189,19 @@ void strand_compat_internal_ops(uct_iface_internal_ops_t *internal,
 #endif
 #ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_EP_GET_DEVICE_EP
     /* device (GPU-initiated) endpoints: not strand's */
-    internal->ep_get_device_ep =
-            STRAND_UCX_UNSUPPORTED(uct_ep_get_device_ep_func_t);
+    internal->ep_get_device_ep = STRAND_UCX_UNSUPPORTED(
+            uct_ep_get_device_ep_func_t);
 #endif
 #ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_EP_PUT_SGL_ZCOPY
-    internal->ep_put_sgl_zcopy =
-            STRAND_UCX_UNSUPPORTED(uct_ep_put_sgl_zcopy_func_t);
+    internal->ep_put_sgl_zcopy = STRAND_UCX_UNSUPPORTED(
+            uct_ep_put_sgl_zcopy_func_t);
 #endif
 }
 
 /* -------------------------------------------------- the memory domain */
 
 #ifdef HAVE_UCT_MD_QUERY_V2
-static ucs_status_t strand_compat_md_query(uct_md_h md,
-                                           uct_md_attr_v2_t *attr)
+static ucs_status_t strand_compat_md_query(uct_md_h md, uct_md_attr_v2_t *attr)
 {
     strand_md_caps_t caps;
 
@@ -231,14 +228,14 @@ static ucs_status_t strand_compat_md_query(uct_md_h md, uct_md_attr_t *attr)
 
     strand_compat_md.query_caps(md, &caps);
     memset(attr, 0, sizeof(*attr));
-    attr->cap.flags            = caps.flags;
-    attr->cap.max_alloc        = caps.max_alloc;
-    attr->cap.max_reg          = caps.max_reg;
-    attr->cap.reg_mem_types    = caps.reg_mem_types;
+    attr->cap.flags = caps.flags;
+    attr->cap.max_alloc = caps.max_alloc;
+    attr->cap.max_reg = caps.max_reg;
+    attr->cap.reg_mem_types = caps.reg_mem_types;
     attr->cap.access_mem_types = caps.access_mem_types;
-    attr->rkey_packed_size     = caps.rkey_packed_size;
-    attr->reg_cost             = caps.reg_cost;
-    attr->local_cpus           = caps.local_cpus;
+    attr->rkey_packed_size = caps.rkey_packed_size;
+    attr->reg_cost = caps.reg_cost;
+    attr->local_cpus = caps.local_cpus;
     ucs_strncpy_zero(attr->component_name, md->component->name,
                      sizeof(attr->component_name));
     return UCS_OK;
@@ -251,9 +248,9 @@ strand_compat_mem_reg(uct_md_h md, void *address, size_t length,
                       const uct_md_mem_reg_params_t *params, uct_mem_h *memh_p)
 {
     return strand_compat_md.mem_reg(md, address, length,
-                                   UCT_MD_MEM_REG_FIELD_VALUE(params, flags,
-                                                              FIELD_FLAGS, 0),
-                                   memh_p);
+                                    UCT_MD_MEM_REG_FIELD_VALUE(params, flags,
+                                                               FIELD_FLAGS, 0),
+                                    memh_p);
 }
 #else
 static ucs_status_t strand_compat_mem_reg(uct_md_h md, void *address,
@@ -283,38 +280,33 @@ strand_compat_mkey_pack(uct_md_h md, uct_mem_h memh,
 }
 #endif
 
-void strand_compat_md_ops(uct_md_ops_t *md_ops,
+void strand_compat_md_ops(uct_md_ops_t                   *md_ops,
                           const strand_compat_md_funcs_t *funcs)
 {
     strand_compat_md = *funcs;
     /* what the MD does not do answers UNSUPPORTED, as UCX's ib MD does:
      * uct_md_* call each entry without checking */
     memset(md_ops, 0, sizeof(*md_ops));
-    md_ops->close              = funcs->close;
-    md_ops->query              = strand_compat_md_query;
-    md_ops->mem_alloc =
-            STRAND_UCX_UNSUPPORTED(uct_md_mem_alloc_func_t);
-    md_ops->mem_free           = STRAND_UCX_UNSUPPORTED(uct_md_mem_free_func_t);
-    md_ops->mem_advise =
-            STRAND_UCX_UNSUPPORTED(uct_md_mem_advise_func_t);
-    md_ops->mem_reg            = strand_compat_mem_reg;
-    md_ops->mem_dereg          = funcs->mem_dereg;
-    md_ops->mem_query =
-            STRAND_UCX_UNSUPPORTED(uct_md_mem_query_func_t);
-    md_ops->mkey_pack          = strand_compat_mkey_pack;
-    md_ops->detect_memory_type =
-            STRAND_UCX_UNSUPPORTED(uct_md_detect_memory_type_func_t);
+    md_ops->close      = funcs->close;
+    md_ops->query      = strand_compat_md_query;
+    md_ops->mem_alloc  = STRAND_UCX_UNSUPPORTED(uct_md_mem_alloc_func_t);
+    md_ops->mem_free   = STRAND_UCX_UNSUPPORTED(uct_md_mem_free_func_t);
+    md_ops->mem_advise = STRAND_UCX_UNSUPPORTED(uct_md_mem_advise_func_t);
+    md_ops->mem_reg    = strand_compat_mem_reg;
+    md_ops->mem_dereg  = funcs->mem_dereg;
+    md_ops->mem_query  = STRAND_UCX_UNSUPPORTED(uct_md_mem_query_func_t);
+    md_ops->mkey_pack  = strand_compat_mkey_pack;
+    md_ops->detect_memory_type = STRAND_UCX_UNSUPPORTED(
+            uct_md_detect_memory_type_func_t);
 #ifdef HAVE_UCT_MD_OPS_T_IS_SOCKADDR_ACCESSIBLE
     md_ops->is_sockaddr_accessible = ucs_empty_function_return_zero_int;
 #endif
 #ifdef HAVE_UCT_MD_OPS_T_MEM_ATTACH
     /* attaching to memory another process exported: not strand's */
-    md_ops->mem_attach =
-            STRAND_UCX_UNSUPPORTED(uct_md_mem_attach_func_t);
+    md_ops->mem_attach = STRAND_UCX_UNSUPPORTED(uct_md_mem_attach_func_t);
 #endif
 #ifdef HAVE_UCT_MD_OPS_T_MEM_ELEM_PACK
-    md_ops->mem_elem_pack =
-            STRAND_UCX_UNSUPPORTED(uct_md_mem_elem_pack_func_t);
+    md_ops->mem_elem_pack = STRAND_UCX_UNSUPPORTED(uct_md_mem_elem_pack_func_t);
 #endif
 }
 
@@ -338,8 +330,8 @@ strand_compat_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
 void strand_compat_component_rkey_ops(uct_component_t *component,
                                       strand_compat_rkey_unpack_func_t unpack)
 {
-    strand_compat_unpack    = unpack;
-    component->rkey_unpack  = strand_compat_rkey_unpack;
+    strand_compat_unpack   = unpack;
+    component->rkey_unpack = strand_compat_rkey_unpack;
 #ifdef HAVE_UCT_COMPONENT_T_RKEY_COMPARE
     /* keys are values (strand_rkey.h): equal values, equal keys */
     component->rkey_compare = uct_base_rkey_compare;

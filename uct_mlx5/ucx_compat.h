@@ -42,15 +42,16 @@ typedef ucs_rcache_config_t strand_rcache_config_t;
  * MD whose regions carry nothing but their registration has nothing to do
  * (the entry must be set: UCX calls it unchecked) */
 #ifdef HAVE_UCS_RCACHE_OPS_T_MERGE
-#define STRAND_RCACHE_OPS_MERGE \
-    .merge = (void (*)(void*, ucs_rcache_t*, void*, ucs_rcache_region_t*)) \
-             (void (*)(void))ucs_empty_function,
+#define STRAND_RCACHE_OPS_MERGE                        \
+    .merge = (void (*)(void *, ucs_rcache_t *, void *, \
+                       ucs_rcache_region_t *))(        \
+            void (*)(void))ucs_empty_function,
 #else
 #define STRAND_RCACHE_OPS_MERGE
 #endif
 
 /* rcache parameters from the configuration; page-aligned regions at most */
-void strand_rcache_params(ucs_rcache_params_t *params,
+void strand_rcache_params(ucs_rcache_params_t          *params,
                           const strand_rcache_config_t *config);
 
 /* seconds a lookup costs, as the configuration says ("auto": 180 ns) */
@@ -78,12 +79,11 @@ ucs_status_t strand_config_fill_opts(void *opts, ucs_config_field_t *table,
  * table_prefix ("DC_STRAND_"): 1.13 names the table's own options without
  * the prefix, later versions with it (options of embedded tables either
  * way); both are tried, in that order */
-static inline ucs_status_t strand_config_modify(void *config,
-                                                const char *table_prefix,
-                                                const char *name,
-                                                const char *value)
+static inline ucs_status_t
+strand_config_modify(void *config, const char *table_prefix, const char *name,
+                     const char *value)
 {
-    char full[128];
+    char         full[128];
     ucs_status_t status;
 
     status = uct_config_modify(config, name, value);
@@ -101,8 +101,8 @@ void strand_topo_set_device_name(ucs_sys_device_t sys_dev, const char *name);
  * size and a growth factor: UCX's defaults for them) */
 #ifdef HAVE_UCT_IFACE_MPOOL_CONFIG_T_MAX_CHUNK_SIZE
 #define STRAND_IFACE_MPOOL_CONFIG_FIELDS(_prefix, _max, _grow, _name, _offset, \
-                                         _desc) \
-    UCT_IFACE_MPOOL_CONFIG_FIELDS(_prefix, _max, _grow, inf, 1.0, _name, \
+                                         _desc)                                \
+    UCT_IFACE_MPOOL_CONFIG_FIELDS(_prefix, _max, _grow, inf, 1.0, _name,       \
                                   _offset, _desc)
 #else
 #define STRAND_IFACE_MPOOL_CONFIG_FIELDS UCT_IFACE_MPOOL_CONFIG_FIELDS
@@ -112,14 +112,14 @@ void strand_topo_set_device_name(ucs_sys_device_t sys_dev, const char *name);
  * versions name the device) */
 #ifdef HAVE_UCT_MD_MEM_ALLOC_SYS_DEV
 #define STRAND_MD_MEM_ALLOC_HOST(_md, _length_p, _address_p, _flags, _name, \
-                                 _memh_p) \
-    uct_md_mem_alloc(_md, _length_p, _address_p, UCS_MEMORY_TYPE_HOST, \
+                                 _memh_p)                                   \
+    uct_md_mem_alloc(_md, _length_p, _address_p, UCS_MEMORY_TYPE_HOST,      \
                      UCS_SYS_DEVICE_ID_UNKNOWN, _flags, _name, _memh_p)
 #else
-#define STRAND_MD_MEM_ALLOC_HOST(_md, _length_p, _address_p, _flags, _name, \
-                                 _memh_p) \
-    uct_md_mem_alloc(_md, _length_p, _address_p, UCS_MEMORY_TYPE_HOST, \
-                     _flags, _name, _memh_p)
+#define STRAND_MD_MEM_ALLOC_HOST(_md, _length_p, _address_p, _flags, _name,    \
+                                 _memh_p)                                      \
+    uct_md_mem_alloc(_md, _length_p, _address_p, UCS_MEMORY_TYPE_HOST, _flags, \
+                     _name, _memh_p)
 #endif
 
 /* a transport that reaches other nodes says so (UCX >= 1.18: UCP tells
@@ -151,7 +151,7 @@ static inline size_t strand_roundup_pow2(size_t n)
 #define STRAND_EP_CHECK_PARAMS(_flags, _comp) \
     UCT_CHECK_PARAM((_flags) == 0, "Unsupported flags: %x", (_flags))
 #else
-#define STRAND_EP_CHECK_PARAMS(_flags, _comp) \
+#define STRAND_EP_CHECK_PARAMS(_flags, _comp)                               \
     UCT_CHECK_PARAM((_comp) == NULL, "Unsupported completion on ep_check"); \
     UCT_CHECK_PARAM((_flags) == 0, "Unsupported flags: %x", (_flags))
 #endif
@@ -171,16 +171,16 @@ typedef struct strand_compat_ep_funcs {
 /* UCX's internal operations table: every entry this UCX has is set (what
  * strand does not do answers UNSUPPORTED; v2 reachability through the
  * interface's uct_iface_ops_t iface_is_reachable) */
-void strand_compat_internal_ops(uct_iface_internal_ops_t *internal,
-                                uct_iface_estimate_perf_func_t estimate_perf,
-                                uct_iface_vfs_refresh_func_t vfs_refresh,
+void strand_compat_internal_ops(uct_iface_internal_ops_t       *internal,
+                                uct_iface_estimate_perf_func_t  estimate_perf,
+                                uct_iface_vfs_refresh_func_t    vfs_refresh,
                                 const strand_compat_ep_funcs_t *ep_funcs);
 
 /* -------------------------------------------------- the memory domain */
 
 /* What the MD says of itself, whichever attribute struct UCX asks with. */
 typedef struct strand_md_caps {
-    uint64_t          flags;            /* UCT_MD_FLAG_* */
+    uint64_t          flags; /* UCT_MD_FLAG_* */
     size_t            max_alloc;
     size_t            max_reg;
     uint64_t          reg_mem_types;
@@ -198,21 +198,21 @@ typedef struct strand_compat_md_funcs {
                             unsigned flags, uct_mem_h *memh_p);
     ucs_status_t (*mkey_pack)(uct_md_h md, uct_mem_h memh,
                               const uct_md_mkey_pack_params_t *params,
-                              void *rkey_buffer);
+                              void                            *rkey_buffer);
     uct_md_close_func_t     close;
     uct_md_mem_dereg_func_t mem_dereg;
 } strand_compat_md_funcs_t;
 
 /* UCX's MD operations table: close and dereg as given, the rest through
  * the adapters, every entry this UCX has set */
-void strand_compat_md_ops(uct_md_ops_t *md_ops,
+void strand_compat_md_ops(uct_md_ops_t                   *md_ops,
                           const strand_compat_md_funcs_t *funcs);
 
 /* the component's rkey entries: unpack through its adapter (compare
  * where UCX has it) */
 typedef ucs_status_t (*strand_compat_rkey_unpack_func_t)(
-        uct_component_t *component, const void *rkey_buffer,
-        uct_rkey_t *rkey_p, void **handle_p);
+        uct_component_t *component, const void *rkey_buffer, uct_rkey_t *rkey_p,
+        void **handle_p);
 void strand_compat_component_rkey_ops(uct_component_t *component,
                                       strand_compat_rkey_unpack_func_t unpack);
 

@@ -17,15 +17,15 @@
 
 #define COPY_COUNT_MIN 256
 
-typedef void *(*copy_fn_t)(void*, const void*, size_t);
+typedef void *(*copy_fn_t)(void *, const void *, size_t);
 
 static _Atomic unsigned long long copy_bytes, copy_calls;
-static copy_fn_t real_memcpy, real_memmove;
+static copy_fn_t                  real_memcpy, real_memmove;
 static __thread int resolving; /* dlsym may copy: byte by byte meanwhile */
 
 static void *copy_bytewise(void *dst, const void *src, size_t n)
 {
-    unsigned char *d = dst;
+    unsigned char       *d = dst;
     const unsigned char *s = src;
 
     if (d < s) {
@@ -76,9 +76,9 @@ void *memmove(void *dst, const void *src, size_t n)
 __attribute__((destructor)) static void copy_report(void)
 {
     char line[96];
-    int len = snprintf(line, sizeof(line), "copy_count %d %llu %llu\n",
-                       (int)getpid(), (unsigned long long)copy_bytes,
-                       (unsigned long long)copy_calls);
+    int  len = snprintf(line, sizeof(line), "copy_count %d %llu %llu\n",
+                        (int)getpid(), (unsigned long long)copy_bytes,
+                        (unsigned long long)copy_calls);
 
     if (write(2, line, (size_t)len) < 0) {
         /* nothing to do about it at exit */

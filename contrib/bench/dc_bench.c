@@ -46,13 +46,13 @@ static int bench_send(peers_hub_ep_t *e)
  * non-zero or secs pass. Returns messages/s of the endpoints of live peers
  * other than `skip` (-1: none). */
 static double bench_window(peers_hub_t *h, unsigned first, unsigned count,
-                           double secs, int (*until)(peers_hub_t*), int skip)
+                           double secs, int (*until)(peers_hub_t *), int skip)
 {
-    double start = peers_now(), end = start + secs, now;
-    uint64_t sent = 0;
+    double          start = peers_now(), end = start + secs, now;
+    uint64_t        sent = 0;
     peers_hub_ep_t *e;
-    unsigned i;
-    int r;
+    unsigned        i;
+    int             r;
 
     do {
         for (i = first; i < first + count; ++i) {
@@ -93,8 +93,8 @@ static int bench_dead_eps_failed(peers_hub_t *h)
 static unsigned bench_qps(peers_hub_t *h)
 {
     static char text[65536];
-    char *line, *save = NULL;
-    unsigned n = 1;
+    char       *line, *save = NULL;
+    unsigned    n = 1;
 
     peers_vfs_read(&h->uct, "dci_pool", text, sizeof(text));
     for (line = strtok_r(text, "\n", &save); line != NULL;
@@ -107,9 +107,9 @@ static unsigned bench_qps(peers_hub_t *h)
 /* every healthy ep's messages arrived once, in order, intact */
 static void bench_verdict(peers_hub_t *h)
 {
-    char why[PEERS_WHY_LEN];
+    char     why[PEERS_WHY_LEN];
     unsigned passed = peers_hub_finish(h, why, sizeof(why));
-    unsigned alive = 0, i;
+    unsigned alive  = 0, i;
 
     for (i = 0; i < h->num_peers; ++i) {
         alive += h->alive[i];
@@ -121,8 +121,8 @@ static void bench_verdict(peers_hub_t *h)
     printf("\n");
 }
 
-static int bench_start(peers_hub_t *h, unsigned peers, unsigned eps,
-                       size_t *heap)
+static int
+bench_start(peers_hub_t *h, unsigned peers, unsigned eps, size_t *heap)
 {
     struct mallinfo2 before, after;
 
@@ -159,7 +159,7 @@ static void bench_print_pool(peers_hub_t *h, const char *when)
 
 static int bench_cmp_double(const void *a, const void *b)
 {
-    double x = *(const double*)a, y = *(const double*)b;
+    double x = *(const double *)a, y = *(const double *)b;
 
     return (x > y) - (x < y);
 }
@@ -172,12 +172,12 @@ static int bench_cmp_double(const void *a, const void *b)
 #define BENCH_SLICE      0.05
 #define BENCH_MAX_SLICES 4096
 
-static double bench_median_window(peers_hub_t *h, double secs,
-                                  int (*until)(peers_hub_t*), int skip)
+static double bench_median_window(peers_hub_t *h, double           secs,
+                                  int (*until)(peers_hub_t *), int skip)
 {
     static double rate[BENCH_MAX_SLICES];
-    double end = peers_now() + secs;
-    unsigned n = 0;
+    double        end = peers_now() + secs;
+    unsigned      n   = 0;
 
     do {
         rate[n++] = bench_window(h, 0, h->num_eps, BENCH_SLICE, until, skip);
@@ -192,7 +192,7 @@ static double bench_median_window(peers_hub_t *h, double secs,
  * rates on a loaded machine that a failure's ratios are compared with */
 static int bench_failure(double secs, int kill)
 {
-    double before, during, after, detect;
+    double      before, during, after, detect;
     peers_hub_t h;
 
     setenv("UCX_DC_STRAND_TIMEOUT", "500ms", 0);
@@ -213,10 +213,10 @@ static int bench_failure(double secs, int kill)
         detect = 4 * 0.537;
         during = bench_median_window(&h, detect, NULL, 0);
     }
-    after  = bench_median_window(&h, secs, NULL, 0);
+    after = bench_median_window(&h, secs, NULL, 0);
     bench_print_pool(&h, "after");
-    printf("before %.0f during %.0f after %.0f detect_s %.3f", before,
-           during, after, detect);
+    printf("before %.0f during %.0f after %.0f detect_s %.3f", before, during,
+           after, detect);
     bench_verdict(&h);
     peers_hub_stop(&h);
     return 0;
@@ -224,9 +224,9 @@ static int bench_failure(double secs, int kill)
 
 static int bench_scale(unsigned peers, unsigned eps, double secs)
 {
-    double all, some;
+    double      all, some;
     peers_hub_t h;
-    size_t heap;
+    size_t      heap;
 
     if (bench_start(&h, peers, eps, &heap) != 0) {
         return 1;
@@ -244,14 +244,14 @@ static int bench_scale(unsigned peers, unsigned eps, double secs)
 static int bench_active(double secs)
 {
     static const unsigned counts[] = {1, 8, 64};
-    peers_hub_t h;
-    unsigned i;
+    peers_hub_t           h;
+    unsigned              i;
 
     if (bench_start(&h, 8, 8, NULL) != 0) {
         return 1;
     }
     bench_window(&h, 0, h.num_eps, 0.3, NULL, -1);
-    double best[3] = {0, 0, 0};
+    double   best[3] = {0, 0, 0};
     unsigned rep;
 
     /* best of 3 rounds, the counts interleaved: the peers share two cores
@@ -259,8 +259,8 @@ static int bench_active(double secs)
     for (rep = 0; rep < 3; ++rep) {
         for (i = 0; i < 3; ++i) {
             /* the eps are interleaved over the peers: 8 reach all 8 */
-            best[i] = ucs_max(best[i], bench_window(&h, 0, counts[i], secs,
-                                                    NULL, -1));
+            best[i] = ucs_max(best[i],
+                              bench_window(&h, 0, counts[i], secs, NULL, -1));
         }
     }
     for (i = 0; i < 3; ++i) {
@@ -285,6 +285,6 @@ int main(int argc, char **argv)
         return bench_active(atof(argv[2]));
     }
     fprintf(stderr, "usage: dc_bench failure SECS | control SECS | "
-            "scale PEERS EPS SECS | active SECS\n");
+                    "scale PEERS EPS SECS | active SECS\n");
     return 2;
 }

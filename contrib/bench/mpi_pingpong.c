@@ -44,12 +44,12 @@ static int pp_run(int rank, unsigned char *buf, size_t size, int iters)
 
 int main(int argc, char **argv)
 {
-    size_t min = (argc > 1) ? strtoull(argv[1], NULL, 0) : 8;
-    size_t max = (argc > 2) ? strtoull(argv[2], NULL, 0) : 4u << 20;
-    int rank, nprocs, iters, r, bad = 0, any_bad;
-    double t, best;
+    size_t         min = (argc > 1) ? strtoull(argv[1], NULL, 0) : 8;
+    size_t         max = (argc > 2) ? strtoull(argv[2], NULL, 0) : 4u << 20;
+    int            rank, nprocs, iters, r, bad = 0, any_bad;
+    double         t, best;
     unsigned char *buf;
-    size_t size;
+    size_t         size;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -67,14 +67,14 @@ int main(int argc, char **argv)
         /* about 64 MiB each way per run, 20 .. 2000 round trips */
         iters = (int)((64u << 20) / size);
         iters = (iters < 20) ? 20 : (iters > 2000) ? 2000 : iters;
-        bad  |= pp_run(rank, buf, size, iters / 4 + 1);
-        best  = 1e30;
+        bad |= pp_run(rank, buf, size, iters / 4 + 1);
+        best = 1e30;
         for (r = 0; r < 3; ++r) {
             MPI_Barrier(MPI_COMM_WORLD);
-            t     = MPI_Wtime();
-            bad  |= pp_run(rank, buf, size, iters);
-            t     = MPI_Wtime() - t;
-            best  = (t < best) ? t : best;
+            t = MPI_Wtime();
+            bad |= pp_run(rank, buf, size, iters);
+            t    = MPI_Wtime() - t;
+            best = (t < best) ? t : best;
         }
         if (rank == 0) {
             printf("pingpong %zu %d %.3f %.3f\n", size, iters,

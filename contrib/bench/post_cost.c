@@ -31,17 +31,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#define COST_ROUND   64
-#define COST_AM_ID   5
+#define COST_ROUND 64
+#define COST_AM_ID 5
 
 typedef struct cost {
-    peers_uct_t a, b;
-    uct_ep_h    ep;
-    uct_mem_h   memh;
+    peers_uct_t       a, b;
+    uct_ep_h          ep;
+    uct_mem_h         memh;
     uct_rkey_bundle_t rkey;
-    uint64_t    buf[64];
-    uint64_t    ams;           /* received by cost_am_handler */
-    uint64_t    calls, empty, events;
+    uint64_t          buf[64];
+    uint64_t          ams; /* received by cost_am_handler */
+    uint64_t          calls, empty, events;
 } cost_t;
 
 static void cost_die(const char *what, ucs_status_t status)
@@ -60,15 +60,15 @@ static ucs_status_t cost_err_cb(void *arg, uct_ep_h ep, ucs_status_t status)
 __attribute__((noinline)) static ucs_status_t
 cost_am_handler(void *arg, void *data, size_t length, unsigned flags)
 {
-    ((cost_t*)arg)->ams++;
+    ((cost_t *)arg)->ams++;
     return UCS_OK;
 }
 
 __attribute__((noinline)) static ucs_status_t
 cost_refused_put(cost_t *c, uint64_t value)
 {
-    return uct_ep_put_short(c->ep, &value, sizeof(value),
-                            (uintptr_t)c->buf, c->rkey.rkey);
+    return uct_ep_put_short(c->ep, &value, sizeof(value), (uintptr_t)c->buf,
+                            c->rkey.rkey);
 }
 
 __attribute__((noinline)) static unsigned cost_progress(uct_iface_h iface)
@@ -78,10 +78,10 @@ __attribute__((noinline)) static unsigned cost_progress(uct_iface_h iface)
 
 /* cost_progress on iface until done() says so, counting its calls; a
  * call that found nothing waits a little for the device's thread */
-static void cost_progress_until(cost_t *c, uct_iface_h iface,
-                                int (*done)(cost_t*))
+static void
+cost_progress_until(cost_t *c, uct_iface_h iface, int (*done)(cost_t *))
 {
-    double end = peers_now() + 30;
+    double   end = peers_now() + 30;
     unsigned n;
 
     usleep(1000);
@@ -101,10 +101,10 @@ static void cost_progress_until(cost_t *c, uct_iface_h iface,
 
 static void cost_open(cost_t *c)
 {
-    uint8_t dev[PEERS_ADDR_MAX], iface[PEERS_ADDR_MAX];
+    uint8_t         dev[PEERS_ADDR_MAX], iface[PEERS_ADDR_MAX];
     uct_ep_params_t ep_params;
-    void *rkey_buf;
-    ucs_status_t status;
+    void           *rkey_buf;
+    ucs_status_t    status;
 
     status = peers_uct_open(&c->a, cost_err_cb, c);
     if (status == UCS_OK) {
@@ -117,10 +117,10 @@ static void cost_open(cost_t *c)
                                       c, 0);
     if (status == UCS_OK) {
         status = uct_iface_get_device_address(c->b.iface,
-                                              (uct_device_addr_t*)dev);
+                                              (uct_device_addr_t *)dev);
     }
     if (status == UCS_OK) {
-        status = uct_iface_get_address(c->b.iface, (uct_iface_addr_t*)iface);
+        status = uct_iface_get_address(c->b.iface, (uct_iface_addr_t *)iface);
     }
     if (status != UCS_OK) {
         cost_die("B's address", status);
@@ -130,9 +130,9 @@ static void cost_open(cost_t *c)
                            UCT_EP_PARAM_FIELD_DEV_ADDR |
                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
     ep_params.iface      = c->a.iface;
-    ep_params.dev_addr   = (uct_device_addr_t*)dev;
-    ep_params.iface_addr = (uct_iface_addr_t*)iface;
-    status = uct_ep_create(&ep_params, &c->ep);
+    ep_params.dev_addr   = (uct_device_addr_t *)dev;
+    ep_params.iface_addr = (uct_iface_addr_t *)iface;
+    status               = uct_ep_create(&ep_params, &c->ep);
     if (status != UCS_OK) {
         cost_die("uct_ep_create", status);
     }
@@ -166,9 +166,9 @@ static int cost_ams_done(cost_t *c)
 
 static void cost_refused(cost_t *c, unsigned n)
 {
-    uint64_t posted = 0;
+    uint64_t     posted = 0;
     ucs_status_t status;
-    unsigned i;
+    unsigned     i;
 
     while ((status = uct_ep_put_short(c->ep, &posted, sizeof(posted),
                                       (uintptr_t)c->buf, c->rkey.rkey)) ==
@@ -191,8 +191,8 @@ static void cost_refused(cost_t *c, unsigned n)
 
 static void cost_send_cqe(cost_t *c, unsigned n)
 {
-    unsigned i, done;
-    uint64_t value = 0;
+    unsigned     i, done;
+    uint64_t     value = 0;
     ucs_status_t status;
 
     for (done = 0; done < n; done += COST_ROUND) {
@@ -209,13 +209,13 @@ static void cost_send_cqe(cost_t *c, unsigned n)
 
 static void cost_recv_am(cost_t *c, unsigned n)
 {
-    unsigned i, done;
+    unsigned     i, done;
     ucs_status_t status;
 
     for (done = 0; done < n; done += COST_ROUND) {
         for (i = 0; i < COST_ROUND; ++i) {
-            while ((status = uct_ep_am_short(c->ep, COST_AM_ID, i, NULL,
-                                             0)) == UCS_ERR_NO_RESOURCE) {
+            while ((status = uct_ep_am_short(c->ep, COST_AM_ID, i, NULL, 0)) ==
+                   UCS_ERR_NO_RESOURCE) {
                 uct_iface_progress(c->a.iface); /* credits, completions */
             }
             if (status != UCS_OK) {
@@ -232,9 +232,9 @@ static void cost_recv_am(cost_t *c, unsigned n)
 int main(int argc, char **argv)
 {
     const char *mode = (argc > 1) ? argv[1] : "";
-    unsigned n       = (argc > 2) ? (unsigned)atoi(argv[2]) : 0;
-    cost_t *c        = calloc(1, sizeof(*c));
-    unsigned i;
+    unsigned    n    = (argc > 2) ? (unsigned)atoi(argv[2]) : 0;
+    cost_t     *c    = calloc(1, sizeof(*c));
+    unsigned    i;
 
     if ((c == NULL) || (n == 0)) {
         fprintf(stderr, "usage: post_cost refused|send_cqe|recv_am|idle N\n");
@@ -250,7 +250,7 @@ int main(int argc, char **argv)
         cost_recv_am(c, n);
     } else if (!strcmp(mode, "idle")) {
         for (i = 0; i < n; ++i) {
-            c->empty  += (cost_progress(c->a.iface) == 0);
+            c->empty += (cost_progress(c->a.iface) == 0);
             c->calls++;
         }
     } else {

@@ -29,24 +29,24 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BW_SIZE   (1u << 20)
+#define BW_SIZE    (1u << 20)
 #define MAX_ROUNDS 15
 
 typedef struct bench_opts {
-    int iters;    /* ping-pong iterations per round */
-    int msgs;     /* messages per message-rate round */
-    int mb;       /* MiB per bandwidth round */
+    int iters; /* ping-pong iterations per round */
+    int msgs;  /* messages per message-rate round */
+    int mb;    /* MiB per bandwidth round */
     int rounds;
 } bench_opts_t;
 
 /* Per-round results of one process (what it measured itself). */
 typedef struct bench_results {
-    double bare_rtt[MAX_ROUNDS];     /* ns */
-    double sim_rtt[MAX_ROUNDS];      /* ns */
-    double memcpy_bw[MAX_ROUNDS];    /* bytes/s */
-    double cma_bw[MAX_ROUNDS];       /* bytes/s, process_vm_readv */
-    double sim_bw[MAX_ROUNDS];       /* bytes/s */
-    double sim_rate[MAX_ROUNDS];     /* messages/s */
+    double bare_rtt[MAX_ROUNDS];  /* ns */
+    double sim_rtt[MAX_ROUNDS];   /* ns */
+    double memcpy_bw[MAX_ROUNDS]; /* bytes/s */
+    double cma_bw[MAX_ROUNDS];    /* bytes/s, process_vm_readv */
+    double sim_bw[MAX_ROUNDS];    /* bytes/s */
+    double sim_rate[MAX_ROUNDS];  /* messages/s */
 } bench_results_t;
 
 typedef struct peer_info {
@@ -62,7 +62,7 @@ typedef struct node {
     smlx5_cq_t      *scq, *rcq;
     smlx5_qp_t      *qp;
     smlx5_mr_t      *mr;
-    uint8_t         *buf;     /* [0, 4K): ping-pong words; then BW_SIZE */
+    uint8_t         *buf; /* [0, 4K): ping-pong words; then BW_SIZE */
     peer_info_t      peer;
 } node_t;
 
@@ -91,12 +91,12 @@ static void pin(int cpu)
 
 static void xfer(int fd, void *p, size_t len, int out)
 {
-    size_t done = 0;
+    size_t  done = 0;
     ssize_t n;
 
     while (done < len) {
-        n = out ? write(fd, (char*)p + done, len - done) :
-                  read(fd, (char*)p + done, len - done);
+        n = out ? write(fd, (char *)p + done, len - done) :
+                  read(fd, (char *)p + done, len - done);
         if (n <= 0) {
             die("socket");
         }
@@ -114,7 +114,7 @@ static void sync_peer(int fd)
 
 static int cmp_double(const void *a, const void *b)
 {
-    double x = *(const double*)a, y = *(const double*)b;
+    double x = *(const double *)a, y = *(const double *)b;
 
     return (x > y) - (x < y);
 }
@@ -129,10 +129,10 @@ static double median(double *v, int n)
 
 static void node_open(node_t *n, int fd)
 {
-    size_t len = 4096 + BW_SIZE;
+    size_t               len = 4096 + BW_SIZE;
     struct ibv_port_attr pa;
-    struct ibv_qp_attr a;
-    peer_info_t mine;
+    struct ibv_qp_attr   a;
+    peer_info_t          mine;
     smlx5_qp_init_attr_t qa;
 
     n->ctx = smlx5_open_device(SMLX5_DEV_NAME);
@@ -148,8 +148,8 @@ static void node_open(node_t *n, int fd)
         die("device objects");
     }
     memset(n->buf, 0, len);
-    n->mr = smlx5_reg_mr(n->pd, n->buf, len, IBV_ACCESS_LOCAL_WRITE |
-                                             IBV_ACCESS_REMOTE_WRITE);
+    n->mr = smlx5_reg_mr(n->pd, n->buf, len,
+                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     memset(&qa, 0, sizeof(qa));
     qa.type                = SMLX5_QPT_RC;
     qa.send_cq             = n->scq;
@@ -159,7 +159,7 @@ static void node_open(node_t *n, int fd)
     qa.cap.max_inline_data = 64;
     qa.cap.max_recv_wr     = 1024;
     qa.cap.max_recv_sge    = 1;
-    n->qp = smlx5_create_qp(n->pd, &qa);
+    n->qp                  = smlx5_create_qp(n->pd, &qa);
     if (!n->mr || !n->qp) {
         die("memory region / QP");
     }
@@ -175,8 +175,9 @@ static void node_open(node_t *n, int fd)
     a.qp_state        = IBV_QPS_INIT;
     a.port_num        = SMLX5_PORT_NUM;
     a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-    if (smlx5_modify_qp(n->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+    if (smlx5_modify_qp(n->qp, &a,
+                        IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                IBV_QP_ACCESS_FLAGS)) {
         die("INIT");
     }
     memset(&a, 0, sizeof(a));
@@ -187,10 +188,11 @@ static void node_open(node_t *n, int fd)
     a.min_rnr_timer      = 1;
     a.ah_attr.dlid       = n->peer.lid;
     a.ah_attr.port_num   = SMLX5_PORT_NUM;
-    if (smlx5_modify_qp(n->qp, &a, IBV_QP_STATE | IBV_QP_AV |
-                                   IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                   IBV_QP_MIN_RNR_TIMER)) {
+    if (smlx5_modify_qp(n->qp, &a,
+                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                                IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                IBV_QP_MAX_DEST_RD_ATOMIC |
+                                IBV_QP_MIN_RNR_TIMER)) {
         die("RTR");
     }
     memset(&a, 0, sizeof(a));
@@ -199,9 +201,10 @@ static void node_open(node_t *n, int fd)
     a.retry_cnt     = 7;
     a.rnr_retry     = 7;
     a.max_rd_atomic = 1;
-    if (smlx5_modify_qp(n->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-                                   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                   IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN)) {
+    if (smlx5_modify_qp(n->qp, &a,
+                        IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
+                                IBV_QP_SQ_PSN)) {
         die("RTS");
     }
     sync_peer(fd);
@@ -224,7 +227,7 @@ static void node_close(node_t *n)
 static void drain_send_cq(node_t *n, int *inflight)
 {
     struct ibv_wc wc[32];
-    int i, k = smlx5_poll_cq(n->scq, 32, wc);
+    int           i, k = smlx5_poll_cq(n->scq, 32, wc);
 
     for (i = 0; i < k; ++i) {
         if (wc[i].status != IBV_WC_SUCCESS) {
@@ -240,7 +243,7 @@ static void drain_send_cq(node_t *n, int *inflight)
 static void post(node_t *n, struct ibv_send_wr *wr)
 {
     struct ibv_send_wr *bad;
-    int ret;
+    int                 ret;
 
     while ((ret = smlx5_post_send(n->qp, wr, &bad)) == ENOMEM) {
         drain_send_cq(n, NULL);
@@ -254,12 +257,12 @@ static void post(node_t *n, struct ibv_send_wr *wr)
 /* 8-byte RDMA_WRITE ping-pong; returns the round trip in ns (side 0). */
 static double sim_pingpong(node_t *n, int side, int iters, int fd)
 {
-    volatile uint64_t *mine = (volatile uint64_t*)n->buf;
-    uint64_t val;
-    struct ibv_sge sge = {(uintptr_t)&val, 8, smlx5_mr_lkey(n->mr)};
+    volatile uint64_t *mine = (volatile uint64_t *)n->buf;
+    uint64_t           val;
+    struct ibv_sge     sge = {(uintptr_t)&val, 8, smlx5_mr_lkey(n->mr)};
     struct ibv_send_wr wr;
-    double t0 = 0;
-    int i, warm = iters / 10;
+    double             t0 = 0;
+    int                i, warm = iters / 10;
 
     memset(&wr, 0, sizeof(wr));
     wr.opcode              = IBV_WR_RDMA_WRITE;
@@ -267,7 +270,7 @@ static double sim_pingpong(node_t *n, int side, int iters, int fd)
     wr.num_sge             = 1;
     wr.wr.rdma.remote_addr = n->peer.addr;
     wr.wr.rdma.rkey        = n->peer.rkey;
-    *mine = 0;
+    *mine                  = 0;
     sync_peer(fd); /* both reset before the first WRITE can land */
     for (i = 1; i <= iters + warm; ++i) {
         if (i == warm + 1) {
@@ -296,12 +299,12 @@ static double sim_pingpong(node_t *n, int side, int iters, int fd)
 /* 8-byte SENDs into posted receives; messages per second (side 1). */
 static double sim_msgrate(node_t *n, int side, int msgs, int fd)
 {
-    struct ibv_sge sge = {(uintptr_t)n->buf + 64, 8, smlx5_mr_lkey(n->mr)};
+    struct ibv_sge     sge = {(uintptr_t)n->buf + 64, 8, smlx5_mr_lkey(n->mr)};
     struct ibv_recv_wr rwr, *rbad;
     struct ibv_send_wr wr;
-    struct ibv_wc wc[64];
-    int i, k, got = 0, posted = 0, inflight = 0;
-    double t0 = 0;
+    struct ibv_wc      wc[64];
+    int                i, k, got = 0, posted = 0, inflight = 0;
+    double             t0 = 0;
 
     if (side == 1) {
         memset(&rwr, 0, sizeof(rwr));
@@ -356,12 +359,12 @@ static double sim_msgrate(node_t *n, int side, int msgs, int fd)
  * transfer's bytes are checked by the peer. */
 static double sim_bandwidth(node_t *n, int side, int mb, int fd)
 {
-    uint8_t *data = n->buf + 4096;
-    struct ibv_sge sge = {(uintptr_t)data, BW_SIZE, smlx5_mr_lkey(n->mr)};
+    uint8_t           *data = n->buf + 4096;
+    struct ibv_sge     sge  = {(uintptr_t)data, BW_SIZE, smlx5_mr_lkey(n->mr)};
     struct ibv_send_wr wr;
-    int posted = 0, done = 0, i;
-    char ok;
-    double t0;
+    int                posted = 0, done = 0, i;
+    char               ok;
+    double             t0;
 
     if (side == 1) {
         sync_peer(fd);
@@ -407,8 +410,9 @@ static double sim_bandwidth(node_t *n, int side, int mb, int fd)
 
 static double bare_pingpong(volatile uint64_t *lines, int side, int iters)
 {
-    volatile uint64_t *mine = &lines[side * 16], *theirs = &lines[(1 - side) * 16];
-    int i, warm = iters / 10;
+    volatile uint64_t *mine   = &lines[side * 16],
+                      *theirs = &lines[(1 - side) * 16];
+    int    i, warm = iters / 10;
     double t0 = 0;
 
     for (i = 1; i <= iters + warm; ++i) {
@@ -431,7 +435,7 @@ static double bare_pingpong(volatile uint64_t *lines, int side, int iters)
 static double bare_memcpy(uint8_t *dst, const uint8_t *src, int mb)
 {
     double t0 = now_ns();
-    int i;
+    int    i;
 
     for (i = 0; i < mb; ++i) {
         memcpy(dst, src, BW_SIZE);
@@ -446,9 +450,9 @@ static double bare_memcpy(uint8_t *dst, const uint8_t *src, int mb)
 static double bare_cma(node_t *n, int side, int mb, int fd)
 {
     struct iovec local  = {n->buf + 4096, BW_SIZE};
-    struct iovec remote = {(void*)(uintptr_t)(n->peer.addr + 4096), BW_SIZE};
-    double bw = 0, t0;
-    int i;
+    struct iovec remote = {(void *)(uintptr_t)(n->peer.addr + 4096), BW_SIZE};
+    double       bw     = 0, t0;
+    int          i;
 
     if (side == 1) {
         t0 = now_ns();
@@ -470,8 +474,8 @@ static void run_side(int side, int fd, const bench_opts_t *o,
                      volatile uint64_t *lines, bench_results_t *res)
 {
     uint8_t *src = NULL, *dst = NULL;
-    node_t n;
-    int r;
+    node_t   n;
+    int      r;
 
     pin(side);
     if (side == 0) {
@@ -509,13 +513,12 @@ static void run_side(int side, int fd, const bench_opts_t *o,
 
 int main(int argc, char **argv)
 {
-    bench_opts_t o = {.iters = 20000, .msgs = 200000, .mb = 1000,
-                      .rounds = 5};
-    bench_results_t res, child_res;
+    bench_opts_t o = {.iters = 20000, .msgs = 200000, .mb = 1000, .rounds = 5};
+    bench_results_t    res, child_res;
     volatile uint64_t *lines;
-    char fabric[64];
-    int sv[2], i, status;
-    pid_t pid;
+    char               fabric[64];
+    int                sv[2], i, status;
+    pid_t              pid;
 
     for (i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--iters") && (i + 1 < argc)) {
@@ -527,15 +530,19 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--msgs") && (i + 1 < argc)) {
             o.msgs = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: %s [--iters N] [--rounds R] [--mb M] "
-                    "[--msgs K]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--iters N] [--rounds R] [--mb M] "
+                    "[--msgs K]\n",
+                    argv[0]);
             return 2;
         }
     }
     if ((o.rounds < 1) || (o.rounds > MAX_ROUNDS) || (o.iters < 10) ||
         (o.mb < 1) || (o.msgs < 2)) {
-        fprintf(stderr, "sim_bench: rounds 1..%d, iters >= 10, mb >= 1, "
-                "msgs >= 2\n", MAX_ROUNDS);
+        fprintf(stderr,
+                "sim_bench: rounds 1..%d, iters >= 10, mb >= 1, "
+                "msgs >= 2\n",
+                MAX_ROUNDS);
         return 2;
     }
 
@@ -546,7 +553,7 @@ int main(int argc, char **argv)
     if ((lines == MAP_FAILED) || socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) {
         die("setup");
     }
-    memset((void*)lines, 0, 4096);
+    memset((void *)lines, 0, 4096);
 
     pid = fork();
     if (pid < 0) {
@@ -573,17 +580,17 @@ int main(int argc, char **argv)
     double mv = median(res.cma_bw, o.rounds);
 
     printf("software mlx5 device vs bare shared memory, 2 processes, "
-           "medians of %d rounds\n", o.rounds);
+           "medians of %d rounds\n",
+           o.rounds);
     printf("%-34s %14s %14s %8s\n", "metric", "device", "baseline", "ratio");
-    printf("%-34s %11.0f ns %11.0f ns %7.2fx\n",
-           "8 B RDMA_WRITE ping-pong RTT", ml, mb, ml / mb);
-    printf("%-34s %9.2f Mmsg/s %14s %8s\n", "8 B SEND message rate",
-           mr / 1e6, "-", "-");
+    printf("%-34s %11.0f ns %11.0f ns %7.2fx\n", "8 B RDMA_WRITE ping-pong RTT",
+           ml, mb, ml / mb);
+    printf("%-34s %9.2f Mmsg/s %14s %8s\n", "8 B SEND message rate", mr / 1e6,
+           "-", "-");
     printf("%-34s %9.2f GB/s %9.2f GB/s %7.0f%%\n",
            "1 MiB RDMA_WRITE bandwidth", mw / 1e9, mc / 1e9, 100 * mw / mc);
     printf("%-34s %9.2f GB/s %9.2f GB/s %7.0f%%\n",
-           "  the same vs process_vm_readv", mw / 1e9, mv / 1e9,
-           100 * mw / mv);
+           "  the same vs process_vm_readv", mw / 1e9, mv / 1e9, 100 * mw / mv);
     printf("%-34s %9.2f GB/s %9.2f GB/s %7.0f%%\n",
            "process_vm_readv 1 MiB vs memcpy", mv / 1e9, mc / 1e9,
            100 * mv / mc);

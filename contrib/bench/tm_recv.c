@@ -44,13 +44,13 @@ static uint64_t thread_ns(void)
  * ticks of /proc/self/task/N/stat). */
 static uint64_t other_threads_ns(void)
 {
-    long self = syscall(SYS_gettid);
+    long            self = syscall(SYS_gettid);
     struct timespec ts;
-    uint64_t sum = 0;
-    struct dirent *d;
-    clockid_t clk;
-    pid_t tid;
-    DIR *dir;
+    uint64_t        sum = 0;
+    struct dirent  *d;
+    clockid_t       clk;
+    pid_t           tid;
+    DIR            *dir;
 
     dir = opendir("/proc/self/task");
     if (dir == NULL) {
@@ -63,8 +63,7 @@ static uint64_t other_threads_ns(void)
         }
         clk = (clockid_t)((~(unsigned)tid << 3) | 6);
         if (clock_gettime(clk, &ts) == 0) {
-            sum += (uint64_t)ts.tv_sec * 1000000000ull +
-                   (uint64_t)ts.tv_nsec;
+            sum += (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
         }
     }
     closedir(dir);
@@ -78,17 +77,17 @@ static unsigned char pattern(int round, int tag, size_t i)
 
 int main(int argc, char **argv)
 {
-    int rounds  = (argc > 1) ? atoi(argv[1]) : 20;
-    size_t size = (argc > 2) ? (size_t)atol(argv[2]) : 4096;
-    int nposted = (argc > 3) ? atoi(argv[3]) : 1023;
-    int batch   = (argc > 4) ? atoi(argv[4]) : 341;
-    struct timespec nap = {0, 20 * 1000 * 1000};
-    uint64_t post_ns = 0, complete_ns = 0, other0 = 0, t0;
-    long bad = 0, msgs = 0;
-    MPI_Request *req;
-    unsigned char *buf;
-    int rank, nranks, r, b, i, tag;
-    size_t k;
+    int             rounds  = (argc > 1) ? atoi(argv[1]) : 20;
+    size_t          size    = (argc > 2) ? (size_t)atol(argv[2]) : 4096;
+    int             nposted = (argc > 3) ? atoi(argv[3]) : 1023;
+    int             batch   = (argc > 4) ? atoi(argv[4]) : 341;
+    struct timespec nap     = {0, 20 * 1000 * 1000};
+    uint64_t        post_ns = 0, complete_ns = 0, other0 = 0, t0;
+    long            bad = 0, msgs = 0;
+    MPI_Request    *req;
+    unsigned char  *buf;
+    int             rank, nranks, r, b, i, tag;
+    size_t          k;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -98,7 +97,7 @@ int main(int argc, char **argv)
         (nposted >= TM_RECV_GO_TAG)) {
         if (rank == 0) {
             fprintf(stderr, "usage: mpirun -np 2 tm_recv [ROUNDS [SIZE "
-                    "[NPOSTED [BATCH]]]] (BATCH divides NPOSTED)\n");
+                            "[NPOSTED [BATCH]]]] (BATCH divides NPOSTED)\n");
         }
         MPI_Finalize();
         return 2;
@@ -146,7 +145,7 @@ int main(int argc, char **argv)
                         MPI_STATUSES_IGNORE);
             if (r > 0) {
                 complete_ns += thread_ns() - t0;
-                msgs        += batch;
+                msgs += batch;
             }
         }
         for (i = 0; i < nposted; ++i) {
@@ -157,8 +156,8 @@ int main(int argc, char **argv)
     }
     if (rank == 1) {
         printf("tm_recv: msgs %ld post_ns %.0f complete_ns %.0f other_ns %.0f"
-               " bad_bytes %ld\n", msgs, (double)post_ns / msgs,
-               (double)complete_ns / msgs,
+               " bad_bytes %ld\n",
+               msgs, (double)post_ns / msgs, (double)complete_ns / msgs,
                (double)(other_threads_ns() - other0) / msgs, bad);
     }
     MPI_Finalize();

@@ -37,7 +37,7 @@ static double now_us(void)
 
 static int cmp_double(const void *a, const void *b)
 {
-    double x = *(const double*)a, y = *(const double*)b;
+    double x = *(const double *)a, y = *(const double *)b;
 
     return (x > y) - (x < y);
 }
@@ -50,7 +50,7 @@ static void pp_die(const char *what)
 
 static void pp_full(int fd, void *buf, size_t len, int out)
 {
-    char *p = buf;
+    char   *p = buf;
     ssize_t n;
 
     for (; len > 0; p += n, len -= (size_t)n) {
@@ -62,14 +62,13 @@ static void pp_full(int fd, void *buf, size_t len, int out)
 }
 
 /* our address out, the peer's in, over a connected TCP socket */
-static void *pp_exchange(int fd, const void *mine, size_t len,
-                         size_t *peer_len)
+static void *pp_exchange(int fd, const void *mine, size_t len, size_t *peer_len)
 {
     uint64_t n = len;
-    void *peer;
+    void    *peer;
 
     pp_full(fd, &n, sizeof(n), 1);
-    pp_full(fd, (void*)mine, len, 1);
+    pp_full(fd, (void *)mine, len, 1);
     pp_full(fd, &n, sizeof(n), 0);
     if (n > (1u << 20)) {
         pp_die("a peer address over 1 MiB");
@@ -82,8 +81,8 @@ static void *pp_exchange(int fd, const void *mine, size_t len,
 
 static int pp_connect(int server, const char *host, int port)
 {
-    struct sockaddr_in a = {0};
-    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1, c;
+    struct sockaddr_in a  = {0};
+    int                fd = socket(AF_INET, SOCK_STREAM, 0), one = 1, c;
 
     a.sin_family = AF_INET;
     a.sin_port   = htons((uint16_t)port);
@@ -91,7 +90,7 @@ static int pp_connect(int server, const char *host, int port)
         if (inet_pton(AF_INET, host, &a.sin_addr) != 1) {
             pp_die("HOST is not an IPv4 address");
         }
-        for (int i = 0; connect(fd, (struct sockaddr*)&a, sizeof(a)); ++i) {
+        for (int i = 0; connect(fd, (struct sockaddr *)&a, sizeof(a)); ++i) {
             if (i == 100) {
                 pp_die("cannot connect to the server");
             }
@@ -100,7 +99,7 @@ static int pp_connect(int server, const char *host, int port)
         return fd;
     }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr*)&a, sizeof(a)) || listen(fd, 1)) {
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 1)) {
         pp_die("cannot listen on PORT");
     }
     c = accept(fd, NULL, NULL);
@@ -128,24 +127,24 @@ static void pp_wait(ucp_worker_h w, void *req)
 
 int main(int argc, char **argv)
 {
-    ucp_params_t params       = {0};
-    ucp_worker_params_t wp    = {0};
-    ucp_ep_params_t ep_params = {0};
-    ucp_request_param_t rp    = {0};
-    int server, fd, iters, i;
-    size_t size, alen, plen;
-    ucp_address_t *addr;
-    ucp_context_h ctx;
-    ucp_worker_h w;
-    ucp_ep_h ep;
-    double *rtt, t0, worst = 0;
-    unsigned over = 0;
-    char *buf;
-    void *peer;
+    ucp_params_t        params    = {0};
+    ucp_worker_params_t wp        = {0};
+    ucp_ep_params_t     ep_params = {0};
+    ucp_request_param_t rp        = {0};
+    int                 server, fd, iters, i;
+    size_t              size, alen, plen;
+    ucp_address_t      *addr;
+    ucp_context_h       ctx;
+    ucp_worker_h        w;
+    ucp_ep_h            ep;
+    double             *rtt, t0, worst = 0;
+    unsigned            over = 0;
+    char               *buf;
+    void               *peer;
 
     if ((argc < 3) || (strcmp(argv[1], "server") && (argc < 4))) {
         fprintf(stderr, "usage: ucp_pingpong server PORT | "
-                "client HOST PORT [ITERS [SIZE]]\n");
+                        "client HOST PORT [ITERS [SIZE]]\n");
         return 2;
     }
     server = !strcmp(argv[1], "server");

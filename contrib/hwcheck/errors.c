@@ -18,12 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HC_ERR_SIZE      (64 * 1024)
-#define HC_VFS_MAX       8192
+#define HC_ERR_SIZE (64 * 1024)
+#define HC_VFS_MAX  8192
 
 typedef struct hc_err_wait {
     hc_errors_t *errors;
-    unsigned     count;      /* handler calls before */
+    unsigned     count; /* handler calls before */
     hc_comp_t   *comp;
 } hc_err_wait_t;
 
@@ -43,8 +43,8 @@ static ucs_status_t hc_dead_key(hc_uct_t *u, hc_region_t *r, uct_rkey_t *key)
     if (status != UCS_OK) {
         return status;
     }
-    *key   = r->rkey.rkey;
-    status = uct_md_mem_dereg(u->md, r->memh);
+    *key    = r->rkey.rkey;
+    status  = uct_md_mem_dereg(u->md, r->memh);
     r->memh = NULL;
     return status;
 }
@@ -53,32 +53,34 @@ static ucs_status_t hc_dead_key(hc_uct_t *u, hc_region_t *r, uct_rkey_t *key)
 static int hc_bad_put(hc_pair_t *p, uct_ep_h ep_bad, hc_region_t *src,
                       hc_region_t *dead, uct_rkey_t key, const char *name)
 {
-    uct_iov_t iov     = {src->buf, HC_ERR_SIZE, src->memh, 0, 1};
-    uint8_t *before   = malloc(HC_ERR_SIZE);
-    hc_comp_t *comp   = hc_comp_new(p->u);
-    hc_err_wait_t w   = {&p->a.errors, p->a.errors.count, comp};
-    ucs_status_t status;
-    char why[160];
-    int ret = -1;
+    uct_iov_t     iov    = {src->buf, HC_ERR_SIZE, src->memh, 0, 1};
+    uint8_t      *before = malloc(HC_ERR_SIZE);
+    hc_comp_t    *comp   = hc_comp_new(p->u);
+    hc_err_wait_t w      = {&p->a.errors, p->a.errors.count, comp};
+    ucs_status_t  status;
+    char          why[160];
+    int           ret = -1;
 
     if (before == NULL) {
         hc_fail(name, "out of memory");
         return -1;
     }
     memcpy(before, dead->buf, HC_ERR_SIZE);
-    HC_RETRY(p->u, status, uct_ep_put_zcopy(ep_bad, &iov, 1,
-                                            (uintptr_t)dead->buf, key,
-                                            &comp->uct));
+    HC_RETRY(p->u, status,
+             uct_ep_put_zcopy(ep_bad, &iov, 1, (uintptr_t)dead->buf, key,
+                              &comp->uct));
     if (status == UCS_OK) {
         hc_fail(name, "the PUT with a dead key completed at once as success");
     } else if (status != UCS_INPROGRESS) {
-        hc_fail(name, "the PUT was refused when posted (%s), not failed by "
-                "the device", hc_why(p->u, status));
+        hc_fail(name,
+                "the PUT was refused when posted (%s), not failed by "
+                "the device",
+                hc_why(p->u, status));
     } else if (!hc_wait(p->u, hc_err_seen, &w)) {
         hc_fail(name, "in %.0f s: %s, %s", p->u->timeout,
                 comp->done ? "the PUT completed" : "no completion",
                 (p->a.errors.count > w.count) ? "the error handler was called" :
-                "no error handler call");
+                                                "no error handler call");
     } else if (comp->status == UCS_OK) {
         hc_fail(name, "the PUT with a dead key completed as success");
     } else if (hc_ep_error(p, ep_bad) == UCS_OK) {
@@ -86,8 +88,10 @@ static int hc_bad_put(hc_pair_t *p, uct_ep_h ep_bad, hc_region_t *src,
     } else if (hc_compare(dead->buf, before, HC_ERR_SIZE, why, sizeof(why))) {
         hc_fail(name, "the memory behind the dead key was written: %s", why);
     } else {
-        hc_ok(name, "a PUT with a deregistered key: completion '%s', error "
-              "handler '%s', nothing written", ucs_status_string(comp->status),
+        hc_ok(name,
+              "a PUT with a deregistered key: completion '%s', error "
+              "handler '%s', nothing written",
+              ucs_status_string(comp->status),
               ucs_status_string(hc_ep_error(p, ep_bad)));
         ret = 0;
     }
@@ -101,10 +105,10 @@ typedef struct hc_resets {
     hc_pair_t *p;
     char       text[HC_VFS_MAX];
     char       policy[32];
-    int        no_devx;      /* auto left the device's streams out */
-    unsigned   streams;      /* stream resets */
-    unsigned   dcis;         /* DCI resets */
-    unsigned   before;       /* streams + dcis before the error */
+    int        no_devx; /* auto left the device's streams out */
+    unsigned   streams; /* stream resets */
+    unsigned   dcis;    /* DCI resets */
+    unsigned   before;  /* streams + dcis before the error */
 } hc_resets_t;
 
 /* The resets dc_strand's dci_pool file counts (common/txq_pool.c): "dci N ...
@@ -113,9 +117,9 @@ typedef struct hc_resets {
 static int hc_resets_read(void *arg)
 {
     hc_resets_t *r = arg;
-    char copy[HC_VFS_MAX], *line, *save = NULL;
-    const char *at;
-    unsigned n;
+    char         copy[HC_VFS_MAX], *line, *save = NULL;
+    const char  *at;
+    unsigned     n;
 
     hc_vfs_read(r->p->u, r->p->a.iface, "dci_pool", r->text, sizeof(r->text));
     r->streams = r->dcis = 0;
@@ -143,7 +147,7 @@ static int hc_resets_read(void *arg)
 static void hc_stream_reset(hc_pair_t *p, hc_resets_t *r, int error_came)
 {
     unsigned streams = r->streams;
-    char name[64];
+    char     name[64];
 
     snprintf(name, sizeof(name), "%s stream reset", p->tl);
     hc_step("%s", name);
@@ -151,23 +155,29 @@ static void hc_stream_reset(hc_pair_t *p, hc_resets_t *r, int error_came)
     if (!error_came) {
         hc_fail(name, "not judged: the bad PUT did not fail its endpoint");
     } else if (!hc_wait(p->u, hc_resets_read, r)) {
-        hc_fail(name, "nothing was reset in %.0f s after the error "
-                "(dci_pool %s)", p->u->timeout,
+        hc_fail(name,
+                "nothing was reset in %.0f s after the error "
+                "(dci_pool %s)",
+                p->u->timeout,
                 r->text[0] ? "counts no new reset" : "cannot be read");
     } else if (strcmp(r->policy, "streams") && r->no_devx) {
-        hc_off(name, "off (no DEVX): the device has DCI streams, but a "
+        hc_off(name,
+               "off (no DEVX): the device has DCI streams, but a "
                "failed stream is reset with a DEVX command; policy %s, the "
                "whole DCI was reset (such an error fails every endpoint on "
-               "it)", r->policy);
+               "it)",
+               r->policy);
     } else if (strcmp(r->policy, "streams")) {
-        hc_off(name, "policy %s, no DCI streams: the whole DCI was reset "
-               "(such an error fails every endpoint on it)", r->policy);
+        hc_off(name,
+               "policy %s, no DCI streams: the whole DCI was reset "
+               "(such an error fails every endpoint on it)",
+               r->policy);
     } else if (r->streams > streams) {
         hc_ok(name, "policy streams: the failed endpoint's DCI stream was "
-              "reset, its DCI stayed in use");
+                    "reset, its DCI stayed in use");
     } else {
         hc_fail(name, "policy streams, but the whole DCI was reset, not "
-                "only the failed endpoint's stream");
+                      "only the failed endpoint's stream");
     }
 }
 
@@ -178,21 +188,20 @@ static void hc_stream_reset(hc_pair_t *p, hc_resets_t *r, int error_came)
 static int hc_other_works(hc_pair_t *p, uct_ep_h ep, hc_region_t *t,
                           const uint8_t *want, char *why, size_t max)
 {
-    uint64_t hdr      = 0x5eed5eed5eed5eedull;
-    uint8_t got[256];
-    unsigned am_count = p->b.am.count;
+    uint64_t     hdr = 0x5eed5eed5eed5eedull;
+    uint8_t      got[256];
+    unsigned     am_count = p->b.am.count;
     ucs_status_t status;
-    hc_comp_t *comp;
+    hc_comp_t   *comp;
 
     if (hc_compare(t->buf, want, HC_ERR_SIZE, why, max)) {
         return -1;
     }
-    HC_RETRY(p->u, status, uct_ep_put_short(ep, want + 512, 64,
-                                            (uintptr_t)t->buf + 64,
-                                            t->rkey.rkey));
+    HC_RETRY(p->u, status,
+             uct_ep_put_short(ep, want + 512, 64, (uintptr_t)t->buf + 64,
+                              t->rkey.rkey));
     if ((status != UCS_OK) || ((status = hc_flush(p, ep)) != UCS_OK)) {
-        snprintf(why, max, "a PUT after the error: %s",
-                 hc_why(p->u, status));
+        snprintf(why, max, "a PUT after the error: %s", hc_why(p->u, status));
         return -1;
     }
     if (memcmp(t->buf + 64, want + 512, 64)) {
@@ -205,20 +214,20 @@ static int hc_other_works(hc_pair_t *p, uct_ep_h ep, hc_region_t *t,
         memcmp(p->b.am.data, &hdr, sizeof(hdr))) {
         snprintf(why, max, "an AM after the error: %s",
                  (status != UCS_OK) ? hc_why(p->u, status) :
-                 "did not arrive whole");
+                                      "did not arrive whole");
         return -1;
     }
     comp = hc_comp_new(p->u);
-    HC_RETRY(p->u, status, uct_ep_get_zcopy(ep, &(uct_iov_t){t->buf + 4096,
-                                                256, t->memh, 0, 1}, 1,
-                                            (uintptr_t)t->buf + 8192,
-                                            t->rkey.rkey, &comp->uct));
+    HC_RETRY(p->u, status,
+             uct_ep_get_zcopy(ep,
+                              &(uct_iov_t){t->buf + 4096, 256, t->memh, 0, 1},
+                              1, (uintptr_t)t->buf + 8192, t->rkey.rkey,
+                              &comp->uct));
     status = hc_comp_wait(p->u, status, comp);
     memcpy(got, t->buf + 4096, sizeof(got));
     if ((status != UCS_OK) || memcmp(got, t->buf + 8192, sizeof(got))) {
         snprintf(why, max, "a GET after the error: %s",
-                 (status != UCS_OK) ? hc_why(p->u, status) :
-                 "wrong bytes");
+                 (status != UCS_OK) ? hc_why(p->u, status) : "wrong bytes");
         return -1;
     }
     return 0;
@@ -228,17 +237,17 @@ static int hc_other_works(hc_pair_t *p, uct_ep_h ep, hc_region_t *t,
 
 void hc_check_errors(hc_pair_t *p)
 {
-    uct_ep_h ep_bad = NULL, ep_other = NULL;
-    hc_region_t src, dead, t;
-    uint8_t *want = malloc(HC_ERR_SIZE);
-    char bad[64], other[64], why[200];
-    uct_iov_t iov;
-    uct_rkey_t key = 0;
+    uct_ep_h     ep_bad = NULL, ep_other = NULL;
+    hc_region_t  src, dead, t;
+    uint8_t     *want = malloc(HC_ERR_SIZE);
+    char         bad[64], other[64], why[200];
+    uct_iov_t    iov;
+    uct_rkey_t   key = 0;
     ucs_status_t status;
     hc_resets_t *resets = hc_keep(p->u, sizeof(*resets));
-    hc_comp_t *comp;
-    unsigned errors0;
-    int ok;
+    hc_comp_t   *comp;
+    unsigned     errors0;
+    int          ok;
 
     snprintf(bad, sizeof(bad), "%s bad rkey", p->tl);
     snprintf(other, sizeof(other), "%s other endpoint", p->tl);
@@ -266,14 +275,14 @@ void hc_check_errors(hc_pair_t *p)
     /* the other endpoint's PUT in flight while the error happens */
     memcpy(want, t.buf, HC_ERR_SIZE);
     memcpy(want, src.buf, HC_ERR_SIZE / 2);
-    iov = (uct_iov_t){src.buf, HC_ERR_SIZE / 2, src.memh, 0, 1};
+    iov  = (uct_iov_t){src.buf, HC_ERR_SIZE / 2, src.memh, 0, 1};
     comp = hc_comp_new(p->u);
-    HC_RETRY(p->u, status, uct_ep_put_zcopy(ep_other, &iov, 1,
-                                            (uintptr_t)t.buf, t.rkey.rkey,
-                                            &comp->uct));
-    errors0 = p->a.errors.count;
+    HC_RETRY(p->u, status,
+             uct_ep_put_zcopy(ep_other, &iov, 1, (uintptr_t)t.buf, t.rkey.rkey,
+                              &comp->uct));
+    errors0   = p->a.errors.count;
     resets->p = p;
-    hc_resets_read(resets);    /* what was reset before */
+    hc_resets_read(resets); /* what was reset before */
     ok = !hc_bad_put(p, ep_bad, &src, &dead, key, bad);
     if (!strcmp(p->tl, "dc_strand")) {
         hc_stream_reset(p, resets, ok);
@@ -291,7 +300,7 @@ void hc_check_errors(hc_pair_t *p)
                 p->a.errors.count - errors0);
     } else {
         hc_ok(other, "on the same interface: its PUT in flight landed; "
-              "PUT, AM and GET after the error, every byte checked");
+                     "PUT, AM and GET after the error, every byte checked");
     }
 out:
     if (ep_bad != NULL) {

@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HC_QUEUES  4    /* send queues posting in turn */
-#define HC_ROUNDS  64   /* messages per queue */
+#define HC_QUEUES 4  /* send queues posting in turn */
+#define HC_ROUNDS 64 /* messages per queue */
 
 /* The fd readable within the timeout: 1, else 0. */
 static int hc_fd_ready(int fd, double timeout)
@@ -37,7 +37,7 @@ static int hc_fd_ready(int fd, double timeout)
  * progressed and armed again). */
 static ucs_status_t hc_arm(hc_uct_t *u, uct_iface_h iface, unsigned events)
 {
-    double end = hc_now() + u->timeout;
+    double       end = hc_now() + u->timeout;
     ucs_status_t status;
 
     while ((status = uct_iface_event_arm(iface, events)) == UCS_ERR_BUSY) {
@@ -51,13 +51,13 @@ static ucs_status_t hc_arm(hc_uct_t *u, uct_iface_h iface, unsigned events)
 
 static int hc_comp_done(void *arg)
 {
-    return ((hc_comp_t*)arg)->done;
+    return ((hc_comp_t *)arg)->done;
 }
 
 /* An active message wakes the armed receiver. 0, or -1 with `why`. */
 static int hc_recv_event(hc_pair_t *p, int fd, char *why, size_t max)
 {
-    unsigned want = p->b.am.count + 1;
+    unsigned     want = p->b.am.count + 1;
     ucs_status_t status;
 
     status = hc_arm(p->u, p->b.iface, UCT_EVENT_RECV);
@@ -65,15 +65,17 @@ static int hc_recv_event(hc_pair_t *p, int fd, char *why, size_t max)
         snprintf(why, max, "arming the receiver: %s", hc_why(p->u, status));
         return -1;
     }
-    HC_RETRY(p->u, status, uct_ep_am_short(p->ep, HC_AM_ID, 0x5eedull,
-                                           NULL, 0));
+    HC_RETRY(p->u, status,
+             uct_ep_am_short(p->ep, HC_AM_ID, 0x5eedull, NULL, 0));
     if (status != UCS_OK) {
         snprintf(why, max, "an AM: %s", hc_why(p->u, status));
         return -1;
     }
     if (!hc_fd_ready(fd, p->u->timeout)) {
-        snprintf(why, max, "the receiver was armed and an active message "
-                 "sent: its event fd stayed quiet for %.0f s", p->u->timeout);
+        snprintf(why, max,
+                 "the receiver was armed and an active message "
+                 "sent: its event fd stayed quiet for %.0f s",
+                 p->u->timeout);
         return -1;
     }
     if (!hc_wait_am(p->u, &p->b.am, want)) {
@@ -86,11 +88,11 @@ static int hc_recv_event(hc_pair_t *p, int fd, char *why, size_t max)
 /* A PUT's completion wakes the armed sender. 0, or -1 with `why`. */
 static int hc_send_event(hc_pair_t *p, int fd, char *why, size_t max)
 {
-    hc_region_t src, dst;
-    hc_comp_t *c;
+    hc_region_t  src, dst;
+    hc_comp_t   *c;
     ucs_status_t status;
-    uct_iov_t iov;
-    int ret = -1;
+    uct_iov_t    iov;
+    int          ret = -1;
 
     memset(&src, 0, sizeof(src));
     memset(&dst, 0, sizeof(dst));
@@ -104,18 +106,20 @@ static int hc_send_event(hc_pair_t *p, int fd, char *why, size_t max)
         snprintf(why, max, "arming the sender: %s", hc_why(p->u, status));
         goto out;
     }
-    c = hc_comp_new(p->u);
+    c          = hc_comp_new(p->u);
     iov.buffer = src.buf;
     iov.length = src.length;
     iov.memh   = src.memh;
     iov.stride = 0;
     iov.count  = 1;
-    HC_RETRY(p->u, status, uct_ep_put_zcopy(p->ep, &iov, 1,
-                                            (uintptr_t)dst.buf,
-                                            dst.rkey.rkey, &c->uct));
+    HC_RETRY(p->u, status,
+             uct_ep_put_zcopy(p->ep, &iov, 1, (uintptr_t)dst.buf, dst.rkey.rkey,
+                              &c->uct));
     if ((status == UCS_INPROGRESS) && !hc_fd_ready(fd, p->u->timeout)) {
-        snprintf(why, max, "the sender was armed and a zero-copy PUT posted: "
-                 "its event fd stayed quiet for %.0f s", p->u->timeout);
+        snprintf(why, max,
+                 "the sender was armed and a zero-copy PUT posted: "
+                 "its event fd stayed quiet for %.0f s",
+                 p->u->timeout);
         goto out;
     }
     if ((status == UCS_INPROGRESS) && !hc_wait(p->u, hc_comp_done, c)) {
@@ -138,10 +142,9 @@ out:
 void hc_check_events(hc_pair_t *p)
 {
     const uint64_t need = UCT_IFACE_FLAG_EVENT_SEND_COMP |
-                          UCT_IFACE_FLAG_EVENT_RECV |
-                          UCT_IFACE_FLAG_EVENT_FD;
+                          UCT_IFACE_FLAG_EVENT_RECV | UCT_IFACE_FLAG_EVENT_FD;
     char name[64], why[256];
-    int fd_a, fd_b;
+    int  fd_a, fd_b;
 
     snprintf(name, sizeof(name), "%s events", p->tl);
     hc_step("%s", name);
@@ -152,7 +155,7 @@ void hc_check_events(hc_pair_t *p)
         (uct_iface_event_fd_get(p->a.iface, &fd_a) != UCS_OK) ||
         (uct_iface_event_fd_get(p->b.iface, &fd_b) != UCS_OK)) {
         hc_fail(name, "the interface offers no event fd for send "
-                "completions and receives");
+                      "completions and receives");
         return;
     }
     if ((hc_recv_event(p, fd_b, why, sizeof(why)) != 0) ||
@@ -161,24 +164,25 @@ void hc_check_events(hc_pair_t *p)
         return;
     }
     hc_ok(name, "an armed receiver woke for an active message, an armed "
-          "sender for a PUT's completion");
+                "sender for a PUT's completion");
 }
 
 /* ----------------------------------------------------- one register */
 
 /* A pair whose sending interface keeps a send queue per busy endpoint and
  * asks a CQE for every WQE (no queue holds a doorbell back). */
-static ucs_status_t hc_queues_pair(hc_pair_t *p, hc_uct_t *u, const char *tl,
-                                   const char **what)
+static ucs_status_t
+hc_queues_pair(hc_pair_t *p, hc_uct_t *u, const char *tl, const char **what)
 {
-    const int dc = !strcmp(tl, "dc_strand");
+    const int    dc = !strcmp(tl, "dc_strand");
     ucs_status_t status;
 
     if (dc) {
         setenv("UCX_DC_STRAND_TX_POLICY", "dcs", 1);
     }
     setenv(dc ? "UCX_DC_STRAND_TX_CQ_MODERATION" :
-                "UCX_RC_STRAND_TX_CQ_MODERATION", "1", 1);
+                "UCX_RC_STRAND_TX_CQ_MODERATION",
+           "1", 1);
     status = hc_pair_open(p, u, tl, 0, what);
     unsetenv("UCX_DC_STRAND_TX_POLICY");
     unsetenv(dc ? "UCX_DC_STRAND_TX_CQ_MODERATION" :
@@ -188,12 +192,11 @@ static ucs_status_t hc_queues_pair(hc_pair_t *p, hc_uct_t *u, const char *tl,
 
 /* HC_ROUNDS messages from each of the endpoints, posted in turn. 0, or -1
  * with `why`. */
-static int hc_queues_in_turn(hc_pair_t *p, uct_ep_h *eps, char *why,
-                             size_t max)
+static int hc_queues_in_turn(hc_pair_t *p, uct_ep_h *eps, char *why, size_t max)
 {
-    unsigned base = p->b.am.count;
+    unsigned     base = p->b.am.count;
     ucs_status_t status;
-    unsigned i, j;
+    unsigned     i, j;
 
     for (j = 0; j < HC_QUEUES; ++j) { /* every one connected */
         HC_RETRY(p->u, status, uct_ep_am_short(eps[j], HC_AM_ID, j, NULL, 0));
@@ -203,15 +206,16 @@ static int hc_queues_in_turn(hc_pair_t *p, uct_ep_h *eps, char *why,
         }
     }
     if (!hc_wait_am(p->u, &p->b.am, base + HC_QUEUES)) {
-        snprintf(why, max, "the first message of each endpoint did not all "
+        snprintf(why, max,
+                 "the first message of each endpoint did not all "
                  "arrive");
         return -1;
     }
     for (i = 0; i < HC_ROUNDS; ++i) {
         for (j = 0; j < HC_QUEUES; ++j) {
-            HC_RETRY(p->u, status, uct_ep_am_short(eps[j], HC_AM_ID,
-                                                   i * HC_QUEUES + j, NULL,
-                                                   0));
+            HC_RETRY(p->u, status,
+                     uct_ep_am_short(eps[j], HC_AM_ID, i * HC_QUEUES + j, NULL,
+                                     0));
             if (status != UCS_OK) {
                 snprintf(why, max, "message %u of endpoint %u: %s", i, j,
                          hc_why(p->u, status));
@@ -220,10 +224,10 @@ static int hc_queues_in_turn(hc_pair_t *p, uct_ep_h *eps, char *why,
         }
     }
     if (!hc_wait_am(p->u, &p->b.am, base + HC_QUEUES * (HC_ROUNDS + 1))) {
-        snprintf(why, max, "%u of %u messages arrived: a doorbell was lost "
+        snprintf(why, max,
+                 "%u of %u messages arrived: a doorbell was lost "
                  "(queues writing one half of the register in turn?)",
-                 p->b.am.count - base - HC_QUEUES,
-                 HC_QUEUES * HC_ROUNDS);
+                 p->b.am.count - base - HC_QUEUES, HC_QUEUES * HC_ROUNDS);
         return -1;
     }
     return 0;
@@ -231,12 +235,12 @@ static int hc_queues_in_turn(hc_pair_t *p, uct_ep_h *eps, char *why,
 
 void hc_check_register(hc_uct_t *u, const char *tl)
 {
-    hc_pair_t *p = calloc(1, sizeof(*p));
-    uct_ep_h eps[HC_QUEUES] = {NULL};
-    const char *what;
+    hc_pair_t   *p              = calloc(1, sizeof(*p));
+    uct_ep_h     eps[HC_QUEUES] = {NULL};
+    const char  *what;
     ucs_status_t status;
-    char name[64], why[256];
-    unsigned j;
+    char         name[64], why[256];
+    unsigned     j;
 
     snprintf(name, sizeof(name), "%s one register", tl);
     hc_step("%s", name);
@@ -256,8 +260,7 @@ void hc_check_register(hc_uct_t *u, const char *tl)
         hc_fail(name, "%s", why);
     } else {
         hc_ok(name, "%u %s posting in turn, %u messages each: all arrived",
-              HC_QUEUES, strcmp(tl, "dc_strand") ? "QPs" : "DCIs",
-              HC_ROUNDS);
+              HC_QUEUES, strcmp(tl, "dc_strand") ? "QPs" : "DCIs", HC_ROUNDS);
     }
     for (j = 1; j < HC_QUEUES; ++j) {
         if (eps[j] != NULL) {

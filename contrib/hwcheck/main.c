@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define HC_EXIT_NO_NIC   2
+#define HC_EXIT_NO_NIC 2
 
 typedef struct hc_opts {
     int         sim;
@@ -30,37 +30,42 @@ typedef struct hc_opts {
 static void hc_usage(FILE *f)
 {
     fprintf(f,
-        "usage: strand-hwcheck [--sim] [--device NAME] [--timeout SECS]\n"
-        "\n"
-        "Checks this machine's mlx5 NIC for strand and prints one report:\n"
-        "the driver, port 1, DEVX and the capabilities strand uses; then,\n"
-        "with the plugin loaded, dc_strand and rc_strand in a loopback: AM,\n"
-        "PUT, GET, atomics and tag offload with every byte compared, a PUT\n"
-        "with a bad key (its error, the stream reset, an endpoint that keeps\n"
-        "working). Each line says ok, off (why) or FAIL (what).\n"
-        "\n"
-        "  --sim            check the software mlx5 device (smlx5_0) instead:\n"
-        "                   no NIC needed\n"
-        "  --device NAME    the mlx5 device to check (default: the first\n"
-        "                   with an active port 1)\n"
-        "  --timeout SECS   the longest any one wait may take (default 10)\n"
-        "  -h, --help       this text\n"
-        "\n"
-        "Exit status: 0 nothing failed, 1 a check failed, 2 no mlx5 NIC\n"
-        "(without --sim) or a bad option. docs/hardware.md says more.\n");
+            "usage: strand-hwcheck [--sim] [--device NAME] [--timeout SECS]\n"
+            "\n"
+            "Checks this machine's mlx5 NIC for strand and prints one report:\n"
+            "the driver, port 1, DEVX and the capabilities strand uses; then,\n"
+            "with the plugin loaded, dc_strand and rc_strand in a loopback: "
+            "AM,\n"
+            "PUT, GET, atomics and tag offload with every byte compared, a "
+            "PUT\n"
+            "with a bad key (its error, the stream reset, an endpoint that "
+            "keeps\n"
+            "working). Each line says ok, off (why) or FAIL (what).\n"
+            "\n"
+            "  --sim            check the software mlx5 device (smlx5_0) "
+            "instead:\n"
+            "                   no NIC needed\n"
+            "  --device NAME    the mlx5 device to check (default: the first\n"
+            "                   with an active port 1)\n"
+            "  --timeout SECS   the longest any one wait may take (default "
+            "10)\n"
+            "  -h, --help       this text\n"
+            "\n"
+            "Exit status: 0 nothing failed, 1 a check failed, 2 no mlx5 NIC\n"
+            "(without --sim) or a bad option. docs/hardware.md says more.\n");
 }
 
 static int hc_parse(int argc, char **argv, hc_opts_t *o)
 {
-    static const struct option longopts[] = {
-        {"sim",     no_argument,       NULL, 's'},
-        {"device",  required_argument, NULL, 'd'},
-        {"timeout", required_argument, NULL, 't'},
-        {"help",    no_argument,       NULL, 'h'},
-        {NULL, 0, NULL, 0}
-    };
-    char *end;
-    int c;
+    static const struct option longopts[] = {{"sim", no_argument, NULL, 's'},
+                                             {"device", required_argument, NULL,
+                                              'd'},
+                                             {"timeout", required_argument,
+                                              NULL, 't'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    char                      *end;
+    int                        c;
 
     o->sim     = 0;
     o->device  = NULL;
@@ -76,8 +81,10 @@ static int hc_parse(int argc, char **argv, hc_opts_t *o)
         case 't':
             o->timeout = strtod(optarg, &end);
             if ((*end != '\0') || !(o->timeout > 0)) {
-                fprintf(stderr, "strand-hwcheck: --timeout '%s': a number "
-                        "of seconds, please\n", optarg);
+                fprintf(stderr,
+                        "strand-hwcheck: --timeout '%s': a number "
+                        "of seconds, please\n",
+                        optarg);
                 return -1;
             }
             break;
@@ -111,13 +118,13 @@ static void hc_environment(const hc_opts_t *o)
     }
 }
 
-static void hc_check_transport(hc_uct_t *u, const char *tl,
-                               const hc_machine_t *m)
+static void
+hc_check_transport(hc_uct_t *u, const char *tl, const hc_machine_t *m)
 {
-    hc_pair_t *p = calloc(1, sizeof(*p));
-    const char *what;
+    hc_pair_t   *p = calloc(1, sizeof(*p));
+    const char  *what;
     ucs_status_t status;
-    char name[64];
+    char         name[64];
 
     snprintf(name, sizeof(name), "%s interfaces", tl);
     hc_section("%s on %s", tl, u->dev_name);
@@ -156,10 +163,10 @@ static void hc_check_transport(hc_uct_t *u, const char *tl,
 int main(int argc, char **argv)
 {
     hc_machine_t machine;
-    hc_header_t header;
-    hc_opts_t opts;
-    hc_uct_t uct;
-    char why[512], dev[80];
+    hc_header_t  header;
+    hc_opts_t    opts;
+    hc_uct_t     uct;
+    char         why[512], dev[80];
 
     if (hc_parse(argc, argv, &opts) != 0) {
         return HC_EXIT_NO_NIC;
@@ -168,10 +175,11 @@ int main(int argc, char **argv)
         memset(&machine, 0, sizeof(machine));
         machine.sim = 1;
         snprintf(machine.device, sizeof(machine.device), "smlx5_0");
-    } else if (hc_machine_pick(opts.device, &machine, why,
-                               sizeof(why)) != 0) {
-        fprintf(stderr, "strand-hwcheck: %s; use --sim to check the "
-                "software device\n", why);
+    } else if (hc_machine_pick(opts.device, &machine, why, sizeof(why)) != 0) {
+        fprintf(stderr,
+                "strand-hwcheck: %s; use --sim to check the "
+                "software device\n",
+                why);
         return HC_EXIT_NO_NIC;
     }
     hc_environment(&opts);

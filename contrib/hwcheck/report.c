@@ -7,7 +7,7 @@
  * never returns into a last FAIL line and exit status 1.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE  /* dl_iterate_phdr */
+#define _GNU_SOURCE /* dl_iterate_phdr */
 #endif
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -37,8 +37,8 @@ double hc_now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-#define HC_NAME_WIDTH   30
-#define HC_MAX_FAILED   16
+#define HC_NAME_WIDTH 30
+#define HC_MAX_FAILED 16
 
 static void hc_watchdog_stop(void);
 
@@ -50,7 +50,7 @@ static struct {
 /* ------------------------------------------------------ loaded files */
 
 typedef struct hc_lib_find {
-    const char *part;       /* a piece of the file name */
+    const char *part; /* a piece of the file name */
     char        path[PATH_MAX];
 } hc_lib_find_t;
 
@@ -58,7 +58,8 @@ static int hc_lib_find_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     hc_lib_find_t *f = arg;
 
-    if ((info->dlpi_name != NULL) && (strstr(info->dlpi_name, f->part) != NULL)) {
+    if ((info->dlpi_name != NULL) &&
+        (strstr(info->dlpi_name, f->part) != NULL)) {
         snprintf(f->path, sizeof(f->path), "%s", info->dlpi_name);
         return 1;
     }
@@ -70,7 +71,7 @@ static int hc_lib_find_cb(struct dl_phdr_info *info, size_t size, void *arg)
 static void hc_lib_path(const char *part, char *buf, size_t max)
 {
     hc_lib_find_t f = {.part = part, .path = ""};
-    char real[PATH_MAX];
+    char          real[PATH_MAX];
 
     dl_iterate_phdr(hc_lib_find_cb, &f);
     if ((f.path[0] != '\0') && (realpath(f.path, real) != NULL)) {
@@ -82,9 +83,9 @@ static void hc_lib_path(const char *part, char *buf, size_t max)
 
 const char *hc_plugin_path(void)
 {
-    static char path[PATH_MAX];
+    static char      path[PATH_MAX];
     uct_component_h *components;
-    unsigned num;
+    unsigned         num;
 
     hc_lib_path("libuct_strand", path, sizeof(path));
     if ((path[0] == '\0') &&
@@ -101,9 +102,9 @@ const char *hc_plugin_path(void)
  * release is the rdma-core version (44.0 for libibverbs.so.1.14.44.0). */
 static void hc_rdma_core_version(char *buf, size_t max)
 {
-    char path[PATH_MAX];
+    char        path[PATH_MAX];
     const char *base, *v;
-    unsigned abi, major, minor;
+    unsigned    abi, major, minor;
 
     hc_lib_path("libibverbs.so", path, sizeof(path));
     base = strrchr(path, '/');
@@ -122,8 +123,8 @@ static void hc_rdma_core_version(char *buf, size_t max)
 void hc_report_header(const hc_header_t *h)
 {
     struct utsname un;
-    char rdma[PATH_MAX + 32], date[64];
-    time_t now = time(NULL);
+    char           rdma[PATH_MAX + 32], date[64];
+    time_t         now = time(NULL);
 
     if (uname(&un) != 0) {
         memset(&un, 0, sizeof(un));
@@ -138,8 +139,9 @@ void hc_report_header(const hc_header_t *h)
            STRAND_UCX_BUILD_VERSION);
     printf("  %-11s %s\n", "UCX", ucp_get_version_string());
     printf("  %-11s %s\n", "plugin",
-           (hc_plugin_path()[0] != '\0') ? hc_plugin_path() :
-           "not loaded (run strand-hwcheck, not the program itself)");
+           (hc_plugin_path()[0] != '\0') ?
+                   hc_plugin_path() :
+                   "not loaded (run strand-hwcheck, not the program itself)");
     printf("  %-11s %s\n", "rdma-core", rdma);
     printf("  %-11s %s%s\n", "device", h->device,
            h->sim ? ", the software mlx5 device (--sim: no NIC is checked)" :
@@ -159,8 +161,8 @@ void hc_section(const char *fmt, ...)
     fflush(stdout);
 }
 
-static void hc_line(const char *name, const char *verdict, const char *fmt,
-                    va_list ap)
+static void
+hc_line(const char *name, const char *verdict, const char *fmt, va_list ap)
 {
     printf("  %-*s %s", HC_NAME_WIDTH, name, verdict);
     if (fmt != NULL) {
@@ -200,8 +202,8 @@ void hc_fail(const char *name, const char *fmt, ...)
     hc_line(name, "FAIL", fmt, ap);
     va_end(ap);
     if (hc_counts.fail < HC_MAX_FAILED) {
-        snprintf(hc_counts.failed[hc_counts.fail],
-                 sizeof(hc_counts.failed[0]), "%s", name);
+        snprintf(hc_counts.failed[hc_counts.fail], sizeof(hc_counts.failed[0]),
+                 "%s", name);
     }
     hc_counts.fail++;
 }
@@ -258,14 +260,14 @@ int hc_report_finish(int sim)
  * began. */
 static pthread_mutex_t hc_watchdog_lock = PTHREAD_MUTEX_INITIALIZER;
 static double          hc_watchdog_secs;
-static double          hc_watchdog_deadline;    /* 0: disarmed */
+static double          hc_watchdog_deadline; /* 0: disarmed */
 static char            hc_watchdog_msg[512];
 static size_t          hc_watchdog_len;
 
 static void *hc_watchdog_run(void *arg)
 {
     ssize_t n;
-    int fire;
+    int     fire;
 
     for (;;) {
         usleep(100000);
@@ -295,21 +297,22 @@ void hc_watchdog_init(double secs)
 
 void hc_step(const char *fmt, ...)
 {
-    char step[128];
+    char    step[128];
     va_list ap;
-    int len;
+    int     len;
 
     va_start(ap, fmt);
     vsnprintf(step, sizeof(step), fmt, ap);
     va_end(ap);
     pthread_mutex_lock(&hc_watchdog_lock);
-    len = snprintf(hc_watchdog_msg, sizeof(hc_watchdog_msg),
-                   "  %-*s FAIL (did not finish in %.0f s: it hangs)\n"
-                   "\nstrand-hwcheck: stopped at a check that hangs; send "
-                   "this report and ibv_devinfo -v\n",
-                   HC_NAME_WIDTH, step, hc_watchdog_secs);
+    len                  = snprintf(hc_watchdog_msg, sizeof(hc_watchdog_msg),
+                                    "  %-*s FAIL (did not finish in %.0f s: it hangs)\n"
+                                                     "\nstrand-hwcheck: stopped at a check that hangs; send "
+                                                     "this report and ibv_devinfo -v\n",
+                                    HC_NAME_WIDTH, step, hc_watchdog_secs);
     hc_watchdog_len      = (len < (int)sizeof(hc_watchdog_msg)) ?
-                           (size_t)len : sizeof(hc_watchdog_msg) - 1;
+                                   (size_t)len :
+                                   sizeof(hc_watchdog_msg) - 1;
     hc_watchdog_deadline = hc_now() + hc_watchdog_secs;
     pthread_mutex_unlock(&hc_watchdog_lock);
 }

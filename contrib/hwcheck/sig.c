@@ -27,26 +27,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HC_SIG_KEY       0x5157c0deull  /* the DCT's access key */
-#define HC_SIG_BLOCK     512u
-#define HC_SIG_WIRE      (HC_SIG_BLOCK + 4) /* a block and its CRC32C */
-#define HC_SIG_BUF       4096u
-#define HC_SIG_SEED_OK   0xffffffffu
-#define HC_SIG_SEED_BAD  0u
+#define HC_SIG_KEY      0x5157c0deull /* the DCT's access key */
+#define HC_SIG_BLOCK    512u
+#define HC_SIG_WIRE     (HC_SIG_BLOCK + 4) /* a block and its CRC32C */
+#define HC_SIG_BUF      4096u
+#define HC_SIG_SEED_OK  0xffffffffu
+#define HC_SIG_SEED_BAD 0u
 
 typedef struct hc_sig {
-    strand_dev_t          *dev;
-    strand_dev_channel_t   ch;
-    strand_dev_cq_t        cq;
-    strand_dev_srq_t       srq;
-    strand_dev_qp_t        dct, dci;
-    strand_dev_mr_t        src_mr, dst_mr;
-    strand_dev_mkey_t      sign, check;
-    struct mlx5_wqe_av     av;
-    unsigned               av_size;
-    uint8_t               *src, *dst;
-    uint32_t               pi, ci;
-    double                 timeout;
+    strand_dev_t        *dev;
+    strand_dev_channel_t ch;
+    strand_dev_cq_t      cq;
+    strand_dev_srq_t     srq;
+    strand_dev_qp_t      dct, dci;
+    strand_dev_mr_t      src_mr, dst_mr;
+    strand_dev_mkey_t    sign, check;
+    struct mlx5_wqe_av   av;
+    unsigned             av_size;
+    uint8_t             *src, *dst;
+    uint32_t             pi, ci;
+    double               timeout;
     /* what is made, for the cleanup */
     int have_ch, have_cq, have_srq, have_dct, have_dci, have_src, have_dst;
     int have_sign, have_check;
@@ -54,17 +54,17 @@ typedef struct hc_sig {
 
 /* The result of one READ: its own CQE and whether a SIG_ERR came first. */
 typedef struct hc_sig_read {
-    int     done;      /* the READ's CQE came */
-    uint8_t opcode;    /* its opcode (MLX5_CQE_REQ: good) */
-    uint8_t syndrome;  /* an error CQE's */
-    int     sig_err;   /* a SIG_ERR CQE came */
+    int     done;     /* the READ's CQE came */
+    uint8_t opcode;   /* its opcode (MLX5_CQE_REQ: good) */
+    uint8_t syndrome; /* an error CQE's */
+    int     sig_err;  /* a SIG_ERR CQE came */
 } hc_sig_read_t;
 
 static int hc_sig_open_dev(hc_sig_t *s, const hc_machine_t *m)
 {
     strand_dev_info_t infos[16];
-    unsigned kind = m->sim ? STRAND_DEV_KIND_SIM : STRAND_DEV_KIND_HW;
-    int i, n = strand_dev_list(1u << kind, infos, 16);
+    unsigned          kind = m->sim ? STRAND_DEV_KIND_SIM : STRAND_DEV_KIND_HW;
+    int               i, n = strand_dev_list(1u << kind, infos, 16);
 
     for (i = 0; i < n; ++i) {
         if (!strcmp(infos[i].name, m->device)) {
@@ -78,11 +78,11 @@ static int hc_sig_open_dev(hc_sig_t *s, const hc_machine_t *m)
 static int hc_sig_queues(hc_sig_t *s)
 {
     const strand_dev_ops_t *ops = s->dev->ops;
-    strand_dev_dct_attr_t dct;
-    strand_dev_sq_attr_t dci;
-    strand_dev_path_t path = {0, 0};
-    struct ibv_ah_attr ah;
-    int err;
+    strand_dev_dct_attr_t   dct;
+    strand_dev_sq_attr_t    dci;
+    strand_dev_path_t       path = {0, 0};
+    struct ibv_ah_attr      ah;
+    int                     err;
 
     if ((err = ops->create_channel(s->dev, &s->ch)) != 0) {
         return err;
@@ -131,15 +131,14 @@ static int hc_sig_queues(hc_sig_t *s)
     s->av.key.dc_key = htobe64(HC_SIG_KEY);
     s->av.dqp_dct    = htobe32((s->dct.qpn & 0xffffff) |
                                (ah.is_global ? MLX5_EXTENDED_UD_AV : 0));
-    s->av_size       = ah.is_global ? STRAND_AV_FULL_SIZE :
-                                      STRAND_AV_BASE_SIZE;
+    s->av_size       = ah.is_global ? STRAND_AV_FULL_SIZE : STRAND_AV_BASE_SIZE;
     return 0;
 }
 
 /* A signature block of CRC32C with `seed` over the wire domain. */
 static void hc_sig_attr(uint32_t seed, struct mlx5dv_sig_block_attr *attr,
                         struct mlx5dv_sig_block_domain *wire,
-                        struct mlx5dv_sig_crc *crc)
+                        struct mlx5dv_sig_crc          *crc)
 {
     memset(attr, 0, sizeof(*attr));
     memset(wire, 0, sizeof(*wire));
@@ -154,12 +153,12 @@ static void hc_sig_attr(uint32_t seed, struct mlx5dv_sig_block_attr *attr,
 }
 
 static int hc_sig_configure(hc_sig_t *s, strand_dev_mkey_t *mkey,
-                            const strand_dev_mr_t *mr, uint8_t *buf,
-                            int access, uint32_t seed)
+                            const strand_dev_mr_t *mr, uint8_t *buf, int access,
+                            uint32_t seed)
 {
-    struct mlx5dv_sig_block_attr attr;
+    struct mlx5dv_sig_block_attr   attr;
     struct mlx5dv_sig_block_domain wire;
-    struct mlx5dv_sig_crc crc;
+    struct mlx5dv_sig_crc          crc;
     struct ibv_sge sge = {(uintptr_t)buf, HC_SIG_BLOCK, mr->lkey};
 
     hc_sig_attr(seed, &attr, &wire, &crc);
@@ -170,18 +169,19 @@ static int hc_sig_configure(hc_sig_t *s, strand_dev_mkey_t *mkey,
 static int hc_sig_memory(hc_sig_t *s)
 {
     const strand_dev_ops_t *ops = s->dev->ops;
-    unsigned i;
-    int err;
+    unsigned                i;
+    int                     err;
 
-    if ((posix_memalign((void**)&s->src, 4096, HC_SIG_BUF) != 0) ||
-        (posix_memalign((void**)&s->dst, 4096, HC_SIG_BUF) != 0)) {
+    if ((posix_memalign((void **)&s->src, 4096, HC_SIG_BUF) != 0) ||
+        (posix_memalign((void **)&s->dst, 4096, HC_SIG_BUF) != 0)) {
         return ENOMEM;
     }
     for (i = 0; i < HC_SIG_BUF; ++i) {
         s->src[i] = (uint8_t)(i * 7 + 3);
     }
-    if ((err = ops->reg_mr(s->dev, s->src, HC_SIG_BUF, IBV_ACCESS_LOCAL_WRITE |
-                           IBV_ACCESS_REMOTE_READ, &s->src_mr)) != 0) {
+    if ((err = ops->reg_mr(s->dev, s->src, HC_SIG_BUF,
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ,
+                           &s->src_mr)) != 0) {
         return err;
     }
     s->have_src = 1;
@@ -208,14 +208,14 @@ static int hc_sig_memory(hc_sig_t *s)
 /* One READ of the signed block into the checking mkey, and its CQEs. */
 static void hc_sig_read(hc_sig_t *s, hc_sig_read_t *r)
 {
-    void *sq  = s->dci.dv.sq.buf;
-    void *end = strand_sq_end(sq, s->dci.dv.sq.wqe_cnt);
+    void                     *sq   = s->dci.dv.sq.buf;
+    void                     *end  = strand_sq_end(sq, s->dci.dv.sq.wqe_cnt);
     struct mlx5_wqe_ctrl_seg *ctrl = strand_sq_bb(sq, s->dci.dv.sq.wqe_cnt,
                                                   s->pi);
-    void *seg = strand_sq_next(ctrl, sizeof(*ctrl), sq, end);
-    unsigned ds = 1 + s->av_size / STRAND_WQE_DS + 2;
+    void              *seg = strand_sq_next(ctrl, sizeof(*ctrl), sq, end);
+    unsigned           ds  = 1 + s->av_size / STRAND_WQE_DS + 2;
     struct mlx5_cqe64 *cqe;
-    double deadline;
+    double             deadline;
 
     memset(r, 0, sizeof(*r));
     memcpy(seg, &s->av, s->av_size);
@@ -253,17 +253,18 @@ static void hc_sig_read(hc_sig_t *s, hc_sig_read_t *r)
     }
 }
 
-static const char *hc_sig_read_str(const hc_sig_read_t *r, char *buf,
-                                   size_t max)
+static const char *
+hc_sig_read_str(const hc_sig_read_t *r, char *buf, size_t max)
 {
     if (!r->done) {
         snprintf(buf, max, "no completion");
     } else if (r->opcode != MLX5_CQE_REQ) {
-        snprintf(buf, max, "completion opcode 0x%x syndrome 0x%x%s",
-                 r->opcode, r->syndrome, r->sig_err ? " after a SIG_ERR" : "");
+        snprintf(buf, max, "completion opcode 0x%x syndrome 0x%x%s", r->opcode,
+                 r->syndrome, r->sig_err ? " after a SIG_ERR" : "");
     } else {
-        snprintf(buf, max, "%s", r->sig_err ? "SIG_ERR, then its completion" :
-                                              "a good completion, no SIG_ERR");
+        snprintf(buf, max, "%s",
+                 r->sig_err ? "SIG_ERR, then its completion" :
+                              "a good completion, no SIG_ERR");
     }
     return buf;
 }
@@ -284,10 +285,10 @@ static int hc_sig_round(hc_sig_t *s, uint32_t seed, hc_sig_read_t *r)
 
 static void hc_sig_rounds(hc_sig_t *s)
 {
-    const char *n1 = "integrity SIG_ERR", *n2 = "integrity after SIG_ERR";
+    const char   *n1 = "integrity SIG_ERR", *n2 = "integrity after SIG_ERR";
     hc_sig_read_t r;
-    char what[128];
-    int err, latched;
+    char          what[128];
+    int           err, latched;
 
     /* a check that expects the wrong seed: every block is bad */
     hc_step("%s", n1);
@@ -314,7 +315,8 @@ static void hc_sig_rounds(hc_sig_t *s)
         hc_fail(n2, "the same mkey configured right: %s%s",
                 hc_sig_read_str(&r, what, sizeof(what)),
                 (r.done && memcmp(s->dst, s->src, HC_SIG_BLOCK)) ?
-                ", the block's bytes wrong" : "");
+                        ", the block's bytes wrong" :
+                        "");
         return;
     }
     /* the same mkey, wrong again: re-armed or latched */
@@ -326,8 +328,8 @@ static void hc_sig_rounds(hc_sig_t *s)
     /* a fresh mkey reports (what strand makes after a bad block) */
     s->dev->ops->destroy_mkey(s->dev, &s->check);
     s->have_check = 0;
-    err = s->dev->ops->create_mkey(s->dev, 1, 1,
-                                   strand_dev_mkey_variant(s->dev), &s->check);
+    err           = s->dev->ops->create_mkey(s->dev, 1, 1,
+                                             strand_dev_mkey_variant(s->dev), &s->check);
     s->have_check = (err == 0);
     if ((err != 0) || ((err = hc_sig_round(s, HC_SIG_SEED_BAD, &r)) != 0)) {
         hc_fail(n2, "a fresh mkey: %s", strerror(err));
@@ -338,7 +340,8 @@ static void hc_sig_rounds(hc_sig_t *s)
                 hc_sig_read_str(&r, what, sizeof(what)));
         return;
     }
-    hc_ok(n2, "the same mkey configured right landed the block intact; "
+    hc_ok(n2,
+          "the same mkey configured right landed the block intact; "
           "configured wrong again it %s; a fresh mkey reported",
           latched ? "stayed silent (latched until the driver counts the "
                     "error: strand replaces such an mkey)" :
@@ -385,10 +388,10 @@ static void hc_sig_cleanup(hc_sig_t *s)
 
 void hc_check_signatures(const hc_machine_t *m, double timeout)
 {
-    const char *name = "integrity SIG_ERR";
+    const char                   *name = "integrity SIG_ERR";
     const struct mlx5dv_sig_caps *c;
-    hc_sig_t s;
-    int err;
+    hc_sig_t                      s;
+    int                           err;
 
     memset(&s, 0, sizeof(s));
     s.timeout = timeout;
@@ -404,7 +407,7 @@ void hc_check_signatures(const hc_machine_t *m, double timeout)
         !(c->crc_type & MLX5DV_SIG_CRC_TYPE_CAP_CRC32C) ||
         !(c->block_size & MLX5DV_BLOCK_SIZE_CAP_512)) {
         hc_off(name, "the device has no CRC32C block signatures of 512 "
-               "bytes: integrity-checked GETs cannot be used");
+                     "bytes: integrity-checked GETs cannot be used");
         hc_off("integrity after SIG_ERR", "not judged: no signatures");
     } else if ((err = hc_sig_queues(&s)) != 0) {
         hc_fail(name, "a DCI and a DCT: %s", strerror(err));

@@ -18,16 +18,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HC_TAG_ZCOPY_MAX   (64 * 1024)
-#define HC_RNDV_MAX        (1024 * 1024)
-#define HC_TAG_SLACK       64       /* bytes past a message that stay */
+#define HC_TAG_ZCOPY_MAX (64 * 1024)
+#define HC_RNDV_MAX      (1024 * 1024)
+#define HC_TAG_SLACK     64 /* bytes past a message that stay */
 
 /* A posted receive and what the transport said about it. */
 typedef struct hc_tag_ctx {
     uct_tag_context_t uct;
-    uint8_t          *buf;          /* the receive buffer */
+    uint8_t          *buf; /* the receive buffer */
     int               completed;
-    int               sw_rndv;      /* handed to software: not offloaded */
+    int               sw_rndv; /* handed to software: not offloaded */
     uct_tag_t         stag;
     size_t            length;
     ucs_status_t      status;
@@ -38,8 +38,8 @@ static void hc_tag_consumed_cb(uct_tag_context_t *self)
 }
 
 static void hc_tag_completed_cb(uct_tag_context_t *self, uct_tag_t stag,
-                                uint64_t imm, size_t length,
-                                void *inline_data, ucs_status_t status)
+                                uint64_t imm, size_t length, void *inline_data,
+                                ucs_status_t status)
 {
     hc_tag_ctx_t *c = ucs_container_of(self, hc_tag_ctx_t, uct);
 
@@ -72,8 +72,8 @@ static int hc_tag_done(void *arg)
 }
 
 /* Post a receive for `tag` over all of region r. */
-static ucs_status_t hc_tag_post(hc_pair_t *p, hc_tag_ctx_t *c, hc_region_t *r,
-                                uct_tag_t tag)
+static ucs_status_t
+hc_tag_post(hc_pair_t *p, hc_tag_ctx_t *c, hc_region_t *r, uct_tag_t tag)
 {
     uct_iov_t iov = {r->buf, r->length, r->memh, 0, 1};
 
@@ -102,9 +102,10 @@ static int hc_tag_verify(hc_pair_t *p, const char *name, hc_tag_ctx_t *c,
     } else if (c->status != UCS_OK) {
         hc_fail(name, "the receive: %s", hc_why(p->u, c->status));
     } else if ((c->stag != tag) || (c->length != length)) {
-        hc_fail(name, "the receive got tag 0x%lx and %zu bytes, not 0x%lx "
-                "and %zu", (unsigned long)c->stag, c->length,
-                (unsigned long)tag, length);
+        hc_fail(name,
+                "the receive got tag 0x%lx and %zu bytes, not 0x%lx "
+                "and %zu",
+                (unsigned long)c->stag, c->length, (unsigned long)tag, length);
     } else {
         memcpy(image, want, length);
         if (!hc_compare(r->buf, image, r->length, why, sizeof(why))) {
@@ -130,16 +131,23 @@ static size_t hc_tag_pack_cb(void *dest, void *arg)
 
 /* ------------------------------------------------------------ eager */
 
-typedef enum { HC_EAGER_SHORT, HC_EAGER_BCOPY, HC_EAGER_ZCOPY } hc_eager_t;
+typedef enum {
+    HC_EAGER_SHORT,
+    HC_EAGER_BCOPY,
+    HC_EAGER_ZCOPY
+} hc_eager_t;
 
 static size_t hc_eager_length(const uct_iface_attr_t *a, hc_eager_t kind)
 {
     switch (kind) {
-    case HC_EAGER_SHORT: return a->cap.tag.eager.max_short;
-    case HC_EAGER_BCOPY: return a->cap.tag.eager.max_bcopy;
-    default:             return (a->cap.tag.eager.max_zcopy <
-                                 HC_TAG_ZCOPY_MAX) ?
-                                a->cap.tag.eager.max_zcopy : HC_TAG_ZCOPY_MAX;
+    case HC_EAGER_SHORT:
+        return a->cap.tag.eager.max_short;
+    case HC_EAGER_BCOPY:
+        return a->cap.tag.eager.max_bcopy;
+    default:
+        return (a->cap.tag.eager.max_zcopy < HC_TAG_ZCOPY_MAX) ?
+                       a->cap.tag.eager.max_zcopy :
+                       HC_TAG_ZCOPY_MAX;
     }
 }
 
@@ -148,27 +156,28 @@ static ucs_status_t hc_eager_send(hc_pair_t *p, hc_eager_t kind,
                                   hc_region_t *src, size_t length,
                                   uct_tag_t tag)
 {
-    hc_bytes_t bytes = {src->buf, length};
-    uct_iov_t iov    = {src->buf, length, src->memh, 0, 1};
+    hc_bytes_t   bytes = {src->buf, length};
+    uct_iov_t    iov   = {src->buf, length, src->memh, 0, 1};
     ucs_status_t status;
-    hc_comp_t *comp;
-    ssize_t sent;
+    hc_comp_t   *comp;
+    ssize_t      sent;
 
     switch (kind) {
     case HC_EAGER_SHORT:
-        HC_RETRY(p->u, status, uct_ep_tag_eager_short(p->ep, tag, src->buf,
-                                                      length));
+        HC_RETRY(p->u, status,
+                 uct_ep_tag_eager_short(p->ep, tag, src->buf, length));
         return status;
     case HC_EAGER_BCOPY:
-        HC_RETRY(p->u, sent, uct_ep_tag_eager_bcopy(p->ep, tag, 0,
-                                                    hc_tag_pack_cb, &bytes,
-                                                    0));
+        HC_RETRY(p->u, sent,
+                 uct_ep_tag_eager_bcopy(p->ep, tag, 0, hc_tag_pack_cb, &bytes,
+                                        0));
         return (sent == (ssize_t)length) ? UCS_OK :
-               (sent < 0) ? (ucs_status_t)sent : UCS_ERR_IO_ERROR;
+               (sent < 0)                ? (ucs_status_t)sent :
+                                           UCS_ERR_IO_ERROR;
     default:
         comp = hc_comp_new(p->u);
-        HC_RETRY(p->u, status, uct_ep_tag_eager_zcopy(p->ep, tag, 0, &iov, 1,
-                                                      0, &comp->uct));
+        HC_RETRY(p->u, status,
+                 uct_ep_tag_eager_zcopy(p->ep, tag, 0, &iov, 1, 0, &comp->uct));
         return hc_comp_wait(p->u, status, comp);
     }
 }
@@ -206,12 +215,12 @@ static int hc_tag_setup(hc_pair_t *p, const char *name, hc_tag_ctx_t *ctx,
 static void hc_tag_eager(hc_pair_t *p, hc_eager_t kind, uint64_t flag,
                          const char *what, uct_tag_t tag)
 {
-    size_t length = hc_eager_length(&p->a.attr, kind);
-    hc_tag_ctx_t *ctx = hc_keep(p->u, sizeof(*ctx));
-    hc_region_t src, dst;
-    uint8_t *image = NULL;
-    ucs_status_t status;
-    char name[64];
+    size_t        length = hc_eager_length(&p->a.attr, kind);
+    hc_tag_ctx_t *ctx    = hc_keep(p->u, sizeof(*ctx));
+    hc_region_t   src, dst;
+    uint8_t      *image = NULL;
+    ucs_status_t  status;
+    char          name[64];
 
     snprintf(name, sizeof(name), "%s tag eager %s", p->tl, what);
     hc_step("%s", name);
@@ -257,11 +266,11 @@ static int hc_unexp_arrived(void *arg)
  * gets it whole. */
 static void hc_tag_unexpected(hc_pair_t *p, uct_tag_t tag)
 {
-    size_t length     = hc_eager_length(&p->a.attr, HC_EAGER_BCOPY);
-    hc_unexp_wait_t w = {&p->b.tag, p->b.tag.eager};
-    hc_region_t src;
-    ucs_status_t status;
-    char name[64], why[160];
+    size_t          length = hc_eager_length(&p->a.attr, HC_EAGER_BCOPY);
+    hc_unexp_wait_t w      = {&p->b.tag, p->b.tag.eager};
+    hc_region_t     src;
+    ucs_status_t    status;
+    char            name[64], why[160];
 
     snprintf(name, sizeof(name), "%s tag unexpected", p->tl);
     hc_step("%s", name);
@@ -280,11 +289,15 @@ static void hc_tag_unexpected(hc_pair_t *p, uct_tag_t tag)
     if (status != UCS_OK) {
         hc_fail(name, "the send: %s", hc_why(p->u, status));
     } else if (!hc_wait(p->u, hc_unexp_arrived, &w)) {
-        hc_fail(name, "the unexpected-message callback was not called in "
-                "%.0f s", p->u->timeout);
+        hc_fail(name,
+                "the unexpected-message callback was not called in "
+                "%.0f s",
+                p->u->timeout);
     } else if ((p->b.tag.tag != tag) || (p->b.tag.length != length)) {
-        hc_fail(name, "the callback got tag 0x%lx and %zu bytes, not 0x%lx "
-                "and %zu", (unsigned long)p->b.tag.tag, p->b.tag.length,
+        hc_fail(name,
+                "the callback got tag 0x%lx and %zu bytes, not 0x%lx "
+                "and %zu",
+                (unsigned long)p->b.tag.tag, p->b.tag.length,
                 (unsigned long)tag, length);
     } else if (hc_compare(p->b.tag.data, src.buf, length, why, sizeof(why))) {
         hc_fail(name, "%s", why);
@@ -298,18 +311,19 @@ static void hc_tag_unexpected(hc_pair_t *p, uct_tag_t tag)
 
 static void hc_tag_rndv(hc_pair_t *p, uct_tag_t tag)
 {
-    const uct_iface_attr_t *a = &p->a.attr;
-    size_t length = (a->cap.tag.rndv.max_zcopy < HC_RNDV_MAX) ?
-                    a->cap.tag.rndv.max_zcopy : HC_RNDV_MAX;
-    uint8_t header[16]        = "strand-hwcheck";
-    hc_tag_ctx_t *ctx         = hc_keep(p->u, sizeof(*ctx));
-    hc_region_t src, dst;
-    uint8_t *image = NULL;
-    ucs_status_ptr_t op;
-    ucs_status_t status;
-    hc_comp_t *comp;
-    uct_iov_t iov;
-    char name[64];
+    const uct_iface_attr_t *a      = &p->a.attr;
+    size_t                  length = (a->cap.tag.rndv.max_zcopy < HC_RNDV_MAX) ?
+                                             a->cap.tag.rndv.max_zcopy :
+                                             HC_RNDV_MAX;
+    uint8_t                 header[16] = "strand-hwcheck";
+    hc_tag_ctx_t           *ctx        = hc_keep(p->u, sizeof(*ctx));
+    hc_region_t             src, dst;
+    uint8_t                *image = NULL;
+    ucs_status_ptr_t        op;
+    ucs_status_t            status;
+    hc_comp_t              *comp;
+    uct_iov_t               iov;
+    char                    name[64];
 
     snprintf(name, sizeof(name), "%s tag rndv zcopy", p->tl);
     hc_step("%s", name);
@@ -320,17 +334,18 @@ static void hc_tag_rndv(hc_pair_t *p, uct_tag_t tag)
     if (hc_ep_failed(p, name)) {
         return;
     }
-    if (hc_tag_setup(p, name, ctx, length, 80, tag, &src, &dst,
-                     &image) != 0) {
+    if (hc_tag_setup(p, name, ctx, length, 80, tag, &src, &dst, &image) != 0) {
         goto out;
     }
-    iov = (uct_iov_t){src.buf, length, src.memh, 0, 1};
+    iov  = (uct_iov_t){src.buf, length, src.memh, 0, 1};
     comp = hc_comp_new(p->u);
-    HC_RETRY(p->u, status, UCS_PTR_STATUS(op = uct_ep_tag_rndv_zcopy(
-                 p->ep, tag, header,
-                 (a->cap.tag.rndv.max_hdr < sizeof(header)) ?
-                 (unsigned)a->cap.tag.rndv.max_hdr : sizeof(header),
-                 &iov, 1, 0, &comp->uct)));
+    HC_RETRY(p->u, status,
+             UCS_PTR_STATUS(op = uct_ep_tag_rndv_zcopy(
+                                    p->ep, tag, header,
+                                    (a->cap.tag.rndv.max_hdr < sizeof(header)) ?
+                                            (unsigned)a->cap.tag.rndv.max_hdr :
+                                            sizeof(header),
+                                    &iov, 1, 0, &comp->uct)));
     if (UCS_PTR_IS_ERR(op)) {
         hc_fail(name, "the send: %s", hc_why(p->u, UCS_PTR_STATUS(op)));
         uct_iface_tag_recv_cancel(p->b.iface, &ctx->uct, 1);
@@ -397,10 +412,10 @@ void hc_check_tags(hc_uct_t *u, const char *tl, const hc_machine_t *m)
                          UCT_IFACE_FLAG_TAG_EAGER_BCOPY |
                          UCT_IFACE_FLAG_TAG_EAGER_ZCOPY |
                          UCT_IFACE_FLAG_TAG_RNDV_ZCOPY;
-    hc_pair_t *p = calloc(1, sizeof(*p));
-    const char *what;
+    hc_pair_t   *p = calloc(1, sizeof(*p));
+    const char  *what;
     ucs_status_t status;
-    char name[64];
+    char         name[64];
 
     snprintf(name, sizeof(name), "%s tag offload", tl);
     hc_step("%s", name);
@@ -410,19 +425,18 @@ void hc_check_tags(hc_uct_t *u, const char *tl, const hc_machine_t *m)
     }
     status = hc_pair_open(p, u, tl, 1, &what);
     if (status != UCS_OK) {
-        hc_fail(name, "%s with TM_ENABLE=try: %s", what,
-                hc_why(p->u, status));
+        hc_fail(name, "%s with TM_ENABLE=try: %s", what, hc_why(p->u, status));
     } else if (!(p->a.attr.cap.flags & any)) {
         hc_off(name, "with UCX_%s_TM_ENABLE=try it opened without: %s",
                !strcmp(tl, "dc_strand") ? "DC_STRAND" : "RC_STRAND",
                hc_tags_why(tl, m));
     } else {
-        hc_tag_eager(p, HC_EAGER_SHORT, UCT_IFACE_FLAG_TAG_EAGER_SHORT,
-                     "short", 0x1001);
-        hc_tag_eager(p, HC_EAGER_BCOPY, UCT_IFACE_FLAG_TAG_EAGER_BCOPY,
-                     "bcopy", 0x1002);
-        hc_tag_eager(p, HC_EAGER_ZCOPY, UCT_IFACE_FLAG_TAG_EAGER_ZCOPY,
-                     "zcopy", 0x1003);
+        hc_tag_eager(p, HC_EAGER_SHORT, UCT_IFACE_FLAG_TAG_EAGER_SHORT, "short",
+                     0x1001);
+        hc_tag_eager(p, HC_EAGER_BCOPY, UCT_IFACE_FLAG_TAG_EAGER_BCOPY, "bcopy",
+                     0x1002);
+        hc_tag_eager(p, HC_EAGER_ZCOPY, UCT_IFACE_FLAG_TAG_EAGER_ZCOPY, "zcopy",
+                     0x1003);
         hc_tag_unexpected(p, 0x2001);
         hc_tag_rndv(p, 0x3001);
     }

@@ -19,14 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HC_ZCOPY_MAX     (1024 * 1024)
-#define HC_IOV_MAX       4
-#define HC_IOV_GAP       64          /* between the pieces of an iov */
-#define HC_OFFSET        100         /* where in the target: unaligned */
-#define HC_TARGET_SIZE   (HC_ZCOPY_MAX + 64 * 1024)
+#define HC_ZCOPY_MAX   (1024 * 1024)
+#define HC_IOV_MAX     4
+#define HC_IOV_GAP     64  /* between the pieces of an iov */
+#define HC_OFFSET      100 /* where in the target: unaligned */
+#define HC_TARGET_SIZE (HC_ZCOPY_MAX + 64 * 1024)
 
-static void hc_name(char *buf, size_t max, const hc_pair_t *p,
-                    const char *what)
+static void hc_name(char *buf, size_t max, const hc_pair_t *p, const char *what)
 {
     snprintf(buf, max, "%s %s", p->tl, what);
 }
@@ -50,15 +49,15 @@ static void hc_unpack_cb(void *arg, const void *data, size_t length)
 {
     hc_bcopy_arg_t *a = arg;
 
-    memcpy((void*)a->data, data, length);
+    memcpy((void *)a->data, data, length);
     a->length = length;
 }
 
 /* `length` bytes of region r as up to `max_iov` pieces, HC_IOV_GAP bytes
  * apart (a transport that gathers or scatters wrong shows); the number of
  * pieces. */
-static size_t hc_iov_make(uct_iov_t *iov, size_t max_iov, hc_region_t *r,
-                          size_t length)
+static size_t
+hc_iov_make(uct_iov_t *iov, size_t max_iov, hc_region_t *r, size_t length)
 {
     size_t n = (max_iov < HC_IOV_MAX) ? max_iov : HC_IOV_MAX;
     size_t piece, k, off = 0;
@@ -71,7 +70,7 @@ static size_t hc_iov_make(uct_iov_t *iov, size_t max_iov, hc_region_t *r,
         iov[k].memh   = r->memh;
         iov[k].stride = 0;
         iov[k].count  = 1;
-        off          += iov[k].length + HC_IOV_GAP;
+        off += iov[k].length + HC_IOV_GAP;
     }
     return n;
 }
@@ -97,8 +96,8 @@ static size_t hc_min(size_t a, size_t b)
 /* Wait for the message sent (status of the send) and compare it with
  * `want`; one report line. */
 static void hc_am_expect(hc_pair_t *p, const char *name, ucs_status_t status,
-                         hc_comp_t *comp, unsigned count0,
-                         const uint8_t *want, size_t length, size_t iovs)
+                         hc_comp_t *comp, unsigned count0, const uint8_t *want,
+                         size_t length, size_t iovs)
 {
     char why[160];
 
@@ -121,12 +120,12 @@ static void hc_am_expect(hc_pair_t *p, const char *name, ucs_status_t status,
 
 static void hc_am_short(hc_pair_t *p, uint8_t *want)
 {
-    const uct_iface_attr_t *a = &p->a.attr;
-    uint64_t hdr              = 0x0123456789abcdefull;
-    unsigned count0           = p->b.am.count;
-    size_t length;
-    ucs_status_t status;
-    char name[64];
+    const uct_iface_attr_t *a      = &p->a.attr;
+    uint64_t                hdr    = 0x0123456789abcdefull;
+    unsigned                count0 = p->b.am.count;
+    size_t                  length;
+    ucs_status_t            status;
+    char                    name[64];
 
     hc_name(name, sizeof(name), p, "am short");
     hc_step("%s", name);
@@ -142,20 +141,19 @@ static void hc_am_short(hc_pair_t *p, uint8_t *want)
     length = a->cap.am.max_short;
     memcpy(want, &hdr, sizeof(hdr));
     hc_pattern(want + sizeof(hdr), length - sizeof(hdr), 1);
-    HC_RETRY(p->u, status, uct_ep_am_short(p->ep, HC_AM_ID, hdr,
-                                           want + sizeof(hdr),
-                                           length - sizeof(hdr)));
+    HC_RETRY(p->u, status,
+             uct_ep_am_short(p->ep, HC_AM_ID, hdr, want + sizeof(hdr),
+                             length - sizeof(hdr)));
     hc_am_expect(p, name, status, NULL, count0, want, length, 1);
 }
 
 static void hc_am_bcopy(hc_pair_t *p, uint8_t *want)
 {
-    const uct_iface_attr_t *a = &p->a.attr;
-    unsigned count0           = p->b.am.count;
-    hc_bcopy_arg_t arg        = {want, hc_min(a->cap.am.max_bcopy,
-                                              HC_AM_MAX)};
-    ssize_t sent;
-    char name[64];
+    const uct_iface_attr_t *a      = &p->a.attr;
+    unsigned                count0 = p->b.am.count;
+    hc_bcopy_arg_t arg = {want, hc_min(a->cap.am.max_bcopy, HC_AM_MAX)};
+    ssize_t        sent;
+    char           name[64];
 
     hc_name(name, sizeof(name), p, "am bcopy");
     hc_step("%s", name);
@@ -167,11 +165,11 @@ static void hc_am_bcopy(hc_pair_t *p, uint8_t *want)
         return;
     }
     hc_pattern(want, arg.length, 2);
-    HC_RETRY(p->u, sent, uct_ep_am_bcopy(p->ep, HC_AM_ID, hc_pack_cb, &arg,
-                                         0));
+    HC_RETRY(p->u, sent, uct_ep_am_bcopy(p->ep, HC_AM_ID, hc_pack_cb, &arg, 0));
     if (sent != (ssize_t)arg.length) {
-        hc_fail(name, "uct_ep_am_bcopy: %s", (sent < 0) ?
-                hc_why(p->u, (ucs_status_t)sent) : "a short count");
+        hc_fail(name, "uct_ep_am_bcopy: %s",
+                (sent < 0) ? hc_why(p->u, (ucs_status_t)sent) :
+                             "a short count");
         return;
     }
     hc_am_expect(p, name, UCS_OK, NULL, count0, want, arg.length, 1);
@@ -179,15 +177,15 @@ static void hc_am_bcopy(hc_pair_t *p, uint8_t *want)
 
 static void hc_am_zcopy(hc_pair_t *p, uint8_t *want)
 {
-    const uct_iface_attr_t *a = &p->a.attr;
-    unsigned count0           = p->b.am.count;
-    uint8_t header[16];
-    size_t hdr_len, length, n;
-    uct_iov_t iov[HC_IOV_MAX];
-    hc_region_t src;
-    ucs_status_t status;
-    hc_comp_t *comp;
-    char name[64];
+    const uct_iface_attr_t *a      = &p->a.attr;
+    unsigned                count0 = p->b.am.count;
+    uint8_t                 header[16];
+    size_t                  hdr_len, length, n;
+    uct_iov_t               iov[HC_IOV_MAX];
+    hc_region_t             src;
+    ucs_status_t            status;
+    hc_comp_t              *comp;
+    char                    name[64];
 
     hc_name(name, sizeof(name), p, "am zcopy");
     hc_step("%s", name);
@@ -200,11 +198,9 @@ static void hc_am_zcopy(hc_pair_t *p, uint8_t *want)
     }
     hdr_len = hc_min(sizeof(header), a->cap.am.max_hdr);
     length  = hc_min(a->cap.am.max_zcopy, HC_AM_MAX) - hdr_len;
-    status  = hc_region_alloc(p->u, &src, length + HC_IOV_MAX * HC_IOV_GAP,
-                              3);
+    status  = hc_region_alloc(p->u, &src, length + HC_IOV_MAX * HC_IOV_GAP, 3);
     if (status != UCS_OK) {
-        hc_fail(name, "registering the source: %s",
-                hc_why(p->u, status));
+        hc_fail(name, "registering the source: %s", hc_why(p->u, status));
         hc_region_free(p->u, &src);
         return;
     }
@@ -214,10 +210,10 @@ static void hc_am_zcopy(hc_pair_t *p, uint8_t *want)
     memcpy(want, header, hdr_len);
     hc_iov_gather(iov, n, want + hdr_len);
     comp = hc_comp_new(p->u);
-    HC_RETRY(p->u, status, uct_ep_am_zcopy(p->ep, HC_AM_ID, header, hdr_len,
-                                           iov, n, 0, &comp->uct));
-    hc_am_expect(p, name, status, comp, count0, want, hdr_len + length,
-                 n);
+    HC_RETRY(p->u, status,
+             uct_ep_am_zcopy(p->ep, HC_AM_ID, header, hdr_len, iov, n, 0,
+                             &comp->uct));
+    hc_am_expect(p, name, status, comp, count0, want, hdr_len + length, n);
     hc_region_free(p->u, &src);
 }
 
@@ -249,8 +245,8 @@ static void hc_put_expect(hc_region_t *t, uint8_t *want, const uint8_t *data,
 
 /* After the PUT (its status): flushed, then the whole target compared. */
 static void hc_put_verify(hc_pair_t *p, const char *name, ucs_status_t status,
-                          hc_comp_t *comp, hc_region_t *t,
-                          const uint8_t *want, size_t length, size_t iovs)
+                          hc_comp_t *comp, hc_region_t *t, const uint8_t *want,
+                          size_t length, size_t iovs)
 {
     char why[160];
 
@@ -272,17 +268,17 @@ static void hc_put_verify(hc_pair_t *p, const char *name, ucs_status_t status,
 void hc_check_put(hc_pair_t *p)
 {
     const uct_iface_attr_t *a = &p->a.attr;
-    uint64_t raddr;
-    uct_rkey_t rkey;
-    hc_region_t t, s;
-    uint8_t *want, *data;
-    uct_iov_t iov[HC_IOV_MAX];
-    hc_bcopy_arg_t arg;
-    ucs_status_t status;
-    hc_comp_t *comp;
-    size_t length, n;
-    ssize_t sent;
-    char name[64];
+    uint64_t                raddr;
+    uct_rkey_t              rkey;
+    hc_region_t             t, s;
+    uint8_t                *want, *data;
+    uct_iov_t               iov[HC_IOV_MAX];
+    hc_bcopy_arg_t          arg;
+    ucs_status_t            status;
+    hc_comp_t              *comp;
+    size_t                  length, n;
+    ssize_t                 sent;
+    char                    name[64];
 
     hc_step("%s put", p->tl);
     memset(&t, 0, sizeof(t));
@@ -295,8 +291,7 @@ void hc_check_put(hc_pair_t *p)
     }
     if ((status != UCS_OK) || (want == NULL) || (data == NULL)) {
         hc_name(name, sizeof(name), p, "put");
-        hc_fail(name, "registering its buffers: %s",
-                hc_why(p->u, status));
+        hc_fail(name, "registering its buffers: %s", hc_why(p->u, status));
         goto out;
     }
     raddr = (uintptr_t)t.buf + HC_OFFSET;
@@ -310,8 +305,8 @@ void hc_check_put(hc_pair_t *p)
         length = a->cap.put.max_short;
         hc_pattern(data, length, 12);
         hc_put_expect(&t, want, data, length, 13);
-        HC_RETRY(p->u, status, uct_ep_put_short(p->ep, data, length, raddr,
-                                                rkey));
+        HC_RETRY(p->u, status,
+                 uct_ep_put_short(p->ep, data, length, raddr, rkey));
         hc_put_verify(p, name, status, NULL, &t, want, length, 1);
     }
 
@@ -324,10 +319,12 @@ void hc_check_put(hc_pair_t *p)
         arg.length = hc_min(a->cap.put.max_bcopy, HC_ZCOPY_MAX);
         hc_pattern(data, arg.length, 14);
         hc_put_expect(&t, want, data, arg.length, 15);
-        HC_RETRY(p->u, sent, uct_ep_put_bcopy(p->ep, hc_pack_cb, &arg, raddr,
-                                              rkey));
-        hc_put_verify(p, name, (sent == (ssize_t)arg.length) ? UCS_OK :
-                      (sent < 0) ? (ucs_status_t)sent : UCS_ERR_IO_ERROR,
+        HC_RETRY(p->u, sent,
+                 uct_ep_put_bcopy(p->ep, hc_pack_cb, &arg, raddr, rkey));
+        hc_put_verify(p, name,
+                      (sent == (ssize_t)arg.length) ? UCS_OK :
+                      (sent < 0)                    ? (ucs_status_t)sent :
+                                                      UCS_ERR_IO_ERROR,
                       NULL, &t, want, arg.length, 1);
     }
 
@@ -342,8 +339,8 @@ void hc_check_put(hc_pair_t *p)
         hc_iov_gather(iov, n, data);
         hc_put_expect(&t, want, data, length, 16);
         comp = hc_comp_new(p->u);
-        HC_RETRY(p->u, status, uct_ep_put_zcopy(p->ep, iov, n, raddr, rkey,
-                                                &comp->uct));
+        HC_RETRY(p->u, status,
+                 uct_ep_put_zcopy(p->ep, iov, n, raddr, rkey, &comp->uct));
         hc_put_verify(p, name, status, comp, &t, want, length, n);
     }
 
@@ -358,12 +355,12 @@ out:
 
 static void hc_get_bcopy(hc_pair_t *p, hc_region_t *t)
 {
-    const uct_iface_attr_t *a = &p->a.attr;
-    size_t length             = hc_min(a->cap.get.max_bcopy, HC_ZCOPY_MAX);
-    hc_bcopy_arg_t *arg;
-    ucs_status_t status;
-    hc_comp_t *comp;
-    char name[64], why[160];
+    const uct_iface_attr_t *a      = &p->a.attr;
+    size_t                  length = hc_min(a->cap.get.max_bcopy, HC_ZCOPY_MAX);
+    hc_bcopy_arg_t         *arg;
+    ucs_status_t            status;
+    hc_comp_t              *comp;
+    char                    name[64], why[160];
 
     hc_name(name, sizeof(name), p, "get bcopy");
     hc_step("%s", name);
@@ -377,12 +374,12 @@ static void hc_get_bcopy(hc_pair_t *p, hc_region_t *t)
     /* the data lands when the GET completes, which may be after a
      * timeout: in memory that stays */
     arg       = hc_keep(p->u, sizeof(*arg) + length);
-    arg->data = (uint8_t*)(arg + 1);
+    arg->data = (uint8_t *)(arg + 1);
     comp      = hc_comp_new(p->u);
-    HC_RETRY(p->u, status, uct_ep_get_bcopy(p->ep, hc_unpack_cb, arg,
-                                            length,
-                                            (uintptr_t)t->buf + HC_OFFSET,
-                                            t->rkey.rkey, &comp->uct));
+    HC_RETRY(p->u, status,
+             uct_ep_get_bcopy(p->ep, hc_unpack_cb, arg, length,
+                              (uintptr_t)t->buf + HC_OFFSET, t->rkey.rkey,
+                              &comp->uct));
     status = hc_comp_wait(p->u, status, comp);
     if (status != UCS_OK) {
         hc_fail(name, "%s", hc_why(p->u, status));
@@ -397,15 +394,15 @@ static void hc_get_bcopy(hc_pair_t *p, hc_region_t *t)
     }
 }
 
-static void hc_get_zcopy(hc_pair_t *p, hc_region_t *t, hc_region_t *l,
-                         uint8_t *want)
+static void
+hc_get_zcopy(hc_pair_t *p, hc_region_t *t, hc_region_t *l, uint8_t *want)
 {
     const uct_iface_attr_t *a = &p->a.attr;
-    uct_iov_t iov[HC_IOV_MAX];
-    size_t length, n, k, off;
-    ucs_status_t status;
-    hc_comp_t *comp;
-    char name[64], why[160];
+    uct_iov_t               iov[HC_IOV_MAX];
+    size_t                  length, n, k, off;
+    ucs_status_t            status;
+    hc_comp_t              *comp;
+    char                    name[64], why[160];
 
     hc_name(name, sizeof(name), p, "get zcopy");
     hc_step("%s", name);
@@ -427,13 +424,13 @@ static void hc_get_zcopy(hc_pair_t *p, hc_region_t *t, hc_region_t *l,
     n = hc_iov_make(iov, a->cap.get.max_iov, l, length);
     memcpy(want, l->buf, l->length);
     for (k = 0, off = HC_OFFSET; k < n; off += iov[k].length, ++k) {
-        memcpy(want + ((uint8_t*)iov[k].buffer - l->buf), t->buf + off,
+        memcpy(want + ((uint8_t *)iov[k].buffer - l->buf), t->buf + off,
                iov[k].length);
     }
     comp = hc_comp_new(p->u);
-    HC_RETRY(p->u, status, uct_ep_get_zcopy(p->ep, iov, n,
-                                            (uintptr_t)t->buf + HC_OFFSET,
-                                            t->rkey.rkey, &comp->uct));
+    HC_RETRY(p->u, status,
+             uct_ep_get_zcopy(p->ep, iov, n, (uintptr_t)t->buf + HC_OFFSET,
+                              t->rkey.rkey, &comp->uct));
     status = hc_comp_wait(p->u, status, comp);
     if (status != UCS_OK) {
         hc_fail(name, "%s", hc_why(p->u, status));
@@ -446,10 +443,10 @@ static void hc_get_zcopy(hc_pair_t *p, hc_region_t *t, hc_region_t *l,
 
 void hc_check_get(hc_pair_t *p)
 {
-    hc_region_t t, l;
-    uint8_t *buf = malloc(HC_TARGET_SIZE);
+    hc_region_t  t, l;
+    uint8_t     *buf = malloc(HC_TARGET_SIZE);
     ucs_status_t status;
-    char name[64];
+    char         name[64];
 
     hc_step("%s get", p->tl);
     memset(&l, 0, sizeof(l));
@@ -459,8 +456,7 @@ void hc_check_get(hc_pair_t *p)
     }
     if ((status != UCS_OK) || (buf == NULL)) {
         hc_name(name, sizeof(name), p, "get");
-        hc_fail(name, "registering its buffers: %s",
-                hc_why(p->u, status));
+        hc_fail(name, "registering its buffers: %s", hc_why(p->u, status));
     } else {
         hc_get_bcopy(p, &t);
         hc_get_zcopy(p, &t, &l, buf);
@@ -476,34 +472,36 @@ static const struct {
     uct_atomic_op_t op;
     const char     *name;
 } hc_atomic_ops[] = {
-    {UCT_ATOMIC_OP_ADD,   "add"},
-    {UCT_ATOMIC_OP_AND,   "and"},
-    {UCT_ATOMIC_OP_OR,    "or"},
-    {UCT_ATOMIC_OP_XOR,   "xor"},
-    {UCT_ATOMIC_OP_SWAP,  "swap"},
-    {UCT_ATOMIC_OP_CSWAP, "cswap"},
+        {UCT_ATOMIC_OP_ADD, "add"},   {UCT_ATOMIC_OP_AND, "and"},
+        {UCT_ATOMIC_OP_OR, "or"},     {UCT_ATOMIC_OP_XOR, "xor"},
+        {UCT_ATOMIC_OP_SWAP, "swap"}, {UCT_ATOMIC_OP_CSWAP, "cswap"},
 };
 #define HC_NUM_ATOMIC_OPS (sizeof(hc_atomic_ops) / sizeof(hc_atomic_ops[0]))
 
 /* The operand and the value the target starts with: high and low halves
  * both busy, so a lost half or a wrong byte order shows. */
-#define HC_ATOMIC_INIT64   0x8877665544332211ull
-#define HC_ATOMIC_ARG64    0x0f0f0f0ff0f0f0f1ull
-#define HC_ATOMIC_INIT32   0x87654321u
-#define HC_ATOMIC_ARG32    0x0ff0f00fu
+#define HC_ATOMIC_INIT64 0x8877665544332211ull
+#define HC_ATOMIC_ARG64  0x0f0f0f0ff0f0f0f1ull
+#define HC_ATOMIC_INIT32 0x87654321u
+#define HC_ATOMIC_ARG32  0x0ff0f00fu
 /* where in the target: a 32-bit value in the upper half of a 64-bit word */
-#define HC_ATOMIC_OFF64    24
-#define HC_ATOMIC_OFF32    36
+#define HC_ATOMIC_OFF64 24
+#define HC_ATOMIC_OFF32 36
 
-static uint64_t hc_atomic_result(uct_atomic_op_t op, uint64_t old,
-                                 uint64_t arg, uint64_t mask)
+static uint64_t
+hc_atomic_result(uct_atomic_op_t op, uint64_t old, uint64_t arg, uint64_t mask)
 {
     switch (op) {
-    case UCT_ATOMIC_OP_ADD:  return (old + arg) & mask;
-    case UCT_ATOMIC_OP_AND:  return old & arg;
-    case UCT_ATOMIC_OP_OR:   return old | arg;
-    case UCT_ATOMIC_OP_XOR:  return old ^ arg;
-    default:                 return arg;   /* swap; cswap that matched */
+    case UCT_ATOMIC_OP_ADD:
+        return (old + arg) & mask;
+    case UCT_ATOMIC_OP_AND:
+        return old & arg;
+    case UCT_ATOMIC_OP_OR:
+        return old | arg;
+    case UCT_ATOMIC_OP_XOR:
+        return old ^ arg;
+    default:
+        return arg; /* swap; cswap that matched */
     }
 }
 
@@ -511,65 +509,61 @@ static uint64_t hc_atomic_result(uct_atomic_op_t op, uint64_t old,
 static int hc_atomic_one(hc_pair_t *p, hc_region_t *t, int bits, int fetch,
                          size_t index, char *why, size_t max)
 {
-    const uct_atomic_op_t op = hc_atomic_ops[index].op;
-    const char *op_name      = hc_atomic_ops[index].name;
-    const uint64_t init  = (bits == 64) ? HC_ATOMIC_INIT64 : HC_ATOMIC_INIT32;
-    const uint64_t arg   = (bits == 64) ? HC_ATOMIC_ARG64 : HC_ATOMIC_ARG32;
-    const uint64_t mask  = (bits == 64) ? UINT64_MAX : UINT32_MAX;
-    const size_t off     = (bits == 64) ? HC_ATOMIC_OFF64 : HC_ATOMIC_OFF32;
-    const uint64_t raddr = (uintptr_t)t->buf + off;
-    const uct_rkey_t rk  = t->rkey.rkey;
-    uint8_t want[64];
-    uint64_t expect;
-    uint32_t v32;
-    ucs_status_t status;
-    hc_comp_t *comp;
+    const uct_atomic_op_t op      = hc_atomic_ops[index].op;
+    const char           *op_name = hc_atomic_ops[index].name;
+    const uint64_t   init  = (bits == 64) ? HC_ATOMIC_INIT64 : HC_ATOMIC_INIT32;
+    const uint64_t   arg   = (bits == 64) ? HC_ATOMIC_ARG64 : HC_ATOMIC_ARG32;
+    const uint64_t   mask  = (bits == 64) ? UINT64_MAX : UINT32_MAX;
+    const size_t     off   = (bits == 64) ? HC_ATOMIC_OFF64 : HC_ATOMIC_OFF32;
+    const uint64_t   raddr = (uintptr_t)t->buf + off;
+    const uct_rkey_t rk    = t->rkey.rkey;
+    uint8_t          want[64];
+    uint64_t         expect;
+    uint32_t         v32;
+    ucs_status_t     status;
+    hc_comp_t       *comp;
 
     hc_pattern(t->buf, sizeof(want), 30 + op);
     v32 = (uint32_t)init;
-    memcpy(t->buf + off, (bits == 64) ? (void*)&init : (void*)&v32, bits / 8);
+    memcpy(t->buf + off, (bits == 64) ? (void *)&init : (void *)&v32, bits / 8);
     memcpy(want, t->buf, sizeof(want));
     expect = hc_atomic_result(op, init, arg, mask);
     v32    = (uint32_t)expect;
-    memcpy(want + off, (bits == 64) ? (void*)&expect : (void*)&v32, bits / 8);
+    memcpy(want + off, (bits == 64) ? (void *)&expect : (void *)&v32, bits / 8);
 
     comp = hc_comp_new(p->u);
     if (!fetch && (bits == 64)) {
-        HC_RETRY(p->u, status, uct_ep_atomic64_post(p->ep, op, arg, raddr,
-                                                    rk));
+        HC_RETRY(p->u, status, uct_ep_atomic64_post(p->ep, op, arg, raddr, rk));
     } else if (!fetch) {
-        HC_RETRY(p->u, status, uct_ep_atomic32_post(p->ep, op, (uint32_t)arg,
-                                                    raddr, rk));
+        HC_RETRY(p->u, status,
+                 uct_ep_atomic32_post(p->ep, op, (uint32_t)arg, raddr, rk));
     } else if ((op == UCT_ATOMIC_OP_CSWAP) && (bits == 64)) {
-        HC_RETRY(p->u, status, uct_ep_atomic_cswap64(p->ep, init, arg, raddr,
-                                                     rk, &comp->result64,
-                                                     &comp->uct));
+        HC_RETRY(p->u, status,
+                 uct_ep_atomic_cswap64(p->ep, init, arg, raddr, rk,
+                                       &comp->result64, &comp->uct));
     } else if (op == UCT_ATOMIC_OP_CSWAP) {
-        HC_RETRY(p->u, status, uct_ep_atomic_cswap32(p->ep, (uint32_t)init,
-                                                     (uint32_t)arg, raddr, rk,
-                                                     &comp->result32, &comp->uct));
+        HC_RETRY(p->u, status,
+                 uct_ep_atomic_cswap32(p->ep, (uint32_t)init, (uint32_t)arg,
+                                       raddr, rk, &comp->result32, &comp->uct));
     } else if (bits == 64) {
-        HC_RETRY(p->u, status, uct_ep_atomic64_fetch(p->ep, op, arg,
-                                                     &comp->result64, raddr, rk,
-                                                     &comp->uct));
+        HC_RETRY(p->u, status,
+                 uct_ep_atomic64_fetch(p->ep, op, arg, &comp->result64, raddr,
+                                       rk, &comp->uct));
     } else {
-        HC_RETRY(p->u, status, uct_ep_atomic32_fetch(p->ep, op, (uint32_t)arg,
-                                                     &comp->result32, raddr, rk,
-                                                     &comp->uct));
+        HC_RETRY(p->u, status,
+                 uct_ep_atomic32_fetch(p->ep, op, (uint32_t)arg,
+                                       &comp->result32, raddr, rk, &comp->uct));
     }
     status = hc_comp_wait(p->u, status, comp);
     if (status == UCS_OK) {
         status = hc_flush(p, p->ep);
     }
     if (status != UCS_OK) {
-        snprintf(why, max, "%s: %s", op_name,
-                 hc_why(p->u, status));
+        snprintf(why, max, "%s: %s", op_name, hc_why(p->u, status));
         return -1;
     }
-    if (fetch &&
-        (((bits == 64) ? comp->result64 : comp->result32) != init)) {
-        snprintf(why, max, "%s fetched 0x%" PRIx64 ", not 0x%" PRIx64,
-                 op_name,
+    if (fetch && (((bits == 64) ? comp->result64 : comp->result32) != init)) {
+        snprintf(why, max, "%s fetched 0x%" PRIx64 ", not 0x%" PRIx64, op_name,
                  (bits == 64) ? comp->result64 : (uint64_t)comp->result32,
                  init);
         return -1;
@@ -578,8 +572,7 @@ static int hc_atomic_one(hc_pair_t *p, hc_region_t *t, int bits, int fetch,
         char diff[160];
 
         hc_compare(t->buf, want, sizeof(want), diff, sizeof(diff));
-        snprintf(why, max, "%s left the target wrong: %s",
-                 op_name, diff);
+        snprintf(why, max, "%s left the target wrong: %s", op_name, diff);
         return -1;
     }
     return 0;
@@ -604,14 +597,13 @@ static void hc_atomics(hc_pair_t *p, const hc_machine_t *m, hc_region_t *t,
                        int bits, int fetch)
 {
     const uct_iface_attr_t *a = &p->a.attr;
-    uint64_t flags = (bits == 64) ?
-                     (fetch ? a->cap.atomic64.fop_flags :
-                              a->cap.atomic64.op_flags) :
-                     (fetch ? a->cap.atomic32.fop_flags :
-                              a->cap.atomic32.op_flags);
-    char name[64], done[64] = "", missing[64] = "", why[200];
-    size_t i, nops = fetch ? HC_NUM_ATOMIC_OPS : 4;  /* no posted swaps */
-    int failed = 0;
+    uint64_t flags = (bits == 64) ? (fetch ? a->cap.atomic64.fop_flags :
+                                             a->cap.atomic64.op_flags) :
+                                    (fetch ? a->cap.atomic32.fop_flags :
+                                             a->cap.atomic32.op_flags);
+    char     name[64], done[64] = "", missing[64] = "", why[200];
+    size_t   i, nops = fetch ? HC_NUM_ATOMIC_OPS : 4; /* no posted swaps */
+    int      failed = 0;
 
     snprintf(name, sizeof(name), "%s atomic%d %s", p->tl, bits,
              fetch ? "fetch" : "post");
@@ -625,8 +617,7 @@ static void hc_atomics(hc_pair_t *p, const hc_machine_t *m, hc_region_t *t,
             strcat(missing, hc_atomic_ops[i].name);
             continue;
         }
-        if (!failed &&
-            hc_atomic_one(p, t, bits, fetch, i, why, sizeof(why))) {
+        if (!failed && hc_atomic_one(p, t, bits, fetch, i, why, sizeof(why))) {
             hc_fail(name, "%s", why);
             failed = 1;
         }
@@ -643,16 +634,15 @@ static void hc_atomics(hc_pair_t *p, const hc_machine_t *m, hc_region_t *t,
 
 void hc_check_atomics(hc_pair_t *p, const hc_machine_t *m)
 {
-    hc_region_t t;
+    hc_region_t  t;
     ucs_status_t status;
-    char name[64];
-    int bits;
+    char         name[64];
+    int          bits;
 
     status = hc_region_alloc(p->u, &t, 4096, 40);
     if (status != UCS_OK) {
         hc_name(name, sizeof(name), p, "atomics");
-        hc_fail(name, "registering the target: %s",
-                hc_why(p->u, status));
+        hc_fail(name, "registering the target: %s", hc_why(p->u, status));
     } else {
         for (bits = 32; bits <= 64; bits += 32) {
             hc_atomics(p, m, &t, bits, 0);

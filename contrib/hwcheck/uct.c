@@ -58,8 +58,8 @@ void *hc_keep(hc_uct_t *u, size_t size)
 static int hc_md_listed(uct_component_h c, const char *md_name)
 {
     uct_component_attr_t attr;
-    unsigned i;
-    int found = 0;
+    unsigned             i;
+    int                  found = 0;
 
     attr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
     if (uct_component_query(c, &attr) != UCS_OK) {
@@ -81,7 +81,7 @@ static int hc_md_listed(uct_component_h c, const char *md_name)
 static ucs_status_t hc_md_open(hc_uct_t *u)
 {
     uct_md_config_t *config;
-    ucs_status_t status;
+    ucs_status_t     status;
 
     status = uct_md_config_read(u->component, NULL, NULL, &config);
     if (status != UCS_OK) {
@@ -99,7 +99,7 @@ static ucs_status_t hc_md_open(hc_uct_t *u)
 
 int hc_uct_open(hc_uct_t *u, const char *md_name, double timeout)
 {
-    const char *name = "memory domain";
+    const char  *name = "memory domain";
     ucs_status_t status;
 
     memset(u, 0, sizeof(*u));
@@ -110,7 +110,8 @@ int hc_uct_open(hc_uct_t *u, const char *md_name, double timeout)
     hc_step("strand component");
     u->component = strand_uct_component();
     if (u->component == NULL) {
-        hc_fail("strand component", "UCX has no component strand: the "
+        hc_fail("strand component",
+                "UCX has no component strand: the "
                 "plugin is not loaded (run strand-hwcheck, which loads it "
                 "as strand-run does), or it refused this UCX (the line it "
                 "printed above says which UCX it was built for)");
@@ -120,9 +121,11 @@ int hc_uct_open(hc_uct_t *u, const char *md_name, double timeout)
 
     hc_step("%s", name);
     if (!hc_md_listed(u->component, md_name)) {
-        hc_fail(name, "strand lists no device %s with "
+        hc_fail(name,
+                "strand lists no device %s with "
                 "UCX_STRAND_DEVICE_TYPE=%s (strand-run ucx_info -d shows "
-                "what it lists)", md_name, getenv("UCX_STRAND_DEVICE_TYPE"));
+                "what it lists)",
+                md_name, getenv("UCX_STRAND_DEVICE_TYPE"));
         return -1;
     }
     status = hc_md_open(u);
@@ -177,8 +180,8 @@ void hc_uct_close(hc_uct_t *u)
 int hc_uct_has_tl(hc_uct_t *u, const char *tl)
 {
     uct_tl_resource_desc_t *res;
-    unsigned i, num;
-    int found = 0;
+    unsigned                i, num;
+    int                     found = 0;
 
     if (uct_md_query_tl_resources(u->md, &res, &num) != UCS_OK) {
         return 0;
@@ -205,8 +208,8 @@ static ucs_status_t hc_err_cb(void *arg, uct_ep_h ep, ucs_status_t status)
     return UCS_OK;
 }
 
-static ucs_status_t hc_am_cb(void *arg, void *data, size_t length,
-                             unsigned flags)
+static ucs_status_t
+hc_am_cb(void *arg, void *data, size_t length, unsigned flags)
 {
     hc_am_rx_t *am = arg;
 
@@ -230,8 +233,7 @@ static ucs_status_t hc_eager_unexp_cb(void *arg, void *data, size_t length,
 }
 
 static ucs_status_t hc_rndv_unexp_cb(void *arg, unsigned flags, uint64_t stag,
-                                     const void *header,
-                                     unsigned header_length,
+                                     const void *header, unsigned header_length,
                                      uint64_t remote_addr, size_t length,
                                      const void *rkey_buf)
 {
@@ -244,23 +246,23 @@ static ucs_status_t hc_rndv_unexp_cb(void *arg, unsigned flags, uint64_t stag,
 
 /* ------------------------------------------------------------ pairs */
 
-static ucs_status_t hc_iface_open(hc_uct_t *u, hc_iface_t *i, const char *tl,
-                                  int tags)
+static ucs_status_t
+hc_iface_open(hc_uct_t *u, hc_iface_t *i, const char *tl, int tags)
 {
     uct_iface_config_t *config;
-    uct_iface_params_t params;
-    ucs_status_t status;
+    uct_iface_params_t  params;
+    ucs_status_t        status;
 
     status = uct_md_iface_config_read(u->md, tl, NULL, NULL, &config);
     if (status != UCS_OK) {
         return status;
     }
     memset(&params, 0, sizeof(params));
-    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                                  UCT_IFACE_PARAM_FIELD_DEVICE |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                                  UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+    params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                        UCT_IFACE_PARAM_FIELD_DEVICE |
+                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                        UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
     params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
     params.mode.device.tl_name  = tl;
     params.mode.device.dev_name = u->dev_name;
@@ -274,10 +276,10 @@ static ucs_status_t hc_iface_open(hc_uct_t *u, hc_iface_t *i, const char *tl,
                              UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB |
                              UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_ARG |
                              UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB;
-        params.eager_arg   = &i->tag;
-        params.eager_cb    = hc_eager_unexp_cb;
-        params.rndv_arg    = &i->tag;
-        params.rndv_cb     = hc_rndv_unexp_cb;
+        params.eager_arg = &i->tag;
+        params.eager_cb  = hc_eager_unexp_cb;
+        params.rndv_arg  = &i->tag;
+        params.rndv_cb   = hc_rndv_unexp_cb;
     }
     if (status == UCS_OK) {
         status = uct_iface_open(u->md, u->worker, &params, config, &i->iface);
@@ -296,14 +298,14 @@ static ucs_status_t hc_iface_open(hc_uct_t *u, hc_iface_t *i, const char *tl,
         return UCS_ERR_NO_MEMORY;
     }
     status = uct_iface_get_device_address(i->iface,
-                                          (uct_device_addr_t*)i->dev_addr);
+                                          (uct_device_addr_t *)i->dev_addr);
     if (status == UCS_OK) {
         status = uct_iface_get_address(i->iface,
-                                       (uct_iface_addr_t*)i->iface_addr);
+                                       (uct_iface_addr_t *)i->iface_addr);
     }
     if (status == UCS_OK) {
-        status = uct_iface_set_am_handler(i->iface, HC_AM_ID, hc_am_cb,
-                                          &i->am, 0);
+        status = uct_iface_set_am_handler(i->iface, HC_AM_ID, hc_am_cb, &i->am,
+                                          0);
     }
     uct_iface_progress_enable(i->iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
     return status;
@@ -324,19 +326,18 @@ ucs_status_t hc_ep_create(hc_pair_t *p, uct_ep_h *ep_p)
 {
     uct_ep_params_t params;
 
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
                         UCT_EP_PARAM_FIELD_IFACE_ADDR;
     params.iface      = p->a.iface;
-    params.dev_addr   = (const uct_device_addr_t*)p->b.dev_addr;
-    params.iface_addr = (const uct_iface_addr_t*)p->b.iface_addr;
+    params.dev_addr   = (const uct_device_addr_t *)p->b.dev_addr;
+    params.iface_addr = (const uct_iface_addr_t *)p->b.iface_addr;
     return uct_ep_create(&params, ep_p);
 }
 
 ucs_status_t hc_ep_error(const hc_pair_t *p, uct_ep_h ep)
 {
     const hc_errors_t *e = &p->a.errors;
-    unsigned i;
+    unsigned           i;
 
     for (i = 0; (i < e->count) && (i < HC_MAX_ERRORS); ++i) {
         if (e->ep[i] == ep) {
@@ -358,8 +359,8 @@ int hc_ep_failed(hc_pair_t *p, const char *name)
     return 1;
 }
 
-ucs_status_t hc_pair_open(hc_pair_t *p, hc_uct_t *u, const char *tl,
-                          int tags, const char **what)
+ucs_status_t hc_pair_open(hc_pair_t *p, hc_uct_t *u, const char *tl, int tags,
+                          const char **what)
 {
     ucs_status_t status;
 
@@ -444,7 +445,7 @@ hc_comp_t *hc_comp_new(hc_uct_t *u)
 
 static int hc_comp_done(void *arg)
 {
-    return ((hc_comp_t*)arg)->done;
+    return ((hc_comp_t *)arg)->done;
 }
 
 ucs_status_t hc_comp_wait(hc_uct_t *u, ucs_status_t status, hc_comp_t *c)
@@ -457,7 +458,7 @@ ucs_status_t hc_comp_wait(hc_uct_t *u, ucs_status_t status, hc_comp_t *c)
 
 ucs_status_t hc_flush(hc_pair_t *p, uct_ep_h ep)
 {
-    hc_comp_t *c = hc_comp_new(p->u);
+    hc_comp_t   *c = hc_comp_new(p->u);
     ucs_status_t status;
 
     HC_RETRY(p->u, status, uct_ep_flush(ep, 0, &c->uct));
@@ -471,7 +472,8 @@ const char *hc_why(const hc_uct_t *u, ucs_status_t status)
 
     switch (status) {
     case UCS_ERR_NO_RESOURCE:
-        snprintf(buf, sizeof(buf), "still no resources to send after %.0f s "
+        snprintf(buf, sizeof(buf),
+                 "still no resources to send after %.0f s "
                  "(a full queue, or an endpoint that never connected)",
                  u->timeout);
         return buf;
@@ -495,14 +497,14 @@ void hc_pattern(uint8_t *buf, size_t length, unsigned seed)
     }
 }
 
-ucs_status_t hc_region_alloc(hc_uct_t *u, hc_region_t *r, size_t length,
-                             unsigned seed)
+ucs_status_t
+hc_region_alloc(hc_uct_t *u, hc_region_t *r, size_t length, unsigned seed)
 {
-    uint8_t *packed;
+    uint8_t     *packed;
     ucs_status_t status;
 
     memset(r, 0, sizeof(*r));
-    if (posix_memalign((void**)&r->buf, 4096, length) != 0) {
+    if (posix_memalign((void **)&r->buf, 4096, length) != 0) {
         r->buf = NULL;
         return UCS_ERR_NO_MEMORY;
     }
@@ -520,7 +522,7 @@ ucs_status_t hc_region_alloc(hc_uct_t *u, hc_region_t *r, size_t length,
     }
     status = uct_md_mkey_pack(u->md, r->memh, packed);
     if (status == UCS_OK) {
-        status = uct_rkey_unpack(u->component, packed, &r->rkey);
+        status       = uct_rkey_unpack(u->component, packed, &r->rkey);
         r->have_rkey = (status == UCS_OK);
     }
     free(packed);
@@ -569,9 +571,10 @@ int hc_compare(const uint8_t *got, const uint8_t *want, size_t length,
     if (bad == 0) {
         return 0;
     }
-    snprintf(why, max, "%zu of %zu bytes wrong, the first at offset %zu: "
-             "0x%02x, not 0x%02x", bad, length, first, got[first],
-             want[first]);
+    snprintf(why, max,
+             "%zu of %zu bytes wrong, the first at offset %zu: "
+             "0x%02x, not 0x%02x",
+             bad, length, first, got[first], want[first]);
     return -1;
 }
 
@@ -585,15 +588,14 @@ void hc_vfs_read(hc_uct_t *u, uct_iface_h iface, const char *file, char *buf,
                  size_t max)
 {
     ucs_string_buffer_t strb = UCS_STRING_BUFFER_INITIALIZER;
-    char path[256];
+    char                path[256];
 
     buf[0] = '\0';
     /* listing the directory refreshes it: the transport adds its files */
-    snprintf(path, sizeof(path), "/uct/worker/%p/iface/%p", u->worker,
-             iface);
+    snprintf(path, sizeof(path), "/uct/worker/%p/iface/%p", u->worker, iface);
     ucs_vfs_path_list_dir(path, hc_vfs_nop, NULL);
-    snprintf(path, sizeof(path), "/uct/worker/%p/iface/%p/%s", u->worker,
-             iface, file);
+    snprintf(path, sizeof(path), "/uct/worker/%p/iface/%p/%s", u->worker, iface,
+             file);
     if (ucs_vfs_path_read_file(path, &strb) == UCS_OK) {
         snprintf(buf, max, "%s", ucs_string_buffer_cstr(&strb));
     }

@@ -49,10 +49,10 @@ int strand_dev_fork_init(strand_dev_kind_t kind)
 /* How well a GID serves as this port's address (0: not at all). */
 static int strand_dev_gid_score(const struct ibv_gid_entry *e, int link_layer)
 {
-    static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                          0xff, 0xff};
+    static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0,    0,
+                                          0, 0, 0, 0, 0xff, 0xff};
     static const uint8_t zero[16];
-    int v4, link_local;
+    int                  v4, link_local;
 
     if (!memcmp(e->gid.raw, zero, sizeof(zero))) {
         return 0; /* an empty table slot */
@@ -73,7 +73,7 @@ int strand_dev_pick_gid(void *ctx, strand_dev_query_gid_ex_t query,
                         uint8_t *index_p, union ibv_gid *gid_p)
 {
     struct ibv_gid_entry e;
-    int i, score, best = 0;
+    int                  i, score, best = 0;
 
     for (i = 0; (i < gid_tbl_len) && (i < 256); ++i) {
         if (query(ctx, port, i, &e) != 0) {
@@ -89,8 +89,7 @@ int strand_dev_pick_gid(void *ctx, strand_dev_query_gid_ex_t query,
     return (best > 0) ? 0 : ENODATA;
 }
 
-void strand_dev_set_path(const strand_dev_t *dev,
-                         const strand_dev_path_t *path,
+void strand_dev_set_path(const strand_dev_t *dev, const strand_dev_path_t *path,
                          struct ibv_ah_attr *ah)
 {
     ah->port_num = dev->caps.port_num;
@@ -114,10 +113,10 @@ enum ibv_mtu strand_dev_path_mtu(const strand_dev_t *dev)
     return mtu;
 }
 
-int strand_dev_rc_rtr_attr(const strand_dev_t *dev,
+int strand_dev_rc_rtr_attr(const strand_dev_t         *dev,
                            const strand_dev_rc_attr_t *attr,
                            const strand_dev_rc_dest_t *dest,
-                           struct ibv_qp_attr *a)
+                           struct ibv_qp_attr         *a)
 {
     memset(a, 0, sizeof(*a));
     a->qp_state           = IBV_QPS_RTR;
@@ -127,7 +126,7 @@ int strand_dev_rc_rtr_attr(const strand_dev_t *dev,
     a->max_dest_rd_atomic = attr->max_rd_atomic;
     a->min_rnr_timer      = attr->min_rnr_timer;
     strand_dev_set_path(dev, &attr->path, &a->ah_attr);
-    a->ah_attr.dlid       = dest->lid;
+    a->ah_attr.dlid = dest->lid;
     if (a->ah_attr.is_global) {
         a->ah_attr.grh.dgid = dest->gid;
     }
@@ -136,7 +135,7 @@ int strand_dev_rc_rtr_attr(const strand_dev_t *dev,
 }
 
 int strand_dev_rc_rts_attr(const strand_dev_rc_attr_t *attr,
-                           struct ibv_qp_attr *a)
+                           struct ibv_qp_attr         *a)
 {
     memset(a, 0, sizeof(*a));
     a->qp_state      = IBV_QPS_RTS;
@@ -168,7 +167,7 @@ typedef struct strand_dev_bf_node {
 } strand_dev_bf_node_t;
 
 struct strand_dev_bfs {
-    pthread_mutex_t       lock;   /* QPs are made from any thread */
+    pthread_mutex_t       lock; /* QPs are made from any thread */
     strand_dev_bf_node_t *head;
 };
 
@@ -177,7 +176,7 @@ static pthread_mutex_t strand_dev_bfs_init_lock = PTHREAD_MUTEX_INITIALIZER;
 strand_bf_t *strand_dev_bf(strand_dev_t *dev, const struct mlx5dv_qp *dv)
 {
     strand_dev_bf_node_t *n;
-    strand_bf_t *bf = NULL;
+    strand_bf_t          *bf = NULL;
 
     if (dv->bf.reg == NULL) {
         return NULL;
@@ -228,13 +227,12 @@ void strand_dev_bf_cleanup(strand_dev_t *dev)
 
 uint8_t strand_dev_mkey_variant(strand_dev_t *dev)
 {
-    return (uint8_t)__atomic_add_fetch(&dev->mkey_variant, 1,
-                                       __ATOMIC_RELAXED);
+    return (uint8_t)__atomic_add_fetch(&dev->mkey_variant, 1, __ATOMIC_RELAXED);
 }
 
 int8_t strand_dev_qp_ring_other(const strand_dev_qp_t *qp, strand_sq_t *sq,
                                 const struct mlx5_wqe_ctrl_seg *ctrl,
-                                uint64_t head)
+                                uint64_t                        head)
 {
     /* the last WQE's size from its ds (ctrl byte 7, in head) */
     unsigned bbs = strand_ds_to_bbs((unsigned)(be64toh(head) & 0x3f));

@@ -25,10 +25,10 @@ static void dev_hw_cfg_qp_destroy(dev_hw_t *h);
 
 static int dev_hw_list(strand_dev_info_t *out, int max)
 {
-    struct ibv_device **list;
+    struct ibv_device    **list;
     struct ibv_device_attr attr;
-    struct ibv_context *ctx;
-    int i, num = 0, n = 0;
+    struct ibv_context    *ctx;
+    int                    i, num = 0, n = 0;
 
     list = ibv_get_device_list(&num);
     if (list == NULL) {
@@ -45,7 +45,7 @@ static int dev_hw_list(strand_dev_info_t *out, int max)
                  list[i]->ibdev_path);
         out[n].kind      = STRAND_DEV_KIND_HW;
         out[n].num_ports = 1;
-        ctx = ibv_open_device(list[i]);
+        ctx              = ibv_open_device(list[i]);
         if (ctx != NULL) {
             if (ibv_query_device(ctx, &attr) == 0) {
                 out[n].num_ports = attr.phys_port_cnt;
@@ -63,13 +63,13 @@ static int dev_hw_list(strand_dev_info_t *out, int max)
  * then the devices that are there but no mlx5. */
 void strand_dev_hw_why_none(char *buf, size_t max)
 {
-    static const char *sysfs = "/sys/class/infiniband";
+    static const char  *sysfs = "/sys/class/infiniband";
     struct ibv_device **list;
-    struct dirent *e;
-    size_t len;
-    DIR *dir  = opendir(sysfs);
-    int exists = (dir != NULL);
-    int i, num = 0, entries = 0;
+    struct dirent      *e;
+    size_t              len;
+    DIR                *dir    = opendir(sysfs);
+    int                 exists = (dir != NULL);
+    int                 i, num = 0, entries = 0;
 
     if (exists) {
         while ((e = readdir(dir)) != NULL) {
@@ -86,15 +86,18 @@ void strand_dev_hw_why_none(char *buf, size_t max)
     errno = 0;
     list  = ibv_get_device_list(&num);
     if ((list == NULL) || (num == 0)) {
-        snprintf(buf, max, "libibverbs lists none of the %d devices in %s "
-                 "(%s)", entries, sysfs,
+        snprintf(buf, max,
+                 "libibverbs lists none of the %d devices in %s "
+                 "(%s)",
+                 entries, sysfs,
                  (errno != 0) ? strerror(errno) : "no provider claims them");
         if (list != NULL) {
             ibv_free_device_list(list);
         }
         return;
     }
-    len = snprintf(buf, max, "none of the RDMA devices is an mlx5 device "
+    len = snprintf(buf, max,
+                   "none of the RDMA devices is an mlx5 device "
                    "(mlx5dv_is_supported):");
     for (i = 0; (i < num) && (len < max); ++i) {
         len += snprintf(buf + len, max - len, " %s",
@@ -108,7 +111,7 @@ static void dev_hw_close(strand_dev_t *dev)
     dev_hw_t *h = dev->priv;
 
     strand_dev_bf_cleanup(dev);
-    dev_hw_cfg_qp_destroy(h);   /* before the PD its QP lives on */
+    dev_hw_cfg_qp_destroy(h); /* before the PD its QP lives on */
     pthread_mutex_destroy(&h->cfg.lock);
     if (h->pd != NULL) {
         ibv_dealloc_pd(h->pd);
@@ -122,11 +125,11 @@ static void dev_hw_close(strand_dev_t *dev)
 
 /* DEVX first (PRM capability queries, as UCX does), plain verbs if the
  * kernel or the user's permissions do not allow it. */
-static struct ibv_context *dev_hw_open_context(struct ibv_device *ibdev,
-                                               int *devx_p)
+static struct ibv_context *
+dev_hw_open_context(struct ibv_device *ibdev, int *devx_p)
 {
     struct mlx5dv_context_attr attr = {.flags = MLX5DV_CONTEXT_FLAGS_DEVX};
-    struct ibv_context *ctx         = mlx5dv_open_device(ibdev, &attr);
+    struct ibv_context        *ctx  = mlx5dv_open_device(ibdev, &attr);
 
     *devx_p = (ctx != NULL);
     return (ctx != NULL) ? ctx : ibv_open_device(ibdev);
@@ -135,9 +138,9 @@ static struct ibv_context *dev_hw_open_context(struct ibv_device *ibdev,
 static int dev_hw_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
 {
     struct ibv_device **list;
-    strand_dev_t *dev;
-    dev_hw_t *h;
-    int i, num = 0, ret = ENODEV;
+    strand_dev_t       *dev;
+    dev_hw_t           *h;
+    int                 i, num = 0, ret = ENODEV;
 
     dev = calloc(1, sizeof(*dev));
     h   = calloc(1, sizeof(*h));
@@ -187,10 +190,10 @@ err:
     return ret;
 }
 
-static int dev_hw_reg_mr(strand_dev_t *dev, void *addr, size_t len,
-                         int access, strand_dev_mr_t *mr)
+static int dev_hw_reg_mr(strand_dev_t *dev, void *addr, size_t len, int access,
+                         strand_dev_mr_t *mr)
 {
-    dev_hw_t *h        = dev->priv;
+    dev_hw_t      *h   = dev->priv;
     struct ibv_mr *imr = ibv_reg_mr(h->pd, addr, len, access);
 
     if (imr == NULL) {
@@ -209,7 +212,7 @@ static int dev_hw_dereg_mr(strand_dev_t *dev, strand_dev_mr_t *mr)
 
 static int dev_hw_create_channel(strand_dev_t *dev, strand_dev_channel_t *ch)
 {
-    dev_hw_t *h                  = dev->priv;
+    dev_hw_t                *h   = dev->priv;
     struct ibv_comp_channel *ich = ibv_create_comp_channel(h->ctx);
 
     if (ich == NULL) {
@@ -229,23 +232,23 @@ static int dev_hw_destroy_channel(strand_dev_t *dev, strand_dev_channel_t *ch)
 static int dev_hw_create_cq(strand_dev_t *dev, int cqe, unsigned cqe_size,
                             strand_dev_channel_t *ch, strand_dev_cq_t *cq)
 {
-    dev_hw_t *h = dev->priv;
+    dev_hw_t                  *h = dev->priv;
     struct ibv_cq_init_attr_ex attr;
     struct mlx5dv_cq_init_attr dv;
-    struct mlx5dv_obj obj;
-    struct ibv_cq *icq;
+    struct mlx5dv_obj          obj;
+    struct ibv_cq             *icq;
 
     if (cqe_size == 0) {
         icq = ibv_create_cq(h->ctx, cqe, cq, (ch != NULL) ? ch->h : NULL, 0);
     } else {
         memset(&attr, 0, sizeof(attr));
-        attr.cqe         = (uint32_t)cqe;
-        attr.cq_context  = cq;
-        attr.channel     = (ch != NULL) ? ch->h : NULL;
+        attr.cqe        = (uint32_t)cqe;
+        attr.cq_context = cq;
+        attr.channel    = (ch != NULL) ? ch->h : NULL;
         memset(&dv, 0, sizeof(dv));
-        dv.comp_mask     = MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE;
-        dv.cqe_size      = cqe_size;
-        icq = ibv_cq_ex_to_cq(mlx5dv_create_cq(h->ctx, &attr, &dv));
+        dv.comp_mask = MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE;
+        dv.cqe_size  = cqe_size;
+        icq          = ibv_cq_ex_to_cq(mlx5dv_create_cq(h->ctx, &attr, &dv));
     }
     if (icq == NULL) {
         return errno ? errno : ENOMEM;
@@ -268,7 +271,7 @@ static int dev_hw_get_cq_event(strand_dev_t *dev, strand_dev_channel_t *ch,
                                strand_dev_cq_t **cq_p)
 {
     struct ibv_cq *icq;
-    void *cq_ctx;
+    void          *cq_ctx;
 
     if (ibv_get_cq_event(ch->h, &icq, &cq_ctx) != 0) {
         return EAGAIN;
@@ -283,12 +286,12 @@ static int dev_hw_get_cq_event(strand_dev_t *dev, strand_dev_channel_t *ch,
 static int dev_hw_create_av(strand_dev_t *dev, const struct ibv_ah_attr *attr,
                             struct mlx5_wqe_av *av)
 {
-    dev_hw_t *h             = dev->priv;
+    dev_hw_t          *h    = dev->priv;
     struct ibv_ah_attr copy = *attr;
-    struct mlx5dv_ah dv_ah;
-    struct mlx5dv_obj obj;
-    struct ibv_ah *ah;
-    int ret;
+    struct mlx5dv_ah   dv_ah;
+    struct mlx5dv_obj  obj;
+    struct ibv_ah     *ah;
+    int                ret;
 
     ah = ibv_create_ah(h->pd, &copy);
     if (ah == NULL) {
@@ -297,7 +300,7 @@ static int dev_hw_create_av(strand_dev_t *dev, const struct ibv_ah_attr *attr,
     memset(&obj, 0, sizeof(obj));
     obj.ah.in  = ah;
     obj.ah.out = &dv_ah;
-    ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_AH);
+    ret        = mlx5dv_init_obj(&obj, MLX5DV_OBJ_AH);
     if (ret == 0) {
         *av = *dv_ah.av;
     }
@@ -308,24 +311,24 @@ static int dev_hw_create_av(strand_dev_t *dev, const struct ibv_ah_attr *attr,
 static int dev_hw_create_srq(strand_dev_t *dev, uint32_t max_wr,
                              uint32_t max_sge, strand_dev_srq_t *srq)
 {
-    dev_hw_t *h = dev->priv;
+    dev_hw_t                *h = dev->priv;
     struct ibv_srq_init_attr attr;
-    struct mlx5dv_obj obj;
-    struct ibv_srq *isrq;
-    int ret;
+    struct mlx5dv_obj        obj;
+    struct ibv_srq          *isrq;
+    int                      ret;
 
     memset(&attr, 0, sizeof(attr));
     attr.attr.max_wr  = max_wr;
     attr.attr.max_sge = max_sge;
-    isrq = ibv_create_srq(h->pd, &attr);
+    isrq              = ibv_create_srq(h->pd, &attr);
     if (isrq == NULL) {
         return errno ? errno : ENOMEM;
     }
     srq->h = isrq;
     memset(&obj, 0, sizeof(obj));
-    obj.srq.in  = isrq;
-    obj.srq.out = &srq->dv;
-    ret = mlx5dv_init_obj(&obj, MLX5DV_OBJ_SRQ);
+    obj.srq.in   = isrq;
+    obj.srq.out  = &srq->dv;
+    ret          = mlx5dv_init_obj(&obj, MLX5DV_OBJ_SRQ);
     srq->wqe_cnt = srq->dv.tail + 1; /* the list ends at its sentinel */
     srq->max_sge = attr.attr.max_sge;
     return ret;
@@ -339,7 +342,7 @@ static int dev_hw_destroy_srq(strand_dev_t *dev, strand_dev_srq_t *srq)
 static int dev_hw_qp_view(strand_dev_t *dev, strand_dev_qp_t *qp)
 {
     struct mlx5dv_obj obj;
-    int ret;
+    int               ret;
 
     if (qp->type == STRAND_DEV_QPT_DCT) {
         memset(&qp->dv, 0, sizeof(qp->dv)); /* a DCT has no send queue */
@@ -362,12 +365,12 @@ static int dev_hw_qp_view(strand_dev_t *dev, strand_dev_qp_t *qp)
  * one another thread's QPs ring. */
 static int dev_hw_create_td(strand_dev_t *dev, strand_dev_td_t *td)
 {
-    dev_hw_t *h = dev->priv;
+    dev_hw_t                          *h = dev->priv;
     struct ibv_parent_domain_init_attr pa;
-    struct ibv_td_init_attr ta;
-    struct ibv_td *itd;
-    struct ibv_pd *ipd;
-    int ret;
+    struct ibv_td_init_attr            ta;
+    struct ibv_td                     *itd;
+    struct ibv_pd                     *ipd;
+    int                                ret;
 
     memset(&ta, 0, sizeof(ta));
     itd = ibv_alloc_td(h->ctx, &ta);
@@ -410,15 +413,14 @@ static void dev_hw_qp_dv_attr(const strand_dev_qp_init_t *init,
     memset(dv, 0, sizeof(*dv));
     dv->comp_mask = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
     if (init->type == STRAND_DEV_QPT_DCI) {
-        dv->comp_mask            |= MLX5DV_QP_INIT_ATTR_MASK_DC;
-        dv->dc_init_attr.dc_type  = MLX5DV_DCTYPE_DCI;
-        dv->create_flags          = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE;
+        dv->comp_mask |= MLX5DV_QP_INIT_ATTR_MASK_DC;
+        dv->dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
+        dv->create_flags         = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE;
         if (init->log_num_concurent > 0) {
             dv->comp_mask |= MLX5DV_QP_INIT_ATTR_MASK_DCI_STREAMS;
             dv->dc_init_attr.dci_streams.log_num_concurent =
                     init->log_num_concurent;
-            dv->dc_init_attr.dci_streams.log_num_errored =
-                    init->log_num_errored;
+            dv->dc_init_attr.dci_streams.log_num_errored = init->log_num_errored;
         }
         return;
     }
@@ -426,38 +428,38 @@ static void dev_hw_qp_dv_attr(const strand_dev_qp_init_t *init,
      * asked (requester scatter stays off: no sq_sig_all, no ALLOW); with
      * SIG_PIPELINING rdma-core sets drain_sigerr at INIT (a DEVX command):
      * a bad signature block stops the SQ in SQD */
-    dv->create_flags = (init->scatter_to_cqe ? 0 :
-                        MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE) |
-                       (init->sig_pipelining ?
-                        MLX5DV_QP_CREATE_SIG_PIPELINING : 0);
+    dv->create_flags = (init->scatter_to_cqe ?
+                                0 :
+                                MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE) |
+                       (init->sig_pipelining ? MLX5DV_QP_CREATE_SIG_PIPELINING :
+                                               0);
     if (init->type == STRAND_DEV_QPT_DCT) {
-        dv->comp_mask                   |= MLX5DV_QP_INIT_ATTR_MASK_DC;
-        dv->dc_init_attr.dc_type         = MLX5DV_DCTYPE_DCT;
-        dv->dc_init_attr.dct_access_key  = init->dc_access_key;
+        dv->comp_mask |= MLX5DV_QP_INIT_ATTR_MASK_DC;
+        dv->dc_init_attr.dc_type        = MLX5DV_DCTYPE_DCT;
+        dv->dc_init_attr.dct_access_key = init->dc_access_key;
     }
 }
 
 static int dev_hw_create_qp(strand_dev_t *dev, const strand_dev_qp_init_t *init,
                             strand_dev_qp_t *qp)
 {
-    dev_hw_t *h = dev->priv;
+    dev_hw_t                  *h = dev->priv;
     struct ibv_qp_init_attr_ex a;
     struct mlx5dv_qp_init_attr dv;
-    struct ibv_qp *iqp;
+    struct ibv_qp             *iqp;
 
     /* rdma-core would refuse it too, or (without DEVX) fail at INIT */
     if (init->sig_pipelining && !dev->caps.sig_pipelining) {
         return EOPNOTSUPP;
     }
     memset(&a, 0, sizeof(a));
-    a.qp_type             = (init->type == STRAND_DEV_QPT_RC) ? IBV_QPT_RC :
-                            IBV_QPT_DRIVER;
-    a.send_cq             = init->send_cq->h;
-    a.recv_cq             = init->recv_cq->h;
-    a.srq                 = (init->srq != NULL) ? init->srq->h : NULL;
+    a.qp_type = (init->type == STRAND_DEV_QPT_RC) ? IBV_QPT_RC : IBV_QPT_DRIVER;
+    a.send_cq = init->send_cq->h;
+    a.recv_cq = init->recv_cq->h;
+    a.srq     = (init->srq != NULL) ? init->srq->h : NULL;
     /* a DCT is the device's, never a thread's: the context's own domain */
     a.pd                  = (init->type == STRAND_DEV_QPT_DCT) ? h->pd :
-                            dev_hw_qp_pd(h, init->td);
+                                                                 dev_hw_qp_pd(h, init->td);
     a.comp_mask           = IBV_QP_INIT_ATTR_PD;
     a.cap.max_send_wr     = init->max_send_wr;
     a.cap.max_send_sge    = init->max_send_sge;
@@ -470,7 +472,7 @@ static int dev_hw_create_qp(strand_dev_t *dev, const strand_dev_qp_init_t *init,
     qp->h        = iqp;
     qp->type     = init->type;
     qp->qpn      = iqp->qp_num;
-    qp->kick     = NULL;  /* the BlueFlame store is the doorbell */
+    qp->kick     = NULL; /* the BlueFlame store is the doorbell */
     qp->kick_arg = NULL;
     qp->bf       = NULL;
     return 0;
@@ -491,8 +493,8 @@ static int dev_hw_qp_state(strand_dev_t *dev, strand_dev_qp_t *qp,
                            enum ibv_qp_state *state)
 {
     struct ibv_qp_init_attr init;
-    struct ibv_qp_attr a;
-    int ret = ibv_query_qp(qp->h, &a, IBV_QP_STATE, &init);
+    struct ibv_qp_attr      a;
+    int                     ret = ibv_query_qp(qp->h, &a, IBV_QP_STATE, &init);
 
     if (ret == 0) {
         *state = a.qp_state;
@@ -534,32 +536,34 @@ static int dev_hw_dci_stream_id_reset(strand_dev_t *dev, strand_dev_qp_t *qp,
 #define DEV_HW_CMD_QUERY_QP          0x50b
 #define DEV_HW_QUERY_QP_IN_SIZE      16
 #define DEV_HW_QUERY_QP_OUT_SIZE     (0x880 / 8)
-#define DEV_HW_QUERY_QP_QPN_OFF      8       /* BE32, qpn in bits 23:0 */
+#define DEV_HW_QUERY_QP_QPN_OFF      8 /* BE32, qpn in bits 23:0 */
 #define DEV_HW_QUERY_QP_QPC_OFF      0x18
-#define DEV_HW_QPC_STATE_BYTE        0x00    /* bits 7:4 */
-#define DEV_HW_QPC_HW_SQ_WQEBB_OFF   0xb4    /* BE16 */
+#define DEV_HW_QPC_STATE_BYTE        0x00 /* bits 7:4 */
+#define DEV_HW_QPC_HW_SQ_WQEBB_OFF   0xb4 /* BE16 */
 #define DEV_HW_QPC_STATE_SQDRAINED   0x5
-#define DEV_HW_QPC_STATE_SQ_DRAINING 0x7     /* SQD, drain in progress */
+#define DEV_HW_QPC_STATE_SQ_DRAINING 0x7 /* SQD, drain in progress */
 
 /* A PRM command status (byte 0 of the output) as an errno. */
 static int dev_hw_cmd_status_errno(uint8_t status)
 {
     switch (status) {
-    case 0x00:                    /* OK */
+    case 0x00: /* OK */
         return 0;
-    case 0x02:                    /* bad opcode: firmware without it */
+    case 0x02: /* bad opcode: firmware without it */
         return EOPNOTSUPP;
-    case 0x03: case 0x05:         /* bad parameter, bad resource */
-    case 0x09: case 0x0a:         /* bad resource state, bad index */
-    case 0x10:                    /* bad QP state */
+    case 0x03:
+    case 0x05: /* bad parameter, bad resource */
+    case 0x09:
+    case 0x0a: /* bad resource state, bad index */
+    case 0x10: /* bad QP state */
         return EINVAL;
-    case 0x06:                    /* resource busy */
+    case 0x06: /* resource busy */
         return EBUSY;
-    case 0x08:                    /* exceeds a limit */
+    case 0x08: /* exceeds a limit */
         return ENOMEM;
-    case 0x0f:                    /* no resources */
+    case 0x0f: /* no resources */
         return EAGAIN;
-    default:                      /* internal, system state, lengths, ... */
+    default: /* internal, system state, lengths, ... */
         return EIO;
     }
 }
@@ -567,19 +571,19 @@ static int dev_hw_cmd_status_errno(uint8_t status)
 static int dev_hw_query_sqd(strand_dev_t *dev, strand_dev_qp_t *qp,
                             uint32_t *wqebb_counter)
 {
-    dev_hw_t *h = dev->priv;
-    uint8_t in[DEV_HW_QUERY_QP_IN_SIZE], out[DEV_HW_QUERY_QP_OUT_SIZE];
+    dev_hw_t      *h = dev->priv;
+    uint8_t        in[DEV_HW_QUERY_QP_IN_SIZE], out[DEV_HW_QUERY_QP_OUT_SIZE];
     const uint8_t *qpc = out + DEV_HW_QUERY_QP_QPC_OFF;
-    uint32_t qpn       = qp->qpn & 0xffffff;
-    int ret;
+    uint32_t       qpn = qp->qpn & 0xffffff;
+    int            ret;
 
     if (!h->devx) {
         return EOPNOTSUPP; /* the kernel takes DEVX commands only then */
     }
     memset(in, 0, sizeof(in));
     memset(out, 0, sizeof(out));
-    in[0] = DEV_HW_CMD_QUERY_QP >> 8;
-    in[1] = DEV_HW_CMD_QUERY_QP & 0xff;
+    in[0]                           = DEV_HW_CMD_QUERY_QP >> 8;
+    in[1]                           = DEV_HW_CMD_QUERY_QP & 0xff;
     in[DEV_HW_QUERY_QP_QPN_OFF + 1] = (uint8_t)(qpn >> 16);
     in[DEV_HW_QUERY_QP_QPN_OFF + 2] = (uint8_t)(qpn >> 8);
     in[DEV_HW_QUERY_QP_QPN_OFF + 3] = (uint8_t)qpn;
@@ -609,25 +613,24 @@ static int dev_hw_create_mkey(strand_dev_t *dev, uint16_t max_entries,
                               int signature, uint8_t variant,
                               strand_dev_mkey_t *mkey)
 {
-    dev_hw_t *h = dev->priv;
+    dev_hw_t                    *h = dev->priv;
     struct mlx5dv_mkey_init_attr a;
-    struct mlx5dv_mkey *mk;
+    struct mlx5dv_mkey          *mk;
 
     if (max_entries == 0) {
         return EINVAL;
     }
     /* rdma-core creates the mkey with a DEVX command (CREATE_MKEY) and
      * refuses BLOCK_SIGNATURE without sig_caps.block_prot */
-    if (!h->devx ||
-        (signature && (dev->caps.sig_caps.block_prot == 0))) {
+    if (!h->devx || (signature && (dev->caps.sig_caps.block_prot == 0))) {
         return EOPNOTSUPP;
     }
     memset(&a, 0, sizeof(a));
     a.pd           = h->pd;
     a.create_flags = MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT |
-                     (signature ?
-                      MLX5DV_MKEY_INIT_ATTR_FLAGS_BLOCK_SIGNATURE : 0);
-    a.max_entries  = max_entries;
+                     (signature ? MLX5DV_MKEY_INIT_ATTR_FLAGS_BLOCK_SIGNATURE :
+                                  0);
+    a.max_entries = max_entries;
     /* rdma-core takes no key byte (its CREATE_MKEY sets mkey_7_0 0):
      * `variant` is the software device's alone (docs/hardware.md) */
     (void)variant;
@@ -648,9 +651,9 @@ static int dev_hw_destroy_mkey(strand_dev_t *dev, strand_dev_mkey_t *mkey)
 /* The configuration QP (dev_hw.h). One configuration at a time, under its
  * lock: a UMR, and with a signature one or two SET_PSV WQEs after it, of
  * which rdma-core signals only the last. */
-#define DEV_HW_CFG_QP_WR         8
-#define DEV_HW_CFG_TIMEOUT_NS    2000000000ll  /* a UMR takes microseconds */
-#define DEV_HW_CFG_SPIN_NS       100000ll      /* then yield while waiting */
+#define DEV_HW_CFG_QP_WR      8
+#define DEV_HW_CFG_TIMEOUT_NS 2000000000ll /* a UMR takes microseconds */
+#define DEV_HW_CFG_SPIN_NS    100000ll     /* then yield while waiting */
 
 static void dev_hw_cfg_qp_destroy(dev_hw_t *h)
 {
@@ -674,30 +677,28 @@ static int dev_hw_cfg_qp_create(strand_dev_t *dev)
      * send descriptor size and says what it gave. Largest first (WQEs of
      * 1024, 768, 512, 384, 320 and 256 bytes with rdma-core's UMR
      * overhead). */
-    static const uint32_t want[] = {828, 572, 316, 188, 124, 60};
-    dev_hw_t *h          = dev->priv;
-    dev_hw_cfg_qp_t *c   = &h->cfg;
-    strand_dev_rc_attr_t attr;
-    strand_dev_rc_dest_t self;
-    strand_dev_qp_t qp;   /* the QP, to take it through its states */
+    static const uint32_t      want[] = {828, 572, 316, 188, 124, 60};
+    dev_hw_t                  *h      = dev->priv;
+    dev_hw_cfg_qp_t           *c      = &h->cfg;
+    strand_dev_rc_attr_t       attr;
+    strand_dev_rc_dest_t       self;
+    strand_dev_qp_t            qp; /* the QP, to take it through its states */
     struct ibv_qp_init_attr_ex init;
     struct mlx5dv_qp_init_attr dv;
-    unsigned i;
-    int ret = ENOMEM;
+    unsigned                   i;
+    int                        ret = ENOMEM;
 
     c->cq = ibv_create_cq(h->ctx, DEV_HW_CFG_QP_WR, NULL, NULL, 0);
     if (c->cq == NULL) {
         return errno ? errno : ENOMEM;
     }
-    for (i = 0; (c->qp == NULL) && (i < sizeof(want) / sizeof(want[0]));
-         ++i) {
+    for (i = 0; (c->qp == NULL) && (i < sizeof(want) / sizeof(want[0])); ++i) {
         memset(&init, 0, sizeof(init));
-        init.qp_type             = IBV_QPT_RC;
-        init.send_cq             = c->cq;
-        init.recv_cq             = c->cq;
-        init.pd                  = h->pd;
-        init.comp_mask           = IBV_QP_INIT_ATTR_PD |
-                                   IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+        init.qp_type   = IBV_QPT_RC;
+        init.send_cq   = c->cq;
+        init.recv_cq   = c->cq;
+        init.pd        = h->pd;
+        init.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
         init.send_ops_flags      = IBV_QP_EX_WITH_SEND;
         init.cap.max_send_wr     = DEV_HW_CFG_QP_WR;
         init.cap.max_send_sge    = 1;
@@ -705,8 +706,8 @@ static int dev_hw_cfg_qp_create(strand_dev_t *dev)
         memset(&dv, 0, sizeof(dv));
         dv.comp_mask      = MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS;
         dv.send_ops_flags = MLX5DV_QP_EX_WITH_MKEY_CONFIGURE;
-        c->qp = mlx5dv_create_qp(h->ctx, &init, &dv);
-        ret   = (c->qp != NULL) ? 0 : (errno ? errno : ENOMEM);
+        c->qp             = mlx5dv_create_qp(h->ctx, &init, &dv);
+        ret               = (c->qp != NULL) ? 0 : (errno ? errno : ENOMEM);
     }
     if (ret != 0) {
         goto err;
@@ -761,9 +762,9 @@ static long long dev_hw_elapsed_ns(const struct timespec *t0)
 static int dev_hw_cfg_qp_wait(dev_hw_cfg_qp_t *c, uint64_t wr_id)
 {
     struct timespec t0;
-    struct ibv_wc wc;
-    long long ns;
-    int n;
+    struct ibv_wc   wc;
+    long long       ns;
+    int             n;
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
@@ -793,14 +794,14 @@ static int dev_hw_cfg_qp_wait(dev_hw_cfg_qp_t *c, uint64_t wr_id)
 
 static int dev_hw_mkey_configure(strand_dev_t *dev, strand_dev_mkey_t *mkey,
                                  const struct ibv_sge *sge, unsigned num_sge,
-                                 int access,
+                                 int                                 access,
                                  const struct mlx5dv_sig_block_attr *sig)
 {
-    dev_hw_t *h        = dev->priv;
-    dev_hw_cfg_qp_t *c = &h->cfg;
+    dev_hw_t                    *h = dev->priv;
+    dev_hw_cfg_qp_t             *c = &h->cfg;
     struct mlx5dv_mkey_conf_attr conf;
-    uint8_t setters;
-    int ret;
+    uint8_t                      setters;
+    int                          ret;
 
     if ((num_sge > UINT16_MAX) || ((num_sge > 0) && (sge == NULL))) {
         return EINVAL;
@@ -813,8 +814,7 @@ static int dev_hw_mkey_configure(strand_dev_t *dev, strand_dev_mkey_t *mkey,
         }
     }
     memset(&conf, 0, sizeof(conf));
-    conf.conf_flags = (sig == NULL) ? MLX5DV_MKEY_CONF_FLAG_RESET_SIG_ATTR :
-                                      0;
+    conf.conf_flags = (sig == NULL) ? MLX5DV_MKEY_CONF_FLAG_RESET_SIG_ATTR : 0;
     /* rdma-core finishes the WQE when the announced number of setters has
      * been called: access, the layout when given, the signature when given
      * (no layout: the mkey keeps the one it has, as on the software
@@ -853,7 +853,7 @@ out:
 
 static int dev_hw_get_async_event(strand_dev_t *dev, strand_dev_event_t *ev)
 {
-    dev_hw_t *h = dev->priv;
+    dev_hw_t              *h = dev->priv;
     struct ibv_async_event iev;
 
     if (ibv_get_async_event(h->ctx, &iev) != 0) {
@@ -878,7 +878,7 @@ static int dev_hw_get_async_event(strand_dev_t *dev, strand_dev_event_t *ev)
 
 static int dev_hw_query_perf(strand_dev_t *dev, strand_dev_perf_t *perf)
 {
-    *perf = ((dev_hw_t*)dev->priv)->perf;
+    *perf = ((dev_hw_t *)dev->priv)->perf;
     return 0;
 }
 
@@ -892,35 +892,35 @@ static int dev_hw_fork_init(void)
 }
 
 const strand_dev_ops_t strand_dev_hw_ops = {
-    .name                = "hw",
-    .list                = dev_hw_list,
-    .open                = dev_hw_open,
-    .close               = dev_hw_close,
-    .fork_init           = dev_hw_fork_init,
-    .reg_mr              = dev_hw_reg_mr,
-    .dereg_mr            = dev_hw_dereg_mr,
-    .create_channel      = dev_hw_create_channel,
-    .destroy_channel     = dev_hw_destroy_channel,
-    .create_cq           = dev_hw_create_cq,
-    .destroy_cq          = dev_hw_destroy_cq,
-    .get_cq_event        = dev_hw_get_cq_event,
-    .create_av           = dev_hw_create_av,
-    .create_td           = dev_hw_create_td,
-    .destroy_td          = dev_hw_destroy_td,
-    .create_srq          = dev_hw_create_srq,
-    .destroy_srq         = dev_hw_destroy_srq,
-    .create_qp           = dev_hw_create_qp,
-    .modify_qp           = dev_hw_modify_qp,
-    .qp_view             = dev_hw_qp_view,
-    .destroy_qp          = dev_hw_destroy_qp,
-    .qp_state            = dev_hw_qp_state,
-    .dci_stream_id_reset = dev_hw_dci_stream_id_reset,
-    .query_sqd           = dev_hw_query_sqd,
-    .create_mkey         = dev_hw_create_mkey,
-    .destroy_mkey        = dev_hw_destroy_mkey,
-    .mkey_configure      = dev_hw_mkey_configure,
-    .query_perf          = dev_hw_query_perf,
-    .rx_qos              = NULL,
-    .progress            = NULL,
-    .get_async_event     = dev_hw_get_async_event,
+        .name                = "hw",
+        .list                = dev_hw_list,
+        .open                = dev_hw_open,
+        .close               = dev_hw_close,
+        .fork_init           = dev_hw_fork_init,
+        .reg_mr              = dev_hw_reg_mr,
+        .dereg_mr            = dev_hw_dereg_mr,
+        .create_channel      = dev_hw_create_channel,
+        .destroy_channel     = dev_hw_destroy_channel,
+        .create_cq           = dev_hw_create_cq,
+        .destroy_cq          = dev_hw_destroy_cq,
+        .get_cq_event        = dev_hw_get_cq_event,
+        .create_av           = dev_hw_create_av,
+        .create_td           = dev_hw_create_td,
+        .destroy_td          = dev_hw_destroy_td,
+        .create_srq          = dev_hw_create_srq,
+        .destroy_srq         = dev_hw_destroy_srq,
+        .create_qp           = dev_hw_create_qp,
+        .modify_qp           = dev_hw_modify_qp,
+        .qp_view             = dev_hw_qp_view,
+        .destroy_qp          = dev_hw_destroy_qp,
+        .qp_state            = dev_hw_qp_state,
+        .dci_stream_id_reset = dev_hw_dci_stream_id_reset,
+        .query_sqd           = dev_hw_query_sqd,
+        .create_mkey         = dev_hw_create_mkey,
+        .destroy_mkey        = dev_hw_destroy_mkey,
+        .mkey_configure      = dev_hw_mkey_configure,
+        .query_perf          = dev_hw_query_perf,
+        .rx_qos              = NULL,
+        .progress            = NULL,
+        .get_async_event     = dev_hw_get_async_event,
 };

@@ -20,17 +20,17 @@
 
 /* PRM QUERY_HCA_CAP (mlx5_ifc.h): opcode 0x100, op_mod = (cap type << 1) |
  * current; the capability follows a 16-byte output header. */
-#define DEV_HW_CMD_QUERY_HCA_CAP     0x100
-#define DEV_HW_CAP_ATOMIC            3
-#define DEV_HW_CAP_OPMOD_CUR         1
-#define DEV_HW_CAP_OUT_HDR           16
-#define DEV_HW_CAP_SIZE              4096
+#define DEV_HW_CMD_QUERY_HCA_CAP 0x100
+#define DEV_HW_CAP_ATOMIC        3
+#define DEV_HW_CAP_OPMOD_CUR     1
+#define DEV_HW_CAP_OUT_HDR       16
+#define DEV_HW_CAP_SIZE          4096
 /* atomic_caps fields: byte offsets within the capability (BE bit 0x40,
  * 0x90, 0xb0, 0xd0 of the PRM layout) */
-#define DEV_HW_ATOMIC_MODE8B_BYTE    8      /* bits 7:6 */
-#define DEV_HW_ATOMIC_OPS_OFF        18     /* BE16 */
-#define DEV_HW_ATOMIC_SIZE_QP_OFF    22     /* BE16, bit n: 2^n bytes */
-#define DEV_HW_ATOMIC_SIZE_DC_OFF    26     /* BE16 */
+#define DEV_HW_ATOMIC_MODE8B_BYTE 8  /* bits 7:6 */
+#define DEV_HW_ATOMIC_OPS_OFF     18 /* BE16 */
+#define DEV_HW_ATOMIC_SIZE_QP_OFF 22 /* BE16, bit n: 2^n bytes */
+#define DEV_HW_ATOMIC_SIZE_DC_OFF 26 /* BE16 */
 enum {
     DEV_HW_ATOMIC_OPS_CS        = 1 << 0,
     DEV_HW_ATOMIC_OPS_FA        = 1 << 1,
@@ -49,13 +49,13 @@ static uint16_t dev_hw_be16_at(const uint8_t *p)
  * tclass=N", what rdma-core and UCX read); -1 when it says none. */
 static int dev_hw_port_tclass(const strand_dev_t *dev, unsigned port)
 {
-    char path[sizeof(dev->info.sysfs_path) + 32], buf[64];
+    char          path[sizeof(dev->info.sysfs_path) + 32], buf[64];
     unsigned long tclass;
-    size_t n;
-    FILE *f;
+    size_t        n;
+    FILE         *f;
 
-    snprintf(path, sizeof(path), "%s/tc/%u/traffic_class",
-             dev->info.sysfs_path, port);
+    snprintf(path, sizeof(path), "%s/tc/%u/traffic_class", dev->info.sysfs_path,
+             port);
     f = fopen(path, "r");
     if (f == NULL) {
         return -1;
@@ -71,11 +71,11 @@ static int dev_hw_port_tclass(const strand_dev_t *dev, unsigned port)
 
 static int dev_hw_query_atomics_devx(dev_hw_t *h, strand_dev_caps_t *caps)
 {
-    uint8_t in[16], out[DEV_HW_CAP_OUT_HDR + DEV_HW_CAP_SIZE];
+    uint8_t        in[16], out[DEV_HW_CAP_OUT_HDR + DEV_HW_CAP_SIZE];
     const uint8_t *cap = out + DEV_HW_CAP_OUT_HDR;
-    uint16_t ops, size_qp, size_dc;
-    unsigned mode8b;
-    int ret;
+    uint16_t       ops, size_qp, size_dc;
+    unsigned       mode8b;
+    int            ret;
 
     memset(in, 0, sizeof(in));
     memset(out, 0, sizeof(out));
@@ -112,13 +112,13 @@ static int dev_hw_query_atomics_devx(dev_hw_t *h, strand_dev_caps_t *caps)
  * answer is in the capabilities it hands back. */
 static uint32_t dev_hw_probe_max_inline(dev_hw_t *h, uint32_t max_sge)
 {
-    static const uint32_t want[] = {828, 512, 256, 220, 128, 64, 0};
+    static const uint32_t      want[] = {828, 512, 256, 220, 128, 64, 0};
     struct ibv_qp_init_attr_ex init;
     struct mlx5dv_qp_init_attr dv;
-    struct ibv_cq *cq;
-    struct ibv_qp *qp;
-    uint32_t got = 0;
-    unsigned i;
+    struct ibv_cq             *cq;
+    struct ibv_qp             *qp;
+    uint32_t                   got = 0;
+    unsigned                   i;
 
     cq = ibv_create_cq(h->ctx, 1, NULL, NULL, 0);
     if (cq == NULL) {
@@ -137,7 +137,7 @@ static uint32_t dev_hw_probe_max_inline(dev_hw_t *h, uint32_t max_sge)
         memset(&dv, 0, sizeof(dv));
         dv.comp_mask            = MLX5DV_QP_INIT_ATTR_MASK_DC;
         dv.dc_init_attr.dc_type = MLX5DV_DCTYPE_DCI;
-        qp = mlx5dv_create_qp(h->ctx, &init, &dv);
+        qp                      = mlx5dv_create_qp(h->ctx, &init, &dv);
         if (qp != NULL) {
             got = init.cap.max_inline_data;
             ibv_destroy_qp(qp);
@@ -154,13 +154,13 @@ static uint32_t dev_hw_probe_max_inline(dev_hw_t *h, uint32_t max_sge)
  * INIT with a DEVX INIT2INIT command (drain_sigerr). So: a DEVX context, a
  * device with block signature offload, and an RC QP rdma-core agrees to
  * create with the flag (destroyed at once; it never leaves RESET). */
-static int dev_hw_probe_sig_pipelining(dev_hw_t *h,
-                                       const struct mlx5dv_sig_caps *sig)
+static int
+dev_hw_probe_sig_pipelining(dev_hw_t *h, const struct mlx5dv_sig_caps *sig)
 {
     struct ibv_qp_init_attr_ex init;
     struct mlx5dv_qp_init_attr dv;
-    struct ibv_cq *cq;
-    struct ibv_qp *qp;
+    struct ibv_cq             *cq;
+    struct ibv_qp             *qp;
 
     if (!h->devx || (sig->block_prot == 0)) {
         return 0;
@@ -182,7 +182,7 @@ static int dev_hw_probe_sig_pipelining(dev_hw_t *h,
     memset(&dv, 0, sizeof(dv));
     dv.comp_mask    = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS;
     dv.create_flags = MLX5DV_QP_CREATE_SIG_PIPELINING;
-    qp = mlx5dv_create_qp(h->ctx, &init, &dv);
+    qp              = mlx5dv_create_qp(h->ctx, &init, &dv);
     if (qp != NULL) {
         ibv_destroy_qp(qp);
     }
@@ -198,12 +198,12 @@ static int dev_hw_query_gid_ex(void *ctx, uint8_t port, uint32_t index,
 
 int strand_dev_hw_query_caps(strand_dev_t *dev)
 {
-    dev_hw_t *h             = dev->priv;
-    strand_dev_caps_t *caps = &dev->caps;
+    dev_hw_t                 *h    = dev->priv;
+    strand_dev_caps_t        *caps = &dev->caps;
     struct ibv_device_attr_ex attr;
-    struct ibv_port_attr pa;
-    struct mlx5dv_context dv;
-    int ret;
+    struct ibv_port_attr      pa;
+    struct mlx5dv_context     dv;
+    int                       ret;
 
     memset(&attr, 0, sizeof(attr));
     memset(&dv, 0, sizeof(dv));
@@ -219,28 +219,26 @@ int strand_dev_hw_query_caps(strand_dev_t *dev)
     }
     caps->max_qp_wr        = attr.orig_attr.max_qp_wr;
     caps->max_sge          = attr.orig_attr.max_sge;
-    caps->max_mr_size_log2 = 63 - __builtin_clzll(attr.orig_attr.max_mr_size |
-                                                  1);
-    caps->max_rd_atomic    = attr.orig_attr.max_qp_rd_atom;
-    caps->mtu              = 128u << pa.active_mtu;
+    caps->max_mr_size_log2 = 63 -
+                             __builtin_clzll(attr.orig_attr.max_mr_size | 1);
+    caps->max_rd_atomic = attr.orig_attr.max_qp_rd_atom;
+    caps->mtu           = 128u << pa.active_mtu;
     strand_dev_perf_from_port(&pa, &h->perf);
-    caps->port_num         = DEV_HW_PORT;
-    caps->link_layer       = (pa.link_layer == IBV_LINK_LAYER_ETHERNET) ?
-                             IBV_LINK_LAYER_ETHERNET :
-                             IBV_LINK_LAYER_INFINIBAND;
-    caps->lid              = (caps->link_layer == IBV_LINK_LAYER_ETHERNET) ?
-                             0 : pa.lid;
-    ret = strand_dev_pick_gid(h->ctx, dev_hw_query_gid_ex, DEV_HW_PORT,
-                              caps->link_layer, pa.gid_tbl_len,
-                              &caps->gid_index, &caps->gid);
+    caps->port_num   = DEV_HW_PORT;
+    caps->link_layer = (pa.link_layer == IBV_LINK_LAYER_ETHERNET) ?
+                               IBV_LINK_LAYER_ETHERNET :
+                               IBV_LINK_LAYER_INFINIBAND;
+    caps->lid = (caps->link_layer == IBV_LINK_LAYER_ETHERNET) ? 0 : pa.lid;
+    ret       = strand_dev_pick_gid(h->ctx, dev_hw_query_gid_ex, DEV_HW_PORT,
+                                    caps->link_layer, pa.gid_tbl_len,
+                                    &caps->gid_index, &caps->gid);
     if (ret != 0) {
         return ret;
     }
     if (dv.comp_mask & MLX5DV_CONTEXT_MASK_DCI_STREAMS) {
         caps->dci_max_log_num_concurent =
                 dv.dci_streams_caps.max_log_num_concurent;
-        caps->dci_max_log_num_errored =
-                dv.dci_streams_caps.max_log_num_errored;
+        caps->dci_max_log_num_errored = dv.dci_streams_caps.max_log_num_errored;
     }
     /* block signature offload: what rdma-core's context holds (all zero on
      * a device without it, or a provider that does not answer the mask) */
@@ -248,7 +246,7 @@ int strand_dev_hw_query_caps(strand_dev_t *dev)
     if (dv.comp_mask & MLX5DV_CONTEXT_MASK_SIGNATURE_OFFLOAD) {
         caps->sig_caps = dv.sig_caps;
     }
-    caps->sig_pipelining = dev_hw_probe_sig_pipelining(h, &caps->sig_caps);
+    caps->sig_pipelining  = dev_hw_probe_sig_pipelining(h, &caps->sig_caps);
     caps->tm_max_num_tags = attr.tm_caps.max_num_tags;
     caps->tm_max_ops      = attr.tm_caps.max_ops;
     caps->tm_max_rndv_hdr_size = attr.tm_caps.max_rndv_hdr_size;
@@ -265,8 +263,9 @@ int strand_dev_hw_query_caps(strand_dev_t *dev)
     if (h->devx) {
         dev_hw_query_atomics_devx(h, caps);
     }
-    caps->max_inline = dev_hw_probe_max_inline(h, (caps->max_sge < 16) ?
-                                                  caps->max_sge : 16);
+    caps->max_inline  = dev_hw_probe_max_inline(h, (caps->max_sge < 16) ?
+                                                           caps->max_sge :
+                                                           16);
     caps->devx        = h->devx;
     caps->port_tclass = dev_hw_port_tclass(dev, DEV_HW_PORT);
     return 0;

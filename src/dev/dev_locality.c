@@ -17,15 +17,17 @@
 #include <string.h>
 #include <unistd.h>
 
-static void dev_locality_from_bitmap(hwloc_const_bitmap_t set,
-                                     strand_dev_locality_t *loc)
+static void
+dev_locality_from_bitmap(hwloc_const_bitmap_t set, strand_dev_locality_t *loc)
 {
     int i;
 
     memset(loc->cpus, 0, sizeof(loc->cpus));
-    hwloc_bitmap_foreach_begin(i, set) {
+    hwloc_bitmap_foreach_begin(i, set)
+    {
         strand_dev_cpu_set(loc, (unsigned)i);
-    } hwloc_bitmap_foreach_end();
+    }
+    hwloc_bitmap_foreach_end();
 }
 
 /* hwloc: the device's OS object, its PCI parent and its non-I/O ancestor
@@ -33,8 +35,8 @@ static void dev_locality_from_bitmap(hwloc_const_bitmap_t set,
 static int dev_locality_hwloc(const char *ibname, strand_dev_locality_t *loc)
 {
     hwloc_topology_t topo;
-    hwloc_obj_t osdev, pci, anc;
-    int ret = -1;
+    hwloc_obj_t      osdev, pci, anc;
+    int              ret = -1;
 
     if (hwloc_topology_init(&topo) != 0) {
         return -1;
@@ -47,7 +49,8 @@ static int dev_locality_hwloc(const char *ibname, strand_dev_locality_t *loc)
     if (osdev == NULL) {
         goto out;
     }
-    for (pci = osdev->parent; (pci != NULL) && (pci->type != HWLOC_OBJ_PCI_DEVICE);
+    for (pci = osdev->parent;
+         (pci != NULL) && (pci->type != HWLOC_OBJ_PCI_DEVICE);
          pci = pci->parent) {
     }
     if (pci != NULL) {
@@ -72,15 +75,15 @@ out:
 
 /* sysfs: <ibdev>/device/{local_cpulist,numa_node} and the "device" link,
  * whose target names the PCI function. */
-static void dev_locality_sysfs(const char *sysfs_path,
-                               strand_dev_locality_t *loc)
+static void
+dev_locality_sysfs(const char *sysfs_path, strand_dev_locality_t *loc)
 {
-    char path[320], target[512], line[4096];
+    char        path[320], target[512], line[4096];
     const char *bdf;
-    unsigned lo, hi, c;
-    ssize_t len;
-    char *p;
-    FILE *f;
+    unsigned    lo, hi, c;
+    ssize_t     len;
+    char       *p;
+    FILE       *f;
 
     snprintf(path, sizeof(path), "%s/device", sysfs_path);
     len = readlink(path, target, sizeof(target) - 1);
@@ -122,7 +125,7 @@ static void dev_locality_sysfs(const char *sysfs_path,
 }
 
 void strand_dev_hw_locality(const strand_dev_info_t *info,
-                            strand_dev_locality_t *loc)
+                            strand_dev_locality_t   *loc)
 {
     strand_dev_locality_all(loc);
     if ((dev_locality_hwloc(info->name, loc) != 0) &&

@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-#define STRAND_DEV_REMOTE_ACCESS \
+#define STRAND_DEV_REMOTE_ACCESS                        \
     (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
      IBV_ACCESS_REMOTE_ATOMIC)
 
@@ -23,14 +23,14 @@
 int strand_dev_qp_to_init(strand_dev_t *dev, strand_dev_qp_t *qp, int access)
 {
     struct ibv_qp_attr a;
-    int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+    int                mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
 
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_INIT;
     a.port_num = dev->caps.port_num;
     if (access != 0) {
         a.qp_access_flags = (unsigned)access;
-        mask             |= IBV_QP_ACCESS_FLAGS;
+        mask |= IBV_QP_ACCESS_FLAGS;
     }
     return dev->ops->modify_qp(dev, qp, &a, mask);
 }
@@ -39,10 +39,10 @@ int strand_dev_qp_to_init(strand_dev_t *dev, strand_dev_qp_t *qp, int access)
  * each WQE names one); a DCT's receive-not-ready timer. */
 static int strand_dev_dc_to_rtr(strand_dev_t *dev, strand_dev_qp_t *qp,
                                 const strand_dev_path_t *path,
-                                int min_rnr_timer)
+                                int                      min_rnr_timer)
 {
     struct ibv_qp_attr a;
-    int mask = IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV;
+    int                mask = IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV;
 
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RTR;
@@ -50,7 +50,7 @@ static int strand_dev_dc_to_rtr(strand_dev_t *dev, strand_dev_qp_t *qp,
     strand_dev_set_path(dev, path, &a.ah_attr);
     if (min_rnr_timer >= 0) {
         a.min_rnr_timer = (uint8_t)min_rnr_timer;
-        mask           |= IBV_QP_MIN_RNR_TIMER;
+        mask |= IBV_QP_MIN_RNR_TIMER;
     }
     return dev->ops->modify_qp(dev, qp, &a, mask);
 }
@@ -69,8 +69,8 @@ static int strand_dev_dci_to_rts(strand_dev_t *dev, strand_dev_qp_t *qp,
     a.max_rd_atomic = attr->max_rd_atomic;
     return dev->ops->modify_qp(dev, qp, &a,
                                IBV_QP_STATE | IBV_QP_TIMEOUT |
-                               IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                               IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN);
+                                       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                       IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN);
 }
 
 /* RESET -> INIT -> RTR -> RTS of a DCI, and its view. */
@@ -101,7 +101,7 @@ int strand_dev_create_dci(strand_dev_t *dev, const strand_dev_sq_attr_t *attr,
                           strand_dev_qp_t *qp)
 {
     strand_dev_qp_init_t init;
-    int ret;
+    int                  ret;
 
     memset(&init, 0, sizeof(init));
     init.type              = STRAND_DEV_QPT_DCI;
@@ -113,7 +113,7 @@ int strand_dev_create_dci(strand_dev_t *dev, const strand_dev_sq_attr_t *attr,
     init.max_inline        = attr->max_inline;
     init.log_num_concurent = attr->log_num_concurent;
     init.log_num_errored   = attr->log_num_errored;
-    ret = dev->ops->create_qp(dev, &init, qp);
+    ret                    = dev->ops->create_qp(dev, &init, qp);
     if (ret != 0) {
         return ret;
     }
@@ -125,7 +125,7 @@ int strand_dev_reset_dci(strand_dev_t *dev, strand_dev_qp_t *qp,
                          const strand_dev_sq_attr_t *attr)
 {
     struct ibv_qp_attr a;
-    int ret;
+    int                ret;
 
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RESET;
@@ -137,7 +137,7 @@ int strand_dev_create_dct(strand_dev_t *dev, const strand_dev_dct_attr_t *attr,
                           strand_dev_qp_t *qp)
 {
     strand_dev_qp_init_t init;
-    int ret;
+    int                  ret;
 
     memset(&init, 0, sizeof(init));
     init.type           = STRAND_DEV_QPT_DCT;
@@ -146,7 +146,7 @@ int strand_dev_create_dct(strand_dev_t *dev, const strand_dev_dct_attr_t *attr,
     init.srq            = attr->srq;
     init.dc_access_key  = attr->access_key;
     init.scatter_to_cqe = attr->scatter_to_cqe;
-    ret = dev->ops->create_qp(dev, &init, qp);
+    ret                 = dev->ops->create_qp(dev, &init, qp);
     if (ret != 0) {
         return ret;
     }
@@ -164,7 +164,7 @@ int strand_dev_create_rc(strand_dev_t *dev, const strand_dev_rc_attr_t *attr,
                          strand_dev_qp_t *qp)
 {
     strand_dev_qp_init_t init;
-    int ret;
+    int                  ret;
 
     memset(&init, 0, sizeof(init));
     init.type           = STRAND_DEV_QPT_RC;
@@ -177,7 +177,7 @@ int strand_dev_create_rc(strand_dev_t *dev, const strand_dev_rc_attr_t *attr,
     init.max_inline     = attr->max_inline;
     init.scatter_to_cqe = attr->scatter_to_cqe;
     init.sig_pipelining = attr->sig_pipelining;
-    ret = dev->ops->create_qp(dev, &init, qp);
+    ret                 = dev->ops->create_qp(dev, &init, qp);
     if (ret != 0) {
         return ret;
     }
@@ -193,7 +193,7 @@ int strand_dev_connect_rc(strand_dev_t *dev, strand_dev_qp_t *qp,
                           const strand_dev_rc_dest_t *dest)
 {
     struct ibv_qp_attr a;
-    int mask, ret;
+    int                mask, ret;
 
     mask = strand_dev_rc_rtr_attr(dev, attr, dest, &a);
     ret  = dev->ops->modify_qp(dev, qp, &a, mask);

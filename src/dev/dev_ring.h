@@ -15,8 +15,8 @@
  * plain doorbell and has a kick: the software device's, whose BlueFlame
  * register takes no copy (a held queue's kick is then
  * strand_dev_qp_kick_none, never NULL). */
-static inline int strand_dev_qp_kick_db(const strand_dev_t *dev,
-                                        strand_mmio_mode_t mmio_mode)
+static inline int
+strand_dev_qp_kick_db(const strand_dev_t *dev, strand_mmio_mode_t mmio_mode)
 {
     return (dev->info.kind == STRAND_DEV_KIND_SIM) &&
            (mmio_mode == STRAND_MMIO_MODE_DB);
@@ -52,7 +52,7 @@ strand_dev_qp_ring_head(const strand_dev_qp_t *qp, strand_sq_t *sq,
  * the post path keeps no register for its loop. */
 int8_t strand_dev_qp_ring_other(const strand_dev_qp_t *qp, strand_sq_t *sq,
                                 const struct mlx5_wqe_ctrl_seg *ctrl,
-                                uint64_t head);
+                                uint64_t                        head);
 
 /* The same as the last thing a post path does: what the kick returns (0)
  * is returned, so that the kick is a jump there (nothing lives across a

@@ -58,11 +58,11 @@ static void dev_sim_close(strand_dev_t *dev)
 
 static int dev_sim_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
 {
-    smlx5_device_caps_t caps;
+    smlx5_device_caps_t  caps;
     struct ibv_port_attr pa;
-    strand_dev_t *dev;
-    dev_sim_t *s;
-    int ret;
+    strand_dev_t        *dev;
+    dev_sim_t           *s;
+    int                  ret;
 
     if (strcmp(info->name, SMLX5_DEV_NAME)) {
         return ENODEV;
@@ -93,10 +93,9 @@ static int dev_sim_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
         ret = smlx5_query_port(s->ctx, SMLX5_PORT_NUM, &pa);
     }
     if (ret == 0) {
-        ret = strand_dev_pick_gid(s->ctx, dev_sim_query_gid_ex,
-                                  SMLX5_PORT_NUM, pa.link_layer,
-                                  pa.gid_tbl_len, &dev->caps.gid_index,
-                                  &dev->caps.gid);
+        ret = strand_dev_pick_gid(s->ctx, dev_sim_query_gid_ex, SMLX5_PORT_NUM,
+                                  pa.link_layer, pa.gid_tbl_len,
+                                  &dev->caps.gid_index, &dev->caps.gid);
     }
     if (ret != 0) {
         goto err;
@@ -112,22 +111,22 @@ static int dev_sim_open(const strand_dev_info_t *info, strand_dev_t **dev_p)
     dev->caps.lid              = pa.lid;
     /* the HCA's atomic capabilities, as the hw backend reads them through
      * DEVX (not verbs' atomic_cap, which says NONE in big-endian mode) */
-    dev->caps.atomics          = !!(caps.flags & SMLX5_CAP_ATOMICS);
-    dev->caps.masked_atomics   = dev->caps.atomics &&
-                                 (caps.flags & SMLX5_CAP_MASKED_ATOMICS);
-    dev->caps.atomic_reply_be64 = (caps.atomic_mode8b == 0);
-    dev->caps.atomic_reply_be32 = 1;
+    dev->caps.atomics        = !!(caps.flags & SMLX5_CAP_ATOMICS);
+    dev->caps.masked_atomics = dev->caps.atomics &&
+                               (caps.flags & SMLX5_CAP_MASKED_ATOMICS);
+    dev->caps.atomic_reply_be64         = (caps.atomic_mode8b == 0);
+    dev->caps.atomic_reply_be32         = 1;
     dev->caps.dci_max_log_num_concurent = caps.dci_max_log_num_concurent;
     dev->caps.dci_max_log_num_errored   = caps.dci_max_log_num_errored;
-    dev->caps.tm_max_num_tags  = caps.tm_max_num_tags;
-    dev->caps.tm_max_ops       = caps.tm_max_ops;
-    dev->caps.tm_max_rndv_hdr_size = caps.tm_max_rndv_hdr_size;
-    dev->caps.max_rd_atomic    = caps.attr.max_qp_rd_atom;
-    dev->caps.sig_caps         = caps.sig_caps;
-    dev->caps.sig_pipelining   = !!(caps.flags & SMLX5_CAP_SIG_PIPELINING);
-    dev->caps.devx             = caps.devx;
-    dev->caps.port_tclass      = caps.port_tclass;
-    dev->async_fd              = smlx5_async_fd(s->ctx);
+    dev->caps.tm_max_num_tags           = caps.tm_max_num_tags;
+    dev->caps.tm_max_ops                = caps.tm_max_ops;
+    dev->caps.tm_max_rndv_hdr_size      = caps.tm_max_rndv_hdr_size;
+    dev->caps.max_rd_atomic             = caps.attr.max_qp_rd_atom;
+    dev->caps.sig_caps                  = caps.sig_caps;
+    dev->caps.sig_pipelining = !!(caps.flags & SMLX5_CAP_SIG_PIPELINING);
+    dev->caps.devx           = caps.devx;
+    dev->caps.port_tclass    = caps.port_tclass;
+    dev->async_fd            = smlx5_async_fd(s->ctx);
     /* the software device is on no bus: every CPU is as near as any */
     strand_dev_locality_all(&dev->locality);
     *dev_p = dev;
@@ -138,10 +137,10 @@ err:
     return ret;
 }
 
-static int dev_sim_reg_mr(strand_dev_t *dev, void *addr, size_t len,
-                          int access, strand_dev_mr_t *mr)
+static int dev_sim_reg_mr(strand_dev_t *dev, void *addr, size_t len, int access,
+                          strand_dev_mr_t *mr)
 {
-    dev_sim_t *s    = dev->priv;
+    dev_sim_t  *s   = dev->priv;
     smlx5_mr_t *smr = smlx5_reg_mr(s->pd, addr, len, access);
 
     if (smr == NULL) {
@@ -160,8 +159,8 @@ static int dev_sim_dereg_mr(strand_dev_t *dev, strand_dev_mr_t *mr)
 
 static int dev_sim_create_channel(strand_dev_t *dev, strand_dev_channel_t *ch)
 {
-    dev_sim_t *s           = dev->priv;
-    smlx5_channel_t *sch   = smlx5_create_comp_channel(s->ctx);
+    dev_sim_t       *s   = dev->priv;
+    smlx5_channel_t *sch = smlx5_create_comp_channel(s->ctx);
 
     if (sch == NULL) {
         return errno ? errno : ENOMEM;
@@ -184,9 +183,9 @@ static void dev_sim_arm_kick(void *arg)
 static int dev_sim_create_cq(strand_dev_t *dev, int cqe, unsigned cqe_size,
                              strand_dev_channel_t *ch, strand_dev_cq_t *cq)
 {
-    dev_sim_t *s = dev->priv;
+    dev_sim_t  *s = dev->priv;
     smlx5_cq_t *scq;
-    unsigned i;
+    unsigned    i;
 
     for (i = 0; (i < DEV_SIM_MAX_CQS) && (s->cqs[i] != NULL); ++i) {
     }
@@ -208,8 +207,8 @@ static int dev_sim_create_cq(strand_dev_t *dev, int cqe, unsigned cqe_size,
 static int dev_sim_destroy_cq(strand_dev_t *dev, strand_dev_cq_t *cq)
 {
     dev_sim_t *s = dev->priv;
-    unsigned i;
-    int ret;
+    unsigned   i;
+    int        ret;
 
     ret = smlx5_destroy_cq(cq->h);
     if (ret == 0) {
@@ -225,10 +224,10 @@ static int dev_sim_destroy_cq(strand_dev_t *dev, strand_dev_cq_t *cq)
 static int dev_sim_get_cq_event(strand_dev_t *dev, strand_dev_channel_t *ch,
                                 strand_dev_cq_t **cq_p)
 {
-    dev_sim_t *s = dev->priv;
+    dev_sim_t  *s = dev->priv;
     smlx5_cq_t *scq;
-    unsigned i;
-    int ret;
+    unsigned    i;
+    int         ret;
 
     ret = smlx5_get_cq_event(ch->h, &scq);
     if (ret != 0) {
@@ -246,20 +245,20 @@ static int dev_sim_get_cq_event(strand_dev_t *dev, strand_dev_channel_t *ch,
 static int dev_sim_create_av(strand_dev_t *dev, const struct ibv_ah_attr *attr,
                              struct mlx5_wqe_av *av)
 {
-    return smlx5_create_av(((dev_sim_t*)dev->priv)->pd, attr, av);
+    return smlx5_create_av(((dev_sim_t *)dev->priv)->pd, attr, av);
 }
 
 static int dev_sim_create_srq(strand_dev_t *dev, uint32_t max_wr,
                               uint32_t max_sge, strand_dev_srq_t *srq)
 {
-    dev_sim_t *s = dev->priv;
+    dev_sim_t            *s = dev->priv;
     smlx5_srq_init_attr_t attr;
-    smlx5_srq_t *ssrq;
+    smlx5_srq_t          *ssrq;
 
     memset(&attr, 0, sizeof(attr));
     attr.max_wr  = max_wr;
     attr.max_sge = max_sge;
-    ssrq = smlx5_create_srq(s->pd, &attr);
+    ssrq         = smlx5_create_srq(s->pd, &attr);
     if (ssrq == NULL) {
         return errno ? errno : ENOMEM;
     }
@@ -299,16 +298,15 @@ static int dev_sim_destroy_td(strand_dev_t *dev, strand_dev_td_t *td)
 }
 
 static int dev_sim_create_tm_srq(strand_dev_t *dev, uint32_t max_wr,
-                                 uint32_t max_sge,
+                                 uint32_t                    max_sge,
                                  const strand_dev_tm_attr_t *tm,
-                                 strand_dev_srq_t *srq,
-                                 strand_dev_qp_t *cmd_qp)
+                                 strand_dev_srq_t *srq, strand_dev_qp_t *cmd_qp)
 {
-    dev_sim_t *s = dev->priv;
+    dev_sim_t            *s = dev->priv;
     smlx5_srq_init_attr_t attr;
-    smlx5_srq_t *ssrq;
-    smlx5_qp_t *cqp;
-    int ret;
+    smlx5_srq_t          *ssrq;
+    smlx5_qp_t           *cqp;
+    int                   ret;
 
     memset(&attr, 0, sizeof(attr));
     attr.max_wr       = max_wr;
@@ -317,7 +315,7 @@ static int dev_sim_create_tm_srq(strand_dev_t *dev, uint32_t max_wr,
     attr.max_ops      = tm->max_ops;
     attr.cq           = tm->cq->h;
     attr.td           = (tm->td != NULL) ? tm->td->h : NULL;
-    ssrq = smlx5_create_srq(s->pd, &attr);
+    ssrq              = smlx5_create_srq(s->pd, &attr);
     if (ssrq == NULL) {
         return errno ? errno : ENOMEM;
     }
@@ -360,25 +358,22 @@ static void dev_sim_qp_wrap(strand_dev_qp_t *qp, smlx5_qp_t *sqp)
 
 /* The software device's QP of init's type, in RESET (dev_qp.c brings it
  * up). */
-static int dev_sim_create_qp(strand_dev_t *dev,
+static int dev_sim_create_qp(strand_dev_t               *dev,
                              const strand_dev_qp_init_t *init,
-                             strand_dev_qp_t *qp)
+                             strand_dev_qp_t            *qp)
 {
-    static const uint8_t types[] = {
-        [STRAND_DEV_QPT_DCI] = SMLX5_QPT_DCI,
-        [STRAND_DEV_QPT_DCT] = SMLX5_QPT_DCT,
-        [STRAND_DEV_QPT_RC]  = SMLX5_QPT_RC
-    };
-    dev_sim_t *s = dev->priv;
+    static const uint8_t types[] = {[STRAND_DEV_QPT_DCI] = SMLX5_QPT_DCI,
+                                    [STRAND_DEV_QPT_DCT] = SMLX5_QPT_DCT,
+                                    [STRAND_DEV_QPT_RC]  = SMLX5_QPT_RC};
+    dev_sim_t           *s       = dev->priv;
     smlx5_qp_init_attr_t a;
-    smlx5_qp_t *sqp;
+    smlx5_qp_t          *sqp;
 
     memset(&a, 0, sizeof(a));
-    a.type                = types[init->type];
-    a.send_cq             = init->send_cq->h;
-    a.recv_cq             = (init->type == STRAND_DEV_QPT_DCI) ? NULL :
-                            init->recv_cq->h;
-    a.srq                 = (init->srq != NULL) ? init->srq->h : NULL;
+    a.type    = types[init->type];
+    a.send_cq = init->send_cq->h;
+    a.recv_cq = (init->type == STRAND_DEV_QPT_DCI) ? NULL : init->recv_cq->h;
+    a.srq     = (init->srq != NULL) ? init->srq->h : NULL;
     a.cap.max_send_wr     = init->max_send_wr;
     a.cap.max_send_sge    = init->max_send_sge;
     a.cap.max_inline_data = init->max_inline;
@@ -390,10 +385,12 @@ static int dev_sim_create_qp(strand_dev_t *dev,
      * QP: small messages into the receive CQE only when asked (requester
      * scatter stays off: no sq_sig_all, no ALLOW) */
     if (init->type != STRAND_DEV_QPT_DCI) {
-        a.create_flags = (init->scatter_to_cqe ? 0 :
-                          MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE) |
+        a.create_flags = (init->scatter_to_cqe ?
+                                  0 :
+                                  MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE) |
                          (init->sig_pipelining ?
-                          MLX5DV_QP_CREATE_SIG_PIPELINING : 0);
+                                  MLX5DV_QP_CREATE_SIG_PIPELINING :
+                                  0);
     }
     sqp = smlx5_create_qp(s->pd, &a);
     if (sqp == NULL) {
@@ -434,7 +431,7 @@ static int dev_sim_qp_state(strand_dev_t *dev, strand_dev_qp_t *qp,
                             enum ibv_qp_state *state)
 {
     struct ibv_qp_attr a;
-    int ret = smlx5_query_qp(qp->h, &a, IBV_QP_STATE, NULL);
+    int                ret = smlx5_query_qp(qp->h, &a, IBV_QP_STATE, NULL);
 
     if (ret == 0) {
         *state = a.qp_state;
@@ -460,15 +457,15 @@ static int dev_sim_create_mkey(strand_dev_t *dev, uint16_t max_entries,
                                int signature, uint8_t variant,
                                strand_dev_mkey_t *mkey)
 {
-    dev_sim_t *s = dev->priv;
+    dev_sim_t    *s = dev->priv;
     smlx5_mkey_t *mk;
 
-    mk = smlx5_create_mkey_variant(s->pd,
-                                   MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT |
-                                   (signature ?
-                                    MLX5DV_MKEY_INIT_ATTR_FLAGS_BLOCK_SIGNATURE :
-                                    0),
-                                   max_entries, variant);
+    mk = smlx5_create_mkey_variant(
+            s->pd,
+            MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT |
+                    (signature ? MLX5DV_MKEY_INIT_ATTR_FLAGS_BLOCK_SIGNATURE :
+                                 0),
+            max_entries, variant);
     if (mk == NULL) {
         return errno ? errno : ENOMEM;
     }
@@ -484,7 +481,7 @@ static int dev_sim_destroy_mkey(strand_dev_t *dev, strand_dev_mkey_t *mkey)
 
 static int dev_sim_mkey_configure(strand_dev_t *dev, strand_dev_mkey_t *mkey,
                                   const struct ibv_sge *sge, unsigned num_sge,
-                                  int access,
+                                  int                                 access,
                                   const struct mlx5dv_sig_block_attr *sig)
 {
     smlx5_mkey_conf_t c;
@@ -504,14 +501,14 @@ static int dev_sim_mkey_configure(strand_dev_t *dev, strand_dev_mkey_t *mkey,
 
 static void dev_sim_progress(strand_dev_t *dev)
 {
-    smlx5_progress(((dev_sim_t*)dev->priv)->ctx);
+    smlx5_progress(((dev_sim_t *)dev->priv)->ctx);
 }
 
 static int dev_sim_get_async_event(strand_dev_t *dev, strand_dev_event_t *ev)
 {
-    dev_sim_t *s = dev->priv;
+    dev_sim_t          *s = dev->priv;
     smlx5_async_event_t sev;
-    int ret;
+    int                 ret;
 
     ret = smlx5_get_async_event(s->ctx, &sev);
     if (ret != 0) {
@@ -537,13 +534,13 @@ static int dev_sim_get_async_event(strand_dev_t *dev, strand_dev_event_t *ev)
 static int dev_sim_query_perf(strand_dev_t *dev, strand_dev_perf_t *perf)
 {
     static const char *const how[] = {
-        [SMLX5_PERF_MEASURED] = "measured",
-        [SMLX5_PERF_OVERRIDE] = "STRAND_SIM_PERF",
-        [SMLX5_PERF_FIXED]    = "fixed values, measuring failed",
+            [SMLX5_PERF_MEASURED] = "measured",
+            [SMLX5_PERF_OVERRIDE] = "STRAND_SIM_PERF",
+            [SMLX5_PERF_FIXED]    = "fixed values, measuring failed",
     };
-    dev_sim_t *s = dev->priv;
+    dev_sim_t   *s = dev->priv;
     smlx5_perf_t sp;
-    int ret;
+    int          ret;
 
     ret = smlx5_query_perf(s->ctx, &sp);
     if (ret != 0) {
@@ -556,53 +553,61 @@ static int dev_sim_query_perf(strand_dev_t *dev, strand_dev_perf_t *perf)
     perf->send_overhead  = sp.overhead_ns * 1e-9;
     perf->recv_overhead  = sp.recv_overhead_ns * 1e-9;
     switch (sp.source) {
-    case SMLX5_PERF_OVERRIDE: perf->source = STRAND_DEV_PERF_OVERRIDE; break;
-    case SMLX5_PERF_FIXED:    perf->source = STRAND_DEV_PERF_FIXED;    break;
-    default:                  perf->source = STRAND_DEV_PERF_MEASURED; break;
+    case SMLX5_PERF_OVERRIDE:
+        perf->source = STRAND_DEV_PERF_OVERRIDE;
+        break;
+    case SMLX5_PERF_FIXED:
+        perf->source = STRAND_DEV_PERF_FIXED;
+        break;
+    default:
+        perf->source = STRAND_DEV_PERF_MEASURED;
+        break;
     }
-    snprintf(perf->what, sizeof(perf->what), "software device, %s%s%s%s, "
-             "MTU %u", how[sp.source], sp.error ? " (" : "",
+    snprintf(perf->what, sizeof(perf->what),
+             "software device, %s%s%s%s, "
+             "MTU %u",
+             how[sp.source], sp.error ? " (" : "",
              sp.error ? strerror(sp.error) : "", sp.error ? ")" : "",
              dev->caps.mtu);
     return 0;
 }
 
-static void dev_sim_rx_qos(strand_dev_t *dev, uint64_t sl[16],
-                           uint64_t tclass[256])
+static void
+dev_sim_rx_qos(strand_dev_t *dev, uint64_t sl[16], uint64_t tclass[256])
 {
-    smlx5_rx_qos_counts(((dev_sim_t*)dev->priv)->ctx, sl, tclass);
+    smlx5_rx_qos_counts(((dev_sim_t *)dev->priv)->ctx, sl, tclass);
 }
 
 const strand_dev_ops_t strand_dev_sim_ops = {
-    .name                = "sim",
-    .list                = dev_sim_list,
-    .open                = dev_sim_open,
-    .close               = dev_sim_close,
-    .reg_mr              = dev_sim_reg_mr,
-    .dereg_mr            = dev_sim_dereg_mr,
-    .create_channel      = dev_sim_create_channel,
-    .destroy_channel     = dev_sim_destroy_channel,
-    .create_cq           = dev_sim_create_cq,
-    .destroy_cq          = dev_sim_destroy_cq,
-    .get_cq_event        = dev_sim_get_cq_event,
-    .create_av           = dev_sim_create_av,
-    .create_td           = dev_sim_create_td,
-    .destroy_td          = dev_sim_destroy_td,
-    .create_srq          = dev_sim_create_srq,
-    .destroy_srq         = dev_sim_destroy_srq,
-    .create_tm_srq       = dev_sim_create_tm_srq,
-    .create_qp           = dev_sim_create_qp,
-    .modify_qp           = dev_sim_modify_qp,
-    .qp_view             = dev_sim_qp_view_of,
-    .destroy_qp          = dev_sim_destroy_qp,
-    .qp_state            = dev_sim_qp_state,
-    .query_sqd           = dev_sim_query_sqd,
-    .create_mkey         = dev_sim_create_mkey,
-    .destroy_mkey        = dev_sim_destroy_mkey,
-    .mkey_configure      = dev_sim_mkey_configure,
-    .dci_stream_id_reset = dev_sim_dci_stream_id_reset,
-    .query_perf          = dev_sim_query_perf,
-    .rx_qos              = dev_sim_rx_qos,
-    .progress            = dev_sim_progress,
-    .get_async_event     = dev_sim_get_async_event,
+        .name                = "sim",
+        .list                = dev_sim_list,
+        .open                = dev_sim_open,
+        .close               = dev_sim_close,
+        .reg_mr              = dev_sim_reg_mr,
+        .dereg_mr            = dev_sim_dereg_mr,
+        .create_channel      = dev_sim_create_channel,
+        .destroy_channel     = dev_sim_destroy_channel,
+        .create_cq           = dev_sim_create_cq,
+        .destroy_cq          = dev_sim_destroy_cq,
+        .get_cq_event        = dev_sim_get_cq_event,
+        .create_av           = dev_sim_create_av,
+        .create_td           = dev_sim_create_td,
+        .destroy_td          = dev_sim_destroy_td,
+        .create_srq          = dev_sim_create_srq,
+        .destroy_srq         = dev_sim_destroy_srq,
+        .create_tm_srq       = dev_sim_create_tm_srq,
+        .create_qp           = dev_sim_create_qp,
+        .modify_qp           = dev_sim_modify_qp,
+        .qp_view             = dev_sim_qp_view_of,
+        .destroy_qp          = dev_sim_destroy_qp,
+        .qp_state            = dev_sim_qp_state,
+        .query_sqd           = dev_sim_query_sqd,
+        .create_mkey         = dev_sim_create_mkey,
+        .destroy_mkey        = dev_sim_destroy_mkey,
+        .mkey_configure      = dev_sim_mkey_configure,
+        .dci_stream_id_reset = dev_sim_dci_stream_id_reset,
+        .query_perf          = dev_sim_query_perf,
+        .rx_qos              = dev_sim_rx_qos,
+        .progress            = dev_sim_progress,
+        .get_async_event     = dev_sim_get_async_event,
 };

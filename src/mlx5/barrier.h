@@ -22,13 +22,13 @@
 #if defined(__x86_64__)
 /* Stores the device will read (a WQE, an SRQ WQE's next pointer) before
  * the doorbell record that tells it of them. */
-#define strand_dma_wmb()   ucs_memory_cpu_store_fence()
+#define strand_dma_wmb() ucs_memory_cpu_store_fence()
 /* A CQE's ownership byte before the rest of it (the device wrote the rest
  * first). */
-#define strand_dma_rmb()   ucs_memory_cpu_load_fence()
+#define strand_dma_rmb() ucs_memory_cpu_load_fence()
 #else
-#define strand_dma_wmb()   ucs_memory_bus_store_fence()
-#define strand_dma_rmb()   ucs_memory_bus_load_fence()
+#define strand_dma_wmb() ucs_memory_bus_store_fence()
+#define strand_dma_rmb() ucs_memory_bus_load_fence()
 #endif
 
 /* Stores to coherent memory (a doorbell record) before a store to the
@@ -37,6 +37,6 @@
  * the next: x86 sfence, Arm dmb oshst, POWER sync. UCX puts it between its
  * record and its register, rdma-core its mmio_wc_start and
  * mmio_flush_writes around the register write. */
-#define strand_mmio_wmb()  ucs_memory_bus_store_fence()
+#define strand_mmio_wmb() ucs_memory_bus_store_fence()
 
 #endif

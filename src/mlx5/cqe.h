@@ -16,37 +16,37 @@
 #include <stdint.h>
 
 /* CQ doorbell record words (rdma-core's MLX5_CQ_SET_CI / MLX5_CQ_ARM_DB) */
-#define STRAND_CQ_DBR_CI      0
-#define STRAND_CQ_DBR_ARM     1
+#define STRAND_CQ_DBR_CI  0
+#define STRAND_CQ_DBR_ARM 1
 
-#define STRAND_CQE_SHIFT_64   6
-#define STRAND_CQE_SHIFT_128  7
+#define STRAND_CQE_SHIFT_64  6
+#define STRAND_CQE_SHIFT_128 7
 
 /* log2 of a CQE size the data path can parse (mlx5dv_cq.cqe_size), or 0. */
 static inline unsigned strand_cqe_shift(uint32_t cqe_size)
 {
     return (cqe_size == 64)  ? STRAND_CQE_SHIFT_64 :
-           (cqe_size == 128) ? STRAND_CQE_SHIFT_128 : 0;
+           (cqe_size == 128) ? STRAND_CQE_SHIFT_128 :
+                               0;
 }
 
 /* The 64-byte CQE of consumer index ci, whatever its owner: the last 64
  * bytes of its slot. */
-static inline struct mlx5_cqe64 *strand_cqe_at(void *cq_buf, uint32_t cqe_cnt,
-                                               unsigned cqe_shift, uint32_t ci)
+static inline struct mlx5_cqe64 *
+strand_cqe_at(void *cq_buf, uint32_t cqe_cnt, unsigned cqe_shift, uint32_t ci)
 {
-    return (struct mlx5_cqe64*)((uint8_t*)cq_buf +
-                                ((((ci & (cqe_cnt - 1)) + 1) << cqe_shift) -
-                                 sizeof(struct mlx5_cqe64)));
+    return (struct mlx5_cqe64 *)((uint8_t *)cq_buf +
+                                 ((((ci & (cqe_cnt - 1)) + 1) << cqe_shift) -
+                                  sizeof(struct mlx5_cqe64)));
 }
 
 /* The CQE at ci if software owns it, else NULL. The rest of the CQE is
  * read only after the ownership check (read barrier). */
-static inline struct mlx5_cqe64 *strand_cqe_get(void *cq_buf, uint32_t cqe_cnt,
-                                                unsigned cqe_shift,
-                                                uint32_t ci)
+static inline struct mlx5_cqe64 *
+strand_cqe_get(void *cq_buf, uint32_t cqe_cnt, unsigned cqe_shift, uint32_t ci)
 {
-    struct mlx5_cqe64 *cqe = strand_cqe_at(cq_buf, cqe_cnt, cqe_shift, ci);
-    uint8_t op_own         = *(volatile uint8_t*)&cqe->op_own;
+    struct mlx5_cqe64 *cqe    = strand_cqe_at(cq_buf, cqe_cnt, cqe_shift, ci);
+    uint8_t            op_own = *(volatile uint8_t *)&cqe->op_own;
 
     if (((op_own >> 4) == MLX5_CQE_INVALID) ||
         ((op_own & MLX5_CQE_OWNER_MASK) != !!(ci & cqe_cnt))) {
@@ -65,8 +65,8 @@ static inline struct mlx5_cqe64 *strand_cqe_get(void *cq_buf, uint32_t cqe_cnt,
  * completes to yet; one whose CQE size the data path cannot parse is
  * left alone (its user refuses it).
  */
-static inline void strand_cq_mark_hw_owned(void *cq_buf, uint32_t cqe_cnt,
-                                           uint32_t cqe_size)
+static inline void
+strand_cq_mark_hw_owned(void *cq_buf, uint32_t cqe_cnt, uint32_t cqe_size)
 {
     unsigned cqe_shift = strand_cqe_shift(cqe_size);
     uint32_t i;
@@ -88,34 +88,32 @@ static inline void strand_cq_mark_hw_owned(void *cq_buf, uint32_t cqe_cnt,
  * writes its consumer index, and where the walk wraps.
  */
 typedef struct strand_cq_cursor {
-    uint8_t  *cqe;       /* the 64-byte CQE at the consumer index */
-    uint8_t  *stop;      /* the first CQE past the current run */
-    uint8_t  *base;      /* the 64-byte CQE of slot 0 (the last 64 bytes
-                            of a 128-byte slot) */
-    uint8_t  *end;       /* base + the ring's size: slot cqe_cnt */
-    uint32_t  run_size;  /* bytes of a run */
-    uint32_t  stride;    /* bytes of a slot */
-    uint8_t   owner;     /* the owner bit software owns in this pass */
+    uint8_t *cqe;      /* the 64-byte CQE at the consumer index */
+    uint8_t *stop;     /* the first CQE past the current run */
+    uint8_t *base;     /* the 64-byte CQE of slot 0 (the last 64 bytes
+                          of a 128-byte slot) */
+    uint8_t *end;      /* base + the ring's size: slot cqe_cnt */
+    uint32_t run_size; /* bytes of a run */
+    uint32_t stride;   /* bytes of a slot */
+    uint8_t  owner;    /* the owner bit software owns in this pass */
 } strand_cq_cursor_t;
 
 /* The cursor at consumer index ci of a ring of cqe_cnt slots of
  * 1 << cqe_shift bytes, in runs of run CQEs (at most the ring). */
-static inline void strand_cq_cursor_init(strand_cq_cursor_t *cur,
-                                         void *cq_buf, uint32_t cqe_cnt,
-                                         unsigned cqe_shift, uint32_t ci,
-                                         uint32_t run)
+static inline void strand_cq_cursor_init(strand_cq_cursor_t *cur, void *cq_buf,
+                                         uint32_t cqe_cnt, unsigned cqe_shift,
+                                         uint32_t ci, uint32_t run)
 {
     uint32_t slot = ci & (cqe_cnt - 1);
 
     run           = (run < cqe_cnt) ? run : cqe_cnt;
     cur->stride   = 1u << cqe_shift;
-    cur->base     = (uint8_t*)cq_buf + cur->stride - sizeof(struct mlx5_cqe64);
+    cur->base     = (uint8_t *)cq_buf + cur->stride - sizeof(struct mlx5_cqe64);
     cur->end      = cur->base + ((size_t)cqe_cnt << cqe_shift);
     cur->cqe      = cur->base + ((size_t)slot << cqe_shift);
     cur->run_size = run << cqe_shift;
-    cur->stop     = cur->base +
-                    ((size_t)((slot & ~(run - 1)) + run) << cqe_shift);
-    cur->owner    = !!(ci & cqe_cnt);
+    cur->stop  = cur->base + ((size_t)((slot & ~(run - 1)) + run) << cqe_shift);
+    cur->owner = !!(ci & cqe_cnt);
 }
 
 /* The CQE at the cursor if software owns it (then *op_own is its opcode
@@ -124,19 +122,19 @@ static inline void strand_cq_cursor_init(strand_cq_cursor_t *cur,
 static inline struct mlx5_cqe64 *
 strand_cq_cursor_get(const strand_cq_cursor_t *cur, uint8_t *op_own)
 {
-    *op_own = *(volatile uint8_t*)&((struct mlx5_cqe64*)cur->cqe)->op_own;
+    *op_own = *(volatile uint8_t *)&((struct mlx5_cqe64 *)cur->cqe)->op_own;
     if ((*op_own & MLX5_CQE_OWNER_MASK) != cur->owner) {
         return NULL;
     }
     strand_dma_rmb();
-    return (struct mlx5_cqe64*)cur->cqe;
+    return (struct mlx5_cqe64 *)cur->cqe;
 }
 
 /* Whether software owns the CQE at the cursor (a peek: nothing of it is
  * read). */
 static inline int strand_cq_cursor_ready(const strand_cq_cursor_t *cur)
 {
-    return (*(volatile uint8_t*)&((struct mlx5_cqe64*)cur->cqe)->op_own &
+    return (*(volatile uint8_t *)&((struct mlx5_cqe64 *)cur->cqe)->op_own &
             MLX5_CQE_OWNER_MASK) == cur->owner;
 }
 
@@ -145,7 +143,7 @@ static inline int strand_cq_cursor_ready(const strand_cq_cursor_t *cur)
 static inline void strand_cq_cursor_next_run(strand_cq_cursor_t *cur)
 {
     if (cur->cqe == cur->end) {
-        cur->cqe    = cur->base;
+        cur->cqe = cur->base;
         cur->owner ^= 1;
     }
     cur->stop = cur->cqe + cur->run_size;
@@ -173,19 +171,19 @@ static inline int strand_cq_cursor_step(strand_cq_cursor_t *cur)
  * tag in ref_tag.
  */
 struct strand_sigerr_cqe {
-    uint8_t  rsvd0[16];
-    __be32   expected_trans_sig;
-    __be32   actual_trans_sig;
-    __be32   expected_ref_tag;
-    __be32   actual_ref_tag;
-    __be16   syndrome;       /* STRAND_SIGERR_SYNDROME_* */
-    uint8_t  sig_type;       /* 0: block signature */
-    uint8_t  domain;         /* STRAND_SIGERR_DOMAIN_* */
-    __be32   mkey;
-    __be64   sig_err_offset;
-    uint8_t  rsvd30[14];
-    uint8_t  signature;
-    uint8_t  op_own;
+    uint8_t rsvd0[16];
+    __be32  expected_trans_sig;
+    __be32  actual_trans_sig;
+    __be32  expected_ref_tag;
+    __be32  actual_ref_tag;
+    __be16  syndrome; /* STRAND_SIGERR_SYNDROME_* */
+    uint8_t sig_type; /* 0: block signature */
+    uint8_t domain;   /* STRAND_SIGERR_DOMAIN_* */
+    __be32  mkey;
+    __be64  sig_err_offset;
+    uint8_t rsvd30[14];
+    uint8_t signature;
+    uint8_t op_own;
 };
 
 enum {
@@ -199,7 +197,7 @@ enum {
 
 static inline uint32_t strand_sigerr_cqe_mkey(const struct mlx5_cqe64 *cqe)
 {
-    return be32toh(((const struct strand_sigerr_cqe*)(const void*)cqe)->mkey);
+    return be32toh(((const struct strand_sigerr_cqe *)(const void *)cqe)->mkey);
 }
 
 /* op_own without the solicited-event and owner bits: the opcode and the
@@ -244,12 +242,12 @@ static inline int strand_cqe_is_error(const struct mlx5_cqe64 *cqe)
 /* Error CQEs only (REQ_ERR / RESP_ERR). */
 static inline uint8_t strand_cqe_syndrome(const struct mlx5_cqe64 *cqe)
 {
-    return ((const struct mlx5_err_cqe*)cqe)->syndrome;
+    return ((const struct mlx5_err_cqe *)cqe)->syndrome;
 }
 
 static inline uint8_t strand_cqe_vendor_syndrome(const struct mlx5_cqe64 *cqe)
 {
-    return ((const struct mlx5_err_cqe*)cqe)->vendor_err_synd;
+    return ((const struct mlx5_err_cqe *)cqe)->vendor_err_synd;
 }
 
 static inline uint16_t strand_cqe_wqe_counter(const struct mlx5_cqe64 *cqe)
@@ -289,21 +287,34 @@ static inline uint32_t strand_cqe_imm(const struct mlx5_cqe64 *cqe)
 static inline const char *strand_cqe_syndrome_str(uint8_t syndrome)
 {
     switch (syndrome) {
-    case MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR:      return "local length error";
-    case MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR:       return "local QP operation error";
-    case MLX5_CQE_SYNDROME_LOCAL_PROT_ERR:        return "local protection error";
-    case MLX5_CQE_SYNDROME_WR_FLUSH_ERR:          return "flushed";
-    case MLX5_CQE_SYNDROME_MW_BIND_ERR:           return "memory window bind error";
-    case MLX5_CQE_SYNDROME_BAD_RESP_ERR:          return "bad response";
-    case MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR:      return "local access error";
-    case MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR:  return "remote invalid request";
-    case MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR:     return "remote access error";
-    case MLX5_CQE_SYNDROME_REMOTE_OP_ERR:         return "remote operation error";
+    case MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR:
+        return "local length error";
+    case MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR:
+        return "local QP operation error";
+    case MLX5_CQE_SYNDROME_LOCAL_PROT_ERR:
+        return "local protection error";
+    case MLX5_CQE_SYNDROME_WR_FLUSH_ERR:
+        return "flushed";
+    case MLX5_CQE_SYNDROME_MW_BIND_ERR:
+        return "memory window bind error";
+    case MLX5_CQE_SYNDROME_BAD_RESP_ERR:
+        return "bad response";
+    case MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR:
+        return "local access error";
+    case MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR:
+        return "remote invalid request";
+    case MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR:
+        return "remote access error";
+    case MLX5_CQE_SYNDROME_REMOTE_OP_ERR:
+        return "remote operation error";
     case MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR:
         return "transport retry count exceeded";
-    case MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR:     return "RNR retry count exceeded";
-    case MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR:    return "remote aborted";
-    default:                                      return "unknown syndrome";
+    case MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR:
+        return "RNR retry count exceeded";
+    case MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR:
+        return "remote aborted";
+    default:
+        return "unknown syndrome";
     }
 }
 
@@ -312,7 +323,7 @@ static inline const char *strand_cqe_syndrome_str(uint8_t syndrome)
 static inline void strand_cq_update_ci(__be32 *dbrec, uint32_t ci)
 {
     __atomic_thread_fence(__ATOMIC_RELEASE);
-    *(volatile __be32*)&dbrec[STRAND_CQ_DBR_CI] = htobe32(ci & 0xffffff);
+    *(volatile __be32 *)&dbrec[STRAND_CQ_DBR_CI] = htobe32(ci & 0xffffff);
 }
 
 /*
@@ -329,10 +340,10 @@ static inline void strand_cq_arm(__be32 *dbrec, void *cq_uar, uint32_t cqn,
     uint32_t val = ((sn & 3) << 28) | cmd | (ci & 0xffffff);
     uint64_t db  = ((uint64_t)val << 32) | cqn;
 
-    *(volatile __be32*)&dbrec[STRAND_CQ_DBR_ARM] = htobe32(val);
+    *(volatile __be32 *)&dbrec[STRAND_CQ_DBR_ARM] = htobe32(val);
     /* the record before the doorbell write (write-combining memory) */
     strand_mmio_wmb();
-    *(volatile uint64_t*)((uint8_t*)cq_uar + MLX5_CQ_DOORBELL) = htobe64(db);
+    *(volatile uint64_t *)((uint8_t *)cq_uar + MLX5_CQ_DOORBELL) = htobe64(db);
     strand_mmio_wmb();
 }
 

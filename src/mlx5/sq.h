@@ -51,19 +51,19 @@
 #endif
 
 typedef enum strand_mmio_mode {
-    STRAND_MMIO_MODE_DB,       /* 8-byte doorbell write */
-    STRAND_MMIO_MODE_BF_POST,  /* small WQEs copied to the BF buffer */
-    STRAND_MMIO_MODE_AUTO,     /* resolved at init: BF_POST where there is
-                                  a register of at least one BB */
+    STRAND_MMIO_MODE_DB,      /* 8-byte doorbell write */
+    STRAND_MMIO_MODE_BF_POST, /* small WQEs copied to the BF buffer */
+    STRAND_MMIO_MODE_AUTO,    /* resolved at init: BF_POST where there is
+                                 a register of at least one BB */
     STRAND_MMIO_MODE_LAST
 } strand_mmio_mode_t;
 
 /* How strand_sq_ring reaches the device, resolved from the MMIO mode and
  * the register at init (one compare on the hot path). */
 enum {
-    STRAND_SQ_RING_DB,         /* record, 8-byte register write */
-    STRAND_SQ_RING_BF_POST,    /* record, the WQE into the BF buffer */
-    STRAND_SQ_RING_RECORD      /* no register: the record only */
+    STRAND_SQ_RING_DB,      /* record, 8-byte register write */
+    STRAND_SQ_RING_BF_POST, /* record, the WQE into the BF buffer */
+    STRAND_SQ_RING_RECORD   /* no register: the record only */
 };
 
 /*
@@ -74,9 +74,9 @@ enum {
  * rdma-core locks a shared one).
  */
 typedef struct strand_bf {
-    void     *reg;        /* the register: two halves of `size` bytes */
-    void     *cur;        /* the half the next doorbell goes to */
-    uintptr_t flip;       /* cur ^ flip: the other half */
+    void     *reg;  /* the register: two halves of `size` bytes */
+    void     *cur;  /* the half the next doorbell goes to */
+    uintptr_t flip; /* cur ^ flip: the other half */
     uint32_t  size;
 } strand_bf_t;
 
@@ -98,7 +98,7 @@ static inline uint32_t strand_bf_offset(const strand_bf_t *bf)
  * half. */
 static inline void strand_bf_flip(strand_bf_t *bf)
 {
-    bf->cur = (void*)((uintptr_t)bf->cur ^ bf->flip);
+    bf->cur = (void *)((uintptr_t)bf->cur ^ bf->flip);
 }
 
 /* The whole sequence with a plain doorbell through the register bf (what
@@ -106,8 +106,7 @@ static inline void strand_bf_flip(strand_bf_t *bf)
  * producer index cur_post into the record, ctrl bytes 0-7 into the
  * register's half, the flip. bf NULL: the record only. */
 static inline void strand_bf_ring_doorbell(__be32 *dbrec, strand_bf_t *bf,
-                                           uint32_t cur_post,
-                                           const void *ctrl)
+                                           uint32_t cur_post, const void *ctrl)
 {
     uint64_t head;
 
@@ -120,34 +119,37 @@ static inline void strand_bf_ring_doorbell(__be32 *dbrec, strand_bf_t *bf,
 }
 
 typedef struct strand_sq {
-    void     *buf;        /* BB 0 */
-    void     *end;        /* one past the last BB */
-    uint32_t  wqe_cnt;    /* BBs, a power of two */
-    uint32_t  buf_mask;   /* wqe_cnt * 64 - 1: (pi * 64) & buf_mask is
-                             where BB pi starts */
-    uint32_t  cur_post;   /* producer index: free-running BB counter */
-    uint32_t  qpn;
-    uint32_t  rung;       /* cur_post at the last doorbell */
-    uint64_t  head_qpn;   /* strand_ctrl_head_qpn(qpn) */
-    uint8_t   mmio_mode;  /* STRAND_MMIO_MODE_DB or _BF_POST */
-    uint8_t   ring;       /* STRAND_SQ_RING_* */
-    __be32   *dbrec;      /* [MLX5_SND_DBR] is the producer index */
-    strand_bf_t *bf;      /* its register, shared with the QPs that ring
-                             it; NULL: record only */
+    void        *buf;      /* BB 0 */
+    void        *end;      /* one past the last BB */
+    uint32_t     wqe_cnt;  /* BBs, a power of two */
+    uint32_t     buf_mask; /* wqe_cnt * 64 - 1: (pi * 64) & buf_mask is
+                              where BB pi starts */
+    uint32_t     cur_post; /* producer index: free-running BB counter */
+    uint32_t     qpn;
+    uint32_t     rung;      /* cur_post at the last doorbell */
+    uint64_t     head_qpn;  /* strand_ctrl_head_qpn(qpn) */
+    uint8_t      mmio_mode; /* STRAND_MMIO_MODE_DB or _BF_POST */
+    uint8_t      ring;      /* STRAND_SQ_RING_* */
+    __be32      *dbrec;     /* [MLX5_SND_DBR] is the producer index */
+    strand_bf_t *bf;        /* its register, shared with the QPs that ring
+                               it; NULL: record only */
 } strand_sq_t;
 
 #ifdef STRAND_DEBUG
-#define strand_sq_check(_cond, _sq, _what) \
-    do { \
-        if (!(_cond)) { \
-            fprintf(stderr, "strand: send queue of QP 0x%x: %s " \
-                    "(producer index %u, %u BBs)\n", (_sq)->qpn, _what, \
-                    (_sq)->cur_post, (_sq)->wqe_cnt); \
-            abort(); \
-        } \
+#define strand_sq_check(_cond, _sq, _what)                               \
+    do {                                                                 \
+        if (!(_cond)) {                                                  \
+            fprintf(stderr,                                              \
+                    "strand: send queue of QP 0x%x: %s "                 \
+                    "(producer index %u, %u BBs)\n",                     \
+                    (_sq)->qpn, _what, (_sq)->cur_post, (_sq)->wqe_cnt); \
+            abort();                                                     \
+        }                                                                \
     } while (0)
 #else
-#define strand_sq_check(_cond, _sq, _what) do { } while (0)
+#define strand_sq_check(_cond, _sq, _what) \
+    do {                                   \
+    } while (0)
 #endif
 
 /*
@@ -160,26 +162,27 @@ static inline void strand_sq_init(strand_sq_t *sq, const struct mlx5dv_qp *dv,
                                   uint32_t qpn, strand_mmio_mode_t mode,
                                   strand_bf_t *bf)
 {
-    sq->buf       = dv->sq.buf;
-    sq->wqe_cnt   = dv->sq.wqe_cnt;
-    sq->buf_mask  = dv->sq.wqe_cnt * STRAND_WQE_BB - 1;
-    sq->end       = strand_sq_end(sq->buf, sq->wqe_cnt);
-    sq->cur_post  = 0;
-    sq->rung      = 0;
-    sq->qpn       = qpn;
-    sq->head_qpn  = strand_ctrl_head_qpn(qpn);
-    sq->dbrec     = dv->dbrec;
-    sq->bf        = (dv->bf.reg != NULL) ? bf : NULL;
+    sq->buf      = dv->sq.buf;
+    sq->wqe_cnt  = dv->sq.wqe_cnt;
+    sq->buf_mask = dv->sq.wqe_cnt * STRAND_WQE_BB - 1;
+    sq->end      = strand_sq_end(sq->buf, sq->wqe_cnt);
+    sq->cur_post = 0;
+    sq->rung     = 0;
+    sq->qpn      = qpn;
+    sq->head_qpn = strand_ctrl_head_qpn(qpn);
+    sq->dbrec    = dv->dbrec;
+    sq->bf       = (dv->bf.reg != NULL) ? bf : NULL;
     if (mode == STRAND_MMIO_MODE_AUTO) {
         mode = ((sq->bf != NULL) && (sq->bf->size >= STRAND_WQE_BB)) ?
-               STRAND_MMIO_MODE_BF_POST : STRAND_MMIO_MODE_DB;
+                       STRAND_MMIO_MODE_BF_POST :
+                       STRAND_MMIO_MODE_DB;
     }
     sq->mmio_mode = (uint8_t)mode;
     if (sq->bf == NULL) {
         sq->ring = STRAND_SQ_RING_RECORD;
     } else {
-        sq->ring = (mode == STRAND_MMIO_MODE_BF_POST) ?
-                   STRAND_SQ_RING_BF_POST : STRAND_SQ_RING_DB;
+        sq->ring = (mode == STRAND_MMIO_MODE_BF_POST) ? STRAND_SQ_RING_BF_POST :
+                                                        STRAND_SQ_RING_DB;
     }
 }
 
@@ -193,9 +196,9 @@ static inline uint32_t strand_sq_bf_offset(const strand_sq_t *sq)
 /* The ctrl segment of the next WQE (at the producer index). */
 static inline struct mlx5_wqe_ctrl_seg *strand_sq_ctrl(const strand_sq_t *sq)
 {
-    return (struct mlx5_wqe_ctrl_seg*)((uint8_t*)sq->buf +
-                                       (((size_t)sq->cur_post *
-                                         STRAND_WQE_BB) & sq->buf_mask));
+    return (struct mlx5_wqe_ctrl_seg *)((uint8_t *)sq->buf +
+                                        (((size_t)sq->cur_post * STRAND_WQE_BB) &
+                                         sq->buf_mask));
 }
 
 /* BB n of the queue (n free-running). */
@@ -205,8 +208,8 @@ static inline void *strand_sq_at(const strand_sq_t *sq, uint32_t n)
 }
 
 /* The segment after one of `size` bytes at seg, wrapping at the end. */
-static inline void *strand_sq_seg_next(const strand_sq_t *sq, void *seg,
-                                       size_t size)
+static inline void *
+strand_sq_seg_next(const strand_sq_t *sq, void *seg, size_t size)
 {
     return strand_sq_next(seg, size, sq->buf, sq->end);
 }
@@ -220,14 +223,13 @@ static inline uint64_t strand_sq_ctrl_head(const strand_sq_t *sq, uint32_t pi,
 {
     strand_sq_check((ds > 0) && (ds <= 0x3f), sq, "ds out of range");
     strand_sq_check(pi == sq->cur_post, sq, "WQE not at the producer index");
-    return strand_ctrl_head_of(sq->head_qpn, opmod, (uint16_t)pi, opcode,
-                               ds);
+    return strand_ctrl_head_of(sq->head_qpn, opmod, (uint16_t)pi, opcode, ds);
 }
 
 /* The same from the operation's part made beforehand
  * (strand_ctrl_head_op). */
-static inline uint64_t strand_sq_ctrl_head_with(const strand_sq_t *sq,
-                                                uint32_t pi, uint64_t op_head)
+static inline uint64_t
+strand_sq_ctrl_head_with(const strand_sq_t *sq, uint32_t pi, uint64_t op_head)
 {
     strand_sq_check(pi == sq->cur_post, sq, "WQE not at the producer index");
     return strand_ctrl_head_idx(sq->head_qpn, (uint16_t)pi) | op_head;
@@ -235,7 +237,7 @@ static inline uint64_t strand_sq_ctrl_head_with(const strand_sq_t *sq,
 
 /* The ctrl segment of the WQE at ctrl, the producer index's, from its
  * two words (strand_sq_ctrl_head, strand_ctrl_tail). */
-static inline void strand_sq_write_ctrl(const strand_sq_t *sq,
+static inline void strand_sq_write_ctrl(const strand_sq_t        *sq,
                                         struct mlx5_wqe_ctrl_seg *ctrl,
                                         uint64_t head, uint64_t tail)
 {
@@ -247,11 +249,10 @@ static inline void strand_sq_write_ctrl(const strand_sq_t *sq,
 /* The ctrl segment of the WQE at the producer index (its index, the QP
  * number, ds, fence/completion/solicited flags, immediate as given; DCI
  * stream 0). */
-static inline void strand_sq_set_ctrl(const strand_sq_t *sq,
-                                      struct mlx5_wqe_ctrl_seg *ctrl,
-                                      uint8_t opmod, uint8_t opcode,
-                                      unsigned ds, uint8_t fm_ce_se,
-                                      uint32_t imm_be)
+static inline void
+strand_sq_set_ctrl(const strand_sq_t *sq, struct mlx5_wqe_ctrl_seg *ctrl,
+                   uint8_t opmod, uint8_t opcode, unsigned ds, uint8_t fm_ce_se,
+                   uint32_t imm_be)
 {
     strand_sq_write_ctrl(sq, ctrl,
                          strand_sq_ctrl_head(sq, sq->cur_post, opmod, opcode,
@@ -261,8 +262,8 @@ static inline void strand_sq_set_ctrl(const strand_sq_t *sq,
 
 /* The WQE at the producer index pi (the caller has it at hand) is
  * written: it takes its BBs. */
-static inline void strand_sq_advance_from(strand_sq_t *sq, uint32_t pi,
-                                          unsigned bbs)
+static inline void
+strand_sq_advance_from(strand_sq_t *sq, uint32_t pi, unsigned bbs)
 {
     strand_sq_check(pi == sq->cur_post, sq, "WQE not at the producer index");
     /* ds <= 63: a WQE is at most 16 BBs */
@@ -280,22 +281,22 @@ static inline void strand_sq_advance(strand_sq_t *sq, unsigned bbs)
 
 /* Copy the WQE at ctrl (bbs BBs, wrapping) to the register's half in
  * 8-byte stores, as write-combining memory takes them. */
-static inline void strand_sq_bf_copy(const strand_sq_t *sq,
+static inline void strand_sq_bf_copy(const strand_sq_t              *sq,
                                      const struct mlx5_wqe_ctrl_seg *ctrl,
-                                     unsigned bbs)
+                                     unsigned                        bbs)
 {
-    volatile uint64_t *dst = (volatile uint64_t*)sq->bf->cur;
-    const uint8_t *src     = (const uint8_t*)(const void*)ctrl;
-    unsigned i, n;
-    uint64_t v;
+    volatile uint64_t *dst = (volatile uint64_t *)sq->bf->cur;
+    const uint8_t     *src = (const uint8_t *)(const void *)ctrl;
+    unsigned           i, n;
+    uint64_t           v;
 
     for (n = 0; n < bbs; ++n) {
         for (i = 0; i < STRAND_WQE_BB; i += sizeof(v)) {
             memcpy(&v, src + i, sizeof(v));
             *dst++ = v;
         }
-        src = (const uint8_t*)strand_sq_wrap((uint8_t*)src + STRAND_WQE_BB,
-                                             sq->buf, sq->end);
+        src = (const uint8_t *)strand_sq_wrap((uint8_t *)src + STRAND_WQE_BB,
+                                              sq->buf, sq->end);
     }
 }
 
@@ -320,7 +321,7 @@ static inline int strand_sq_rung(strand_sq_t *sq, unsigned last_bbs)
 /* The doorbell other than a plain one: the WQE into the register (when it
  * is the only new one and fits a half, else as a plain one), or no
  * register at all. The half flips. */
-static inline void strand_sq_ring_bf(strand_sq_t *sq,
+static inline void strand_sq_ring_bf(strand_sq_t                    *sq,
                                      const struct mlx5_wqe_ctrl_seg *ctrl,
                                      unsigned last_bbs, uint64_t head)
 {
@@ -345,7 +346,7 @@ static inline void strand_sq_ring_bf(strand_sq_t *sq,
  * section 1): the WQE stores before the doorbell record, the record
  * before the register write.
  */
-static inline void strand_sq_ring_head(strand_sq_t *sq,
+static inline void strand_sq_ring_head(strand_sq_t                    *sq,
                                        const struct mlx5_wqe_ctrl_seg *ctrl,
                                        unsigned last_bbs, uint64_t head)
 {
@@ -368,23 +369,23 @@ static inline void strand_sq_ring_head(strand_sq_t *sq,
  * device's record and the shared register and rings once for every WQE
  * held: 1 when there were any (a software device is then kicked), else 0.
  */
-#define STRAND_SQ_HOLD_SIZE  (64 + 2 * 64)
+#define STRAND_SQ_HOLD_SIZE (64 + 2 * 64)
 
 typedef struct strand_sq_held {
-    strand_bf_t bf;        /* the scratch register */
-    __be32     *dbrec;     /* the device's record */
-    strand_bf_t *dev_bf;   /* the device's register */
+    strand_bf_t  bf;     /* the scratch register */
+    __be32      *dbrec;  /* the device's record */
+    strand_bf_t *dev_bf; /* the device's register */
 } strand_sq_held_t;
 
-static inline void strand_sq_hold(strand_sq_t *sq, strand_sq_held_t *held,
-                                  void *scratch)
+static inline void
+strand_sq_hold(strand_sq_t *sq, strand_sq_held_t *held, void *scratch)
 {
     memset(scratch, 0, STRAND_SQ_HOLD_SIZE);
     held->dbrec  = sq->dbrec;
     held->dev_bf = sq->bf;
-    sq->dbrec    = (__be32*)scratch;
+    sq->dbrec    = (__be32 *)scratch;
     if (sq->bf != NULL) {
-        strand_bf_init(&held->bf, (uint8_t*)scratch + 64, 64);
+        strand_bf_init(&held->bf, (uint8_t *)scratch + 64, 64);
         sq->bf = &held->bf;
     }
 }
@@ -392,11 +393,11 @@ static inline void strand_sq_hold(strand_sq_t *sq, strand_sq_held_t *held,
 static inline int strand_sq_release(strand_sq_t *sq, strand_sq_held_t *held)
 {
     uint64_t head = 0;
-    int any       = (sq->dbrec[MLX5_SND_DBR] != 0);
+    int      any  = (sq->dbrec[MLX5_SND_DBR] != 0);
 
     if (any && (sq->bf != NULL)) {
         /* the last doorbell's head: in the half before the current one */
-        memcpy(&head, (void*)((uintptr_t)sq->bf->cur ^ sq->bf->flip),
+        memcpy(&head, (void *)((uintptr_t)sq->bf->cur ^ sq->bf->flip),
                sizeof(head));
     }
     sq->dbrec = held->dbrec;
@@ -414,9 +415,9 @@ static inline int strand_sq_release(strand_sq_t *sq, strand_sq_held_t *held)
 }
 
 /* The same, the head read from ctrl. */
-static inline void strand_sq_ring(strand_sq_t *sq,
+static inline void strand_sq_ring(strand_sq_t                    *sq,
                                   const struct mlx5_wqe_ctrl_seg *ctrl,
-                                  unsigned last_bbs)
+                                  unsigned                        last_bbs)
 {
     uint64_t head;
 

@@ -16,11 +16,11 @@
 #include <string.h>
 
 /* struct mlx5_wqe_tm_seg opcode (<< 4) and flags */
-#define STRAND_TM_OP_NOP          0x0
-#define STRAND_TM_OP_APPEND       0x1
-#define STRAND_TM_OP_REMOVE       0x2
-#define STRAND_TM_FLAG_CQE        0x80   /* MLX5_SRQ_FLAG_TM_CQE_REQ */
-#define STRAND_TM_FLAG_SW_CNT     0x40   /* MLX5_SRQ_FLAG_TM_SW_CNT */
+#define STRAND_TM_OP_NOP      0x0
+#define STRAND_TM_OP_APPEND   0x1
+#define STRAND_TM_OP_REMOVE   0x2
+#define STRAND_TM_FLAG_CQE    0x80 /* MLX5_SRQ_FLAG_TM_CQE_REQ */
+#define STRAND_TM_FLAG_SW_CNT 0x40 /* MLX5_SRQ_FLAG_TM_SW_CNT */
 
 /* CQE byte 40 (app) and 41 (app_op) of tag-matching completions */
 #define STRAND_CQE_APP_TM                 1
@@ -37,7 +37,7 @@
 /* RAVH: where a DC receiver's device READs a rendezvous back from (the
  * sender's DCT and its access key); follows the RVH. */
 struct strand_ravh {
-    __be32 sl_dct;          /* DCT number, bits 23:0 */
+    __be32 sl_dct; /* DCT number, bits 23:0 */
     __be32 reserved;
     __be64 dc_access_key;
 };
@@ -51,17 +51,16 @@ struct strand_ravh {
  *   eager message and reads nothing;
  * - a FIN's reserved[0] is the receiver's status, an int8 ucs_status_t
  *   (0: the data arrived; a device's own FIN has 0 there). */
-#define STRAND_TMH_RTS    0x80
+#define STRAND_TMH_RTS 0x80
 
-#define STRAND_TMH_SIZE   ((unsigned)sizeof(struct ibv_tmh))   /* 16 */
-#define STRAND_RVH_SIZE   ((unsigned)sizeof(struct ibv_rvh))   /* 16 */
-#define STRAND_RAVH_SIZE  ((unsigned)sizeof(struct strand_ravh)) /* 16 */
+#define STRAND_TMH_SIZE  ((unsigned)sizeof(struct ibv_tmh))     /* 16 */
+#define STRAND_RVH_SIZE  ((unsigned)sizeof(struct ibv_rvh))     /* 16 */
+#define STRAND_RAVH_SIZE ((unsigned)sizeof(struct strand_ravh)) /* 16 */
 
 /* The 32-byte list-operation segment after the ctrl segment. */
-static inline void strand_set_tm_seg(struct mlx5_wqe_tm_seg *seg,
-                                     unsigned op, uint8_t flags,
-                                     uint16_t index, uint16_t sw_cnt,
-                                     uint64_t tag, uint64_t mask)
+static inline void
+strand_set_tm_seg(struct mlx5_wqe_tm_seg *seg, unsigned op, uint8_t flags,
+                  uint16_t index, uint16_t sw_cnt, uint64_t tag, uint64_t mask)
 {
     memset(seg, 0, sizeof(*seg));
     seg->opcode      = (uint8_t)(op << 4);
@@ -83,16 +82,16 @@ static inline void strand_set_tmh(struct ibv_tmh *tmh, uint8_t opcode,
     tmh->tag         = htobe64(tag);
 }
 
-static inline void strand_set_rvh(struct ibv_rvh *rvh, uint64_t va,
-                                  uint32_t rkey, uint32_t len)
+static inline void
+strand_set_rvh(struct ibv_rvh *rvh, uint64_t va, uint32_t rkey, uint32_t len)
 {
     rvh->va   = htobe64(va);
     rvh->rkey = htobe32(rkey);
     rvh->len  = htobe32(len);
 }
 
-static inline void strand_set_ravh(struct strand_ravh *ravh, uint32_t dctn,
-                                   uint64_t key)
+static inline void
+strand_set_ravh(struct strand_ravh *ravh, uint32_t dctn, uint64_t key)
 {
     ravh->sl_dct        = htobe32(dctn & 0xffffff);
     ravh->reserved      = 0;

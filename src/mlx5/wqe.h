@@ -21,15 +21,15 @@
 #include <stdint.h>
 #include <string.h>
 
-#define STRAND_WQE_BB        64u   /* MLX5_SEND_WQE_BB */
-#define STRAND_WQE_DS        16u   /* one "ds" unit */
-#define STRAND_AV_BASE_SIZE  16u   /* AV with ext = 0 (bytes 0-15) */
-#define STRAND_AV_FULL_SIZE  ((unsigned)sizeof(struct mlx5_wqe_av)) /* 48 */
-#define STRAND_WQE_CTRL_FM_NONE         0x00
-#define STRAND_WQE_CTRL_FM_SMALL        0x20  /* initiator small fence */
-#define STRAND_WQE_CTRL_FM_FENCE        0x40
-#define STRAND_WQE_CTRL_FM_STRONG       0x60
-#define STRAND_WQE_CTRL_FM_SMALL_FENCE  0x80  /* = MLX5_WQE_CTRL_FENCE */
+#define STRAND_WQE_BB                  64u /* MLX5_SEND_WQE_BB */
+#define STRAND_WQE_DS                  16u /* one "ds" unit */
+#define STRAND_AV_BASE_SIZE            16u /* AV with ext = 0 (bytes 0-15) */
+#define STRAND_AV_FULL_SIZE            ((unsigned)sizeof(struct mlx5_wqe_av)) /* 48 */
+#define STRAND_WQE_CTRL_FM_NONE        0x00
+#define STRAND_WQE_CTRL_FM_SMALL       0x20 /* initiator small fence */
+#define STRAND_WQE_CTRL_FM_FENCE       0x40
+#define STRAND_WQE_CTRL_FM_STRONG      0x60
+#define STRAND_WQE_CTRL_FM_SMALL_FENCE 0x80 /* = MLX5_WQE_CTRL_FENCE */
 /* opmod of masked atomics: 0x08 | (log2(size) - 2) */
 #define STRAND_MASKED_ATOMIC_OPMOD(_size) \
     ((uint8_t)(0x08 | (((_size) == 8) ? 1 : 0)))
@@ -39,29 +39,29 @@
 /* Address of BB n (n is free-running, masked here). */
 static inline void *strand_sq_bb(void *sq_buf, uint32_t wqe_cnt, uint32_t n)
 {
-    return (uint8_t*)sq_buf + ((size_t)(n & (wqe_cnt - 1)) * STRAND_WQE_BB);
+    return (uint8_t *)sq_buf + ((size_t)(n & (wqe_cnt - 1)) * STRAND_WQE_BB);
 }
 
 /* One past the last byte of the SQ buffer. */
 static inline void *strand_sq_end(void *sq_buf, uint32_t wqe_cnt)
 {
-    return (uint8_t*)sq_buf + ((size_t)wqe_cnt * STRAND_WQE_BB);
+    return (uint8_t *)sq_buf + ((size_t)wqe_cnt * STRAND_WQE_BB);
 }
 
 /* A segment pointer that reached the end of the SQ continues at BB 0. */
 static inline void *strand_sq_wrap(void *seg, void *sq_buf, void *sq_end)
 {
-    if ((uint8_t*)seg >= (uint8_t*)sq_end) {
-        return (uint8_t*)sq_buf + ((uint8_t*)seg - (uint8_t*)sq_end);
+    if ((uint8_t *)seg >= (uint8_t *)sq_end) {
+        return (uint8_t *)sq_buf + ((uint8_t *)seg - (uint8_t *)sq_end);
     }
     return seg;
 }
 
 /* Advance past a segment of `size` bytes, wrapping at the SQ end. */
-static inline void *strand_sq_next(void *seg, size_t size, void *sq_buf,
-                                   void *sq_end)
+static inline void *
+strand_sq_next(void *seg, size_t size, void *sq_buf, void *sq_end)
 {
-    return strand_sq_wrap((uint8_t*)seg + size, sq_buf, sq_end);
+    return strand_sq_wrap((uint8_t *)seg + size, sq_buf, sq_end);
 }
 
 /* Number of BBs a WQE of `ds` 16-byte units (at most 63) takes. */
@@ -79,7 +79,8 @@ static inline unsigned strand_inline_ds(uint32_t len)
         return 0;
     }
     return (len + (unsigned)sizeof(struct mlx5_wqe_inl_data_seg) +
-            STRAND_WQE_DS - 1) / STRAND_WQE_DS;
+            STRAND_WQE_DS - 1) /
+           STRAND_WQE_DS;
 }
 
 /* ---------------------------------------------------------------- ctrl */
@@ -113,14 +114,13 @@ static inline uint64_t strand_ctrl_head_of(uint64_t head_qpn, uint8_t opmod,
 /* A head in two parts ORed: what the operation decides (opmod, opcode and
  * a ds of at most 0x3f), which a post may have at hand ready-made, and
  * what the queue does (the WQE index and the QP number). */
-static inline uint64_t strand_ctrl_head_op(uint8_t opmod, uint8_t opcode,
-                                           unsigned ds)
+static inline uint64_t
+strand_ctrl_head_op(uint8_t opmod, uint8_t opcode, unsigned ds)
 {
     return htobe64(((uint64_t)opmod << 56) | ((uint64_t)opcode << 32) | ds);
 }
 
-static inline uint64_t strand_ctrl_head_idx(uint64_t head_qpn,
-                                            uint16_t wqe_idx)
+static inline uint64_t strand_ctrl_head_idx(uint64_t head_qpn, uint16_t wqe_idx)
 {
     return htobe64(((uint64_t)wqe_idx << 40) | head_qpn);
 }
@@ -133,8 +133,8 @@ static inline uint64_t strand_ctrl_head(uint8_t opmod, uint16_t wqe_idx,
                                opcode, ds & 0x3f);
 }
 
-static inline uint64_t strand_ctrl_tail(uint16_t stream_id, uint8_t fm_ce_se,
-                                        uint32_t imm_be)
+static inline uint64_t
+strand_ctrl_tail(uint16_t stream_id, uint8_t fm_ce_se, uint32_t imm_be)
 {
     return htobe64(((uint64_t)stream_id << 40) | ((uint64_t)fm_ce_se << 32) |
                    be32toh(imm_be));
@@ -144,7 +144,7 @@ static inline void strand_set_ctrl_words(struct mlx5_wqe_ctrl_seg *ctrl,
                                          uint64_t head, uint64_t tail)
 {
     memcpy(ctrl, &head, sizeof(head));
-    memcpy((uint8_t*)ctrl + sizeof(head), &tail, sizeof(tail));
+    memcpy((uint8_t *)ctrl + sizeof(head), &tail, sizeof(tail));
 }
 
 /*
@@ -154,27 +154,26 @@ static inline void strand_set_ctrl_words(struct mlx5_wqe_ctrl_seg *ctrl,
  * htobe32(rkey)). The DCI stream id is cleared; set it afterwards with
  * strand_set_ctrl_stream().
  */
-static inline void strand_set_ctrl_seg(struct mlx5_wqe_ctrl_seg *ctrl,
-                                       uint8_t opmod, uint16_t wqe_idx,
-                                       uint8_t opcode, uint32_t qpn,
-                                       unsigned ds, uint8_t fm_ce_se,
-                                       uint32_t imm_be)
+static inline void
+strand_set_ctrl_seg(struct mlx5_wqe_ctrl_seg *ctrl, uint8_t opmod,
+                    uint16_t wqe_idx, uint8_t opcode, uint32_t qpn, unsigned ds,
+                    uint8_t fm_ce_se, uint32_t imm_be)
 {
-    strand_set_ctrl_words(ctrl, strand_ctrl_head(opmod, wqe_idx, opcode, qpn,
-                                                 ds),
+    strand_set_ctrl_words(ctrl,
+                          strand_ctrl_head(opmod, wqe_idx, opcode, qpn, ds),
                           strand_ctrl_tail(0, fm_ce_se, imm_be));
 }
 
 /* DCI stream id: ctrl bytes 9-10, BE16 (0: no stream). */
-static inline void strand_set_ctrl_stream(struct mlx5_wqe_ctrl_seg *ctrl,
-                                          uint16_t stream_id)
+static inline void
+strand_set_ctrl_stream(struct mlx5_wqe_ctrl_seg *ctrl, uint16_t stream_id)
 {
     ctrl->dci_stream_channel_id = htobe16(stream_id);
 }
 
 /* A WQE posted again at another place of the SQ: only its index changes. */
-static inline void strand_set_ctrl_wqe_idx(struct mlx5_wqe_ctrl_seg *ctrl,
-                                           uint16_t wqe_idx)
+static inline void
+strand_set_ctrl_wqe_idx(struct mlx5_wqe_ctrl_seg *ctrl, uint16_t wqe_idx)
 {
     uint32_t v = be32toh(ctrl->opmod_idx_opcode);
 
@@ -193,8 +192,8 @@ static inline void strand_set_ctrl_nop(struct mlx5_wqe_ctrl_seg *ctrl)
     ctrl->opmod_idx_opcode = htobe32((v & 0x00ffff00u) | MLX5_OPCODE_NOP);
 }
 
-static inline void strand_set_ctrl_ds(struct mlx5_wqe_ctrl_seg *ctrl,
-                                      unsigned ds)
+static inline void
+strand_set_ctrl_ds(struct mlx5_wqe_ctrl_seg *ctrl, unsigned ds)
 {
     ctrl->qpn_ds = htobe32((be32toh(ctrl->qpn_ds) & ~0x3fu) | (ds & 0x3f));
 }
@@ -203,21 +202,36 @@ static inline void strand_set_ctrl_ds(struct mlx5_wqe_ctrl_seg *ctrl,
 static inline const char *strand_wqe_opcode_str(uint8_t opcode)
 {
     switch (opcode) {
-    case MLX5_OPCODE_NOP:              return "NOP";
-    case MLX5_OPCODE_SEND_INVAL:       return "SEND_INVAL";
-    case MLX5_OPCODE_RDMA_WRITE:       return "RDMA_WRITE";
-    case MLX5_OPCODE_RDMA_WRITE_IMM:   return "RDMA_WRITE_IMM";
-    case MLX5_OPCODE_SEND:             return "SEND";
-    case MLX5_OPCODE_SEND_IMM:         return "SEND_IMM";
-    case MLX5_OPCODE_RDMA_READ:        return "RDMA_READ";
-    case MLX5_OPCODE_ATOMIC_CS:        return "ATOMIC_CS";
-    case MLX5_OPCODE_ATOMIC_FA:        return "ATOMIC_FA";
-    case MLX5_OPCODE_ATOMIC_MASKED_CS: return "ATOMIC_MASKED_CS";
-    case MLX5_OPCODE_ATOMIC_MASKED_FA: return "ATOMIC_MASKED_FA";
-    case MLX5_OPCODE_UMR:              return "UMR";
-    case MLX5_OPCODE_SET_PSV:          return "SET_PSV";
-    case MLX5_OPCODE_TAG_MATCHING:     return "TAG_MATCHING";
-    default:                           return "unknown opcode";
+    case MLX5_OPCODE_NOP:
+        return "NOP";
+    case MLX5_OPCODE_SEND_INVAL:
+        return "SEND_INVAL";
+    case MLX5_OPCODE_RDMA_WRITE:
+        return "RDMA_WRITE";
+    case MLX5_OPCODE_RDMA_WRITE_IMM:
+        return "RDMA_WRITE_IMM";
+    case MLX5_OPCODE_SEND:
+        return "SEND";
+    case MLX5_OPCODE_SEND_IMM:
+        return "SEND_IMM";
+    case MLX5_OPCODE_RDMA_READ:
+        return "RDMA_READ";
+    case MLX5_OPCODE_ATOMIC_CS:
+        return "ATOMIC_CS";
+    case MLX5_OPCODE_ATOMIC_FA:
+        return "ATOMIC_FA";
+    case MLX5_OPCODE_ATOMIC_MASKED_CS:
+        return "ATOMIC_MASKED_CS";
+    case MLX5_OPCODE_ATOMIC_MASKED_FA:
+        return "ATOMIC_MASKED_FA";
+    case MLX5_OPCODE_UMR:
+        return "UMR";
+    case MLX5_OPCODE_SET_PSV:
+        return "SET_PSV";
+    case MLX5_OPCODE_TAG_MATCHING:
+        return "TAG_MATCHING";
+    default:
+        return "unknown opcode";
     }
 }
 
@@ -299,8 +313,8 @@ static inline void strand_set_atomic_cs_seg(struct mlx5_wqe_atomic_seg *seg,
 }
 
 /* Fetch-and-add: the addend in swap_add, compare unused (0). */
-static inline void strand_set_atomic_fa_seg(struct mlx5_wqe_atomic_seg *seg,
-                                            uint64_t add)
+static inline void
+strand_set_atomic_fa_seg(struct mlx5_wqe_atomic_seg *seg, uint64_t add)
 {
     seg->swap_add = htobe64(add);
     seg->compare  = 0;
@@ -308,12 +322,11 @@ static inline void strand_set_atomic_fa_seg(struct mlx5_wqe_atomic_seg *seg,
 
 /* Masked CS, 32 bit: one 16-byte segment {swap, compare, swap_mask,
  * compare_mask}, each BE32. */
-static inline void strand_set_masked_cs32_seg(void *seg, uint32_t swap,
-                                              uint32_t compare,
-                                              uint32_t swap_mask,
-                                              uint32_t compare_mask)
+static inline void
+strand_set_masked_cs32_seg(void *seg, uint32_t swap, uint32_t compare,
+                           uint32_t swap_mask, uint32_t compare_mask)
 {
-    __be32 *p = (__be32*)seg;
+    __be32 *p = (__be32 *)seg;
 
     p[0] = htobe32(swap);
     p[1] = htobe32(compare);
@@ -337,10 +350,10 @@ static inline void strand_set_masked_cs64_segs(struct mlx5_wqe_atomic_seg *seg,
 }
 
 /* Masked FA, 32 bit: one segment {add, field_boundary, 0, 0} as BE32. */
-static inline void strand_set_masked_fa32_seg(void *seg, uint32_t add,
-                                              uint32_t field_boundary)
+static inline void
+strand_set_masked_fa32_seg(void *seg, uint32_t add, uint32_t field_boundary)
 {
-    __be32 *p = (__be32*)seg;
+    __be32 *p = (__be32 *)seg;
 
     p[0] = htobe32(add);
     p[1] = htobe32(field_boundary);
@@ -350,7 +363,7 @@ static inline void strand_set_masked_fa32_seg(void *seg, uint32_t add,
 
 /* Masked FA, 64 bit: one segment {add, field_boundary} as BE64. */
 static inline void strand_set_masked_fa64_seg(struct mlx5_wqe_atomic_seg *seg,
-                                              uint64_t add,
+                                              uint64_t                    add,
                                               uint64_t field_boundary)
 {
     seg->swap_add = htobe64(add);
@@ -381,7 +394,7 @@ static inline void strand_set_data_seg_end(struct mlx5_wqe_data_seg *dseg)
 static inline unsigned strand_sgl_count(const struct ibv_sge *sgl, int num)
 {
     unsigned n = 0;
-    int i;
+    int      i;
 
     for (i = 0; i < num; ++i) {
         n += (sgl[i].length != 0);
@@ -393,7 +406,7 @@ static inline unsigned strand_sgl_count(const struct ibv_sge *sgl, int num)
 static inline uint64_t strand_sgl_bytes(const struct ibv_sge *sgl, int num)
 {
     uint64_t total = 0;
-    int i;
+    int      i;
 
     for (i = 0; i < num; ++i) {
         total += sgl[i].length;
@@ -407,19 +420,19 @@ static inline uint64_t strand_sgl_bytes(const struct ibv_sge *sgl, int num)
  * Returns the number of segments (= ds units) written; *next_seg is where
  * the next segment goes.
  */
-static inline unsigned strand_set_data_sgl(void *seg, const struct ibv_sge *sgl,
-                                           int num, uint32_t byte_count_override,
-                                           void *sq_buf, void *sq_end,
-                                           void **next_seg)
+static inline unsigned
+strand_set_data_sgl(void *seg, const struct ibv_sge *sgl, int num,
+                    uint32_t byte_count_override, void *sq_buf, void *sq_end,
+                    void **next_seg)
 {
     unsigned n = 0;
-    int i;
+    int      i;
 
     for (i = 0; i < num; ++i) {
         if (sgl[i].length == 0) {
             continue;
         }
-        strand_set_data_seg((struct mlx5_wqe_data_seg*)seg, sgl[i].addr,
+        strand_set_data_seg((struct mlx5_wqe_data_seg *)seg, sgl[i].addr,
                             byte_count_override ? byte_count_override :
                                                   sgl[i].length,
                             sgl[i].lkey);
@@ -448,11 +461,11 @@ static inline unsigned strand_set_data_sgl(void *seg, const struct ibv_sge *sgl,
  * last 16-byte unit is left as it is: the device reads byte_count bytes.
  * Returns the segment's ds units.
  */
-static inline int strand_inline_fits(const void *seg, uint32_t len,
-                                     const void *sq_end)
+static inline int
+strand_inline_fits(const void *seg, uint32_t len, const void *sq_end)
 {
-    return (const uint8_t*)seg + sizeof(struct mlx5_wqe_inl_data_seg) + len <=
-           (const uint8_t*)sq_end;
+    return (const uint8_t *)seg + sizeof(struct mlx5_wqe_inl_data_seg) + len <=
+           (const uint8_t *)sq_end;
 }
 
 /* A copy of inline data without a call: short messages are mostly 0-16
@@ -463,10 +476,10 @@ static inline int strand_inline_fits(const void *seg, uint32_t len,
  * longer ones go in 16-byte steps, then moves that overlap at the end. */
 static inline void strand_copy_small(void *dst, const void *src, uint32_t len)
 {
-    uint8_t *d       = (uint8_t*)dst;
-    const uint8_t *s = (const uint8_t*)src;
-    uint64_t a, b;
-    uint32_t x, y;
+    uint8_t       *d = (uint8_t *)dst;
+    const uint8_t *s = (const uint8_t *)src;
+    uint64_t       a, b;
+    uint32_t       x, y;
 
     if (len == 0) {
         return;
@@ -502,52 +515,50 @@ static inline void strand_copy_small(void *dst, const void *src, uint32_t len)
     }
 }
 
-static inline unsigned strand_set_inline_hdr_data(void *seg, const void *hdr,
-                                                  unsigned hdr_len,
-                                                  const void *data,
-                                                  uint32_t len)
+static inline unsigned
+strand_set_inline_hdr_data(void *seg, const void *hdr, unsigned hdr_len,
+                           const void *data, uint32_t len)
 {
-    struct mlx5_wqe_inl_data_seg *inl = (struct mlx5_wqe_inl_data_seg*)seg;
-    uint8_t *dst                      = (uint8_t*)(inl + 1);
-    uint32_t total                    = hdr_len + len;
+    struct mlx5_wqe_inl_data_seg *inl   = (struct mlx5_wqe_inl_data_seg *)seg;
+    uint8_t                      *dst   = (uint8_t *)(inl + 1);
+    uint32_t                      total = hdr_len + len;
 
     inl->byte_count = htobe32(total | MLX5_INLINE_SEG);
     if (hdr_len > 0) {
         memcpy(dst, hdr, hdr_len);
     }
     strand_copy_small(dst + hdr_len, data, len);
-    return (total + (unsigned)sizeof(*inl) + STRAND_WQE_DS - 1) /
-           STRAND_WQE_DS;
+    return (total + (unsigned)sizeof(*inl) + STRAND_WQE_DS - 1) / STRAND_WQE_DS;
 }
 
-static inline unsigned strand_set_inline_seg(void *seg, const struct ibv_sge *sgl,
-                                             int num, void *sq_buf,
-                                             void *sq_end, void **next_seg)
+static inline unsigned
+strand_set_inline_seg(void *seg, const struct ibv_sge *sgl, int num,
+                      void *sq_buf, void *sq_end, void **next_seg)
 {
-    struct mlx5_wqe_inl_data_seg *hdr = (struct mlx5_wqe_inl_data_seg*)seg;
-    uint8_t *dst  = (uint8_t*)(hdr + 1);
-    uint8_t *end  = (uint8_t*)sq_end;
-    uint32_t len  = 0;
-    unsigned ds, pad;
-    size_t chunk, left;
-    const uint8_t *src;
-    int i;
+    struct mlx5_wqe_inl_data_seg *hdr = (struct mlx5_wqe_inl_data_seg *)seg;
+    uint8_t                      *dst = (uint8_t *)(hdr + 1);
+    uint8_t                      *end = (uint8_t *)sq_end;
+    uint32_t                      len = 0;
+    unsigned                      ds, pad;
+    size_t                        chunk, left;
+    const uint8_t                *src;
+    int                           i;
 
     for (i = 0; i < num; ++i) {
-        src  = (const uint8_t*)(uintptr_t)sgl[i].addr;
+        src  = (const uint8_t *)(uintptr_t)sgl[i].addr;
         left = sgl[i].length;
         len += sgl[i].length;
         while (left > 0) {
             if (dst >= end) {
-                dst = (uint8_t*)sq_buf;
+                dst = (uint8_t *)sq_buf;
             }
             chunk = (size_t)(end - dst);
             if (chunk > left) {
                 chunk = left;
             }
             memcpy(dst, src, chunk);
-            dst  += chunk;
-            src  += chunk;
+            dst += chunk;
+            src += chunk;
             left -= chunk;
         }
     }
@@ -560,11 +571,11 @@ static inline unsigned strand_set_inline_seg(void *seg, const struct ibv_sge *sg
     }
 
     hdr->byte_count = htobe32(len | MLX5_INLINE_SEG);
-    ds  = strand_inline_ds(len);
-    pad = ds * STRAND_WQE_DS - (len + (unsigned)sizeof(*hdr));
+    ds              = strand_inline_ds(len);
+    pad             = ds * STRAND_WQE_DS - (len + (unsigned)sizeof(*hdr));
     /* pad never crosses the end: the segment ends 16-byte aligned */
     if (dst >= end) {
-        dst = (uint8_t*)sq_buf;
+        dst = (uint8_t *)sq_buf;
     }
     memset(dst, 0, pad);
     if (next_seg != NULL) {

@@ -20,9 +20,8 @@
  * av_ds: ds units of the DC address vector after the ctrl segment (0 for
  * RC). Returns buf.
  */
-const char *strand_wqe_dump(const struct mlx5_wqe_ctrl_seg *ctrl,
-                            void *sq_buf, void *sq_end,
-                            unsigned av_ds, char *buf,
+const char *strand_wqe_dump(const struct mlx5_wqe_ctrl_seg *ctrl, void *sq_buf,
+                            void *sq_end, unsigned av_ds, char *buf,
                             size_t size);
 
 #endif

@@ -40,19 +40,19 @@
 #include <unistd.h>
 
 #define SIM_FABRIC_MAGIC      0x5354524e44464142ull /* "STRNDFAB" */
-#define SIM_FABRIC_VERSION    6  /* 6: a host of a fabric across hosts */
+#define SIM_FABRIC_VERSION    6 /* 6: a host of a fabric across hosts */
 #define SIM_FABRIC_MAX_ATTACH 256
 #define SIM_PORT_BITS         SIM_FABRIC_SLOT_BITS
 #define SIM_HOST_GEN_SHIFT    (SIM_FABRIC_SLOT_BITS + SIM_FABRIC_HOST_BITS)
 #define SIM_HOST_GEN_MAX      5
 #define SIM_LID_MAX           0xbfff
-#define SIM_POLL_FRESH_NS     100000ull   /* owner polls: skip the wake */
-#define SIM_OWNER_ACTIVE_NS   5000000ull  /* owner recently active */
+#define SIM_POLL_FRESH_NS     100000ull  /* owner polls: skip the wake */
+#define SIM_OWNER_ACTIVE_NS   5000000ull /* owner recently active */
 #define SIM_NAP_NS            1000000ll
 
 typedef struct sim_proc_id {
     int32_t  pid;
-    uint64_t start;               /* /proc/<pid>/stat field 22 */
+    uint64_t start; /* /proc/<pid>/stat field 22 */
 } sim_proc_id_t;
 
 /* 8 bytes of slot header: a small RC packet and its header share one
@@ -61,17 +61,17 @@ typedef struct sim_proc_id {
  * it; 32-bit, compared as differences. */
 typedef struct sim_slot {
     _Alignas(64) _Atomic uint32_t seq;
-    uint32_t         len;
-    uint8_t          data[SIM_FABRIC_MAX_PKT];
+    uint32_t len;
+    uint8_t  data[SIM_FABRIC_MAX_PKT];
 } sim_slot_t;
 
 typedef struct sim_port_shm {
     /* written under the header lock */
     sim_proc_id_t    owner;
-    _Atomic uint32_t lid;         /* 0: free */
+    _Atomic uint32_t lid; /* 0: free */
     uint32_t         gen;
-    _Atomic uint32_t epoch;       /* which opening of the slot: unlike the
-                                     LID, never the same twice */
+    _Atomic uint32_t epoch; /* which opening of the slot: unlike the
+                               LID, never the same twice */
     /* producers */
     _Alignas(64) _Atomic uint32_t tail;
     /* consumer: positions before it are consumed, their slots free */
@@ -80,7 +80,7 @@ typedef struct sim_port_shm {
      * only when the waiter sleeps or is woken */
     _Alignas(64) _Atomic uint32_t futex;
     _Atomic uint32_t sleeping;
-    _Atomic uint32_t wake_req;    /* sim_fabric_port_wake() pending */
+    _Atomic uint32_t wake_req; /* sim_fabric_port_wake() pending */
     /* across hosts: the waiter sleeps on its socket, woken by an empty
      * datagram to this address (network order; port 0: the futex) */
     _Atomic uint32_t wake_addr;
@@ -94,12 +94,12 @@ typedef struct sim_fabric_shm {
     _Atomic uint64_t magic;
     uint32_t         version;
     int32_t          creator_pid;
-    uint64_t         identity;    /* random, made with the segment: its
-                                     subnet (sim_fabric_identity); across
-                                     hosts the fabric's, the same on each */
-    uint32_t         host;        /* across hosts: 1 + this host's index */
-    pthread_mutex_t  lock;        /* robust, process-shared */
-    uint32_t         dead;        /* unlinked: attach elsewhere */
+    uint64_t         identity; /* random, made with the segment: its
+                                  subnet (sim_fabric_identity); across
+                                  hosts the fabric's, the same on each */
+    uint32_t         host;     /* across hosts: 1 + this host's index */
+    pthread_mutex_t  lock;     /* robust, process-shared */
+    uint32_t         dead;     /* unlinked: attach elsewhere */
     uint32_t         next_gen;
     uint32_t         next_epoch;
     sim_proc_id_t    attached[SIM_FABRIC_MAX_ATTACH];
@@ -110,11 +110,11 @@ struct sim_fabric {
     sim_fabric_shm_t *shm;
     char              name[128];
     sim_proc_id_t     self;
-    int               wake_fd;    /* across hosts: sends wake datagrams */
+    int               wake_fd; /* across hosts: sends wake datagrams */
     /* per port: the epoch and the head this attachment last read from it
      * (in one word, so that threads sending at once never pair a head
      * with another opening of the port) */
-    _Atomic uint64_t  head_seen[SIM_FABRIC_MAX_PORTS];
+    _Atomic uint64_t head_seen[SIM_FABRIC_MAX_PORTS];
 };
 
 struct sim_port {
@@ -124,7 +124,7 @@ struct sim_port {
     /* sim_fabric_port_stats */
     _Atomic uint64_t sleeps, untimed_sleeps;
     _Atomic int      asleep_untimed;
-    int              sleep_fd;    /* across hosts: the socket to sleep on */
+    int              sleep_fd; /* across hosts: the socket to sleep on */
 };
 
 /* -------------------------------------------------------------- utils */
@@ -136,10 +136,10 @@ static inline uint64_t sim_fabric_now(void)
 
 static uint64_t sim_proc_start_time(pid_t pid)
 {
-    char path[64], buf[1024], *p;
+    char               path[64], buf[1024], *p;
     unsigned long long start = 0;
-    ssize_t n;
-    int fd, field;
+    ssize_t            n;
+    int                fd, field;
 
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
     fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -152,7 +152,7 @@ static uint64_t sim_proc_start_time(pid_t pid)
         return 0;
     }
     buf[n] = '\0';
-    p = strrchr(buf, ')'); /* the command name may contain spaces */
+    p      = strrchr(buf, ')'); /* the command name may contain spaces */
     if (p == NULL) {
         return 0;
     }
@@ -181,7 +181,7 @@ static int sim_futex(_Atomic uint32_t *addr, int op, uint32_t val,
                      const struct timespec *ts)
 {
     /* no FUTEX_PRIVATE_FLAG: the word is shared between processes */
-    return (int)syscall(SYS_futex, (uint32_t*)addr, op, val, ts, NULL, 0);
+    return (int)syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
 }
 
 static int sim_fabric_lock(sim_fabric_shm_t *shm)
@@ -234,8 +234,8 @@ static uint64_t sim_fabric_new_identity(void)
     return (id != 0) ? id : 1;
 }
 
-static void sim_fabric_init_shm(sim_fabric_shm_t *shm, uint32_t host,
-                                uint64_t identity)
+static void
+sim_fabric_init_shm(sim_fabric_shm_t *shm, uint32_t host, uint64_t identity)
 {
     pthread_mutexattr_t attr;
 
@@ -251,15 +251,15 @@ static void sim_fabric_init_shm(sim_fabric_shm_t *shm, uint32_t host,
     atomic_store_explicit(&shm->magic, SIM_FABRIC_MAGIC, memory_order_release);
 }
 
-static int sim_fabric_map(const char *name, uint32_t host,
-                          uint64_t identity, sim_fabric_shm_t **shm_p)
+static int sim_fabric_map(const char *name, uint32_t host, uint64_t identity,
+                          sim_fabric_shm_t **shm_p)
 {
-    const size_t size = sizeof(sim_fabric_shm_t);
+    const size_t      size = sizeof(sim_fabric_shm_t);
     sim_fabric_shm_t *shm;
-    uint64_t deadline;
-    struct stat st;
-    bool created = false;
-    int fd;
+    uint64_t          deadline;
+    struct stat       st;
+    bool              created = false;
+    int               fd;
 
     for (;;) {
         fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -309,9 +309,9 @@ static int sim_fabric_map(const char *name, uint32_t host,
         while (atomic_load_explicit(&shm->magic, memory_order_acquire) !=
                SIM_FABRIC_MAGIC) {
             if (sim_fabric_now() > deadline) {
-                sim_proc_id_t c = {shm->creator_pid, 0};
-                bool alive = (c.pid > 0) && !((kill(c.pid, 0) != 0) &&
-                                              (errno == ESRCH));
+                sim_proc_id_t c     = {shm->creator_pid, 0};
+                bool          alive = (c.pid > 0) &&
+                             !((kill(c.pid, 0) != 0) && (errno == ESRCH));
                 munmap(shm, size);
                 if (alive) {
                     return -ETIMEDOUT;
@@ -335,9 +335,9 @@ static int sim_fabric_attach_as(const char *name, uint32_t host,
                                 uint64_t identity, sim_fabric_t **fab_p)
 {
     sim_fabric_t *fab;
-    const char *env;
-    unsigned i;
-    int ret;
+    const char   *env;
+    unsigned      i;
+    int           ret;
 
     sim_clock_init();
     fab = calloc(1, sizeof(*fab));
@@ -392,8 +392,8 @@ static int sim_fabric_attach_as(const char *name, uint32_t host,
         }
         if (host != 0) {
             /* what wakes a port's thread asleep on its socket */
-            fab->wake_fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK |
-                                  SOCK_CLOEXEC, 0);
+            fab->wake_fd = socket(AF_INET,
+                                  SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         }
         *fab_p = fab;
         return 0;
@@ -408,8 +408,8 @@ int sim_fabric_attach(const char *name, sim_fabric_t **fab_p)
     return sim_fabric_attach_as(name, 0, 0, fab_p);
 }
 
-int sim_fabric_attach_host(const char *name, unsigned host,
-                           uint64_t identity, sim_fabric_t **fab_p)
+int sim_fabric_attach_host(const char *name, unsigned host, uint64_t identity,
+                           sim_fabric_t **fab_p)
 {
     if ((name == NULL) || (host >= SIM_FABRIC_MAX_HOSTS) || (identity == 0)) {
         return -EINVAL;
@@ -419,9 +419,9 @@ int sim_fabric_attach_host(const char *name, unsigned host,
 
 void sim_fabric_detach(sim_fabric_t *fab)
 {
-    sim_fabric_shm_t *shm = fab->shm;
-    bool last = true, removed = false;
-    unsigned i;
+    sim_fabric_shm_t *shm  = fab->shm;
+    bool              last = true, removed = false;
+    unsigned          i;
 
     if (sim_fabric_lock(shm) == 0) {
         sim_fabric_reap(shm);
@@ -453,9 +453,9 @@ void sim_fabric_detach(sim_fabric_t *fab)
 int sim_fabric_port_open(sim_fabric_t *fab, sim_port_t **port_p)
 {
     sim_fabric_shm_t *shm = fab->shm;
-    sim_port_shm_t *p = NULL;
-    sim_port_t *port;
-    unsigned i, gen, lid;
+    sim_port_shm_t   *p   = NULL;
+    sim_port_t       *port;
+    unsigned          i, gen, lid;
 
     port = calloc(1, sizeof(*port));
     if (port == NULL) {
@@ -482,11 +482,11 @@ int sim_fabric_port_open(sim_fabric_t *fab, sim_port_t **port_p)
     i   = (unsigned)(p - shm->ports);
     gen = shm->next_gen++;
     if ((shm->host != 0) ? (gen > SIM_HOST_GEN_MAX) :
-        (((gen << SIM_PORT_BITS) | i) > SIM_LID_MAX)) {
+                           (((gen << SIM_PORT_BITS) | i) > SIM_LID_MAX)) {
         shm->next_gen = 1;
         gen           = shm->next_gen++;
     }
-    p->gen   = gen;
+    p->gen = gen;
     atomic_store_explicit(&p->epoch, ++shm->next_epoch, memory_order_relaxed);
     p->owner = fab->self;
     atomic_store(&p->head, 0);
@@ -501,8 +501,8 @@ int sim_fabric_port_open(sim_fabric_t *fab, sim_port_t **port_p)
         atomic_store_explicit(&p->ring[s].seq, s, memory_order_relaxed);
     }
     lid = (shm->host == 0) ? ((gen << SIM_PORT_BITS) | i) :
-          ((gen << SIM_HOST_GEN_SHIFT) | ((shm->host - 1) << SIM_PORT_BITS) |
-           i);
+                             ((gen << SIM_HOST_GEN_SHIFT) |
+                              ((shm->host - 1) << SIM_PORT_BITS) | i);
     atomic_store_explicit(&p->lid, lid, memory_order_release);
     pthread_mutex_unlock(&shm->lock);
 
@@ -510,7 +510,7 @@ int sim_fabric_port_open(sim_fabric_t *fab, sim_port_t **port_p)
     port->shm      = p;
     port->lid      = (uint16_t)lid;
     port->sleep_fd = -1;
-    *port_p   = port;
+    *port_p        = port;
     return 0;
 }
 
@@ -573,8 +573,8 @@ static bool sim_fabric_slot_free(sim_fabric_t *fab, uint16_t dlid,
                                  uint32_t pos)
 {
     _Atomic uint64_t *seen = &fab->head_seen[dlid & (SIM_FABRIC_MAX_PORTS - 1)];
-    uint64_t v             = atomic_load_explicit(seen, memory_order_acquire);
-    uint32_t head;
+    uint64_t          v    = atomic_load_explicit(seen, memory_order_acquire);
+    uint32_t          head;
 
     if (((uint32_t)(v >> 32) == epoch) &&
         (pos - (uint32_t)v < SIM_FABRIC_RING_SIZE)) {
@@ -592,7 +592,7 @@ static bool sim_fabric_slot_free(sim_fabric_t *fab, uint16_t dlid,
 static void sim_fabric_wake_waiter(sim_fabric_t *fab, sim_port_shm_t *p)
 {
     struct sockaddr_in to;
-    uint32_t port = atomic_load(&p->wake_port);
+    uint32_t           port = atomic_load(&p->wake_port);
 
     atomic_fetch_add(&p->futex, 1);
     /* a thread whose owner polls naps on the futex (sim_fabric_wait) */
@@ -604,7 +604,7 @@ static void sim_fabric_wake_waiter(sim_fabric_t *fab, sim_port_shm_t *p)
     to.sin_family      = AF_INET;
     to.sin_addr.s_addr = atomic_load(&p->wake_addr);
     to.sin_port        = (in_port_t)port;
-    (void)sendto(fab->wake_fd, "", 0, MSG_DONTWAIT, (struct sockaddr*)&to,
+    (void)sendto(fab->wake_fd, "", 0, MSG_DONTWAIT, (struct sockaddr *)&to,
                  sizeof(to));
 }
 
@@ -620,8 +620,8 @@ int sim_fabric_send(sim_fabric_t *fab, uint16_t dlid, const void *hdr,
                     size_t hdr_len, const void *payload, size_t payload_len)
 {
     sim_port_shm_t *p = &fab->shm->ports[dlid & (SIM_FABRIC_MAX_PORTS - 1)];
-    sim_slot_t *slot;
-    uint32_t pos, epoch;
+    sim_slot_t     *slot;
+    uint32_t        pos, epoch;
 
     if (hdr_len + payload_len > SIM_FABRIC_MAX_PKT) {
         return -EMSGSIZE;
@@ -662,13 +662,11 @@ int sim_fabric_send(sim_fabric_t *fab, uint16_t dlid, const void *hdr,
 }
 
 /* The slot at the consumer's head holds its packet. */
-static inline bool sim_fabric_head_ready(const sim_port_shm_t *p,
-                                         uint32_t head)
+static inline bool sim_fabric_head_ready(const sim_port_shm_t *p, uint32_t head)
 {
     const sim_slot_t *slot = &p->ring[head & (SIM_FABRIC_RING_SIZE - 1)];
 
-    return atomic_load_explicit(&slot->seq, memory_order_acquire) ==
-           head + 1;
+    return atomic_load_explicit(&slot->seq, memory_order_acquire) == head + 1;
 }
 
 int sim_fabric_rx_pending(const sim_port_t *port)
@@ -682,10 +680,10 @@ int sim_fabric_rx_pending(const sim_port_t *port)
 unsigned sim_fabric_recv(sim_port_t *port, sim_fabric_rx_cb_t cb, void *arg,
                          unsigned max)
 {
-    sim_port_shm_t *p = port->shm;
-    uint32_t head     = atomic_load_explicit(&p->head, memory_order_relaxed);
-    unsigned count    = 0;
-    sim_slot_t *slot;
+    sim_port_shm_t *p    = port->shm;
+    uint32_t        head = atomic_load_explicit(&p->head, memory_order_relaxed);
+    unsigned        count = 0;
+    sim_slot_t     *slot;
 
     while ((count < max) && sim_fabric_head_ready(p, head)) {
         slot = &p->ring[head & (SIM_FABRIC_RING_SIZE - 1)];
@@ -750,9 +748,9 @@ int sim_fabric_wait(sim_port_t *port, int64_t timeout_ns)
 {
     sim_port_shm_t *p = port->shm;
     struct timespec ts;
-    bool owner_active;
-    uint32_t v;
-    int64_t t = timeout_ns;
+    bool            owner_active;
+    uint32_t        v;
+    int64_t         t = timeout_ns;
 
     v = atomic_load(&p->futex);
     atomic_store(&p->sleeping, 1);
@@ -789,5 +787,7 @@ int sim_fabric_wait(sim_port_t *port, int64_t timeout_ns)
     atomic_store(&port->asleep_untimed, 0);
     atomic_store(&p->sleeping, 0);
     return (sim_fabric_rx_pending(port) || atomic_exchange(&p->wake_req, 0) ||
-            (atomic_load(&p->futex) != v)) ? 0 : -ETIMEDOUT;
+            (atomic_load(&p->futex) != v)) ?
+                   0 :
+                   -ETIMEDOUT;
 }

@@ -11,24 +11,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct sim_fabric sim_fabric_t;   /* this process's attachment */
-typedef struct sim_port   sim_port_t;     /* one port (one LID) we own */
+typedef struct sim_fabric sim_fabric_t; /* this process's attachment */
+typedef struct sim_port   sim_port_t;   /* one port (one LID) we own */
 
 #define SIM_FABRIC_MAX_PKT   (4096 + 256) /* header + payload, bytes */
 #define SIM_FABRIC_MAX_PORTS 128
-#define SIM_FABRIC_RING_SIZE 256          /* packets per inbound ring */
+#define SIM_FABRIC_RING_SIZE 256 /* packets per inbound ring */
 
 /* Attach to (creating if needed) the fabric `name` (NULL: env
  * STRAND_SIM_FABRIC, else "strand-<uid>"). 0 or a negative errno. */
-int  sim_fabric_attach(const char *name, sim_fabric_t **fab_p);
+int sim_fabric_attach(const char *name, sim_fabric_t **fab_p);
 /*
  * The same for one host's part of a fabric that spans hosts (sim_net.h):
  * its LIDs carry HOST (< SIM_FABRIC_MAX_HOSTS), and IDENTITY, the same on
  * every host, is the fabric's. -EPROTO when a segment of that name exists
  * here with another host index or identity (another host list).
  */
-int  sim_fabric_attach_host(const char *name, unsigned host,
-                            uint64_t identity, sim_fabric_t **fab_p);
+int sim_fabric_attach_host(const char *name, unsigned host, uint64_t identity,
+                           sim_fabric_t **fab_p);
 /* Detach; the last live process attached removes the segment. */
 void sim_fabric_detach(sim_fabric_t *fab);
 
@@ -37,9 +37,9 @@ void sim_fabric_detach(sim_fabric_t *fab);
  * spans hosts: generation << 13 | host << 7 | slot (generations 1..5, so
  * that every LID stays below 0xC000, the first multicast LID).
  */
-#define SIM_FABRIC_SLOT_BITS  7
-#define SIM_FABRIC_HOST_BITS  6
-#define SIM_FABRIC_MAX_HOSTS  (1u << SIM_FABRIC_HOST_BITS)
+#define SIM_FABRIC_SLOT_BITS 7
+#define SIM_FABRIC_HOST_BITS 6
+#define SIM_FABRIC_MAX_HOSTS (1u << SIM_FABRIC_HOST_BITS)
 static inline unsigned sim_fabric_lid_slot(uint16_t lid)
 {
     return lid & (SIM_FABRIC_MAX_PORTS - 1);
@@ -59,8 +59,8 @@ uint16_t sim_fabric_port_lid(const sim_port_t *port);
 /* Queue one packet (header + payload, gathered) for LID `dlid`.
  * 0; -EHOSTUNREACH (no open port has that LID: dropped, like a wire);
  * -EAGAIN (its ring is full); -EMSGSIZE. Never blocks. */
-int  sim_fabric_send(sim_fabric_t *fab, uint16_t dlid, const void *hdr,
-                     size_t hdr_len, const void *payload, size_t payload_len);
+int sim_fabric_send(sim_fabric_t *fab, uint16_t dlid, const void *hdr,
+                    size_t hdr_len, const void *payload, size_t payload_len);
 
 /* Consume up to `max` packets; `pkt` points into the ring slot and is valid
  * during the callback only. One consumer per port. */
@@ -96,7 +96,7 @@ void sim_fabric_port_wake(sim_port_t *port);
 void sim_fabric_port_sleep_on(sim_port_t *port, int fd,
                               const struct sockaddr_in *addr);
 /* 1 when the owner polled within the last 100 us (senders skip the wake) */
-int  sim_fabric_owner_polling(const sim_port_t *port);
+int sim_fabric_owner_polling(const sim_port_t *port);
 /* The owner polled inline just now (see the wake protocol). */
 void sim_fabric_port_touch(sim_port_t *port);
 /* the owner stops polling (it armed a CQ and may sleep on its event): a
@@ -113,13 +113,13 @@ uint64_t sim_fabric_identity(const sim_fabric_t *fab);
 
 /* Test / observability hook: what the port's waiter did. */
 typedef struct sim_port_stats {
-    uint64_t sleeps;          /* futex waits entered */
-    uint64_t untimed_sleeps;  /* ... of them with no time limit */
-    int      asleep_untimed;  /* 1 while the waiter sleeps with no limit */
+    uint64_t sleeps;         /* futex waits entered */
+    uint64_t untimed_sleeps; /* ... of them with no time limit */
+    int      asleep_untimed; /* 1 while the waiter sleeps with no limit */
 } sim_port_stats_t;
 void sim_fabric_port_stats(const sim_port_t *port, sim_port_stats_t *st);
 
 /* 1 when a live process owns a port with this LID. */
-int  sim_fabric_lid_alive(sim_fabric_t *fab, uint16_t lid);
+int sim_fabric_lid_alive(sim_fabric_t *fab, uint16_t lid);
 
 #endif

@@ -12,9 +12,9 @@
 void sim_async_push(smlx5_context_t *ctx, enum ibv_event_type type,
                     void *element)
 {
-    sim_async_queue_t *q = &ctx->async;
+    sim_async_queue_t   *q = &ctx->async;
     smlx5_async_event_t *ev;
-    uint64_t one = 1;
+    uint64_t             one = 1;
 
     if (q->tail - q->head >= 256) {
         return; /* queue full: the oldest events are kept */
@@ -36,7 +36,7 @@ void sim_async_push(smlx5_context_t *ctx, enum ibv_event_type type,
         break;
     default:
         ev->element.qp = element;
-        ev->qp_num     = ((const smlx5_qp_t*)element)->qpn;
+        ev->qp_num     = ((const smlx5_qp_t *)element)->qpn;
         break;
     }
     if (write(ctx->async_fd, &one, sizeof(one)) < 0) {
@@ -46,9 +46,9 @@ void sim_async_push(smlx5_context_t *ctx, enum ibv_event_type type,
 
 void sim_async_drop_qp(smlx5_context_t *ctx, const smlx5_qp_t *qp)
 {
-    sim_async_queue_t *q = &ctx->async;
+    sim_async_queue_t   *q = &ctx->async;
     smlx5_async_event_t *ev;
-    uint32_t i;
+    uint32_t             i;
 
     for (i = q->head; i != q->tail; ++i) {
         ev = &q->ev[i % 256];
@@ -79,8 +79,8 @@ int smlx5_async_fd(smlx5_context_t *ctx)
 int smlx5_get_async_event(smlx5_context_t *ctx, smlx5_async_event_t *ev)
 {
     sim_async_queue_t *q = &ctx->async;
-    uint64_t cnt;
-    int ret = EAGAIN;
+    uint64_t           cnt;
+    int                ret = EAGAIN;
 
     pthread_mutex_lock(&ctx->lock);
     while ((ret != 0) && (q->head != q->tail)) {

@@ -33,11 +33,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SIM_BF_SIZE 256   /* bytes of each of the two halves */
+#define SIM_BF_SIZE 256 /* bytes of each of the two halves */
 
 static int sim_bf_reg_init(sim_bfreg_t *reg, unsigned index, bool shared)
 {
-    if (posix_memalign((void**)&reg->page, 4096, 4096) != 0) {
+    if (posix_memalign((void **)&reg->page, 4096, 4096) != 0) {
         reg->page = NULL;
         return ENOMEM;
     }
@@ -63,7 +63,7 @@ static void sim_bf_reg_cleanup(sim_bfreg_t *reg)
 int sim_bf_init(smlx5_context_t *ctx)
 {
     unsigned i;
-    int ret;
+    int      ret;
 
     for (i = 0; i < SIM_BF_SHARED; ++i) {
         ret = sim_bf_reg_init(&ctx->bfregs[i], i, true);
@@ -80,16 +80,20 @@ void sim_bf_cleanup(smlx5_context_t *ctx)
 {
     unsigned long long n = atomic_load(&ctx->bf_conflicts);
     unsigned long long l = atomic_load(&ctx->bf_lost);
-    unsigned i;
+    unsigned           i;
 
     if (n > 0) {
-        fprintf(stderr, "smlx5: %llu BlueFlame conflicts in this process "
-                "(doorbells of two threads on one register at once)\n", n);
+        fprintf(stderr,
+                "smlx5: %llu BlueFlame conflicts in this process "
+                "(doorbells of two threads on one register at once)\n",
+                n);
     }
     if (l > 0) {
-        fprintf(stderr, "smlx5: %llu doorbells lost in this process "
+        fprintf(stderr,
+                "smlx5: %llu doorbells lost in this process "
                 "(written to the half of a register its last doorbell "
-                "went to)\n", l);
+                "went to)\n",
+                l);
     }
     for (i = 0; i < SIM_BF_SHARED; ++i) {
         sim_bf_reg_cleanup(&ctx->bfregs[i]);
@@ -118,13 +122,13 @@ void sim_bf_put(smlx5_qp_t *qp)
 
 /* The head of the WQE that ends at the producer index pi, in one half of
  * the register: this QP's number, and an index and size that end at pi. */
-static bool sim_bf_half_is(const smlx5_qp_t *qp, const uint8_t *half,
-                           uint32_t pi)
+static bool
+sim_bf_half_is(const smlx5_qp_t *qp, const uint8_t *half, uint32_t pi)
 {
     uint32_t w[2], idx, ds;
 
-    w[0] = __atomic_load_n((const uint32_t*)half, __ATOMIC_RELAXED);
-    w[1] = __atomic_load_n((const uint32_t*)half + 1, __ATOMIC_RELAXED);
+    w[0] = __atomic_load_n((const uint32_t *)half, __ATOMIC_RELAXED);
+    w[1] = __atomic_load_n((const uint32_t *)half + 1, __ATOMIC_RELAXED);
     idx  = (be32toh(w[0]) >> 8) & 0xffff;
     ds   = be32toh(w[1]) & 0x3f;
     return ((be32toh(w[1]) >> 8) == qp->qpn) &&
@@ -133,10 +137,10 @@ static bool sim_bf_half_is(const smlx5_qp_t *qp, const uint8_t *half,
 
 bool sim_bf_check(smlx5_qp_t *qp)
 {
-    sim_bfreg_t *reg     = qp->bfreg;
+    sim_bfreg_t     *reg = qp->bfreg;
     smlx5_context_t *ctx = qp->ctx;
-    uint32_t pi;
-    int half, last;
+    uint32_t         pi;
+    int              half, last;
 
     if ((reg == NULL) || (qp->type == SMLX5_QPT_DCT)) {
         return true;
@@ -150,12 +154,13 @@ bool sim_bf_check(smlx5_qp_t *qp)
         half ^= 1;
         if (!sim_bf_half_is(qp, reg->page + half * reg->size, pi)) {
             if (atomic_fetch_add(&ctx->bf_conflicts, 1) == 0) {
-                fprintf(stderr, "smlx5: BlueFlame conflict: the doorbell of "
+                fprintf(stderr,
+                        "smlx5: BlueFlame conflict: the doorbell of "
                         "QP 0x%x (producer index %u) is not in its register "
                         "%u: another thread wrote the register at the same "
                         "time (QPs of two threads must not share a "
-                        "register: a thread domain each)\n", qp->qpn,
-                        pi & 0xffff, reg->index);
+                        "register: a thread domain each)\n",
+                        qp->qpn, pi & 0xffff, reg->index);
             }
             return true;
         }
@@ -164,12 +169,13 @@ bool sim_bf_check(smlx5_qp_t *qp)
         return true;
     }
     if (atomic_fetch_add(&ctx->bf_lost, 1) == 0) {
-        fprintf(stderr, "smlx5: ERROR: lost doorbell: QP 0x%x (producer "
+        fprintf(stderr,
+                "smlx5: ERROR: lost doorbell: QP 0x%x (producer "
                 "index %u) rang half %d of register %u, the half the "
                 "register's last doorbell went to (the halves belong to "
                 "the register: every QP that writes it alternates them "
-                "with the others)\n", qp->qpn, pi & 0xffff, half,
-                reg->index);
+                "with the others)\n",
+                qp->qpn, pi & 0xffff, half, reg->index);
     }
     return false;
 }

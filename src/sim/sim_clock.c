@@ -10,8 +10,8 @@ sim_clock_t sim_clock_state;
 /* constant_tsc and nonstop_tsc: the TSC ticks at one rate in all states */
 static int sim_clock_tsc_invariant(void)
 {
-    char line[4096];
-    int constant = 0, nonstop = 0;
+    char  line[4096];
+    int   constant = 0, nonstop = 0;
     FILE *f = fopen("/proc/cpuinfo", "r");
 
     if (f == NULL) {

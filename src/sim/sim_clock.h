@@ -14,11 +14,11 @@
 typedef struct sim_clock {
     int      use_tsc;
     uint64_t tsc0, ns0;
-    uint64_t mult;     /* ns per tick << 32 */
+    uint64_t mult; /* ns per tick << 32 */
 } sim_clock_t;
 
 extern sim_clock_t sim_clock_state;
-void sim_clock_init(void);
+void               sim_clock_init(void);
 
 static inline uint64_t sim_clock_mono_ns(void)
 {

@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#define SIM_NO_EVENT ((enum ibv_event_type)-1)
+#define SIM_NO_EVENT ((enum ibv_event_type) - 1)
 
 static inline sim_wqe_t *sim_wqe_at(smlx5_qp_t *qp, uint32_t bb)
 {
@@ -40,8 +40,7 @@ static void sim_flow_advance(sim_flow_t *f, uint32_t psn)
 {
     f->una_psn = psn;
     f->retries = 0;
-    if ((f->rnr_state != SIM_RNR_NONE) &&
-        ((int32_t)(psn - f->rnr_psn) > 0)) {
+    if ((f->rnr_state != SIM_RNR_NONE) && ((int32_t)(psn - f->rnr_psn) > 0)) {
         f->rnr_state = SIM_RNR_NONE;
     }
 }
@@ -71,8 +70,8 @@ static void sim_wqe_finish(smlx5_qp_t *qp, sim_wqe_t *w, uint8_t status)
 static void sim_comp_ack_upto(smlx5_qp_t *qp, int fi, uint32_t psn)
 {
     sim_flow_t *f = &qp->flows[fi];
-    uint32_t bb;
-    sim_wqe_t *w;
+    uint32_t    bb;
+    sim_wqe_t  *w;
 
     for (bb = qp->sq_completed; bb != qp->sq_fetched; bb += w->bbs) {
         w = sim_wqe_at(qp, bb);
@@ -85,7 +84,7 @@ static void sim_comp_ack_upto(smlx5_qp_t *qp, int fi, uint32_t psn)
         if (w->needs_response) {
             /* at most up to the response the flow waits for */
             psn = ((int32_t)(f->una_psn - w->first_psn) > 0) ? f->una_psn :
-                  w->first_psn;
+                                                               w->first_psn;
             break;
         }
         if (((int32_t)(w->last_psn - psn) >= 0) || (bb == qp->req_bb)) {
@@ -101,7 +100,7 @@ static void sim_comp_ack_upto(smlx5_qp_t *qp, int fi, uint32_t psn)
 
 static sim_wqe_t *sim_comp_find_wqe(smlx5_qp_t *qp, int fi, uint32_t psn)
 {
-    uint32_t bb;
+    uint32_t   bb;
     sim_wqe_t *w;
 
     for (bb = qp->sq_completed; bb != qp->sq_fetched; bb += w->bbs) {
@@ -136,8 +135,8 @@ static bool sim_stream_add_errored(smlx5_qp_t *qp, uint16_t stream)
  * other). It makes the pass before it sends anything new. */
 static void sim_comp_ask_resend(smlx5_qp_t *qp, int fi, uint32_t from_psn)
 {
-    sim_flow_t *f = &qp->flows[fi];
-    uint64_t bit  = 1ull << fi;
+    sim_flow_t *f   = &qp->flows[fi];
+    uint64_t    bit = 1ull << fi;
 
     if (!(qp->resend_flows & bit) ||
         ((int32_t)(from_psn - f->resend_psn) < 0)) {
@@ -152,14 +151,14 @@ static void sim_comp_ask_resend(smlx5_qp_t *qp, int fi, uint32_t from_psn)
 static void sim_flow_restart(smlx5_qp_t *qp, int fi)
 {
     sim_flow_t *f = &qp->flows[fi];
-    uint32_t bb, n;
-    sim_wqe_t *w;
+    uint32_t    bb, n;
+    sim_wqe_t  *w;
 
     f->start_psn = f->next_psn = f->una_psn = qp->next_flow_psn;
     qp->next_flow_psn += 1u << 16;
     f->retries = f->rnr_retries = 0;
-    f->rnr_state = SIM_RNR_NONE;
-    f->deadline_ns = 0;
+    f->rnr_state                = SIM_RNR_NONE;
+    f->deadline_ns              = 0;
     for (bb = qp->sq_completed; bb != qp->sq_fetched; bb += w->bbs) {
         w = sim_wqe_at(qp, bb);
         if ((w->state != SIM_WQE_SENT) || (w->flow != fi)) {
@@ -183,11 +182,11 @@ static void sim_flow_restart(smlx5_qp_t *qp, int fi)
  * the device finishes when it fetches it. A NIC reports completions in
  * send-queue order, so it has reported none of them yet, and the error
  * flushes them: a flush's NOP behind a SEND that failed says so. */
-static void sim_comp_flush_done_after(smlx5_qp_t *qp, const sim_wqe_t *w,
-                                      bool stream_only)
+static void
+sim_comp_flush_done_after(smlx5_qp_t *qp, const sim_wqe_t *w, bool stream_only)
 {
-    bool after = false;
-    uint32_t bb;
+    bool       after = false;
+    uint32_t   bb;
     sim_wqe_t *o;
 
     for (bb = qp->sq_completed; bb != qp->sq_fetched; bb += o->bbs) {
@@ -209,11 +208,11 @@ void sim_comp_wqe_failed(smlx5_qp_t *qp, sim_wqe_t *w)
      * as a whole */
     uint8_t status = w->status;
     bool streams   = (qp->type == SMLX5_QPT_DCI) && (qp->log_num_errored > 0) &&
-                     ((w->stream >> qp->log_num_concurent) == 0) &&
-                     (status != MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
-    bool was_sent  = (w->state == SIM_WQE_SENT);
-    int fi         = w->flow;
-    uint32_t bb;
+                   ((w->stream >> qp->log_num_concurent) == 0) &&
+                   (status != MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+    bool       was_sent = (w->state == SIM_WQE_SENT);
+    int        fi       = w->flow;
+    uint32_t   bb;
     sim_wqe_t *o;
 
     sim_wqe_finish(qp, w, status);
@@ -231,8 +230,8 @@ void sim_comp_wqe_failed(smlx5_qp_t *qp, sim_wqe_t *w)
     /* flush the stream's other work, in order; other streams go on */
     for (bb = qp->sq_completed; bb != qp->sq_fetched; bb += o->bbs) {
         o = sim_wqe_at(qp, bb);
-        if ((o != w) && ((o->state == SIM_WQE_SENT) ||
-                         (o->state == SIM_WQE_DEFERRED)) &&
+        if ((o != w) &&
+            ((o->state == SIM_WQE_SENT) || (o->state == SIM_WQE_DEFERRED)) &&
             (o->stream == w->stream)) {
             if (bb == qp->req_bb) {
                 qp->req_bb = qp->sq_fetched;
@@ -254,7 +253,7 @@ static void sim_comp_fail(smlx5_qp_t *qp, sim_wqe_t *w, uint8_t syndrome)
 static int sim_comp_find_flow(smlx5_qp_t *qp, const sim_pkt_t *pkt)
 {
     uint64_t m;
-    int i;
+    int      i;
 
     sim_for_each_flow(qp, i, m) {
         if ((qp->flows[i].dlid == pkt->slid) &&
@@ -272,9 +271,12 @@ static int sim_comp_find_flow(smlx5_qp_t *qp, const sim_pkt_t *pkt)
 static uint8_t sim_nak_syndrome(uint8_t aeth)
 {
     switch (aeth) {
-    case SIM_AETH_NAK_INV_REQ: return MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR;
-    case SIM_AETH_NAK_ACCESS:  return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
-    default:                   return MLX5_CQE_SYNDROME_REMOTE_OP_ERR;
+    case SIM_AETH_NAK_INV_REQ:
+        return MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR;
+    case SIM_AETH_NAK_ACCESS:
+        return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
+    default:
+        return MLX5_CQE_SYNDROME_REMOTE_OP_ERR;
     }
 }
 
@@ -284,7 +286,7 @@ static uint8_t sim_nak_syndrome(uint8_t aeth)
 static void sim_comp_rnr_nak(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
 {
     sim_flow_t *f = &qp->flows[fi];
-    sim_wqe_t *w;
+    sim_wqe_t  *w;
 
     qp->stats.rnr_naks_rcvd++;
     sim_comp_ack_upto(qp, fi, pkt->psn);
@@ -322,7 +324,7 @@ static void sim_comp_rnr_retry(smlx5_qp_t *qp, int fi)
 static void sim_comp_ack(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt)
 {
     sim_flow_t *f = &qp->flows[fi];
-    sim_wqe_t *w;
+    sim_wqe_t  *w;
 
     switch (pkt->syndrome) {
     case SIM_AETH_ACK:
@@ -357,19 +359,18 @@ static bool sim_comp_deliver(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t off,
                              const void *data, uint32_t len)
 {
     const sim_sig_report_t rep = {qp->send_cq, qp};
-    smlx5_mkey_t *mk;
+    smlx5_mkey_t          *mk;
 
     if (w->via_mkey) {
         /* checked block by block as the responses come, in order */
         mk = sim_mkey_lookup(qp->ctx, w->sge[0].lkey);
         if (mk != NULL) {
-            sim_sig_rx(mk, &w->sig_rx, w->sge[0].addr + off, data, len,
-                       &rep);
+            sim_sig_rx(mk, &w->sig_rx, w->sge[0].addr + off, data, len, &rep);
         }
     } else if (w->to_cqe) {
         memcpy(w->cqe_data + off, data, len);
     } else if (sim_wqe_local_valid(qp, w)) {
-        sim_wqe_sge_copy(w, off, (void*)data, len, true);
+        sim_wqe_sge_copy(w, off, (void *)data, len, true);
     } else {
         sim_comp_fail(qp, w, MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
         return false;
@@ -401,7 +402,7 @@ static void sim_comp_sdc_sges(smlx5_qp_t *qp, const sim_wqe_t *w)
 
     for (i = 0; (i < w->num_sge) && (left > 0); ++i) {
         n = (w->sge[i].len < left) ? w->sge[i].len : left;
-        sim_fault_sdc(qp->ctx, (uint8_t*)(uintptr_t)w->sge[i].addr, n, true);
+        sim_fault_sdc(qp->ctx, (uint8_t *)(uintptr_t)w->sge[i].addr, n, true);
         left -= n;
     }
 }
@@ -410,9 +411,9 @@ static void sim_comp_response(smlx5_qp_t *qp, int fi, const sim_pkt_t *pkt,
                               const uint8_t *payload)
 {
     sim_flow_t *f = &qp->flows[fi];
-    sim_wqe_t *w  = sim_comp_find_wqe(qp, fi, pkt->psn);
-    uint32_t off;
-    int err;
+    sim_wqe_t  *w = sim_comp_find_wqe(qp, fi, pkt->psn);
+    uint32_t    off;
+    int         err;
 
     if ((int32_t)(pkt->psn - f->una_psn) > 0) {
         /* responses come in order: a gap means the one awaited was lost;
@@ -465,7 +466,7 @@ void sim_comp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
                      const uint8_t *payload)
 {
     smlx5_qp_t *qp = sim_qp_lookup(ctx, pkt->dqpn);
-    int fi;
+    int         fi;
 
     if ((qp == NULL) || (qp->type == SMLX5_QPT_DCT) ||
         ((qp->state != IBV_QPS_RTS) && (qp->state != IBV_QPS_SQD))) {
@@ -548,7 +549,7 @@ void sim_comp_flush_posted(smlx5_qp_t *qp)
     uint32_t end = qp->sq_fetched + (uint16_t)(db - qp->sq_fetched);
 
     while (qp->sq_fetched != end) {
-        sim_wqe_t *w = &qp->wqes[qp->sq_fetched & (qp->sq_wqe_cnt - 1)];
+        sim_wqe_t        *w = &qp->wqes[qp->sq_fetched & (qp->sq_wqe_cnt - 1)];
         smlx5_dc_target_t dc;
         sim_parse_wqe(qp, qp->sq_fetched, w, &dc);
         w->state  = SIM_WQE_DONE;
@@ -567,7 +568,7 @@ void sim_comp_flush_posted(smlx5_qp_t *qp)
 static void sim_comp_flush_recvs_in_progress(smlx5_qp_t *qp)
 {
     sim_resp_ctx_t *c;
-    unsigned i;
+    unsigned        i;
 
     for (i = 0; i < qp->num_resp; ++i) {
         c = &qp->resp[i];
@@ -590,9 +591,9 @@ static void sim_comp_flush_recvs_in_progress(smlx5_qp_t *qp)
  * this: a receive WQE a message had started is lost, as on a NIC. */
 void sim_comp_flush_qp(smlx5_qp_t *qp)
 {
-    uint32_t bb;
+    uint32_t   bb;
     sim_wqe_t *w;
-    uint16_t posted;
+    uint16_t   posted;
 
     if (qp->sq_buf != NULL) {
         for (bb = qp->sq_completed; bb != qp->sq_fetched; bb += w->bbs) {
@@ -603,12 +604,12 @@ void sim_comp_flush_qp(smlx5_qp_t *qp)
             }
         }
         memset(qp->flows, 0, sizeof(qp->flows));
-        qp->flows_used   = 0;
-        qp->resend_flows = 0;
+        qp->flows_used         = 0;
+        qp->resend_flows       = 0;
         qp->rd_atomic_inflight = 0;
         qp->num_deferred       = 0;
         memset(qp->chan_flow, 0, sizeof(qp->chan_flow));
-        qp->req_bb             = qp->sq_fetched;
+        qp->req_bb = qp->sq_fetched;
         /* and what is posted but not fetched */
         if (qp->tm_cmd != NULL) {
             (void)sim_tm_cmd_process(qp); /* in ERR: flushes, never fails */
@@ -656,9 +657,9 @@ void sim_qp_to_err(smlx5_qp_t *qp, enum ibv_event_type ev)
 void sim_comp_qp_timers(smlx5_qp_t *qp, uint64_t now)
 {
     sim_flow_t *f;
-    sim_wqe_t *w;
-    uint64_t m;
-    int i;
+    sim_wqe_t  *w;
+    uint64_t    m;
+    int         i;
 
     sim_for_each_flow(qp, i, m) {
         f = &qp->flows[i];

@@ -128,8 +128,8 @@ static uint32_t sim_roundup_pow2(uint32_t x)
  * MLX5_CQE_SIZE read with atoi, 64 when unset; else -EINVAL. */
 static int sim_cq_env_cqe_size(void)
 {
-    const char *env = getenv("MLX5_CQE_SIZE");
-    int size        = (env != NULL) ? atoi(env) : 64;
+    const char *env  = getenv("MLX5_CQE_SIZE");
+    int         size = (env != NULL) ? atoi(env) : 64;
 
     return ((size == 64) || (size == 128)) ? size : -EINVAL;
 }
@@ -156,8 +156,8 @@ static void sim_cq_buf_init(smlx5_cq_t *cq)
     }
 }
 
-smlx5_cq_t *smlx5_create_cq(smlx5_context_t *ctx, int cqe,
-                            smlx5_channel_t *channel)
+smlx5_cq_t *
+smlx5_create_cq(smlx5_context_t *ctx, int cqe, smlx5_channel_t *channel)
 {
     return smlx5_create_cq_size(ctx, cqe, channel, 0);
 }
@@ -165,10 +165,11 @@ smlx5_cq_t *smlx5_create_cq(smlx5_context_t *ctx, int cqe,
 smlx5_cq_t *smlx5_create_cq_size(smlx5_context_t *ctx, int cqe,
                                  smlx5_channel_t *channel, uint32_t asked)
 {
-    int cqe_size = (asked == 0) ? sim_cq_env_cqe_size() :
-                   ((asked == 64) || (asked == 128)) ? (int)asked : -EINVAL;
+    int         cqe_size = (asked == 0) ? sim_cq_env_cqe_size() :
+                           ((asked == 64) || (asked == 128)) ? (int)asked :
+                                                               -EINVAL;
     smlx5_cq_t *cq;
-    uint32_t i;
+    uint32_t    i;
 
     if ((cqe < 1) || (cqe > (1 << 22)) || (cqe_size < 0)) {
         errno = EINVAL;
@@ -183,10 +184,10 @@ smlx5_cq_t *smlx5_create_cq_size(smlx5_context_t *ctx, int cqe,
     cq->nent      = sim_roundup_pow2((uint32_t)cqe + 1);
     cq->cqe_size  = (uint32_t)cqe_size;
     cq->cqe_shift = strand_cqe_shift(cq->cqe_size);
-    if ((posix_memalign((void**)&cq->buf, 4096,
+    if ((posix_memalign((void **)&cq->buf, 4096,
                         (size_t)cq->nent << cq->cqe_shift) != 0) ||
-        (posix_memalign((void**)&cq->dbrec, 64, 64) != 0) ||
-        (posix_memalign((void**)&cq->uar, 4096, 4096) != 0)) {
+        (posix_memalign((void **)&cq->dbrec, 64, 64) != 0) ||
+        (posix_memalign((void **)&cq->uar, 4096, 4096) != 0)) {
         goto err;
     }
     sim_cq_buf_init(cq);
@@ -205,8 +206,8 @@ smlx5_cq_t *smlx5_create_cq_size(smlx5_context_t *ctx, int cqe,
         pthread_mutex_unlock(&ctx->lock);
         goto err;
     }
-    cq->cqn      = i;
-    ctx->cqs[i]  = cq;
+    cq->cqn     = i;
+    ctx->cqs[i] = cq;
     if (channel != NULL) {
         atomic_fetch_add(&channel->refs, 1);
     }
@@ -334,9 +335,9 @@ static void sim_cq_arm(smlx5_cq_t *cq, uint32_t arm_word)
 
 void smlx5_cq_arm_doorbell(smlx5_cq_t *cq)
 {
-    uint64_t db = be64toh(__atomic_load_n((uint64_t*)(cq->uar +
-                                                      MLX5_CQ_DOORBELL),
-                                          __ATOMIC_ACQUIRE));
+    uint64_t db = be64toh(
+            __atomic_load_n((uint64_t *)(cq->uar + MLX5_CQ_DOORBELL),
+                            __ATOMIC_ACQUIRE));
 
     if ((uint32_t)(db & 0xffffff) != cq->cqn) {
         return; /* not this CQ's doorbell */
@@ -368,13 +369,13 @@ uint32_t sim_cq_scatter_max(const smlx5_cq_t *cq)
 
 /* Write the CQE at the producer index. `head`: the 64 bytes before the
  * cqe64 in a 128-byte slot (NULL: zeros). */
-static void sim_cq_write(smlx5_cq_t *cq, const struct mlx5_cqe64 *src,
-                         const void *head)
+static void
+sim_cq_write(smlx5_cq_t *cq, const struct mlx5_cqe64 *src, const void *head)
 {
-    uint32_t ci = be32toh(cq->dbrec[SIM_CQ_DBR_CI]) & 0xffffff;
+    uint32_t           ci = be32toh(cq->dbrec[SIM_CQ_DBR_CI]) & 0xffffff;
     struct mlx5_cqe64 *dst;
-    uint8_t owner, op_own;
-    uint32_t idx;
+    uint8_t            owner, op_own;
+    uint32_t           idx;
 
     if ((uint32_t)((cq->pi - ci) & 0xffffff) >= cq->nent) {
         if (!cq->overrun) {
@@ -413,17 +414,18 @@ void sim_cq_push(smlx5_cq_t *cq, const struct mlx5_cqe64 *cqe)
 /* An error or flush CQE (struct mlx5_err_cqe), for any stage that fails
  * a WQE. */
 void sim_cqe_error(smlx5_cq_t *cq, uint8_t cqe_opcode, uint32_t qpn,
-                   uint8_t wqe_opcode, uint16_t wqe_counter,
-                   uint8_t syndrome, uint32_t user_index)
+                   uint8_t wqe_opcode, uint16_t wqe_counter, uint8_t syndrome,
+                   uint32_t user_index)
 {
-    struct mlx5_cqe64 cqe;
-    struct mlx5_err_cqe *ecqe = (struct mlx5_err_cqe*)&cqe;
+    struct mlx5_cqe64    cqe;
+    struct mlx5_err_cqe *ecqe = (struct mlx5_err_cqe *)&cqe;
 
     memset(&cqe, 0, sizeof(cqe));
     ecqe->srqn             = htobe32(user_index & 0xffffff);
     ecqe->syndrome         = syndrome;
     ecqe->vendor_err_synd  = (syndrome == MLX5_CQE_SYNDROME_WR_FLUSH_ERR) ?
-                             0xf9 : 0x00;
+                                     0xf9 :
+                                     0x00;
     ecqe->s_wqe_opcode_qpn = htobe32(((uint32_t)wqe_opcode << 24) | qpn);
     ecqe->wqe_counter      = htobe16(wqe_counter);
     ecqe->op_own           = cqe_opcode << 4;
@@ -434,7 +436,7 @@ void sim_cq_push_scatter(smlx5_cq_t *cq, const struct mlx5_cqe64 *cqe,
                          const void *data, uint32_t len)
 {
     struct mlx5_cqe64 c = *cqe;
-    uint8_t head[sizeof(c)];
+    uint8_t           head[sizeof(c)];
 
     if (cq->cqe_size == 128) {
         /* the 64 bytes before the cqe64 */
@@ -472,9 +474,9 @@ static bool sim_cqe_is_responder(const struct mlx5_cqe64 *cqe)
  * application's: it is left alone, stale CQEs and all. */
 void sim_cq_clean(smlx5_cq_t *cq, const smlx5_qp_t *qp)
 {
-    uint32_t pi, nfreed = 0;
+    uint32_t           pi, nfreed = 0;
     struct mlx5_cqe64 *cqe, *dst;
-    uint8_t owner;
+    uint8_t            owner;
 
     if (cq->dv_owned) {
         return;
@@ -490,7 +492,7 @@ void sim_cq_clean(smlx5_cq_t *cq, const smlx5_qp_t *qp)
         if (strand_cqe_user_index(cqe) == (qp->user_index & 0xffffff)) {
             if ((qp->srq != NULL) && sim_cqe_is_responder(cqe)) {
                 sim_srq_free_wqe(qp->srq, be16toh(cqe->wqe_counter) &
-                                          (qp->srq->wqe_cnt - 1));
+                                                  (qp->srq->wqe_cnt - 1));
             }
             ++nfreed;
         } else if (nfreed > 0) {

@@ -17,20 +17,34 @@
 static enum ibv_wc_status sim_wc_status(uint8_t syndrome)
 {
     switch (syndrome) {
-    case MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR:   return IBV_WC_LOC_LEN_ERR;
-    case MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR:    return IBV_WC_LOC_QP_OP_ERR;
-    case MLX5_CQE_SYNDROME_LOCAL_PROT_ERR:     return IBV_WC_LOC_PROT_ERR;
-    case MLX5_CQE_SYNDROME_WR_FLUSH_ERR:       return IBV_WC_WR_FLUSH_ERR;
-    case MLX5_CQE_SYNDROME_MW_BIND_ERR:        return IBV_WC_MW_BIND_ERR;
-    case MLX5_CQE_SYNDROME_BAD_RESP_ERR:       return IBV_WC_BAD_RESP_ERR;
-    case MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR:   return IBV_WC_LOC_ACCESS_ERR;
-    case MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR: return IBV_WC_REM_INV_REQ_ERR;
-    case MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR:  return IBV_WC_REM_ACCESS_ERR;
-    case MLX5_CQE_SYNDROME_REMOTE_OP_ERR:      return IBV_WC_REM_OP_ERR;
-    case MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR: return IBV_WC_RETRY_EXC_ERR;
-    case MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR:  return IBV_WC_RNR_RETRY_EXC_ERR;
-    case MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR: return IBV_WC_REM_ABORT_ERR;
-    default:                                   return IBV_WC_GENERAL_ERR;
+    case MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR:
+        return IBV_WC_LOC_LEN_ERR;
+    case MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR:
+        return IBV_WC_LOC_QP_OP_ERR;
+    case MLX5_CQE_SYNDROME_LOCAL_PROT_ERR:
+        return IBV_WC_LOC_PROT_ERR;
+    case MLX5_CQE_SYNDROME_WR_FLUSH_ERR:
+        return IBV_WC_WR_FLUSH_ERR;
+    case MLX5_CQE_SYNDROME_MW_BIND_ERR:
+        return IBV_WC_MW_BIND_ERR;
+    case MLX5_CQE_SYNDROME_BAD_RESP_ERR:
+        return IBV_WC_BAD_RESP_ERR;
+    case MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR:
+        return IBV_WC_LOC_ACCESS_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR:
+        return IBV_WC_REM_INV_REQ_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR:
+        return IBV_WC_REM_ACCESS_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_OP_ERR:
+        return IBV_WC_REM_OP_ERR;
+    case MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR:
+        return IBV_WC_RETRY_EXC_ERR;
+    case MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR:
+        return IBV_WC_RNR_RETRY_EXC_ERR;
+    case MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR:
+        return IBV_WC_REM_ABORT_ERR;
+    default:
+        return IBV_WC_GENERAL_ERR;
     }
 }
 
@@ -49,32 +63,32 @@ static enum ibv_wc_status sim_wc_copy_to_sges(struct mlx5_wqe_data_seg *seg,
         }
         n = be32toh(seg[i].byte_count);
         n = (n < len) ? n : len;
-        memcpy((void*)(uintptr_t)be64toh(seg[i].addr), src, n);
+        memcpy((void *)(uintptr_t)be64toh(seg[i].addr), src, n);
         src += n;
         len -= n;
     }
     return (len > 0) ? IBV_WC_LOC_LEN_ERR : IBV_WC_SUCCESS;
 }
 
-static void sim_wc_recv(smlx5_qp_t *qp, const struct mlx5_cqe64 *cqe,
-                        struct ibv_wc *wc)
+static void
+sim_wc_recv(smlx5_qp_t *qp, const struct mlx5_cqe64 *cqe, struct ibv_wc *wc)
 {
-    uint16_t idx           = be16toh(cqe->wqe_counter);
-    const uint8_t *inl     = strand_cqe_inline_data(cqe);
+    uint16_t                  idx = be16toh(cqe->wqe_counter);
+    const uint8_t            *inl = strand_cqe_inline_data(cqe);
     struct mlx5_wqe_data_seg *segs;
-    unsigned max;
+    unsigned                  max;
 
     if (qp->srq != NULL) {
-        idx      &= qp->srq->wqe_cnt - 1;
+        idx &= qp->srq->wqe_cnt - 1;
         wc->wr_id = qp->srq->wrid[idx];
-        segs      = (void*)(qp->srq->buf + (size_t)idx * qp->srq->stride +
-                            sizeof(struct mlx5_wqe_srq_next_seg));
+        segs      = (void *)(qp->srq->buf + (size_t)idx * qp->srq->stride +
+                        sizeof(struct mlx5_wqe_srq_next_seg));
         max       = qp->srq->max_sge;
         sim_srq_free_wqe(qp->srq, idx);
     } else {
         idx       = qp->rq_tail & (qp->rq_wqe_cnt - 1);
         wc->wr_id = qp->rq_wrid[idx];
-        segs      = (void*)(qp->rq_buf + (size_t)idx * qp->rq_stride);
+        segs      = (void *)(qp->rq_buf + (size_t)idx * qp->rq_stride);
         max       = qp->rq_stride / sizeof(*segs);
         qp->rq_tail++;
     }
@@ -89,13 +103,13 @@ static void sim_wc_recv(smlx5_qp_t *qp, const struct mlx5_cqe64 *cqe,
 static uint32_t sim_send_wqe_scatter_unit(const smlx5_qp_t *qp, uint32_t bb)
 {
     const struct mlx5_wqe_ctrl_seg *ctrl = sim_sq_unit(qp, bb, 0);
-    uint32_t opmod_idx_opcode = be32toh(ctrl->opmod_idx_opcode);
-    uint8_t opcode            = opmod_idx_opcode & 0xff;
+    uint32_t opmod_idx_opcode            = be32toh(ctrl->opmod_idx_opcode);
+    uint8_t  opcode                      = opmod_idx_opcode & 0xff;
     const struct mlx5_wqe_av *av;
-    uint32_t unit             = 2; /* ctrl, raddr */
+    uint32_t                  unit = 2; /* ctrl, raddr */
 
     if (qp->type == SMLX5_QPT_DCI) {
-        av    = sim_sq_unit(qp, bb, 1);
+        av = sim_sq_unit(qp, bb, 1);
         unit += (be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) ? 3 : 1;
     }
     if ((opcode == MLX5_OPCODE_ATOMIC_MASKED_CS) &&
@@ -109,32 +123,31 @@ static uint32_t sim_send_wqe_scatter_unit(const smlx5_qp_t *qp, uint32_t bb)
 
 /* Requester scatter-to-CQE, as rdma-core's mlx5_copy_to_send_wqe: the
  * response data into the local scatter list read back from the WQE. */
-static enum ibv_wc_status sim_wc_copy_to_send_wqe(const smlx5_qp_t *qp,
-                                                  uint32_t bb,
-                                                  const uint8_t *src,
-                                                  uint32_t len)
+static enum ibv_wc_status
+sim_wc_copy_to_send_wqe(const smlx5_qp_t *qp, uint32_t bb, const uint8_t *src,
+                        uint32_t len)
 {
     const struct mlx5_wqe_ctrl_seg *ctrl = sim_sq_unit(qp, bb, 0);
-    uint32_t ds = be32toh(ctrl->qpn_ds) & 0x3f;
+    uint32_t                        ds   = be32toh(ctrl->qpn_ds) & 0x3f;
     const struct mlx5_wqe_data_seg *seg;
-    uint32_t unit, n;
+    uint32_t                        unit, n;
 
     for (unit = sim_send_wqe_scatter_unit(qp, bb); (unit < ds) && (len > 0);
          ++unit) {
         seg = sim_sq_unit(qp, bb, unit);
         n   = be32toh(seg->byte_count);
         n   = (n < len) ? n : len;
-        memcpy((void*)(uintptr_t)be64toh(seg->addr), src, n);
+        memcpy((void *)(uintptr_t)be64toh(seg->addr), src, n);
         src += n;
         len -= n;
     }
     return (len > 0) ? IBV_WC_LOC_LEN_ERR : IBV_WC_SUCCESS;
 }
 
-static void sim_wc_send(smlx5_qp_t *qp, const struct mlx5_cqe64 *cqe,
-                        struct ibv_wc *wc)
+static void
+sim_wc_send(smlx5_qp_t *qp, const struct mlx5_cqe64 *cqe, struct ibv_wc *wc)
 {
-    uint32_t idx       = be16toh(cqe->wqe_counter) & (qp->sq_wqe_cnt - 1);
+    uint32_t       idx = be16toh(cqe->wqe_counter) & (qp->sq_wqe_cnt - 1);
     const uint8_t *inl = strand_cqe_inline_data(cqe);
 
     wc->wr_id   = qp->sq_wrid[idx];
@@ -148,12 +161,12 @@ static void sim_wc_send(smlx5_qp_t *qp, const struct mlx5_cqe64 *cqe,
 
 static int sim_poll_one(smlx5_cq_t *cq, struct ibv_wc *wc)
 {
-    struct mlx5_cqe64 *cqe = strand_cqe_get(cq->buf, cq->nent, cq->cqe_shift,
-                                            cq->poll_ci);
+    struct mlx5_cqe64   *cqe = strand_cqe_get(cq->buf, cq->nent, cq->cqe_shift,
+                                              cq->poll_ci);
     struct mlx5_err_cqe *ecqe;
-    smlx5_qp_t *qp;
-    uint8_t opcode;
-    uint32_t qpn;
+    smlx5_qp_t          *qp;
+    uint8_t              opcode;
+    uint32_t             qpn;
 
     /* a signature error is the provider's: it marks the mkey (as
      * rdma-core's mlx5_parse_cqe) and polling goes on */
@@ -169,8 +182,8 @@ static int sim_poll_one(smlx5_cq_t *cq, struct ibv_wc *wc)
     opcode = strand_cqe_opcode(cqe);
 
     memset(wc, 0, sizeof(*wc));
-    qpn       = be32toh(cqe->sop_drop_qpn) & 0xffffff;
-    qp        = sim_qp_lookup(cq->ctx, qpn);
+    qpn        = be32toh(cqe->sop_drop_qpn) & 0xffffff;
+    qp         = sim_qp_lookup(cq->ctx, qpn);
     wc->qp_num = qpn;
     wc->status = IBV_WC_SUCCESS;
 
@@ -189,22 +202,23 @@ static int sim_poll_one(smlx5_cq_t *cq, struct ibv_wc *wc)
             sim_wc_recv(qp, cqe, wc);
         }
         wc->opcode   = (opcode == MLX5_CQE_RESP_WR_IMM) ?
-                       IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
+                               IBV_WC_RECV_RDMA_WITH_IMM :
+                               IBV_WC_RECV;
         wc->byte_len = be32toh(cqe->byte_cnt);
         wc->src_qp   = be32toh(cqe->flags_rqpn) & 0xffffff;
         wc->slid     = be16toh(cqe->slid);
         if ((opcode == MLX5_CQE_RESP_SEND_IMM) ||
             (opcode == MLX5_CQE_RESP_WR_IMM)) {
             wc->wc_flags |= IBV_WC_WITH_IMM;
-            wc->imm_data  = cqe->imm_inval_pkey;
+            wc->imm_data = cqe->imm_inval_pkey;
         } else if (opcode == MLX5_CQE_RESP_SEND_INV) {
-            wc->wc_flags      |= IBV_WC_WITH_INV;
+            wc->wc_flags |= IBV_WC_WITH_INV;
             wc->invalidated_rkey = be32toh(cqe->imm_inval_pkey);
         }
         break;
     case MLX5_CQE_REQ_ERR:
     case MLX5_CQE_RESP_ERR:
-        ecqe           = (struct mlx5_err_cqe*)cqe;
+        ecqe           = (struct mlx5_err_cqe *)cqe;
         wc->status     = sim_wc_status(ecqe->syndrome);
         wc->vendor_err = ecqe->vendor_err_synd;
         qpn            = be32toh(ecqe->s_wqe_opcode_qpn) & 0xffffff;

@@ -27,7 +27,7 @@ static int      sim_crc_have_sse42;
  * multiplication where the CPU has it (sim_crc_fold.c): below, the table's
  * two steps that end a fold cost as much as they save */
 #define SIM_CRC16_FOLD_MIN 64
-static int      sim_crc_have_clmul;
+static int sim_crc_have_clmul;
 /*
  * Three streams at once. The crc32 instruction takes 3 cycles and can
  * start one a cycle: a single chain of them runs at a third of the
@@ -39,11 +39,11 @@ static int      sim_crc_have_clmul;
  * Two chunk sizes: SIM_CRC_LONG for long buffers, SIM_CRC_SHORT for a
  * 512-byte signature block (3 * 168 = 504 of its bytes).
  */
-#define SIM_CRC_LONG   2048
-#define SIM_CRC_SHORT  168
-static uint32_t sim_crc32c_shift_long[4][256];
-static uint32_t sim_crc32c_shift_short[4][256];
-static void sim_crc32c_shift_init(uint32_t table[4][256], size_t n);
+#define SIM_CRC_LONG  2048
+#define SIM_CRC_SHORT 168
+static uint32_t       sim_crc32c_shift_long[4][256];
+static uint32_t       sim_crc32c_shift_short[4][256];
+static void           sim_crc32c_shift_init(uint32_t table[4][256], size_t n);
 static pthread_once_t sim_crc_once = PTHREAD_ONCE_INIT;
 
 static void sim_crc_init(void)
@@ -59,7 +59,7 @@ static void sim_crc_init(void)
         }
         sim_crc32c_table[0][i] = c32c;
         sim_crc32_table[0][i]  = c32;
-        c16 = (uint16_t)(i << 8);
+        c16                    = (uint16_t)(i << 8);
         for (j = 0; j < 8; ++j) {
             c16 = (uint16_t)((c16 & 0x8000) ? (c16 << 1) ^ 0x8BB7 : c16 << 1);
         }
@@ -67,19 +67,18 @@ static void sim_crc_init(void)
     }
     for (j = 1; j < 8; ++j) {
         for (i = 0; i < 256; ++i) {
-            c16 = sim_crc16_table[j - 1][i];
+            c16                   = sim_crc16_table[j - 1][i];
             sim_crc16_table[j][i] = (uint16_t)((c16 << 8) ^
                                                sim_crc16_table[0][c16 >> 8]);
         }
     }
     for (j = 1; j < 8; ++j) {
         for (i = 0; i < 256; ++i) {
-            c32c = sim_crc32c_table[j - 1][i];
-            c32  = sim_crc32_table[j - 1][i];
+            c32c                   = sim_crc32c_table[j - 1][i];
+            c32                    = sim_crc32_table[j - 1][i];
             sim_crc32c_table[j][i] = (c32c >> 8) ^
                                      sim_crc32c_table[0][c32c & 0xff];
-            sim_crc32_table[j][i]  = (c32 >> 8) ^
-                                     sim_crc32_table[0][c32 & 0xff];
+            sim_crc32_table[j][i] = (c32 >> 8) ^ sim_crc32_table[0][c32 & 0xff];
         }
     }
     sim_crc32c_shift_init(sim_crc32c_shift_long, SIM_CRC_LONG);
@@ -89,7 +88,6 @@ static void sim_crc_init(void)
 #endif
     sim_crc_have_clmul = sim_crc16_fold_usable();
 }
-
 
 /* the raw CRC32C register `crc` run over n zero bytes (the table method) */
 static uint32_t sim_crc32c_zeros(uint32_t crc, size_t n)
@@ -130,11 +128,11 @@ static inline uint32_t sim_crc32c_shift(uint32_t table[4][256], uint32_t crc)
 
 #if defined(__x86_64__)
 /* 3 * n bytes at p from register crc, n a multiple of 8 */
-__attribute__((target("sse4.2")))
-static inline uint32_t sim_crc32c_3way(uint32_t crc, const uint8_t *p,
-                                       size_t n, uint32_t table[4][256])
+__attribute__((target("sse4.2"))) static inline uint32_t
+sim_crc32c_3way(uint32_t crc, const uint8_t *p, size_t n,
+                uint32_t table[4][256])
 {
-    uint64_t c0 = crc, c1 = 0, c2 = 0, v0, v1, v2;
+    uint64_t       c0 = crc, c1 = 0, c2 = 0, v0, v1, v2;
     const uint8_t *end = p + n;
 
     for (; p < end; p += 8) {
@@ -149,17 +147,17 @@ static inline uint32_t sim_crc32c_3way(uint32_t crc, const uint8_t *p,
     return sim_crc32c_shift(table, crc) ^ (uint32_t)c2;
 }
 
-__attribute__((target("sse4.2")))
-static uint32_t sim_crc32c_sse42(uint32_t crc, const uint8_t *p, size_t len)
+__attribute__((target("sse4.2"))) static uint32_t
+sim_crc32c_sse42(uint32_t crc, const uint8_t *p, size_t len)
 {
     uint64_t c, v;
 
-    for (; len >= 3 * SIM_CRC_LONG; len -= 3 * SIM_CRC_LONG,
-                                    p += 3 * SIM_CRC_LONG) {
+    for (; len >= 3 * SIM_CRC_LONG;
+         len -= 3 * SIM_CRC_LONG, p += 3 * SIM_CRC_LONG) {
         crc = sim_crc32c_3way(crc, p, SIM_CRC_LONG, sim_crc32c_shift_long);
     }
-    for (; len >= 3 * SIM_CRC_SHORT; len -= 3 * SIM_CRC_SHORT,
-                                     p += 3 * SIM_CRC_SHORT) {
+    for (; len >= 3 * SIM_CRC_SHORT;
+         len -= 3 * SIM_CRC_SHORT, p += 3 * SIM_CRC_SHORT) {
         crc = sim_crc32c_3way(crc, p, SIM_CRC_SHORT, sim_crc32c_shift_short);
     }
     for (c = crc; len >= 8; len -= 8, p += 8) {
@@ -184,10 +182,9 @@ static uint32_t sim_crc32_slice8(const uint32_t t[8][256], uint32_t crc,
     for (; len >= 8; len -= 8, p += 8) {
         memcpy(&v, p, sizeof(v));
         v   = le64toh(v) ^ crc;
-        crc = t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff] ^
-              t[5][(v >> 16) & 0xff] ^ t[4][(v >> 24) & 0xff] ^
-              t[3][(v >> 32) & 0xff] ^ t[2][(v >> 40) & 0xff] ^
-              t[1][(v >> 48) & 0xff] ^ t[0][v >> 56];
+        crc = t[7][v & 0xff] ^ t[6][(v >> 8) & 0xff] ^ t[5][(v >> 16) & 0xff] ^
+              t[4][(v >> 24) & 0xff] ^ t[3][(v >> 32) & 0xff] ^
+              t[2][(v >> 40) & 0xff] ^ t[1][(v >> 48) & 0xff] ^ t[0][v >> 56];
     }
     for (; len > 0; --len, ++p) {
         crc = t[0][(crc ^ *p) & 0xff] ^ (crc >> 8);
@@ -239,15 +236,15 @@ static uint16_t sim_crc16_t10_table(uint16_t crc, const uint8_t *p, size_t len)
 uint16_t sim_crc16_t10_update(uint16_t crc, const void *data, size_t len)
 {
     const uint8_t *p = data;
-    uint8_t rest[16];
-    size_t n;
+    uint8_t        rest[16];
+    size_t         n;
 
     pthread_once(&sim_crc_once, sim_crc_init);
     if (sim_crc_have_clmul && (len >= SIM_CRC16_FOLD_MIN)) {
         /* folded to 16 bytes congruent to them, which the table ends */
         n   = sim_crc16_t10_fold(crc, p, len, rest);
         crc = sim_crc16_t10_table(0, rest, sizeof(rest));
-        p   += n;
+        p += n;
         len -= n;
     }
     return sim_crc16_t10_table(crc, p, len);
@@ -262,8 +259,7 @@ void sim_crc_use_instructions(int on)
     sim_crc_have_clmul = on && sim_crc16_fold_usable();
 }
 
-uint32_t sim_csum_update(uint32_t sum, const void *data, size_t len,
-                         size_t pos)
+uint32_t sim_csum_update(uint32_t sum, const void *data, size_t len, size_t pos)
 {
     const uint8_t *p = data;
 

@@ -32,8 +32,8 @@ static inline uint32_t sim_crc32_final(uint32_t crc)
 
 /* IP checksum: a 32-bit running sum of big-endian 16-bit words; `pos` is
  * the byte offset of `data` in the block (an odd offset continues a word). */
-uint32_t sim_csum_update(uint32_t sum, const void *data, size_t len,
-                         size_t pos);
+uint32_t
+sim_csum_update(uint32_t sum, const void *data, size_t len, size_t pos);
 uint16_t sim_csum_final(uint32_t sum);
 
 #endif

@@ -29,8 +29,8 @@
 
 /* [i]: x^(128 * (i + 1)) mod P in the low half, x^(128 * (i + 1) + 64)
  * mod P in the high half (d = 128, 256, 384, 512) */
-static uint64_t sim_crc16_fold_k[4][2];
-static int      sim_crc16_fold_cpu;
+static uint64_t       sim_crc16_fold_k[4][2];
+static int            sim_crc16_fold_cpu;
 static pthread_once_t sim_crc16_fold_once = PTHREAD_ONCE_INIT;
 
 /* x^n mod P */
@@ -66,35 +66,34 @@ bool sim_crc16_fold_usable(void)
 }
 
 /* 16 bytes at p as a polynomial: byte 0 on top */
-__attribute__((target("pclmul,ssse3")))
-static inline __m128i sim_crc16_load(const uint8_t *p, __m128i swap)
+__attribute__((target("pclmul,ssse3"))) static inline __m128i
+sim_crc16_load(const uint8_t *p, __m128i swap)
 {
-    return _mm_shuffle_epi8(_mm_loadu_si128((const __m128i*)p), swap);
+    return _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)p), swap);
 }
 
 /* x moved forward over d bits (k: the constants of d) */
-__attribute__((target("pclmul,ssse3")))
-static inline __m128i sim_crc16_fold1(__m128i x, __m128i k)
+__attribute__((target("pclmul,ssse3"))) static inline __m128i
+sim_crc16_fold1(__m128i x, __m128i k)
 {
     return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00),
                          _mm_clmulepi64_si128(x, k, 0x11));
 }
 
-__attribute__((target("pclmul,ssse3")))
-static inline __m128i sim_crc16_k(unsigned i)
+__attribute__((target("pclmul,ssse3"))) static inline __m128i
+sim_crc16_k(unsigned i)
 {
     return _mm_set_epi64x((long long)sim_crc16_fold_k[i][1],
                           (long long)sim_crc16_fold_k[i][0]);
 }
 
-__attribute__((target("pclmul,ssse3")))
-size_t sim_crc16_t10_fold(uint16_t crc, const uint8_t *p, size_t len,
-                          uint8_t out[16])
+__attribute__((target("pclmul,ssse3"))) size_t
+sim_crc16_t10_fold(uint16_t crc, const uint8_t *p, size_t len, uint8_t out[16])
 {
-    const __m128i swap = _mm_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6,
-                                       5, 4, 3, 2, 1, 0);
-    __m128i x0, x1, x2, x3, k;
-    size_t n = len & ~(size_t)15, i = 16;
+    const __m128i swap = _mm_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4,
+                                       3, 2, 1, 0);
+    __m128i       x0, x1, x2, x3, k;
+    size_t        n = len & ~(size_t)15, i = 16;
 
     x0 = _mm_xor_si128(sim_crc16_load(p, swap),
                        _mm_set_epi64x((long long)((uint64_t)crc << 48), 0));
@@ -122,7 +121,7 @@ size_t sim_crc16_t10_fold(uint16_t crc, const uint8_t *p, size_t len,
     for (; i + 16 <= n; i += 16) {
         x0 = _mm_xor_si128(sim_crc16_fold1(x0, k), sim_crc16_load(p + i, swap));
     }
-    _mm_storeu_si128((__m128i*)out, _mm_shuffle_epi8(x0, swap));
+    _mm_storeu_si128((__m128i *)out, _mm_shuffle_epi8(x0, swap));
     return i;
 }
 
@@ -133,10 +132,13 @@ bool sim_crc16_fold_usable(void)
     return false;
 }
 
-size_t sim_crc16_t10_fold(uint16_t crc, const uint8_t *p, size_t len,
-                          uint8_t out[16])
+size_t
+sim_crc16_t10_fold(uint16_t crc, const uint8_t *p, size_t len, uint8_t out[16])
 {
-    (void)crc; (void)p; (void)len; (void)out;
+    (void)crc;
+    (void)p;
+    (void)len;
+    (void)out;
     return 0;
 }
 

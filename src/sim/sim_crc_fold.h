@@ -20,7 +20,7 @@ bool sim_crc16_fold_usable(void);
  * CRC16 `crc`, folded into out: 16 bytes whose CRC16 from 0 is the CRC16
  * of crc followed by the chunks. Returns the bytes taken (a multiple of
  * 16, at most len). */
-size_t sim_crc16_t10_fold(uint16_t crc, const uint8_t *p, size_t len,
-                          uint8_t out[16]);
+size_t
+sim_crc16_t10_fold(uint16_t crc, const uint8_t *p, size_t len, uint8_t out[16]);
 
 #endif

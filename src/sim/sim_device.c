@@ -21,8 +21,8 @@
 
 static uint64_t sim_env_u64(const char *name, uint64_t dflt)
 {
-    const char *v = getenv(name);
-    char *end;
+    const char        *v = getenv(name);
+    char              *end;
     unsigned long long x;
 
     if ((v == NULL) || (*v == '\0')) {
@@ -41,17 +41,19 @@ int sim_config_read(sim_config_t *cfg)
     memset(cfg, 0, sizeof(*cfg));
     cfg->mtu = (uint32_t)sim_env_u64("STRAND_SIM_MTU", 4096);
     if ((cfg->mtu < 256) || (cfg->mtu > 4096) || (cfg->mtu & (cfg->mtu - 1))) {
-        fprintf(stderr, "smlx5: STRAND_SIM_MTU=%u is not one of 256, 512, "
-                "1024, 2048, 4096; using 4096\n", cfg->mtu);
+        fprintf(stderr,
+                "smlx5: STRAND_SIM_MTU=%u is not one of 256, 512, "
+                "1024, 2048, 4096; using 4096\n",
+                cfg->mtu);
         cfg->mtu = 4096;
     }
     cfg->timeout_ns_override = sim_env_u64("STRAND_SIM_TIMEOUT_NS", 0);
     cfg->rnr_timer_ns        = sim_env_u64("STRAND_SIM_RNR_NS", 0);
-    cfg->progress_thread     = (int)sim_env_u64("STRAND_SIM_PROGRESS_THREAD", 1);
-    cfg->fastpath            = sim_env_u64("STRAND_SIM_FASTPATH", 1) != 0;
-    cfg->atomics             = (int)sim_env_u64("STRAND_SIM_ATOMICS", 1);
-    cfg->onecopy_min         = (uint32_t)sim_env_u64("STRAND_SIM_ONECOPY",
-                                                     SIM_ONECOPY_DEFAULT_MIN);
+    cfg->progress_thread = (int)sim_env_u64("STRAND_SIM_PROGRESS_THREAD", 1);
+    cfg->fastpath        = sim_env_u64("STRAND_SIM_FASTPATH", 1) != 0;
+    cfg->atomics         = (int)sim_env_u64("STRAND_SIM_ATOMICS", 1);
+    cfg->onecopy_min     = (uint32_t)sim_env_u64("STRAND_SIM_ONECOPY",
+                                                 SIM_ONECOPY_DEFAULT_MIN);
     sim_fault_config_read(cfg);
     if (sim_perf_config_read(cfg) != 0) {
         return EINVAL;
@@ -82,42 +84,66 @@ static const struct {
     const char *name;
     uint32_t    min, max;
 } sim_cap_keys[SIM_CAP_NUM_KEYS] = {
-    [SIM_CAP_MASKED_ATOMICS]    = {"masked_atomics", 0, 1},
-    [SIM_CAP_ATOMIC_MODE8B]     = {"atomic_mode8b", 0, 1},
-    [SIM_CAP_MAX_INLINE]        = {"max_inline", 0, SIM_MAX_INLINE},
-    [SIM_CAP_MAX_SGE]           = {"max_sge", 1, SIM_MAX_SGE},
-    [SIM_CAP_DCI_LOG_CONCURENT] = {"dci_log_concurent", 0, 4},
-    [SIM_CAP_DCI_LOG_ERRORED]   = {"dci_log_errored", 0, 3},
-    [SIM_CAP_SCATTER_DCT]       = {"scatter_dct", 0, 1},
-    [SIM_CAP_TM_MAX_NUM_TAGS]   = {"tm_max_num_tags", 0, SIM_TM_MAX_TAGS},
-    [SIM_CAP_SIGNATURE]         = {"signature", 0, 1},
-    [SIM_CAP_SIG_PIPELINING]    = {"sig_pipelining", 0, 1},
-    [SIM_CAP_DEVX]              = {"devx", 0, 1},
-    [SIM_CAP_TRAFFIC_CLASS]     = {"traffic_class", 0, 255},
+        [SIM_CAP_MASKED_ATOMICS]    = {"masked_atomics", 0, 1},
+        [SIM_CAP_ATOMIC_MODE8B]     = {"atomic_mode8b", 0, 1},
+        [SIM_CAP_MAX_INLINE]        = {"max_inline", 0, SIM_MAX_INLINE},
+        [SIM_CAP_MAX_SGE]           = {"max_sge", 1, SIM_MAX_SGE},
+        [SIM_CAP_DCI_LOG_CONCURENT] = {"dci_log_concurent", 0, 4},
+        [SIM_CAP_DCI_LOG_ERRORED]   = {"dci_log_errored", 0, 3},
+        [SIM_CAP_SCATTER_DCT]       = {"scatter_dct", 0, 1},
+        [SIM_CAP_TM_MAX_NUM_TAGS]   = {"tm_max_num_tags", 0, SIM_TM_MAX_TAGS},
+        [SIM_CAP_SIGNATURE]         = {"signature", 0, 1},
+        [SIM_CAP_SIG_PIPELINING]    = {"sig_pipelining", 0, 1},
+        [SIM_CAP_DEVX]              = {"devx", 0, 1},
+        [SIM_CAP_TRAFFIC_CLASS]     = {"traffic_class", 0, 255},
 };
 
 static void sim_cap_set(sim_config_t *cfg, sim_cap_key_t key, uint32_t v)
 {
     switch (key) {
-    case SIM_CAP_MASKED_ATOMICS:    cfg->masked_atomics    = v;  break;
-    case SIM_CAP_ATOMIC_MODE8B:     cfg->atomic_mode8b     = v;  break;
-    case SIM_CAP_MAX_INLINE:        cfg->max_inline        = v;  break;
-    case SIM_CAP_MAX_SGE:           cfg->max_sge           = v;  break;
-    case SIM_CAP_DCI_LOG_CONCURENT: cfg->dci_log_concurent = v;  break;
-    case SIM_CAP_DCI_LOG_ERRORED:   cfg->dci_log_errored   = v;  break;
-    case SIM_CAP_TM_MAX_NUM_TAGS:   cfg->tm_max_num_tags   = v;  break;
-    case SIM_CAP_SIGNATURE:         cfg->signature         = v;  break;
-    case SIM_CAP_SIG_PIPELINING:    cfg->sig_pipelining    = v;  break;
-    case SIM_CAP_DEVX:              cfg->devx              = v;  break;
-    case SIM_CAP_TRAFFIC_CLASS:     cfg->port_tclass       = (int)v; break;
-    default:                        cfg->scatter_dct       = v;  break;
+    case SIM_CAP_MASKED_ATOMICS:
+        cfg->masked_atomics = v;
+        break;
+    case SIM_CAP_ATOMIC_MODE8B:
+        cfg->atomic_mode8b = v;
+        break;
+    case SIM_CAP_MAX_INLINE:
+        cfg->max_inline = v;
+        break;
+    case SIM_CAP_MAX_SGE:
+        cfg->max_sge = v;
+        break;
+    case SIM_CAP_DCI_LOG_CONCURENT:
+        cfg->dci_log_concurent = v;
+        break;
+    case SIM_CAP_DCI_LOG_ERRORED:
+        cfg->dci_log_errored = v;
+        break;
+    case SIM_CAP_TM_MAX_NUM_TAGS:
+        cfg->tm_max_num_tags = v;
+        break;
+    case SIM_CAP_SIGNATURE:
+        cfg->signature = v;
+        break;
+    case SIM_CAP_SIG_PIPELINING:
+        cfg->sig_pipelining = v;
+        break;
+    case SIM_CAP_DEVX:
+        cfg->devx = v;
+        break;
+    case SIM_CAP_TRAFFIC_CLASS:
+        cfg->port_tclass = (int)v;
+        break;
+    default:
+        cfg->scatter_dct = v;
+        break;
     }
 }
 
 /* The ConnectX the device looks like when STRAND_SIM_CAPS says nothing. */
 static void sim_caps_defaults(sim_config_t *cfg)
 {
-    cfg->masked_atomics    = true;
+    cfg->masked_atomics = true;
     /* what mlx5_core sets where the HCA supports it (and ConnectX-4 and
      * later do): 8-byte atomics answered in host order */
     cfg->atomic_mode8b     = 1;
@@ -137,9 +163,9 @@ static void sim_caps_defaults(sim_config_t *cfg)
 /* One key=value of STRAND_SIM_CAPS; 0 or EINVAL (said on stderr). */
 static int sim_cap_parse_one(sim_config_t *cfg, char *tok)
 {
-    char *val = strchr(tok, '='), *end;
+    char         *val = strchr(tok, '='), *end;
     unsigned long v;
-    int k;
+    int           k;
 
     if (val != NULL) {
         *val++ = '\0';
@@ -150,19 +176,22 @@ static int sim_cap_parse_one(sim_config_t *cfg, char *tok)
         }
     }
     if (k == SIM_CAP_NUM_KEYS) {
-        fprintf(stderr, "smlx5: STRAND_SIM_CAPS: unknown key '%s' (known: "
+        fprintf(stderr,
+                "smlx5: STRAND_SIM_CAPS: unknown key '%s' (known: "
                 "masked_atomics, atomic_mode8b, max_inline, max_sge, "
                 "dci_log_concurent, dci_log_errored, scatter_dct, "
                 "tm_max_num_tags, signature, sig_pipelining, devx, "
-                "traffic_class)\n", tok);
+                "traffic_class)\n",
+                tok);
         return EINVAL;
     }
     v = (val != NULL) ? strtoul(val, &end, 0) : 0;
     if ((val == NULL) || (*val == '\0') || (*end != '\0') ||
         (v < sim_cap_keys[k].min) || (v > sim_cap_keys[k].max)) {
-        fprintf(stderr, "smlx5: STRAND_SIM_CAPS: %s='%s': valid range "
-                "%u..%u\n", tok, val ? val : "", sim_cap_keys[k].min,
-                sim_cap_keys[k].max);
+        fprintf(stderr,
+                "smlx5: STRAND_SIM_CAPS: %s='%s': valid range "
+                "%u..%u\n",
+                tok, val ? val : "", sim_cap_keys[k].min, sim_cap_keys[k].max);
         return EINVAL;
     }
     sim_cap_set(cfg, (sim_cap_key_t)k, (uint32_t)v);
@@ -172,7 +201,7 @@ static int sim_cap_parse_one(sim_config_t *cfg, char *tok)
 static int sim_caps_parse(sim_config_t *cfg, const char *spec)
 {
     char *copy, *tok, *save = NULL;
-    int ret = 0;
+    int   ret = 0;
 
     copy = strdup(spec);
     if (copy == NULL) {
@@ -184,9 +213,10 @@ static int sim_caps_parse(sim_config_t *cfg, const char *spec)
     }
     free(copy);
     if ((ret == 0) && (cfg->dci_log_errored > cfg->dci_log_concurent)) {
-        fprintf(stderr, "smlx5: STRAND_SIM_CAPS: dci_log_errored=%u: valid "
-                "range 0..dci_log_concurent (%u)\n", cfg->dci_log_errored,
-                cfg->dci_log_concurent);
+        fprintf(stderr,
+                "smlx5: STRAND_SIM_CAPS: dci_log_errored=%u: valid "
+                "range 0..dci_log_concurent (%u)\n",
+                cfg->dci_log_errored, cfg->dci_log_concurent);
         ret = EINVAL;
     }
     return ret;
@@ -200,8 +230,10 @@ static int sim_link_layer_parse(sim_config_t *cfg, const char *v)
                !strcasecmp(v, "roce")) {
         cfg->link_layer = IBV_LINK_LAYER_ETHERNET;
     } else {
-        fprintf(stderr, "smlx5: STRAND_SIM_LINK_LAYER='%s': valid values "
-                "ib (infiniband) or ethernet (eth, roce)\n", v);
+        fprintf(stderr,
+                "smlx5: STRAND_SIM_LINK_LAYER='%s': valid values "
+                "ib (infiniband) or ethernet (eth, roce)\n",
+                v);
         return EINVAL;
     }
     return 0;
@@ -211,7 +243,7 @@ int sim_caps_config_read(sim_config_t *cfg)
 {
     const char *caps = getenv("STRAND_SIM_CAPS");
     const char *ll   = getenv("STRAND_SIM_LINK_LAYER");
-    int ret;
+    int         ret;
 
     sim_caps_defaults(cfg);
     if ((caps != NULL) && (*caps != '\0')) {
@@ -237,7 +269,6 @@ const char *const *smlx5_device_names(int *num)
 }
 
 /* -------------------------------------------------------- progress */
-
 
 int smlx5_progress(smlx5_context_t *ctx)
 {
@@ -316,17 +347,17 @@ static inline void sim_cpu_relax(void)
 static void *sim_progress_thread(void *arg)
 {
     smlx5_context_t *ctx = arg;
-    uint64_t deadline, now, busy_until = 0;
-    int64_t timeout;
-    bool backlog;
-    int count;
+    uint64_t         deadline, now, busy_until = 0;
+    int64_t          timeout;
+    bool             backlog;
+    int              count;
 
     while (!atomic_load(&ctx->stop)) {
         pthread_mutex_lock(&ctx->lock);
         count    = sim_engine_progress(ctx);
         deadline = ctx->next_deadline_ns;
         atomic_fetch_add_explicit(&ctx->thread_loops, 1, memory_order_relaxed);
-        backlog  = ctx->tx_backlog;
+        backlog = ctx->tx_backlog;
         pthread_mutex_unlock(&ctx->lock);
 
         now = sim_now_ns();
@@ -355,7 +386,8 @@ static void *sim_progress_thread(void *arg)
                      sim_net_readable(ctx->net))) {
                 if ((++spins & 255) == 0) {
                     now = sim_now_ns();
-                    if ((now >= busy_until) || (deadline && (now >= deadline))) {
+                    if ((now >= busy_until) ||
+                        (deadline && (now >= deadline))) {
                         break;
                     }
                     sched_yield();
@@ -408,7 +440,8 @@ static int sim_device_attach(smlx5_context_t *ctx)
                                  sim_net_self(ctx->net),
                                  sim_net_identity(ctx->net), &ctx->fabric);
     if (ret == -EPROTO) {
-        fprintf(stderr, "smlx5: the fabric segment %s on this host was "
+        fprintf(stderr,
+                "smlx5: the fabric segment %s on this host was "
                 "made with another host list or port (STRAND_SIM_HOSTS, "
                 "STRAND_SIM_UDP_PORT must be the same for every process)\n",
                 sim_net_segment(ctx->net));
@@ -421,13 +454,13 @@ static int sim_device_attach(smlx5_context_t *ctx)
 }
 
 static smlx5_context_t *sim_the_context;
-static pthread_mutex_t sim_open_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t  sim_open_lock = PTHREAD_MUTEX_INITIALIZER;
 
 smlx5_context_t *smlx5_open_device(const char *name)
 {
-    smlx5_context_t *ctx;
+    smlx5_context_t    *ctx;
     pthread_mutexattr_t mattr;
-    int ret;
+    int                 ret;
 
     if ((name == NULL) || strcmp(name, SMLX5_DEV_NAME)) {
         errno = ENODEV;
@@ -472,7 +505,7 @@ smlx5_context_t *smlx5_open_device(const char *name)
     ctx->lid = sim_fabric_port_lid(ctx->port);
     if (ctx->net != NULL) {
         struct sockaddr_in at;
-        unsigned slot = sim_fabric_lid_slot(ctx->lid);
+        unsigned           slot = sim_fabric_lid_slot(ctx->lid);
 
         ret = sim_net_port_open(ctx->net, slot);
         if (ret < 0) {
@@ -493,8 +526,7 @@ smlx5_context_t *smlx5_open_device(const char *name)
     pthread_mutexattr_destroy(&mattr);
     /* the one thread that uses the context owns the engine: nobody else
      * (no progress thread) runs it */
-    ctx->single_thread = sim_app_single_threaded() &&
-                         !ctx->cfg.progress_thread;
+    ctx->single_thread = sim_app_single_threaded() && !ctx->cfg.progress_thread;
 
     ctx->async_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (ctx->async_fd < 0) {
@@ -565,47 +597,47 @@ int smlx5_query_device(smlx5_context_t *ctx, smlx5_device_caps_t *caps)
 {
     memset(caps, 0, sizeof(*caps));
     snprintf(caps->attr.fw_ver, sizeof(caps->attr.fw_ver), "strand-sim-1");
-    caps->attr.vendor_id       = 0x02c9;  /* Mellanox */
-    caps->attr.vendor_part_id  = 4123;    /* ConnectX-6 */
-    caps->attr.max_mr_size     = 1ull << 40;
-    caps->attr.max_qp          = SIM_MAX_QPS;
-    caps->attr.max_qp_wr       = SIM_SQ_MAX_WQE;
-    caps->attr.max_sge         = ctx->cfg.max_sge;
-    caps->attr.max_cq          = SIM_MAX_CQS;
-    caps->attr.max_cqe         = 1 << 22;
-    caps->attr.max_mr          = SIM_MAX_MRS;
-    caps->attr.max_pd          = 1 << 16;
-    caps->attr.max_qp_rd_atom  = SIM_MAX_RD_ATOMIC;
+    caps->attr.vendor_id           = 0x02c9; /* Mellanox */
+    caps->attr.vendor_part_id      = 4123;   /* ConnectX-6 */
+    caps->attr.max_mr_size         = 1ull << 40;
+    caps->attr.max_qp              = SIM_MAX_QPS;
+    caps->attr.max_qp_wr           = SIM_SQ_MAX_WQE;
+    caps->attr.max_sge             = ctx->cfg.max_sge;
+    caps->attr.max_cq              = SIM_MAX_CQS;
+    caps->attr.max_cqe             = 1 << 22;
+    caps->attr.max_mr              = SIM_MAX_MRS;
+    caps->attr.max_pd              = 1 << 16;
+    caps->attr.max_qp_rd_atom      = SIM_MAX_RD_ATOMIC;
     caps->attr.max_qp_init_rd_atom = SIM_MAX_RD_ATOMIC;
-    caps->attr.max_srq         = SIM_MAX_SRQS;
-    caps->attr.max_srq_wr      = 1 << 15;
-    caps->attr.max_srq_sge     = ctx->cfg.max_sge;
+    caps->attr.max_srq             = SIM_MAX_SRQS;
+    caps->attr.max_srq_wr          = 1 << 15;
+    caps->attr.max_srq_sge         = ctx->cfg.max_sge;
     /* as mlx5_ib: verbs atomics (IBV_ATOMIC_HCA) only where the HCA
      * answers 8-byte atomics in host order, as verbs users expect; in the
      * big-endian mode the HCA still executes them, for users that read
      * the mode (the HCA capabilities below, what UCX reads through DEVX) */
-    caps->attr.atomic_cap      = (ctx->cfg.atomics &&
-                                  ctx->cfg.atomic_mode8b) ? IBV_ATOMIC_HCA :
-                                                            IBV_ATOMIC_NONE;
-    caps->attr.phys_port_cnt   = 1;
-    caps->max_inline_data      = ctx->cfg.max_inline;
-    caps->max_mtu              = ctx->cfg.mtu;
+    caps->attr.atomic_cap    = (ctx->cfg.atomics && ctx->cfg.atomic_mode8b) ?
+                                       IBV_ATOMIC_HCA :
+                                       IBV_ATOMIC_NONE;
+    caps->attr.phys_port_cnt = 1;
+    caps->max_inline_data    = ctx->cfg.max_inline;
+    caps->max_mtu            = ctx->cfg.mtu;
     caps->dci_max_log_num_concurent = ctx->cfg.dci_log_concurent;
     caps->dci_max_log_num_errored   = ctx->cfg.dci_log_errored;
     caps->devx                      = ctx->cfg.devx;
     caps->port_tclass               = ctx->cfg.port_tclass;
-    caps->tm_max_num_tags      = ctx->cfg.tm_max_num_tags;
-    caps->tm_max_ops           = SIM_TM_MAX_OPS;
-    caps->tm_max_sge           = 1;
-    caps->tm_max_rndv_hdr_size = SIM_TM_RNDV_HDR;
-    caps->flags = SMLX5_CAP_CQE_V1;
+    caps->tm_max_num_tags           = ctx->cfg.tm_max_num_tags;
+    caps->tm_max_ops                = SIM_TM_MAX_OPS;
+    caps->tm_max_sge                = 1;
+    caps->tm_max_rndv_hdr_size      = SIM_TM_RNDV_HDR;
+    caps->flags                     = SMLX5_CAP_CQE_V1;
     if (ctx->cfg.masked_atomics) {
         caps->flags |= SMLX5_CAP_MASKED_ATOMICS;
     }
     if (ctx->cfg.atomics) {
         caps->flags |= SMLX5_CAP_ATOMICS;
     }
-    caps->atomic_mode8b        = ctx->cfg.atomic_mode8b;
+    caps->atomic_mode8b = ctx->cfg.atomic_mode8b;
     if (ctx->cfg.scatter_dct) {
         caps->flags |= SMLX5_CAP_SCATTER_TO_CQE_DCT;
     }
@@ -622,10 +654,10 @@ int smlx5_query_device(smlx5_context_t *ctx, smlx5_device_caps_t *caps)
                                     MLX5DV_BLOCK_SIZE_CAP_4160;
         caps->sig_caps.block_prot = MLX5DV_SIG_PROT_CAP_T10DIF |
                                     MLX5DV_SIG_PROT_CAP_CRC;
-        caps->sig_caps.t10dif_bg  = MLX5DV_SIG_T10DIF_BG_CAP_CRC |
-                                    MLX5DV_SIG_T10DIF_BG_CAP_CSUM;
-        caps->sig_caps.crc_type   = MLX5DV_SIG_CRC_TYPE_CAP_CRC32 |
-                                    MLX5DV_SIG_CRC_TYPE_CAP_CRC32C;
+        caps->sig_caps.t10dif_bg = MLX5DV_SIG_T10DIF_BG_CAP_CRC |
+                                   MLX5DV_SIG_T10DIF_BG_CAP_CSUM;
+        caps->sig_caps.crc_type = MLX5DV_SIG_CRC_TYPE_CAP_CRC32 |
+                                  MLX5DV_SIG_CRC_TYPE_CAP_CRC32C;
     }
     return 0;
 }
@@ -633,11 +665,16 @@ int smlx5_query_device(smlx5_context_t *ctx, smlx5_device_caps_t *caps)
 static enum ibv_mtu sim_mtu_enum(uint32_t mtu)
 {
     switch (mtu) {
-    case 256:  return IBV_MTU_256;
-    case 512:  return IBV_MTU_512;
-    case 1024: return IBV_MTU_1024;
-    case 2048: return IBV_MTU_2048;
-    default:   return IBV_MTU_4096;
+    case 256:
+        return IBV_MTU_256;
+    case 512:
+        return IBV_MTU_512;
+    case 1024:
+        return IBV_MTU_1024;
+    case 2048:
+        return IBV_MTU_2048;
+    default:
+        return IBV_MTU_4096;
     }
 }
 
@@ -648,19 +685,19 @@ int smlx5_query_port(smlx5_context_t *ctx, uint8_t port,
         return EINVAL;
     }
     memset(attr, 0, sizeof(*attr));
-    attr->state       = IBV_PORT_ACTIVE;
-    attr->max_mtu     = sim_mtu_enum(ctx->cfg.mtu);
-    attr->active_mtu  = attr->max_mtu;
-    attr->gid_tbl_len = ctx->num_gids;
-    attr->lid         = sim_port_is_eth(ctx) ? 0 : ctx->lid;
-    attr->sm_lid      = 1;
-    attr->lmc         = 0;
-    attr->max_msg_sz  = 1u << 30;
+    attr->state        = IBV_PORT_ACTIVE;
+    attr->max_mtu      = sim_mtu_enum(ctx->cfg.mtu);
+    attr->active_mtu   = attr->max_mtu;
+    attr->gid_tbl_len  = ctx->num_gids;
+    attr->lid          = sim_port_is_eth(ctx) ? 0 : ctx->lid;
+    attr->sm_lid       = 1;
+    attr->lmc          = 0;
+    attr->max_msg_sz   = 1u << 30;
     attr->pkey_tbl_len = 1;
-    attr->link_layer  = ctx->cfg.link_layer;
-    attr->active_width = 4;   /* 4x */
-    attr->active_speed = 32;  /* EDR */
-    attr->phys_state  = 5;    /* LinkUp */
+    attr->link_layer   = ctx->cfg.link_layer;
+    attr->active_width = 4;  /* 4x */
+    attr->active_speed = 32; /* EDR */
+    attr->phys_state   = 5;  /* LinkUp */
     return 0;
 }
 
@@ -702,10 +739,10 @@ int smlx5_progress_stats(smlx5_context_t *ctx, smlx5_progress_stats_t *st)
     sim_port_stats_t ps;
 
     sim_fabric_port_stats(ctx->port, &ps);
-    st->loops          = atomic_load(&ctx->thread_loops);
-    st->sleeps         = ps.sleeps;
-    st->untimed_sleeps = ps.untimed_sleeps;
-    st->asleep_untimed = ps.asleep_untimed;
+    st->loops           = atomic_load(&ctx->thread_loops);
+    st->sleeps          = ps.sleeps;
+    st->untimed_sleeps  = ps.untimed_sleeps;
+    st->asleep_untimed  = ps.asleep_untimed;
     st->engine_unlocked = ctx->single_thread;
     return 0;
 }
@@ -716,7 +753,7 @@ _Static_assert(SMLX5_WIRE_DROP_REASONS == SIM_WIRE_DROP_MAX,
 int smlx5_wire_stats(smlx5_context_t *ctx, smlx5_wire_stats_t *st)
 {
     sim_udp_stats_t us;
-    unsigned i;
+    unsigned        i;
 
     if (ctx->net == NULL) {
         return ENODEV;

@@ -48,8 +48,8 @@ static void sim_engine_dispatch(smlx5_context_t *ctx, sim_pkt_t *pkt,
 static void sim_engine_rx(void *arg, const void *data, size_t len)
 {
     smlx5_context_t *ctx = arg;
-    sim_pkt_t pkt;
-    size_t hlen;
+    sim_pkt_t        pkt;
+    size_t           hlen;
 
     if (len < SIM_PKT_HDR_BASE) {
         return; /* runt */
@@ -63,19 +63,19 @@ static void sim_engine_rx(void *arg, const void *data, size_t len)
         return; /* malformed, or failed ICRC: dropped like on a wire */
     }
     if (hlen == SIM_PKT_HDR_DC) {
-        memcpy(&pkt.dc_key, (const uint8_t*)data + SIM_PKT_HDR_BASE,
+        memcpy(&pkt.dc_key, (const uint8_t *)data + SIM_PKT_HDR_BASE,
                sizeof(pkt.dc_key));
     } else if (hlen == SIM_PKT_HDR_ATOMIC) {
-        memcpy((uint8_t*)&pkt + SIM_PKT_HDR_BASE,
-               (const uint8_t*)data + SIM_PKT_HDR_BASE,
+        memcpy((uint8_t *)&pkt + SIM_PKT_HDR_BASE,
+               (const uint8_t *)data + SIM_PKT_HDR_BASE,
                SIM_PKT_HDR_ATOMIC - SIM_PKT_HDR_BASE);
     }
-    sim_engine_dispatch(ctx, &pkt, (const uint8_t*)data + hlen);
+    sim_engine_dispatch(ctx, &pkt, (const uint8_t *)data + hlen);
 }
 
 /* A packet from another host, decoded and checked by the wire. */
-static void sim_engine_rx_wire(void *arg, const sim_pkt_t *pkt,
-                               const void *payload)
+static void
+sim_engine_rx_wire(void *arg, const sim_pkt_t *pkt, const void *payload)
 {
     sim_pkt_t copy = *pkt; /* the callback's is the socket's */
 
@@ -94,7 +94,7 @@ bool sim_timers_due(smlx5_context_t *ctx)
 static bool sim_qp_idle(const smlx5_qp_t *qp)
 {
     uint64_t m;
-    int i;
+    int      i;
 
     if ((qp->sq_completed != qp->sq_fetched) ||
         (qp->req_bb != qp->sq_fetched) || (qp->acks_pending > 0) ||
@@ -114,10 +114,10 @@ static bool sim_qp_idle(const smlx5_qp_t *qp)
  * the list; the next deadline is what remains. */
 static void sim_engine_timers(smlx5_context_t *ctx, uint64_t now)
 {
-    uint64_t next = 0, m;
-    unsigned i = 0;
+    uint64_t    next = 0, m;
+    unsigned    i    = 0;
     smlx5_qp_t *qp;
-    int f;
+    int         f;
 
     while (i < ctx->num_active) {
         qp = ctx->active[i];
@@ -134,7 +134,7 @@ static void sim_engine_timers(smlx5_context_t *ctx, uint64_t now)
         }
         if (sim_qp_idle(qp) || (qp->state == IBV_QPS_ERR) ||
             (qp->state == IBV_QPS_RESET)) {
-            qp->busy = false;
+            qp->busy       = false;
             ctx->active[i] = ctx->active[--ctx->num_active];
             continue;
         }
@@ -157,7 +157,7 @@ static void sim_engine_timers(smlx5_context_t *ctx, uint64_t now)
  * of what the others did). */
 static void sim_engine_resume(smlx5_context_t *ctx)
 {
-    unsigned i, n = ctx->num_active;
+    unsigned    i, n = ctx->num_active;
     smlx5_qp_t *qp;
 
     ctx->tx_backlog = false;

@@ -42,12 +42,12 @@ static uint32_t sim_ppm(const char *v)
 static int sim_fault_parse(const char *spec, sim_config_t *cfg)
 {
     char *copy, *tok, *save = NULL, *val, *colon, *end;
-    int ret = 0;
+    int   ret = 0;
 
     cfg->drop_ppm = cfg->dup_ppm = cfg->corrupt_ppm = cfg->delay_ppm = 0;
-    cfg->delay_ns = 0;
-    cfg->fail_rkey = 0;
-    cfg->cut_lid = 0;
+    cfg->delay_ns                                                    = 0;
+    cfg->fail_rkey                                                   = 0;
+    cfg->cut_lid                                                     = 0;
     cfg->sdc_ppm = cfg->sdc_read_ppm = 0;
     if ((spec == NULL) || (*spec == '\0')) {
         return 0;
@@ -72,7 +72,7 @@ static int sim_fault_parse(const char *spec, sim_config_t *cfg)
         } else if (!strcmp(tok, "corrupt")) {
             cfg->corrupt_ppm = sim_ppm(val);
         } else if (!strcmp(tok, "delay")) {
-            colon = strchr(val, ':');
+            colon          = strchr(val, ':');
             cfg->delay_ppm = sim_ppm(val);
             cfg->delay_ns  = colon ? strtoull(colon + 1, NULL, 0) : 100000;
         } else if (!strcmp(tok, "sdc")) {
@@ -103,15 +103,15 @@ void sim_fault_seed(smlx5_context_t *ctx)
 {
     /* with a seed, runs draw the same faults (per LID) */
     ctx->rng = ctx->cfg.seed ?
-               (ctx->cfg.seed * 0x9e3779b97f4a7c15ull) ^ ctx->lid :
-               sim_now_ns() ^ ((uint64_t)getpid() << 32);
+                       (ctx->cfg.seed * 0x9e3779b97f4a7c15ull) ^ ctx->lid :
+                       sim_now_ns() ^ ((uint64_t)getpid() << 32);
     ctx->rng = ctx->rng ? ctx->rng : 1; /* xorshift's state is never 0 */
 }
 
 int smlx5_set_faults(smlx5_context_t *ctx, const char *spec)
 {
     sim_config_t cfg;
-    int ret;
+    int          ret;
 
     pthread_mutex_lock(&ctx->lock);
     cfg = ctx->cfg;
@@ -160,11 +160,10 @@ static uint32_t sim_rand_ppm(smlx5_context_t *ctx)
 /* a delayed packet that met a full ring tries again this much later */
 #define SIM_FAULT_RETRY_NS 10000
 
-void sim_fault_sdc(smlx5_context_t *ctx, uint8_t *data, size_t len,
-                   bool read)
+void sim_fault_sdc(smlx5_context_t *ctx, uint8_t *data, size_t len, bool read)
 {
     uint32_t ppm = ctx->cfg.sdc_ppm + (read ? ctx->cfg.sdc_read_ppm : 0);
-    size_t off, n;
+    size_t   off, n;
     uint32_t bit;
 
     if (ppm == 0) {
@@ -203,7 +202,7 @@ static int sim_fault_wire(smlx5_context_t *ctx, uint16_t dlid,
 {
     (void)len; /* the header says it (payload_len) */
     return sim_route_send(ctx, dlid, pkt,
-                          (const uint8_t*)pkt + sim_pkt_hdr_len(pkt));
+                          (const uint8_t *)pkt + sim_pkt_hdr_len(pkt));
 }
 
 /* What the stages send: through fault injection when faults are
@@ -223,11 +222,11 @@ int sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
                    const void *payload, size_t len)
 {
     const sim_config_t *c = &ctx->cfg;
-    uint8_t buf[sizeof(sim_pkt_t) + 4096];
-    sim_delayed_t *d, **pp;
-    size_t hlen  = sim_pkt_hdr_len(hdr);
-    size_t total = hlen + len;
-    int ret;
+    uint8_t             buf[sizeof(sim_pkt_t) + 4096];
+    sim_delayed_t      *d, **pp;
+    size_t              hlen  = sim_pkt_hdr_len(hdr);
+    size_t              total = hlen + len;
+    int                 ret;
 
     if (c->cut_lid && ((dlid == c->cut_lid) || (ctx->lid == c->cut_lid))) {
         return 0;
@@ -243,7 +242,7 @@ int sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
         }
     }
     if (c->corrupt_ppm && (sim_rand_ppm(ctx) < c->corrupt_ppm)) {
-        ((sim_pkt_t*)buf)->flags |= SIM_PKT_F_CORRUPT;
+        ((sim_pkt_t *)buf)->flags |= SIM_PKT_F_CORRUPT;
     }
     if (c->delay_ppm && (sim_rand_ppm(ctx) < c->delay_ppm)) {
         d = malloc(sizeof(*d) + total);
@@ -265,9 +264,9 @@ int sim_fault_send(smlx5_context_t *ctx, uint16_t dlid, sim_pkt_t *hdr,
      * hears -EAGAIN and sends again later, as without fault injection
      * (an InfiniBand link is lossless: only the faults asked for lose
      * packets) */
-    ret = sim_fault_wire(ctx, dlid, (const sim_pkt_t*)buf, total);
+    ret = sim_fault_wire(ctx, dlid, (const sim_pkt_t *)buf, total);
     if ((ret == 0) && c->dup_ppm && (sim_rand_ppm(ctx) < c->dup_ppm)) {
-        sim_fault_wire(ctx, dlid, (const sim_pkt_t*)buf, total);
+        sim_fault_wire(ctx, dlid, (const sim_pkt_t *)buf, total);
     }
     return ret;
 }
@@ -278,8 +277,8 @@ void sim_fault_release(smlx5_context_t *ctx, uint64_t now)
 
     while ((ctx->delayed != NULL) && (ctx->delayed->due_ns <= now)) {
         d = ctx->delayed;
-        if (sim_fault_wire(ctx, d->dlid, (const sim_pkt_t*)d->data,
-                           d->len) == -EAGAIN) {
+        if (sim_fault_wire(ctx, d->dlid, (const sim_pkt_t *)d->data, d->len) ==
+            -EAGAIN) {
             /* the ring is full: it waits its turn (no loss) */
             d->due_ns = now + SIM_FAULT_RETRY_NS;
             break;

@@ -22,8 +22,8 @@ smlx5_mkey_t *sim_mkey_lookup(smlx5_context_t *ctx, uint32_t key)
     return (mr != NULL) ? mr->mkey : NULL;
 }
 
-smlx5_mkey_t *smlx5_create_mkey(smlx5_pd_t *pd, uint32_t create_flags,
-                                uint16_t max_entries)
+smlx5_mkey_t *
+smlx5_create_mkey(smlx5_pd_t *pd, uint32_t create_flags, uint16_t max_entries)
 {
     /* rdma-core's mlx5dv_create_mkey (a DEVX CREATE_MKEY) leaves the key
      * byte 0: a key of a destroyed mkey names the next one made on its
@@ -37,9 +37,9 @@ smlx5_mkey_t *smlx5_create_mkey_variant(smlx5_pd_t *pd, uint32_t create_flags,
     const uint32_t known = MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT |
                            MLX5DV_MKEY_INIT_ATTR_FLAGS_BLOCK_SIGNATURE;
     smlx5_context_t *ctx = pd->ctx;
-    smlx5_mkey_t *mk;
-    smlx5_mr_t *slot;
-    unsigned i;
+    smlx5_mkey_t    *mk;
+    smlx5_mr_t      *slot;
+    unsigned         i;
 
     /* an indirect mkey is what this device makes; crypto and the rest it
      * does not have */
@@ -74,22 +74,22 @@ smlx5_mkey_t *smlx5_create_mkey_variant(smlx5_pd_t *pd, uint32_t create_flags,
         errno = ENOMEM;
         return NULL;
     }
-    slot->pd      = pd;
-    slot->lkey    = slot->rkey = (i << 8) | variant;
-    slot->valid   = true;
-    slot->mkey    = mk;
-    mk->ctx           = ctx;
-    mk->pd            = pd;
-    mk->slot          = slot;
-    mk->key           = slot->lkey;
-    mk->create_flags  = create_flags;
-    mk->max_entries   = max_entries;
-    mk->corrupt_block = -1;
+    slot->pd   = pd;
+    slot->lkey = slot->rkey = (i << 8) | variant;
+    slot->valid             = true;
+    slot->mkey              = mk;
+    mk->ctx                 = ctx;
+    mk->pd                  = pd;
+    mk->slot                = slot;
+    mk->key                 = slot->lkey;
+    mk->create_flags        = create_flags;
+    mk->max_entries         = max_entries;
+    mk->corrupt_block       = -1;
     /* the provider arms the mkey with its first configuration (rdma-core:
      * err_count 1, updated; the kernel: "next UMR, arm SIGERR") */
     mk->err_count         = 1;
     mk->err_count_updated = true;
-    ctx->mrs[i]       = slot;
+    ctx->mrs[i]           = slot;
     atomic_fetch_add(&pd->refs, 1);
     pthread_mutex_unlock(&ctx->lock);
     return mk;
@@ -189,7 +189,7 @@ typedef struct sim_mkey_sig_conf {
 } sim_mkey_sig_conf_t;
 
 static int sim_mkey_sig_parse(const struct mlx5dv_sig_block_attr *a,
-                              sim_mkey_sig_conf_t *out)
+                              sim_mkey_sig_conf_t                *out)
 {
     uint32_t bs_mem = 0, bs_wire = 0;
 
@@ -211,7 +211,7 @@ static int sim_mkey_sig_parse(const struct mlx5dv_sig_block_attr *a,
 static int sim_mkey_layout_check(smlx5_mkey_t *mk, const smlx5_mkey_conf_t *c)
 {
     const smlx5_mr_t *mr;
-    uint16_t i;
+    uint16_t          i;
 
     if (c->num_sges > mk->max_entries) {
         return EINVAL;
@@ -252,11 +252,11 @@ static int sim_mkey_lengths(smlx5_mkey_t *mk)
 
 int smlx5_mkey_configure(smlx5_mkey_t *mk, const smlx5_mkey_conf_t *c)
 {
-    smlx5_context_t *ctx = mk->ctx;
+    smlx5_context_t    *ctx = mk->ctx;
     sim_mkey_sig_conf_t sc;
-    smlx5_mkey_t next;
-    uint16_t i;
-    int ret;
+    smlx5_mkey_t        next;
+    uint16_t            i;
+    int                 ret;
 
     if ((c->conf_flags & ~MLX5DV_MKEY_CONF_FLAG_RESET_SIG_ATTR) ||
         ((c->sig != NULL) &&
@@ -324,11 +324,11 @@ out:
 
 /* The layout's buffers are still registered (a region deregistered under
  * an mkey makes it unusable, as on a NIC the translation fails). */
-static bool sim_mkey_entries_valid(smlx5_context_t *ctx,
-                                   const smlx5_mkey_t *mk, bool write)
+static bool
+sim_mkey_entries_valid(smlx5_context_t *ctx, const smlx5_mkey_t *mk, bool write)
 {
     const smlx5_mr_t *mr;
-    uint16_t i;
+    uint16_t          i;
 
     for (i = 0; i < mk->num_entries; ++i) {
         mr = sim_mr_lookup(ctx, mk->entries[i].lkey, false);
@@ -344,16 +344,15 @@ int sim_mkey_check_op(smlx5_context_t *ctx, smlx5_pd_t *pd,
                       const smlx5_mkey_t *mk, uint64_t off, uint64_t len,
                       int access, bool remote)
 {
-    uint8_t bad_key = remote ? MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR :
-                               MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
-    bool write      = (access & (IBV_ACCESS_LOCAL_WRITE |
-                                 IBV_ACCESS_REMOTE_WRITE)) != 0;
+    uint8_t  bad_key = remote ? MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR :
+                                MLX5_CQE_SYNDROME_LOCAL_PROT_ERR;
+    bool     write   = (access &
+                  (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)) != 0;
     uint64_t unit;
 
     if (!mk->configured || (mk->pd != pd) ||
         ((mk->access & access) != access) || (off > mk->wire_len) ||
-        (len > mk->wire_len - off) ||
-        !sim_mkey_entries_valid(ctx, mk, write)) {
+        (len > mk->wire_len - off) || !sim_mkey_entries_valid(ctx, mk, write)) {
         return bad_key;
     }
     if (mk->sig) {
@@ -380,24 +379,24 @@ void sim_mkey_take_sigerr(smlx5_context_t *ctx, const void *cqe_p)
         return; /* destroyed since: nobody to tell */
     }
     pthread_mutex_lock(&ctx->lock);
-    mk->err_exists          = true;
+    mk->err_exists = true;
     mk->err_count++;
-    mk->err_count_updated   = true;
-    mk->err_info.syndrome   = be16toh(cqe->syndrome);
-    mk->err_info.domain     = cqe->domain;
-    mk->err_info.expected   = ((uint64_t)be32toh(cqe->expected_trans_sig) << 32) |
-                              be32toh(cqe->expected_ref_tag);
-    mk->err_info.actual     = ((uint64_t)be32toh(cqe->actual_trans_sig) << 32) |
-                              be32toh(cqe->actual_ref_tag);
-    mk->err_info.offset     = be64toh(cqe->sig_err_offset);
+    mk->err_count_updated = true;
+    mk->err_info.syndrome = be16toh(cqe->syndrome);
+    mk->err_info.domain   = cqe->domain;
+    mk->err_info.expected = ((uint64_t)be32toh(cqe->expected_trans_sig) << 32) |
+                            be32toh(cqe->expected_ref_tag);
+    mk->err_info.actual = ((uint64_t)be32toh(cqe->actual_trans_sig) << 32) |
+                          be32toh(cqe->actual_ref_tag);
+    mk->err_info.offset = be64toh(cqe->sig_err_offset);
     pthread_mutex_unlock(&ctx->lock);
 }
 
 int smlx5_mkey_check(smlx5_mkey_t *mk, struct mlx5dv_mkey_err *out)
 {
     const sim_sig_domain_t *d;
-    const sim_sig_err_t *e = &mk->err_info;
-    int ret = 0;
+    const sim_sig_err_t    *e   = &mk->err_info;
+    int                     ret = 0;
 
     if (!(mk->create_flags & MLX5DV_MKEY_INIT_ATTR_FLAGS_BLOCK_SIGNATURE)) {
         return EINVAL;
@@ -410,11 +409,11 @@ int smlx5_mkey_check(smlx5_mkey_t *mk, struct mlx5dv_mkey_err *out)
     d = (e->domain == STRAND_SIGERR_DOMAIN_MEMORY) ? &mk->mem : &mk->wire;
     out->err.sig.offset = e->offset;
     if (e->syndrome & STRAND_SIGERR_SYNDROME_REFTAG) {
-        out->err_type = MLX5DV_MKEY_SIG_BLOCK_BAD_REFTAG;
+        out->err_type               = MLX5DV_MKEY_SIG_BLOCK_BAD_REFTAG;
         out->err.sig.expected_value = e->expected & 0xffffffffu;
         out->err.sig.actual_value   = e->actual & 0xffffffffu;
     } else if (e->syndrome & STRAND_SIGERR_SYNDROME_APPTAG) {
-        out->err_type = MLX5DV_MKEY_SIG_BLOCK_BAD_APPTAG;
+        out->err_type               = MLX5DV_MKEY_SIG_BLOCK_BAD_APPTAG;
         out->err.sig.expected_value = (e->expected >> 32) & 0xffff;
         out->err.sig.actual_value   = (e->actual >> 32) & 0xffff;
     } else if (e->syndrome & STRAND_SIGERR_SYNDROME_GUARD) {

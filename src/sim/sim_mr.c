@@ -32,17 +32,17 @@ int smlx5_dealloc_pd(smlx5_pd_t *pd)
     return 0;
 }
 
-static const int sim_mr_valid_access =
-        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-        IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-        IBV_ACCESS_RELAXED_ORDERING;
+static const int sim_mr_valid_access = IBV_ACCESS_LOCAL_WRITE |
+                                       IBV_ACCESS_REMOTE_WRITE |
+                                       IBV_ACCESS_REMOTE_READ |
+                                       IBV_ACCESS_REMOTE_ATOMIC |
+                                       IBV_ACCESS_RELAXED_ORDERING;
 
-smlx5_mr_t *smlx5_reg_mr(smlx5_pd_t *pd, void *addr, size_t length,
-                         int access)
+smlx5_mr_t *smlx5_reg_mr(smlx5_pd_t *pd, void *addr, size_t length, int access)
 {
     smlx5_context_t *ctx = pd->ctx;
-    smlx5_mr_t *mr;
-    unsigned i;
+    smlx5_mr_t      *mr;
+    unsigned         i;
 
     if ((access & ~sim_mr_valid_access) ||
         /* verbs: remote write/atomic need local write */
@@ -75,14 +75,14 @@ smlx5_mr_t *smlx5_reg_mr(smlx5_pd_t *pd, void *addr, size_t length,
      * 0, so no key equals MLX5_INVALID_LKEY (0x100, the end of a receive
      * scatter list) */
     ctx->key_gen = (ctx->key_gen % 255) + 1;
-    mr->pd     = pd;
-    mr->addr   = (uintptr_t)addr;
-    mr->length = length;
-    mr->access = access;
-    mr->lkey   = (i << 8) | ctx->key_gen;
-    mr->rkey   = mr->lkey;
-    mr->valid  = true;
-    ctx->mrs[i] = mr;
+    mr->pd       = pd;
+    mr->addr     = (uintptr_t)addr;
+    mr->length   = length;
+    mr->access   = access;
+    mr->lkey     = (i << 8) | ctx->key_gen;
+    mr->rkey     = mr->lkey;
+    mr->valid    = true;
+    ctx->mrs[i]  = mr;
     atomic_fetch_add(&pd->refs, 1);
     pthread_mutex_unlock(&ctx->lock);
     return mr;
@@ -112,7 +112,7 @@ uint32_t smlx5_mr_rkey(const smlx5_mr_t *mr)
 
 smlx5_mr_t *sim_mr_lookup(smlx5_context_t *ctx, uint32_t key, bool remote)
 {
-    uint32_t idx = key >> 8;
+    uint32_t    idx = key >> 8;
     smlx5_mr_t *mr;
 
     if ((idx == 0) || (idx >= SIM_MAX_MRS)) {
@@ -152,8 +152,7 @@ int sim_mr_check_remote(smlx5_context_t *ctx, smlx5_pd_t *pd, uint32_t rkey,
     smlx5_mr_t *mr = sim_mr_lookup(ctx, rkey, true);
 
     if ((mr == NULL) || (mr->mkey != NULL) || (mr->pd != pd) ||
-        !sim_mr_in_bounds(mr, addr, len) ||
-        ((mr->access & access) != access) ||
+        !sim_mr_in_bounds(mr, addr, len) || ((mr->access & access) != access) ||
         sim_fault_rkey(ctx, rkey)) {
         return MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR;
     }

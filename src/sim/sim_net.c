@@ -28,9 +28,9 @@ struct sim_net {
     uint32_t   hosts[SIM_NET_MAX_HOSTS]; /* IPv4, network order */
     uint16_t   base_port;
     uint64_t   identity;
-    unsigned   link_mtu;  /* bytes an IP packet may have on the link */
-    sim_udp_t *rx;   /* the port's own socket */
-    sim_udp_t *tx;   /* the host's sending socket (4791, shared) */
+    unsigned   link_mtu; /* bytes an IP packet may have on the link */
+    sim_udp_t *rx;       /* the port's own socket */
+    sim_udp_t *tx;       /* the host's sending socket (4791, shared) */
 };
 
 static int sim_net_fail(int err, const char *fmt, const char *what)
@@ -46,7 +46,7 @@ static int sim_net_fail(int err, const char *fmt, const char *what)
 static int sim_net_resolve(const char *name, uint32_t *addr)
 {
     struct addrinfo hints, *res;
-    struct in_addr in;
+    struct in_addr  in;
 
     if (inet_pton(AF_INET, name, &in) == 1) {
         *addr = in.s_addr;
@@ -58,7 +58,7 @@ static int sim_net_resolve(const char *name, uint32_t *addr)
     if ((getaddrinfo(name, NULL, &hints, &res) != 0) || (res == NULL)) {
         return -EHOSTUNREACH;
     }
-    *addr = ((const struct sockaddr_in*)res->ai_addr)->sin_addr.s_addr;
+    *addr = ((const struct sockaddr_in *)res->ai_addr)->sin_addr.s_addr;
     freeaddrinfo(res);
     return 0;
 }
@@ -66,7 +66,7 @@ static int sim_net_resolve(const char *name, uint32_t *addr)
 static int sim_net_parse_hosts(sim_net_t *net, const char *list)
 {
     char *copy, *tok, *save = NULL;
-    int ret = 0;
+    int   ret = 0;
 
     copy = strdup(list);
     if (copy == NULL) {
@@ -75,23 +75,29 @@ static int sim_net_parse_hosts(sim_net_t *net, const char *list)
     for (tok = strtok_r(copy, ", ", &save); tok != NULL;
          tok = strtok_r(NULL, ", ", &save)) {
         if (net->num_hosts == SIM_NET_MAX_HOSTS) {
-            ret = sim_net_fail(-E2BIG, "STRAND_SIM_HOSTS names more than 64 "
-                               "hosts%s", "");
+            ret = sim_net_fail(-E2BIG,
+                               "STRAND_SIM_HOSTS names more than 64 "
+                               "hosts%s",
+                               "");
             break;
         }
         if (sim_net_resolve(tok, &net->hosts[net->num_hosts]) != 0) {
-            ret = sim_net_fail(-EHOSTUNREACH, "STRAND_SIM_HOSTS: '%s' is not "
+            ret = sim_net_fail(-EHOSTUNREACH,
+                               "STRAND_SIM_HOSTS: '%s' is not "
                                "an IPv4 address or a name that resolves to "
-                               "one", tok);
+                               "one",
+                               tok);
             break;
         }
         net->num_hosts++;
     }
     free(copy);
     if ((ret == 0) && (net->num_hosts == 0)) {
-        ret = sim_net_fail(-EINVAL, "STRAND_SIM_FABRIC=udp:... needs "
+        ret = sim_net_fail(-EINVAL,
+                           "STRAND_SIM_FABRIC=udp:... needs "
                            "STRAND_SIM_HOSTS, the fabric's hosts in one "
-                           "order on every host (addresses or names)%s", "");
+                           "order on every host (addresses or names)%s",
+                           "");
     }
     return ret;
 }
@@ -99,7 +105,7 @@ static int sim_net_parse_hosts(sim_net_t *net, const char *list)
 static unsigned sim_net_ifmtu(const char *name)
 {
     struct ifreq req;
-    int fd, mtu = 0;
+    int          fd, mtu = 0;
 
     memset(&req, 0, sizeof(req));
     snprintf(req.ifr_name, sizeof(req.ifr_name), "%s", name);
@@ -120,9 +126,9 @@ static unsigned sim_net_ifmtu(const char *name)
 static bool sim_net_addr_is_local(uint32_t addr, unsigned *mtu)
 {
     const struct sockaddr_in *a, *m;
-    struct ifaddrs *ifs, *i;
-    unsigned subnet_mtu = 0;
-    bool found = false;
+    struct ifaddrs           *ifs, *i;
+    unsigned                  subnet_mtu = 0;
+    bool                      found      = false;
 
     if (getifaddrs(&ifs) != 0) {
         return false;
@@ -131,8 +137,8 @@ static bool sim_net_addr_is_local(uint32_t addr, unsigned *mtu)
         if ((i->ifa_addr == NULL) || (i->ifa_addr->sa_family != AF_INET)) {
             continue;
         }
-        a = (const struct sockaddr_in*)i->ifa_addr;
-        m = (const struct sockaddr_in*)i->ifa_netmask;
+        a = (const struct sockaddr_in *)i->ifa_addr;
+        m = (const struct sockaddr_in *)i->ifa_netmask;
         if (a->sin_addr.s_addr == addr) {
             found = true;
             if (mtu != NULL) {
@@ -155,13 +161,15 @@ static bool sim_net_addr_is_local(uint32_t addr, unsigned *mtu)
 static int sim_net_find_self(sim_net_t *net)
 {
     const char *env = getenv("STRAND_SIM_HOST");
-    uint32_t addr;
-    unsigned i;
+    uint32_t    addr;
+    unsigned    i;
 
     if ((env != NULL) && (*env != '\0')) {
         if (sim_net_resolve(env, &addr) != 0) {
-            return sim_net_fail(-EHOSTUNREACH, "STRAND_SIM_HOST='%s' does "
-                                "not resolve to an IPv4 address", env);
+            return sim_net_fail(-EHOSTUNREACH,
+                                "STRAND_SIM_HOST='%s' does "
+                                "not resolve to an IPv4 address",
+                                env);
         }
         for (i = 0; i < net->num_hosts; ++i) {
             if (net->hosts[i] == addr) {
@@ -170,8 +178,10 @@ static int sim_net_find_self(sim_net_t *net)
                 return 0;
             }
         }
-        return sim_net_fail(-EINVAL, "STRAND_SIM_HOST='%s' is not one of "
-                            "STRAND_SIM_HOSTS", env);
+        return sim_net_fail(-EINVAL,
+                            "STRAND_SIM_HOST='%s' is not one of "
+                            "STRAND_SIM_HOSTS",
+                            env);
     }
     for (i = 0; i < net->num_hosts; ++i) {
         if (sim_net_addr_is_local(net->hosts[i], &net->link_mtu)) {
@@ -179,9 +189,11 @@ static int sim_net_find_self(sim_net_t *net)
             return 0;
         }
     }
-    return sim_net_fail(-EADDRNOTAVAIL, "none of STRAND_SIM_HOSTS='%s' is an "
+    return sim_net_fail(-EADDRNOTAVAIL,
+                        "none of STRAND_SIM_HOSTS='%s' is an "
                         "address of this host (set STRAND_SIM_HOST to say "
-                        "which one it is)", getenv("STRAND_SIM_HOSTS"));
+                        "which one it is)",
+                        getenv("STRAND_SIM_HOSTS"));
 }
 
 /* FNV-1a: the same bytes give the same identity on every host */
@@ -197,28 +209,32 @@ static uint64_t sim_net_hash(uint64_t h, const void *data, size_t len)
 
 static int sim_net_config(sim_net_t *net, const char *name)
 {
-    const char *hosts = getenv("STRAND_SIM_HOSTS");
-    const char *port  = getenv("STRAND_SIM_UDP_PORT");
-    unsigned long base = SIM_NET_BASE_PORT;
-    char *end;
-    int ret;
+    const char   *hosts = getenv("STRAND_SIM_HOSTS");
+    const char   *port  = getenv("STRAND_SIM_UDP_PORT");
+    unsigned long base  = SIM_NET_BASE_PORT;
+    char         *end;
+    int           ret;
 
     if ((*name == '\0') || (strlen(name) > 100) || strchr(name, '/')) {
-        return sim_net_fail(-EINVAL, "STRAND_SIM_FABRIC=udp:%s: the name "
-                            "must be 1 to 100 characters without '/'", name);
+        return sim_net_fail(-EINVAL,
+                            "STRAND_SIM_FABRIC=udp:%s: the name "
+                            "must be 1 to 100 characters without '/'",
+                            name);
     }
     if ((port != NULL) && (*port != '\0')) {
         base = strtoul(port, &end, 0);
         if ((*end != '\0') || (base == 0) ||
             (base + SIM_FABRIC_MAX_PORTS > 65536)) {
-            return sim_net_fail(-EINVAL, "STRAND_SIM_UDP_PORT='%s' is not a "
+            return sim_net_fail(-EINVAL,
+                                "STRAND_SIM_UDP_PORT='%s' is not a "
                                 "port from 1 to 65408 (a device takes the "
-                                "port plus its slot, up to 127 more)", port);
+                                "port plus its slot, up to 127 more)",
+                                port);
         }
     }
     net->base_port = (uint16_t)base;
     net->link_mtu  = 1500; /* where the interface cannot be asked */
-    ret = sim_net_parse_hosts(net, (hosts != NULL) ? hosts : "");
+    ret            = sim_net_parse_hosts(net, (hosts != NULL) ? hosts : "");
     if (ret == 0) {
         ret = sim_net_find_self(net);
     }
@@ -240,8 +256,8 @@ static int sim_net_config(sim_net_t *net, const char *name)
 int sim_net_open(sim_net_t **net_p)
 {
     const char *env = getenv("STRAND_SIM_FABRIC");
-    sim_net_t *net;
-    int ret;
+    sim_net_t  *net;
+    int         ret;
 
     *net_p = NULL;
     if ((env == NULL) || strncmp(env, SIM_NET_PREFIX, strlen(SIM_NET_PREFIX))) {
@@ -293,7 +309,7 @@ unsigned sim_net_path_mtu(const sim_net_t *net)
 {
     /* IPv4 and UDP headers, the wire's headers, pad and ICRC */
     const unsigned overhead = 20 + 8 + SIM_WIRE_OVERHEAD;
-    unsigned mtu;
+    unsigned       mtu;
 
     for (mtu = 4096; mtu > 256; mtu /= 2) {
         if (mtu + overhead <= net->link_mtu) {
@@ -308,8 +324,8 @@ uint32_t sim_net_host_addr(const sim_net_t *net, unsigned host)
     return (host < net->num_hosts) ? net->hosts[host] : 0;
 }
 
-static void sim_net_sockaddr(uint32_t addr, uint16_t port,
-                             struct sockaddr_in *sa)
+static void
+sim_net_sockaddr(uint32_t addr, uint16_t port, struct sockaddr_in *sa)
 {
     memset(sa, 0, sizeof(*sa));
     sa->sin_family      = AF_INET;
@@ -327,16 +343,17 @@ int sim_net_port_open(sim_net_t *net, unsigned slot)
 {
     const sim_wire_id_t id = {.fabric = net->identity,
                               .pkey   = SIM_WIRE_PKEY_FULL};
-    struct sockaddr_in at;
-    char where[64];
-    int ret;
+    struct sockaddr_in  at;
+    char                where[64];
+    int                 ret;
 
     sim_net_port_addr(net, slot, &at);
     ret = sim_udp_open(&id, &at, SIM_UDP_EXCLUSIVE, &net->rx);
     if (ret != 0) {
         snprintf(where, sizeof(where), "%s:%u", inet_ntoa(at.sin_addr),
                  (unsigned)ntohs(at.sin_port));
-        return sim_net_fail(ret, "cannot bind the device's UDP port %s (in "
+        return sim_net_fail(ret,
+                            "cannot bind the device's UDP port %s (in "
                             "use by another fabric or program? "
                             "STRAND_SIM_UDP_PORT moves the fabric's ports)",
                             where);
@@ -374,7 +391,7 @@ static sim_udp_t *sim_net_txsock(sim_net_t *net)
 int sim_net_send(sim_net_t *net, uint16_t dlid, const sim_pkt_t *pkt,
                  const void *payload)
 {
-    unsigned host = sim_fabric_lid_host(dlid);
+    unsigned           host = sim_fabric_lid_host(dlid);
     struct sockaddr_in to;
 
     if (host >= net->num_hosts) {
@@ -395,8 +412,8 @@ void sim_net_batch_end(sim_net_t *net)
     sim_udp_batch_end(sim_net_txsock(net));
 }
 
-unsigned sim_net_recv(sim_net_t *net, sim_udp_rx_cb_t cb, void *arg,
-                      unsigned max)
+unsigned
+sim_net_recv(sim_net_t *net, sim_udp_rx_cb_t cb, void *arg, unsigned max)
 {
     return sim_udp_recv(net->rx, cb, arg, max);
 }
@@ -416,7 +433,7 @@ void sim_net_stats(const sim_net_t *net, sim_udp_stats_t *st)
     if (net->tx != NULL) {
         /* sent from the host's socket, received on the device's own */
         sim_udp_stats(net->tx, &tx);
-        st->tx      += tx.tx;
+        st->tx += tx.tx;
         st->tx_busy += tx.tx_busy;
     }
 }

@@ -51,13 +51,13 @@ unsigned    sim_net_num_hosts(const sim_net_t *net);
  * network device's (a lost fragment loses the datagram, and fragments
  * waiting for a lost one fill the kernel's reassembly memory until every
  * fragmented datagram is dropped). */
-unsigned    sim_net_path_mtu(const sim_net_t *net);
+unsigned sim_net_path_mtu(const sim_net_t *net);
 /* a host's IPv4 address, network order */
-uint32_t    sim_net_host_addr(const sim_net_t *net, unsigned host);
+uint32_t sim_net_host_addr(const sim_net_t *net, unsigned host);
 
 /* The sockets of the port at SLOT of this host: 0 or a negative errno
  * (said on stderr: a port taken by another fabric or program). */
-int  sim_net_port_open(sim_net_t *net, unsigned slot);
+int sim_net_port_open(sim_net_t *net, unsigned slot);
 /* the device's own socket (what its thread sleeps on) and its address */
 int  sim_net_fd(const sim_net_t *net);
 void sim_net_port_addr(const sim_net_t *net, unsigned slot,
@@ -71,16 +71,16 @@ bool sim_net_reachable(const sim_net_t *net, uint16_t lid);
 /* PKT (payload_len bytes of PAYLOAD) to the port with LID DLID on another
  * host. 0; -EAGAIN (the socket has no room now); -EHOSTUNREACH (no such
  * host); -EMSGSIZE. */
-int  sim_net_send(sim_net_t *net, uint16_t dlid, const sim_pkt_t *pkt,
-                  const void *payload);
+int sim_net_send(sim_net_t *net, uint16_t dlid, const sim_pkt_t *pkt,
+                 const void *payload);
 /* What the engine sends between these goes out in batches (sim_udp.h);
  * the outermost end sends what is left. */
 void sim_net_batch_begin(sim_net_t *net);
 void sim_net_batch_end(sim_net_t *net);
 /* Up to MAX datagrams waiting on the device's socket, each good packet to
  * CB; how many were read. */
-unsigned sim_net_recv(sim_net_t *net, sim_udp_rx_cb_t cb, void *arg,
-                      unsigned max);
+unsigned
+sim_net_recv(sim_net_t *net, sim_udp_rx_cb_t cb, void *arg, unsigned max);
 /* A datagram waits on the device's socket (one poll, no waiting). */
 bool sim_net_readable(const sim_net_t *net);
 void sim_net_stats(const sim_net_t *net, sim_udp_stats_t *st);

@@ -42,9 +42,8 @@ bool sim_onecopy_wanted(const smlx5_qp_t *qp, const sim_wqe_t *w)
 
     /* across hosts, no process can read another's memory: every
      * transfer goes as packets (sim_net.h) */
-    if ((min == 0) || (qp->ctx->net != NULL) || w->is_inline || w->to_cqe || w->via_mkey ||
-        (w->length < min) ||
-        (w->length <= qp->path_mtu)) {
+    if ((min == 0) || (qp->ctx->net != NULL) || w->is_inline || w->to_cqe ||
+        w->via_mkey || (w->length < min) || (w->length <= qp->path_mtu)) {
         return false;
     }
     return (w->opcode == MLX5_OPCODE_RDMA_WRITE) ||
@@ -54,9 +53,9 @@ bool sim_onecopy_wanted(const smlx5_qp_t *qp, const sim_wqe_t *w)
 
 size_t sim_onecopy_desc_pack(const sim_wqe_t *w, void *buf, size_t max)
 {
-    sim_onecopy_desc_t *d = buf;
-    size_t size = sizeof(*d) + w->num_sge * sizeof(d->seg[0]);
-    uint32_t i;
+    sim_onecopy_desc_t *d    = buf;
+    size_t              size = sizeof(*d) + w->num_sge * sizeof(d->seg[0]);
+    uint32_t            i;
 
     if (size > max) {
         return 0;
@@ -76,8 +75,7 @@ static int sim_onecopy_readv(uint32_t pid, const struct iovec *local,
                              unsigned nlocal, const struct iovec *remote,
                              unsigned nremote, size_t len)
 {
-    ssize_t n = process_vm_readv((pid_t)pid, local, nlocal, remote, nremote,
-                                 0);
+    ssize_t n = process_vm_readv((pid_t)pid, local, nlocal, remote, nremote, 0);
 
     if (n < 0) {
         return errno;
@@ -89,23 +87,23 @@ int sim_onecopy_write_place(const void *payload, size_t payload_len,
                             uint64_t va, uint32_t len)
 {
     const sim_onecopy_desc_t *d = payload;
-    struct iovec local, remote[SIM_MAX_SGE];
-    uint64_t total = 0;
-    uint32_t i;
+    struct iovec              local, remote[SIM_MAX_SGE];
+    uint64_t                  total = 0;
+    uint32_t                  i;
 
     if ((payload_len < sizeof(*d)) || (d->num > SIM_MAX_SGE) ||
         (payload_len != sizeof(*d) + d->num * sizeof(d->seg[0]))) {
         return EINVAL;
     }
     for (i = 0; i < d->num; ++i) {
-        remote[i].iov_base = (void*)(uintptr_t)d->seg[i].addr;
+        remote[i].iov_base = (void *)(uintptr_t)d->seg[i].addr;
         remote[i].iov_len  = d->seg[i].len;
-        total             += d->seg[i].len;
+        total += d->seg[i].len;
     }
     if (total != len) {
         return EINVAL;
     }
-    local.iov_base = (void*)(uintptr_t)va;
+    local.iov_base = (void *)(uintptr_t)va;
     local.iov_len  = len;
     return sim_onecopy_readv(d->pid, &local, 1, remote, d->num, len);
 }
@@ -113,15 +111,15 @@ int sim_onecopy_write_place(const void *payload, size_t payload_len,
 int sim_onecopy_read_fetch(const sim_wqe_t *w, uint32_t pid)
 {
     struct iovec local[SIM_MAX_SGE], remote;
-    uint32_t i, n = 0, left = w->length;
+    uint32_t     i, n = 0, left = w->length;
 
     for (i = 0; (i < w->num_sge) && (left > 0); ++i) {
-        local[n].iov_base = (void*)(uintptr_t)w->sge[i].addr;
+        local[n].iov_base = (void *)(uintptr_t)w->sge[i].addr;
         local[n].iov_len  = (w->sge[i].len < left) ? w->sge[i].len : left;
-        left             -= (uint32_t)local[n].iov_len;
+        left -= (uint32_t)local[n].iov_len;
         ++n;
     }
-    remote.iov_base = (void*)(uintptr_t)w->raddr;
+    remote.iov_base = (void *)(uintptr_t)w->raddr;
     remote.iov_len  = w->length;
     return sim_onecopy_readv(pid, local, n, &remote, 1, w->length);
 }

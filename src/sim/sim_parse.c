@@ -44,12 +44,12 @@ static int sim_parse_mkey_seg(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t unit,
     if (ret != 0) {
         return ret;
     }
-    w->via_mkey     = true;
-    w->sge[0].addr  = off;
-    w->sge[0].len   = len;
-    w->sge[0].lkey  = lkey;
-    w->num_sge      = 1;
-    w->length       = len;
+    w->via_mkey    = true;
+    w->sge[0].addr = off;
+    w->sge[0].len  = len;
+    w->sge[0].lkey = lkey;
+    w->num_sge     = 1;
+    w->length      = len;
     return 0;
 }
 
@@ -59,9 +59,9 @@ static int sim_parse_data(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t unit,
                           uint32_t ds, int access)
 {
     const struct mlx5_wqe_data_seg *dseg;
-    uint32_t bc, lkey;
-    uint64_t addr;
-    int ret;
+    uint32_t                        bc, lkey;
+    uint64_t                        addr;
+    int                             ret;
 
     w->num_sge = 0;
     w->length  = 0;
@@ -106,16 +106,16 @@ static int sim_parse_atomic(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t *unit)
 {
     const uint8_t *seg = sim_sq_unit(qp, w->bb, *unit);
     const uint8_t *seg2;
-    uint32_t v[4];
+    uint32_t       v[4];
 
     if ((w->opcode == MLX5_OPCODE_ATOMIC_CS) ||
         (w->opcode == MLX5_OPCODE_ATOMIC_FA)) {
-        const struct mlx5_wqe_atomic_seg *a = (const void*)seg;
-        w->atomic_size = 8;
-        w->atomic_op   = (w->opcode == MLX5_OPCODE_ATOMIC_CS) ?
-                         SIM_ATOMIC_CS : SIM_ATOMIC_FA;
-        w->swap_add    = be64toh(a->swap_add);
-        w->compare     = be64toh(a->compare);
+        const struct mlx5_wqe_atomic_seg *a = (const void *)seg;
+        w->atomic_size                      = 8;
+        w->atomic_op = (w->opcode == MLX5_OPCODE_ATOMIC_CS) ? SIM_ATOMIC_CS :
+                                                              SIM_ATOMIC_FA;
+        w->swap_add  = be64toh(a->swap_add);
+        w->compare   = be64toh(a->compare);
         *unit += 1;
         return 0;
     }
@@ -126,7 +126,8 @@ static int sim_parse_atomic(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t *unit)
     }
     w->atomic_size = 1u << ((w->opmod & 0x7) + 2);
     w->atomic_op   = (w->opcode == MLX5_OPCODE_ATOMIC_MASKED_CS) ?
-                     SIM_ATOMIC_MASKED_CS : SIM_ATOMIC_MASKED_FA;
+                             SIM_ATOMIC_MASKED_CS :
+                             SIM_ATOMIC_MASKED_FA;
     if (w->atomic_size == 4) {
         memcpy(v, seg, sizeof(v));
         w->swap_add     = be32toh(v[0]);
@@ -163,10 +164,10 @@ static int sim_parse_atomic(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t *unit)
 int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
                   smlx5_dc_target_t *dc)
 {
-    uint32_t ds, unit         = 1;
+    uint32_t                  ds, unit = 1;
     const struct mlx5_wqe_av *av;
-    int access                = 0;
-    int ret;
+    int                       access = 0;
+    int                       ret;
 
     memset(w, 0, offsetof(sim_wqe_t, sge));
     ret = sim_parse_ctrl(qp, bb, w, &ds);
@@ -176,7 +177,7 @@ int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
     if (qp->type == SMLX5_QPT_DCI) {
         /* every WQE of a DCI carries its address vector, a NOP included
          * (UCX's NOPs do): a ds without room for it is a malformed WQE */
-        av    = sim_sq_unit(qp, bb, 1);
+        av = sim_sq_unit(qp, bb, 1);
         unit += (be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) ? 3 : 1;
         if (unit > ds) {
             return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;

@@ -15,8 +15,8 @@ int sim_parse_wqe(smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w,
                   smlx5_dc_target_t *dc);
 
 /* The segment at `unit` of the WQE at BB `bb` is an inline segment. */
-static inline bool sim_unit_is_inline(const smlx5_qp_t *qp, uint32_t bb,
-                                      uint32_t unit)
+static inline bool
+sim_unit_is_inline(const smlx5_qp_t *qp, uint32_t bb, uint32_t unit)
 {
     const struct mlx5_wqe_inl_data_seg *inl = sim_sq_unit(qp, bb, unit);
 
@@ -31,14 +31,13 @@ static inline int sim_parse_inline(const smlx5_qp_t *qp, sim_wqe_t *w,
     const struct mlx5_wqe_inl_data_seg *inl = sim_sq_unit(qp, w->bb, unit);
     uint32_t bc = be32toh(inl->byte_count) & ~MLX5_INLINE_SEG;
 
-    if ((access & IBV_ACCESS_LOCAL_WRITE) ||
-        ((4 + bc + 15) / 16 > ds - unit)) {
+    if ((access & IBV_ACCESS_LOCAL_WRITE) || ((4 + bc + 15) / 16 > ds - unit)) {
         return MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR;
     }
     w->is_inline  = true;
     w->inline_off = (w->bb * 64u + unit * 16u + 4u) &
                     (qp->sq_wqe_cnt * 64u - 1);
-    w->length     = bc;
+    w->length = bc;
     return 0;
 }
 
@@ -46,13 +45,13 @@ static inline int sim_parse_inline(const smlx5_qp_t *qp, sim_wqe_t *w,
  * caller cleared), its size in 16-byte units into *ds_p. Returns 0 or a
  * syndrome; w->bbs is set either way, so the SQ can move past a malformed
  * WQE. */
-static inline int sim_parse_ctrl(const smlx5_qp_t *qp, uint32_t bb,
-                                 sim_wqe_t *w, uint32_t *ds_p)
+static inline int
+sim_parse_ctrl(const smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w, uint32_t *ds_p)
 {
     const struct mlx5_wqe_ctrl_seg *ctrl = sim_sq_unit(qp, bb, 0);
-    uint32_t opmod_idx_opcode = be32toh(ctrl->opmod_idx_opcode);
-    uint32_t qpn_ds           = be32toh(ctrl->qpn_ds);
-    uint32_t ds               = qpn_ds & 0x3f;
+    uint32_t opmod_idx_opcode            = be32toh(ctrl->opmod_idx_opcode);
+    uint32_t qpn_ds                      = be32toh(ctrl->qpn_ds);
+    uint32_t ds                          = qpn_ds & 0x3f;
 
     w->bb       = bb;
     w->opcode   = opmod_idx_opcode & 0xff;
@@ -79,8 +78,8 @@ static inline int sim_parse_ctrl(const smlx5_qp_t *qp, uint32_t bb,
     return 0;
 }
 
-static inline void sim_parse_raddr(const smlx5_qp_t *qp, sim_wqe_t *w,
-                                   uint32_t unit)
+static inline void
+sim_parse_raddr(const smlx5_qp_t *qp, sim_wqe_t *w, uint32_t unit)
 {
     const struct mlx5_wqe_raddr_seg *raddr = sim_sq_unit(qp, w->bb, unit);
 

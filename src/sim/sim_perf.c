@@ -34,18 +34,19 @@
 
 /* When STRAND_SIM_PERF leaves a key out, and when the calibration cannot
  * run: about what the calibration finds on a current x86 host. */
-#define SIM_PERF_DFLT_LATENCY_NS   300.0
-#define SIM_PERF_DFLT_BW_MBS       20000.0
-#define SIM_PERF_DFLT_OVERHEAD_NS  60.0
+#define SIM_PERF_DFLT_LATENCY_NS  300.0
+#define SIM_PERF_DFLT_BW_MBS      20000.0
+#define SIM_PERF_DFLT_OVERHEAD_NS 60.0
 
-#define SIM_PERF_BATCH             128    /* packets per timed batch (< ring) */
-#define SIM_PERF_ROUNDS            5      /* best of */
-#define SIM_PERF_SMALL             64     /* bytes: a header-only packet */
-#define SIM_PERF_PINGS             256    /* round trips at most */
-#define SIM_PERF_PING_MIN          16     /* round trips at least */
-#define SIM_PERF_PING_BUDGET_NS    60000000ull /* for all of them */
-#define SIM_PERF_PING_WAIT_NS      2000000ull  /* a longer one waited for
-                                                  the scheduler */
+#define SIM_PERF_BATCH          128 /* packets per timed batch (< ring) */
+#define SIM_PERF_ROUNDS         5   /* best of */
+#define SIM_PERF_SMALL          64  /* bytes: a header-only packet */
+#define SIM_PERF_PINGS          256 /* round trips at most */
+#define SIM_PERF_PING_MIN       16  /* round trips at least */
+#define SIM_PERF_PING_BUDGET_NS 60000000ull /* for all of them */
+#define SIM_PERF_PING_WAIT_NS \
+    2000000ull /* a longer one waited for
+                  the scheduler */
 
 /* ------------------------------------------------------- STRAND_SIM_PERF */
 
@@ -54,19 +55,20 @@ static const struct {
     double      min, max;
     size_t      offset;
 } sim_perf_keys[] = {
-    {"latency_ns",       1,   1e9,  offsetof(sim_perf_cfg_t, latency_ns)},
-    {"bw_mbs",           1,   1e9,  offsetof(sim_perf_cfg_t, bw_mbs)},
-    {"overhead_ns",      0,   1e9,  offsetof(sim_perf_cfg_t, overhead_ns)},
-    {"recv_overhead_ns", 0,   1e9,  offsetof(sim_perf_cfg_t, recv_overhead_ns)},
+        {"latency_ns", 1, 1e9, offsetof(sim_perf_cfg_t, latency_ns)},
+        {"bw_mbs", 1, 1e9, offsetof(sim_perf_cfg_t, bw_mbs)},
+        {"overhead_ns", 0, 1e9, offsetof(sim_perf_cfg_t, overhead_ns)},
+        {"recv_overhead_ns", 0, 1e9,
+         offsetof(sim_perf_cfg_t, recv_overhead_ns)},
 };
 
 #define SIM_PERF_NUM_KEYS (sizeof(sim_perf_keys) / sizeof(sim_perf_keys[0]))
 
 static int sim_perf_parse_one(sim_perf_cfg_t *perf, char *tok)
 {
-    char *val = strchr(tok, '='), *end;
+    char    *val = strchr(tok, '='), *end;
     unsigned k;
-    double v;
+    double   v;
 
     if (val != NULL) {
         *val++ = '\0';
@@ -77,28 +79,32 @@ static int sim_perf_parse_one(sim_perf_cfg_t *perf, char *tok)
         }
     }
     if (k == SIM_PERF_NUM_KEYS) {
-        fprintf(stderr, "smlx5: STRAND_SIM_PERF: unknown key '%s' (known: "
-                "latency_ns, bw_mbs, overhead_ns, recv_overhead_ns)\n", tok);
+        fprintf(stderr,
+                "smlx5: STRAND_SIM_PERF: unknown key '%s' (known: "
+                "latency_ns, bw_mbs, overhead_ns, recv_overhead_ns)\n",
+                tok);
         return EINVAL;
     }
     v = ((val != NULL) && (*val != '\0')) ? strtod(val, &end) : NAN;
     if ((val == NULL) || (*val == '\0') || (*end != '\0') || !isfinite(v) ||
         (v < sim_perf_keys[k].min) || (v > sim_perf_keys[k].max)) {
-        fprintf(stderr, "smlx5: STRAND_SIM_PERF: %s='%s': a number from "
-                "%g to %g\n", tok, (val != NULL) ? val : "",
-                sim_perf_keys[k].min, sim_perf_keys[k].max);
+        fprintf(stderr,
+                "smlx5: STRAND_SIM_PERF: %s='%s': a number from "
+                "%g to %g\n",
+                tok, (val != NULL) ? val : "", sim_perf_keys[k].min,
+                sim_perf_keys[k].max);
         return EINVAL;
     }
-    *(double*)((char*)perf + sim_perf_keys[k].offset) = v;
+    *(double *)((char *)perf + sim_perf_keys[k].offset) = v;
     return 0;
 }
 
 int sim_perf_config_read(sim_config_t *cfg)
 {
-    const char *spec = getenv("STRAND_SIM_PERF");
+    const char     *spec = getenv("STRAND_SIM_PERF");
     sim_perf_cfg_t *perf = &cfg->perf;
-    char *copy, *tok, *save = NULL;
-    int ret = 0;
+    char           *copy, *tok, *save = NULL;
+    int             ret = 0;
 
     memset(perf, 0, sizeof(*perf));
     if ((spec == NULL) || (*spec == '\0')) {
@@ -109,7 +115,7 @@ int sim_perf_config_read(sim_config_t *cfg)
     perf->bw_mbs           = SIM_PERF_DFLT_BW_MBS;
     perf->overhead_ns      = SIM_PERF_DFLT_OVERHEAD_NS;
     perf->recv_overhead_ns = SIM_PERF_DFLT_OVERHEAD_NS;
-    copy = strdup(spec);
+    copy                   = strdup(spec);
     if (copy == NULL) {
         return ENOMEM;
     }
@@ -124,13 +130,13 @@ int sim_perf_config_read(sim_config_t *cfg)
 /* ----------------------------------------------------------- calibration */
 
 typedef struct sim_perf_net {
-    sim_fabric_t   *fab;
-    sim_port_t     *a, *b;
-    uint16_t        lid_a, lid_b;
-    uint8_t        *src, *dst;
-    size_t          dst_off;
-    uint32_t        mtu;
-    _Atomic int     stop;
+    sim_fabric_t *fab;
+    sim_port_t   *a, *b;
+    uint16_t      lid_a, lid_b;
+    uint8_t      *src, *dst;
+    size_t        dst_off;
+    uint32_t      mtu;
+    _Atomic int   stop;
 } sim_perf_net_t;
 
 static inline void sim_perf_relax(unsigned *spins)
@@ -149,7 +155,7 @@ static void sim_perf_rx_copy(void *arg, const void *pkt, size_t len)
     sim_perf_net_t *net = arg;
 
     if (len > SIM_PERF_SMALL) {
-        memcpy(net->dst + net->dst_off, (const uint8_t*)pkt + SIM_PERF_SMALL,
+        memcpy(net->dst + net->dst_off, (const uint8_t *)pkt + SIM_PERF_SMALL,
                len - SIM_PERF_SMALL);
         net->dst_off += len - SIM_PERF_SMALL;
     } else {
@@ -162,7 +168,7 @@ static void sim_perf_rx_copy(void *arg, const void *pkt, size_t len)
 static int sim_perf_batch(sim_perf_net_t *net, size_t payload, unsigned n,
                           double *in_ns, double *out_ns)
 {
-    uint8_t hdr[SIM_PERF_SMALL] = {0};
+    uint8_t  hdr[SIM_PERF_SMALL] = {0};
     uint64_t t0, t1, t2;
     unsigned i, got = 0;
 
@@ -173,12 +179,12 @@ static int sim_perf_batch(sim_perf_net_t *net, size_t payload, unsigned n,
             return EIO;
         }
     }
-    t1 = sim_clock_ns();
+    t1           = sim_clock_ns();
     net->dst_off = 0;
     while (got < n) {
         got += sim_fabric_recv(net->b, sim_perf_rx_copy, net, n - got);
     }
-    t2 = sim_clock_ns();
+    t2      = sim_clock_ns();
     *in_ns  = (double)(t1 - t0) / n;
     *out_ns = (double)(t2 - t1) / n;
     return 0;
@@ -195,8 +201,8 @@ static void sim_perf_rx_echo(void *arg, const void *pkt, size_t len)
 
 static void *sim_perf_echo_thread(void *arg)
 {
-    sim_perf_net_t *net = arg;
-    unsigned spins = 0;
+    sim_perf_net_t *net   = arg;
+    unsigned        spins = 0;
 
     while (!atomic_load(&net->stop)) {
         if (sim_fabric_recv(net->b, sim_perf_rx_echo, net, 1) == 0) {
@@ -212,7 +218,7 @@ static void sim_perf_rx_drop(void *arg, const void *pkt, size_t len)
 
 static int sim_perf_cmp(const void *a, const void *b)
 {
-    double x = *(const double*)a, y = *(const double*)b;
+    double x = *(const double *)a, y = *(const double *)b;
 
     return (x < y) ? -1 : (x > y);
 }
@@ -222,7 +228,7 @@ static int sim_perf_cmp(const void *a, const void *b)
  * this thread is on (with one CPU, both share it, as processes would). */
 static void sim_perf_pin_apart(pthread_t thread)
 {
-    int self = sched_getcpu(), cpu;
+    int       self = sched_getcpu(), cpu;
     cpu_set_t allowed, one;
 
     if ((self < 0) || (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)) {
@@ -242,12 +248,11 @@ static void sim_perf_pin_apart(pthread_t thread)
  * first. */
 static uint64_t sim_perf_ping(sim_perf_net_t *net, uint64_t deadline)
 {
-    uint8_t hdr[SIM_PERF_SMALL] = {0};
+    uint8_t  hdr[SIM_PERF_SMALL] = {0};
     uint64_t t0 = sim_clock_ns(), now = t0;
     unsigned spins = 0;
 
-    if (sim_fabric_send(net->fab, net->lid_b, hdr, sizeof(hdr), NULL, 0) !=
-        0) {
+    if (sim_fabric_send(net->fab, net->lid_b, hdr, sizeof(hdr), NULL, 0) != 0) {
         return 0;
     }
     while (sim_fabric_recv(net->a, sim_perf_rx_drop, NULL, 1) == 0) {
@@ -271,11 +276,11 @@ static uint64_t sim_perf_ping(sim_perf_net_t *net, uint64_t deadline)
  * within its time slice. */
 static int sim_perf_latency(sim_perf_net_t *net, double *one_way_ns)
 {
-    double rtt[SIM_PERF_PINGS];
-    uint64_t deadline, t;
-    unsigned n = 0;
+    double    rtt[SIM_PERF_PINGS];
+    uint64_t  deadline, t;
+    unsigned  n = 0;
     pthread_t thread;
-    int ret;
+    int       ret;
 
     atomic_store(&net->stop, 0);
     ret = pthread_create(&thread, NULL, sim_perf_echo_thread, net);
@@ -319,10 +324,10 @@ static double sim_perf_round(double v)
 
 static int sim_perf_measure(sim_perf_net_t *net, smlx5_perf_t *perf)
 {
-    double in, out, small_in = INFINITY, small_out = INFINITY;
-    double big_in = INFINITY, big_out = INFINITY, one_way;
+    double   in, out, small_in = INFINITY, small_out = INFINITY;
+    double   big_in = INFINITY, big_out = INFINITY, one_way;
     unsigned r;
-    int ret;
+    int      ret;
 
     for (r = 0; r < SIM_PERF_ROUNDS + 1; ++r) { /* round 0 warms up */
         ret = sim_perf_batch(net, 0, SIM_PERF_BATCH, &in, &out);
@@ -358,10 +363,10 @@ static int sim_perf_measure(sim_perf_net_t *net, smlx5_perf_t *perf)
 int smlx5_measure_perf(uint32_t mtu, smlx5_perf_t *perf)
 {
     static _Atomic unsigned counter;
-    sim_perf_net_t net;
-    char name[64];
-    size_t len = (size_t)SIM_PERF_BATCH * mtu;
-    int ret;
+    sim_perf_net_t          net;
+    char                    name[64];
+    size_t                  len = (size_t)SIM_PERF_BATCH * mtu;
+    int                     ret;
 
     memset(&net, 0, sizeof(net));
     net.mtu = mtu;
@@ -410,7 +415,7 @@ static uint32_t        sim_perf_cache_mtu;
 int smlx5_query_perf(smlx5_context_t *ctx, smlx5_perf_t *perf)
 {
     const sim_perf_cfg_t *cfg = &ctx->cfg.perf;
-    int ret;
+    int                   ret;
 
     memset(perf, 0, sizeof(*perf));
     if (cfg->set) {

@@ -33,8 +33,8 @@ static void sim_lid_mac(uint16_t lid, uint8_t mac[6])
 {
     mac[0] = 0x02;
     mac[1] = mac[2] = mac[3] = 0;
-    mac[4] = lid >> 8;
-    mac[5] = lid & 0xff;
+    mac[4]                   = lid >> 8;
+    mac[5]                   = lid & 0xff;
 }
 
 /* The /64 prefixes a GID of this fabric can carry, and the interface id
@@ -60,9 +60,10 @@ static uint64_t sim_lid_iid(const smlx5_context_t *ctx, uint16_t lid)
     if (ctx->net == NULL) {
         return SIM_ROCE_IID_BASE | lid;
     }
-    return ((uint64_t)ntohl(sim_net_host_addr(ctx->net,
-                                              sim_fabric_lid_host(lid)))
-            << 32) | 0xfffe0000ull | lid;
+    return ((uint64_t)ntohl(
+                    sim_net_host_addr(ctx->net, sim_fabric_lid_host(lid)))
+            << 32) |
+           0xfffe0000ull | lid;
 }
 
 static void sim_gid_add(smlx5_context_t *ctx, uint64_t prefix, uint64_t iid,
@@ -70,8 +71,8 @@ static void sim_gid_add(smlx5_context_t *ctx, uint64_t prefix, uint64_t iid,
 {
     union ibv_gid *gid = &ctx->gids[ctx->num_gids];
 
-    gid->global.subnet_prefix         = htobe64(prefix);
-    gid->global.interface_id          = htobe64(iid);
+    gid->global.subnet_prefix       = htobe64(prefix);
+    gid->global.interface_id        = htobe64(iid);
     ctx->gid_types[ctx->num_gids++] = type;
 }
 
@@ -80,8 +81,8 @@ void sim_port_identity_init(smlx5_context_t *ctx)
     uint64_t iid;
 
     ctx->fabric_id = sim_fabric_identity(ctx->fabric);
-    ctx->num_gids    = 0;
-    iid              = sim_lid_iid(ctx, ctx->lid);
+    ctx->num_gids  = 0;
+    iid            = sim_lid_iid(ctx, ctx->lid);
     if (!sim_port_is_eth(ctx)) {
         sim_gid_add(ctx, sim_ib_subnet_prefix(ctx), iid, IBV_GID_TYPE_IB);
         return;
@@ -98,16 +99,15 @@ void sim_port_identity_init(smlx5_context_t *ctx)
 uint16_t sim_gid_lid(const smlx5_context_t *ctx, const uint8_t raw[16])
 {
     union ibv_gid gid;
-    uint64_t prefix, iid;
-    bool ours;
+    uint64_t      prefix, iid;
+    bool          ours;
 
     memcpy(gid.raw, raw, sizeof(gid.raw));
     prefix = be64toh(gid.global.subnet_prefix);
     iid    = be64toh(gid.global.interface_id);
-    ours   = sim_port_is_eth(ctx) ?
-             ((prefix == SIM_IB_SUBNET_LINK_LOCAL) ||
-              (prefix == sim_roce_ula_prefix(ctx))) :
-             (prefix == sim_ib_subnet_prefix(ctx));
+    ours   = sim_port_is_eth(ctx) ? ((prefix == SIM_IB_SUBNET_LINK_LOCAL) ||
+                                   (prefix == sim_roce_ula_prefix(ctx))) :
+                                    (prefix == sim_ib_subnet_prefix(ctx));
     if (!ours || (iid != sim_lid_iid(ctx, (uint16_t)iid))) {
         return 0;
     }
@@ -146,9 +146,9 @@ void sim_av_qos(const smlx5_context_t *ctx, const struct mlx5_wqe_av *av,
                 uint8_t *sl, uint8_t *tclass)
 {
     bool grh = sim_port_is_eth(ctx) ?
-               !!(be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) :
-               ((be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) &&
-                (be32toh(av->grh_gid_fl) & (1u << 30)));
+                       !!(be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) :
+                       ((be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) &&
+                        (be32toh(av->grh_gid_fl) & (1u << 30)));
 
     /* as mlx5_create_ah lays them out: the SL in bits 3:0 on InfiniBand,
      * bits 3:1 on Ethernet (the priority) */
@@ -187,7 +187,7 @@ bool sim_av_for_lid(const smlx5_context_t *ctx, uint16_t lid,
     return true;
 }
 
-int sim_ah_attr_check(const smlx5_context_t *ctx,
+int sim_ah_attr_check(const smlx5_context_t    *ctx,
                       const struct ibv_ah_attr *attr)
 {
     if (sim_port_is_eth(ctx) && !attr->is_global) {
@@ -203,14 +203,14 @@ int sim_ah_attr_check(const smlx5_context_t *ctx,
 static uint8_t sim_mlx5_rate(enum ibv_rate rate)
 {
     static const uint8_t mlx5_rate[] = {
-        [IBV_RATE_2_5_GBPS] = 7,  [IBV_RATE_10_GBPS] = 8,
-        [IBV_RATE_30_GBPS]  = 9,  [IBV_RATE_5_GBPS]  = 10,
-        [IBV_RATE_20_GBPS]  = 11, [IBV_RATE_40_GBPS] = 12,
-        [IBV_RATE_60_GBPS]  = 13, [IBV_RATE_80_GBPS] = 14,
-        [IBV_RATE_120_GBPS] = 15, [IBV_RATE_14_GBPS] = 11,
-        [IBV_RATE_56_GBPS]  = 13, [IBV_RATE_112_GBPS] = 15,
-        [IBV_RATE_25_GBPS]  = 9,  [IBV_RATE_100_GBPS] = 15,
-        [IBV_RATE_28_GBPS]  = 9,  [IBV_RATE_50_GBPS] = 13,
+            [IBV_RATE_2_5_GBPS] = 7,  [IBV_RATE_10_GBPS] = 8,
+            [IBV_RATE_30_GBPS] = 9,   [IBV_RATE_5_GBPS] = 10,
+            [IBV_RATE_20_GBPS] = 11,  [IBV_RATE_40_GBPS] = 12,
+            [IBV_RATE_60_GBPS] = 13,  [IBV_RATE_80_GBPS] = 14,
+            [IBV_RATE_120_GBPS] = 15, [IBV_RATE_14_GBPS] = 11,
+            [IBV_RATE_56_GBPS] = 13,  [IBV_RATE_112_GBPS] = 15,
+            [IBV_RATE_25_GBPS] = 9,   [IBV_RATE_100_GBPS] = 15,
+            [IBV_RATE_28_GBPS] = 9,   [IBV_RATE_50_GBPS] = 13,
     };
 
     return ((unsigned)rate < sizeof(mlx5_rate)) ? mlx5_rate[rate] : 0;
@@ -236,11 +236,11 @@ static uint16_t sim_roce_udp_sport(smlx5_context_t *ctx, uint32_t flow_label)
 int smlx5_create_av(smlx5_pd_t *pd, const struct ibv_ah_attr *attr,
                     struct mlx5_wqe_av *av)
 {
-    smlx5_context_t *ctx = pd->ctx;
-    uint8_t rate         = sim_mlx5_rate(attr->static_rate);
-    uint32_t grh         = 0;
-    uint16_t lid;
-    int ret;
+    smlx5_context_t *ctx  = pd->ctx;
+    uint8_t          rate = sim_mlx5_rate(attr->static_rate);
+    uint32_t         grh  = 0;
+    uint16_t         lid;
+    int              ret;
 
     if (attr->port_num != SMLX5_PORT_NUM) {
         return EINVAL;
@@ -256,8 +256,8 @@ int smlx5_create_av(smlx5_pd_t *pd, const struct ibv_ah_attr *attr,
         if (lid != 0) {
             sim_lid_mac(lid, av->rmac);
             if (ctx->gid_types[attr->grh.sgid_index] == IBV_GID_TYPE_ROCE_V2) {
-                av->rlid = htobe16(sim_roce_udp_sport(ctx,
-                                                      attr->grh.flow_label));
+                av->rlid = htobe16(
+                        sim_roce_udp_sport(ctx, attr->grh.flow_label));
             }
         }
         pthread_mutex_unlock(&ctx->lock);
@@ -275,10 +275,9 @@ int smlx5_create_av(smlx5_pd_t *pd, const struct ibv_ah_attr *attr,
     if (attr->is_global) {
         av->tclass     = attr->grh.traffic_class;
         av->hop_limit  = attr->grh.hop_limit;
-        av->grh_gid_fl = htobe32((grh << 30) |
-                                 ((uint32_t)attr->grh.sgid_index << 20) |
-                                 (attr->grh.flow_label &
-                                  IB_GRH_FLOWLABEL_MASK));
+        av->grh_gid_fl = htobe32(
+                (grh << 30) | ((uint32_t)attr->grh.sgid_index << 20) |
+                (attr->grh.flow_label & IB_GRH_FLOWLABEL_MASK));
         memcpy(av->rgid, attr->grh.dgid.raw, sizeof(av->rgid));
     }
     return 0;

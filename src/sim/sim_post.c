@@ -23,7 +23,7 @@
 
 typedef struct sim_post_op {
     uint8_t mlx5_opcode;
-    uint8_t wc_opcode;      /* enum ibv_wc_opcode */
+    uint8_t wc_opcode; /* enum ibv_wc_opcode */
     uint8_t has_raddr;
     uint8_t is_atomic;
 } sim_post_op_t;
@@ -45,8 +45,8 @@ static int sim_post_op_lookup(enum ibv_wr_opcode op, sim_post_op_t *out)
         *out = (sim_post_op_t){MLX5_OPCODE_RDMA_WRITE, IBV_WC_RDMA_WRITE, 1, 0};
         return 0;
     case IBV_WR_RDMA_WRITE_WITH_IMM:
-        *out = (sim_post_op_t){MLX5_OPCODE_RDMA_WRITE_IMM, IBV_WC_RDMA_WRITE,
-                               1, 0};
+        *out = (sim_post_op_t){MLX5_OPCODE_RDMA_WRITE_IMM, IBV_WC_RDMA_WRITE, 1,
+                               0};
         return 0;
     case IBV_WR_RDMA_READ:
         *out = (sim_post_op_t){MLX5_OPCODE_RDMA_READ, IBV_WC_RDMA_READ, 1, 0};
@@ -80,18 +80,18 @@ static int sim_post_send_common(smlx5_qp_t *qp, struct ibv_send_wr *wr,
                                 const smlx5_dc_target_t *dc, uint16_t stream_id,
                                 struct ibv_send_wr **bad_wr)
 {
-    void *sq_buf  = qp->sq.buf;
-    void *sq_end  = qp->sq.end;
+    void                     *sq_buf = qp->sq.buf;
+    void                     *sq_end = qp->sq.end;
     struct mlx5_wqe_ctrl_seg *ctrl, *last_ctrl = NULL;
-    unsigned last_bbs = 0;
-    int atomic_ok = -1;   /* not queried yet */
-    sim_post_op_t op;
-    unsigned ds, nseg, bbs;
-    uint64_t inl_len;
-    uint32_t idx, imm;
-    uint8_t fm_ce_se;
-    int inl, err = 0;
-    void *seg;
+    unsigned                  last_bbs  = 0;
+    int                       atomic_ok = -1; /* not queried yet */
+    sim_post_op_t             op;
+    unsigned                  ds, nseg, bbs;
+    uint64_t                  inl_len;
+    uint32_t                  idx, imm;
+    uint8_t                   fm_ce_se;
+    int                       inl, err = 0;
+    void                     *seg;
 
     for (; wr != NULL; wr = wr->next) {
         err = sim_post_op_lookup(wr->opcode, &op);
@@ -118,7 +118,7 @@ static int sim_post_send_common(smlx5_qp_t *qp, struct ibv_send_wr *wr,
 
         /* WQE size, before anything is written */
         inl = (wr->send_flags & IBV_SEND_INLINE) && (wr->num_sge > 0);
-        ds  = 1;                                     /* ctrl */
+        ds  = 1; /* ctrl */
         if (dc != NULL) {
             ds += STRAND_AV_FULL_SIZE / STRAND_WQE_DS; /* 48-byte AV */
         }
@@ -160,7 +160,7 @@ static int sim_post_send_common(smlx5_qp_t *qp, struct ibv_send_wr *wr,
         switch (wr->opcode) {
         case IBV_WR_SEND_WITH_IMM:
         case IBV_WR_RDMA_WRITE_WITH_IMM:
-            imm = wr->imm_data;                  /* already network order */
+            imm = wr->imm_data; /* already network order */
             break;
         case IBV_WR_SEND_WITH_INV:
             imm = htobe32(wr->invalidate_rkey);
@@ -172,44 +172,43 @@ static int sim_post_send_common(smlx5_qp_t *qp, struct ibv_send_wr *wr,
 
         /* build */
         ctrl = strand_sq_ctrl(&qp->sq);
-        strand_sq_set_ctrl(&qp->sq, ctrl, 0, op.mlx5_opcode, ds, fm_ce_se,
-                           imm);
+        strand_sq_set_ctrl(&qp->sq, ctrl, 0, op.mlx5_opcode, ds, fm_ce_se, imm);
         seg = strand_sq_next(ctrl, sizeof(*ctrl), sq_buf, sq_end);
 
         if (dc != NULL) {
             strand_set_ctrl_stream(ctrl, stream_id);
-            strand_set_av_full((struct mlx5_wqe_av*)seg, dc->dc_key, dc->dctn,
+            strand_set_av_full((struct mlx5_wqe_av *)seg, dc->dc_key, dc->dctn,
                                dc->dlid);
             seg = strand_sq_next(seg, STRAND_AV_FULL_SIZE, sq_buf, sq_end);
         }
 
         if (op.is_atomic) {
-            strand_set_raddr_seg((struct mlx5_wqe_raddr_seg*)seg,
+            strand_set_raddr_seg((struct mlx5_wqe_raddr_seg *)seg,
                                  wr->wr.atomic.remote_addr, wr->wr.atomic.rkey);
-            seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg),
-                                 sq_buf, sq_end);
+            seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), sq_buf,
+                                 sq_end);
             if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
-                strand_set_atomic_cs_seg((struct mlx5_wqe_atomic_seg*)seg,
+                strand_set_atomic_cs_seg((struct mlx5_wqe_atomic_seg *)seg,
                                          wr->wr.atomic.compare_add,
                                          wr->wr.atomic.swap);
             } else {
-                strand_set_atomic_fa_seg((struct mlx5_wqe_atomic_seg*)seg,
+                strand_set_atomic_fa_seg((struct mlx5_wqe_atomic_seg *)seg,
                                          wr->wr.atomic.compare_add);
             }
             seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_atomic_seg),
                                  sq_buf, sq_end);
         } else if (op.has_raddr) {
-            strand_set_raddr_seg((struct mlx5_wqe_raddr_seg*)seg,
+            strand_set_raddr_seg((struct mlx5_wqe_raddr_seg *)seg,
                                  wr->wr.rdma.remote_addr, wr->wr.rdma.rkey);
-            seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg),
-                                 sq_buf, sq_end);
+            seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), sq_buf,
+                                 sq_end);
         }
 
         if (inl) {
             /* As rdma-core: INLINE applies to whatever opcode carries it;
              * on READ/atomics the device rejects the WQE (LOC_QP_OP_ERR). */
-            nseg = strand_set_inline_seg(seg, wr->sg_list, wr->num_sge,
-                                         sq_buf, sq_end, &seg);
+            nseg = strand_set_inline_seg(seg, wr->sg_list, wr->num_sge, sq_buf,
+                                         sq_end, &seg);
         } else {
             /* atomics: the local buffer gets the 8-byte original value */
             nseg = strand_set_data_sgl(seg, wr->sg_list, wr->num_sge,
@@ -305,9 +304,9 @@ int smlx5_post_recv(smlx5_qp_t *qp, struct ibv_recv_wr *wr,
                     struct ibv_recv_wr **bad_wr)
 {
     struct mlx5_wqe_data_seg *scat;
-    unsigned max_gs, j;
-    uint32_t idx;
-    int i, nreq = 0, err = 0;
+    unsigned                  max_gs, j;
+    uint32_t                  idx;
+    int                       i, nreq = 0, err = 0;
 
     /* A QP on an SRQ (and DCI/DCT) has no RQ: rq_wqe_cnt == 0, so the
      * overflow check below answers ENOMEM, as rdma-core does. */
@@ -322,8 +321,8 @@ int smlx5_post_recv(smlx5_qp_t *qp, struct ibv_recv_wr *wr,
             break;
         }
         idx  = qp->rq_head & (qp->rq_wqe_cnt - 1);
-        scat = (struct mlx5_wqe_data_seg*)(qp->rq_buf +
-                                           (size_t)idx * qp->rq_stride);
+        scat = (struct mlx5_wqe_data_seg *)(qp->rq_buf +
+                                            (size_t)idx * qp->rq_stride);
         for (i = 0, j = 0; i < wr->num_sge; ++i) {
             if (wr->sg_list[i].length == 0) {
                 continue;
@@ -353,9 +352,9 @@ int smlx5_post_srq_recv(smlx5_srq_t *srq, struct ibv_recv_wr *wr,
                         struct ibv_recv_wr **bad_wr)
 {
     struct mlx5_wqe_srq_next_seg *next;
-    struct mlx5_wqe_data_seg *scat;
-    unsigned max_gs;
-    int i, nreq = 0, err = 0;
+    struct mlx5_wqe_data_seg     *scat;
+    unsigned                      max_gs;
+    int                           i, nreq = 0, err = 0;
 
     max_gs = (srq->stride - sizeof(*next)) / sizeof(*scat);
     for (; wr != NULL; wr = wr->next, ++nreq) {
@@ -368,9 +367,9 @@ int smlx5_post_srq_recv(smlx5_srq_t *srq, struct ibv_recv_wr *wr,
             break;
         }
         srq->wrid[srq->head] = wr->wr_id;
-        next      = sim_srq_wqe(srq, srq->head);
-        srq->head = be16toh(next->next_wqe_index);
-        scat      = (struct mlx5_wqe_data_seg*)(next + 1);
+        next                 = sim_srq_wqe(srq, srq->head);
+        srq->head            = be16toh(next->next_wqe_index);
+        scat                 = (struct mlx5_wqe_data_seg *)(next + 1);
         for (i = 0; i < wr->num_sge; ++i) {
             strand_set_data_seg(&scat[i], wr->sg_list[i].addr,
                                 wr->sg_list[i].length, wr->sg_list[i].lkey);

@@ -32,8 +32,8 @@ static uint32_t sim_sq_wqe_size(const smlx5_qp_init_attr_t *attr)
         size += sizeof(struct mlx5_wqe_av);
     }
     size += sizeof(struct mlx5_wqe_raddr_seg) + 2 * 16; /* masked 64-bit CS */
-    data  = attr->cap.max_send_sge * sizeof(struct mlx5_wqe_data_seg);
-    inl   = (attr->cap.max_inline_data + 4 + 15) & ~15u;
+    data = attr->cap.max_send_sge * sizeof(struct mlx5_wqe_data_seg);
+    inl  = (attr->cap.max_inline_data + 4 + 15) & ~15u;
     size += (data > inl) ? data : inl;
     return size;
 }
@@ -54,7 +54,7 @@ static int sim_qp_alloc_sq(smlx5_qp_t *qp, const smlx5_qp_init_attr_t *attr)
     qp->bfreg      = sim_bf_take(qp->ctx, attr->td);
     qp->bf_reg     = qp->bfreg->page;
     qp->bf_size    = qp->bfreg->size;
-    if (posix_memalign((void**)&qp->sq_buf, 4096, cnt * SIM_BB) != 0) {
+    if (posix_memalign((void **)&qp->sq_buf, 4096, cnt * SIM_BB) != 0) {
         return ENOMEM;
     }
     memset(qp->sq_buf, 0, cnt * SIM_BB);
@@ -81,7 +81,7 @@ static int sim_qp_alloc_rq(smlx5_qp_t *qp, const smlx5_qp_init_attr_t *attr)
     }
     qp->rq_stride  = sim_pow2(sge * sizeof(struct mlx5_wqe_data_seg));
     qp->rq_wqe_cnt = sim_pow2(attr->cap.max_recv_wr);
-    if (posix_memalign((void**)&qp->rq_buf, 4096,
+    if (posix_memalign((void **)&qp->rq_buf, 4096,
                        qp->rq_wqe_cnt * qp->rq_stride) != 0) {
         return ENOMEM;
     }
@@ -112,7 +112,7 @@ static void sim_qp_free(smlx5_qp_t *qp)
 }
 
 /* The DCI stream limits of the device (mlx5dv dci_streams_caps). */
-static bool sim_qp_dci_streams_ok(const smlx5_context_t *ctx,
+static bool sim_qp_dci_streams_ok(const smlx5_context_t      *ctx,
                                   const smlx5_qp_init_attr_t *attr)
 {
     return (attr->log_num_concurent <= ctx->cfg.dci_log_concurent) &&
@@ -127,14 +127,14 @@ static bool sim_qp_create_flags_ok(uint32_t flags)
     const uint32_t known = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE |
                            MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE |
                            MLX5DV_QP_CREATE_SIG_PIPELINING;
-    const uint32_t both  = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE |
-                           MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE;
+    const uint32_t both = MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE |
+                          MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE;
 
     return !(flags & ~known) && ((flags & both) != both);
 }
 
-static int sim_qp_check_init_attr(smlx5_context_t *ctx,
-                                  const smlx5_qp_init_attr_t *attr)
+static int
+sim_qp_check_init_attr(smlx5_context_t *ctx, const smlx5_qp_init_attr_t *attr)
 {
     if (!sim_qp_create_flags_ok(attr->create_flags)) {
         return EINVAL;
@@ -181,8 +181,8 @@ static bool sim_qp_scatter_requested(uint32_t flags)
     if (flags & MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE) {
         return false;
     }
-    return (flags & MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE) ||
-           (env == NULL) || strcmp(env, "0");
+    return (flags & MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE) || (env == NULL) ||
+           strcmp(env, "0");
 }
 
 /* What the Linux driver then configures (cs_res, cs_req): a responder RC
@@ -190,8 +190,8 @@ static bool sim_qp_scatter_requested(uint32_t flags)
  * 128-byte CQEs and with the device's DCT capability; a requester (READ /
  * atomic responses) only with sq_sig_all or ALLOW_SCATTER_TO_CQE, 64
  * bytes into 128-byte CQEs, 32 into 64-byte ones for RC only. */
-static void sim_qp_scatter_config(smlx5_qp_t *qp,
-                                  const smlx5_qp_init_attr_t *attr)
+static void
+sim_qp_scatter_config(smlx5_qp_t *qp, const smlx5_qp_init_attr_t *attr)
 {
     const smlx5_cq_t *rcq = attr->recv_cq, *scq = attr->send_cq;
 
@@ -227,17 +227,16 @@ static void sim_post_sq_reset(smlx5_qp_t *qp)
     dv.bf.reg     = qp->bf_reg;
     dv.bf.size    = qp->bf_size;
     /* the device reads the queue itself: a doorbell is all it needs */
-    strand_sq_init(&qp->sq, &dv, qp->qpn, STRAND_MMIO_MODE_DB,
-                   &qp->bfreg->bf);
+    strand_sq_init(&qp->sq, &dv, qp->qpn, STRAND_MMIO_MODE_DB, &qp->bfreg->bf);
 }
 
 smlx5_qp_t *smlx5_create_qp(smlx5_pd_t *pd, smlx5_qp_init_attr_t *attr)
 {
     smlx5_context_t *ctx = pd->ctx;
-    smlx5_qp_t *qp;
-    int32_t uidx;
-    uint32_t i;
-    int ret;
+    smlx5_qp_t      *qp;
+    int32_t          uidx;
+    uint32_t         i;
+    int              ret;
 
     ret = sim_qp_check_init_attr(ctx, attr);
     if (ret != 0) {
@@ -263,11 +262,11 @@ smlx5_qp_t *smlx5_create_qp(smlx5_pd_t *pd, smlx5_qp_init_attr_t *attr)
     qp->log_num_errored   = attr->log_num_errored;
     qp->create_flags      = attr->create_flags;
     qp->sig_pipelining    = !!(attr->create_flags &
-                               MLX5DV_QP_CREATE_SIG_PIPELINING);
+                            MLX5DV_QP_CREATE_SIG_PIPELINING);
     qp->path_mtu          = ctx->cfg.mtu;
     sim_qp_scatter_config(qp, attr);
 
-    if (posix_memalign((void**)&qp->dbrec, 64, 64) != 0) {
+    if (posix_memalign((void **)&qp->dbrec, 64, 64) != 0) {
         qp->dbrec = NULL;
         ret       = ENOMEM;
         goto err;
@@ -313,12 +312,12 @@ smlx5_qp_t *smlx5_create_qp(smlx5_pd_t *pd, smlx5_qp_init_attr_t *attr)
     qp->user_index = (uint32_t)uidx;
     /* QPN: the slot in the low bits, a generation above so that a packet
      * for a destroyed QP does not reach its successor (QPNs are 24 bits) */
-    ctx->qp_gen  = (ctx->qp_gen + 1) & (0xffffff >> SIM_QPN_SLOT_BITS);
-    qp->qpn      = (((ctx->qp_gen ? ctx->qp_gen : 1) << SIM_QPN_SLOT_BITS) |
-                    i) & 0xffffff;
-    ctx->qps[i]  = qp;
+    ctx->qp_gen = (ctx->qp_gen + 1) & (0xffffff >> SIM_QPN_SLOT_BITS);
+    qp->qpn     = (((ctx->qp_gen ? ctx->qp_gen : 1) << SIM_QPN_SLOT_BITS) | i) &
+              0xffffff;
+    ctx->qps[i] = qp;
     if (qp->sq_buf != NULL) {
-        sim_post_sq_reset(qp);  /* its ctrl segments carry the QPN */
+        sim_post_sq_reset(qp); /* its ctrl segments carry the QPN */
     }
     if (qp->send_cq) {
         atomic_fetch_add(&qp->send_cq->refs, 1);
@@ -445,8 +444,7 @@ static int sim_rc_transition(enum ibv_qp_state cur, enum ibv_qp_state next,
             t->req = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
                      IBV_QP_MIN_RNR_TIMER;
-            t->opt = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-                     IBV_QP_PKEY_INDEX;
+            t->opt = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX;
             return 1;
         }
         return 0;
@@ -564,7 +562,8 @@ static int sim_qp_check_av(const smlx5_qp_t *qp, const struct ibv_ah_attr *ah,
         return 0;
     }
     *dlid = (qp->type == SMLX5_QPT_RC) ?
-            sim_gid_to_lid(qp->ctx, ah->grh.dgid.raw) : 0;
+                    sim_gid_to_lid(qp->ctx, ah->grh.dgid.raw) :
+                    0;
     return ((qp->type == SMLX5_QPT_RC) && (*dlid == 0)) ? EINVAL : 0;
 }
 
@@ -579,13 +578,13 @@ static void sim_qp_reset(smlx5_qp_t *qp)
         sim_cq_clean(qp->recv_cq, qp);
     }
     qp->sq_tail = qp->sq_fetched = qp->sq_completed = 0;
-    qp->req_bb   = 0;
-    qp->db_pi    = 0;
-    qp->rq_head  = qp->rq_tail = 0;
-    qp->rq_consumed = 0;
-    qp->rd_atomic_inflight = 0;
-    qp->num_errored = 0;
-    qp->tx_blocked  = false;
+    qp->req_bb                                      = 0;
+    qp->db_pi                                       = 0;
+    qp->rq_head = qp->rq_tail = 0;
+    qp->rq_consumed           = 0;
+    qp->rd_atomic_inflight    = 0;
+    qp->num_errored           = 0;
+    qp->tx_blocked            = false;
     sim_resp_drop_reads(qp);
     memset(qp->flows, 0, sizeof(qp->flows));
     qp->flows_used   = 0;
@@ -607,11 +606,11 @@ static void sim_qp_reset(smlx5_qp_t *qp)
 
 int smlx5_modify_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr, int mask)
 {
-    smlx5_context_t *ctx = qp->ctx;
-    enum ibv_qp_state cur, next;
+    smlx5_context_t    *ctx = qp->ctx;
+    enum ibv_qp_state   cur, next;
     sim_qp_transition_t t;
-    uint16_t dlid = 0;
-    int ok, ret = 0;
+    uint16_t            dlid = 0;
+    int                 ok, ret = 0;
 
     pthread_mutex_lock(&ctx->lock);
     cur  = qp->state;
@@ -621,9 +620,15 @@ int smlx5_modify_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr, int mask)
         goto out;
     }
     switch (qp->type) {
-    case SMLX5_QPT_RC:  ok = sim_rc_transition(cur, next, &t);  break;
-    case SMLX5_QPT_DCI: ok = sim_dci_transition(cur, next, &t); break;
-    default:            ok = sim_dct_transition(cur, next, &t); break;
+    case SMLX5_QPT_RC:
+        ok = sim_rc_transition(cur, next, &t);
+        break;
+    case SMLX5_QPT_DCI:
+        ok = sim_dci_transition(cur, next, &t);
+        break;
+    default:
+        ok = sim_dct_transition(cur, next, &t);
+        break;
     }
     mask &= ~IBV_QP_STATE;
     if (!ok || ((mask & t.req) != t.req) || (mask & ~(t.req | t.opt))) {
@@ -662,23 +667,35 @@ int smlx5_modify_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr, int mask)
     }
 
     /* all checked: apply */
-    if (mask & IBV_QP_ACCESS_FLAGS)       qp->access_flags  = attr->qp_access_flags;
-    if (mask & IBV_QP_PATH_MTU)           qp->path_mtu      = sim_mtu_bytes(attr->path_mtu);
+    if (mask & IBV_QP_ACCESS_FLAGS)
+        qp->access_flags = attr->qp_access_flags;
+    if (mask & IBV_QP_PATH_MTU)
+        qp->path_mtu = sim_mtu_bytes(attr->path_mtu);
     if (mask & IBV_QP_AV) {
         qp->dlid        = dlid;
         qp->path_sl     = attr->ah_attr.sl & 0xf;
         qp->path_tclass = attr->ah_attr.is_global ?
-                          attr->ah_attr.grh.traffic_class : 0;
+                                  attr->ah_attr.grh.traffic_class :
+                                  0;
     }
-    if (mask & IBV_QP_DEST_QPN)           qp->dest_qpn      = attr->dest_qp_num;
-    if (mask & IBV_QP_RQ_PSN)             qp->rq_psn        = attr->rq_psn & 0xffffff;
-    if (mask & IBV_QP_SQ_PSN)             qp->sq_psn        = attr->sq_psn & 0xffffff;
-    if (mask & IBV_QP_TIMEOUT)            qp->timeout       = attr->timeout;
-    if (mask & IBV_QP_RETRY_CNT)          qp->retry_cnt     = attr->retry_cnt;
-    if (mask & IBV_QP_RNR_RETRY)          qp->rnr_retry     = attr->rnr_retry;
-    if (mask & IBV_QP_MIN_RNR_TIMER)      qp->min_rnr_timer = attr->min_rnr_timer;
-    if (mask & IBV_QP_MAX_QP_RD_ATOMIC)   qp->max_rd_atomic = attr->max_rd_atomic;
-    if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) qp->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+    if (mask & IBV_QP_DEST_QPN)
+        qp->dest_qpn = attr->dest_qp_num;
+    if (mask & IBV_QP_RQ_PSN)
+        qp->rq_psn = attr->rq_psn & 0xffffff;
+    if (mask & IBV_QP_SQ_PSN)
+        qp->sq_psn = attr->sq_psn & 0xffffff;
+    if (mask & IBV_QP_TIMEOUT)
+        qp->timeout = attr->timeout;
+    if (mask & IBV_QP_RETRY_CNT)
+        qp->retry_cnt = attr->retry_cnt;
+    if (mask & IBV_QP_RNR_RETRY)
+        qp->rnr_retry = attr->rnr_retry;
+    if (mask & IBV_QP_MIN_RNR_TIMER)
+        qp->min_rnr_timer = attr->min_rnr_timer;
+    if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+        qp->max_rd_atomic = attr->max_rd_atomic;
+    if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+        qp->max_dest_rd_atomic = attr->max_dest_rd_atomic;
 
     if (next == IBV_QPS_RESET) {
         sim_qp_reset(qp);
@@ -696,7 +713,8 @@ int smlx5_modify_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr, int mask)
          * a PSN range never used before, also across resets, so a DCT
          * never mistakes a new association for an old (errored) one. */
         qp->next_flow_psn = (qp->type == SMLX5_QPT_DCI) ?
-                            qp->next_flow_psn + (1u << 16) : qp->sq_psn;
+                                    qp->next_flow_psn + (1u << 16) :
+                                    qp->sq_psn;
     }
 
     qp->state = next;
@@ -725,30 +743,30 @@ int smlx5_query_qp(smlx5_qp_t *qp, struct ibv_qp_attr *attr, int attr_mask,
 {
     memset(attr, 0, sizeof(*attr));
     pthread_mutex_lock(&qp->ctx->lock);
-    attr->qp_state        = qp->state;
-    attr->cur_qp_state    = qp->state;
-    attr->path_mtu        = (enum ibv_mtu)(__builtin_ctz(qp->path_mtu) - 7);
-    attr->qp_access_flags = qp->access_flags;
-    attr->rq_psn          = qp->rq_psn;
-    attr->sq_psn          = qp->sq_psn;
-    attr->dest_qp_num     = qp->dest_qpn;
-    attr->ah_attr.dlid    = qp->dlid;
-    attr->ah_attr.port_num = SMLX5_PORT_NUM;
-    attr->port_num        = SMLX5_PORT_NUM;
-    attr->timeout         = qp->timeout;
-    attr->retry_cnt       = qp->retry_cnt;
-    attr->rnr_retry       = qp->rnr_retry;
-    attr->min_rnr_timer   = qp->min_rnr_timer;
-    attr->max_rd_atomic   = qp->max_rd_atomic;
+    attr->qp_state           = qp->state;
+    attr->cur_qp_state       = qp->state;
+    attr->path_mtu           = (enum ibv_mtu)(__builtin_ctz(qp->path_mtu) - 7);
+    attr->qp_access_flags    = qp->access_flags;
+    attr->rq_psn             = qp->rq_psn;
+    attr->sq_psn             = qp->sq_psn;
+    attr->dest_qp_num        = qp->dest_qpn;
+    attr->ah_attr.dlid       = qp->dlid;
+    attr->ah_attr.port_num   = SMLX5_PORT_NUM;
+    attr->port_num           = SMLX5_PORT_NUM;
+    attr->timeout            = qp->timeout;
+    attr->retry_cnt          = qp->retry_cnt;
+    attr->rnr_retry          = qp->rnr_retry;
+    attr->min_rnr_timer      = qp->min_rnr_timer;
+    attr->max_rd_atomic      = qp->max_rd_atomic;
     attr->max_dest_rd_atomic = qp->max_dest_rd_atomic;
-    attr->cap             = qp->cap;
-    attr->sq_draining     = 0;
+    attr->cap                = qp->cap;
+    attr->sq_draining        = 0;
     if (init != NULL) {
         memset(init, 0, sizeof(*init));
         init->cap        = qp->cap;
         init->sq_sig_all = qp->sq_sig_all;
         init->qp_type    = (qp->type == SMLX5_QPT_RC) ? IBV_QPT_RC :
-                           IBV_QPT_DRIVER;
+                                                        IBV_QPT_DRIVER;
     }
     pthread_mutex_unlock(&qp->ctx->lock);
     return 0;
@@ -778,8 +796,8 @@ int smlx5_qp_query_sqd(smlx5_qp_t *qp, uint32_t *wqebb_counter)
 int smlx5_qp_cancel_posted_send_wrs(smlx5_qp_t *qp, uint64_t wr_id)
 {
     struct mlx5_wqe_ctrl_seg *ctrl;
-    uint32_t bb, slot;
-    int n = 0;
+    uint32_t                  bb, slot;
+    int                       n = 0;
 
     pthread_mutex_lock(&qp->ctx->lock);
     if ((qp->state != IBV_QPS_SQD) || (qp->sq_buf == NULL)) {
@@ -797,7 +815,7 @@ int smlx5_qp_cancel_posted_send_wrs(smlx5_qp_t *qp, uint64_t wr_id)
         /* a NOP of the same size, fence and signaling: opcode and opmod
          * cleared, the WQE index kept; its completion reports the
          * original opcode (sq_opcode) */
-        ctrl = (struct mlx5_wqe_ctrl_seg*)(qp->sq_buf + (size_t)slot * 64);
+        ctrl = (struct mlx5_wqe_ctrl_seg *)(qp->sq_buf + (size_t)slot * 64);
         strand_set_ctrl_nop(ctrl);
         ++n;
     }
@@ -810,7 +828,7 @@ int smlx5_qp_cancel_posted_send_wrs(smlx5_qp_t *qp, uint64_t wr_id)
 int smlx5_dci_stream_id_reset(smlx5_qp_t *qp, uint16_t stream_id)
 {
     unsigned i;
-    int ret = 0;
+    int      ret = 0;
 
     if (qp->type != SMLX5_QPT_DCI) {
         return EINVAL;
@@ -848,6 +866,7 @@ void sim_qp_told(smlx5_qp_t *qp)
 {
     __atomic_store_n(&qp->db_pi,
                      be32toh(__atomic_load_n(&qp->dbrec[MLX5_SND_DBR],
-                                             __ATOMIC_ACQUIRE)) & 0xffff,
+                                             __ATOMIC_ACQUIRE)) &
+                             0xffff,
                      __ATOMIC_RELEASE);
 }

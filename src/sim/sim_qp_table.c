@@ -30,8 +30,8 @@ void sim_uidx_clear(smlx5_context_t *ctx, uint32_t uidx)
 
 smlx5_qp_t *sim_qp_lookup(smlx5_context_t *ctx, uint32_t qpn)
 {
-    uint32_t idx = qpn & (SIM_MAX_QPS - 1);
-    smlx5_qp_t *qp = ctx->qps[idx];
+    uint32_t    idx = qpn & (SIM_MAX_QPS - 1);
+    smlx5_qp_t *qp  = ctx->qps[idx];
 
     return ((qp != NULL) && (qp->qpn == qpn)) ? qp : NULL;
 }
@@ -41,5 +41,6 @@ smlx5_qp_t *sim_dct_lookup(smlx5_context_t *ctx, uint32_t dctn)
     smlx5_qp_t *qp = sim_qp_lookup(ctx, dctn);
 
     return ((qp != NULL) && (qp->type == SMLX5_QPT_DCT) && (qp->dctn != 0)) ?
-           qp : NULL;
+                   qp :
+                   NULL;
 }

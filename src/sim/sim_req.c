@@ -20,21 +20,21 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define SIM_WINDOW      64    /* packets in flight per flow */
-#define SIM_ACK_EVERY   16    /* request an ACK every N packets */
+#define SIM_WINDOW    64 /* packets in flight per flow */
+#define SIM_ACK_EVERY 16 /* request an ACK every N packets */
 
 /* ------------------------------------------------------------- flows */
 
-static int sim_flow_get(smlx5_qp_t *qp, uint16_t chan, uint16_t dlid,
-                        uint32_t dqpn)
+static int
+sim_flow_get(smlx5_qp_t *qp, uint16_t chan, uint16_t dlid, uint32_t dqpn)
 {
-    int i, free_idx = -1;
+    int      i, free_idx = -1;
     uint64_t m;
 
     if (qp->type == SMLX5_QPT_RC) {
         sim_flow_t *f = &qp->flows[0];
         if (!f->used) {
-            f->used      = true;
+            f->used = true;
             qp->flows_used |= 1;
             f->dlid      = qp->dlid;
             f->dqpn      = qp->dest_qpn;
@@ -61,8 +61,8 @@ static int sim_flow_get(smlx5_qp_t *qp, uint16_t chan, uint16_t dlid,
     /* a DC connect: a fresh PSN range the responder has never seen */
     sim_flow_t *f = &qp->flows[free_idx];
     memset(f, 0, sizeof(*f));
-    f->used      = true;
-    qp->flows_used   |= 1ull << free_idx;
+    f->used = true;
+    qp->flows_used |= 1ull << free_idx;
     qp->resend_flows &= ~(1ull << free_idx); /* asked of the old flow */
     f->chan      = chan;
     f->dlid      = dlid;
@@ -98,8 +98,7 @@ static bool sim_stream_errored(const smlx5_qp_t *qp, uint16_t stream)
  * are in one piece (inline bytes that do not wrap around the end of the
  * SQ, a plain single SGE), else gathered into `buf`. */
 static const uint8_t *sim_wqe_payload(smlx5_qp_t *qp, const sim_wqe_t *w,
-                                      uint32_t off, uint32_t len,
-                                      uint8_t *buf)
+                                      uint32_t off, uint32_t len, uint8_t *buf)
 {
     uint32_t pos;
 
@@ -109,7 +108,7 @@ static const uint8_t *sim_wqe_payload(smlx5_qp_t *qp, const sim_wqe_t *w,
             return qp->sq_buf + pos;
         }
     } else if ((w->num_sge == 1) && !w->via_mkey) {
-        return (const uint8_t*)(uintptr_t)(w->sge[0].addr + off);
+        return (const uint8_t *)(uintptr_t)(w->sge[0].addr + off);
     }
     sim_wqe_gather(qp, w, off, buf, len);
     return buf;
@@ -127,23 +126,22 @@ static uint32_t sim_wqe_npkts(const smlx5_qp_t *qp, const sim_wqe_t *w)
 }
 
 /* Send the packet of WQE `w` with PSN `psn`. */
-int sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
-                        bool retry)
+int sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn, bool retry)
 {
-    sim_flow_t *f = &qp->flows[w->flow];
-    uint8_t buf[4096];
+    sim_flow_t    *f = &qp->flows[w->flow];
+    uint8_t        buf[4096];
     const uint8_t *payload = NULL;
-    uint32_t seg  = psn - w->first_psn;
-    uint32_t npkt = w->last_psn - w->first_psn + 1;
-    uint32_t off  = seg * qp->path_mtu;
-    uint32_t len  = 0;
-    bool first, last;
-    sim_pkt_t pkt;
-    int ret;
+    uint32_t       seg     = psn - w->first_psn;
+    uint32_t       npkt    = w->last_psn - w->first_psn + 1;
+    uint32_t       off     = seg * qp->path_mtu;
+    uint32_t       len     = 0;
+    bool           first, last;
+    sim_pkt_t      pkt;
+    int            ret;
 
     memset(&pkt, 0, sizeof(pkt));
-    pkt.dqpn    = f->dqpn;
-    pkt.sqpn    = qp->qpn;
+    pkt.dqpn = f->dqpn;
+    pkt.sqpn = qp->qpn;
     if (qp->type == SMLX5_QPT_DCI) {
         pkt.sl     = w->sl;
         pkt.tclass = w->tclass;
@@ -177,8 +175,8 @@ int sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
         pkt.va      = w->raddr + off;
         pkt.dma_len = w->length - off;
         pkt.offset  = 0;
-        pkt.flags  |= SIM_PKT_F_ACKREQ;
-        pkt.xflags  = w->onecopy ? SIM_PKT_X_ONECOPY : 0;
+        pkt.flags |= SIM_PKT_F_ACKREQ;
+        pkt.xflags = w->onecopy ? SIM_PKT_X_ONECOPY : 0;
         break;
     case MLX5_OPCODE_ATOMIC_CS:
     case MLX5_OPCODE_ATOMIC_FA:
@@ -192,7 +190,7 @@ int sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
         pkt.swap_mask    = w->swap_mask;
         pkt.compare_mask = w->compare_mask;
         pkt.offset       = 0;
-        pkt.flags       |= SIM_PKT_F_ACKREQ;
+        pkt.flags |= SIM_PKT_F_ACKREQ;
         break;
     default:
         if (w->opcode == MLX5_OPCODE_RDMA_WRITE ||
@@ -220,10 +218,10 @@ int sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
             if ((w->opcode == MLX5_OPCODE_SEND_IMM) ||
                 (w->opcode == MLX5_OPCODE_RDMA_WRITE_IMM)) {
                 pkt.flags |= SIM_PKT_F_IMM;
-                pkt.imm    = w->imm;
+                pkt.imm = w->imm;
             } else if (w->opcode == MLX5_OPCODE_SEND_INVAL) {
                 pkt.flags |= SIM_PKT_F_INV;
-                pkt.imm    = w->imm;
+                pkt.imm = w->imm;
             }
             if (w->fm_ce_se & MLX5_WQE_CTRL_SOLICITED) {
                 pkt.flags |= SIM_PKT_F_SE;
@@ -254,7 +252,7 @@ int sim_req_send_packet(smlx5_qp_t *qp, sim_wqe_t *w, uint32_t psn,
     }
 
     pkt.payload_len = (uint16_t)len;
-    ret = sim_send_pkt(qp->ctx, f->dlid, &pkt, payload, len);
+    ret             = sim_send_pkt(qp->ctx, f->dlid, &pkt, payload, len);
     if (ret != -EAGAIN) {
         qp->stats.pkts_sent++;
         qp->stats.pkts_resent += retry;
@@ -287,9 +285,9 @@ static void sim_req_local_fault(smlx5_qp_t *qp, sim_wqe_t *w)
  * has work outstanding at another DCT, or is in an RNR back-off. */
 static int sim_req_dci_flow(smlx5_qp_t *qp, const sim_wqe_t *w)
 {
-    unsigned busy = qp->chan_flow[w->chan];
+    unsigned          busy = qp->chan_flow[w->chan];
     const sim_flow_t *f;
-    int fi;
+    int               fi;
 
     if (busy != 0) {
         f = &qp->flows[busy - 1];
@@ -308,15 +306,14 @@ static int sim_req_dci_flow(smlx5_qp_t *qp, const sim_wqe_t *w)
 /* Too many READs / atomics in flight for one more. */
 static bool sim_req_rd_atomic_full(const smlx5_qp_t *qp, const sim_wqe_t *w)
 {
-    return w->needs_response &&
-           (qp->rd_atomic_inflight >= (qp->max_rd_atomic ?
-                                       qp->max_rd_atomic : 1));
+    return w->needs_response && (qp->rd_atomic_inflight >=
+                                 (qp->max_rd_atomic ? qp->max_rd_atomic : 1));
 }
 
 /* The WQE goes on flow `fi` as `npkts` packets: it gets its PSNs and
  * becomes the one the transmitter works on. */
-static void sim_req_launch_on_flow(smlx5_qp_t *qp, sim_wqe_t *w, int fi,
-                                   uint32_t npkts)
+static void
+sim_req_launch_on_flow(smlx5_qp_t *qp, sim_wqe_t *w, int fi, uint32_t npkts)
 {
     sim_flow_t *f = &qp->flows[fi];
 
@@ -339,14 +336,14 @@ static void sim_req_launch_on_flow(smlx5_qp_t *qp, sim_wqe_t *w, int fi,
  * mkey, into the CQE), then its PSNs. */
 static void sim_req_launch(smlx5_qp_t *qp, sim_wqe_t *w, int fi)
 {
-    w->onecopy   = sim_onecopy_wanted(qp, w);
+    w->onecopy = sim_onecopy_wanted(qp, w);
     if (w->via_mkey) {
         sim_sig_rx_start(&w->sig_rx, w->sge[0].addr);
     }
     /* cs_req: a signaled READ / atomic whose data fits the CQE (an
      * unsignaled one has no CQE to carry it) */
-    w->to_cqe   = w->needs_response && w->signaled && (w->length > 0) &&
-                  (w->length <= qp->cs_req) && !w->via_mkey;
+    w->to_cqe = w->needs_response && w->signaled && (w->length > 0) &&
+                (w->length <= qp->cs_req) && !w->via_mkey;
     sim_req_launch_on_flow(qp, w, fi, sim_wqe_npkts(qp, w));
 }
 
@@ -355,13 +352,13 @@ static void sim_req_launch(smlx5_qp_t *qp, sim_wqe_t *w, int fi)
  * when one was launched. */
 static bool sim_req_launch_deferred(smlx5_qp_t *qp)
 {
-    uint64_t seen = 0, bit;
-    uint32_t bb;
+    uint64_t   seen = 0, bit;
+    uint32_t   bb;
     sim_wqe_t *w;
-    int fi;
+    int        fi;
 
-    for (bb = qp->sq_completed; (bb != qp->sq_fetched) &&
-                                (qp->num_deferred > 0); bb += w->bbs) {
+    for (bb = qp->sq_completed;
+         (bb != qp->sq_fetched) && (qp->num_deferred > 0); bb += w->bbs) {
         w = &qp->wqes[bb & (qp->sq_wqe_cnt - 1)];
         if (w->state != SIM_WQE_DEFERRED) {
             continue;
@@ -388,7 +385,7 @@ static bool sim_req_launch_deferred(smlx5_qp_t *qp)
 static bool sim_req_chan_has_deferred(const smlx5_qp_t *qp, uint16_t chan)
 {
     const sim_wqe_t *w;
-    uint32_t bb;
+    uint32_t         bb;
 
     if (qp->num_deferred == 0) {
         return false;
@@ -413,12 +410,12 @@ static bool sim_wqe_fence_point(const sim_wqe_t *w)
 /* Parse the next WQE. Returns true when the walk may go on. */
 static bool sim_req_fetch(smlx5_qp_t *qp)
 {
-    uint32_t bb   = qp->sq_fetched;
-    sim_wqe_t *w  = &qp->wqes[bb & (qp->sq_wqe_cnt - 1)];
+    uint32_t          bb = qp->sq_fetched;
+    sim_wqe_t        *w  = &qp->wqes[bb & (qp->sq_wqe_cnt - 1)];
     smlx5_dc_target_t dc = {0};
-    bool dci_work;
-    int fi = 0;
-    int ret;
+    bool              dci_work;
+    int               fi = 0;
+    int               ret;
 
     /* parsed into its slot right away (no copy of the whole record): the
      * slot at sq_fetched is free, and stays so while the WQE waits */
@@ -435,7 +432,7 @@ static bool sim_req_fetch(smlx5_qp_t *qp)
 
     if (ret == 0 && w->opcode != MLX5_OPCODE_NOP) {
         /* ordering constraints: wait without consuming the WQE */
-        if ((w->fm_ce_se & 0xe0) == 0x60) {           /* strong order */
+        if ((w->fm_ce_se & 0xe0) == 0x60) { /* strong order */
             if (qp->sq_completed != qp->sq_fetched) {
                 return false;
             }
@@ -454,8 +451,8 @@ static bool sim_req_fetch(smlx5_qp_t *qp)
         w->dlid   = dc.dlid;
         w->dqpn   = dc.dctn;
         w->dc_key = dc.dc_key;
-        fi = sim_req_chan_has_deferred(qp, w->chan) ? -1 :
-             sim_req_dci_flow(qp, w);
+        fi        = sim_req_chan_has_deferred(qp, w->chan) ? -1 :
+                                                             sim_req_dci_flow(qp, w);
     } else if ((ret == 0) && (qp->type == SMLX5_QPT_RC)) {
         fi = sim_flow_get(qp, 0, 0, 0);
     }
@@ -536,7 +533,7 @@ static bool sim_opcode_is_write(uint8_t op)
 static bool sim_parse_fast(const smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w)
 {
     const struct mlx5_wqe_av *av;
-    uint32_t ds, unit = 1;
+    uint32_t                  ds, unit = 1;
 
     memset(w, 0, SIM_WQE_HEAD_SIZE);
     if ((sim_parse_ctrl(qp, bb, w, &ds) != 0) || w->fenced ||
@@ -552,7 +549,7 @@ static bool sim_parse_fast(const smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w)
         w->dqpn   = be32toh(av->dqp_dct) & 0xffffff;
         w->dlid   = sim_av_route(qp->ctx, av);
         sim_av_qos(qp->ctx, av, &w->sl, &w->tclass);
-        unit     += (be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) ? 3 : 1;
+        unit += (be32toh(av->dqp_dct) & MLX5_EXTENDED_UD_AV) ? 3 : 1;
     }
     if (sim_opcode_is_write(w->opcode)) {
         if (unit >= ds) {
@@ -569,9 +566,9 @@ static bool sim_parse_fast(const smlx5_qp_t *qp, uint32_t bb, sim_wqe_t *w)
  * above). Returns true when it was fetched and launched. */
 static bool sim_req_fetch_fast(smlx5_qp_t *qp)
 {
-    uint32_t bb  = qp->sq_fetched;
-    sim_wqe_t *w = &qp->wqes[bb & (qp->sq_wqe_cnt - 1)];
-    int fi;
+    uint32_t   bb = qp->sq_fetched;
+    sim_wqe_t *w  = &qp->wqes[bb & (qp->sq_wqe_cnt - 1)];
+    int        fi;
 
     if (!qp->ctx->cfg.fastpath ||
         ((qp->type != SMLX5_QPT_RC) && (qp->type != SMLX5_QPT_DCI)) ||
@@ -615,9 +612,9 @@ static bool sim_req_blocked(smlx5_qp_t *qp)
  * the WQE is fully sent. */
 static bool sim_req_transmit(smlx5_qp_t *qp)
 {
-    sim_wqe_t *w  = &qp->wqes[qp->req_bb & (qp->sq_wqe_cnt - 1)];
+    sim_wqe_t  *w = &qp->wqes[qp->req_bb & (qp->sq_wqe_cnt - 1)];
     sim_flow_t *f = &qp->flows[w->flow];
-    int ret;
+    int         ret;
 
     if (!sim_flow_may_send_new(f)) {
         return false; /* the RNR timer or its retry goes on from here */
@@ -727,9 +724,9 @@ void sim_req_process(smlx5_qp_t *qp)
 void sim_req_retransmit(smlx5_qp_t *qp, int fi, uint32_t from_psn)
 {
     sim_flow_t *f = &qp->flows[fi];
-    uint32_t bb, psn, stop;
-    sim_wqe_t *w;
-    int ret;
+    uint32_t    bb, psn, stop;
+    sim_wqe_t  *w;
+    int         ret;
 
     if (f->rnr_state == SIM_RNR_WAITING) {
         return; /* the RNR timer resends, once, when it expires */
@@ -740,11 +737,12 @@ void sim_req_retransmit(smlx5_qp_t *qp, int fi, uint32_t from_psn)
             ((int32_t)(w->last_psn - from_psn) < 0)) {
             continue;
         }
-        psn  = ((int32_t)(w->first_psn - from_psn) > 0) ? w->first_psn :
-               from_psn;
+        psn = ((int32_t)(w->first_psn - from_psn) > 0) ? w->first_psn :
+                                                         from_psn;
         /* READ/atomic: one request for what is missing */
-        stop = w->needs_response ? psn + 1 :
-               (bb == qp->req_bb) ? qp->req_psn : w->last_psn + 1;
+        stop = w->needs_response  ? psn + 1 :
+               (bb == qp->req_bb) ? qp->req_psn :
+                                    w->last_psn + 1;
         for (; (int32_t)(psn - stop) < 0; ++psn) {
             ret = sim_req_send_packet(qp, w, psn, true);
             if (ret == -EFAULT) {
@@ -769,8 +767,8 @@ out:
 void sim_req_resume(smlx5_qp_t *qp)
 {
     sim_flow_t *f;
-    uint64_t m;
-    int i;
+    uint64_t    m;
+    int         i;
 
     qp->tx_blocked = false;
     sim_for_each_flow(qp, i, m) {

@@ -63,10 +63,10 @@ static void sim_resp_ack_later(smlx5_context_t *ctx, smlx5_qp_t *qp,
  * without a new connect, and a context taken meanwhile would drop it
  * silently: its requester would fail for nothing). Else the table grows,
  * up to SIM_RESP_CTX_CAP. Returns the context to take. */
-static sim_resp_ctx_t *sim_resp_ctx_victim(smlx5_qp_t *qp,
-                                           sim_resp_ctx_t *victim)
+static sim_resp_ctx_t *
+sim_resp_ctx_victim(smlx5_qp_t *qp, sim_resp_ctx_t *victim)
 {
-    unsigned n = qp->num_resp;
+    unsigned        n = qp->num_resp;
     sim_resp_ctx_t *grown;
 
     if (!victim->used || (n >= SIM_RESP_CTX_CAP) ||
@@ -103,9 +103,9 @@ static uint16_t *sim_resp_hint(smlx5_qp_t *qp, const sim_pkt_t *pkt)
 static sim_resp_ctx_t *sim_resp_ctx_find(smlx5_qp_t *qp, const sim_pkt_t *pkt,
                                          sim_resp_ctx_t **victim_p)
 {
-    uint16_t *hint = sim_resp_hint(qp, pkt);
+    uint16_t       *hint = sim_resp_hint(qp, pkt);
     sim_resp_ctx_t *c, *victim = NULL;
-    unsigned i;
+    unsigned        i;
 
     if ((*hint != 0) && (*hint <= qp->num_resp) &&
         sim_resp_ctx_is(&qp->resp[*hint - 1], pkt)) {
@@ -142,7 +142,8 @@ static sim_resp_ctx_t *sim_resp_ctx_get(smlx5_qp_t *qp, const sim_pkt_t *pkt)
     if (qp->type == SMLX5_QPT_RC) {
         c = &qp->resp[0];
         return (c->used && (c->slid == pkt->slid) && (c->sqpn == pkt->sqpn)) ?
-               c : NULL;
+                       c :
+                       NULL;
     }
 
     c = sim_resp_ctx_find(qp, pkt, &victim);
@@ -151,7 +152,7 @@ static sim_resp_ctx_t *sim_resp_ctx_get(smlx5_qp_t *qp, const sim_pkt_t *pkt)
             return c; /* a retransmitted connect: same association */
         }
         if (c == NULL) {
-            c = sim_resp_ctx_victim(qp, victim);
+            c                       = sim_resp_ctx_victim(qp, victim);
             *sim_resp_hint(qp, pkt) = (uint16_t)(c - qp->resp + 1);
         }
         memset(c, 0, sizeof(*c));
@@ -177,8 +178,8 @@ static void sim_resp_error(smlx5_context_t *ctx, smlx5_qp_t *qp,
         c->errored = true;
         return;
     }
-    sim_qp_to_err(qp, (aeth == SIM_AETH_NAK_ACCESS) ?
-                  IBV_EVENT_QP_ACCESS_ERR : IBV_EVENT_QP_REQ_ERR);
+    sim_qp_to_err(qp, (aeth == SIM_AETH_NAK_ACCESS) ? IBV_EVENT_QP_ACCESS_ERR :
+                                                      IBV_EVENT_QP_REQ_ERR);
 }
 
 /* --------------------------------------------------------- receive */
@@ -199,8 +200,7 @@ static void sim_resp_cqe_recv(smlx5_qp_t *qp, sim_resp_ctx_t *c,
     cqe.flags_rqpn     = htobe32(pkt->sqpn & 0xffffff);
     cqe.slid           = htobe16(pkt->slid);
     cqe.wqe_counter    = htobe16((uint16_t)c->recv_wqe);
-    cqe.op_own         = (opcode << 4) |
-                         ((pkt->flags & SIM_PKT_F_SE) ? 0x2 : 0);
+    cqe.op_own = (opcode << 4) | ((pkt->flags & SIM_PKT_F_SE) ? 0x2 : 0);
     sim_tm_cqe_app(qp, c, &cqe);
     if (data != NULL) {
         sim_cq_push_scatter(qp->recv_cq, &cqe, data, byte_cnt);
@@ -220,23 +220,23 @@ static bool sim_resp_to_cqe(const smlx5_qp_t *qp, const sim_pkt_t *pkt)
 }
 
 /* Scatter into the receive WQE's list; returns 0 or a syndrome. */
-static int sim_resp_scatter(smlx5_qp_t *qp, sim_resp_ctx_t *c,
-                            uint32_t off, const uint8_t *src, uint32_t len)
+static int sim_resp_scatter(smlx5_qp_t *qp, sim_resp_ctx_t *c, uint32_t off,
+                            const uint8_t *src, uint32_t len)
 {
     struct mlx5_wqe_data_seg *sges;
-    unsigned num, i;
-    uint32_t bc, n;
-    smlx5_pd_t *pd;
-    int ret;
+    unsigned                  num, i;
+    uint32_t                  bc, n;
+    smlx5_pd_t               *pd;
+    int                       ret;
 
     if (c->recv_srq != NULL) {
-        sges = (void*)(c->recv_srq->buf + c->recv_wqe * c->recv_srq->stride +
-                       sizeof(struct mlx5_wqe_srq_next_seg));
+        sges = (void *)(c->recv_srq->buf + c->recv_wqe * c->recv_srq->stride +
+                        sizeof(struct mlx5_wqe_srq_next_seg));
         num  = c->recv_srq->max_sge;
         pd   = c->recv_srq->pd;
     } else {
-        sges = (void*)(qp->rq_buf +
-                       (c->recv_wqe & (qp->rq_wqe_cnt - 1)) * qp->rq_stride);
+        sges = (void *)(qp->rq_buf +
+                        (c->recv_wqe & (qp->rq_wqe_cnt - 1)) * qp->rq_stride);
         num  = qp->rq_stride / sizeof(*sges);
         pd   = qp->pd;
     }
@@ -259,10 +259,10 @@ static int sim_resp_scatter(smlx5_qp_t *qp, sim_resp_ctx_t *c,
         if (ret != 0) {
             return ret;
         }
-        memcpy((void*)(uintptr_t)(be64toh(sges[i].addr) + off), src, n);
+        memcpy((void *)(uintptr_t)(be64toh(sges[i].addr) + off), src, n);
         src += n;
         len -= n;
-        off  = 0;
+        off = 0;
     }
     return (len > 0) ? MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR : 0;
 }
@@ -272,8 +272,8 @@ static bool sim_resp_take_recv(smlx5_context_t *ctx, smlx5_qp_t *qp,
                                sim_resp_ctx_t *c, const sim_pkt_t *pkt)
 {
     struct mlx5_wqe_data_seg *sges;
-    unsigned num;
-    int idx;
+    unsigned                  num;
+    int                       idx;
 
     idx = sim_rq_take(qp, &sges, &num, &c->recv_srq);
     if (idx < 0) {
@@ -298,12 +298,13 @@ static void sim_resp_recv_error(smlx5_context_t *ctx, smlx5_qp_t *qp,
 {
     uint32_t qpn = sim_qp_number(qp);
 
-    sim_cqe_error(qp->recv_cq, MLX5_CQE_RESP_ERR, qpn, 0,
-                  (uint16_t)c->recv_wqe, (uint8_t)syndrome, qp->user_index);
+    sim_cqe_error(qp->recv_cq, MLX5_CQE_RESP_ERR, qpn, 0, (uint16_t)c->recv_wqe,
+                  (uint8_t)syndrome, qp->user_index);
     c->recv_active = false;
     sim_resp_error(ctx, qp, c, pkt,
                    (syndrome == MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR) ?
-                   SIM_AETH_NAK_INV_REQ : SIM_AETH_NAK_OP);
+                           SIM_AETH_NAK_INV_REQ :
+                           SIM_AETH_NAK_OP);
 }
 
 static bool sim_resp_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
@@ -312,11 +313,11 @@ static bool sim_resp_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
 {
     bool first = (pkt->op == SIM_PKT_SEND_FIRST) ||
                  (pkt->op == SIM_PKT_SEND_ONLY);
-    bool last  = (pkt->op == SIM_PKT_SEND_LAST) ||
-                 (pkt->op == SIM_PKT_SEND_ONLY);
+    bool last = (pkt->op == SIM_PKT_SEND_LAST) ||
+                (pkt->op == SIM_PKT_SEND_ONLY);
     uint8_t opcode;
-    bool to_cqe;
-    int ret;
+    bool    to_cqe;
+    int     ret;
 
     if (first) {
         c->tm_matched = false;
@@ -325,7 +326,7 @@ static bool sim_resp_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
             switch (sim_tm_recv_first(qp, c, pkt, payload)) {
             case SIM_TM_RECV_DONE:
                 c->recv_active = false;
-                return true;   /* a rendezvous: the device reads it */
+                return true; /* a rendezvous: the device reads it */
             case SIM_TM_RECV_TAG:
                 c->recv_active = true;
                 break;
@@ -346,8 +347,7 @@ static bool sim_resp_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
     }
     to_cqe = sim_resp_to_cqe(qp, pkt);
     if (!to_cqe) {
-        ret = sim_resp_scatter(qp, c, pkt->offset, payload,
-                               pkt->payload_len);
+        ret = sim_resp_scatter(qp, c, pkt->offset, payload, pkt->payload_len);
         if (ret != 0) {
             sim_resp_recv_error(ctx, qp, c, pkt, ret);
             return false;
@@ -356,7 +356,7 @@ static bool sim_resp_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
     if (last) {
         opcode = (pkt->flags & SIM_PKT_F_IMM) ? MLX5_CQE_RESP_SEND_IMM :
                  (pkt->flags & SIM_PKT_F_INV) ? MLX5_CQE_RESP_SEND_INV :
-                 MLX5_CQE_RESP_SEND;
+                                                MLX5_CQE_RESP_SEND;
         sim_resp_cqe_recv(qp, c, pkt, opcode, pkt->offset + pkt->payload_len,
                           to_cqe ? payload : NULL);
         c->recv_active = false;
@@ -383,7 +383,8 @@ static uint8_t sim_resp_rkey_mk(smlx5_context_t *ctx, const smlx5_qp_t *qp,
     if (mk == NULL) {
         return sim_mr_check_remote(ctx, qp->pd, pkt->rkey, pkt->va,
                                    pkt->dma_len, access) ?
-               SIM_AETH_NAK_ACCESS : 0;
+                       SIM_AETH_NAK_ACCESS :
+                       0;
     }
     if (pkt->xflags & SIM_PKT_X_ONECOPY) {
         return SIM_AETH_NAK_INV_REQ;
@@ -395,7 +396,8 @@ static uint8_t sim_resp_rkey_mk(smlx5_context_t *ctx, const smlx5_qp_t *qp,
                             true);
     return (ret == 0) ? 0 :
            (ret == MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR) ?
-           SIM_AETH_NAK_INV_REQ : SIM_AETH_NAK_ACCESS;
+                        SIM_AETH_NAK_INV_REQ :
+                        SIM_AETH_NAK_ACCESS;
 }
 
 static uint8_t sim_resp_rkey(smlx5_context_t *ctx, const smlx5_qp_t *qp,
@@ -412,13 +414,13 @@ static void sim_resp_write_mkey(smlx5_context_t *ctx, smlx5_qp_t *qp,
                                 const uint8_t *payload)
 {
     const sim_sig_report_t rep = {qp->recv_cq, NULL};
-    smlx5_mkey_t *mk           = sim_mkey_lookup(ctx, pkt->rkey);
+    smlx5_mkey_t          *mk  = sim_mkey_lookup(ctx, pkt->rkey);
 
     if ((pkt->op == SIM_PKT_WRITE_FIRST) || (pkt->op == SIM_PKT_WRITE_ONLY)) {
         sim_sig_rx_start(&c->sig_rx, pkt->va);
     }
-    sim_sig_rx(mk, &c->sig_rx, pkt->va + pkt->offset, payload,
-               pkt->payload_len, &rep);
+    sim_sig_rx(mk, &c->sig_rx, pkt->va + pkt->offset, payload, pkt->payload_len,
+               &rep);
 }
 
 /* The data of a one-copy WRITE (key and bounds checked) into place. A
@@ -430,12 +432,12 @@ static bool sim_resp_write_onecopy(smlx5_context_t *ctx, smlx5_qp_t *qp,
                                    const uint8_t *payload)
 {
     static bool warned;
-    int err;
+    int         err;
 
     err = sim_onecopy_write_place(payload, pkt->payload_len, pkt->va,
                                   pkt->dma_len);
     if (err == 0) {
-        sim_fault_sdc(ctx, (uint8_t*)(uintptr_t)pkt->va, pkt->dma_len, false);
+        sim_fault_sdc(ctx, (uint8_t *)(uintptr_t)pkt->va, pkt->dma_len, false);
         return true;
     }
     if (err == ESRCH) {
@@ -443,12 +445,14 @@ static bool sim_resp_write_onecopy(smlx5_context_t *ctx, smlx5_qp_t *qp,
     }
     if ((err == EPERM) && !warned) {
         warned = true;
-        fprintf(stderr, "smlx5: this host does not let the device copy "
+        fprintf(stderr,
+                "smlx5: this host does not let the device copy "
                 "between processes (process_vm_readv: %s); set "
-                "STRAND_SIM_ONECOPY=0\n", strerror(err));
+                "STRAND_SIM_ONECOPY=0\n",
+                strerror(err));
     }
-    sim_resp_error(ctx, qp, c, pkt, (err == EINVAL) ? SIM_AETH_NAK_INV_REQ :
-                                                      SIM_AETH_NAK_OP);
+    sim_resp_error(ctx, qp, c, pkt,
+                   (err == EINVAL) ? SIM_AETH_NAK_INV_REQ : SIM_AETH_NAK_OP);
     return false;
 }
 
@@ -458,15 +462,16 @@ static bool sim_resp_write(smlx5_context_t *ctx, smlx5_qp_t *qp,
 {
     bool last = (pkt->op == SIM_PKT_WRITE_LAST) ||
                 (pkt->op == SIM_PKT_WRITE_ONLY);
-    bool onecopy = (pkt->xflags & SIM_PKT_X_ONECOPY) != 0;
+    bool          onecopy = (pkt->xflags & SIM_PKT_X_ONECOPY) != 0;
     smlx5_mkey_t *mk;
-    uint8_t nak;
+    uint8_t       nak;
 
     if (pkt->dma_len > 0) {
         mk  = sim_mkey_lookup(ctx, pkt->rkey);
         nak = !(sim_resp_qp_access(qp) & IBV_ACCESS_REMOTE_WRITE) ?
-              SIM_AETH_NAK_ACCESS :
-              sim_resp_rkey_mk(ctx, qp, pkt, mk, IBV_ACCESS_REMOTE_WRITE);
+                      SIM_AETH_NAK_ACCESS :
+                      sim_resp_rkey_mk(ctx, qp, pkt, mk,
+                                       IBV_ACCESS_REMOTE_WRITE);
         if ((nak == 0) && !onecopy &&
             (pkt->offset + pkt->payload_len > pkt->dma_len)) {
             nak = SIM_AETH_NAK_ACCESS;
@@ -482,16 +487,15 @@ static bool sim_resp_write(smlx5_context_t *ctx, smlx5_qp_t *qp,
                 return false;
             }
         } else {
-            memcpy((void*)(uintptr_t)(pkt->va + pkt->offset),
-                   payload, pkt->payload_len);
+            memcpy((void *)(uintptr_t)(pkt->va + pkt->offset), payload,
+                   pkt->payload_len);
         }
     }
     if (last && (pkt->flags & SIM_PKT_F_IMM)) {
         if (!sim_resp_take_recv(ctx, qp, c, pkt)) {
             return false;
         }
-        sim_resp_cqe_recv(qp, c, pkt, MLX5_CQE_RESP_WR_IMM, pkt->dma_len,
-                          NULL);
+        sim_resp_cqe_recv(qp, c, pkt, MLX5_CQE_RESP_WR_IMM, pkt->dma_len, NULL);
         c->recv_active = false;
     }
     return true;
@@ -499,8 +503,8 @@ static bool sim_resp_write(smlx5_context_t *ctx, smlx5_qp_t *qp,
 
 /* Read responses held back by a full ring of the requester, in order. */
 typedef struct sim_read_job {
-    sim_pkt_t pkt;      /* the READ request */
-    uint32_t  next;     /* index of the next response to send */
+    sim_pkt_t pkt;  /* the READ request */
+    uint32_t  next; /* index of the next response to send */
 } sim_read_job_t;
 
 /* The data of one READ response: in place in a memory region, or made
@@ -510,10 +514,10 @@ static const void *sim_resp_read_data(smlx5_context_t *ctx, smlx5_qp_t *qp,
                                       uint32_t len, uint8_t *buf)
 {
     const sim_sig_report_t rep = {qp->recv_cq, NULL};
-    smlx5_mkey_t *mk;
+    smlx5_mkey_t          *mk;
 
     if ((len == 0) || ((mk = sim_mkey_lookup(ctx, pkt->rkey)) == NULL)) {
-        return (const void*)(uintptr_t)(pkt->va + off);
+        return (const void *)(uintptr_t)(pkt->va + off);
     }
     sim_sig_tx(mk, pkt->va + off, buf, len, &rep);
     return buf;
@@ -524,8 +528,8 @@ static const void *sim_resp_read_data(smlx5_context_t *ctx, smlx5_qp_t *qp,
 static uint32_t sim_resp_read_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
                                    const sim_pkt_t *pkt, uint32_t i)
 {
-    uint32_t mtu = 1u << pkt->log_mtu, n, off, len;
-    uint8_t buf[4096];
+    uint32_t  mtu = 1u << pkt->log_mtu, n, off, len;
+    uint8_t   buf[4096];
     sim_pkt_t rsp;
 
     n = sim_pkt_read_npkts(pkt);
@@ -542,11 +546,11 @@ static uint32_t sim_resp_read_send(smlx5_context_t *ctx, smlx5_qp_t *qp,
             rsp.xflags = SIM_PKT_X_ONECOPY;
             rsp.imm    = (uint32_t)getpid();
         }
-        rsp.op      = SIM_PKT_READ_RESP;
-        rsp.psn     = pkt->psn + i;
-        rsp.offset  = off;
-        rsp.dma_len = pkt->dma_len; /* the whole READ: the wire names
-                                       first, middle, last (sim_wire.c) */
+        rsp.op          = SIM_PKT_READ_RESP;
+        rsp.psn         = pkt->psn + i;
+        rsp.offset      = off;
+        rsp.dma_len     = pkt->dma_len; /* the whole READ: the wire names
+                                           first, middle, last (sim_wire.c) */
         rsp.dqpn        = pkt->sqpn;
         rsp.sqpn        = sim_qp_number(qp);
         rsp.sl          = qp->path_sl;
@@ -566,7 +570,7 @@ static bool sim_resp_read_queue(smlx5_context_t *ctx, smlx5_qp_t *qp,
                                 const sim_pkt_t *pkt, uint32_t next)
 {
     sim_read_job_t *jobs;
-    uint32_t cap, i, n;
+    uint32_t        cap, i, n;
 
     if (qp->rjob_tail - qp->rjob_head == qp->rjob_cap) {
         cap  = qp->rjob_cap ? qp->rjob_cap * 2 : 16;
@@ -584,9 +588,9 @@ static bool sim_resp_read_queue(smlx5_context_t *ctx, smlx5_qp_t *qp,
         qp->rjob_head = 0;
         qp->rjob_tail = n;
     }
-    jobs       = &qp->rjobs[qp->rjob_tail++ & (qp->rjob_cap - 1)];
-    jobs->pkt  = *pkt;
-    jobs->next = next;
+    jobs            = &qp->rjobs[qp->rjob_tail++ & (qp->rjob_cap - 1)];
+    jobs->pkt       = *pkt;
+    jobs->next      = next;
     ctx->tx_backlog = true;
     sim_qp_activate(qp);
     return true;
@@ -595,7 +599,7 @@ static bool sim_resp_read_queue(smlx5_context_t *ctx, smlx5_qp_t *qp,
 void sim_resp_resume_reads(smlx5_context_t *ctx, smlx5_qp_t *qp)
 {
     sim_read_job_t *job;
-    uint32_t n;
+    uint32_t        n;
 
     while (qp->rjob_head != qp->rjob_tail) {
         job = &qp->rjobs[qp->rjob_head & (qp->rjob_cap - 1)];
@@ -631,7 +635,8 @@ static void sim_resp_read(smlx5_context_t *ctx, smlx5_qp_t *qp,
                           uint32_t from_psn)
 {
     uint32_t first = ((int32_t)(from_psn - pkt->psn) > 0) ?
-                     from_psn - pkt->psn : 0;
+                             from_psn - pkt->psn :
+                             0;
     uint32_t n     = sim_pkt_read_npkts(pkt), next;
 
     (void)c;
@@ -664,13 +669,13 @@ static uint64_t sim_atomic_apply(const sim_pkt_t *pkt, uint64_t orig)
     case SIM_ATOMIC_MASKED_FA:
         /* a 1 bit in the field boundary stops the carry out of that bit */
         carry_stop = pkt->swap_mask;
-        r = 0;
-        c = 0;
+        r          = 0;
+        c          = 0;
         for (i = 0; i < pkt->atomic_size * 8u; ++i) {
             a   = (orig >> i) & 1;
             b   = (pkt->swap_add >> i) & 1;
             sum = a ^ b ^ c;
-            r  |= sum << i;
+            r |= sum << i;
             bit = (a & b) | (a & c) | (b & c);
             c   = ((carry_stop >> i) & 1) ? 0 : bit;
         }
@@ -683,7 +688,7 @@ static uint64_t sim_atomic_apply(const sim_pkt_t *pkt, uint64_t orig)
 static bool sim_resp_atomic(smlx5_context_t *ctx, smlx5_qp_t *qp,
                             sim_resp_ctx_t *c, const sim_pkt_t *pkt)
 {
-    uint64_t orig, val;
+    uint64_t  orig, val;
     sim_pkt_t rsp;
 
     if ((pkt->atomic_size != 4) && (pkt->atomic_size != 8)) {
@@ -695,24 +700,24 @@ static bool sim_resp_atomic(smlx5_context_t *ctx, smlx5_qp_t *qp,
         return false;
     }
     if (!(sim_resp_qp_access(qp) & IBV_ACCESS_REMOTE_ATOMIC) ||
-        sim_mr_check_remote(ctx, qp->pd, pkt->rkey, pkt->va,
-                            pkt->atomic_size, IBV_ACCESS_REMOTE_ATOMIC)) {
+        sim_mr_check_remote(ctx, qp->pd, pkt->rkey, pkt->va, pkt->atomic_size,
+                            IBV_ACCESS_REMOTE_ATOMIC)) {
         sim_resp_error(ctx, qp, c, pkt, SIM_AETH_NAK_ACCESS);
         return false;
     }
 
     /* atomic with respect to the target's own CPU atomics */
     if (pkt->atomic_size == 8) {
-        uint64_t *p = (uint64_t*)(uintptr_t)pkt->va;
-        orig = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+        uint64_t *p = (uint64_t *)(uintptr_t)pkt->va;
+        orig        = __atomic_load_n(p, __ATOMIC_ACQUIRE);
         do {
             val = sim_atomic_apply(pkt, orig);
         } while (!__atomic_compare_exchange_n(p, &orig, val, false,
                                               __ATOMIC_ACQ_REL,
                                               __ATOMIC_ACQUIRE));
     } else {
-        uint32_t *p = (uint32_t*)(uintptr_t)pkt->va, o32, v32;
-        o32 = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+        uint32_t *p = (uint32_t *)(uintptr_t)pkt->va, o32, v32;
+        o32         = __atomic_load_n(p, __ATOMIC_ACQUIRE);
         do {
             v32 = (uint32_t)sim_atomic_apply(pkt, o32);
         } while (!__atomic_compare_exchange_n(p, &o32, v32, false,
@@ -740,7 +745,7 @@ static bool sim_resp_atomic(smlx5_context_t *ctx, smlx5_qp_t *qp,
 static bool sim_resp_read_queued(const smlx5_qp_t *qp, const sim_pkt_t *pkt)
 {
     const sim_read_job_t *job;
-    uint32_t i, n;
+    uint32_t              i, n;
 
     for (i = qp->rjob_head; i != qp->rjob_tail; ++i) {
         job = &qp->rjobs[i & (qp->rjob_cap - 1)];
@@ -777,7 +782,8 @@ static void sim_resp_duplicate(smlx5_context_t *ctx, smlx5_qp_t *qp,
         break;
     case SIM_PKT_ATOMIC_REQ:
         for (unsigned i = 0; i < SIM_MAX_RD_ATOMIC; ++i) {
-            if (c->atomic_hist[i].valid && (c->atomic_hist[i].psn == pkt->psn)) {
+            if (c->atomic_hist[i].valid &&
+                (c->atomic_hist[i].psn == pkt->psn)) {
                 memset(&rsp, 0, sizeof(rsp));
                 rsp.op       = SIM_PKT_ATOMIC_RESP;
                 rsp.psn      = pkt->psn;
@@ -816,11 +822,11 @@ static void sim_resp_out_of_sequence(smlx5_context_t *ctx, smlx5_qp_t *qp,
 void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
                      const uint8_t *payload)
 {
-    smlx5_qp_t *qp = sim_qp_lookup(ctx, pkt->dqpn);
+    smlx5_qp_t     *qp = sim_qp_lookup(ctx, pkt->dqpn);
     sim_resp_ctx_t *c;
-    int32_t d;
-    bool advance;
-    uint8_t nak;
+    int32_t         d;
+    bool            advance;
+    uint8_t         nak;
 
     if (qp == NULL) {
         return; /* no such QP: silently dropped, the requester times out */
@@ -873,9 +879,10 @@ void sim_resp_packet(smlx5_context_t *ctx, const sim_pkt_t *pkt,
         break;
     case SIM_PKT_READ_REQ:
         nak = !(sim_resp_qp_access(qp) & IBV_ACCESS_REMOTE_READ) ?
-              SIM_AETH_NAK_ACCESS :
+                      SIM_AETH_NAK_ACCESS :
               (pkt->dma_len > 0) ?
-              sim_resp_rkey(ctx, qp, pkt, IBV_ACCESS_REMOTE_READ) : 0;
+                      sim_resp_rkey(ctx, qp, pkt, IBV_ACCESS_REMOTE_READ) :
+                      0;
         if (nak != 0) {
             sim_resp_error(ctx, qp, c, pkt, nak);
             return;
@@ -924,10 +931,10 @@ static void sim_resp_ack_later(smlx5_context_t *ctx, smlx5_qp_t *qp,
 
 uint64_t sim_resp_ack_timers(smlx5_qp_t *qp, uint64_t now)
 {
-    uint64_t next = 0;
+    uint64_t        next = 0;
     sim_resp_ctx_t *c;
-    sim_pkt_t req;
-    unsigned i;
+    sim_pkt_t       req;
+    unsigned        i;
 
     for (i = 0; (i < qp->num_resp) && (qp->acks_pending > 0); ++i) {
         c = &qp->resp[i];

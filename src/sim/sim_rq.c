@@ -25,8 +25,8 @@ void sim_srq_init_list(smlx5_srq_t *srq)
 
     for (i = 0; i < srq->wqe_cnt; ++i) {
         memset(sim_srq_wqe(srq, i), 0, sizeof(struct mlx5_wqe_srq_next_seg));
-        sim_srq_wqe(srq, i)->next_wqe_index =
-                htobe16((uint16_t)((i + 1) & (srq->wqe_cnt - 1)));
+        sim_srq_wqe(srq, i)->next_wqe_index = htobe16(
+                (uint16_t)((i + 1) & (srq->wqe_cnt - 1)));
     }
     srq->head   = 0;
     srq->tail   = srq->wqe_cnt - 1;
@@ -36,7 +36,7 @@ void sim_srq_init_list(smlx5_srq_t *srq)
 void sim_srq_free_wqe(smlx5_srq_t *srq, uint32_t idx)
 {
     sim_srq_wqe(srq, srq->tail)->next_wqe_index = htobe16((uint16_t)idx);
-    srq->tail = idx;
+    srq->tail                                   = idx;
 }
 
 static int sim_srq_take(smlx5_srq_t *srq, struct mlx5_wqe_data_seg **sges,
@@ -44,17 +44,17 @@ static int sim_srq_take(smlx5_srq_t *srq, struct mlx5_wqe_data_seg **sges,
 {
     uint16_t posted = (uint16_t)be32toh(srq->dbrec[MLX5_RCV_DBR]);
     struct mlx5_wqe_srq_next_seg *next;
-    uint32_t idx;
+    uint32_t                      idx;
 
     if ((uint16_t)(posted - srq->consumed) == 0) {
         return -1;
     }
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    idx  = srq->dev_head;
-    next = (void*)(srq->buf + idx * srq->stride);
+    idx           = srq->dev_head;
+    next          = (void *)(srq->buf + idx * srq->stride);
     srq->dev_head = be16toh(next->next_wqe_index) & (srq->wqe_cnt - 1);
     srq->consumed++;
-    *sges    = (struct mlx5_wqe_data_seg*)(next + 1);
+    *sges    = (struct mlx5_wqe_data_seg *)(next + 1);
     *num_sge = srq->max_sge;
     return (int)idx;
 }
@@ -78,7 +78,7 @@ int sim_rq_take(smlx5_qp_t *qp, struct mlx5_wqe_data_seg **sges,
     }
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     idx      = qp->rq_consumed & (qp->rq_wqe_cnt - 1);
-    *sges    = (struct mlx5_wqe_data_seg*)(qp->rq_buf + idx * qp->rq_stride);
+    *sges    = (struct mlx5_wqe_data_seg *)(qp->rq_buf + idx * qp->rq_stride);
     *num_sge = qp->rq_stride / sizeof(struct mlx5_wqe_data_seg);
     return (int)(qp->rq_consumed++ & 0xffff);
 }

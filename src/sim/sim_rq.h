@@ -12,11 +12,11 @@
 
 #include <stdint.h>
 
-static inline struct mlx5_wqe_srq_next_seg *sim_srq_wqe(smlx5_srq_t *srq,
-                                                        uint32_t idx)
+static inline struct mlx5_wqe_srq_next_seg *
+sim_srq_wqe(smlx5_srq_t *srq, uint32_t idx)
 {
-    return (struct mlx5_wqe_srq_next_seg*)(srq->buf +
-                                           (size_t)idx * srq->stride);
+    return (struct mlx5_wqe_srq_next_seg *)(srq->buf +
+                                            (size_t)idx * srq->stride);
 }
 
 /*

@@ -17,7 +17,7 @@
 
 #include <string.h>
 
-#define SIM_SIG_MAX_UNIT (4160 + 8)   /* largest block and field */
+#define SIM_SIG_MAX_UNIT (4160 + 8) /* largest block and field */
 
 /* ------------------------------------------------------------- layout */
 
@@ -29,16 +29,16 @@
  * which ASan intercepts); test/valgrind.supp names this function. */
 #ifdef __SANITIZE_ADDRESS__
 __attribute__((noinline, no_sanitize_address,
-               optimize("no-tree-loop-distribute-patterns")))
-static void sim_dma_read(uint8_t *dst, const uint8_t *src, uint64_t n)
+               optimize("no-tree-loop-distribute-patterns"))) static void
+sim_dma_read(uint8_t *dst, const uint8_t *src, uint64_t n)
 {
     while (n-- > 0) {
         *dst++ = *src++;
     }
 }
 #else
-__attribute__((noinline))
-static void sim_dma_read(uint8_t *dst, const uint8_t *src, uint64_t n)
+__attribute__((noinline)) static void
+sim_dma_read(uint8_t *dst, const uint8_t *src, uint64_t n)
 {
     memcpy(dst, src, n);
     __asm__ volatile("" ::: "memory"); /* a frame of its own: no tail call */
@@ -51,9 +51,9 @@ static void sim_mkey_mem_io(smlx5_mkey_t *mk, uint64_t off, uint8_t *buf,
                             uint32_t len, bool write)
 {
     const sim_mkey_entry_t *e;
-    uint64_t n;
-    uint16_t i;
-    uint8_t *mem;
+    uint64_t                n;
+    uint16_t                i;
+    uint8_t                *mem;
 
     for (i = 0; (i < mk->num_entries) && (len > 0); ++i) {
         e = &mk->entries[i];
@@ -65,7 +65,7 @@ static void sim_mkey_mem_io(smlx5_mkey_t *mk, uint64_t off, uint8_t *buf,
         if (n > len) {
             n = len;
         }
-        mem = (uint8_t*)(uintptr_t)(e->addr + off);
+        mem = (uint8_t *)(uintptr_t)(e->addr + off);
         if (sim_mr_lookup(mk->ctx, e->lkey, false) == NULL) {
             if (!write) {
                 memset(buf, 0, n);
@@ -77,7 +77,7 @@ static void sim_mkey_mem_io(smlx5_mkey_t *mk, uint64_t off, uint8_t *buf,
         }
         buf += n;
         len -= (uint32_t)n;
-        off  = 0;
+        off = 0;
     }
 }
 
@@ -91,8 +91,8 @@ static uint32_t sim_mkey_block_len(const smlx5_mkey_t *mk, uint64_t k)
 }
 
 /* Memory offset of data offset d of block k / of block k's signature. */
-static uint64_t sim_mkey_mem_data(const smlx5_mkey_t *mk, uint64_t k,
-                                  uint32_t in_block)
+static uint64_t
+sim_mkey_mem_data(const smlx5_mkey_t *mk, uint64_t k, uint32_t in_block)
 {
     return k * (mk->bs + mk->mem.size) + in_block;
 }
@@ -120,20 +120,24 @@ static uint32_t sim_sig_acc_update(const sim_sig_domain_t *d, uint32_t acc,
                                    uint32_t pos)
 {
     switch (d->kind) {
-    case SIM_SIG_CRC32:      return sim_crc32_update(acc, data, len);
-    case SIM_SIG_CRC32C:     return sim_crc32c_update(acc, data, len);
-    case SIM_SIG_T10DIF_CRC: return sim_crc16_t10_update((uint16_t)acc, data,
-                                                         len);
-    case SIM_SIG_T10DIF_CSUM: return sim_csum_update(acc, data, len, pos);
-    default:                 return acc;
+    case SIM_SIG_CRC32:
+        return sim_crc32_update(acc, data, len);
+    case SIM_SIG_CRC32C:
+        return sim_crc32c_update(acc, data, len);
+    case SIM_SIG_T10DIF_CRC:
+        return sim_crc16_t10_update((uint16_t)acc, data, len);
+    case SIM_SIG_T10DIF_CSUM:
+        return sim_csum_update(acc, data, len, pos);
+    default:
+        return acc;
     }
 }
 
 /* The signature field of block k whose data gave `acc`, as it is stored:
  * CRC32(C) big-endian; T10-DIF guard, application tag, reference tag
  * (incremented per block with REF_REMAP), big-endian. */
-static void sim_sig_field(const sim_sig_domain_t *d, uint32_t acc, uint64_t k,
-                          uint8_t *out)
+static void
+sim_sig_field(const sim_sig_domain_t *d, uint32_t acc, uint64_t k, uint8_t *out)
 {
     uint32_t v32, ref;
     uint16_t v16;
@@ -172,7 +176,7 @@ static uint32_t sim_sig_be32(const uint8_t *p)
 static uint16_t sim_sig_compare(const sim_sig_domain_t *d, uint8_t check_mask,
                                 const uint8_t *field, const uint8_t *want)
 {
-    uint8_t bad = 0;
+    uint8_t  bad = 0;
     unsigned i;
 
     for (i = 0; i < d->size; ++i) {
@@ -197,7 +201,8 @@ static uint16_t sim_sig_compare(const sim_sig_domain_t *d, uint8_t check_mask,
     }
     return (bad & 0xc0) ? STRAND_SIGERR_SYNDROME_GUARD :
            (bad & 0x30) ? STRAND_SIGERR_SYNDROME_APPTAG :
-           (bad & 0x0f) ? STRAND_SIGERR_SYNDROME_REFTAG : 0;
+           (bad & 0x0f) ? STRAND_SIGERR_SYNDROME_REFTAG :
+                          0;
 }
 
 /* Check block k's stored `field` against the one its data gives (`want`);
@@ -206,8 +211,8 @@ static void sim_sig_check(smlx5_mkey_t *mk, const sim_sig_domain_t *d,
                           uint8_t domain, uint64_t k, const uint8_t *field,
                           const uint8_t *want, const sim_sig_report_t *rep)
 {
-    uint16_t syndrome = sim_sig_compare(d, mk->check_mask, field, want);
-    uint64_t trans_exp, trans_act;
+    uint16_t      syndrome = sim_sig_compare(d, mk->check_mask, field, want);
+    uint64_t      trans_exp, trans_act;
     sim_sig_err_t err;
 
     if (syndrome == 0) {
@@ -215,8 +220,8 @@ static void sim_sig_check(smlx5_mkey_t *mk, const sim_sig_domain_t *d,
     }
     if (sim_sig_is_dif(d)) {
         /* guard 31:16 and application tag 15:0 of trans_sig */
-        trans_exp = sim_sig_be32(field);
-        trans_act = sim_sig_be32(want);
+        trans_exp    = sim_sig_be32(field);
+        trans_act    = sim_sig_be32(want);
         err.expected = (trans_exp << 32) | sim_sig_be32(field + 4);
         err.actual   = (trans_act << 32) | sim_sig_be32(want + 4);
     } else {
@@ -261,7 +266,7 @@ void sim_sig_report(smlx5_mkey_t *mk, const sim_sig_err_t *err,
     cqe.mkey               = htobe32(mk->key);
     cqe.sig_err_offset     = htobe64(err->offset);
     cqe.op_own             = MLX5_CQE_SIG_ERR << 4;
-    sim_cq_push(rep->cq, (const struct mlx5_cqe64*)(const void*)&cqe);
+    sim_cq_push(rep->cq, (const struct mlx5_cqe64 *)(const void *)&cqe);
 }
 
 /* ------------------------------------------------------------ transmit */
@@ -283,25 +288,24 @@ static uint32_t sim_sig_tx_block(smlx5_mkey_t *mk, uint64_t k, uint8_t *img,
                                  const sim_sig_report_t *rep)
 {
     uint32_t blen = sim_mkey_block_len(mk, k);
-    uint8_t field[8], want[8];
+    uint8_t  field[8], want[8];
 
     sim_mkey_mem_io(mk, sim_mkey_mem_data(mk, k, 0), img, blen, false);
     sim_sig_corrupt(mk, k, SMLX5_CORRUPT_MEMORY, img, blen);
     if (mk->mem.size > 0) {
         sim_mkey_mem_io(mk, sim_mkey_mem_sig(mk, k), field, mk->mem.size,
                         false);
-        sim_sig_field(&mk->mem, sim_sig_acc_update(&mk->mem,
-                                                   sim_sig_acc_init(&mk->mem),
-                                                   img, blen, 0),
+        sim_sig_field(&mk->mem,
+                      sim_sig_acc_update(&mk->mem, sim_sig_acc_init(&mk->mem),
+                                         img, blen, 0),
                       k, want);
-        sim_sig_check(mk, &mk->mem, STRAND_SIGERR_DOMAIN_MEMORY, k, field,
-                      want, rep);
+        sim_sig_check(mk, &mk->mem, STRAND_SIGERR_DOMAIN_MEMORY, k, field, want,
+                      rep);
     }
     if (mk->wire.size > 0) {
         sim_sig_field(&mk->wire,
-                      sim_sig_acc_update(&mk->wire,
-                                         sim_sig_acc_init(&mk->wire), img,
-                                         blen, 0),
+                      sim_sig_acc_update(&mk->wire, sim_sig_acc_init(&mk->wire),
+                                         img, blen, 0),
                       k, img + blen);
     }
     sim_sig_corrupt(mk, k, SMLX5_CORRUPT_WIRE, img, blen);
@@ -311,7 +315,7 @@ static uint32_t sim_sig_tx_block(smlx5_mkey_t *mk, uint64_t k, uint8_t *img,
 void sim_sig_tx(smlx5_mkey_t *mk, uint64_t off, uint8_t *dst, uint32_t len,
                 const sim_sig_report_t *rep)
 {
-    uint8_t img[SIM_SIG_MAX_UNIT];
+    uint8_t  img[SIM_SIG_MAX_UNIT];
     uint32_t unit, p, ilen, n;
     uint64_t k;
 
@@ -357,22 +361,20 @@ static void sim_sig_rx_data(smlx5_mkey_t *mk, sim_sig_rx_t *st, uint64_t k,
 {
     uint8_t field[8];
 
-    sim_mkey_mem_io(mk, sim_mkey_mem_data(mk, k, p), (uint8_t*)src, n, true);
+    sim_mkey_mem_io(mk, sim_mkey_mem_data(mk, k, p), (uint8_t *)src, n, true);
     st->acc_wire = sim_sig_acc_update(&mk->wire, st->acc_wire, src, n, p);
     st->acc_mem  = sim_sig_acc_update(&mk->mem, st->acc_mem, src, n, p);
     if ((p + n == blen) && (mk->mem.size > 0)) {
         sim_sig_field(&mk->mem, st->acc_mem, k, field);
-        sim_mkey_mem_io(mk, sim_mkey_mem_sig(mk, k), field, mk->mem.size,
-                        true);
+        sim_mkey_mem_io(mk, sim_mkey_mem_sig(mk, k), field, mk->mem.size, true);
     }
 }
 
 void sim_sig_rx(smlx5_mkey_t *mk, sim_sig_rx_t *st, uint64_t off,
-                const uint8_t *src, uint32_t len,
-                const sim_sig_report_t *rep)
+                const uint8_t *src, uint32_t len, const sim_sig_report_t *rep)
 {
     uint32_t unit, p, blen, n, skip;
-    uint8_t want[8];
+    uint8_t  want[8];
     uint64_t k;
 
     /* in order, each byte once: a repeat of what came is skipped, a gap
@@ -384,7 +386,7 @@ void sim_sig_rx(smlx5_mkey_t *mk, sim_sig_rx_t *st, uint64_t off,
     src += skip;
     len -= skip;
     if (!mk->sig) {
-        sim_mkey_mem_io(mk, st->pos, (uint8_t*)src, len, true);
+        sim_mkey_mem_io(mk, st->pos, (uint8_t *)src, len, true);
         st->pos += len;
         return;
     }
@@ -412,7 +414,7 @@ void sim_sig_rx(smlx5_mkey_t *mk, sim_sig_rx_t *st, uint64_t off,
             }
         }
         st->pos += n;
-        src     += n;
-        len     -= n;
+        src += n;
+        len -= n;
     }
 }

@@ -23,8 +23,8 @@ static uint32_t sim_pow2(uint32_t x)
 smlx5_srq_t *smlx5_create_srq(smlx5_pd_t *pd, smlx5_srq_init_attr_t *attr)
 {
     smlx5_context_t *ctx = pd->ctx;
-    smlx5_srq_t *srq;
-    uint32_t i, desc;
+    smlx5_srq_t     *srq;
+    uint32_t         i, desc;
 
     if ((attr->max_wr == 0) || (attr->max_wr > (1u << 15)) ||
         (attr->max_sge == 0) || (attr->max_sge > ctx->cfg.max_sge) ||
@@ -40,16 +40,16 @@ smlx5_srq_t *smlx5_create_srq(smlx5_pd_t *pd, smlx5_srq_init_attr_t *attr)
         errno = ENOMEM;
         return NULL;
     }
-    desc         = sizeof(struct mlx5_wqe_srq_next_seg) +
-                   attr->max_sge * sizeof(struct mlx5_wqe_data_seg);
+    desc = sizeof(struct mlx5_wqe_srq_next_seg) +
+           attr->max_sge * sizeof(struct mlx5_wqe_data_seg);
     srq->stride  = sim_pow2(desc < 32 ? 32 : desc);
     srq->max_sge = (srq->stride - sizeof(struct mlx5_wqe_srq_next_seg)) /
                    sizeof(struct mlx5_wqe_data_seg);
     /* one WQE more than asked: the list keeps a sentinel at its tail */
     srq->wqe_cnt = sim_pow2(attr->max_wr + 1);
-    if ((posix_memalign((void**)&srq->buf, 4096,
-                        srq->wqe_cnt * srq->stride) != 0) ||
-        (posix_memalign((void**)&srq->dbrec, 64, 64) != 0)) {
+    if ((posix_memalign((void **)&srq->buf, 4096, srq->wqe_cnt * srq->stride) !=
+         0) ||
+        (posix_memalign((void **)&srq->dbrec, 64, 64) != 0)) {
         goto err;
     }
     memset(srq->buf, 0, srq->wqe_cnt * srq->stride);
@@ -86,8 +86,8 @@ smlx5_srq_t *smlx5_create_srq(smlx5_pd_t *pd, smlx5_srq_init_attr_t *attr)
         }
         srq->user_index = (uint32_t)uidx;
     }
-    srq->srqn     = i;
-    ctx->srqs[i]  = srq;
+    srq->srqn    = i;
+    ctx->srqs[i] = srq;
     atomic_fetch_add(&pd->refs, 1);
     pthread_mutex_unlock(&ctx->lock);
 

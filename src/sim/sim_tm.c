@@ -74,15 +74,14 @@ static void sim_tm_cqe_init(const sim_tm_t *tm, struct mlx5_cqe64 *cqe,
  * an error CQE naming the tag. UNSURE (spec section 4): mlx5_err_cqe keeps
  * bytes 40-43 reserved; the device puts app, app_op EXPECTED and the tag
  * handle there, as in the tag's other completions. */
-static void sim_tm_cqe_tag_error(sim_tm_t *tm, uint32_t slot,
-                                 uint8_t syndrome)
+static void sim_tm_cqe_tag_error(sim_tm_t *tm, uint32_t slot, uint8_t syndrome)
 {
     struct mlx5_cqe64 cqe;
 
-    sim_tm_cqe_init(tm, &cqe, MLX5_CQE_RESP_ERR,
-                    STRAND_CQE_APP_OP_TM_EXPECTED, 0);
-    cqe.app_info = htobe16((uint16_t)slot);
-    ((struct mlx5_err_cqe*)&cqe)->syndrome = syndrome;
+    sim_tm_cqe_init(tm, &cqe, MLX5_CQE_RESP_ERR, STRAND_CQE_APP_OP_TM_EXPECTED,
+                    0);
+    cqe.app_info                            = htobe16((uint16_t)slot);
+    ((struct mlx5_err_cqe *)&cqe)->syndrome = syndrome;
     sim_cq_push(tm->srq->tm_cq, &cqe);
 }
 
@@ -91,10 +90,10 @@ static void sim_tm_cqe_tag_error(sim_tm_t *tm, uint32_t slot,
 static int sim_tm_list_op(sim_tm_t *tm, const struct mlx5_wqe_tm_seg *seg,
                           unsigned ds, bool *success)
 {
-    unsigned op    = seg->opcode >> 4;
-    uint32_t index = be16toh(seg->index);
+    unsigned                        op    = seg->opcode >> 4;
+    uint32_t                        index = be16toh(seg->index);
     const struct mlx5_wqe_data_seg *d;
-    sim_tm_slot_t *s;
+    sim_tm_slot_t                  *s;
 
     *success = true;
     if (seg->flags & STRAND_TM_FLAG_SW_CNT) {
@@ -109,13 +108,12 @@ static int sim_tm_list_op(sim_tm_t *tm, const struct mlx5_wqe_tm_seg *seg,
             return -1;
         }
         s       = &tm->slots[tm->append_ptr];
-        d       = (const struct mlx5_wqe_data_seg*)(seg + 1);
+        d       = (const struct mlx5_wqe_data_seg *)(seg + 1);
         s->tag  = be64toh(seg->append_tag);
         s->mask = be64toh(seg->append_mask);
         s->addr = be64toh(d->addr);
         s->lkey = be32toh(d->lkey);
-        s->len  = (s->lkey == MLX5_INVALID_LKEY) ? 0 :
-                  be32toh(d->byte_count);
+        s->len  = (s->lkey == MLX5_INVALID_LKEY) ? 0 : be32toh(d->byte_count);
         sim_tm_link(tm, tm->append_ptr);
         tm->append_ptr = index;
         return 0;
@@ -141,17 +139,17 @@ static int sim_tm_list_op(sim_tm_t *tm, const struct mlx5_wqe_tm_seg *seg,
 bool sim_tm_cmd_process(smlx5_qp_t *qp)
 {
     sim_tm_t *tm = qp->tm_cmd;
-    uint16_t db  = (uint16_t)__atomic_load_n(&qp->db_pi, __ATOMIC_ACQUIRE);
+    uint16_t  db = (uint16_t)__atomic_load_n(&qp->db_pi, __ATOMIC_ACQUIRE);
     const struct mlx5_wqe_ctrl_seg *ctrl;
-    struct mlx5_cqe64 cqe;
-    unsigned ds, op;
-    bool success;
-    int ret;
+    struct mlx5_cqe64               cqe;
+    unsigned                        ds, op;
+    bool                            success;
+    int                             ret;
 
     while ((uint16_t)qp->sq_fetched != db) {
-        ctrl = (const void*)(qp->sq_buf + (size_t)(qp->sq_fetched &
-                                                   (qp->sq_wqe_cnt - 1)) *
-                                          STRAND_WQE_BB);
+        ctrl = (const void *)(qp->sq_buf +
+                              (size_t)(qp->sq_fetched & (qp->sq_wqe_cnt - 1)) *
+                                      STRAND_WQE_BB);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (qp->state == IBV_QPS_ERR) {
             /* posted after the error: flushed, each with its CQE */
@@ -168,7 +166,7 @@ bool sim_tm_cmd_process(smlx5_qp_t *qp)
         ret = -1;
         if ((strand_ctrl_opcode(ctrl) == MLX5_OPCODE_TAG_MATCHING) &&
             (strand_ctrl_qpn(ctrl) == qp->qpn) && (ds >= 3) && (ds <= 4)) {
-            ret = sim_tm_list_op(tm, (const void*)(ctrl + 1), ds, &success);
+            ret = sim_tm_list_op(tm, (const void *)(ctrl + 1), ds, &success);
         }
         if (ret != 0) {
             /* a malformed list operation: the command QP goes to error */
@@ -178,17 +176,17 @@ bool sim_tm_cmd_process(smlx5_qp_t *qp)
             qp->sq_completed = ++qp->sq_fetched;
             return false; /* the caller puts the QP in ERR */
         }
-        op = ((const struct mlx5_wqe_tm_seg*)(ctrl + 1))->opcode >> 4;
-        if (((const struct mlx5_wqe_tm_seg*)(ctrl + 1))->flags &
+        op = ((const struct mlx5_wqe_tm_seg *)(ctrl + 1))->opcode >> 4;
+        if (((const struct mlx5_wqe_tm_seg *)(ctrl + 1))->flags &
             STRAND_TM_FLAG_CQE) {
             sim_tm_cqe_init(tm, &cqe, MLX5_CQE_NO_PACKET,
                             (op == STRAND_TM_OP_APPEND) ?
-                            STRAND_CQE_APP_OP_TM_APPEND :
+                                    STRAND_CQE_APP_OP_TM_APPEND :
                             (op == STRAND_TM_OP_REMOVE) ?
-                            STRAND_CQE_APP_OP_TM_REMOVE :
-                            STRAND_CQE_APP_OP_TM_NOOP, qp->qpn);
-            cqe.tm_cqe.success      = htobe32(success ? STRAND_TM_CQE_SUCCESS :
-                                                        0);
+                                    STRAND_CQE_APP_OP_TM_REMOVE :
+                                    STRAND_CQE_APP_OP_TM_NOOP,
+                            qp->qpn);
+            cqe.tm_cqe.success = htobe32(success ? STRAND_TM_CQE_SUCCESS : 0);
             cqe.tm_cqe.hw_phase_cnt = htobe16(tm->hw_unexp);
             cqe.wqe_counter         = htobe16(strand_ctrl_wqe_idx(ctrl));
             sim_cq_push(tm->srq->tm_cq, &cqe);
@@ -235,15 +233,15 @@ static void sim_tm_rndv_queue(sim_tm_t *tm, const sim_tm_rndv_t *r)
 static int sim_tm_rndv_match(smlx5_qp_t *qp, sim_tm_t *tm, uint32_t slot,
                              const sim_pkt_t *pkt, const uint8_t *payload)
 {
-    const struct ibv_tmh *tmh   = (const void*)payload;
-    const struct ibv_rvh *rvh   = (const void*)(tmh + 1);
-    const struct strand_ravh *a = (const void*)(rvh + 1);
-    struct mlx5_cqe64 cqe;
-    sim_tm_rndv_t r;
+    const struct ibv_tmh     *tmh = (const void *)payload;
+    const struct ibv_rvh     *rvh = (const void *)(tmh + 1);
+    const struct strand_ravh *a   = (const void *)(rvh + 1);
+    struct mlx5_cqe64         cqe;
+    sim_tm_rndv_t             r;
 
     sim_tm_unlink(tm, slot);
-    sim_tm_cqe_init(tm, &cqe, MLX5_CQE_NO_PACKET,
-                    STRAND_CQE_APP_OP_TM_CONSUMED, sim_qp_number(qp));
+    sim_tm_cqe_init(tm, &cqe, MLX5_CQE_NO_PACKET, STRAND_CQE_APP_OP_TM_CONSUMED,
+                    sim_qp_number(qp));
     memcpy(&cqe.tmh, tmh, sizeof(cqe.tmh));
     cqe.app_info = htobe16((uint16_t)slot);
     sim_cq_push(tm->srq->tm_cq, &cqe);
@@ -270,9 +268,9 @@ static int sim_tm_rndv_match(smlx5_qp_t *qp, sim_tm_t *tm, uint32_t slot,
 int sim_tm_recv_first(smlx5_qp_t *qp, sim_resp_ctx_t *c, const sim_pkt_t *pkt,
                       const uint8_t *payload)
 {
-    sim_tm_t *tm = qp->srq->tm;
-    const struct ibv_tmh *tmh = (const void*)payload;
-    uint32_t slot;
+    sim_tm_t             *tm  = qp->srq->tm;
+    const struct ibv_tmh *tmh = (const void *)payload;
+    uint32_t              slot;
 
     c->tm_matched = false;
     c->tm_trunc   = false;
@@ -292,8 +290,8 @@ int sim_tm_recv_first(smlx5_qp_t *qp, sim_resp_ctx_t *c, const sim_pkt_t *pkt,
         return SIM_TM_RECV_BUFFER;
     }
     if (tmh->opcode == IBV_TMH_RNDV) {
-        if (pkt->payload_len < STRAND_TMH_SIZE + STRAND_RVH_SIZE +
-                               STRAND_RAVH_SIZE) {
+        if (pkt->payload_len <
+            STRAND_TMH_SIZE + STRAND_RVH_SIZE + STRAND_RAVH_SIZE) {
             return SIM_TM_RECV_BUFFER; /* not a DC rendezvous */
         }
         return sim_tm_rndv_match(qp, tm, slot, pkt, payload);
@@ -339,18 +337,18 @@ void sim_tm_recv_tag_data(smlx5_qp_t *qp, sim_resp_ctx_t *c,
                           const sim_pkt_t *pkt, const uint8_t *payload,
                           bool last)
 {
-    sim_tm_t *tm          = qp->srq->tm;
-    const sim_tm_slot_t *s = &tm->slots[c->tm_slot];
-    uint32_t off          = pkt->offset, len = pkt->payload_len;
-    struct mlx5_cqe64 cqe;
-    bool to_cqe;
+    sim_tm_t            *tm  = qp->srq->tm;
+    const sim_tm_slot_t *s   = &tm->slots[c->tm_slot];
+    uint32_t             off = pkt->offset, len = pkt->payload_len;
+    struct mlx5_cqe64    cqe;
+    bool                 to_cqe;
 
-    if (off < STRAND_TMH_SIZE) {  /* the first packet: skip the TMH */
+    if (off < STRAND_TMH_SIZE) { /* the first packet: skip the TMH */
         payload += STRAND_TMH_SIZE - off;
-        len     -= STRAND_TMH_SIZE - off;
-        off      = STRAND_TMH_SIZE;
+        len -= STRAND_TMH_SIZE - off;
+        off = STRAND_TMH_SIZE;
     }
-    off   -= STRAND_TMH_SIZE;
+    off -= STRAND_TMH_SIZE;
     to_cqe = sim_tm_tag_to_cqe(qp, pkt, len, last);
     if (!c->tm_trunc && (len > 0)) {
         if ((uint64_t)off + len > s->len) {
@@ -360,7 +358,7 @@ void sim_tm_recv_tag_data(smlx5_qp_t *qp, sim_resp_ctx_t *c,
                                       IBV_ACCESS_LOCAL_WRITE) != 0) {
             c->tm_trunc = true; /* reported as a length error */
         } else if (!to_cqe) {
-            memcpy((void*)(uintptr_t)(s->addr + off), payload, len);
+            memcpy((void *)(uintptr_t)(s->addr + off), payload, len);
         }
     }
     if (!last) {
@@ -372,15 +370,15 @@ void sim_tm_recv_tag_data(smlx5_qp_t *qp, sim_resp_ctx_t *c,
                              MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR);
         return;
     }
-    sim_tm_cqe_init(tm, &cqe, (pkt->flags & SIM_PKT_F_IMM) ?
-                    MLX5_CQE_RESP_SEND_IMM : MLX5_CQE_RESP_SEND,
-                    STRAND_CQE_APP_OP_TM_CONSUMED_MSG,
-                    sim_qp_number(qp));
+    sim_tm_cqe_init(tm, &cqe,
+                    (pkt->flags & SIM_PKT_F_IMM) ? MLX5_CQE_RESP_SEND_IMM :
+                                                   MLX5_CQE_RESP_SEND,
+                    STRAND_CQE_APP_OP_TM_CONSUMED_MSG, sim_qp_number(qp));
     memcpy(&cqe.tmh, c->tm_tmh, sizeof(cqe.tmh));
     cqe.app_info       = htobe16((uint16_t)c->tm_slot);
     cqe.byte_cnt       = htobe32(off + len);
     cqe.imm_inval_pkey = pkt->imm;
-    cqe.op_own        |= (pkt->flags & SIM_PKT_F_SE) ? 0x2 : 0;
+    cqe.op_own |= (pkt->flags & SIM_PKT_F_SE) ? 0x2 : 0;
     if (to_cqe) {
         sim_cq_push_scatter(tm->srq->tm_cq, &cqe, payload, len);
     } else {
@@ -393,10 +391,10 @@ void sim_tm_recv_tag_data(smlx5_qp_t *qp, sim_resp_ctx_t *c,
 /* A WQE of the device's DCI retired (in SQ order). */
 void sim_tm_rndv_retired(smlx5_qp_t *dci, sim_wqe_t *w)
 {
-    sim_tm_t *tm     = dci->tm_rndv;
-    sim_tm_rndv_t *r = &tm->by_bb[w->bb & (dci->sq_wqe_cnt - 1)];
+    sim_tm_t         *tm = dci->tm_rndv;
+    sim_tm_rndv_t    *r  = &tm->by_bb[w->bb & (dci->sq_wqe_cnt - 1)];
     struct mlx5_cqe64 cqe;
-    sim_tm_rndv_t next;
+    sim_tm_rndv_t     next;
 
     if (r->read_done) {
         return; /* a FIN: the receiver's part was done at the READ */
@@ -411,8 +409,8 @@ void sim_tm_rndv_retired(smlx5_qp_t *dci, sim_wqe_t *w)
         sim_tm_cqe_tag_error(tm, r->slot, w->status);
         return;
     }
-    sim_tm_cqe_init(tm, &cqe, MLX5_CQE_RESP_SEND,
-                    STRAND_CQE_APP_OP_TM_EXPECTED, dci->qpn);
+    sim_tm_cqe_init(tm, &cqe, MLX5_CQE_RESP_SEND, STRAND_CQE_APP_OP_TM_EXPECTED,
+                    dci->qpn);
     cqe.app_info = htobe16((uint16_t)r->slot);
     cqe.byte_cnt = htobe32(r->len);
     sim_cq_push(tm->srq->tm_cq, &cqe);

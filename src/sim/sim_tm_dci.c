@@ -20,8 +20,8 @@
 /* The address vector of the sender's DCT (from the LID the request came
  * from: on Ethernet its GID and MAC, as the device's own GID table makes
  * them). */
-static unsigned sim_tm_av(smlx5_context_t *ctx, const sim_tm_rndv_t *r,
-                          struct mlx5_wqe_av *av)
+static unsigned
+sim_tm_av(smlx5_context_t *ctx, const sim_tm_rndv_t *r, struct mlx5_wqe_av *av)
 {
     memset(av, 0, sizeof(*av));
     av->key.dc_key = htobe64(r->key);
@@ -37,16 +37,16 @@ static unsigned sim_tm_av(smlx5_context_t *ctx, const sim_tm_rndv_t *r,
  * DCI. */
 static void sim_tm_rndv_post(sim_tm_t *tm, const sim_tm_rndv_t *r, bool fin)
 {
-    smlx5_qp_t *dci = tm->dci;
-    const sim_tm_slot_t *s = &tm->slots[r->slot];
+    smlx5_qp_t               *dci = tm->dci;
+    const sim_tm_slot_t      *s   = &tm->slots[r->slot];
     struct mlx5_wqe_ctrl_seg *ctrl;
-    struct ibv_tmh tmh;
-    struct ibv_sge sge;
-    unsigned ds;
-    void *seg;
+    struct ibv_tmh            tmh;
+    struct ibv_sge            sge;
+    unsigned                  ds;
+    void                     *seg;
 
     ctrl = strand_sq_ctrl(&dci->sq);
-    ds   = 1 + sim_tm_av(dci->ctx, r, (struct mlx5_wqe_av*)(ctrl + 1));
+    ds   = 1 + sim_tm_av(dci->ctx, r, (struct mlx5_wqe_av *)(ctrl + 1));
     seg  = strand_sq_seg_next(&dci->sq, ctrl + 1, (ds - 1) * STRAND_WQE_DS);
     if (!fin) {
         strand_set_raddr_seg(seg, r->va, r->rkey);
@@ -66,7 +66,7 @@ static void sim_tm_rndv_post(sim_tm_t *tm, const sim_tm_rndv_t *r, bool fin)
     strand_sq_set_ctrl(&dci->sq, ctrl, 0,
                        fin ? MLX5_OPCODE_SEND : MLX5_OPCODE_RDMA_READ, ds,
                        MLX5_WQE_CTRL_CQ_UPDATE, 0);
-    tm->by_bb[dci->sq.cur_post & (dci->sq.wqe_cnt - 1)] = *r;
+    tm->by_bb[dci->sq.cur_post & (dci->sq.wqe_cnt - 1)]           = *r;
     tm->by_bb[dci->sq.cur_post & (dci->sq.wqe_cnt - 1)].read_done = fin;
     strand_sq_advance(&dci->sq, strand_ds_to_bbs(ds));
     strand_sq_ring(&dci->sq, ctrl, strand_ds_to_bbs(ds));
@@ -84,13 +84,13 @@ static bool sim_tm_dci_room(const sim_tm_t *tm)
 /* Back to RTS once every WQE of the failed DCI came back. */
 static int sim_tm_dci_recover(sim_tm_t *tm)
 {
-    smlx5_qp_t *dci = tm->dci;
+    smlx5_qp_t        *dci = tm->dci;
     struct ibv_qp_attr a;
-    int ret;
+    int                ret;
 
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RESET;
-    ret = smlx5_modify_qp(dci, &a, IBV_QP_STATE);
+    ret        = smlx5_modify_qp(dci, &a, IBV_QP_STATE);
     if (ret == 0) {
         ret = sim_tm_dci_to_rts(dci);
     }
@@ -138,18 +138,18 @@ void sim_tm_engine(smlx5_context_t *ctx)
 int sim_tm_dci_to_rts(smlx5_qp_t *dci)
 {
     struct ibv_qp_attr a;
-    int ret;
+    int                ret;
 
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_INIT;
     a.port_num = SMLX5_PORT_NUM;
-    ret = smlx5_modify_qp(dci, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                   IBV_QP_PORT);
+    ret        = smlx5_modify_qp(dci, &a,
+                                 IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT);
     if (ret != 0) {
         return ret;
     }
     memset(&a, 0, sizeof(a));
-    a.qp_state          = IBV_QPS_RTR;
+    a.qp_state = IBV_QPS_RTR;
     /* the port's MTU: a READ response per MTU, as the user's DCIs get */
     a.path_mtu          = (dci->ctx->cfg.mtu >= 4096) ? IBV_MTU_4096 :
                           (dci->ctx->cfg.mtu >= 2048) ? IBV_MTU_2048 :
@@ -158,8 +158,7 @@ int sim_tm_dci_to_rts(smlx5_qp_t *dci)
                                                         IBV_MTU_256;
     a.ah_attr.port_num  = SMLX5_PORT_NUM;
     a.ah_attr.is_global = sim_port_is_eth(dci->ctx);
-    ret = smlx5_modify_qp(dci, &a, IBV_QP_STATE | IBV_QP_PATH_MTU |
-                                   IBV_QP_AV);
+    ret = smlx5_modify_qp(dci, &a, IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV);
     if (ret != 0) {
         return ret;
     }
@@ -169,27 +168,28 @@ int sim_tm_dci_to_rts(smlx5_qp_t *dci)
     a.retry_cnt     = SIM_TM_DCI_RETRY;
     a.rnr_retry     = 7;
     a.max_rd_atomic = 16;
-    return smlx5_modify_qp(dci, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-                                    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                    IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_SQ_PSN);
+    return smlx5_modify_qp(dci, &a,
+                           IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                   IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC |
+                                   IBV_QP_SQ_PSN);
 }
 
 int sim_tm_create(smlx5_srq_t *srq, uint32_t max_ops, smlx5_td_t *td)
 {
     smlx5_qp_init_attr_t init;
-    sim_tm_t *tm;
-    uint32_t i;
+    sim_tm_t            *tm;
+    uint32_t             i;
 
     tm = calloc(1, sizeof(*tm));
     if (tm == NULL) {
         return ENOMEM;
     }
-    tm->srq        = srq;
-    tm->num_slots  = srq->max_num_tags + 1;
-    tm->slots      = calloc(tm->num_slots, sizeof(*tm->slots));
-    tm->pend_size  = 2 * tm->num_slots;
-    tm->pending    = calloc(tm->pend_size, sizeof(*tm->pending));
-    tm->head       = tm->tail = SIM_TM_NONE;
+    tm->srq       = srq;
+    tm->num_slots = srq->max_num_tags + 1;
+    tm->slots     = calloc(tm->num_slots, sizeof(*tm->slots));
+    tm->pend_size = 2 * tm->num_slots;
+    tm->pending   = calloc(tm->pend_size, sizeof(*tm->pending));
+    tm->head = tm->tail = SIM_TM_NONE;
     if ((tm->slots == NULL) || (tm->pending == NULL)) {
         goto err;
     }
@@ -205,7 +205,7 @@ int sim_tm_create(smlx5_srq_t *srq, uint32_t max_ops, smlx5_td_t *td)
     init.cap.max_send_wr  = max_ops;
     init.cap.max_send_sge = 1;
     init.td               = td; /* the data path rings it */
-    tm->cmd_qp = smlx5_create_qp(srq->pd, &init);
+    tm->cmd_qp            = smlx5_create_qp(srq->pd, &init);
     if (tm->cmd_qp == NULL) {
         goto err;
     }
@@ -230,7 +230,7 @@ int sim_tm_create(smlx5_srq_t *srq, uint32_t max_ops, smlx5_td_t *td)
     init.cap.max_send_sge    = 1;
     init.cap.max_inline_data = 64;
     init.td                  = tm->dci_td;
-    tm->dci = smlx5_create_qp(srq->pd, &init);
+    tm->dci                  = smlx5_create_qp(srq->pd, &init);
     if ((tm->dci == NULL) || (sim_tm_dci_to_rts(tm->dci) != 0)) {
         goto err;
     }
@@ -239,7 +239,7 @@ int sim_tm_create(smlx5_srq_t *srq, uint32_t max_ops, smlx5_td_t *td)
         goto err;
     }
     tm->dci->tm_rndv = tm;
-    srq->tm = tm;
+    srq->tm          = tm;
     return 0;
 
 err:

@@ -23,18 +23,19 @@
  * segmentation offload: the kernel cuts the buffer into datagrams of one
  * size, the last one shorter) and arrive in one receive (UDP GRO), still
  * one datagram each on the wire. */
-#define SIM_UDP_GSO_MAX   64      /* datagrams in one send (the kernel's
-                                     UDP_MAX_SEGMENTS is 64 or more) */
-#define SIM_UDP_GSO_BYTES 65000   /* bytes in one send: under 64 KiB */
-#define SIM_UDP_BATCH     4       /* receives one recvmmsg takes */
-#define SIM_UDP_RX_BYTES  65536   /* a GRO receive: up to 64 KiB */
+#define SIM_UDP_GSO_MAX \
+    64                          /* datagrams in one send (the kernel's
+                                   UDP_MAX_SEGMENTS is 64 or more) */
+#define SIM_UDP_GSO_BYTES 65000 /* bytes in one send: under 64 KiB */
+#define SIM_UDP_BATCH     4     /* receives one recvmmsg takes */
+#define SIM_UDP_RX_BYTES  65536 /* a GRO receive: up to 64 KiB */
 
 typedef struct sim_udp_txq {
     struct sockaddr_in to;
-    uint16_t           seg;       /* datagram size of the batch */
+    uint16_t           seg; /* datagram size of the batch */
     unsigned           count;
     size_t             len;
-    bool               closed;    /* a shorter one came: it is the last */
+    bool               closed; /* a shorter one came: it is the last */
     uint8_t            buf[SIM_UDP_GSO_BYTES];
 } sim_udp_txq_t;
 
@@ -42,8 +43,8 @@ struct sim_udp {
     int             fd;
     sim_wire_id_t   id;
     sim_udp_stats_t stats;
-    int             batching;     /* sim_udp_batch_begin depth */
-    bool            gso;          /* the kernel takes UDP_SEGMENT */
+    int             batching; /* sim_udp_batch_begin depth */
+    bool            gso;      /* the kernel takes UDP_SEGMENT */
     sim_udp_txq_t   txq;
     struct mmsghdr  msgs[SIM_UDP_BATCH];
     struct iovec    iovs[SIM_UDP_BATCH];
@@ -72,7 +73,7 @@ int sim_udp_open(const sim_wire_id_t *id, const struct sockaddr_in *addr,
                  sim_udp_share_t share, sim_udp_t **udp_p)
 {
     sim_udp_t *udp;
-    int one = 1, ret;
+    int        one = 1, ret;
 
     udp = calloc(1, sizeof(*udp));
     if (udp == NULL) {
@@ -92,7 +93,7 @@ int sim_udp_open(const sim_wire_id_t *id, const struct sockaddr_in *addr,
     if (((share == SIM_UDP_SHARED) &&
          (setsockopt(udp->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) <
           0)) ||
-        (bind(udp->fd, (const struct sockaddr*)addr, sizeof(*addr)) < 0)) {
+        (bind(udp->fd, (const struct sockaddr *)addr, sizeof(*addr)) < 0)) {
         ret = -errno;
         sim_udp_close(udp);
         return ret;
@@ -119,11 +120,11 @@ void sim_udp_addr(const sim_udp_t *udp, struct sockaddr_in *addr)
     socklen_t len = sizeof(*addr);
 
     memset(addr, 0, sizeof(*addr));
-    getsockname(udp->fd, (struct sockaddr*)addr, &len);
+    getsockname(udp->fd, (struct sockaddr *)addr, &len);
 }
 
-static bool sim_udp_same_to(const struct sockaddr_in *a,
-                            const struct sockaddr_in *b)
+static bool
+sim_udp_same_to(const struct sockaddr_in *a, const struct sockaddr_in *b)
 {
     return (a->sin_addr.s_addr == b->sin_addr.s_addr) &&
            (a->sin_port == b->sin_port);
@@ -135,14 +136,14 @@ static int sim_udp_sendto(sim_udp_t *udp, const struct sockaddr_in *to,
                           const uint8_t *buf, size_t len, unsigned count,
                           uint16_t seg)
 {
-    char ctrl[CMSG_SPACE(sizeof(uint16_t))];
-    struct iovec iov = {.iov_base = (void*)buf, .iov_len = len};
-    struct msghdr msg;
+    char            ctrl[CMSG_SPACE(sizeof(uint16_t))];
+    struct iovec    iov = {.iov_base = (void *)buf, .iov_len = len};
+    struct msghdr   msg;
     struct cmsghdr *cm;
-    ssize_t ret;
+    ssize_t         ret;
 
     memset(&msg, 0, sizeof(msg));
-    msg.msg_name    = (void*)to;
+    msg.msg_name    = (void *)to;
     msg.msg_namelen = sizeof(*to);
     msg.msg_iov     = &iov;
     msg.msg_iovlen  = 1;
@@ -157,11 +158,11 @@ static int sim_udp_sendto(sim_udp_t *udp, const struct sockaddr_in *to,
         memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
     }
     ret = sendmsg(udp->fd, &msg, MSG_DONTWAIT);
-    if ((ret < 0) && (count > 1) && ((errno == EINVAL) || (errno == EIO) ||
-                                     (errno == ENOPROTOOPT))) {
+    if ((ret < 0) && (count > 1) &&
+        ((errno == EINVAL) || (errno == EIO) || (errno == ENOPROTOOPT))) {
         /* no segmentation offload here: one datagram per send from now */
         const uint8_t *p = buf;
-        udp->gso = false;
+        udp->gso         = false;
         for (; count > 0; --count, p += seg) {
             size_t n = (count == 1) ? (size_t)(buf + len - p) : seg;
             if (sim_udp_sendto(udp, to, p, n, 1, 0) != 0) {
@@ -211,8 +212,8 @@ int sim_udp_send(sim_udp_t *udp, const struct sockaddr_in *to,
                  const sim_pkt_t *pkt, const void *payload)
 {
     sim_udp_txq_t *q = &udp->txq;
-    uint8_t dgram[SIM_UDP_MAX_DGRAM];
-    size_t len;
+    uint8_t        dgram[SIM_UDP_MAX_DGRAM];
+    size_t         len;
 
     if ((udp->batching == 0) || !udp->gso) {
         len = sim_wire_encode(&udp->id, pkt, payload, dgram, sizeof(dgram));
@@ -223,10 +224,9 @@ int sim_udp_send(sim_udp_t *udp, const struct sockaddr_in *to,
     }
     /* the next datagram of the batch, if it can be: same port, same size
      * (or a shorter last one), room left */
-    if ((q->count > 0) &&
-        (q->closed || !sim_udp_same_to(&q->to, to) ||
-         (q->count == SIM_UDP_GSO_MAX) ||
-         (q->len + SIM_UDP_MAX_DGRAM > sizeof(q->buf)))) {
+    if ((q->count > 0) && (q->closed || !sim_udp_same_to(&q->to, to) ||
+                           (q->count == SIM_UDP_GSO_MAX) ||
+                           (q->len + SIM_UDP_MAX_DGRAM > sizeof(q->buf)))) {
         sim_udp_flush(udp);
     }
     len = sim_wire_encode(&udp->id, pkt, payload, q->buf + q->len,
@@ -255,9 +255,9 @@ int sim_udp_send(sim_udp_t *udp, const struct sockaddr_in *to,
 static void sim_udp_take(sim_udp_t *udp, const uint8_t *buf, size_t len,
                          sim_udp_rx_cb_t cb, void *arg)
 {
-    const uint8_t *payload;
+    const uint8_t  *payload;
     sim_wire_drop_t why;
-    sim_pkt_t pkt;
+    sim_pkt_t       pkt;
 
     if (len == 0) {
         return; /* a wake (sim_fabric_port_sleep_on) */
@@ -279,7 +279,7 @@ static void sim_udp_take(sim_udp_t *udp, const uint8_t *buf, size_t len,
 static uint16_t sim_udp_gro_size(struct msghdr *msg)
 {
     struct cmsghdr *cm;
-    uint16_t seg = 0;
+    uint16_t        seg = 0;
 
     for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
         if ((cm->cmsg_level == SOL_UDP) && (cm->cmsg_type == UDP_GRO)) {
@@ -290,13 +290,13 @@ static uint16_t sim_udp_gro_size(struct msghdr *msg)
 }
 
 /* The datagrams of one receive; how many */
-static unsigned sim_udp_take_all(sim_udp_t *udp, unsigned i,
-                                 sim_udp_rx_cb_t cb, void *arg)
+static unsigned
+sim_udp_take_all(sim_udp_t *udp, unsigned i, sim_udp_rx_cb_t cb, void *arg)
 {
-    uint16_t seg    = sim_udp_gro_size(&udp->msgs[i].msg_hdr);
-    const uint8_t *p = udp->bufs[i];
-    size_t left     = udp->msgs[i].msg_len, n;
-    unsigned count  = 0;
+    uint16_t       seg   = sim_udp_gro_size(&udp->msgs[i].msg_hdr);
+    const uint8_t *p     = udp->bufs[i];
+    size_t         left  = udp->msgs[i].msg_len, n;
+    unsigned       count = 0;
 
     if ((seg == 0) || (left <= seg)) {
         sim_udp_take(udp, p, left, cb, arg);
@@ -309,11 +309,11 @@ static unsigned sim_udp_take_all(sim_udp_t *udp, unsigned i,
     return count;
 }
 
-unsigned sim_udp_recv(sim_udp_t *udp, sim_udp_rx_cb_t cb, void *arg,
-                      unsigned max)
+unsigned
+sim_udp_recv(sim_udp_t *udp, sim_udp_rx_cb_t cb, void *arg, unsigned max)
 {
     unsigned n = 0, want, i;
-    int got;
+    int      got;
 
     while (n < max) {
         want = (max - n < SIM_UDP_BATCH) ? max - n : SIM_UDP_BATCH;
@@ -321,7 +321,7 @@ unsigned sim_udp_recv(sim_udp_t *udp, sim_udp_rx_cb_t cb, void *arg,
             udp->iovs[i].iov_base = udp->bufs[i];
             /* a datagram of the device's: one more byte sees an oversize
              * one; a coalesced receive: the whole buffer */
-            udp->iovs[i].iov_len  = sizeof(udp->bufs[i]);
+            udp->iovs[i].iov_len = sizeof(udp->bufs[i]);
             memset(&udp->msgs[i].msg_hdr, 0, sizeof(udp->msgs[i].msg_hdr));
             udp->msgs[i].msg_hdr.msg_iov        = &udp->iovs[i];
             udp->msgs[i].msg_hdr.msg_iovlen     = 1;

@@ -17,11 +17,11 @@
 typedef struct sim_udp sim_udp_t;
 
 typedef struct sim_udp_stats {
-    uint64_t tx;                        /* datagrams sent */
-    uint64_t tx_busy;                   /* sends the socket had no room for */
-    uint64_t rx;                        /* packets handed on */
-    uint64_t drops[SIM_WIRE_DROP_MAX];  /* datagrams dropped, by reason
-                                           (SIM_WIRE_OK: never) */
+    uint64_t tx;                       /* datagrams sent */
+    uint64_t tx_busy;                  /* sends the socket had no room for */
+    uint64_t rx;                       /* packets handed on */
+    uint64_t drops[SIM_WIRE_DROP_MAX]; /* datagrams dropped, by reason
+                                          (SIM_WIRE_OK: never) */
 } sim_udp_stats_t;
 
 /* a packet received: its payload points into the socket's buffer, valid
@@ -73,8 +73,8 @@ void sim_udp_flush(sim_udp_t *udp);
 /* Up to MAX datagrams waiting now (one more receive coalesced by GRO may
  * take more), each good one's packet to CB; returns
  * how many datagrams were read (handed on or dropped). */
-unsigned sim_udp_recv(sim_udp_t *udp, sim_udp_rx_cb_t cb, void *arg,
-                      unsigned max);
+unsigned
+sim_udp_recv(sim_udp_t *udp, sim_udp_rx_cb_t cb, void *arg, unsigned max);
 
 void sim_udp_stats(const sim_udp_t *udp, sim_udp_stats_t *st);
 

@@ -15,18 +15,18 @@
 static const uint8_t sim_wire_magic[4] = {'S', 'T', 'R', 1};
 
 /* BTH byte 1: solicited event, migration, pad count, transport version */
-#define BTH_SE           0x80
-#define BTH_PAD_SHIFT    4
-#define BTH_PAD_MASK     0x30
-#define BTH_TVER_MASK    0x0f
+#define BTH_SE        0x80
+#define BTH_PAD_SHIFT 4
+#define BTH_PAD_MASK  0x30
+#define BTH_TVER_MASK 0x0f
 /* BTH byte 8: acknowledge request */
-#define BTH_ACKREQ       0x80
+#define BTH_ACKREQ 0x80
 
 /* AETH syndromes (IBA 9.7.5.1.4): ACK with no credit count, RNR NAK with
  * its timer in the low 5 bits, NAK with its code */
-#define AETH_ACK         0x1f
-#define AETH_RNR         0x20
-#define AETH_NAK         0x60
+#define AETH_ACK 0x1f
+#define AETH_RNR 0x20
+#define AETH_NAK 0x60
 
 /* the extension's field offsets */
 enum {
@@ -53,7 +53,7 @@ enum {
 };
 
 /* flags that travel (CORRUPT is the fault injector's: a wrong ICRC) */
-#define SIM_WIRE_FLAGS \
+#define SIM_WIRE_FLAGS                                                  \
     (SIM_PKT_F_IMM | SIM_PKT_F_SE | SIM_PKT_F_CONNECT | SIM_PKT_F_INV | \
      SIM_PKT_F_RETRY | SIM_PKT_F_ACKREQ | SIM_PKT_F_DC)
 
@@ -114,10 +114,12 @@ static uint8_t sim_wire_send_opcode(const sim_pkt_t *pkt)
         return SIM_WIRE_OP_SEND_MIDDLE;
     case SIM_PKT_SEND_LAST:
         return imm ? SIM_WIRE_OP_SEND_LAST_IMM :
-               inv ? SIM_WIRE_OP_SEND_LAST_INV : SIM_WIRE_OP_SEND_LAST;
+               inv ? SIM_WIRE_OP_SEND_LAST_INV :
+                     SIM_WIRE_OP_SEND_LAST;
     default:
         return imm ? SIM_WIRE_OP_SEND_ONLY_IMM :
-               inv ? SIM_WIRE_OP_SEND_ONLY_INV : SIM_WIRE_OP_SEND_ONLY;
+               inv ? SIM_WIRE_OP_SEND_ONLY_INV :
+                     SIM_WIRE_OP_SEND_ONLY;
     }
 }
 
@@ -148,7 +150,8 @@ static uint8_t sim_wire_read_resp_opcode(const sim_pkt_t *pkt)
         return SIM_WIRE_OP_READ_RESP_ONLY;
     }
     return first ? SIM_WIRE_OP_READ_RESP_FIRST :
-           last  ? SIM_WIRE_OP_READ_RESP_LAST : SIM_WIRE_OP_READ_RESP_MID;
+           last  ? SIM_WIRE_OP_READ_RESP_LAST :
+                   SIM_WIRE_OP_READ_RESP_MID;
 }
 
 uint8_t sim_wire_opcode(const sim_pkt_t *pkt)
@@ -175,7 +178,8 @@ uint8_t sim_wire_opcode(const sim_pkt_t *pkt)
     case SIM_PKT_ATOMIC_REQ:
         return ((pkt->atomic_op == SIM_ATOMIC_CS) ||
                 (pkt->atomic_op == SIM_ATOMIC_MASKED_CS)) ?
-               SIM_WIRE_OP_CMP_SWAP : SIM_WIRE_OP_FETCH_ADD;
+                       SIM_WIRE_OP_CMP_SWAP :
+                       SIM_WIRE_OP_FETCH_ADD;
     default:
         return 0xff;
     }
@@ -185,29 +189,29 @@ uint8_t sim_wire_opcode(const sim_pkt_t *pkt)
 static uint8_t sim_wire_pkt_op(uint8_t opcode)
 {
     static const uint8_t ops[] = {
-        [SIM_WIRE_OP_SEND_FIRST]      = SIM_PKT_SEND_FIRST,
-        [SIM_WIRE_OP_SEND_MIDDLE]     = SIM_PKT_SEND_MIDDLE,
-        [SIM_WIRE_OP_SEND_LAST]       = SIM_PKT_SEND_LAST,
-        [SIM_WIRE_OP_SEND_LAST_IMM]   = SIM_PKT_SEND_LAST,
-        [SIM_WIRE_OP_SEND_ONLY]       = SIM_PKT_SEND_ONLY,
-        [SIM_WIRE_OP_SEND_ONLY_IMM]   = SIM_PKT_SEND_ONLY,
-        [SIM_WIRE_OP_WRITE_FIRST]     = SIM_PKT_WRITE_FIRST,
-        [SIM_WIRE_OP_WRITE_MIDDLE]    = SIM_PKT_WRITE_MIDDLE,
-        [SIM_WIRE_OP_WRITE_LAST]      = SIM_PKT_WRITE_LAST,
-        [SIM_WIRE_OP_WRITE_LAST_IMM]  = SIM_PKT_WRITE_LAST,
-        [SIM_WIRE_OP_WRITE_ONLY]      = SIM_PKT_WRITE_ONLY,
-        [SIM_WIRE_OP_WRITE_ONLY_IMM]  = SIM_PKT_WRITE_ONLY,
-        [SIM_WIRE_OP_READ_REQ]        = SIM_PKT_READ_REQ,
-        [SIM_WIRE_OP_READ_RESP_FIRST] = SIM_PKT_READ_RESP,
-        [SIM_WIRE_OP_READ_RESP_MID]   = SIM_PKT_READ_RESP,
-        [SIM_WIRE_OP_READ_RESP_LAST]  = SIM_PKT_READ_RESP,
-        [SIM_WIRE_OP_READ_RESP_ONLY]  = SIM_PKT_READ_RESP,
-        [SIM_WIRE_OP_ACK]             = SIM_PKT_ACK,
-        [SIM_WIRE_OP_ATOMIC_ACK]      = SIM_PKT_ATOMIC_RESP,
-        [SIM_WIRE_OP_CMP_SWAP]        = SIM_PKT_ATOMIC_REQ,
-        [SIM_WIRE_OP_FETCH_ADD]       = SIM_PKT_ATOMIC_REQ,
-        [SIM_WIRE_OP_SEND_LAST_INV]   = SIM_PKT_SEND_LAST,
-        [SIM_WIRE_OP_SEND_ONLY_INV]   = SIM_PKT_SEND_ONLY,
+            [SIM_WIRE_OP_SEND_FIRST]      = SIM_PKT_SEND_FIRST,
+            [SIM_WIRE_OP_SEND_MIDDLE]     = SIM_PKT_SEND_MIDDLE,
+            [SIM_WIRE_OP_SEND_LAST]       = SIM_PKT_SEND_LAST,
+            [SIM_WIRE_OP_SEND_LAST_IMM]   = SIM_PKT_SEND_LAST,
+            [SIM_WIRE_OP_SEND_ONLY]       = SIM_PKT_SEND_ONLY,
+            [SIM_WIRE_OP_SEND_ONLY_IMM]   = SIM_PKT_SEND_ONLY,
+            [SIM_WIRE_OP_WRITE_FIRST]     = SIM_PKT_WRITE_FIRST,
+            [SIM_WIRE_OP_WRITE_MIDDLE]    = SIM_PKT_WRITE_MIDDLE,
+            [SIM_WIRE_OP_WRITE_LAST]      = SIM_PKT_WRITE_LAST,
+            [SIM_WIRE_OP_WRITE_LAST_IMM]  = SIM_PKT_WRITE_LAST,
+            [SIM_WIRE_OP_WRITE_ONLY]      = SIM_PKT_WRITE_ONLY,
+            [SIM_WIRE_OP_WRITE_ONLY_IMM]  = SIM_PKT_WRITE_ONLY,
+            [SIM_WIRE_OP_READ_REQ]        = SIM_PKT_READ_REQ,
+            [SIM_WIRE_OP_READ_RESP_FIRST] = SIM_PKT_READ_RESP,
+            [SIM_WIRE_OP_READ_RESP_MID]   = SIM_PKT_READ_RESP,
+            [SIM_WIRE_OP_READ_RESP_LAST]  = SIM_PKT_READ_RESP,
+            [SIM_WIRE_OP_READ_RESP_ONLY]  = SIM_PKT_READ_RESP,
+            [SIM_WIRE_OP_ACK]             = SIM_PKT_ACK,
+            [SIM_WIRE_OP_ATOMIC_ACK]      = SIM_PKT_ATOMIC_RESP,
+            [SIM_WIRE_OP_CMP_SWAP]        = SIM_PKT_ATOMIC_REQ,
+            [SIM_WIRE_OP_FETCH_ADD]       = SIM_PKT_ATOMIC_REQ,
+            [SIM_WIRE_OP_SEND_LAST_INV]   = SIM_PKT_SEND_LAST,
+            [SIM_WIRE_OP_SEND_ONLY_INV]   = SIM_PKT_SEND_ONLY,
     };
 
     return (opcode < sizeof(ops)) ? ops[opcode] : 0;
@@ -232,8 +236,7 @@ static bool sim_wire_has_atomiceth(uint8_t opcode)
 /* READ responses carry an AETH on their first and last packet */
 static bool sim_wire_has_aeth(uint8_t opcode)
 {
-    return (opcode == SIM_WIRE_OP_ACK) ||
-           (opcode == SIM_WIRE_OP_ATOMIC_ACK) ||
+    return (opcode == SIM_WIRE_OP_ACK) || (opcode == SIM_WIRE_OP_ATOMIC_ACK) ||
            (opcode == SIM_WIRE_OP_READ_RESP_FIRST) ||
            (opcode == SIM_WIRE_OP_READ_RESP_LAST) ||
            (opcode == SIM_WIRE_OP_READ_RESP_ONLY);
@@ -282,15 +285,15 @@ static size_t sim_wire_put_bth(uint8_t *p, const sim_wire_id_t *id,
     p[1] = ((pkt->flags & SIM_PKT_F_SE) ? BTH_SE : 0) |
            (uint8_t)(pad << BTH_PAD_SHIFT);
     put16(p + 2, id->pkey);
-    put32(p + 4, pkt->dqpn);                /* byte 4 (F, B) is 0 */
+    put32(p + 4, pkt->dqpn); /* byte 4 (F, B) is 0 */
     put32(p + 8, pkt->psn & 0xffffff);
     p[8] = (pkt->flags & SIM_PKT_F_ACKREQ) ? BTH_ACKREQ : 0;
     return SIM_WIRE_BTH_LEN;
 }
 
 /* the IBTA headers of the opcode, in the order IBA 9.2 gives them */
-static size_t sim_wire_put_ibta(uint8_t *p, const sim_pkt_t *pkt,
-                                uint8_t opcode)
+static size_t
+sim_wire_put_ibta(uint8_t *p, const sim_pkt_t *pkt, uint8_t opcode)
 {
     uint8_t *start = p;
 
@@ -323,8 +326,8 @@ static size_t sim_wire_put_ibta(uint8_t *p, const sim_pkt_t *pkt,
     return (size_t)(p - start);
 }
 
-static size_t sim_wire_put_ext(uint8_t *p, const sim_wire_id_t *id,
-                               const sim_pkt_t *pkt)
+static size_t
+sim_wire_put_ext(uint8_t *p, const sim_wire_id_t *id, const sim_pkt_t *pkt)
 {
     size_t len = SIM_WIRE_EXT_LEN;
 
@@ -370,28 +373,28 @@ static size_t sim_wire_put_ext(uint8_t *p, const sim_wire_id_t *id,
  * (FECN, BECN) masked to ones, as IBA masks it. */
 static uint32_t sim_wire_icrc(const uint8_t *buf, size_t len)
 {
-    uint8_t bth[SIM_WIRE_BTH_LEN];
+    uint8_t  bth[SIM_WIRE_BTH_LEN];
     uint32_t crc;
 
     memcpy(bth, buf, sizeof(bth));
     bth[4] = 0xff;
-    crc = sim_crc32_update(~0u, bth, sizeof(bth));
-    crc = sim_crc32_update(crc, buf + sizeof(bth), len - sizeof(bth));
+    crc    = sim_crc32_update(~0u, bth, sizeof(bth));
+    crc    = sim_crc32_update(crc, buf + sizeof(bth), len - sizeof(bth));
     return sim_crc32_final(crc);
 }
 
 size_t sim_wire_encode(const sim_wire_id_t *id, const sim_pkt_t *pkt,
                        const void *payload, uint8_t *buf, size_t cap)
 {
-    uint8_t hdr[SIM_WIRE_MAX_HDR], opcode = sim_wire_opcode(pkt);
-    size_t hlen, total;
+    uint8_t  hdr[SIM_WIRE_MAX_HDR], opcode = sim_wire_opcode(pkt);
+    size_t   hlen, total;
     unsigned pad;
 
     if (opcode == 0xff) {
         return 0;
     }
-    pad   = (4 - (pkt->payload_len & 3)) & 3;
-    hlen  = SIM_WIRE_BTH_LEN;
+    pad  = (4 - (pkt->payload_len & 3)) & 3;
+    hlen = SIM_WIRE_BTH_LEN;
     hlen += sim_wire_put_ibta(hdr + hlen, pkt, opcode);
     hlen += sim_wire_put_ext(hdr + hlen, id, pkt);
     total = hlen + pkt->payload_len + pad + SIM_WIRE_ICRC_LEN;
@@ -408,15 +411,15 @@ size_t sim_wire_encode(const sim_wire_id_t *id, const sim_pkt_t *pkt,
      * the receiving port drops it and counts it, as a NIC does */
     put32(buf + total - SIM_WIRE_ICRC_LEN,
           sim_wire_icrc(buf, total - SIM_WIRE_ICRC_LEN) ^
-          ((pkt->flags & SIM_PKT_F_CORRUPT) ? 0xffffffffu : 0));
+                  ((pkt->flags & SIM_PKT_F_CORRUPT) ? 0xffffffffu : 0));
     return total;
 }
 
 /* ---------------------------------------------------------- decoding */
 
 /* the IBTA headers must say what the extension says */
-static bool sim_wire_ibta_agrees(const uint8_t *p, const sim_pkt_t *pkt,
-                                 uint8_t opcode)
+static bool
+sim_wire_ibta_agrees(const uint8_t *p, const sim_pkt_t *pkt, uint8_t opcode)
 {
     if (sim_wire_has_reth(opcode)) {
         if ((get64(p) != pkt->va) || (get32(p + 8) != pkt->rkey) ||
@@ -459,7 +462,8 @@ static size_t sim_wire_ibta_len(uint8_t opcode)
            (sim_wire_has_aeth(opcode) ? SIM_WIRE_AETH_LEN : 0) +
            ((opcode == SIM_WIRE_OP_ATOMIC_ACK) ? SIM_WIRE_ATOMICACK_LEN : 0) +
            ((sim_wire_has_immdt(opcode) || sim_wire_has_ieth(opcode)) ?
-            SIM_WIRE_IMMDT_LEN : 0);
+                    SIM_WIRE_IMMDT_LEN :
+                    0);
 }
 
 /* the extension's fields into PKT (after the magic and fabric checks) */
@@ -477,7 +481,7 @@ static void sim_wire_get_ext(const uint8_t *p, sim_pkt_t *pkt)
     pkt->atomic_op   = p[EXT_ATOMICOP];
     pkt->atomic_size = p[EXT_ASIZE];
     pkt->log_mtu     = p[EXT_LOG_MTU];
-    pkt->psn        |= (uint32_t)p[EXT_PSN_HI] << 24;
+    pkt->psn |= (uint32_t)p[EXT_PSN_HI] << 24;
     memcpy(&pkt->imm, p + EXT_IMM, 4);
     pkt->rkey        = get32(p + EXT_RKEY);
     pkt->dma_len     = get32(p + EXT_DMA_LEN);
@@ -487,8 +491,7 @@ static void sim_wire_get_ext(const uint8_t *p, sim_pkt_t *pkt)
 }
 
 /* what the extension says must fit the opcode and the device's ranges */
-static bool sim_wire_fields_valid(const sim_pkt_t *pkt, uint8_t opcode,
-                                  bool se)
+static bool sim_wire_fields_valid(const sim_pkt_t *pkt, uint8_t opcode, bool se)
 {
     if ((pkt->flags & ~SIM_WIRE_FLAGS) || (pkt->log_mtu > 12) ||
         (!!(pkt->flags & SIM_PKT_F_SE) != se)) {
@@ -515,9 +518,9 @@ sim_wire_drop_t sim_wire_decode(const sim_wire_id_t *id, const uint8_t *buf,
                                 size_t len, sim_pkt_t *pkt,
                                 const uint8_t **payload)
 {
-    size_t ibta, ext, hlen, pad;
+    size_t         ibta, ext, hlen, pad;
     const uint8_t *e;
-    uint8_t opcode;
+    uint8_t        opcode;
 
     if (len < SIM_WIRE_BTH_LEN + SIM_WIRE_EXT_LEN + SIM_WIRE_ICRC_LEN) {
         return SIM_WIRE_DROP_SHORT;
@@ -558,7 +561,9 @@ sim_wire_drop_t sim_wire_decode(const sim_wire_id_t *id, const uint8_t *buf,
     ext = SIM_WIRE_EXT_LEN;
     ext += (pkt->flags & SIM_PKT_F_DC) ? SIM_WIRE_EXT_DC_LEN : 0;
     ext += ((pkt->op == SIM_PKT_ATOMIC_REQ) ||
-            (pkt->op == SIM_PKT_ATOMIC_RESP)) ? SIM_WIRE_EXT_ATOMIC_LEN : 0;
+            (pkt->op == SIM_PKT_ATOMIC_RESP)) ?
+                   SIM_WIRE_EXT_ATOMIC_LEN :
+                   0;
     hlen = SIM_WIRE_BTH_LEN + ibta + ext;
     pad  = (buf[1] & BTH_PAD_MASK) >> BTH_PAD_SHIFT;
     if (len < hlen + SIM_WIRE_ICRC_LEN) {
@@ -595,16 +600,16 @@ sim_wire_drop_t sim_wire_decode(const sim_wire_id_t *id, const uint8_t *buf,
 const char *sim_wire_drop_name(sim_wire_drop_t why)
 {
     static const char *names[SIM_WIRE_DROP_MAX] = {
-        [SIM_WIRE_OK]           = "ok",
-        [SIM_WIRE_DROP_SHORT]   = "short",
-        [SIM_WIRE_DROP_VERSION] = "version",
-        [SIM_WIRE_DROP_OPCODE]  = "opcode",
-        [SIM_WIRE_DROP_PKEY]    = "pkey",
-        [SIM_WIRE_DROP_EXT]     = "no_extension",
-        [SIM_WIRE_DROP_FABRIC]  = "fabric",
-        [SIM_WIRE_DROP_HEADERS] = "headers",
-        [SIM_WIRE_DROP_LENGTH]  = "length",
-        [SIM_WIRE_DROP_ICRC]    = "icrc",
+            [SIM_WIRE_OK]           = "ok",
+            [SIM_WIRE_DROP_SHORT]   = "short",
+            [SIM_WIRE_DROP_VERSION] = "version",
+            [SIM_WIRE_DROP_OPCODE]  = "opcode",
+            [SIM_WIRE_DROP_PKEY]    = "pkey",
+            [SIM_WIRE_DROP_EXT]     = "no_extension",
+            [SIM_WIRE_DROP_FABRIC]  = "fabric",
+            [SIM_WIRE_DROP_HEADERS] = "headers",
+            [SIM_WIRE_DROP_LENGTH]  = "length",
+            [SIM_WIRE_DROP_ICRC]    = "icrc",
     };
 
     return ((unsigned)why < SIM_WIRE_DROP_MAX) ? names[why] : "unknown";

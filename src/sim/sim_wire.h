@@ -28,28 +28,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SIM_WIRE_UDP_PORT   4791   /* IANA: RoCEv2 */
-#define SIM_WIRE_PKEY_FULL  0xffff /* the default partition, full member */
+#define SIM_WIRE_UDP_PORT  4791   /* IANA: RoCEv2 */
+#define SIM_WIRE_PKEY_FULL 0xffff /* the default partition, full member */
 
 /* what a datagram is checked against: the receiving device's fabric */
 typedef struct sim_wire_id {
-    uint64_t fabric;    /* the fabric's identity (sim_fabric_identity) */
-    uint16_t pkey;      /* the partition key, BTH P_Key */
+    uint64_t fabric; /* the fabric's identity (sim_fabric_identity) */
+    uint16_t pkey;   /* the partition key, BTH P_Key */
 } sim_wire_id_t;
 
 /* why a datagram was dropped (counted per reason by the receiver) */
 typedef enum sim_wire_drop {
     SIM_WIRE_OK = 0,
-    SIM_WIRE_DROP_SHORT,     /* shorter than its headers say */
-    SIM_WIRE_DROP_VERSION,   /* BTH TVer or extension version unknown */
-    SIM_WIRE_DROP_OPCODE,    /* an opcode the device never sends */
-    SIM_WIRE_DROP_PKEY,      /* another partition */
-    SIM_WIRE_DROP_EXT,       /* no strand extension (its magic) */
-    SIM_WIRE_DROP_FABRIC,    /* another fabric's identity */
-    SIM_WIRE_DROP_HEADERS,   /* IBTA headers disagree with the extension,
-                                or fields out of range */
-    SIM_WIRE_DROP_LENGTH,    /* payload length or padding inconsistent */
-    SIM_WIRE_DROP_ICRC,      /* invariant CRC wrong */
+    SIM_WIRE_DROP_SHORT,   /* shorter than its headers say */
+    SIM_WIRE_DROP_VERSION, /* BTH TVer or extension version unknown */
+    SIM_WIRE_DROP_OPCODE,  /* an opcode the device never sends */
+    SIM_WIRE_DROP_PKEY,    /* another partition */
+    SIM_WIRE_DROP_EXT,     /* no strand extension (its magic) */
+    SIM_WIRE_DROP_FABRIC,  /* another fabric's identity */
+    SIM_WIRE_DROP_HEADERS, /* IBTA headers disagree with the extension,
+                              or fields out of range */
+    SIM_WIRE_DROP_LENGTH,  /* payload length or padding inconsistent */
+    SIM_WIRE_DROP_ICRC,    /* invariant CRC wrong */
     SIM_WIRE_DROP_MAX
 } sim_wire_drop_t;
 
@@ -62,15 +62,15 @@ typedef enum sim_wire_drop {
 #define SIM_WIRE_IMMDT_LEN     4
 #define SIM_WIRE_ICRC_LEN      4
 /* the strand extension: base, DC access key, masked atomic operands */
-#define SIM_WIRE_EXT_LEN       56
-#define SIM_WIRE_EXT_DC_LEN    8
+#define SIM_WIRE_EXT_LEN        56
+#define SIM_WIRE_EXT_DC_LEN     8
 #define SIM_WIRE_EXT_ATOMIC_LEN 32
 /* the most header bytes a datagram has (an atomic DC request) */
-#define SIM_WIRE_MAX_HDR \
+#define SIM_WIRE_MAX_HDR                                            \
     (SIM_WIRE_BTH_LEN + SIM_WIRE_ATOMICETH_LEN + SIM_WIRE_EXT_LEN + \
      SIM_WIRE_EXT_DC_LEN + SIM_WIRE_EXT_ATOMIC_LEN)
 /* a datagram's bytes beside its payload, at most */
-#define SIM_WIRE_OVERHEAD      (SIM_WIRE_MAX_HDR + 3 + SIM_WIRE_ICRC_LEN)
+#define SIM_WIRE_OVERHEAD (SIM_WIRE_MAX_HDR + 3 + SIM_WIRE_ICRC_LEN)
 
 /* IBTA RC opcodes (the BTH's first byte) the device sends */
 enum {

@@ -20,7 +20,7 @@
 static void sim_wqe_mkey_tx(smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
                             uint8_t *dst, uint32_t len)
 {
-    smlx5_mkey_t *mk           = sim_mkey_lookup(qp->ctx, w->sge[0].lkey);
+    smlx5_mkey_t          *mk  = sim_mkey_lookup(qp->ctx, w->sge[0].lkey);
     const sim_sig_report_t rep = {qp->send_cq, qp};
 
     if (mk == NULL) {
@@ -38,7 +38,7 @@ void sim_wqe_gather(smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
 
     if (w->is_inline) {
         uint32_t pos = (w->inline_off + off) & (sq_size - 1);
-        n = sq_size - pos;
+        n            = sq_size - pos;
         if (n >= len) {
             memcpy(dst, qp->sq_buf + pos, len);
         } else {
@@ -59,7 +59,7 @@ void sim_wqe_sge_copy(const sim_wqe_t *w, uint32_t off, void *data,
 {
     uint8_t *p = data;
     uint32_t i, n;
-    void *mem;
+    void    *mem;
 
     for (i = 0; (i < w->num_sge) && (len > 0); ++i) {
         if (off >= w->sge[i].len) {
@@ -70,15 +70,15 @@ void sim_wqe_sge_copy(const sim_wqe_t *w, uint32_t off, void *data,
         if (n > len) {
             n = len;
         }
-        mem = (void*)(uintptr_t)(w->sge[i].addr + off);
+        mem = (void *)(uintptr_t)(w->sge[i].addr + off);
         if (to_sges) {
             memcpy(mem, p, n);
         } else {
             memcpy(p, mem, n);
         }
-        p   += n;
+        p += n;
         len -= n;
-        off  = 0;
+        off = 0;
     }
 }
 
@@ -90,27 +90,26 @@ void sim_wqe_sge_copy(const sim_wqe_t *w, uint32_t off, void *data,
  * device can do where a NIC would send stale bytes. Only retransmissions
  * come here: the first transmission follows the post, while the
  * operation is the user's to keep. */
-int sim_wqe_gather_checked(smlx5_qp_t *qp, const sim_wqe_t *w,
-                           uint32_t off, uint8_t *buf, uint32_t len)
+int sim_wqe_gather_checked(smlx5_qp_t *qp, const sim_wqe_t *w, uint32_t off,
+                           uint8_t *buf, uint32_t len)
 {
-    uint32_t off0 = off;
-    ssize_t got;
+    uint32_t     off0 = off;
+    ssize_t      got;
     struct iovec local = {buf, len}, remote[SIM_MAX_SGE];
-    unsigned i, n = 0;
-    uint32_t take, want = len;
+    unsigned     i, n       = 0;
+    uint32_t     take, want = len;
 
     for (i = 0; (i < w->num_sge) && (len > 0); ++i) {
         if (off >= w->sge[i].len) {
             off -= w->sge[i].len;
             continue;
         }
-        take               = (w->sge[i].len - off < len) ?
-                             w->sge[i].len - off : len;
-        remote[n].iov_base = (void*)(uintptr_t)(w->sge[i].addr + off);
+        take = (w->sge[i].len - off < len) ? w->sge[i].len - off : len;
+        remote[n].iov_base = (void *)(uintptr_t)(w->sge[i].addr + off);
         remote[n].iov_len  = take;
         ++n;
         len -= take;
-        off  = 0;
+        off = 0;
     }
     got = process_vm_readv(getpid(), &local, 1, remote, n, 0);
     if (got == (ssize_t)want) {
@@ -127,15 +126,16 @@ int sim_wqe_gather_checked(smlx5_qp_t *qp, const sim_wqe_t *w,
 bool sim_wqe_local_valid(smlx5_qp_t *qp, const sim_wqe_t *w)
 {
     int access = (w->opcode == MLX5_OPCODE_RDMA_READ) || w->needs_response ?
-                 IBV_ACCESS_LOCAL_WRITE : 0;
+                         IBV_ACCESS_LOCAL_WRITE :
+                         0;
     uint32_t i;
 
     if (w->is_inline || w->via_mkey || w->onecopy || w->to_cqe) {
         return true;
     }
     for (i = 0; i < w->num_sge; ++i) {
-        if (sim_mr_check_local(qp->ctx, qp->pd, w->sge[i].lkey,
-                               w->sge[i].addr, w->sge[i].len, access) != 0) {
+        if (sim_mr_check_local(qp->ctx, qp->pd, w->sge[i].lkey, w->sge[i].addr,
+                               w->sge[i].len, access) != 0) {
             return false;
         }
     }

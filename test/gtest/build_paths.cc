@@ -4,4 +4,4 @@
  * own: the rest of the suite's objects do not depend on where the tree is.
  */
 extern const char strand_build_plugin[];
-const char strand_build_plugin[] = STRAND_BUILD_PLUGIN;
+const char        strand_build_plugin[] = STRAND_BUILD_PLUGIN;

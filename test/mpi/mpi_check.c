@@ -14,20 +14,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int rank, nranks;
-static int failures;
+static int  rank, nranks;
+static int  failures;
 static char first_failure[256];
 
-#define CHECK(_cond, ...) \
-    do { \
-        if (!(_cond)) { \
-            if (failures++ == 0) { \
+#define CHECK(_cond, ...)                                                    \
+    do {                                                                     \
+        if (!(_cond)) {                                                      \
+            if (failures++ == 0) {                                           \
                 snprintf(first_failure, sizeof(first_failure), __VA_ARGS__); \
-            } \
-            fprintf(stderr, "mpi_check: rank %d: ", rank); \
-            fprintf(stderr, __VA_ARGS__); \
-            fprintf(stderr, "\n"); \
-        } \
+            }                                                                \
+            fprintf(stderr, "mpi_check: rank %d: ", rank);                   \
+            fprintf(stderr, __VA_ARGS__);                                    \
+            fprintf(stderr, "\n");                                           \
+        }                                                                    \
     } while (0)
 
 /* the byte at offset i of a message from src to dst with a given seed */
@@ -46,8 +46,8 @@ static void fill(uint8_t *buf, size_t len, int src, int dst, unsigned seed)
 }
 
 /* the offset of the first wrong byte, or len */
-static size_t verify(const uint8_t *buf, size_t len, int src, int dst,
-                     unsigned seed)
+static size_t
+verify(const uint8_t *buf, size_t len, int src, int dst, unsigned seed)
 {
     size_t i;
 
@@ -59,18 +59,18 @@ static size_t verify(const uint8_t *buf, size_t len, int src, int dst,
     return len;
 }
 
-static const size_t sizes[] = {0, 1, 8, 100, 4096, 8192, 65536, 1 << 20,
-                               (16 << 20) + 3};
+static const size_t sizes[] = {0,    1,     8,       100,           4096,
+                               8192, 65536, 1 << 20, (16 << 20) + 3};
 #define NUM_SIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 /* Blocking ring exchange at every size: send right, receive from left. */
 static void check_blocking_ring(void)
 {
-    int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
-    size_t s, len, bad;
-    uint8_t *sbuf, *rbuf;
+    int        right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+    size_t     s, len, bad;
+    uint8_t   *sbuf, *rbuf;
     MPI_Status st;
-    int count;
+    int        count;
 
     for (s = 0; s < NUM_SIZES; ++s) {
         len  = sizes[s];
@@ -107,11 +107,11 @@ static void check_blocking_ring(void)
 /* Every rank sends to every rank (itself included) at once, nonblocking. */
 static void check_nonblocking_all_pairs(void)
 {
-    const size_t len = 70000; /* above the eager threshold: rendezvous */
+    const size_t len  = 70000; /* above the eager threshold: rendezvous */
     MPI_Request *reqs = malloc(sizeof(*reqs) * 2 * nranks);
-    uint8_t *sbuf = malloc(len * nranks), *rbuf = malloc(len * nranks);
-    int peer, n = 0;
-    size_t bad;
+    uint8_t     *sbuf = malloc(len * nranks), *rbuf = malloc(len * nranks);
+    int          peer, n                            = 0;
+    size_t       bad;
 
     for (peer = 0; peer < nranks; ++peer) {
         MPI_Irecv(rbuf + peer * len, (int)len, MPI_BYTE, peer, 55,
@@ -125,8 +125,7 @@ static void check_nonblocking_all_pairs(void)
     MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
     for (peer = 0; peer < nranks; ++peer) {
         bad = verify(rbuf + peer * len, len, peer, rank, 55);
-        CHECK(bad == len, "isend/irecv from %d: wrong byte at %zu", peer,
-              bad);
+        CHECK(bad == len, "isend/irecv from %d: wrong byte at %zu", peer, bad);
     }
     free(reqs);
     free(sbuf);
@@ -137,10 +136,10 @@ static void check_nonblocking_all_pairs(void)
 /* Rank 0 receives from everybody with MPI_ANY_SOURCE / MPI_ANY_TAG. */
 static void check_any_source_any_tag(void)
 {
-    const int per_rank = 5;
-    int i, k, tag, count, got[64] = {0};
-    size_t len, bad;
-    uint8_t buf[3000];
+    const int  per_rank = 5;
+    int        i, k, tag, count, got[64] = {0};
+    size_t     len, bad;
+    uint8_t    buf[3000];
     MPI_Status st;
 
     if (rank != 0) {
@@ -156,16 +155,18 @@ static void check_any_source_any_tag(void)
                      MPI_COMM_WORLD, &st);
             MPI_Get_count(&st, MPI_BYTE, &count);
             k = st.MPI_TAG - 1000 - st.MPI_SOURCE * 10;
-            CHECK((st.MPI_SOURCE > 0) && (st.MPI_SOURCE < nranks) &&
-                  (k >= 0) && (k < per_rank),
+            CHECK((st.MPI_SOURCE > 0) && (st.MPI_SOURCE < nranks) && (k >= 0) &&
+                          (k < per_rank),
                   "any source: unexpected source %d tag %d", st.MPI_SOURCE,
                   st.MPI_TAG);
             if ((st.MPI_SOURCE <= 0) || (st.MPI_SOURCE >= 64)) {
                 continue;
             }
             /* messages of one sender arrive in order (non-overtaking) */
-            CHECK(k == got[st.MPI_SOURCE], "any source: from %d got #%d, "
-                  "expected #%d", st.MPI_SOURCE, k, got[st.MPI_SOURCE]);
+            CHECK(k == got[st.MPI_SOURCE],
+                  "any source: from %d got #%d, "
+                  "expected #%d",
+                  st.MPI_SOURCE, k, got[st.MPI_SOURCE]);
             ++got[st.MPI_SOURCE];
             len = 100 + 500 * k + st.MPI_SOURCE;
             CHECK((size_t)count == len, "any source: %d bytes, expected %zu",
@@ -183,8 +184,8 @@ static void check_any_source_any_tag(void)
     } else if (rank == 0) {
         MPI_Probe(1, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
         MPI_Get_count(&st, MPI_BYTE, &count);
-        CHECK((st.MPI_TAG == 77) && (count == 1234),
-              "probe: tag %d count %d", st.MPI_TAG, count);
+        CHECK((st.MPI_TAG == 77) && (count == 1234), "probe: tag %d count %d",
+              st.MPI_TAG, count);
         MPI_Recv(buf, count, MPI_BYTE, 1, st.MPI_TAG, MPI_COMM_WORLD, &st);
         CHECK(verify(buf, 1234, 1, 0, 77) == 1234, "probe: wrong data");
     }
@@ -194,10 +195,10 @@ static void check_any_source_any_tag(void)
 static void check_collectives(void)
 {
     const int n = 100000;
-    long *v = malloc(sizeof(long) * n), *r = malloc(sizeof(long) * n);
-    int *all = malloc(sizeof(int) * nranks * 3);
-    int *mine = malloc(sizeof(int) * nranks * 3);
-    int i, j, ok;
+    long     *v = malloc(sizeof(long) * n), *r = malloc(sizeof(long) * n);
+    int      *all  = malloc(sizeof(int) * nranks * 3);
+    int      *mine = malloc(sizeof(int) * nranks * 3);
+    int       i, j, ok;
 
     MPI_Barrier(MPI_COMM_WORLD);
     /* broadcast from the last rank */
@@ -256,20 +257,19 @@ static void check_collectives(void)
 /* One-sided: put/get/accumulate with fence, then with lock/unlock. */
 static void check_one_sided(void)
 {
-    const size_t len = 1 << 20;
-    const int right = (rank + 1) % nranks;
-    const int left  = (rank + nranks - 1) % nranks;
-    uint8_t *base, *src, *dst;
-    long *counter, one = 1, expect;
-    MPI_Win win, cwin;
-    size_t bad;
+    const size_t len   = 1 << 20;
+    const int    right = (rank + 1) % nranks;
+    const int    left  = (rank + nranks - 1) % nranks;
+    uint8_t     *base, *src, *dst;
+    long        *counter, one = 1, expect;
+    MPI_Win      win, cwin;
+    size_t       bad;
 
     MPI_Alloc_mem((MPI_Aint)len, MPI_INFO_NULL, &base);
     memset(base, 0, len);
     src = malloc(len);
     dst = malloc(len);
-    MPI_Win_create(base, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD,
-                   &win);
+    MPI_Win_create(base, (MPI_Aint)len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
 
     /* fence epoch: put my pattern into the right neighbour's window */
     fill(src, len, rank, right, 9);
@@ -299,8 +299,10 @@ static void check_one_sided(void)
     }
     MPI_Win_fence(0, cwin);
     if (rank == 0) {
-        CHECK(counter[0] == 50L * nranks, "accumulate+fence: %ld, "
-              "expected %ld", counter[0], 50L * nranks);
+        CHECK(counter[0] == 50L * nranks,
+              "accumulate+fence: %ld, "
+              "expected %ld",
+              counter[0], 50L * nranks);
     }
     for (int k = 0; k < 20; ++k) {
         long value = rank + 1, old = -1;
@@ -330,8 +332,8 @@ static void check_one_sided(void)
     MPI_Win_unlock(right, cwin);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, cwin);
-    CHECK(counter[0] == 4242 + left, "put+lock: %ld, expected %d",
-          counter[0], 4242 + left);
+    CHECK(counter[0] == 4242 + left, "put+lock: %ld, expected %d", counter[0],
+          4242 + left);
     MPI_Win_unlock(rank, cwin);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_free(&cwin);
@@ -339,8 +341,7 @@ static void check_one_sided(void)
     MPI_Free_mem(base);
     free(src);
     free(dst);
-    printf("mpi_check: rank %d: one-sided (fence, lock/unlock) done\n",
-           rank);
+    printf("mpi_check: rank %d: one-sided (fence, lock/unlock) done\n", rank);
 }
 
 int main(int argc, char **argv)
@@ -368,8 +369,8 @@ int main(int argc, char **argv)
     if (failures == 0) {
         printf("mpi_check: rank %d of %d: PASS\n", rank, nranks);
     } else {
-        printf("mpi_check: rank %d of %d: FAIL (%d checks; first: %s)\n",
-               rank, nranks, failures, first_failure);
+        printf("mpi_check: rank %d of %d: FAIL (%d checks; first: %s)\n", rank,
+               nranks, failures, first_failure);
     }
     fflush(stdout);
     MPI_Finalize();

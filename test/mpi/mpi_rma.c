@@ -38,49 +38,89 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SENTINEL   0xa5  /* bytes no operation may write */
-#define SCRIBBLE   0x5a  /* origin bytes overwritten after local completion */
+#define SENTINEL   0xa5 /* bytes no operation may write */
+#define SCRIBBLE   0x5a /* origin bytes overwritten after local completion */
 #define MAX_RANKS  64
-#define GUARD      16    /* bytes past a get's destination that must stay */
-#define ITERS      16    /* concurrent accumulates / tickets per rank */
-#define LOCK_ITERS 4     /* exclusive-lock increments per rank */
+#define GUARD      16 /* bytes past a get's destination that must stay */
+#define ITERS      16 /* concurrent accumulates / tickets per rank */
+#define LOCK_ITERS 4  /* exclusive-lock increments per rank */
 
 /* put/get sizes; the large one is odd so that its tail is no whole word */
-#define SMALL_LEN  8
-#define LARGE_LEN  ((1 << 20) + 3)
+#define SMALL_LEN 8
+#define LARGE_LEN ((1 << 20) + 3)
 /* the vector type: 2048 blocks of 128 ints = 1 MiB of data, spread over
  * every other block on the target and over every third on a get's origin */
-#define VEC_BLOCKS  2048
-#define VEC_BLOCK   128
-#define VEC_STRIDE  256
-#define OVEC_STRIDE 384
-#define VEC_INTS    (VEC_BLOCKS * VEC_BLOCK)
-#define VEC_EXTENT  ((size_t)((VEC_BLOCKS - 1) * VEC_STRIDE + VEC_BLOCK) * 4)
-#define OVEC_EXTENT ((size_t)((VEC_BLOCKS - 1) * OVEC_STRIDE + VEC_BLOCK) * 4)
-#define BIG_ACC_INTS ((1 << 20) / 4)  /* the 1 MiB accumulate */
+#define VEC_BLOCKS   2048
+#define VEC_BLOCK    128
+#define VEC_STRIDE   256
+#define OVEC_STRIDE  384
+#define VEC_INTS     (VEC_BLOCKS * VEC_BLOCK)
+#define VEC_EXTENT   ((size_t)((VEC_BLOCKS - 1) * VEC_STRIDE + VEC_BLOCK) * 4)
+#define OVEC_EXTENT  ((size_t)((VEC_BLOCKS - 1) * OVEC_STRIDE + VEC_BLOCK) * 4)
+#define BIG_ACC_INTS ((1 << 20) / 4) /* the 1 MiB accumulate */
 /* room for the image of any get's destination */
-#define WANT_LEN    (((size_t)LARGE_LEN > OVEC_EXTENT ? (size_t)LARGE_LEN \
-                                                      : OVEC_EXTENT) + GUARD)
-#define ACC_COUNT   16                /* elements per typed accumulate */
+#define WANT_LEN                                                           \
+    (((size_t)LARGE_LEN > OVEC_EXTENT ? (size_t)LARGE_LEN : OVEC_EXTENT) + \
+     GUARD)
+#define ACC_COUNT 16 /* elements per typed accumulate */
 
-enum { T_INT, T_LONG, T_DOUBLE, NUM_TYPES };
-enum { OP_SUM, OP_PROD, OP_MAX, OP_MIN, OP_BAND, OP_BOR, OP_BXOR,
-       OP_REPLACE, OP_NO_OP, NUM_OPS };
+enum {
+    T_INT,
+    T_LONG,
+    T_DOUBLE,
+    NUM_TYPES
+};
+enum {
+    OP_SUM,
+    OP_PROD,
+    OP_MAX,
+    OP_MIN,
+    OP_BAND,
+    OP_BOR,
+    OP_BXOR,
+    OP_REPLACE,
+    OP_NO_OP,
+    NUM_OPS
+};
 
 /* single-element slots for the atomics, with their type and first value */
-enum { S_FOP_INT, S_FOP_LONG, S_FOP_DOUBLE, S_CAS_INT, S_CAS_LONG,
-       S_RACE_INT, S_RACE_LONG, S_SUM_INT, S_SUM_LONG, S_SUM_DOUBLE,
-       S_MAX_LONG, S_BXOR_INT, S_TICKET, S_LOCKED, S_SHARED, NUM_SLOTS };
+enum {
+    S_FOP_INT,
+    S_FOP_LONG,
+    S_FOP_DOUBLE,
+    S_CAS_INT,
+    S_CAS_LONG,
+    S_RACE_INT,
+    S_RACE_LONG,
+    S_SUM_INT,
+    S_SUM_LONG,
+    S_SUM_DOUBLE,
+    S_MAX_LONG,
+    S_BXOR_INT,
+    S_TICKET,
+    S_LOCKED,
+    S_SHARED,
+    NUM_SLOTS
+};
 static const struct {
     int     type;
-    int64_t init;   /* for double: in units of 0.25 */
+    int64_t init; /* for double: in units of 0.25 */
 } slot_table[NUM_SLOTS] = {
-    {T_INT, 1000},          {T_LONG, 0x10000000005}, {T_DOUBLE, 10},
-    {T_INT, 0x12345678},    {T_LONG, 0x123456789abc},
-    {T_INT, -1},            {T_LONG, -1},
-    {T_INT, 0},             {T_LONG, 0},             {T_DOUBLE, 0},
-    {T_LONG, -1000},        {T_INT, 0},
-    {T_LONG, 0},            {T_LONG, 0},             {T_LONG, 0},
+        {T_INT, 1000},
+        {T_LONG, 0x10000000005},
+        {T_DOUBLE, 10},
+        {T_INT, 0x12345678},
+        {T_LONG, 0x123456789abc},
+        {T_INT, -1},
+        {T_LONG, -1},
+        {T_INT, 0},
+        {T_LONG, 0},
+        {T_DOUBLE, 0},
+        {T_LONG, -1000},
+        {T_INT, 0},
+        {T_LONG, 0},
+        {T_LONG, 0},
+        {T_LONG, 0},
 };
 
 /* The window's layout in bytes (displacement unit 1 on every kind). An
@@ -100,7 +140,7 @@ typedef struct {
     MPI_Datatype dtype;
     size_t       size;
     int          is_float;
-    int          bits;      /* of an integer type */
+    int          bits; /* of an integer type */
 } elem_type_t;
 
 typedef struct {
@@ -115,48 +155,52 @@ typedef union {
     double d;
 } elem_t;
 
-enum { KIND_ALLOCATE, KIND_CREATE, KIND_DYNAMIC, NUM_KINDS };
+enum {
+    KIND_ALLOCATE,
+    KIND_CREATE,
+    KIND_DYNAMIC,
+    NUM_KINDS
+};
 
 typedef struct {
     const char *kind;
     MPI_Win     win;
-    uint8_t    *mem;              /* this rank's window memory */
-    uint8_t    *expect;           /* what mem must hold at the next check */
-    MPI_Aint    base[MAX_RANKS];  /* target displacement of each byte 0 */
+    uint8_t    *mem;             /* this rank's window memory */
+    uint8_t    *expect;          /* what mem must hold at the next check */
+    MPI_Aint    base[MAX_RANKS]; /* target displacement of each byte 0 */
 } rma_win_t;
 
-static int rank, nranks, left, right;
-static int failures, fail_lines;
-static char first_failure[320];  /* item and what failed */
-static char item[96];            /* the check under way, for messages */
-static int item_start_failures;
+static int  rank, nranks, left, right;
+static int  failures, fail_lines;
+static char first_failure[320]; /* item and what failed */
+static char item[96];           /* the check under way, for messages */
+static int  item_start_failures;
 /* varies the data from item to item, the same on every rank */
 static unsigned item_seed;
 
-static elem_type_t types[NUM_TYPES];
-static op_desc_t ops[NUM_OPS];
+static elem_type_t  types[NUM_TYPES];
+static op_desc_t    ops[NUM_OPS];
 static MPI_Datatype target_vec, origin_vec;
-static MPI_Group neighbours;     /* left and right, for post/start */
+static MPI_Group    neighbours; /* left and right, for post/start */
 
 /* the origin and result buffers of put/get */
-static uint8_t src_small[SMALL_LEN], dst_small[SMALL_LEN + GUARD];
+static uint8_t  src_small[SMALL_LEN], dst_small[SMALL_LEN + GUARD];
 static uint8_t *src_large, *dst_large, *dst_vec, *want;
-static int *src_vec;
-static int *big_operands;         /* of the 1 MiB accumulate */
+static int     *src_vec;
+static int     *big_operands; /* of the 1 MiB accumulate */
 
 /* ---- reporting ---------------------------------------------------- */
 
 static void fail(const char *fmt, ...)
 {
-    char what[200];
+    char    what[200];
     va_list ap;
 
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
     if (failures++ == 0) {
-        snprintf(first_failure, sizeof(first_failure), "%s: %s", item,
-                 what);
+        snprintf(first_failure, sizeof(first_failure), "%s: %s", item, what);
     }
     /* the first few are enough to go on; do not flood the log */
     if (fail_lines++ < 10) {
@@ -187,8 +231,8 @@ static void end_item(void)
 }
 
 /* the first offset where two buffers differ, or len */
-static size_t first_diff(const uint8_t *got, const uint8_t *expected,
-                         size_t len)
+static size_t
+first_diff(const uint8_t *got, const uint8_t *expected, size_t len)
 {
     size_t i;
 
@@ -214,15 +258,15 @@ static void format_elem(int t, const void *p, char *out, size_t n)
     }
 }
 
-static void check_bytes(const char *what, const void *got,
-                        const void *expected, size_t len)
+static void
+check_bytes(const char *what, const void *got, const void *expected, size_t len)
 {
     const uint8_t *g = got, *e = expected;
-    size_t off = first_diff(g, e, len);
+    size_t         off = first_diff(g, e, len);
 
     if (off < len) {
-        fail("%s: byte %zu of %zu: expected 0x%02x got 0x%02x", what, off,
-             len, e[off], g[off]);
+        fail("%s: byte %zu of %zu: expected 0x%02x got 0x%02x", what, off, len,
+             e[off], g[off]);
     }
 }
 
@@ -230,7 +274,7 @@ static void check_elems(const char *what, int t, const void *got,
                         const void *expected, size_t count)
 {
     size_t size = types[t].size, off;
-    char gs[40], es[40];
+    char   gs[40], es[40];
 
     off = first_diff(got, expected, count * size);
     if (off == count * size) {
@@ -247,7 +291,7 @@ static void check_elems(const char *what, int t, const void *got,
 static int describe_offset(size_t off, char *out, size_t n, size_t *elem)
 {
     size_t rel, region;
-    int t;
+    int    t;
 
     if (off < SLOT_OFF) {
         snprintf(out, n, "small+%zu", off);
@@ -255,7 +299,7 @@ static int describe_offset(size_t off, char *out, size_t n, size_t *elem)
         rel = off - SLOT_OFF;
         snprintf(out, n, "slot %zu+%zu", rel / SLOT_SIZE, rel % SLOT_SIZE);
         *elem = off - rel % SLOT_SIZE;
-        t = slot_table[rel / SLOT_SIZE].type;
+        t     = slot_table[rel / SLOT_SIZE].type;
         return ((rel % SLOT_SIZE) < types[t].size) ? t : -1;
     } else if (off < LARGE_OFF) {
         region = (off - ACC_OFF) / ACC_REGION;
@@ -277,22 +321,22 @@ static int describe_offset(size_t off, char *out, size_t n, size_t *elem)
 static void check_window(const rma_win_t *w, const char *what)
 {
     size_t off = first_diff(w->mem, w->expect, WIN_LEN), elem = 0;
-    char where[64], es[40], gs[40];
-    int t;
+    char   where[64], es[40], gs[40];
+    int    t;
 
     if (off == WIN_LEN) {
         return;
     }
     t = describe_offset(off, where, sizeof(where), &elem);
     if (t < 0) {
-        fail("%s: window byte %zu (%s): expected 0x%02x got 0x%02x", what,
-             off, where, w->expect[off], w->mem[off]);
+        fail("%s: window byte %zu (%s): expected 0x%02x got 0x%02x", what, off,
+             where, w->expect[off], w->mem[off]);
         return;
     }
     format_elem(t, w->expect + elem, es, sizeof(es));
     format_elem(t, w->mem + elem, gs, sizeof(gs));
-    fail("%s: window byte %zu (%s): expected %s %s got %s", what, off,
-         where, types[t].name, es, gs);
+    fail("%s: window byte %zu (%s): expected %s %s got %s", what, off, where,
+         types[t].name, es, gs);
 }
 
 /* ---- values ------------------------------------------------------- */
@@ -345,8 +389,8 @@ static int64_t prod_factor(int who, size_t i)
  * OR, so that combining four ranks' operands still leaves bits to check. */
 static int64_t int_value(int t, int o, int who, size_t i)
 {
-    uint64_t h  = hash4(((uint64_t)item_seed << 8) | (uint64_t)t,
-                        (uint64_t)o, (uint64_t)(who + 1), i);
+    uint64_t h  = hash4(((uint64_t)item_seed << 8) | (uint64_t)t, (uint64_t)o,
+                        (uint64_t)(who + 1), i);
     uint64_t h2 = mix64(h);
 
     switch (o) {
@@ -360,7 +404,7 @@ static int64_t int_value(int t, int o, int who, size_t i)
         return signed_bits(h & h2, types[t].bits);
     case OP_BXOR:
         return signed_bits(h, types[t].bits);
-    default:  /* MAX, MIN, REPLACE, NO_OP */
+    default: /* MAX, MIN, REPLACE, NO_OP */
         return (int64_t)(h % 2001) - 1000;
     }
 }
@@ -374,7 +418,7 @@ static double dbl_scale(int o)
 static void set_elem(int t, void *buf, size_t i, int64_t v, int o)
 {
     uint8_t *p = (uint8_t *)buf + i * types[t].size;
-    elem_t e;
+    elem_t   e;
 
     if (t == T_INT) {
         e.i = (int)v;
@@ -398,27 +442,42 @@ static void fill_values(int t, int o, int who, void *buf, size_t count)
 static int64_t apply_int(int o, int64_t a, int64_t b)
 {
     switch (o) {
-    case OP_SUM:     return a + b;
-    case OP_PROD:    return a * b;
-    case OP_MAX:     return (a > b) ? a : b;
-    case OP_MIN:     return (a < b) ? a : b;
-    case OP_BAND:    return a & b;
-    case OP_BOR:     return a | b;
-    case OP_BXOR:    return a ^ b;
-    case OP_REPLACE: return b;
-    default:         return a;
+    case OP_SUM:
+        return a + b;
+    case OP_PROD:
+        return a * b;
+    case OP_MAX:
+        return (a > b) ? a : b;
+    case OP_MIN:
+        return (a < b) ? a : b;
+    case OP_BAND:
+        return a & b;
+    case OP_BOR:
+        return a | b;
+    case OP_BXOR:
+        return a ^ b;
+    case OP_REPLACE:
+        return b;
+    default:
+        return a;
     }
 }
 
 static double apply_double(int o, double a, double b)
 {
     switch (o) {
-    case OP_SUM:     return a + b;
-    case OP_PROD:    return a * b;
-    case OP_MAX:     return (a > b) ? a : b;
-    case OP_MIN:     return (a < b) ? a : b;
-    case OP_REPLACE: return b;
-    default:         return a;
+    case OP_SUM:
+        return a + b;
+    case OP_PROD:
+        return a * b;
+    case OP_MAX:
+        return (a > b) ? a : b;
+    case OP_MIN:
+        return (a < b) ? a : b;
+    case OP_REPLACE:
+        return b;
+    default:
+        return a;
     }
 }
 
@@ -483,7 +542,7 @@ static int vec_val(int src, unsigned seed, size_t k)
 static void scatter_vec(uint8_t *dst, size_t stride, int src, unsigned seed)
 {
     size_t b, j, k;
-    int v;
+    int    v;
 
     for (b = 0; b < VEC_BLOCKS; ++b) {
         for (j = 0; j < VEC_BLOCK; ++j) {
@@ -504,10 +563,9 @@ static MPI_Aint disp(const rma_win_t *w, int r, size_t off)
 
 static void win_open(rma_win_t *w, int kind)
 {
-    static const char *names[NUM_KINDS] = {"allocate", "create",
-                                           "dynamic"};
-    MPI_Aint mine;
-    int r;
+    static const char *names[NUM_KINDS] = {"allocate", "create", "dynamic"};
+    MPI_Aint           mine;
+    int                r;
 
     w->kind = names[kind];
     for (r = 0; r < nranks; ++r) {
@@ -526,8 +584,7 @@ static void win_open(rma_win_t *w, int kind)
         MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &w->win);
         MPI_Win_attach(w->win, w->mem, (MPI_Aint)WIN_LEN);
         MPI_Get_address(w->mem, &mine);
-        MPI_Allgather(&mine, 1, MPI_AINT, w->base, 1, MPI_AINT,
-                      MPI_COMM_WORLD);
+        MPI_Allgather(&mine, 1, MPI_AINT, w->base, 1, MPI_AINT, MPI_COMM_WORLD);
     }
     w->expect = malloc(WIN_LEN);
 }
@@ -550,7 +607,7 @@ static void win_close(rma_win_t *w, int kind)
 static void write_initial_values(uint8_t *mem)
 {
     elem_t e;
-    int t, o, s;
+    int    t, o, s;
 
     memset(mem, SENTINEL, WIN_LEN);
     for (t = 0; t < NUM_TYPES; ++t) {
@@ -645,18 +702,16 @@ static void issue_puts(const rma_win_t *w, int target, MPI_Request *reqs)
                 disp(w, target, SMALL_OFF), SMALL_LEN, MPI_BYTE, w->win);
         MPI_Put(src_large, LARGE_LEN, MPI_BYTE, target,
                 disp(w, target, LARGE_OFF), LARGE_LEN, MPI_BYTE, w->win);
-        MPI_Put(src_vec, VEC_INTS, MPI_INT, target,
-                disp(w, target, VEC_OFF), 1, target_vec, w->win);
+        MPI_Put(src_vec, VEC_INTS, MPI_INT, target, disp(w, target, VEC_OFF), 1,
+                target_vec, w->win);
         return;
     }
-    MPI_Rput(src_small, SMALL_LEN, MPI_BYTE, target,
-             disp(w, target, SMALL_OFF), SMALL_LEN, MPI_BYTE, w->win,
-             &reqs[0]);
-    MPI_Rput(src_large, LARGE_LEN, MPI_BYTE, target,
-             disp(w, target, LARGE_OFF), LARGE_LEN, MPI_BYTE, w->win,
-             &reqs[1]);
-    MPI_Rput(src_vec, VEC_INTS, MPI_INT, target, disp(w, target, VEC_OFF),
-             1, target_vec, w->win, &reqs[2]);
+    MPI_Rput(src_small, SMALL_LEN, MPI_BYTE, target, disp(w, target, SMALL_OFF),
+             SMALL_LEN, MPI_BYTE, w->win, &reqs[0]);
+    MPI_Rput(src_large, LARGE_LEN, MPI_BYTE, target, disp(w, target, LARGE_OFF),
+             LARGE_LEN, MPI_BYTE, w->win, &reqs[1]);
+    MPI_Rput(src_vec, VEC_INTS, MPI_INT, target, disp(w, target, VEC_OFF), 1,
+             target_vec, w->win, &reqs[2]);
 }
 
 /* the same three back, the vector one into an origin vector */
@@ -667,16 +722,14 @@ static void issue_gets(const rma_win_t *w, int target, MPI_Request *reqs)
                 disp(w, target, SMALL_OFF), SMALL_LEN, MPI_BYTE, w->win);
         MPI_Get(dst_large, LARGE_LEN, MPI_BYTE, target,
                 disp(w, target, LARGE_OFF), LARGE_LEN, MPI_BYTE, w->win);
-        MPI_Get(dst_vec, 1, origin_vec, target, disp(w, target, VEC_OFF),
-                1, target_vec, w->win);
+        MPI_Get(dst_vec, 1, origin_vec, target, disp(w, target, VEC_OFF), 1,
+                target_vec, w->win);
         return;
     }
-    MPI_Rget(dst_small, SMALL_LEN, MPI_BYTE, target,
-             disp(w, target, SMALL_OFF), SMALL_LEN, MPI_BYTE, w->win,
-             &reqs[0]);
-    MPI_Rget(dst_large, LARGE_LEN, MPI_BYTE, target,
-             disp(w, target, LARGE_OFF), LARGE_LEN, MPI_BYTE, w->win,
-             &reqs[1]);
+    MPI_Rget(dst_small, SMALL_LEN, MPI_BYTE, target, disp(w, target, SMALL_OFF),
+             SMALL_LEN, MPI_BYTE, w->win, &reqs[0]);
+    MPI_Rget(dst_large, LARGE_LEN, MPI_BYTE, target, disp(w, target, LARGE_OFF),
+             LARGE_LEN, MPI_BYTE, w->win, &reqs[1]);
     MPI_Rget(dst_vec, 1, origin_vec, target, disp(w, target, VEC_OFF), 1,
              target_vec, w->win, &reqs[2]);
 }
@@ -698,7 +751,7 @@ static void expect_puts(rma_win_t *w, int src, unsigned seed)
 /* the contiguous gets read a window src had put into */
 static void check_contig_gets(int src, unsigned seed, const char *what)
 {
-    char name[64];
+    char   name[64];
     size_t i;
 
     memset(want, SENTINEL, WANT_LEN);
@@ -731,7 +784,12 @@ static void check_gets(int src, unsigned seed, const char *what)
     check_vector_get(src, seed, what);
 }
 
-typedef enum { SYNC_FENCE, SYNC_PSCW, SYNC_EXCL, SYNC_SHARED } sync_t;
+typedef enum {
+    SYNC_FENCE,
+    SYNC_PSCW,
+    SYNC_EXCL,
+    SYNC_SHARED
+} sync_t;
 
 static void epoch_open(const rma_win_t *w, sync_t sync, int target)
 {
@@ -774,8 +832,8 @@ static void epoch_close(const rma_win_t *w, sync_t sync, int target)
  * from the left neighbour what its left neighbour had put there. */
 static void test_put_get(rma_win_t *w, sync_t sync)
 {
-    unsigned seed = item_seed;
-    int passive = (sync == SYNC_EXCL) || (sync == SYNC_SHARED);
+    unsigned seed    = item_seed;
+    int      passive = (sync == SYNC_EXCL) || (sync == SYNC_SHARED);
 
     fill_sources(seed);
     win_reset(w);
@@ -858,10 +916,9 @@ static void fill_operands(void)
 }
 
 /* what origin src's accumulate of (t, o) does to this rank's window */
-static void expect_accumulate(rma_win_t *w, int t, int o, int src,
-                              size_t slot)
+static void expect_accumulate(rma_win_t *w, int t, int o, int src, size_t slot)
 {
-    double theirs[ACC_COUNT];
+    double   theirs[ACC_COUNT];
     uint8_t *region = w->expect + acc_off(t, o) + slot * types[t].size;
 
     fill_values(t, o, src, theirs, ACC_COUNT);
@@ -877,7 +934,7 @@ static int big_operand(int src, size_t i)
 static void expect_big_accumulate(rma_win_t *w, int src)
 {
     size_t i;
-    int v;
+    int    v;
 
     for (i = 0; i < BIG_ACC_INTS; ++i) {
         memcpy(&v, w->expect + LARGE_OFF + i * sizeof(int), sizeof(int));
@@ -891,7 +948,7 @@ static void expect_big_accumulate(rma_win_t *w, int src)
  * Plus 1 MiB of MPI_INT SUM into both neighbours. */
 static void test_accumulate(rma_win_t *w)
 {
-    int t, o, r, src;
+    int    t, o, r, src;
     size_t i, slot;
 
     fill_operands();
@@ -908,19 +965,17 @@ static void test_accumulate(rma_win_t *w)
                 }
                 slot = (o == OP_REPLACE) ? (size_t)rank * ACC_COUNT : 0;
                 MPI_Accumulate(operand[t][o], ACC_COUNT, types[t].dtype, r,
-                               disp(w, r, acc_off(t, o) +
-                                    slot * types[t].size),
-                               ACC_COUNT, types[t].dtype, ops[o].op,
-                               w->win);
+                               disp(w, r, acc_off(t, o) + slot * types[t].size),
+                               ACC_COUNT, types[t].dtype, ops[o].op, w->win);
             }
         }
     }
     MPI_Accumulate(big_operands, BIG_ACC_INTS, MPI_INT, right,
-                   disp(w, right, LARGE_OFF), BIG_ACC_INTS, MPI_INT,
-                   MPI_SUM, w->win);
+                   disp(w, right, LARGE_OFF), BIG_ACC_INTS, MPI_INT, MPI_SUM,
+                   w->win);
     MPI_Accumulate(big_operands, BIG_ACC_INTS, MPI_INT, left,
-                   disp(w, left, LARGE_OFF), BIG_ACC_INTS, MPI_INT,
-                   MPI_SUM, w->win);
+                   disp(w, left, LARGE_OFF), BIG_ACC_INTS, MPI_INT, MPI_SUM,
+                   w->win);
     MPI_Win_fence(MPI_MODE_NOSUCCEED, w->win);
 
     for (t = 0; t < NUM_TYPES; ++t) {
@@ -940,11 +995,10 @@ static void test_accumulate(rma_win_t *w)
 static void check_fetched(int t, int o, const void *got, const char *what)
 {
     double initial[ACC_COUNT];
-    char name[64];
+    char   name[64];
 
     fill_values(t, o, -1, initial, ACC_COUNT);
-    snprintf(name, sizeof(name), "%s %s %s", what, types[t].name,
-             ops[o].name);
+    snprintf(name, sizeof(name), "%s %s %s", what, types[t].name, ops[o].name);
     check_elems(name, t, got, initial, ACC_COUNT);
 }
 
@@ -986,9 +1040,9 @@ static void test_get_accumulate(rma_win_t *w)
  * is local (origin buffer free, data fetched), a flush makes it remote. */
 static void test_requests(rma_win_t *w)
 {
-    unsigned seed = item_seed;
+    unsigned    seed = item_seed;
     MPI_Request reqs[4];
-    MPI_Status statuses[4];
+    MPI_Status  statuses[4];
 
     fill_sources(seed);
     fill_operands();
@@ -1062,7 +1116,7 @@ static void check_slot_result(int s, const char *what, const elem_t *got,
 static void test_fetch_and_op(rma_win_t *w)
 {
     elem_t add[NUM_TYPES], repl[NUM_TYPES], res[NUM_TYPES][3], expected;
-    int t, s;
+    int    t, s;
 
     memset(res, SENTINEL, sizeof(res));
     win_reset(w);
@@ -1082,8 +1136,7 @@ static void test_fetch_and_op(rma_win_t *w)
     for (t = 0; t < NUM_TYPES; ++t) {
         s = S_FOP_INT + t;
         slot_value(s, slot_table[s].init, &expected);
-        check_slot_result(s, "fetch_and_op SUM fetched", &res[t][0],
-                          &expected);
+        check_slot_result(s, "fetch_and_op SUM fetched", &res[t][0], &expected);
         combine(t, OP_SUM, &expected, &add[t], 1);
         check_slot_result(s, "fetch_and_op REPLACE fetched", &res[t][1],
                           &expected);
@@ -1110,8 +1163,8 @@ static void cas_values(int s, int who, elem_t *x, elem_t *y, elem_t *z)
 static void test_cas_race(rma_win_t *w, int s)
 {
     elem_t mine, compare, got, winning;
-    long all[MAX_RANKS], my_result;
-    int winner = -1, r, t = slot_table[s].type;
+    long   all[MAX_RANKS], my_result;
+    int    winner = -1, r, t = slot_table[s].type;
 
     slot_value(s, rank + 1, &mine);
     slot_value(s, -1, &compare);
@@ -1152,7 +1205,7 @@ static void test_cas_race(rma_win_t *w, int s)
 static void test_compare_and_swap(rma_win_t *w)
 {
     elem_t x[2], y[2], z[2], hit[2], miss[2];
-    int i, s;
+    int    i, s;
 
     memset(hit, SENTINEL, sizeof(hit));
     memset(miss, SENTINEL, sizeof(miss));
@@ -1172,8 +1225,7 @@ static void test_compare_and_swap(rma_win_t *w)
     for (i = 0; i < 2; ++i) {
         s = S_CAS_INT + i;
         check_slot_result(s, "compare_and_swap hit fetched", &hit[i], &x[i]);
-        check_slot_result(s, "compare_and_swap miss fetched", &miss[i],
-                          &y[i]);
+        check_slot_result(s, "compare_and_swap miss fetched", &miss[i], &y[i]);
         /* what the left neighbour's hit left here */
         cas_values(s, left, &x[i], &y[i], &z[i]);
         expect_slot(w, s, &y[i]);
@@ -1190,17 +1242,16 @@ static void test_compare_and_swap(rma_win_t *w)
 
 static int bxor_operand(int r, int it)
 {
-    return (int)signed_bits(hash4(item_seed, 7, (uint64_t)r, (uint64_t)it),
-                            32);
+    return (int)signed_bits(hash4(item_seed, 7, (uint64_t)r, (uint64_t)it), 32);
 }
 
 /* the tickets of all ranks must be 0 .. ITERS * nranks - 1, each once,
  * and every rank's increasing */
 static void check_tickets(const long *all)
 {
-    long n = (long)ITERS * nranks;
+    long  n    = (long)ITERS * nranks;
     char *seen = calloc((size_t)n, 1);
-    int r, it;
+    int   r, it;
 
     for (r = 0; r < nranks; ++r) {
         for (it = 0; it < ITERS; ++it) {
@@ -1208,14 +1259,15 @@ static void check_tickets(const long *all)
 
             if ((v < 0) || (v >= n) || seen[v]) {
                 fail("fetch_and_op ticket: rank %d got %ld (#%d), out of "
-                     "range or twice", r, v, it);
+                     "range or twice",
+                     r, v, it);
                 free(seen);
                 return;
             }
             seen[v] = 1;
             if ((it > 0) && (v <= all[r * ITERS + it - 1])) {
-                fail("fetch_and_op ticket: rank %d got %ld after %ld", r,
-                     v, all[r * ITERS + it - 1]);
+                fail("fetch_and_op ticket: rank %d got %ld after %ld", r, v,
+                     all[r * ITERS + it - 1]);
             }
         }
     }
@@ -1225,9 +1277,9 @@ static void check_tickets(const long *all)
 /* what ITERS rounds of every rank's accumulates leave on rank 0 */
 static void expect_concurrent(rma_win_t *w)
 {
-    int64_t sum = (int64_t)ITERS * nranks * (nranks + 1) / 2;
-    int bxor = 0, r, it;
-    elem_t e;
+    int64_t sum  = (int64_t)ITERS * nranks * (nranks + 1) / 2;
+    int     bxor = 0, r, it;
+    elem_t  e;
 
     for (r = 0; r < nranks; ++r) {
         for (it = 0; it < ITERS; ++it) {
@@ -1238,7 +1290,7 @@ static void expect_concurrent(rma_win_t *w)
     expect_slot(w, S_SUM_INT, &e);
     slot_value(S_SUM_LONG, sum, &e);
     expect_slot(w, S_SUM_LONG, &e);
-    slot_value(S_SUM_DOUBLE, sum, &e);    /* units of 0.25 */
+    slot_value(S_SUM_DOUBLE, sum, &e); /* units of 0.25 */
     expect_slot(w, S_SUM_DOUBLE, &e);
     slot_value(S_MAX_LONG, (int64_t)ITERS * nranks - 1, &e);
     expect_slot(w, S_MAX_LONG, &e);
@@ -1252,10 +1304,10 @@ static void expect_concurrent(rma_win_t *w)
 static void test_concurrent(rma_win_t *w)
 {
     static long tickets[ITERS], all_tickets[MAX_RANKS * ITERS];
-    long maxv[ITERS], add_l = rank + 1, one = 1;
-    int bxorv[ITERS], add_i = rank + 1, it, last = nranks - 1;
-    double add_d = 0.25 * (rank + 1);
-    elem_t e;
+    long        maxv[ITERS], add_l = rank + 1, one = 1;
+    int         bxorv[ITERS], add_i = rank + 1, it, last = nranks - 1;
+    double      add_d = 0.25 * (rank + 1);
+    elem_t      e;
 
     win_reset(w);
     MPI_Win_lock_all(0, w->win);
@@ -1263,21 +1315,19 @@ static void test_concurrent(rma_win_t *w)
         /* operands stay untouched until the flush completes them */
         maxv[it]  = (long)it * nranks + rank;
         bxorv[it] = bxor_operand(rank, it);
-        MPI_Accumulate(&add_i, 1, MPI_INT, 0,
-                       disp(w, 0, slot_off(S_SUM_INT)), 1, MPI_INT, MPI_SUM,
-                       w->win);
-        MPI_Accumulate(&add_l, 1, MPI_LONG, 0,
-                       disp(w, 0, slot_off(S_SUM_LONG)), 1, MPI_LONG,
-                       MPI_SUM, w->win);
+        MPI_Accumulate(&add_i, 1, MPI_INT, 0, disp(w, 0, slot_off(S_SUM_INT)),
+                       1, MPI_INT, MPI_SUM, w->win);
+        MPI_Accumulate(&add_l, 1, MPI_LONG, 0, disp(w, 0, slot_off(S_SUM_LONG)),
+                       1, MPI_LONG, MPI_SUM, w->win);
         MPI_Accumulate(&add_d, 1, MPI_DOUBLE, 0,
                        disp(w, 0, slot_off(S_SUM_DOUBLE)), 1, MPI_DOUBLE,
                        MPI_SUM, w->win);
         MPI_Accumulate(&maxv[it], 1, MPI_LONG, 0,
-                       disp(w, 0, slot_off(S_MAX_LONG)), 1, MPI_LONG,
-                       MPI_MAX, w->win);
+                       disp(w, 0, slot_off(S_MAX_LONG)), 1, MPI_LONG, MPI_MAX,
+                       w->win);
         MPI_Accumulate(&bxorv[it], 1, MPI_INT, 0,
-                       disp(w, 0, slot_off(S_BXOR_INT)), 1, MPI_INT,
-                       MPI_BXOR, w->win);
+                       disp(w, 0, slot_off(S_BXOR_INT)), 1, MPI_INT, MPI_BXOR,
+                       w->win);
         MPI_Fetch_and_op(&one, &tickets[it], MPI_LONG, last,
                          disp(w, last, slot_off(S_TICKET)), MPI_SUM, w->win);
         MPI_Win_flush(last, w->win);
@@ -1307,9 +1357,9 @@ static void test_concurrent(rma_win_t *w)
  * accumulated under shared locks held by all ranks at once. */
 static void test_locks(rma_win_t *w)
 {
-    long value, next, inc = rank + 1;
+    long   value, next, inc = rank + 1;
     elem_t e;
-    int it;
+    int    it;
 
     win_reset(w);
     for (it = 0; it < LOCK_ITERS; ++it) {
@@ -1323,8 +1373,8 @@ static void test_locks(rma_win_t *w)
         MPI_Win_unlock(0, w->win);
 
         MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, w->win);
-        MPI_Accumulate(&inc, 1, MPI_LONG, 0, disp(w, 0, slot_off(S_SHARED)),
-                       1, MPI_LONG, MPI_SUM, w->win);
+        MPI_Accumulate(&inc, 1, MPI_LONG, 0, disp(w, 0, slot_off(S_SHARED)), 1,
+                       MPI_LONG, MPI_SUM, w->win);
         MPI_Win_unlock(0, w->win);
     }
     if (rank == 0) {
@@ -1370,34 +1420,34 @@ static void test_lock_shared(rma_win_t *w)
  * such a run at 4 ranks within about a minute. */
 static const struct {
     const char *name;
-    void      (*run)(rma_win_t *w);
-    unsigned    kinds;
+    void (*run)(rma_win_t *w);
+    unsigned kinds;
 } items[] = {
-    {"fence put/get 8 B, 1 MiB+3, vector", test_fence,
-     ON_ALLOCATE | ON_DYNAMIC},
-    {"post/start/complete/wait put/get", test_pscw, ON_CREATE},
-    {"lock exclusive put/get", test_lock_exclusive, ON_ALLOCATE},
-    {"lock shared put/get", test_lock_shared, ON_DYNAMIC},
-    {"lock_all put/get, flush(_local)(_all)", test_lock_all, ON_CREATE},
-    {"rput/rget/raccumulate/rget_accumulate", test_requests, ON_CREATE},
-    {"accumulate all ops int/long/double + 1 MiB", test_accumulate,
-     ON_ALLOCATE | ON_DYNAMIC},
-    {"get_accumulate all ops int/long/double", test_get_accumulate,
-     ON_CREATE | ON_DYNAMIC},
-    {"fetch_and_op SUM/REPLACE/NO_OP", test_fetch_and_op,
-     ON_ALLOCATE | ON_DYNAMIC},
-    {"compare_and_swap hit/miss/race", test_compare_and_swap,
-     ON_ALLOCATE | ON_DYNAMIC},
-    {"concurrent accumulate + fetch_and_op tickets", test_concurrent,
-     ON_ALLOCATE | ON_CREATE},
-    {"exclusive-lock counter, shared-lock accumulate", test_locks,
-     ON_CREATE},
+        {"fence put/get 8 B, 1 MiB+3, vector", test_fence,
+         ON_ALLOCATE | ON_DYNAMIC},
+        {"post/start/complete/wait put/get", test_pscw, ON_CREATE},
+        {"lock exclusive put/get", test_lock_exclusive, ON_ALLOCATE},
+        {"lock shared put/get", test_lock_shared, ON_DYNAMIC},
+        {"lock_all put/get, flush(_local)(_all)", test_lock_all, ON_CREATE},
+        {"rput/rget/raccumulate/rget_accumulate", test_requests, ON_CREATE},
+        {"accumulate all ops int/long/double + 1 MiB", test_accumulate,
+         ON_ALLOCATE | ON_DYNAMIC},
+        {"get_accumulate all ops int/long/double", test_get_accumulate,
+         ON_CREATE | ON_DYNAMIC},
+        {"fetch_and_op SUM/REPLACE/NO_OP", test_fetch_and_op,
+         ON_ALLOCATE | ON_DYNAMIC},
+        {"compare_and_swap hit/miss/race", test_compare_and_swap,
+         ON_ALLOCATE | ON_DYNAMIC},
+        {"concurrent accumulate + fetch_and_op tickets", test_concurrent,
+         ON_ALLOCATE | ON_CREATE},
+        {"exclusive-lock counter, shared-lock accumulate", test_locks,
+         ON_CREATE},
 };
 #define NUM_ITEMS (sizeof(items) / sizeof(items[0]))
 
 static void run_suite(int kind, int full)
 {
-    size_t i;
+    size_t    i;
     rma_win_t w;
 
     win_open(&w, kind);
@@ -1416,25 +1466,25 @@ static void run_suite(int kind, int full)
 /* MPI handles may be link-time addresses (Open MPI): set up at run time */
 static void init_tables(void)
 {
-    static const char *op_names[NUM_OPS] = {
-        "SUM", "PROD", "MAX", "MIN", "BAND", "BOR", "BXOR", "REPLACE",
-        "NO_OP"};
-    MPI_Op op_handles[NUM_OPS];
-    int o;
+    static const char *op_names[NUM_OPS] = {"SUM",  "PROD",    "MAX",
+                                            "MIN",  "BAND",    "BOR",
+                                            "BXOR", "REPLACE", "NO_OP"};
+    MPI_Op             op_handles[NUM_OPS];
+    int                o;
 
-    types[T_INT]    = (elem_type_t){"int", MPI_INT, sizeof(int), 0,
-                                    (int)sizeof(int) * 8};
-    types[T_LONG]   = (elem_type_t){"long", MPI_LONG, sizeof(long), 0,
-                                    (int)sizeof(long) * 8};
-    types[T_DOUBLE] = (elem_type_t){"double", MPI_DOUBLE, sizeof(double),
-                                    1, 64};
-    op_handles[OP_SUM]     = MPI_SUM;
-    op_handles[OP_PROD]    = MPI_PROD;
-    op_handles[OP_MAX]     = MPI_MAX;
-    op_handles[OP_MIN]     = MPI_MIN;
-    op_handles[OP_BAND]    = MPI_BAND;
-    op_handles[OP_BOR]     = MPI_BOR;
-    op_handles[OP_BXOR]    = MPI_BXOR;
+    types[T_INT]        = (elem_type_t){"int", MPI_INT, sizeof(int), 0,
+                                        (int)sizeof(int) * 8};
+    types[T_LONG]       = (elem_type_t){"long", MPI_LONG, sizeof(long), 0,
+                                        (int)sizeof(long) * 8};
+    types[T_DOUBLE]     = (elem_type_t){"double", MPI_DOUBLE, sizeof(double), 1,
+                                        64};
+    op_handles[OP_SUM]  = MPI_SUM;
+    op_handles[OP_PROD] = MPI_PROD;
+    op_handles[OP_MAX]  = MPI_MAX;
+    op_handles[OP_MIN]  = MPI_MIN;
+    op_handles[OP_BAND] = MPI_BAND;
+    op_handles[OP_BOR]  = MPI_BOR;
+    op_handles[OP_BXOR] = MPI_BXOR;
     op_handles[OP_REPLACE] = MPI_REPLACE;
     op_handles[OP_NO_OP]   = MPI_NO_OP;
     for (o = 0; o < NUM_OPS; ++o) {
@@ -1444,15 +1494,14 @@ static void init_tables(void)
 
     MPI_Type_vector(VEC_BLOCKS, VEC_BLOCK, VEC_STRIDE, MPI_INT, &target_vec);
     MPI_Type_commit(&target_vec);
-    MPI_Type_vector(VEC_BLOCKS, VEC_BLOCK, OVEC_STRIDE, MPI_INT,
-                    &origin_vec);
+    MPI_Type_vector(VEC_BLOCKS, VEC_BLOCK, OVEC_STRIDE, MPI_INT, &origin_vec);
     MPI_Type_commit(&origin_vec);
 }
 
 static void make_neighbour_group(void)
 {
     MPI_Group world;
-    int peers[2] = {left, right};
+    int       peers[2] = {left, right};
 
     MPI_Comm_group(MPI_COMM_WORLD, &world);
     /* with two ranks both neighbours are one, and may be listed once */
@@ -1464,7 +1513,7 @@ int main(int argc, char **argv)
 {
     int all_failures = 0, kind, full;
 
-    alarm(120);  /* a hang ends the rank instead of the CI job */
+    alarm(120); /* a hang ends the rank instead of the CI job */
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);

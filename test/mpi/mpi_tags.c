@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TAG_ANY_SRC   1000000  /* the shared tag of the ANY_SOURCE round */
-#define TAG_ANY_TAG   2000000  /* base of the tags ANY_TAG receives get */
+#define TAG_ANY_SRC   1000000 /* the shared tag of the ANY_SOURCE round */
+#define TAG_ANY_TAG   2000000 /* base of the tags ANY_TAG receives get */
 #define WILD_PER_PEER 20
 #define MAX(a, b)     (((a) > (b)) ? (a) : (b))
 
@@ -43,10 +43,10 @@ static size_t msg_len(int src, int dst, int tag)
     unsigned h = (unsigned)(src * 7919 + dst * 104729 + tag * 31);
 
     if ((tag % 97) == 5) {
-        return 1 << 20;                   /* rendezvous */
+        return 1 << 20; /* rendezvous */
     }
     if ((tag % 29) == 3) {
-        return 65536 + (h % 4096);        /* past eager on most setups */
+        return 65536 + (h % 4096); /* past eager on most setups */
     }
     if ((tag % 13) == 0) {
         return 0;
@@ -77,22 +77,21 @@ static void shuffle(int *v, int n, unsigned seed)
 }
 
 typedef struct {
-    int    src, tag;        /* MPI_ANY_* for wildcards */
-    size_t cap;
+    int      src, tag; /* MPI_ANY_* for wildcards */
+    size_t   cap;
     uint8_t *buf;
 } recv_t;
 
 typedef struct {
-    int    dst, tag;
-    size_t len;
+    int      dst, tag;
+    size_t   len;
     uint8_t *buf;
 } send_t;
 
 /* check a completed receive against its status; seen[] marks (src, tag) */
-static void check_recv(const recv_t *r, const MPI_Status *st, char *seen,
-                       int k)
+static void check_recv(const recv_t *r, const MPI_Status *st, char *seen, int k)
 {
-    int src = st->MPI_SOURCE, tag = st->MPI_TAG, count;
+    int    src = st->MPI_SOURCE, tag = st->MPI_TAG, count;
     size_t want = msg_len(src, rank, tag), slot;
 
     MPI_Get_count(st, MPI_BYTE, &count);
@@ -114,7 +113,7 @@ static void check_recv(const recv_t *r, const MPI_Status *st, char *seen,
     if (tag < TAG_ANY_SRC) {
         slot = (size_t)src * k + tag;
     } else if (tag < TAG_ANY_TAG) {
-        slot = (size_t)nranks * k + src;   /* one per source */
+        slot = (size_t)nranks * k + src; /* one per source */
     } else {
         slot = (size_t)nranks * (k + 1) + (size_t)src * WILD_PER_PEER +
                (tag - TAG_ANY_TAG);
@@ -127,16 +126,16 @@ static void check_recv(const recv_t *r, const MPI_Status *st, char *seen,
 
 static void round_trip(int k, int late, unsigned seed)
 {
-    int peers = nranks - 1, nr = 0, ns = 0;
-    int nrecv = peers * k + peers + peers * WILD_PER_PEER;
-    recv_t *rv = calloc(nrecv, sizeof(*rv));
-    send_t *sv = calloc(nrecv, sizeof(*sv));
-    MPI_Request *rq = malloc(sizeof(*rq) * nrecv);
-    MPI_Request *sq = malloc(sizeof(*sq) * nrecv);
-    MPI_Status *st  = malloc(sizeof(*st) * nrecv);
-    int *order      = malloc(sizeof(int) * (size_t)nrecv);
-    size_t nseen    = (size_t)nranks * (k + 1 + WILD_PER_PEER);
-    char *seen      = calloc(nseen, 1);
+    int          peers = nranks - 1, nr = 0, ns = 0;
+    int          nrecv = peers * k + peers + peers * WILD_PER_PEER;
+    recv_t      *rv    = calloc(nrecv, sizeof(*rv));
+    send_t      *sv    = calloc(nrecv, sizeof(*sv));
+    MPI_Request *rq    = malloc(sizeof(*rq) * nrecv);
+    MPI_Request *sq    = malloc(sizeof(*sq) * nrecv);
+    MPI_Status  *st    = malloc(sizeof(*st) * nrecv);
+    int         *order = malloc(sizeof(int) * (size_t)nrecv);
+    size_t       nseen = (size_t)nranks * (k + 1 + WILD_PER_PEER);
+    char        *seen  = calloc(nseen, 1);
 
     /* receives: specific ones in shuffled order, then ANY_SOURCE, then
      * ANY_TAG per peer */
@@ -152,8 +151,9 @@ static void round_trip(int k, int late, unsigned seed)
     /* a wildcard receive has room for the largest message it can get */
     size_t any_src_cap = 0, any_tag_cap = 0;
     for (int p = 0; p < nranks; ++p) {
-        any_src_cap = (p == rank) ? any_src_cap :
-                      MAX(any_src_cap, msg_len(p, rank, TAG_ANY_SRC));
+        any_src_cap = (p == rank) ?
+                              any_src_cap :
+                              MAX(any_src_cap, msg_len(p, rank, TAG_ANY_SRC));
         for (int w = 0; (p != rank) && (w < WILD_PER_PEER); ++w) {
             any_tag_cap = MAX(any_tag_cap, msg_len(p, rank, TAG_ANY_TAG + w));
         }
@@ -199,23 +199,23 @@ static void round_trip(int k, int late, unsigned seed)
     if (!late) {
         for (int i = 0; i < nr; ++i) {
             int j = (i < peers * k) ? order[i] : i;
-            MPI_Irecv(rv[j].buf, (int)rv[j].cap, MPI_BYTE, rv[j].src,
-                      rv[j].tag, MPI_COMM_WORLD, &rq[j]);
+            MPI_Irecv(rv[j].buf, (int)rv[j].cap, MPI_BYTE, rv[j].src, rv[j].tag,
+                      MPI_COMM_WORLD, &rq[j]);
         }
         MPI_Barrier(MPI_COMM_WORLD);
     }
     for (int i = 0; i < ns; ++i) {
         send_t *s = &sv[sorder[i]];
-        MPI_Isend(s->buf, (int)s->len, MPI_BYTE, s->dst, s->tag,
-                  MPI_COMM_WORLD, &sq[sorder[i]]);
+        MPI_Isend(s->buf, (int)s->len, MPI_BYTE, s->dst, s->tag, MPI_COMM_WORLD,
+                  &sq[sorder[i]]);
     }
     if (late) {
         /* the messages are on their way or there already: unexpected */
         MPI_Barrier(MPI_COMM_WORLD);
         for (int i = 0; i < nr; ++i) {
             int j = (i < peers * k) ? order[i] : i;
-            MPI_Irecv(rv[j].buf, (int)rv[j].cap, MPI_BYTE, rv[j].src,
-                      rv[j].tag, MPI_COMM_WORLD, &rq[j]);
+            MPI_Irecv(rv[j].buf, (int)rv[j].cap, MPI_BYTE, rv[j].src, rv[j].tag,
+                      MPI_COMM_WORLD, &rq[j]);
         }
     }
     MPI_Waitall(nr, rq, st);
@@ -241,8 +241,14 @@ static void round_trip(int k, int late, unsigned seed)
     for (int i = 0; i < ns; ++i) {
         free(sv[i].buf);
     }
-    free(rv); free(sv); free(rq); free(sq); free(st); free(order);
-    free(sorder); free(seen);
+    free(rv);
+    free(sv);
+    free(rq);
+    free(sq);
+    free(st);
+    free(order);
+    free(sorder);
+    free(seen);
 }
 
 int main(int argc, char **argv)
@@ -258,8 +264,8 @@ int main(int argc, char **argv)
     round_trip(k, 0, 11);
     round_trip(k, 1, 23);
     MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    printf("mpi_tags: rank %d of %d: %d receives posted at once: %s\n",
-           rank, nranks, (nranks - 1) * (k + 1 + WILD_PER_PEER),
+    printf("mpi_tags: rank %d of %d: %d receives posted at once: %s\n", rank,
+           nranks, (nranks - 1) * (k + 1 + WILD_PER_PEER),
            (failures == 0) ? "PASS" : "FAIL");
     MPI_Finalize();
     return (total == 0) ? 0 : 1;

@@ -36,41 +36,41 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_PES    32                /* the bit-mask check uses 2 bits per PE */
-#define BIG_MAX    ((4u << 20) + 3)  /* largest put/get */
-#define GUARD      64                /* guard bytes around the put target */
+#define MAX_PES    32               /* the bit-mask check uses 2 bits per PE */
+#define BIG_MAX    ((4u << 20) + 3) /* largest put/get */
+#define GUARD      64               /* guard bytes around the put target */
 #define GUARD_BYTE 0xA5
-#define A2A_LEN    200               /* bytes per PE in the all-to-all */
-#define TICKETS    200               /* fetch_inc per PE */
-#define HAMMER     500               /* add/inc/fetch_add rounds per PE */
-#define BCAST_BIG  (64 * 1024)       /* longs: 512 KiB */
-#define DEADLINE_S 60                /* spin loops give up after this */
+#define A2A_LEN    200         /* bytes per PE in the all-to-all */
+#define TICKETS    200         /* fetch_inc per PE */
+#define HAMMER     500         /* add/inc/fetch_add rounds per PE */
+#define BCAST_BIG  (64 * 1024) /* longs: 512 KiB */
+#define DEADLINE_S 60          /* spin loops give up after this */
 
-static int me, npes, failures;
+static int  me, npes, failures;
 static char first_failure[256];
 
 /* symmetric data (statics are symmetric in OpenSHMEM) */
-static uint8_t a2a[MAX_PES][A2A_LEN];
-static long pw_word;
-static long counter, ticket_ctr, tickets[TICKETS];
-static long swap_word, swap_prev, cswap_word;
-static long set_word;
-static int icounter;
+static uint8_t       a2a[MAX_PES][A2A_LEN];
+static long          pw_word;
+static long          counter, ticket_ctr, tickets[TICKETS];
+static long          swap_word, swap_prev, cswap_word;
+static long          set_word;
+static int           icounter;
 static unsigned long mask_word;
-static long flags[2][MAX_PES];
-static long bcast_src[1000], bcast_dst[1000];
-static long red_src[100], red_dst[100];
-static long pwrk[SHMEM_REDUCE_MIN_WRKDATA_SIZE + 100];
-static long psync[SHMEM_REDUCE_SYNC_SIZE + SHMEM_BCAST_SYNC_SIZE +
+static long          flags[2][MAX_PES];
+static long          bcast_src[1000], bcast_dst[1000];
+static long          red_src[100], red_dst[100];
+static long          pwrk[SHMEM_REDUCE_MIN_WRKDATA_SIZE + 100];
+static long          psync[SHMEM_REDUCE_SYNC_SIZE + SHMEM_BCAST_SYNC_SIZE +
                   SHMEM_COLLECT_SYNC_SIZE + SHMEM_ALLTOALL_SYNC_SIZE];
-static long long fc_src[4], fc_dst[4 * MAX_PES];
-static long long col_src[MAX_PES], col_dst[MAX_PES * (MAX_PES + 1) / 2];
-static long long a2a_src[MAX_PES * 3], a2a_dst[MAX_PES * 3];
+static long long     fc_src[4], fc_dst[4 * MAX_PES];
+static long long     col_src[MAX_PES], col_dst[MAX_PES * (MAX_PES + 1) / 2];
+static long long     a2a_src[MAX_PES * 3], a2a_dst[MAX_PES * 3];
 
 /* result NAME FMT...: FMT == NULL means the check passed */
 static void result(const char *name, const char *fmt, ...)
 {
-    char why[200];
+    char    why[200];
     va_list ap;
 
     if (fmt == NULL) {
@@ -81,8 +81,7 @@ static void result(const char *name, const char *fmt, ...)
         va_end(ap);
         printf("shmem_check: PE %d: %s: FAIL (%s)\n", me, name, why);
         if (failures++ == 0) {
-            snprintf(first_failure, sizeof(first_failure), "%s: %s", name,
-                     why);
+            snprintf(first_failure, sizeof(first_failure), "%s: %s", name, why);
         }
     }
     fflush(stdout);
@@ -113,16 +112,16 @@ static void sync_reset(void)
 /* ------------------------------------------------------------ put/get */
 
 /* one put to the right neighbour and one get back, LEN bytes */
-static void put_get_round(uint8_t *sym, uint8_t *src, uint8_t *got,
-                          size_t len, int round, int nbi)
+static void put_get_round(uint8_t *sym, uint8_t *src, uint8_t *got, size_t len,
+                          int round, int nbi)
 {
-    const int right = (me + 1) % npes, left = (me + npes - 1) % npes;
+    const int    right = (me + 1) % npes, left = (me + npes - 1) % npes;
     const size_t doff = GUARD + (round * 5) % 61, soff = (round * 3) % 7;
-    char name[80];
+    char         name[80];
     size_t i, bad_put = SIZE_MAX, bad_guard = SIZE_MAX, bad_get = SIZE_MAX;
 
-    snprintf(name, sizeof(name), "putmem/getmem%s %zu B",
-             nbi ? "_nbi" : "", len);
+    snprintf(name, sizeof(name), "putmem/getmem%s %zu B", nbi ? "_nbi" : "",
+             len);
     memset(sym, GUARD_BYTE, len + 2 * GUARD + 64);
     for (i = 0; i < len; ++i) {
         src[soff + i] = pat(me, right, i, round);
@@ -183,14 +182,24 @@ static void put_get_round(uint8_t *sym, uint8_t *src, uint8_t *got,
 
 static void check_put_get(void)
 {
-    static const size_t sizes[] = {1, 8, 13, 64, 255, 1024, 4099, 8192,
-                                   65541, 262145, (1u << 20) + 7, BIG_MAX};
-    const size_t nsizes = sizeof(sizes) / sizeof(sizes[0]);
-    const size_t symlen = BIG_MAX + 2 * GUARD + 64;
-    uint8_t *sym = shmem_malloc(symlen);
-    uint8_t *src = malloc(BIG_MAX + 8), *got = malloc(BIG_MAX + 8);
-    int round = 0, nbi, p, bad;
-    size_t s, i;
+    static const size_t sizes[] = {1,
+                                   8,
+                                   13,
+                                   64,
+                                   255,
+                                   1024,
+                                   4099,
+                                   8192,
+                                   65541,
+                                   262145,
+                                   (1u << 20) + 7,
+                                   BIG_MAX};
+    const size_t        nsizes  = sizeof(sizes) / sizeof(sizes[0]);
+    const size_t        symlen  = BIG_MAX + 2 * GUARD + 64;
+    uint8_t            *sym     = shmem_malloc(symlen);
+    uint8_t            *src = malloc(BIG_MAX + 8), *got = malloc(BIG_MAX + 8);
+    int                 round = 0, nbi, p, bad;
+    size_t              s, i;
 
     if ((sym == NULL) || (src == NULL) || (got == NULL)) {
         result("putmem/getmem", "out of memory (shmem_malloc %zu B)", symlen);
@@ -222,8 +231,8 @@ static void check_put_get(void)
         }
     }
     if (bad >= 0) {
-        result("putmem all-to-all", "slot of PE %d byte %zu is 0x%02x", bad,
-               i, a2a[bad][i]);
+        result("putmem all-to-all", "slot of PE %d byte %zu is 0x%02x", bad, i,
+               a2a[bad][i]);
     } else {
         result("putmem all-to-all", NULL);
     }
@@ -254,12 +263,12 @@ static void check_put_get(void)
 
 static void check_atomics(void)
 {
-    const long base = (1L << 32) - 1000; /* the sums cross 2^32 */
+    const long base   = (1L << 32) - 1000; /* the sums cross 2^32 */
     const long expect = base + 4L * HAMMER * npes;
-    const int last = npes - 1;
-    long old, prev, *all;
-    int k, p, n;
-    time_t start;
+    const int  last   = npes - 1;
+    long       old, prev, *all;
+    int        k, p, n;
+    time_t     start;
 
     counter    = (me == 0) ? base : 0;
     ticket_ctr = 0;
@@ -318,7 +327,7 @@ static void check_atomics(void)
      * fetch_and of all ones */
     unsigned long mold;
     mold = shmem_ulong_atomic_fetch_or(&mask_word, 1ul << me, 0);
-    n = (mold & (1ul << me)) != 0;
+    n    = (mold & (1ul << me)) != 0;
     shmem_ulong_atomic_fetch_xor(&mask_word, 1ul << (63 - me), 0);
     shmem_ulong_atomic_fetch_xor(&mask_word, 1ul << (63 - me), 0);
     shmem_ulong_atomic_fetch_xor(&mask_word, 1ul << (63 - me), 0);
@@ -378,8 +387,8 @@ static void check_atomics(void)
             want |= (1ul << p) | (1ul << (63 - p));
         }
         if (mask_word != want) {
-            result("ulong_atomic_fetch_or/xor/and on PE 0", "%#lx, expected %#lx",
-                   mask_word, want);
+            result("ulong_atomic_fetch_or/xor/and on PE 0",
+                   "%#lx, expected %#lx", mask_word, want);
         } else {
             result("ulong_atomic_fetch_or/xor/and on PE 0", NULL);
         }
@@ -391,14 +400,16 @@ static void check_atomics(void)
         }
 
         /* swap: {old values} + {final} == {-1, 0 .. npes-1} */
-        int seen[MAX_PES + 1] = {0}, dup = 0;
+        int  seen[MAX_PES + 1] = {0}, dup = 0;
         long v;
         for (p = 0; p <= npes; ++p) {
             v = (p < npes) ? shmem_long_g(&swap_prev, p) : swap_word;
             if ((v < -1) || (v >= npes) || seen[v + 1]++) {
                 dup = 1;
-                result("long_atomic_swap", "value %ld (from %s %d) seen twice "
-                       "or out of range", v, (p < npes) ? "PE" : "final", p);
+                result("long_atomic_swap",
+                       "value %ld (from %s %d) seen twice "
+                       "or out of range",
+                       v, (p < npes) ? "PE" : "final", p);
                 break;
             }
         }
@@ -407,11 +418,12 @@ static void check_atomics(void)
         }
 
         /* tickets: 0 .. TICKETS*npes-1, each exactly once */
-        all = calloc((size_t)TICKETS * npes, sizeof(long));
+        all       = calloc((size_t)TICKETS * npes, sizeof(long));
         char *hit = calloc((size_t)TICKETS * npes, 1);
-        long bad = LONG_MIN;
+        long  bad = LONG_MIN;
         for (p = 0; p < npes; ++p) {
-            shmem_getmem(all + (size_t)p * TICKETS, tickets, sizeof(tickets), p);
+            shmem_getmem(all + (size_t)p * TICKETS, tickets, sizeof(tickets),
+                         p);
         }
         for (k = 0; k < TICKETS * npes; ++k) {
             if ((all[k] < 0) || (all[k] >= (long)TICKETS * npes) ||
@@ -457,7 +469,7 @@ static void check_atomics(void)
 static void check_barrier(void)
 {
     const int rounds = 50;
-    int r, p, bad = -1;
+    int       r, p, bad = -1;
 
     memset(flags, 0, sizeof(flags));
     shmem_barrier_all();
@@ -488,7 +500,7 @@ static void check_collectives(void)
 {
     long *big_src = shmem_malloc(BCAST_BIG * sizeof(long));
     long *big_dst = shmem_malloc(BCAST_BIG * sizeof(long));
-    int i, j, k, root, bad;
+    int   i, j, k, root, bad;
 
     for (root = 0; root < npes; root += (npes > 1) ? npes - 1 : 1) {
         for (i = 0; i < 1000; ++i) {
@@ -505,11 +517,12 @@ static void check_collectives(void)
             }
         }
         if (bad >= 0) {
-            result("broadcast64 1000", "root %d: element %d is %ld", root,
-                   bad, bcast_dst[bad]);
+            result("broadcast64 1000", "root %d: element %d is %ld", root, bad,
+                   bcast_dst[bad]);
         } else {
             result(root ? "broadcast64 1000 (root last PE)" :
-                          "broadcast64 1000 (root 0)", NULL);
+                          "broadcast64 1000 (root 0)",
+                   NULL);
         }
     }
 

@@ -32,7 +32,7 @@ static void put_pcap_header(FILE *f)
 static uint16_t ip_checksum(const uint8_t *p, size_t len)
 {
     uint32_t sum = 0;
-    size_t i;
+    size_t   i;
 
     for (i = 0; i + 1 < len; i += 2) {
         sum += (uint32_t)(p[i] << 8 | p[i + 1]);
@@ -46,7 +46,7 @@ static uint16_t ip_checksum(const uint8_t *p, size_t len)
 /* Ethernet, IPv4 10.0.0.1 -> 10.0.0.2, UDP 49152 -> 4791, the datagram */
 static void put_frame(FILE *f, const uint8_t *dgram, size_t len, unsigned n)
 {
-    uint8_t hdr[14 + 20 + 8] = {0};
+    uint8_t  hdr[14 + 20 + 8] = {0};
     uint8_t *ip = hdr + 14, *udp = ip + 20;
     uint16_t v;
     struct {
@@ -59,9 +59,9 @@ static void put_frame(FILE *f, const uint8_t *dgram, size_t len, unsigned n)
     ip[0]   = 0x45;
     v       = htons((uint16_t)(20 + 8 + len));
     memcpy(ip + 2, &v, 2);
-    ip[6]   = 0x40; /* don't fragment */
-    ip[8]   = 64;
-    ip[9]   = 17;   /* UDP */
+    ip[6] = 0x40; /* don't fragment */
+    ip[8] = 64;
+    ip[9] = 17; /* UDP */
     memcpy(ip + 12, "\x0a\x00\x00\x01\x0a\x00\x00\x02", 8);
     v = htons(ip_checksum(ip, 20));
     memcpy(ip + 10, &v, 2);
@@ -98,39 +98,39 @@ static sim_pkt_t packet(uint8_t op, uint8_t flags, uint16_t len, unsigned n)
 int main(int argc, char **argv)
 {
     static const struct {
-        uint8_t op, flags;
+        uint8_t  op, flags;
         uint16_t len;
         uint32_t offset, dma_len; /* READ responses */
-        uint8_t atomic_op;
+        uint8_t  atomic_op;
     } kinds[] = {
-        {SIM_PKT_SEND_FIRST, 0, 1024, 0, 0, 0},
-        {SIM_PKT_SEND_MIDDLE, 0, 1024, 0, 0, 0},
-        {SIM_PKT_SEND_LAST, SIM_PKT_F_ACKREQ, 10, 0, 0, 0},
-        {SIM_PKT_SEND_LAST, SIM_PKT_F_IMM, 10, 0, 0, 0},
-        {SIM_PKT_SEND_ONLY, SIM_PKT_F_DC | SIM_PKT_F_CONNECT, 8, 0, 0, 0},
-        {SIM_PKT_SEND_ONLY, SIM_PKT_F_IMM | SIM_PKT_F_SE, 8, 0, 0, 0},
-        {SIM_PKT_WRITE_FIRST, 0, 1024, 0, 0, 0},
-        {SIM_PKT_WRITE_MIDDLE, 0, 1024, 0, 0, 0},
-        {SIM_PKT_WRITE_LAST, 0, 100, 0, 0, 0},
-        {SIM_PKT_WRITE_LAST, SIM_PKT_F_IMM, 100, 0, 0, 0},
-        {SIM_PKT_WRITE_ONLY, SIM_PKT_F_DC, 64, 0, 0, 0},
-        {SIM_PKT_WRITE_ONLY, SIM_PKT_F_IMM, 64, 0, 0, 0},
-        {SIM_PKT_READ_REQ, SIM_PKT_F_ACKREQ | SIM_PKT_F_DC, 0, 0, 0, 0},
-        {SIM_PKT_READ_RESP, 0, 1024, 0, 3000, 0},
-        {SIM_PKT_READ_RESP, 0, 1024, 1024, 3000, 0},
-        {SIM_PKT_READ_RESP, 0, 952, 2048, 3000, 0},
-        {SIM_PKT_READ_RESP, 0, 200, 0, 200, 0},
-        {SIM_PKT_ACK, 0, 0, 0, 0, 0},
-        {SIM_PKT_ATOMIC_RESP, 0, 0, 0, 0, 0},
-        {SIM_PKT_ATOMIC_REQ, SIM_PKT_F_ACKREQ, 0, 0, 0, SIM_ATOMIC_CS},
-        {SIM_PKT_ATOMIC_REQ, SIM_PKT_F_ACKREQ, 0, 0, 0, SIM_ATOMIC_FA},
-        {SIM_PKT_SEND_LAST, SIM_PKT_F_INV, 10, 0, 0, 0},
-        {SIM_PKT_SEND_ONLY, SIM_PKT_F_INV, 10, 0, 0, 0},
+            {SIM_PKT_SEND_FIRST, 0, 1024, 0, 0, 0},
+            {SIM_PKT_SEND_MIDDLE, 0, 1024, 0, 0, 0},
+            {SIM_PKT_SEND_LAST, SIM_PKT_F_ACKREQ, 10, 0, 0, 0},
+            {SIM_PKT_SEND_LAST, SIM_PKT_F_IMM, 10, 0, 0, 0},
+            {SIM_PKT_SEND_ONLY, SIM_PKT_F_DC | SIM_PKT_F_CONNECT, 8, 0, 0, 0},
+            {SIM_PKT_SEND_ONLY, SIM_PKT_F_IMM | SIM_PKT_F_SE, 8, 0, 0, 0},
+            {SIM_PKT_WRITE_FIRST, 0, 1024, 0, 0, 0},
+            {SIM_PKT_WRITE_MIDDLE, 0, 1024, 0, 0, 0},
+            {SIM_PKT_WRITE_LAST, 0, 100, 0, 0, 0},
+            {SIM_PKT_WRITE_LAST, SIM_PKT_F_IMM, 100, 0, 0, 0},
+            {SIM_PKT_WRITE_ONLY, SIM_PKT_F_DC, 64, 0, 0, 0},
+            {SIM_PKT_WRITE_ONLY, SIM_PKT_F_IMM, 64, 0, 0, 0},
+            {SIM_PKT_READ_REQ, SIM_PKT_F_ACKREQ | SIM_PKT_F_DC, 0, 0, 0, 0},
+            {SIM_PKT_READ_RESP, 0, 1024, 0, 3000, 0},
+            {SIM_PKT_READ_RESP, 0, 1024, 1024, 3000, 0},
+            {SIM_PKT_READ_RESP, 0, 952, 2048, 3000, 0},
+            {SIM_PKT_READ_RESP, 0, 200, 0, 200, 0},
+            {SIM_PKT_ACK, 0, 0, 0, 0, 0},
+            {SIM_PKT_ATOMIC_RESP, 0, 0, 0, 0, 0},
+            {SIM_PKT_ATOMIC_REQ, SIM_PKT_F_ACKREQ, 0, 0, 0, SIM_ATOMIC_CS},
+            {SIM_PKT_ATOMIC_REQ, SIM_PKT_F_ACKREQ, 0, 0, 0, SIM_ATOMIC_FA},
+            {SIM_PKT_SEND_LAST, SIM_PKT_F_INV, 10, 0, 0, 0},
+            {SIM_PKT_SEND_ONLY, SIM_PKT_F_INV, 10, 0, 0, 0},
     };
-    uint8_t payload[1024], dgram[1024 + SIM_WIRE_OVERHEAD];
+    uint8_t  payload[1024], dgram[1024 + SIM_WIRE_OVERHEAD];
     unsigned n;
-    size_t len;
-    FILE *f;
+    size_t   len;
+    FILE    *f;
 
     if (argc != 2) {
         fprintf(stderr, "usage: wire_pcap FILE\n");

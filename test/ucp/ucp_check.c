@@ -51,18 +51,18 @@
 #define TAG_MASK    0xffffffffffffffffull
 #define AM_ID       7
 
-static const char *dir;
-static int rank;
+static const char   *dir;
+static int           rank;
 static ucp_context_h context;
-static ucp_worker_h worker;
-static ucp_ep_h eps[MAX_RANKS];
-static ucp_mem_h region_memh;
-static uint8_t *region;                    /* REGION_SIZE, registered */
-static uint64_t remote_base[MAX_RANKS];
-static ucp_rkey_h rkeys[MAX_RANKS];
-static int nranks = 2;
-static char failure[256];
-static int failed;
+static ucp_worker_h  worker;
+static ucp_ep_h      eps[MAX_RANKS];
+static ucp_mem_h     region_memh;
+static uint8_t      *region; /* REGION_SIZE, registered */
+static uint64_t      remote_base[MAX_RANKS];
+static ucp_rkey_h    rkeys[MAX_RANKS];
+static int           nranks = 2;
+static char          failure[256];
+static int           failed;
 
 static double now(void)
 {
@@ -74,8 +74,8 @@ static double now(void)
 
 /* what the rank is doing: a rank the harness ends (timeout's SIGTERM)
  * says where it hung */
-static char phase[128] = "setup";
-static double phase_start;  /* when the current part began */
+static char   phase[128] = "setup";
+static double phase_start; /* when the current part began */
 
 /* a part is done: say so, with the seconds it took */
 static void part_done(const char *what)
@@ -99,10 +99,12 @@ static void set_phase(const char *fmt, ...)
 static void on_term(int sig)
 {
     char line[256];
-    int n;
+    int  n;
 
-    n = snprintf(line, sizeof(line), "ucp_check: rank %d: FAIL (ended by "
-                 "signal %d in: %s)\n", rank, sig, phase);
+    n = snprintf(line, sizeof(line),
+                 "ucp_check: rank %d: FAIL (ended by "
+                 "signal %d in: %s)\n",
+                 rank, sig, phase);
     if (write(STDOUT_FILENO, line, n) < 0) {
         /* nothing more to say */
     }
@@ -154,7 +156,7 @@ static void fill(void *buf, size_t len, int src, int dst, unsigned seed)
     size_t i;
 
     for (i = 0; i < len; ++i) {
-        ((uint8_t*)buf)[i] = pat(src, dst, seed, i);
+        ((uint8_t *)buf)[i] = pat(src, dst, seed, i);
     }
 }
 
@@ -164,7 +166,7 @@ static void verify(const char *what, const void *buf, size_t len, int src,
     size_t i;
 
     for (i = 0; i < len; ++i) {
-        if (((const uint8_t*)buf)[i] != pat(src, dst, seed, i)) {
+        if (((const uint8_t *)buf)[i] != pat(src, dst, seed, i)) {
             fail("%s (%zu bytes): wrong byte at offset %zu", what, len, i);
             return;
         }
@@ -175,7 +177,7 @@ static void verify(const char *what, const void *buf, size_t len, int src,
 
 static void write_file(const char *name, const void *data, size_t len)
 {
-    char path[4096], tmp[4200];
+    char  path[4096], tmp[4200];
     FILE *f;
 
     snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -192,12 +194,12 @@ static void write_file(const char *name, const void *data, size_t len)
  * renames it into DIR, which inotify reports, so nothing sleeps */
 static void *read_file(const char *name, size_t *len)
 {
-    char path[4096], events[4096];
-    double left, end = now() + 60;
+    char          path[4096], events[4096];
+    double        left, end = now() + 60;
     struct pollfd pfd = {.events = POLLIN};
-    struct stat st;
-    void *data;
-    FILE *f;
+    struct stat   st;
+    void         *data;
+    FILE         *f;
 
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     /* watching before the first look: a rename in between is not missed */
@@ -233,7 +235,7 @@ static void *read_file(const char *name, size_t *len)
 
 static int file_exists(const char *name)
 {
-    char path[4096];
+    char        path[4096];
     struct stat st;
 
     snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -248,7 +250,8 @@ typedef struct {
     size_t       length;
 } req_ctx_t;
 
-static void send_cb(void *request __attribute__((unused)), ucs_status_t status, void *user_data)
+static void send_cb(void *request __attribute__((unused)), ucs_status_t status,
+                    void *user_data)
 {
     req_ctx_t *c = user_data;
 
@@ -259,19 +262,18 @@ static void send_cb(void *request __attribute__((unused)), ucs_status_t status, 
 /* parameters of a send-like request that completes into *c */
 static ucp_request_param_t send_param(req_ctx_t *c)
 {
-    ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send      = send_cb,
-        .user_data    = c
-    };
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                             UCP_OP_ATTR_FIELD_USER_DATA,
+                             .cb.send   = send_cb,
+                             .user_data = c};
 
     memset(c, 0, sizeof(*c));
     return p;
 }
 
-static void tag_recv_cb(void *request __attribute__((unused)), ucs_status_t status,
-                        const ucp_tag_recv_info_t *info, void *user_data)
+static void tag_recv_cb(void        *request __attribute__((unused)),
+                        ucs_status_t status, const ucp_tag_recv_info_t *info,
+                        void *user_data)
 {
     req_ctx_t *c = user_data;
 
@@ -280,8 +282,8 @@ static void tag_recv_cb(void *request __attribute__((unused)), ucs_status_t stat
     c->done   = 1;
 }
 
-static void stream_recv_cb(void *request __attribute__((unused)), ucs_status_t status, size_t length,
-                           void *user_data)
+static void stream_recv_cb(void        *request __attribute__((unused)),
+                           ucs_status_t status, size_t length, void *user_data)
 {
     req_ctx_t *c = user_data;
 
@@ -294,7 +296,7 @@ static void stream_recv_cb(void *request __attribute__((unused)), ucs_status_t s
  * deadline, gives up (cancels) after `secs` seconds and returns -1. */
 static ucs_status_t wait_req(void *req, req_ctx_t *c, double secs)
 {
-    double end = now() + secs;
+    double       end = now() + secs;
     ucs_status_t status;
 
     if (req == NULL) {
@@ -323,37 +325,33 @@ static ucs_status_t wait_req(void *req, req_ctx_t *c, double secs)
     return status;
 }
 
-static ucs_status_t tag_send(int peer, const void *buf, size_t len,
-                             ucp_tag_t tag, double secs)
+static ucs_status_t
+tag_send(int peer, const void *buf, size_t len, ucp_tag_t tag, double secs)
 {
-    req_ctx_t c = {0};
+    req_ctx_t           c = {0};
     ucp_request_param_t p = send_param(&c);
 
-    return wait_req(ucp_tag_send_nbx(eps[peer], buf, len, tag, &p), &c,
-                    secs);
+    return wait_req(ucp_tag_send_nbx(eps[peer], buf, len, tag, &p), &c, secs);
 }
 
-static void *tag_recv_post(void *buf, size_t len, ucp_tag_t tag,
-                           req_ctx_t *c)
+static void *tag_recv_post(void *buf, size_t len, ucp_tag_t tag, req_ctx_t *c)
 {
     /* no immediate completion: UCX 1.13 would not report the length */
-    ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA |
-                        UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
-        .cb.recv      = tag_recv_cb,
-        .user_data    = c
-    };
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                             UCP_OP_ATTR_FIELD_USER_DATA |
+                                             UCP_OP_ATTR_FLAG_NO_IMM_CMPL,
+                             .cb.recv   = tag_recv_cb,
+                             .user_data = c};
 
     memset(c, 0, sizeof(*c));
     return ucp_tag_recv_nbx(worker, buf, len, tag, TAG_MASK, &p);
 }
 
-static ucs_status_t tag_recv(void *buf, size_t len, ucp_tag_t tag,
-                             double secs, size_t *got)
+static ucs_status_t
+tag_recv(void *buf, size_t len, ucp_tag_t tag, double secs, size_t *got)
 {
-    req_ctx_t c;
-    void *req = tag_recv_post(buf, len, tag, &c);
+    req_ctx_t    c;
+    void        *req    = tag_recv_post(buf, len, tag, &c);
     ucs_status_t status = wait_req(req, &c, secs);
 
     *got = c.length;
@@ -364,7 +362,7 @@ static ucs_status_t tag_recv(void *buf, size_t len, ucp_tag_t tag,
  * taken): a receive posted after this matches an unexpected message */
 static void wait_unexpected(ucp_tag_t tag, double secs)
 {
-    double end = now() + secs;
+    double              end = now() + secs;
     ucp_tag_recv_info_t info;
 
     while (ucp_tag_probe_nb(worker, tag, TAG_MASK, 0, &info) == NULL) {
@@ -380,7 +378,7 @@ static void wait_unexpected(ucp_tag_t tag, double secs)
 /* both ranks of the data test meet here */
 static void sync_peer(int peer, unsigned round)
 {
-    size_t got;
+    size_t       got;
     ucs_status_t status;
 
     set_phase("sync %u with rank %d", round, peer);
@@ -395,9 +393,9 @@ static void sync_peer(int peer, unsigned round)
 
 static void flush_ep(int peer)
 {
-    req_ctx_t c = {0};
+    req_ctx_t           c = {0};
     ucp_request_param_t p = send_param(&c);
-    ucs_status_t status = wait_req(ucp_ep_flush_nbx(eps[peer], &p), &c, 60);
+    ucs_status_t status   = wait_req(ucp_ep_flush_nbx(eps[peer], &p), &c, 60);
 
     if (status != UCS_OK) {
         die("ep flush", status);
@@ -408,34 +406,30 @@ static void flush_ep(int peer)
 
 static void err_handler(void *arg, ucp_ep_h ep, ucs_status_t status);
 
-static int ep_errors[MAX_RANKS];
+static int          ep_errors[MAX_RANKS];
 static ucs_status_t ep_error_status[MAX_RANKS];
-static double ep_error_time[MAX_RANKS];
+static double       ep_error_time[MAX_RANKS];
 
 static void setup(int nranks, int peer_err)
 {
-    ucp_params_t params = {
-        .field_mask = UCP_PARAM_FIELD_FEATURES,
-        .features   = UCP_FEATURE_TAG | UCP_FEATURE_STREAM |
-                      UCP_FEATURE_AM | UCP_FEATURE_RMA |
-                      UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64
-    };
-    ucp_worker_params_t wparams = {
-        .field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-        .thread_mode = UCS_THREAD_MODE_SINGLE
-    };
-    ucp_mem_map_params_t mparams = {
-        .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
-                      UCP_MEM_MAP_PARAM_FIELD_LENGTH,
-        .length     = REGION_SIZE
-    };
-    ucp_config_t *config;
-    ucp_address_t *addr;
-    size_t addr_len, len, rkey_len;
-    void *rkey_buf, *data;
-    char name[64];
-    ucs_status_t status;
-    int peer;
+    ucp_params_t         params  = {.field_mask = UCP_PARAM_FIELD_FEATURES,
+                                    .features = UCP_FEATURE_TAG | UCP_FEATURE_STREAM |
+                                                UCP_FEATURE_AM | UCP_FEATURE_RMA |
+                                                UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64};
+    ucp_worker_params_t  wparams = {.field_mask =
+                                            UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+                                    .thread_mode = UCS_THREAD_MODE_SINGLE};
+    ucp_mem_map_params_t mparams = {.field_mask =
+                                            UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                                            UCP_MEM_MAP_PARAM_FIELD_LENGTH,
+                                    .length = REGION_SIZE};
+    ucp_config_t        *config;
+    ucp_address_t       *addr;
+    size_t               addr_len, len, rkey_len;
+    void                *rkey_buf, *data;
+    char                 name[64];
+    ucs_status_t         status;
+    int                  peer;
 
     status = ucp_config_read(NULL, NULL, &config);
     if (status != UCS_OK) {
@@ -461,7 +455,7 @@ static void setup(int nranks, int peer_err)
     region = aligned_alloc(4096, REGION_SIZE);
     memset(region, 0, REGION_SIZE);
     mparams.address = region;
-    status = ucp_mem_map(context, &mparams, &region_memh);
+    status          = ucp_mem_map(context, &mparams, &region_memh);
     if (status != UCS_OK) {
         die("ucp_mem_map", status);
     }
@@ -469,9 +463,9 @@ static void setup(int nranks, int peer_err)
     if (status != UCS_OK) {
         die("ucp_rkey_pack", status);
     }
-    data = malloc(sizeof(uint64_t) + rkey_len);
-    *(uint64_t*)data = (uintptr_t)region;
-    memcpy((uint8_t*)data + sizeof(uint64_t), rkey_buf, rkey_len);
+    data              = malloc(sizeof(uint64_t) + rkey_len);
+    *(uint64_t *)data = (uintptr_t)region;
+    memcpy((uint8_t *)data + sizeof(uint64_t), rkey_buf, rkey_len);
     snprintf(name, sizeof(name), "rkey.%d", rank);
     write_file(name, data, sizeof(uint64_t) + rkey_len);
     ucp_rkey_buffer_release(rkey_buf);
@@ -479,32 +473,32 @@ static void setup(int nranks, int peer_err)
 
     for (peer = 0; peer < nranks; ++peer) {
         ucp_ep_params_t ep_params = {
-            .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-                          UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
-            .err_mode   = peer_err ? UCP_ERR_HANDLING_MODE_PEER :
-                                     UCP_ERR_HANDLING_MODE_NONE
-        };
+                .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                              UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
+                .err_mode = peer_err ? UCP_ERR_HANDLING_MODE_PEER :
+                                       UCP_ERR_HANDLING_MODE_NONE};
 
         if (peer == rank) {
             continue;
         }
         if (peer_err) {
-            ep_params.field_mask   |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+            ep_params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
             ep_params.err_handler.cb  = err_handler;
-            ep_params.err_handler.arg = (void*)(uintptr_t)peer;
+            ep_params.err_handler.arg = (void *)(uintptr_t)peer;
         }
         snprintf(name, sizeof(name), "addr.%d", peer);
         ep_params.address = read_file(name, &len);
-        status = ucp_ep_create(worker, &ep_params, &eps[peer]);
-        free((void*)ep_params.address);
+        status            = ucp_ep_create(worker, &ep_params, &eps[peer]);
+        free((void *)ep_params.address);
         if (status != UCS_OK) {
             die("ucp_ep_create", status);
         }
         snprintf(name, sizeof(name), "rkey.%d", peer);
-        data = read_file(name, &len);
-        remote_base[peer] = *(uint64_t*)data;
-        status = ucp_ep_rkey_unpack(eps[peer], (uint8_t*)data +
-                                    sizeof(uint64_t), &rkeys[peer]);
+        data              = read_file(name, &len);
+        remote_base[peer] = *(uint64_t *)data;
+        status            = ucp_ep_rkey_unpack(eps[peer],
+                                               (uint8_t *)data + sizeof(uint64_t),
+                                               &rkeys[peer]);
         free(data);
         if (status != UCS_OK) {
             die("ucp_ep_rkey_unpack", status);
@@ -514,13 +508,11 @@ static void setup(int nranks, int peer_err)
 
 static void close_eps(int nranks, int force)
 {
-    ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-        .flags        = force ? UCP_EP_CLOSE_FLAG_FORCE : 0
-    };
-    double end;
-    void *req;
-    int peer;
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                             .flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0};
+    double              end;
+    void               *req;
+    int                 peer;
 
     for (peer = 0; peer < nranks; ++peer) {
         if (eps[peer] == NULL) {
@@ -559,17 +551,17 @@ static void teardown(void)
 
 /* ------------------------------------------------ data test */
 
-static const size_t tag_sizes[] = {1, 8, 100, 1000, 8191, 8192, 8257,
-                                   65536, 1 << 20, (16 << 20) + 5};
+static const size_t tag_sizes[] = {1,    8,    100,   1000,    8191,
+                                   8192, 8257, 65536, 1 << 20, (16 << 20) + 5};
 #define NUM_TAG_SIZES (sizeof(tag_sizes) / sizeof(tag_sizes[0]))
 
 static void check_tag(int peer)
 {
-    void *rreq[NUM_TAG_SIZES];
-    req_ctx_t rc[NUM_TAG_SIZES];
-    uint8_t *rbuf[NUM_TAG_SIZES], *sbuf;
+    void        *rreq[NUM_TAG_SIZES];
+    req_ctx_t    rc[NUM_TAG_SIZES];
+    uint8_t     *rbuf[NUM_TAG_SIZES], *sbuf;
     ucs_status_t status;
-    unsigned i;
+    unsigned     i;
 
     /* receives first (expected), then ... */
     for (i = 0; i < NUM_TAG_SIZES; ++i) {
@@ -584,8 +576,7 @@ static void check_tag(int peer)
         fill(sbuf, tag_sizes[i], rank, peer, i);
         status = tag_send(peer, sbuf, tag_sizes[i], TAG_DATA | i, 60);
         if (status != UCS_OK) {
-            fail("tag send %zu B: %s", tag_sizes[i],
-                 ucs_status_string(status));
+            fail("tag send %zu B: %s", tag_sizes[i], ucs_status_string(status));
         }
         free(sbuf);
     }
@@ -611,18 +602,18 @@ static void check_tag(int peer)
         fill(sbuf, tag_sizes[i], rank, peer, 50 + i);
         rbuf[i] = malloc(tag_sizes[i]);
         {
-            req_ctx_t sc = {0};
-            ucp_request_param_t p = send_param(&sc);
-            void *sreq = ucp_tag_send_nbx(eps[peer], sbuf, tag_sizes[i],
-                                          TAG_DATA | (100 + i), &p);
+            req_ctx_t           sc = {0};
+            ucp_request_param_t p  = send_param(&sc);
+            void  *sreq = ucp_tag_send_nbx(eps[peer], sbuf, tag_sizes[i],
+                                           TAG_DATA | (100 + i), &p);
             size_t got;
 
             wait_unexpected(TAG_DATA | (100 + i), 60);
-            status = tag_recv(rbuf[i], tag_sizes[i], TAG_DATA | (100 + i),
-                              60, &got);
+            status = tag_recv(rbuf[i], tag_sizes[i], TAG_DATA | (100 + i), 60,
+                              &got);
             if ((status != UCS_OK) || (got != tag_sizes[i])) {
-                fail("unexpected tag recv %zu B: %s, %zu bytes",
-                     tag_sizes[i], ucs_status_string(status), got);
+                fail("unexpected tag recv %zu B: %s, %zu bytes", tag_sizes[i],
+                     ucs_status_string(status), got);
             }
             status = wait_req(sreq, &sc, 60);
             if (status != UCS_OK) {
@@ -638,20 +629,18 @@ static void check_tag(int peer)
 
 static void check_stream(int peer)
 {
-    const size_t total = 3 * 1024 * 1024 + 17;
-    uint8_t *sbuf = malloc(total), *rbuf = malloc(total);
-    size_t off = 0, chunk, got = 0, len;
-    req_ctx_t rc = {0}, sc;
-    ucs_status_t status;
-    ucp_request_param_t rp = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA |
-                        UCP_OP_ATTR_FIELD_FLAGS,
-        .cb.recv_stream = stream_recv_cb,
-        .user_data      = &rc,
-        .flags          = UCP_STREAM_RECV_FLAG_WAITALL
-    };
-    void *rreq;
+    const size_t        total = 3 * 1024 * 1024 + 17;
+    uint8_t            *sbuf = malloc(total), *rbuf = malloc(total);
+    size_t              off = 0, chunk, got = 0, len;
+    req_ctx_t           rc = {0}, sc;
+    ucs_status_t        status;
+    ucp_request_param_t rp = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                              UCP_OP_ATTR_FIELD_USER_DATA |
+                                              UCP_OP_ATTR_FIELD_FLAGS,
+                              .cb.recv_stream = stream_recv_cb,
+                              .user_data      = &rc,
+                              .flags          = UCP_STREAM_RECV_FLAG_WAITALL};
+    void               *rreq;
 
     set_phase("stream");
     fill(sbuf, total, rank, peer, 200);
@@ -659,7 +648,7 @@ static void check_stream(int peer)
     rreq = ucp_stream_recv_nbx(eps[peer], rbuf, total, &len, &rp);
     for (chunk = 1; off < total; chunk = chunk * 3 + 7) {
         ucp_request_param_t sp = send_param(&sc);
-        size_t n = (chunk > total - off) ? total - off : chunk;
+        size_t              n  = (chunk > total - off) ? total - off : chunk;
 
         status = wait_req(ucp_stream_send_nbx(eps[peer], sbuf + off, n, &sp),
                           &sc, 60);
@@ -692,11 +681,11 @@ static void check_stream(int peer)
 static const size_t am_sizes[] = {0, 10, 5000, 100000, 4 << 20};
 #define NUM_AM_SIZES (sizeof(am_sizes) / sizeof(am_sizes[0]))
 static uint8_t *am_buf[NUM_AM_SIZES];
-static size_t am_len[NUM_AM_SIZES];
-static int am_arrived[NUM_AM_SIZES];
+static size_t   am_len[NUM_AM_SIZES];
+static int      am_arrived[NUM_AM_SIZES];
 
-static void am_data_cb(void *request, ucs_status_t status, size_t length,
-                       void *user_data)
+static void
+am_data_cb(void *request, ucs_status_t status, size_t length, void *user_data)
 {
     uintptr_t i = (uintptr_t)user_data;
 
@@ -709,23 +698,21 @@ static ucs_status_t am_cb(void *arg, const void *header, size_t header_length,
                           void *data, size_t length,
                           const ucp_am_recv_param_t *param)
 {
-    uint32_t i;
-    void *req;
-    ucp_request_param_t p = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.recv_am   = am_data_cb
-    };
+    uint32_t            i;
+    void               *req;
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                             UCP_OP_ATTR_FIELD_USER_DATA,
+                             .cb.recv_am = am_data_cb};
 
-    if ((header_length != sizeof(i)) || (memcpy(&i, header, sizeof(i)),
-                                         i >= NUM_AM_SIZES)) {
+    if ((header_length != sizeof(i)) ||
+        (memcpy(&i, header, sizeof(i)), i >= NUM_AM_SIZES)) {
         fail("active message with a bad header (%zu bytes)", header_length);
         return UCS_OK;
     }
     am_buf[i] = malloc(length + 1);
     if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-        p.user_data = (void*)(uintptr_t)i;
-        req = ucp_am_recv_data_nbx(worker, data, am_buf[i], length, &p);
+        p.user_data = (void *)(uintptr_t)i;
+        req         = ucp_am_recv_data_nbx(worker, data, am_buf[i], length, &p);
         if (req == NULL) {
             am_len[i]     = length;
             am_arrived[i] = 1;
@@ -742,17 +729,15 @@ static ucs_status_t am_cb(void *arg, const void *header, size_t header_length,
 
 static void check_am(int peer)
 {
-    ucp_am_handler_param_t hp = {
-        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
-                      UCP_AM_HANDLER_PARAM_FIELD_CB |
-                      UCP_AM_HANDLER_PARAM_FIELD_ARG,
-        .id         = AM_ID,
-        .cb         = am_cb,
-        .arg        = NULL
-    };
-    ucs_status_t status;
-    uint32_t i;
-    double end;
+    ucp_am_handler_param_t hp = {.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                                               UCP_AM_HANDLER_PARAM_FIELD_CB |
+                                               UCP_AM_HANDLER_PARAM_FIELD_ARG,
+                                 .id  = AM_ID,
+                                 .cb  = am_cb,
+                                 .arg = NULL};
+    ucs_status_t           status;
+    uint32_t               i;
+    double                 end;
 
     status = ucp_worker_set_am_recv_handler(worker, &hp);
     if (status != UCS_OK) {
@@ -760,14 +745,15 @@ static void check_am(int peer)
     }
     sync_peer(peer, 4);
     for (i = 0; i < NUM_AM_SIZES; ++i) {
-        uint8_t *sbuf = malloc(am_sizes[i] + 1);
-        req_ctx_t c   = {0};
-        ucp_request_param_t p = send_param(&c);
+        uint8_t            *sbuf = malloc(am_sizes[i] + 1);
+        req_ctx_t           c    = {0};
+        ucp_request_param_t p    = send_param(&c);
 
         set_phase("am send %zu B", am_sizes[i]);
         fill(sbuf, am_sizes[i], rank, peer, 300 + i);
-        status = wait_req(ucp_am_send_nbx(eps[peer], AM_ID, &i, sizeof(i),
-                                          sbuf, am_sizes[i], &p), &c, 60);
+        status = wait_req(ucp_am_send_nbx(eps[peer], AM_ID, &i, sizeof(i), sbuf,
+                                          am_sizes[i], &p),
+                          &c, 60);
         if (status != UCS_OK) {
             fail("am send %zu B: %s", am_sizes[i], ucs_status_string(status));
         }
@@ -787,35 +773,33 @@ static void check_am(int peer)
             fail("active message %u: %zu bytes, expected %zu", i, am_len[i],
                  am_sizes[i]);
         }
-        verify("active message", am_buf[i], am_sizes[i], peer, rank,
-               300 + i);
+        verify("active message", am_buf[i], am_sizes[i], peer, rank, 300 + i);
         free(am_buf[i]);
     }
     sync_peer(peer, 5);
     part_done("active messages 0 B .. 4 MiB");
 }
 
-static ucs_status_t rma(int peer, int is_put, void *buf, size_t len,
-                        uint64_t off)
+static ucs_status_t
+rma(int peer, int is_put, void *buf, size_t len, uint64_t off)
 {
-    req_ctx_t c = {0};
-    ucp_request_param_t p = send_param(&c);
-    void *req = is_put ?
-                ucp_put_nbx(eps[peer], buf, len, remote_base[peer] + off,
-                            rkeys[peer], &p) :
-                ucp_get_nbx(eps[peer], buf, len, remote_base[peer] + off,
-                            rkeys[peer], &p);
+    req_ctx_t           c   = {0};
+    ucp_request_param_t p   = send_param(&c);
+    void               *req = is_put ? ucp_put_nbx(eps[peer], buf, len,
+                                                   remote_base[peer] + off, rkeys[peer], &p) :
+                                       ucp_get_nbx(eps[peer], buf, len,
+                                                   remote_base[peer] + off, rkeys[peer], &p);
 
     return wait_req(req, &c, 60);
 }
 
 static void check_rma(int peer)
 {
-    static const size_t sizes[] = {8, 3000, 70000, (1 << 20) + 3};
-    static const uint64_t offs[] = {8, 4097, 131072, 2 << 20};
-    uint8_t *buf = malloc(sizes[3]);
-    ucs_status_t status;
-    unsigned i;
+    static const size_t   sizes[] = {8, 3000, 70000, (1 << 20) + 3};
+    static const uint64_t offs[]  = {8, 4097, 131072, 2 << 20};
+    uint8_t              *buf     = malloc(sizes[3]);
+    ucs_status_t          status;
+    unsigned              i;
 
     /* put into the peer's region, each size at its own offset */
     for (i = 0; i < 4; ++i) {
@@ -847,35 +831,39 @@ static void check_rma(int peer)
 }
 
 /* one atomic on rank 0's region; cswap passes the swap value in *reply */
-static ucs_status_t amo(int peer, ucp_atomic_op_t op, void *value,
-                        void *reply, size_t size, uint64_t off)
+static ucs_status_t amo(int peer, ucp_atomic_op_t op, void *value, void *reply,
+                        size_t size, uint64_t off)
 {
-    req_ctx_t c = {0};
+    req_ctx_t           c = {0};
     ucp_request_param_t p = send_param(&c);
 
     p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
-    p.datatype      = ucp_dt_make_contig(size);
+    p.datatype = ucp_dt_make_contig(size);
 
     if (reply != NULL) {
         p.op_attr_mask |= UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-        p.reply_buffer  = reply;
+        p.reply_buffer = reply;
     }
     return wait_req(ucp_atomic_op_nbx(eps[peer], op, value, 1,
-                                      remote_base[peer] + off, rkeys[peer],
-                                      &p), &c, 60);
+                                      remote_base[peer] + off, rkeys[peer], &p),
+                    &c, 60);
 }
 
-#define AMO_CHECK(_cond, ...) \
-    do { if (!(_cond)) { fail(__VA_ARGS__); } } while (0)
+#define AMO_CHECK(_cond, ...)  \
+    do {                       \
+        if (!(_cond)) {        \
+            fail(__VA_ARGS__); \
+        }                      \
+    } while (0)
 
 /* Rank 1 works on two words in rank 0's region, rank 0 checks them. */
 static void check_atomics(int peer)
 {
     const uint64_t off64 = REGION_SIZE - 64, off32 = REGION_SIZE - 32;
-    uint64_t one = 1, prev = 0, v64, cmp;
-    uint32_t v32, prev32 = 0;
-    ucs_status_t status;
-    unsigned k;
+    uint64_t       one = 1, prev = 0, v64, cmp;
+    uint32_t       v32, prev32   = 0;
+    ucs_status_t   status;
+    unsigned       k;
 
     if (rank == 0) {
         v64 = 1000;
@@ -896,25 +884,25 @@ static void check_atomics(int peer)
             }
         }
         set_phase("atomics: 64-bit cswap, xor");
-        cmp = 2000;                      /* succeeds: 2000 -> 77 */
-        v64 = 77;
+        cmp    = 2000; /* succeeds: 2000 -> 77 */
+        v64    = 77;
         status = amo(peer, UCP_ATOMIC_OP_CSWAP, &cmp, &v64, 8, off64);
         AMO_CHECK((status == UCS_OK) && (v64 == 2000),
                   "cswap: %s, fetched %" PRIu64 " (expected 2000)",
                   ucs_status_string(status), v64);
-        cmp = 5;                         /* fails: stays 77 */
-        v64 = 99;
+        cmp    = 5; /* fails: stays 77 */
+        v64    = 99;
         status = amo(peer, UCP_ATOMIC_OP_CSWAP, &cmp, &v64, 8, off64);
         AMO_CHECK((status == UCS_OK) && (v64 == 77),
                   "failing cswap: %s, fetched %" PRIu64 " (expected 77)",
                   ucs_status_string(status), v64);
-        v64    = 0xff;                   /* 77 ^ 0xff = 0xb2 */
+        v64    = 0xff; /* 77 ^ 0xff = 0xb2 */
         status = amo(peer, UCP_ATOMIC_OP_XOR, &v64, &prev, 8, off64);
         AMO_CHECK((status == UCS_OK) && (prev == 77),
-                  "fetch-xor: %s, fetched %" PRIu64,
-                  ucs_status_string(status), prev);
+                  "fetch-xor: %s, fetched %" PRIu64, ucs_status_string(status),
+                  prev);
         set_phase("atomics: 32-bit add, swap");
-        v32 = 5;                         /* 32 bit: 10 x add 5, swap */
+        v32 = 5; /* 32 bit: 10 x add 5, swap */
         for (k = 0; k < 10; ++k) {
             status = amo(peer, UCP_ATOMIC_OP_ADD, &v32, NULL, 4, off32);
             AMO_CHECK(status == UCS_OK, "32-bit add: %s",
@@ -932,8 +920,7 @@ static void check_atomics(int peer)
     if (rank == 0) {
         memcpy(&v64, region + off64, sizeof(v64));
         memcpy(&v32, region + off32, sizeof(v32));
-        AMO_CHECK(v64 == 0xb2, "64-bit word %#" PRIx64 ", expected 0xb2",
-                  v64);
+        AMO_CHECK(v64 == 0xb2, "64-bit word %#" PRIx64 ", expected 0xb2", v64);
         AMO_CHECK(v32 == 0xabcd1234, "32-bit word %#x, expected 0xabcd1234",
                   v32);
     }
@@ -974,15 +961,18 @@ static void err_handler(void *arg, ucp_ep_h ep, ucs_status_t status)
 /* one ping-pong with peer: send `seq`, receive it back; the status */
 static ucs_status_t ping(int peer, uint64_t seq, double secs)
 {
-    uint64_t out = seq * 31 + peer, in = 0;
-    size_t got;
-    req_ctx_t rc;
-    void *rreq = tag_recv_post(&in, sizeof(in), TAG_PING | ((uint64_t)peer <<
-                               24) | (seq & 0xffffff), &rc);
+    uint64_t     out = seq * 31 + peer, in = 0;
+    size_t       got;
+    req_ctx_t    rc;
+    void        *rreq = tag_recv_post(&in, sizeof(in),
+                                      TAG_PING | ((uint64_t)peer << 24) |
+                                              (seq & 0xffffff),
+                                      &rc);
     ucs_status_t status;
 
-    status = tag_send(peer, &out, sizeof(out), TAG_PING | ((uint64_t)rank <<
-                      24) | (seq & 0xffffff), secs);
+    status = tag_send(peer, &out, sizeof(out),
+                      TAG_PING | ((uint64_t)rank << 24) | (seq & 0xffffff),
+                      secs);
     if (status != UCS_OK) {
         if (UCS_PTR_IS_PTR(rreq)) {
             wait_req(rreq, &rc, 0);
@@ -1001,13 +991,13 @@ static ucs_status_t ping(int peer, uint64_t seq, double secs)
 /* ranks 1 .. N-1: echo until told to stop */
 static int run_echo(void)
 {
-    uint64_t buf;
-    size_t got;
-    req_ctx_t c;
+    uint64_t            buf;
+    size_t              got;
+    req_ctx_t           c;
     ucp_tag_recv_info_t info;
-    ucp_tag_message_h msg;
-    ucs_status_t status;
-    double end = now() + 120;
+    ucp_tag_message_h   msg;
+    ucs_status_t        status;
+    double              end = now() + 120;
 
     char name[32], pid[32];
 
@@ -1028,14 +1018,14 @@ static int run_echo(void)
         }
         memset(&c, 0, sizeof(c));
         {
-            ucp_request_param_t p = {
-                .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                                UCP_OP_ATTR_FIELD_USER_DATA,
-                .cb.recv      = tag_recv_cb,
-                .user_data    = &c
-            };
+            ucp_request_param_t p = {.op_attr_mask =
+                                             UCP_OP_ATTR_FIELD_CALLBACK |
+                                             UCP_OP_ATTR_FIELD_USER_DATA,
+                                     .cb.recv   = tag_recv_cb,
+                                     .user_data = &c};
             status = wait_req(ucp_tag_msg_recv_nbx(worker, &buf, sizeof(buf),
-                                                   msg, &p), &c, 30);
+                                                   msg, &p),
+                              &c, 30);
         }
         got = c.length;
         (void)got;
@@ -1046,8 +1036,10 @@ static int run_echo(void)
         if ((info.sender_tag & 0xff00000000ull) == TAG_STOP) {
             break;
         }
-        status = tag_send(0, &buf, sizeof(buf), TAG_PING | ((uint64_t)rank <<
-                          24) | (info.sender_tag & 0xffffff), 30);
+        status = tag_send(0, &buf, sizeof(buf),
+                          TAG_PING | ((uint64_t)rank << 24) |
+                                  (info.sender_tag & 0xffffff),
+                          30);
         if (status != UCS_OK) {
             fail("echo send: %s", ucs_status_string(status));
             break;
@@ -1061,15 +1053,16 @@ static int run_echo(void)
 /* rank 0: traffic with all; "killed" appears when the last rank is dead */
 static int run_survivor(void)
 {
-    double limit = getenv("STRAND_CHECK_ERR_TIMEOUT") ?
-                   atof(getenv("STRAND_CHECK_ERR_TIMEOUT")) : 10;
-    int victim = nranks - 1, peer;
-    double killed_at = 0, end;
-    char name[32];
-    uint64_t seq;
+    double       limit     = getenv("STRAND_CHECK_ERR_TIMEOUT") ?
+                                     atof(getenv("STRAND_CHECK_ERR_TIMEOUT")) :
+                                     10;
+    int          victim    = nranks - 1, peer;
+    double       killed_at = 0, end;
+    char         name[32];
+    uint64_t     seq;
     ucs_status_t status;
-    size_t len;
-    void *unused;
+    size_t       len;
+    void        *unused;
 
     setup(nranks, 1);
     for (peer = 1; peer < nranks; ++peer) {
@@ -1110,8 +1103,8 @@ static int run_survivor(void)
         for (peer = 1; peer < victim; ++peer) {
             status = ping(peer, seq, 30);
             if (status != UCS_OK) {
-                fail("rank %d stopped answering while rank %d died: %s",
-                     peer, victim, ucs_status_string(status));
+                fail("rank %d stopped answering while rank %d died: %s", peer,
+                     victim, ucs_status_string(status));
                 break;
             }
         }
@@ -1133,8 +1126,8 @@ static int run_survivor(void)
             killed_at = ep_error_time[victim];
         }
         printf("ucp_check: rank 0: endpoint to rank %d failed with '%s' "
-               "%.3f s after the kill was noticed\n", victim,
-               ucs_status_string(ep_error_status[victim]),
+               "%.3f s after the kill was noticed\n",
+               victim, ucs_status_string(ep_error_status[victim]),
                ep_error_time[victim] - killed_at);
         if (ep_error_time[victim] - killed_at > limit) {
             fail("the error took %.1f s (limit %.1f s)",
@@ -1159,7 +1152,8 @@ static int run_survivor(void)
     }
     if (!failed) {
         printf("ucp_check: rank 0: 200 ping-pongs with ranks 1 .. %d after "
-               "the failure done\n", victim - 1);
+               "the failure done\n",
+               victim - 1);
     }
     for (peer = 1; peer < victim; ++peer) {
         tag_send(peer, NULL, 0, TAG_STOP, 30);
@@ -1173,13 +1167,13 @@ static int run_survivor(void)
  * until killed */
 static int run_idle_victim(void)
 {
-    uint64_t buf;
-    req_ctx_t c;
+    uint64_t            buf;
+    req_ctx_t           c;
     ucp_tag_recv_info_t info;
-    ucp_tag_message_h msg;
-    ucs_status_t status;
-    double end = now() + 120;
-    char pid[32];
+    ucp_tag_message_h   msg;
+    ucs_status_t        status;
+    double              end = now() + 120;
+    char                pid[32];
 
     setup(nranks, 1);
     snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
@@ -1190,19 +1184,19 @@ static int run_idle_victim(void)
         if (msg == NULL) {
             continue;
         }
-        ucp_request_param_t p = {
-            .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                            UCP_OP_ATTR_FIELD_USER_DATA,
-            .cb.recv      = tag_recv_cb,
-            .user_data    = &c
-        };
+        ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                                 UCP_OP_ATTR_FIELD_USER_DATA,
+                                 .cb.recv   = tag_recv_cb,
+                                 .user_data = &c};
         memset(&c, 0, sizeof(c));
-        status = wait_req(ucp_tag_msg_recv_nbx(worker, &buf, sizeof(buf),
-                                               msg, &p), &c, 30);
+        status = wait_req(ucp_tag_msg_recv_nbx(worker, &buf, sizeof(buf), msg,
+                                               &p),
+                          &c, 30);
         if (status == UCS_OK) {
-            status = tag_send(0, &buf, sizeof(buf), TAG_PING |
-                              ((uint64_t)rank << 24) |
-                              (info.sender_tag & 0xffffff), 30);
+            status = tag_send(0, &buf, sizeof(buf),
+                              TAG_PING | ((uint64_t)rank << 24) |
+                                      (info.sender_tag & 0xffffff),
+                              30);
         }
         if (status != UCS_OK) {
             fail("ping answer: %s", ucs_status_string(status));
@@ -1217,14 +1211,15 @@ static int run_idle_victim(void)
 /* rank 0 of keepalive: a send that waits for a peer who never takes it */
 static int run_idle_sender(void)
 {
-    double limit = getenv("STRAND_CHECK_ERR_TIMEOUT") ?
-                   atof(getenv("STRAND_CHECK_ERR_TIMEOUT")) : 10;
-    static uint8_t big[1 << 20];
-    double killed_at = 0, end;
-    req_ctx_t c;
+    double              limit = getenv("STRAND_CHECK_ERR_TIMEOUT") ?
+                                        atof(getenv("STRAND_CHECK_ERR_TIMEOUT")) :
+                                        10;
+    static uint8_t      big[1 << 20];
+    double              killed_at = 0, end;
+    req_ctx_t           c;
     ucp_request_param_t p = send_param(&c);
-    void *req, *unused;
-    size_t len;
+    void               *req, *unused;
+    size_t              len;
 
     setup(nranks, 1);
     unused = read_file("ready.1", &len);
@@ -1255,7 +1250,8 @@ static int run_idle_sender(void)
     }
     if (!c.done) {
         fail("the send to the killed rank 1 is still waiting %.1f s after "
-             "the kill", (killed_at != 0) ? now() - killed_at : 0.0);
+             "the kill",
+             (killed_at != 0) ? now() - killed_at : 0.0);
         goto out;
     }
     ucp_request_free(req);
@@ -1263,14 +1259,15 @@ static int run_idle_sender(void)
         fail("the send to the killed rank 1 completed successfully");
     } else if (!ep_errors[1]) {
         fail("the send ended (%s) but the endpoint's error handler did not "
-             "run", ucs_status_string(c.status));
+             "run",
+             ucs_status_string(c.status));
     } else {
         printf("ucp_check: rank 0: the send ended with '%s', the endpoint "
                "failed with '%s' %.3f s after the kill was noticed\n",
                ucs_status_string(c.status),
                ucs_status_string(ep_error_status[1]),
-               ep_error_time[1] - ((killed_at != 0) ? killed_at :
-                                                      ep_error_time[1]));
+               ep_error_time[1] -
+                       ((killed_at != 0) ? killed_at : ep_error_time[1]));
     }
 out:
     close_eps(nranks, 1);
@@ -1300,8 +1297,8 @@ int main(int argc, char **argv)
     } else {
         nranks = 3;
     }
-    if (!strcmp(argv[3], "failure") && (nranks >= 3) &&
-        (nranks <= MAX_RANKS) && (rank >= 0) && (rank < nranks)) {
+    if (!strcmp(argv[3], "failure") && (nranks >= 3) && (nranks <= MAX_RANKS) &&
+        (rank >= 0) && (rank < nranks)) {
         return (rank == 0) ? run_survivor() : run_echo();
     }
     fprintf(stderr, "ucp_check: bad arguments\n");

@@ -42,16 +42,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WAIT_MS      5000  /* one sleep; a message takes microseconds */
+#define WAIT_MS      5000 /* one sleep; a message takes microseconds */
 #define EVENTS_TAG   0x5eull
 #define EVENTS_AM_ID 7
 
 typedef struct {
     ucp_context_h ctx;
-    ucp_worker_h  tx, rx;      /* sender (initiator), receiver (target) */
-    ucp_ep_h      ep;          /* tx -> rx */
-    int           rx_fd;       /* what the receiver sleeps in */
-    int           rx_epoll;    /* rx_fd is an epoll fd of our own */
+    ucp_worker_h  tx, rx;   /* sender (initiator), receiver (target) */
+    ucp_ep_h      ep;       /* tx -> rx */
+    int           rx_fd;    /* what the receiver sleeps in */
+    int           rx_epoll; /* rx_fd is an epoll fd of our own */
     unsigned      sleeps;
     char          why[160];
 } world_t;
@@ -59,7 +59,7 @@ typedef struct {
 typedef struct {
     volatile int done;
     ucs_status_t status;
-    uint64_t     value;        /* what an active message carried */
+    uint64_t     value; /* what an active message carried */
 } req_t;
 
 static double now_ms(void)
@@ -72,26 +72,24 @@ static double now_ms(void)
 
 static void send_cb(void *req, ucs_status_t status, void *arg)
 {
-    ((req_t*)arg)->status = status;
-    ((req_t*)arg)->done   = 1;
+    ((req_t *)arg)->status = status;
+    ((req_t *)arg)->done   = 1;
 }
 
 static void recv_cb(void *req, ucs_status_t status,
                     const ucp_tag_recv_info_t *info, void *arg)
 {
-    ((req_t*)arg)->status = status;
-    ((req_t*)arg)->done   = 1;
+    ((req_t *)arg)->status = status;
+    ((req_t *)arg)->done   = 1;
 }
 
 /* a request's parameters: its callback reports to r */
 static ucp_request_param_t send_param(req_t *r)
 {
-    ucp_request_param_t prm = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                        UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send      = send_cb,
-        .user_data    = r
-    };
+    ucp_request_param_t prm = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                               UCP_OP_ATTR_FIELD_USER_DATA,
+                               .cb.send   = send_cb,
+                               .user_data = r};
 
     return prm;
 }
@@ -126,11 +124,11 @@ static ucs_status_t am_cb(void *arg, const void *header, size_t header_length,
 static int sleep_until(world_t *w, ucp_worker_h worker, int fd, int epoll,
                        req_t *r, const char *what)
 {
-    struct pollfd pfd = {fd, POLLIN, 0};
+    struct pollfd      pfd = {fd, POLLIN, 0};
     struct epoll_event ev;
-    ucs_status_t status;
-    double t0;
-    int n;
+    ucs_status_t       status;
+    double             t0;
+    int                n;
 
     while (!r->done) {
         if (ucp_worker_progress(worker) != 0) {
@@ -148,12 +146,13 @@ static int sleep_until(world_t *w, ucp_worker_h worker, int fd, int epoll,
         t0 = now_ms();
         n  = epoll ? epoll_wait(fd, &ev, 1, WAIT_MS) : poll(&pfd, 1, WAIT_MS);
         if (n == 0) {
-            snprintf(w->why, sizeof(w->why), "%s: asleep %.0f ms, never "
-                     "woken (a hang)", what, now_ms() - t0);
+            snprintf(w->why, sizeof(w->why),
+                     "%s: asleep %.0f ms, never "
+                     "woken (a hang)",
+                     what, now_ms() - t0);
             return -1;
         } else if ((n < 0) && (errno != EINTR)) {
-            snprintf(w->why, sizeof(w->why), "%s: %s", what,
-                     strerror(errno));
+            snprintf(w->why, sizeof(w->why), "%s: %s", what, strerror(errno));
             return -1;
         }
     }
@@ -192,22 +191,18 @@ static int tx_complete(world_t *w, void *req, req_t *r, const char *what)
 
 static int setup(world_t *w, int epoll, int threads)
 {
-    ucp_params_t params = {
-        .field_mask        = UCP_PARAM_FIELD_FEATURES |
-                             UCP_PARAM_FIELD_MT_WORKERS_SHARED,
-        .features          = UCP_FEATURE_TAG | UCP_FEATURE_AM |
-                             UCP_FEATURE_RMA | UCP_FEATURE_AMO64 |
-                             UCP_FEATURE_WAKEUP,
-        .mt_workers_shared = threads
-    };
-    ucp_worker_params_t wp = {
-        .field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
-        .thread_mode = UCS_THREAD_MODE_SINGLE
-    };
-    ucp_ep_params_t ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS};
-    ucp_address_t *addr;
-    ucs_status_t status;
-    size_t len;
+    ucp_params_t        params = {.field_mask = UCP_PARAM_FIELD_FEATURES |
+                                                UCP_PARAM_FIELD_MT_WORKERS_SHARED,
+                                  .features = UCP_FEATURE_TAG | UCP_FEATURE_AM |
+                                              UCP_FEATURE_RMA | UCP_FEATURE_AMO64 |
+                                              UCP_FEATURE_WAKEUP,
+                                  .mt_workers_shared = threads};
+    ucp_worker_params_t wp = {.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+                              .thread_mode = UCS_THREAD_MODE_SINGLE};
+    ucp_ep_params_t     ep = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS};
+    ucp_address_t      *addr;
+    ucs_status_t        status;
+    size_t              len;
 
     memset(w, 0, sizeof(*w));
     w->rx_epoll = epoll;
@@ -222,13 +217,13 @@ static int setup(world_t *w, int epoll, int threads)
         return -1;
     }
     if (epoll) {
-        w->rx_fd       = epoll_create1(EPOLL_CLOEXEC);
+        w->rx_fd = epoll_create1(EPOLL_CLOEXEC);
         wp.field_mask |= UCP_WORKER_PARAM_FIELD_EVENT_FD;
-        wp.event_fd    = w->rx_fd;
+        wp.event_fd = w->rx_fd;
     }
     if (((status = ucp_worker_create(w->ctx, &wp, &w->rx)) != UCS_OK) ||
-        (!epoll && ((status = ucp_worker_get_efd(w->rx, &w->rx_fd)) !=
-                    UCS_OK)) ||
+        (!epoll &&
+         ((status = ucp_worker_get_efd(w->rx, &w->rx_fd)) != UCS_OK)) ||
         ((status = ucp_worker_get_address(w->rx, &addr, &len)) != UCS_OK)) {
         snprintf(w->why, sizeof(w->why), "receiver worker: %s",
                  ucs_status_string(status));
@@ -249,7 +244,7 @@ static void teardown(world_t *w)
 {
     ucp_request_param_t prm = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                                .flags        = UCP_EP_CLOSE_FLAG_FORCE};
-    void *req;
+    void               *req;
 
     if (w->ep != NULL) {
         req = ucp_ep_close_nbx(w->ep, &prm);
@@ -278,22 +273,23 @@ static void teardown(world_t *w)
 
 static int tag_send(world_t *w, uint64_t v)
 {
-    req_t r = {0};
+    req_t               r   = {0};
     ucp_request_param_t prm = send_param(&r);
 
-    return tx_complete(w, ucp_tag_send_nbx(w->ep, &v, sizeof(v), EVENTS_TAG,
-                                           &prm), &r, "tag send");
+    return tx_complete(w,
+                       ucp_tag_send_nbx(w->ep, &v, sizeof(v), EVENTS_TAG, &prm),
+                       &r, "tag send");
 }
 
 /* The receive is posted, then the receiver sleeps until it completes. */
 static int tag_recv(world_t *w, uint64_t expect)
 {
-    uint64_t got = 0;
-    req_t r      = {0};
+    uint64_t            got = 0;
+    req_t               r   = {0};
     ucp_request_param_t prm = recv_param(&r);
     void *req = ucp_tag_recv_nbx(w->rx, &got, sizeof(got), EVENTS_TAG, ~0ull,
                                  &prm);
-    int ret;
+    int   ret;
 
     if (UCS_PTR_IS_ERR(req)) {
         snprintf(w->why, sizeof(w->why), "tag receive: %s",
@@ -337,8 +333,8 @@ static void *late_sender(void *arg)
 static int tag_sent_after(world_t *w)
 {
     sender_arg_t a = {.w = w, .ret = -1};
-    pthread_t thread;
-    int ret;
+    pthread_t    thread;
+    int          ret;
 
     if (pthread_create(&thread, NULL, late_sender, &a) != 0) {
         snprintf(w->why, sizeof(w->why), "pthread_create failed");
@@ -358,17 +354,15 @@ static int tag_sent_after(world_t *w)
 
 static int am_sent_before(world_t *w)
 {
-    ucp_am_handler_param_t hp = {
-        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
-                      UCP_AM_HANDLER_PARAM_FIELD_CB |
-                      UCP_AM_HANDLER_PARAM_FIELD_ARG,
-        .id         = EVENTS_AM_ID,
-        .cb         = am_cb
-    };
-    req_t got = {0}, r = {0};
-    ucp_request_param_t prm = send_param(&r);
-    uint64_t v = 0xa11ce;
-    ucs_status_t status;
+    ucp_am_handler_param_t hp  = {.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                                                UCP_AM_HANDLER_PARAM_FIELD_CB |
+                                                UCP_AM_HANDLER_PARAM_FIELD_ARG,
+                                  .id = EVENTS_AM_ID,
+                                  .cb = am_cb};
+    req_t                  got = {0}, r = {0};
+    ucp_request_param_t    prm = send_param(&r);
+    uint64_t               v   = 0xa11ce;
+    ucs_status_t           status;
 
     hp.arg = &got;
     if ((status = ucp_worker_set_am_recv_handler(w->rx, &hp)) != UCS_OK) {
@@ -376,8 +370,10 @@ static int am_sent_before(world_t *w)
                  ucs_status_string(status));
         return -1;
     }
-    if (tx_complete(w, ucp_am_send_nbx(w->ep, EVENTS_AM_ID, NULL, 0, &v,
-                                       sizeof(v), &prm), &r, "am send")) {
+    if (tx_complete(w,
+                    ucp_am_send_nbx(w->ep, EVENTS_AM_ID, NULL, 0, &v, sizeof(v),
+                                    &prm),
+                    &r, "am send")) {
         return -1;
     }
     if (sleep_until(w, w->rx, w->rx_fd, w->rx_epoll, &got, "am receive")) {
@@ -400,20 +396,17 @@ typedef struct {
 
 static int target_map(world_t *w, target_t *t, uint64_t *buf, size_t len)
 {
-    ucp_mem_map_params_t mp = {
-        .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
-                      UCP_MEM_MAP_PARAM_FIELD_LENGTH,
-        .address    = buf,
-        .length     = len
-    };
-    void *packed;
-    size_t size;
-    ucs_status_t status;
+    ucp_mem_map_params_t mp = {.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+                                             UCP_MEM_MAP_PARAM_FIELD_LENGTH,
+                               .address = buf,
+                               .length  = len};
+    void                *packed;
+    size_t               size;
+    ucs_status_t         status;
 
     t->buf = buf;
     if (((status = ucp_mem_map(w->ctx, &mp, &t->memh)) != UCS_OK) ||
-        ((status = ucp_rkey_pack(w->ctx, t->memh, &packed, &size)) !=
-         UCS_OK)) {
+        ((status = ucp_rkey_pack(w->ctx, t->memh, &packed, &size)) != UCS_OK)) {
         snprintf(w->why, sizeof(w->why), "target memory: %s",
                  ucs_status_string(status));
         return -1;
@@ -434,21 +427,26 @@ static void target_unmap(world_t *w, target_t *t)
     ucp_mem_unmap(w->ctx, t->memh);
 }
 
-typedef enum { RMA_PUT, RMA_GET, RMA_ADD } rma_kind_t;
+typedef enum {
+    RMA_PUT,
+    RMA_GET,
+    RMA_ADD
+} rma_kind_t;
 
 /* The initiator posts and sleeps in its own event fd until the operation
  * completes; the target is never progressed. */
 static int rma_completion(world_t *w, rma_kind_t kind)
 {
-    static uint64_t remote[512];
-    uint64_t local[512], fetched = 0, add = 5;
-    req_t r = {0};
-    ucp_request_param_t prm = send_param(&r);
-    const char *what = (kind == RMA_PUT) ? "put" :
-                       (kind == RMA_GET) ? "get" : "fetch-and-add";
-    target_t t;
-    void *req;
-    int fd, ret, i;
+    static uint64_t     remote[512];
+    uint64_t            local[512], fetched = 0, add = 5;
+    req_t               r    = {0};
+    ucp_request_param_t prm  = send_param(&r);
+    const char         *what = (kind == RMA_PUT) ? "put" :
+                               (kind == RMA_GET) ? "get" :
+                                                   "fetch-and-add";
+    target_t            t;
+    void               *req;
+    int                 fd, ret, i;
 
     for (i = 0; i < 512; ++i) {
         remote[i] = (kind == RMA_GET) ? 0xbeef0000u + i : 0;
@@ -470,11 +468,11 @@ static int rma_completion(world_t *w, rma_kind_t kind)
     } else {
         prm.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE |
                             UCP_OP_ATTR_FIELD_REPLY_BUFFER;
-        prm.datatype      = ucp_dt_make_contig(8);
-        prm.reply_buffer  = &fetched;
-        remote[3]         = 37;
-        req = ucp_atomic_op_nbx(w->ep, UCP_ATOMIC_OP_ADD, &add, 1,
-                                (uintptr_t)&remote[3], t.rkey, &prm);
+        prm.datatype     = ucp_dt_make_contig(8);
+        prm.reply_buffer = &fetched;
+        remote[3]        = 37;
+        req              = ucp_atomic_op_nbx(w->ep, UCP_ATOMIC_OP_ADD, &add, 1,
+                                             (uintptr_t)&remote[3], t.rkey, &prm);
     }
     if (UCS_PTR_IS_ERR(req)) {
         snprintf(w->why, sizeof(w->why), "%s: %s", what,
@@ -519,9 +517,10 @@ static int rma_completion(world_t *w, rma_kind_t kind)
     }
     if ((ret == 0) && (kind == RMA_ADD) &&
         ((fetched != 37) || (remote[3] != 42))) {
-        snprintf(w->why, sizeof(w->why), "fetch-and-add: fetched %lu, "
-                 "target %lu (37, 42)", (unsigned long)fetched,
-                 (unsigned long)remote[3]);
+        snprintf(w->why, sizeof(w->why),
+                 "fetch-and-add: fetched %lu, "
+                 "target %lu (37, 42)",
+                 (unsigned long)fetched, (unsigned long)remote[3]);
         ret = -1;
     }
     target_unmap(w, &t);
@@ -549,29 +548,28 @@ static int atomic_completion(world_t *w)
 
 static const struct {
     const char *name;
-    int       (*run)(world_t*);
-    int         epoll, threads;
+    int (*run)(world_t *);
+    int epoll, threads;
 } scenarios[] = {
-    {"tag_sent_before",       tag_sent_before,   0, 0},
-    {"tag_sent_before_epoll", tag_sent_before,   1, 0},
-    {"tag_sent_after",        tag_sent_after,    0, 1},
-    {"tag_sent_after_epoll",  tag_sent_after,    1, 1},
-    {"am_sent_before",        am_sent_before,    0, 0},
-    {"put_completion",        put_completion,    0, 0},
-    {"get_completion",        get_completion,    0, 0},
-    {"atomic_completion",     atomic_completion, 0, 0},
+        {"tag_sent_before", tag_sent_before, 0, 0},
+        {"tag_sent_before_epoll", tag_sent_before, 1, 0},
+        {"tag_sent_after", tag_sent_after, 0, 1},
+        {"tag_sent_after_epoll", tag_sent_after, 1, 1},
+        {"am_sent_before", am_sent_before, 0, 0},
+        {"put_completion", put_completion, 0, 0},
+        {"get_completion", get_completion, 0, 0},
+        {"atomic_completion", atomic_completion, 0, 0},
 };
 
 int main(int argc, char **argv)
 {
-    int failed = 0, found, i, a;
+    int     failed = 0, found, i, a;
     world_t w;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     for (a = 1; a < argc; ++a) {
         found = 0;
-        for (i = 0; i < (int)(sizeof(scenarios) / sizeof(scenarios[0]));
-             ++i) {
+        for (i = 0; i < (int)(sizeof(scenarios) / sizeof(scenarios[0])); ++i) {
             if (strcmp(argv[a], scenarios[i].name) != 0) {
                 continue;
             }

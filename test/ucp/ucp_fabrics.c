@@ -24,11 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FABRICS_TAG 0xfab1ull
+#define FABRICS_TAG  0xfab1ull
 #define FABRICS_MSGS 10
 
 static ucp_context_h ctx;
-static ucp_worker_h worker;
+static ucp_worker_h  worker;
 
 static double now(void)
 {
@@ -40,8 +40,8 @@ static double now(void)
 
 static void setup(void)
 {
-    ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES,
-                           .features   = UCP_FEATURE_TAG};
+    ucp_params_t        params = {.field_mask = UCP_PARAM_FIELD_FEATURES,
+                                  .features   = UCP_FEATURE_TAG};
     ucp_worker_params_t wp = {.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
                               .thread_mode = UCS_THREAD_MODE_SINGLE};
 
@@ -54,15 +54,15 @@ static void setup(void)
 
 static int do_listen(const char *dir, const char *name, double secs)
 {
-    char path[512], tmp[520];
-    ucp_address_t *addr;
-    size_t len;
+    char                path[512], tmp[520];
+    ucp_address_t      *addr;
+    size_t              len;
     ucp_request_param_t prm = {.op_attr_mask = 0};
-    uint64_t buf;
-    unsigned received = 0;
-    void *req;
-    double end;
-    FILE *f;
+    uint64_t            buf;
+    unsigned            received = 0;
+    void               *req;
+    double              end;
+    FILE               *f;
 
     setup();
     if (ucp_worker_get_address(worker, &addr, &len) != UCS_OK) {
@@ -110,16 +110,17 @@ static int do_listen(const char *dir, const char *name, double secs)
 
 static int do_send(const char *dir, const char *name)
 {
-    ucp_ep_params_t ep_params = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS};
-    ucp_request_param_t prm   = {.op_attr_mask = 0};
-    char path[512], addr[4096];
-    ucs_status_t status;
-    unsigned sent = 0, i;
-    uint64_t v = 42;
-    ucp_ep_h ep;
-    void *req;
-    size_t len;
-    FILE *f;
+    ucp_ep_params_t ep_params = {
+            .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS};
+    ucp_request_param_t prm = {.op_attr_mask = 0};
+    char                path[512], addr[4096];
+    ucs_status_t        status;
+    unsigned            sent = 0, i;
+    uint64_t            v    = 42;
+    ucp_ep_h            ep;
+    void               *req;
+    size_t              len;
+    FILE               *f;
 
     snprintf(path, sizeof(path), "%s/%s.addr", dir, name);
     f = fopen(path, "r");
@@ -130,8 +131,8 @@ static int do_send(const char *dir, const char *name)
     len = fread(addr, 1, sizeof(addr), f);
     fclose(f);
     setup();
-    ep_params.address = (const ucp_address_t*)addr;
-    status = ucp_ep_create(worker, &ep_params, &ep);
+    ep_params.address = (const ucp_address_t *)addr;
+    status            = ucp_ep_create(worker, &ep_params, &ep);
     printf("send: ep_create: %s\n", ucs_status_string(status));
     (void)len;
     if (status != UCS_OK) {
@@ -177,6 +178,6 @@ int main(int argc, char **argv)
         return do_send(argv[2], argv[3]);
     }
     fprintf(stderr, "usage: ucp_fabrics listen DIR NAME SECONDS | "
-            "send DIR NAME\n");
+                    "send DIR NAME\n");
     return 2;
 }

@@ -32,23 +32,23 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_THREADS   16
-#define RNDV_SIZE     (64u << 10)
-#define TAG_MASK      0xffffffffffffffffull
-#define WAIT_SECONDS  60.0
+#define MAX_THREADS  16
+#define RNDV_SIZE    (64u << 10)
+#define TAG_MASK     0xffffffffffffffffull
+#define WAIT_SECONDS 60.0
 
-static const char *dir;
-static int rank, nthreads = 4, nmsgs = 10000;
+static const char   *dir;
+static int           rank, nthreads = 4, nmsgs = 10000;
 static ucp_context_h context;
 
 typedef struct thread_ctx {
-    int           t;
-    pthread_t     tid;
-    ucp_worker_h  worker;
-    ucp_ep_h      ep;
-    uint8_t      *sbuf, *rbuf;
-    int           failed;
-    char          why[256];
+    int          t;
+    pthread_t    tid;
+    ucp_worker_h worker;
+    ucp_ep_h     ep;
+    uint8_t     *sbuf, *rbuf;
+    int          failed;
+    char         why[256];
 } thread_ctx_t;
 
 static double now(void)
@@ -70,8 +70,7 @@ static void tfail(thread_ctx_t *c, const char *fmt, ...)
     vsnprintf(c->why, sizeof(c->why), fmt, ap);
     va_end(ap);
     c->failed = 1;
-    fprintf(stderr, "ucp_threads: rank %d thread %d: %s\n", rank, c->t,
-            c->why);
+    fprintf(stderr, "ucp_threads: rank %d thread %d: %s\n", rank, c->t, c->why);
 }
 
 /* message i of (r, t): its size and its bytes */
@@ -95,7 +94,7 @@ static ucp_tag_t msg_tag(int t, int i)
 /* wait for a request (NULL: done at once); its status */
 static ucs_status_t wait_req(thread_ctx_t *c, void *req)
 {
-    double end = now() + WAIT_SECONDS;
+    double       end = now() + WAIT_SECONDS;
     ucs_status_t status;
 
     if (req == NULL) {
@@ -122,7 +121,7 @@ static ucs_status_t wait_req(thread_ctx_t *c, void *req)
 /* write `len` bytes to DIR/NAME as a whole (a rename makes it appear) */
 static int put_file(const char *name, const void *data, size_t len)
 {
-    char path[4096], tmp[4200];
+    char  path[4096], tmp[4200];
     FILE *f;
 
     snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -143,10 +142,10 @@ static int put_file(const char *name, const void *data, size_t len)
 static void *get_file(const char *name, size_t *len)
 {
     double end = now() + WAIT_SECONDS;
-    char path[4096];
-    void *data;
-    long n;
-    FILE *f;
+    char   path[4096];
+    void  *data;
+    long   n;
+    FILE  *f;
 
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     while ((f = fopen(path, "rb")) == NULL) {
@@ -171,11 +170,11 @@ static void *get_file(const char *name, size_t *len)
 
 static int connect_peer(thread_ctx_t *c)
 {
-    ucp_address_t *addr, *peer;
+    ucp_address_t  *addr, *peer;
     ucp_ep_params_t ep_params;
-    size_t len, peer_len;
-    char name[64];
-    ucs_status_t status;
+    size_t          len, peer_len;
+    char            name[64];
+    ucs_status_t    status;
 
     status = ucp_worker_get_address(c->worker, &addr, &len);
     if (status != UCS_OK) {
@@ -198,7 +197,7 @@ static int connect_peer(thread_ctx_t *c)
     memset(&ep_params, 0, sizeof(ep_params));
     ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     ep_params.address    = peer;
-    status = ucp_ep_create(c->worker, &ep_params, &c->ep);
+    status               = ucp_ep_create(c->worker, &ep_params, &c->ep);
     free(peer);
     if (status != UCS_OK) {
         tfail(c, "ucp_ep_create: %s", ucs_status_string(status));
@@ -211,22 +210,21 @@ static int connect_peer(thread_ctx_t *c)
 static void exchange(thread_ctx_t *c, int i)
 {
     ucp_request_param_t param;
-    size_t len = msg_size(i), k;
-    ucs_status_t status;
-    void *rreq, *sreq;
+    size_t              len = msg_size(i), k;
+    ucs_status_t        status;
+    void               *rreq, *sreq;
 
     for (k = 0; k < len; ++k) {
         c->sbuf[k] = msg_byte(rank, c->t, i, k);
     }
     memset(c->rbuf, 0, len);
     memset(&param, 0, sizeof(param));
-    rreq = ucp_tag_recv_nbx(c->worker, c->rbuf, len, msg_tag(c->t, i),
-                            TAG_MASK, &param);
+    rreq = ucp_tag_recv_nbx(c->worker, c->rbuf, len, msg_tag(c->t, i), TAG_MASK,
+                            &param);
     sreq = ucp_tag_send_nbx(c->ep, c->sbuf, len, msg_tag(c->t, i), &param);
     status = wait_req(c, sreq);
     if (status != UCS_OK) {
-        tfail(c, "send %d of %zu bytes: %s", i, len,
-              ucs_status_string(status));
+        tfail(c, "send %d of %zu bytes: %s", i, len, ucs_status_string(status));
     }
     status = wait_req(c, rreq);
     if (status != UCS_OK) {
@@ -236,9 +234,10 @@ static void exchange(thread_ctx_t *c, int i)
     }
     for (k = 0; k < len; ++k) {
         if (c->rbuf[k] != msg_byte(1 - rank, c->t, i, k)) {
-            tfail(c, "message %d of %zu bytes: byte %zu is 0x%02x, not "
-                  "0x%02x", i, len, k, c->rbuf[k],
-                  msg_byte(1 - rank, c->t, i, k));
+            tfail(c,
+                  "message %d of %zu bytes: byte %zu is 0x%02x, not "
+                  "0x%02x",
+                  i, len, k, c->rbuf[k], msg_byte(1 - rank, c->t, i, k));
             return;
         }
     }
@@ -246,16 +245,16 @@ static void exchange(thread_ctx_t *c, int i)
 
 static void *thread_main(void *arg)
 {
-    thread_ctx_t *c = arg;
+    thread_ctx_t       *c = arg;
     ucp_worker_params_t wp;
     ucp_request_param_t param;
-    ucs_status_t status;
-    int i;
+    ucs_status_t        status;
+    int                 i;
 
     memset(&wp, 0, sizeof(wp));
     wp.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wp.thread_mode = UCS_THREAD_MODE_SINGLE; /* its thread's alone */
-    status = ucp_worker_create(context, &wp, &c->worker);
+    status         = ucp_worker_create(context, &wp, &c->worker);
     if (status != UCS_OK) {
         tfail(c, "ucp_worker_create: %s", ucs_status_string(status));
         return NULL;
@@ -285,8 +284,8 @@ int main(int argc, char **argv)
     thread_ctx_t ctx[MAX_THREADS];
     ucp_params_t params;
     ucs_status_t status;
-    int t, failed = 0;
-    const char *why = "";
+    int          t, failed = 0;
+    const char  *why = "";
 
     if (argc < 3) {
         fprintf(stderr, "usage: %s DIR RANK [THREADS [MESSAGES]]\n", argv[0]);
@@ -301,17 +300,17 @@ int main(int argc, char **argv)
         nmsgs = atoi(argv[4]);
     }
     if ((nthreads < 1) || (nthreads > MAX_THREADS) || (nmsgs < 1)) {
-        fprintf(stderr, "%s: 1 .. %d threads, at least one message\n",
-                argv[0], MAX_THREADS);
+        fprintf(stderr, "%s: 1 .. %d threads, at least one message\n", argv[0],
+                MAX_THREADS);
         return 2;
     }
 
     memset(&params, 0, sizeof(params));
-    params.field_mask        = UCP_PARAM_FIELD_FEATURES |
-                               UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+    params.field_mask = UCP_PARAM_FIELD_FEATURES |
+                        UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features          = UCP_FEATURE_TAG;
     params.mt_workers_shared = 1;
-    status = ucp_init(&params, NULL, &context);
+    status                   = ucp_init(&params, NULL, &context);
     if (status != UCS_OK) {
         printf("ucp_threads: rank %d: FAIL (ucp_init: %s)\n", rank,
                ucs_status_string(status));
@@ -338,6 +337,7 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("ucp_threads: rank %d: PASS (%d threads, %d messages each way "
-           "each)\n", rank, nthreads, nmsgs);
+           "each)\n",
+           rank, nthreads, nmsgs);
     return 0;
 }

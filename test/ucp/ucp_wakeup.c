@@ -23,9 +23,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define WAKEUP_TAG        0x77ull
-#define WAKEUP_WAIT_MS    20000   /* one message never takes this long */
-#define WAKEUP_MAX_LOOPS  16.0    /* per iteration, on average */
+#define WAKEUP_TAG       0x77ull
+#define WAKEUP_WAIT_MS   20000 /* one message never takes this long */
+#define WAKEUP_MAX_LOOPS 16.0  /* per iteration, on average */
 
 typedef struct {
     ucp_context_h ctx;
@@ -55,23 +55,23 @@ static void die(peer_t *p, const char *fmt, ...)
 
 static void send_cb(void *req, ucs_status_t status, void *arg)
 {
-    ((req_t*)arg)->done   = 1;
-    ((req_t*)arg)->status = status;
+    ((req_t *)arg)->done   = 1;
+    ((req_t *)arg)->status = status;
 }
 
 static void recv_cb(void *req, ucs_status_t status,
                     const ucp_tag_recv_info_t *info, void *arg)
 {
-    ((req_t*)arg)->done   = 1;
-    ((req_t*)arg)->status = status;
+    ((req_t *)arg)->done   = 1;
+    ((req_t *)arg)->status = status;
 }
 
 /* progress; when nothing happened, arm and sleep until the fd fires */
 static void wait_for(peer_t *p, req_t *r, const char *what)
 {
     struct pollfd pfd = {p->efd, POLLIN, 0};
-    ucs_status_t status;
-    int n;
+    ucs_status_t  status;
+    int           n;
 
     while (!r->done) {
         ++p->loops;
@@ -112,12 +112,11 @@ static void finish(peer_t *p, void *req, req_t *r, const char *what)
 
 static void send_u64(peer_t *p, const uint64_t *v)
 {
-    req_t r = {0};
-    ucp_request_param_t prm = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.send      = send_cb,
-        .user_data    = &r
-    };
+    req_t               r   = {0};
+    ucp_request_param_t prm = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                               UCP_OP_ATTR_FIELD_USER_DATA,
+                               .cb.send   = send_cb,
+                               .user_data = &r};
 
     finish(p, ucp_tag_send_nbx(p->ep, v, sizeof(*v), WAKEUP_TAG, &prm), &r,
            "send");
@@ -125,25 +124,25 @@ static void send_u64(peer_t *p, const uint64_t *v)
 
 static void recv_u64(peer_t *p, uint64_t *v)
 {
-    req_t r = {0};
-    ucp_request_param_t prm = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-        .cb.recv      = recv_cb,
-        .user_data    = &r
-    };
+    req_t               r   = {0};
+    ucp_request_param_t prm = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                               UCP_OP_ATTR_FIELD_USER_DATA,
+                               .cb.recv   = recv_cb,
+                               .user_data = &r};
 
-    finish(p, ucp_tag_recv_nbx(p->worker, v, sizeof(*v), WAKEUP_TAG, ~0ull,
-                               &prm), &r, "receive");
+    finish(p,
+           ucp_tag_recv_nbx(p->worker, v, sizeof(*v), WAKEUP_TAG, ~0ull, &prm),
+           &r, "receive");
 }
 
 static void xfer(int fd, void *buf, size_t len, int out)
 {
-    size_t done = 0;
+    size_t  done = 0;
     ssize_t n;
 
     while (done < len) {
-        n = out ? write(fd, (char*)buf + done, len - done) :
-                  read(fd, (char*)buf + done, len - done);
+        n = out ? write(fd, (char *)buf + done, len - done) :
+                  read(fd, (char *)buf + done, len - done);
         if (n <= 0) {
             fprintf(stderr, "ucp_wakeup: address exchange: %s\n",
                     (n == 0) ? "peer closed" : strerror(errno));
@@ -155,20 +154,17 @@ static void xfer(int fd, void *buf, size_t len, int out)
 
 static void setup(peer_t *p, int sock)
 {
-    ucp_params_t params = {
-        .field_mask = UCP_PARAM_FIELD_FEATURES,
-        .features   = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP
-    };
+    ucp_params_t        params  = {.field_mask = UCP_PARAM_FIELD_FEATURES,
+                                   .features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP};
     ucp_worker_params_t wparams = {
-        .field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE |
-                       UCP_WORKER_PARAM_FIELD_EVENTS,
-        .thread_mode = UCS_THREAD_MODE_SINGLE,
-        .events      = UCP_WAKEUP_TAG_SEND | UCP_WAKEUP_TAG_RECV
-    };
+            .field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE |
+                          UCP_WORKER_PARAM_FIELD_EVENTS,
+            .thread_mode = UCS_THREAD_MODE_SINGLE,
+            .events      = UCP_WAKEUP_TAG_SEND | UCP_WAKEUP_TAG_RECV};
     ucp_ep_params_t eparams;
-    ucp_address_t *addr, *peer;
-    size_t len, peer_len;
-    ucs_status_t status;
+    ucp_address_t  *addr, *peer;
+    size_t          len, peer_len;
+    ucs_status_t    status;
 
     if ((ucp_init(&params, NULL, &p->ctx) != UCS_OK) ||
         (ucp_worker_create(p->ctx, &wparams, &p->worker) != UCS_OK) ||
@@ -185,7 +181,7 @@ static void setup(peer_t *p, int sock)
 
     eparams.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     eparams.address    = peer;
-    status = ucp_ep_create(p->worker, &eparams, &p->ep);
+    status             = ucp_ep_create(p->worker, &eparams, &p->ep);
     free(peer);
     if (status != UCS_OK) {
         die(p, "ucp_ep_create: %s", ucs_status_string(status));
@@ -196,8 +192,8 @@ static void teardown(peer_t *p, int sock)
 {
     ucp_request_param_t prm = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                                .flags        = UCP_EP_CLOSE_FLAG_FORCE};
-    void *req;
-    char c = 0;
+    void               *req;
+    char                c = 0;
 
     /* both sides done before either closes */
     xfer(sock, &c, 1, 1);
@@ -216,9 +212,9 @@ static void teardown(peer_t *p, int sock)
 
 static int run(int rank, int sock, unsigned long iters)
 {
-    peer_t p = {.rank = rank};
+    peer_t   p = {.rank = rank};
     uint64_t i, v;
-    double per_iter;
+    double   per_iter;
 
     setup(&p, sock);
     for (i = 0; i < iters; ++i) {
@@ -242,8 +238,8 @@ static int run(int rank, int sock, unsigned long iters)
     }
     per_iter = (double)p.loops / iters;
     printf("ucp_wakeup: rank %d: %lu iterations, %lu loops (%.2f per "
-           "iteration), %lu sleeps, %lu wakeups\n", rank, iters, p.loops,
-           per_iter, p.sleeps, p.wakeups);
+           "iteration), %lu sleeps, %lu wakeups\n",
+           rank, iters, p.loops, per_iter, p.sleeps, p.wakeups);
     if (per_iter > WAKEUP_MAX_LOOPS) {
         die(&p, "%.2f loops per iteration: events fire for nothing (spin)",
             per_iter);
@@ -259,8 +255,8 @@ static int run(int rank, int sock, unsigned long iters)
 int main(int argc, char **argv)
 {
     unsigned long iters = (argc > 1) ? strtoul(argv[1], NULL, 0) : 10000;
-    int sv[2], ret, status;
-    pid_t child;
+    int           sv[2], ret, status;
+    pid_t         child;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {

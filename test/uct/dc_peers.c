@@ -58,14 +58,14 @@ static void note(const char *fmt, ...)
 
 typedef struct {
     char     policy[32];
-    unsigned dci_resets;      /* DCIs back from ERR, over all */
-    unsigned stream_resets;   /* streams reset, over all */
+    unsigned dci_resets;    /* DCIs back from ERR, over all */
+    unsigned stream_resets; /* streams reset, over all */
     int      consistent;
 } pool_view_t;
 
 static void pool_view(peers_hub_t *h, pool_view_t *v, char *text, size_t len)
 {
-    char *line, *save = NULL;
+    char    *line, *save = NULL;
     unsigned n;
 
     memset(v, 0, sizeof(*v));
@@ -79,8 +79,8 @@ static void pool_view(peers_hub_t *h, pool_view_t *v, char *text, size_t len)
             (sscanf(strstr(line, "resets") ?: "", "resets %u", &n) == 1)) {
             v->dci_resets += n;
         } else if (!strncmp(line, "  stream ", 9) &&
-                   (sscanf(strstr(line, "resets") ?: "", "resets %u",
-                           &n) == 1)) {
+                   (sscanf(strstr(line, "resets") ?: "", "resets %u", &n) ==
+                    1)) {
             v->stream_resets += n;
         } else if (!strcmp(line, "consistent yes")) {
             v->consistent = 1;
@@ -103,15 +103,16 @@ static void show_pool(peers_hub_t *h)
 /* the leases of every stream that was ever reset (line order) */
 static unsigned reset_stream_leases(peers_hub_t *h)
 {
-    char text[65536], *line, *save = NULL;
-    unsigned resets, leases, sum = 0;
+    char     text[65536], *line, *save = NULL;
+    unsigned resets, leases, sum       = 0;
 
     peers_vfs_read(&h->uct, "dci_pool", text, sizeof(text));
     for (line = strtok_r(text, "\n", &save); line != NULL;
          line = strtok_r(NULL, "\n", &save)) {
         if (!strncmp(line, "  stream ", 9) && strstr(line, "resets") &&
             (sscanf(strstr(line, "resets"), "resets %u leases %u", &resets,
-                    &leases) == 2) && (resets > 0)) {
+                    &leases) == 2) &&
+            (resets > 0)) {
             sum += leases;
         }
     }
@@ -125,7 +126,7 @@ static unsigned reset_stream_leases(peers_hub_t *h)
 static void check_failures(peers_hub_t *h, ucs_status_t expect,
                            unsigned expected, const char *what)
 {
-    unsigned i, right = 0, wrong = 0;
+    unsigned        i, right = 0, wrong = 0;
     peers_hub_ep_t *e;
 
     for (i = 0; i < h->num_eps; ++i) {
@@ -138,15 +139,15 @@ static void check_failures(peers_hub_t *h, ucs_status_t expect,
     }
     tap((right == expected) && (wrong == 0) && (h->errors == expected),
         "%s: the endpoints it concerns (%u) failed with %s, no other "
-        "(%u did, %u others, %u error callbacks)", what, expected,
-        ucs_status_string(expect), right, wrong, h->errors);
+        "(%u did, %u others, %u error callbacks)",
+        what, expected, ucs_status_string(expect), right, wrong, h->errors);
 }
 
 static double env_seconds(const char *name, double dflt)
 {
     const char *v = getenv(name);
-    char *end;
-    double x;
+    char       *end;
+    double      x;
 
     if (v == NULL) {
         return dflt;
@@ -163,7 +164,7 @@ static double env_seconds(const char *name, double dflt)
 /* the largest time between two failures of eps to one dead peer */
 static double peers_fail_spread(peers_hub_t *h)
 {
-    double first, last, spread = 0;
+    double   first, last, spread = 0;
     unsigned p, i;
 
     for (p = 0; p < h->num_peers; ++p) {
@@ -184,10 +185,10 @@ static double peers_fail_spread(peers_hub_t *h)
 
 static void check_latency(peers_hub_t *h, const char *what, double pause)
 {
-    double timeout = env_seconds("UCX_DC_STRAND_TIMEOUT", 1.0);
-    double tries   = atoi(getenv("UCX_DC_STRAND_RETRY_COUNT") ?: "7") + 1;
-    double slack   = getenv("STRAND_UNDER_VALGRIND") ? 20 : 2;
-    double worst = 0, bound, spread;
+    double   timeout = env_seconds("UCX_DC_STRAND_TIMEOUT", 1.0);
+    double   tries   = atoi(getenv("UCX_DC_STRAND_RETRY_COUNT") ?: "7") + 1;
+    double   slack   = getenv("STRAND_UNDER_VALGRIND") ? 20 : 2;
+    double   worst   = 0, bound, spread;
     unsigned i;
 
     for (i = 0; i < h->num_eps; ++i) {
@@ -200,7 +201,8 @@ static void check_latency(peers_hub_t *h, const char *what, double pause)
         for (i = 0; i < h->num_eps; ++i) {
             if (!h->alive[h->eps[i].peer] && h->eps[i].failed) {
                 note("ep %u (peer %u slot %u): failed %.3f s after the kill, "
-                     "%u ops %u ams", i, h->eps[i].peer, h->eps[i].slot,
+                     "%u ops %u ams",
+                     i, h->eps[i].peer, h->eps[i].slot,
                      h->eps[i].fail_time - h->kill_time, h->eps[i].ops,
                      h->eps[i].ams);
             }
@@ -208,23 +210,27 @@ static void check_latency(peers_hub_t *h, const char *what, double pause)
     }
     /* the device rounds the timeout up to 4.096 us * 2^n: at most 2x */
     bound = 2 * timeout * tries + slack + pause;
-    tap(worst <= bound, "%s: every failure reported %.2f s after the kill "
+    tap(worst <= bound,
+        "%s: every failure reported %.2f s after the kill "
         "at most (bound %.2f s: timeout %.3f s x %.0f tries, rounded up, "
-        "plus scheduling%s)", what, worst, bound, timeout, tries,
+        "plus scheduling%s)",
+        what, worst, bound, timeout, tries,
         (pause > 0) ? ", plus the hub's pause" : "");
     /* a destination that is gone fails all eps to it at once, not each
      * after its own timeout in turn behind the others */
     spread = peers_fail_spread(h);
     bound  = timeout * tries + (getenv("STRAND_UNDER_VALGRIND") ? 20 : 0);
-    tap(spread < bound, "%s: the endpoints of one dead peer fail together "
+    tap(spread < bound,
+        "%s: the endpoints of one dead peer fail together "
         "(%.2f s between the first and the last, less than one timeout "
-        "%.2f s not rounded up)", what, spread, bound);
+        "%.2f s not rounded up)",
+        what, spread, bound);
 }
 
 static void check_peers(peers_hub_t *h, const char *what)
 {
     unsigned alive = 0, passed, i, healthy = 0;
-    char why[PEERS_WHY_LEN + 32];
+    char     why[PEERS_WHY_LEN + 32];
 
     for (i = 0; i < h->num_peers; ++i) {
         alive += h->alive[i];
@@ -236,9 +242,9 @@ static void check_peers(peers_hub_t *h, const char *what)
     tap((passed == alive) && !h->failed,
         "%s: %u healthy endpoints: every active message delivered once and "
         "in order, the last PUT and the atomic count exact at %u of %u "
-        "peers, every fetched value right%s%s", what, healthy, passed,
-        alive, h->failed ? ": hub: " : (why[0] ? ": " : ""),
-        h->failed ? h->why : why);
+        "peers, every fetched value right%s%s",
+        what, healthy, passed, alive,
+        h->failed ? ": hub: " : (why[0] ? ": " : ""), h->failed ? h->why : why);
 }
 
 /* ------------------------------------------------------------ scenarios */
@@ -260,13 +266,15 @@ static double time_limit(void)
 
 static int scenario_bad_rkey(void)
 {
-    peers_run_t run = {.first_ep = 0, .num_eps = 16, .ops = 2000,
+    peers_run_t run = {.first_ep   = 0,
+                       .num_eps    = 16,
+                       .ops        = 2000,
                        .time_limit = time_limit()};
-    char text[65536];
-    unsigned leases;
+    char        text[65536];
+    unsigned    leases;
     pool_view_t v;
     peers_hub_t h;
-    int streams;
+    int         streams;
 
     setenv("UCX_DC_STRAND_NUM_DCI", "1", 0);
     if (start(&h, 1, 16) != 0) {
@@ -281,8 +289,8 @@ static int scenario_bad_rkey(void)
     if (streams) {
         tap((v.stream_resets >= 1) && (v.dci_resets == 0),
             "bad rkey: the errored stream was reset, its DCI stayed up "
-            "(%u stream resets, %u DCI resets)", v.stream_resets,
-            v.dci_resets);
+            "(%u stream resets, %u DCI resets)",
+            v.stream_resets, v.dci_resets);
     }
     /* 16 new endpoints: the reset stream serves them */
     leases = reset_stream_leases(&h);
@@ -294,16 +302,17 @@ static int scenario_bad_rkey(void)
     run.first_ep = 16;
     peers_hub_run(&h, &run);
     if (streams) {
-        if (!tap(reset_stream_leases(&h) > leases, "bad rkey: the reset "
-                 "stream serves new endpoints (leases %u -> %u)", leases,
-                 reset_stream_leases(&h))) {
+        if (!tap(reset_stream_leases(&h) > leases,
+                 "bad rkey: the reset "
+                 "stream serves new endpoints (leases %u -> %u)",
+                 leases, reset_stream_leases(&h))) {
             show_pool(&h);
         }
     }
     check_peers(&h, "bad rkey");
     pool_view(&h, &v, text, sizeof(text));
     if (!tap(v.consistent, "bad rkey: the DCI pool is consistent "
-             "afterwards")) {
+                           "afterwards")) {
         show_pool(&h);
     }
     peers_hub_stop(&h);
@@ -314,19 +323,21 @@ static int scenario_bad_rkey(void)
 /* Returns 1 when a DCI reset was expected and did not come, and this was
  * not the last try (the caller runs the scenario again). */
 static int scenario_kill(const char *what, const unsigned *kill,
-                         unsigned num_kill, int expect_dci_reset,
-                         int last_try)
+                         unsigned num_kill, int expect_dci_reset, int last_try)
 {
-    int again = 0;
-    double pause = expect_dci_reset ? 1.5 : 0;
-    peers_run_t run = {.first_ep = 0, .num_eps = 64, .ops = 2000,
-                       .kill_at = 0.3, .num_kill = num_kill,
-                       .pause_after_kill = pause,
-                       .time_limit = time_limit()};
-    char text[65536];
+    int         again = 0;
+    double      pause = expect_dci_reset ? 1.5 : 0;
+    peers_run_t run   = {.first_ep         = 0,
+                         .num_eps          = 64,
+                         .ops              = 2000,
+                         .kill_at          = 0.3,
+                         .num_kill         = num_kill,
+                         .pause_after_kill = pause,
+                         .time_limit       = time_limit()};
+    char        text[65536];
     pool_view_t v;
     peers_hub_t h;
-    unsigned i;
+    unsigned    i;
 
     setenv("UCX_DC_STRAND_NUM_DCI", "2", 0);
     setenv("UCX_DC_STRAND_TIMEOUT", "100ms", 0);
@@ -363,16 +374,18 @@ static int scenario_kill(const char *what, const unsigned *kill,
          * peer's work when it dies is the scheduler's): every other
          * check of this run stands, the DCI reset is asked of the next */
         note("%s: no DCI reset this run (the streams failed one at a "
-             "time): the scenario runs again", what);
+             "time): the scenario runs again",
+             what);
         again = 1;
     } else if (expect_dci_reset) {
-        tap(v.dci_resets >= 1, "%s: a DCI went to error and came back "
-            "(%u DCI resets)", what, v.dci_resets);
+        tap(v.dci_resets >= 1,
+            "%s: a DCI went to error and came back "
+            "(%u DCI resets)",
+            what, v.dci_resets);
     }
     check_peers(&h, what);
     pool_view(&h, &v, text, sizeof(text));
-    if (!tap(v.consistent, "%s: the DCI pool is consistent afterwards",
-             what)) {
+    if (!tap(v.consistent, "%s: the DCI pool is consistent afterwards", what)) {
         show_pool(&h);
     }
     peers_hub_stop(&h);
@@ -382,8 +395,8 @@ static int scenario_kill(const char *what, const unsigned *kill,
 int main(int argc, char **argv)
 {
     static const unsigned one[] = {3}, four[] = {1, 2, 3, 4}, other[] = {4};
-    const char *s = (argc > 1) ? argv[1] : "";
-    int i;
+    const char           *s = (argc > 1) ? argv[1] : "";
+    int                   i;
 
     if (!strcmp(s, "bad_rkey")) {
         scenario_bad_rkey();
@@ -401,20 +414,21 @@ int main(int argc, char **argv)
          * settles its flushed WQEs: their WQEs must forget them (they
          * crashed the hub and lost healthy eps' messages). */
         setenv("UCX_DC_STRAND_NUM_DCI", "1", 0);
-        for (i = 0; (i < 3) &&
-                    scenario_kill("four peers killed, DCIs in error at 2 "
-                                  "errored streams", four, 4, 1, i == 2);
+        for (i = 0;
+             (i < 3) && scenario_kill("four peers killed, DCIs in error at 2 "
+                                      "errored streams",
+                                      four, 4, 1, i == 2);
              ++i) {
         }
     } else if (!strcmp(s, "dci_err1")) {
         setenv("UCX_DC_STRAND_TX_POLICY", "streams", 1);
         setenv("UCX_DC_STRAND_DCI_STREAMS_ERRORED", "1", 1);
         setenv("UCX_DC_STRAND_DCI_STREAMS", "1", 1);
-        scenario_kill("peer killed, DCIs in error at their first error",
-                      other, 1, 1, 1);
+        scenario_kill("peer killed, DCIs in error at their first error", other,
+                      1, 1, 1);
     } else {
         fprintf(stderr, "usage: dc_peers bad_rkey|peer_kill|dci_err|"
-                "dci_err1\n");
+                        "dci_err1\n");
         return 2;
     }
     return all_ok ? 0 : 1;

@@ -23,18 +23,18 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define PEERS_MAX          64
-#define PEERS_SLOTS        1024   /* hub endpoints a peer can check */
-#define PEERS_AM_DATA      1
-#define PEERS_AM_FIN       2
-#define PEERS_ADDR_MAX     128
-#define PEERS_WHY_LEN      256
+#define PEERS_MAX      64
+#define PEERS_SLOTS    1024 /* hub endpoints a peer can check */
+#define PEERS_AM_DATA  1
+#define PEERS_AM_FIN   2
+#define PEERS_ADDR_MAX 128
+#define PEERS_WHY_LEN  256
 
 /* A hub endpoint's part of a peer's registered memory. */
 typedef struct peers_slot {
-    uint64_t put_seq;      /* the last PUT: its sequence number ... */
-    uint64_t put_check;    /* ... and its complement (a torn PUT shows) */
-    uint64_t atomic;       /* fetch-and-add(1) target */
+    uint64_t put_seq;   /* the last PUT: its sequence number ... */
+    uint64_t put_check; /* ... and its complement (a torn PUT shows) */
+    uint64_t atomic;    /* fetch-and-add(1) target */
     uint8_t  pad[40];
 } peers_slot_t;
 
@@ -45,7 +45,7 @@ typedef struct peers_hello {
     uint8_t  dev_addr[PEERS_ADDR_MAX];
     uint8_t  iface_addr[PEERS_ADDR_MAX];
     uint8_t  rkey[PEERS_ADDR_MAX];
-    uint64_t slots;        /* address of its PEERS_SLOTS slots */
+    uint64_t slots; /* address of its PEERS_SLOTS slots */
 } peers_hello_t;
 
 /* hub -> peer at the end: how many FIN messages it must have received */
@@ -57,14 +57,14 @@ typedef struct peers_finish {
 typedef struct peers_verdict {
     int32_t  ok;
     uint32_t fins;
-    uint64_t ams;          /* data messages received */
+    uint64_t ams; /* data messages received */
     char     why[PEERS_WHY_LEN];
 } peers_verdict_t;
 
 /* an AM_DATA message: header word, then `len` pattern bytes */
-#define PEERS_HDR(_slot, _seq)  (((uint64_t)(_slot) << 32) | (uint32_t)(_seq))
-#define PEERS_HDR_SLOT(_hdr)    ((uint32_t)((_hdr) >> 32))
-#define PEERS_HDR_SEQ(_hdr)     ((uint32_t)(_hdr))
+#define PEERS_HDR(_slot, _seq) (((uint64_t)(_slot) << 32) | (uint32_t)(_seq))
+#define PEERS_HDR_SLOT(_hdr)   ((uint32_t)((_hdr) >> 32))
+#define PEERS_HDR_SEQ(_hdr)    ((uint32_t)(_hdr))
 
 static inline uint8_t peers_pattern(uint32_t slot, uint32_t seq, size_t i)
 {
@@ -93,11 +93,11 @@ typedef struct peers_uct {
     uct_worker_h         worker;
     uct_iface_h          iface;
     uct_iface_attr_t     attr;
-    int                  event_fd;   /* -1: none */
+    int                  event_fd; /* -1: none */
 } peers_uct_t;
 
-ucs_status_t peers_uct_open(peers_uct_t *u, uct_error_handler_t err_cb,
-                            void *err_arg);
+ucs_status_t
+     peers_uct_open(peers_uct_t *u, uct_error_handler_t err_cb, void *err_arg);
 void peers_uct_close(peers_uct_t *u);
 /* a file of the iface's VFS directory (the transport's own view), "" if
  * there is none */

@@ -33,9 +33,9 @@ int peers_hub_ep_healthy(const peers_hub_t *h, const peers_hub_ep_t *e)
 
 static ucs_status_t peers_hub_err(void *arg, uct_ep_h ep, ucs_status_t status)
 {
-    peers_hub_t *h = arg;
+    peers_hub_t    *h = arg;
     peers_hub_ep_t *e;
-    unsigned i;
+    unsigned        i;
 
     h->errors++;
     for (i = 0; i < h->num_eps; ++i) {
@@ -60,9 +60,9 @@ static ucs_status_t peers_hub_err(void *arg, uct_ep_h ep, ucs_status_t status)
 
 int peers_hub_start(peers_hub_t *h, unsigned num_peers)
 {
-    int sv[2], rc;
+    int      sv[2], rc;
     unsigned i, j;
-    pid_t pid;
+    pid_t    pid;
 
     memset(h, 0, sizeof(*h));
     signal(SIGPIPE, SIG_IGN);
@@ -95,8 +95,8 @@ int peers_hub_start(peers_hub_t *h, unsigned num_peers)
     }
     for (i = 0; i < num_peers; ++i) {
         if ((peers_recv(h->fd[i], &h->hello[i], sizeof(h->hello[i])) != 0) ||
-            (uct_rkey_unpack(h->uct.component, h->hello[i].rkey,
-                             &h->rkey[i]) != UCS_OK)) {
+            (uct_rkey_unpack(h->uct.component, h->hello[i].rkey, &h->rkey[i]) !=
+             UCS_OK)) {
             fprintf(stderr, "dc_peers: peer %u did not start\n", i);
             return -1;
         }
@@ -107,10 +107,10 @@ int peers_hub_start(peers_hub_t *h, unsigned num_peers)
 int peers_hub_connect(peers_hub_t *h, unsigned eps_per_peer,
                       uint32_t first_slot)
 {
-    unsigned n = h->num_eps + eps_per_peer * h->num_peers;
+    unsigned        n = h->num_eps + eps_per_peer * h->num_peers;
     uct_ep_params_t params;
     peers_hub_ep_t *e;
-    unsigned p, k;
+    unsigned        p, k;
 
     if (n > h->max_eps) {
         e = realloc(h->eps, n * sizeof(*e));
@@ -127,15 +127,15 @@ int peers_hub_connect(peers_hub_t *h, unsigned eps_per_peer,
             }
             e = &h->eps[h->num_eps];
             memset(e, 0, sizeof(*e));
-            e->peer   = p;
-            e->slot   = first_slot + k;
-            e->bad_op = -1;
+            e->peer           = p;
+            e->slot           = first_slot + k;
+            e->bad_op         = -1;
             params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
                                 UCT_EP_PARAM_FIELD_DEV_ADDR |
                                 UCT_EP_PARAM_FIELD_IFACE_ADDR;
             params.iface      = h->uct.iface;
-            params.dev_addr   = (uct_device_addr_t*)h->hello[p].dev_addr;
-            params.iface_addr = (uct_iface_addr_t*)h->hello[p].iface_addr;
+            params.dev_addr   = (uct_device_addr_t *)h->hello[p].dev_addr;
+            params.iface_addr = (uct_iface_addr_t *)h->hello[p].iface_addr;
             if ((e->slot >= PEERS_SLOTS) ||
                 (uct_ep_create(&params, &e->ep) != UCS_OK)) {
                 return -1;
@@ -159,9 +159,10 @@ static void peers_hub_atomic_done(uct_completion_t *self)
         return; /* its ep failed: checked there */
     }
     if (a->result != e->at_expect) {
-        fprintf(stderr, "dc_peers: endpoint to peer %u slot %u: atomic %lu "
-                "fetched %lu (one ran twice, or not at all)\n", e->peer,
-                e->slot, (unsigned long)e->at_expect,
+        fprintf(stderr,
+                "dc_peers: endpoint to peer %u slot %u: atomic %lu "
+                "fetched %lu (one ran twice, or not at all)\n",
+                e->peer, e->slot, (unsigned long)e->at_expect,
                 (unsigned long)a->result);
         e->at_expect = UINT64_MAX; /* marks the failure for the hub */
         return;
@@ -176,9 +177,9 @@ typedef struct {
 static size_t peers_pack_data(void *dest, void *arg)
 {
     const peers_pack_arg_t *a = arg;
-    size_t i, len = peers_am_len(a->seq, 1);
-    uint64_t hdr  = PEERS_HDR(a->slot, a->seq);
-    uint8_t *p    = (uint8_t*)dest + sizeof(hdr);
+    size_t                  i, len = peers_am_len(a->seq, 1);
+    uint64_t                hdr = PEERS_HDR(a->slot, a->seq);
+    uint8_t                *p   = (uint8_t *)dest + sizeof(hdr);
 
     memcpy(dest, &hdr, sizeof(hdr));
     for (i = 0; i < len; ++i) {
@@ -187,24 +188,24 @@ static size_t peers_pack_data(void *dest, void *arg)
     return sizeof(hdr) + len;
 }
 
-static uint64_t peers_hub_slot_addr(peers_hub_t *h, peers_hub_ep_t *e,
-                                    size_t offset)
+static uint64_t
+peers_hub_slot_addr(peers_hub_t *h, peers_hub_ep_t *e, size_t offset)
 {
     return h->hello[e->peer].slots + e->slot * sizeof(peers_slot_t) + offset;
 }
 
 ucs_status_t peers_hub_am_short(peers_hub_ep_t *e)
 {
-    uint8_t payload[32];
+    uint8_t      payload[32];
     ucs_status_t status;
-    size_t i, n;
+    size_t       i, n;
 
     n = peers_am_len(e->ams, 0);
     for (i = 0; i < n; ++i) {
         payload[i] = peers_pattern(e->slot, e->ams, i);
     }
-    status = uct_ep_am_short(e->ep, PEERS_AM_DATA,
-                             PEERS_HDR(e->slot, e->ams), payload, n);
+    status = uct_ep_am_short(e->ep, PEERS_AM_DATA, PEERS_HDR(e->slot, e->ams),
+                             payload, n);
     e->ams += (status == UCS_OK);
     return status;
 }
@@ -212,12 +213,12 @@ ucs_status_t peers_hub_am_short(peers_hub_ep_t *e)
 /* The next operation of e: 1 posted, 0 no resources now, -1 refused. */
 static int peers_hub_post(peers_hub_t *h, peers_hub_ep_t *e)
 {
-    uct_rkey_t rkey = h->rkey[e->peer].rkey;
+    uct_rkey_t       rkey = h->rkey[e->peer].rkey;
     peers_pack_arg_t pack;
-    uint64_t put[2];
-    peers_atomic_t *a;
-    ucs_status_t status;
-    ssize_t len;
+    uint64_t         put[2];
+    peers_atomic_t  *a;
+    ucs_status_t     status;
+    ssize_t          len;
 
     switch (e->ops % 4) {
     case 0:
@@ -240,10 +241,9 @@ static int peers_hub_post(peers_hub_t *h, peers_hub_ep_t *e)
     case 2:
         pack.slot = e->slot;
         pack.seq  = e->ams;
-        len       = uct_ep_am_bcopy(e->ep, PEERS_AM_DATA, peers_pack_data,
-                                    &pack, 0);
-        status    = (len < 0) ? (ucs_status_t)len : UCS_OK;
-        e->ams   += (status == UCS_OK);
+        len = uct_ep_am_bcopy(e->ep, PEERS_AM_DATA, peers_pack_data, &pack, 0);
+        status = (len < 0) ? (ucs_status_t)len : UCS_OK;
+        e->ams += (status == UCS_OK);
         break;
     default:
         a = &e->at[e->at_posted % PEERS_AT_WINDOW];
@@ -254,8 +254,7 @@ static int peers_hub_post(peers_hub_t *h, peers_hub_ep_t *e)
         a->comp.func   = peers_hub_atomic_done;
         a->comp.count  = 1;
         a->comp.status = UCS_OK;
-        status = uct_ep_atomic64_fetch(e->ep, UCT_ATOMIC_OP_ADD, 1,
-                                       &a->result,
+        status = uct_ep_atomic64_fetch(e->ep, UCT_ATOMIC_OP_ADD, 1, &a->result,
                                        peers_hub_slot_addr(h, e, 16), rkey,
                                        &a->comp);
         if ((status == UCS_OK) || (status == UCS_INPROGRESS)) {
@@ -281,8 +280,8 @@ static int peers_hub_post(peers_hub_t *h, peers_hub_ep_t *e)
 }
 
 /* whether e needs nothing more from the run */
-static int peers_hub_ep_done(peers_hub_t *h, const peers_run_t *r,
-                             peers_hub_ep_t *e)
+static int
+peers_hub_ep_done(peers_hub_t *h, const peers_run_t *r, peers_hub_ep_t *e)
 {
     if (e->failed || (e->ep == NULL)) {
         return e->at_done == e->at_posted;
@@ -298,14 +297,14 @@ void peers_hub_kill_peer(peers_hub_t *h, unsigned p)
     kill(h->pid[p], SIGKILL);
     waitpid(h->pid[p], NULL, 0);
     close(h->fd[p]);
-    h->alive[p] = 0;
+    h->alive[p]  = 0;
     h->kill_time = peers_now();
 }
 
 static void peers_hub_kill(peers_hub_t *h, const peers_run_t *r)
 {
     peers_hub_ep_t *e;
-    unsigned i;
+    unsigned        i;
 
     for (i = 0; i < r->num_kill; ++i) {
         peers_hub_kill_peer(h, r->kill[i]);
@@ -330,18 +329,18 @@ static void peers_hub_kill(peers_hub_t *h, const peers_run_t *r)
  * what the transport says of its queues */
 static void peers_hub_dump_stuck(peers_hub_t *h, const peers_run_t *r)
 {
-    unsigned i, shown = 0;
+    unsigned        i, shown = 0;
     peers_hub_ep_t *e;
 
-    for (i = r->first_ep; (i < r->first_ep + r->num_eps) && (shown < 6);
-         ++i) {
+    for (i = r->first_ep; (i < r->first_ep + r->num_eps) && (shown < 6); ++i) {
         e = &h->eps[i];
         if (peers_hub_ep_done(h, r, e)) {
             continue;
         }
-        fprintf(stderr, "hub: not done: ep %u (peer %u%s) ops %u of %u, "
-                "atomics %u of %u done, failed %d stopped %d: %s\n", i,
-                e->peer, h->alive[e->peer] ? "" : ", dead", e->ops, r->ops,
+        fprintf(stderr,
+                "hub: not done: ep %u (peer %u%s) ops %u of %u, "
+                "atomics %u of %u done, failed %d stopped %d: %s\n",
+                i, e->peer, h->alive[e->peer] ? "" : ", dead", e->ops, r->ops,
                 e->at_done, e->at_posted, e->failed, e->stopped,
                 ucs_status_string(e->status));
         ++shown;
@@ -350,10 +349,10 @@ static void peers_hub_dump_stuck(peers_hub_t *h, const peers_run_t *r)
 
 int peers_hub_run(peers_hub_t *h, const peers_run_t *r)
 {
-    double deadline = peers_now() + r->time_limit;
-    unsigned i, end = r->first_ep + r->num_eps, not_done = 0;
-    uint64_t posted = 0, total = 0;
-    int killed = (r->num_kill == 0);
+    double          deadline = peers_now() + r->time_limit;
+    unsigned        i, end = r->first_ep + r->num_eps, not_done = 0;
+    uint64_t        posted = 0, total = 0;
+    int             killed = (r->num_kill == 0);
     peers_hub_ep_t *e;
 
     for (i = r->first_ep; i < end; ++i) {
@@ -364,8 +363,10 @@ int peers_hub_run(peers_hub_t *h, const peers_run_t *r)
         for (i = r->first_ep, not_done = 0; i < end; ++i) {
             e = &h->eps[i];
             if (e->at_expect == UINT64_MAX) {
-                peers_hub_fail(h, "endpoint to peer %u slot %u: an atomic "
-                               "fetched a wrong value", e->peer, e->slot);
+                peers_hub_fail(h,
+                               "endpoint to peer %u slot %u: an atomic "
+                               "fetched a wrong value",
+                               e->peer, e->slot);
             }
             if (e->failed && (e->ep != NULL)) {
                 /* as UCP does: a failed endpoint goes (its operations
@@ -399,40 +400,39 @@ int peers_hub_run(peers_hub_t *h, const peers_run_t *r)
 
 static ucs_status_t peers_hub_flush(peers_hub_t *h, peers_hub_ep_t *e)
 {
-    double deadline = peers_now() + 60;
+    double       deadline = peers_now() + 60;
     ucs_status_t status;
 
     /* without a completion: asked again until everything completed */
     do {
         uct_worker_progress(h->uct.worker);
         status = uct_ep_flush(e->ep, 0, NULL);
-    } while (((status == UCS_INPROGRESS) ||
-              (status == UCS_ERR_NO_RESOURCE)) && (peers_now() < deadline));
+    } while (((status == UCS_INPROGRESS) || (status == UCS_ERR_NO_RESOURCE)) &&
+             (peers_now() < deadline));
     return status;
 }
 
 static ucs_status_t peers_hub_send_fin(peers_hub_t *h, peers_hub_ep_t *e)
 {
-    double deadline = peers_now() + 60;
-    peers_fin_t fin = {.put_seq = e->put_seq, .atomics = e->at_posted};
+    double       deadline = peers_now() + 60;
+    peers_fin_t  fin      = {.put_seq = e->put_seq, .atomics = e->at_posted};
     ucs_status_t status;
 
     do {
         uct_worker_progress(h->uct.worker);
         status = uct_ep_am_short(e->ep, PEERS_AM_FIN,
-                                 PEERS_HDR(e->slot, e->ams), &fin,
-                                 sizeof(fin));
+                                 PEERS_HDR(e->slot, e->ams), &fin, sizeof(fin));
     } while ((status == UCS_ERR_NO_RESOURCE) && (peers_now() < deadline));
     return status;
 }
 
 unsigned peers_hub_finish(peers_hub_t *h, char *why, size_t len)
 {
-    uint32_t fins[PEERS_MAX] = {0};
-    peers_finish_t finish;
+    uint32_t        fins[PEERS_MAX] = {0};
+    peers_finish_t  finish;
     peers_verdict_t v;
-    ucs_status_t status;
-    unsigned i, passed = 0;
+    ucs_status_t    status;
+    unsigned        i, passed = 0;
     peers_hub_ep_t *e;
 
     why[0] = '\0';
@@ -480,7 +480,7 @@ unsigned peers_hub_finish(peers_hub_t *h, char *why, size_t len)
 void peers_hub_stop(peers_hub_t *h)
 {
     peers_finish_t bye = {0};
-    unsigned i;
+    unsigned       i;
 
     for (i = 0; i < h->num_eps; ++i) {
         if (h->eps[i].ep != NULL) {

@@ -16,12 +16,12 @@
 #include <unistd.h>
 
 typedef struct peers_peer {
-    peers_uct_t      uct;
-    peers_slot_t    *slots;
-    uct_mem_h        memh;
-    uint32_t         expect[PEERS_SLOTS];  /* next data seq per slot */
-    uint8_t          finned[PEERS_SLOTS];
-    peers_verdict_t  verdict;
+    peers_uct_t     uct;
+    peers_slot_t   *slots;
+    uct_mem_h       memh;
+    uint32_t        expect[PEERS_SLOTS]; /* next data seq per slot */
+    uint8_t         finned[PEERS_SLOTS];
+    peers_verdict_t verdict;
 } peers_peer_t;
 
 static void peers_peer_fail(peers_peer_t *p, const char *fmt, ...)
@@ -37,14 +37,14 @@ static void peers_peer_fail(peers_peer_t *p, const char *fmt, ...)
     va_end(ap);
 }
 
-static ucs_status_t peers_peer_data(void *arg, void *data, size_t length,
-                                    unsigned flags)
+static ucs_status_t
+peers_peer_data(void *arg, void *data, size_t length, unsigned flags)
 {
-    peers_peer_t *p = arg;
+    peers_peer_t  *p = arg;
     const uint8_t *payload;
-    uint32_t slot, seq;
-    uint64_t hdr;
-    size_t i;
+    uint32_t       slot, seq;
+    uint64_t       hdr;
+    size_t         i;
 
     if (length < sizeof(hdr)) {
         peers_peer_fail(p, "a data message of %zu bytes", length);
@@ -53,24 +53,27 @@ static ucs_status_t peers_peer_data(void *arg, void *data, size_t length,
     memcpy(&hdr, data, sizeof(hdr));
     slot    = PEERS_HDR_SLOT(hdr);
     seq     = PEERS_HDR_SEQ(hdr);
-    payload = (const uint8_t*)data + sizeof(hdr);
+    payload = (const uint8_t *)data + sizeof(hdr);
     p->verdict.ams++;
     if (slot >= PEERS_SLOTS) {
         peers_peer_fail(p, "a data message for slot %u", slot);
         return UCS_OK;
     }
     if (seq != p->expect[slot]) {
-        peers_peer_fail(p, "endpoint %u: message %u arrived when %u was "
-                        "next (%s)", slot, seq, p->expect[slot],
+        peers_peer_fail(p,
+                        "endpoint %u: message %u arrived when %u was "
+                        "next (%s)",
+                        slot, seq, p->expect[slot],
                         (seq < p->expect[slot]) ? "a duplicate" :
-                        "one was lost or overtaken");
+                                                  "one was lost or overtaken");
         return UCS_OK;
     }
     for (i = 0; i < length - sizeof(hdr); ++i) {
         if (payload[i] != peers_pattern(slot, seq, i)) {
-            peers_peer_fail(p, "endpoint %u: message %u: wrong byte at "
-                            "offset %zu of %zu", slot, seq, i,
-                            length - sizeof(hdr));
+            peers_peer_fail(p,
+                            "endpoint %u: message %u: wrong byte at "
+                            "offset %zu of %zu",
+                            slot, seq, i, length - sizeof(hdr));
             return UCS_OK;
         }
     }
@@ -78,21 +81,21 @@ static ucs_status_t peers_peer_data(void *arg, void *data, size_t length,
     return UCS_OK;
 }
 
-static ucs_status_t peers_peer_fin(void *arg, void *data, size_t length,
-                                   unsigned flags)
+static ucs_status_t
+peers_peer_fin(void *arg, void *data, size_t length, unsigned flags)
 {
     peers_peer_t *p = arg;
-    peers_fin_t fin;
-    uint32_t slot, ams;
+    peers_fin_t   fin;
+    uint32_t      slot, ams;
     peers_slot_t *s;
-    uint64_t hdr;
+    uint64_t      hdr;
 
     if (length != sizeof(hdr) + sizeof(fin)) {
         peers_peer_fail(p, "a FIN message of %zu bytes", length);
         return UCS_OK;
     }
     memcpy(&hdr, data, sizeof(hdr));
-    memcpy(&fin, (uint8_t*)data + sizeof(hdr), sizeof(fin));
+    memcpy(&fin, (uint8_t *)data + sizeof(hdr), sizeof(fin));
     slot = PEERS_HDR_SLOT(hdr);
     ams  = PEERS_HDR_SEQ(hdr);
     if ((slot >= PEERS_SLOTS) || p->finned[slot]) {
@@ -103,18 +106,22 @@ static ucs_status_t peers_peer_fin(void *arg, void *data, size_t length,
     p->verdict.fins++;
     s = &p->slots[slot];
     if (p->expect[slot] != ams) {
-        peers_peer_fail(p, "endpoint %u: %u data messages arrived, the hub "
-                        "sent %u", slot, p->expect[slot], ams);
-    } else if ((s->put_seq != fin.put_seq) ||
-               (s->put_check != ~fin.put_seq)) {
-        peers_peer_fail(p, "endpoint %u: the last PUT holds %lu/%lx, the "
-                        "hub's last was %lu", slot,
-                        (unsigned long)s->put_seq,
+        peers_peer_fail(p,
+                        "endpoint %u: %u data messages arrived, the hub "
+                        "sent %u",
+                        slot, p->expect[slot], ams);
+    } else if ((s->put_seq != fin.put_seq) || (s->put_check != ~fin.put_seq)) {
+        peers_peer_fail(p,
+                        "endpoint %u: the last PUT holds %lu/%lx, the "
+                        "hub's last was %lu",
+                        slot, (unsigned long)s->put_seq,
                         (unsigned long)s->put_check,
                         (unsigned long)fin.put_seq);
     } else if (s->atomic != fin.atomics) {
-        peers_peer_fail(p, "endpoint %u: the atomic counter is %lu, the hub "
-                        "added %lu times", slot, (unsigned long)s->atomic,
+        peers_peer_fail(p,
+                        "endpoint %u: the atomic counter is %lu, the hub "
+                        "added %lu times",
+                        slot, (unsigned long)s->atomic,
                         (unsigned long)fin.atomics);
     }
     return UCS_OK;
@@ -127,17 +134,16 @@ static ucs_status_t peers_peer_err(void *arg, uct_ep_h ep, ucs_status_t status)
 
 static int peers_peer_setup(peers_peer_t *p, peers_hello_t *hello)
 {
-    size_t size = PEERS_SLOTS * sizeof(peers_slot_t);
+    size_t       size = PEERS_SLOTS * sizeof(peers_slot_t);
     ucs_status_t status;
-    unsigned i;
+    unsigned     i;
 
     status = peers_uct_open(&p->uct, peers_peer_err, p);
     if (status != UCS_OK) {
-        fprintf(stderr, "dc_peers peer: open: %s\n",
-                ucs_status_string(status));
+        fprintf(stderr, "dc_peers peer: open: %s\n", ucs_status_string(status));
         return -1;
     }
-    if (posix_memalign((void**)&p->slots, 4096, size) != 0) {
+    if (posix_memalign((void **)&p->slots, 4096, size) != 0) {
         return -1;
     }
     memset(p->slots, 0, size);
@@ -160,9 +166,11 @@ static int peers_peer_setup(peers_peer_t *p, peers_hello_t *hello)
     hello->slots          = (uintptr_t)p->slots;
     if ((uct_md_mkey_pack(p->uct.md, p->memh, hello->rkey) != UCS_OK) ||
         (uct_iface_get_device_address(p->uct.iface,
-                            (uct_device_addr_t*)hello->dev_addr) != UCS_OK) ||
+                                      (uct_device_addr_t *)hello->dev_addr) !=
+         UCS_OK) ||
         (uct_iface_get_address(p->uct.iface,
-                            (uct_iface_addr_t*)hello->iface_addr) != UCS_OK)) {
+                               (uct_iface_addr_t *)hello->iface_addr) !=
+         UCS_OK)) {
         return -1;
     }
     uct_iface_set_am_handler(p->uct.iface, PEERS_AM_DATA, peers_peer_data, p,
@@ -177,8 +185,8 @@ static int peers_peer_setup(peers_peer_t *p, peers_hello_t *hello)
 static int peers_peer_progress(peers_peer_t *p, int fd, unsigned *idle)
 {
     static unsigned busy;
-    struct pollfd pfd[2];
-    int nfds = 1;
+    struct pollfd   pfd[2];
+    int             nfds = 1;
 
     pfd[0].fd     = fd;
     pfd[0].events = POLLIN;
@@ -204,11 +212,11 @@ static int peers_peer_progress(peers_peer_t *p, int fd, unsigned *idle)
 
 int peers_peer_main(int fd, int rank)
 {
-    peers_peer_t *p = calloc(1, sizeof(*p));
+    peers_peer_t  *p = calloc(1, sizeof(*p));
     peers_finish_t finish;
-    peers_hello_t hello;
-    unsigned idle = 0;
-    double deadline;
+    peers_hello_t  hello;
+    unsigned       idle = 0;
+    double         deadline;
 
     if ((p == NULL) || (peers_peer_setup(p, &hello) != 0)) {
         return 2;

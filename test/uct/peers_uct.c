@@ -25,21 +25,20 @@ double peers_now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-
-ucs_status_t peers_uct_open(peers_uct_t *u, uct_error_handler_t err_cb,
-                            void *err_arg)
+ucs_status_t
+peers_uct_open(peers_uct_t *u, uct_error_handler_t err_cb, void *err_arg)
 {
-    uct_md_config_t *md_config;
+    uct_md_config_t    *md_config;
     uct_iface_config_t *config;
-    uct_iface_params_t params;
-    ucs_status_t status;
+    uct_iface_params_t  params;
+    ucs_status_t        status;
 
     memset(u, 0, sizeof(*u));
     u->event_fd  = -1;
     u->component = strand_uct_component();
     if (u->component == NULL) {
         fprintf(stderr, "dc_peers: no strand component (run through "
-                "strand-run, or set STRAND_PLUGIN)\n");
+                        "strand-run, or set STRAND_PLUGIN)\n");
         return UCS_ERR_NO_DEVICE;
     }
     status = uct_md_config_read(u->component, NULL, NULL, &md_config);
@@ -108,7 +107,7 @@ static void peers_vfs_nop(const char *name, void *arg)
 void peers_vfs_read(peers_uct_t *u, const char *file, char *buf, size_t len)
 {
     ucs_string_buffer_t strb = UCS_STRING_BUFFER_INITIALIZER;
-    char path[256];
+    char                path[256];
 
     buf[0] = '\0';
     /* listing the directory refreshes it: the transport adds its files */
@@ -126,7 +125,7 @@ void peers_vfs_read(peers_uct_t *u, const char *file, char *buf, size_t len)
 int peers_send(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
-    ssize_t n;
+    ssize_t     n;
 
     while (len > 0) {
         n = write(fd, p, len);
@@ -136,7 +135,7 @@ int peers_send(int fd, const void *buf, size_t len)
         if (n <= 0) {
             return -1;
         }
-        p   += n;
+        p += n;
         len -= n;
     }
     return 0;
@@ -144,7 +143,7 @@ int peers_send(int fd, const void *buf, size_t len)
 
 int peers_recv(int fd, void *buf, size_t len)
 {
-    char *p = buf;
+    char   *p = buf;
     ssize_t n;
 
     while (len > 0) {
@@ -155,7 +154,7 @@ int peers_recv(int fd, void *buf, size_t len)
         if (n <= 0) {
             return -1;
         }
-        p   += n;
+        p += n;
         len -= n;
     }
     return 0;

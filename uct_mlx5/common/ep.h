@@ -11,13 +11,13 @@
 #include "iface.h"
 
 /* ds units of the ctrl segment and the address vector */
-#define STRAND_EP_DS(_ep)  (1u + (_ep)->av_ds)
+#define STRAND_EP_DS(_ep) (1u + (_ep)->av_ds)
 
 /* ep takes work without sending it (above) */
 static inline int strand_ep_is_failing(const strand_ep_t *ep)
 {
-    return (ep->flags & (STRAND_EP_FLAG_FAILED |
-                         STRAND_EP_FLAG_FAIL_PENDING)) ==
+    return (ep->flags &
+            (STRAND_EP_FLAG_FAILED | STRAND_EP_FLAG_FAIL_PENDING)) ==
            (STRAND_EP_FLAG_FAILED | STRAND_EP_FLAG_FAIL_PENDING);
 }
 

@@ -20,8 +20,7 @@
 #include <string.h>
 
 /* The operations ep took while failing complete with `status`. */
-void strand_ep_complete_taken(strand_ep_t *ep,
-                                        ucs_status_t status)
+void strand_ep_complete_taken(strand_ep_t *ep, ucs_status_t status)
 {
     uint32_t i, n = ep->num_taken;
 
@@ -32,9 +31,9 @@ void strand_ep_complete_taken(strand_ep_t *ep,
 }
 
 void strand_ep_set_failed(strand_iface_t *iface, strand_ep_t *ep,
-                             ucs_status_t status, const char *detail)
+                          ucs_status_t status, const char *detail)
 {
-    char peer[96];
+    char         peer[96];
     ucs_status_t ret;
 
     strand_ep_complete_taken(ep, status);
@@ -53,13 +52,12 @@ void strand_ep_set_failed(strand_iface_t *iface, strand_ep_t *ep,
      * by default), any other error (access, protection) as an error, and
      * fatal when the owner could not handle it */
     ucs_log(uct_base_iface_failure_log_level(&iface->super, ret, status),
-            "%s: endpoint %p to %s failed: %s: %s", iface->dev->info.name,
-            ep, iface->tl->ep_peer_str(iface, ep, peer, sizeof(peer)),
+            "%s: endpoint %p to %s failed: %s: %s", iface->dev->info.name, ep,
+            iface->tl->ep_peer_str(iface, ep, peer, sizeof(peer)),
             ucs_status_string(status), detail);
 }
 
-uct_completion_t *strand_ep_idle(strand_iface_t *iface,
-                                    strand_ep_t *ep)
+uct_completion_t *strand_ep_idle(strand_iface_t *iface, strand_ep_t *ep)
 {
     uct_completion_t *comp = ep->cancel_comp;
 
@@ -71,12 +69,11 @@ uct_completion_t *strand_ep_idle(strand_iface_t *iface,
 
 /* ep fails: it takes no more work now; its owner is told once the
  * transport's state is consistent again (strand_ep_fail_notify). */
-void strand_ep_fail_add(strand_iface_t *iface,
-                                  const strand_failure_t *f,
-                                  strand_ep_t *ep)
+void strand_ep_fail_add(strand_iface_t *iface, const strand_failure_t *f,
+                        strand_ep_t *ep)
 {
     strand_failed_t *q;
-    unsigned max;
+    unsigned         max;
 
     if ((ep == NULL) || (ep->flags & STRAND_EP_FLAG_FAILED)) {
         return;
@@ -104,8 +101,8 @@ void strand_ep_fail_add(strand_iface_t *iface,
     ep->flags |= STRAND_EP_FLAG_FAIL_PENDING;
 }
 
-void strand_ep_fail(strand_iface_t *iface, strand_ep_t *ep,
-                             ucs_status_t status, const char *detail)
+void strand_ep_fail(strand_iface_t *iface, strand_ep_t *ep, ucs_status_t status,
+                    const char *detail)
 {
     strand_failure_t f = {.status = status};
 
@@ -122,7 +119,7 @@ void strand_ep_fail(strand_iface_t *iface, strand_ep_t *ep,
 void strand_ep_fail_notify(strand_iface_t *iface)
 {
     strand_failed_t q;
-    unsigned i;
+    unsigned        i;
 
     /* an owner may destroy any ep from its callback: one at a time, and a
      * destroyed ep's entry is cleared (strand_ep_fail_forget) */
@@ -138,8 +135,7 @@ void strand_ep_fail_notify(strand_iface_t *iface)
     iface->num_failed = 0;
 }
 
-void strand_ep_fail_forget(strand_iface_t *iface,
-                                      strand_ep_t *ep)
+void strand_ep_fail_forget(strand_iface_t *iface, strand_ep_t *ep)
 {
     unsigned i;
 

@@ -10,9 +10,9 @@
 /* What one error says: the status the eps it belongs to fail with, and the
  * decoded error for the log. */
 typedef struct strand_failure {
-    ucs_status_t     status;
-    uint8_t          syndrome;
-    char             detail[STRAND_FAILED_DETAIL];
+    ucs_status_t status;
+    uint8_t      syndrome;
+    char         detail[STRAND_FAILED_DETAIL];
 } strand_failure_t;
 
 /* ep fails with f: it takes no more work now; its owner is told by
@@ -21,8 +21,8 @@ void strand_ep_fail_add(strand_iface_t *iface, const strand_failure_t *f,
                         strand_ep_t *ep);
 /* the same, with a status and a detail, and its pending requests run
  * (and fail) from the dispatch */
-void strand_ep_fail(strand_iface_t *iface, strand_ep_t *ep,
-                    ucs_status_t status, const char *detail);
+void strand_ep_fail(strand_iface_t *iface, strand_ep_t *ep, ucs_status_t status,
+                    const char *detail);
 /* tell the owners of the eps that failed (an owner may destroy any ep) */
 void strand_ep_fail_notify(strand_iface_t *iface);
 /* ep is destroyed: no owner is told of it any more */

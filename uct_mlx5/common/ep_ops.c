@@ -35,51 +35,51 @@
  * so the header copy is a few moves, not a memcpy call) and the payload. */
 static UCS_F_ALWAYS_INLINE void
 strand_ep_am_short_post(strand_iface_t *iface, strand_ep_t *ep,
-                           strand_txq_t *txq, const void *hdr,
-                           unsigned hdr_len, const void *payload,
-                           unsigned length)
+                        strand_txq_t *txq, const void *hdr, unsigned hdr_len,
+                        const void *payload, unsigned length)
 {
     struct mlx5_wqe_ctrl_seg *ctrl;
-    struct ibv_sge sge[2];
-    unsigned ds;
-    void *seg;
+    struct ibv_sge            sge[2];
+    unsigned                  ds;
+    void                     *seg;
 
     ctrl = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     if (ucs_likely(strand_inline_fits(seg, hdr_len + length, txq->sq.end))) {
         ds = STRAND_EP_DS(ep) +
              strand_set_inline_hdr_data(seg, hdr, hdr_len, payload, length);
         strand_ep_post_light(iface, ep, txq, ctrl, MLX5_OPCODE_SEND, ds,
-                                strand_ep_am_fm_se(iface, ep));
+                             strand_ep_am_fm_se(iface, ep));
     } else { /* the data wraps around the end of the send queue */
         sge[0].addr   = (uintptr_t)hdr;
         sge[0].length = hdr_len;
         sge[1].addr   = (uintptr_t)payload;
         sge[1].length = length;
         strand_ep_post_inline_send(iface, ep, txq, sge, 2,
-                                      strand_ep_am_fm_se(iface, ep));
+                                   strand_ep_am_fm_se(iface, ep));
     }
 }
 
 /* An am_short the general way: its length, flow control, the
  * pending requests, a lease, room; the data may wrap around the end of
  * the send queue. */
-UCS_F_NOINLINE ucs_status_t
-strand_ep_am_short_general(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
-                              const void *payload, unsigned length)
+UCS_F_NOINLINE ucs_status_t strand_ep_am_short_general(uct_ep_h tl_ep,
+                                                       uint8_t id, uint64_t hdr,
+                                                       const void *payload,
+                                                       unsigned    length)
 {
-    strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
+    strand_ep_t    *ep    = ucs_derived_of(tl_ep, strand_ep_t);
     strand_iface_t *iface = ucs_derived_of(tl_ep->iface, strand_iface_t);
-    strand_txq_t *txq = NULL;
-    ucs_status_t status;
+    strand_txq_t   *txq   = NULL;
+    ucs_status_t    status;
     struct {
-        struct ibv_tmh tmh;  /* tag matching: NO_TAG (zeroes) */
+        struct ibv_tmh tmh; /* tag matching: NO_TAG (zeroes) */
         uint8_t        id;
         uint64_t       hdr;
     } UCS_S_PACKED am_hdr;
 
     UCT_CHECK_AM_ID(id);
     STRAND_CHECK_MAX(length, iface->config.am_short_payload,
-                        "am_short payload");
+                     "am_short payload");
     if (ep->refused_beat == iface->tx_beat) {
         return UCS_ERR_NO_RESOURCE; /* nothing changed since */
     }
@@ -95,12 +95,12 @@ strand_ep_am_short_general(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
     am_hdr.hdr = hdr;
     if (ucs_likely(iface->config.am_tmh == 0)) {
         strand_ep_am_short_post(iface, ep, txq, &am_hdr.id,
-                                   sizeof(am_hdr) - sizeof(am_hdr.tmh),
-                                   payload, length);
+                                sizeof(am_hdr) - sizeof(am_hdr.tmh), payload,
+                                length);
     } else {
         memset(&am_hdr.tmh, 0, sizeof(am_hdr.tmh));
         strand_ep_am_short_post(iface, ep, txq, &am_hdr, sizeof(am_hdr),
-                                   payload, length);
+                                payload, length);
     }
     strand_ep_am_sent(iface, ep);
     /* the producer index may be in the next ring now: where the fast
@@ -111,13 +111,13 @@ strand_ep_am_short_general(uct_ep_h tl_ep, uint8_t id, uint64_t hdr,
 }
 
 ucs_status_t strand_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
-                                       const uct_iov_t *iov, size_t iovcnt)
+                                    const uct_iov_t *iov, size_t iovcnt)
 {
     STRAND_EP_BASE_DECL(tl_ep);
     struct ibv_sge sge[1 + STRAND_MAX_SGE];
-    uint8_t am_hdr[STRAND_AM_HDR_MAX];
-    unsigned n = 1;
-    size_t i, total;
+    uint8_t        am_hdr[STRAND_AM_HDR_MAX];
+    unsigned       n = 1;
+    size_t         i, total;
 
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_IOV_SIZE(iovcnt, (size_t)STRAND_MAX_SGE, "am_short_iov");
@@ -127,7 +127,7 @@ ucs_status_t strand_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
     for (i = 0; i < iovcnt; ++i) {
         sge[n].addr   = (uintptr_t)iov[i].buffer;
         sge[n].length = uct_iov_get_length(&iov[i]);
-        total        += sge[n].length;
+        total += sge[n].length;
         ++n;
     }
     STRAND_CHECK_MAX(total, iface->config.max_inline, "am_short_iov");
@@ -136,59 +136,56 @@ ucs_status_t strand_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
         return strand_ep_refused(iface, ep, status, NULL);
     }
     strand_ep_post_inline_send(iface, ep, txq, sge, n,
-                                  strand_ep_am_fm_se(iface, ep));
+                               strand_ep_am_fm_se(iface, ep));
     strand_ep_am_sent(iface, ep);
     UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, total);
     return UCS_OK;
 }
 
 ssize_t strand_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
-                              uct_pack_callback_t pack_cb, void *arg,
-                              unsigned flags)
+                           uct_pack_callback_t pack_cb, void *arg,
+                           unsigned flags)
 {
-    strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                              strand_iface_t);
-    uint8_t hdr[STRAND_AM_HDR_MAX];
+    strand_iface_t *iface = ucs_derived_of(tl_ep->iface, strand_iface_t);
+    uint8_t         hdr[STRAND_AM_HDR_MAX];
 
     ssize_t ret;
 
     UCT_CHECK_AM_ID(id);
     ret = strand_ep_send_hdr_bcopy(tl_ep, hdr,
-                                      strand_am_hdr_pack(iface, hdr, id),
-                                      pack_cb, arg, MLX5_OPCODE_SEND, 0);
-    UCT_TL_EP_STAT_OP_IF_SUCCESS(ret, ucs_derived_of(tl_ep, uct_base_ep_t),
-                                 AM, BCOPY, ret);
+                                   strand_am_hdr_pack(iface, hdr, id), pack_cb,
+                                   arg, MLX5_OPCODE_SEND, 0);
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(ret, ucs_derived_of(tl_ep, uct_base_ep_t), AM,
+                                 BCOPY, ret);
     return ret;
 }
 
-ucs_status_t strand_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
-                                   const void *header, unsigned header_length,
-                                   const uct_iov_t *iov, size_t iovcnt,
-                                   unsigned flags, uct_completion_t *comp)
+ucs_status_t strand_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
+                                unsigned header_length, const uct_iov_t *iov,
+                                size_t iovcnt, unsigned flags,
+                                uct_completion_t *comp)
 {
-    strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                              strand_iface_t);
-    uint8_t hdr[STRAND_AM_HDR_MAX + STRAND_AM_MAX_HDR];
-    ucs_status_t status;
-    unsigned hdr_len;
+    strand_iface_t *iface = ucs_derived_of(tl_ep->iface, strand_iface_t);
+    uint8_t         hdr[STRAND_AM_HDR_MAX + STRAND_AM_MAX_HDR];
+    ucs_status_t    status;
+    unsigned        hdr_len;
 
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->config.max_sge - 1, "am_zcopy");
-    STRAND_CHECK_MAX(header_length, STRAND_AM_MAX_HDR,
-                        "am_zcopy header");
+    STRAND_CHECK_MAX(header_length, STRAND_AM_MAX_HDR, "am_zcopy header");
     STRAND_CHECK_MAX(strand_am_hdr_len(iface) + header_length +
-                        uct_iov_total_length(iov, iovcnt),
-                        iface->config.seg_size, "am_zcopy");
+                             uct_iov_total_length(iov, iovcnt),
+                     iface->config.seg_size, "am_zcopy");
     hdr_len = strand_am_hdr_pack(iface, hdr, id);
     if (header_length > 0) { /* a NULL header with length 0 is allowed */
         memcpy(hdr + hdr_len, header, header_length);
     }
-    status = strand_ep_send_hdr_zcopy(tl_ep, hdr, hdr_len + header_length,
-                                         iov, iovcnt, MLX5_OPCODE_SEND, 0,
-                                         comp);
+    status = strand_ep_send_hdr_zcopy(tl_ep, hdr, hdr_len + header_length, iov,
+                                      iovcnt, MLX5_OPCODE_SEND, 0, comp);
     UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
-                                 AM, ZCOPY, header_length +
-                                 uct_iov_total_length(iov, iovcnt));
+                                 AM, ZCOPY,
+                                 header_length +
+                                         uct_iov_total_length(iov, iovcnt));
     return status;
 }
 
@@ -197,19 +194,20 @@ ucs_status_t strand_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
 /* A put_short the general way: its length, the pending requests,
  * a lease, room, a signing key; the data may wrap around the end of the
  * send queue, and no data is no inline segment. */
-UCS_F_NOINLINE ucs_status_t
-strand_ep_put_short_general(uct_ep_h tl_ep, const void *buffer,
-                               unsigned length, uint64_t remote_addr,
-                               uct_rkey_t rkey)
+UCS_F_NOINLINE ucs_status_t strand_ep_put_short_general(uct_ep_h    tl_ep,
+                                                        const void *buffer,
+                                                        unsigned    length,
+                                                        uint64_t    remote_addr,
+                                                        uct_rkey_t  rkey)
 {
-    strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
+    strand_ep_t    *ep    = ucs_derived_of(tl_ep, strand_ep_t);
     strand_iface_t *iface = ucs_derived_of(tl_ep->iface, strand_iface_t);
-    strand_txq_t *txq = NULL;
+    strand_txq_t   *txq   = NULL;
     struct mlx5_wqe_ctrl_seg *ctrl;
-    ucs_status_t status;
-    struct ibv_sge sge;
-    unsigned ds;
-    void *seg;
+    ucs_status_t              status;
+    struct ibv_sge            sge;
+    unsigned                  ds;
+    void                     *seg;
 
     STRAND_CHECK_MAX(length, iface->config.max_inline, "put_short");
     if (ep->refused_beat == iface->tx_beat) {
@@ -224,8 +222,8 @@ strand_ep_put_short_general(uct_ep_h tl_ep, const void *buffer,
     }
     ctrl = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
-    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), txq->sq.buf,
-                          txq->sq.end);
+    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), txq->sq.buf,
+                         txq->sq.end);
     if (ucs_likely((length > 0) &&
                    strand_inline_fits(seg, length, txq->sq.end))) {
         ds = STRAND_EP_DS(ep) + 1 +
@@ -234,25 +232,24 @@ strand_ep_put_short_general(uct_ep_h tl_ep, const void *buffer,
         sge.addr   = (uintptr_t)buffer;
         sge.length = length;
         sge.lkey   = 0;
-        ds = STRAND_EP_DS(ep) + 1 +
+        ds         = STRAND_EP_DS(ep) + 1 +
              strand_set_inline_seg(seg, &sge, 1, txq->sq.buf, txq->sq.end,
-                                       NULL);
+                                   NULL);
     }
     strand_ep_post_light(iface, ep, txq, ctrl, MLX5_OPCODE_RDMA_WRITE, ds,
-                            strand_ep_fence_mode(iface, ep));
+                         strand_ep_fence_mode(iface, ep));
     strand_txq_set_fast_end(txq); /* as am_short's */
     UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
     return UCS_OK;
 }
 
 ssize_t strand_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
-                               void *arg, uint64_t remote_addr,
-                               uct_rkey_t rkey)
+                            void *arg, uint64_t remote_addr, uct_rkey_t rkey)
 {
     STRAND_EP_DECL(tl_ep);
     strand_tx_desc_t *desc;
-    unsigned ds = STRAND_EP_DS(ep) + 1;
-    size_t length;
+    unsigned          ds = STRAND_EP_DS(ep) + 1;
+    size_t            length;
 
     status = strand_ep_get_txq(iface, ep, &txq);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -264,7 +261,7 @@ ssize_t strand_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     }
     length = pack_cb(desc->data, arg);
     status = strand_ep_check_packed(iface, ep, desc, length,
-                                       iface->config.seg_size, "put_bcopy");
+                                    iface->config.seg_size, "put_bcopy");
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -280,15 +277,14 @@ ssize_t strand_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb,
     op.type = STRAND_OP_DESC;
     op.desc = desc;
     strand_ep_post(iface, ep, txq, ctrl, MLX5_OPCODE_RDMA_WRITE, 0, ds,
-                       strand_ep_fence_mode(iface, ep), &op);
+                   strand_ep_fence_mode(iface, ep), &op);
     UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
     return length;
 }
 
-static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_ep_rdma_zcopy(uct_ep_h tl_ep, uint8_t opcode, const uct_iov_t *iov,
-                        size_t iovcnt, uint64_t remote_addr, uct_rkey_t rkey,
-                        uct_completion_t *comp)
+static UCS_F_ALWAYS_INLINE ucs_status_t strand_ep_rdma_zcopy(
+        uct_ep_h tl_ep, uint8_t opcode, const uct_iov_t *iov, size_t iovcnt,
+        uint64_t remote_addr, uct_rkey_t rkey, uct_completion_t *comp)
 {
     STRAND_EP_DECL(tl_ep);
     uint32_t lkeys[STRAND_MAX_SGE];
@@ -310,14 +306,14 @@ strand_ep_rdma_zcopy(uct_ep_h tl_ep, uint8_t opcode, const uct_iov_t *iov,
     }
     ctrl = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, remote_addr, strand_rkey_plain(rkey));
-    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), txq->sq.buf,
-                          txq->sq.end);
-    ds   = STRAND_EP_DS(ep) + 1 +
-           strand_set_iov_segs(txq, &seg, iov, iovcnt, lkeys);
+    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), txq->sq.buf,
+                         txq->sq.end);
+    ds  = STRAND_EP_DS(ep) + 1 +
+         strand_set_iov_segs(txq, &seg, iov, iovcnt, lkeys);
     op.type = STRAND_OP_PLAIN;
     op.comp = comp;
     strand_ep_post(iface, ep, txq, ctrl, opcode, 0, ds,
-                       strand_ep_fence_mode(iface, ep), &op);
+                   strand_ep_fence_mode(iface, ep), &op);
     if (opcode == MLX5_OPCODE_RDMA_READ) {
         UCT_TL_EP_STAT_OP(&ep->super, GET, ZCOPY,
                           uct_iov_total_length(iov, iovcnt));
@@ -329,23 +325,22 @@ strand_ep_rdma_zcopy(uct_ep_h tl_ep, uint8_t opcode, const uct_iov_t *iov,
 }
 
 ucs_status_t strand_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
-                                    size_t iovcnt, uint64_t remote_addr,
-                                    uct_rkey_t rkey, uct_completion_t *comp)
+                                 size_t iovcnt, uint64_t remote_addr,
+                                 uct_rkey_t rkey, uct_completion_t *comp)
 {
     return strand_ep_rdma_zcopy(tl_ep, MLX5_OPCODE_RDMA_WRITE, iov, iovcnt,
-                                   remote_addr, rkey, comp);
+                                remote_addr, rkey, comp);
 }
 
 ucs_status_t strand_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
-                                    size_t iovcnt, uint64_t remote_addr,
-                                    uct_rkey_t rkey, uct_completion_t *comp)
+                                 size_t iovcnt, uint64_t remote_addr,
+                                 uct_rkey_t rkey, uct_completion_t *comp)
 {
-    strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                              strand_iface_t);
+    strand_iface_t   *iface = ucs_derived_of(tl_ep->iface, strand_iface_t);
     strand_rkey_sig_t rk;
 
-    UCT_CHECK_LENGTH(uct_iov_total_length(iov, iovcnt), 1,
-                     STRAND_MAX_ZCOPY, "get_zcopy");
+    UCT_CHECK_LENGTH(uct_iov_total_length(iov, iovcnt), 1, STRAND_MAX_ZCOPY,
+                     "get_zcopy");
     if (ucs_unlikely(iface->integrity.kind != STRAND_INTEGRITY_OFF)) {
         if (strand_rkey_is_sig(rkey)) {
             /* a key that says it is signed but names no signing key this
@@ -353,38 +348,37 @@ ucs_status_t strand_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
             if (strand_rkey_sig_get(rkey, &rk) != UCS_OK) {
                 ucs_error("%s: get_zcopy: remote key 0x%" PRIx64 " names no "
                           "signing key unpacked here (released, or not a "
-                          "key)", iface->dev->info.name, (uint64_t)rkey);
+                          "key)",
+                          iface->dev->info.name, (uint64_t)rkey);
                 return UCS_ERR_INVALID_PARAM;
             }
             UCT_CHECK_IOV_SIZE(iovcnt, (size_t)iface->config.max_sge,
                                "get_zcopy");
             return strand_ep_get_checked(iface,
-                                            ucs_derived_of(tl_ep,
-                                                           strand_ep_t),
-                                            iov, iovcnt, remote_addr, &rk,
-                                            comp);
+                                         ucs_derived_of(tl_ep, strand_ep_t),
+                                         iov, iovcnt, remote_addr, &rk, comp);
         }
         /* the peer signs nothing: read as it is, and say so once */
         if (iface->integrity.unchecked++ == 0) {
             ucs_warn("%s: a peer's memory is read without integrity checks "
                      "(its keys carry no signing mkey: UCX_DC_STRAND_"
-                     "INTEGRITY is off there)", iface->dev->info.name);
+                     "INTEGRITY is off there)",
+                     iface->dev->info.name);
         }
     }
     return strand_ep_rdma_zcopy(tl_ep, MLX5_OPCODE_RDMA_READ, iov, iovcnt,
-                                   remote_addr, rkey, comp);
+                                remote_addr, rkey, comp);
 }
 
-ucs_status_t strand_ep_get_bcopy(uct_ep_h tl_ep,
-                                    uct_unpack_callback_t unpack_cb,
-                                    void *arg, size_t length,
-                                    uint64_t remote_addr, uct_rkey_t rkey,
-                                    uct_completion_t *comp)
+ucs_status_t strand_ep_get_bcopy(uct_ep_h              tl_ep,
+                                 uct_unpack_callback_t unpack_cb, void *arg,
+                                 size_t length, uint64_t remote_addr,
+                                 uct_rkey_t rkey, uct_completion_t *comp)
 {
     STRAND_EP_DECL(tl_ep);
     strand_tx_desc_t *desc;
     strand_rkey_sig_t rk;
-    unsigned ds = STRAND_EP_DS(ep) + 1;
+    unsigned          ds = STRAND_EP_DS(ep) + 1;
 
     UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "get_bcopy");
     if (ucs_unlikely(strand_rkey_is_sig(rkey)) &&
@@ -415,7 +409,7 @@ ucs_status_t strand_ep_get_bcopy(uct_ep_h tl_ep,
     op.u.unpack.arg    = arg;
     op.u.unpack.length = length;
     strand_ep_post(iface, ep, txq, ctrl, MLX5_OPCODE_RDMA_READ, 0, ds,
-                       strand_ep_fence_mode(iface, ep), &op);
+                   strand_ep_fence_mode(iface, ep), &op);
     UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
     return UCS_INPROGRESS;
 }
@@ -443,9 +437,8 @@ typedef struct strand_atomic_plan {
 /* The WQE an atomic of `size` bytes is: UCS_ERR_UNSUPPORTED for an
  * operation the interface does not have. */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_atomic_plan(const strand_iface_t *iface, unsigned uct_op,
-                   unsigned size, uint64_t value, uint64_t compare,
-                   strand_atomic_plan_t *plan)
+strand_atomic_plan(const strand_iface_t *iface, unsigned uct_op, unsigned size,
+                   uint64_t value, uint64_t compare, strand_atomic_plan_t *plan)
 {
     uint64_t mask = (size == 8) ? UINT64_MAX : UINT32_MAX;
 
@@ -467,13 +460,13 @@ strand_atomic_plan(const strand_iface_t *iface, unsigned uct_op,
         plan->value_mask = 0; /* carries everywhere */
         return UCS_OK;
     case UCT_ATOMIC_OP_XOR:
-        plan->opcode     = MLX5_OPCODE_ATOMIC_MASKED_FA;
+        plan->opcode = MLX5_OPCODE_ATOMIC_MASKED_FA;
         return UCS_OK;
     case UCT_ATOMIC_OP_CSWAP:
-        plan->opcode     = (size == 8) ? MLX5_OPCODE_ATOMIC_CS :
-                                         MLX5_OPCODE_ATOMIC_MASKED_CS;
-        plan->compare    = compare & mask;
-        plan->cmp_mask   = mask;
+        plan->opcode   = (size == 8) ? MLX5_OPCODE_ATOMIC_CS :
+                                       MLX5_OPCODE_ATOMIC_MASKED_CS;
+        plan->compare  = compare & mask;
+        plan->cmp_mask = mask;
         return UCS_OK;
     case UCT_ATOMIC_OP_AND:
         plan->opcode     = MLX5_OPCODE_ATOMIC_MASKED_CS;
@@ -484,7 +477,7 @@ strand_atomic_plan(const strand_iface_t *iface, unsigned uct_op,
         plan->value_mask = value & mask;
         return UCS_OK;
     case UCT_ATOMIC_OP_SWAP:
-        plan->opcode     = MLX5_OPCODE_ATOMIC_MASKED_CS;
+        plan->opcode = MLX5_OPCODE_ATOMIC_MASKED_CS;
         return UCS_OK;
     default:
         return UCS_ERR_UNSUPPORTED;
@@ -499,7 +492,7 @@ strand_atomic_segs(const strand_txq_t *txq, void *seg,
                    void *landing, uint32_t lkey)
 {
     unsigned ds = 1;
-    void *seg2;
+    void    *seg2;
 
     switch (plan->opcode) {
     case MLX5_OPCODE_ATOMIC_FA:
@@ -520,9 +513,8 @@ strand_atomic_segs(const strand_txq_t *txq, void *seg,
         if (size == 8) {
             seg2 = strand_sq_next(seg, sizeof(struct mlx5_wqe_atomic_seg),
                                   txq->sq.buf, txq->sq.end);
-            strand_set_masked_cs64_segs(seg, seg2, plan->value,
-                                        plan->compare, plan->value_mask,
-                                        plan->cmp_mask);
+            strand_set_masked_cs64_segs(seg, seg2, plan->value, plan->compare,
+                                        plan->value_mask, plan->cmp_mask);
             seg = seg2;
             ++ds;
         } else {
@@ -538,18 +530,17 @@ strand_atomic_segs(const strand_txq_t *txq, void *seg,
 }
 
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
-                    uint64_t value, uint64_t compare, void *result,
-                    uint64_t remote_addr, uct_rkey_t rkey,
-                    uct_completion_t *comp)
+strand_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size, uint64_t value,
+                 uint64_t compare, void *result, uint64_t remote_addr,
+                 uct_rkey_t rkey, uct_completion_t *comp)
 {
     STRAND_EP_DECL(tl_ep);
     strand_atomic_plan_t plan;
-    strand_tx_desc_t *desc;
-    uint8_t opmod = 0;
-    void *landing;
-    uint32_t lkey;
-    unsigned ds;
+    strand_tx_desc_t    *desc;
+    uint8_t              opmod = 0;
+    void                *landing;
+    uint32_t             lkey;
+    unsigned             ds;
 
     status = strand_atomic_plan(iface, uct_op, size, value, compare, &plan);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -564,8 +555,7 @@ strand_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
         if (ucs_unlikely(desc == NULL)) {
             return UCS_ERR_NO_RESOURCE;
         }
-        op.type     = (size == 8) ? STRAND_OP_FETCH64 :
-                                    STRAND_OP_FETCH32;
+        op.type     = (size == 8) ? STRAND_OP_FETCH64 : STRAND_OP_FETCH32;
         op.desc     = desc;
         op.u.result = result;
         landing     = desc->data;
@@ -582,71 +572,67 @@ strand_ep_atomic(uct_ep_h tl_ep, unsigned uct_op, unsigned size,
     seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), txq->sq.buf,
                          txq->sq.end);
     ds  = STRAND_EP_DS(ep) + 1 +
-          strand_atomic_segs(txq, seg, &plan, size, landing, lkey);
+         strand_atomic_segs(txq, seg, &plan, size, landing, lkey);
     if ((plan.opcode == MLX5_OPCODE_ATOMIC_MASKED_CS) ||
         (plan.opcode == MLX5_OPCODE_ATOMIC_MASKED_FA)) {
         opmod = STRAND_MASKED_ATOMIC_OPMOD(size);
     }
     strand_ep_post(iface, ep, txq, ctrl, plan.opcode, opmod, ds,
-                       strand_ep_fence_mode(iface, ep), &op);
+                   strand_ep_fence_mode(iface, ep), &op);
     UCT_TL_EP_STAT_ATOMIC(&ep->super);
     return (result != NULL) ? UCS_INPROGRESS : UCS_OK;
 }
 
 ucs_status_t strand_ep_atomic32_post(uct_ep_h tl_ep, unsigned opcode,
-                                        uint32_t value, uint64_t remote_addr,
-                                        uct_rkey_t rkey)
+                                     uint32_t value, uint64_t remote_addr,
+                                     uct_rkey_t rkey)
 {
-    return strand_ep_atomic(tl_ep, opcode, 4, value, 0, NULL, remote_addr,
-                               rkey, NULL);
+    return strand_ep_atomic(tl_ep, opcode, 4, value, 0, NULL, remote_addr, rkey,
+                            NULL);
 }
 
 ucs_status_t strand_ep_atomic64_post(uct_ep_h tl_ep, unsigned opcode,
-                                        uint64_t value, uint64_t remote_addr,
-                                        uct_rkey_t rkey)
+                                     uint64_t value, uint64_t remote_addr,
+                                     uct_rkey_t rkey)
 {
-    return strand_ep_atomic(tl_ep, opcode, 8, value, 0, NULL, remote_addr,
-                               rkey, NULL);
+    return strand_ep_atomic(tl_ep, opcode, 8, value, 0, NULL, remote_addr, rkey,
+                            NULL);
 }
 
-ucs_status_t strand_ep_atomic32_fetch(uct_ep_h tl_ep,
-                                         uct_atomic_op_t opcode,
-                                         uint32_t value, uint32_t *result,
-                                         uint64_t remote_addr,
-                                         uct_rkey_t rkey,
-                                         uct_completion_t *comp)
+ucs_status_t strand_ep_atomic32_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                      uint32_t value, uint32_t *result,
+                                      uint64_t remote_addr, uct_rkey_t rkey,
+                                      uct_completion_t *comp)
 {
-    return strand_ep_atomic(tl_ep, opcode, 4, value, 0, result,
-                               remote_addr, rkey, comp);
+    return strand_ep_atomic(tl_ep, opcode, 4, value, 0, result, remote_addr,
+                            rkey, comp);
 }
 
-ucs_status_t strand_ep_atomic64_fetch(uct_ep_h tl_ep,
-                                         uct_atomic_op_t opcode,
-                                         uint64_t value, uint64_t *result,
-                                         uint64_t remote_addr,
-                                         uct_rkey_t rkey,
-                                         uct_completion_t *comp)
+ucs_status_t strand_ep_atomic64_fetch(uct_ep_h tl_ep, uct_atomic_op_t opcode,
+                                      uint64_t value, uint64_t *result,
+                                      uint64_t remote_addr, uct_rkey_t rkey,
+                                      uct_completion_t *comp)
 {
-    return strand_ep_atomic(tl_ep, opcode, 8, value, 0, result,
-                               remote_addr, rkey, comp);
+    return strand_ep_atomic(tl_ep, opcode, 8, value, 0, result, remote_addr,
+                            rkey, comp);
 }
 
 ucs_status_t strand_ep_atomic_cswap32(uct_ep_h tl_ep, uint32_t compare,
-                                         uint32_t swap, uint64_t remote_addr,
-                                         uct_rkey_t rkey, uint32_t *result,
-                                         uct_completion_t *comp)
+                                      uint32_t swap, uint64_t remote_addr,
+                                      uct_rkey_t rkey, uint32_t *result,
+                                      uct_completion_t *comp)
 {
     return strand_ep_atomic(tl_ep, UCT_ATOMIC_OP_CSWAP, 4, swap, compare,
-                               result, remote_addr, rkey, comp);
+                            result, remote_addr, rkey, comp);
 }
 
 ucs_status_t strand_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
-                                         uint64_t swap, uint64_t remote_addr,
-                                         uct_rkey_t rkey, uint64_t *result,
-                                         uct_completion_t *comp)
+                                      uint64_t swap, uint64_t remote_addr,
+                                      uct_rkey_t rkey, uint64_t *result,
+                                      uct_completion_t *comp)
 {
     return strand_ep_atomic(tl_ep, UCT_ATOMIC_OP_CSWAP, 8, swap, compare,
-                               result, remote_addr, rkey, comp);
+                            result, remote_addr, rkey, comp);
 }
 
 /* -------------------------------------------------------- flush / fence */
@@ -655,9 +641,9 @@ ucs_status_t strand_ep_atomic_cswap64(uct_ep_h tl_ep, uint64_t compare,
  * uncompleted operations"; afterwards the ep is in error state (every
  * operation returns UCS_ERR_CANCELED; its owner's error handler is not
  * called, as with UCX's own DC). */
-static ucs_status_t strand_ep_flush_cancel(strand_iface_t *iface,
-                                              strand_ep_t *ep,
-                                              uct_completion_t *comp)
+static ucs_status_t strand_ep_flush_cancel(strand_iface_t   *iface,
+                                           strand_ep_t      *ep,
+                                           uct_completion_t *comp)
 {
     if (!(ep->flags & STRAND_EP_FLAG_FAILED)) {
         ep->flags |= STRAND_EP_FLAG_FAILED;
@@ -680,9 +666,8 @@ static ucs_status_t strand_ep_flush_cancel(strand_iface_t *iface,
 
 static ucs_status_t strand_ep_invalidate(uct_ep_h tl_ep)
 {
-    strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
-    strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                              strand_iface_t);
+    strand_ep_t    *ep    = ucs_derived_of(tl_ep, strand_ep_t);
+    strand_iface_t *iface = ucs_derived_of(tl_ep->iface, strand_iface_t);
 
     if (!(ep->flags & STRAND_EP_FLAG_FAILED)) {
         strand_recovery_invalidate(iface, ep);
@@ -690,23 +675,22 @@ static ucs_status_t strand_ep_invalidate(uct_ep_h tl_ep)
     return UCS_OK;
 }
 
-static int strand_ep_is_connected(uct_ep_h tl_ep,
+static int strand_ep_is_connected(uct_ep_h                 tl_ep,
                                   const uct_device_addr_t *dev_addr,
-                                  const uct_iface_addr_t *iface_addr)
+                                  const uct_iface_addr_t  *iface_addr)
 {
-    strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
+    strand_ep_t    *ep    = ucs_derived_of(tl_ep, strand_ep_t);
     strand_iface_t *iface = ucs_derived_of(tl_ep->iface, strand_iface_t);
 
     return iface->tl->ep_is_connected(iface, ep, dev_addr, iface_addr);
 }
 
 const strand_compat_ep_funcs_t strand_ep_funcs = {
-    .invalidate   = strand_ep_invalidate,
-    .is_connected = strand_ep_is_connected
-};
+        .invalidate   = strand_ep_invalidate,
+        .is_connected = strand_ep_is_connected};
 
-ucs_status_t strand_ep_flush(uct_ep_h tl_ep, unsigned flags,
-                                uct_completion_t *comp)
+ucs_status_t
+strand_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
 {
     STRAND_EP_DECL(tl_ep);
 
@@ -717,7 +701,8 @@ ucs_status_t strand_ep_flush(uct_ep_h tl_ep, unsigned flags,
         /* its operations complete with its error; while its owner is
          * still to be told, the flush completes with them */
         return strand_ep_is_failing(ep) ?
-               strand_ep_refused(iface, ep, ep->status, comp) : UCS_OK;
+                       strand_ep_refused(iface, ep, ep->status, comp) :
+                       UCS_OK;
     }
     UCT_TL_EP_STAT_FLUSH(&ep->super);
     /* pending requests go first; a flush that is itself the pending
@@ -753,17 +738,16 @@ ucs_status_t strand_ep_flush(uct_ep_h tl_ep, unsigned flags,
     ctrl    = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     op.type = STRAND_OP_PLAIN;
     op.comp = comp;
-    strand_ep_post(iface, ep, txq, ctrl, MLX5_OPCODE_NOP, 0, 1 + ep->av_ds,
-                   0, &op);
+    strand_ep_post(iface, ep, txq, ctrl, MLX5_OPCODE_NOP, 0, 1 + ep->av_ds, 0,
+                   &op);
     (void)status;
     return UCS_INPROGRESS;
 }
 
 ucs_status_t strand_ep_fence(uct_ep_h tl_ep, unsigned flags)
 {
-    strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
-    strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                              strand_iface_t);
+    strand_ep_t    *ep    = ucs_derived_of(tl_ep, strand_ep_t);
+    strand_iface_t *iface = ucs_derived_of(tl_ep->iface, strand_iface_t);
 
     /* the next WQE is fenced: its beat differs from the iface's */
     ep->fence_beat = iface->fence_beat - 1;
@@ -777,8 +761,8 @@ ucs_status_t strand_ep_fence(uct_ep_h tl_ep, unsigned flags)
  * completion (UCX >= 1.22 allows one) the probe is posted whatever else is
  * outstanding and comp follows its own completion: UCS_INPROGRESS, then
  * comp with UCS_OK or the endpoint's error. */
-ucs_status_t strand_ep_check(uct_ep_h tl_ep, unsigned flags,
-                                uct_completion_t *comp)
+ucs_status_t
+strand_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
 {
     strand_ep_t *ep = ucs_derived_of(tl_ep, strand_ep_t);
     ucs_status_t status;
@@ -802,34 +786,33 @@ ucs_status_t strand_ep_check(uct_ep_h tl_ep, unsigned flags,
 /* The shared part of an endpoint, then its transport's (iface->tl). */
 UCS_CLASS_INIT_FUNC(strand_ep_t, const uct_ep_params_t *params)
 {
-    strand_iface_t *iface = ucs_derived_of(params->iface,
-                                              strand_iface_t);
-    ucs_status_t status;
+    strand_iface_t *iface = ucs_derived_of(params->iface, strand_iface_t);
+    ucs_status_t    status;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
 
     /* no address vector, no destination until the transport's part
      * says (a connected QP's WQEs name none) */
     memset(&self->av, 0, sizeof(self->av));
-    self->dest            = 0;
-    self->av_ds       = 0;
-    self->dest_key    = 0;
-    self->tx_txq      = NULL;
-    self->pending     = 0;
-    self->tx_gate     = iface->tx_gate - 1;
+    self->dest         = 0;
+    self->av_ds        = 0;
+    self->dest_key     = 0;
+    self->tx_txq       = NULL;
+    self->pending      = 0;
+    self->tx_gate      = iface->tx_gate - 1;
     self->refused_beat = iface->tx_beat - 1;
-    self->txq         = STRAND_TXQ_NONE;
-    self->lane      = 0;
-    self->held        = 0;
+    self->txq          = STRAND_TXQ_NONE;
+    self->lane         = 0;
+    self->held         = 0;
     self->checked_gets = 0;
-    self->outstanding = 0;
-    self->flags      = 0;
-    self->fence_beat = iface->fence_beat;
-    self->status     = UCS_OK;
-    self->cancel_comp = NULL;
-    self->taken       = NULL;
-    self->num_taken   = 0;
-    self->max_taken   = 0;
+    self->outstanding  = 0;
+    self->flags        = 0;
+    self->fence_beat   = iface->fence_beat;
+    self->status       = UCS_OK;
+    self->cancel_comp  = NULL;
+    self->taken        = NULL;
+    self->num_taken    = 0;
+    self->max_taken    = 0;
     ucs_arbiter_group_init(&self->arb_group);
     ucs_list_head_init(&self->txq_wait);
     status = UCS_STATS_NODE_ALLOC(&self->stats, &strand_ep_stats_class,
@@ -855,7 +838,7 @@ UCS_CLASS_INIT_FUNC(strand_ep_t, const uct_ep_params_t *params)
 static UCS_CLASS_CLEANUP_FUNC(strand_ep_t)
 {
     strand_iface_t *iface = ucs_derived_of(self->super.super.iface,
-                                              strand_iface_t);
+                                           strand_iface_t);
     strand_fc_ep_remove(iface, self);
     ucs_list_del(&self->list);
     UCS_STATS_NODE_FREE(self->stats);

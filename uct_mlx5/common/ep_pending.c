@@ -19,7 +19,7 @@ typedef struct {
 } strand_purge_args_t;
 
 void strand_ep_pending_push(strand_iface_t *iface, strand_ep_t *ep,
-                               uct_pending_req_t *req)
+                            uct_pending_req_t *req)
 {
     uct_pending_req_arb_group_push(&ep->arb_group, req);
     if (ep->pending++ == 0) {
@@ -28,8 +28,8 @@ void strand_ep_pending_push(strand_iface_t *iface, strand_ep_t *ep,
 }
 
 /* count pending requests of ep leave its group */
-void strand_ep_pending_gone(strand_iface_t *iface,
-                                      strand_ep_t *ep, uint32_t count)
+void strand_ep_pending_gone(strand_iface_t *iface, strand_ep_t *ep,
+                            uint32_t count)
 {
     ep->pending -= count;
     if (ep->pending == 0) {
@@ -39,20 +39,18 @@ void strand_ep_pending_gone(strand_iface_t *iface,
 
 /* ep waits for room on its leased send queue, behind the eps waiting there
  * already (the queue's room wakes them in order, op_done.c) */
-static void strand_ep_join_waiters(strand_iface_t *iface,
-                                      strand_ep_t *ep)
+static void strand_ep_join_waiters(strand_iface_t *iface, strand_ep_t *ep)
 {
     if (ucs_list_is_empty(&ep->txq_wait)) {
         ucs_list_add_tail(&iface->txqs[ep->txq].waiters, &ep->txq_wait);
     }
 }
 
-ucs_status_t strand_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
-                                      unsigned flags)
+ucs_status_t
+strand_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req, unsigned flags)
 {
-    strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
-    strand_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                              strand_iface_t);
+    strand_ep_t    *ep    = ucs_derived_of(tl_ep, strand_ep_t);
+    strand_iface_t *iface = ucs_derived_of(tl_ep->iface, strand_iface_t);
 
     /* behind requests already pending it always queues (a send would
      * return NO_RESOURCE to keep their order); so does one that may be a
@@ -64,8 +62,7 @@ ucs_status_t strand_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
     if (!strand_ep_is_failing(ep) &&
         ucs_arbiter_group_is_empty(&ep->arb_group) &&
         ((strand_ep_can_send(iface, ep) &&
-          strand_iface_integrity_can_start(iface) &&
-          (ep->checked_gets == 0)) ||
+          strand_iface_integrity_can_start(iface) && (ep->checked_gets == 0)) ||
          (ep->flags & STRAND_EP_FLAG_FAILED))) {
         ep->refused_beat = iface->tx_beat - 1; /* its post looks again */
         return UCS_ERR_BUSY;
@@ -116,25 +113,21 @@ strand_ep_wait_room(strand_iface_t *iface, strand_ep_t *ep)
 /* An ep without a lease that waits for room on one send queue (the
  * transport chose it: dc_strand's policy keeps an ep on its destination's
  * send queue), not for any: it is in that queue's waiters. */
-static int strand_ep_lease_waits(strand_iface_t *iface,
-                                    strand_ep_t *ep)
+static int strand_ep_lease_waits(strand_iface_t *iface, strand_ep_t *ep)
 {
     iface->tl->sq_lease(iface, ep); /* joins the waiters, or leases */
     strand_ep_tx_update(iface, ep);
-    return (ep->txq == STRAND_TXQ_NONE) &&
-           !ucs_list_is_empty(&ep->txq_wait);
+    return (ep->txq == STRAND_TXQ_NONE) && !ucs_list_is_empty(&ep->txq_wait);
 }
 
 static ucs_arbiter_cb_result_t
 strand_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
-                        ucs_arbiter_elem_t *elem, void *arg)
+                     ucs_arbiter_elem_t *elem, void *arg)
 {
-    strand_iface_t *iface = arg;
-    strand_ep_t *ep       = ucs_container_of(group, strand_ep_t,
-                                                arb_group);
-    uct_pending_req_t *req   = ucs_container_of(elem, uct_pending_req_t,
-                                                priv);
-    ucs_status_t status;
+    strand_iface_t    *iface = arg;
+    strand_ep_t       *ep    = ucs_container_of(group, strand_ep_t, arb_group);
+    uct_pending_req_t *req   = ucs_container_of(elem, uct_pending_req_t, priv);
+    ucs_status_t       status;
 
     if (strand_ep_is_failing(ep)) {
         /* its owner purges them when told of the failure */
@@ -161,7 +154,7 @@ strand_ep_pending_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
         }
     }
     ep->flags |= STRAND_EP_FLAG_IN_PENDING;
-    status     = req->func(req);
+    status = req->func(req);
     ep->flags &= ~STRAND_EP_FLAG_IN_PENDING;
     if (status == UCS_OK) {
         /* the arbiter takes it out once this returns: nothing posts
@@ -217,11 +210,10 @@ void strand_ep_schedule(strand_iface_t *iface, strand_ep_t *ep)
 
 static ucs_arbiter_cb_result_t
 strand_ep_purge_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
-                      ucs_arbiter_elem_t *elem, void *arg)
+                   ucs_arbiter_elem_t *elem, void *arg)
 {
     strand_purge_args_t *args = arg;
-    uct_pending_req_t *req       = ucs_container_of(elem, uct_pending_req_t,
-                                                    priv);
+    uct_pending_req_t   *req  = ucs_container_of(elem, uct_pending_req_t, priv);
 
     if (args->cb != NULL) {
         args->cb(req, args->arg);
@@ -233,26 +225,24 @@ void strand_ep_pending_drop(strand_iface_t *iface, strand_ep_t *ep)
 {
     strand_purge_args_t args = {NULL, NULL};
 
-    ucs_arbiter_group_purge(&iface->arbiter, &ep->arb_group,
-                            strand_ep_purge_cb, &args);
+    ucs_arbiter_group_purge(&iface->arbiter, &ep->arb_group, strand_ep_purge_cb,
+                            &args);
 }
 
-void strand_ep_pending_purge(uct_ep_h tl_ep,
-                                uct_pending_purge_callback_t cb, void *arg)
+void strand_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+                             void *arg)
 {
-    strand_ep_t *ep           = ucs_derived_of(tl_ep, strand_ep_t);
-    strand_iface_t *iface     = ucs_derived_of(tl_ep->iface,
-                                                  strand_iface_t);
+    strand_ep_t        *ep    = ucs_derived_of(tl_ep, strand_ep_t);
+    strand_iface_t     *iface = ucs_derived_of(tl_ep->iface, strand_iface_t);
     strand_purge_args_t args  = {cb, arg};
 
-    ucs_arbiter_group_purge(&iface->arbiter, &ep->arb_group,
-                            strand_ep_purge_cb, &args);
+    ucs_arbiter_group_purge(&iface->arbiter, &ep->arb_group, strand_ep_purge_cb,
+                            &args);
     strand_ep_pending_gone(iface, ep, ep->pending);
 }
 
 /* Room again: the eps waiting for it go back to the pending dispatch. */
-void strand_txq_wake_waiters(strand_iface_t *iface,
-                                       strand_txq_t *txq)
+void strand_txq_wake_waiters(strand_iface_t *iface, strand_txq_t *txq)
 {
     strand_ep_t *ep;
 

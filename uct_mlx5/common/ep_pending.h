@@ -8,10 +8,10 @@
 #include "ep.h"
 #include "txq.h"
 
-ucs_status_t strand_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
-                                   unsigned flags);
-void strand_ep_pending_purge(uct_ep_h tl_ep,
-                             uct_pending_purge_callback_t cb, void *arg);
+ucs_status_t
+strand_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req, unsigned flags);
+void strand_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+                             void *arg);
 /* ep goes: its pending requests are dropped, no callback runs */
 void strand_ep_pending_drop(strand_iface_t *iface, strand_ep_t *ep);
 /* queue a pending request of ep (uct_ep_pending_add, the transport's own

@@ -42,21 +42,18 @@ ucs_status_t strand_ep_fc_low(strand_iface_t *iface, strand_ep_t *ep)
 }
 
 /* A SEND whose data (the AM id first) is written inline from `sge`. */
-void strand_ep_post_inline_send(strand_iface_t *iface,
-                                   strand_ep_t *ep, strand_txq_t *txq,
-                                   const struct ibv_sge *sge, unsigned n,
-                                   uint8_t fm_se)
+void strand_ep_post_inline_send(strand_iface_t *iface, strand_ep_t *ep,
+                                strand_txq_t *txq, const struct ibv_sge *sge,
+                                unsigned n, uint8_t fm_se)
 {
     struct mlx5_wqe_ctrl_seg *ctrl;
-    unsigned ds;
-    void *seg;
+    unsigned                  ds;
+    void                     *seg;
 
     ctrl = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     ds   = STRAND_EP_DS(ep) +
-           strand_set_inline_seg(seg, sge, n, txq->sq.buf, txq->sq.end,
-                                     NULL);
-    strand_ep_post_light(iface, ep, txq, ctrl, MLX5_OPCODE_SEND, ds,
-                            fm_se);
+         strand_set_inline_seg(seg, sge, n, txq->sq.buf, txq->sq.end, NULL);
+    strand_ep_post_light(iface, ep, txq, ctrl, MLX5_OPCODE_SEND, ds, fm_se);
 }
 
 /* The keepalive probe whose own completion comp follows: UCS_OK when the
@@ -64,16 +61,16 @@ void strand_ep_post_inline_send(strand_iface_t *iface,
  * completion). */
 ucs_status_t strand_ep_send_probe(strand_ep_t *ep, uct_completion_t *comp)
 {
-    strand_iface_t *iface = ucs_derived_of(ep->super.super.iface,
-                                           strand_iface_t);
-    strand_txq_t *txq     = NULL;
-    uint8_t am_hdr[STRAND_AM_HDR_MAX];
-    struct ibv_sge sge;
+    strand_iface_t           *iface = ucs_derived_of(ep->super.super.iface,
+                                                     strand_iface_t);
+    strand_txq_t             *txq   = NULL;
+    uint8_t                   am_hdr[STRAND_AM_HDR_MAX];
+    struct ibv_sge            sge;
     struct mlx5_wqe_ctrl_seg *ctrl;
-    strand_op_t op        = {.type = STRAND_OP_PLAIN, .comp = comp};
-    ucs_status_t status;
-    void *seg;
-    unsigned ds;
+    strand_op_t               op = {.type = STRAND_OP_PLAIN, .comp = comp};
+    ucs_status_t              status;
+    void                     *seg;
+    unsigned                  ds;
 
     status = strand_ep_take_txq(iface, ep, &txq);
     if (status != UCS_OK) {
@@ -83,22 +80,21 @@ ucs_status_t strand_ep_send_probe(strand_ep_t *ep, uct_completion_t *comp)
     sge.length = strand_am_hdr_pack(iface, am_hdr, STRAND_AM_KEEPALIVE);
     ctrl       = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     ds         = STRAND_EP_DS(ep) +
-                 strand_set_inline_seg(seg, &sge, 1, txq->sq.buf,
-                                       txq->sq.end, NULL);
+         strand_set_inline_seg(seg, &sge, 1, txq->sq.buf, txq->sq.end, NULL);
     strand_ep_post(iface, ep, txq, ctrl, MLX5_OPCODE_SEND, 0, ds, 0, &op);
     return UCS_INPROGRESS;
 }
 
 /* An inline SEND of the transport's own: [TMH][am_id][msg]. */
 ucs_status_t strand_ep_send_ctrl(strand_ep_t *ep, uint8_t am_id,
-                                    const void *msg, unsigned length)
+                                 const void *msg, unsigned length)
 {
     strand_iface_t *iface = ucs_derived_of(ep->super.super.iface,
-                                              strand_iface_t);
-    strand_txq_t *txq     = NULL;
-    uint8_t am_hdr[STRAND_AM_HDR_MAX];
-    struct ibv_sge sge[2];
-    ucs_status_t status;
+                                           strand_iface_t);
+    strand_txq_t   *txq   = NULL;
+    uint8_t         am_hdr[STRAND_AM_HDR_MAX];
+    struct ibv_sge  sge[2];
+    ucs_status_t    status;
 
     status = strand_ep_take_txq(iface, ep, &txq);
     if (status != UCS_OK) {
@@ -111,16 +107,17 @@ ucs_status_t strand_ep_send_ctrl(strand_ep_t *ep, uint8_t am_id,
     /* flow-control requests and grants wake a waiting peer; keepalive
      * probes need not */
     strand_ep_post_inline_send(iface, ep, txq, sge, 2,
-                                  (am_id == STRAND_AM_KEEPALIVE) ? 0 :
-                                  MLX5_WQE_CTRL_SOLICITED);
+                               (am_id == STRAND_AM_KEEPALIVE) ?
+                                       0 :
+                                       MLX5_WQE_CTRL_SOLICITED);
     return UCS_OK;
 }
 
 ucs_status_t strand_ep_refused(strand_iface_t *iface, strand_ep_t *ep,
-                                  ucs_status_t status, uct_completion_t *comp)
+                               ucs_status_t status, uct_completion_t *comp)
 {
     uct_completion_t **taken;
-    uint32_t max;
+    uint32_t           max;
 
     if ((status != ep->status) || !strand_ep_is_failing(ep)) {
         return status;
@@ -130,8 +127,7 @@ ucs_status_t strand_ep_refused(strand_iface_t *iface, strand_ep_t *ep,
     }
     if (ep->num_taken == ep->max_taken) {
         max   = ucs_max(8, ep->max_taken * 2);
-        taken = ucs_realloc(ep->taken, max * sizeof(*taken),
-                            "strand_ep_taken");
+        taken = ucs_realloc(ep->taken, max * sizeof(*taken), "strand_ep_taken");
         if (taken == NULL) {
             return status;
         }
@@ -147,36 +143,35 @@ ucs_status_t strand_ep_refused(strand_iface_t *iface, strand_ep_t *ep,
  * spend the rest (0), else it asks first below the soft threshold
  * (strand_ep_fc_check; the fast path's fc_over counts down to it). The
  * window stays what it is. */
-void strand_fc_set_req(strand_iface_t *iface, strand_ep_t *ep,
-                                 int req)
+void strand_fc_set_req(strand_iface_t *iface, strand_ep_t *ep, int req)
 {
     int32_t wnd = strand_ep_fc_wnd(ep);
 
     if (req) {
-        ep->flags    |= STRAND_EP_FLAG_FC_REQ;
-        ep->fc_limit  = 0;
+        ep->flags |= STRAND_EP_FLAG_FC_REQ;
+        ep->fc_limit = 0;
     } else {
-        ep->flags    &= ~STRAND_EP_FLAG_FC_REQ;
-        ep->fc_limit  = iface->fc.soft_thresh;
+        ep->flags &= ~STRAND_EP_FLAG_FC_REQ;
+        ep->fc_limit = iface->fc.soft_thresh;
     }
     strand_ep_fc_set_wnd(ep, wnd);
 }
 
 /* Ask the peer of ep for credits (posted on txq, which has room). */
-ucs_status_t strand_fc_request(strand_iface_t *iface,
-                                  strand_ep_t *ep)
+ucs_status_t strand_fc_request(strand_iface_t *iface, strand_ep_t *ep)
 {
     strand_fc_request_t req;
-    ucs_status_t status;
+    ucs_status_t        status;
 
     req.ep_id = ep->fc_id;
     req.seq   = ep->fc_seq + 1;
-    uct_iface_get_address(&iface->super.super, (uct_iface_addr_t*)req.addr);
-    uct_iface_get_device_address(&iface->super.super,
-                                 (uct_device_addr_t*)
-                                 (req.addr + iface->config.iface_addr_len));
+    uct_iface_get_address(&iface->super.super, (uct_iface_addr_t *)req.addr);
+    uct_iface_get_device_address(
+            &iface->super.super,
+            (uct_device_addr_t *)(req.addr + iface->config.iface_addr_len));
     status = strand_ep_send_ctrl(ep, STRAND_AM_FC_REQUEST, &req,
-                                    STRAND_FC_REQUEST_LEN(strand_iface_reply_addr_len(iface)));
+                                 STRAND_FC_REQUEST_LEN(
+                                         strand_iface_reply_addr_len(iface)));
     if (status != UCS_OK) {
         return status;
     }
@@ -193,13 +188,12 @@ ucs_status_t strand_fc_request(strand_iface_t *iface,
 /* A SEND from a bounce buffer: `hdr` (hdr_len bytes), then what pack_cb
  * writes; returns the packed length or an error. */
 ssize_t strand_ep_send_hdr_bcopy(uct_ep_h tl_ep, const void *hdr,
-                                    unsigned hdr_len,
-                                    uct_pack_callback_t pack_cb, void *arg,
-                                    uint8_t opcode, uint32_t imm_be)
+                                 unsigned hdr_len, uct_pack_callback_t pack_cb,
+                                 void *arg, uint8_t opcode, uint32_t imm_be)
 {
     STRAND_EP_DECL(tl_ep);
     strand_tx_desc_t *desc;
-    size_t length;
+    size_t            length;
 
     status = strand_ep_am_get_txq(iface, ep, &txq);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -212,8 +206,8 @@ ssize_t strand_ep_send_hdr_bcopy(uct_ep_h tl_ep, const void *hdr,
     memcpy(desc->data, hdr, hdr_len);
     length = pack_cb(desc->data + hdr_len, arg);
     status = strand_ep_check_packed(iface, ep, desc, length,
-                                       iface->config.seg_size - hdr_len,
-                                       "bcopy send");
+                                    iface->config.seg_size - hdr_len,
+                                    "bcopy send");
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
@@ -223,9 +217,8 @@ ssize_t strand_ep_send_hdr_bcopy(uct_ep_h tl_ep, const void *hdr,
                         desc->lkey);
     op.type = STRAND_OP_DESC;
     op.desc = desc;
-    strand_ep_post_imm(iface, ep, txq, ctrl, opcode, 0,
-                          STRAND_EP_DS(ep) + 1,
-                          strand_ep_am_fm_se(iface, ep), imm_be, &op);
+    strand_ep_post_imm(iface, ep, txq, ctrl, opcode, 0, STRAND_EP_DS(ep) + 1,
+                       strand_ep_am_fm_se(iface, ep), imm_be, &op);
     strand_ep_am_sent(iface, ep);
     return length;
 }
@@ -234,15 +227,14 @@ ssize_t strand_ep_send_hdr_bcopy(uct_ep_h tl_ep, const void *hdr,
  * buffer (an inline segment followed by data segments is not used: one
  * kind per WQE), the iov from the user's memory. */
 ucs_status_t strand_ep_send_hdr_zcopy(uct_ep_h tl_ep, const void *hdr,
-                                         unsigned hdr_len,
-                                         const uct_iov_t *iov, size_t iovcnt,
-                                         uint8_t opcode, uint32_t imm_be,
-                                         uct_completion_t *comp)
+                                      unsigned hdr_len, const uct_iov_t *iov,
+                                      size_t iovcnt, uint8_t opcode,
+                                      uint32_t imm_be, uct_completion_t *comp)
 {
     STRAND_EP_DECL(tl_ep);
     strand_tx_desc_t *desc;
-    uint32_t lkeys[STRAND_MAX_SGE];
-    unsigned ds;
+    uint32_t          lkeys[STRAND_MAX_SGE];
+    unsigned          ds;
 
     status = strand_iov_lkeys(iface, iov, iovcnt, lkeys, &op.tmp_reg);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -261,15 +253,15 @@ ucs_status_t strand_ep_send_hdr_zcopy(uct_ep_h tl_ep, const void *hdr,
 
     ctrl = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     strand_set_data_seg(seg, (uintptr_t)desc->data, hdr_len, desc->lkey);
-    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg), txq->sq.buf,
-                          txq->sq.end);
-    ds   = STRAND_EP_DS(ep) + 1 +
-           strand_set_iov_segs(txq, &seg, iov, iovcnt, lkeys);
+    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg), txq->sq.buf,
+                         txq->sq.end);
+    ds  = STRAND_EP_DS(ep) + 1 +
+         strand_set_iov_segs(txq, &seg, iov, iovcnt, lkeys);
     op.type = STRAND_OP_DESC;
     op.desc = desc;
     op.comp = comp;
     strand_ep_post_imm(iface, ep, txq, ctrl, opcode, 0, ds,
-                          strand_ep_am_fm_se(iface, ep), imm_be, &op);
+                       strand_ep_am_fm_se(iface, ep), imm_be, &op);
     strand_ep_am_sent(iface, ep);
     return UCS_INPROGRESS;
 

@@ -39,8 +39,7 @@ strand_ep_can_send(strand_iface_t *iface, strand_ep_t *ep)
 /* The send queue to post on: the ep's lease, taken now if it holds none (the
  * transport's own messages come here directly). */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_ep_take_txq(strand_iface_t *iface, strand_ep_t *ep,
-                      strand_txq_t **txq_p)
+strand_ep_take_txq(strand_iface_t *iface, strand_ep_t *ep, strand_txq_t **txq_p)
 {
     if (ucs_unlikely(ep->flags & STRAND_EP_FLAG_FAILED)) {
         return ep->status;
@@ -56,22 +55,21 @@ strand_ep_take_txq(strand_iface_t *iface, strand_ep_t *ep,
 /* The send queue for a user's operation: while the ep has pending requests, only
  * they may send (a send from a completion callback must not overtake
  * them). */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_ep_get_txq(strand_iface_t *iface, strand_ep_t *ep,
-                     strand_txq_t **txq_p)
+static UCS_F_ALWAYS_INLINE ucs_status_t strand_ep_get_txq(strand_iface_t *iface,
+                                                          strand_ep_t    *ep,
+                                                          strand_txq_t  **txq_p)
 {
     if (ucs_unlikely(!ucs_arbiter_group_is_empty(&ep->arb_group) &&
                      !(ep->flags & STRAND_EP_FLAG_IN_PENDING))) {
         return (ep->flags & STRAND_EP_FLAG_FAILED) ? ep->status :
-                                                         UCS_ERR_NO_RESOURCE;
+                                                     UCS_ERR_NO_RESOURCE;
     }
     return strand_ep_take_txq(iface, ep, txq_p);
 }
 
 /* A lease taken for an operation that was then not posted goes back. */
 static UCS_F_ALWAYS_INLINE void
-strand_ep_unlease_if_idle(strand_iface_t *iface,
-                                         strand_ep_t *ep)
+strand_ep_unlease_if_idle(strand_iface_t *iface, strand_ep_t *ep)
 {
     if ((ep->outstanding == 0) && (ep->held == 0)) {
         iface->tl->sq_release(iface, ep);
@@ -96,10 +94,9 @@ strand_ep_get_desc(strand_iface_t *iface, strand_ep_t *ep)
  * descriptor and lease go back. The descriptors have STRAND_TX_SLACK
  * bytes past the segment, so that a callback that overran by a little
  * wrote into nobody's memory. */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_ep_check_packed(strand_iface_t *iface, strand_ep_t *ep,
-                          strand_tx_desc_t *desc, size_t length, size_t max,
-                          const char *what)
+static UCS_F_ALWAYS_INLINE ucs_status_t strand_ep_check_packed(
+        strand_iface_t *iface, strand_ep_t *ep, strand_tx_desc_t *desc,
+        size_t length, size_t max, const char *what)
 {
     if (ucs_likely(length <= max)) {
         return UCS_OK;
@@ -125,8 +122,7 @@ strand_ep_count(strand_ep_t *ep, strand_txq_t *txq)
  * kick_db: strand_txq_ring_head_last). */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 strand_ep_ring_last(strand_ep_t *ep, strand_txq_t *txq,
-                       struct mlx5_wqe_ctrl_seg *ctrl, uint64_t head,
-                       int kick_db)
+                    struct mlx5_wqe_ctrl_seg *ctrl, uint64_t head, int kick_db)
 {
     strand_txq_log_tx(txq, ctrl, ep->av_ds);
     return strand_txq_ring_head_last(txq, ctrl, head, kick_db);
@@ -134,7 +130,7 @@ strand_ep_ring_last(strand_ep_t *ep, strand_txq_t *txq,
 
 static UCS_F_ALWAYS_INLINE void
 strand_ep_ring(strand_ep_t *ep, strand_txq_t *txq,
-                  struct mlx5_wqe_ctrl_seg *ctrl, unsigned bbs, uint64_t head)
+               struct mlx5_wqe_ctrl_seg *ctrl, unsigned bbs, uint64_t head)
 {
     strand_txq_log_tx(txq, ctrl, ep->av_ds);
     strand_txq_ring_head(txq, ctrl, bbs, head);
@@ -146,20 +142,20 @@ strand_ep_ring(strand_ep_t *ep, strand_txq_t *txq,
  * imm: as the WQE carries it, network order.
  */
 static UCS_F_ALWAYS_INLINE void
-strand_ep_post_imm(strand_iface_t *iface, strand_ep_t *ep,
-                      strand_txq_t *txq, struct mlx5_wqe_ctrl_seg *ctrl,
-                      uint8_t opcode, uint8_t opmod, unsigned ds,
-                      uint8_t fm_se, uint32_t imm, strand_op_t *op)
+strand_ep_post_imm(strand_iface_t *iface, strand_ep_t *ep, strand_txq_t *txq,
+                   struct mlx5_wqe_ctrl_seg *ctrl, uint8_t opcode,
+                   uint8_t opmod, unsigned ds, uint8_t fm_se, uint32_t imm,
+                   strand_op_t *op)
 {
     unsigned bbs  = strand_ds_to_bbs(ds);
     uint64_t head = strand_sq_ctrl_head(&txq->sq, txq->sq.cur_post, opmod,
                                         opcode, ds);
-    uint8_t fm    = fm_se | strand_txq_ce(txq, 1);
+    uint8_t  fm   = fm_se | strand_txq_ce(txq, 1);
 
     strand_sq_write_ctrl(&txq->sq, ctrl, head,
                          strand_ep_ctrl_tail(ep, txq, fm, imm));
     op->ep     = ep;
-    op->lane = ep->lane;
+    op->lane   = ep->lane;
     op->opcode = opcode;
     strand_txq_claim(txq, bbs, op);
     strand_ep_count(ep, txq);
@@ -168,13 +164,11 @@ strand_ep_post_imm(strand_iface_t *iface, strand_ep_t *ep,
 }
 
 static UCS_F_ALWAYS_INLINE void
-strand_ep_post(strand_iface_t *iface, strand_ep_t *ep,
-                  strand_txq_t *txq, struct mlx5_wqe_ctrl_seg *ctrl,
-                  uint8_t opcode, uint8_t opmod, unsigned ds, uint8_t fm_se,
-                  strand_op_t *op)
+strand_ep_post(strand_iface_t *iface, strand_ep_t *ep, strand_txq_t *txq,
+               struct mlx5_wqe_ctrl_seg *ctrl, uint8_t opcode, uint8_t opmod,
+               unsigned ds, uint8_t fm_se, strand_op_t *op)
 {
-    strand_ep_post_imm(iface, ep, txq, ctrl, opcode, opmod, ds, fm_se, 0,
-                          op);
+    strand_ep_post_imm(iface, ep, txq, ctrl, opcode, opmod, ds, fm_se, 0, op);
 }
 
 /* The ctrl segment, the head of the op record and the counts of the WQE
@@ -186,11 +180,9 @@ strand_ep_post(strand_iface_t *iface, strand_ep_t *ep,
  * the ready ep's templates on the fast path.
  * Its segments are written before or after; then strand_ep_ring() with
  * what this returns, the ctrl bytes 0-7. */
-static UCS_F_ALWAYS_INLINE uint64_t
-strand_ep_claim_light(strand_ep_t *ep,
-                         strand_txq_t *txq, const strand_txq_slot_t *slot,
-                         uint64_t op_head, unsigned bbs, uint64_t tail,
-                         uint32_t kind, int must)
+static UCS_F_ALWAYS_INLINE uint64_t strand_ep_claim_light(
+        strand_ep_t *ep, strand_txq_t *txq, const strand_txq_slot_t *slot,
+        uint64_t op_head, unsigned bbs, uint64_t tail, uint32_t kind, int must)
 {
     uint64_t head = strand_sq_ctrl_head_with(&txq->sq, slot->pi, op_head);
 
@@ -210,22 +202,22 @@ strand_ep_claim_light(strand_ep_t *ep,
  * the general path: a CQE also when an ep waits for a send queue (the send queues' work
  * must complete for one to be given back). */
 static UCS_F_ALWAYS_INLINE void
-strand_ep_post_light(strand_iface_t *iface, strand_ep_t *ep,
-                        strand_txq_t *txq, struct mlx5_wqe_ctrl_seg *ctrl,
-                        uint8_t opcode, unsigned ds, uint8_t fm_se)
+strand_ep_post_light(strand_iface_t *iface, strand_ep_t *ep, strand_txq_t *txq,
+                     struct mlx5_wqe_ctrl_seg *ctrl, uint8_t opcode,
+                     unsigned ds, uint8_t fm_se)
 {
     strand_txq_slot_t slot;
-    uint64_t head;
+    uint64_t          head;
 
     strand_txq_slot(txq, &slot);
     strand_debug_assert(slot.ctrl == ctrl);
     strand_sq_check((ds > 0) && (ds <= 0x3f), &txq->sq, "ds out of range");
     head = strand_ep_claim_light(ep, txq, &slot,
-                                    strand_ctrl_head_op(0, opcode, ds),
-                                    strand_ds_to_bbs(ds),
-                                    strand_ep_ctrl_tail(ep, txq, fm_se, 0),
-                                    strand_op_light_kind(ep->lane, opcode),
-                                    iface->txq_wanted);
+                                 strand_ctrl_head_op(0, opcode, ds),
+                                 strand_ds_to_bbs(ds),
+                                 strand_ep_ctrl_tail(ep, txq, fm_se, 0),
+                                 strand_op_light_kind(ep->lane, opcode),
+                                 iface->txq_wanted);
     strand_ep_ring(ep, txq, ctrl, strand_ds_to_bbs(ds), head);
     strand_ep_gate(iface, ep); /* a fence may be spent */
 }
@@ -246,7 +238,7 @@ strand_ep_post_light(strand_iface_t *iface, strand_ep_t *ep,
  * WQE's slot on it; NULL: the general path. */
 static UCS_F_ALWAYS_INLINE strand_txq_t *
 strand_ep_fast_txq(strand_iface_t *iface, strand_ep_t *ep, unsigned bbs,
-                      strand_txq_slot_t *slot)
+                   strand_txq_slot_t *slot)
 {
     strand_txq_t *txq;
 
@@ -269,10 +261,10 @@ strand_ep_fast_txq(strand_iface_t *iface, strand_ep_t *ep, unsigned bbs,
  * segments go, all in one block (strand_txq_fast_room: no wrap). */
 static UCS_F_ALWAYS_INLINE void *
 strand_ep_fast_start(strand_ep_t *ep, const strand_txq_slot_t *slot,
-                        unsigned av_ds)
+                     unsigned av_ds)
 {
     strand_txq_set_av(slot->ctrl, &ep->av, av_ds);
-    return (uint8_t*)slot->ctrl + (1 + av_ds) * STRAND_WQE_DS;
+    return (uint8_t *)slot->ctrl + (1 + av_ds) * STRAND_WQE_DS;
 }
 
 /* Credits ran low: ask for more once; none left: no resource. */
@@ -290,9 +282,8 @@ strand_ep_fc_check(strand_iface_t *iface, strand_ep_t *ep)
 }
 
 /* The send queue for an active message: flow control first. */
-static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_ep_am_get_txq(strand_iface_t *iface, strand_ep_t *ep,
-                        strand_txq_t **txq_p)
+static UCS_F_ALWAYS_INLINE ucs_status_t strand_ep_am_get_txq(
+        strand_iface_t *iface, strand_ep_t *ep, strand_txq_t **txq_p)
 {
     ucs_status_t status = strand_ep_fc_check(iface, ep);
 
@@ -310,8 +301,8 @@ strand_ep_am_sent(strand_iface_t *iface, strand_ep_t *ep)
     ep->fc_over--;
 }
 
-static UCS_F_ALWAYS_INLINE uint8_t
-strand_ep_fence_mode(strand_iface_t *iface, strand_ep_t *ep)
+static UCS_F_ALWAYS_INLINE uint8_t strand_ep_fence_mode(strand_iface_t *iface,
+                                                        strand_ep_t    *ep)
 {
     /* an ep fence or an iface fence since the last WQE: the beats differ */
     if (ucs_unlikely(ep->fence_beat != iface->fence_beat)) {
@@ -323,8 +314,8 @@ strand_ep_fence_mode(strand_iface_t *iface, strand_ep_t *ep)
 
 /* Active messages are solicited: a receiver waiting for UCT_EVENT_RECV_SIG
  * (a solicited-only arm) wakes up for them. */
-static UCS_F_ALWAYS_INLINE uint8_t
-strand_ep_am_fm_se(strand_iface_t *iface, strand_ep_t *ep)
+static UCS_F_ALWAYS_INLINE uint8_t strand_ep_am_fm_se(strand_iface_t *iface,
+                                                      strand_ep_t    *ep)
 {
     return strand_ep_fence_mode(iface, ep) | MLX5_WQE_CTRL_SOLICITED;
 }
@@ -335,20 +326,20 @@ strand_ep_am_fm_se(strand_iface_t *iface, strand_ep_t *ep)
  * retires.
  */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-strand_iov_lkeys(strand_iface_t *iface, const uct_iov_t *iov,
-                    size_t iovcnt, uint32_t *lkeys,
-                    strand_tmp_reg_t **reg_p)
+strand_iov_lkeys(strand_iface_t *iface, const uct_iov_t *iov, size_t iovcnt,
+                 uint32_t *lkeys, strand_tmp_reg_t **reg_p)
 {
     strand_tmp_reg_t *reg = NULL;
-    ucs_status_t status;
-    uct_mem_h memh;
-    size_t i, len;
+    ucs_status_t      status;
+    uct_mem_h         memh;
+    size_t            i, len;
 
     for (i = 0; i < iovcnt; ++i) {
         len = uct_iov_get_length(&iov[i]);
         if (ucs_likely((iov[i].memh != UCT_MEM_HANDLE_NULL) || (len == 0))) {
-            lkeys[i] = (len == 0) ? 0 :
-                       ((const strand_md_memh_t*)iov[i].memh)->mr.lkey;
+            lkeys[i] = (len == 0) ?
+                               0 :
+                               ((const strand_md_memh_t *)iov[i].memh)->mr.lkey;
             continue;
         }
         if (reg == NULL) {
@@ -360,13 +351,14 @@ strand_iov_lkeys(strand_iface_t *iface, const uct_iov_t *iov,
         }
         status = uct_md_mem_reg(&iface->md->super, iov[i].buffer, len,
                                 UCT_MD_MEM_ACCESS_LOCAL_READ |
-                                UCT_MD_MEM_ACCESS_LOCAL_WRITE, &memh);
+                                        UCT_MD_MEM_ACCESS_LOCAL_WRITE,
+                                &memh);
         if (status != UCS_OK) {
             strand_tmp_reg_release(iface, reg);
             return status;
         }
         reg->memh[reg->count++] = memh;
-        lkeys[i] = ((const strand_md_memh_t*)memh)->mr.lkey;
+        lkeys[i]                = ((const strand_md_memh_t *)memh)->mr.lkey;
     }
     *reg_p = reg;
     return UCS_OK;
@@ -374,13 +366,12 @@ strand_iov_lkeys(strand_iface_t *iface, const uct_iov_t *iov,
 
 /* Data segments for an iov; returns the count, *seg_p moves on. */
 static UCS_F_ALWAYS_INLINE unsigned
-strand_set_iov_segs(strand_txq_t *txq, void **seg_p,
-                       const uct_iov_t *iov, size_t iovcnt,
-                       const uint32_t *lkeys)
+strand_set_iov_segs(strand_txq_t *txq, void **seg_p, const uct_iov_t *iov,
+                    size_t iovcnt, const uint32_t *lkeys)
 {
-    void *seg    = *seg_p;
+    void    *seg = *seg_p;
     unsigned n   = 0;
-    size_t i, len;
+    size_t   i, len;
 
     for (i = 0; i < iovcnt; ++i) {
         len = uct_iov_get_length(&iov[i]);
@@ -388,8 +379,8 @@ strand_set_iov_segs(strand_txq_t *txq, void **seg_p,
             continue;
         }
         strand_set_data_seg(seg, (uintptr_t)iov[i].buffer, len, lkeys[i]);
-        seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg),
-                             txq->sq.buf, txq->sq.end);
+        seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_data_seg), txq->sq.buf,
+                             txq->sq.end);
         ++n;
     }
     *seg_p = seg;
@@ -397,45 +388,41 @@ strand_set_iov_segs(strand_txq_t *txq, void **seg_p,
 }
 
 /* a length check against an upper bound only (the lengths are unsigned) */
-#define STRAND_CHECK_MAX(_length, _max, _name) \
-    UCT_CHECK_PARAM((size_t)(_length) <= (size_t)(_max), \
+#define STRAND_CHECK_MAX(_length, _max, _name)                          \
+    UCT_CHECK_PARAM((size_t)(_length) <= (size_t)(_max),                \
                     "Invalid %s length: %zu (expected: <= %zu)", _name, \
                     (size_t)(_length), (size_t)(_max))
 
 /* the ep, its iface and the send queue to post on */
-#define STRAND_EP_BASE_DECL(_tl_ep) \
-    strand_ep_t *ep       = ucs_derived_of(_tl_ep, strand_ep_t); \
-    strand_iface_t *iface = ucs_derived_of((_tl_ep)->iface, \
-                                              strand_iface_t); \
-    strand_txq_t *txq     = NULL; \
-    ucs_status_t status
+#define STRAND_EP_BASE_DECL(_tl_ep)                                          \
+    strand_ep_t    *ep    = ucs_derived_of(_tl_ep, strand_ep_t);             \
+    strand_iface_t *iface = ucs_derived_of((_tl_ep)->iface, strand_iface_t); \
+    strand_txq_t   *txq   = NULL;                                            \
+    ucs_status_t    status
 
 /* ... and the WQE being built */
-#define STRAND_EP_DECL(_tl_ep) \
-    STRAND_EP_BASE_DECL(_tl_ep); \
-    strand_op_t op        = {0}; \
-    struct mlx5_wqe_ctrl_seg *ctrl; \
-    void *seg
+#define STRAND_EP_DECL(_tl_ep)          \
+    STRAND_EP_BASE_DECL(_tl_ep);        \
+    strand_op_t               op = {0}; \
+    struct mlx5_wqe_ctrl_seg *ctrl;     \
+    void                     *seg
 
 /* A SEND from a bounce buffer: hdr, then what pack_cb writes. */
 ssize_t strand_ep_send_hdr_bcopy(uct_ep_h tl_ep, const void *hdr,
-                                    unsigned hdr_len,
-                                    uct_pack_callback_t pack_cb, void *arg,
-                                    uint8_t opcode, uint32_t imm_be);
+                                 unsigned hdr_len, uct_pack_callback_t pack_cb,
+                                 void *arg, uint8_t opcode, uint32_t imm_be);
 
 /* A zero-copy SEND: hdr from a bounce buffer, then the iov (limits checked
  * by the caller); UCS_INPROGRESS and comp later, or an error. */
 ucs_status_t strand_ep_send_hdr_zcopy(uct_ep_h tl_ep, const void *hdr,
-                                         unsigned hdr_len,
-                                         const uct_iov_t *iov, size_t iovcnt,
-                                         uint8_t opcode, uint32_t imm_be,
-                                         uct_completion_t *comp);
+                                      unsigned hdr_len, const uct_iov_t *iov,
+                                      size_t iovcnt, uint8_t opcode,
+                                      uint32_t imm_be, uct_completion_t *comp);
 
 /* A SEND whose data (the AM id first) is written inline from `sge`. */
-void strand_ep_post_inline_send(strand_iface_t *iface,
-                                   strand_ep_t *ep, strand_txq_t *txq,
-                                   const struct ibv_sge *sge, unsigned n,
-                                   uint8_t fm_se);
+void strand_ep_post_inline_send(strand_iface_t *iface, strand_ep_t *ep,
+                                strand_txq_t *txq, const struct ibv_sge *sge,
+                                unsigned n, uint8_t fm_se);
 
 /* an inline SEND of the transport's own (FC request/grant, keepalive):
  * no flow control; UCS_ERR_NO_RESOURCE when no send queue or room */
@@ -455,11 +442,11 @@ void strand_fc_set_req(strand_iface_t *iface, strand_ep_t *ep, int on);
  * sent, UCS_OK, or UCS_INPROGRESS and `comp` completes with the failure
  * when the owner is told. Otherwise `status` itself. */
 ucs_status_t strand_ep_refused(strand_iface_t *iface, strand_ep_t *ep,
-                                  ucs_status_t status, uct_completion_t *comp);
+                               ucs_status_t status, uct_completion_t *comp);
 /* the same for an operation that returns a length (bcopy) */
 static inline ssize_t strand_ep_refused_len(strand_iface_t *iface,
-                                               strand_ep_t *ep,
-                                               ucs_status_t status)
+                                            strand_ep_t    *ep,
+                                            ucs_status_t    status)
 {
     status = strand_ep_refused(iface, ep, status, NULL);
     return (status == UCS_OK) ? 0 : (ssize_t)status;

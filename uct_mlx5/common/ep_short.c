@@ -12,9 +12,9 @@
 
 /* The shape of a WQE of ctrl and address vector (av_ds units), seg_bytes
  * of segments before the inline one, and `data` bytes inline. */
-static void strand_short_shape_set(strand_short_shape_t *shape,
-                                   uint8_t opcode, unsigned av_ds,
-                                   unsigned seg_bytes, uint32_t data)
+static void strand_short_shape_set(strand_short_shape_t *shape, uint8_t opcode,
+                                   unsigned av_ds, unsigned seg_bytes,
+                                   uint32_t data)
 {
     unsigned ds = 1 + av_ds + (seg_bytes / STRAND_WQE_DS) +
                   strand_inline_ds(data);
@@ -37,7 +37,7 @@ void strand_ep_short_shapes(strand_iface_t *iface, unsigned av_ds)
         strand_short_shape_set(&iface->am_shape[length], MLX5_OPCODE_SEND,
                                av_ds, 0,
                                iface->config.am_tmh + STRAND_AM_HDR_SIZE +
-                               sizeof(uint64_t) + length);
+                                       sizeof(uint64_t) + length);
     }
     /* from 1 byte: no data is no inline segment */
     for (length = 1; length <= iface->config.max_inline; ++length) {

@@ -36,14 +36,14 @@ ucs_status_t strand_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
     return UCS_OK;
 }
 
-static int strand_iface_cq_has_work(strand_dev_cq_t *cq, unsigned cqe_shift,
-                                 uint32_t ci)
+static int
+strand_iface_cq_has_work(strand_dev_cq_t *cq, unsigned cqe_shift, uint32_t ci)
 {
     return strand_cqe_get(cq->dv.buf, cq->dv.cqe_cnt, cqe_shift, ci) != NULL;
 }
 
-static void strand_iface_cq_arm(strand_dev_cq_t *cq, uint8_t sn, uint32_t ci,
-                             int solicited)
+static void
+strand_iface_cq_arm(strand_dev_cq_t *cq, uint8_t sn, uint32_t ci, int solicited)
 {
     strand_cq_arm(cq->dv.dbrec, cq->dv.cq_uar, cq->dv.cqn, sn, ci, solicited);
     if (cq->arm_kick != NULL) {
@@ -53,8 +53,7 @@ static void strand_iface_cq_arm(strand_dev_cq_t *cq, uint8_t sn, uint32_t ci,
 
 /* An event of cq consumed an arm of it: its sequence number moves on.
  * Returns 0 when cq is not iface's. */
-static int strand_iface_count_event(strand_iface_t *iface,
-                                       strand_dev_cq_t *cq)
+static int strand_iface_count_event(strand_iface_t *iface, strand_dev_cq_t *cq)
 {
     unsigned i;
 
@@ -75,7 +74,7 @@ static int strand_iface_count_event(strand_iface_t *iface,
 /* Take the events that woke us off the channel. */
 static void strand_iface_ack_events(strand_iface_t *iface)
 {
-    strand_dev_t *dev = iface->dev;
+    strand_dev_t    *dev = iface->dev;
     strand_dev_cq_t *cq;
 
     while (dev->ops->get_cq_event(dev, iface->chan, &cq) == 0) {
@@ -89,7 +88,7 @@ static int strand_iface_tx_has_work(strand_iface_t *iface)
 
     for (i = 0; i < iface->num_tx_cqs; ++i) {
         if (strand_iface_cq_has_work(&iface->tx_cqs[i].cq, iface->tx_cqe_shift,
-                                  iface->tx_cqs[i].ci)) {
+                                     iface->tx_cqs[i].ci)) {
             return 1;
         }
     }
@@ -101,7 +100,7 @@ static int strand_iface_has_work(strand_iface_t *iface, int tx, int rx)
     return !ucs_arbiter_is_empty(&iface->arbiter) ||
            (tx && strand_iface_tx_has_work(iface)) ||
            (rx && strand_iface_cq_has_work(&iface->rx_cq, iface->rx_cqe_shift,
-                                        iface->rx_ci));
+                                           iface->rx_ci));
 }
 
 void strand_tx_cq_arm(strand_tx_cq_t *tx)
@@ -109,8 +108,8 @@ void strand_tx_cq_arm(strand_tx_cq_t *tx)
     strand_iface_cq_arm(&tx->cq, tx->arm_sn, tx->ci, 0);
 }
 
-static void strand_iface_arm_cqs(strand_iface_t *iface, int tx, int rx,
-                                    int rx_sol)
+static void
+strand_iface_arm_cqs(strand_iface_t *iface, int tx, int rx, int rx_sol)
 {
     unsigned i;
 
@@ -119,17 +118,17 @@ static void strand_iface_arm_cqs(strand_iface_t *iface, int tx, int rx,
     }
     if (rx) {
         strand_iface_cq_arm(&iface->rx_cq, iface->rx_arm_sn, iface->rx_ci,
-                         rx_sol);
+                            rx_sol);
     }
 }
 
 ucs_status_t strand_iface_event_arm(uct_iface_h tl_iface, unsigned events)
 {
-    strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
-    int tx        = !!(events & UCT_EVENT_SEND_COMP);
-    int rx        = !!(events & (UCT_EVENT_SEND_COMP | UCT_EVENT_RECV |
-                                 UCT_EVENT_RECV_SIG));
-    int rx_sol    = !(events & UCT_EVENT_RECV);
+    strand_iface_t *iface  = ucs_derived_of(tl_iface, strand_iface_t);
+    int             tx     = !!(events & UCT_EVENT_SEND_COMP);
+    int             rx     = !!(events &
+                (UCT_EVENT_SEND_COMP | UCT_EVENT_RECV | UCT_EVENT_RECV_SIG));
+    int             rx_sol = !(events & UCT_EVENT_RECV);
 
     strand_iface_ack_events(iface);
     if (strand_iface_has_work(iface, tx, rx)) {

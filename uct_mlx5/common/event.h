@@ -9,7 +9,7 @@
 #include "iface.h"
 
 /* Arm a send CQ for its next CQE */
-void strand_tx_cq_arm(strand_tx_cq_t *tx);
+void         strand_tx_cq_arm(strand_tx_cq_t *tx);
 ucs_status_t strand_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p);
 ucs_status_t strand_iface_event_arm(uct_iface_h tl_iface, unsigned events);
 

@@ -34,9 +34,9 @@
 #include <string.h>
 
 /* internal active message ids: above the user's range (UCT_AM_ID_MAX) */
-#define STRAND_AM_FC_GRANT    0xfd
-#define STRAND_AM_FC_REQUEST  0xfe
-#define STRAND_AM_KEEPALIVE   0xff
+#define STRAND_AM_FC_GRANT   0xfd
+#define STRAND_AM_FC_REQUEST 0xfe
+#define STRAND_AM_KEEPALIVE  0xff
 
 /* A requester as its FC_REQUEST names it: its interface and device
  * addresses, zero-padded. */
@@ -48,7 +48,7 @@ typedef struct strand_fc_peer {
 static inline khint32_t strand_fc_peer_hash(strand_fc_peer_t peer)
 {
     khint32_t h = 2166136261u; /* FNV-1a */
-    unsigned i;
+    unsigned  i;
 
     for (i = 0; i < STRAND_FC_PEER_LEN; ++i) {
         h = (h ^ peer.bytes[i]) * 16777619u;

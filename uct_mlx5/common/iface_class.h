@@ -13,12 +13,12 @@
  * configuration as the shared code reads it; each transport's class
  * derives from it (dc/dc_iface.c, rc/rc_iface.c). */
 UCS_CLASS_DECLARE(strand_iface_t, uct_md_h, uct_worker_h,
-                  const uct_iface_params_t*, const uct_iface_config_t*,
-                  const strand_iface_config_t*, const strand_tl_ops_t*,
-                  uct_iface_ops_t*);
-ucs_status_t strand_query_devices(uct_md_h uct_md,
+                  const uct_iface_params_t *, const uct_iface_config_t *,
+                  const strand_iface_config_t *, const strand_tl_ops_t *,
+                  uct_iface_ops_t *);
+ucs_status_t strand_query_devices(uct_md_h                   uct_md,
                                   uct_tl_device_resource_t **devices_p,
-                                  unsigned *num_devices_p);
+                                  unsigned                  *num_devices_p);
 /* what both transports have; each adds its addresses and costs */
 ucs_status_t strand_iface_query(strand_iface_t *iface, uct_iface_attr_t *attr);
 /* the device's estimates (src/dev) */
@@ -28,12 +28,12 @@ ucs_status_t strand_errno_status(int err);
 
 /* the internal operations: both transports' (rc_strand adds VFS files) */
 extern uct_iface_internal_ops_t strand_iface_internal_ops;
-void strand_iface_vfs_refresh(uct_iface_h tl_iface);
-ucs_status_t strand_iface_estimate_perf(uct_iface_h tl_iface,
-                                        uct_perf_attr_t *perf_attr);
+void                            strand_iface_vfs_refresh(uct_iface_h tl_iface);
+ucs_status_t
+strand_iface_estimate_perf(uct_iface_h tl_iface, uct_perf_attr_t *perf_attr);
 
 /* the interface operations both transports take as they are */
-unsigned strand_iface_progress(uct_iface_h tl_iface);
+unsigned     strand_iface_progress(uct_iface_h tl_iface);
 ucs_status_t strand_iface_flush(uct_iface_h tl_iface, unsigned flags,
                                 uct_completion_t *comp);
 ucs_status_t strand_iface_fence(uct_iface_h tl_iface, unsigned flags);
@@ -43,8 +43,7 @@ extern const uct_iface_ops_t strand_iface_ops;
 
 /* The send CQ of send queue txq_index, made (and those before it) if it is
  * the first of its group. */
-ucs_status_t strand_iface_tx_cq_get(strand_iface_t *iface,
-                                    unsigned txq_index,
+ucs_status_t strand_iface_tx_cq_get(strand_iface_t *iface, unsigned txq_index,
                                     strand_dev_cq_t **cq_p);
 
 #endif

@@ -18,8 +18,8 @@ typedef struct strand_iface_common_config {
     unsigned                 rx_queue_len;
     unsigned long            rx_max_poll;
     unsigned long            tx_max_poll;
-    uct_iface_mpool_config_t tx_mp;        /* TX_MAX_BUFS, TX_BUFS_GROW */
-    uct_iface_mpool_config_t rx_mp;        /* RX_MAX_BUFS, RX_BUFS_GROW */
+    uct_iface_mpool_config_t tx_mp; /* TX_MAX_BUFS, TX_BUFS_GROW */
+    uct_iface_mpool_config_t rx_mp; /* RX_MAX_BUFS, RX_BUFS_GROW */
     size_t                   seg_size;
     double                   timeout;
     unsigned                 retry_count;
@@ -31,10 +31,10 @@ typedef struct strand_iface_common_config {
     unsigned                 tx_cq_len;
     unsigned                 rx_cq_len;
     int                      rx_inline;
-    int                      tm_enable;    /* ucs_ternary_auto_value_t */
+    int                      tm_enable; /* ucs_ternary_auto_value_t */
     unsigned                 tm_list_size;
     unsigned                 tm_rndv_ops;
-    int                      integrity;    /* strand_integrity_kind_t */
+    int                      integrity; /* strand_integrity_kind_t */
     unsigned                 integrity_retries;
     size_t                   integrity_read_size;
 } strand_iface_common_config_t;

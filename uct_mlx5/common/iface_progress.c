@@ -23,8 +23,8 @@
  * matching commands (strand_rx_progress). */
 static UCS_F_ALWAYS_INLINE int strand_iface_rx_busy(strand_iface_t *iface)
 {
-    return strand_cq_cursor_ready(&iface->rx_cur) ||
-           (iface->srq_missing > 0) || (iface->config.am_tmh > 0);
+    return strand_cq_cursor_ready(&iface->rx_cur) || (iface->srq_missing > 0) ||
+           (iface->config.am_tmh > 0);
 }
 
 /* Whether the send side has work: a CQE on its one CQ (rc_strand's many:
@@ -35,8 +35,7 @@ static UCS_F_ALWAYS_INLINE int strand_iface_tx_busy(strand_iface_t *iface)
     const strand_tx_cq_t *tx = &iface->tx_cqs[0];
 
     return (iface->num_tx_cqs != 1) || iface->repost_pending ||
-           (iface->num_failed > 0) ||
-           strand_cq_cursor_ready(&tx->cur);
+           (iface->num_failed > 0) || strand_cq_cursor_ready(&tx->cur);
 }
 
 /* The CQs polled where they have work: an idle poll looks at two CQEs'
@@ -57,7 +56,7 @@ static UCS_F_ALWAYS_INLINE unsigned strand_iface_poll(strand_iface_t *iface)
 unsigned strand_iface_progress(uct_iface_h tl_iface)
 {
     strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
-    unsigned count;
+    unsigned        count;
 
     if (ucs_unlikely((iface->integrity_queue != NULL) ||
                      iface->integrity_starved)) {
@@ -83,8 +82,8 @@ unsigned strand_iface_progress(uct_iface_h tl_iface)
     return count;
 }
 
-ucs_status_t strand_iface_flush(uct_iface_h tl_iface, unsigned flags,
-                                   uct_completion_t *comp)
+ucs_status_t
+strand_iface_flush(uct_iface_h tl_iface, unsigned flags, uct_completion_t *comp)
 {
     strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
 

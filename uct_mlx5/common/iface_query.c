@@ -35,18 +35,18 @@ static ucs_sys_device_t strand_sys_device(const strand_dev_t *dev)
     return sys_dev;
 }
 
-ucs_status_t
-strand_query_devices(uct_md_h uct_md, uct_tl_device_resource_t **devices_p,
-                        unsigned *num_devices_p)
+ucs_status_t strand_query_devices(uct_md_h                   uct_md,
+                                  uct_tl_device_resource_t **devices_p,
+                                  unsigned                  *num_devices_p)
 {
     strand_md_t *md = ucs_derived_of(uct_md, strand_md_t);
-    char name[UCT_DEVICE_NAME_MAX];
+    char         name[UCT_DEVICE_NAME_MAX];
 
     ucs_snprintf_zero(name, sizeof(name), "%s:%d", md->dev->info.name,
                       STRAND_PORT);
     return uct_single_device_resource(uct_md, name, UCT_DEVICE_TYPE_NET,
-                                      strand_sys_device(md->dev),
-                                      devices_p, num_devices_p);
+                                      strand_sys_device(md->dev), devices_p,
+                                      num_devices_p);
 }
 
 /* --------------------------------------------------------------- query */
@@ -63,36 +63,37 @@ ucs_status_t strand_iface_perf(strand_iface_t *iface, strand_dev_perf_t *perf)
     if ((perf->source == STRAND_DEV_PERF_PORT_GUESS) ||
         (perf->source == STRAND_DEV_PERF_FIXED)) {
         /* UCP picks protocols from these; the run works either way */
-        ucs_diag("%s: estimates not from the device: %s",
-                 iface->dev->info.name, perf->what);
+        ucs_diag("%s: estimates not from the device: %s", iface->dev->info.name,
+                 perf->what);
     }
     ucs_trace("%s: estimates (%s): latency %.0f ns, bandwidth %.0f MB/s, "
-              "overhead %.0f/%.0f ns", iface->dev->info.name, perf->what,
-              perf->latency * 1e9, perf->bandwidth / 1e6,
-              perf->send_overhead * 1e9, perf->recv_overhead * 1e9);
+              "overhead %.0f/%.0f ns",
+              iface->dev->info.name, perf->what, perf->latency * 1e9,
+              perf->bandwidth / 1e6, perf->send_overhead * 1e9,
+              perf->recv_overhead * 1e9);
     return UCS_OK;
 }
 
 /* The device's atomics: masked ones build every operation, 32 and 64 bit;
  * without, the standard 64-bit fetch-and-add and compare-and-swap only. */
-static void strand_iface_query_atomics(const strand_iface_t *iface,
-                                       uct_iface_attr_t *attr)
+static void
+strand_iface_query_atomics(const strand_iface_t *iface, uct_iface_attr_t *attr)
 {
-    uint64_t amo  = UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_AND) |
-                    UCS_BIT(UCT_ATOMIC_OP_OR)  | UCS_BIT(UCT_ATOMIC_OP_XOR);
+    uint64_t amo = UCS_BIT(UCT_ATOMIC_OP_ADD) | UCS_BIT(UCT_ATOMIC_OP_AND) |
+                   UCS_BIT(UCT_ATOMIC_OP_OR) | UCS_BIT(UCT_ATOMIC_OP_XOR);
     uint64_t famo = amo | UCS_BIT(UCT_ATOMIC_OP_SWAP) |
                     UCS_BIT(UCT_ATOMIC_OP_CSWAP);
 
     if (iface->dev->caps.atomics && iface->config.masked_atomics) {
         /* masked atomics build every operation, 32 and 64 bit */
-        attr->cap.flags             |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
+        attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
         attr->cap.atomic32.op_flags  = amo;
         attr->cap.atomic32.fop_flags = famo;
         attr->cap.atomic64.op_flags  = amo;
         attr->cap.atomic64.fop_flags = famo;
     } else if (iface->dev->caps.atomics) {
         /* the standard 64-bit fetch-and-add and compare-and-swap only */
-        attr->cap.flags             |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
+        attr->cap.flags |= UCT_IFACE_FLAG_ATOMIC_DEVICE;
         attr->cap.atomic64.op_flags  = UCS_BIT(UCT_ATOMIC_OP_ADD);
         attr->cap.atomic64.fop_flags = UCS_BIT(UCT_ATOMIC_OP_ADD) |
                                        UCS_BIT(UCT_ATOMIC_OP_CSWAP);
@@ -101,18 +102,18 @@ static void strand_iface_query_atomics(const strand_iface_t *iface,
 
 ucs_status_t strand_iface_query(strand_iface_t *iface, uct_iface_attr_t *attr)
 {
-    size_t seg_size          = iface->config.seg_size;
+    size_t            seg_size = iface->config.seg_size;
     strand_dev_perf_t perf;
-    ucs_status_t status;
+    ucs_status_t      status;
 
     uct_base_iface_query(&iface->super, attr);
 
-    attr->cap.flags = STRAND_IFACE_FLAGS_CONNECT |
-                      UCT_IFACE_FLAG_AM_SHORT | UCT_IFACE_FLAG_AM_BCOPY |
-                      UCT_IFACE_FLAG_AM_ZCOPY | UCT_IFACE_FLAG_PUT_SHORT |
-                      UCT_IFACE_FLAG_PUT_BCOPY | UCT_IFACE_FLAG_PUT_ZCOPY |
-                      UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_GET_ZCOPY |
-                      UCT_IFACE_FLAG_PENDING | UCT_IFACE_FLAG_CB_SYNC |
+    attr->cap.flags = STRAND_IFACE_FLAGS_CONNECT | UCT_IFACE_FLAG_AM_SHORT |
+                      UCT_IFACE_FLAG_AM_BCOPY | UCT_IFACE_FLAG_AM_ZCOPY |
+                      UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_PUT_BCOPY |
+                      UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_BCOPY |
+                      UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PENDING |
+                      UCT_IFACE_FLAG_CB_SYNC |
                       UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
                       /* a bad local or remote buffer fails its ep, not the
                        * process (the device's protection and access
@@ -129,8 +130,8 @@ ucs_status_t strand_iface_query(strand_iface_t *iface, uct_iface_attr_t *attr)
 
     strand_iface_query_atomics(iface, attr);
 
-    attr->cap.am.max_short       = iface->config.max_inline -
-                                   strand_am_hdr_len(iface);
+    attr->cap.am.max_short = iface->config.max_inline -
+                             strand_am_hdr_len(iface);
     attr->cap.am.max_bcopy       = seg_size - strand_am_hdr_len(iface);
     attr->cap.am.min_zcopy       = 0;
     attr->cap.am.max_zcopy       = seg_size - strand_am_hdr_len(iface);
@@ -147,11 +148,11 @@ ucs_status_t strand_iface_query(strand_iface_t *iface, uct_iface_attr_t *attr)
     attr->cap.put.align_mtu       = iface->dev->caps.mtu;
     attr->cap.put.max_iov         = iface->config.max_sge;
 
-    attr->cap.get.max_bcopy       = seg_size;
+    attr->cap.get.max_bcopy = seg_size;
     if (iface->integrity.kind != STRAND_INTEGRITY_OFF) {
         /* every GET lands through a checking mkey: zero-copy only */
-        attr->cap.flags         &= ~UCT_IFACE_FLAG_GET_BCOPY;
-        attr->cap.get.max_bcopy  = 0;
+        attr->cap.flags &= ~UCT_IFACE_FLAG_GET_BCOPY;
+        attr->cap.get.max_bcopy = 0;
     }
     attr->cap.get.min_zcopy       = 1;
     attr->cap.get.max_zcopy       = STRAND_MAX_ZCOPY;
@@ -161,10 +162,10 @@ ucs_status_t strand_iface_query(strand_iface_t *iface, uct_iface_attr_t *attr)
 
     strand_tag_query(iface, attr);
 
-    attr->ep_addr_len     = 0;
-    attr->max_conn_priv   = 0;
-    attr->dev_num_paths   = 1;
-    attr->max_num_eps     = SIZE_MAX;
+    attr->ep_addr_len   = 0;
+    attr->max_conn_priv = 0;
+    attr->dev_num_paths = 1;
+    attr->max_num_eps   = SIZE_MAX;
 
     /* what the device says it is worth (src/dev: the port's speed on a
      * NIC, measured costs on the software device): the link is shared by
@@ -173,8 +174,7 @@ ucs_status_t strand_iface_query(strand_iface_t *iface, uct_iface_attr_t *attr)
     if (status != UCS_OK) {
         return status;
     }
-    attr->latency             = ucs_linear_func_make(perf.latency,
-                                                     perf.latency_per_ep);
+    attr->latency = ucs_linear_func_make(perf.latency, perf.latency_per_ep);
     attr->bandwidth.dedicated = 0;
     attr->bandwidth.shared    = perf.bandwidth;
     attr->overhead            = perf.send_overhead;
@@ -184,12 +184,12 @@ ucs_status_t strand_iface_query(strand_iface_t *iface, uct_iface_attr_t *attr)
 
 /* UCP's protocol selection asks for the send and receive overheads apart
  * (uct_iface_estimate_perf); the rest is what iface_query reports. */
-ucs_status_t strand_iface_estimate_perf(uct_iface_h tl_iface,
-                                           uct_perf_attr_t *perf_attr)
+ucs_status_t
+strand_iface_estimate_perf(uct_iface_h tl_iface, uct_perf_attr_t *perf_attr)
 {
-    strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
+    strand_iface_t   *iface = ucs_derived_of(tl_iface, strand_iface_t);
     strand_dev_perf_t perf;
-    ucs_status_t status;
+    ucs_status_t      status;
 
     status = uct_base_iface_estimate_perf(tl_iface, perf_attr);
     if ((status != UCS_OK) ||

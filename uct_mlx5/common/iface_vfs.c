@@ -12,23 +12,21 @@
 
 #include <ucs/vfs/base/vfs_obj.h>
 
-static void strand_iface_vfs_show_txq_pool(void *obj,
-                                              ucs_string_buffer_t *strb,
-                                              void *arg_ptr, uint64_t arg_u64)
+static void strand_iface_vfs_show_txq_pool(void *obj, ucs_string_buffer_t *strb,
+                                           void *arg_ptr, uint64_t arg_u64)
 {
     strand_txq_pool_show(obj, strb);
 }
 
 /* The device's async events so far: "<event> <count> qpn 0x<last>". */
-static void strand_iface_vfs_show_async(void *obj,
-                                           ucs_string_buffer_t *strb,
-                                           void *arg_ptr, uint64_t arg_u64)
+static void strand_iface_vfs_show_async(void *obj, ucs_string_buffer_t *strb,
+                                        void *arg_ptr, uint64_t arg_u64)
 {
     strand_iface_t *iface = obj;
-    strand_md_t *md = ucs_derived_of(iface->super.md, strand_md_t);
-    uint64_t count;
-    uint32_t qpn;
-    unsigned t;
+    strand_md_t    *md    = ucs_derived_of(iface->super.md, strand_md_t);
+    uint64_t        count;
+    uint32_t        qpn;
+    unsigned        t;
 
     strand_async_drain(&md->async);
     for (t = 0; t < STRAND_ASYNC_MAX_TYPE; ++t) {
@@ -43,20 +41,19 @@ static void strand_iface_vfs_show_async(void *obj,
 }
 
 /* Tag matching: the list, the phase, and which path messages took. */
-static void strand_iface_vfs_show_integrity(void *obj,
-                                               ucs_string_buffer_t *strb,
-                                               void *arg_ptr,
-                                               uint64_t arg_u64)
+static void strand_iface_vfs_show_integrity(void                *obj,
+                                            ucs_string_buffer_t *strb,
+                                            void *arg_ptr, uint64_t arg_u64)
 {
     strand_iface_t *iface = obj;
-    char buf[256];
+    char            buf[256];
 
     strand_integrity_summary(&iface->integrity, buf, sizeof(buf));
     ucs_string_buffer_appendf(strb, "%s\n", buf);
 }
 
 static void strand_iface_vfs_show_tm(void *obj, ucs_string_buffer_t *strb,
-                                        void *arg_ptr, uint64_t arg_u64)
+                                     void *arg_ptr, uint64_t arg_u64)
 {
     strand_iface_t *iface = obj;
 
@@ -69,12 +66,12 @@ static void strand_iface_vfs_show_qos(void *obj, ucs_string_buffer_t *strb,
                                       void *arg_ptr, uint64_t arg_u64)
 {
     strand_iface_t *iface = obj;
-    strand_dev_t *dev     = iface->dev;
-    uint64_t sl[16], tclass[256];
-    unsigned i;
+    strand_dev_t   *dev   = iface->dev;
+    uint64_t        sl[16], tclass[256];
+    unsigned        i;
 
-    ucs_string_buffer_appendf(strb, "sl %u traffic_class %u\n",
-                              iface->path.sl, iface->path.tclass);
+    ucs_string_buffer_appendf(strb, "sl %u traffic_class %u\n", iface->path.sl,
+                              iface->path.tclass);
     if (dev->ops->rx_qos == NULL) {
         return;
     }
@@ -87,8 +84,9 @@ static void strand_iface_vfs_show_qos(void *obj, ucs_string_buffer_t *strb,
     }
     for (i = 0; i < 256; ++i) {
         if (tclass[i] != 0) {
-            ucs_string_buffer_appendf(strb, "rx traffic_class %u: %" PRIu64
-                                      "\n", i, tclass[i]);
+            ucs_string_buffer_appendf(strb,
+                                      "rx traffic_class %u: %" PRIu64 "\n", i,
+                                      tclass[i]);
         }
     }
 }
@@ -105,8 +103,8 @@ void strand_iface_vfs_refresh(uct_iface_h tl_iface)
                             "async_events");
     ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_qos, NULL, 0, "qos");
     if (iface->integrity.kind != STRAND_INTEGRITY_OFF) {
-        ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_integrity,
-                                NULL, 0, "integrity");
+        ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_integrity, NULL, 0,
+                                "integrity");
     }
     if (iface->have_tm) {
         ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_tm, NULL, 0,

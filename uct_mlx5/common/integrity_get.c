@@ -16,46 +16,47 @@
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack_int.h>
 
-ucs_status_t strand_iface_integrity_init(strand_iface_t *iface,
-                                      const strand_iface_config_t *config)
+ucs_status_t strand_iface_integrity_init(strand_iface_t              *iface,
+                                         const strand_iface_config_t *config)
 {
-    strand_integrity_kind_t kind = (strand_integrity_kind_t)config->common.integrity;
+    strand_integrity_kind_t kind = (strand_integrity_kind_t)
+                                           config->common.integrity;
 
     if ((kind != STRAND_INTEGRITY_OFF) && (iface->md->integrity != kind)) {
         /* the MD packs the signing keys: it read the same option from
          * the environment when it was opened */
         ucs_error("%s: UCX_DC_STRAND_INTEGRITY=%s, but the memory domain "
                   "signs with %s (it reads the option from the environment "
-                  "when it opens)", iface->dev->info.name,
-                  strand_integrity_kind_names[kind],
+                  "when it opens)",
+                  iface->dev->info.name, strand_integrity_kind_names[kind],
                   strand_integrity_kind_names[iface->md->integrity]);
         return UCS_ERR_INVALID_PARAM;
     }
     if ((kind != STRAND_INTEGRITY_OFF) &&
         (config->common.integrity_read_size < STRAND_INTEGRITY_BLOCK)) {
         ucs_error("%s: UCX_DC_STRAND_INTEGRITY_READ_SIZE=%zu: at least one "
-                  "block (%u bytes)", iface->dev->info.name,
-                  config->common.integrity_read_size, STRAND_INTEGRITY_BLOCK);
+                  "block (%u bytes)",
+                  iface->dev->info.name, config->common.integrity_read_size,
+                  STRAND_INTEGRITY_BLOCK);
         return UCS_ERR_INVALID_PARAM;
     }
     /* as many pieces in flight as the send queues can have READs outstanding: a
      * piece never waits for a landing mkey longer than for a send slot */
-    return strand_integrity_init(&iface->integrity, iface->dev, kind,
-                                 iface->config.max_sge,
-                                 ucs_min(1024, iface->num_txqs *
-                                               iface->config.tx_queue_len),
-                                 config->common.integrity_read_size,
-                                 config->common.integrity_retries);
+    return strand_integrity_init(
+            &iface->integrity, iface->dev, kind, iface->config.max_sge,
+            ucs_min(1024, iface->num_txqs * iface->config.tx_queue_len),
+            config->common.integrity_read_size,
+            config->common.integrity_retries);
 }
 
 /* The GET is over: the user hears of it, its ep has one operation less. */
-static void strand_iface_integrity_finish(strand_iface_t *iface,
-                                       strand_integrity_req_t *req)
+static void strand_iface_integrity_finish(strand_iface_t         *iface,
+                                          strand_integrity_req_t *req)
 {
-    strand_ep_t *ep     = req->ep;
-    uct_completion_t *comp = req->comp;
-    ucs_status_t status    = req->status;
-    uct_completion_t *last = NULL;
+    strand_ep_t      *ep     = req->ep;
+    uct_completion_t *comp   = req->comp;
+    ucs_status_t      status = req->status;
+    uct_completion_t *last   = NULL;
 
     strand_integrity_req_finish(&iface->integrity, req);
     if (req->tmp_reg != NULL) {
@@ -74,8 +75,7 @@ static void strand_iface_integrity_finish(strand_iface_t *iface,
          * UCP takes a failed GET for a failed ep (its rendezvous then
          * sends the sender nothing, and only the ep's error tells
          * anyone); the owner hears of it once the completions are done */
-        strand_ep_fail(iface, ep, status,
-                                "a checked GET failed");
+        strand_ep_fail(iface, ep, status, "a checked GET failed");
     }
     strand_ep_schedule(iface, ep);
     if (comp != NULL) {
@@ -89,7 +89,7 @@ static void strand_iface_integrity_finish(strand_iface_t *iface,
 void strand_iface_integrity_cleanup(strand_iface_t *iface)
 {
     strand_integrity_req_t *req;
-    char buf[256];
+    char                    buf[256];
 
     if (iface->integrity.kind == STRAND_INTEGRITY_OFF) {
         return;
@@ -109,8 +109,8 @@ void strand_iface_integrity_cleanup(strand_iface_t *iface)
 
 /* ---------------------------------------------------------- the queue */
 
-static void strand_iface_integrity_enqueue(strand_iface_t *iface,
-                                        strand_integrity_req_t *req)
+static void strand_iface_integrity_enqueue(strand_iface_t         *iface,
+                                           strand_integrity_req_t *req)
 {
     strand_integrity_req_t **pp;
 
@@ -124,8 +124,8 @@ static void strand_iface_integrity_enqueue(strand_iface_t *iface,
     *pp = req;
 }
 
-static void strand_iface_integrity_dequeue(strand_iface_t *iface,
-                                        strand_integrity_req_t *req)
+static void strand_iface_integrity_dequeue(strand_iface_t         *iface,
+                                           strand_integrity_req_t *req)
 {
     strand_integrity_req_t **pp;
 
@@ -142,35 +142,34 @@ static void strand_iface_integrity_dequeue(strand_iface_t *iface,
 
 /* The READ of a piece: its blocks from the sender's signing mkey into the
  * landing mkey (zero-based, the length on the wire), on ep's send queue. */
-static void strand_iface_integrity_post(strand_iface_t *iface,
-                                     strand_ep_t *ep, strand_txq_t *txq,
-                                     strand_integrity_piece_t *piece)
+static void strand_iface_integrity_post(strand_iface_t *iface, strand_ep_t *ep,
+                                        strand_txq_t             *txq,
+                                        strand_integrity_piece_t *piece)
 {
-    strand_op_t op = {0};
+    strand_op_t               op = {0};
     struct mlx5_wqe_ctrl_seg *ctrl;
-    void *seg;
+    void                     *seg;
 
     ctrl = strand_txq_wqe_start(txq, &ep->av, ep->av_ds, &seg);
     strand_set_raddr_seg(seg, piece->wire_off, piece->req->sig_rkey);
-    seg  = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), txq->sq.buf,
-                          txq->sq.end);
+    seg = strand_sq_next(seg, sizeof(struct mlx5_wqe_raddr_seg), txq->sq.buf,
+                         txq->sq.end);
     strand_set_data_seg(seg, 0, piece->wire_len, piece->mkey.key);
     op.type     = STRAND_OP_CHECKED;
     op.u.result = piece;
     strand_ep_post(iface, ep, txq, ctrl, MLX5_OPCODE_RDMA_READ, 0,
-                      STRAND_EP_DS(ep) + 2,
-                      strand_ep_fence_mode(iface, ep), &op);
+                   STRAND_EP_DS(ep) + 2, strand_ep_fence_mode(iface, ep), &op);
 }
 
 /* Post what req has to read while its ep has room and landing mkeys are
  * free; then it waits in the queue, or it is over. */
-static void strand_iface_integrity_issue(strand_iface_t *iface,
-                                      strand_integrity_req_t *req)
+static void
+strand_iface_integrity_issue(strand_iface_t *iface, strand_integrity_req_t *req)
 {
-    strand_ep_t *ep = req->ep;
+    strand_ep_t              *ep = req->ep;
     strand_integrity_piece_t *piece;
-    strand_txq_t *txq = NULL;
-    ucs_status_t status;
+    strand_txq_t             *txq = NULL;
+    ucs_status_t              status;
 
     while ((ep != NULL) && !strand_integrity_req_done(req)) {
         if (ep->flags & STRAND_EP_FLAG_FAILED) {
@@ -207,19 +206,17 @@ static void strand_iface_integrity_issue(strand_iface_t *iface,
     }
 }
 
-ucs_status_t strand_ep_get_checked(strand_iface_t *iface,
-                                      strand_ep_t *ep,
-                                      const uct_iov_t *iov, size_t iovcnt,
-                                      uint64_t remote_addr,
-                                      const strand_rkey_sig_t *rk,
-                                      uct_completion_t *comp)
+ucs_status_t
+strand_ep_get_checked(strand_iface_t *iface, strand_ep_t *ep,
+                      const uct_iov_t *iov, size_t iovcnt, uint64_t remote_addr,
+                      const strand_rkey_sig_t *rk, uct_completion_t *comp)
 {
-    uint32_t lkeys[STRAND_MAX_SGE];
-    strand_tmp_reg_t *reg        = NULL;
-    strand_integrity_req_t *req     = NULL;
+    uint32_t                  lkeys[STRAND_MAX_SGE];
+    strand_tmp_reg_t         *reg   = NULL;
+    strand_integrity_req_t   *req   = NULL;
     strand_integrity_piece_t *piece = NULL;
-    strand_txq_t *txq = NULL;
-    ucs_status_t status;
+    strand_txq_t             *txq   = NULL;
+    ucs_status_t              status;
 
     /* taken only when its first piece can go now (UCP waits otherwise) */
     if (!strand_integrity_piece_available(&iface->integrity)) {
@@ -233,8 +230,9 @@ ucs_status_t strand_ep_get_checked(strand_iface_t *iface,
     if (status == UCS_OK) {
         req    = ucs_calloc(1, sizeof(*req), "strand_integrity_req");
         status = (req == NULL) ? UCS_ERR_NO_MEMORY :
-                 strand_integrity_req_init(&iface->integrity, req, rk,
-                                           remote_addr, iov, iovcnt, lkeys);
+                                 strand_integrity_req_init(&iface->integrity,
+                                                           req, rk, remote_addr,
+                                                           iov, iovcnt, lkeys);
     }
     if (status == UCS_OK) {
         /* its first piece goes now: nothing of it is reported before
@@ -264,18 +262,18 @@ ucs_status_t strand_ep_get_checked(strand_iface_t *iface,
 }
 
 strand_integrity_req_t *strand_iface_integrity_op_done(strand_iface_t *iface,
-                                                    strand_op_t *op,
-                                                    ucs_status_t status)
+                                                       strand_op_t    *op,
+                                                       ucs_status_t    status)
 {
     strand_integrity_piece_t *piece = op->u.result;
-    strand_integrity_req_t *req     = piece->req;
+    strand_integrity_req_t   *req   = piece->req;
 
     strand_integrity_piece_done(&iface->integrity, piece, status);
     return req;
 }
 
-void strand_iface_integrity_kick(strand_iface_t *iface,
-                              strand_integrity_req_t *req)
+void strand_iface_integrity_kick(strand_iface_t         *iface,
+                                 strand_integrity_req_t *req)
 {
     if (req->ep == NULL) {
         if (strand_integrity_req_done(req)) {
@@ -289,8 +287,8 @@ void strand_iface_integrity_kick(strand_iface_t *iface,
 unsigned strand_iface_integrity_progress(strand_iface_t *iface)
 {
     strand_integrity_req_t *req;
-    unsigned n, count = 0;
-    strand_ep_t *ep;
+    unsigned                n, count = 0;
+    strand_ep_t            *ep;
 
     if (iface->integrity_starved &&
         strand_integrity_piece_available(&iface->integrity)) {
@@ -318,8 +316,8 @@ unsigned strand_iface_integrity_progress(strand_iface_t *iface)
 
 /* ep is gone: its GET ends for the user now, and for the transport when
  * its last piece is in. */
-static void strand_iface_integrity_cancel(strand_iface_t *iface,
-                                       strand_integrity_req_t *req)
+static void strand_iface_integrity_cancel(strand_iface_t         *iface,
+                                          strand_integrity_req_t *req)
 {
     uct_completion_t *comp = req->comp;
 
@@ -334,8 +332,7 @@ static void strand_iface_integrity_cancel(strand_iface_t *iface,
     }
 }
 
-void strand_iface_integrity_orphan_op(strand_iface_t *iface,
-                                   strand_op_t *op)
+void strand_iface_integrity_orphan_op(strand_iface_t *iface, strand_op_t *op)
 {
     strand_integrity_piece_t *piece = op->u.result;
 
@@ -356,9 +353,9 @@ void strand_iface_integrity_ep_gone(strand_iface_t *iface, strand_ep_t *ep)
     }
 }
 
-void strand_iface_integrity_drop(strand_iface_t *iface,
-                              strand_integrity_piece_t *piece,
-                              ucs_status_t status)
+void strand_iface_integrity_drop(strand_iface_t           *iface,
+                                 strand_integrity_piece_t *piece,
+                                 ucs_status_t              status)
 {
     strand_integrity_req_t *req = piece->req;
 

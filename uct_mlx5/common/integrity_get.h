@@ -15,40 +15,36 @@
 #include "ep.h"
 #include "txq.h"
 
-ucs_status_t strand_iface_integrity_init(strand_iface_t *iface,
-                                      const strand_iface_config_t *config);
-void strand_iface_integrity_cleanup(strand_iface_t *iface);
+ucs_status_t strand_iface_integrity_init(strand_iface_t              *iface,
+                                         const strand_iface_config_t *config);
+void         strand_iface_integrity_cleanup(strand_iface_t *iface);
 
 /* uct_ep_get_zcopy of a signed remote key */
-ucs_status_t strand_ep_get_checked(strand_iface_t *iface,
-                                      strand_ep_t *ep,
-                                      const uct_iov_t *iov, size_t iovcnt,
-                                      uint64_t remote_addr,
-                                      const strand_rkey_sig_t *rk,
-                                      uct_completion_t *comp);
+ucs_status_t
+strand_ep_get_checked(strand_iface_t *iface, strand_ep_t *ep,
+                      const uct_iov_t *iov, size_t iovcnt, uint64_t remote_addr,
+                      const strand_rkey_sig_t *rk, uct_completion_t *comp);
 
 /* The READ of a piece (op of type STRAND_OP_CHECKED) retired with
  * `status`: returns its GET, which strand_iface_integrity_kick moves on once
  * the op's slot is free (more pieces, a piece again, or its end). */
 strand_integrity_req_t *strand_iface_integrity_op_done(strand_iface_t *iface,
-                                                    strand_op_t *op,
-                                                    ucs_status_t status);
-void strand_iface_integrity_kick(strand_iface_t *iface,
-                              strand_integrity_req_t *req);
+                                                       strand_op_t    *op,
+                                                       ucs_status_t    status);
+void                    strand_iface_integrity_kick(strand_iface_t         *iface,
+                                                    strand_integrity_req_t *req);
 /* GETs that waited for room or a landing mkey (from progress); pending
  * requests that waited for a landing mkey are scheduled again once one
  * is free */
 unsigned strand_iface_integrity_progress(strand_iface_t *iface);
 /* ep is destroyed: its GETs complete with UCS_ERR_CANCELED now (pieces
  * still posted retire later, into nobody's memory) */
-void strand_iface_integrity_orphan_op(strand_iface_t *iface,
-                                   strand_op_t *op);
-void strand_iface_integrity_ep_gone(strand_iface_t *iface,
-                                 strand_ep_t *ep);
+void strand_iface_integrity_orphan_op(strand_iface_t *iface, strand_op_t *op);
+void strand_iface_integrity_ep_gone(strand_iface_t *iface, strand_ep_t *ep);
 /* a piece whose READ was held by recovery and will not be posted again:
  * it ends with `status` */
-void strand_iface_integrity_drop(strand_iface_t *iface,
-                              strand_integrity_piece_t *piece,
-                              ucs_status_t status);
+void strand_iface_integrity_drop(strand_iface_t           *iface,
+                                 strand_integrity_piece_t *piece,
+                                 ucs_status_t              status);
 
 #endif

@@ -22,21 +22,22 @@ static void strand_op_deliver(strand_iface_t *iface, strand_op_t *op)
 {
     switch (op->type) {
     case STRAND_OP_GET_BCOPY:
-        op->u.unpack.cb(op->u.unpack.arg, op->desc->data,
-                        op->u.unpack.length);
+        op->u.unpack.cb(op->u.unpack.arg, op->desc->data, op->u.unpack.length);
         break;
     case STRAND_OP_FETCH32: {
         uint32_t v;
         memcpy(&v, op->desc->data, sizeof(v));
-        *(uint32_t*)op->u.result = iface->config.atomic_reply_be32 ?
-                                   be32toh(v) : v;
+        *(uint32_t *)op->u.result = iface->config.atomic_reply_be32 ?
+                                            be32toh(v) :
+                                            v;
         break;
     }
     case STRAND_OP_FETCH64: {
         uint64_t v;
         memcpy(&v, op->desc->data, sizeof(v));
-        *(uint64_t*)op->u.result = iface->config.atomic_reply_be64 ?
-                                   be64toh(v) : v;
+        *(uint64_t *)op->u.result = iface->config.atomic_reply_be64 ?
+                                            be64toh(v) :
+                                            v;
         break;
     }
     default:
@@ -45,12 +46,12 @@ static void strand_op_deliver(strand_iface_t *iface, strand_op_t *op)
 }
 
 void strand_op_complete(strand_iface_t *iface, strand_txq_t *txq,
-                           strand_op_t *op, ucs_status_t status)
+                        strand_op_t *op, ucs_status_t status)
 {
-    uct_completion_t *comp      = NULL;
-    uct_completion_t *last      = NULL;
-    strand_ep_t *ep          = op->ep;
-    strand_integrity_req_t *get = NULL;
+    uct_completion_t       *comp = NULL;
+    uct_completion_t       *last = NULL;
+    strand_ep_t            *ep   = op->ep;
+    strand_integrity_req_t *get  = NULL;
 
     if (op->type != STRAND_OP_LIGHT) {
         comp = op->comp;
@@ -92,11 +93,11 @@ void strand_op_complete(strand_iface_t *iface, strand_txq_t *txq,
 }
 
 void strand_txq_orphan(strand_iface_t *iface, strand_txq_t *txq,
-                          strand_ep_t *ep)
+                       strand_ep_t *ep)
 {
     uct_completion_t *comp;
-    strand_op_t *op;
-    uint32_t bb;
+    strand_op_t      *op;
+    uint32_t          bb;
 
     for (bb = txq->sq_tail; bb != txq->sq.cur_post; ++bb) {
         op = &txq->ops[bb & (txq->sq.wqe_cnt - 1)];

@@ -24,12 +24,12 @@ static int strand_port_is_eth(const strand_iface_t *iface)
 size_t strand_port_addr_len(const strand_iface_t *iface)
 {
     return strand_port_is_eth(iface) ?
-           (1 + sizeof(((strand_port_addr_t*)NULL)->gid)) :
-           (1 + sizeof(((strand_port_addr_t*)NULL)->ib));
+                   (1 + sizeof(((strand_port_addr_t *)NULL)->gid)) :
+                   (1 + sizeof(((strand_port_addr_t *)NULL)->ib));
 }
 
 void strand_port_addr_pack(const strand_iface_t *iface,
-                                strand_port_addr_t *addr)
+                           strand_port_addr_t   *addr)
 {
     const strand_dev_caps_t *caps = &iface->dev->caps;
 
@@ -46,8 +46,8 @@ void strand_port_addr_pack(const strand_iface_t *iface,
 /* An IPv4 address in a GID: ::ffff:a.b.c.d */
 static int strand_gid_is_v4(const uint8_t *gid)
 {
-    static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                       0xff, 0xff};
+    static const uint8_t prefix[12] = {0, 0, 0, 0, 0,    0,
+                                       0, 0, 0, 0, 0xff, 0xff};
 
     return !memcmp(gid, prefix, sizeof(prefix));
 }
@@ -58,12 +58,12 @@ static int strand_gid_is_v4(const uint8_t *gid)
  * and, for IPv6 GIDs, the same /64 prefix (IPv4 GIDs are routed, as UCX
  * treats them without UCX_IB_ROCE_LOCAL_SUBNET).
  */
-const char *strand_port_addr_unreachable(const strand_iface_t *iface,
+const char *strand_port_addr_unreachable(const strand_iface_t     *iface,
                                          const strand_port_addr_t *addr,
                                          char *buf, size_t max)
 {
     const strand_dev_caps_t *caps = &iface->dev->caps;
-    int eth                       = strand_port_is_eth(iface);
+    int                      eth  = strand_port_is_eth(iface);
 
     if (addr == NULL) {
         return "no device address";
@@ -78,7 +78,8 @@ const char *strand_port_addr_unreachable(const strand_iface_t *iface,
             return "the peer's address has no LID";
         }
         if (addr->ib.subnet_prefix != caps->gid.global.subnet_prefix) {
-            snprintf(buf, max, "the peer's subnet prefix 0x%016llx is not "
+            snprintf(buf, max,
+                     "the peer's subnet prefix 0x%016llx is not "
                      "this port's 0x%016llx (another subnet, or another "
                      "software fabric)",
                      (unsigned long long)be64toh(addr->ib.subnet_prefix),
@@ -95,34 +96,34 @@ const char *strand_port_addr_unreachable(const strand_iface_t *iface,
         return buf;
     }
     if (!strand_gid_is_v4(addr->gid) && memcmp(addr->gid, caps->gid.raw, 8)) {
-        snprintf(buf, max, "the peer's GID prefix %02x%02x:%02x%02x:%02x%02x:"
+        snprintf(buf, max,
+                 "the peer's GID prefix %02x%02x:%02x%02x:%02x%02x:"
                  "%02x%02x is not this port's (another subnet, or another "
-                 "software fabric)", addr->gid[0], addr->gid[1],
-                 addr->gid[2], addr->gid[3], addr->gid[4], addr->gid[5],
-                 addr->gid[6], addr->gid[7]);
+                 "software fabric)",
+                 addr->gid[0], addr->gid[1], addr->gid[2], addr->gid[3],
+                 addr->gid[4], addr->gid[5], addr->gid[6], addr->gid[7]);
         return buf;
     }
     return NULL;
 }
 
-int strand_port_addr_is_reachable(const strand_iface_t *iface,
+int strand_port_addr_is_reachable(const strand_iface_t     *iface,
                                   const strand_port_addr_t *addr)
 {
     char why[160];
 
-    return strand_port_addr_unreachable(iface, addr, why, sizeof(why)) ==
-           NULL;
+    return strand_port_addr_unreachable(iface, addr, why, sizeof(why)) == NULL;
 }
 
-ucs_status_t strand_port_addr_make_av(strand_iface_t *iface,
+ucs_status_t strand_port_addr_make_av(strand_iface_t           *iface,
                                       const strand_port_addr_t *dev_addr,
                                       uint32_t qpn, struct mlx5_wqe_av *av,
                                       unsigned *av_size)
 {
-    strand_dev_t *dev = iface->dev;
+    strand_dev_t      *dev = iface->dev;
     struct ibv_ah_attr ah;
-    char gid_str[64];
-    int err;
+    char               gid_str[64];
+    int                err;
 
     memset(&ah, 0, sizeof(ah));
     strand_dev_set_path(dev, &iface->path, &ah);
@@ -138,8 +139,8 @@ ucs_status_t strand_port_addr_make_av(strand_iface_t *iface,
         } else {
             snprintf(gid_str, sizeof(gid_str), "lid %u", ah.dlid);
         }
-        ucs_error("%s: %s: no path to %s: %s", dev->info.name,
-                  iface->tl_name, gid_str, strerror(err));
+        ucs_error("%s: %s: no path to %s: %s", dev->info.name, iface->tl_name,
+                  gid_str, strerror(err));
         return UCS_ERR_UNREACHABLE;
     }
     av->key.dc_key = 0;
@@ -149,11 +150,10 @@ ucs_status_t strand_port_addr_make_av(strand_iface_t *iface,
     return UCS_OK;
 }
 
-const char *strand_av_str(const struct mlx5_wqe_av *av, char *buf,
-                                  size_t max)
+const char *strand_av_str(const struct mlx5_wqe_av *av, char *buf, size_t max)
 {
     uint32_t dqp_dct = be32toh(av->dqp_dct);
-    char gid[INET6_ADDRSTRLEN];
+    char     gid[INET6_ADDRSTRLEN];
 
     if (dqp_dct & MLX5_EXTENDED_UD_AV) {
         inet_ntop(AF_INET6, av->rgid, gid, sizeof(gid));

@@ -13,7 +13,7 @@
 #include "iface.h"
 
 enum {
-    STRAND_PORT_ADDR_FLAG_ETH = UCS_BIT(0)  /* RoCE: a GID, no LID */
+    STRAND_PORT_ADDR_FLAG_ETH = UCS_BIT(0) /* RoCE: a GID, no LID */
 };
 
 /* Device address. InfiniBand: flags, LID, subnet prefix (which subnet, and
@@ -24,29 +24,29 @@ typedef struct strand_port_addr {
     union {
         struct {
             uint16_t lid;
-            uint64_t subnet_prefix;     /* network order, as in the GID */
+            uint64_t subnet_prefix; /* network order, as in the GID */
         } UCS_S_PACKED ib;
-        uint8_t gid[16];
+        uint8_t        gid[16];
     } UCS_S_PACKED;
 } UCS_S_PACKED strand_port_addr_t;
 
 size_t strand_port_addr_len(const strand_iface_t *iface);
 void   strand_port_addr_pack(const strand_iface_t *iface,
-                             strand_port_addr_t *addr);
-int    strand_port_addr_is_reachable(const strand_iface_t *iface,
+                             strand_port_addr_t   *addr);
+int    strand_port_addr_is_reachable(const strand_iface_t     *iface,
                                      const strand_port_addr_t *addr);
 /* Why addr is not reachable (InfiniBand: a LID on the same subnet; RoCE:
  * the same address family and, for IPv6 GIDs, the same /64 prefix; on the
  * software device the prefixes name the fabric): a sentence, in buf or
  * constant; NULL when it is reachable. */
-const char *strand_port_addr_unreachable(const strand_iface_t *iface,
+const char *strand_port_addr_unreachable(const strand_iface_t     *iface,
                                          const strand_port_addr_t *addr,
                                          char *buf, size_t max);
 
 /* The address vector of QP (or DCT) qpn at addr: AV bytes from the device
  * (MAC resolution on RoCE), the QP number and, when a GRH is carried, the
  * extended-AV bit; no DC key. *av_size 16 or 48. */
-ucs_status_t strand_port_addr_make_av(strand_iface_t *iface,
+ucs_status_t strand_port_addr_make_av(strand_iface_t           *iface,
                                       const strand_port_addr_t *addr,
                                       uint32_t qpn, struct mlx5_wqe_av *av,
                                       unsigned *av_size);
@@ -60,7 +60,6 @@ int strand_av_names_port(const struct mlx5_wqe_av *av,
 uint64_t strand_av_peer_key(const struct mlx5_wqe_av *av);
 
 /* "lid 5 dct 0x1234" / "gid fd00:..:5 dct 0x1234", for messages */
-const char *strand_av_str(const struct mlx5_wqe_av *av, char *buf,
-                          size_t max);
+const char *strand_av_str(const struct mlx5_wqe_av *av, char *buf, size_t max);
 
 #endif

@@ -29,9 +29,9 @@
  * needed before the stream or send queue is back) until it is posted again. */
 typedef struct strand_held {
     ucs_queue_elem_t queue;
-    uint32_t         closure;    /* its stream's closures when it came */
-    strand_op_t   op;
-    uint8_t          wqe[];      /* op.bbs basic blocks, as posted */
+    uint32_t         closure; /* its stream's closures when it came */
+    strand_op_t      op;
+    uint8_t          wqe[]; /* op.bbs basic blocks, as posted */
 } strand_held_t;
 
 /* The destination is gone or refuses everyone: every ep to it fails. */
@@ -41,18 +41,16 @@ static int strand_syndrome_peer_wide(uint8_t syndrome)
            (syndrome == MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR);
 }
 
-static int strand_ep_same_dest(const strand_ep_t *a,
-                                  const strand_ep_t *b)
+static int strand_ep_same_dest(const strand_ep_t *a, const strand_ep_t *b)
 {
     return a->dest == b->dest;
 }
 
-static void strand_failure_init(strand_failure_t *f,
-                                   strand_iface_t *iface,
-                                   strand_txq_t *txq, strand_op_t *op,
-                                   struct mlx5_cqe64 *cqe, int txq_error)
+static void strand_failure_init(strand_failure_t *f, strand_iface_t *iface,
+                                strand_txq_t *txq, strand_op_t *op,
+                                struct mlx5_cqe64 *cqe, int txq_error)
 {
-    uint8_t syndrome = strand_cqe_syndrome(cqe);
+    uint8_t                   syndrome = strand_cqe_syndrome(cqe);
     struct mlx5_wqe_ctrl_seg *ctrl;
 
     ctrl        = strand_sq_bb(txq->sq.buf, txq->sq.wqe_cnt, op->wqe_idx);
@@ -60,7 +58,8 @@ static void strand_failure_init(strand_failure_t *f,
     f->syndrome = syndrome;
     snprintf(f->detail, sizeof(f->detail),
              "%s (syndrome 0x%x vendor 0x%x) on %s %u qpn 0x%x stream %u, "
-             "WQE %u %s%s%s%s", strand_cqe_syndrome_str(syndrome), syndrome,
+             "WQE %u %s%s%s%s",
+             strand_cqe_syndrome_str(syndrome), syndrome,
              strand_cqe_vendor_syndrome(cqe), iface->tl->names.sq, txq->index,
              txq->qp.qpn, txq->lanes[op->lane].id, op->wqe_idx,
              strand_wqe_opcode_str(strand_ctrl_opcode(ctrl)),
@@ -76,9 +75,8 @@ static void strand_failure_init(strand_failure_t *f,
  * send queue or stream, busy or idle: each would otherwise find out through its
  * own full timeout, one after the other where they share a stream or a
  * send queue, and a sender retrying a busy send queue would never find out at all. */
-static void strand_failure_scope(strand_iface_t *iface,
-                                    const strand_failure_t *f,
-                                    strand_op_t *op)
+static void strand_failure_scope(strand_iface_t         *iface,
+                                 const strand_failure_t *f, strand_op_t *op)
 {
     strand_ep_t *ep;
 
@@ -107,7 +105,7 @@ static void strand_failure_scope(strand_iface_t *iface,
 static void strand_held_insert(strand_lane_t *s, strand_held_t *h)
 {
     ucs_queue_iter_t iter;
-    strand_held_t *old;
+    strand_held_t   *old;
 
     h->closure = s->closures;
     ucs_queue_for_each_safe(old, iter, &s->held, queue) {
@@ -120,19 +118,19 @@ static void strand_held_insert(strand_lane_t *s, strand_held_t *h)
     ucs_queue_push(&s->held, &h->queue);
 }
 
-static void strand_recovery_hold(strand_iface_t *iface,
-                                    strand_txq_t *txq, strand_op_t *op)
+static void
+strand_recovery_hold(strand_iface_t *iface, strand_txq_t *txq, strand_op_t *op)
 {
     strand_lane_t *s = &txq->lanes[op->lane];
     strand_held_t *h;
-    unsigned i;
+    unsigned       i;
 
     h = ucs_malloc(sizeof(*h) + op->bbs * STRAND_WQE_BB, "strand_held");
     if (h == NULL) {
         ucs_error("%s: no memory to keep a flushed WQE: its ep fails",
                   iface->dev->info.name);
         strand_failure_t f = {.status = UCS_ERR_NO_MEMORY,
-                                 .detail = "no memory to keep a flushed WQE"};
+                              .detail = "no memory to keep a flushed WQE"};
         strand_ep_fail_add(iface, &f, op->ep);
         strand_op_complete(iface, txq, op, UCS_ERR_NO_MEMORY);
         return;
@@ -146,7 +144,7 @@ static void strand_recovery_hold(strand_iface_t *iface,
     strand_held_insert(s, h);
     op->ep->held++;
     strand_ep_tx_update(iface, op->ep);
-    op->desc    = NULL;  /* now the held copy's */
+    op->desc    = NULL; /* now the held copy's */
     op->tmp_reg = NULL;
     op->comp    = NULL;
     op->ep      = NULL;
@@ -156,14 +154,13 @@ static void strand_recovery_hold(strand_iface_t *iface,
 }
 
 /* Post the held WQE h again at the producer index. */
-static void strand_recovery_repost_one(strand_iface_t *iface,
-                                          strand_txq_t *txq,
-                                          strand_held_t *h,
-                                          struct mlx5_wqe_ctrl_seg **ctrl_p)
+static void strand_recovery_repost_one(strand_iface_t *iface, strand_txq_t *txq,
+                                       strand_held_t             *h,
+                                       struct mlx5_wqe_ctrl_seg **ctrl_p)
 {
     struct mlx5_wqe_ctrl_seg *ctrl;
-    strand_ep_t *ep = h->op.ep;
-    unsigned i;
+    strand_ep_t              *ep = h->op.ep;
+    unsigned                  i;
 
     ctrl = strand_sq_bb(txq->sq.buf, txq->sq.wqe_cnt, txq->sq.cur_post);
     for (i = 0; i < h->op.bbs; ++i) {
@@ -178,8 +175,8 @@ static void strand_recovery_repost_one(strand_iface_t *iface,
     *ctrl_p = ctrl;
 }
 
-static void strand_held_drop(strand_iface_t *iface, strand_held_t *h,
-                                ucs_status_t status)
+static void
+strand_held_drop(strand_iface_t *iface, strand_held_t *h, ucs_status_t status)
 {
     strand_op_t *op = &h->op;
 
@@ -206,9 +203,8 @@ static void strand_held_drop(strand_iface_t *iface, strand_held_t *h,
 
 /* A held WQE of an ep that failed since: it completes with the ep's
  * error instead of being posted again. */
-static void strand_recovery_held_fail(strand_iface_t *iface,
-                                         strand_ep_t *ep,
-                                         strand_held_t *h)
+static void strand_recovery_held_fail(strand_iface_t *iface, strand_ep_t *ep,
+                                      strand_held_t *h)
 {
     uct_completion_t *last = NULL;
 
@@ -225,13 +221,12 @@ static void strand_recovery_held_fail(strand_iface_t *iface,
 }
 
 /* Every held WQE of ep completes with its error now. */
-static void strand_recovery_fail_held(strand_iface_t *iface,
-                                         strand_ep_t *ep)
+static void strand_recovery_fail_held(strand_iface_t *iface, strand_ep_t *ep)
 {
     ucs_queue_iter_t iter;
-    strand_held_t *h;
-    strand_txq_t *txq;
-    unsigned i, j;
+    strand_held_t   *h;
+    strand_txq_t    *txq;
+    unsigned         i, j;
 
     for (i = 0; (i < iface->txq_hwm) && (ep->held > 0); ++i) {
         txq = &iface->txqs[i];
@@ -247,17 +242,15 @@ static void strand_recovery_fail_held(strand_iface_t *iface,
 }
 
 /* The held WQEs of stream s, in their order, while there is room. */
-static unsigned strand_recovery_repost(strand_iface_t *iface,
-                                          strand_txq_t *txq,
-                                          strand_lane_t *s)
+static unsigned strand_recovery_repost(strand_iface_t *iface, strand_txq_t *txq,
+                                       strand_lane_t *s)
 {
     struct mlx5_wqe_ctrl_seg *ctrl = NULL;
-    strand_held_t *h;
-    strand_ep_t *ep;
-    unsigned count = 0;
+    strand_held_t            *h;
+    strand_ep_t              *ep;
+    unsigned                  count = 0;
 
-    while (!ucs_queue_is_empty(&s->held) &&
-           strand_txq_has_room(iface, txq)) {
+    while (!ucs_queue_is_empty(&s->held) && strand_txq_has_room(iface, txq)) {
         h  = ucs_queue_pull_elem_non_empty(&s->held, strand_held_t, queue);
         ep = h->op.ep;
         if (ep->flags & STRAND_EP_FLAG_FAILED) {
@@ -278,8 +271,7 @@ static unsigned strand_recovery_repost(strand_iface_t *iface,
          * so that they all complete */
         ctrl->fm_ce_se |= MLX5_WQE_CTRL_CQ_UPDATE;
         txq->ce_countdown = txq->moderation;
-        strand_txq_ring(txq, ctrl,
-                           strand_ds_to_bbs(strand_ctrl_ds(ctrl)));
+        strand_txq_ring(txq, ctrl, strand_ds_to_bbs(strand_ctrl_ds(ctrl)));
     }
     return count;
 }
@@ -287,8 +279,8 @@ static unsigned strand_recovery_repost(strand_iface_t *iface,
 unsigned strand_recovery_progress(strand_iface_t *iface)
 {
     strand_txq_t *txq;
-    unsigned i, j, count = 0;
-    int pending = 0;
+    unsigned      i, j, count = 0;
+    int           pending = 0;
 
     iface->repost_pending = 0;
     for (i = 0; i < iface->txq_hwm; ++i) {
@@ -302,8 +294,7 @@ unsigned strand_recovery_progress(strand_iface_t *iface)
                 pending = 1;
                 continue;
             }
-            count   += strand_recovery_repost(iface, txq,
-                                                 &txq->lanes[j]);
+            count += strand_recovery_repost(iface, txq, &txq->lanes[j]);
             pending |= !ucs_queue_is_empty(&txq->lanes[j].held);
         }
     }
@@ -313,20 +304,17 @@ unsigned strand_recovery_progress(strand_iface_t *iface)
 
 /* --------------------------------------------------------- resetting */
 
-static void strand_recovery_txq_done(strand_iface_t *iface,
-                                        strand_txq_t *txq);
-static void strand_recovery_settle(strand_iface_t *iface,
-                                      strand_txq_t *txq);
+static void strand_recovery_txq_done(strand_iface_t *iface, strand_txq_t *txq);
+static void strand_recovery_settle(strand_iface_t *iface, strand_txq_t *txq);
 
 /* Every WQE of the errored stream s is back: reset it and post the held
  * ones again (seed page: "Once all stream_id WR's are flushed, application
  * should reset the errored stream_id"). */
 static void strand_recovery_stream_done(strand_iface_t *iface,
-                                           strand_txq_t *txq,
-                                           strand_lane_t *s)
+                                        strand_txq_t *txq, strand_lane_t *s)
 {
     strand_dev_t *dev = iface->dev;
-    int err;
+    int           err;
 
     err = iface->tl->lane_reset(iface, txq, s - txq->lanes);
     if (err != 0) {
@@ -350,8 +338,7 @@ static void strand_recovery_stream_done(strand_iface_t *iface,
 }
 
 /* Every WQE of the send queue in ERR is back: reset it, post the held ones. */
-static void strand_recovery_txq_done(strand_iface_t *iface,
-                                        strand_txq_t *txq)
+static void strand_recovery_txq_done(strand_iface_t *iface, strand_txq_t *txq)
 {
     unsigned i;
 
@@ -371,9 +358,8 @@ static void strand_recovery_txq_done(strand_iface_t *iface,
     strand_recovery_progress(iface);
 }
 
-static void strand_recovery_check_done(strand_iface_t *iface,
-                                          strand_txq_t *txq,
-                                          strand_lane_t *s)
+static void strand_recovery_check_done(strand_iface_t *iface, strand_txq_t *txq,
+                                       strand_lane_t *s)
 {
     if (txq->state == STRAND_TXQ_DRAINING) {
         if (txq->outstanding == txq->flushed) {
@@ -382,8 +368,7 @@ static void strand_recovery_check_done(strand_iface_t *iface,
             strand_recovery_txq_done(iface, txq);
         }
     } else if ((s->state == STRAND_LANE_DRAINING) &&
-               (strand_txq_lane_outstanding(txq, s - txq->lanes) ==
-                0)) {
+               (strand_txq_lane_outstanding(txq, s - txq->lanes) == 0)) {
         strand_recovery_stream_done(iface, txq, s);
     }
 }
@@ -399,8 +384,7 @@ static int strand_op_rerunnable(const strand_op_t *op)
            (op->opcode == MLX5_OPCODE_NOP);
 }
 
-static int strand_txq_in_error(strand_iface_t *iface,
-                                  strand_txq_t *txq)
+static int strand_txq_in_error(strand_iface_t *iface, strand_txq_t *txq)
 {
     enum ibv_qp_state state = IBV_QPS_ERR;
 
@@ -416,16 +400,14 @@ static int strand_txq_in_error(strand_iface_t *iface,
 
 /* op failed at its peer (or on its way there): the eps the failure belongs
  * to fail, its stream is in error until reset. */
-static void strand_recovery_failed(strand_iface_t *iface,
-                                      strand_txq_t *txq,
-                                      strand_op_t *op,
-                                      struct mlx5_cqe64 *cqe)
+static void strand_recovery_failed(strand_iface_t *iface, strand_txq_t *txq,
+                                   strand_op_t *op, struct mlx5_cqe64 *cqe)
 {
-    strand_lane_t *s = &txq->lanes[op->lane];
+    strand_lane_t   *s = &txq->lanes[op->lane];
     strand_failure_t f;
 
     strand_failure_init(&f, iface, txq, op, cqe,
-                           txq->state == STRAND_TXQ_DRAINING);
+                        txq->state == STRAND_TXQ_DRAINING);
     if (ucs_log_is_enabled(UCS_LOG_LEVEL_DEBUG)) {
         strand_txq_log_wqe(txq, op->wqe_idx);
     }
@@ -446,13 +428,12 @@ static void strand_recovery_failed(strand_iface_t *iface,
  * happening for remote failures (no more streams than errored ones), so
  * only a queue-wide error gets here: such work is posted again only if
  * running it twice is harmless, else its ep fails. */
-static void strand_recovery_settle(strand_iface_t *iface,
-                                      strand_txq_t *txq)
+static void strand_recovery_settle(strand_iface_t *iface, strand_txq_t *txq)
 {
     strand_failure_t f = {.status = UCS_ERR_IO_ERROR};
-    uint32_t bb, end = txq->sq.cur_post;
-    strand_op_t *op;
-    unsigned bbs;
+    uint32_t         bb, end = txq->sq.cur_post;
+    strand_op_t     *op;
+    unsigned         bbs;
 
     for (bb = txq->sq_tail; bb != end; bb += bbs) {
         op  = &txq->ops[bb & (txq->sq.wqe_cnt - 1)];
@@ -464,14 +445,16 @@ static void strand_recovery_settle(strand_iface_t *iface,
             strand_op_complete(iface, txq, op, UCS_ERR_CANCELED);
         } else if (op->ep->flags & STRAND_EP_FLAG_FAILED) {
             strand_op_complete(iface, txq, op, op->ep->status);
-        } else if ((txq->lanes[op->lane].state !=
-                    STRAND_LANE_OK) || strand_op_rerunnable(op)) {
+        } else if ((txq->lanes[op->lane].state != STRAND_LANE_OK) ||
+                   strand_op_rerunnable(op)) {
             strand_recovery_hold(iface, txq, op);
         } else {
-            snprintf(f.detail, sizeof(f.detail), "%s %u qpn 0x%x went to "
+            snprintf(f.detail, sizeof(f.detail),
+                     "%s %u qpn 0x%x went to "
                      "error with WQE %u %s in flight on stream %u, which did "
                      "not fail: it may have run at its peer, so it is not "
-                     "posted again", iface->tl->names.sq, txq->index, txq->qp.qpn, op->wqe_idx,
+                     "posted again",
+                     iface->tl->names.sq, txq->index, txq->qp.qpn, op->wqe_idx,
                      strand_wqe_opcode_str(op->opcode),
                      txq->lanes[op->lane].id);
             strand_ep_fail_add(iface, &f, op->ep);
@@ -481,7 +464,7 @@ static void strand_recovery_settle(strand_iface_t *iface,
 }
 
 void strand_recovery_error(strand_iface_t *iface, strand_txq_t *txq,
-                              strand_op_t *op, struct mlx5_cqe64 *cqe)
+                           strand_op_t *op, struct mlx5_cqe64 *cqe)
 {
     if (strand_txq_in_error(iface, txq)) {
         strand_txq_set_state(iface, txq, STRAND_TXQ_DRAINING);
@@ -490,10 +473,10 @@ void strand_recovery_error(strand_iface_t *iface, strand_txq_t *txq,
 }
 
 void strand_recovery_flush(strand_iface_t *iface, strand_txq_t *txq,
-                              strand_op_t *op, struct mlx5_cqe64 *cqe)
+                           strand_op_t *op, struct mlx5_cqe64 *cqe)
 {
-    strand_lane_t *s = &txq->lanes[op->lane];
-    strand_ep_t *ep    = op->ep;
+    strand_lane_t *s  = &txq->lanes[op->lane];
+    strand_ep_t   *ep = op->ep;
 
     if (!strand_cqe_is_error(cqe)) {
         /* done before the failure: a success like any other */
@@ -502,7 +485,7 @@ void strand_recovery_flush(strand_iface_t *iface, strand_txq_t *txq,
         strand_recovery_failed(iface, txq, op, cqe);
     } else if ((ep == NULL) || (ep->flags & STRAND_EP_FLAG_FAILED)) {
         strand_op_complete(iface, txq, op,
-                              (ep == NULL) ? UCS_ERR_CANCELED : ep->status);
+                           (ep == NULL) ? UCS_ERR_CANCELED : ep->status);
     } else if (txq->state == STRAND_TXQ_DRAINING) {
         /* which streams failed is known only once all CQEs are back */
         op->state = STRAND_OP_FLUSHED;
@@ -512,8 +495,7 @@ void strand_recovery_flush(strand_iface_t *iface, strand_txq_t *txq,
         if (s->state == STRAND_LANE_OK) {
             /* a flush whose stream's error CQE we have not seen: the
              * stream is in error all the same */
-            strand_lane_set_state(iface, txq, s,
-                                       STRAND_LANE_DRAINING);
+            strand_lane_set_state(iface, txq, s, STRAND_LANE_DRAINING);
             txq->errored++;
         }
         strand_recovery_hold(iface, txq, op);
@@ -528,7 +510,7 @@ void strand_recovery_flush(strand_iface_t *iface, strand_txq_t *txq,
 static int strand_txq_only_of(strand_txq_t *txq, strand_ep_t *ep)
 {
     strand_op_t *op;
-    uint32_t bb;
+    uint32_t     bb;
 
     for (bb = txq->sq_tail; bb != txq->sq.cur_post; ++bb) {
         op = &txq->ops[bb & (txq->sq.wqe_cnt - 1)];
@@ -544,7 +526,7 @@ void strand_recovery_cancel(strand_iface_t *iface, strand_ep_t *ep)
 {
     strand_dev_t *dev = iface->dev;
     strand_txq_t *txq;
-    int err;
+    int           err;
 
     ucs_assert(ep->flags & STRAND_EP_FLAG_FAILED);
     strand_recovery_fail_held(iface, ep);
@@ -583,12 +565,12 @@ void strand_recovery_cancel(strand_iface_t *iface, strand_ep_t *ep)
     strand_txq_set_state(iface, txq, STRAND_TXQ_DRAINING);
 }
 
-void strand_recovery_invalidate(strand_iface_t *iface,
-                                   strand_ep_t *ep)
+void strand_recovery_invalidate(strand_iface_t *iface, strand_ep_t *ep)
 {
     strand_failure_t f = {.status = UCS_ERR_CANCELED};
 
-    snprintf(f.detail, sizeof(f.detail), "invalidated by its user "
+    snprintf(f.detail, sizeof(f.detail),
+             "invalidated by its user "
              "(uct_ep_invalidate), %u operations outstanding",
              ep->outstanding);
     strand_ep_fail_add(iface, &f, ep);
@@ -598,9 +580,9 @@ void strand_recovery_invalidate(strand_iface_t *iface,
 void strand_recovery_orphan(strand_iface_t *iface, strand_ep_t *ep)
 {
     ucs_queue_iter_t iter;
-    strand_held_t *h;
-    strand_txq_t *txq;
-    unsigned i, j;
+    strand_held_t   *h;
+    strand_txq_t    *txq;
+    unsigned         i, j;
 
     strand_ep_fail_forget(iface, ep);
     if (ep->held == 0) {
@@ -621,11 +603,10 @@ void strand_recovery_orphan(strand_iface_t *iface, strand_ep_t *ep)
     }
 }
 
-void strand_recovery_cleanup(strand_iface_t *iface,
-                                strand_txq_t *txq)
+void strand_recovery_cleanup(strand_iface_t *iface, strand_txq_t *txq)
 {
     strand_held_t *h;
-    unsigned j;
+    unsigned       j;
 
     if (txq->lanes == NULL) {
         return;

@@ -31,10 +31,10 @@ struct strand_ep;
 
 /* An error CQE for op on a healthy stream of an ACTIVE send queue. */
 void strand_recovery_error(strand_iface_t *iface, strand_txq_t *txq,
-                              strand_op_t *op, struct mlx5_cqe64 *cqe);
+                           strand_op_t *op, struct mlx5_cqe64 *cqe);
 /* A CQE for op on a draining stream or send queue (a flush). */
 void strand_recovery_flush(strand_iface_t *iface, strand_txq_t *txq,
-                              strand_op_t *op, struct mlx5_cqe64 *cqe);
+                           strand_op_t *op, struct mlx5_cqe64 *cqe);
 /* Tell the owners of the eps that failed (their error handlers may
  * destroy eps); called where the transport's state is consistent. */
 /* Post held WQEs again where the SQ has room. Returns how many. */
@@ -43,21 +43,17 @@ unsigned strand_recovery_progress(strand_iface_t *iface);
  * complete with its status now; its posted ones complete as the device
  * returns them, at once (flushed) when its send queue carries nobody else's work:
  * the send queue is moved to ERR and reset after its last CQE. */
-void strand_recovery_cancel(strand_iface_t *iface,
-                               struct strand_ep *ep);
+void strand_recovery_cancel(strand_iface_t *iface, struct strand_ep *ep);
 /* uct_ep_invalidate: ep fails (UCS_ERR_CANCELED, its owner told from
  * progress) and its work is cancelled as above */
-void strand_recovery_invalidate(strand_iface_t *iface,
-                                   struct strand_ep *ep);
+void strand_recovery_invalidate(strand_iface_t *iface, struct strand_ep *ep);
 /* ep fails with status for a reason outside its send queue (rc_strand: its
  * connection could not be made); its owner is told from progress */
 /* ep is destroyed: its held WQEs are dropped, their completions
  * cancelled, and its owner is not told of a failure any more */
-void strand_recovery_orphan(strand_iface_t *iface,
-                               struct strand_ep *ep);
+void strand_recovery_orphan(strand_iface_t *iface, struct strand_ep *ep);
 /* held WQEs freed at close */
-void strand_recovery_cleanup(strand_iface_t *iface,
-                                strand_txq_t *txq);
+void strand_recovery_cleanup(strand_iface_t *iface, strand_txq_t *txq);
 /* the same for every send queue (the interface closes) */
 void strand_recovery_cleanup_all(strand_iface_t *iface);
 

@@ -29,12 +29,11 @@
 
 #include <string.h>
 
-static void strand_rx_desc_init(uct_iface_h tl_iface, void *obj,
-                                   uct_mem_h memh)
+static void strand_rx_desc_init(uct_iface_h tl_iface, void *obj, uct_mem_h memh)
 {
     strand_rx_desc_t *desc = obj;
 
-    desc->lkey = ((strand_md_memh_t*)memh)->mr.lkey;
+    desc->lkey = ((strand_md_memh_t *)memh)->mr.lkey;
 }
 
 /* The uct_recv_desc_t release callback: `desc` is the payload pointer
@@ -42,10 +41,11 @@ static void strand_rx_desc_init(uct_iface_h tl_iface, void *obj,
 static void strand_rx_release_desc(uct_recv_desc_t *self, void *desc)
 {
     strand_iface_t *iface = ucs_container_of(self, strand_iface_t,
-                                                release_desc);
+                                             release_desc);
 
-    ucs_mpool_put_inline(UCS_PTR_BYTE_OFFSET(desc,
-                         -(ptrdiff_t)iface->config.rx_headroom_offset));
+    ucs_mpool_put_inline(
+            UCS_PTR_BYTE_OFFSET(desc,
+                                -(ptrdiff_t)iface->config.rx_headroom_offset));
 }
 
 /* The uct_recv_desc_t release callback of an unexpected tagged message:
@@ -54,25 +54,26 @@ static void strand_rx_release_desc(uct_recv_desc_t *self, void *desc)
 static void strand_rx_release_tm_desc(uct_recv_desc_t *self, void *desc)
 {
     strand_iface_t *iface = ucs_container_of(self, strand_iface_t,
-                                                release_tm_desc);
+                                             release_tm_desc);
 
-    ucs_mpool_put_inline(UCS_PTR_BYTE_OFFSET(desc,
-                         -(ptrdiff_t)(iface->config.rx_headroom_offset -
-                                      STRAND_AM_HDR_SIZE)));
+    ucs_mpool_put_inline(
+            UCS_PTR_BYTE_OFFSET(desc,
+                                -(ptrdiff_t)(iface->config.rx_headroom_offset -
+                                             STRAND_AM_HDR_SIZE)));
 }
 
 /* The AM id byte, right before the payload. */
-static inline uint8_t *strand_rx_am_hdr(strand_iface_t *iface,
-                                           strand_rx_desc_t *desc)
+static inline uint8_t *
+strand_rx_am_hdr(strand_iface_t *iface, strand_rx_desc_t *desc)
 {
-    return (uint8_t*)desc + iface->config.rx_payload_offset -
+    return (uint8_t *)desc + iface->config.rx_payload_offset -
            STRAND_AM_HDR_SIZE;
 }
 
 /* Where the SRQ WQE points: the AM id, or with tag matching the TMH
  * before it (every message to a tag-matching SRQ starts with one). */
-static inline uint8_t *strand_rx_wqe_data(strand_iface_t *iface,
-                                             strand_rx_desc_t *desc)
+static inline uint8_t *
+strand_rx_wqe_data(strand_iface_t *iface, strand_rx_desc_t *desc)
 {
     return strand_rx_am_hdr(iface, desc) - iface->config.am_tmh;
 }
@@ -80,8 +81,8 @@ static inline uint8_t *strand_rx_wqe_data(strand_iface_t *iface,
 static inline struct mlx5_wqe_srq_next_seg *
 strand_rx_srq_wqe(strand_iface_t *iface, uint32_t idx)
 {
-    return (struct mlx5_wqe_srq_next_seg*)
-           ((uint8_t*)iface->srq.dv.buf + (size_t)idx * iface->srq.dv.stride);
+    return (struct mlx5_wqe_srq_next_seg *)((uint8_t *)iface->srq.dv.buf +
+                                            (size_t)idx * iface->srq.dv.stride);
 }
 
 /*
@@ -99,16 +100,16 @@ strand_rx_srq_wqe(strand_iface_t *iface, uint32_t idx)
  */
 static inline int strand_rx_post_head(strand_iface_t *iface)
 {
-    uint32_t idx                      = iface->srq_head;
-    struct mlx5_wqe_srq_next_seg *wqe = strand_rx_srq_wqe(iface, idx);
-    strand_rx_desc_t *desc            = iface->srq_descs[idx];
+    uint32_t                      idx  = iface->srq_head;
+    struct mlx5_wqe_srq_next_seg *wqe  = strand_rx_srq_wqe(iface, idx);
+    strand_rx_desc_t             *desc = iface->srq_descs[idx];
 
     if (ucs_unlikely(desc == NULL)) {
         desc = ucs_mpool_get_inline(&iface->rx_mp);
         if (desc == NULL) {
             return 0; /* try again on the next progress */
         }
-        strand_set_data_seg((struct mlx5_wqe_data_seg*)(wqe + 1),
+        strand_set_data_seg((struct mlx5_wqe_data_seg *)(wqe + 1),
                             (uintptr_t)strand_rx_wqe_data(iface, desc),
                             iface->config.seg_size, desc->lkey);
         iface->srq_descs[idx] = desc;
@@ -133,11 +134,10 @@ void strand_rx_refill(strand_iface_t *iface)
 
 /* A consumed WQE goes back to the tail of the free list, its buffer still
  * bound to it. */
-static inline void strand_rx_srq_free(strand_iface_t *iface,
-                                         uint32_t idx)
+static inline void strand_rx_srq_free(strand_iface_t *iface, uint32_t idx)
 {
-    strand_rx_srq_wqe(iface, iface->srq_tail)->next_wqe_index =
-            htobe16((uint16_t)idx);
+    strand_rx_srq_wqe(iface, iface->srq_tail)->next_wqe_index = htobe16(
+            (uint16_t)idx);
     iface->srq_tail = idx;
 }
 
@@ -145,16 +145,16 @@ static inline void strand_rx_srq_free(strand_iface_t *iface,
  * (or never wrote): back on the free list, and the head posted in its
  * place. The head's buffer is usually bound to it already; the step is
  * then all there is to it. */
-static UCS_F_ALWAYS_INLINE void strand_rx_srq_recycle(strand_iface_t *iface,
-                                                      uint32_t idx)
+static UCS_F_ALWAYS_INLINE void
+strand_rx_srq_recycle(strand_iface_t *iface, uint32_t idx)
 {
     uint32_t head = iface->srq_head;
 
     strand_rx_srq_free(iface, idx);
     if (ucs_likely(iface->srq_descs[head] != NULL)) {
-        iface->srq_head = be16toh(strand_rx_srq_wqe(iface,
-                                                    head)->next_wqe_index) &
-                          iface->srq_mask;
+        iface->srq_head =
+                be16toh(strand_rx_srq_wqe(iface, head)->next_wqe_index) &
+                iface->srq_mask;
         ++iface->srq_posted;
     } else {
         ++iface->srq_missing;
@@ -175,23 +175,23 @@ static UCS_F_ALWAYS_INLINE void strand_rx_srq_recycle(strand_iface_t *iface,
  * room before the payload is padded so that elements, and the pool's and
  * our headers at their start, stay 8-byte aligned whatever the offset.
  */
-static ucs_status_t strand_rx_layout(strand_iface_t *iface,
-                                        const uct_iface_params_t *params,
-                                        size_t *align_p,
-                                        size_t *align_offset_p)
+static ucs_status_t strand_rx_layout(strand_iface_t           *iface,
+                                     const uct_iface_params_t *params,
+                                     size_t *align_p, size_t *align_offset_p)
 {
-    size_t rx_headroom = UCT_IFACE_PARAM_VALUE(params, rx_headroom,
-                                               RX_HEADROOM, 0);
+    size_t rx_headroom = UCT_IFACE_PARAM_VALUE(params, rx_headroom, RX_HEADROOM,
+                                               0);
     size_t hdr_len     = STRAND_AM_HDR_SIZE + iface->config.am_tmh;
     size_t base        = sizeof(strand_rx_desc_t) +
-                         ucs_max(sizeof(uct_recv_desc_t*) + rx_headroom +
-                                 (iface->config.am_tmh ?
-                                  STRAND_AM_HDR_SIZE : 0), hdr_len);
-    size_t align, user_offset;
+                  ucs_max(sizeof(uct_recv_desc_t *) + rx_headroom +
+                                  (iface->config.am_tmh ? STRAND_AM_HDR_SIZE :
+                                                          0),
+                          hdr_len);
+    size_t       align, user_offset;
     ucs_status_t status;
 
-    status = uct_iface_param_am_alignment(params, iface->config.seg_size, 0,
-                                          0, &align, &user_offset);
+    status = uct_iface_param_am_alignment(params, iface->config.seg_size, 0, 0,
+                                          &align, &user_offset);
     if (status != UCS_OK) {
         return status;
     }
@@ -201,8 +201,8 @@ static ucs_status_t strand_rx_layout(strand_iface_t *iface,
                   iface->dev->info.name, align);
         return UCS_ERR_INVALID_PARAM;
     }
-    iface->config.rx_payload_offset  = base + ((8 - ((base + user_offset) %
-                                                     8)) % 8);
+    iface->config.rx_payload_offset = base +
+                                      ((8 - ((base + user_offset) % 8)) % 8);
     iface->config.rx_headroom_offset = iface->config.rx_payload_offset -
                                        rx_headroom;
     *align_p        = ucs_max(align, 8);
@@ -210,13 +210,13 @@ static ucs_status_t strand_rx_layout(strand_iface_t *iface,
     return UCS_OK;
 }
 
-ucs_status_t strand_rx_init(strand_iface_t *iface,
-                               const uct_iface_params_t *params)
+ucs_status_t
+strand_rx_init(strand_iface_t *iface, const uct_iface_params_t *params)
 {
     uct_iface_mpool_config_t mp_config = iface->config.rx_mp;
-    size_t align, align_offset;
-    ucs_status_t status;
-    uint32_t slots;
+    size_t                   align, align_offset;
+    ucs_status_t             status;
+    uint32_t                 slots;
 
     status = strand_rx_layout(iface, params, &align, &align_offset);
     if (status != UCS_OK) {
@@ -224,9 +224,9 @@ ucs_status_t strand_rx_init(strand_iface_t *iface,
     }
     status = uct_iface_mpool_init(&iface->super, &iface->rx_mp,
                                   iface->config.rx_payload_offset -
-                                  STRAND_AM_HDR_SIZE -
-                                  iface->config.am_tmh +
-                                  iface->config.seg_size,
+                                          STRAND_AM_HDR_SIZE -
+                                          iface->config.am_tmh +
+                                          iface->config.seg_size,
                                   align_offset, align, &mp_config,
                                   mp_config.bufs_grow, strand_rx_desc_init,
                                   "strand_rx");
@@ -248,12 +248,13 @@ ucs_status_t strand_rx_init(strand_iface_t *iface,
     if (iface->srq_descs == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    iface->srq_posted  = 0;
-    iface->rx_am_in_cqe = (iface->config.am_tmh > 0) ? 1 :
-                          ((MLX5_CQE_RESP_SEND << 4) | MLX5_INLINE_SCATTER_64);
+    iface->srq_posted   = 0;
+    iface->rx_am_in_cqe = (iface->config.am_tmh > 0) ?
+                                  1 :
+                                  ((MLX5_CQE_RESP_SEND << 4) |
+                                   MLX5_INLINE_SCATTER_64);
     /* RX_MAX_BUFS below RX_QUEUE_LEN: the queue holds what the pool has */
-    iface->srq_missing = ucs_min(ucs_min(iface->config.rx_queue_len,
-                                         slots - 1),
+    iface->srq_missing = ucs_min(ucs_min(iface->config.rx_queue_len, slots - 1),
                                  iface->config.rx_mp.max_bufs);
     strand_rx_refill(iface);
     if (iface->srq_missing > 0) {
@@ -285,8 +286,7 @@ void strand_rx_cleanup(strand_iface_t *iface)
 
 /* uct_recv_desc(data) = release, for a data pointer at any address (an odd
  * AM alignment offset puts it there) */
-static inline void strand_rx_set_release(void *data,
-                                            uct_recv_desc_t *release)
+static inline void strand_rx_set_release(void *data, uct_recv_desc_t *release)
 {
     memcpy(UCS_PTR_BYTE_OFFSET(data, -(ptrdiff_t)sizeof(release)), &release,
            sizeof(release));
@@ -296,15 +296,14 @@ static inline void strand_rx_set_release(void *data,
  * (tag matching, the transport's own, the user's handler); 1 when its
  * buffer is free again, 0 when the user keeps it (uct_iface_release_desc
  * gives it back). */
-static UCS_F_ALWAYS_INLINE int strand_rx_handle(strand_iface_t *iface,
-                                                struct mlx5_cqe64 *cqe,
-                                                strand_rx_desc_t *desc,
-                                                uint32_t length)
+static UCS_F_ALWAYS_INLINE int
+strand_rx_handle(strand_iface_t *iface, struct mlx5_cqe64 *cqe,
+                 strand_rx_desc_t *desc, uint32_t length)
 {
     uct_recv_desc_t *release = &iface->release_desc;
-    ucs_status_t status;
-    uint8_t am_id;
-    void *payload;
+    ucs_status_t     status;
+    uint8_t          am_id;
+    void            *payload;
 
     if (ucs_unlikely(iface->config.am_tmh > 0)) {
         switch (strand_tag_rx(iface, cqe, strand_rx_wqe_data(iface, desc),
@@ -312,10 +311,10 @@ static UCS_F_ALWAYS_INLINE int strand_rx_handle(strand_iface_t *iface,
         case STRAND_TAG_RX_KEPT:
             /* the user keeps it: uct_iface_release_desc() on the pointer
              * rx_headroom before the data (after the TMH) */
-            strand_rx_set_release(UCS_PTR_BYTE_OFFSET(desc,
-                                     iface->config.rx_headroom_offset -
-                                     STRAND_AM_HDR_SIZE),
-                                     &iface->release_tm_desc);
+            strand_rx_set_release(
+                    UCS_PTR_BYTE_OFFSET(desc, iface->config.rx_headroom_offset -
+                                                      STRAND_AM_HDR_SIZE),
+                    &iface->release_tm_desc);
             return 0;
         case STRAND_TAG_RX_DONE:
             return 1;
@@ -323,17 +322,17 @@ static UCS_F_ALWAYS_INLINE int strand_rx_handle(strand_iface_t *iface,
             break;
         }
         length = (length >= iface->config.am_tmh) ?
-                 length - iface->config.am_tmh : 0;
+                         length - iface->config.am_tmh :
+                         0;
     }
     if (ucs_unlikely(length < STRAND_AM_HDR_SIZE)) {
         return 1;
     }
     am_id   = *strand_rx_am_hdr(iface, desc);
-    payload = (uint8_t*)desc + iface->config.rx_payload_offset;
+    payload = (uint8_t *)desc + iface->config.rx_payload_offset;
     if (ucs_unlikely(am_id >= UCT_AM_ID_MAX)) {
         /* the transport's own: flow control, keepalive probes */
-        strand_fc_handle(iface, am_id, payload,
-                            length - STRAND_AM_HDR_SIZE);
+        strand_fc_handle(iface, am_id, payload, length - STRAND_AM_HDR_SIZE);
         return 1;
     }
 
@@ -348,7 +347,8 @@ static UCS_F_ALWAYS_INLINE int strand_rx_handle(strand_iface_t *iface,
     /* the user keeps it and gives it back with uct_iface_release_desc()
      * on the pointer rx_headroom before the payload */
     strand_rx_set_release(UCS_PTR_BYTE_OFFSET(desc,
-                             iface->config.rx_headroom_offset), release);
+                                              iface->config.rx_headroom_offset),
+                          release);
     return 0;
 }
 
@@ -357,11 +357,9 @@ static UCS_F_ALWAYS_INLINE int strand_rx_handle(strand_iface_t *iface,
  * receive buffer was left untouched; it goes where the buffer's data would
  * be, for tag matching to parse and for a message in a 64-byte CQE's first
  * half. 0 when it is longer than the CQE holds. */
-static UCS_F_ALWAYS_INLINE int strand_rx_take_inline(strand_iface_t *iface,
-                                                     const struct mlx5_cqe64 *cqe,
-                                                     uint8_t op_own,
-                                                     uint32_t length,
-                                                     strand_rx_desc_t *desc)
+static UCS_F_ALWAYS_INLINE int
+strand_rx_take_inline(strand_iface_t *iface, const struct mlx5_cqe64 *cqe,
+                      uint8_t op_own, uint32_t length, strand_rx_desc_t *desc)
 {
     uint8_t *dst = strand_rx_wqe_data(iface, desc);
 
@@ -384,13 +382,12 @@ static UCS_F_ALWAYS_INLINE int strand_rx_take_inline(strand_iface_t *iface,
 /* One receive CQE that comes with a buffer: the message handled, the
  * WQE back on the free list and, when the buffer came back too, posted
  * again at the head (usually a WQE whose buffer is bound to it). */
-static UCS_F_ALWAYS_INLINE void strand_rx_cqe(strand_iface_t *iface,
-                                              struct mlx5_cqe64 *cqe,
-                                              uint8_t op_own)
+static UCS_F_ALWAYS_INLINE void
+strand_rx_cqe(strand_iface_t *iface, struct mlx5_cqe64 *cqe, uint8_t op_own)
 {
-    uint32_t idx           = strand_cqe_wqe_counter(cqe) & iface->srq_mask;
-    strand_rx_desc_t *desc = iface->srq_descs[idx];
-    uint32_t length        = strand_cqe_byte_cnt(cqe);
+    uint32_t          idx    = strand_cqe_wqe_counter(cqe) & iface->srq_mask;
+    strand_rx_desc_t *desc   = iface->srq_descs[idx];
+    uint32_t          length = strand_cqe_byte_cnt(cqe);
 
     if (ucs_unlikely(desc == NULL)) {
         ucs_error("%s: receive CQE for SRQ WQE %u, which has no buffer",
@@ -428,13 +425,13 @@ static UCS_F_ALWAYS_INLINE void strand_rx_cqe(strand_iface_t *iface,
  * holds (an error it reports), the transport's own messages (flow
  * control, keepalive: they read their fields aligned from a buffer).
  */
-static UCS_F_ALWAYS_INLINE int strand_rx_am_in_cqe(strand_iface_t *iface,
-                                                   struct mlx5_cqe64 *cqe)
+static UCS_F_ALWAYS_INLINE int
+strand_rx_am_in_cqe(strand_iface_t *iface, struct mlx5_cqe64 *cqe)
 {
-    const uint8_t *data = (const uint8_t*)(cqe - 1);
-    uint32_t length     = strand_cqe_byte_cnt(cqe) - STRAND_AM_HDR_SIZE;
-    uint8_t am_id       = data[0];
-    uint32_t idx;
+    const uint8_t *data   = (const uint8_t *)(cqe - 1);
+    uint32_t       length = strand_cqe_byte_cnt(cqe) - STRAND_AM_HDR_SIZE;
+    uint8_t        am_id  = data[0];
+    uint32_t       idx;
 
     if (ucs_unlikely((length >= STRAND_CQE_INLINE_MAX) ||
                      (am_id >= UCT_AM_ID_MAX))) {
@@ -446,24 +443,24 @@ static UCS_F_ALWAYS_INLINE int strand_rx_am_in_cqe(strand_iface_t *iface,
     }
     strand_rx_srq_recycle(iface, idx);
     uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, am_id,
-                       (void*)(data + STRAND_AM_HDR_SIZE), length,
+                       (void *)(data + STRAND_AM_HDR_SIZE), length,
                        "RX: AM in CQE");
     uct_iface_invoke_am(&iface->super, am_id,
-                        (void*)(data + STRAND_AM_HDR_SIZE), length, 0);
+                        (void *)(data + STRAND_AM_HDR_SIZE), length, 0);
     return 1;
 }
 
 unsigned strand_rx_progress(strand_iface_t *iface)
 {
-    const uint32_t start = iface->rx_ci;
-    const uint16_t posted = iface->srq_posted;
-    uint32_t end         = start + iface->config.rx_max_poll;
-    uint32_t ci          = start;
-    strand_cq_cursor_t cur = iface->rx_cur; /* (it and rx_ci written back
-                                                at the end: handlers do
-                                                not poll) */
+    const uint32_t     start  = iface->rx_ci;
+    const uint16_t     posted = iface->srq_posted;
+    uint32_t           end    = start + iface->config.rx_max_poll;
+    uint32_t           ci     = start;
+    strand_cq_cursor_t cur    = iface->rx_cur; /* (it and rx_ci written back
+                                                  at the end: handlers do
+                                                  not poll) */
     struct mlx5_cqe64 *cqe;
-    uint8_t op_own;
+    uint8_t            op_own;
 
     while ((ci != end) &&
            ((cqe = strand_cq_cursor_get(&cur, &op_own)) != NULL)) {
@@ -481,8 +478,8 @@ unsigned strand_rx_progress(strand_iface_t *iface)
             /* a responder's check (no mkey of ours checks what peers
              * write or read: the sender signs, the reader checks) */
             ucs_warn("%s: signature error CQE on the receive CQ for mkey "
-                     "0x%x", iface->dev->info.name,
-                     strand_sigerr_cqe_mkey(cqe));
+                     "0x%x",
+                     iface->dev->info.name, strand_sigerr_cqe_mkey(cqe));
         } else if (ucs_unlikely(!strand_tm_cqe_has_buffer(cqe))) {
             /* tag matching: a list operation or a matched tag */
             strand_tm_handle_cqe(&iface->tm, cqe);

@@ -17,10 +17,10 @@
  * CQEs twice: hence the batch. A power of two (iface->rx_cur's runs). */
 #define STRAND_RX_CI_BATCH 64
 
-ucs_status_t strand_rx_init(strand_iface_t *iface,
-                            const uct_iface_params_t *params);
+ucs_status_t
+     strand_rx_init(strand_iface_t *iface, const uct_iface_params_t *params);
 void strand_rx_cleanup(strand_iface_t *iface);
 unsigned strand_rx_progress(strand_iface_t *iface);
-void strand_rx_refill(strand_iface_t *iface);
+void     strand_rx_refill(strand_iface_t *iface);
 
 #endif

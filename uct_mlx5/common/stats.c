@@ -11,28 +11,22 @@
 
 #ifdef ENABLE_STATS
 ucs_stats_class_t strand_iface_stats_class = {
-    .name          = "dc_strand_iface",
-    .num_counters  = STRAND_IFACE_STAT_LAST,
-    .class_id      = UCS_STATS_CLASS_ID_INVALID,
-    .counter_names = {
-        [STRAND_IFACE_STAT_TX_CQE]       = "tx_cqe",
-        [STRAND_IFACE_STAT_TX_CQE_ERROR] = "tx_cqe_error",
-        [STRAND_IFACE_STAT_TX_TAIL_NOP]  = "tx_tail_nop",
-        [STRAND_IFACE_STAT_RX_CQE]       = "rx_cqe",
-        [STRAND_IFACE_STAT_REPOST]       = "repost",
-        [STRAND_IFACE_STAT_STREAM_RESET] = "stream_reset",
-        [STRAND_IFACE_STAT_TXQ_RESET]    = "dci_reset"
-    }
-};
+        .name          = "dc_strand_iface",
+        .num_counters  = STRAND_IFACE_STAT_LAST,
+        .class_id      = UCS_STATS_CLASS_ID_INVALID,
+        .counter_names = {[STRAND_IFACE_STAT_TX_CQE]       = "tx_cqe",
+                          [STRAND_IFACE_STAT_TX_CQE_ERROR] = "tx_cqe_error",
+                          [STRAND_IFACE_STAT_TX_TAIL_NOP]  = "tx_tail_nop",
+                          [STRAND_IFACE_STAT_RX_CQE]       = "rx_cqe",
+                          [STRAND_IFACE_STAT_REPOST]       = "repost",
+                          [STRAND_IFACE_STAT_STREAM_RESET] = "stream_reset",
+                          [STRAND_IFACE_STAT_TXQ_RESET]    = "dci_reset"}};
 
 ucs_stats_class_t strand_ep_stats_class = {
-    .name          = "dc_strand_ep",
-    .num_counters  = STRAND_EP_STAT_LAST,
-    .class_id      = UCS_STATS_CLASS_ID_INVALID,
-    .counter_names = {
-        [STRAND_EP_STAT_FC_WAIT]  = "fc_wait",
-        [STRAND_EP_STAT_TXQ_WAIT] = "dci_wait",
-        [STRAND_EP_STAT_ERROR]    = "error"
-    }
-};
+        .name          = "dc_strand_ep",
+        .num_counters  = STRAND_EP_STAT_LAST,
+        .class_id      = UCS_STATS_CLASS_ID_INVALID,
+        .counter_names = {[STRAND_EP_STAT_FC_WAIT]  = "fc_wait",
+                          [STRAND_EP_STAT_TXQ_WAIT] = "dci_wait",
+                          [STRAND_EP_STAT_ERROR]    = "error"}};
 #endif

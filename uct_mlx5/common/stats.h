@@ -17,7 +17,7 @@ enum {
     STRAND_IFACE_STAT_TX_CQE,       /* send CQEs consumed */
     STRAND_IFACE_STAT_TX_CQE_ERROR, /* of those, errors and flushes */
     STRAND_IFACE_STAT_TX_TAIL_NOP,  /* signaled NOPs behind unsignaled
-                                          WQEs (flush, send queue wanted) */
+                                       WQEs (flush, send queue wanted) */
     STRAND_IFACE_STAT_RX_CQE,       /* receive CQEs consumed */
     STRAND_IFACE_STAT_REPOST,       /* flushed WQEs posted again */
     STRAND_IFACE_STAT_STREAM_RESET, /* send queue streams reset after errors */
@@ -27,9 +27,9 @@ enum {
 
 /* per endpoint */
 enum {
-    STRAND_EP_STAT_FC_WAIT,         /* refused: no flow-control credits */
-    STRAND_EP_STAT_TXQ_WAIT,        /* refused: no send queue, or no room on it */
-    STRAND_EP_STAT_ERROR,           /* failed (once) */
+    STRAND_EP_STAT_FC_WAIT,  /* refused: no flow-control credits */
+    STRAND_EP_STAT_TXQ_WAIT, /* refused: no send queue, or no room on it */
+    STRAND_EP_STAT_ERROR,    /* failed (once) */
     STRAND_EP_STAT_LAST
 };
 
@@ -38,7 +38,7 @@ extern ucs_stats_class_t strand_iface_stats_class;
 extern ucs_stats_class_t strand_ep_stats_class;
 #endif
 
-#define STRAND_IFACE_STAT(_iface, _counter, _delta) \
+#define STRAND_IFACE_STAT(_iface, _counter, _delta)                         \
     UCS_STATS_UPDATE_COUNTER((_iface)->stats, STRAND_IFACE_STAT_##_counter, \
                              _delta)
 

@@ -35,27 +35,27 @@ enum {
 };
 
 struct strand_tm_entry {
-    uct_tag_context_t *ctx;      /* NULL once the user may reuse it */
-    void              *buffer;   /* in tm->bufs while the user owns it */
+    uct_tag_context_t *ctx;    /* NULL once the user may reuse it */
+    void              *buffer; /* in tm->bufs while the user owns it */
     uint32_t           lkey;
-    uint32_t           next;     /* free list */
-    uint8_t            cqes;     /* completions still to come */
+    uint32_t           next; /* free list */
+    uint8_t            cqes; /* completions still to come */
     uint8_t            flags;
 };
 
 struct strand_tm_rndv_op {
-    void             *owner;     /* NULL: free */
+    void             *owner; /* NULL: free */
     uct_completion_t *comp;
-    uint32_t          next;      /* free list */
-    uint16_t          gen;       /* in app_ctx: a late FIN of an operation
-                                    cancelled meanwhile is not taken for
-                                    the next one in this slot */
+    uint32_t          next; /* free list */
+    uint16_t          gen;  /* in app_ctx: a late FIN of an operation
+                               cancelled meanwhile is not taken for
+                               the next one in this slot */
 };
 
 static inline strand_tm_ctx_priv_t *strand_tm_priv(uct_tag_context_t *ctx)
 {
     UCS_STATIC_ASSERT(sizeof(strand_tm_ctx_priv_t) <= UCT_TAG_PRIV_LEN);
-    return (strand_tm_ctx_priv_t*)ctx->priv;
+    return (strand_tm_ctx_priv_t *)ctx->priv;
 }
 
 /* Where a message matched to entry idx landed: its bounce slot, or the
@@ -65,7 +65,8 @@ static inline void *strand_tm_landed(const strand_tm_t *tm, uint32_t idx)
     const strand_tm_entry_t *e = &tm->entries[idx];
 
     return (e->flags & STRAND_TM_ENTRY_BOUNCE) ?
-           tm->bounce + (size_t)idx * tm->min_recv : e->buffer;
+                   tm->bounce + (size_t)idx * tm->min_recv :
+                   e->buffer;
 }
 
 /* Where the data of a message matched to entry idx is: the CQE when the
@@ -75,7 +76,7 @@ static inline void *strand_tm_msg_data(const strand_tm_t *tm, uint32_t idx,
 {
     const void *in_cqe = strand_cqe_inline_data(cqe);
 
-    return (in_cqe != NULL) ? (void*)in_cqe : strand_tm_landed(tm, idx);
+    return (in_cqe != NULL) ? (void *)in_cqe : strand_tm_landed(tm, idx);
 }
 
 /* ------------------------------------------------------- command QP */
@@ -94,18 +95,18 @@ static void strand_tm_cmd_post(strand_tm_t *tm, unsigned op, uint32_t entry,
                                uint32_t lkey)
 {
     struct mlx5_wqe_ctrl_seg *ctrl;
-    struct mlx5_wqe_tm_seg *seg;
+    struct mlx5_wqe_tm_seg   *seg;
     struct mlx5_wqe_data_seg *dseg;
-    strand_tm_cmd_t *cmd;
-    unsigned ds = 3;
+    strand_tm_cmd_t          *cmd;
+    unsigned                  ds = 3;
 
     ucs_assert(strand_tm_cmd_room(tm));
     ctrl = strand_sq_ctrl(&tm->cmd_sq);
-    seg  = (struct mlx5_wqe_tm_seg*)(ctrl + 1);
+    seg  = (struct mlx5_wqe_tm_seg *)(ctrl + 1);
     strand_set_tm_seg(seg, op, STRAND_TM_FLAG_CQE | STRAND_TM_FLAG_SW_CNT,
                       index, tm->unexp_cnt, tag, mask);
     if (op == STRAND_TM_OP_APPEND) {
-        dseg = (struct mlx5_wqe_data_seg*)(seg + 1);
+        dseg = (struct mlx5_wqe_data_seg *)(seg + 1);
         if (length > 0) {
             strand_set_data_seg(dseg, (uintptr_t)buffer, length, lkey);
         } else {
@@ -128,11 +129,11 @@ static void strand_tm_cmd_post(strand_tm_t *tm, unsigned op, uint32_t entry,
 /* ------------------------------------------------------------- list */
 
 /* The user may reuse the tag's context and buffer from now on. */
-static uct_tag_context_t *strand_tm_entry_detach(strand_tm_t *tm,
-                                                 strand_tm_entry_t *e)
+static uct_tag_context_t *
+strand_tm_entry_detach(strand_tm_t *tm, strand_tm_entry_t *e)
 {
     uct_tag_context_t *ctx = e->ctx;
-    khiter_t it;
+    khiter_t           it;
 
     if (e->buffer != NULL) {
         it = kh_get(strand_tm_bufs, &tm->bufs, (uintptr_t)e->buffer);
@@ -141,7 +142,7 @@ static uct_tag_context_t *strand_tm_entry_detach(strand_tm_t *tm,
         }
         e->buffer = NULL;
     }
-    e->ctx    = NULL;
+    e->ctx = NULL;
     e->flags |= STRAND_TM_ENTRY_REPORTED;
     return ctx;
 }
@@ -151,10 +152,10 @@ static void strand_tm_entry_release(strand_tm_t *tm, uint32_t idx)
     strand_tm_entry_t *e = &tm->entries[idx];
 
     strand_tm_entry_detach(tm, e);
-    e->flags = 0;
-    e->next  = STRAND_TM_NONE;
+    e->flags                   = 0;
+    e->next                    = STRAND_TM_NONE;
     tm->entries[tm->tail].next = idx;
-    tm->tail = idx;
+    tm->tail                   = idx;
     --tm->tags_used;
 }
 
@@ -174,21 +175,19 @@ ucs_status_t strand_tm_recv_zcopy(strand_tm_t *tm, uct_tag_t tag,
                                   uct_tag_t tag_mask, const uct_iov_t *iov,
                                   size_t iovcnt, uct_tag_context_t *ctx)
 {
-    strand_tm_ctx_priv_t *priv = strand_tm_priv(ctx);
-    size_t length              = uct_iov_total_length(iov, iovcnt);
-    void *buffer               = (iovcnt > 0) ? iov[0].buffer : NULL;
-    uint32_t lkey              = 0;
-    strand_tm_entry_t *e;
-    uint32_t idx;
+    strand_tm_ctx_priv_t *priv   = strand_tm_priv(ctx);
+    size_t                length = uct_iov_total_length(iov, iovcnt);
+    void                 *buffer = (iovcnt > 0) ? iov[0].buffer : NULL;
+    uint32_t              lkey   = 0;
+    strand_tm_entry_t    *e;
+    uint32_t              idx;
 
-    UCT_CHECK_PARAM(iovcnt <= 1, "tag_recv_zcopy: iovcnt %zu (max 1)",
-                    iovcnt);
-    UCT_CHECK_PARAM(length <= UINT32_MAX, "tag_recv_zcopy: %zu bytes",
-                    length);
+    UCT_CHECK_PARAM(iovcnt <= 1, "tag_recv_zcopy: iovcnt %zu (max 1)", iovcnt);
+    UCT_CHECK_PARAM(length <= UINT32_MAX, "tag_recv_zcopy: %zu bytes", length);
     if (length > 0) {
         UCT_CHECK_PARAM(iov[0].memh != UCT_MEM_HANDLE_NULL,
                         "tag_recv_zcopy: the buffer needs a memory handle");
-        lkey = ((const strand_md_memh_t*)iov[0].memh)->mr.lkey;
+        lkey = ((const strand_md_memh_t *)iov[0].memh)->mr.lkey;
     }
     if (tm->tags_used >= tm->max_tags) {
         ++tm->stats.list_full;
@@ -207,11 +206,11 @@ ucs_status_t strand_tm_recv_zcopy(strand_tm_t *tm, uct_tag_t tag,
 
     /* the free list's head is where the device appends; the APPEND tells
      * it the next one */
-    idx      = tm->head;
-    e        = &tm->entries[idx];
+    idx = tm->head;
+    e   = &tm->entries[idx];
     ucs_assert(e->next != STRAND_TM_NONE);
-    tm->head = e->next;
-    e->next  = STRAND_TM_NONE;
+    tm->head  = e->next;
+    e->next   = STRAND_TM_NONE;
     e->ctx    = ctx;
     e->buffer = (length > 0) ? buffer : NULL;
     e->lkey   = lkey;
@@ -219,7 +218,7 @@ ucs_status_t strand_tm_recv_zcopy(strand_tm_t *tm, uct_tag_t tag,
     e->cqes   = 2; /* the APPEND's, and the one that ends the tag */
     ++tm->tags_used;
 
-    priv->tag    = tag;    /* the match replaces it with the sender's */
+    priv->tag    = tag; /* the match replaces it with the sender's */
     priv->buffer = buffer;
     priv->length = (uint32_t)length;
     priv->entry  = idx;
@@ -237,10 +236,10 @@ ucs_status_t strand_tm_recv_zcopy(strand_tm_t *tm, uct_tag_t tag,
     return UCS_OK;
 }
 
-ucs_status_t strand_tm_recv_cancel(strand_tm_t *tm, uct_tag_context_t *ctx,
-                                   int force)
+ucs_status_t
+strand_tm_recv_cancel(strand_tm_t *tm, uct_tag_context_t *ctx, int force)
 {
-    uint32_t idx         = strand_tm_priv(ctx)->entry;
+    uint32_t           idx = strand_tm_priv(ctx)->entry;
     strand_tm_entry_t *e;
 
     if ((idx >= tm->num_entries) || (tm->entries[idx].ctx != ctx)) {
@@ -272,8 +271,8 @@ ucs_status_t strand_tm_recv_cancel(strand_tm_t *tm, uct_tag_context_t *ctx,
 
 /* inline_data: the message when the device put it into the CQE (the
  * buffer untouched), for the user to copy out in the callback. */
-static void strand_tm_report_data(strand_tm_t *tm, uint32_t idx,
-                                  uint64_t stag, uint64_t imm, size_t length,
+static void strand_tm_report_data(strand_tm_t *tm, uint32_t idx, uint64_t stag,
+                                  uint64_t imm, size_t length,
                                   void *inline_data, ucs_status_t status)
 {
     strand_tm_entry_t *e = &tm->entries[idx];
@@ -321,10 +320,10 @@ static void strand_tm_consumed(strand_tm_t *tm, uint32_t idx)
 static void strand_tm_rts_matched(strand_tm_t *tm, uint32_t idx,
                                   const struct mlx5_cqe64 *cqe)
 {
-    strand_tm_entry_t *e = &tm->entries[idx];
-    uint8_t rts[STRAND_TM_RTS_MAX];
+    strand_tm_entry_t    *e = &tm->entries[idx];
+    uint8_t               rts[STRAND_TM_RTS_MAX];
     strand_tm_rts_match_t m;
-    uint32_t len = strand_cqe_byte_cnt(cqe);
+    uint32_t              len = strand_cqe_byte_cnt(cqe);
 
     e->flags |= STRAND_TM_ENTRY_RNDV; /* a REMOVE can no longer win */
     e->cqes++;
@@ -363,8 +362,9 @@ void strand_tm_rts_done(strand_tm_t *tm, uint32_t idx, size_t length,
     } else {
         ++tm->stats.tag_errors;
     }
-    strand_tm_report(tm, idx, (e->ctx != NULL) ?
-                     strand_tm_priv(e->ctx)->tag : 0, 0, length, status);
+    strand_tm_report(tm, idx,
+                     (e->ctx != NULL) ? strand_tm_priv(e->ctx)->tag : 0, 0,
+                     length, status);
     strand_tm_entry_cqe(tm, idx, 1);
 }
 
@@ -377,8 +377,7 @@ static void strand_tm_sw_rndv(strand_tm_t *tm, uint32_t idx, uint64_t stag,
                               uint32_t length, void *in_cqe)
 {
     strand_tm_entry_t *e = &tm->entries[idx];
-    void *header         = (in_cqe != NULL) ? in_cqe :
-                           strand_tm_landed(tm, idx);
+    void *header = (in_cqe != NULL) ? in_cqe : strand_tm_landed(tm, idx);
     uct_tag_context_t *ctx;
 
     if ((in_cqe == NULL) && (e->flags & STRAND_TM_ENTRY_BOUNCE) &&
@@ -400,11 +399,11 @@ static void strand_tm_sw_rndv(strand_tm_t *tm, uint32_t idx, uint64_t stag,
 static void strand_tm_handle_consumed_msg(strand_tm_t *tm, uint32_t idx,
                                           const struct mlx5_cqe64 *cqe)
 {
-    strand_tm_entry_t *e = &tm->entries[idx];
-    uint64_t stag        = be64toh(cqe->tmh.tag);
-    uint32_t length      = strand_cqe_byte_cnt(cqe);
-    void *in_cqe         = (void*)strand_cqe_inline_data(cqe);
-    uint64_t imm = 0;
+    strand_tm_entry_t *e      = &tm->entries[idx];
+    uint64_t           stag   = be64toh(cqe->tmh.tag);
+    uint32_t           length = strand_cqe_byte_cnt(cqe);
+    void              *in_cqe = (void *)strand_cqe_inline_data(cqe);
+    uint64_t           imm    = 0;
 
     if ((cqe->tmh.reserved[0] & STRAND_TMH_RTS) && (tm->rts_cb != NULL)) {
         strand_tm_rts_matched(tm, idx, cqe);
@@ -425,8 +424,7 @@ static void strand_tm_handle_consumed_msg(strand_tm_t *tm, uint32_t idx,
         !(e->flags & STRAND_TM_ENTRY_REPORTED)) {
         if (length > strand_tm_priv(e->ctx)->length) {
             /* the device took it into the larger bounce slot */
-            strand_tm_report(tm, idx, stag, imm, 0,
-                             UCS_ERR_MESSAGE_TRUNCATED);
+            strand_tm_report(tm, idx, stag, imm, 0, UCS_ERR_MESSAGE_TRUNCATED);
             strand_tm_entry_cqe(tm, idx, 1);
             return;
         }
@@ -439,18 +437,16 @@ static void strand_tm_handle_consumed_msg(strand_tm_t *tm, uint32_t idx,
     strand_tm_entry_cqe(tm, idx, 1);
 }
 
-static void strand_tm_handle_list_op(strand_tm_t *tm,
-                                     const struct mlx5_cqe64 *cqe)
+static void
+strand_tm_handle_list_op(strand_tm_t *tm, const struct mlx5_cqe64 *cqe)
 {
     strand_tm_cmd_t *cmd = &tm->cmds[tm->cmd_done & (tm->cmd_sq.wqe_cnt - 1)];
-    uint16_t hw_cnt      = be16toh(cqe->tm_cqe.hw_phase_cnt);
-    int success          = !!(be32toh(cqe->tm_cqe.success) &
-                              STRAND_TM_CQE_SUCCESS);
+    uint16_t         hw_cnt = be16toh(cqe->tm_cqe.hw_phase_cnt);
+    int success = !!(be32toh(cqe->tm_cqe.success) & STRAND_TM_CQE_SUCCESS);
     strand_tm_entry_t *e;
 
     if (tm->cmd_done == tm->cmd_sq.cur_post) {
-        ucs_error("%s: tag list operation completed but none posted",
-                  tm->name);
+        ucs_error("%s: tag list operation completed but none posted", tm->name);
         return;
     }
     ++tm->cmd_done;
@@ -485,9 +481,9 @@ static void strand_tm_handle_list_op(strand_tm_t *tm,
 
 void strand_tm_handle_cqe(strand_tm_t *tm, const struct mlx5_cqe64 *cqe)
 {
-    uint32_t idx = strand_cqe_tm_handle(cqe);
+    uint32_t           idx = strand_cqe_tm_handle(cqe);
     strand_tm_entry_t *e;
-    ucs_status_t status;
+    ucs_status_t       status;
 
     switch (cqe->app_op) {
     case STRAND_CQE_APP_OP_TM_APPEND:
@@ -536,14 +532,14 @@ void strand_tm_handle_cqe(strand_tm_t *tm, const struct mlx5_cqe64 *cqe)
         break;
     case STRAND_CQE_APP_OP_TM_EXPECTED:
         ++tm->stats.exp_rndv;
-        strand_tm_report(tm, idx, (e->ctx != NULL) ?
-                         strand_tm_priv(e->ctx)->tag : 0, 0,
+        strand_tm_report(tm, idx,
+                         (e->ctx != NULL) ? strand_tm_priv(e->ctx)->tag : 0, 0,
                          strand_cqe_byte_cnt(cqe), UCS_OK);
         strand_tm_entry_cqe(tm, idx, 1);
         break;
     default:
-        ucs_error("%s: unknown tag-matching completion app_op 0x%x",
-                  tm->name, cqe->app_op);
+        ucs_error("%s: unknown tag-matching completion app_op 0x%x", tm->name,
+                  cqe->app_op);
         break;
     }
 }
@@ -551,17 +547,17 @@ void strand_tm_handle_cqe(strand_tm_t *tm, const struct mlx5_cqe64 *cqe)
 /* An unexpected rendezvous: hand the sender's buffer to the user, who
  * reads it and tells the sender in software. tmh: an aligned copy of the
  * message's TMH (msg). */
-static ucs_status_t strand_tm_unexp_rndv(strand_tm_t *tm,
+static ucs_status_t strand_tm_unexp_rndv(strand_tm_t          *tm,
                                          const struct ibv_tmh *tmh,
                                          const void *msg, uint32_t length)
 {
-    const uint8_t *rest = (const uint8_t*)msg + STRAND_TMH_SIZE +
+    const uint8_t *rest = (const uint8_t *)msg + STRAND_TMH_SIZE +
                           tm->rndv_hdr_len;
-    uint8_t header[STRAND_TM_RNDV_PRIV_MAX + 256];
-    struct ibv_rvh rvh_copy, *rvh = &rvh_copy;
+    uint8_t                 header[STRAND_TM_RNDV_PRIV_MAX + 256];
+    struct ibv_rvh          rvh_copy, *rvh = &rvh_copy;
     strand_md_packed_rkey_t rkey;
-    unsigned priv_len         = tmh->reserved[0];
-    unsigned rest_len;
+    unsigned                priv_len = tmh->reserved[0];
+    unsigned                rest_len;
 
     if ((length < STRAND_TMH_SIZE + tm->rndv_hdr_len) ||
         (priv_len > STRAND_TM_RNDV_PRIV_MAX)) {
@@ -574,46 +570,45 @@ static ucs_status_t strand_tm_unexp_rndv(strand_tm_t *tm,
         ucs_error("%s: rendezvous header of %u bytes", tm->name, rest_len);
         return UCS_OK;
     }
-    memcpy(rvh, (const uint8_t*)msg + STRAND_TMH_SIZE, sizeof(*rvh));
+    memcpy(rvh, (const uint8_t *)msg + STRAND_TMH_SIZE, sizeof(*rvh));
     memcpy(header, &tmh->reserved[1], priv_len);
     memcpy(header + priv_len, rest, rest_len);
     rkey.rkey        = be32toh(rvh->rkey);
     rkey.atomic_rkey = rkey.rkey;
     ++tm->stats.unexp_rndv;
     return tm->rndv_cb(tm->rndv_arg, 0, be64toh(tmh->tag), header,
-                       priv_len + rest_len, be64toh(rvh->va),
-                       be32toh(rvh->len), &rkey);
+                       priv_len + rest_len, be64toh(rvh->va), be32toh(rvh->len),
+                       &rkey);
 }
 
 /* An unexpected rendezvous request the transport would have read itself:
  * the user reads it (as any unexpected rendezvous), with the sender's
  * packed key. */
-static ucs_status_t strand_tm_unexp_rts(strand_tm_t *tm,
+static ucs_status_t strand_tm_unexp_rts(strand_tm_t          *tm,
                                         const struct ibv_tmh *tmh,
                                         const void *data, uint32_t length)
 {
-    const void *rkey, *header;
+    const void     *rkey, *header;
     strand_tm_rts_t rts;
 
-    if (strand_tm_rts_parse(data, length, tmh->app_ctx, be64toh(tmh->tag),
-                            &rts, &rkey, &header) != UCS_OK) {
+    if (strand_tm_rts_parse(data, length, tmh->app_ctx, be64toh(tmh->tag), &rts,
+                            &rkey, &header) != UCS_OK) {
         ucs_error("%s: malformed rendezvous request (%u bytes)", tm->name,
                   length);
         return UCS_OK;
     }
     ++tm->stats.unexp_rndv;
-    return tm->rndv_cb(tm->rndv_arg, 0, be64toh(tmh->tag), header,
-                       rts.hdr_len, be64toh(rts.va), be32toh(rts.length),
-                       rkey);
+    return tm->rndv_cb(tm->rndv_arg, 0, be64toh(tmh->tag), header, rts.hdr_len,
+                       be64toh(rts.va), be32toh(rts.length), rkey);
 }
 
-ucs_status_t strand_tm_handle_unexp(strand_tm_t *tm,
+ucs_status_t strand_tm_handle_unexp(strand_tm_t             *tm,
                                     const struct mlx5_cqe64 *cqe, void *msg,
                                     uint32_t length)
 {
-    void *data                = (uint8_t*)msg + STRAND_TMH_SIZE;
-    uint64_t imm              = 0;
-    void *context             = NULL; /* for messages in fragments: none */
+    void          *data    = (uint8_t *)msg + STRAND_TMH_SIZE;
+    uint64_t       imm     = 0;
+    void          *context = NULL; /* for messages in fragments: none */
     struct ibv_tmh tmh_copy, *tmh = &tmh_copy;
 
     /* whatever it is, the device counted it */
@@ -682,12 +677,14 @@ void strand_tm_show(const strand_tm_t *tm, ucs_string_buffer_t *strb)
 {
     const strand_tm_stats_t *s = &tm->stats;
 
-    ucs_string_buffer_appendf(strb,
+    ucs_string_buffer_appendf(
+            strb,
             "tags %u/%u list_ops_in_flight %u unexpected_count %u "
-            "reported %u\n", tm->tags_used, tm->max_tags,
-            tm->cmd_sq.cur_post - tm->cmd_done, tm->unexp_cnt,
-            tm->unexp_reported);
-    ucs_string_buffer_appendf(strb,
+            "reported %u\n",
+            tm->tags_used, tm->max_tags, tm->cmd_sq.cur_post - tm->cmd_done,
+            tm->unexp_cnt, tm->unexp_reported);
+    ucs_string_buffer_appendf(
+            strb,
             "tags_posted %" PRIu64 "\ntags_canceled %" PRIu64 "\n"
             "exp_eager %" PRIu64 "\nexp_rndv %" PRIu64 "\n"
             "exp_sw_rndv %" PRIu64 "\nexp_rts %" PRIu64 "\n"
@@ -699,9 +696,8 @@ void strand_tm_show(const strand_tm_t *tm, ucs_string_buffer_t *strb)
             "buf_busy %" PRIu64 "\ndropped %" PRIu64 "\n",
             s->tags_posted, s->tags_canceled, s->exp_eager, s->exp_rndv,
             s->exp_sw_rndv, s->exp_rts, s->tag_errors, s->unexp_eager,
-            s->unexp_rndv,
-            s->unexp_sw_rndv, s->rndv_sent, s->rndv_fin, s->syncs,
-            s->sync_requests, s->list_full, s->buf_busy, s->dropped);
+            s->unexp_rndv, s->unexp_sw_rndv, s->rndv_sent, s->rndv_fin,
+            s->syncs, s->sync_requests, s->list_full, s->buf_busy, s->dropped);
 }
 
 void strand_tm_log_summary(const strand_tm_t *tm)
@@ -709,29 +705,28 @@ void strand_tm_log_summary(const strand_tm_t *tm)
     const strand_tm_stats_t *s = &tm->stats;
 
     ucs_info("%s: tag matching: tags_posted %" PRIu64 " exp_eager %" PRIu64
-             " exp_rndv %" PRIu64 " exp_sw_rndv %" PRIu64 " exp_rts %"
-             PRIu64 " unexp_eager %"
-             PRIu64 " unexp_rndv %" PRIu64 " unexp_sw_rndv %" PRIu64
-             " tags_canceled %" PRIu64 " rndv_sent %" PRIu64 " rndv_fin %"
-             PRIu64 " syncs %" PRIu64 " list_full %" PRIu64 " buf_busy %"
-             PRIu64, tm->name,
-             s->tags_posted, s->exp_eager, s->exp_rndv, s->exp_sw_rndv,
-             s->exp_rts, s->unexp_eager, s->unexp_rndv, s->unexp_sw_rndv,
-             s->tags_canceled, s->rndv_sent, s->rndv_fin, s->syncs,
-             s->list_full, s->buf_busy);
+             " exp_rndv %" PRIu64 " exp_sw_rndv %" PRIu64 " exp_rts %" PRIu64
+             " unexp_eager %" PRIu64 " unexp_rndv %" PRIu64
+             " unexp_sw_rndv %" PRIu64 " tags_canceled %" PRIu64
+             " rndv_sent %" PRIu64 " rndv_fin %" PRIu64 " syncs %" PRIu64
+             " list_full %" PRIu64 " buf_busy %" PRIu64,
+             tm->name, s->tags_posted, s->exp_eager, s->exp_rndv,
+             s->exp_sw_rndv, s->exp_rts, s->unexp_eager, s->unexp_rndv,
+             s->unexp_sw_rndv, s->tags_canceled, s->rndv_sent, s->rndv_fin,
+             s->syncs, s->list_full, s->buf_busy);
 }
 
 /* --------------------------------------------------------- rendezvous */
 
-static inline uint32_t strand_tm_rndv_id(const strand_tm_t *tm,
-                                         const strand_tm_rndv_op_t *op)
+static inline uint32_t
+strand_tm_rndv_id(const strand_tm_t *tm, const strand_tm_rndv_op_t *op)
 {
     return (uint32_t)(op - tm->rndv_ops) | ((uint32_t)op->gen << 16);
 }
 
 strand_tm_rndv_op_t *strand_tm_rndv_get(strand_tm_t *tm, void *owner,
                                         uct_completion_t *comp,
-                                        uint32_t *app_ctx_p)
+                                        uint32_t         *app_ctx_p)
 {
     strand_tm_rndv_op_t *op;
 
@@ -743,7 +738,7 @@ strand_tm_rndv_op_t *strand_tm_rndv_get(strand_tm_t *tm, void *owner,
     op->owner     = owner;
     op->comp      = comp;
     ++op->gen;
-    *app_ctx_p    = htobe32(strand_tm_rndv_id(tm, op));
+    *app_ctx_p = htobe32(strand_tm_rndv_id(tm, op));
     return op;
 }
 
@@ -770,10 +765,10 @@ ucs_status_t strand_tm_rndv_cancel(strand_tm_t *tm, void *owner, void *op_h)
 void strand_tm_rndv_fin(strand_tm_t *tm, uint32_t app_ctx_be,
                         ucs_status_t status)
 {
-    uint32_t id = be32toh(app_ctx_be);
-    uint32_t idx = strand_tm_rndv_slot(app_ctx_be);
+    uint32_t             id  = be32toh(app_ctx_be);
+    uint32_t             idx = strand_tm_rndv_slot(app_ctx_be);
     strand_tm_rndv_op_t *op;
-    uct_completion_t *comp;
+    uct_completion_t    *comp;
 
     if (idx >= tm->num_rndv_ops) {
         ucs_error("%s: FIN for rendezvous %u of %u", tm->name, idx,
@@ -798,12 +793,12 @@ static uint32_t strand_tm_rts_check(const strand_tm_rts_t *rts, size_t total,
                                     uint32_t app_ctx_be, uint64_t tag)
 {
     strand_tm_rts_t head = *rts;
-    uint32_t h;
+    uint32_t        h;
 
     head.check = 0;
-    h = ucs_crc32(0, &head, sizeof(head));
-    h = ucs_crc32(h, rts + 1, total - sizeof(head));
-    h = ucs_crc32(h, &app_ctx_be, sizeof(app_ctx_be));
+    h          = ucs_crc32(0, &head, sizeof(head));
+    h          = ucs_crc32(h, rts + 1, total - sizeof(head));
+    h          = ucs_crc32(h, &app_ctx_be, sizeof(app_ctx_be));
     return ucs_crc32(h, &tag, sizeof(tag));
 }
 
@@ -812,8 +807,8 @@ size_t strand_tm_rts_pack(void *buf, uint64_t va, uint32_t length,
                           const void *header, unsigned header_length,
                           uint32_t app_ctx_be, uint64_t tag)
 {
-    strand_tm_rts_t *rts = buf;
-    size_t total         = sizeof(*rts) + rkey_len + header_length;
+    strand_tm_rts_t *rts   = buf;
+    size_t           total = sizeof(*rts) + rkey_len + header_length;
 
     if ((total > STRAND_TM_RTS_MAX) || (rkey_len > UINT8_MAX) ||
         (header_length > UINT8_MAX)) {
@@ -826,9 +821,9 @@ size_t strand_tm_rts_pack(void *buf, uint64_t va, uint32_t length,
     rts->reserved = 0;
     memcpy(rts + 1, rkey, rkey_len);
     if (header_length > 0) {
-        memcpy((uint8_t*)(rts + 1) + rkey_len, header, header_length);
+        memcpy((uint8_t *)(rts + 1) + rkey_len, header, header_length);
     }
-    rts->check    = htobe32(strand_tm_rts_check(rts, total, app_ctx_be, tag));
+    rts->check = htobe32(strand_tm_rts_check(rts, total, app_ctx_be, tag));
     return total;
 }
 
@@ -838,7 +833,7 @@ ucs_status_t strand_tm_rts_parse(const void *data, uint32_t len,
                                  const void **header_p)
 {
     uint8_t copy[STRAND_TM_RTS_MAX];
-    size_t total;
+    size_t  total;
 
     if (len < sizeof(*rts)) {
         return UCS_ERR_INVALID_PARAM;
@@ -851,19 +846,19 @@ ucs_status_t strand_tm_rts_parse(const void *data, uint32_t len,
     }
     memcpy(copy, data, total); /* aligned */
     if (be32toh(rts->check) !=
-        strand_tm_rts_check((const strand_tm_rts_t*)copy, total, app_ctx_be,
+        strand_tm_rts_check((const strand_tm_rts_t *)copy, total, app_ctx_be,
                             tag)) {
         return UCS_ERR_INVALID_PARAM;
     }
-    *rkey_p   = (const uint8_t*)data + sizeof(*rts);
-    *header_p = (const uint8_t*)data + sizeof(*rts) + rts->rkey_len;
+    *rkey_p   = (const uint8_t *)data + sizeof(*rts);
+    *header_p = (const uint8_t *)data + sizeof(*rts) + rts->rkey_len;
     return UCS_OK;
 }
 
 void strand_tm_rndv_purge(strand_tm_t *tm, void *owner, ucs_status_t status)
 {
     uct_completion_t *comp;
-    uint32_t i;
+    uint32_t          i;
 
     for (i = 0; i < tm->num_rndv_ops; ++i) {
         if (tm->rndv_ops[i].owner != owner) {
@@ -882,7 +877,8 @@ unsigned strand_tm_rndv_priv_pack(struct ibv_tmh *tmh, const void *header,
                                   unsigned max_rndv_data)
 {
     unsigned priv = (header_length > max_rndv_data) ?
-                    header_length - max_rndv_data : 0;
+                            header_length - max_rndv_data :
+                            0;
 
     ucs_assert(priv <= STRAND_TM_RNDV_PRIV_MAX);
     tmh->reserved[0] = (uint8_t)priv;
@@ -901,7 +897,8 @@ static ucs_status_t strand_tm_dropped(strand_tm_t *tm, const char *what,
     ++tm->stats.dropped;
     ucs_error("%s: an unexpected %s (tag 0x%" PRIx64 ", %zu bytes) was "
               "dropped: the interface was opened without unexpected-message "
-              "callbacks", tm->name, what, stag, length);
+              "callbacks",
+              tm->name, what, stag, length);
     return UCS_OK;
 }
 
@@ -912,38 +909,36 @@ static ucs_status_t strand_tm_drop_eager(void *arg, void *data, size_t length,
     return strand_tm_dropped(arg, "tagged message", stag, length);
 }
 
-static ucs_status_t strand_tm_drop_rndv(void *arg, unsigned flags,
-                                        uint64_t stag, const void *header,
-                                        unsigned header_length,
-                                        uint64_t remote_addr, size_t length,
-                                        const void *rkey_buf)
+static ucs_status_t
+strand_tm_drop_rndv(void *arg, unsigned flags, uint64_t stag,
+                    const void *header, unsigned header_length,
+                    uint64_t remote_addr, size_t length, const void *rkey_buf)
 {
     return strand_tm_dropped(arg, "rendezvous request", stag, length);
 }
 
 /* -------------------------------------------------------- life cycle */
 
-ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
-                            strand_dev_qp_t *cmd_qp, uint8_t mmio_mode,
-                            uint32_t max_tags,
-                            uint32_t max_ops, unsigned rndv_hdr_len,
-                            unsigned max_rndv_hdr_size, uint32_t max_rndv_ops,
-                            const uct_iface_params_t *params)
+ucs_status_t
+strand_tm_init(strand_tm_t *tm, const char *name, strand_dev_qp_t *cmd_qp,
+               uint8_t mmio_mode, uint32_t max_tags, uint32_t max_ops,
+               unsigned rndv_hdr_len, unsigned max_rndv_hdr_size,
+               uint32_t max_rndv_ops, const uct_iface_params_t *params)
 {
     uint32_t i;
 
     memset(tm, 0, sizeof(*tm));
     kh_init_inplace(strand_tm_bufs, &tm->bufs);
-    tm->name          = name;
-    tm->cmd_qp        = cmd_qp;
+    tm->name   = name;
+    tm->cmd_qp = cmd_qp;
     strand_sq_init(&tm->cmd_sq, &cmd_qp->dv, cmd_qp->qpn,
                    (strand_mmio_mode_t)mmio_mode, cmd_qp->bf);
-    tm->cmd_max       = ucs_min(max_ops, tm->cmd_sq.wqe_cnt);
-    tm->rndv_hdr_len  = rndv_hdr_len;
+    tm->cmd_max      = ucs_min(max_ops, tm->cmd_sq.wqe_cnt);
+    tm->rndv_hdr_len = rndv_hdr_len;
     if (max_rndv_hdr_size < STRAND_TMH_SIZE + rndv_hdr_len) {
         ucs_error("%s: rendezvous headers of %u bytes do not fit the "
-                  "device's %u", name, STRAND_TMH_SIZE + rndv_hdr_len,
-                  max_rndv_hdr_size);
+                  "device's %u",
+                  name, STRAND_TMH_SIZE + rndv_hdr_len, max_rndv_hdr_size);
         return UCS_ERR_UNSUPPORTED;
     }
     tm->max_rndv_data = max_rndv_hdr_size - STRAND_TMH_SIZE - rndv_hdr_len;
@@ -955,8 +950,8 @@ ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
         tm->eager_arg = UCT_IFACE_PARAM_VALUE(params, eager_arg,
                                               HW_TM_EAGER_ARG, NULL);
         tm->rndv_cb   = params->rndv_cb;
-        tm->rndv_arg  = UCT_IFACE_PARAM_VALUE(params, rndv_arg,
-                                              HW_TM_RNDV_ARG, NULL);
+        tm->rndv_arg  = UCT_IFACE_PARAM_VALUE(params, rndv_arg, HW_TM_RNDV_ARG,
+                                              NULL);
     } else {
         /* opened without them (tag matching asked for by configuration):
          * an unexpected tagged message has nobody to go to */
@@ -966,17 +961,17 @@ ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
         tm->rndv_arg  = tm;
     }
 
-    tm->num_entries = max_tags + 1;
-    tm->max_tags    = max_tags;
-    tm->entries     = ucs_calloc(tm->num_entries, sizeof(*tm->entries),
-                                 "strand_tm_entries");
-    tm->cancel_wait = ucs_calloc(tm->num_entries, sizeof(*tm->cancel_wait),
-                                 "strand_tm_cancel_wait");
-    tm->cmds        = ucs_calloc(tm->cmd_sq.wqe_cnt, sizeof(*tm->cmds),
-                                 "strand_tm_cmds");
+    tm->num_entries  = max_tags + 1;
+    tm->max_tags     = max_tags;
+    tm->entries      = ucs_calloc(tm->num_entries, sizeof(*tm->entries),
+                                  "strand_tm_entries");
+    tm->cancel_wait  = ucs_calloc(tm->num_entries, sizeof(*tm->cancel_wait),
+                                  "strand_tm_cancel_wait");
+    tm->cmds         = ucs_calloc(tm->cmd_sq.wqe_cnt, sizeof(*tm->cmds),
+                                  "strand_tm_cmds");
     tm->num_rndv_ops = ucs_min(max_rndv_ops, 0x10000);
-    tm->rndv_ops    = ucs_calloc(tm->num_rndv_ops, sizeof(*tm->rndv_ops),
-                                 "strand_tm_rndv_ops");
+    tm->rndv_ops     = ucs_calloc(tm->num_rndv_ops, sizeof(*tm->rndv_ops),
+                                  "strand_tm_rndv_ops");
     if ((tm->entries == NULL) || (tm->cancel_wait == NULL) ||
         (tm->cmds == NULL) || (tm->rndv_ops == NULL)) {
         strand_tm_cleanup(tm);
@@ -984,10 +979,10 @@ ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
     }
     for (i = 0; i < tm->num_entries; ++i) {
         tm->entries[i].next = (i + 1 < tm->num_entries) ? i + 1 :
-                              STRAND_TM_NONE;
+                                                          STRAND_TM_NONE;
     }
-    tm->head = 0; /* where the device appends first */
-    tm->tail = tm->num_entries - 1;
+    tm->head      = 0; /* where the device appends first */
+    tm->tail      = tm->num_entries - 1;
     tm->rndv_free = STRAND_TM_NONE;
     for (i = tm->num_rndv_ops; i-- > 0;) {
         tm->rndv_ops[i].next = tm->rndv_free;
@@ -996,11 +991,11 @@ ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
     return UCS_OK;
 }
 
-ucs_status_t strand_tm_bounce_init(strand_tm_t *tm, strand_dev_t *dev,
-                                   uint32_t min_recv)
+ucs_status_t
+strand_tm_bounce_init(strand_tm_t *tm, strand_dev_t *dev, uint32_t min_recv)
 {
     size_t size = (size_t)tm->num_entries * min_recv;
-    int err;
+    int    err;
 
     tm->bounce = ucs_malloc(size, "strand_tm_bounce");
     if (tm->bounce == NULL) {

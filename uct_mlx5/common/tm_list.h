@@ -52,28 +52,28 @@ KHASH_INIT(strand_tm_bufs, uint64_t, char, 0, strand_tm_buf_hash,
 
 /* What tests and the VFS see: which path messages took. */
 typedef struct strand_tm_stats {
-    uint64_t tags_posted;    /* APPEND */
-    uint64_t tags_canceled;  /* REMOVE that won */
-    uint64_t exp_eager;      /* eager matched by the device */
-    uint64_t exp_rndv;       /* rendezvous matched and read by the device */
-    uint64_t exp_sw_rndv;    /* software rendezvous request matched */
-    uint64_t exp_rts;        /* rendezvous request matched and read by
-                                the transport (rc_strand) */
-    uint64_t tag_errors;     /* a matched tag that failed */
+    uint64_t tags_posted;   /* APPEND */
+    uint64_t tags_canceled; /* REMOVE that won */
+    uint64_t exp_eager;     /* eager matched by the device */
+    uint64_t exp_rndv;      /* rendezvous matched and read by the device */
+    uint64_t exp_sw_rndv;   /* software rendezvous request matched */
+    uint64_t exp_rts;       /* rendezvous request matched and read by
+                               the transport (rc_strand) */
+    uint64_t tag_errors;    /* a matched tag that failed */
     uint64_t unexp_eager;
     uint64_t unexp_rndv;
     uint64_t unexp_sw_rndv;
-    uint64_t rndv_sent;      /* hardware rendezvous started */
-    uint64_t rndv_fin;       /* ... and finished by the receiver's FIN */
-    uint64_t syncs;          /* NOP list operations reporting the count */
-    uint64_t sync_requests;  /* completions that asked for one */
-    uint64_t list_full;      /* tag_recv_zcopy refused: no entry */
-    uint64_t buf_busy;       /* ... refused: a checked GET writes there */
-    uint64_t dropped;        /* unexpected, and no callback to take it
-                                (opened without them) */
+    uint64_t rndv_sent;     /* hardware rendezvous started */
+    uint64_t rndv_fin;      /* ... and finished by the receiver's FIN */
+    uint64_t syncs;         /* NOP list operations reporting the count */
+    uint64_t sync_requests; /* completions that asked for one */
+    uint64_t list_full;     /* tag_recv_zcopy refused: no entry */
+    uint64_t buf_busy;      /* ... refused: a checked GET writes there */
+    uint64_t dropped;       /* unexpected, and no callback to take it
+                               (opened without them) */
 } strand_tm_stats_t;
 
-typedef struct strand_tm_entry strand_tm_entry_t;
+typedef struct strand_tm_entry   strand_tm_entry_t;
 typedef struct strand_tm_rndv_op strand_tm_rndv_op_t;
 
 /* The request of a rendezvous the receiver's transport reads itself
@@ -89,15 +89,15 @@ typedef struct strand_tm_rndv_op strand_tm_rndv_op_t;
  * TMH's app_ctx and tag, so that a request written over is not taken for
  * one (rc_strand then reads it from the sender, rc/rc_rndv.c). */
 typedef struct strand_tm_rts {
-    uint64_t va;          /* the sender's buffer */
+    uint64_t va; /* the sender's buffer */
     uint32_t length;
-    uint32_t check;       /* CRC32 of the rest, app_ctx and tag */
-    uint8_t  rkey_len;    /* the packed key after this header */
-    uint8_t  hdr_len;     /* the user's header after the key */
+    uint32_t check;    /* CRC32 of the rest, app_ctx and tag */
+    uint8_t  rkey_len; /* the packed key after this header */
+    uint8_t  hdr_len;  /* the user's header after the key */
     uint16_t reserved;
 } UCS_S_PACKED strand_tm_rts_t;
 
-#define STRAND_TM_RTS_MAX  128  /* an RTS payload at most */
+#define STRAND_TM_RTS_MAX 128 /* an RTS payload at most */
 
 /* the user header an RTS can carry after a packed key of rkey_len bytes */
 static inline unsigned strand_tm_rts_max_hdr(unsigned rkey_len)
@@ -107,15 +107,15 @@ static inline unsigned strand_tm_rts_max_hdr(unsigned rkey_len)
 
 /* A rendezvous request that matched a tag: where it goes. */
 typedef struct strand_tm_rts_match {
-    uint32_t  entry;       /* for strand_tm_rts_done */
-    int       taken;       /* 0: the user forgot the tag (a forced
-                              cancel): its buffer must not be touched */
-    uint64_t  stag;
-    uint32_t  app_ctx_be;  /* the sender's operation: its FIN's app_ctx */
-    uint32_t  qpn;         /* the QP it arrived on */
-    void     *buffer;      /* the tag's buffer */
-    uint32_t  length;
-    uint32_t  lkey;
+    uint32_t entry; /* for strand_tm_rts_done */
+    int      taken; /* 0: the user forgot the tag (a forced
+                       cancel): its buffer must not be touched */
+    uint64_t stag;
+    uint32_t app_ctx_be; /* the sender's operation: its FIN's app_ctx */
+    uint32_t qpn;        /* the QP it arrived on */
+    void    *buffer;     /* the tag's buffer */
+    uint32_t length;
+    uint32_t lkey;
 } strand_tm_rts_match_t;
 
 /* rts (rts_len bytes, an aligned copy) matched m; the transport reads the
@@ -125,71 +125,71 @@ typedef void (*strand_tm_rts_cb_t)(void *arg, const strand_tm_rts_match_t *m,
 
 /* A list operation posted and not yet completed (they complete in order). */
 typedef struct strand_tm_cmd {
-    uint32_t entry;                  /* UINT32_MAX: a NOP */
-    uint8_t  op;                     /* STRAND_TM_OP_* */
-    uint16_t sw_cnt;                 /* the count it reported */
+    uint32_t entry;  /* UINT32_MAX: a NOP */
+    uint8_t  op;     /* STRAND_TM_OP_* */
+    uint16_t sw_cnt; /* the count it reported */
 } strand_tm_cmd_t;
 
 typedef struct strand_tm {
     /* the command QP */
-    strand_dev_qp_t          *cmd_qp;
-    strand_sq_t               cmd_sq;
-    uint32_t                  cmd_done;      /* list operations completed */
-    uint32_t                  cmd_max;       /* in flight at most */
-    strand_tm_cmd_t          *cmds;          /* by producer index */
+    strand_dev_qp_t *cmd_qp;
+    strand_sq_t      cmd_sq;
+    uint32_t         cmd_done; /* list operations completed */
+    uint32_t         cmd_max;  /* in flight at most */
+    strand_tm_cmd_t *cmds;     /* by producer index */
 
     /* the tag list: num_entries = max_tags + 1 (one is always the
      * device's next append slot) */
-    strand_tm_entry_t        *entries;
-    uint32_t                  num_entries;
-    uint32_t                  head, tail;    /* free list */
-    uint32_t                  tags_used;
-    uint32_t                  max_tags;
-    khash_t(strand_tm_bufs)   bufs;
-    uint32_t                 *cancel_wait;   /* REMOVEs waiting for room */
-    uint32_t                  num_cancel_wait;
+    strand_tm_entry_t      *entries;
+    uint32_t                num_entries;
+    uint32_t                head, tail; /* free list */
+    uint32_t                tags_used;
+    uint32_t                max_tags;
+    khash_t(strand_tm_bufs) bufs;
+    uint32_t               *cancel_wait; /* REMOVEs waiting for room */
+    uint32_t                num_cancel_wait;
 
     /* phase */
-    uint16_t                  unexp_cnt;     /* handled by software */
-    uint16_t                  unexp_reported;
-    int                       sync_wanted;
+    uint16_t unexp_cnt; /* handled by software */
+    uint16_t unexp_reported;
+    int      sync_wanted;
 
     /* the user's callbacks for unexpected messages */
-    uct_tag_unexp_eager_cb_t  eager_cb;
-    void                     *eager_arg;
-    uct_tag_unexp_rndv_cb_t   rndv_cb;
-    void                     *rndv_arg;
+    uct_tag_unexp_eager_cb_t eager_cb;
+    void                    *eager_arg;
+    uct_tag_unexp_rndv_cb_t  rndv_cb;
+    void                    *rndv_arg;
 
     /* rendezvous headers after the TMH: RVH, and RAVH on DC */
-    unsigned                  rndv_hdr_len;
-    unsigned                  max_rndv_data; /* user header after them */
+    unsigned rndv_hdr_len;
+    unsigned max_rndv_data; /* user header after them */
 
     /* rendezvous requests the transport reads itself (NULL: none); a
      * smaller tag buffer than min_recv (0: none) is posted as a slot of
      * the bounce buffer (min_recv bytes per entry), what lands there is
      * copied to the user's */
-    strand_tm_rts_cb_t        rts_cb;
-    void                     *rts_arg;
-    uint32_t                  min_recv;
-    uint8_t                  *bounce;
-    strand_dev_mr_t           bounce_mr;
-    strand_dev_t             *dev;
+    strand_tm_rts_cb_t rts_cb;
+    void              *rts_arg;
+    uint32_t           min_recv;
+    uint8_t           *bounce;
+    strand_dev_mr_t    bounce_mr;
+    strand_dev_t      *dev;
 
     /* sender side: rendezvous operations waiting for their FIN */
-    strand_tm_rndv_op_t      *rndv_ops;
-    uint32_t                  num_rndv_ops;
-    uint32_t                  rndv_free;     /* free list */
+    strand_tm_rndv_op_t *rndv_ops;
+    uint32_t             num_rndv_ops;
+    uint32_t             rndv_free; /* free list */
 
-    const char               *name;          /* device, for messages */
-    strand_tm_stats_t         stats;
+    const char       *name; /* device, for messages */
+    strand_tm_stats_t stats;
 } strand_tm_t;
 
 /* The private part of uct_tag_context_t while the transport owns it. */
 typedef struct strand_tm_ctx_priv {
-    uint64_t  tag;          /* the sender's tag, once matched */
-    void     *buffer;
-    uint32_t  length;
-    uint32_t  entry;
+    uint64_t tag; /* the sender's tag, once matched */
+    void    *buffer;
+    uint32_t length;
+    uint32_t entry;
 } strand_tm_ctx_priv_t;
 
 /* Header bytes a rendezvous can carry in the TMH's reserved bytes, in
@@ -199,23 +199,22 @@ typedef struct strand_tm_ctx_priv {
 /* Tag buffers smaller than min_recv bytes go through a bounce buffer of
  * min_recv bytes per entry, registered on dev (rc_strand: its rendezvous
  * requests land in a tag's buffer). */
-ucs_status_t strand_tm_bounce_init(strand_tm_t *tm, strand_dev_t *dev,
-                                   uint32_t min_recv);
+ucs_status_t
+strand_tm_bounce_init(strand_tm_t *tm, strand_dev_t *dev, uint32_t min_recv);
 
-ucs_status_t strand_tm_init(strand_tm_t *tm, const char *name,
-                            strand_dev_qp_t *cmd_qp, uint8_t mmio_mode,
-                            uint32_t max_tags,
-                            uint32_t max_ops, unsigned rndv_hdr_len,
-                            unsigned max_rndv_hdr_size, uint32_t max_rndv_ops,
-                            const uct_iface_params_t *params);
+ucs_status_t
+     strand_tm_init(strand_tm_t *tm, const char *name, strand_dev_qp_t *cmd_qp,
+                    uint8_t mmio_mode, uint32_t max_tags, uint32_t max_ops,
+                    unsigned rndv_hdr_len, unsigned max_rndv_hdr_size,
+                    uint32_t max_rndv_ops, const uct_iface_params_t *params);
 void strand_tm_cleanup(strand_tm_t *tm);
 
 /* uct_iface_tag_recv_zcopy / _cancel */
 ucs_status_t strand_tm_recv_zcopy(strand_tm_t *tm, uct_tag_t tag,
                                   uct_tag_t tag_mask, const uct_iov_t *iov,
                                   size_t iovcnt, uct_tag_context_t *ctx);
-ucs_status_t strand_tm_recv_cancel(strand_tm_t *tm, uct_tag_context_t *ctx,
-                                   int force);
+ucs_status_t
+strand_tm_recv_cancel(strand_tm_t *tm, uct_tag_context_t *ctx, int force);
 
 /* A tag-matching CQE that consumed no receive buffer (list operations,
  * matched tags, their errors). */
@@ -230,7 +229,7 @@ static inline int strand_tm_cqe_has_buffer(const struct mlx5_cqe64 *cqe)
 /* An UNEXPECTED message, TMH first, in a receive buffer (`length` bytes
  * from `msg`). The eager callback gets the payload with
  * UCT_CB_PARAM_FLAG_DESC: UCS_INPROGRESS means the user keeps the buffer. */
-ucs_status_t strand_tm_handle_unexp(strand_tm_t *tm,
+ucs_status_t strand_tm_handle_unexp(strand_tm_t             *tm,
                                     const struct mlx5_cqe64 *cqe, void *msg,
                                     uint32_t length);
 /* After a batch of completions: post what waits for room (REMOVEs) and
@@ -245,7 +244,7 @@ void strand_tm_log_summary(const strand_tm_t *tm);
  * the TMH's app_ctx; NULL when all are in use. */
 strand_tm_rndv_op_t *strand_tm_rndv_get(strand_tm_t *tm, void *owner,
                                         uct_completion_t *comp,
-                                        uint32_t *app_ctx_p);
+                                        uint32_t         *app_ctx_p);
 /* give back an operation that was not sent */
 void strand_tm_rndv_put(strand_tm_t *tm, strand_tm_rndv_op_t *op);
 /* uct_ep_tag_rndv_cancel: forget it, its completion is not called */
@@ -287,8 +286,8 @@ unsigned strand_tm_rndv_priv_pack(struct ibv_tmh *tmh, const void *header,
 
 /* Immediate data of a tagged message: 32 bits in the WQE's imm, 32 in the
  * TMH's app_ctx; 0 sends no immediate (a SEND, not a SEND_IMM). */
-static inline void strand_tm_imm_pack(uint64_t imm, uint32_t *imm_be,
-                                      uint32_t *app_ctx_be)
+static inline void
+strand_tm_imm_pack(uint64_t imm, uint32_t *imm_be, uint32_t *app_ctx_be)
 {
     *imm_be     = htobe32((uint32_t)imm);
     *app_ctx_be = htobe32((uint32_t)(imm >> 32));

@@ -28,8 +28,8 @@
  * the room and the waiters of its queue are settled once per CQE
  * (strand_txq_settle). 0 when op is not of that kind.
  */
-static UCS_F_ALWAYS_INLINE int strand_op_retire_light(strand_txq_t *txq,
-                                                      strand_op_t *op)
+static UCS_F_ALWAYS_INLINE int
+strand_op_retire_light(strand_txq_t *txq, strand_op_t *op)
 {
     strand_ep_t *ep = op->ep;
 
@@ -46,9 +46,8 @@ static UCS_F_ALWAYS_INLINE int strand_op_retire_light(strand_txq_t *txq,
 }
 
 /* op retired, one way or the other */
-static UCS_F_ALWAYS_INLINE void strand_op_retire(strand_iface_t *iface,
-                                                 strand_txq_t *txq,
-                                                 strand_op_t *op)
+static UCS_F_ALWAYS_INLINE void
+strand_op_retire(strand_iface_t *iface, strand_txq_t *txq, strand_op_t *op)
 {
     if (!strand_op_retire_light(txq, op)) {
         strand_op_complete(iface, txq, op, UCS_OK);
@@ -57,8 +56,8 @@ static UCS_F_ALWAYS_INLINE void strand_op_retire(strand_iface_t *iface,
 
 /* after light retirements: the tail moves over the freed slots, the eps
  * waiting for room on the queue are woken */
-static UCS_F_ALWAYS_INLINE void strand_txq_settle(strand_iface_t *iface,
-                                                  strand_txq_t *txq)
+static UCS_F_ALWAYS_INLINE void
+strand_txq_settle(strand_iface_t *iface, strand_txq_t *txq)
 {
     strand_txq_advance_tail_inline(iface, txq);
     if (ucs_unlikely(!ucs_list_is_empty(&txq->waiters))) {
@@ -72,17 +71,17 @@ static UCS_F_ALWAYS_INLINE void strand_txq_settle(strand_iface_t *iface,
  * the ones that failed or were flushed had CQEs of their own. 1 when
  * every one of them retired light (strand_op_retire_light). */
 static UCS_F_ALWAYS_INLINE int strand_txq_retire_before(strand_iface_t *iface,
-                                                        strand_txq_t *txq,
+                                                        strand_txq_t   *txq,
                                                         const strand_op_t *op)
 {
-    uint32_t bb  = txq->sq_tail;
-    uint32_t end = bb + (uint16_t)(op->wqe_idx - (uint16_t)bb);
+    uint32_t     bb  = txq->sq_tail;
+    uint32_t     end = bb + (uint16_t)(op->wqe_idx - (uint16_t)bb);
     strand_op_t *prev;
-    int light    = 1;
+    int          light = 1;
 
     while (bb != end) {
         prev = &txq->ops[bb & (txq->sq.wqe_cnt - 1)];
-        bb  += prev->bbs;
+        bb += prev->bbs;
         if ((prev->state == STRAND_OP_POSTED) &&
             !strand_op_retire_light(txq, prev)) {
             strand_op_complete(iface, txq, prev, UCS_OK);
@@ -94,11 +93,11 @@ static UCS_F_ALWAYS_INLINE int strand_txq_retire_before(strand_iface_t *iface,
 
 /* One send CQE, any kind. A send queue or stream in error takes its CQEs to
  * recovery. */
-static void strand_txq_cqe(strand_iface_t *iface, strand_txq_t *txq,
-                           struct mlx5_cqe64 *cqe)
+static void
+strand_txq_cqe(strand_iface_t *iface, strand_txq_t *txq, struct mlx5_cqe64 *cqe)
 {
-    uint16_t wqe_counter = strand_cqe_wqe_counter(cqe);
-    strand_op_t *op      = strand_txq_op(txq, wqe_counter);
+    uint16_t     wqe_counter = strand_cqe_wqe_counter(cqe);
+    strand_op_t *op          = strand_txq_op(txq, wqe_counter);
 
     if (ucs_unlikely(op == NULL)) {
         ucs_error("%s: CQE for WQE %u, which %s %u has not outstanding",
@@ -110,8 +109,7 @@ static void strand_txq_cqe(strand_iface_t *iface, strand_txq_t *txq,
         strand_txq_retire_before(iface, txq, op);
     }
     if (ucs_unlikely((txq->state == STRAND_TXQ_DRAINING) ||
-                     (txq->lanes[op->lane].state !=
-                      STRAND_LANE_OK))) {
+                     (txq->lanes[op->lane].state != STRAND_LANE_OK))) {
         strand_txq_settle(iface, txq);
         strand_recovery_flush(iface, txq, op, cqe);
     } else if (ucs_unlikely(strand_cqe_is_error(cqe))) {
@@ -136,15 +134,14 @@ static void strand_txq_cqe(strand_iface_t *iface, strand_txq_t *txq,
  * deliver, or its ep went idle). The sends completed (at least 1); 0 when
  * the CQE is not of this kind (nothing was done).
  */
-static UCS_F_ALWAYS_INLINE int strand_txq_cqe_fast(strand_iface_t *iface,
-                                                   strand_txq_t *txq,
-                                                   const struct mlx5_cqe64 *cqe,
-                                                   int *settled)
+static UCS_F_ALWAYS_INLINE int
+strand_txq_cqe_fast(strand_iface_t *iface, strand_txq_t *txq,
+                    const struct mlx5_cqe64 *cqe, int *settled)
 {
-    uint16_t wqe_counter = strand_cqe_wqe_counter(cqe);
-    uint32_t tail        = txq->sq_tail;
+    uint16_t     wqe_counter = strand_cqe_wqe_counter(cqe);
+    uint32_t     tail        = txq->sq_tail;
     strand_op_t *op;
-    uint32_t before;
+    uint32_t     before;
 
     if (ucs_unlikely((txq->state != STRAND_TXQ_ACTIVE) ||
                      (txq->errored != 0))) {
@@ -167,7 +164,7 @@ static UCS_F_ALWAYS_INLINE int strand_txq_cqe_fast(strand_iface_t *iface,
         strand_op_retire_light(txq, op)) {
         txq->sq_tail = tail + (uint16_t)(wqe_counter - (uint16_t)tail) +
                        op->bbs;
-        *settled     = 0;
+        *settled = 0;
     } else {
         if (op->state == STRAND_OP_POSTED) {
             strand_op_complete(iface, txq, op, UCS_OK);
@@ -207,8 +204,8 @@ static int strand_txq_cqe_other(strand_iface_t *iface, strand_tx_cq_t *tx,
         /* a checked GET had a bad block; its READ's own CQE follows */
         if (strand_integrity_sigerr(&iface->integrity, cqe) != 0) {
             ucs_warn("%s: signature error CQE for mkey 0x%x, which lands "
-                     "no GET", iface->dev->info.name,
-                     strand_sigerr_cqe_mkey(cqe));
+                     "no GET",
+                     iface->dev->info.name, strand_sigerr_cqe_mkey(cqe));
         }
         return 0;
     }
@@ -228,20 +225,20 @@ static int strand_txq_cqe_other(strand_iface_t *iface, strand_tx_cq_t *tx,
     return 0;
 }
 
-static unsigned strand_txq_tx_poll(strand_iface_t *iface,
-                                   strand_tx_cq_t *tx, int *budget)
+static unsigned
+strand_txq_tx_poll(strand_iface_t *iface, strand_tx_cq_t *tx, int *budget)
 {
-    const uint32_t start    = tx->ci;
-    uint32_t ci             = start;
-    uint32_t last_qpn       = UINT32_MAX; /* no QPN's (24 bits) */
-    strand_txq_t *txq       = NULL;       /* last_qpn's */
-    int unsettled           = 0;  /* txq left to settle by
-                                     strand_txq_cqe_fast */
-    int left                = *budget;
-    strand_cq_cursor_t cur  = tx->cur;
+    const uint32_t     start     = tx->ci;
+    uint32_t           ci        = start;
+    uint32_t           last_qpn  = UINT32_MAX; /* no QPN's (24 bits) */
+    strand_txq_t      *txq       = NULL;       /* last_qpn's */
+    int                unsettled = 0;          /* txq left to settle by
+                                                  strand_txq_cqe_fast */
+    int                left      = *budget;
+    strand_cq_cursor_t cur       = tx->cur;
     struct mlx5_cqe64 *cqe;
-    uint8_t op_own;
-    int done, settled;
+    uint8_t            op_own;
+    int                done, settled;
 
     /* The consumer index is written once per poll (and at every multiple
      * of tx_ci_batch in a long one: completions post, and the CQ has room
@@ -269,8 +266,8 @@ static unsigned strand_txq_tx_poll(strand_iface_t *iface,
                                              change costs a lookup) */
             if (ucs_unlikely(txq == NULL) ||
                 ucs_unlikely((op_own >> 4) != MLX5_CQE_REQ)) {
-                tx->ci   = ci;
-                left    -= strand_txq_cqe_other(iface, tx, cqe, txq);
+                tx->ci = ci;
+                left -= strand_txq_cqe_other(iface, tx, cqe, txq);
                 last_qpn = UINT32_MAX;
                 continue;
             }
@@ -312,7 +309,7 @@ unsigned strand_txq_tx_progress(strand_iface_t *iface)
 
 unsigned strand_txq_tx_poll_max(strand_iface_t *iface, unsigned max)
 {
-    int budget = (int)ucs_min(max, INT_MAX);
+    int      budget = (int)ucs_min(max, INT_MAX);
     unsigned count, k, n;
 
     if (ucs_likely(iface->num_tx_cqs == 1)) {
@@ -322,10 +319,9 @@ unsigned strand_txq_tx_poll_max(strand_iface_t *iface, unsigned max)
          * so that the bound starves none */
         n = iface->num_tx_cqs;
         for (count = 0, k = 0; (k < n) && (budget > 0); ++k) {
-            count += strand_txq_tx_poll(iface,
-                                           &iface->tx_cqs[(iface->tx_cq_next +
-                                                           k) % n],
-                                           &budget);
+            count += strand_txq_tx_poll(
+                    iface, &iface->tx_cqs[(iface->tx_cq_next + k) % n],
+                    &budget);
         }
         iface->tx_cq_next = (iface->tx_cq_next + 1) % n;
     }

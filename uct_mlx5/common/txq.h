@@ -27,8 +27,7 @@ strand_txq_outstanding(const strand_txq_t *txq)
 
 /* The free BBs of the SQ: from the producer index up to the oldest WQE
  * not retired (derived: a post counts none). */
-static UCS_F_ALWAYS_INLINE uint32_t
-strand_txq_avail_bbs(const strand_txq_t *txq)
+static UCS_F_ALWAYS_INLINE uint32_t strand_txq_avail_bbs(const strand_txq_t *txq)
 {
     return txq->sq.wqe_cnt - (txq->sq.cur_post - txq->sq_tail);
 }
@@ -36,8 +35,7 @@ strand_txq_avail_bbs(const strand_txq_t *txq)
 /* Room for one more WQE of any size: a WQE of the largest size fits in
  * the free BBs and the WQE count allows one more. */
 static UCS_F_ALWAYS_INLINE int
-strand_txq_has_room(const strand_iface_t *iface,
-                       const strand_txq_t *txq)
+strand_txq_has_room(const strand_iface_t *iface, const strand_txq_t *txq)
 {
     return (strand_txq_avail_bbs(txq) >= iface->config.txq_max_bbs) &&
            (txq->outstanding < iface->config.tx_queue_len);
@@ -53,13 +51,12 @@ strand_txq_has_room(const strand_iface_t *iface,
  * general one, or the queue's set up): a WQE that ends before it neither
  * lacks room nor wraps, so a short post checks both in one compare, which
  * also leaves the WQE's segments one block of memory. */
-static UCS_F_ALWAYS_INLINE void
-strand_txq_fast_end_from_room(strand_txq_t *txq)
+static UCS_F_ALWAYS_INLINE void strand_txq_fast_end_from_room(strand_txq_t *txq)
 {
     uint32_t room = txq->room_pi + 1;
 
     txq->fast_end = ((int32_t)(txq->ring_end - room) < 0) ? txq->ring_end :
-                                                             room;
+                                                            room;
 }
 
 /* The same with ring_end the end of the producer index's ring now. */
@@ -85,8 +82,8 @@ strand_txq_fast_room(const strand_txq_t *txq, uint32_t end)
  * AV fit the first BB: never wrapped); av_ds 0: an RC QP, whose WQEs name
  * no destination. */
 static UCS_F_ALWAYS_INLINE void
-strand_txq_set_av(struct mlx5_wqe_ctrl_seg *ctrl,
-                     const struct mlx5_wqe_av *av, unsigned av_ds)
+strand_txq_set_av(struct mlx5_wqe_ctrl_seg *ctrl, const struct mlx5_wqe_av *av,
+                  unsigned av_ds)
 {
     if (ucs_likely(av_ds == 1)) {
         memcpy(ctrl + 1, av, STRAND_AV_BASE_SIZE);
@@ -99,7 +96,7 @@ strand_txq_set_av(struct mlx5_wqe_ctrl_seg *ctrl,
  * right behind it. */
 static UCS_F_ALWAYS_INLINE struct mlx5_wqe_ctrl_seg *
 strand_txq_wqe_start(strand_txq_t *txq, const struct mlx5_wqe_av *av,
-                        unsigned av_ds, void **next_seg)
+                     unsigned av_ds, void **next_seg)
 {
     struct mlx5_wqe_ctrl_seg *ctrl = strand_sq_ctrl(&txq->sq);
 
@@ -112,8 +109,8 @@ strand_txq_wqe_start(strand_txq_t *txq, const struct mlx5_wqe_av *av,
  * transports log what they post; compiled out where UCX's log level stops
  * below it, as with this UCX). */
 static UCS_F_ALWAYS_INLINE void
-strand_txq_log_tx(strand_txq_t *txq,
-                     const struct mlx5_wqe_ctrl_seg *ctrl, unsigned av_ds)
+strand_txq_log_tx(strand_txq_t *txq, const struct mlx5_wqe_ctrl_seg *ctrl,
+                  unsigned av_ds)
 {
     char buf[256];
 
@@ -129,7 +126,7 @@ strand_txq_log_tx(strand_txq_t *txq,
  * to the device. */
 static UCS_F_ALWAYS_INLINE void
 strand_txq_ring_head(strand_txq_t *txq, struct mlx5_wqe_ctrl_seg *ctrl,
-                        unsigned bbs, uint64_t head)
+                     unsigned bbs, uint64_t head)
 {
     strand_dev_qp_ring_head(&txq->qp, &txq->sq, ctrl, bbs, head);
 }
@@ -139,17 +136,16 @@ strand_txq_ring_head(strand_txq_t *txq, struct mlx5_wqe_ctrl_seg *ctrl,
  * path for queues that ring a plain doorbell and have a kick). */
 static UCS_F_ALWAYS_INLINE ucs_status_t
 strand_txq_ring_head_last(strand_txq_t *txq, struct mlx5_wqe_ctrl_seg *ctrl,
-                             uint64_t head, int kick_db)
+                          uint64_t head, int kick_db)
 {
     strand_debug_assert(!kick_db || ((txq->sq.ring == STRAND_SQ_RING_DB) &&
                                      (txq->qp.kick != NULL)));
-    return (ucs_status_t)strand_dev_qp_ring_head_last(&txq->qp, &txq->sq,
-                                                       ctrl, head, kick_db);
+    return (ucs_status_t)strand_dev_qp_ring_head_last(&txq->qp, &txq->sq, ctrl,
+                                                      head, kick_db);
 }
 
 static UCS_F_ALWAYS_INLINE void
-strand_txq_ring(strand_txq_t *txq, struct mlx5_wqe_ctrl_seg *ctrl,
-                   unsigned bbs)
+strand_txq_ring(strand_txq_t *txq, struct mlx5_wqe_ctrl_seg *ctrl, unsigned bbs)
 {
     uint64_t head;
 
@@ -179,7 +175,7 @@ strand_txq_slot(const strand_txq_t *txq, strand_txq_slot_t *slot)
 static UCS_F_ALWAYS_INLINE strand_op_t *
 strand_txq_slot_op(const strand_txq_t *txq, const strand_txq_slot_t *slot)
 {
-    return (strand_op_t*)((uintptr_t)slot->ctrl + txq->op_delta);
+    return (strand_op_t *)((uintptr_t)slot->ctrl + txq->op_delta);
 }
 
 /* The WQE at the producer index pi (written by the caller) takes bbs BBs
@@ -192,8 +188,9 @@ strand_txq_take(strand_txq_t *txq, uint32_t pi, unsigned bbs)
 }
 
 /* The op record's lane, type, state and opcode as its kind word. */
-static UCS_F_ALWAYS_INLINE uint32_t
-strand_op_kind(uint8_t lane, uint8_t type, uint8_t state, uint8_t opcode)
+static UCS_F_ALWAYS_INLINE uint32_t strand_op_kind(uint8_t lane, uint8_t type,
+                                                   uint8_t state,
+                                                   uint8_t opcode)
 {
     strand_op_t op;
 
@@ -206,18 +203,17 @@ strand_op_kind(uint8_t lane, uint8_t type, uint8_t state, uint8_t opcode)
 
 /* The kind word of a posted short operation on lane (the ep's template
  * of it: opcode 0). */
-static UCS_F_ALWAYS_INLINE uint32_t
-strand_op_light_kind(uint8_t lane, uint8_t opcode)
+static UCS_F_ALWAYS_INLINE uint32_t strand_op_light_kind(uint8_t lane,
+                                                         uint8_t opcode)
 {
-    return strand_op_kind(lane, STRAND_OP_LIGHT, STRAND_OP_POSTED,
-                             opcode);
+    return strand_op_kind(lane, STRAND_OP_LIGHT, STRAND_OP_POSTED, opcode);
 }
 
 /* A WQE whose completion only counts: the head of its record; kind:
  * strand_op_light_kind(). */
 static UCS_F_ALWAYS_INLINE void
 strand_txq_claim_light(strand_txq_t *txq, const strand_txq_slot_t *slot,
-                          unsigned bbs, struct strand_ep *ep, uint32_t kind)
+                       unsigned bbs, struct strand_ep *ep, uint32_t kind)
 {
     strand_op_t *op = strand_txq_slot_op(txq, slot);
 
@@ -232,11 +228,10 @@ strand_txq_claim_light(strand_txq_t *txq, const strand_txq_slot_t *slot,
  * ep, stream, opcode and what to do), at the producer index. Returns the
  * op slot. */
 static UCS_F_ALWAYS_INLINE strand_op_t *
-strand_txq_claim(strand_txq_t *txq, unsigned bbs,
-                    const strand_op_t *op_in)
+strand_txq_claim(strand_txq_t *txq, unsigned bbs, const strand_op_t *op_in)
 {
     strand_txq_slot_t slot;
-    strand_op_t *op;
+    strand_op_t      *op;
 
     strand_txq_slot(txq, &slot);
     op          = strand_txq_slot_op(txq, &slot);
@@ -255,8 +250,7 @@ strand_txq_claim(strand_txq_t *txq, unsigned bbs,
  * signaled one; the queue never fills up with unsignaled WQEs because
  * tx_moderation is at most a quarter of it. Counted down, so that the
  * common case is one decrement. */
-static UCS_F_ALWAYS_INLINE uint8_t
-strand_txq_ce(strand_txq_t *txq, int must)
+static UCS_F_ALWAYS_INLINE uint8_t strand_txq_ce(strand_txq_t *txq, int must)
 {
     if (must || (--txq->ce_countdown == 0)) {
         txq->ce_countdown = txq->moderation;
@@ -277,9 +271,10 @@ strand_txq_unsignaled(const strand_txq_t *txq)
 /* Ctrl bytes 8-15 of ep's WQEs on txq with fm_ce_se and imm (as the WQE
  * carries it, network order): ep's stream id, from its readiness when it
  * is ready. */
-static UCS_F_ALWAYS_INLINE uint64_t
-strand_ep_ctrl_tail(const strand_ep_t *ep, const strand_txq_t *txq,
-                       uint8_t fm_ce_se, uint32_t imm)
+static UCS_F_ALWAYS_INLINE uint64_t strand_ep_ctrl_tail(const strand_ep_t  *ep,
+                                                        const strand_txq_t *txq,
+                                                        uint8_t  fm_ce_se,
+                                                        uint32_t imm)
 {
     return strand_ctrl_tail(txq->lanes[ep->lane].id, fm_ce_se, imm);
 }
@@ -298,10 +293,8 @@ strand_ep_txq_ready(strand_iface_t *iface, strand_ep_t *ep)
     }
     txq = &iface->txqs[ep->txq];
     if (ucs_unlikely(!strand_txq_has_room(iface, txq) ||
-                     (txq->lanes[ep->lane].state !=
-                      STRAND_LANE_OK) ||
-                     (txq->state != STRAND_TXQ_ACTIVE) ||
-                     (ep->held > 0) ||
+                     (txq->lanes[ep->lane].state != STRAND_LANE_OK) ||
+                     (txq->state != STRAND_TXQ_ACTIVE) || (ep->held > 0) ||
                      (ep->flags & STRAND_EP_FLAG_MOVING) ||
                      (iface->txq_wanted &&
                       (iface->tl->sq_quota_spent != NULL) &&

@@ -39,14 +39,12 @@ void strand_txq_geometry(strand_iface_t *iface, strand_txq_t *txq)
  * at most a quarter of it. If that lowers the interface's moderation, the
  * countdown of each queue is what the WQEs it posted since its last CQE
  * leave of the new one (at least one more). */
-static void strand_txq_moderation_fit(strand_iface_t *iface,
-                                         uint32_t wqe_cnt)
+static void strand_txq_moderation_fit(strand_iface_t *iface, uint32_t wqe_cnt)
 {
-    unsigned m = ucs_max(1, ucs_min(iface->tx_moderation,
-                                    wqe_cnt /
-                                    (4 * iface->config.txq_max_bbs)));
+    unsigned      m = ucs_max(1, ucs_min(iface->tx_moderation,
+                                         wqe_cnt / (4 * iface->config.txq_max_bbs)));
     strand_txq_t *txq;
-    unsigned i, unsignaled;
+    unsigned      i, unsignaled;
 
     if (m == iface->tx_moderation) {
         return;
@@ -64,16 +62,16 @@ static void strand_txq_moderation_fit(strand_iface_t *iface,
 }
 
 /* A slot of the pool: streams, no QP yet. */
-ucs_status_t strand_txq_slot_init(strand_iface_t *iface,
-                                     strand_txq_t *txq, unsigned i)
+ucs_status_t
+strand_txq_slot_init(strand_iface_t *iface, strand_txq_t *txq, unsigned i)
 {
     unsigned s;
 
-    txq->index   = i;
+    txq->index = i;
     ucs_list_head_init(&txq->waiters);
-    txq->state   = STRAND_TXQ_FREE;
-    txq->lanes = ucs_calloc(iface->config.num_lanes,
-                              sizeof(*txq->lanes), "strand_lanes");
+    txq->state = STRAND_TXQ_FREE;
+    txq->lanes = ucs_calloc(iface->config.num_lanes, sizeof(*txq->lanes),
+                            "strand_lanes");
     if (txq->lanes == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
@@ -90,12 +88,11 @@ ucs_status_t strand_txq_slot_init(strand_iface_t *iface,
     return UCS_OK;
 }
 
-ucs_status_t strand_txq_attach_qp(strand_iface_t *iface,
-                                     strand_txq_t *txq)
+ucs_status_t strand_txq_attach_qp(strand_iface_t *iface, strand_txq_t *txq)
 {
     strand_dev_t *dev = iface->dev;
-    khiter_t it;
-    int ret;
+    khiter_t      it;
+    int           ret;
 
     it = kh_put(strand_txq_qpn, &iface->txq_by_qpn, txq->qp.qpn, &ret);
     if (ret <= 0) {
@@ -103,18 +100,17 @@ ucs_status_t strand_txq_attach_qp(strand_iface_t *iface,
                   dev->info.name, txq->index, txq->qp.qpn);
         return UCS_ERR_IO_ERROR;
     }
-    kh_value(&iface->txq_by_qpn, it) = txq->index;
-    iface->txq_hints[txq->qp.qpn % STRAND_TXQ_HINTS].qpn   = txq->qp.qpn;
-    iface->txq_hints[txq->qp.qpn % STRAND_TXQ_HINTS].txq   = txq;
+    kh_value(&iface->txq_by_qpn, it)                     = txq->index;
+    iface->txq_hints[txq->qp.qpn % STRAND_TXQ_HINTS].qpn = txq->qp.qpn;
+    iface->txq_hints[txq->qp.qpn % STRAND_TXQ_HINTS].txq = txq;
     strand_txq_geometry(iface, txq);
     if (txq->sq.wqe_cnt < iface->config.txq_max_bbs) {
-        ucs_error("%s: send queue of %u BBs is too small",
-                  dev->info.name, txq->sq.wqe_cnt);
+        ucs_error("%s: send queue of %u BBs is too small", dev->info.name,
+                  txq->sq.wqe_cnt);
         return UCS_ERR_INVALID_PARAM;
     }
     strand_txq_moderation_fit(iface, txq->sq.wqe_cnt);
-    txq->ops      = ucs_calloc(txq->sq.wqe_cnt, sizeof(*txq->ops),
-                               "strand_ops");
+    txq->ops = ucs_calloc(txq->sq.wqe_cnt, sizeof(*txq->ops), "strand_ops");
     txq->op_delta = (uintptr_t)txq->ops - (uintptr_t)txq->sq.buf;
     return (txq->ops == NULL) ? UCS_ERR_NO_MEMORY : UCS_OK;
 }
@@ -165,7 +161,7 @@ ucs_status_t strand_txq_hold(strand_iface_t *iface, strand_txq_t *txq)
 {
     strand_txq_held_t *held;
 
-    if (ucs_posix_memalign((void**)&held, 64, sizeof(*held),
+    if (ucs_posix_memalign((void **)&held, 64, sizeof(*held),
                            "strand_sq_held") != 0) {
         return UCS_ERR_NO_MEMORY;
     }
@@ -214,8 +210,7 @@ ucs_status_t strand_txq_pool_init(strand_iface_t *iface)
     return iface->tl->sq_open(iface);
 }
 
-void strand_tmp_reg_release(strand_iface_t *iface,
-                               strand_tmp_reg_t *reg)
+void strand_tmp_reg_release(strand_iface_t *iface, strand_tmp_reg_t *reg)
 {
     unsigned i;
 
@@ -243,8 +238,8 @@ void strand_op_release(strand_iface_t *iface, strand_op_t *op)
 void strand_txq_pool_cleanup(strand_iface_t *iface)
 {
     strand_txq_t *txq;
-    uint32_t bb;
-    unsigned i;
+    uint32_t      bb;
+    unsigned      i;
 
     if (iface->txqs == NULL) {
         return;
@@ -254,8 +249,7 @@ void strand_txq_pool_cleanup(strand_iface_t *iface)
         if (txq->ops != NULL) {
             /* descriptors of work still on the wire at close */
             for (bb = txq->sq_tail; bb != txq->sq.cur_post; ++bb) {
-                strand_op_release(iface,
-                                     &txq->ops[bb & (txq->sq.wqe_cnt - 1)]);
+                strand_op_release(iface, &txq->ops[bb & (txq->sq.wqe_cnt - 1)]);
             }
         }
         if (txq->qp.h != NULL) {
@@ -272,7 +266,7 @@ void strand_txq_pool_cleanup(strand_iface_t *iface)
     iface->failed     = NULL;
     iface->num_failed = iface->max_failed = 0;
     kh_destroy_inplace(strand_txq_qpn, &iface->txq_by_qpn);
-    iface->txqs      = NULL;
+    iface->txqs = NULL;
 }
 
 int strand_txq_pool_busy(strand_iface_t *iface)
@@ -287,22 +281,20 @@ int strand_txq_pool_busy(strand_iface_t *iface)
     return 0;
 }
 
-unsigned strand_txq_lane_outstanding(const strand_txq_t *txq,
-                                          unsigned stream)
+unsigned strand_txq_lane_outstanding(const strand_txq_t *txq, unsigned stream)
 {
     const strand_op_t *op;
-    unsigned count = 0;
-    uint32_t bb;
+    unsigned           count = 0;
+    uint32_t           bb;
 
     for (bb = txq->sq_tail; bb != txq->sq.cur_post; ++bb) {
-        op     = &txq->ops[bb & (txq->sq.wqe_cnt - 1)];
+        op = &txq->ops[bb & (txq->sq.wqe_cnt - 1)];
         count += (op->state != STRAND_OP_FREE) && (op->lane == stream);
     }
     return count;
 }
 
-void strand_txq_advance_tail(strand_iface_t *iface,
-                                       strand_txq_t *txq)
+void strand_txq_advance_tail(strand_iface_t *iface, strand_txq_t *txq)
 {
     strand_txq_advance_tail_inline(iface, txq);
 }
@@ -311,29 +303,26 @@ void strand_txq_log_wqe(strand_txq_t *txq, uint16_t wqe_idx)
 {
     struct mlx5_wqe_ctrl_seg *ctrl = strand_sq_bb(txq->sq.buf, txq->sq.wqe_cnt,
                                                   wqe_idx);
-    const uint32_t *u;
-    unsigned i, ds = strand_ctrl_ds(ctrl);
+    const uint32_t           *u;
+    unsigned                  i, ds = strand_ctrl_ds(ctrl);
 
     for (i = 0; i < ds; ++i) {
-        u = strand_sq_wrap((uint8_t*)ctrl + i * STRAND_WQE_DS, txq->sq.buf,
+        u = strand_sq_wrap((uint8_t *)ctrl + i * STRAND_WQE_DS, txq->sq.buf,
                            txq->sq.end);
         ucs_debug("  wqe[%u]: %08x %08x %08x %08x", i, be32toh(u[0]),
                   be32toh(u[1]), be32toh(u[2]), be32toh(u[3]));
     }
 }
 
-ucs_status_t strand_txq_signal_tail(strand_iface_t *iface,
-                                       strand_txq_t *txq)
+ucs_status_t strand_txq_signal_tail(strand_iface_t *iface, strand_txq_t *txq)
 {
     strand_txq_slot_t slot;
-    unsigned i;
+    unsigned          i;
 
-    if ((strand_txq_unsignaled(txq) == 0) ||
-        (txq->outstanding == 0)) {
+    if ((strand_txq_unsignaled(txq) == 0) || (txq->outstanding == 0)) {
         return UCS_OK; /* a CQE is due for every WQE posted */
     }
-    if ((txq->state != STRAND_TXQ_ACTIVE) ||
-        !strand_txq_has_room(iface, txq)) {
+    if ((txq->state != STRAND_TXQ_ACTIVE) || !strand_txq_has_room(iface, txq)) {
         return UCS_ERR_NO_RESOURCE;
     }
     /* on a healthy stream, else it would only come back flushed */
@@ -356,7 +345,7 @@ ucs_status_t strand_txq_signal_tail(strand_iface_t *iface,
     strand_txq_log_tx(txq, slot.ctrl, iface->nop_av_ds);
     /* nobody's: it only retires the WQEs before it */
     strand_txq_claim_light(txq, &slot, 1, NULL,
-                              strand_op_light_kind(i, MLX5_OPCODE_NOP));
+                           strand_op_light_kind(i, MLX5_OPCODE_NOP));
     strand_txq_ring(txq, slot.ctrl, 1);
     return UCS_OK;
 }
@@ -375,10 +364,14 @@ void strand_txq_signal_tails(strand_iface_t *iface)
 static const char *strand_txq_state_str(uint8_t state)
 {
     switch (state) {
-    case STRAND_TXQ_FREE:     return "free";
-    case STRAND_TXQ_ACTIVE:   return "active";
-    case STRAND_TXQ_DRAINING: return "draining";
-    default:                     return "broken";
+    case STRAND_TXQ_FREE:
+        return "free";
+    case STRAND_TXQ_ACTIVE:
+        return "active";
+    case STRAND_TXQ_DRAINING:
+        return "draining";
+    default:
+        return "broken";
     }
 }
 
@@ -386,10 +379,10 @@ static const char *strand_txq_state_str(uint8_t state)
  * counts add up over the lanes and the slots. */
 static int strand_txq_pool_consistent(strand_iface_t *iface)
 {
-    uint32_t bb, posted, flushed, per_lane;
+    uint32_t      bb, posted, flushed, per_lane;
     strand_txq_t *txq;
-    unsigned i, j;
-    uint8_t state;
+    unsigned      i, j;
+    uint8_t       state;
 
     for (i = 0; i < iface->txq_hwm; ++i) {
         txq = &iface->txqs[i];
@@ -399,8 +392,8 @@ static int strand_txq_pool_consistent(strand_iface_t *iface)
         }
         for (posted = 0, flushed = 0, bb = txq->sq_tail; bb != txq->sq.cur_post;
              ++bb) {
-            state    = txq->ops[bb & (txq->sq.wqe_cnt - 1)].state;
-            posted  += (state != STRAND_OP_FREE);
+            state = txq->ops[bb & (txq->sq.wqe_cnt - 1)].state;
+            posted += (state != STRAND_OP_FREE);
             flushed += (state == STRAND_OP_FLUSHED);
         }
         for (per_lane = 0, j = 0; j < iface->config.num_lanes; ++j) {
@@ -414,44 +407,43 @@ static int strand_txq_pool_consistent(strand_iface_t *iface)
     return 1;
 }
 
-void strand_txq_pool_show(strand_iface_t *iface,
-                             ucs_string_buffer_t *strb)
+void strand_txq_pool_show(strand_iface_t *iface, ucs_string_buffer_t *strb)
 {
     strand_txq_t *txq;
-    unsigned i, j, outstanding;
-    int tl_ok;
+    unsigned      i, j, outstanding;
+    int           tl_ok;
 
     /* the transport's lines first (dc_strand: its policy, the free
      * stack), and whether its invariants hold */
     tl_ok = (iface->tl->sq_show == NULL) || iface->tl->sq_show(iface, strb);
     for (i = 0; i < iface->txq_hwm; ++i) {
         txq = &iface->txqs[i];
-        ucs_string_buffer_appendf(strb, "dci %u qpn 0x%x state %s "
-                                  "outstanding %u users %u errored %u "
-                                  "flushed %u resets %u cqes %" PRIu64
-                                  " unsignaled %u\n", i, txq->qp.qpn,
-                                  strand_txq_state_str(txq->state),
-                                  txq->outstanding, txq->users, txq->errored,
-                                  txq->flushed, txq->resets, txq->cqes,
-                                  (txq->qp.h != NULL) ?
-                                  strand_txq_unsignaled(txq) : 0);
+        ucs_string_buffer_appendf(
+                strb,
+                "dci %u qpn 0x%x state %s "
+                "outstanding %u users %u errored %u "
+                "flushed %u resets %u cqes %" PRIu64 " unsignaled %u\n",
+                i, txq->qp.qpn, strand_txq_state_str(txq->state),
+                txq->outstanding, txq->users, txq->errored, txq->flushed,
+                txq->resets, txq->cqes,
+                (txq->qp.h != NULL) ? strand_txq_unsignaled(txq) : 0);
         for (j = 0; j < iface->config.num_lanes; ++j) {
             outstanding = strand_txq_lane_outstanding(txq, j);
             if ((txq->lanes[j].users == 0) && (outstanding == 0) &&
                 (txq->lanes[j].state == STRAND_LANE_OK) &&
-                (txq->lanes[j].resets == 0) &&
-                (txq->lanes[j].leases == 0) &&
+                (txq->lanes[j].resets == 0) && (txq->lanes[j].leases == 0) &&
                 ucs_queue_is_empty(&txq->lanes[j].held)) {
                 continue;
             }
-            ucs_string_buffer_appendf(strb, "  stream %u %s outstanding %u "
+            ucs_string_buffer_appendf(strb,
+                                      "  stream %u %s outstanding %u "
                                       "users %u held %zu resets %u "
                                       "leases %u",
                                       txq->lanes[j].id,
-                                      (txq->lanes[j].state ==
-                                       STRAND_LANE_OK) ? "ok" :
-                                      "draining", outstanding,
-                                      txq->lanes[j].users,
+                                      (txq->lanes[j].state == STRAND_LANE_OK) ?
+                                              "ok" :
+                                              "draining",
+                                      outstanding, txq->lanes[j].users,
                                       ucs_queue_length(&txq->lanes[j].held),
                                       txq->lanes[j].resets,
                                       txq->lanes[j].leases);
@@ -463,5 +455,6 @@ void strand_txq_pool_show(strand_iface_t *iface,
     }
     ucs_string_buffer_appendf(strb, "consistent %s\n",
                               (tl_ok && strand_txq_pool_consistent(iface)) ?
-                              "yes" : "no");
+                                      "yes" :
+                                      "no");
 }

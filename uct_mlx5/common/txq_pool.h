@@ -11,18 +11,16 @@
 #include "txq.h"
 
 ucs_status_t strand_txq_pool_init(strand_iface_t *iface);
-void strand_txq_pool_cleanup(strand_iface_t *iface);
-void strand_tmp_reg_release(strand_iface_t *iface,
-                               strand_tmp_reg_t *reg);
-int strand_txq_pool_busy(strand_iface_t *iface);
+void         strand_txq_pool_cleanup(strand_iface_t *iface);
+void strand_tmp_reg_release(strand_iface_t *iface, strand_tmp_reg_t *reg);
+int  strand_txq_pool_busy(strand_iface_t *iface);
 /* The pool's state, one line per send queue and the free stack, and whether its
  * invariants hold (VFS file dci_pool; tests read it). */
-void strand_txq_pool_show(strand_iface_t *iface,
-                             ucs_string_buffer_t *strb);
+void strand_txq_pool_show(strand_iface_t *iface, ucs_string_buffer_t *strb);
 
 /* A slot of the pool, index i: streams, no QP yet. */
-ucs_status_t strand_txq_slot_init(strand_iface_t *iface,
-                                     strand_txq_t *txq, unsigned i);
+ucs_status_t
+strand_txq_slot_init(strand_iface_t *iface, strand_txq_t *txq, unsigned i);
 
 /* Doorbells held: WQEs posted on txq wait in its queue, the device not
  * told (a QP whose connection is not made yet); abort: they will not run,
@@ -34,9 +32,8 @@ void strand_txq_unhold(strand_iface_t *iface, strand_txq_t *txq);
 
 /* A QP the slot txq holds (txq->qp, created by the caller): known by its
  * number, its send queue taken over; detach destroys it. */
-ucs_status_t strand_txq_attach_qp(strand_iface_t *iface,
-                                     strand_txq_t *txq);
-void strand_txq_detach_qp(strand_iface_t *iface, strand_txq_t *txq);
+ucs_status_t strand_txq_attach_qp(strand_iface_t *iface, strand_txq_t *txq);
+void         strand_txq_detach_qp(strand_iface_t *iface, strand_txq_t *txq);
 
 /* the SQ geometry of a fresh (or reset) send queue */
 void strand_txq_geometry(strand_iface_t *iface, strand_txq_t *txq);
@@ -48,8 +45,8 @@ strand_txq_op(strand_txq_t *txq, uint16_t wqe_idx)
 {
     strand_op_t *op = &txq->ops[wqe_idx & (txq->sq.wqe_cnt - 1)];
 
-    return ((op->state == STRAND_OP_POSTED) && (op->wqe_idx == wqe_idx)) ?
-           op : NULL;
+    return ((op->state == STRAND_OP_POSTED) && (op->wqe_idx == wqe_idx)) ? op :
+                                                                           NULL;
 }
 
 /* The send queue of QP number qpn (NULL: none of this interface's): the
@@ -57,29 +54,27 @@ strand_txq_op(strand_txq_t *txq, uint16_t wqe_idx)
 static UCS_F_ALWAYS_INLINE strand_txq_t *
 strand_txq_by_qpn(strand_iface_t *iface, uint32_t qpn)
 {
-    const strand_txq_hint_t *hint = &iface->txq_hints[qpn %
-                                                      STRAND_TXQ_HINTS];
-    khiter_t it;
+    const strand_txq_hint_t *hint = &iface->txq_hints[qpn % STRAND_TXQ_HINTS];
+    khiter_t                 it;
 
     if (ucs_likely(hint->qpn == qpn)) {
         return hint->txq;
     }
     it = kh_get(strand_txq_qpn, &iface->txq_by_qpn, qpn);
-    return (it == kh_end(&iface->txq_by_qpn)) ? NULL :
-           &iface->txqs[kh_value(&iface->txq_by_qpn, it)];
+    return (it == kh_end(&iface->txq_by_qpn)) ?
+                   NULL :
+                   &iface->txqs[kh_value(&iface->txq_by_qpn, it)];
 }
 
 /* WQEs of stream `stream` outstanding on txq (a walk over the SQ: only
  * recovery and the VFS ask, the post path counts per send queue only). */
-unsigned strand_txq_lane_outstanding(const strand_txq_t *txq,
-                                          unsigned stream);
+unsigned strand_txq_lane_outstanding(const strand_txq_t *txq, unsigned stream);
 
 /* The last WQE posted on txq asked for no CQE, and something waits for
  * the WQEs before it (a flush, an endpoint wanting a send queue): post a
  * signaled NOP behind them. UCS_OK, or UCS_ERR_NO_RESOURCE when the send queue
  * cannot take it now (full: its CQEs are due anyway; recovering). */
-ucs_status_t strand_txq_signal_tail(strand_iface_t *iface,
-                                       strand_txq_t *txq);
+ucs_status_t strand_txq_signal_tail(strand_iface_t *iface, strand_txq_t *txq);
 /* The same for every send queue (an iface flush, eps waiting for a send queue): a send queue
  * that is full or recovering has CQEs to come anyway. */
 void strand_txq_signal_tails(strand_iface_t *iface);
@@ -87,11 +82,11 @@ void strand_txq_signal_tails(strand_iface_t *iface);
 /* room_pi (and fast_end: strand_txq_fast_room): the last producer index at which a
  * WQE of the largest size fits, and at which the WQEs posted from now on
  * (a BB each at least) leave the count below tx_queue_len. */
-static UCS_F_ALWAYS_INLINE void strand_txq_set_room(strand_iface_t *iface,
-                                                    strand_txq_t *txq)
+static UCS_F_ALWAYS_INLINE void
+strand_txq_set_room(strand_iface_t *iface, strand_txq_t *txq)
 {
-    uint32_t bbs_pi  = txq->sq_tail + txq->sq.wqe_cnt -
-                       iface->config.txq_max_bbs;
+    uint32_t bbs_pi = txq->sq_tail + txq->sq.wqe_cnt -
+                      iface->config.txq_max_bbs;
     uint32_t wqes_pi = txq->sq.cur_post +
                        (iface->config.tx_queue_len - txq->outstanding) - 1;
 
@@ -105,7 +100,7 @@ static UCS_F_ALWAYS_INLINE void strand_txq_set_room(strand_iface_t *iface,
 static UCS_F_ALWAYS_INLINE void
 strand_txq_advance_tail_inline(strand_iface_t *iface, strand_txq_t *txq)
 {
-    uint32_t tail = txq->sq_tail;
+    uint32_t           tail = txq->sq_tail;
     const strand_op_t *op;
 
     while (tail != txq->sq.cur_post) {

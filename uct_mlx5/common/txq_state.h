@@ -22,14 +22,16 @@ void strand_ep_gate(strand_iface_t *iface, strand_ep_t *ep);
  * says, and an open gate is right */
 void strand_ep_tx_verify(strand_iface_t *iface, strand_ep_t *ep);
 #else
-#define strand_ep_tx_verify(_iface, _ep) do { } while (0)
+#define strand_ep_tx_verify(_iface, _ep) \
+    do {                                 \
+    } while (0)
 #endif
 
 /* A lease for ep (it has none, or cannot post on it now): the transport
  * answers, the ep updates its readiness; *txq_p the send queue to post on
  * (UCS_OK), or why none (UCS_ERR_NO_RESOURCE: wait) */
-ucs_status_t strand_ep_lease(strand_iface_t *iface, strand_ep_t *ep,
-                             strand_txq_t **txq_p);
+ucs_status_t
+strand_ep_lease(strand_iface_t *iface, strand_ep_t *ep, strand_txq_t **txq_p);
 
 /* txq, or its lane s, goes to state: the readiness of the eps leasing it
  * follows at once (before anything else can post) */

@@ -20,12 +20,12 @@
 /* dc_strand's DCT, on the interface's SRQ and receive CQ */
 static ucs_status_t strand_dc_dct_open(strand_dc_iface_t *iface)
 {
-    strand_dev_t *dev = iface->super.dev;
+    strand_dev_t         *dev = iface->super.dev;
     strand_dev_dct_attr_t dct_attr;
-    strand_port_addr_t self;
-    ucs_status_t status;
-    unsigned av_size = 0;
-    int err;
+    strand_port_addr_t    self;
+    ucs_status_t          status;
+    unsigned              av_size = 0;
+    int                   err;
 
     memset(&dct_attr, 0, sizeof(dct_attr));
     dct_attr.cq             = &iface->super.rx_cq;
@@ -50,12 +50,12 @@ static ucs_status_t strand_dc_dct_open(strand_dc_iface_t *iface)
     return status;
 }
 
-static ucs_status_t strand_dc_dci_create(strand_iface_t *iface,
-                                         strand_txq_t *dci, unsigned i)
+static ucs_status_t
+strand_dc_dci_create(strand_iface_t *iface, strand_txq_t *dci, unsigned i)
 {
     strand_dev_t *dev = iface->dev;
-    ucs_status_t status;
-    int err;
+    ucs_status_t  status;
+    int           err;
 
     status = strand_txq_slot_init(iface, dci, i);
     if (status != UCS_OK) {
@@ -74,8 +74,8 @@ static ucs_status_t strand_dc_dci_create(strand_iface_t *iface,
 ucs_status_t strand_dc_sq_open(strand_iface_t *iface)
 {
     strand_dc_iface_t *dc = strand_dc_iface(iface);
-    ucs_status_t status;
-    unsigned i;
+    ucs_status_t       status;
+    unsigned           i;
 
     status = strand_dc_dct_open(dc);
     if (status != UCS_OK) {
@@ -83,8 +83,7 @@ ucs_status_t strand_dc_sq_open(strand_iface_t *iface)
     }
     dc->dci_stack = ucs_calloc(iface->num_txqs, sizeof(*dc->dci_stack),
                                "strand_dc_dci_stack");
-    dc->dcis      = ucs_calloc(iface->num_txqs, sizeof(*dc->dcis),
-                               "strand_dc_dcis");
+    dc->dcis = ucs_calloc(iface->num_txqs, sizeof(*dc->dcis), "strand_dc_dcis");
     dc->dci_lanes = ucs_calloc(iface->num_txqs * iface->config.num_lanes,
                                sizeof(*dc->dci_lanes), "strand_dc_dci_lanes");
     if ((dc->dci_stack == NULL) || (dc->dcis == NULL) ||
@@ -98,7 +97,7 @@ ucs_status_t strand_dc_sq_open(strand_iface_t *iface)
     strand_dc_policy_dci_attr(dc, &iface->sq_attr);
     for (i = 0; i < iface->num_txqs; ++i) {
         iface->txq_hwm = i + 1; /* cleaned up, made or not */
-        status = strand_dc_dci_create(iface, &iface->txqs[i], i);
+        status         = strand_dc_dci_create(iface, &iface->txqs[i], i);
         if (status != UCS_OK) {
             return status;
         }
@@ -127,13 +126,13 @@ void strand_dc_sq_close(strand_iface_t *iface)
 int strand_dc_dci_reset(strand_iface_t *iface, strand_txq_t *dci)
 {
     strand_dev_t *dev = iface->dev;
-    int err;
+    int           err;
 
     err = strand_dev_reset_dci(dev, &dci->qp, &iface->sq_attr);
     if (err != 0) {
         ucs_error("%s: failed to reset DCI %u (qpn 0x%x): %s; it is not "
-                  "used again", dev->info.name, dci->index, dci->qp.qpn,
-                  strerror(err));
+                  "used again",
+                  dev->info.name, dci->index, dci->qp.qpn, strerror(err));
         strand_txq_set_state(iface, dci, STRAND_TXQ_BROKEN);
         return err;
     }
@@ -152,8 +151,8 @@ int strand_dc_stream_reset(strand_iface_t *iface, strand_txq_t *dci,
 int strand_dc_dci_pool_show(strand_iface_t *iface, ucs_string_buffer_t *strb)
 {
     strand_dc_iface_t *dc = strand_dc_iface(iface);
-    unsigned i, on_stack[STRAND_DC_MAX_DCI] = {0};
-    int ok = 1;
+    unsigned           i, on_stack[STRAND_DC_MAX_DCI] = {0};
+    int                ok = 1;
 
     ucs_string_buffer_appendf(strb, "policy %s streams %u\n",
                               strand_dc_tx_policy_names[dc->tx_policy],

@@ -14,7 +14,7 @@
 /* strand_tl_ops_t: the DCT, every DCI and the policy's free stack (open),
  * gone (close) */
 ucs_status_t strand_dc_sq_open(strand_iface_t *iface);
-void strand_dc_sq_close(strand_iface_t *iface);
+void         strand_dc_sq_close(strand_iface_t *iface);
 /* Back to RESET and up to RTS: a DCI that went to ERR, once every CQE of
  * its old incarnation was consumed. 0 or errno. */
 int strand_dc_dci_reset(strand_iface_t *iface, strand_txq_t *dci);

@@ -28,7 +28,7 @@ static UCS_CLASS_CLEANUP_FUNC(strand_dc_ep_t)
 }
 
 UCS_CLASS_DEFINE(strand_dc_ep_t, strand_ep_t);
-UCS_CLASS_DEFINE_NEW_FUNC(strand_dc_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_NEW_FUNC(strand_dc_ep_t, uct_ep_t, const uct_ep_params_t *);
 UCS_CLASS_DEFINE_DELETE_FUNC(strand_dc_ep_t, uct_ep_t);
 
 void strand_dc_lane_show(strand_iface_t *iface, const strand_txq_t *dci,
@@ -42,21 +42,20 @@ void strand_dc_lane_show(strand_iface_t *iface, const strand_txq_t *dci,
 
 /* dc_strand's part of an endpoint (strand_tl_ops_t ep_init): the peer's
  * DCT and the address vector to it. */
-ucs_status_t strand_dc_ep_addr_init(strand_iface_t *iface,
-                                    strand_ep_t *ep,
+ucs_status_t strand_dc_ep_addr_init(strand_iface_t *iface, strand_ep_t *ep,
                                     const uct_ep_params_t *params)
 {
-    strand_dc_ep_t *dc_ep = ucs_derived_of(ep, strand_dc_ep_t);
-    const strand_port_addr_t *dev_addr;
+    strand_dc_ep_t               *dc_ep = ucs_derived_of(ep, strand_dc_ep_t);
+    const strand_port_addr_t     *dev_addr;
     const strand_dc_iface_addr_t *iface_addr;
-    unsigned av_size;
-    ucs_status_t status;
-    char peer[96], buf[160];
-    const char *why;
+    unsigned                      av_size;
+    ucs_status_t                  status;
+    char                          peer[96], buf[160];
+    const char                   *why;
 
     UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
-    dev_addr   = (const strand_port_addr_t*)params->dev_addr;
-    iface_addr = (const strand_dc_iface_addr_t*)params->iface_addr;
+    dev_addr   = (const strand_port_addr_t *)params->dev_addr;
+    iface_addr = (const strand_dc_iface_addr_t *)params->iface_addr;
     why = strand_port_addr_unreachable(iface, dev_addr, buf, sizeof(buf));
     if (why != NULL) {
         ucs_error("%s: dc_strand: the peer is not reachable from here: %s",
@@ -66,21 +65,23 @@ ucs_status_t strand_dc_ep_addr_init(strand_iface_t *iface,
     if (!strand_dc_addr_iface_compatible(iface, iface_addr)) {
         ucs_error("%s: dc_strand: the peer interface has hardware tag "
                   "matching %s and this one %s (UCX_DC_STRAND_TM_ENABLE "
-                  "must agree)", iface->dev->info.name,
-                  (iface_addr->flags & STRAND_DC_IFACE_ADDR_FLAG_TM) ?
-                  "on" : "off", iface->config.am_tmh ? "on" : "off");
+                  "must agree)",
+                  iface->dev->info.name,
+                  (iface_addr->flags & STRAND_DC_IFACE_ADDR_FLAG_TM) ? "on" :
+                                                                       "off",
+                  iface->config.am_tmh ? "on" : "off");
         return UCS_ERR_UNREACHABLE;
     }
     dc_ep->dct_num = strand_dc_addr_dctn(iface_addr);
-    status = strand_port_addr_make_av(iface, dev_addr, dc_ep->dct_num,
-                                      &ep->av, &av_size);
+    status = strand_port_addr_make_av(iface, dev_addr, dc_ep->dct_num, &ep->av,
+                                      &av_size);
     if (status != UCS_OK) {
         return status;
     }
     ep->av.key.dc_key = htobe64(STRAND_DC_ACCESS_KEY);
-    ep->av_ds    = av_size / STRAND_WQE_DS;
-    ep->dest_key = strand_av_peer_key(&ep->av);
-    ep->dest     = ep->dest_key ^ ((uint64_t)dc_ep->dct_num << 24);
+    ep->av_ds         = av_size / STRAND_WQE_DS;
+    ep->dest_key      = strand_av_peer_key(&ep->av);
+    ep->dest          = ep->dest_key ^ ((uint64_t)dc_ep->dct_num << 24);
     ucs_debug("%s: ep %p to %s", iface->dev->info.name, ep,
               strand_av_str(&ep->av, peer, sizeof(peer)));
     return UCS_OK;
@@ -90,20 +91,19 @@ ucs_status_t strand_dc_ep_addr_init(strand_iface_t *iface,
  * interface */
 int strand_dc_ep_is_connected(strand_iface_t *iface, const strand_ep_t *ep,
                               const uct_device_addr_t *dev_addr,
-                              const uct_iface_addr_t *iface_addr)
+                              const uct_iface_addr_t  *iface_addr)
 {
-    const strand_dc_iface_addr_t *dc_addr = (const void*)iface_addr;
+    const strand_dc_iface_addr_t *dc_addr = (const void *)iface_addr;
 
-    return strand_port_addr_is_reachable(iface, (const void*)dev_addr) &&
+    return strand_port_addr_is_reachable(iface, (const void *)dev_addr) &&
            strand_dc_addr_iface_compatible(iface, dc_addr) &&
            (ucs_derived_of(ep, strand_dc_ep_t)->dct_num ==
             strand_dc_addr_dctn(dc_addr)) &&
-           strand_av_names_port(&ep->av, (const void*)dev_addr);
+           strand_av_names_port(&ep->av, (const void *)dev_addr);
 }
 
-const char *strand_dc_ep_peer_str(strand_iface_t *iface,
-                                  const strand_ep_t *ep, char *buf,
-                                  size_t max)
+const char *strand_dc_ep_peer_str(strand_iface_t *iface, const strand_ep_t *ep,
+                                  char *buf, size_t max)
 {
     return strand_av_str(&ep->av, buf, max);
 }

@@ -12,25 +12,23 @@
 #include <ucs/debug/log.h>
 
 const char *strand_dc_tx_policy_names[] = {
-    [STRAND_DC_TX_POLICY_DCS]       = "dcs",
-    [STRAND_DC_TX_POLICY_DCS_QUOTA] = "dcs_quota",
-    [STRAND_DC_TX_POLICY_STREAMS]   = "streams",
-    [STRAND_DC_TX_POLICY_AUTO]      = "auto",
-    [STRAND_DC_TX_POLICY_LAST]      = NULL
-};
+        [STRAND_DC_TX_POLICY_DCS]       = "dcs",
+        [STRAND_DC_TX_POLICY_DCS_QUOTA] = "dcs_quota",
+        [STRAND_DC_TX_POLICY_STREAMS]   = "streams",
+        [STRAND_DC_TX_POLICY_AUTO]      = "auto",
+        [STRAND_DC_TX_POLICY_LAST]      = NULL};
 
-const char *strand_dc_stream_map_names[] = {
-    [STRAND_DC_STREAM_MAP_EP]   = "ep",
-    [STRAND_DC_STREAM_MAP_PEER] = "peer",
-    [STRAND_DC_STREAM_MAP_LAST] = NULL
-};
+const char *strand_dc_stream_map_names[] = {[STRAND_DC_STREAM_MAP_EP] = "ep",
+                                            [STRAND_DC_STREAM_MAP_PEER] =
+                                                    "peer",
+                                            [STRAND_DC_STREAM_MAP_LAST] = NULL};
 
 static int strand_dc_policy_streams(const strand_iface_t *iface)
 {
     return strand_dc_iface(iface)->tx_policy == STRAND_DC_TX_POLICY_STREAMS;
 }
 
-void strand_dc_policy_dci_attr(strand_dc_iface_t *iface,
+void strand_dc_policy_dci_attr(strand_dc_iface_t    *iface,
                                strand_dev_sq_attr_t *attr)
 {
     attr->log_num_concurent = 0;
@@ -55,8 +53,8 @@ void strand_dc_policy_init(strand_dc_iface_t *iface)
 }
 
 /* a DCI that takes work now (or once it has room) */
-static int strand_dc_dci_usable(const strand_iface_t *iface,
-                                const strand_txq_t *dci)
+static int
+strand_dc_dci_usable(const strand_iface_t *iface, const strand_txq_t *dci)
 {
     return ((dci->state == STRAND_TXQ_FREE) ||
             (dci->state == STRAND_TXQ_ACTIVE)) &&
@@ -66,12 +64,11 @@ static int strand_dc_dci_usable(const strand_iface_t *iface,
 /* The stream of dci for ep: per peer, the one its peer already uses;
  * else the healthy stream with the fewest lessees. -1: none. */
 static int strand_dc_policy_pick_stream(strand_iface_t *iface,
-                                        strand_txq_t *dci,
-                                        strand_ep_t *ep)
+                                        strand_txq_t *dci, strand_ep_t *ep)
 {
-    int per_peer = strand_dc_iface(iface)->config.stream_per_peer;
+    int            per_peer = strand_dc_iface(iface)->config.stream_per_peer;
     strand_lane_t *s;
-    int i, best = -1;
+    int            i, best = -1;
 
     for (i = 0; i < (int)iface->config.num_lanes; ++i) {
         s = &dci->lanes[i];
@@ -99,11 +96,10 @@ static uint64_t strand_dc_policy_dest(const strand_ep_t *ep)
     return ep->dest;
 }
 
-static void strand_dc_policy_attach(strand_iface_t *iface,
-                                    strand_txq_t *dci, int stream,
-                                    strand_ep_t *ep)
+static void strand_dc_policy_attach(strand_iface_t *iface, strand_txq_t *dci,
+                                    int stream, strand_ep_t *ep)
 {
-    strand_lane_t *s     = &dci->lanes[stream];
+    strand_lane_t    *s  = &dci->lanes[stream];
     strand_dc_lane_t *ds = strand_dc_lane(iface, dci, stream);
 
     if (dci->users == 0) {
@@ -120,23 +116,23 @@ static void strand_dc_policy_attach(strand_iface_t *iface,
     /* a DCI that was FREE has no lessee whose readiness could change */
     dci->state = STRAND_TXQ_ACTIVE;
     dci->users++;
-    ep->txq    = dci->index;
+    ep->txq  = dci->index;
     ep->lane = stream;
 }
 
-static ucs_status_t strand_dc_policy_lease_dcs(strand_iface_t *iface,
-                                               strand_ep_t *ep)
+static ucs_status_t
+strand_dc_policy_lease_dcs(strand_iface_t *iface, strand_ep_t *ep)
 {
     strand_txq_t *dci;
 
     if (strand_dc_iface(iface)->dci_top == 0) {
         strand_iface_want_txq(iface); /* holders give theirs back
-                                            sooner */
+                                         sooner */
         return UCS_ERR_NO_RESOURCE;
     }
-    dci = &iface->txqs[strand_dc_iface(iface)->dci_stack[--strand_dc_iface(iface)->dci_top]];
-    ucs_assertv((dci->state == STRAND_TXQ_FREE) &&
-                (dci->outstanding == 0),
+    dci = &iface->txqs[strand_dc_iface(iface)
+                               ->dci_stack[--strand_dc_iface(iface)->dci_top]];
+    ucs_assertv((dci->state == STRAND_TXQ_FREE) && (dci->outstanding == 0),
                 "DCI %u: state %u, %u outstanding", dci->index, dci->state,
                 dci->outstanding);
     dci->ep    = ep;
@@ -155,13 +151,13 @@ static ucs_status_t strand_dc_policy_lease_dcs(strand_iface_t *iface,
  *      back when its eps send again);
  *   0  it serves other destinations. */
 static int strand_dc_policy_dci_rank(const strand_iface_t *iface,
-                                     const strand_txq_t *dci,
-                                     const strand_ep_t *ep)
+                                     const strand_txq_t   *dci,
+                                     const strand_ep_t    *ep)
 {
-    uint64_t dest = strand_dc_policy_dest(ep);
-    uint64_t home = strand_dc_dci(iface, dci)->home;
+    uint64_t                dest = strand_dc_policy_dest(ep);
+    uint64_t                home = strand_dc_dci(iface, dci)->home;
     const strand_dc_lane_t *ds;
-    unsigned i;
+    unsigned                i;
 
     if (dci->users == 0) {
         return ((home == 0) || (home == dest)) ? 2 : 1;
@@ -185,14 +181,13 @@ static int strand_dc_policy_dci_rank(const strand_iface_t *iface,
  * but is full, ep waits for it rather than take another's: NULL, and
  * *wait_p is that DCI (NULL when no DCI can take anyone). */
 static strand_txq_t *strand_dc_policy_choose(strand_iface_t *iface,
-                                                strand_ep_t *ep,
-                                                int *stream_p,
-                                                strand_txq_t **wait_p)
+                                             strand_ep_t *ep, int *stream_p,
+                                             strand_txq_t **wait_p)
 {
     strand_txq_t *dci, *best = NULL, *own_full = NULL;
-    uint64_t dest = strand_dc_policy_dest(ep);
-    int stream, rank, best_rank = -1;
-    unsigned n, i;
+    uint64_t      dest = strand_dc_policy_dest(ep);
+    int           stream, rank, best_rank = -1;
+    unsigned      n, i;
 
     for (n = 0; n < iface->num_txqs; ++n) {
         i    = (strand_dc_iface(iface)->next_dci + n) % iface->num_txqs;
@@ -221,15 +216,15 @@ static strand_txq_t *strand_dc_policy_choose(strand_iface_t *iface,
         }
     }
     *wait_p = own_full;
-    return ((best != NULL) && ((best_rank == 2) || (own_full == NULL))) ?
-           best : NULL;
+    return ((best != NULL) && ((best_rank == 2) || (own_full == NULL))) ? best :
+                                                                          NULL;
 }
 
-static ucs_status_t strand_dc_policy_lease_streams(strand_iface_t *iface,
-                                                   strand_ep_t *ep)
+static ucs_status_t
+strand_dc_policy_lease_streams(strand_iface_t *iface, strand_ep_t *ep)
 {
     strand_txq_t *best, *wait;
-    int stream = -1;
+    int           stream = -1;
 
     best = strand_dc_policy_choose(iface, ep, &stream, &wait);
     if (best == NULL) {
@@ -254,15 +249,14 @@ static ucs_status_t strand_dc_policy_lease_streams(strand_iface_t *iface,
  * is done (a lease lasts while work is outstanding, so under steady
  * traffic eps would otherwise stay crowded on some DCIs while others,
  * emptied by a failure or by eps that went quiet, idle). */
-static void strand_dc_policy_consider_move(strand_iface_t *iface,
-                                           strand_ep_t *ep)
+static void
+strand_dc_policy_consider_move(strand_iface_t *iface, strand_ep_t *ep)
 {
     strand_txq_t *cur = &iface->txqs[ep->txq];
-    unsigned i;
-    int rank;
+    unsigned      i;
+    int           rank;
 
-    if (strand_txq_has_room(iface, cur) ||
-        (cur->state != STRAND_TXQ_ACTIVE)) {
+    if (strand_txq_has_room(iface, cur) || (cur->state != STRAND_TXQ_ACTIVE)) {
         return;
     }
     /* only for a DCI at least as well suited (the lease would choose ep's
@@ -271,16 +265,14 @@ static void strand_dc_policy_consider_move(strand_iface_t *iface,
     for (i = 0; i < iface->txq_hwm; ++i) {
         if (strand_dc_dci_usable(iface, &iface->txqs[i]) &&
             (iface->txqs[i].users + 1 < cur->users) &&
-            (strand_dc_policy_dci_rank(iface, &iface->txqs[i], ep) >=
-             rank)) {
+            (strand_dc_policy_dci_rank(iface, &iface->txqs[i], ep) >= rank)) {
             ep->flags |= STRAND_EP_FLAG_MOVING;
             return;
         }
     }
 }
 
-ucs_status_t strand_dc_policy_lease(strand_iface_t *iface,
-                                    strand_ep_t *ep)
+ucs_status_t strand_dc_policy_lease(strand_iface_t *iface, strand_ep_t *ep)
 {
     if (ep->txq != STRAND_TXQ_NONE) {
         /* leased, but not ready */
@@ -298,8 +290,8 @@ ucs_status_t strand_dc_policy_lease(strand_iface_t *iface,
         return UCS_ERR_NO_RESOURCE;
     }
     return strand_dc_policy_streams(iface) ?
-           strand_dc_policy_lease_streams(iface, ep) :
-           strand_dc_policy_lease_dcs(iface, ep);
+                   strand_dc_policy_lease_streams(iface, ep) :
+                   strand_dc_policy_lease_dcs(iface, ep);
 }
 
 void strand_dc_policy_dci_idle(strand_iface_t *iface, strand_txq_t *dci)
@@ -309,17 +301,18 @@ void strand_dc_policy_dci_idle(strand_iface_t *iface, strand_txq_t *dci)
         return;
     }
     strand_txq_set_state(iface, dci, STRAND_TXQ_FREE);
-    dci->ep    = NULL;
+    dci->ep = NULL;
     if (!strand_dc_policy_streams(iface)) {
         ucs_assertv(strand_dc_iface(iface)->dci_top < iface->num_txqs,
                     "DCI %u: free stack full", dci->index);
-        strand_dc_iface(iface)->dci_stack[strand_dc_iface(iface)->dci_top++] = dci->index;
+        strand_dc_iface(iface)->dci_stack[strand_dc_iface(iface)->dci_top++] =
+                dci->index;
     }
 }
 
 void strand_dc_policy_release(strand_iface_t *iface, strand_ep_t *ep)
 {
-    strand_txq_t *dci;
+    strand_txq_t  *dci;
     strand_lane_t *s;
 
     if (ep->txq == STRAND_TXQ_NONE) {
@@ -335,13 +328,12 @@ void strand_dc_policy_release(strand_iface_t *iface, strand_ep_t *ep)
     if (dci->ep == ep) {
         dci->ep = NULL;
     }
-    ep->txq    = STRAND_TXQ_NONE;
+    ep->txq = STRAND_TXQ_NONE;
     ep->flags &= ~STRAND_EP_FLAG_MOVING;
     strand_dc_policy_dci_idle(iface, dci);
 }
 
-int strand_dc_policy_quota_spent(strand_iface_t *iface,
-                                 const strand_txq_t *dci)
+int strand_dc_policy_quota_spent(strand_iface_t *iface, const strand_txq_t *dci)
 {
     return dci->posts >= strand_dc_iface(iface)->config.quota;
 }
@@ -349,7 +341,7 @@ int strand_dc_policy_quota_spent(strand_iface_t *iface,
 int strand_dc_policy_can_post(strand_iface_t *iface, strand_ep_t *ep)
 {
     strand_txq_t *wait;
-    int stream;
+    int           stream;
 
     if (ep->txq != STRAND_TXQ_NONE) {
         return strand_ep_txq_ready(iface, ep) != NULL;

@@ -28,22 +28,20 @@ extern const char *strand_dc_tx_policy_names[];
 
 /* Lease a (DCI, stream) for ep: UCS_OK, or UCS_ERR_NO_RESOURCE when none
  * can be had now (none free, no room, recovering). */
-ucs_status_t strand_dc_policy_lease(strand_iface_t *iface,
-                                    strand_ep_t *ep);
+ucs_status_t strand_dc_policy_lease(strand_iface_t *iface, strand_ep_t *ep);
 /* ep has nothing outstanding any more: give its lease back. */
 void strand_dc_policy_release(strand_iface_t *iface, strand_ep_t *ep);
 /* Whether ep could post now, without changing anything. */
 int strand_dc_policy_can_post(strand_iface_t *iface, strand_ep_t *ep);
 /* dcs_quota: the lessee of dci posted QUOTA WQEs since its lease began */
-int strand_dc_policy_quota_spent(strand_iface_t *iface,
+int strand_dc_policy_quota_spent(strand_iface_t     *iface,
                                  const strand_txq_t *dci);
 /* The configuration of the DCIs the policy needs (streams, errored). */
-void strand_dc_policy_dci_attr(strand_dc_iface_t *iface,
+void strand_dc_policy_dci_attr(strand_dc_iface_t    *iface,
                                strand_dev_sq_attr_t *attr);
 /* The policy's part of the pool: the free stack. */
 void strand_dc_policy_init(strand_dc_iface_t *iface);
 /* a DCI whose lessee is gone (dcs) may go back once idle */
-void strand_dc_policy_dci_idle(strand_iface_t *iface,
-                               strand_txq_t *dci);
+void strand_dc_policy_dci_idle(strand_iface_t *iface, strand_txq_t *dci);
 
 #endif

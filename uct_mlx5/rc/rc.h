@@ -24,20 +24,21 @@
 #include <ucs/datastruct/list.h>
 #include <ucs/type/spinlock.h>
 
-#define STRAND_RC_TL_NAME        "rc_strand"
-#define STRAND_RC_CONFIG_PREFIX  "RC_STRAND_"
-#define STRAND_RC_MAX_EPS        65535          /* RC QPs of an interface
-                                                   (STRAND_TXQ_NONE: none) */
-#define STRAND_RC_EPS_PER_CQ     256            /* RC QPs sharing a send CQ */
+#define STRAND_RC_TL_NAME       "rc_strand"
+#define STRAND_RC_CONFIG_PREFIX "RC_STRAND_"
+#define STRAND_RC_MAX_EPS \
+    65535                        /* RC QPs of an interface
+                                    (STRAND_TXQ_NONE: none) */
+#define STRAND_RC_EPS_PER_CQ 256 /* RC QPs sharing a send CQ */
 
 /* The interface: the shared one (its transport's part rc_qp.c), the
  * connection manager and, with tag matching, the rendezvous it reads on
  * the manager's responder QPs (their send CQEs come on its first send
  * CQ). */
 typedef struct strand_rc_iface {
-    strand_iface_t           super;
-    struct strand_rc_cm     *cm;
-    struct strand_rc_rndv   *rndv;
+    strand_iface_t         super;
+    struct strand_rc_cm   *cm;
+    struct strand_rc_rndv *rndv;
     /* while an endpoint waits for its connection (rc_locked.h) */
     uct_iface_ops_t          direct_ops;  /* the operations, without lock */
     ucs_recursive_spinlock_t post_lock;   /* the worker's while it posts,
@@ -57,7 +58,7 @@ typedef struct strand_rc_iface {
 
 /* An endpoint: the shared one, its connection (rc_cm.c) */
 typedef struct strand_rc_ep {
-    strand_ep_t         super;
+    strand_ep_t            super;
     struct strand_rc_conn *conn;
 } strand_rc_ep_t;
 

@@ -34,15 +34,15 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#define STRAND_RC_CM_AM_ID  0   /* the companion interface is ours alone */
+#define STRAND_RC_CM_AM_ID 0 /* the companion interface is ours alone */
 
 /* The companion interface: a dc_strand interface the manager opens as any
  * UCT user would (uct_iface_open), for few, small messages. */
-#define STRAND_RC_CM_TL_NAME   "dc_strand"
+#define STRAND_RC_CM_TL_NAME       "dc_strand"
 #define STRAND_RC_CM_CONFIG_PREFIX "DC_STRAND_"
-#define STRAND_RC_CM_TX_QUEUE  32
-#define STRAND_RC_CM_RX_QUEUE  128
-#define STRAND_RC_CM_SEG_SIZE  256
+#define STRAND_RC_CM_TX_QUEUE      32
+#define STRAND_RC_CM_RX_QUEUE      128
+#define STRAND_RC_CM_SEG_SIZE      256
 
 typedef enum strand_rc_cm_msg_type {
     STRAND_RC_CM_REQ  = 1,
@@ -54,63 +54,63 @@ typedef enum strand_rc_cm_msg_type {
  * REQ names its sender: its manager's interface address and its device
  * address (the key of a peer, as flow control keys its requesters). */
 typedef struct strand_rc_cm_msg {
-    uint8_t             type;      /* strand_rc_cm_msg_type_t */
-    int8_t              status;    /* REP: UCS_OK or why not */
-    uint16_t            reserved;
-    uint32_t            qpn;       /* REQ: requester's QP; REP, DISC: the
-                                      responder QP */
+    uint8_t          type;   /* strand_rc_cm_msg_type_t */
+    int8_t           status; /* REP: UCS_OK or why not */
+    uint16_t         reserved;
+    uint32_t         qpn;       /* REQ: requester's QP; REP, DISC: the
+                                   responder QP */
     strand_fc_peer_t from;      /* REQ, DISC: the sender */
-    uint64_t            rts_table; /* REQ: where its rendezvous requests
-                                      can be read again (tag matching; */
-    uint32_t            rts_rkey;  /* 0: none, rc/rc_rndv.h) */
+    uint64_t         rts_table; /* REQ: where its rendezvous requests
+                                   can be read again (tag matching; */
+    uint32_t         rts_rkey;  /* 0: none, rc/rc_rndv.h) */
 } UCS_S_PACKED strand_rc_cm_msg_t;
 
 /* A peer manager, and the endpoint of ours that talks to it. */
 typedef struct strand_rc_cm_peer {
     strand_fc_peer_t key;
-    uct_ep_h            ep;
+    uct_ep_h         ep;
 } strand_rc_cm_peer_t;
 
 typedef enum strand_rc_conn_state {
-    STRAND_RC_CONN_REQUESTED,   /* REQ sent (or waiting to go) */
+    STRAND_RC_CONN_REQUESTED, /* REQ sent (or waiting to go) */
     STRAND_RC_CONN_CONNECTED,
-    STRAND_RC_CONN_FAILED       /* refused, or its peer is gone: its ep
-                                   failed */
+    STRAND_RC_CONN_FAILED /* refused, or its peer is gone: its ep
+                             failed */
 } strand_rc_conn_state_t;
 
 /* An endpoint's connection (strand_rc_ep(ep)->conn). One whose ep was destroyed before
  * the answer stays until the answer comes, to be disconnected. */
 typedef struct strand_rc_conn {
-    uint64_t               id;
-    strand_ep_t        *ep;          /* NULL: destroyed */
-    strand_rc_cm_peer_t   *peer;        /* NULL: the peer failed */
-    strand_port_addr_t     dev_addr;    /* the peer's */
-    uint32_t               remote_qpn;  /* the responder QP, once REP */
-    uint8_t                state;       /* strand_rc_conn_state_t */
+    uint64_t             id;
+    strand_ep_t         *ep;         /* NULL: destroyed */
+    strand_rc_cm_peer_t *peer;       /* NULL: the peer failed */
+    strand_port_addr_t   dev_addr;   /* the peer's */
+    uint32_t             remote_qpn; /* the responder QP, once REP */
+    uint8_t              state;      /* strand_rc_conn_state_t */
 } strand_rc_conn_t;
 
 /* A QP of ours answering a peer's endpoint. */
 typedef struct strand_rc_responder {
     strand_dev_qp_t      qp;
     uint64_t             conn_id;
-    strand_fc_peer_t  requester;
-    strand_rc_rndv_qp_t *rndv;      /* the rendezvous it reads (tag
-                                       matching), NULL: none */
+    strand_fc_peer_t     requester;
+    strand_rc_rndv_qp_t *rndv; /* the rendezvous it reads (tag
+                                  matching), NULL: none */
 } strand_rc_responder_t;
 
 /* A message waiting for room on a manager endpoint. */
 typedef struct strand_rc_cm_outgoing {
-    uct_pending_req_t   super;
-    strand_rc_cm_t     *cm;
-    uct_ep_h            ep;
-    uint64_t            conn_id;
-    strand_rc_cm_msg_t  msg;
+    uct_pending_req_t  super;
+    strand_rc_cm_t    *cm;
+    uct_ep_h           ep;
+    uint64_t           conn_id;
+    strand_rc_cm_msg_t msg;
 } strand_rc_cm_outgoing_t;
 
-KHASH_INIT(strand_rc_cm_peers, strand_fc_peer_t, strand_rc_cm_peer_t*, 1,
+KHASH_INIT(strand_rc_cm_peers, strand_fc_peer_t, strand_rc_cm_peer_t *, 1,
            strand_fc_peer_hash, strand_fc_peer_equal)
-KHASH_MAP_INIT_INT64(strand_rc_cm_conns, strand_rc_conn_t*)
-KHASH_MAP_INIT_INT(strand_rc_cm_responders, strand_rc_responder_t*)
+KHASH_MAP_INIT_INT64(strand_rc_cm_conns, strand_rc_conn_t *)
+KHASH_MAP_INIT_INT(strand_rc_cm_responders, strand_rc_responder_t *)
 
 /* News for the worker's own thread: an answer to one of its requests, a
  * peer's disconnect, or the failure of a manager endpoint (each changes
@@ -123,42 +123,42 @@ typedef enum strand_rc_cm_news_kind {
 } strand_rc_cm_news_kind_t;
 
 typedef struct strand_rc_cm_news {
-    uint8_t             kind;      /* strand_rc_cm_news_kind_t */
-    uint64_t            conn_id;
-    strand_rc_cm_msg_t  msg;       /* REP, DISC */
-    uct_ep_h            ep;        /* failure: the manager endpoint */
-    ucs_status_t        status;
+    uint8_t            kind; /* strand_rc_cm_news_kind_t */
+    uint64_t           conn_id;
+    strand_rc_cm_msg_t msg; /* REP, DISC */
+    uct_ep_h           ep;  /* failure: the manager endpoint */
+    ucs_status_t       status;
 } strand_rc_cm_news_t;
 
 struct strand_rc_cm {
-    strand_iface_t                 *iface;     /* rc_strand */
-    uct_iface_h                     dc;        /* the companion */
-    size_t                          dc_iface_addr_len; /* its addresses */
-    size_t                          dc_dev_addr_len;
-    strand_fc_peer_t             self;      /* our key, as peers see it */
-    uint64_t                        next_id;
-    khash_t(strand_rc_cm_peers)     peers;
-    khash_t(strand_rc_cm_conns)     conns;     /* by id */
+    strand_iface_t                  *iface;             /* rc_strand */
+    uct_iface_h                      dc;                /* the companion */
+    size_t                           dc_iface_addr_len; /* its addresses */
+    size_t                           dc_dev_addr_len;
+    strand_fc_peer_t                 self; /* our key, as peers see it */
+    uint64_t                         next_id;
+    khash_t(strand_rc_cm_peers)      peers;
+    khash_t(strand_rc_cm_conns)      conns;      /* by id */
     khash_t(strand_rc_cm_responders) responders; /* by QP number */
     /* the worker's async context: its thread answers requests (rc_cm.h);
      * the manager is touched under its lock */
-    ucs_async_context_t            *async;
-    int                             async_fd;  /* registered; -1: none */
-    strand_rc_cm_news_t            *news;
-    unsigned                        num_news, max_news;
-    ucs_spinlock_t                  news_lock; /* news, armed: the async
-                                                  thread adds, the worker's
-                                                  arm looks without the
-                                                  async context (whose
-                                                  events would otherwise
-                                                  be left to a worker
-                                                  about to sleep) */
+    ucs_async_context_t *async;
+    int                  async_fd; /* registered; -1: none */
+    strand_rc_cm_news_t *news;
+    unsigned             num_news, max_news;
+    ucs_spinlock_t       news_lock; /* news, armed: the async
+                                       thread adds, the worker's
+                                       arm looks without the
+                                       async context (whose
+                                       events would otherwise
+                                       be left to a worker
+                                       about to sleep) */
     /* rc_strand's event fd: its completion channel and news_fd, so that
      * news found by the async thread wakes a worker sleeping in it */
-    ucs_sys_event_set_t            *wait_set;
-    int                             news_fd;   /* an eventfd */
-    int                             armed;     /* news_fd to be signalled:
-                                                  the worker may sleep */
+    ucs_sys_event_set_t *wait_set;
+    int                  news_fd; /* an eventfd */
+    int                  armed;   /* news_fd to be signalled:
+                                     the worker may sleep */
 };
 
 /* ------------------------------------------------------------ addresses */
@@ -166,9 +166,9 @@ struct strand_rc_cm {
 /* A manager as its peers know it: its companion's interface address, then
  * its device address (the key of a peer, as flow control keys its
  * requesters) */
-static strand_fc_peer_t
-strand_rc_cm_key(const strand_rc_cm_t *cm, const uct_device_addr_t *dev_addr,
-                 const uct_iface_addr_t *iface_addr)
+static strand_fc_peer_t strand_rc_cm_key(const strand_rc_cm_t    *cm,
+                                         const uct_device_addr_t *dev_addr,
+                                         const uct_iface_addr_t  *iface_addr)
 {
     strand_fc_peer_t key;
 
@@ -181,19 +181,19 @@ strand_rc_cm_key(const strand_rc_cm_t *cm, const uct_device_addr_t *dev_addr,
 static const uct_iface_addr_t *
 strand_rc_cm_key_iface(const strand_fc_peer_t *key)
 {
-    return (const uct_iface_addr_t*)key->bytes;
+    return (const uct_iface_addr_t *)key->bytes;
 }
 
 static const uct_device_addr_t *
 strand_rc_cm_key_device(const strand_rc_cm_t *cm, const strand_fc_peer_t *key)
 {
-    return (const uct_device_addr_t*)(key->bytes + cm->dc_iface_addr_len);
+    return (const uct_device_addr_t *)(key->bytes + cm->dc_iface_addr_len);
 }
 
 /* the peer manager of key, for messages: its interface address in hex */
-static const char *strand_rc_cm_key_str(const strand_rc_cm_t *cm,
-                                        const strand_fc_peer_t *key,
-                                        char *buf, size_t max)
+static const char *strand_rc_cm_key_str(const strand_rc_cm_t   *cm,
+                                        const strand_fc_peer_t *key, char *buf,
+                                        size_t max)
 {
     size_t i, n = 0;
 
@@ -208,26 +208,25 @@ size_t strand_rc_cm_iface_addr_len(strand_rc_cm_t *cm)
     return cm->dc_iface_addr_len;
 }
 
-ucs_status_t strand_rc_cm_iface_addr(strand_rc_cm_t *cm,
-                                     uct_iface_addr_t *addr)
+ucs_status_t strand_rc_cm_iface_addr(strand_rc_cm_t *cm, uct_iface_addr_t *addr)
 {
     /* the companion's */
     return uct_iface_get_address(cm->dc, addr);
 }
 
-int strand_rc_cm_is_reachable(strand_rc_cm_t *cm,
+int strand_rc_cm_is_reachable(strand_rc_cm_t          *cm,
                               const uct_device_addr_t *dev_addr,
-                              const uct_iface_addr_t *iface_addr)
+                              const uct_iface_addr_t  *iface_addr)
 {
     return uct_iface_is_reachable(cm->dc, dev_addr, iface_addr);
 }
 
 int strand_rc_cm_is_connected(strand_rc_cm_t *cm, const strand_ep_t *ep,
                               const uct_device_addr_t *dev_addr,
-                              const uct_iface_addr_t *iface_addr)
+                              const uct_iface_addr_t  *iface_addr)
 {
-    const strand_rc_conn_t *conn = strand_rc_ep((strand_ep_t*)ep)->conn;
-    strand_fc_peer_t key         = strand_rc_cm_key(cm, dev_addr, iface_addr);
+    const strand_rc_conn_t *conn = strand_rc_ep((strand_ep_t *)ep)->conn;
+    strand_fc_peer_t        key  = strand_rc_cm_key(cm, dev_addr, iface_addr);
 
     return (conn != NULL) && (conn->peer != NULL) &&
            strand_fc_peer_equal(conn->peer->key, key);
@@ -238,15 +237,14 @@ int strand_rc_cm_is_connected(strand_rc_cm_t *cm, const strand_ep_t *ep,
 static ucs_status_t strand_rc_cm_send_now(uct_ep_h ep, uint64_t conn_id,
                                           const strand_rc_cm_msg_t *msg)
 {
-    return uct_ep_am_short(ep, STRAND_RC_CM_AM_ID, conn_id, msg,
-                           sizeof(*msg));
+    return uct_ep_am_short(ep, STRAND_RC_CM_AM_ID, conn_id, msg, sizeof(*msg));
 }
 
 static ucs_status_t strand_rc_cm_outgoing_progress(uct_pending_req_t *self)
 {
     strand_rc_cm_outgoing_t *out = ucs_derived_of(self,
                                                   strand_rc_cm_outgoing_t);
-    ucs_status_t status;
+    ucs_status_t             status;
 
     status = strand_rc_cm_send_now(out->ep, out->conn_id, &out->msg);
     if (status != UCS_ERR_NO_RESOURCE) {
@@ -260,11 +258,11 @@ static ucs_status_t strand_rc_cm_outgoing_progress(uct_pending_req_t *self)
 /* A message to the peer of ep; when there is no room, it waits in ep's
  * pending queue (after any earlier one: they keep their order). */
 static ucs_status_t strand_rc_cm_send(strand_rc_cm_t *cm, uct_ep_h ep,
-                                      uint64_t conn_id,
+                                      uint64_t                  conn_id,
                                       const strand_rc_cm_msg_t *msg)
 {
     strand_rc_cm_outgoing_t *out;
-    ucs_status_t status;
+    ucs_status_t             status;
 
     for (;;) {
         status = strand_rc_cm_send_now(ep, conn_id, msg);
@@ -280,7 +278,7 @@ static ucs_status_t strand_rc_cm_send(strand_rc_cm_t *cm, uct_ep_h ep,
         out->ep         = ep;
         out->conn_id    = conn_id;
         out->msg        = *msg;
-        status = uct_ep_pending_add(ep, &out->super, 0);
+        status          = uct_ep_pending_add(ep, &out->super, 0);
         if (status == UCS_OK) {
             return UCS_OK;
         }
@@ -298,15 +296,15 @@ static void strand_rc_cm_outgoing_purge(uct_pending_req_t *self, void *arg)
 /* The manager endpoint to a peer's manager, made the first time; the
  * status of the DC endpoint's creation when it cannot be (an address
  * nobody owns is unreachable, not a shortage of resources). */
-static ucs_status_t
-strand_rc_cm_peer_get(strand_rc_cm_t *cm, const strand_fc_peer_t *key,
-                      strand_rc_cm_peer_t **peer_p)
+static ucs_status_t strand_rc_cm_peer_get(strand_rc_cm_t         *cm,
+                                          const strand_fc_peer_t *key,
+                                          strand_rc_cm_peer_t   **peer_p)
 {
     strand_rc_cm_peer_t *peer;
-    uct_ep_params_t params;
-    ucs_status_t status;
-    khiter_t it;
-    int ret;
+    uct_ep_params_t      params;
+    ucs_status_t         status;
+    khiter_t             it;
+    int                  ret;
 
     it = kh_get(strand_rc_cm_peers, &cm->peers, *key);
     if (it != kh_end(&cm->peers)) {
@@ -318,13 +316,12 @@ strand_rc_cm_peer_get(strand_rc_cm_t *cm, const strand_fc_peer_t *key,
         return UCS_ERR_NO_MEMORY;
     }
     peer->key         = *key;
-    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
                         UCT_EP_PARAM_FIELD_IFACE_ADDR;
     params.iface      = cm->dc;
     params.dev_addr   = strand_rc_cm_key_device(cm, key);
     params.iface_addr = strand_rc_cm_key_iface(key);
-    status = uct_ep_create(&params, &peer->ep);
+    status            = uct_ep_create(&params, &peer->ep);
     if (status != UCS_OK) {
         ucs_free(peer);
         return status;
@@ -348,8 +345,8 @@ static void strand_rc_cm_peer_destroy(strand_rc_cm_peer_t *peer)
 }
 
 /* A responder QP that never took a message goes at once. */
-static void strand_rc_responder_destroy(strand_rc_cm_t *cm,
-                                        strand_rc_responder_t *r)
+static void
+strand_rc_responder_destroy(strand_rc_cm_t *cm, strand_rc_responder_t *r)
 {
     if (strand_rc_iface(cm->iface)->rndv != NULL) {
         strand_rc_rndv_qp_remove(strand_rc_iface(cm->iface)->rndv, r->rndv);
@@ -361,8 +358,8 @@ static void strand_rc_responder_destroy(strand_rc_cm_t *cm,
 /* A responder QP whose requester went: through ERR, so that a receive WQE
  * a message of it had started comes back to the SRQ (rc_retire.h). Its
  * rendezvous fail first (their reads flush). The worker's thread. */
-static void strand_rc_responder_retire(strand_rc_cm_t *cm,
-                                       strand_rc_responder_t *r)
+static void
+strand_rc_responder_retire(strand_rc_cm_t *cm, strand_rc_responder_t *r)
 {
     strand_rc_iface_t *iface = strand_rc_iface(cm->iface);
 
@@ -379,22 +376,24 @@ static void strand_rc_responder_retire(strand_rc_cm_t *cm,
 static void strand_rc_cm_peer_failed_now(strand_rc_cm_t *cm, uct_ep_h ep,
                                          ucs_status_t status)
 {
-    strand_rc_cm_peer_t *peer = NULL;
+    strand_rc_cm_peer_t   *peer = NULL;
     strand_rc_responder_t *r;
-    strand_rc_conn_t *conn;
-    char detail[STRAND_FAILED_DETAIL], who[64];
-    khiter_t it;
+    strand_rc_conn_t      *conn;
+    char                   detail[STRAND_FAILED_DETAIL], who[64];
+    khiter_t               it;
 
     kh_foreach_value(&cm->peers, peer, {
         if (peer->ep == ep) {
             break;
         }
         peer = NULL;
-    });
+    })
+        ;
     if (peer == NULL) {
         return;
     }
-    snprintf(detail, sizeof(detail), "rc_strand connection request to "
+    snprintf(detail, sizeof(detail),
+             "rc_strand connection request to "
              "manager %s failed: %s",
              strand_rc_cm_key_str(cm, &peer->key, who, sizeof(who)),
              ucs_status_string(status));
@@ -416,8 +415,7 @@ static void strand_rc_cm_peer_failed_now(strand_rc_cm_t *cm, uct_ep_h ep,
             strand_rc_qp_abort(cm->iface, conn->ep);
         }
     }
-    for (it = kh_begin(&cm->responders); it != kh_end(&cm->responders);
-         ++it) {
+    for (it = kh_begin(&cm->responders); it != kh_end(&cm->responders); ++it) {
         if (!kh_exist(&cm->responders, it)) {
             continue;
         }
@@ -458,11 +456,11 @@ static void strand_rc_cm_wake(strand_rc_cm_t *cm)
 
 /* News for the worker's thread. Found by the async thread, the worker is
  * woken for it (UCP may sleep in its event fd). */
-static void strand_rc_cm_news_add(strand_rc_cm_t *cm,
-                                  const strand_rc_cm_news_t *n)
+static void
+strand_rc_cm_news_add(strand_rc_cm_t *cm, const strand_rc_cm_news_t *n)
 {
     strand_rc_cm_news_t *q;
-    unsigned max;
+    unsigned             max;
 
     ucs_spin_lock(&cm->news_lock);
     if (cm->num_news == cm->max_news) {
@@ -486,10 +484,11 @@ static void strand_rc_cm_news_add(strand_rc_cm_t *cm,
 
 /* A manager endpoint failed (from the manager interface's progress, which
  * may be the async thread's): the worker's thread fails what hangs on it. */
-static ucs_status_t strand_rc_cm_peer_failed(void *arg, uct_ep_h ep,
-                                             ucs_status_t status)
+static ucs_status_t
+strand_rc_cm_peer_failed(void *arg, uct_ep_h ep, ucs_status_t status)
 {
-    strand_rc_cm_news_t n = {.kind = STRAND_RC_CM_NEWS_FAILURE, .ep = ep,
+    strand_rc_cm_news_t n = {.kind   = STRAND_RC_CM_NEWS_FAILURE,
+                             .ep     = ep,
                              .status = status};
 
     strand_rc_cm_news_add(arg, &n);
@@ -498,8 +497,8 @@ static ucs_status_t strand_rc_cm_peer_failed(void *arg, uct_ep_h ep,
 
 /* ------------------------------------------------------------ responder */
 
-static void strand_rc_dest(const strand_port_addr_t *dev_addr,
-                           uint32_t qpn, strand_dev_rc_dest_t *dest)
+static void strand_rc_dest(const strand_port_addr_t *dev_addr, uint32_t qpn,
+                           strand_dev_rc_dest_t *dest)
 {
     memset(dest, 0, sizeof(*dest));
     dest->qpn = qpn;
@@ -515,14 +514,14 @@ static ucs_status_t
 strand_rc_cm_responder_make(strand_rc_cm_t *cm, uint64_t conn_id,
                             const strand_rc_cm_msg_t *req, uint32_t *qpn_p)
 {
-    strand_iface_t *iface = cm->iface;
-    strand_dev_t *dev        = iface->dev;
+    strand_iface_t        *iface = cm->iface;
+    strand_dev_t          *dev   = iface->dev;
     strand_rc_responder_t *r;
-    strand_dev_rc_attr_t attr;
-    strand_dev_rc_dest_t dest;
-    ucs_status_t status;
-    khiter_t it;
-    int err, ret;
+    strand_dev_rc_attr_t   attr;
+    strand_dev_rc_dest_t   dest;
+    ucs_status_t           status;
+    khiter_t               it;
+    int                    err, ret;
 
     r = ucs_calloc(1, sizeof(*r), "strand_rc_responder");
     if (r == NULL) {
@@ -541,9 +540,9 @@ strand_rc_cm_responder_make(strand_rc_cm_t *cm, uint64_t conn_id,
         ucs_free(r);
         return UCS_ERR_NO_RESOURCE;
     }
-    strand_rc_dest((const strand_port_addr_t*)
-                   strand_rc_cm_key_device(cm, &r->requester), req->qpn,
-                   &dest);
+    strand_rc_dest((const strand_port_addr_t *)
+                           strand_rc_cm_key_device(cm, &r->requester),
+                   req->qpn, &dest);
     err = strand_dev_connect_rc(dev, &r->qp, &attr, &dest);
     if (err != 0) {
         ucs_error("%s: rc_strand: failed to connect QP 0x%x to QP 0x%x: %s",
@@ -553,8 +552,7 @@ strand_rc_cm_responder_make(strand_rc_cm_t *cm, uint64_t conn_id,
     }
     if (strand_rc_iface(iface)->rndv != NULL) {
         status = strand_rc_rndv_qp_add(strand_rc_iface(iface)->rndv, &r->qp,
-                                       req->rts_table, req->rts_rkey,
-                                       &r->rndv);
+                                       req->rts_table, req->rts_rkey, &r->rndv);
         if (status != UCS_OK) {
             strand_rc_responder_destroy(cm, r);
             return status;
@@ -566,22 +564,23 @@ strand_rc_cm_responder_make(strand_rc_cm_t *cm, uint64_t conn_id,
         return UCS_ERR_NO_MEMORY;
     }
     kh_value(&cm->responders, it) = r;
-    *qpn_p = r->qp.qpn;
+    *qpn_p                        = r->qp.qpn;
     return UCS_OK;
 }
 
 static void strand_rc_cm_handle_req(strand_rc_cm_t *cm, uint64_t conn_id,
                                     const strand_rc_cm_msg_t *req)
 {
-    strand_rc_cm_msg_t rep = {.type = STRAND_RC_CM_REP};
+    strand_rc_cm_msg_t   rep = {.type = STRAND_RC_CM_REP};
     strand_rc_cm_peer_t *peer;
-    ucs_status_t status;
-    uint32_t qpn = 0;
-    char who[64];
+    ucs_status_t         status;
+    uint32_t             qpn = 0;
+    char                 who[64];
 
     if (strand_rc_cm_peer_get(cm, &req->from, &peer) != UCS_OK) {
         ucs_error("%s: rc_strand: cannot answer the connection request of "
-                  "manager %s", cm->iface->dev->info.name,
+                  "manager %s",
+                  cm->iface->dev->info.name,
                   strand_rc_cm_key_str(cm, &req->from, who, sizeof(who)));
         return; /* the requester's ep waits until checked or destroyed */
     }
@@ -590,7 +589,8 @@ static void strand_rc_cm_handle_req(strand_rc_cm_t *cm, uint64_t conn_id,
     rep.status = (int8_t)status;
     rep.from   = cm->self;
     ucs_debug("%s: rc_strand: connection %" PRIx64 " from QP 0x%x: %s QP "
-              "0x%x", cm->iface->dev->info.name, conn_id, req->qpn,
+              "0x%x",
+              cm->iface->dev->info.name, conn_id, req->qpn,
               ucs_status_string(status), rep.qpn);
     strand_rc_cm_send(cm, peer->ep, conn_id, &rep);
 }
@@ -598,8 +598,7 @@ static void strand_rc_cm_handle_req(strand_rc_cm_t *cm, uint64_t conn_id,
 static void strand_rc_cm_handle_disc(strand_rc_cm_t *cm, uint64_t conn_id,
                                      const strand_rc_cm_msg_t *disc)
 {
-    khiter_t it = kh_get(strand_rc_cm_responders, &cm->responders,
-                         disc->qpn);
+    khiter_t it = kh_get(strand_rc_cm_responders, &cm->responders, disc->qpn);
     strand_rc_responder_t *r;
 
     if (it == kh_end(&cm->responders)) {
@@ -617,8 +616,8 @@ static void strand_rc_cm_handle_disc(strand_rc_cm_t *cm, uint64_t conn_id,
 
 /* ------------------------------------------------------------ requester */
 
-static void strand_rc_cm_disconnect(strand_rc_cm_t *cm,
-                                    const strand_rc_conn_t *conn)
+static void
+strand_rc_cm_disconnect(strand_rc_cm_t *cm, const strand_rc_conn_t *conn)
 {
     strand_rc_cm_msg_t disc = {.type = STRAND_RC_CM_DISC,
                                .qpn  = conn->remote_qpn,
@@ -630,26 +629,25 @@ static void strand_rc_cm_disconnect(strand_rc_cm_t *cm,
 }
 
 /* The requester's QP to the responder's: the ep may post. */
-static ucs_status_t strand_rc_cm_connect_qp(strand_rc_cm_t *cm,
-                                            strand_rc_conn_t *conn)
+static ucs_status_t
+strand_rc_cm_connect_qp(strand_rc_cm_t *cm, strand_rc_conn_t *conn)
 {
-    strand_iface_t *iface = cm->iface;
-    strand_ep_t *ep       = conn->ep;
-    strand_txq_t *txq     = &iface->txqs[ep->txq];
-    strand_dev_t *dev        = iface->dev;
+    strand_iface_t      *iface = cm->iface;
+    strand_ep_t         *ep    = conn->ep;
+    strand_txq_t        *txq   = &iface->txqs[ep->txq];
+    strand_dev_t        *dev   = iface->dev;
     strand_dev_rc_attr_t attr;
     strand_dev_rc_dest_t dest;
-    unsigned av_size;
-    char peer[96];
-    int err;
+    unsigned             av_size;
+    char                 peer[96];
+    int                  err;
 
     strand_rc_dest(&conn->dev_addr, conn->remote_qpn, &dest);
     strand_rc_qp_attr(iface, &attr);
     err = strand_dev_connect_rc(dev, &txq->qp, &attr, &dest);
     if (err != 0) {
         ucs_error("%s: rc_strand: failed to connect QP 0x%x to QP 0x%x: %s",
-                  dev->info.name, txq->qp.qpn, conn->remote_qpn,
-                  strerror(err));
+                  dev->info.name, txq->qp.qpn, conn->remote_qpn, strerror(err));
         return UCS_ERR_IO_ERROR;
     }
     /* the path as a DC address vector names it: for the messages and to
@@ -660,9 +658,8 @@ static ucs_status_t strand_rc_cm_connect_qp(strand_rc_cm_t *cm,
     }
     /* one peer QP: a peer-wide error is this ep's alone */
     ep->dest = ep->dest_key ^ ((uint64_t)conn->remote_qpn << 24);
-    ucs_debug("%s: rc_strand ep %p: QP 0x%x connected to %s",
-              dev->info.name, ep, txq->qp.qpn,
-              strand_av_str(&ep->av, peer, sizeof(peer)));
+    ucs_debug("%s: rc_strand ep %p: QP 0x%x connected to %s", dev->info.name,
+              ep, txq->qp.qpn, strand_av_str(&ep->av, peer, sizeof(peer)));
     strand_rc_qp_connected(iface, ep);
     return UCS_OK;
 }
@@ -670,10 +667,10 @@ static ucs_status_t strand_rc_cm_connect_qp(strand_rc_cm_t *cm,
 static void strand_rc_cm_handle_rep(strand_rc_cm_t *cm, uint64_t conn_id,
                                     const strand_rc_cm_msg_t *rep)
 {
-    khiter_t it = kh_get(strand_rc_cm_conns, &cm->conns, conn_id);
+    khiter_t          it = kh_get(strand_rc_cm_conns, &cm->conns, conn_id);
     strand_rc_conn_t *conn;
-    ucs_status_t status;
-    char detail[STRAND_FAILED_DETAIL], who[64];
+    ucs_status_t      status;
+    char              detail[STRAND_FAILED_DETAIL], who[64];
 
     if (it == kh_end(&cm->conns)) {
         return;
@@ -713,11 +710,13 @@ static void strand_rc_cm_handle_rep(strand_rc_cm_t *cm, uint64_t conn_id,
         }
     }
     if (status != UCS_OK) {
-        snprintf(detail, sizeof(detail), "rc_strand connection refused by "
+        snprintf(detail, sizeof(detail),
+                 "rc_strand connection refused by "
                  "manager %s: %s",
-                 conn->peer ? strand_rc_cm_key_str(cm, &conn->peer->key,
-                                                   who, sizeof(who)) :
-                              "(gone)", ucs_status_string(status));
+                 conn->peer ? strand_rc_cm_key_str(cm, &conn->peer->key, who,
+                                                   sizeof(who)) :
+                              "(gone)",
+                 ucs_status_string(status));
         conn->state = STRAND_RC_CONN_FAILED;
         strand_ep_fail(cm->iface, conn->ep, status, detail);
         strand_rc_qp_abort(cm->iface, conn->ep);
@@ -728,26 +727,27 @@ static void strand_rc_cm_handle_rep(strand_rc_cm_t *cm, uint64_t conn_id,
 
 ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, strand_ep_t *ep,
                                   const uct_device_addr_t *dev_addr,
-                                  const uct_iface_addr_t *iface_addr)
+                                  const uct_iface_addr_t  *iface_addr)
 {
     strand_rc_cm_msg_t req = {.type = STRAND_RC_CM_REQ};
-    strand_fc_peer_t key;
-    strand_rc_conn_t *conn;
-    ucs_status_t status;
-    unsigned av_size;
-    uint64_t rts_table;
-    uint32_t rts_rkey;
-    khiter_t it;
-    int ret;
+    strand_fc_peer_t   key;
+    strand_rc_conn_t  *conn;
+    ucs_status_t       status;
+    unsigned           av_size;
+    uint64_t           rts_table;
+    uint32_t           rts_rkey;
+    khiter_t           it;
+    int                ret;
 
-    strand_rc_rndv_table(strand_rc_iface(cm->iface)->rndv, &rts_table, &rts_rkey);
+    strand_rc_rndv_table(strand_rc_iface(cm->iface)->rndv, &rts_table,
+                         &rts_rkey);
     req.rts_table = rts_table;
     req.rts_rkey  = rts_rkey;
-    conn = ucs_calloc(1, sizeof(*conn), "strand_rc_conn");
+    conn          = ucs_calloc(1, sizeof(*conn), "strand_rc_conn");
     if (conn == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    key = strand_rc_cm_key(cm, dev_addr, iface_addr);
+    key    = strand_rc_cm_key(cm, dev_addr, iface_addr);
     status = strand_rc_cm_peer_get(cm, &key, &conn->peer);
     if (status != UCS_OK) {
         ucs_free(conn);
@@ -763,7 +763,7 @@ ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, strand_ep_t *ep,
         return UCS_ERR_NO_MEMORY;
     }
     kh_value(&cm->conns, it) = conn;
-    strand_rc_ep(ep)->conn = conn;
+    strand_rc_ep(ep)->conn   = conn;
     /* until connected, messages name the peer by its port alone */
     if (strand_port_addr_make_av(cm->iface, &conn->dev_addr, 0, &ep->av,
                                  &av_size) == UCS_OK) {
@@ -785,13 +785,13 @@ ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, strand_ep_t *ep,
 void strand_rc_cm_forget(strand_rc_cm_t *cm, strand_ep_t *ep)
 {
     strand_rc_conn_t *conn = strand_rc_ep(ep)->conn;
-    khiter_t it;
+    khiter_t          it;
 
     if (conn == NULL) {
         return;
     }
     strand_rc_ep(ep)->conn = NULL;
-    conn->ep    = NULL;
+    conn->ep               = NULL;
     if ((conn->state == STRAND_RC_CONN_REQUESTED) && (conn->peer != NULL)) {
         return; /* the answer disconnects it */
     }
@@ -806,8 +806,8 @@ void strand_rc_cm_forget(strand_rc_cm_t *cm, strand_ep_t *ep)
     ucs_free(conn);
 }
 
-ucs_status_t strand_rc_cm_check(strand_rc_cm_t *cm, strand_ep_t *ep,
-                                uct_completion_t *comp)
+ucs_status_t
+strand_rc_cm_check(strand_rc_cm_t *cm, strand_ep_t *ep, uct_completion_t *comp)
 {
     strand_rc_conn_t *conn = strand_rc_ep(ep)->conn;
 
@@ -833,7 +833,7 @@ static void strand_rc_cm_peer_failed_now(strand_rc_cm_t *cm, uct_ep_h ep,
  * they are taken in too. Returns how many were. */
 static unsigned strand_rc_cm_news_run(strand_rc_cm_t *cm, int answers_only)
 {
-    unsigned i = 0, kept = 0, done = 0;
+    unsigned            i = 0, kept = 0, done = 0;
     strand_rc_cm_news_t n;
 
     for (;;) {
@@ -889,9 +889,10 @@ void strand_rc_cm_answers_take(strand_rc_cm_t *cm)
 static void strand_rc_cm_take_rep(strand_rc_cm_t *cm, uint64_t conn_id,
                                   const strand_rc_cm_msg_t *rep)
 {
-    strand_rc_iface_t *iface = strand_rc_iface(cm->iface);
-    strand_rc_cm_news_t n    = {.kind = STRAND_RC_CM_NEWS_REP,
-                                .conn_id = conn_id, .msg = *rep};
+    strand_rc_iface_t  *iface = strand_rc_iface(cm->iface);
+    strand_rc_cm_news_t n     = {.kind    = STRAND_RC_CM_NEWS_REP,
+                                 .conn_id = conn_id,
+                                 .msg     = *rep};
 
     if (!ucs_async_is_from_async(cm->async)) {
         strand_rc_cm_handle_rep(cm, conn_id, rep);
@@ -913,16 +914,17 @@ static void strand_rc_cm_take_rep(strand_rc_cm_t *cm, uint64_t conn_id,
     }
 }
 
-static ucs_status_t strand_rc_cm_am_cb(void *arg, void *data, size_t length,
-                                       unsigned flags)
+static ucs_status_t
+strand_rc_cm_am_cb(void *arg, void *data, size_t length, unsigned flags)
 {
-    strand_rc_cm_t *cm = arg;
+    strand_rc_cm_t    *cm = arg;
     strand_rc_cm_msg_t msg;
-    uint64_t conn_id;
+    uint64_t           conn_id;
 
     if (length != sizeof(conn_id) + sizeof(msg)) {
         ucs_debug("%s: rc_strand: dropped a connection message of %zu "
-                  "bytes", cm->iface->dev->info.name, length);
+                  "bytes",
+                  cm->iface->dev->info.name, length);
         return UCS_OK;
     }
     memcpy(&conn_id, data, sizeof(conn_id));
@@ -937,8 +939,9 @@ static ucs_status_t strand_rc_cm_am_cb(void *arg, void *data, size_t length,
     case STRAND_RC_CM_DISC: {
         /* it fails rendezvous it reads, whose completions run user code:
          * the worker's thread does */
-        strand_rc_cm_news_t n = {.kind = STRAND_RC_CM_NEWS_DISC,
-                                 .conn_id = conn_id, .msg = msg};
+        strand_rc_cm_news_t n = {.kind    = STRAND_RC_CM_NEWS_DISC,
+                                 .conn_id = conn_id,
+                                 .msg     = msg};
         strand_rc_cm_news_add(cm, &n);
         break;
     }
@@ -952,13 +955,13 @@ static ucs_status_t strand_rc_cm_am_cb(void *arg, void *data, size_t length,
 
 void strand_rc_cm_show(strand_rc_cm_t *cm, ucs_string_buffer_t *strb)
 {
-    unsigned count[3] = {0, 0, 0};
+    unsigned          count[3] = {0, 0, 0};
     strand_rc_conn_t *conn;
 
-    kh_foreach_value(&cm->conns, conn, {
-        ++count[conn->state];
-    });
-    ucs_string_buffer_appendf(strb, "connecting %u connected %u failed %u "
+    kh_foreach_value(&cm->conns, conn, { ++count[conn->state]; })
+        ;
+    ucs_string_buffer_appendf(strb,
+                              "connecting %u connected %u failed %u "
                               "responders %u peers %u\n",
                               count[STRAND_RC_CONN_REQUESTED],
                               count[STRAND_RC_CONN_CONNECTED],
@@ -977,16 +980,16 @@ unsigned strand_rc_cm_progress(strand_rc_cm_t *cm)
  * locked): requests are answered whether or not the worker progresses (a
  * peer's one-sided work needs its QP answered by this side); the rest is
  * news for the worker's thread. */
-static void strand_rc_cm_async_cb(int id, ucs_event_set_types_t events,
-                                  void *arg)
+static void
+strand_rc_cm_async_cb(int id, ucs_event_set_types_t events, void *arg)
 {
     strand_rc_cm_t *cm = arg;
 
     do {
         uct_iface_progress(cm->dc);
-    } while (uct_iface_event_arm(cm->dc,
-                                       UCT_EVENT_SEND_COMP | UCT_EVENT_RECV) ==
-             UCS_ERR_BUSY);
+    } while (
+            uct_iface_event_arm(cm->dc, UCT_EVENT_SEND_COMP | UCT_EVENT_RECV) ==
+            UCS_ERR_BUSY);
 }
 
 /* Whether the async thread may drive the manager: a thread (a signal
@@ -1041,9 +1044,9 @@ static void strand_rc_cm_wait_cleanup(strand_rc_cm_t *cm)
 /* The async thread watches the manager's channel (rc_cm.h). */
 static ucs_status_t strand_rc_cm_async_init(strand_rc_cm_t *cm)
 {
-    uct_iface_h dc = cm->dc;
+    uct_iface_h  dc = cm->dc;
     ucs_status_t status;
-    int fd;
+    int          fd;
 
     status = uct_iface_event_fd_get(dc, &fd);
     if (status != UCS_OK) {
@@ -1051,22 +1054,21 @@ static ucs_status_t strand_rc_cm_async_init(strand_rc_cm_t *cm)
     }
     if (!strand_rc_cm_async_ok(cm->async)) {
         ucs_debug("%s: rc_strand: connection requests are answered from "
-                  "progress only", cm->iface->dev->info.name);
+                  "progress only",
+                  cm->iface->dev->info.name);
         /* then they wake a worker sleeping in rc_strand's event fd */
-        return ucs_event_set_add(cm->wait_set, fd, UCS_EVENT_SET_EVREAD,
-                                 NULL);
+        return ucs_event_set_add(cm->wait_set, fd, UCS_EVENT_SET_EVREAD, NULL);
     }
     status = ucs_async_set_event_handler(cm->async->mode, fd,
                                          UCS_EVENT_SET_EVREAD,
-                                         strand_rc_cm_async_cb, cm,
-                                         cm->async);
+                                         strand_rc_cm_async_cb, cm, cm->async);
     if (status != UCS_OK) {
         return status;
     }
     cm->async_fd = fd;
     UCS_ASYNC_BLOCK(cm->async);
-    while (strand_iface_event_arm(dc, UCT_EVENT_SEND_COMP |
-                                         UCT_EVENT_RECV) == UCS_ERR_BUSY) {
+    while (strand_iface_event_arm(dc, UCT_EVENT_SEND_COMP | UCT_EVENT_RECV) ==
+           UCS_ERR_BUSY) {
         strand_iface_progress(dc);
     }
     UCS_ASYNC_UNBLOCK(cm->async);
@@ -1090,7 +1092,7 @@ ucs_status_t strand_rc_cm_event_fd(strand_rc_cm_t *cm, int *fd_p)
 
 ucs_status_t strand_rc_cm_event_arm(strand_rc_cm_t *cm, unsigned events)
 {
-    uint64_t count;
+    uint64_t     count;
     ucs_status_t status;
 
     /* without the async context: its thread's turn is never missed
@@ -1100,8 +1102,7 @@ ucs_status_t strand_rc_cm_event_arm(strand_rc_cm_t *cm, unsigned events)
     if (read(cm->news_fd, &count, sizeof(count)) < 0) {
         /* EAGAIN: no news signalled */
     }
-    if ((cm->num_news > 0) ||
-        !ucs_mpmc_queue_is_empty(&cm->async->missed)) {
+    if ((cm->num_news > 0) || !ucs_mpmc_queue_is_empty(&cm->async->missed)) {
         /* news, or a message the async thread could not take in (the
          * worker held the async context): the worker's progress does
          * (ucs_async_check_miss) */
@@ -1135,43 +1136,41 @@ static void strand_config_ulunits_str(unsigned long v, char *buf, size_t max)
     }
 }
 
-static ucs_status_t strand_rc_cm_config(uct_md_h md,
+static ucs_status_t strand_rc_cm_config(uct_md_h                     md,
                                         const strand_iface_config_t *rc,
-                                        uct_iface_config_t **config_p)
+                                        uct_iface_config_t         **config_p)
 {
-    char timeout[32], retry[16], rnr_timeout[32], rnr_retry[16], inl[16];
-    char tclass[16], sl[16];
-    const char *set[][2] = {
-        {"NUM_DCI",          "4"},
-        {"TX_POLICY",        "dcs"},
-        {"TX_QUEUE_LEN",     "32"},
-        {"TX_CQ_MODERATION", "1"},
-        {"RX_QUEUE_LEN",     "128"},
-        {"RX_MAX_POLL",      "16"},
-        {"TX_MAX_POLL",      "16"},
-        {"SEG_SIZE",         "256"},
-        {"TX_CQ_LEN",        "0"},
-        {"RX_CQ_LEN",        "0"},
-        {"TX_MAX_BUFS",      "-1"},
-        {"TX_BUFS_GROW",     "32"},
-        {"RX_MAX_BUFS",      "-1"},
-        {"RX_BUFS_GROW",     "128"},
-        {"FC_ENABLE",        "n"},
-        {"RX_INLINE",        "n"},
-        {"TM_ENABLE",        "n"},
-        {"INTEGRITY",        "off"},
-        {"TIMEOUT",          timeout},
-        {"RETRY_COUNT",      retry},
-        {"RNR_TIMEOUT",      rnr_timeout},
-        {"RNR_RETRY_COUNT",  rnr_retry},
-        {"MAX_INLINE",       inl},
-        /* its packets travel as rc_strand's */
-        {"TRAFFIC_CLASS",    tclass},
-        {"SL",               sl}
-    };
+    char        timeout[32], retry[16], rnr_timeout[32], rnr_retry[16], inl[16];
+    char        tclass[16], sl[16];
+    const char *set[][2] = {{"NUM_DCI", "4"},
+                            {"TX_POLICY", "dcs"},
+                            {"TX_QUEUE_LEN", "32"},
+                            {"TX_CQ_MODERATION", "1"},
+                            {"RX_QUEUE_LEN", "128"},
+                            {"RX_MAX_POLL", "16"},
+                            {"TX_MAX_POLL", "16"},
+                            {"SEG_SIZE", "256"},
+                            {"TX_CQ_LEN", "0"},
+                            {"RX_CQ_LEN", "0"},
+                            {"TX_MAX_BUFS", "-1"},
+                            {"TX_BUFS_GROW", "32"},
+                            {"RX_MAX_BUFS", "-1"},
+                            {"RX_BUFS_GROW", "128"},
+                            {"FC_ENABLE", "n"},
+                            {"RX_INLINE", "n"},
+                            {"TM_ENABLE", "n"},
+                            {"INTEGRITY", "off"},
+                            {"TIMEOUT", timeout},
+                            {"RETRY_COUNT", retry},
+                            {"RNR_TIMEOUT", rnr_timeout},
+                            {"RNR_RETRY_COUNT", rnr_retry},
+                            {"MAX_INLINE", inl},
+                            /* its packets travel as rc_strand's */
+                            {"TRAFFIC_CLASS", tclass},
+                            {"SL", sl}};
     uct_iface_config_t *config;
-    ucs_status_t status;
-    unsigned i;
+    ucs_status_t        status;
+    unsigned            i;
 
     snprintf(timeout, sizeof(timeout), "%.17gs", rc->common.timeout);
     snprintf(retry, sizeof(retry), "%u", rc->common.retry_count);
@@ -1180,8 +1179,7 @@ static ucs_status_t strand_rc_cm_config(uct_md_h md,
     snprintf(rnr_retry, sizeof(rnr_retry), "%u", rc->common.rnr_retry_count);
     snprintf(inl, sizeof(inl), "%zu",
              ucs_min(rc->common.max_inline, (size_t)128));
-    strand_config_ulunits_str(rc->common.traffic_class, tclass,
-                              sizeof(tclass));
+    strand_config_ulunits_str(rc->common.traffic_class, tclass, sizeof(tclass));
     strand_config_ulunits_str(rc->common.sl, sl, sizeof(sl));
     status = uct_md_iface_config_read(md, STRAND_RC_CM_TL_NAME, NULL, NULL,
                                       &config);
@@ -1206,32 +1204,31 @@ static ucs_status_t strand_rc_cm_config(uct_md_h md,
  * rc_strand's device. */
 static ucs_status_t
 strand_rc_cm_companion_open(strand_rc_cm_t *cm, uct_worker_h worker,
-                            const uct_iface_params_t *params,
+                            const uct_iface_params_t    *params,
                             const strand_iface_config_t *rc_config)
 {
-    uct_md_h md = &cm->iface->md->super;
-    uct_iface_params_t cm_params;
+    uct_md_h            md = &cm->iface->md->super;
+    uct_iface_params_t  cm_params;
     uct_iface_config_t *config;
-    ucs_status_t status;
+    ucs_status_t        status;
 
     status = strand_rc_cm_config(md, rc_config, &config);
     if (status != UCS_OK) {
         return status;
     }
     cm_params = (uct_iface_params_t){
-        .field_mask        = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                             UCT_IFACE_PARAM_FIELD_DEVICE |
-                             UCT_IFACE_PARAM_FIELD_RX_HEADROOM |
-                             UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                             UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                             UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS |
-                             UCT_IFACE_PARAM_FIELD_FEATURES,
-        .open_mode         = UCT_IFACE_OPEN_MODE_DEVICE,
-        .mode.device       = params->mode.device,
-        .err_handler       = strand_rc_cm_peer_failed,
-        .err_handler_arg   = cm,
-        .features          = UCT_IFACE_FEATURE_AM
-    };
+            .field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                          UCT_IFACE_PARAM_FIELD_DEVICE |
+                          UCT_IFACE_PARAM_FIELD_RX_HEADROOM |
+                          UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                          UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                          UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS |
+                          UCT_IFACE_PARAM_FIELD_FEATURES,
+            .open_mode       = UCT_IFACE_OPEN_MODE_DEVICE,
+            .mode.device     = params->mode.device,
+            .err_handler     = strand_rc_cm_peer_failed,
+            .err_handler_arg = cm,
+            .features        = UCT_IFACE_FEATURE_AM};
     /* on rc_strand's device, but a dc_strand interface */
     cm_params.mode.device.tl_name = STRAND_RC_CM_TL_NAME;
     status = uct_iface_open(md, worker, &cm_params, config, &cm->dc);
@@ -1244,7 +1241,7 @@ static ucs_status_t strand_rc_cm_companion_addr(strand_rc_cm_t *cm)
 {
     uint8_t dev_addr[STRAND_FC_PEER_LEN], iface_addr[STRAND_FC_PEER_LEN];
     uct_iface_attr_t attr;
-    ucs_status_t status;
+    ucs_status_t     status;
 
     status = uct_iface_query(cm->dc, &attr);
     if (status != UCS_OK) {
@@ -1252,32 +1249,33 @@ static ucs_status_t strand_rc_cm_companion_addr(strand_rc_cm_t *cm)
     }
     if (attr.iface_addr_len + attr.device_addr_len > STRAND_FC_PEER_LEN) {
         ucs_error("%s: rc_strand: the connection manager's addresses (%zu "
-                  "bytes) do not fit its messages", cm->iface->dev->info.name,
+                  "bytes) do not fit its messages",
+                  cm->iface->dev->info.name,
                   attr.iface_addr_len + attr.device_addr_len);
         return UCS_ERR_UNSUPPORTED;
     }
     cm->dc_iface_addr_len = attr.iface_addr_len;
     cm->dc_dev_addr_len   = attr.device_addr_len;
-    status = uct_iface_get_device_address(cm->dc,
-                                          (uct_device_addr_t*)dev_addr);
+    status                = uct_iface_get_device_address(cm->dc,
+                                                         (uct_device_addr_t *)dev_addr);
     if (status == UCS_OK) {
-        status = uct_iface_get_address(cm->dc, (uct_iface_addr_t*)iface_addr);
+        status = uct_iface_get_address(cm->dc, (uct_iface_addr_t *)iface_addr);
     }
     if (status == UCS_OK) {
-        cm->self = strand_rc_cm_key(cm, (const uct_device_addr_t*)dev_addr,
-                                    (const uct_iface_addr_t*)iface_addr);
+        cm->self = strand_rc_cm_key(cm, (const uct_device_addr_t *)dev_addr,
+                                    (const uct_iface_addr_t *)iface_addr);
     }
     return status;
 }
 
 ucs_status_t strand_rc_cm_open(strand_iface_t *iface, uct_worker_h worker,
-                               const uct_iface_params_t *params,
-                               const uct_iface_config_t *tl_config,
+                               const uct_iface_params_t    *params,
+                               const uct_iface_config_t    *tl_config,
                                const strand_iface_config_t *rc_config,
-                               strand_rc_cm_t **cm_p)
+                               strand_rc_cm_t             **cm_p)
 {
     strand_rc_cm_t *cm;
-    ucs_status_t status;
+    ucs_status_t    status;
 
     cm = ucs_calloc(1, sizeof(*cm), "strand_rc_cm");
     if (cm == NULL) {
@@ -1341,8 +1339,8 @@ void strand_rc_cm_stop(strand_rc_cm_t *cm)
 void strand_rc_cm_close(strand_rc_cm_t *cm)
 {
     strand_rc_responder_t *r;
-    strand_rc_cm_peer_t *peer;
-    strand_rc_conn_t *conn;
+    strand_rc_cm_peer_t   *peer;
+    strand_rc_conn_t      *conn;
 
     if (cm == NULL) {
         return;
@@ -1353,13 +1351,13 @@ void strand_rc_cm_close(strand_rc_cm_t *cm)
             strand_rc_ep(conn->ep)->conn = NULL;
         }
         ucs_free(conn);
-    });
-    kh_foreach_value(&cm->responders, r, {
-        strand_rc_responder_destroy(cm, r);
-    });
-    kh_foreach_value(&cm->peers, peer, {
-        strand_rc_cm_peer_destroy(peer);
-    });
+    })
+        ;
+    kh_foreach_value(&cm->responders, r,
+                     { strand_rc_responder_destroy(cm, r); })
+        ;
+    kh_foreach_value(&cm->peers, peer, { strand_rc_cm_peer_destroy(peer); })
+        ;
     kh_destroy_inplace(strand_rc_cm_peers, &cm->peers);
     kh_destroy_inplace(strand_rc_cm_conns, &cm->conns);
     kh_destroy_inplace(strand_rc_cm_responders, &cm->responders);

@@ -58,10 +58,10 @@ typedef struct strand_rc_cm strand_rc_cm_t;
 
 /* The manager of iface (rc_strand), with its companion interface. */
 ucs_status_t strand_rc_cm_open(strand_iface_t *iface, uct_worker_h worker,
-                               const uct_iface_params_t *params,
-                               const uct_iface_config_t *tl_config,
+                               const uct_iface_params_t    *params,
+                               const uct_iface_config_t    *tl_config,
                                const strand_iface_config_t *rc_config,
-                               strand_rc_cm_t **cm_p);
+                               strand_rc_cm_t             **cm_p);
 /* The async thread no longer answers requests (before the interface's
  * rendezvous go); close stops it too. */
 void strand_rc_cm_stop(strand_rc_cm_t *cm);
@@ -70,24 +70,24 @@ void strand_rc_cm_close(strand_rc_cm_t *cm);
 
 /* The interface address of rc_strand (the companion's DCT), its size */
 size_t strand_rc_cm_iface_addr_len(strand_rc_cm_t *cm);
-ucs_status_t strand_rc_cm_iface_addr(strand_rc_cm_t *cm,
-                                     uct_iface_addr_t *addr);
-int strand_rc_cm_is_reachable(strand_rc_cm_t *cm,
+ucs_status_t
+    strand_rc_cm_iface_addr(strand_rc_cm_t *cm, uct_iface_addr_t *addr);
+int strand_rc_cm_is_reachable(strand_rc_cm_t          *cm,
                               const uct_device_addr_t *dev_addr,
-                              const uct_iface_addr_t *iface_addr);
+                              const uct_iface_addr_t  *iface_addr);
 
 /* Is ep's connection to the peer interface at dev_addr and iface_addr
  * (the address ep was made with)? A connection whose peer failed is to no
  * one. */
 int strand_rc_cm_is_connected(strand_rc_cm_t *cm, const struct strand_ep *ep,
                               const uct_device_addr_t *dev_addr,
-                              const uct_iface_addr_t *iface_addr);
+                              const uct_iface_addr_t  *iface_addr);
 
 /* ep (its QP made, not connected) asks the interface at dev_addr and
  * iface_addr for a QP; it posts once the answer connected it. */
 ucs_status_t strand_rc_cm_connect(strand_rc_cm_t *cm, struct strand_ep *ep,
                                   const uct_device_addr_t *dev_addr,
-                                  const uct_iface_addr_t *iface_addr);
+                                  const uct_iface_addr_t  *iface_addr);
 /* ep is destroyed: the peer is told to drop its QP (now, or once it
  * answered). */
 void strand_rc_cm_forget(strand_rc_cm_t *cm, struct strand_ep *ep);

@@ -37,24 +37,22 @@ UCS_CLASS_DEFINE(strand_rc_ep_t, strand_ep_t);
 
 /* An ep: its QP now, connected by the connection manager (rc_cm.h); it
  * posts once the peer answered. */
-ucs_status_t strand_rc_ep_create(const uct_ep_params_t *params,
-                                        uct_ep_h *ep_p)
+ucs_status_t strand_rc_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
 {
     strand_rc_iface_t *iface;
-    uct_ep_params_t qp_params;
-    strand_rc_ep_t *ep;
-    ucs_status_t status;
-    const char *why;
-    char buf[160];
+    uct_ep_params_t    qp_params;
+    strand_rc_ep_t    *ep;
+    ucs_status_t       status;
+    const char        *why;
+    char               buf[160];
 
     UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
     iface = ucs_derived_of(params->iface, strand_rc_iface_t);
-    why   = strand_port_addr_unreachable(&iface->super,
-                                         (const strand_port_addr_t*)
-                                         params->dev_addr, buf, sizeof(buf));
-    if ((why == NULL) &&
-        !strand_rc_cm_is_reachable(iface->cm, params->dev_addr,
-                                   params->iface_addr)) {
+    why   = strand_port_addr_unreachable(
+              &iface->super, (const strand_port_addr_t *)params->dev_addr, buf,
+              sizeof(buf));
+    if ((why == NULL) && !strand_rc_cm_is_reachable(iface->cm, params->dev_addr,
+                                                    params->iface_addr)) {
         why = "its interface address is not one this interface can "
               "connect to";
     }
@@ -63,7 +61,7 @@ ucs_status_t strand_rc_ep_create(const uct_ep_params_t *params,
                   iface->super.dev->info.name, why);
         return UCS_ERR_UNREACHABLE;
     }
-    qp_params             = *params;
+    qp_params = *params;
     qp_params.field_mask &= ~(UCT_EP_PARAM_FIELD_DEV_ADDR |
                               UCT_EP_PARAM_FIELD_IFACE_ADDR);
     status = UCS_CLASS_NEW(strand_rc_ep_t, &ep, &qp_params);
@@ -89,9 +87,8 @@ ucs_status_t strand_rc_ep_create(const uct_ep_params_t *params,
 
 void strand_rc_ep_destroy(uct_ep_h tl_ep)
 {
-    strand_rc_ep_t *ep       = ucs_derived_of(tl_ep, strand_rc_ep_t);
-    strand_rc_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                              strand_rc_iface_t);
+    strand_rc_ep_t    *ep    = ucs_derived_of(tl_ep, strand_rc_ep_t);
+    strand_rc_iface_t *iface = ucs_derived_of(tl_ep->iface, strand_rc_iface_t);
 
     UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->cm));
     strand_rc_cm_forget(iface->cm, &ep->super);
@@ -103,13 +100,12 @@ void strand_rc_ep_destroy(uct_ep_h tl_ep)
     strand_rc_post_unlock(iface);
 }
 
-ucs_status_t strand_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
-                                       uct_completion_t *comp)
+ucs_status_t
+strand_rc_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
 {
-    strand_ep_t *ep       = ucs_derived_of(tl_ep, strand_ep_t);
-    strand_rc_iface_t *iface = ucs_derived_of(tl_ep->iface,
-                                              strand_rc_iface_t);
-    ucs_status_t status;
+    strand_ep_t       *ep    = ucs_derived_of(tl_ep, strand_ep_t);
+    strand_rc_iface_t *iface = ucs_derived_of(tl_ep->iface, strand_rc_iface_t);
+    ucs_status_t       status;
 
     STRAND_EP_CHECK_PARAMS(flags, comp);
     UCS_ASYNC_BLOCK(strand_rc_cm_async(iface->cm));
@@ -120,29 +116,28 @@ ucs_status_t strand_rc_ep_check(uct_ep_h tl_ep, unsigned flags,
     return status;
 }
 
-ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
-                                             const void *header,
-                                             unsigned header_length,
-                                             const uct_iov_t *iov,
-                                             size_t iovcnt, unsigned flags,
-                                             uct_completion_t *comp)
+ucs_status_ptr_t
+strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag, const void *header,
+                            unsigned header_length, const uct_iov_t *iov,
+                            size_t iovcnt, unsigned flags,
+                            uct_completion_t *comp)
 {
     STRAND_EP_BASE_DECL(tl_ep);
-    uint8_t rts[STRAND_TM_RTS_MAX];
-    uint8_t rkey[sizeof(strand_md_packed_rkey_sig_t)] = {0};
-    size_t length     = uct_iov_total_length(iov, iovcnt);
-    unsigned rkey_len = strand_md_rkey_packed_size(iface->md);
+    uint8_t              rts[STRAND_TM_RTS_MAX];
+    uint8_t              rkey[sizeof(strand_md_packed_rkey_sig_t)] = {0};
+    size_t               length   = uct_iov_total_length(iov, iovcnt);
+    unsigned             rkey_len = strand_md_rkey_packed_size(iface->md);
     strand_tm_rndv_op_t *rndv;
-    struct ibv_sge sge[2];
-    struct ibv_tmh tmh;
-    uint32_t app_ctx;
-    size_t rts_len;
+    struct ibv_sge       sge[2];
+    struct ibv_tmh       tmh;
+    uint32_t             app_ctx;
+    size_t               rts_len;
 
     UCT_CHECK_PARAM_PTR(header_length <= strand_rc_rndv_max_hdr(iface),
                         "tag_rndv_zcopy: header of %u bytes (max %u)",
                         header_length, strand_rc_rndv_max_hdr(iface));
-    rndv = strand_tag_rndv_start(iface, ep, iov, iovcnt, comp, &txq,
-                                    &app_ctx, &status);
+    rndv = strand_tag_rndv_start(iface, ep, iov, iovcnt, comp, &txq, &app_ctx,
+                                 &status);
     if (rndv == NULL) {
         return UCS_STATUS_PTR(status);
     }
@@ -156,8 +151,8 @@ ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
             return UCS_STATUS_PTR(status);
         }
     }
-    rts_len = strand_tm_rts_pack(rts, (length > 0) ?
-                                 (uintptr_t)iov[0].buffer : 0,
+    rts_len = strand_tm_rts_pack(rts,
+                                 (length > 0) ? (uintptr_t)iov[0].buffer : 0,
                                  (uint32_t)length, rkey, rkey_len, header,
                                  header_length, app_ctx, tag);
     ucs_assert((rts_len > 0) &&
@@ -170,10 +165,10 @@ ucs_status_ptr_t strand_rc_ep_tag_rndv_zcopy(uct_ep_h tl_ep, uct_tag_t tag,
      * request to the receiver's transport */
     strand_set_tmh(&tmh, IBV_TMH_EAGER, app_ctx, tag);
     tmh.reserved[0] = STRAND_TMH_RTS;
-    sge[0].addr   = (uintptr_t)&tmh;
-    sge[0].length = sizeof(tmh);
-    sge[1].addr   = (uintptr_t)rts;
-    sge[1].length = (uint32_t)rts_len;
+    sge[0].addr     = (uintptr_t)&tmh;
+    sge[0].length   = sizeof(tmh);
+    sge[1].addr     = (uintptr_t)rts;
+    sge[1].length   = (uint32_t)rts_len;
     strand_tag_rndv_post(iface, ep, txq, sge, 2);
     return rndv;
 }

@@ -29,40 +29,39 @@
 #include <string.h>
 
 static ucs_config_field_t strand_rc_iface_config_table[] = {
-    {"", "", NULL, ucs_offsetof(strand_rc_iface_config_t, super),
-     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+        {"", "", NULL, ucs_offsetof(strand_rc_iface_config_t, super),
+         UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
 
-    {"", "", NULL, ucs_offsetof(strand_rc_iface_config_t, common),
-     UCS_CONFIG_TYPE_TABLE(strand_iface_common_config_table)},
+        {"", "", NULL, ucs_offsetof(strand_rc_iface_config_t, common),
+         UCS_CONFIG_TYPE_TABLE(strand_iface_common_config_table)},
 
-    {"MAX_EPS", "65535",
-     "Endpoints (each with a QP of its own) of the interface at once "
-     "(1 .. 65535). Memory goes with the endpoints made, not with this "
-     "bound.",
-     ucs_offsetof(strand_rc_iface_config_t, max_eps),
-     UCS_CONFIG_TYPE_UINT},
+        {"MAX_EPS", "65535",
+         "Endpoints (each with a QP of its own) of the interface at once "
+         "(1 .. 65535). Memory goes with the endpoints made, not with this "
+         "bound.",
+         ucs_offsetof(strand_rc_iface_config_t, max_eps), UCS_CONFIG_TYPE_UINT},
 
-    {"INTEGRITY_PIPELINE", "try",
-     "Tag matching with integrity: how the FIN of a rendezvous the "
-     "transport read goes to the sender. y: in the same doorbell as the "
-     "READ, fenced behind it, on responder QPs that stop in SQD after a bad "
-     "block (signature pipelining); the transport then cancels the FIN, "
-     "reads the bad pieces again and sends it after them (the interface "
-     "fails to open on a device without signature pipelining). n: once "
-     "the READ came back with every block good. try: y where the device "
-     "has signature pipelining.",
-     ucs_offsetof(strand_rc_iface_config_t, integrity_pipeline),
-     UCS_CONFIG_TYPE_TERNARY},
+        {"INTEGRITY_PIPELINE", "try",
+         "Tag matching with integrity: how the FIN of a rendezvous the "
+         "transport read goes to the sender. y: in the same doorbell as the "
+         "READ, fenced behind it, on responder QPs that stop in SQD after a "
+         "bad "
+         "block (signature pipelining); the transport then cancels the FIN, "
+         "reads the bad pieces again and sends it after them (the interface "
+         "fails to open on a device without signature pipelining). n: once "
+         "the READ came back with every block good. try: y where the device "
+         "has signature pipelining.",
+         ucs_offsetof(strand_rc_iface_config_t, integrity_pipeline),
+         UCS_CONFIG_TYPE_TERNARY},
 
-    {NULL}
-};
+        {NULL}};
 
 /* The configuration as the shared code reads it: what rc_strand has no
  * option for is fixed (no send queue policy, streams or flow control: an RC
  * receiver that runs out of buffers is covered by receiver-not-ready
  * retries). */
 static void strand_rc_config_to_shared(const strand_rc_iface_config_t *rc,
-                                   strand_iface_config_t *config)
+                                       strand_iface_config_t          *config)
 {
     memset(config, 0, sizeof(*config));
     config->super               = rc->super;
@@ -75,15 +74,13 @@ static void strand_rc_config_to_shared(const strand_rc_iface_config_t *rc,
     config->integrity_pipeline  = rc->integrity_pipeline;
 }
 
-static uct_iface_ops_t strand_rc_iface_ops;
+static uct_iface_ops_t       strand_rc_iface_ops;
 static const strand_tl_ops_t strand_rc_tl_ops;
-static void strand_rc_ep_short_ops(strand_iface_t *iface,
-                                   uct_iface_ops_t *ops);
+static void strand_rc_ep_short_ops(strand_iface_t *iface, uct_iface_ops_t *ops);
 
-static void strand_rc_iface_vfs_show_connections(void *obj,
-                                                 ucs_string_buffer_t *strb,
-                                                 void *arg_ptr,
-                                                 uint64_t arg_u64)
+static void
+strand_rc_iface_vfs_show_connections(void *obj, ucs_string_buffer_t *strb,
+                                     void *arg_ptr, uint64_t arg_u64)
 {
     strand_rc_iface_t *iface = obj;
 
@@ -92,10 +89,9 @@ static void strand_rc_iface_vfs_show_connections(void *obj,
     UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->cm));
 }
 
-static void strand_rc_iface_vfs_show_rendezvous(void *obj,
+static void strand_rc_iface_vfs_show_rendezvous(void                *obj,
                                                 ucs_string_buffer_t *strb,
-                                                void *arg_ptr,
-                                                uint64_t arg_u64)
+                                                void *arg_ptr, uint64_t arg_u64)
 {
     strand_rc_iface_t *iface = obj;
 
@@ -118,8 +114,8 @@ static void strand_rc_iface_vfs_refresh(uct_iface_h tl_iface)
     }
 }
 
-static int strand_rc_iface_tx_cqe_other(strand_iface_t *iface,
-                                 const struct mlx5_cqe64 *cqe)
+static int strand_rc_iface_tx_cqe_other(strand_iface_t          *iface,
+                                        const struct mlx5_cqe64 *cqe)
 {
     strand_rc_rndv_t *rndv = strand_rc_iface(iface)->rndv;
 
@@ -128,7 +124,8 @@ static int strand_rc_iface_tx_cqe_other(strand_iface_t *iface,
     }
     /* a flush of a responder QP that leaves: its work failed already */
     return strand_rc_retire_has(strand_rc_iface(iface), strand_cqe_qpn(cqe)) ?
-           0 : -1;
+                   0 :
+                   -1;
 }
 
 /* Before the connection manager's responder QPs go: their transfers are
@@ -151,14 +148,13 @@ static UCS_CLASS_INIT_FUNC(strand_rc_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_config_t *tl_config)
 {
     strand_iface_config_t config;
-    ucs_status_t status;
+    ucs_status_t          status;
 
     strand_rc_config_to_shared(ucs_derived_of(tl_config,
-                                          strand_rc_iface_config_t),
-                           &config);
-    UCS_CLASS_CALL_SUPER_INIT(strand_iface_t, md, worker, params,
-                              tl_config, &config, &strand_rc_tl_ops,
-                              &strand_rc_iface_ops);
+                                              strand_rc_iface_config_t),
+                               &config);
+    UCS_CLASS_CALL_SUPER_INIT(strand_iface_t, md, worker, params, tl_config,
+                              &config, &strand_rc_tl_ops, &strand_rc_iface_ops);
     self->cm   = NULL;
     self->rndv = NULL;
     strand_rc_retire_init(self);
@@ -179,8 +175,8 @@ static UCS_CLASS_INIT_FUNC(strand_rc_iface_t, uct_md_h md, uct_worker_h worker,
             return status;
         }
     }
-    status = strand_rc_cm_open(&self->super, worker, params, tl_config,
-                               &config, &self->cm);
+    status = strand_rc_cm_open(&self->super, worker, params, tl_config, &config,
+                               &self->cm);
     if (status != UCS_OK) {
         strand_rc_iface_rndv_cleanup(self);
         strand_rc_locked_cleanup(self);
@@ -201,42 +197,42 @@ static UCS_CLASS_CLEANUP_FUNC(strand_rc_iface_t)
 
 UCS_CLASS_DEFINE(strand_rc_iface_t, strand_iface_t);
 static UCS_CLASS_DEFINE_NEW_FUNC(strand_rc_iface_t, uct_iface_t, uct_md_h,
-                                 uct_worker_h, const uct_iface_params_t*,
-                                 const uct_iface_config_t*);
+                                 uct_worker_h, const uct_iface_params_t *,
+                                 const uct_iface_config_t *);
 static UCS_CLASS_DEFINE_DELETE_FUNC(strand_rc_iface_t, uct_iface_t);
 
-static ucs_status_t strand_rc_iface_query(uct_iface_h tl_iface,
-                                          uct_iface_attr_t *attr)
+static ucs_status_t
+strand_rc_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr)
 {
-    strand_rc_iface_t *iface = ucs_derived_of(tl_iface, strand_rc_iface_t);
-    ucs_status_t status      = strand_iface_query(&iface->super, attr);
+    strand_rc_iface_t *iface  = ucs_derived_of(tl_iface, strand_rc_iface_t);
+    ucs_status_t       status = strand_iface_query(&iface->super, attr);
 
     if (status != UCS_OK) {
         return status;
     }
     /* connected to an interface: the transport wires its QPs itself */
-    attr->cap.flags      |= UCT_IFACE_FLAG_CONNECT_TO_IFACE;
-    attr->cap.flags      &= ~UCT_IFACE_FLAG_CONNECT_TO_EP;
+    attr->cap.flags |= UCT_IFACE_FLAG_CONNECT_TO_IFACE;
+    attr->cap.flags &= ~UCT_IFACE_FLAG_CONNECT_TO_EP;
     attr->device_addr_len = strand_port_addr_len(&iface->super);
     attr->iface_addr_len  = strand_rc_cm_iface_addr_len(iface->cm);
     attr->ep_addr_len     = 0;
     attr->max_num_eps     = iface->super.num_txqs;
     /* a QP per peer: each one costs the NIC a context (as UCX's rc) */
-    attr->latency.m       = 1e-9;
+    attr->latency.m = 1e-9;
     return UCS_OK;
 }
 
-static ucs_status_t strand_rc_iface_get_address(uct_iface_h tl_iface,
-                                                uct_iface_addr_t *addr)
+static ucs_status_t
+strand_rc_iface_get_address(uct_iface_h tl_iface, uct_iface_addr_t *addr)
 {
     strand_rc_iface_t *iface = ucs_derived_of(tl_iface, strand_rc_iface_t);
 
     return strand_rc_cm_iface_addr(iface->cm, addr);
 }
 
-static int strand_rc_iface_is_reachable(const uct_iface_h tl_iface,
+static int strand_rc_iface_is_reachable(const uct_iface_h        tl_iface,
                                         const uct_device_addr_t *dev_addr,
-                                        const uct_iface_addr_t *iface_addr)
+                                        const uct_iface_addr_t  *iface_addr)
 {
     strand_rc_iface_t *iface = ucs_derived_of(tl_iface, strand_rc_iface_t);
 
@@ -245,13 +241,13 @@ static int strand_rc_iface_is_reachable(const uct_iface_h tl_iface,
 
 /* the connection manager knows whom ep's connection is to (its state
  * changes on the async thread) */
-static int strand_rc_iface_ep_is_connected(strand_iface_t *tl_iface,
-                                           const strand_ep_t *ep,
+static int strand_rc_iface_ep_is_connected(strand_iface_t          *tl_iface,
+                                           const strand_ep_t       *ep,
                                            const uct_device_addr_t *dev_addr,
-                                           const uct_iface_addr_t *iface_addr)
+                                           const uct_iface_addr_t  *iface_addr)
 {
     strand_rc_cm_t *cm = strand_rc_iface(tl_iface)->cm;
-    int connected;
+    int             connected;
 
     UCS_ASYNC_BLOCK(strand_rc_cm_async(cm));
     connected = strand_rc_cm_is_connected(cm, ep, dev_addr, iface_addr);
@@ -277,18 +273,16 @@ static unsigned strand_rc_iface_progress_data(strand_rc_iface_t *iface)
  * the async context; without, the manager's part only. */
 static unsigned strand_rc_iface_progress(uct_iface_h tl_iface)
 {
-    strand_rc_iface_t *iface    = ucs_derived_of(tl_iface, strand_rc_iface_t);
+    strand_rc_iface_t   *iface = ucs_derived_of(tl_iface, strand_rc_iface_t);
     ucs_async_context_t *async = strand_rc_cm_async(iface->cm);
-    unsigned count;
+    unsigned             count;
 
     if (iface->rndv == NULL) {
-        count = strand_rc_locked_progress(iface,
-                                          strand_rc_iface_progress_data);
+        count = strand_rc_locked_progress(iface, strand_rc_iface_progress_data);
         UCS_ASYNC_BLOCK(async);
     } else {
         UCS_ASYNC_BLOCK(async);
-        count = strand_rc_locked_progress(iface,
-                                          strand_rc_iface_progress_data);
+        count = strand_rc_locked_progress(iface, strand_rc_iface_progress_data);
     }
     count += strand_rc_cm_progress(iface->cm);
     count += strand_rc_retire_progress(iface);
@@ -298,19 +292,19 @@ static unsigned strand_rc_iface_progress(uct_iface_h tl_iface)
     return count;
 }
 
-static ucs_status_t strand_rc_iface_event_fd_get(uct_iface_h tl_iface,
-                                                 int *fd_p)
+static ucs_status_t
+strand_rc_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
 {
     strand_rc_iface_t *iface = ucs_derived_of(tl_iface, strand_rc_iface_t);
 
     return strand_rc_cm_event_fd(iface->cm, fd_p);
 }
 
-static ucs_status_t strand_rc_iface_event_arm(uct_iface_h tl_iface,
-                                              unsigned events)
+static ucs_status_t
+strand_rc_iface_event_arm(uct_iface_h tl_iface, unsigned events)
 {
-    strand_rc_iface_t *iface = ucs_derived_of(tl_iface, strand_rc_iface_t);
-    ucs_status_t status      = strand_rc_cm_event_arm(iface->cm, events);
+    strand_rc_iface_t *iface  = ucs_derived_of(tl_iface, strand_rc_iface_t);
+    ucs_status_t       status = strand_rc_cm_event_arm(iface->cm, events);
 
     if (status != UCS_OK) {
         return status;
@@ -327,8 +321,7 @@ static ucs_status_t strand_rc_iface_event_arm(uct_iface_h tl_iface,
 
 STRAND_EP_SHORT_ENTRY_POINTS(strand_rc_ep, 0)
 
-static void strand_rc_ep_short_ops(strand_iface_t *iface,
-                                   uct_iface_ops_t *ops)
+static void strand_rc_ep_short_ops(strand_iface_t *iface, uct_iface_ops_t *ops)
 {
     strand_ep_short_ops_set(ops, &strand_rc_ep_entry, &strand_rc_ep_kick_entry,
                             iface);
@@ -339,7 +332,7 @@ static void strand_rc_ep_short_ops(strand_iface_t *iface,
  * connection manager's progress, addresses and lifetime */
 UCS_STATIC_INIT
 {
-    strand_rc_iface_ops                    = strand_iface_ops;
+    strand_rc_iface_ops = strand_iface_ops;
     strand_compat_internal_ops(&strand_rc_iface_internal_ops,
                                strand_iface_estimate_perf,
                                strand_rc_iface_vfs_refresh, &strand_ep_funcs);
@@ -349,8 +342,8 @@ UCS_STATIC_INIT
     strand_rc_iface_ops.iface_progress     = strand_rc_iface_progress;
     strand_rc_iface_ops.iface_event_fd_get = strand_rc_iface_event_fd_get;
     strand_rc_iface_ops.iface_event_arm    = strand_rc_iface_event_arm;
-    strand_rc_iface_ops.iface_close        =
-        UCS_CLASS_DELETE_FUNC_NAME(strand_rc_iface_t);
+    strand_rc_iface_ops.iface_close        = UCS_CLASS_DELETE_FUNC_NAME(
+                   strand_rc_iface_t);
     strand_rc_iface_ops.iface_query        = strand_rc_iface_query;
     strand_rc_iface_ops.iface_get_address  = strand_rc_iface_get_address;
     strand_rc_iface_ops.iface_is_reachable = strand_rc_iface_is_reachable;
@@ -360,33 +353,31 @@ UCS_STATIC_INIT
 /* rc_strand's part of the shared code: a QP per endpoint (rc_qp.c), the
  * responder QPs' send CQEs of its rendezvous */
 static const strand_tl_ops_t strand_rc_tl_ops = {
-    .names           = {STRAND_RC_TL_NAME, STRAND_RC_CONFIG_PREFIX, "MAX_EPS",
+        .names       = {STRAND_RC_TL_NAME, STRAND_RC_CONFIG_PREFIX, "MAX_EPS",
                         "QP slots", "min(MAX_EPS, 256)", "QP"},
-    .max_sqs         = STRAND_RC_MAX_EPS,
-    .sqs_per_cq      = STRAND_RC_EPS_PER_CQ,
-    .tm_tx_extra     = STRAND_RC_RNDV_MAX_WQES,
-    .own_rndv        = 1,
-    .sq_open         = strand_rc_qp_open,
-    .ep_init         = strand_rc_qp_ep_init,
-    .ep_cleanup      = strand_rc_qp_ep_cleanup,
-    .ep_peer_str     = strand_rc_qp_peer_str,
-    .ep_is_connected = strand_rc_iface_ep_is_connected,
-    .sq_lease        = strand_rc_qp_lease,
-    .sq_release      = strand_rc_qp_release,
-    .sq_can_post     = strand_rc_qp_can_post,
-    .sq_idle         = strand_rc_qp_idle,
-    .sq_reset        = strand_rc_qp_reset,
-    .tx_cqe_other    = strand_rc_iface_tx_cqe_other
-};
+        .max_sqs     = STRAND_RC_MAX_EPS,
+        .sqs_per_cq  = STRAND_RC_EPS_PER_CQ,
+        .tm_tx_extra = STRAND_RC_RNDV_MAX_WQES,
+        .own_rndv    = 1,
+        .sq_open     = strand_rc_qp_open,
+        .ep_init     = strand_rc_qp_ep_init,
+        .ep_cleanup  = strand_rc_qp_ep_cleanup,
+        .ep_peer_str = strand_rc_qp_peer_str,
+        .ep_is_connected = strand_rc_iface_ep_is_connected,
+        .sq_lease        = strand_rc_qp_lease,
+        .sq_release      = strand_rc_qp_release,
+        .sq_can_post     = strand_rc_qp_can_post,
+        .sq_idle         = strand_rc_qp_idle,
+        .sq_reset        = strand_rc_qp_reset,
+        .tx_cqe_other    = strand_rc_iface_tx_cqe_other};
 
-uct_tl_t uct_rc_strand_tl = {
-    .name          = STRAND_RC_TL_NAME,
-    .query_devices = strand_query_devices,
-    .iface_open    = UCS_CLASS_NEW_FUNC_NAME(strand_rc_iface_t),
-    .config = {
-        .name   = STRAND_RC_TL_NAME " transport",
-        .prefix = STRAND_RC_CONFIG_PREFIX,
-        .table  = strand_rc_iface_config_table,
-        .size   = sizeof(strand_rc_iface_config_t),
-    }
-};
+uct_tl_t uct_rc_strand_tl = {.name          = STRAND_RC_TL_NAME,
+                             .query_devices = strand_query_devices,
+                             .iface_open    = UCS_CLASS_NEW_FUNC_NAME(
+                                        strand_rc_iface_t),
+                             .config = {
+                                     .name   = STRAND_RC_TL_NAME " transport",
+                                     .prefix = STRAND_RC_CONFIG_PREFIX,
+                                     .table  = strand_rc_iface_config_table,
+                                     .size   = sizeof(strand_rc_iface_config_t),
+                             }};

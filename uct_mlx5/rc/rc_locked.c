@@ -37,17 +37,17 @@ void strand_rc_post_unlock(strand_rc_iface_t *iface)
     }
 }
 
-#define STRAND_RC_LOCKED(_field, _ret, _tl_iface, _params, _args) \
-    static _ret strand_rc_locked_##_field _params \
-    { \
+#define STRAND_RC_LOCKED(_field, _ret, _tl_iface, _params, _args)     \
+    static _ret strand_rc_locked_##_field _params                     \
+    {                                                                 \
         strand_rc_iface_t *iface = strand_rc_locked_iface(_tl_iface); \
-        _ret ret; \
-        \
-        strand_rc_post_lock(iface); \
-        ret = iface->direct_ops._field _args; \
-        strand_rc_locked_ops_settle(iface); \
-        strand_rc_post_unlock(iface); \
-        return ret; \
+        _ret               ret;                                       \
+                                                                      \
+        strand_rc_post_lock(iface);                                   \
+        ret = iface->direct_ops._field _args;                         \
+        strand_rc_locked_ops_settle(iface);                           \
+        strand_rc_post_unlock(iface);                                 \
+        return ret;                                                   \
     }
 
 #define STRAND_RC_LOCKED_EP(_field, _ret, _params, _args) \
@@ -67,9 +67,9 @@ STRAND_RC_LOCKED_EP(ep_put_zcopy, ucs_status_t,
                      uct_completion_t *comp),
                     (tl_ep, iov, iovcnt, remote_addr, rkey, comp))
 STRAND_RC_LOCKED_EP(ep_get_bcopy, ucs_status_t,
-                    (uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb,
-                     void *arg, size_t length, uint64_t remote_addr,
-                     uct_rkey_t rkey, uct_completion_t *comp),
+                    (uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb, void *arg,
+                     size_t length, uint64_t remote_addr, uct_rkey_t rkey,
+                     uct_completion_t *comp),
                     (tl_ep, unpack_cb, arg, length, remote_addr, rkey, comp))
 STRAND_RC_LOCKED_EP(ep_get_zcopy, ucs_status_t,
                     (uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
@@ -153,18 +153,16 @@ STRAND_RC_LOCKED_EP(ep_pending_add, ucs_status_t,
 STRAND_RC_LOCKED_EP(ep_flush, ucs_status_t,
                     (uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp),
                     (tl_ep, flags, comp))
-STRAND_RC_LOCKED_EP(ep_fence, ucs_status_t,
-                    (uct_ep_h tl_ep, unsigned flags), (tl_ep, flags))
+STRAND_RC_LOCKED_EP(ep_fence, ucs_status_t, (uct_ep_h tl_ep, unsigned flags),
+                    (tl_ep, flags))
 STRAND_RC_LOCKED(iface_flush, ucs_status_t, tl_iface,
-                 (uct_iface_h tl_iface, unsigned flags,
-                  uct_completion_t *comp),
+                 (uct_iface_h tl_iface, unsigned flags, uct_completion_t *comp),
                  (tl_iface, flags, comp))
 STRAND_RC_LOCKED(iface_fence, ucs_status_t, tl_iface,
                  (uct_iface_h tl_iface, unsigned flags), (tl_iface, flags))
 STRAND_RC_LOCKED(iface_tag_recv_zcopy, ucs_status_t, tl_iface,
                  (uct_iface_h tl_iface, uct_tag_t tag, uct_tag_t tag_mask,
-                  const uct_iov_t *iov, size_t iovcnt,
-                  uct_tag_context_t *ctx),
+                  const uct_iov_t *iov, size_t iovcnt, uct_tag_context_t *ctx),
                  (tl_iface, tag, tag_mask, iov, iovcnt, ctx))
 STRAND_RC_LOCKED(iface_tag_recv_cancel, ucs_status_t, tl_iface,
                  (uct_iface_h tl_iface, uct_tag_context_t *ctx, int force),
@@ -172,7 +170,7 @@ STRAND_RC_LOCKED(iface_tag_recv_cancel, ucs_status_t, tl_iface,
 
 static void strand_rc_locked_ep_pending_purge(uct_ep_h tl_ep,
                                               uct_pending_purge_callback_t cb,
-                                              void *arg)
+                                              void                        *arg)
 {
     strand_rc_iface_t *iface = strand_rc_locked_iface(tl_ep->iface);
 
@@ -185,11 +183,11 @@ static void strand_rc_locked_ep_pending_purge(uct_ep_h tl_ep,
 /* Each operation the interface has, locked or direct. */
 static void strand_rc_locked_ops_set(strand_rc_iface_t *iface, int locked)
 {
-    uct_iface_ops_t *ops          = &iface->super.super.super.ops;
+    uct_iface_ops_t       *ops    = &iface->super.super.super.ops;
     const uct_iface_ops_t *direct = &iface->direct_ops;
 
-#define STRAND_RC_LOCKED_SET(_field) \
-    if (direct->_field != NULL) { \
+#define STRAND_RC_LOCKED_SET(_field)                                       \
+    if (direct->_field != NULL) {                                          \
         ops->_field = locked ? strand_rc_locked_##_field : direct->_field; \
     }
     STRAND_RC_LOCKED_SET(ep_put_short)
@@ -264,7 +262,7 @@ void strand_rc_locked_ops_settle(strand_rc_iface_t *iface)
 }
 
 unsigned strand_rc_locked_progress(strand_rc_iface_t *iface,
-                                   unsigned (*progress)(strand_rc_iface_t*))
+                                   unsigned (*progress)(strand_rc_iface_t *))
 {
     unsigned count;
 

@@ -32,7 +32,7 @@
 #include "rc.h"
 
 ucs_status_t strand_rc_locked_init(strand_rc_iface_t *iface);
-void strand_rc_locked_cleanup(strand_rc_iface_t *iface);
+void         strand_rc_locked_cleanup(strand_rc_iface_t *iface);
 
 /* The worker posts (recursive); letting go of it last, it takes in the
  * answers the async thread could not (rc_cm.h) */
@@ -51,6 +51,6 @@ void strand_rc_locked_ops_settle(strand_rc_iface_t *iface);
 /* The interface's progress, the post lock held while the locked
  * operations are installed. */
 unsigned strand_rc_locked_progress(strand_rc_iface_t *iface,
-                                   unsigned (*progress)(strand_rc_iface_t*));
+                                   unsigned (*progress)(strand_rc_iface_t *));
 
 #endif

@@ -18,35 +18,34 @@
 #include <errno.h>
 #include <string.h>
 
-void strand_rc_qp_attr(const strand_iface_t *iface,
-                       strand_dev_rc_attr_t *attr)
+void strand_rc_qp_attr(const strand_iface_t *iface, strand_dev_rc_attr_t *attr)
 {
     const strand_dev_sq_attr_t *d = &iface->sq_attr;
 
     memset(attr, 0, sizeof(*attr));
-    attr->td            = d->td;
-    attr->path          = iface->path;
-    attr->send_cq       = d->send_cq;
-    attr->recv_cq       = (strand_dev_cq_t*)&iface->rx_cq;
-    attr->srq           = (strand_dev_srq_t*)&iface->srq;
+    attr->td             = d->td;
+    attr->path           = iface->path;
+    attr->send_cq        = d->send_cq;
+    attr->recv_cq        = (strand_dev_cq_t *)&iface->rx_cq;
+    attr->srq            = (strand_dev_srq_t *)&iface->srq;
     attr->scatter_to_cqe = (uint8_t)iface->config.rx_inline;
-    attr->max_send_wr   = d->max_send_wr;
-    attr->max_send_sge  = d->max_send_sge;
-    attr->max_inline    = d->max_inline;
-    attr->timeout       = d->timeout;
-    attr->retry_cnt     = d->retry_cnt;
-    attr->rnr_retry     = d->rnr_retry;
-    attr->max_rd_atomic = d->max_rd_atomic;
-    attr->min_rnr_timer = iface->min_rnr_timer;
+    attr->max_send_wr    = d->max_send_wr;
+    attr->max_send_sge   = d->max_send_sge;
+    attr->max_inline     = d->max_inline;
+    attr->timeout        = d->timeout;
+    attr->retry_cnt      = d->retry_cnt;
+    attr->rnr_retry      = d->rnr_retry;
+    attr->max_rd_atomic  = d->max_rd_atomic;
+    attr->min_rnr_timer  = iface->min_rnr_timer;
 }
 
 /* The lowest slot without a QP: slots below txq_hwm are set up, the next
  * one is set up now (MAX_EPS costs memory only as endpoints come). */
-static ucs_status_t strand_rc_qp_slot(strand_iface_t *iface,
-                                      strand_txq_t **txq_p)
+static ucs_status_t
+strand_rc_qp_slot(strand_iface_t *iface, strand_txq_t **txq_p)
 {
     ucs_status_t status;
-    unsigned i;
+    unsigned     i;
 
     for (i = 0; i < iface->txq_hwm; ++i) {
         if ((iface->txqs[i].qp.h == NULL) &&
@@ -57,8 +56,9 @@ static ucs_status_t strand_rc_qp_slot(strand_iface_t *iface,
     }
     if (iface->txq_hwm == iface->num_txqs) {
         ucs_error("%s: %s: all %u endpoints of the interface are in use "
-                  "(UCX_%sMAX_EPS)", iface->dev->info.name, iface->tl_name,
-                  iface->num_txqs, iface->cfg_prefix);
+                  "(UCX_%sMAX_EPS)",
+                  iface->dev->info.name, iface->tl_name, iface->num_txqs,
+                  iface->cfg_prefix);
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     *txq_p = &iface->txqs[iface->txq_hwm];
@@ -72,15 +72,14 @@ static ucs_status_t strand_rc_qp_slot(strand_iface_t *iface,
 
 /* An endpoint's part: a QP of its own now, its doorbells held until the
  * connection manager connected it (rc/rc_iface.c asks it to). */
-ucs_status_t strand_rc_qp_ep_init(strand_iface_t *iface,
-                                         strand_ep_t *ep,
-                                         const uct_ep_params_t *params)
+ucs_status_t strand_rc_qp_ep_init(strand_iface_t *iface, strand_ep_t *ep,
+                                  const uct_ep_params_t *params)
 {
-    strand_dev_t *dev = iface->dev;
+    strand_dev_t        *dev = iface->dev;
     strand_dev_rc_attr_t attr;
-    strand_txq_t *txq;
-    ucs_status_t status;
-    int err;
+    strand_txq_t        *txq;
+    ucs_status_t         status;
+    int                  err;
 
     UCT_CHECK_PARAM(!(params->field_mask & (UCT_EP_PARAM_FIELD_DEV_ADDR |
                                             UCT_EP_PARAM_FIELD_IFACE_ADDR)),
@@ -111,10 +110,10 @@ ucs_status_t strand_rc_qp_ep_init(strand_iface_t *iface,
         strand_txq_detach_qp(iface, txq);
         return status;
     }
-    txq->ep               = ep;
-    txq->users            = 1;
+    txq->ep             = ep;
+    txq->users          = 1;
     txq->lanes[0].users = 1;
-    ep->txq               = txq->index;
+    ep->txq             = txq->index;
     ep->lane            = 0;
     strand_txq_set_state(iface, txq, STRAND_TXQ_ACTIVE);
     strand_ep_tx_update(iface, ep);
@@ -147,8 +146,7 @@ void strand_rc_qp_idle(strand_iface_t *iface, strand_txq_t *txq)
 }
 
 /* The ep goes: its QP now, or once its last WQE is back. */
-void strand_rc_qp_ep_cleanup(strand_iface_t *iface,
-                                    strand_ep_t *ep)
+void strand_rc_qp_ep_cleanup(strand_iface_t *iface, strand_ep_t *ep)
 {
     strand_txq_t *txq;
 
@@ -157,11 +155,11 @@ void strand_rc_qp_ep_cleanup(strand_iface_t *iface,
     }
     /* never connected: what it posted comes back flushed */
     strand_rc_qp_abort(iface, ep);
-    txq                   = &iface->txqs[ep->txq];
-    txq->ep               = NULL;
-    txq->users            = 0;
+    txq                 = &iface->txqs[ep->txq];
+    txq->ep             = NULL;
+    txq->users          = 0;
     txq->lanes[0].users = 0;
-    ep->txq               = STRAND_TXQ_NONE;
+    ep->txq             = STRAND_TXQ_NONE;
     strand_ep_tx_update(iface, ep);
     if (txq->state == STRAND_TXQ_BROKEN) {
         /* in error since: nothing more of it comes back */
@@ -188,8 +186,7 @@ int strand_rc_qp_reset(strand_iface_t *iface, strand_txq_t *txq)
 }
 
 /* Its own QP: not connected yet, full, or in error; it waits. */
-ucs_status_t strand_rc_qp_lease(strand_iface_t *iface,
-                                       strand_ep_t *ep)
+ucs_status_t strand_rc_qp_lease(strand_iface_t *iface, strand_ep_t *ep)
 {
     return UCS_ERR_NO_RESOURCE;
 }
@@ -206,9 +203,8 @@ int strand_rc_qp_can_post(strand_iface_t *iface, strand_ep_t *ep)
 
 /* the peer of ep for the log: the path to its QP as a DC address vector
  * names it (rc_cm.c sets it once connected) */
-const char *strand_rc_qp_peer_str(strand_iface_t *iface,
-                                         const strand_ep_t *ep, char *buf,
-                                         size_t max)
+const char *strand_rc_qp_peer_str(strand_iface_t *iface, const strand_ep_t *ep,
+                                  char *buf, size_t max)
 {
     return strand_av_str(&ep->av, buf, max);
 }

@@ -23,20 +23,18 @@
 ucs_status_t strand_rc_qp_open(strand_iface_t *iface);
 ucs_status_t strand_rc_qp_ep_init(strand_iface_t *iface, strand_ep_t *ep,
                                   const uct_ep_params_t *params);
-void strand_rc_qp_ep_cleanup(strand_iface_t *iface, strand_ep_t *ep);
-const char *strand_rc_qp_peer_str(strand_iface_t *iface,
-                                  const strand_ep_t *ep, char *buf,
-                                  size_t max);
+void         strand_rc_qp_ep_cleanup(strand_iface_t *iface, strand_ep_t *ep);
+const char  *strand_rc_qp_peer_str(strand_iface_t *iface, const strand_ep_t *ep,
+                                   char *buf, size_t max);
 ucs_status_t strand_rc_qp_lease(strand_iface_t *iface, strand_ep_t *ep);
-void strand_rc_qp_release(strand_iface_t *iface, strand_ep_t *ep);
-int strand_rc_qp_can_post(strand_iface_t *iface, strand_ep_t *ep);
-void strand_rc_qp_idle(strand_iface_t *iface, strand_txq_t *txq);
-int strand_rc_qp_reset(strand_iface_t *iface, strand_txq_t *txq);
+void         strand_rc_qp_release(strand_iface_t *iface, strand_ep_t *ep);
+int          strand_rc_qp_can_post(strand_iface_t *iface, strand_ep_t *ep);
+void         strand_rc_qp_idle(strand_iface_t *iface, strand_txq_t *txq);
+int          strand_rc_qp_reset(strand_iface_t *iface, strand_txq_t *txq);
 
 /* how the interface's RC QPs are made (the endpoints' and the connection
  * manager's responder QPs) */
-void strand_rc_qp_attr(const strand_iface_t *iface,
-                       strand_dev_rc_attr_t *attr);
+void strand_rc_qp_attr(const strand_iface_t *iface, strand_dev_rc_attr_t *attr);
 /* the QP of ep was connected: what ep posted since it was made goes to
  * the device, its pending requests go */
 void strand_rc_qp_connected(strand_iface_t *iface, strand_ep_t *ep);

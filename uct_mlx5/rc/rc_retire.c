@@ -20,7 +20,7 @@
 typedef struct strand_rc_retiring {
     ucs_list_link_t list;
     strand_dev_qp_t qp;
-    uint64_t        mark;      /* the async events' mark before ERR */
+    uint64_t        mark; /* the async events' mark before ERR */
     ucs_time_t      deadline;
 } strand_rc_retiring_t;
 
@@ -33,8 +33,8 @@ void strand_rc_retire_init(strand_rc_iface_t *iface)
     ucs_list_head_init(&iface->retiring);
 }
 
-static void strand_rc_retire_destroy(strand_rc_iface_t *iface,
-                                     strand_rc_retiring_t *r)
+static void
+strand_rc_retire_destroy(strand_rc_iface_t *iface, strand_rc_retiring_t *r)
 {
     strand_dev_t *dev = iface->super.dev;
 
@@ -45,9 +45,9 @@ static void strand_rc_retire_destroy(strand_rc_iface_t *iface,
 
 void strand_rc_retire(strand_rc_iface_t *iface, strand_dev_qp_t *qp)
 {
-    strand_dev_t *dev = iface->super.dev;
+    strand_dev_t         *dev = iface->super.dev;
     strand_rc_retiring_t *r;
-    int err;
+    int                   err;
 
     r = ucs_calloc(1, sizeof(*r), "strand_rc_retiring");
     if (r != NULL) {
@@ -56,9 +56,8 @@ void strand_rc_retire(strand_rc_iface_t *iface, strand_dev_qp_t *qp)
     err = strand_dev_qp_to_err(dev, qp);
     if ((r == NULL) || (err != 0)) {
         /* nothing to wait for: no event comes */
-        ucs_debug("%s: rc_strand: QP 0x%x goes without ERR: %s",
-                  dev->info.name, qp->qpn,
-                  (r == NULL) ? "no memory" : strerror(err));
+        ucs_debug("%s: rc_strand: QP 0x%x goes without ERR: %s", dev->info.name,
+                  qp->qpn, (r == NULL) ? "no memory" : strerror(err));
         dev->ops->destroy_qp(dev, qp);
         qp->h = NULL;
         ucs_free(r);
@@ -72,12 +71,11 @@ void strand_rc_retire(strand_rc_iface_t *iface, strand_dev_qp_t *qp)
 }
 
 /* Its event came (its flush CQEs are written), or its time is up. */
-static int strand_rc_retire_due(const strand_rc_iface_t *iface,
-                                const strand_rc_retiring_t *r,
-                                ucs_time_t now)
+static int strand_rc_retire_due(const strand_rc_iface_t    *iface,
+                                const strand_rc_retiring_t *r, ucs_time_t now)
 {
-    return (strand_async_last_wqe_since(iface->super.dev, r->qp.qpn,
-                                        r->mark) == 1) ||
+    return (strand_async_last_wqe_since(iface->super.dev, r->qp.qpn, r->mark) ==
+            1) ||
            (now >= r->deadline);
 }
 
@@ -88,7 +86,7 @@ static void strand_rc_retire_poll(strand_rc_iface_t *iface)
     unsigned round, count;
 
     for (round = 0; round < STRAND_RC_RETIRE_POLL_ROUNDS; ++round) {
-        count  = strand_rx_progress(&iface->super);
+        count = strand_rx_progress(&iface->super);
         count += strand_txq_tx_progress(&iface->super);
         if (count == 0) {
             return;
@@ -99,9 +97,9 @@ static void strand_rc_retire_poll(strand_rc_iface_t *iface)
 unsigned strand_rc_retire_progress(strand_rc_iface_t *iface)
 {
     strand_rc_retiring_t *r, *tmp;
-    ucs_time_t now;
-    unsigned count = 0;
-    int polled     = 0;
+    ucs_time_t            now;
+    unsigned              count  = 0;
+    int                   polled = 0;
 
     if (ucs_likely(ucs_list_is_empty(&iface->retiring))) {
         return 0;

@@ -26,17 +26,17 @@
 /* What a WQE of a responder QP's send queue is (by the BB it starts at). */
 enum {
     STRAND_RC_WQE_NONE,
-    STRAND_RC_WQE_READ,       /* the data, or a checked piece of it */
-    STRAND_RC_WQE_RTS,        /* the request, from the sender's table */
+    STRAND_RC_WQE_READ, /* the data, or a checked piece of it */
+    STRAND_RC_WQE_RTS,  /* the request, from the sender's table */
     STRAND_RC_WQE_FIN,
-    STRAND_RC_WQE_CANCELLED   /* a FIN cancelled in SQD: a NOP now */
+    STRAND_RC_WQE_CANCELLED /* a FIN cancelled in SQD: a NOP now */
 };
 
 /* Where a transfer's FIN stands. */
 enum {
-    STRAND_RC_FIN_NONE,       /* not posted (yet, or again) */
+    STRAND_RC_FIN_NONE, /* not posted (yet, or again) */
     STRAND_RC_FIN_POSTED,
-    STRAND_RC_FIN_DONE        /* sent, or it cannot be any more */
+    STRAND_RC_FIN_DONE /* sent, or it cannot be any more */
 };
 
 typedef struct strand_rc_xfer strand_rc_xfer_t;
@@ -44,54 +44,54 @@ typedef struct strand_rc_xfer strand_rc_xfer_t;
 typedef struct strand_rc_rndv_wqe {
     uint8_t                   kind;
     strand_rc_xfer_t         *xfer;
-    strand_integrity_piece_t *piece;    /* a checked READ's */
+    strand_integrity_piece_t *piece; /* a checked READ's */
 } strand_rc_rndv_wqe_t;
 
 struct strand_rc_rndv_qp {
     strand_rc_rndv_t     *rndv;
     strand_dev_qp_t      *qp;
     strand_sq_t           sq;
-    uint32_t              tail;         /* the oldest BB not retired */
-    strand_rc_rndv_wqe_t *wqes;         /* by BB slot */
-    ucs_list_link_t       xfers;        /* its transfers, in order */
-    ucs_list_link_t       stop_link;    /* in rndv->stopping while set */
-    ucs_status_t          status;       /* not UCS_OK: the QP is in ERR */
-    uint8_t               stopping;     /* a bad block: SQD to come */
-    uint64_t              rts_table;    /* the sender's requests (rkey 0: */
-    uint32_t              rts_rkey;     /* it told none) */
+    uint32_t              tail;      /* the oldest BB not retired */
+    strand_rc_rndv_wqe_t *wqes;      /* by BB slot */
+    ucs_list_link_t       xfers;     /* its transfers, in order */
+    ucs_list_link_t       stop_link; /* in rndv->stopping while set */
+    ucs_status_t          status;    /* not UCS_OK: the QP is in ERR */
+    uint8_t               stopping;  /* a bad block: SQD to come */
+    uint64_t              rts_table; /* the sender's requests (rkey 0: */
+    uint32_t              rts_rkey;  /* it told none) */
 };
 
 /* One rendezvous being read. */
 struct strand_rc_xfer {
-    ucs_list_link_t         list;       /* in rq->xfers */
-    ucs_list_link_t         wait;       /* in rndv->waiting (or itself) */
+    ucs_list_link_t         list; /* in rq->xfers */
+    ucs_list_link_t         wait; /* in rndv->waiting (or itself) */
     strand_rc_rndv_qp_t    *rq;
     strand_tm_rts_match_t   m;
-    uint64_t                va;         /* the sender's buffer */
+    uint64_t                va; /* the sender's buffer */
     uint32_t                length;
-    uint32_t                rkey;       /* its plain key */
-    strand_integrity_req_t *req;        /* checked pieces; NULL: plain */
-    uint32_t                reads;      /* READ WQEs outstanding */
-    uint16_t                fin_idx;    /* the FIN's WQE index */
-    uint8_t                 read_posted;/* plain: its READ went */
-    uint8_t                 fin;        /* STRAND_RC_FIN_* */
-    uint8_t                 reported;   /* the tag completed */
-    uint8_t                 bad;        /* a piece came back bad while
-                                           the FIN was posted: the FIN is
-                                           cancelled at the stop */
-    strand_tx_desc_t    *rts_desc;   /* the request read from the
-                                           sender (it was written over in
-                                           the tag's buffer) */
+    uint32_t                rkey;        /* its plain key */
+    strand_integrity_req_t *req;         /* checked pieces; NULL: plain */
+    uint32_t                reads;       /* READ WQEs outstanding */
+    uint16_t                fin_idx;     /* the FIN's WQE index */
+    uint8_t                 read_posted; /* plain: its READ went */
+    uint8_t                 fin;         /* STRAND_RC_FIN_* */
+    uint8_t                 reported;    /* the tag completed */
+    uint8_t                 bad;         /* a piece came back bad while
+                                            the FIN was posted: the FIN is
+                                            cancelled at the stop */
+    strand_tx_desc_t       *rts_desc;    /* the request read from the
+                                            sender (it was written over in
+                                            the tag's buffer) */
     ucs_status_t            status;
 };
 
-KHASH_MAP_INIT_INT(strand_rc_rndv_qps, strand_rc_rndv_qp_t*)
+KHASH_MAP_INIT_INT(strand_rc_rndv_qps, strand_rc_rndv_qp_t *)
 
 struct strand_rc_rndv {
-    strand_iface_t          *iface;
-    khash_t(strand_rc_rndv_qps) qps;      /* by QP number */
-    ucs_list_link_t             stopping; /* QPs a bad block stops */
-    ucs_list_link_t             waiting;  /* transfers waiting for room */
+    strand_iface_t             *iface;
+    khash_t(strand_rc_rndv_qps) qps;         /* by QP number */
+    ucs_list_link_t             stopping;    /* QPs a bad block stops */
+    ucs_list_link_t             waiting;     /* transfers waiting for room */
     unsigned                    outstanding; /* WQEs of all QPs */
     uint8_t                     pipeline;    /* FIN with the READs */
     uint8_t                     closing;     /* the interface closes:
@@ -99,17 +99,17 @@ struct strand_rc_rndv {
     /* the sender's side: a copy of every request it sent, where the
      * receiver reads it when the one in the tag's buffer was written over
      * (one slot of STRAND_TM_RTS_MAX bytes per rendezvous operation) */
-    uint8_t                    *rts_table;
-    strand_dev_mr_t             rts_mr;
+    uint8_t        *rts_table;
+    strand_dev_mr_t rts_mr;
     struct {
-        uint64_t                xfers;       /* rendezvous read */
-        uint64_t                checked;     /* ... through landing mkeys */
-        uint64_t                failed;
-        uint64_t                fins;        /* FINs sent */
-        uint64_t                fins_pipelined; /* in the READs' doorbell */
-        uint64_t                stops;       /* SQD stops handled */
-        uint64_t                fins_cancelled;
-        uint64_t                rts_fetched; /* read from the sender */
+        uint64_t xfers;   /* rendezvous read */
+        uint64_t checked; /* ... through landing mkeys */
+        uint64_t failed;
+        uint64_t fins;           /* FINs sent */
+        uint64_t fins_pipelined; /* in the READs' doorbell */
+        uint64_t stops;          /* SQD stops handled */
+        uint64_t fins_cancelled;
+        uint64_t rts_fetched; /* read from the sender */
     } stats;
 };
 
@@ -122,10 +122,10 @@ ucs_status_t strand_rc_rndv_init(strand_iface_t *iface, int pipeline,
                                  strand_rc_rndv_t **rndv_p)
 {
     const strand_dev_caps_t *caps = &iface->dev->caps;
-    int checked  = (iface->integrity.kind != STRAND_INTEGRITY_OFF);
-    size_t table = (size_t)iface->tm.num_rndv_ops * STRAND_TM_RTS_MAX;
+    int    checked = (iface->integrity.kind != STRAND_INTEGRITY_OFF);
+    size_t table   = (size_t)iface->tm.num_rndv_ops * STRAND_TM_RTS_MAX;
     strand_rc_rndv_t *rndv;
-    int err;
+    int               err;
 
     if ((pipeline == UCS_YES) && checked && !caps->sig_pipelining) {
         ucs_error("%s: rc_strand: UCX_RC_STRAND_INTEGRITY_PIPELINE=y, but "
@@ -146,7 +146,8 @@ ucs_status_t strand_rc_rndv_init(strand_iface_t *iface, int pipeline,
     }
     err = iface->dev->ops->reg_mr(iface->dev, rndv->rts_table, table,
                                   IBV_ACCESS_LOCAL_WRITE |
-                                  IBV_ACCESS_REMOTE_READ, &rndv->rts_mr);
+                                          IBV_ACCESS_REMOTE_READ,
+                                  &rndv->rts_mr);
     if (err != 0) {
         ucs_error("%s: rc_strand: failed to register its table of "
                   "rendezvous requests (%zu bytes): %s",
@@ -157,24 +158,22 @@ ucs_status_t strand_rc_rndv_init(strand_iface_t *iface, int pipeline,
     }
     /* without checks nothing can stop the FIN: it always goes with the
      * READ; with them, where the device can stop before it */
-    rndv->pipeline = !checked ||
-                     ((pipeline != UCS_NO) && caps->sig_pipelining);
+    rndv->pipeline = !checked || ((pipeline != UCS_NO) && caps->sig_pipelining);
     kh_init_inplace(strand_rc_rndv_qps, &rndv->qps);
     ucs_list_head_init(&rndv->stopping);
     ucs_list_head_init(&rndv->waiting);
     /* matched requests come here (common/tm_list.c) */
     iface->tm.rts_cb  = strand_rc_rndv_rts;
     iface->tm.rts_arg = rndv;
-    *rndv_p = rndv;
+    *rndv_p           = rndv;
     return UCS_OK;
 }
 
 void strand_rc_rndv_qp_attr(const strand_rc_rndv_t *rndv,
-                            strand_dev_rc_attr_t *attr)
+                            strand_dev_rc_attr_t   *attr)
 {
-    attr->sig_pipelining = rndv->pipeline &&
-                           (rndv->iface->integrity.kind !=
-                            STRAND_INTEGRITY_OFF);
+    attr->sig_pipelining = rndv->pipeline && (rndv->iface->integrity.kind !=
+                                              STRAND_INTEGRITY_OFF);
 }
 
 static strand_integrity_t *strand_rc_rndv_ig(strand_rc_rndv_t *rndv)
@@ -195,8 +194,7 @@ static struct mlx5_wqe_ctrl_seg *
 strand_rc_rndv_wqe_start(strand_rc_rndv_qp_t *rq, uint8_t kind,
                          strand_rc_xfer_t *x, strand_integrity_piece_t *piece)
 {
-    strand_rc_rndv_wqe_t *w = &rq->wqes[rq->sq.cur_post &
-                                        (rq->sq.wqe_cnt - 1)];
+    strand_rc_rndv_wqe_t *w = &rq->wqes[rq->sq.cur_post & (rq->sq.wqe_cnt - 1)];
 
     w->kind  = kind;
     w->xfer  = x;
@@ -204,10 +202,9 @@ strand_rc_rndv_wqe_start(strand_rc_rndv_qp_t *rq, uint8_t kind,
     return strand_sq_ctrl(&rq->sq);
 }
 
-static void strand_rc_rndv_wqe_end(strand_rc_rndv_qp_t *rq,
-                                   struct mlx5_wqe_ctrl_seg *ctrl,
-                                   uint8_t opcode, unsigned ds,
-                                   uint8_t fm_ce_se)
+static void
+strand_rc_rndv_wqe_end(strand_rc_rndv_qp_t *rq, struct mlx5_wqe_ctrl_seg *ctrl,
+                       uint8_t opcode, unsigned ds, uint8_t fm_ce_se)
 {
     strand_sq_set_ctrl(&rq->sq, ctrl, 0, opcode, ds, fm_ce_se, 0);
     strand_sq_advance(&rq->sq, 1);
@@ -216,21 +213,19 @@ static void strand_rc_rndv_wqe_end(strand_rc_rndv_qp_t *rq,
 
 /* A READ of len bytes at (raddr, rkey) into (addr, lkey), signaled: its
  * completion frees a landing mkey or completes the data. */
-static void strand_rc_rndv_post_read(strand_rc_rndv_qp_t *rq,
-                                     strand_rc_xfer_t *x,
+static void strand_rc_rndv_post_read(strand_rc_rndv_qp_t      *rq,
+                                     strand_rc_xfer_t         *x,
                                      strand_integrity_piece_t *piece,
                                      uint64_t raddr, uint32_t rkey,
-                                     uint64_t addr, uint32_t len,
-                                     uint32_t lkey)
+                                     uint64_t addr, uint32_t len, uint32_t lkey)
 {
     struct mlx5_wqe_ctrl_seg *ctrl;
-    void *seg;
+    void                     *seg;
 
     ctrl = strand_rc_rndv_wqe_start(rq, STRAND_RC_WQE_READ, x, piece);
     seg  = strand_sq_seg_next(&rq->sq, ctrl, sizeof(*ctrl));
     strand_set_raddr_seg(seg, raddr, rkey);
-    seg  = strand_sq_seg_next(&rq->sq, seg,
-                              sizeof(struct mlx5_wqe_raddr_seg));
+    seg = strand_sq_seg_next(&rq->sq, seg, sizeof(struct mlx5_wqe_raddr_seg));
     strand_set_data_seg(seg, addr, len, lkey);
     strand_rc_rndv_wqe_end(rq, ctrl, MLX5_OPCODE_RDMA_READ, 3,
                            MLX5_WQE_CTRL_CQ_UPDATE);
@@ -240,25 +235,25 @@ static void strand_rc_rndv_post_read(strand_rc_rndv_qp_t *rq,
 /* The FIN of x with its status, fenced: the device starts it only once
  * every READ before it completed (and a pipelining QP stops before it
  * after a bad block). */
-static void strand_rc_rndv_post_fin(strand_rc_rndv_qp_t *rq,
-                                    strand_rc_xfer_t *x)
+static void
+strand_rc_rndv_post_fin(strand_rc_rndv_qp_t *rq, strand_rc_xfer_t *x)
 {
     struct mlx5_wqe_ctrl_seg *ctrl;
-    struct ibv_tmh tmh;
-    unsigned ds;
-    void *seg;
+    struct ibv_tmh            tmh;
+    unsigned                  ds;
+    void                     *seg;
 
     strand_set_tmh(&tmh, IBV_TMH_FIN, x->m.app_ctx_be, x->m.stag);
     tmh.reserved[0] = (uint8_t)(int8_t)x->status;
-    ctrl       = strand_rc_rndv_wqe_start(rq, STRAND_RC_WQE_FIN, x, NULL);
-    seg        = strand_sq_seg_next(&rq->sq, ctrl, sizeof(*ctrl));
-    ds         = 1 + strand_set_inline_hdr_data(seg, &tmh, sizeof(tmh),
-                                                NULL, 0);
+    ctrl            = strand_rc_rndv_wqe_start(rq, STRAND_RC_WQE_FIN, x, NULL);
+    seg             = strand_sq_seg_next(&rq->sq, ctrl, sizeof(*ctrl));
+    ds = 1 + strand_set_inline_hdr_data(seg, &tmh, sizeof(tmh), NULL, 0);
     x->fin_idx = (uint16_t)rq->sq.cur_post;
     x->fin     = STRAND_RC_FIN_POSTED;
     strand_rc_rndv_wqe_end(rq, ctrl, MLX5_OPCODE_SEND, ds,
                            STRAND_WQE_CTRL_FM_SMALL_FENCE |
-                           MLX5_WQE_CTRL_CQ_UPDATE | MLX5_WQE_CTRL_SOLICITED);
+                                   MLX5_WQE_CTRL_CQ_UPDATE |
+                                   MLX5_WQE_CTRL_SOLICITED);
     if (x->reads > 0) {
         ++rq->rndv->stats.fins_pipelined;
     }
@@ -287,8 +282,7 @@ static void strand_rc_xfer_fail(strand_rc_xfer_t *x, ucs_status_t status)
         x->status = status;
     }
     if (x->req != NULL) {
-        x->req->status = (x->req->status == UCS_OK) ? status :
-                         x->req->status;
+        x->req->status = (x->req->status == UCS_OK) ? status : x->req->status;
     }
 }
 
@@ -387,12 +381,12 @@ static void strand_rc_xfer_settle(strand_rc_xfer_t *x)
  * for room or a landing mkey goes on later from progress. */
 static void strand_rc_xfer_issue(strand_rc_xfer_t *x)
 {
-    strand_rc_rndv_qp_t *rq = x->rq;
-    strand_integrity_t *ig  = strand_rc_rndv_ig(rq->rndv);
+    strand_rc_rndv_qp_t      *rq = x->rq;
+    strand_integrity_t       *ig = strand_rc_rndv_ig(rq->rndv);
     strand_integrity_piece_t *piece;
-    unsigned posted         = 0;
-    int wait                = 0;
-    ucs_status_t status;
+    unsigned                  posted = 0;
+    int                       wait   = 0;
+    ucs_status_t              status;
 
     if (x->bad || (x->rts_desc != NULL)) {
         /* its FIN is cancelled first, when the QP stopped; its request is
@@ -465,16 +459,16 @@ static void strand_rc_xfer_issue(strand_rc_xfer_t *x)
 /* What the request says: where to read, and how (checked pieces with
  * integrity and a signing key, else one plain READ). UCS_ERR_INVALID_PARAM
  * when it does not parse or was written over. */
-static ucs_status_t strand_rc_xfer_start(strand_rc_xfer_t *x,
-                                         const void *data, uint32_t len)
+static ucs_status_t
+strand_rc_xfer_start(strand_rc_xfer_t *x, const void *data, uint32_t len)
 {
-    strand_rc_rndv_t *rndv = x->rq->rndv;
-    strand_integrity_t *ig = strand_rc_rndv_ig(rndv);
-    const void *rkey_buf, *header;
-    strand_rkey_sig_t rk;
-    strand_tm_rts_t rts;
-    uct_iov_t iov;
-    int sig;
+    strand_rc_rndv_t   *rndv = x->rq->rndv;
+    strand_integrity_t *ig   = strand_rc_rndv_ig(rndv);
+    const void         *rkey_buf, *header;
+    strand_rkey_sig_t   rk;
+    strand_tm_rts_t     rts;
+    uct_iov_t           iov;
+    int                 sig;
 
     if (strand_tm_rts_parse(data, len, x->m.app_ctx_be, x->m.stag, &rts,
                             &rkey_buf, &header) != UCS_OK) {
@@ -521,8 +515,8 @@ static ucs_status_t strand_rc_xfer_start(strand_rc_xfer_t *x,
  * the user writes into that buffer): read it from the sender's table. */
 static ucs_status_t strand_rc_xfer_fetch_rts(strand_rc_xfer_t *x)
 {
-    strand_rc_rndv_qp_t *rq = x->rq;
-    strand_iface_t *iface = rq->rndv->iface;
+    strand_rc_rndv_qp_t *rq    = x->rq;
+    strand_iface_t      *iface = rq->rndv->iface;
 
     if ((rq->rts_rkey == 0) || !strand_rc_rndv_room(rq, 1)) {
         return UCS_ERR_NO_RESOURCE;
@@ -531,11 +525,12 @@ static ucs_status_t strand_rc_xfer_fetch_rts(strand_rc_xfer_t *x)
     if (x->rts_desc == NULL) {
         return UCS_ERR_NO_MEMORY;
     }
-    strand_rc_rndv_post_read(rq, x, NULL, rq->rts_table +
-                             (uint64_t)strand_tm_rndv_slot(x->m.app_ctx_be) *
-                             STRAND_TM_RTS_MAX, rq->rts_rkey,
-                             (uintptr_t)x->rts_desc->data, STRAND_TM_RTS_MAX,
-                             x->rts_desc->lkey);
+    strand_rc_rndv_post_read(rq, x, NULL,
+                             rq->rts_table + (uint64_t)strand_tm_rndv_slot(
+                                                     x->m.app_ctx_be) *
+                                                     STRAND_TM_RTS_MAX,
+                             rq->rts_rkey, (uintptr_t)x->rts_desc->data,
+                             STRAND_TM_RTS_MAX, x->rts_desc->lkey);
     rq->wqes[(rq->sq.cur_post - 1) & (rq->sq.wqe_cnt - 1)].kind =
             STRAND_RC_WQE_RTS;
     strand_rc_rndv_ring(rq);
@@ -544,8 +539,7 @@ static ucs_status_t strand_rc_xfer_fetch_rts(strand_rc_xfer_t *x)
 }
 
 /* The request came back from the sender: the transfer starts now. */
-static void strand_rc_xfer_rts_fetched(strand_rc_xfer_t *x,
-                                       ucs_status_t status)
+static void strand_rc_xfer_rts_fetched(strand_rc_xfer_t *x, ucs_status_t status)
 {
     strand_tx_desc_t *desc = x->rts_desc;
 
@@ -553,7 +547,8 @@ static void strand_rc_xfer_rts_fetched(strand_rc_xfer_t *x,
     if ((status == UCS_OK) &&
         (strand_rc_xfer_start(x, desc->data, STRAND_TM_RTS_MAX) != UCS_OK)) {
         ucs_error("%s: the rendezvous request read from the sender does "
-                  "not parse either", x->rq->rndv->iface->dev->info.name);
+                  "not parse either",
+                  x->rq->rndv->iface->dev->info.name);
         status = UCS_ERR_INVALID_PARAM;
     }
     if (status != UCS_OK) {
@@ -565,11 +560,11 @@ static void strand_rc_xfer_rts_fetched(strand_rc_xfer_t *x,
 static void strand_rc_rndv_rts(void *arg, const strand_tm_rts_match_t *m,
                                const void *data, uint32_t len)
 {
-    strand_rc_rndv_t *rndv = arg;
+    strand_rc_rndv_t    *rndv = arg;
     strand_rc_rndv_qp_t *rq;
-    strand_rc_xfer_t *x;
-    ucs_status_t status;
-    khiter_t it;
+    strand_rc_xfer_t    *x;
+    ucs_status_t         status;
+    khiter_t             it;
 
     it = kh_get(strand_rc_rndv_qps, &rndv->qps, m->qpn);
     if (it == kh_end(&rndv->qps)) {
@@ -624,13 +619,13 @@ static void strand_rc_rndv_qp_stopping(strand_rc_rndv_qp_t *rq)
     }
 }
 
-static void strand_rc_rndv_wqe_done(strand_rc_rndv_qp_t *rq,
+static void strand_rc_rndv_wqe_done(strand_rc_rndv_qp_t  *rq,
                                     strand_rc_rndv_wqe_t *w,
-                                    ucs_status_t status)
+                                    ucs_status_t          status)
 {
-    strand_rc_xfer_t *x             = w->xfer;
+    strand_rc_xfer_t         *x     = w->xfer;
     strand_integrity_piece_t *piece = w->piece;
-    uint8_t kind                    = w->kind;
+    uint8_t                   kind  = w->kind;
 
     w->kind  = STRAND_RC_WQE_NONE;
     w->xfer  = NULL;
@@ -671,10 +666,10 @@ static void strand_rc_rndv_wqe_done(strand_rc_rndv_qp_t *rq,
 int strand_rc_rndv_cqe(strand_rc_rndv_t *rndv, const struct mlx5_cqe64 *cqe)
 {
     khiter_t it = kh_get(strand_rc_rndv_qps, &rndv->qps, strand_cqe_qpn(cqe));
-    strand_rc_rndv_qp_t *rq;
+    strand_rc_rndv_qp_t  *rq;
     strand_rc_rndv_wqe_t *w;
-    ucs_status_t status = UCS_OK;
-    uint16_t idx;
+    ucs_status_t          status = UCS_OK;
+    uint16_t              idx;
 
     if (it == kh_end(&rndv->qps)) {
         return -1;
@@ -685,8 +680,7 @@ int strand_rc_rndv_cqe(strand_rc_rndv_t *rndv, const struct mlx5_cqe64 *cqe)
     if (strand_cqe_is_error(cqe)) {
         status = strand_syndrome_status(strand_cqe_syndrome(cqe));
         if (rq->status == UCS_OK) {
-            if (strand_cqe_syndrome(cqe) !=
-                MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
+            if (strand_cqe_syndrome(cqe) != MLX5_CQE_SYNDROME_WR_FLUSH_ERR) {
                 ucs_diag("%s: rendezvous on QP 0x%x failed: %s",
                          rndv->iface->dev->info.name, rq->qp->qpn,
                          strand_cqe_syndrome_str(strand_cqe_syndrome(cqe)));
@@ -696,8 +690,8 @@ int strand_rc_rndv_cqe(strand_rc_rndv_t *rndv, const struct mlx5_cqe64 *cqe)
     }
     if (w->kind == STRAND_RC_WQE_NONE) {
         ucs_error("%s: send CQE for WQE %u of QP 0x%x, which has none "
-                  "outstanding", rndv->iface->dev->info.name, idx,
-                  rq->qp->qpn);
+                  "outstanding",
+                  rndv->iface->dev->info.name, idx, rq->qp->qpn);
         return 0;
     }
     strand_rc_rndv_wqe_done(rq, w, status);
@@ -723,11 +717,11 @@ static int strand_rc_rndv_unexecuted(const strand_rc_rndv_qp_t *rq,
 /* The seed page's four steps for a QP that stopped in SQD. */
 static void strand_rc_rndv_handle_sqd(strand_rc_rndv_qp_t *rq, uint16_t stop)
 {
-    strand_rc_rndv_t *rndv = rq->rndv;
-    strand_dev_t *dev      = rndv->iface->dev;
+    strand_rc_rndv_t         *rndv = rq->rndv;
+    strand_dev_t             *dev  = rndv->iface->dev;
     struct mlx5_wqe_ctrl_seg *ctrl;
-    strand_rc_xfer_t *x, *tmp;
-    int err;
+    strand_rc_xfer_t         *x, *tmp;
+    int                       err;
 
     /* 1. everything the QP executed has its completion in the CQ (the
      * drain is over): poll it empty; bad pieces are marked now */
@@ -746,8 +740,8 @@ static void strand_rc_rndv_handle_sqd(strand_rc_rndv_qp_t *rq, uint16_t stop)
         }
         if (!strand_rc_rndv_unexecuted(rq, x->fin_idx, stop)) {
             ucs_error("%s: QP 0x%x stopped at WQE %u after the FIN (WQE %u) "
-                      "of a transfer with a bad block", dev->info.name,
-                      rq->qp->qpn, stop, x->fin_idx);
+                      "of a transfer with a bad block",
+                      dev->info.name, rq->qp->qpn, stop, x->fin_idx);
             continue;
         }
         ctrl = strand_sq_bb(rq->sq.buf, rq->sq.wqe_cnt, x->fin_idx);
@@ -775,13 +769,13 @@ static void strand_rc_rndv_handle_sqd(strand_rc_rndv_qp_t *rq, uint16_t stop)
 
 unsigned strand_rc_rndv_progress(strand_rc_rndv_t *rndv)
 {
-    strand_dev_t *dev = rndv->iface->dev;
+    strand_dev_t        *dev = rndv->iface->dev;
     strand_rc_rndv_qp_t *rq, *rtmp;
-    strand_rc_xfer_t *x, *xtmp;
-    ucs_list_link_t waiting;
-    unsigned count = 0;
-    uint32_t stop;
-    int err;
+    strand_rc_xfer_t    *x, *xtmp;
+    ucs_list_link_t      waiting;
+    unsigned             count = 0;
+    uint32_t             stop;
+    int                  err;
 
     ucs_list_for_each_safe(rq, rtmp, &rndv->stopping, stop_link) {
         err = dev->ops->query_sqd(dev, rq->qp, &stop);
@@ -789,8 +783,8 @@ unsigned strand_rc_rndv_progress(strand_rc_rndv_t *rndv)
             strand_rc_rndv_handle_sqd(rq, (uint16_t)stop);
             ++count;
         } else if ((err != EINVAL) && (err != EBUSY)) {
-            ucs_error("%s: QP 0x%x: cannot query its stop: %s",
-                      dev->info.name, rq->qp->qpn, strerror(err));
+            ucs_error("%s: QP 0x%x: cannot query its stop: %s", dev->info.name,
+                      rq->qp->qpn, strerror(err));
         }
         /* EINVAL: not stopped yet (its next fenced WQE is still ahead);
          * EBUSY: stopped, what it started still completing */
@@ -813,14 +807,13 @@ unsigned strand_rc_rndv_progress(strand_rc_rndv_t *rndv)
 
 /* ---------------------------------------------------- responder QPs */
 
-ucs_status_t strand_rc_rndv_qp_add(strand_rc_rndv_t *rndv,
-                                   strand_dev_qp_t *qp, uint64_t rts_table,
-                                   uint32_t rts_rkey,
+ucs_status_t strand_rc_rndv_qp_add(strand_rc_rndv_t *rndv, strand_dev_qp_t *qp,
+                                   uint64_t rts_table, uint32_t rts_rkey,
                                    strand_rc_rndv_qp_t **rq_p)
 {
     strand_rc_rndv_qp_t *rq;
-    khiter_t it;
-    int ret;
+    khiter_t             it;
+    int                  ret;
 
     rq = ucs_calloc(1, sizeof(*rq), "strand_rc_rndv_qp");
     if (rq == NULL) {
@@ -846,17 +839,17 @@ ucs_status_t strand_rc_rndv_qp_add(strand_rc_rndv_t *rndv,
         return UCS_ERR_NO_MEMORY;
     }
     kh_value(&rndv->qps, it) = rq;
-    *rq_p = rq;
+    *rq_p                    = rq;
     return UCS_OK;
 }
 
 void strand_rc_rndv_qp_remove(strand_rc_rndv_t *rndv, strand_rc_rndv_qp_t *rq)
 {
-    strand_integrity_t *ig = strand_rc_rndv_ig(rndv);
-    strand_rc_xfer_t *x, *tmp;
+    strand_integrity_t   *ig = strand_rc_rndv_ig(rndv);
+    strand_rc_xfer_t     *x, *tmp;
     strand_rc_rndv_wqe_t *w;
-    khiter_t it;
-    uint32_t bb;
+    khiter_t              it;
+    uint32_t              bb;
 
     if (rq == NULL) {
         return;
@@ -881,8 +874,7 @@ void strand_rc_rndv_qp_remove(strand_rc_rndv_t *rndv, strand_rc_rndv_qp_t *rq)
         } else if (w->kind == STRAND_RC_WQE_READ) {
             --w->xfer->reads;
             if (w->piece != NULL) {
-                strand_integrity_piece_done(ig, w->piece,
-                                            UCS_ERR_CANCELED);
+                strand_integrity_piece_done(ig, w->piece, UCS_ERR_CANCELED);
             }
         }
         w->kind = STRAND_RC_WQE_NONE;
@@ -907,15 +899,14 @@ void strand_rc_rndv_cleanup(strand_rc_rndv_t *rndv)
     rndv->closing = 1;
     ucs_info("%s: rc_strand rendezvous: xfers %" PRIu64 " checked %" PRIu64
              " failed %" PRIu64 " fins %" PRIu64 " fins_pipelined %" PRIu64
-             " stops %" PRIu64 " fins_cancelled %" PRIu64 " rts_fetched %"
-             PRIu64,
+             " stops %" PRIu64 " fins_cancelled %" PRIu64
+             " rts_fetched %" PRIu64,
              rndv->iface->dev->info.name, rndv->stats.xfers,
              rndv->stats.checked, rndv->stats.failed, rndv->stats.fins,
              rndv->stats.fins_pipelined, rndv->stats.stops,
              rndv->stats.fins_cancelled, rndv->stats.rts_fetched);
-    kh_foreach_value(&rndv->qps, rq, {
-        strand_rc_rndv_qp_remove(rndv, rq);
-    });
+    kh_foreach_value(&rndv->qps, rq, { strand_rc_rndv_qp_remove(rndv, rq); })
+        ;
     kh_destroy_inplace(strand_rc_rndv_qps, &rndv->qps);
     rndv->iface->dev->ops->dereg_mr(rndv->iface->dev, &rndv->rts_mr);
     ucs_free(rndv->rts_table);
@@ -923,17 +914,17 @@ void strand_rc_rndv_cleanup(strand_rc_rndv_t *rndv)
 }
 
 void strand_rc_rndv_show(const strand_rc_rndv_t *rndv,
-                         ucs_string_buffer_t *strb)
+                         ucs_string_buffer_t    *strb)
 {
-    ucs_string_buffer_appendf(strb,
+    ucs_string_buffer_appendf(
+            strb,
             "pipeline %u\nqps %u\noutstanding %u\n"
             "xfers %" PRIu64 "\nchecked %" PRIu64 "\nfailed %" PRIu64 "\n"
             "fins %" PRIu64 "\nfins_pipelined %" PRIu64 "\nstops %" PRIu64
             "\nfins_cancelled %" PRIu64 "\nrts_fetched %" PRIu64 "\n",
-            rndv->pipeline,
-            kh_size(&rndv->qps), rndv->outstanding, rndv->stats.xfers,
-            rndv->stats.checked, rndv->stats.failed, rndv->stats.fins,
-            rndv->stats.fins_pipelined, rndv->stats.stops,
+            rndv->pipeline, kh_size(&rndv->qps), rndv->outstanding,
+            rndv->stats.xfers, rndv->stats.checked, rndv->stats.failed,
+            rndv->stats.fins, rndv->stats.fins_pipelined, rndv->stats.stops,
             rndv->stats.fins_cancelled, rndv->stats.rts_fetched);
 }
 
@@ -950,11 +941,11 @@ void strand_rc_rndv_keep_rts(strand_rc_rndv_t *rndv, uint32_t app_ctx,
                              const void *rts, size_t len)
 {
     memcpy(rndv->rts_table +
-           (size_t)strand_tm_rndv_slot(app_ctx) * STRAND_TM_RTS_MAX, rts, len);
+                   (size_t)strand_tm_rndv_slot(app_ctx) * STRAND_TM_RTS_MAX,
+           rts, len);
 }
 
 unsigned strand_rc_rndv_max_hdr(const strand_iface_t *iface)
 {
     return strand_tm_rts_max_hdr(strand_md_rkey_packed_size(iface->md));
 }
-

@@ -35,10 +35,11 @@
 
 #include "uct_mlx5/common/iface.h"
 
-#define STRAND_RC_RNDV_MAX_WQES  1024           /* its rendezvous: WQEs of
-                                                   its responder QPs
-                                                   outstanding at most
-                                                   (rc_rndv.c) */
+#define STRAND_RC_RNDV_MAX_WQES \
+    1024 /* its rendezvous: WQEs of
+            its responder QPs
+            outstanding at most
+            (rc_rndv.c) */
 
 #include <ucs/datastruct/string_buffer.h>
 
@@ -49,17 +50,16 @@ typedef struct strand_rc_rndv_qp strand_rc_rndv_qp_t;
  * UCX_RC_STRAND_INTEGRITY_PIPELINE (UCS_YES, UCS_NO or UCS_TRY). */
 ucs_status_t strand_rc_rndv_init(strand_iface_t *iface, int pipeline,
                                  strand_rc_rndv_t **rndv_p);
-void strand_rc_rndv_cleanup(strand_rc_rndv_t *rndv);
+void         strand_rc_rndv_cleanup(strand_rc_rndv_t *rndv);
 
 /* How responder QPs are made: signature pipelining when it is used. */
 void strand_rc_rndv_qp_attr(const strand_rc_rndv_t *rndv,
-                            strand_dev_rc_attr_t *attr);
+                            strand_dev_rc_attr_t   *attr);
 /* A responder QP, connected: rendezvous that arrive on it are read on it
  * from now on; the requester's table of requests (strand_rc_rndv_table)
  * is where a request written over in a tag's buffer is read again. */
-ucs_status_t strand_rc_rndv_qp_add(strand_rc_rndv_t *rndv,
-                                   strand_dev_qp_t *qp, uint64_t rts_table,
-                                   uint32_t rts_rkey,
+ucs_status_t strand_rc_rndv_qp_add(strand_rc_rndv_t *rndv, strand_dev_qp_t *qp,
+                                   uint64_t rts_table, uint32_t rts_rkey,
                                    strand_rc_rndv_qp_t **rq_p);
 /* Where the peer reads the copies of the requests this interface sends
  * (its connection request carries them; 0 and 0 without tag matching). */
@@ -67,8 +67,7 @@ void strand_rc_rndv_table(const strand_rc_rndv_t *rndv, uint64_t *va_p,
                           uint32_t *rkey_p);
 /* ... and before it is destroyed: its transfers fail (their tags with
  * UCS_ERR_CONNECTION_RESET). */
-void strand_rc_rndv_qp_remove(strand_rc_rndv_t *rndv,
-                              strand_rc_rndv_qp_t *rq);
+void strand_rc_rndv_qp_remove(strand_rc_rndv_t *rndv, strand_rc_rndv_qp_t *rq);
 
 /* a send CQE of a responder QP (the interface's send CQ has them) */
 int strand_rc_rndv_cqe(strand_rc_rndv_t *rndv, const struct mlx5_cqe64 *cqe);
@@ -76,7 +75,7 @@ int strand_rc_rndv_cqe(strand_rc_rndv_t *rndv, const struct mlx5_cqe64 *cqe);
 unsigned strand_rc_rndv_progress(strand_rc_rndv_t *rndv);
 /* the VFS file 'rendezvous' */
 void strand_rc_rndv_show(const strand_rc_rndv_t *rndv,
-                         ucs_string_buffer_t *strb);
+                         ucs_string_buffer_t    *strb);
 
 /* the largest user header of a rendezvous (cap.tag.rndv.max_hdr) */
 unsigned strand_rc_rndv_max_hdr(const strand_iface_t *iface);

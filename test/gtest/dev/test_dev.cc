@@ -45,8 +45,9 @@ protected:
         memset(m_buf, 0, 65536);
         ASSERT_EQ(0, m_ops->reg_mr(m_dev, m_buf, 65536,
                                    IBV_ACCESS_LOCAL_WRITE |
-                                   IBV_ACCESS_REMOTE_WRITE |
-                                   IBV_ACCESS_REMOTE_READ, &m_mr));
+                                           IBV_ACCESS_REMOTE_WRITE |
+                                           IBV_ACCESS_REMOTE_READ,
+                                   &m_mr));
     }
 
     void TearDown() override
@@ -66,14 +67,17 @@ protected:
 
     void create_dci(uint8_t log_streams = 0, uint8_t log_errored = 0)
     {
-        m_attr = {nullptr, &m_cq, 64, 1, 64, log_streams, log_errored, 14, 7, 7,
-                  1};
+        m_attr = {nullptr,     &m_cq, 64, 1, 64, log_streams,
+                  log_errored, 14,    7,  7, 1};
         ASSERT_EQ(0, strand_dev_create_dci(m_dev, &m_attr, &m_dci));
         m_dci_up = true;
         m_pi     = 0;
     }
 
-    uint8_t *buf(size_t off) { return static_cast<uint8_t*>(m_buf) + off; }
+    uint8_t *buf(size_t off)
+    {
+        return static_cast<uint8_t *>(m_buf) + off;
+    }
 
     /* ctrl + 48-byte AV [+ raddr] + data, rung and kicked; returns BB. */
     uint32_t post(uint8_t opcode, size_t local, uint32_t len, size_t remote,
@@ -81,20 +85,20 @@ protected:
     {
         void *sq   = m_dci.dv.sq.buf;
         void *end  = strand_sq_end(sq, m_dci.dv.sq.wqe_cnt);
-        auto *ctrl = (struct mlx5_wqe_ctrl_seg*)strand_sq_bb(
-                sq, m_dci.dv.sq.wqe_cnt, m_pi);
-        void *seg  = strand_sq_next(ctrl, 16, sq, end);
-        strand_set_av_full((struct mlx5_wqe_av*)seg, 0x1ee7a330, m_dct.qpn,
+        auto *ctrl = (struct mlx5_wqe_ctrl_seg *)
+                strand_sq_bb(sq, m_dci.dv.sq.wqe_cnt, m_pi);
+        void *seg = strand_sq_next(ctrl, 16, sq, end);
+        strand_set_av_full((struct mlx5_wqe_av *)seg, 0x1ee7a330, m_dct.qpn,
                            m_dev->caps.lid);
-        seg = strand_sq_next(seg, 48, sq, end);
+        seg         = strand_sq_next(seg, 48, sq, end);
         unsigned ds = 4;
         if (opcode != MLX5_OPCODE_SEND) {
-            strand_set_raddr_seg((struct mlx5_wqe_raddr_seg*)seg,
+            strand_set_raddr_seg((struct mlx5_wqe_raddr_seg *)seg,
                                  (uintptr_t)buf(remote), rkey);
             seg = strand_sq_next(seg, 16, sq, end);
             ++ds;
         }
-        strand_set_data_seg((struct mlx5_wqe_data_seg*)seg,
+        strand_set_data_seg((struct mlx5_wqe_data_seg *)seg,
                             (uintptr_t)buf(local), len, m_mr.lkey);
         ++ds;
         uint32_t bb = m_pi;
@@ -115,7 +119,7 @@ protected:
         auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
         while ((cqe == nullptr) && (std::chrono::steady_clock::now() < end)) {
             cqe = strand_cqe_get(m_cq.dv.buf, m_cq.dv.cqe_cnt,
-                                   strand_cqe_shift(m_cq.dv.cqe_size), m_ci);
+                                 strand_cqe_shift(m_cq.dv.cqe_size), m_ci);
             if ((cqe == nullptr) && (m_ops->progress != nullptr)) {
                 m_ops->progress(m_dev);
             }
@@ -129,10 +133,10 @@ protected:
     void post_srq(size_t off, uint32_t len)
     {
         /* the next free WQE of the list, as the provider keeps it */
-        auto *wqe = static_cast<uint8_t*>(m_srq.dv.buf) +
+        auto *wqe = static_cast<uint8_t *>(m_srq.dv.buf) +
                     m_srq_head * m_srq.dv.stride;
-        auto *next = (struct mlx5_wqe_srq_next_seg*)wqe;
-        strand_set_data_seg((struct mlx5_wqe_data_seg*)(next + 1),
+        auto *next = (struct mlx5_wqe_srq_next_seg *)wqe;
+        strand_set_data_seg((struct mlx5_wqe_data_seg *)(next + 1),
                             (uintptr_t)buf(off), len, m_mr.lkey);
         m_srq_head = be16toh(next->next_wqe_index);
         strand_srq_ring_doorbell(m_srq.dv.dbrec, ++m_srq_posted);
@@ -144,9 +148,9 @@ protected:
     strand_dev_cq_t         m_cq;
     strand_dev_srq_t        m_srq;
     strand_dev_qp_t         m_dct, m_dci;
-    strand_dev_sq_attr_t   m_attr;
+    strand_dev_sq_attr_t    m_attr;
     strand_dev_mr_t         m_mr;
-    void                   *m_buf = nullptr;
+    void                   *m_buf    = nullptr;
     bool                    m_dci_up = false;
     uint32_t                m_pi = 0, m_ci = 0;
     uint16_t                m_srq_head = 0, m_srq_posted = 0;
@@ -230,7 +234,7 @@ TEST_F(dev_sim, dci_error_then_reset_dci_recovers)
     ASSERT_EQ(0, strand_dev_reset_dci(m_dev, &m_dci, &m_attr));
     ASSERT_EQ(0, m_ops->qp_state(m_dev, &m_dci, &st));
     EXPECT_EQ(IBV_QPS_RTS, st);
-    m_pi = 0; /* the queue starts over after a reset */
+    m_pi    = 0; /* the queue starts over after a reset */
     *buf(0) = 0x42;
     post(MLX5_OPCODE_RDMA_WRITE, 0, 8, 4096, m_mr.rkey);
     cqe = next_cqe();
@@ -265,8 +269,8 @@ TEST_F(dev_sim, user_index_is_the_first_free_slot)
     strand_dev_qp_t first = m_dci, second;
     ASSERT_EQ(0, strand_dev_create_dci(m_dev, &m_attr, &second));
     auto uidx_of_a_write = [&](const strand_dev_qp_t &qp) {
-        m_dci    = qp;
-        m_pi     = 0;
+        m_dci = qp;
+        m_pi  = 0;
         post(MLX5_OPCODE_RDMA_WRITE, 0, 8, 4096, m_mr.rkey);
         struct mlx5_cqe64 *cqe = next_cqe();
         EXPECT_NE(nullptr, cqe);
@@ -308,7 +312,8 @@ TEST(dev_hw, discovery_lists_hardware_before_the_software_device)
     int num_hw = strand_dev_list(1u << STRAND_DEV_KIND_HW, infos, 16);
     ASSERT_GE(num_hw, 0);
     int n = strand_dev_list((1u << STRAND_DEV_KIND_HW) |
-                            (1u << STRAND_DEV_KIND_SIM), infos, 16);
+                                    (1u << STRAND_DEV_KIND_SIM),
+                            infos, 16);
     ASSERT_EQ(num_hw + 1, n);
     for (int i = 0; i < num_hw; ++i) {
         EXPECT_EQ(STRAND_DEV_KIND_HW, infos[i].kind) << infos[i].name;
@@ -328,7 +333,7 @@ TEST(dev_hw, every_device_reports_queried_capabilities)
     }
     for (int i = 0; i < num_hw; ++i) {
         strand_dev_t *dev = nullptr;
-        int err           = strand_dev_open(&infos[i], &dev);
+        int           err = strand_dev_open(&infos[i], &dev);
         if (err == ENETDOWN) {
             continue; /* port not active: nothing to check */
         }
@@ -353,7 +358,7 @@ TEST(dev_hw, opening_an_absent_device_is_enodev)
     strand_dev_info_t info;
     memset(&info, 0, sizeof(info));
     strcpy(info.name, "mlx5_nosuch");
-    info.kind = STRAND_DEV_KIND_HW;
+    info.kind         = STRAND_DEV_KIND_HW;
     strand_dev_t *dev = nullptr;
     EXPECT_EQ(ENODEV, strand_dev_open(&info, &dev));
     EXPECT_EQ(nullptr, dev);
@@ -369,9 +374,9 @@ TEST(dev_hw, opening_an_absent_device_is_enodev)
 TEST_F(dev_sim, a_qp_is_made_in_reset_and_moves_through_its_states_in_order)
 {
     strand_dev_qp_init_t init;
-    strand_dev_qp_t qp;
-    struct ibv_qp_attr a;
-    enum ibv_qp_state state;
+    strand_dev_qp_t      qp;
+    struct ibv_qp_attr   a;
+    enum ibv_qp_state    state;
 
     memset(&init, 0, sizeof(init));
     init.type         = STRAND_DEV_QPT_DCI;

@@ -17,16 +17,16 @@ extern "C" {
 namespace {
 
 struct port_case {
-    uint8_t     speed, width;
-    int          mtu;        /* enum ibv_mtu, or a value outside it: an
-                                int, so that C++ never loads an enum
-                                holding no enumerator (UBSan) */
-    uint8_t     link_layer;
-    double      gbit_wire;   /* payload bits per second of the link, 1e9 */
-    unsigned    mtu_bytes, hdr_bytes;
-    double      latency_ns;
+    uint8_t  speed, width;
+    int      mtu; /* enum ibv_mtu, or a value outside it: an
+                     int, so that C++ never loads an enum
+                     holding no enumerator (UBSan) */
+    uint8_t  link_layer;
+    double   gbit_wire; /* payload bits per second of the link, 1e9 */
+    unsigned mtu_bytes, hdr_bytes;
+    double   latency_ns;
     strand_dev_perf_source_t source;
-    const char *what;        /* a part of perf.what */
+    const char              *what; /* a part of perf.what */
 };
 
 const uint8_t IB  = IBV_LINK_LAYER_INFINIBAND;
@@ -38,63 +38,63 @@ const unsigned HDR_ETH = 98;
 const double   ENC66   = 64.0 / 66.0;
 
 const port_case cases[] = {
-    /* speed, width, MTU, link, Gb/s, MTU, hdr, latency (+60 DC, +200 RoCE) */
-    {1,   1,  IBV_MTU_2048, IB,  2.5 * 0.8,            2048, HDR_IB, 5060,
-     STRAND_DEV_PERF_PORT, "SDR 1x InfiniBand, MTU 2048"},
-    {2,   2,  IBV_MTU_2048, IB,  4 * 5.0 * 0.8,        2048, HDR_IB, 2560,
-     STRAND_DEV_PERF_PORT, "DDR 4x"},
-    {4,   2,  IBV_MTU_4096, IB,  4 * 10.0 * 0.8,       4096, HDR_IB, 1360,
-     STRAND_DEV_PERF_PORT, "QDR 4x"},
-    {4,   2,  IBV_MTU_1024, ETH, 4 * 10.3125 * ENC66,  1024, HDR_ETH, 1560,
-     STRAND_DEV_PERF_PORT, "10GbE 4x Ethernet, MTU 1024"},
-    {8,   2,  IBV_MTU_4096, IB,  4 * 10.3125 * ENC66,  4096, HDR_IB, 760,
-     STRAND_DEV_PERF_PORT, "FDR10 4x"},
-    {16,  2,  IBV_MTU_4096, IB,  4 * 14.0625 * ENC66,  4096, HDR_IB, 760,
-     STRAND_DEV_PERF_PORT, "FDR 4x"},
-    {32,  2,  IBV_MTU_4096, IB,  4 * 25.78125 * ENC66, 4096, HDR_IB, 660,
-     STRAND_DEV_PERF_PORT, "EDR 4x InfiniBand, MTU 4096"},
-    {32,  2,  IBV_MTU_1024, ETH, 4 * 25.78125 * ENC66, 1024, HDR_ETH, 860,
-     STRAND_DEV_PERF_PORT, "EDR 4x Ethernet, MTU 1024"},
-    {32,  8,  IBV_MTU_4096, IB,  12 * 25.78125 * ENC66, 4096, HDR_IB, 660,
-     STRAND_DEV_PERF_PORT, "EDR 12x"},
-    {64,  2,  IBV_MTU_4096, IB,  4 * 51.5625 * ENC66,  4096, HDR_IB, 660,
-     STRAND_DEV_PERF_PORT, "HDR 4x"},
-    {64,  16, IBV_MTU_4096, IB,  2 * 51.5625 * ENC66,  4096, HDR_IB, 660,
-     STRAND_DEV_PERF_PORT, "HDR 2x"},
-    {128, 2,  IBV_MTU_4096, IB,  4 * 100.0 * ENC66,    4096, HDR_IB, 660,
-     STRAND_DEV_PERF_PORT, "NDR 4x"},
-    {128, 4,  IBV_MTU_512,  IB,  8 * 100.0 * ENC66,    512,  HDR_IB, 660,
-     STRAND_DEV_PERF_PORT, "NDR 8x InfiniBand, MTU 512"},
-    /* unknown values: the slowest link, and the value named */
-    {3,   2,  IBV_MTU_4096, IB,  4 * 2.5 * 0.8,        4096, HDR_IB, 5060,
-     STRAND_DEV_PERF_PORT_GUESS, "unknown active_speed 3"},
-    {0,   2,  IBV_MTU_4096, IB,  4 * 2.5 * 0.8,        4096, HDR_IB, 5060,
-     STRAND_DEV_PERF_PORT_GUESS, "unknown active_speed 0"},
-    {255, 2,  IBV_MTU_4096, ETH, 4 * 2.5 * 0.8,        4096, HDR_ETH, 5260,
-     STRAND_DEV_PERF_PORT_GUESS, "unknown active_speed 255"},
-    {32,  3,  IBV_MTU_4096, IB,  25.78125 * ENC66,     4096, HDR_IB, 660,
-     STRAND_DEV_PERF_PORT_GUESS, "unknown active_width 3"},
-    {32,  0,  IBV_MTU_4096, IB,  25.78125 * ENC66,     4096, HDR_IB, 660,
-     STRAND_DEV_PERF_PORT_GUESS, "unknown active_width 0"},
-    {32,  2,  0, IB, 4 * 25.78125 * ENC66, 256, HDR_IB, 660,
-     STRAND_DEV_PERF_PORT_GUESS, "unknown active_mtu 0"},
-    {32,  2,  9, IB, 4 * 25.78125 * ENC66, 256, HDR_IB, 660,
-     STRAND_DEV_PERF_PORT_GUESS, "unknown active_mtu 9"},
+        /* speed, width, MTU, link, Gb/s, MTU, hdr, latency (+60 DC, +200 RoCE) */
+        {1, 1, IBV_MTU_2048, IB, 2.5 * 0.8, 2048, HDR_IB, 5060,
+         STRAND_DEV_PERF_PORT, "SDR 1x InfiniBand, MTU 2048"},
+        {2, 2, IBV_MTU_2048, IB, 4 * 5.0 * 0.8, 2048, HDR_IB, 2560,
+         STRAND_DEV_PERF_PORT, "DDR 4x"},
+        {4, 2, IBV_MTU_4096, IB, 4 * 10.0 * 0.8, 4096, HDR_IB, 1360,
+         STRAND_DEV_PERF_PORT, "QDR 4x"},
+        {4, 2, IBV_MTU_1024, ETH, 4 * 10.3125 * ENC66, 1024, HDR_ETH, 1560,
+         STRAND_DEV_PERF_PORT, "10GbE 4x Ethernet, MTU 1024"},
+        {8, 2, IBV_MTU_4096, IB, 4 * 10.3125 * ENC66, 4096, HDR_IB, 760,
+         STRAND_DEV_PERF_PORT, "FDR10 4x"},
+        {16, 2, IBV_MTU_4096, IB, 4 * 14.0625 * ENC66, 4096, HDR_IB, 760,
+         STRAND_DEV_PERF_PORT, "FDR 4x"},
+        {32, 2, IBV_MTU_4096, IB, 4 * 25.78125 * ENC66, 4096, HDR_IB, 660,
+         STRAND_DEV_PERF_PORT, "EDR 4x InfiniBand, MTU 4096"},
+        {32, 2, IBV_MTU_1024, ETH, 4 * 25.78125 * ENC66, 1024, HDR_ETH, 860,
+         STRAND_DEV_PERF_PORT, "EDR 4x Ethernet, MTU 1024"},
+        {32, 8, IBV_MTU_4096, IB, 12 * 25.78125 * ENC66, 4096, HDR_IB, 660,
+         STRAND_DEV_PERF_PORT, "EDR 12x"},
+        {64, 2, IBV_MTU_4096, IB, 4 * 51.5625 * ENC66, 4096, HDR_IB, 660,
+         STRAND_DEV_PERF_PORT, "HDR 4x"},
+        {64, 16, IBV_MTU_4096, IB, 2 * 51.5625 * ENC66, 4096, HDR_IB, 660,
+         STRAND_DEV_PERF_PORT, "HDR 2x"},
+        {128, 2, IBV_MTU_4096, IB, 4 * 100.0 * ENC66, 4096, HDR_IB, 660,
+         STRAND_DEV_PERF_PORT, "NDR 4x"},
+        {128, 4, IBV_MTU_512, IB, 8 * 100.0 * ENC66, 512, HDR_IB, 660,
+         STRAND_DEV_PERF_PORT, "NDR 8x InfiniBand, MTU 512"},
+        /* unknown values: the slowest link, and the value named */
+        {3, 2, IBV_MTU_4096, IB, 4 * 2.5 * 0.8, 4096, HDR_IB, 5060,
+         STRAND_DEV_PERF_PORT_GUESS, "unknown active_speed 3"},
+        {0, 2, IBV_MTU_4096, IB, 4 * 2.5 * 0.8, 4096, HDR_IB, 5060,
+         STRAND_DEV_PERF_PORT_GUESS, "unknown active_speed 0"},
+        {255, 2, IBV_MTU_4096, ETH, 4 * 2.5 * 0.8, 4096, HDR_ETH, 5260,
+         STRAND_DEV_PERF_PORT_GUESS, "unknown active_speed 255"},
+        {32, 3, IBV_MTU_4096, IB, 25.78125 * ENC66, 4096, HDR_IB, 660,
+         STRAND_DEV_PERF_PORT_GUESS, "unknown active_width 3"},
+        {32, 0, IBV_MTU_4096, IB, 25.78125 * ENC66, 4096, HDR_IB, 660,
+         STRAND_DEV_PERF_PORT_GUESS, "unknown active_width 0"},
+        {32, 2, 0, IB, 4 * 25.78125 * ENC66, 256, HDR_IB, 660,
+         STRAND_DEV_PERF_PORT_GUESS, "unknown active_mtu 0"},
+        {32, 2, 9, IB, 4 * 25.78125 * ENC66, 256, HDR_IB, 660,
+         STRAND_DEV_PERF_PORT_GUESS, "unknown active_mtu 9"},
 };
 
-strand_dev_perf_t perf_of(uint8_t speed, uint8_t width, int mtu,
-                          uint8_t link_layer)
+strand_dev_perf_t
+perf_of(uint8_t speed, uint8_t width, int mtu, uint8_t link_layer)
 {
     struct ibv_port_attr pa;
-    strand_dev_perf_t perf;
+    strand_dev_perf_t    perf;
 
     memset(&pa, 0, sizeof(pa));
     pa.state        = IBV_PORT_ACTIVE;
     pa.active_speed = speed;
     pa.active_width = width;
     memcpy(&pa.active_mtu, &mtu, sizeof(pa.active_mtu)); /* may be no
-                                                           enumerator */
-    pa.link_layer   = link_layer;
+                                                            enumerator */
+    pa.link_layer = link_layer;
     memset(&perf, 0xff, sizeof(perf)); /* nothing left from before */
     strand_dev_perf_from_port(&pa, &perf);
     return perf;
@@ -106,8 +106,8 @@ TEST(dev_perf, port_attributes_give_the_link_rate_less_headers)
 {
     for (const auto &c : cases) {
         SCOPED_TRACE(std::string("case ") + c.what);
-        strand_dev_perf_t p = perf_of(c.speed, c.width, c.mtu, c.link_layer);
-        double bw = c.gbit_wire * 1e9 / 8 * c.mtu_bytes /
+        strand_dev_perf_t p  = perf_of(c.speed, c.width, c.mtu, c.link_layer);
+        double            bw = c.gbit_wire * 1e9 / 8 * c.mtu_bytes /
                     (c.mtu_bytes + c.hdr_bytes);
 
         EXPECT_NEAR(bw, p.bandwidth, bw * 1e-9);
@@ -124,14 +124,14 @@ TEST(dev_perf, port_attributes_give_the_link_rate_less_headers)
 
 TEST(dev_perf, faster_links_never_estimate_less)
 {
-    const uint8_t speeds[] = {1, 2, 4, 8, 16, 32, 64, 128};
-    const uint8_t widths[] = {1, 16, 2, 4, 8}; /* 1x 2x 4x 8x 12x */
-    double prev_speed = 0;
+    const uint8_t speeds[]   = {1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8_t widths[]   = {1, 16, 2, 4, 8}; /* 1x 2x 4x 8x 12x */
+    double        prev_speed = 0;
 
     for (uint8_t s : speeds) {
         strand_dev_perf_t p = perf_of(s, 2, IBV_MTU_4096, IB);
         EXPECT_GE(p.bandwidth, prev_speed) << "speed " << (int)s;
-        prev_speed = p.bandwidth;
+        prev_speed        = p.bandwidth;
         double prev_width = 0;
         for (uint8_t w : widths) {
             strand_dev_perf_t q = perf_of(s, w, IBV_MTU_4096, IB);

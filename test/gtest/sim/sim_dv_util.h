@@ -19,7 +19,7 @@ public:
     scoped_env(const char *name, const char *value) : m_name(name)
     {
         const char *old = getenv(name);
-        m_had = (old != nullptr);
+        m_had           = (old != nullptr);
         if (m_had) {
             m_old = old;
         }
@@ -46,10 +46,10 @@ private:
 
 /* A CQ parsed by the test itself, as the transport does. */
 struct dv_cq {
-    smlx5_cq_t       *cq = nullptr;
-    struct mlx5dv_cq  dv;
-    unsigned          shift = 0;
-    uint32_t          ci = 0;     /* the application's consumer index */
+    smlx5_cq_t      *cq = nullptr;
+    struct mlx5dv_cq dv;
+    unsigned         shift = 0;
+    uint32_t         ci    = 0; /* the application's consumer index */
 
     void init(smlx5_cq_t *c)
     {
@@ -67,8 +67,7 @@ struct dv_cq {
     }
 
     /* Wait (up to `ms`, running the device) for the CQE at `idx`. */
-    struct mlx5_cqe64 *wait(smlx5_context_t *ctx, uint32_t idx,
-                            int ms = 5000)
+    struct mlx5_cqe64 *wait(smlx5_context_t *ctx, uint32_t idx, int ms = 5000)
     {
         auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(ms);
@@ -103,7 +102,7 @@ struct dv_cq {
     /* The whole slot of index `idx` (cqe_size bytes). */
     const uint8_t *slot(uint32_t idx) const
     {
-        return static_cast<const uint8_t*>(dv.buf) +
+        return static_cast<const uint8_t *>(dv.buf) +
                ((size_t)(idx & (dv.cqe_cnt - 1)) << shift);
     }
 };

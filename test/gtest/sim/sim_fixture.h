@@ -34,7 +34,10 @@ extern "C" {
 class sim_fixture : public ::testing::Test {
 public:
     static const size_t BUF_SIZE = 65536;
-    enum { REQ = 0, RESP = 1 };
+    enum {
+        REQ  = 0,
+        RESP = 1
+    };
 
 protected:
     sim_fixture()
@@ -49,8 +52,8 @@ protected:
     void SetUp() override
     {
         static std::atomic<int> counter{0};
-        std::string fabric = "strand_gtest_" + std::to_string(getpid()) +
-                             "_" + std::to_string(counter++);
+        std::string fabric = "strand_gtest_" + std::to_string(getpid()) + "_" +
+                             std::to_string(counter++);
 
         setenv("STRAND_SIM_FABRIC", fabric.c_str(), 1);
         m_ctx = smlx5_open_device(SMLX5_DEV_NAME);
@@ -63,8 +66,8 @@ protected:
         m_mtu        = pattr.active_mtu;
         m_link_layer = pattr.link_layer;
         m_gid_index  = pattr.gid_tbl_len - 1;
-        ASSERT_EQ(0, smlx5_query_gid(m_ctx, SMLX5_PORT_NUM, m_gid_index,
-                                     &m_gid));
+        ASSERT_EQ(0,
+                  smlx5_query_gid(m_ctx, SMLX5_PORT_NUM, m_gid_index, &m_gid));
 
         m_pd = smlx5_alloc_pd(m_ctx);
         ASSERT_NE(nullptr, m_pd);
@@ -168,8 +171,10 @@ protected:
         a.pkey_index      = 0;
         a.port_num        = SMLX5_PORT_NUM;
         a.qp_access_flags = access_all() & ~IBV_ACCESS_LOCAL_WRITE;
-        ASSERT_EQ(0, smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                             IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+        ASSERT_EQ(0,
+                  smlx5_modify_qp(qp, &a,
+                                  IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                                          IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
     }
 
     void rc_to_rtr(smlx5_qp_t *qp, uint32_t dest_qpn)
@@ -183,11 +188,12 @@ protected:
         a.max_dest_rd_atomic = 4;
         a.min_rnr_timer      = 1;
         set_own_av(&a.ah_attr);
-        ASSERT_EQ(0, smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-                                             IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                             IBV_QP_RQ_PSN |
-                                             IBV_QP_MAX_DEST_RD_ATOMIC |
-                                             IBV_QP_MIN_RNR_TIMER));
+        ASSERT_EQ(0,
+                  smlx5_modify_qp(qp, &a,
+                                  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                                          IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                          IBV_QP_MAX_DEST_RD_ATOMIC |
+                                          IBV_QP_MIN_RNR_TIMER));
     }
 
     void rc_to_rts(smlx5_qp_t *qp, uint8_t rnr_retry = 7)
@@ -200,11 +206,12 @@ protected:
         a.retry_cnt     = 7;
         a.rnr_retry     = rnr_retry;
         a.timeout       = 14;
-        ASSERT_EQ(0, smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-                                             IBV_QP_MAX_QP_RD_ATOMIC |
-                                             IBV_QP_RETRY_CNT |
-                                             IBV_QP_RNR_RETRY |
-                                             IBV_QP_TIMEOUT));
+        ASSERT_EQ(0,
+                  smlx5_modify_qp(qp, &a,
+                                  IBV_QP_STATE | IBV_QP_SQ_PSN |
+                                          IBV_QP_MAX_QP_RD_ATOMIC |
+                                          IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                          IBV_QP_TIMEOUT));
     }
 
     void connect_rc(smlx5_qp_t *qp, uint32_t dest_qpn)
@@ -220,9 +227,9 @@ protected:
                                smlx5_qp_t *out[2])
     {
         struct ibv_qp_cap saved_cap = m_cap;
-        int saved_sig               = m_sq_sig_all;
-        m_cap        = cap;
-        m_sq_sig_all = sq_sig_all;
+        int               saved_sig = m_sq_sig_all;
+        m_cap                       = cap;
+        m_sq_sig_all                = sq_sig_all;
         for (int i = 0; i < 2; ++i) {
             out[i] = create_rc_qp(m_scq[i], m_rcq[i]);
             ASSERT_NE(nullptr, out[i]) << strerror(errno);
@@ -237,7 +244,7 @@ protected:
     /* What the QP really holds (after rounding by create). */
     static struct ibv_qp_cap qp_cap(smlx5_qp_t *qp)
     {
-        struct ibv_qp_attr attr;
+        struct ibv_qp_attr      attr;
         struct ibv_qp_init_attr init;
         memset(&init, 0, sizeof(init));
         EXPECT_EQ(0, smlx5_query_qp(qp, &attr, 0, &init));
@@ -246,8 +253,7 @@ protected:
 
     /* A DCI in RTS (spec section 7, DCI). */
     smlx5_qp_t *create_dci(uint8_t log_num_concurent = 0,
-                           uint8_t log_num_errored = 0,
-                           uint8_t rnr_retry = 7)
+                           uint8_t log_num_errored = 0, uint8_t rnr_retry = 7)
     {
         smlx5_qp_init_attr_t attr;
         memset(&attr, 0, sizeof(attr));
@@ -259,7 +265,7 @@ protected:
         attr.cap.max_recv_sge  = 0;
         attr.log_num_concurent = log_num_concurent;
         attr.log_num_errored   = log_num_errored;
-        smlx5_qp_t *qp = smlx5_create_qp(m_pd, &attr);
+        smlx5_qp_t *qp         = smlx5_create_qp(m_pd, &attr);
         EXPECT_NE(nullptr, qp) << strerror(errno);
         if (qp == nullptr) {
             return nullptr;
@@ -271,7 +277,8 @@ protected:
         a.qp_state   = IBV_QPS_INIT;
         a.pkey_index = 0;
         a.port_num   = SMLX5_PORT_NUM;
-        EXPECT_EQ(0, smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+        EXPECT_EQ(0, smlx5_modify_qp(qp, &a,
+                                     IBV_QP_STATE | IBV_QP_PKEY_INDEX |
                                              IBV_QP_PORT));
         memset(&a, 0, sizeof(a));
         a.qp_state = IBV_QPS_RTR;
@@ -284,11 +291,12 @@ protected:
         a.rnr_retry     = rnr_retry;
         a.max_rd_atomic = 4;
         a.sq_psn        = 0;
-        EXPECT_EQ(0, smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-                                             IBV_QP_RETRY_CNT |
-                                             IBV_QP_RNR_RETRY |
-                                             IBV_QP_MAX_QP_RD_ATOMIC |
-                                             IBV_QP_SQ_PSN));
+        EXPECT_EQ(0,
+                  smlx5_modify_qp(qp, &a,
+                                  IBV_QP_STATE | IBV_QP_TIMEOUT |
+                                          IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                          IBV_QP_MAX_QP_RD_ATOMIC |
+                                          IBV_QP_SQ_PSN));
         return qp;
     }
 
@@ -296,8 +304,8 @@ protected:
     {
         smlx5_srq_init_attr_t attr;
         memset(&attr, 0, sizeof(attr));
-        attr.max_wr  = max_wr;
-        attr.max_sge = max_sge;
+        attr.max_wr      = max_wr;
+        attr.max_sge     = max_sge;
         smlx5_srq_t *srq = smlx5_create_srq(m_pd, &attr);
         EXPECT_NE(nullptr, srq) << strerror(errno);
         if (srq != nullptr) {
@@ -307,8 +315,8 @@ protected:
     }
 
     /* A DCT in RTR on `srq` (spec section 7, DCT). */
-    smlx5_qp_t *create_dct(smlx5_srq_t *srq, uint64_t key,
-                           smlx5_cq_t *rcq = nullptr)
+    smlx5_qp_t *
+    create_dct(smlx5_srq_t *srq, uint64_t key, smlx5_cq_t *rcq = nullptr)
     {
         smlx5_qp_init_attr_t attr;
         memset(&attr, 0, sizeof(attr));
@@ -317,7 +325,7 @@ protected:
         attr.recv_cq       = (rcq != nullptr) ? rcq : m_rcq[RESP];
         attr.srq           = srq;
         attr.dc_access_key = key;
-        smlx5_qp_t *qp = smlx5_create_qp(m_pd, &attr);
+        smlx5_qp_t *qp     = smlx5_create_qp(m_pd, &attr);
         EXPECT_NE(nullptr, qp) << strerror(errno);
         if (qp == nullptr) {
             return nullptr;
@@ -330,15 +338,17 @@ protected:
         a.pkey_index      = 0;
         a.port_num        = SMLX5_PORT_NUM;
         a.qp_access_flags = access_all() & ~IBV_ACCESS_LOCAL_WRITE;
-        EXPECT_EQ(0, smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                             IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+        EXPECT_EQ(0,
+                  smlx5_modify_qp(qp, &a,
+                                  IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                                          IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
         memset(&a, 0, sizeof(a));
-        a.qp_state         = IBV_QPS_RTR;
-        a.min_rnr_timer    = 1;
-        a.path_mtu         = m_mtu;
+        a.qp_state      = IBV_QPS_RTR;
+        a.min_rnr_timer = 1;
+        a.path_mtu      = m_mtu;
         set_own_av(&a.ah_attr);
-        EXPECT_EQ(0, smlx5_modify_qp(qp, &a, IBV_QP_STATE |
-                                             IBV_QP_MIN_RNR_TIMER |
+        EXPECT_EQ(0, smlx5_modify_qp(qp, &a,
+                                     IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER |
                                              IBV_QP_AV | IBV_QP_PATH_MTU));
         return qp;
     }
@@ -346,7 +356,7 @@ protected:
     /* ------------------------------------------------------- buffers */
     uint8_t *buf(int side, size_t off = 0)
     {
-        return static_cast<uint8_t*>(m_buf[side]) + off;
+        return static_cast<uint8_t *>(m_buf[side]) + off;
     }
 
     uint64_t addr(int side, size_t off = 0)
@@ -354,8 +364,14 @@ protected:
         return reinterpret_cast<uintptr_t>(buf(side, off));
     }
 
-    uint32_t lkey(int side) { return smlx5_mr_lkey(m_mr[side]); }
-    uint32_t rkey(int side) { return smlx5_mr_rkey(m_mr[side]); }
+    uint32_t lkey(int side)
+    {
+        return smlx5_mr_lkey(m_mr[side]);
+    }
+    uint32_t rkey(int side)
+    {
+        return smlx5_mr_rkey(m_mr[side]);
+    }
 
     struct ibv_sge sge(int side, size_t off, uint32_t len)
     {
@@ -379,14 +395,14 @@ protected:
     static uint8_t sq_byte(const struct mlx5dv_qp &dv, uint32_t bb, size_t off)
     {
         size_t size = (size_t)dv.sq.wqe_cnt * dv.sq.stride;
-        size_t pos  = ((size_t)(bb & (dv.sq.wqe_cnt - 1)) * dv.sq.stride + off) %
-                      size;
-        return static_cast<const uint8_t*>(dv.sq.buf)[pos];
+        size_t pos = ((size_t)(bb & (dv.sq.wqe_cnt - 1)) * dv.sq.stride + off) %
+                     size;
+        return static_cast<const uint8_t *>(dv.sq.buf)[pos];
     }
 
     /* Copy `len` WQE bytes starting at BB `bb` (wrapping) into a vector. */
-    static std::vector<uint8_t> sq_bytes(const struct mlx5dv_qp &dv,
-                                         uint32_t bb, size_t len)
+    static std::vector<uint8_t>
+    sq_bytes(const struct mlx5dv_qp &dv, uint32_t bb, size_t len)
     {
         std::vector<uint8_t> v(len);
         for (size_t i = 0; i < len; ++i) {
@@ -463,7 +479,7 @@ protected:
     void post_recv_on(smlx5_qp_t *qp, int side, size_t off, uint32_t len,
                       uint64_t wr_id)
     {
-        struct ibv_sge s = sge(side, off, len);
+        struct ibv_sge     s  = sge(side, off, len);
         struct ibv_recv_wr wr = make_recv_wr(&s, wr_id), *bad = nullptr;
         ASSERT_EQ(0, smlx5_post_recv(qp, &wr, &bad));
     }
@@ -476,7 +492,7 @@ protected:
     void post_srq_recv(smlx5_srq_t *srq, int side, size_t off, uint32_t len,
                        uint64_t wr_id)
     {
-        struct ibv_sge s = sge(side, off, len);
+        struct ibv_sge     s  = sge(side, off, len);
         struct ibv_recv_wr wr = make_recv_wr(&s, wr_id), *bad = nullptr;
         ASSERT_EQ(0, smlx5_post_srq_recv(srq, &wr, &bad));
     }
@@ -495,23 +511,23 @@ protected:
         return wr;
     }
 
-    smlx5_context_t    *m_ctx = nullptr;
-    smlx5_device_caps_t m_caps;
-    uint16_t            m_lid = 0;
-    uint8_t             m_link_layer = IBV_LINK_LAYER_INFINIBAND;
-    int                 m_gid_index = 0;
-    union ibv_gid       m_gid;        /* the port's GID at m_gid_index */
-    enum ibv_mtu        m_mtu = IBV_MTU_4096;  /* the port's active MTU */
-    smlx5_pd_t         *m_pd  = nullptr;
-    smlx5_cq_t         *m_scq[2] = {nullptr, nullptr};
-    smlx5_cq_t         *m_rcq[2] = {nullptr, nullptr};
-    smlx5_qp_t         *m_qp[2]  = {nullptr, nullptr};
-    void               *m_buf[2] = {nullptr, nullptr};
-    smlx5_mr_t         *m_mr[2]  = {nullptr, nullptr};
-    struct ibv_qp_cap   m_cap;
-    int                 m_sq_sig_all = 0;
-    std::vector<smlx5_qp_t*>  m_extra_qps;
-    std::vector<smlx5_srq_t*> m_extra_srqs;
+    smlx5_context_t           *m_ctx = nullptr;
+    smlx5_device_caps_t        m_caps;
+    uint16_t                   m_lid        = 0;
+    uint8_t                    m_link_layer = IBV_LINK_LAYER_INFINIBAND;
+    int                        m_gid_index  = 0;
+    union ibv_gid              m_gid; /* the port's GID at m_gid_index */
+    enum ibv_mtu               m_mtu = IBV_MTU_4096; /* the port's active MTU */
+    smlx5_pd_t                *m_pd  = nullptr;
+    smlx5_cq_t                *m_scq[2] = {nullptr, nullptr};
+    smlx5_cq_t                *m_rcq[2] = {nullptr, nullptr};
+    smlx5_qp_t                *m_qp[2]  = {nullptr, nullptr};
+    void                      *m_buf[2] = {nullptr, nullptr};
+    smlx5_mr_t                *m_mr[2]  = {nullptr, nullptr};
+    struct ibv_qp_cap          m_cap;
+    int                        m_sq_sig_all = 0;
+    std::vector<smlx5_qp_t *>  m_extra_qps;
+    std::vector<smlx5_srq_t *> m_extra_srqs;
 };
 
 #endif

@@ -51,16 +51,18 @@ void fork_port_owner(const std::string &name, pid_t *pid_p, uint16_t *lid_p)
     ASSERT_GE(pid, 0);
     if (pid == 0) {
         sim_fabric_t *cf;
-        sim_port_t *cp;
+        sim_port_t   *cp;
         if (sim_fabric_attach(name.c_str(), &cf) ||
-            sim_fabric_port_open(cf, &cp)) _exit(1);
+            sim_fabric_port_open(cf, &cp))
+            _exit(1);
         uint16_t lid = sim_fabric_port_lid(cp);
-        if (write(pipefd[1], &lid, sizeof(lid)) != sizeof(lid)) _exit(2);
+        if (write(pipefd[1], &lid, sizeof(lid)) != sizeof(lid))
+            _exit(2);
         pause();
         _exit(0);
     }
-    *pid_p = pid;
-    *lid_p = 0;
+    *pid_p    = pid;
+    *lid_p    = 0;
     ssize_t n = read(pipefd[0], lid_p, sizeof(*lid_p));
     close(pipefd[0]);
     close(pipefd[1]);
@@ -69,10 +71,10 @@ void fork_port_owner(const std::string &name, pid_t *pid_p, uint16_t *lid_p)
 
 struct rx_log {
     std::vector<std::vector<uint8_t>> pkts;
-    static void cb(void *arg, const void *pkt, size_t len)
+    static void                       cb(void *arg, const void *pkt, size_t len)
     {
-        auto *self = static_cast<rx_log*>(arg);
-        const uint8_t *p = static_cast<const uint8_t*>(pkt);
+        auto          *self = static_cast<rx_log *>(arg);
+        const uint8_t *p    = static_cast<const uint8_t *>(pkt);
         self->pkts.emplace_back(p, p + len);
     }
 };
@@ -96,7 +98,7 @@ bool wait_until_asleep(sim_port_t *p)
 
 TEST(fabric, last_detach_removes_the_segment)
 {
-    std::string name = fresh_name();
+    std::string   name = fresh_name();
     sim_fabric_t *a, *b;
     ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &a));
     EXPECT_TRUE(shm_exists(name));
@@ -115,10 +117,10 @@ TEST(fabric, bad_name_is_einval)
 
 TEST(fabric, lids_are_unique_nonzero_and_not_reused_at_once)
 {
-    std::string name = fresh_name();
+    std::string   name = fresh_name();
     sim_fabric_t *f;
     ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
-    sim_port_t *p[4];
+    sim_port_t           *p[4];
     std::vector<uint16_t> lids;
     for (auto &port : p) {
         ASSERT_EQ(0, sim_fabric_port_open(f, &port));
@@ -147,14 +149,16 @@ TEST(fabric, lids_are_unique_nonzero_and_not_reused_at_once)
 
 TEST(fabric, send_recv_gathers_header_and_payload)
 {
-    std::string name = fresh_name();
+    std::string   name = fresh_name();
     sim_fabric_t *f;
-    sim_port_t *p;
+    sim_port_t   *p;
     ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
     ASSERT_EQ(0, sim_fabric_port_open(f, &p));
     uint8_t hdr[40], payload[4096];
-    for (size_t i = 0; i < sizeof(hdr); ++i) hdr[i] = (uint8_t)i;
-    for (size_t i = 0; i < sizeof(payload); ++i) payload[i] = (uint8_t)(i * 3);
+    for (size_t i = 0; i < sizeof(hdr); ++i)
+        hdr[i] = (uint8_t)i;
+    for (size_t i = 0; i < sizeof(payload); ++i)
+        payload[i] = (uint8_t)(i * 3);
     uint16_t lid = sim_fabric_port_lid(p);
     EXPECT_EQ(0, sim_fabric_rx_pending(p));
     ASSERT_EQ(0, sim_fabric_send(f, lid, hdr, sizeof(hdr), payload,
@@ -176,9 +180,9 @@ TEST(fabric, send_recv_gathers_header_and_payload)
 
 TEST(fabric, full_ring_is_eagain_then_drains_in_order)
 {
-    std::string name = fresh_name();
+    std::string   name = fresh_name();
     sim_fabric_t *f;
-    sim_port_t *p;
+    sim_port_t   *p;
     ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
     ASSERT_EQ(0, sim_fabric_port_open(f, &p));
     uint16_t lid = sim_fabric_port_lid(p);
@@ -206,28 +210,30 @@ TEST(fabric, full_ring_is_eagain_then_drains_in_order)
  * producer, even when the ring is full most of the time. */
 TEST(fabric, three_producer_processes_nothing_lost_or_reordered)
 {
-    std::string name = fresh_name();
+    std::string   name = fresh_name();
     sim_fabric_t *f;
-    sim_port_t *p;
+    sim_port_t   *p;
     ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
     ASSERT_EQ(0, sim_fabric_port_open(f, &p));
-    uint16_t lid = sim_fabric_port_lid(p);
-    const uint32_t N = 30000;
+    uint16_t           lid = sim_fabric_port_lid(p);
+    const uint32_t     N   = 30000;
     std::vector<pid_t> kids;
     for (uint32_t k = 0; k < 3; ++k) {
         pid_t pid = fork();
         ASSERT_GE(pid, 0);
         if (pid == 0) {
             sim_fabric_t *cf;
-            if (sim_fabric_attach(name.c_str(), &cf) != 0) _exit(1);
+            if (sim_fabric_attach(name.c_str(), &cf) != 0)
+                _exit(1);
             for (uint32_t i = 0; i < N; ++i) {
                 uint32_t msg[2] = {k, i};
-                int ret;
+                int      ret;
                 while ((ret = sim_fabric_send(cf, lid, msg, sizeof(msg),
                                               nullptr, 0)) == -EAGAIN) {
                     sched_yield();
                 }
-                if (ret != 0) _exit(2);
+                if (ret != 0)
+                    _exit(2);
             }
             sim_fabric_detach(cf);
             _exit(0);
@@ -235,9 +241,9 @@ TEST(fabric, three_producer_processes_nothing_lost_or_reordered)
         kids.push_back(pid);
     }
     uint32_t next[3] = {0, 0, 0}, total = 0;
-    bool order_ok = true;
-    auto cb = [](void *arg, const void *pkt, size_t) {
-        auto *st = static_cast<std::pair<uint32_t*, bool*>*>(arg);
+    bool     order_ok = true;
+    auto     cb       = [](void *arg, const void *pkt, size_t) {
+        auto    *st = static_cast<std::pair<uint32_t *, bool *> *>(arg);
         uint32_t msg[2];
         memcpy(msg, pkt, sizeof(msg));
         if ((msg[0] > 2) || (st->first[msg[0]] != msg[1])) {
@@ -246,8 +252,8 @@ TEST(fabric, three_producer_processes_nothing_lost_or_reordered)
             st->first[msg[0]]++;
         }
     };
-    std::pair<uint32_t*, bool*> st(next, &order_ok);
-    time_t start = time(nullptr);
+    std::pair<uint32_t *, bool *> st(next, &order_ok);
+    time_t                        start = time(nullptr);
     while ((total < 3 * N) && (time(nullptr) - start < 60)) {
         total += sim_fabric_recv(p, cb, &st, 64);
     }
@@ -266,8 +272,8 @@ TEST(fabric, three_producer_processes_nothing_lost_or_reordered)
 TEST(fabric, killed_process_is_not_alive_and_segment_goes_with_the_last)
 {
     std::string name = fresh_name();
-    pid_t pid;
-    uint16_t lid;
+    pid_t       pid;
+    uint16_t    lid;
     ASSERT_NO_FATAL_FAILURE(fork_port_owner(name, &pid, &lid));
     sim_fabric_t *f;
     ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
@@ -291,8 +297,8 @@ TEST(fabric, killed_process_is_not_alive_and_segment_goes_with_the_last)
 TEST(fabric, full_ring_of_a_dead_process_drops_instead_of_eagain)
 {
     std::string name = fresh_name();
-    pid_t pid;
-    uint16_t lid;
+    pid_t       pid;
+    uint16_t    lid;
     ASSERT_NO_FATAL_FAILURE(fork_port_owner(name, &pid, &lid));
     sim_fabric_t *f;
     ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
@@ -309,9 +315,9 @@ TEST(fabric, full_ring_of_a_dead_process_drops_instead_of_eagain)
 
 TEST(fabric, wait_returns_on_packet_timeout_and_wake_sleeping_once)
 {
-    std::string name = fresh_name();
+    std::string   name = fresh_name();
     sim_fabric_t *f;
-    sim_port_t *p;
+    sim_port_t   *p;
     ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
     ASSERT_EQ(0, sim_fabric_port_open(f, &p));
     uint16_t lid = sim_fabric_port_lid(p);
@@ -326,12 +332,14 @@ TEST(fabric, wait_returns_on_packet_timeout_and_wake_sleeping_once)
     ASSERT_GE(pid, 0);
     if (pid == 0) {
         sim_fabric_t *cf;
-        char c;
-        if (read(go[0], &c, 1) != 1) _exit(3);
-        if (sim_fabric_attach(name.c_str(), &cf)) _exit(1);
+        char          c;
+        if (read(go[0], &c, 1) != 1)
+            _exit(3);
+        if (sim_fabric_attach(name.c_str(), &cf))
+            _exit(1);
         _exit(sim_fabric_send(cf, lid, "y", 1, nullptr, 0) ? 2 : 0);
     }
-    std::thread starter([&] {
+    std::thread      starter([&] {
         bool asleep = wait_until_asleep(p);
         EXPECT_TRUE(asleep);
         EXPECT_EQ(1, write(go[1], "g", 1));
@@ -370,9 +378,9 @@ TEST(fabric, wait_returns_on_packet_timeout_and_wake_sleeping_once)
  * wakes its progress thread; it must not sleep through that). */
 TEST(fabric, wake_before_wait_is_not_lost)
 {
-    std::string name = fresh_name();
+    std::string   name = fresh_name();
     sim_fabric_t *f;
-    sim_port_t *p;
+    sim_port_t   *p;
     ASSERT_EQ(0, sim_fabric_attach(name.c_str(), &f));
     ASSERT_EQ(0, sim_fabric_port_open(f, &p));
     sim_fabric_port_wake(p);
@@ -387,7 +395,7 @@ TEST(fabric, wake_before_wait_is_not_lost)
  * process with another host list) is refused. */
 TEST(fabric_host, lids_carry_the_host_and_stay_unicast)
 {
-    std::string name = fresh_name();
+    std::string   name = fresh_name();
     sim_fabric_t *fab;
     ASSERT_EQ(0, sim_fabric_attach_host(name.c_str(), 37, 0x1234, &fab));
     EXPECT_EQ(0x1234u, sim_fabric_identity(fab));
@@ -413,7 +421,7 @@ TEST(fabric_host, lids_carry_the_host_and_stay_unicast)
 
 TEST(fabric_host, another_host_list_is_refused)
 {
-    std::string name = fresh_name();
+    std::string   name = fresh_name();
     sim_fabric_t *fab, *other;
     ASSERT_EQ(0, sim_fabric_attach_host(name.c_str(), 1, 0x77, &fab));
     EXPECT_EQ(-EPROTO, sim_fabric_attach_host(name.c_str(), 1, 0x78, &other));
@@ -430,18 +438,18 @@ TEST(fabric_host, another_host_list_is_refused)
  * with an empty datagram, and a datagram from elsewhere wakes it too */
 TEST(fabric_host, a_thread_asleep_on_its_socket_wakes_for_a_packet)
 {
-    std::string name = fresh_name();
+    std::string   name = fresh_name();
     sim_fabric_t *fab;
-    sim_port_t *port;
+    sim_port_t   *port;
     ASSERT_EQ(0, sim_fabric_attach_host(name.c_str(), 0, 0x99, &fab));
     ASSERT_EQ(0, sim_fabric_port_open(fab, &port));
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    int                fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
     struct sockaddr_in at = {};
-    at.sin_family      = AF_INET;
-    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(0, bind(fd, (struct sockaddr*)&at, sizeof(at)));
+    at.sin_family         = AF_INET;
+    at.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(0, bind(fd, (struct sockaddr *)&at, sizeof(at)));
     socklen_t len = sizeof(at);
-    getsockname(fd, (struct sockaddr*)&at, &len);
+    getsockname(fd, (struct sockaddr *)&at, &len);
     sim_fabric_port_sleep_on(port, fd, &at);
 
     /* nothing comes: the wait times out */
@@ -450,13 +458,14 @@ TEST(fabric_host, a_thread_asleep_on_its_socket_wakes_for_a_packet)
      * the owner has not polled, no nap), wakes it at once */
     sim_port_stats_t st;
     sim_fabric_port_stats(port, &st);
-    uint64_t sleeps = st.sleeps;
+    uint64_t             sleeps = st.sleeps;
     std::atomic<int64_t> woke_ms{-1};
-    std::thread t([&] {
+    std::thread          t([&] {
         auto t0 = std::chrono::steady_clock::now();
         sim_fabric_wait(port, 10000 * 1000000ll);
         woke_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::steady_clock::now() - t0).count();
+                          std::chrono::steady_clock::now() - t0)
+                          .count();
     });
     for (int i = 0; (i < 2000) && (st.sleeps == sleeps); ++i) {
         usleep(1000);

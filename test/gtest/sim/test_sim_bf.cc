@@ -27,11 +27,11 @@ protected:
     {
         smlx5_qp_init_attr_t attr;
         memset(&attr, 0, sizeof(attr));
-        attr.type    = SMLX5_QPT_RC;
-        attr.send_cq = (scq != nullptr) ? scq : m_scq[REQ];
-        attr.recv_cq = m_rcq[REQ];
-        attr.cap     = m_cap;
-        attr.td      = td;
+        attr.type      = SMLX5_QPT_RC;
+        attr.send_cq   = (scq != nullptr) ? scq : m_scq[REQ];
+        attr.recv_cq   = m_rcq[REQ];
+        attr.cap       = m_cap;
+        attr.td        = td;
         smlx5_qp_t *qp = smlx5_create_qp(m_pd, &attr);
         EXPECT_NE(nullptr, qp) << strerror(errno);
         if (qp != nullptr) {
@@ -71,8 +71,9 @@ protected:
         ASSERT_EQ(0, smlx5_qp_dv(qp, &dv));
         uint32_t pi = 0;
         for (unsigned i = 0; (i < n) && !*stop; ++i) {
-            auto *ctrl = (struct mlx5_wqe_ctrl_seg*)strand_sq_bb(
-                    dv.sq.buf, dv.sq.wqe_cnt, pi);
+            auto *ctrl = (struct mlx5_wqe_ctrl_seg *)strand_sq_bb(dv.sq.buf,
+                                                                  dv.sq.wqe_cnt,
+                                                                  pi);
             strand_set_ctrl_seg(ctrl, 0, pi & 0xffff, MLX5_OPCODE_NOP,
                                 smlx5_qp_num(qp), 1, 0, 0);
             ++pi;
@@ -87,10 +88,10 @@ protected:
     uint64_t race(smlx5_qp_t *a, smlx5_qp_t *b, double budget)
     {
         std::atomic<bool> stop{false};
-        uint64_t before = smlx5_bf_conflicts(m_ctx);
+        uint64_t          before = smlx5_bf_conflicts(m_ctx);
         auto run = [&](smlx5_qp_t *qp) { ring_nops(qp, UINT_MAX, &stop); };
         std::thread ta(run, a), tb(run, b);
-        auto end = std::chrono::steady_clock::now() +
+        auto        end = std::chrono::steady_clock::now() +
                    std::chrono::duration<double>(budget);
         while ((smlx5_bf_conflicts(m_ctx) == before) &&
                (std::chrono::steady_clock::now() < end)) {
@@ -102,12 +103,12 @@ protected:
         return smlx5_bf_conflicts(m_ctx) - before;
     }
 
-    std::vector<smlx5_td_t*> m_tds;
+    std::vector<smlx5_td_t *> m_tds;
 };
 
 TEST_F(sim_bf, qps_share_registers_unless_a_thread_domain_has_its_own)
 {
-    std::set<void*> shared;
+    std::set<void *> shared;
     for (int i = 0; i < SMLX5_BF_SHARED + 1; ++i) {
         smlx5_qp_t *qp = loop_qp(nullptr);
         ASSERT_NE(nullptr, qp);
@@ -165,16 +166,16 @@ TEST_F(sim_bf, the_providers_posts_lock_a_shared_register)
         ASSERT_NE(nullptr, q[i]);
     }
     ASSERT_EQ(qp_dv(q[0]).bf.reg, qp_dv(q[SMLX5_BF_SHARED]).bf.reg);
-    uint64_t before = smlx5_bf_conflicts(m_ctx);
+    uint64_t         before = smlx5_bf_conflicts(m_ctx);
     std::atomic<int> failed{0};
-    auto post_writes = [&](smlx5_qp_t *qp, smlx5_cq_t *c) {
+    auto             post_writes = [&](smlx5_qp_t *qp, smlx5_cq_t *c) {
         for (int i = 0; i < 20000; ++i) {
             struct ibv_send_wr wr = make_wr(IBV_WR_RDMA_WRITE, i, nullptr, 0);
             wr.wr.rdma.remote_addr = addr(REQ);
             wr.wr.rdma.rkey        = rkey(REQ);
             struct ibv_send_wr *bad;
-            struct ibv_wc wc;
-            int n = 0;
+            struct ibv_wc       wc;
+            int                 n = 0;
             if (smlx5_post_send(qp, &wr, &bad) != 0) {
                 ++failed;
                 return;

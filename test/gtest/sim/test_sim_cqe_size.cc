@@ -33,7 +33,7 @@ protected:
     /* A CQ of `cqe_size` bytes per CQE, chosen as an rdma-core user does. */
     smlx5_cq_t *cq_of(const char *cqe_size)
     {
-        scoped_env env("MLX5_CQE_SIZE", cqe_size);
+        scoped_env  env("MLX5_CQE_SIZE", cqe_size);
         smlx5_cq_t *cq = smlx5_create_cq(m_ctx, 64, nullptr);
         EXPECT_NE(nullptr, cq) << strerror(errno);
         if (cq != nullptr) {
@@ -56,7 +56,7 @@ protected:
     /* A receiver on `rcq` connected to a fresh sender; returns the sender. */
     smlx5_qp_t *pair_into(smlx5_cq_t *rcq, uint32_t flags = 0)
     {
-        m_rx = rc_on(m_scq[RESP], rcq, flags);
+        m_rx           = rc_on(m_scq[RESP], rcq, flags);
         smlx5_qp_t *tx = rc_on(m_scq[REQ], m_rcq[REQ]);
         if ((m_rx == nullptr) || (tx == nullptr)) {
             return nullptr;
@@ -68,7 +68,7 @@ protected:
 
     void recv_on(smlx5_qp_t *qp, size_t off, uint32_t len, uint64_t wr_id)
     {
-        struct ibv_sge s = sge(RESP, off, len);
+        struct ibv_sge     s = sge(RESP, off, len);
         struct ibv_recv_wr wr, *bad;
         memset(&wr, 0, sizeof(wr));
         wr.wr_id   = wr_id;
@@ -83,8 +83,8 @@ protected:
         for (uint32_t i = 0; i < len; ++i) {
             *buf(REQ, i) = (uint8_t)(0xa0 + i);
         }
-        struct ibv_sge s = sge(REQ, 0, len);
-        struct ibv_send_wr wr = make_wr(IBV_WR_SEND, wr_id, &s, 1);
+        struct ibv_sge      s   = sge(REQ, 0, len);
+        struct ibv_send_wr  wr  = make_wr(IBV_WR_SEND, wr_id, &s, 1);
         struct ibv_send_wr *bad = nullptr;
         ASSERT_EQ(0, smlx5_post_send(qp, &wr, &bad));
     }
@@ -109,14 +109,14 @@ protected:
         return true;
     }
 
-    std::vector<smlx5_cq_t*> m_cqs;
-    smlx5_qp_t              *m_rx = nullptr;
+    std::vector<smlx5_cq_t *> m_cqs;
+    smlx5_qp_t               *m_rx = nullptr;
 };
 
 TEST_F(sim_cqe_size, mlx5_cqe_size_is_read_like_get_cqe_size)
 {
     struct mlx5dv_cq dv;
-    smlx5_cq_t *cq = cq_of(nullptr);
+    smlx5_cq_t      *cq = cq_of(nullptr);
     ASSERT_NE(nullptr, cq);
     ASSERT_EQ(0, smlx5_cq_dv(cq, &dv));
     EXPECT_EQ(64u, dv.cqe_size);
@@ -147,21 +147,21 @@ TEST_F(sim_cqe_size, cqe128_keeps_the_cqe64_in_the_last_64_bytes)
         ASSERT_EQ(MLX5_CQE_INVALID << 4, c.slot(i)[127]) << i;
         ASSERT_EQ(0, c.slot(i)[63]) << i;
     }
-    smlx5_qp_t *qp = rc_on(cq, m_rcq[REQ]);
+    smlx5_qp_t *qp   = rc_on(cq, m_rcq[REQ]);
     smlx5_qp_t *peer = rc_on(m_scq[RESP], m_rcq[RESP]);
     ASSERT_NE(nullptr, qp);
     ASSERT_NE(nullptr, peer);
     ASSERT_NO_FATAL_FAILURE(connect_rc(qp, smlx5_qp_num(peer)));
     ASSERT_NO_FATAL_FAILURE(connect_rc(peer, smlx5_qp_num(qp)));
-    struct ibv_sge s = sge(REQ, 0, 8);
-    struct ibv_send_wr wr = make_wr(IBV_WR_RDMA_WRITE, 1, &s, 1);
+    struct ibv_sge     s   = sge(REQ, 0, 8);
+    struct ibv_send_wr wr  = make_wr(IBV_WR_RDMA_WRITE, 1, &s, 1);
     wr.wr.rdma.remote_addr = addr(RESP);
     wr.wr.rdma.rkey        = rkey(RESP);
     struct ibv_send_wr *bad;
     ASSERT_EQ(0, smlx5_post_send(qp, &wr, &bad));
     ASSERT_NE(nullptr, c.wait(m_ctx, 0));
     const uint8_t *slot = c.slot(0);
-    uint32_t sop_drop_qpn;
+    uint32_t       sop_drop_qpn;
     memcpy(&sop_drop_qpn, slot + 64 + 56, 4);
     EXPECT_EQ(MLX5_CQE_REQ, slot[127] >> 4);
     EXPECT_EQ(smlx5_qp_num(qp), be32toh(sop_drop_qpn) & 0xffffff);
@@ -180,10 +180,10 @@ TEST_F(sim_cqe_size, cqe128_poll_and_clean)
         ASSERT_NO_FATAL_FAILURE(rc_to_rtr(qp, 0xabcde)); /* nobody */
         ASSERT_NO_FATAL_FAILURE(rc_to_rts(qp));
     }
-    struct ibv_sge s = sge(REQ, 0, 8);
+    struct ibv_sge      s = sge(REQ, 0, 8);
     struct ibv_send_wr *bad;
     for (uint64_t id = 1; id <= 4; ++id) {
-        struct ibv_send_wr wr = make_wr(IBV_WR_RDMA_WRITE, id, &s, 1);
+        struct ibv_send_wr wr  = make_wr(IBV_WR_RDMA_WRITE, id, &s, 1);
         wr.wr.rdma.remote_addr = addr(RESP);
         wr.wr.rdma.rkey        = rkey(RESP);
         ASSERT_EQ(0, smlx5_post_send((id & 1) ? a : b, &wr, &bad));
@@ -221,13 +221,13 @@ TEST_F(sim_cqe_size, rc_scatters_32_bytes_into_a_64_byte_cqe)
     EXPECT_EQ(32u, strand_cqe_byte_cnt(cqe));
     EXPECT_EQ(0, strand_cqe_wqe_counter(cqe)); /* the WQE is consumed */
     EXPECT_EQ(0, memcmp(cqe, buf(REQ), 32));
-    EXPECT_EQ((const void*)cqe, strand_cqe_inline_data(cqe));
+    EXPECT_EQ((const void *)cqe, strand_cqe_inline_data(cqe));
     EXPECT_TRUE(rx_buffer_untouched(32));
 
     cqe = deliver(rcq, tx, 33); /* too big: the buffer */
     ASSERT_NE(nullptr, cqe);
-    EXPECT_FALSE(cqe->op_own & (MLX5_INLINE_SCATTER_32 |
-                                MLX5_INLINE_SCATTER_64));
+    EXPECT_FALSE(cqe->op_own &
+                 (MLX5_INLINE_SCATTER_32 | MLX5_INLINE_SCATTER_64));
     EXPECT_EQ(1, strand_cqe_wqe_counter(cqe));
     EXPECT_EQ(0, memcmp(buf(RESP, 4096), buf(REQ), 33));
 }
@@ -244,7 +244,7 @@ TEST_F(sim_cqe_size, rc_scatters_64_bytes_into_a_128_byte_cqe)
     EXPECT_TRUE(cqe->op_own & MLX5_INLINE_SCATTER_64);
     EXPECT_EQ(64u, strand_cqe_byte_cnt(cqe));
     EXPECT_EQ(0, memcmp(rcq.slot(0), buf(REQ), 64));
-    EXPECT_EQ((const void*)rcq.slot(0), strand_cqe_inline_data(cqe));
+    EXPECT_EQ((const void *)rcq.slot(0), strand_cqe_inline_data(cqe));
     EXPECT_TRUE(rx_buffer_untouched(64));
 
     cqe = deliver(rcq, tx, 65);
@@ -257,8 +257,7 @@ TEST_F(sim_cqe_size, disable_flag_and_env_turn_scatter_off)
 {
     dv_cq rcq;
     ASSERT_NO_FATAL_FAILURE(rcq.init(cq_of("128")));
-    smlx5_qp_t *tx = pair_into(rcq.cq,
-                               MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE);
+    smlx5_qp_t *tx = pair_into(rcq.cq, MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE);
     ASSERT_NE(nullptr, tx);
     struct mlx5_cqe64 *cqe = deliver(rcq, tx, 8);
     ASSERT_NE(nullptr, cqe);
@@ -327,14 +326,14 @@ TEST_F(sim_cqe_size, srq_receive_scatters_and_names_the_wqe)
     ASSERT_NO_FATAL_FAILURE(rcq.init(cq_of("64")));
     smlx5_srq_t *srq = create_srq(8, 1);
     ASSERT_NE(nullptr, srq);
-    m_rx = rc_on(m_scq[RESP], rcq.cq, 0, srq);
+    m_rx           = rc_on(m_scq[RESP], rcq.cq, 0, srq);
     smlx5_qp_t *tx = rc_on(m_scq[REQ], m_rcq[REQ]);
     ASSERT_NE(nullptr, m_rx);
     ASSERT_NE(nullptr, tx);
     ASSERT_NO_FATAL_FAILURE(connect_rc(tx, smlx5_qp_num(m_rx)));
     ASSERT_NO_FATAL_FAILURE(connect_rc(m_rx, smlx5_qp_num(tx)));
     for (int i = 0; i < 2; ++i) {
-        struct ibv_sge s = sge(RESP, 4096 + 256 * i, 64);
+        struct ibv_sge     s = sge(RESP, 4096 + 256 * i, 64);
         struct ibv_recv_wr wr, *bad;
         memset(&wr, 0, sizeof(wr));
         wr.sg_list = &s;
@@ -358,8 +357,7 @@ TEST_F(sim_cqe_size, srq_receive_scatters_and_names_the_wqe)
  * with SMLX5_CAP_SCATTER_TO_CQE_DCT (on by default). */
 class sim_dct_scatter : public sim_cqe_size {
 protected:
-    struct mlx5_cqe64 *dc_send(const char *cqe_size, dv_cq &rcq,
-                               uint32_t len)
+    struct mlx5_cqe64 *dc_send(const char *cqe_size, dv_cq &rcq, uint32_t len)
     {
         smlx5_cq_t *cq = cq_of(cqe_size);
         EXPECT_NE(nullptr, cq);
@@ -367,7 +365,7 @@ protected:
             return nullptr;
         }
         rcq.init(cq);
-        smlx5_srq_t *srq = create_srq(8, 1);
+        smlx5_srq_t         *srq = create_srq(8, 1);
         smlx5_qp_init_attr_t attr;
         memset(&attr, 0, sizeof(attr));
         attr.type          = SMLX5_QPT_DCT;
@@ -375,7 +373,7 @@ protected:
         attr.recv_cq       = cq;
         attr.srq           = srq;
         attr.dc_access_key = SMLX5_DC_KEY_DEFAULT;
-        smlx5_qp_t *dct = smlx5_create_qp(m_pd, &attr);
+        smlx5_qp_t *dct    = smlx5_create_qp(m_pd, &attr);
         EXPECT_NE(nullptr, dct);
         if ((dct == nullptr) || (srq == nullptr)) {
             return nullptr;
@@ -386,19 +384,19 @@ protected:
         a.qp_state        = IBV_QPS_INIT;
         a.port_num        = SMLX5_PORT_NUM;
         a.qp_access_flags = access_all() & ~IBV_ACCESS_LOCAL_WRITE;
-        EXPECT_EQ(0, smlx5_modify_qp(dct, &a, IBV_QP_STATE |
-                                              IBV_QP_PKEY_INDEX |
-                                              IBV_QP_PORT |
-                                              IBV_QP_ACCESS_FLAGS));
+        EXPECT_EQ(0,
+                  smlx5_modify_qp(dct, &a,
+                                  IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                                          IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
         memset(&a, 0, sizeof(a));
         a.qp_state         = IBV_QPS_RTR;
         a.min_rnr_timer    = 1;
         a.path_mtu         = m_mtu;
         a.ah_attr.port_num = SMLX5_PORT_NUM;
-        EXPECT_EQ(0, smlx5_modify_qp(dct, &a, IBV_QP_STATE |
-                                              IBV_QP_MIN_RNR_TIMER |
-                                              IBV_QP_AV | IBV_QP_PATH_MTU));
-        struct ibv_sge rs = sge(RESP, 4096, 128);
+        EXPECT_EQ(0, smlx5_modify_qp(dct, &a,
+                                     IBV_QP_STATE | IBV_QP_MIN_RNR_TIMER |
+                                             IBV_QP_AV | IBV_QP_PATH_MTU));
+        struct ibv_sge     rs = sge(RESP, 4096, 128);
         struct ibv_recv_wr rwr, *rbad;
         memset(&rwr, 0, sizeof(rwr));
         rwr.sg_list = &rs;
@@ -413,10 +411,10 @@ protected:
         for (uint32_t i = 0; i < len; ++i) {
             *buf(REQ, i) = (uint8_t)(0x30 + i);
         }
-        struct ibv_sge s = sge(REQ, 0, len);
-        struct ibv_send_wr wr = make_wr(IBV_WR_SEND, 1, &s, 1);
-        smlx5_dc_target_t dc = {m_lid, smlx5_dct_num(dct),
-                                SMLX5_DC_KEY_DEFAULT};
+        struct ibv_sge      s  = sge(REQ, 0, len);
+        struct ibv_send_wr  wr = make_wr(IBV_WR_SEND, 1, &s, 1);
+        smlx5_dc_target_t   dc = {m_lid, smlx5_dct_num(dct),
+                                  SMLX5_DC_KEY_DEFAULT};
         struct ibv_send_wr *bad;
         EXPECT_EQ(0, smlx5_post_send_dc(dci, &wr, &dc, 0, &bad));
         return rcq.next(m_ctx);
@@ -425,7 +423,7 @@ protected:
 
 TEST_F(sim_dct_scatter, dct_scatters_only_into_128_byte_cqes)
 {
-    dv_cq rcq64, rcq128;
+    dv_cq              rcq64, rcq128;
     struct mlx5_cqe64 *cqe = dc_send("64", rcq64, 8);
     ASSERT_NE(nullptr, cqe);
     EXPECT_EQ(nullptr, strand_cqe_inline_data(cqe));
@@ -456,7 +454,7 @@ protected:
 TEST_F(sim_dct_scatter_off, without_the_capability_a_dct_never_scatters)
 {
     EXPECT_FALSE(m_caps.flags & SMLX5_CAP_SCATTER_TO_CQE_DCT);
-    dv_cq rcq;
+    dv_cq              rcq;
     struct mlx5_cqe64 *cqe = dc_send("128", rcq, 8);
     ASSERT_NE(nullptr, cqe);
     EXPECT_EQ(nullptr, strand_cqe_inline_data(cqe));
@@ -490,8 +488,8 @@ protected:
             *buf(RESP, 1024 + i) = (uint8_t)(0x51 + 3 * i);
         }
         memset(buf(REQ, 8192), 0, 256);
-        struct ibv_sge s = sge(REQ, 8192, len);
-        struct ibv_send_wr wr = make_wr(IBV_WR_RDMA_READ, len, &s, 1);
+        struct ibv_sge     s   = sge(REQ, 8192, len);
+        struct ibv_send_wr wr  = make_wr(IBV_WR_RDMA_READ, len, &s, 1);
         wr.wr.rdma.remote_addr = addr(RESP, 1024);
         wr.wr.rdma.rkey        = rkey(RESP);
         struct ibv_send_wr *bad;
@@ -535,8 +533,8 @@ TEST_F(sim_req_scatter, sq_sig_all_read_of_32_bytes_lands_in_a_64_byte_cqe)
     uint64_t orig = 0x1122334455667788ull;
     uint64_t v    = m_caps.atomic_mode8b ? orig : htobe64(orig);
     memcpy(buf(RESP, 2048), &orig, 8);
-    struct ibv_sge s = sge(REQ, 8192, 8);
-    struct ibv_send_wr wr = make_wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 9, &s, 1);
+    struct ibv_sge     s     = sge(REQ, 8192, 8);
+    struct ibv_send_wr wr    = make_wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 9, &s, 1);
     wr.wr.atomic.remote_addr = addr(RESP, 2048);
     wr.wr.atomic.rkey        = rkey(RESP);
     wr.wr.atomic.compare_add = 1;
@@ -602,16 +600,16 @@ TEST_F(sim_req_scatter, dci_scatters_only_into_128_byte_cqes)
         dv_cq scq;
         ASSERT_NO_FATAL_FAILURE(scq.init(cq_of(size)));
         smlx5_srq_t *srq = create_srq(8, 1);
-        smlx5_qp_t *dct  = create_dct(srq, SMLX5_DC_KEY_DEFAULT);
+        smlx5_qp_t  *dct = create_dct(srq, SMLX5_DC_KEY_DEFAULT);
         ASSERT_NE(nullptr, dct);
         smlx5_qp_init_attr_t attr;
         memset(&attr, 0, sizeof(attr));
-        attr.type       = SMLX5_QPT_DCI;
-        attr.send_cq    = scq.cq;
-        attr.recv_cq    = m_rcq[REQ];
-        attr.cap        = m_cap;
+        attr.type            = SMLX5_QPT_DCI;
+        attr.send_cq         = scq.cq;
+        attr.recv_cq         = m_rcq[REQ];
+        attr.cap             = m_cap;
         attr.cap.max_recv_wr = attr.cap.max_recv_sge = 0;
-        attr.sq_sig_all = 1;
+        attr.sq_sig_all                              = 1;
         smlx5_qp_t *dci = smlx5_create_qp(m_pd, &attr);
         ASSERT_NE(nullptr, dci);
         m_extra_qps.push_back(dci);
@@ -619,33 +617,33 @@ TEST_F(sim_req_scatter, dci_scatters_only_into_128_byte_cqes)
         memset(&a, 0, sizeof(a));
         a.qp_state = IBV_QPS_INIT;
         a.port_num = SMLX5_PORT_NUM;
-        ASSERT_EQ(0, smlx5_modify_qp(dci, &a, IBV_QP_STATE |
-                                              IBV_QP_PKEY_INDEX |
-                                              IBV_QP_PORT));
+        ASSERT_EQ(0, smlx5_modify_qp(dci, &a,
+                                     IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                                             IBV_QP_PORT));
         a.qp_state = IBV_QPS_RTR;
         a.path_mtu = m_mtu;
-        ASSERT_EQ(0, smlx5_modify_qp(dci, &a, IBV_QP_STATE |
-                                              IBV_QP_PATH_MTU));
+        ASSERT_EQ(0, smlx5_modify_qp(dci, &a, IBV_QP_STATE | IBV_QP_PATH_MTU));
         a.qp_state      = IBV_QPS_RTS;
         a.timeout       = 14;
         a.retry_cnt     = 7;
         a.rnr_retry     = 7;
         a.max_rd_atomic = 4;
-        ASSERT_EQ(0, smlx5_modify_qp(dci, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-                                              IBV_QP_RETRY_CNT |
-                                              IBV_QP_RNR_RETRY |
-                                              IBV_QP_MAX_QP_RD_ATOMIC |
-                                              IBV_QP_SQ_PSN));
+        ASSERT_EQ(0,
+                  smlx5_modify_qp(dci, &a,
+                                  IBV_QP_STATE | IBV_QP_TIMEOUT |
+                                          IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                          IBV_QP_MAX_QP_RD_ATOMIC |
+                                          IBV_QP_SQ_PSN));
         for (uint32_t i = 0; i < 16; ++i) {
             *buf(RESP, 1024 + i) = (uint8_t)(0x61 + i);
         }
         memset(buf(REQ, 8192), 0, 16);
-        struct ibv_sge s = sge(REQ, 8192, 16);
-        struct ibv_send_wr wr = make_wr(IBV_WR_RDMA_READ, 1, &s, 1);
+        struct ibv_sge     s   = sge(REQ, 8192, 16);
+        struct ibv_send_wr wr  = make_wr(IBV_WR_RDMA_READ, 1, &s, 1);
         wr.wr.rdma.remote_addr = addr(RESP, 1024);
         wr.wr.rdma.rkey        = rkey(RESP);
-        smlx5_dc_target_t dc = {m_lid, smlx5_dct_num(dct),
-                                SMLX5_DC_KEY_DEFAULT};
+        smlx5_dc_target_t   dc = {m_lid, smlx5_dct_num(dct),
+                                  SMLX5_DC_KEY_DEFAULT};
         struct ibv_send_wr *bad;
         ASSERT_EQ(0, smlx5_post_send_dc(dci, &wr, &dc, 0, &bad));
         struct mlx5_cqe64 *cqe = scq.next(m_ctx);

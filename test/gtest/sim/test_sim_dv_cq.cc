@@ -87,30 +87,30 @@ protected:
         a.retry_cnt     = 7;
         a.rnr_retry     = 7;
         a.timeout       = 20; /* 4.3 s */
-        EXPECT_EQ(0, smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-                                             IBV_QP_MAX_QP_RD_ATOMIC |
-                                             IBV_QP_RETRY_CNT |
-                                             IBV_QP_RNR_RETRY |
-                                             IBV_QP_TIMEOUT));
+        EXPECT_EQ(0,
+                  smlx5_modify_qp(qp, &a,
+                                  IBV_QP_STATE | IBV_QP_SQ_PSN |
+                                          IBV_QP_MAX_QP_RD_ATOMIC |
+                                          IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                          IBV_QP_TIMEOUT));
         return qp;
     }
 
-    void post_write(smlx5_qp_t *qp, uint64_t wr_id, unsigned flags,
-                    size_t off = 0)
+    void
+    post_write(smlx5_qp_t *qp, uint64_t wr_id, unsigned flags, size_t off = 0)
     {
-        struct ibv_sge s = sge(REQ, off, 8);
-        struct ibv_send_wr wr = make_wr(IBV_WR_RDMA_WRITE, wr_id, &s, 1,
-                                        flags);
-        wr.wr.rdma.remote_addr = addr(RESP, off);
-        wr.wr.rdma.rkey        = rkey(RESP);
+        struct ibv_sge     s  = sge(REQ, off, 8);
+        struct ibv_send_wr wr = make_wr(IBV_WR_RDMA_WRITE, wr_id, &s, 1, flags);
+        wr.wr.rdma.remote_addr  = addr(RESP, off);
+        wr.wr.rdma.rkey         = rkey(RESP);
         struct ibv_send_wr *bad = nullptr;
         ASSERT_EQ(0, smlx5_post_send(qp, &wr, &bad));
     }
 
     void post_send_msg(smlx5_qp_t *qp, uint64_t wr_id, unsigned flags)
     {
-        struct ibv_sge s = sge(REQ, 0, 8);
-        struct ibv_send_wr wr = make_wr(IBV_WR_SEND, wr_id, &s, 1, flags);
+        struct ibv_sge      s   = sge(REQ, 0, 8);
+        struct ibv_send_wr  wr  = make_wr(IBV_WR_SEND, wr_id, &s, 1, flags);
         struct ibv_send_wr *bad = nullptr;
         ASSERT_EQ(0, smlx5_post_send(qp, &wr, &bad));
     }
@@ -136,7 +136,7 @@ protected:
                              uint16_t wqe_counter)
     {
         ASSERT_NE(nullptr, cqe);
-        auto *e = reinterpret_cast<const struct mlx5_err_cqe*>(cqe);
+        auto *e = reinterpret_cast<const struct mlx5_err_cqe *>(cqe);
         EXPECT_EQ(MLX5_CQE_REQ_ERR, strand_cqe_opcode(cqe));
         EXPECT_EQ(MLX5_CQE_SYNDROME_WR_FLUSH_ERR, e->syndrome);
         EXPECT_EQ(qpn, be32toh(e->s_wqe_opcode_qpn) & 0xffffff);
@@ -168,8 +168,8 @@ protected:
         ASSERT_NO_FATAL_FAILURE(connect_rc(peer, smlx5_qp_num(qp)));
     }
 
-    std::vector<smlx5_cq_t*> m_cqs;
-    smlx5_channel_t         *m_ch = nullptr;
+    std::vector<smlx5_cq_t *> m_cqs;
+    smlx5_channel_t          *m_ch = nullptr;
 };
 
 /* Spec section 7 "Entering ERR": one WR_FLUSH_ERR per outstanding WQE, in
@@ -262,7 +262,7 @@ TEST_F(sim_dv_cq, verbs_cq_is_cleaned_on_reset)
  * far the application's own ci is. This is why a DV user arms itself. */
 TEST_F(sim_dv_cq, req_notify_by_a_dv_poller_fires_at_once_every_time)
 {
-    dv_cq cq;
+    dv_cq       cq;
     smlx5_qp_t *qp;
     ASSERT_NO_FATAL_FAILURE(qp = rc_on_dv_cq(cq));
     ASSERT_NE(nullptr, qp);
@@ -281,7 +281,7 @@ TEST_F(sim_dv_cq, req_notify_by_a_dv_poller_fires_at_once_every_time)
 /* The DV arm (own ci, own sn): no event until a CQE at or past ci. */
 TEST_F(sim_dv_cq, dv_arm_with_own_ci_waits_for_the_next_cqe)
 {
-    dv_cq cq;
+    dv_cq       cq;
     smlx5_qp_t *qp;
     ASSERT_NO_FATAL_FAILURE(qp = rc_on_dv_cq(cq));
     ASSERT_NE(nullptr, qp);
@@ -302,33 +302,33 @@ TEST_F(sim_dv_cq, dv_arm_with_own_ci_waits_for_the_next_cqe)
  * ignored (UNSURE, strict choice); the next sn arms again. */
 TEST_F(sim_dv_cq, arm_with_a_stale_sn_never_fires)
 {
-    dv_cq cq;
+    dv_cq       cq;
     smlx5_qp_t *qp;
     ASSERT_NO_FATAL_FAILURE(qp = rc_on_dv_cq(cq));
     ASSERT_NE(nullptr, qp);
     smlx5_cq_t *fired = nullptr;
 
-    cq.arm(2, 0, cq.ci);                       /* sn 2 fires ... */
+    cq.arm(2, 0, cq.ci); /* sn 2 fires ... */
     post_write(qp, 1, IBV_SEND_SIGNALED);
     ASSERT_NE(nullptr, cq.next(m_ctx));
     ASSERT_TRUE(channel_ready(m_ch, 5000));
     ASSERT_EQ(0, smlx5_get_cq_event(m_ch, &fired));
 
-    cq.arm(2, 0, cq.ci);                       /* ... so sn 2 is stale */
+    cq.arm(2, 0, cq.ci); /* ... so sn 2 is stale */
     post_write(qp, 2, IBV_SEND_SIGNALED);
     ASSERT_NE(nullptr, cq.wait(m_ctx, cq.ci));
     engine_barrier(qp);
     EXPECT_FALSE(channel_ready(m_ch));
     EXPECT_EQ(EAGAIN, smlx5_get_cq_event(m_ch, &fired));
 
-    cq.arm(3, 0, cq.ci);                       /* the CQE is there: now */
+    cq.arm(3, 0, cq.ci); /* the CQE is there: now */
     EXPECT_TRUE(channel_ready(m_ch));
 }
 
 /* The UAR word names the CQ: a doorbell for another CQN arms nothing. */
 TEST_F(sim_dv_cq, arm_doorbell_for_another_cqn_is_ignored)
 {
-    dv_cq cq;
+    dv_cq       cq;
     smlx5_qp_t *qp;
     ASSERT_NO_FATAL_FAILURE(qp = rc_on_dv_cq(cq));
     ASSERT_NE(nullptr, qp);
@@ -353,7 +353,7 @@ TEST_F(sim_dv_cq, solicited_arm_fires_for_an_already_present_solicited_cqe)
     ASSERT_NO_FATAL_FAILURE(connect_rc(sq, smlx5_qp_num(rq)));
     ASSERT_NO_FATAL_FAILURE(connect_rc(rq, smlx5_qp_num(sq)));
     for (int i = 0; i < 3; ++i) {
-        struct ibv_sge s = sge(RESP, 1024 * i, 64);
+        struct ibv_sge     s = sge(RESP, 1024 * i, 64);
         struct ibv_recv_wr wr, *bad;
         memset(&wr, 0, sizeof(wr));
         wr.wr_id   = i;

@@ -51,7 +51,7 @@ protected:
     }
 
     /* waits for an async event of type (kept in *found when asked) */
-    bool wait_async(enum ibv_event_type type,
+    bool wait_async(enum ibv_event_type  type,
                     smlx5_async_event_t *found = nullptr, int ms = 2000)
     {
         smlx5_async_event_t ev;
@@ -82,13 +82,13 @@ protected:
         ASSERT_NE(nullptr, q);
         m_extra_qps.push_back(q);
         ASSERT_NO_FATAL_FAILURE(connect_rc(q, 0xabcde)); /* nobody answers */
-        const size_t len = 4096;
-        void *page = mmap(nullptr, len, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        const size_t len  = 4096;
+        void        *page = mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         ASSERT_NE(MAP_FAILED, page);
         smlx5_mr_t *mr = smlx5_reg_mr(m_pd, page, len, access_all());
         ASSERT_NE(nullptr, mr);
-        struct ibv_sge s = {(uintptr_t)page, 1024, smlx5_mr_lkey(mr)};
+        struct ibv_sge     s = {(uintptr_t)page, 1024, smlx5_mr_lkey(mr)};
         struct ibv_send_wr wr;
         write_wr(&wr, &s, 9, addr(RESP), rkey(RESP));
         post(q, &wr);
@@ -112,7 +112,7 @@ protected:
 
 TEST_F(sim_errors, bad_rkey_is_rem_access_err_then_qp_err_and_flush)
 {
-    struct ibv_sge s = sge(REQ, 0, 64);
+    struct ibv_sge     s = sge(REQ, 0, 64);
     struct ibv_send_wr wr[3];
     for (int i = 0; i < 3; ++i) {
         write_wr(&wr[i], &s, 100 + i, addr(RESP), rkey(RESP) ^ 0x5500);
@@ -146,7 +146,7 @@ TEST_F(sim_errors, bad_rkey_is_rem_access_err_then_qp_err_and_flush)
  * a freed QP through the pointer when an interface closed meanwhile). */
 TEST_F(sim_errors, async_event_names_its_qp_by_number_after_destroy)
 {
-    struct ibv_sge s = sge(REQ, 0, 64);
+    struct ibv_sge     s = sge(REQ, 0, 64);
     struct ibv_send_wr wr;
     write_wr(&wr, &s, 100, addr(RESP), rkey(RESP) ^ 0x5500);
     post(m_qp[REQ], &wr);
@@ -154,7 +154,7 @@ TEST_F(sim_errors, async_event_names_its_qp_by_number_after_destroy)
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
     EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, wc.status);
 
-    uint32_t qpn = smlx5_qp_num(m_qp[RESP]);
+    uint32_t            qpn = smlx5_qp_num(m_qp[RESP]);
     smlx5_async_event_t ev;
     ASSERT_TRUE(wait_async(IBV_EVENT_QP_ACCESS_ERR, &ev));
     smlx5_destroy_qp(m_qp[RESP]);
@@ -164,7 +164,7 @@ TEST_F(sim_errors, async_event_names_its_qp_by_number_after_destroy)
 
 TEST_F(sim_errors, write_out_of_bounds_is_rem_access_err)
 {
-    struct ibv_sge s = sge(REQ, 0, 128);
+    struct ibv_sge     s = sge(REQ, 0, 128);
     struct ibv_send_wr wr;
     write_wr(&wr, &s, 7, addr(RESP, BUF_SIZE - 64), rkey(RESP));
     post(m_qp[REQ], &wr);
@@ -180,7 +180,7 @@ TEST_F(sim_errors, write_out_of_bounds_is_rem_access_err)
 TEST_F(sim_errors, bad_lkey_is_loc_prot_err)
 {
     struct ibv_sge s = sge(REQ, 0, 64);
-    s.lkey          ^= 0x3300;
+    s.lkey ^= 0x3300;
     struct ibv_send_wr wr;
     write_wr(&wr, &s, 9, addr(RESP), rkey(RESP));
     post(m_qp[REQ], &wr);
@@ -193,7 +193,7 @@ TEST_F(sim_errors, bad_lkey_is_loc_prot_err)
 
 TEST_F(sim_errors, error_cqe_bytes_follow_mlx5_err_cqe)
 {
-    struct ibv_sge s = sge(REQ, 0, 8);
+    struct ibv_sge     s = sge(REQ, 0, 8);
     struct ibv_send_wr wr;
     write_wr(&wr, &s, 1, addr(RESP), 0xdead00);
     post(m_qp[REQ], &wr);
@@ -203,16 +203,16 @@ TEST_F(sim_errors, error_cqe_bytes_follow_mlx5_err_cqe)
     struct mlx5_cqe64 *cqe = nullptr;
     for (int i = 0; (i < 5000) && (cqe == nullptr); ++i) {
         smlx5_progress(m_ctx);
-        cqe = strand_cqe_get(dv.buf, dv.cqe_cnt, strand_cqe_shift(dv.cqe_size), 0);
+        cqe = strand_cqe_get(dv.buf, dv.cqe_cnt, strand_cqe_shift(dv.cqe_size),
+                             0);
         usleep(1000);
     }
     ASSERT_NE(nullptr, cqe);
-    auto *e = reinterpret_cast<struct mlx5_err_cqe*>(cqe);
+    auto *e = reinterpret_cast<struct mlx5_err_cqe *>(cqe);
     EXPECT_EQ(MLX5_CQE_REQ_ERR, cqe->op_own >> 4);
-    EXPECT_EQ(0, cqe->op_own & 1);                       /* first pass */
+    EXPECT_EQ(0, cqe->op_own & 1); /* first pass */
     EXPECT_EQ(MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, e->syndrome);
-    EXPECT_EQ(smlx5_qp_num(m_qp[REQ]),
-              be32toh(e->s_wqe_opcode_qpn) & 0xffffff);
+    EXPECT_EQ(smlx5_qp_num(m_qp[REQ]), be32toh(e->s_wqe_opcode_qpn) & 0xffffff);
     EXPECT_EQ(MLX5_OPCODE_RDMA_WRITE, be32toh(e->s_wqe_opcode_qpn) >> 24);
     EXPECT_EQ(0, be16toh(e->wqe_counter));
 }
@@ -221,7 +221,7 @@ TEST_F(sim_errors, receive_buffer_too_small_is_loc_len_and_rem_inv_req)
 {
     /* 128 bytes: more than any CQE holds, so the buffer is used */
     post_recv(RESP, 0, 16, 55);
-    struct ibv_sge s = sge(REQ, 0, 128);
+    struct ibv_sge     s  = sge(REQ, 0, 128);
     struct ibv_send_wr wr = make_wr(IBV_WR_SEND, 5, &s, 1);
     post(m_qp[REQ], &wr);
 
@@ -236,8 +236,8 @@ TEST_F(sim_errors, receive_buffer_too_small_is_loc_len_and_rem_inv_req)
 
 TEST_F(sim_errors, misaligned_atomic_is_rem_inv_req)
 {
-    struct ibv_sge s = sge(REQ, 0, 8);
-    struct ibv_send_wr wr = make_wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 3, &s, 1);
+    struct ibv_sge     s     = sge(REQ, 0, 8);
+    struct ibv_send_wr wr    = make_wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 3, &s, 1);
     wr.wr.atomic.remote_addr = addr(RESP, 4);
     wr.wr.atomic.rkey        = rkey(RESP);
     wr.wr.atomic.compare_add = 1;
@@ -251,7 +251,7 @@ TEST_F(sim_errors, rnr_retries_exhausted_is_rnr_retry_exc_err)
 {
     /* a fresh pair whose requester gives up after 2 RNR retries */
     struct ibv_qp_attr a;
-    smlx5_qp_t *q[2];
+    smlx5_qp_t        *q[2];
     for (int i = 0; i < 2; ++i) {
         q[i] = create_rc_qp(m_scq[i], m_rcq[i]);
         ASSERT_NE(nullptr, q[i]);
@@ -262,17 +262,18 @@ TEST_F(sim_errors, rnr_retries_exhausted_is_rnr_retry_exc_err)
         ASSERT_NO_FATAL_FAILURE(rc_to_rtr(q[i], smlx5_qp_num(q[1 - i])));
     }
     memset(&a, 0, sizeof(a));
-    a.qp_state = IBV_QPS_RTS;
+    a.qp_state      = IBV_QPS_RTS;
     a.max_rd_atomic = 1;
-    a.retry_cnt = 7;
-    a.rnr_retry = 2;
-    a.timeout = 14;
-    ASSERT_EQ(0, smlx5_modify_qp(q[0], &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-                                           IBV_QP_MAX_QP_RD_ATOMIC |
-                                           IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                           IBV_QP_TIMEOUT));
+    a.retry_cnt     = 7;
+    a.rnr_retry     = 2;
+    a.timeout       = 14;
+    ASSERT_EQ(0, smlx5_modify_qp(q[0], &a,
+                                 IBV_QP_STATE | IBV_QP_SQ_PSN |
+                                         IBV_QP_MAX_QP_RD_ATOMIC |
+                                         IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                         IBV_QP_TIMEOUT));
 
-    struct ibv_sge s = sge(REQ, 0, 32);
+    struct ibv_sge     s  = sge(REQ, 0, 32);
     struct ibv_send_wr wr = make_wr(IBV_WR_SEND, 77, &s, 1);
     post(q[0], &wr);
     struct ibv_wc wc;
@@ -302,24 +303,24 @@ TEST_F(sim_errors, rnr_then_receive_posted_completes)
  * doorbell record: the WRs before it were posted with smlx5_post_send),
  * on DCI stream `stream`, and the doorbell. On a DCI with a base address
  * vector (every DCI WQE carries one, a NOP included) unless `no_av`. */
-static void post_raw_nop(smlx5_qp_t *qp, uint16_t stream = 0,
-                         bool dci = false, bool no_av = false)
+static void post_raw_nop(smlx5_qp_t *qp, uint16_t stream = 0, bool dci = false,
+                         bool no_av = false)
 {
     struct mlx5dv_qp dv;
     ASSERT_EQ(0, smlx5_qp_dv(qp, &dv));
-    uint32_t pi = be32toh(dv.dbrec[MLX5_SND_DBR]);
-    auto *ctrl = (struct mlx5_wqe_ctrl_seg*)strand_sq_bb(dv.sq.buf,
-                                                         dv.sq.wqe_cnt, pi);
-    unsigned ds = 1;
+    uint32_t pi   = be32toh(dv.dbrec[MLX5_SND_DBR]);
+    auto    *ctrl = (struct mlx5_wqe_ctrl_seg *)strand_sq_bb(dv.sq.buf,
+                                                             dv.sq.wqe_cnt, pi);
+    unsigned ds   = 1;
     if (dci && !no_av) {
-        struct mlx5_wqe_av *av = (struct mlx5_wqe_av*)(ctrl + 1);
+        struct mlx5_wqe_av *av = (struct mlx5_wqe_av *)(ctrl + 1);
         memset(av, 0, 16); /* a base AV (no DCT: a NOP goes nowhere) */
         ds += 1;
     } else if (dci) {
         memset(ctrl + 1, 0, 48); /* nothing of an AV after the ctrl */
     }
-    strand_set_ctrl_seg(ctrl, 0, pi & 0xffff, MLX5_OPCODE_NOP,
-                        smlx5_qp_num(qp), ds, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+    strand_set_ctrl_seg(ctrl, 0, pi & 0xffff, MLX5_OPCODE_NOP, smlx5_qp_num(qp),
+                        ds, MLX5_WQE_CTRL_CQ_UPDATE, 0);
     strand_set_ctrl_stream(ctrl, stream);
     strand_bf_ring_doorbell(dv.dbrec, smlx5_qp_bf(qp), pi + 1, ctrl);
     smlx5_qp_doorbell(qp);
@@ -331,7 +332,7 @@ TEST_F(sim_errors, nop_behind_a_failed_write_is_flushed)
     ASSERT_NE(nullptr, q);
     m_extra_qps.push_back(q);
     ASSERT_NO_FATAL_FAILURE(connect_rc(q, 0xabcde));
-    struct ibv_sge s = sge(REQ, 0, 8);
+    struct ibv_sge     s = sge(REQ, 0, 8);
     struct ibv_send_wr wr;
     write_wr(&wr, &s, 4, addr(RESP), rkey(RESP));
     post(q, &wr);
@@ -351,7 +352,7 @@ TEST_F(sim_errors, peer_absent_is_retry_exc_err_after_timeout)
     m_extra_qps.push_back(q);
     /* a destination QP number that does not exist */
     ASSERT_NO_FATAL_FAILURE(connect_rc(q, 0xabcde));
-    struct ibv_sge s = sge(REQ, 0, 8);
+    struct ibv_sge     s = sge(REQ, 0, 8);
     struct ibv_send_wr wr;
     write_wr(&wr, &s, 4, addr(RESP), rkey(RESP));
     auto t0 = std::chrono::steady_clock::now();
@@ -359,9 +360,10 @@ TEST_F(sim_errors, peer_absent_is_retry_exc_err_after_timeout)
     struct ibv_wc wc;
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc, 5000));
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - t0).count();
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
     EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
-    EXPECT_GE(ms, 7 * 2);  /* 1 + retry_cnt timeouts of 2 ms */
+    EXPECT_GE(ms, 7 * 2); /* 1 + retry_cnt timeouts of 2 ms */
     EXPECT_EQ(IBV_QPS_ERR, state(q));
 }
 
@@ -390,10 +392,10 @@ TEST_F(sim_errors, dc_wrong_key_is_dropped_and_ends_in_retry_exc)
     smlx5_qp_t *dci = create_dci();
     ASSERT_NE(nullptr, dct);
     ASSERT_NE(nullptr, dci);
-    struct ibv_sge s = sge(REQ, 0, 8);
+    struct ibv_sge     s = sge(REQ, 0, 8);
     struct ibv_send_wr wr;
     write_wr(&wr, &s, 12, addr(RESP), rkey(RESP));
-    smlx5_dc_target_t dc = {m_lid, smlx5_dct_num(dct), 0x9999};
+    smlx5_dc_target_t   dc = {m_lid, smlx5_dct_num(dct), 0x9999};
     struct ibv_send_wr *bad;
     memset(buf(RESP), 0, 8);
     memset(buf(REQ), 0x77, 8);
@@ -415,12 +417,14 @@ TEST_F(sim_errors, modify_qp_missing_or_extra_attribute_is_einval)
     a.qp_state = IBV_QPS_INIT;
     a.port_num = SMLX5_PORT_NUM;
     /* missing ACCESS_FLAGS */
-    EXPECT_EQ(EINVAL, smlx5_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                             IBV_QP_PORT));
+    EXPECT_EQ(EINVAL,
+              smlx5_modify_qp(q, &a,
+                              IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT));
     /* extra SQ_PSN */
-    EXPECT_EQ(EINVAL, smlx5_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                             IBV_QP_PORT | IBV_QP_ACCESS_FLAGS |
-                                             IBV_QP_SQ_PSN));
+    EXPECT_EQ(EINVAL,
+              smlx5_modify_qp(q, &a,
+                              IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                      IBV_QP_ACCESS_FLAGS | IBV_QP_SQ_PSN));
     EXPECT_EQ(IBV_QPS_RESET, state(q)); /* nothing changed */
     /* RESET -> RTS is no transition */
     a.qp_state = IBV_QPS_RTS;
@@ -435,13 +439,13 @@ TEST_F(sim_errors, modify_qp_missing_or_extra_attribute_is_einval)
 
 TEST_F(sim_errors, dct_number_assigned_at_init_to_rtr)
 {
-    smlx5_srq_t *srq = create_srq(4, 1);
+    smlx5_srq_t         *srq = create_srq(4, 1);
     smlx5_qp_init_attr_t attr;
     memset(&attr, 0, sizeof(attr));
-    attr.type    = SMLX5_QPT_DCT;
-    attr.send_cq = m_scq[RESP];
-    attr.recv_cq = m_rcq[RESP];
-    attr.srq     = srq;
+    attr.type       = SMLX5_QPT_DCT;
+    attr.send_cq    = m_scq[RESP];
+    attr.recv_cq    = m_rcq[RESP];
+    attr.srq        = srq;
     smlx5_qp_t *dct = smlx5_create_qp(m_pd, &attr);
     ASSERT_NE(nullptr, dct);
     m_extra_qps.push_back(dct);
@@ -464,14 +468,14 @@ protected:
 
     /* a WRITE of 8 bytes at `off`; to `dctn` (a DCT nobody has: the
      * requester retries until RETRY_EXC_ERR), or to m_dct */
-    void post_dc(smlx5_qp_t *dci, uint16_t stream, uint64_t wr_id,
-                 uint32_t rk, size_t off = 0, uint32_t dctn = 0)
+    void post_dc(smlx5_qp_t *dci, uint16_t stream, uint64_t wr_id, uint32_t rk,
+                 size_t off = 0, uint32_t dctn = 0)
     {
-        struct ibv_sge s = sge(REQ, off, 8);
+        struct ibv_sge     s = sge(REQ, off, 8);
         struct ibv_send_wr wr;
         write_wr(&wr, &s, wr_id, addr(RESP, off), rk);
-        smlx5_dc_target_t dc = {m_lid, dctn ? dctn : smlx5_dct_num(m_dct),
-                                SMLX5_DC_KEY_DEFAULT};
+        smlx5_dc_target_t   dc = {m_lid, dctn ? dctn : smlx5_dct_num(m_dct),
+                                  SMLX5_DC_KEY_DEFAULT};
         struct ibv_send_wr *bad;
         ASSERT_EQ(0, smlx5_post_send_dc(dci, &wr, &dc, stream, &bad));
     }
@@ -479,8 +483,8 @@ protected:
     /* A DCI with 4 channels and 2 errored streams allowed: WR 1 of
      * `stream_a` goes to a DCT nobody has (it ends in RETRY_EXC_ERR after
      * the retries), then WR 2 of `stream_b` writes `fill` to RESP at 64. */
-    smlx5_qp_t *post_stalled_then(uint16_t stream_a, uint16_t stream_b,
-                                  uint8_t fill)
+    smlx5_qp_t *
+    post_stalled_then(uint16_t stream_a, uint16_t stream_b, uint8_t fill)
     {
         smlx5_qp_t *dci = create_dci(2, 1);
         if (dci == nullptr) {
@@ -501,12 +505,12 @@ TEST_F(sim_dci_streams, stream_error_flushes_only_that_stream_dci_stays_rts)
 {
     smlx5_qp_t *dci = create_dci(2, 1);
     ASSERT_NE(nullptr, dci);
-    post_dc(dci, 3, 1, rkey(RESP) ^ 0x4400);  /* stream 3: bad rkey */
-    post_dc(dci, 3, 2, rkey(RESP));           /* stream 3: flushed */
-    post_dc(dci, 0, 3, rkey(RESP), 64);       /* stream 0: goes on */
+    post_dc(dci, 3, 1, rkey(RESP) ^ 0x4400); /* stream 3: bad rkey */
+    post_dc(dci, 3, 2, rkey(RESP));          /* stream 3: flushed */
+    post_dc(dci, 0, 3, rkey(RESP), 64);      /* stream 0: goes on */
 
     std::map<uint64_t, ibv_wc_status> st;
-    struct ibv_wc wc;
+    struct ibv_wc                     wc;
     for (int i = 0; i < 3; ++i) {
         ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
         st[wc.wr_id] = wc.status;
@@ -532,7 +536,8 @@ TEST_F(sim_dci_streams, stream_error_flushes_only_that_stream_dci_stays_rts)
     EXPECT_EQ(0, memcmp(buf(REQ, 128), buf(RESP, 128), 8));
 }
 
-TEST_F(sim_dci_streams, errored_streams_reaching_log_num_errored_moves_dci_to_err)
+TEST_F(sim_dci_streams,
+       errored_streams_reaching_log_num_errored_moves_dci_to_err)
 {
     smlx5_qp_t *dci = create_dci(2, 1); /* 2^1 = 2 errored streams allowed */
     ASSERT_NE(nullptr, dci);
@@ -613,7 +618,8 @@ TEST_F(sim_dci_streams, stalled_stream_does_not_block_another_channel)
  * the second WR of a stream does not run at another DCT while the first
  * is unresolved, and is flushed, never executed, when the first fails
  * (as on the wire: a channel connects to one DCT at a time). */
-TEST_F(sim_dci_streams, stream_in_order_across_destinations_flushed_not_executed)
+TEST_F(sim_dci_streams,
+       stream_in_order_across_destinations_flushed_not_executed)
 {
     smlx5_qp_t *dci = post_stalled_then(1, 1, 0x3b);
     ASSERT_NE(nullptr, dci);
@@ -636,11 +642,11 @@ TEST_F(sim_dci_streams, stream_in_order_across_destinations_flushed_not_executed
  * without streams takes id 0 only. */
 TEST_F(sim_dci_streams, stream_id_outside_the_channel_range_is_refused)
 {
-    smlx5_qp_t *dci = create_dci(2, 1);      /* channels 0 .. 3 */
+    smlx5_qp_t *dci = create_dci(2, 1); /* channels 0 .. 3 */
     ASSERT_NE(nullptr, dci);
     struct ibv_wc wc;
     memset(buf(REQ, 64), 0x6d, 8);
-    post_dc(dci, 3, 1, rkey(RESP), 64);      /* the last channel */
+    post_dc(dci, 3, 1, rkey(RESP), 64); /* the last channel */
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
     EXPECT_EQ(1u, wc.wr_id);
     EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
@@ -648,7 +654,7 @@ TEST_F(sim_dci_streams, stream_id_outside_the_channel_range_is_refused)
 
     memset(buf(REQ, 128), 0x7e, 8);
     memset(buf(RESP, 128), 0, 8);
-    post_dc(dci, 4, 2, rkey(RESP), 128);     /* one past it */
+    post_dc(dci, 4, 2, rkey(RESP), 128); /* one past it */
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
     EXPECT_EQ(2u, wc.wr_id);
     EXPECT_EQ(IBV_WC_LOC_QP_OP_ERR, wc.status);
@@ -661,7 +667,7 @@ TEST_F(sim_dci_streams, stream_id_outside_the_channel_range_is_refused)
     EXPECT_EQ(EINVAL, smlx5_dci_stream_id_reset(other, 4));
     EXPECT_EQ(0, smlx5_dci_stream_id_reset(other, 3));
 
-    smlx5_qp_t *plain = create_dci(0, 0);    /* no streams: id 0 only */
+    smlx5_qp_t *plain = create_dci(0, 0); /* no streams: id 0 only */
     ASSERT_NE(nullptr, plain);
     post_dc(plain, 1, 3, rkey(RESP), 128);
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
@@ -669,7 +675,8 @@ TEST_F(sim_dci_streams, stream_id_outside_the_channel_range_is_refused)
     EXPECT_EQ(IBV_WC_LOC_QP_OP_ERR, wc.status);
 }
 
-TEST_F(sim_dci_streams, reset_returns_einval_for_non_dci_eopnotsupp_without_errored)
+TEST_F(sim_dci_streams,
+       reset_returns_einval_for_non_dci_eopnotsupp_without_errored)
 {
     EXPECT_EQ(EINVAL, smlx5_dci_stream_id_reset(m_qp[REQ], 1));
     smlx5_qp_t *plain = create_dci(2, 0);
@@ -691,7 +698,7 @@ TEST_F(sim_errors, cq_arm_fires_completion_channel)
     struct pollfd pfd = {smlx5_channel_fd(ch), POLLIN, 0};
     EXPECT_EQ(0, poll(&pfd, 1, 10)); /* nothing yet */
 
-    struct ibv_sge s = sge(REQ, 0, 8);
+    struct ibv_sge     s = sge(REQ, 0, 8);
     struct ibv_send_wr wr;
     write_wr(&wr, &s, 1, addr(RESP), rkey(RESP));
     post(q, &wr);
@@ -713,25 +720,25 @@ TEST_F(sim_errors, cq_arm_fires_completion_channel)
 TEST_F(sim_errors, zero_length_rdma_carries_no_key_the_responder_checks)
 {
     const uint32_t keys[] = {0xffffffffu, rkey(RESP) ^ 0x5500, 0};
-    struct ibv_wc wc;
-    uint64_t id = 1;
+    struct ibv_wc  wc;
+    uint64_t       id = 1;
     for (uint32_t k : keys) {
         for (auto op : {IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ}) {
-            struct ibv_send_wr wr = make_wr(op, id, nullptr, 0);
+            struct ibv_send_wr wr  = make_wr(op, id, nullptr, 0);
             wr.wr.rdma.remote_addr = 0x1000;
             wr.wr.rdma.rkey        = k;
             post(m_qp[REQ], &wr);
             ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
             EXPECT_EQ(id, wc.wr_id);
             EXPECT_EQ(IBV_WC_SUCCESS, wc.status)
-                    << "zero-length " << (op == IBV_WR_RDMA_READ ? "READ" :
-                                          "WRITE") << " with key 0x"
-                    << std::hex << k;
+                    << "zero-length "
+                    << (op == IBV_WR_RDMA_READ ? "READ" : "WRITE")
+                    << " with key 0x" << std::hex << k;
             ++id;
         }
     }
     EXPECT_EQ(IBV_QPS_RTS, state(m_qp[REQ]));
-    struct ibv_sge s = sge(REQ, 0, 1);
+    struct ibv_sge     s = sge(REQ, 0, 1);
     struct ibv_send_wr wr;
     write_wr(&wr, &s, id, addr(RESP), 0xffffffffu);
     post(m_qp[REQ], &wr);
@@ -744,7 +751,7 @@ TEST_F(sim_errors, fault_fail_rkey_gives_rem_access_err)
     char spec[64];
     snprintf(spec, sizeof(spec), "fail_rkey=0x%x", rkey(RESP));
     ASSERT_EQ(0, smlx5_set_faults(m_ctx, spec));
-    struct ibv_sge s = sge(REQ, 0, 8);
+    struct ibv_sge     s = sge(REQ, 0, 8);
     struct ibv_send_wr wr;
     write_wr(&wr, &s, 1, addr(RESP), rkey(RESP));
     post(m_qp[REQ], &wr);
@@ -760,7 +767,7 @@ TEST_F(sim_errors, fault_cut_peer_ends_in_retry_exc_err)
     char spec[64];
     snprintf(spec, sizeof(spec), "cut=%u", m_lid);
     ASSERT_EQ(0, smlx5_set_faults(m_ctx, spec));
-    struct ibv_sge s = sge(REQ, 0, 8);
+    struct ibv_sge     s = sge(REQ, 0, 8);
     struct ibv_send_wr wr;
     write_wr(&wr, &s, 1, addr(RESP), rkey(RESP));
     post(m_qp[REQ], &wr);
@@ -797,19 +804,20 @@ protected:
         for (int i = 0; i < 2; ++i) {
             struct ibv_qp_attr a;
             memset(&a, 0, sizeof(a));
-            a.qp_state = IBV_QPS_RTR;
-            a.path_mtu = IBV_MTU_256;
-            a.dest_qp_num = smlx5_qp_num(q[1 - i]);
+            a.qp_state           = IBV_QPS_RTR;
+            a.path_mtu           = IBV_MTU_256;
+            a.dest_qp_num        = smlx5_qp_num(q[1 - i]);
             a.max_dest_rd_atomic = 4;
-            a.min_rnr_timer = 1;
-            a.ah_attr.dlid = m_lid;
-            a.ah_attr.port_num = SMLX5_PORT_NUM;
-            ASSERT_EQ(0, smlx5_modify_qp(q[i], &a, IBV_QP_STATE | IBV_QP_AV |
-                                                   IBV_QP_PATH_MTU |
-                                                   IBV_QP_DEST_QPN |
-                                                   IBV_QP_RQ_PSN |
-                                                   IBV_QP_MAX_DEST_RD_ATOMIC |
-                                                   IBV_QP_MIN_RNR_TIMER));
+            a.min_rnr_timer      = 1;
+            a.ah_attr.dlid       = m_lid;
+            a.ah_attr.port_num   = SMLX5_PORT_NUM;
+            ASSERT_EQ(0,
+                      smlx5_modify_qp(q[i], &a,
+                                      IBV_QP_STATE | IBV_QP_AV |
+                                              IBV_QP_PATH_MTU |
+                                              IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                              IBV_QP_MAX_DEST_RD_ATOMIC |
+                                              IBV_QP_MIN_RNR_TIMER));
             ASSERT_NO_FATAL_FAILURE(rc_to_rts(q[i]));
         }
     }
@@ -826,7 +834,7 @@ TEST_F(sim_small_mtu, send_write_read_of_many_packets)
     for (size_t i = 0; i < 8192; ++i) {
         *buf(REQ, i) = (uint8_t)(i * 13 + 1);
     }
-    struct ibv_sge s = sge(REQ, 0, 5000);
+    struct ibv_sge     s = sge(REQ, 0, 5000);
     struct ibv_send_wr wr;
     write_wr(&wr, &s, 1, addr(RESP, 1000), rkey(RESP));
     post(q[0], &wr);
@@ -835,8 +843,8 @@ TEST_F(sim_small_mtu, send_write_read_of_many_packets)
     ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
     EXPECT_EQ(0, memcmp(buf(REQ), buf(RESP, 1000), 5000));
 
-    struct ibv_sge r = sge(REQ, 10000, 5000);
-    wr = make_wr(IBV_WR_RDMA_READ, 2, &r, 1);
+    struct ibv_sge r       = sge(REQ, 10000, 5000);
+    wr                     = make_wr(IBV_WR_RDMA_READ, 2, &r, 1);
     wr.wr.rdma.remote_addr = addr(RESP, 1000);
     wr.wr.rdma.rkey        = rkey(RESP);
     post(q[0], &wr);
@@ -845,10 +853,10 @@ TEST_F(sim_small_mtu, send_write_read_of_many_packets)
     EXPECT_EQ(5000u, wc.byte_len);
     EXPECT_EQ(0, memcmp(buf(REQ), buf(REQ, 10000), 5000));
 
-    struct ibv_sge rs = sge(RESP, 20000, 8000);
+    struct ibv_sge     rs = sge(RESP, 20000, 8000);
     struct ibv_recv_wr rwr, *rbad;
     memset(&rwr, 0, sizeof(rwr));
-    rwr.wr_id = 9;
+    rwr.wr_id   = 9;
     rwr.sg_list = &rs;
     rwr.num_sge = 1;
     ASSERT_EQ(0, smlx5_post_recv(q[1], &rwr, &rbad));
@@ -867,8 +875,7 @@ TEST_F(sim_small_mtu, send_write_read_of_many_packets)
 TEST_F(sim_errors, idle_progress_thread_sleeps_with_no_time_limit)
 {
     smlx5_progress_stats_t st;
-    auto deadline = std::chrono::steady_clock::now() +
-                    std::chrono::seconds(5);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     do {
         ASSERT_EQ(0, smlx5_progress_stats(m_ctx, &st));
         if (st.asleep_untimed) {
@@ -883,8 +890,8 @@ TEST_F(sim_errors, idle_progress_thread_sleeps_with_no_time_limit)
     EXPECT_GE(st.loops, 1u);
 
     /* traffic wakes it: a WRITE completes, the thread ran again */
-    uint64_t loops = st.loops;
-    struct ibv_sge s = sge(REQ, 0, 8);
+    uint64_t           loops = st.loops;
+    struct ibv_sge     s     = sge(REQ, 0, 8);
     struct ibv_send_wr wr;
     write_wr(&wr, &s, 1, addr(RESP), rkey(RESP));
     post(m_qp[REQ], &wr);
@@ -939,7 +946,7 @@ protected:
 TEST_F(sim_small_mtu_ring, faults_keep_a_full_ring_lossless)
 {
     const size_t len = 200000;
-    smlx5_qp_t *q[2];
+    smlx5_qp_t  *q[2];
     ASSERT_NO_FATAL_FAILURE(small_mtu_pair(q));
     std::vector<uint8_t> src(len), dst(len, 0);
     for (size_t i = 0; i < len; ++i) {
@@ -955,9 +962,9 @@ TEST_F(sim_small_mtu_ring, faults_keep_a_full_ring_lossless)
 
     smlx5_qp_stats_t before, after;
     ASSERT_EQ(0, smlx5_qp_stats(q[0], &before));
-    struct ibv_sge r = {(uintptr_t)dst.data(), (uint32_t)len,
-                        smlx5_mr_lkey(dmr)};
-    struct ibv_send_wr wr = make_wr(IBV_WR_RDMA_READ, 5, &r, 1);
+    struct ibv_sge     r   = {(uintptr_t)dst.data(), (uint32_t)len,
+                              smlx5_mr_lkey(dmr)};
+    struct ibv_send_wr wr  = make_wr(IBV_WR_RDMA_READ, 5, &r, 1);
     wr.wr.rdma.remote_addr = (uintptr_t)src.data();
     wr.wr.rdma.rkey        = smlx5_mr_rkey(smr);
     post(q[0], &wr);
@@ -968,7 +975,7 @@ TEST_F(sim_small_mtu_ring, faults_keep_a_full_ring_lossless)
     EXPECT_EQ(0, memcmp(src.data(), dst.data(), len));
     ASSERT_EQ(0, smlx5_qp_stats(q[0], &after));
     EXPECT_EQ(0u, after.pkts_resent - before.pkts_resent)
-        << "READ responses were lost to a full ring";
+            << "READ responses were lost to a full ring";
     EXPECT_EQ(1u, after.pkts_sent - before.pkts_sent);
 
     ASSERT_EQ(0, smlx5_set_faults(m_ctx, ""));
@@ -1022,10 +1029,9 @@ protected:
         return s;
     }
 
-    void post_recv_to(smlx5_qp_t *qp, smlx5_srq_t *srq, int n,
-                      uint64_t wr_id)
+    void post_recv_to(smlx5_qp_t *qp, smlx5_srq_t *srq, int n, uint64_t wr_id)
     {
-        struct ibv_sge s = dst_sge(n);
+        struct ibv_sge     s  = dst_sge(n);
         struct ibv_recv_wr wr = make_recv_wr(&s, wr_id), *bad = nullptr;
         ASSERT_EQ(0, (srq != nullptr) ? smlx5_post_srq_recv(srq, &wr, &bad) :
                                         smlx5_post_recv(qp, &wr, &bad));
@@ -1038,8 +1044,7 @@ protected:
     void send_until_started(smlx5_qp_t *q[2], int n, uint32_t len = MSG_LEN)
     {
         const uint8_t *dst = &m_dst[n * MSG_LEN];
-        struct ibv_sge s = {(uintptr_t)m_src.data(), len,
-                            smlx5_mr_lkey(m_smr)};
+        struct ibv_sge s = {(uintptr_t)m_src.data(), len, smlx5_mr_lkey(m_smr)};
         struct ibv_send_wr wr = make_wr(IBV_WR_SEND, 1, &s, 1);
         post(q[0], &wr);
         for (int i = 0; (i < 100) && (dst[0] != m_src[0]); ++i) {
@@ -1048,7 +1053,7 @@ protected:
         ASSERT_EQ(m_src[0], dst[0]) << "the message did not start";
         if (len == MSG_LEN) {
             ASSERT_NE(m_src[len - 1], dst[len - 1])
-                << "the message is complete already";
+                    << "the message is complete already";
         }
     }
 
@@ -1061,7 +1066,7 @@ protected:
     }
 
     std::vector<uint8_t> m_src, m_dst;
-    smlx5_mr_t *m_smr = nullptr, *m_dmr = nullptr;
+    smlx5_mr_t          *m_smr = nullptr, *m_dmr = nullptr;
 };
 
 /* The SRQ's receive WQE a message had started comes back with a flush
@@ -1082,7 +1087,7 @@ TEST_F(sim_recv_flush, an_srq_receive_a_message_started_is_flushed)
     ASSERT_NO_FATAL_FAILURE(to_err(q[1]));
     struct ibv_wc wc;
     ASSERT_TRUE(poll_one(m_rcq[RESP], &wc, 1000))
-        << "the receive WQE the message had is lost";
+            << "the receive WQE the message had is lost";
     EXPECT_EQ(21u, wc.wr_id);
     EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
     EXPECT_EQ(smlx5_qp_num(q[1]), wc.qp_num);

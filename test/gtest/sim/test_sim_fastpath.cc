@@ -30,13 +30,13 @@ struct run_result {
     uint64_t                          fast_wqes;
 };
 
-const size_t MEM_CMP = 4096;   /* responder bytes a run compares */
+const size_t MEM_CMP = 4096; /* responder bytes a run compares */
 
 } // namespace
 
 /* Parameter: the CQE size (MLX5_CQE_SIZE), "64" or "128". */
 class sim_fastpath : public sim_fixture,
-                     public ::testing::WithParamInterface<const char*> {
+                     public ::testing::WithParamInterface<const char *> {
 protected:
     void SetUp() override
     {
@@ -84,7 +84,10 @@ protected:
         unsetenv("STRAND_SIM_RNR_NS");
     }
 
-    virtual const char *cqe_size() const { return GetParam(); }
+    virtual const char *cqe_size() const
+    {
+        return GetParam();
+    }
 
     /* The requester and responder QPs of the runs (the responder on
      * `srq` when given), on CQs of the parameter's CQE size. */
@@ -125,12 +128,13 @@ protected:
             a.max_dest_rd_atomic = 4;
             a.min_rnr_timer      = 1;
             set_own_av(&a.ah_attr);
-            ASSERT_EQ(0, smlx5_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-                                                 IBV_QP_PATH_MTU |
-                                                 IBV_QP_DEST_QPN |
-                                                 IBV_QP_RQ_PSN |
-                                                 IBV_QP_MAX_DEST_RD_ATOMIC |
-                                                 IBV_QP_MIN_RNR_TIMER));
+            ASSERT_EQ(0,
+                      smlx5_modify_qp(qp, &a,
+                                      IBV_QP_STATE | IBV_QP_AV |
+                                              IBV_QP_PATH_MTU |
+                                              IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                              IBV_QP_MAX_DEST_RD_ATOMIC |
+                                              IBV_QP_MIN_RNR_TIMER));
             memset(&a, 0, sizeof(a));
             a.qp_state      = IBV_QPS_RTS;
             a.sq_psn        = m_psn;
@@ -138,8 +142,8 @@ protected:
             a.retry_cnt     = 7;
             a.rnr_retry     = rnr_retry;
             a.timeout       = 14;
-            ASSERT_EQ(0, smlx5_modify_qp(qp, &a, IBV_QP_STATE |
-                                                 IBV_QP_SQ_PSN |
+            ASSERT_EQ(0, smlx5_modify_qp(qp, &a,
+                                         IBV_QP_STATE | IBV_QP_SQ_PSN |
                                                  IBV_QP_MAX_QP_RD_ATOMIC |
                                                  IBV_QP_RETRY_CNT |
                                                  IBV_QP_RNR_RETRY |
@@ -147,8 +151,14 @@ protected:
         }
     }
 
-    smlx5_qp_t *req() { return m_fqp[REQ]; }
-    smlx5_qp_t *resp() { return m_fqp[RESP]; }
+    smlx5_qp_t *req()
+    {
+        return m_fqp[REQ];
+    }
+    smlx5_qp_t *resp()
+    {
+        return m_fqp[RESP];
+    }
 
     uint64_t fast_wqes(smlx5_qp_t *qp)
     {
@@ -183,7 +193,7 @@ protected:
     std::vector<uint8_t> take(dv_cq &cq)
     {
         std::vector<uint8_t> slot;
-        uint32_t idx = cq.ci;
+        uint32_t             idx = cq.ci;
         if (cq.next(m_ctx) == nullptr) {
             ADD_FAILURE() << "no CQE at index " << idx;
             return slot;
@@ -203,7 +213,7 @@ protected:
      * off (result[0]). The scenario posts and takes the CQEs it expects
      * into the result; the responder's buffer and the QP states are
      * recorded after it, once the device has settled. */
-    void run_both(const std::function<void(run_result&)> &scenario,
+    void run_both(const std::function<void(run_result &)> &scenario,
                   run_result result[2], uint8_t rnr_retry = 7)
     {
         for (int fast = 1; fast >= 0; --fast) {
@@ -211,8 +221,8 @@ protected:
             ASSERT_EQ(0, smlx5_set_fastpath(m_ctx, fast));
             ASSERT_NO_FATAL_FAILURE(reconnect(rnr_retry));
             memset(buf(RESP), 0, BUF_SIZE);
-            uint64_t before = fast_wqes(req());
-            run_result &r   = result[fast];
+            uint64_t    before = fast_wqes(req());
+            run_result &r      = result[fast];
             scenario(r);
             EXPECT_TRUE(stays_empty(m_scqe[REQ]));
             EXPECT_TRUE(stays_empty(m_rcqe[RESP]));
@@ -244,7 +254,7 @@ protected:
         if (slot.size() < sizeof(struct mlx5_cqe64)) {
             return &none;
         }
-        return reinterpret_cast<const struct mlx5_cqe64*>(
+        return reinterpret_cast<const struct mlx5_cqe64 *>(
                 slot.data() + slot.size() - sizeof(struct mlx5_cqe64));
     }
 
@@ -261,8 +271,8 @@ protected:
                                  struct ibv_sge *s, size_t resp_off,
                                  unsigned flags = IBV_SEND_SIGNALED)
     {
-        struct ibv_send_wr wr = make_wr(op, wr_id, s, 1,
-                                        flags | IBV_SEND_INLINE);
+        struct ibv_send_wr wr  = make_wr(op, wr_id, s, 1,
+                                         flags | IBV_SEND_INLINE);
         wr.wr.rdma.remote_addr = addr(RESP, resp_off);
         wr.wr.rdma.rkey        = rkey(RESP);
         wr.imm_data            = htobe32(0xfeed0000u | (uint32_t)wr_id);
@@ -275,9 +285,9 @@ protected:
     smlx5_cq_t  *m_fcq_s[2] = {nullptr, nullptr};
     smlx5_cq_t  *m_fcq_r[2] = {nullptr, nullptr};
     dv_cq        m_scqe[2], m_rcqe[2];
-    smlx5_qp_t  *m_fqp[2]   = {nullptr, nullptr};
-    smlx5_srq_t *m_srq      = nullptr;
-    uint32_t     m_psn      = 0;
+    smlx5_qp_t  *m_fqp[2] = {nullptr, nullptr};
+    smlx5_srq_t *m_srq    = nullptr;
+    uint32_t     m_psn    = 0;
 };
 
 /* ------------------------------------------------------------------ */
@@ -285,13 +295,14 @@ protected:
 /* Every opcode the fast path takes, lengths around the scatter-to-CQE
  * limits (32 bytes in a 64-byte CQE, 64 in a 128-byte one): the same
  * bytes in memory (or in the CQE), the same send and receive CQEs. */
-TEST_P(sim_fastpath, every_fast_opcode_gives_the_bytes_and_cqes_of_the_general_path)
+TEST_P(sim_fastpath,
+       every_fast_opcode_gives_the_bytes_and_cqes_of_the_general_path)
 {
-    const enum ibv_wr_opcode ops[] = {
-        IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND,
-        IBV_WR_SEND_WITH_IMM, IBV_WR_SEND_WITH_INV
-    };
-    const uint32_t lens[] = {1, 8, 32, 33, 64, 65, 200};
+    const enum ibv_wr_opcode ops[]  = {IBV_WR_RDMA_WRITE,
+                                       IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND,
+                                       IBV_WR_SEND_WITH_IMM,
+                                       IBV_WR_SEND_WITH_INV};
+    const uint32_t           lens[] = {1, 8, 32, 33, 64, 65, 200};
 
     for (enum ibv_wr_opcode op : ops) {
         for (uint32_t len : lens) {
@@ -299,21 +310,23 @@ TEST_P(sim_fastpath, every_fast_opcode_gives_the_bytes_and_cqes_of_the_general_p
                          std::to_string(len) + " bytes");
             bool write = (op == IBV_WR_RDMA_WRITE) ||
                          (op == IBV_WR_RDMA_WRITE_WITH_IMM);
-            bool recv  = (op != IBV_WR_RDMA_WRITE);
+            bool       recv = (op != IBV_WR_RDMA_WRITE);
             run_result r[2];
-            ASSERT_NO_FATAL_FAILURE(run_both([&](run_result &out) {
-                if (recv) {
-                    post_recv_on(resp(), RESP, 1024, 512, 77);
-                }
-                fill_pattern(0, len, (uint8_t)(op + len));
-                struct ibv_sge s     = sge(REQ, 0, len);
-                struct ibv_send_wr w = inline_wr(op, 5, &s, 100);
-                post(req(), &w);
-                out.send_cqes.push_back(take(m_scqe[REQ]));
-                if (recv) {
-                    out.recv_cqes.push_back(take(m_rcqe[RESP]));
-                }
-            }, r));
+            ASSERT_NO_FATAL_FAILURE(run_both(
+                    [&](run_result &out) {
+                        if (recv) {
+                            post_recv_on(resp(), RESP, 1024, 512, 77);
+                        }
+                        fill_pattern(0, len, (uint8_t)(op + len));
+                        struct ibv_sge     s = sge(REQ, 0, len);
+                        struct ibv_send_wr w = inline_wr(op, 5, &s, 100);
+                        post(req(), &w);
+                        out.send_cqes.push_back(take(m_scqe[REQ]));
+                        if (recv) {
+                            out.recv_cqes.push_back(take(m_rcqe[RESP]));
+                        }
+                    },
+                    r));
             expect_same(r);
             EXPECT_EQ(1u, r[1].fast_wqes);
 
@@ -335,10 +348,11 @@ TEST_P(sim_fastpath, every_fast_opcode_gives_the_bytes_and_cqes_of_the_general_p
                 EXPECT_EQ(smlx5_qp_num(req()),
                           be32toh(rcqe->flags_rqpn) & 0xffffff);
             }
-            EXPECT_EQ(write ? MLX5_CQE_RESP_WR_IMM :
+            EXPECT_EQ(write                        ? MLX5_CQE_RESP_WR_IMM :
                       (op == IBV_WR_SEND_WITH_IMM) ? MLX5_CQE_RESP_SEND_IMM :
                       (op == IBV_WR_SEND_WITH_INV) ? MLX5_CQE_RESP_SEND_INV :
-                      MLX5_CQE_RESP_SEND, strand_cqe_opcode(rcqe));
+                                                     MLX5_CQE_RESP_SEND,
+                      strand_cqe_opcode(rcqe));
             if ((op == IBV_WR_SEND_WITH_IMM) || write) {
                 EXPECT_EQ(htobe32(0xfeed0005u), rcqe->imm_inval_pkey);
             }
@@ -347,8 +361,8 @@ TEST_P(sim_fastpath, every_fast_opcode_gives_the_bytes_and_cqes_of_the_general_p
             }
             /* a SEND: in the CQE when it fits (the start of the slot in
              * either CQE size), else in the buffer */
-            const void *inl = strand_cqe_inline_data(rcqe);
-            uint32_t fits   = (r[1].recv_cqes[0].size() == 128) ? 64 : 32;
+            const void *inl  = strand_cqe_inline_data(rcqe);
+            uint32_t    fits = (r[1].recv_cqes[0].size() == 128) ? 64 : 32;
             if (len <= fits) {
                 EXPECT_NE(nullptr, inl);
                 EXPECT_EQ(0, memcmp(r[1].recv_cqes[0].data(), buf(REQ), len));
@@ -368,19 +382,21 @@ TEST_P(sim_fastpath, every_fast_opcode_gives_the_bytes_and_cqes_of_the_general_p
 TEST_P(sim_fastpath, one_cqe_retires_unsignaled_fast_wqes)
 {
     run_result r[2];
-    ASSERT_NO_FATAL_FAILURE(run_both([&](run_result &out) {
-        struct ibv_sge s[6];
-        struct ibv_send_wr w[6];
-        for (int i = 0; i < 6; ++i) {
-            fill_pattern(64 * i, 8, (uint8_t)(i + 1));
-            s[i] = sge(REQ, 64 * i, 8);
-            w[i] = inline_wr(IBV_WR_RDMA_WRITE, i, &s[i], 64 * i,
-                             (i == 5) ? IBV_SEND_SIGNALED : 0);
-            w[i].next = (i < 5) ? &w[i + 1] : nullptr;
-        }
-        post(req(), &w[0]);
-        out.send_cqes.push_back(take(m_scqe[REQ]));
-    }, r));
+    ASSERT_NO_FATAL_FAILURE(run_both(
+            [&](run_result &out) {
+                struct ibv_sge     s[6];
+                struct ibv_send_wr w[6];
+                for (int i = 0; i < 6; ++i) {
+                    fill_pattern(64 * i, 8, (uint8_t)(i + 1));
+                    s[i]      = sge(REQ, 64 * i, 8);
+                    w[i]      = inline_wr(IBV_WR_RDMA_WRITE, i, &s[i], 64 * i,
+                                     (i == 5) ? IBV_SEND_SIGNALED : 0);
+                    w[i].next = (i < 5) ? &w[i + 1] : nullptr;
+                }
+                post(req(), &w[0]);
+                out.send_cqes.push_back(take(m_scqe[REQ]));
+            },
+            r));
     expect_same(r);
     EXPECT_EQ(6u, r[1].fast_wqes);
     EXPECT_EQ(5, strand_cqe_wqe_counter(cqe64(r[1].send_cqes.at(0))));
@@ -396,26 +412,28 @@ TEST_P(sim_fastpath, one_cqe_retires_unsignaled_fast_wqes)
 TEST_P(sim_fastpath, fast_wqe_never_passes_a_fenced_wqe_that_waits)
 {
     run_result r[2];
-    ASSERT_NO_FATAL_FAILURE(run_both([&](run_result &out) {
-        memset(buf(RESP, 2048), 0x5a, 512);
-        fill_pattern(0, 8, 0x10);  /* the fenced WRITE's value */
-        fill_pattern(64, 8, 0x20); /* the fast WRITE's value */
-        struct ibv_sge rs = sge(REQ, 4096, 512), s1 = sge(REQ, 0, 8),
-                       s2 = sge(REQ, 64, 8);
-        struct ibv_send_wr w[3];
-        w[0] = make_wr(IBV_WR_RDMA_READ, 0, &rs, 1);
-        w[0].wr.rdma.remote_addr = addr(RESP, 2048);
-        w[0].wr.rdma.rkey        = rkey(RESP);
-        w[1] = inline_wr(IBV_WR_RDMA_WRITE, 1, &s1, 8,
-                         IBV_SEND_SIGNALED | IBV_SEND_FENCE);
-        w[2] = inline_wr(IBV_WR_RDMA_WRITE, 2, &s2, 8);
-        w[0].next = &w[1];
-        w[1].next = &w[2];
-        post(req(), &w[0]);
-        for (int i = 0; i < 3; ++i) {
-            out.send_cqes.push_back(take(m_scqe[REQ]));
-        }
-    }, r));
+    ASSERT_NO_FATAL_FAILURE(run_both(
+            [&](run_result &out) {
+                memset(buf(RESP, 2048), 0x5a, 512);
+                fill_pattern(0, 8, 0x10);  /* the fenced WRITE's value */
+                fill_pattern(64, 8, 0x20); /* the fast WRITE's value */
+                struct ibv_sge rs = sge(REQ, 4096, 512), s1 = sge(REQ, 0, 8),
+                               s2 = sge(REQ, 64, 8);
+                struct ibv_send_wr w[3];
+                w[0]                     = make_wr(IBV_WR_RDMA_READ, 0, &rs, 1);
+                w[0].wr.rdma.remote_addr = addr(RESP, 2048);
+                w[0].wr.rdma.rkey        = rkey(RESP);
+                w[1]      = inline_wr(IBV_WR_RDMA_WRITE, 1, &s1, 8,
+                                      IBV_SEND_SIGNALED | IBV_SEND_FENCE);
+                w[2]      = inline_wr(IBV_WR_RDMA_WRITE, 2, &s2, 8);
+                w[0].next = &w[1];
+                w[1].next = &w[2];
+                post(req(), &w[0]);
+                for (int i = 0; i < 3; ++i) {
+                    out.send_cqes.push_back(take(m_scqe[REQ]));
+                }
+            },
+            r));
     expect_same(r);
     /* the first READ is not fast, the fenced WRITE is not: the last is */
     EXPECT_EQ(1u, r[1].fast_wqes);
@@ -427,21 +445,24 @@ TEST_P(sim_fastpath, fast_wqe_never_passes_a_fenced_wqe_that_waits)
 
 /* A bad rkey on the fast path: REM_ACCESS_ERR for that WQE, the next one
  * flushed, both QPs in ERR, exactly as on the general path. */
-TEST_P(sim_fastpath, bad_rkey_gives_the_error_cqe_flush_and_qp_states_of_the_general_path)
+TEST_P(sim_fastpath,
+       bad_rkey_gives_the_error_cqe_flush_and_qp_states_of_the_general_path)
 {
     run_result r[2];
-    ASSERT_NO_FATAL_FAILURE(run_both([&](run_result &out) {
-        fill_pattern(0, 16, 0x33);
-        struct ibv_sge s1 = sge(REQ, 0, 8), s2 = sge(REQ, 8, 8);
-        struct ibv_send_wr w[2];
-        w[0] = inline_wr(IBV_WR_RDMA_WRITE, 0, &s1, 0);
-        w[0].wr.rdma.rkey ^= 0x5500;
-        w[1] = inline_wr(IBV_WR_RDMA_WRITE, 1, &s2, 8);
-        w[0].next = &w[1];
-        post(req(), &w[0]);
-        out.send_cqes.push_back(take(m_scqe[REQ]));
-        out.send_cqes.push_back(take(m_scqe[REQ]));
-    }, r));
+    ASSERT_NO_FATAL_FAILURE(run_both(
+            [&](run_result &out) {
+                fill_pattern(0, 16, 0x33);
+                struct ibv_sge     s1 = sge(REQ, 0, 8), s2 = sge(REQ, 8, 8);
+                struct ibv_send_wr w[2];
+                w[0] = inline_wr(IBV_WR_RDMA_WRITE, 0, &s1, 0);
+                w[0].wr.rdma.rkey ^= 0x5500;
+                w[1]      = inline_wr(IBV_WR_RDMA_WRITE, 1, &s2, 8);
+                w[0].next = &w[1];
+                post(req(), &w[0]);
+                out.send_cqes.push_back(take(m_scqe[REQ]));
+                out.send_cqes.push_back(take(m_scqe[REQ]));
+            },
+            r));
     expect_same(r);
     EXPECT_EQ(2u, r[1].fast_wqes);
     const struct mlx5_cqe64 *e0 = cqe64(r[1].send_cqes.at(0));
@@ -461,26 +482,28 @@ TEST_P(sim_fastpath, bad_rkey_gives_the_error_cqe_flush_and_qp_states_of_the_gen
  * retried (rnr_retry 7: for ever) until one is posted, then lands. */
 TEST_P(sim_fastpath, rnr_nak_retries_a_fast_send_until_a_receive_is_posted)
 {
-    run_result r[2];
+    run_result            r[2];
     std::vector<uint64_t> naks; /* per run: fast, then general */
-    ASSERT_NO_FATAL_FAILURE(run_both([&](run_result &out) {
-        uint64_t naks_before = stats(req()).rnr_naks_rcvd;
-        fill_pattern(0, 40, 0x44);
-        struct ibv_sge s     = sge(REQ, 0, 40);
-        struct ibv_send_wr w = inline_wr(IBV_WR_SEND, 9, &s, 0);
-        post(req(), &w);
-        auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::seconds(5);
-        while ((stats(req()).rnr_naks_rcvd == naks_before) &&
-               (std::chrono::steady_clock::now() < deadline)) {
-            smlx5_progress(m_ctx);
-        }
-        EXPECT_TRUE(stays_empty(m_scqe[REQ]));
-        post_recv_on(resp(), RESP, 1024, 512, 3);
-        out.send_cqes.push_back(take(m_scqe[REQ]));
-        out.recv_cqes.push_back(take(m_rcqe[RESP]));
-        naks.push_back(stats(req()).rnr_naks_rcvd - naks_before);
-    }, r));
+    ASSERT_NO_FATAL_FAILURE(run_both(
+            [&](run_result &out) {
+                uint64_t naks_before = stats(req()).rnr_naks_rcvd;
+                fill_pattern(0, 40, 0x44);
+                struct ibv_sge     s = sge(REQ, 0, 40);
+                struct ibv_send_wr w = inline_wr(IBV_WR_SEND, 9, &s, 0);
+                post(req(), &w);
+                auto deadline = std::chrono::steady_clock::now() +
+                                std::chrono::seconds(5);
+                while ((stats(req()).rnr_naks_rcvd == naks_before) &&
+                       (std::chrono::steady_clock::now() < deadline)) {
+                    smlx5_progress(m_ctx);
+                }
+                EXPECT_TRUE(stays_empty(m_scqe[REQ]));
+                post_recv_on(resp(), RESP, 1024, 512, 3);
+                out.send_cqes.push_back(take(m_scqe[REQ]));
+                out.recv_cqes.push_back(take(m_rcqe[RESP]));
+                naks.push_back(stats(req()).rnr_naks_rcvd - naks_before);
+            },
+            r));
     expect_same(r);
     EXPECT_EQ(1u, r[1].fast_wqes);
     ASSERT_EQ(2u, naks.size());
@@ -490,21 +513,24 @@ TEST_P(sim_fastpath, rnr_nak_retries_a_fast_send_until_a_receive_is_posted)
     EXPECT_EQ(MLX5_CQE_RESP_SEND, strand_cqe_opcode(cqe64(slot)));
     EXPECT_EQ(40u, strand_cqe_byte_cnt(cqe64(slot)));
     /* 40 bytes: in a 128-byte CQE, or in the buffer after a 64-byte one */
-    EXPECT_EQ(0, memcmp((slot.size() == 128) ? slot.data() :
-                        &r[1].resp_mem[1024], buf(REQ), 40));
+    EXPECT_EQ(0,
+              memcmp((slot.size() == 128) ? slot.data() : &r[1].resp_mem[1024],
+                     buf(REQ), 40));
 }
 
 /* rnr_retry 0: the first RNR NAK ends the fast SEND in RNR_RETRY_EXC_ERR. */
 TEST_P(sim_fastpath, rnr_retry_exceeded_on_a_fast_send)
 {
     run_result r[2];
-    ASSERT_NO_FATAL_FAILURE(run_both([&](run_result &out) {
-        fill_pattern(0, 8, 0x55);
-        struct ibv_sge s     = sge(REQ, 0, 8);
-        struct ibv_send_wr w = inline_wr(IBV_WR_SEND, 4, &s, 0);
-        post(req(), &w);
-        out.send_cqes.push_back(take(m_scqe[REQ]));
-    }, r, 0));
+    ASSERT_NO_FATAL_FAILURE(run_both(
+            [&](run_result &out) {
+                fill_pattern(0, 8, 0x55);
+                struct ibv_sge     s = sge(REQ, 0, 8);
+                struct ibv_send_wr w = inline_wr(IBV_WR_SEND, 4, &s, 0);
+                post(req(), &w);
+                out.send_cqes.push_back(take(m_scqe[REQ]));
+            },
+            r, 0));
     expect_same(r);
     EXPECT_EQ(1u, r[1].fast_wqes);
     const struct mlx5_cqe64 *e = cqe64(r[1].send_cqes.at(0));
@@ -521,22 +547,24 @@ TEST_P(sim_fastpath, fast_sends_consume_srq_wqes_in_order)
     ASSERT_NE(nullptr, srq);
     ASSERT_NO_FATAL_FAILURE(create_pair(srq));
     run_result r[2];
-    ASSERT_NO_FATAL_FAILURE(run_both([&](run_result &out) {
-        /* the SRQ is not reset with the QPs: each run consumes the WQEs
+    ASSERT_NO_FATAL_FAILURE(run_both(
+            [&](run_result &out) {
+                /* the SRQ is not reset with the QPs: each run consumes the WQEs
          * it posted, the next ones on the list */
-        for (int i = 0; i < 3; ++i) {
-            post_srq_recv(srq, RESP, 1024 + 256 * i, 256, i);
-        }
-        const uint32_t lens[3] = {8, 100, 16};
-        for (int i = 0; i < 3; ++i) {
-            fill_pattern(256 * i, lens[i], (uint8_t)(0x60 + i));
-            struct ibv_sge s     = sge(REQ, 256 * i, lens[i]);
-            struct ibv_send_wr w = inline_wr(IBV_WR_SEND, i, &s, 0);
-            post(req(), &w);
-            out.send_cqes.push_back(take(m_scqe[REQ]));
-            out.recv_cqes.push_back(take(m_rcqe[RESP]));
-        }
-    }, r));
+                for (int i = 0; i < 3; ++i) {
+                    post_srq_recv(srq, RESP, 1024 + 256 * i, 256, i);
+                }
+                const uint32_t lens[3] = {8, 100, 16};
+                for (int i = 0; i < 3; ++i) {
+                    fill_pattern(256 * i, lens[i], (uint8_t)(0x60 + i));
+                    struct ibv_sge     s = sge(REQ, 256 * i, lens[i]);
+                    struct ibv_send_wr w = inline_wr(IBV_WR_SEND, i, &s, 0);
+                    post(req(), &w);
+                    out.send_cqes.push_back(take(m_scqe[REQ]));
+                    out.recv_cqes.push_back(take(m_rcqe[RESP]));
+                }
+            },
+            r));
     EXPECT_EQ(3u, r[1].fast_wqes);
     EXPECT_EQ(0u, r[0].fast_wqes);
     EXPECT_EQ(r[0].send_cqes, r[1].send_cqes);
@@ -563,15 +591,15 @@ TEST_P(sim_fastpath, faults_retransmit_fast_wqes_and_every_write_lands)
     smlx5_qp_t *qp = m_qp[REQ];
     ASSERT_EQ(0, smlx5_set_faults(m_ctx, "drop=0.1,dup=0.05,corrupt=0.05,"
                                          "delay=0.05:20000,seed=11"));
-    const int n = 256;
-    uint64_t fast_before    = fast_wqes(qp);
-    smlx5_qp_stats_t before = stats(qp);
+    const int        n           = 256;
+    uint64_t         fast_before = fast_wqes(qp);
+    smlx5_qp_stats_t before      = stats(qp);
     for (int i = 0; i < n; ++i) {
         uint64_t v = 0x1000000000000000ull | (uint64_t)i;
         memcpy(buf(REQ, 8 * i), &v, 8);
-        struct ibv_sge s     = sge(REQ, 8 * i, 8);
-        bool signaled        = (i % 16) == 15;
-        struct ibv_send_wr w = inline_wr(IBV_WR_RDMA_WRITE, i, &s, 8 * i,
+        struct ibv_sge     s        = sge(REQ, 8 * i, 8);
+        bool               signaled = (i % 16) == 15;
+        struct ibv_send_wr w        = inline_wr(IBV_WR_RDMA_WRITE, i, &s, 8 * i,
                                          signaled ? IBV_SEND_SIGNALED : 0);
         post(qp, &w);
         if (signaled) {
@@ -600,14 +628,14 @@ TEST_P(sim_fastpath, fast_wqes_reuse_the_records_of_reads_and_atomics)
     /* every WQE here is one BB: slot i % cnt; the kind rotates with each
      * trip around the SQ, so every slot holds all three kinds in turn */
     const int cnt = (int)qp_dv(qp).sq.wqe_cnt, n = 3 * cnt;
-    uint64_t fast_before = fast_wqes(qp);
-    uint64_t counter = 0, adds = 0, fast = 0;
+    uint64_t  fast_before = fast_wqes(qp);
+    uint64_t  counter = 0, adds = 0, fast = 0;
     memcpy(buf(RESP, 4096), &counter, 8);
     for (int i = 0; i < n; ++i) {
-        int kind = ((i % cnt) + (i / cnt)) % 3;
-        struct ibv_sge s;
+        int                kind = ((i % cnt) + (i / cnt)) % 3;
+        struct ibv_sge     s;
         struct ibv_send_wr w;
-        struct ibv_wc wc;
+        struct ibv_wc      wc;
         adds += (kind == 0);
         fast += (kind == 2);
         switch (kind) {
@@ -619,8 +647,8 @@ TEST_P(sim_fastpath, fast_wqes_reuse_the_records_of_reads_and_atomics)
             w.wr.atomic.compare_add = 1;
             break;
         case 1:
-            s = sge(REQ, 2048, 32);
-            w = make_wr(IBV_WR_RDMA_READ, i, &s, 1);
+            s                     = sge(REQ, 2048, 32);
+            w                     = make_wr(IBV_WR_RDMA_READ, i, &s, 1);
             w.wr.rdma.remote_addr = addr(RESP, 1024);
             w.wr.rdma.rkey        = rkey(RESP);
             break;
@@ -634,7 +662,10 @@ TEST_P(sim_fastpath, fast_wqes_reuse_the_records_of_reads_and_atomics)
         ASSERT_TRUE(poll_one(m_scq[REQ], &wc)) << "WQE " << i;
         ASSERT_EQ(IBV_WC_SUCCESS, wc.status) << "WQE " << i;
         EXPECT_EQ((uint64_t)i, wc.wr_id);
-        EXPECT_EQ((kind == 0) ? 8u : (kind == 1) ? 32u : 0u, wc.byte_len)
+        EXPECT_EQ((kind == 0) ? 8u :
+                  (kind == 1) ? 32u :
+                                0u,
+                  wc.byte_len)
                 << "WQE " << i;
         if (kind == 2) {
             EXPECT_EQ(0, memcmp(buf(RESP, 64 * (i % 16)),
@@ -655,7 +686,10 @@ INSTANTIATE_TEST_SUITE_P(cqe, sim_fastpath, ::testing::Values("64", "128"));
  * registered buffer, a zero-length SEND, a READ. */
 class sim_fastpath_not_taken : public sim_fastpath {
 protected:
-    sim_fastpath_not_taken() { m_cap.max_inline_data = 512; }
+    sim_fastpath_not_taken()
+    {
+        m_cap.max_inline_data = 512;
+    }
 
     void SetUp() override
     {
@@ -672,7 +706,10 @@ protected:
         unsetenv("STRAND_SIM_ONECOPY");
     }
 
-    const char *cqe_size() const override { return "64"; }
+    const char *cqe_size() const override
+    {
+        return "64";
+    }
 };
 
 TEST_F(sim_fastpath_not_taken, general_wqes_go_the_general_way)
@@ -682,14 +719,14 @@ TEST_F(sim_fastpath_not_taken, general_wqes_go_the_general_way)
     fill_pattern(0, 300, 0x70);
 
     /* two packets of inline data */
-    struct ibv_sge s1     = sge(REQ, 0, 300);
+    struct ibv_sge     s1 = sge(REQ, 0, 300);
     struct ibv_send_wr w1 = inline_wr(IBV_WR_RDMA_WRITE, 1, &s1, 0);
     post(req(), &w1);
     take(m_scqe[REQ]);
     EXPECT_EQ(0, memcmp(buf(RESP), buf(REQ), 300));
 
     /* a data segment, not inline */
-    struct ibv_send_wr w2 = make_wr(IBV_WR_RDMA_WRITE, 2, &s1, 1);
+    struct ibv_send_wr w2  = make_wr(IBV_WR_RDMA_WRITE, 2, &s1, 1);
     w2.wr.rdma.remote_addr = addr(RESP, 512);
     w2.wr.rdma.rkey        = rkey(RESP);
     s1.length              = 16;
@@ -699,15 +736,15 @@ TEST_F(sim_fastpath_not_taken, general_wqes_go_the_general_way)
 
     /* zero bytes: no inline segment at all */
     post_recv_on(resp(), RESP, 1024, 64, 1);
-    struct ibv_sge s0     = sge(REQ, 0, 0);
+    struct ibv_sge     s0 = sge(REQ, 0, 0);
     struct ibv_send_wr w3 = inline_wr(IBV_WR_SEND, 3, &s0, 0);
     post(req(), &w3);
     take(m_scqe[REQ]);
     EXPECT_EQ(0u, strand_cqe_byte_cnt(cqe64(take(m_rcqe[RESP]))));
 
     /* a READ */
-    struct ibv_sge rs     = sge(REQ, 2048, 64);
-    struct ibv_send_wr w4 = make_wr(IBV_WR_RDMA_READ, 4, &rs, 1);
+    struct ibv_sge     rs  = sge(REQ, 2048, 64);
+    struct ibv_send_wr w4  = make_wr(IBV_WR_RDMA_READ, 4, &rs, 1);
     w4.wr.rdma.remote_addr = addr(RESP);
     w4.wr.rdma.rkey        = rkey(RESP);
     post(req(), &w4);
@@ -726,14 +763,14 @@ TEST_F(sim_fastpath_not_taken, fast_wqe_waits_behind_a_long_write_in_flight)
     const uint32_t big = 40000; /* 157 packets of 256 bytes: > the window */
     fill_pattern(0, big, 0x01);
     fill_pattern(big, 8, 0x90);
-    struct ibv_sge s1 = sge(REQ, 0, big), s2 = sge(REQ, big, 8);
+    struct ibv_sge     s1 = sge(REQ, 0, big), s2 = sge(REQ, big, 8);
     struct ibv_send_wr w[2];
-    w[0] = make_wr(IBV_WR_RDMA_WRITE, 0, &s1, 1, 0);
+    w[0]                     = make_wr(IBV_WR_RDMA_WRITE, 0, &s1, 1, 0);
     w[0].wr.rdma.remote_addr = addr(RESP);
     w[0].wr.rdma.rkey        = rkey(RESP);
-    w[1] = inline_wr(IBV_WR_RDMA_WRITE, 1, &s2, big - 8);
-    w[0].next = &w[1];
-    smlx5_qp_stats_t before = stats(req());
+    w[1]                     = inline_wr(IBV_WR_RDMA_WRITE, 1, &s2, big - 8);
+    w[0].next                = &w[1];
+    smlx5_qp_stats_t before  = stats(req());
     post(req(), &w[0]);
     EXPECT_EQ(1, strand_cqe_wqe_counter(cqe64(take(m_scqe[REQ]))));
     smlx5_qp_stats_t after = stats(req());
@@ -756,11 +793,11 @@ TEST_F(sim_fastpath_not_taken, fast_wqe_waits_behind_a_long_write_in_flight)
 class sim_fastpath_dci : public sim_fastpath_not_taken {
 protected:
     struct outcome {
-        std::vector<std::tuple<uint64_t, int, int>> sends;  /* wr_id, status,
-                                                               opcode */
+        std::vector<std::tuple<uint64_t, int, int>> sends; /* wr_id, status,
+                                                              opcode */
         std::vector<std::tuple<uint64_t, int, uint32_t, uint32_t>> recvs;
-        std::vector<uint8_t> mem;
-        uint64_t fast = 0;
+        std::vector<uint8_t>                                       mem;
+        uint64_t                                                   fast = 0;
     };
 
     void post_dc(smlx5_qp_t *dci, smlx5_qp_t *dct, uint16_t stream,
@@ -768,13 +805,12 @@ protected:
                  uint32_t len, uint32_t rk = 0)
     {
         fill_pattern(off, len, (uint8_t)(wr_id * 3));
-        struct ibv_sge s     = sge(REQ, off, len);
+        struct ibv_sge     s = sge(REQ, off, len);
         struct ibv_send_wr w = inline_wr(op, wr_id, &s, off);
         if (rk != 0) {
             w.wr.rdma.rkey = rk;
         }
-        smlx5_dc_target_t t  = {m_lid, smlx5_dct_num(dct),
-                                SMLX5_DC_KEY_DEFAULT};
+        smlx5_dc_target_t t = {m_lid, smlx5_dct_num(dct), SMLX5_DC_KEY_DEFAULT};
         struct ibv_send_wr *bad = nullptr;
         ASSERT_EQ(0, smlx5_post_send_dc(dci, &w, &t, stream, &bad));
     }
@@ -785,7 +821,7 @@ protected:
         ASSERT_NE(nullptr, srq);
         smlx5_qp_t *dct_a = create_dct(srq, SMLX5_DC_KEY_DEFAULT);
         smlx5_qp_t *dct_b = create_dct(srq, SMLX5_DC_KEY_DEFAULT);
-        smlx5_qp_t *dci   = create_dci(1);   /* two channels */
+        smlx5_qp_t *dci   = create_dci(1); /* two channels */
         ASSERT_NE(nullptr, dct_a);
         ASSERT_NE(nullptr, dct_b);
         ASSERT_NE(nullptr, dci);
@@ -825,7 +861,8 @@ protected:
     }
 };
 
-TEST_F(sim_fastpath_dci, inline_wqes_are_fast_and_give_what_the_general_path_gives)
+TEST_F(sim_fastpath_dci,
+       inline_wqes_are_fast_and_give_what_the_general_path_gives)
 {
     outcome r[2];
     for (int fast = 1; fast >= 0; --fast) {
@@ -853,15 +890,17 @@ TEST_F(sim_fastpath_dci, inline_wqes_are_fast_and_give_what_the_general_path_giv
     EXPECT_EQ(0, memcmp(&r[1].mem[0], buf(REQ, 0), 8));
     EXPECT_EQ(0, memcmp(&r[1].mem[256], buf(REQ, 256), 100));
     EXPECT_EQ(0, memcmp(&r[1].mem[512], buf(REQ, 512), 200));
-    EXPECT_EQ(0, memcmp(&r[1].mem[2048], buf(REQ, 64), 40));   /* WR 2 */
+    EXPECT_EQ(0, memcmp(&r[1].mem[2048], buf(REQ, 64), 40)); /* WR 2 */
     EXPECT_EQ(0, memcmp(&r[1].mem[2048 + 256], buf(REQ, 128), 24));
     ASSERT_EQ(3u, r[1].recvs.size());
     EXPECT_EQ(std::make_tuple((uint64_t)100, (int)IBV_WC_RECV, 40u, 0u),
               r[1].recvs[0]);
     EXPECT_EQ(std::make_tuple((uint64_t)101, (int)IBV_WC_RECV, 24u,
-                              0xfeed0003u), r[1].recvs[1]);
+                              0xfeed0003u),
+              r[1].recvs[1]);
     EXPECT_EQ(std::make_tuple((uint64_t)102, (int)IBV_WC_RECV_RDMA_WITH_IMM,
-                              100u, 0xfeed0004u), r[1].recvs[2]);
+                              100u, 0xfeed0004u),
+              r[1].recvs[2]);
 }
 
 /* Streams keep their meaning on the fast path: after a stream's error its
@@ -927,7 +966,10 @@ protected:
         unsetenv("STRAND_SIM_PROGRESS_THREAD");
     }
 
-    const char *cqe_size() const override { return "64"; }
+    const char *cqe_size() const override
+    {
+        return "64";
+    }
 
     int engine_unlocked()
     {
@@ -945,15 +987,15 @@ TEST_F(sim_single_thread, engine_runs_unlocked_and_keeps_every_semantic)
 
     fill_pattern(0, 64, 0x21);
     post_recv_on(resp(), RESP, 1024, 64, 1);
-    struct ibv_sge s = sge(REQ, 0, 24), rs = sge(REQ, 512, 24);
+    struct ibv_sge     s = sge(REQ, 0, 24), rs = sge(REQ, 512, 24);
     struct ibv_send_wr w[3];
-    w[0] = inline_wr(IBV_WR_RDMA_WRITE, 0, &s, 0, 0);
-    w[1] = inline_wr(IBV_WR_SEND_WITH_IMM, 1, &s, 0, 0);
-    w[2] = make_wr(IBV_WR_RDMA_READ, 2, &rs, 1);
+    w[0]                     = inline_wr(IBV_WR_RDMA_WRITE, 0, &s, 0, 0);
+    w[1]                     = inline_wr(IBV_WR_SEND_WITH_IMM, 1, &s, 0, 0);
+    w[2]                     = make_wr(IBV_WR_RDMA_READ, 2, &rs, 1);
     w[2].wr.rdma.remote_addr = addr(RESP);
     w[2].wr.rdma.rkey        = rkey(RESP);
-    w[0].next = &w[1];
-    w[1].next = &w[2];
+    w[0].next                = &w[1];
+    w[1].next                = &w[2];
     post(req(), &w[0]);
     EXPECT_EQ(2, strand_cqe_wqe_counter(cqe64(take(m_scqe[REQ]))));
     const std::vector<uint8_t> rslot = take(m_rcqe[RESP]);

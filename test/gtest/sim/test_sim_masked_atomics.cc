@@ -45,19 +45,19 @@ protected:
     {
         void *sq   = m_dv.sq.buf;
         void *end  = strand_sq_end(sq, m_dv.sq.wqe_cnt);
-        auto *ctrl = (struct mlx5_wqe_ctrl_seg*)strand_sq_bb(sq,
-                                                             m_dv.sq.wqe_cnt,
-                                                             m_pi);
+        auto *ctrl = (struct mlx5_wqe_ctrl_seg *)strand_sq_bb(sq,
+                                                              m_dv.sq.wqe_cnt,
+                                                              m_pi);
         void *seg  = strand_sq_next(ctrl, sizeof(*ctrl), sq, end);
-        strand_set_raddr_seg((struct mlx5_wqe_raddr_seg*)seg,
+        strand_set_raddr_seg((struct mlx5_wqe_raddr_seg *)seg,
                              addr(RESP, remote_off), rkey(RESP));
-        seg = strand_sq_next(seg, 16, sq, end);
+        seg         = strand_sq_next(seg, 16, sq, end);
         unsigned ds = 3;
         if ((opcode == MLX5_OPCODE_ATOMIC_MASKED_CS) && (size == 8)) {
             void *seg2 = strand_sq_next(seg, 16, sq, end);
-            strand_set_masked_cs64_segs((struct mlx5_wqe_atomic_seg*)seg,
-                                        (struct mlx5_wqe_atomic_seg*)seg2,
-                                        a, b, c, d);
+            strand_set_masked_cs64_segs((struct mlx5_wqe_atomic_seg *)seg,
+                                        (struct mlx5_wqe_atomic_seg *)seg2, a,
+                                        b, c, d);
             seg = strand_sq_next(seg2, 16, sq, end);
             ds  = 4;
         } else {
@@ -66,27 +66,26 @@ protected:
             } else if (size == 4) {
                 strand_set_masked_fa32_seg(seg, a, b);
             } else {
-                strand_set_masked_fa64_seg((struct mlx5_wqe_atomic_seg*)seg,
-                                           a, b);
+                strand_set_masked_fa64_seg((struct mlx5_wqe_atomic_seg *)seg, a,
+                                           b);
             }
             seg = strand_sq_next(seg, 16, sq, end);
         }
-        strand_set_data_seg((struct mlx5_wqe_data_seg*)seg, addr(REQ, 512),
+        strand_set_data_seg((struct mlx5_wqe_data_seg *)seg, addr(REQ, 512),
                             size, lkey(REQ));
         ds += 1;
         uint8_t opmod = 0x08 | (size == 8 ? 1 : 0);
         strand_set_ctrl_seg(ctrl, opmod, m_pi & 0xffff, opcode,
-                            smlx5_qp_num(m_p[REQ]), ds,
-                            MLX5_WQE_CTRL_CQ_UPDATE, 0);
+                            smlx5_qp_num(m_p[REQ]), ds, MLX5_WQE_CTRL_CQ_UPDATE,
+                            0);
         m_pi += strand_ds_to_bbs(ds);
-        strand_bf_ring_doorbell(m_dv.dbrec, smlx5_qp_bf(m_p[REQ]), m_pi,
-                                ctrl);
+        strand_bf_ring_doorbell(m_dv.dbrec, smlx5_qp_bf(m_p[REQ]), m_pi, ctrl);
         smlx5_qp_doorbell(m_p[REQ]);
 
         struct mlx5_cqe64 *cqe = nullptr;
         for (int i = 0; (i < 1000000) && !cqe; ++i) {
             cqe = strand_cqe_get(m_cq.buf, m_cq.cqe_cnt,
-                                   strand_cqe_shift(m_cq.cqe_size), m_ci);
+                                 strand_cqe_shift(m_cq.cqe_size), m_ci);
             if (!cqe) {
                 smlx5_progress(m_ctx);
             }
@@ -101,8 +100,14 @@ protected:
         strand_cq_update_ci(m_cq.dbrec, ++m_ci);
     }
 
-    uint32_t &r32(size_t off) { return *reinterpret_cast<uint32_t*>(buf(RESP, off)); }
-    uint64_t &r64(size_t off) { return *reinterpret_cast<uint64_t*>(buf(RESP, off)); }
+    uint32_t &r32(size_t off)
+    {
+        return *reinterpret_cast<uint32_t *>(buf(RESP, off));
+    }
+    uint64_t &r64(size_t off)
+    {
+        return *reinterpret_cast<uint64_t *>(buf(RESP, off));
+    }
 
     smlx5_qp_t      *m_p[2];
     struct mlx5dv_qp m_dv;
@@ -114,13 +119,13 @@ TEST_F(sim_masked_atomics, cs32_swaps_masked_bits_when_masked_compare_matches)
 {
     r32(0) = 0x12345678;
     /* compare only the low byte (0x78): matches; swap the high half */
-    EXPECT_EQ(0x12345678u, masked(MLX5_OPCODE_ATOMIC_MASKED_CS, 4, 0,
-                                  0xabcd0000, 0x00000078, 0xffff0000,
-                                  0x000000ff));
+    EXPECT_EQ(0x12345678u,
+              masked(MLX5_OPCODE_ATOMIC_MASKED_CS, 4, 0, 0xabcd0000, 0x00000078,
+                     0xffff0000, 0x000000ff));
     EXPECT_EQ(0xabcd5678u, r32(0));
     /* compare mismatch: unchanged */
-    EXPECT_EQ(0xabcd5678u, masked(MLX5_OPCODE_ATOMIC_MASKED_CS, 4, 0,
-                                  0, 0x00000011, 0xffffffff, 0x000000ff));
+    EXPECT_EQ(0xabcd5678u, masked(MLX5_OPCODE_ATOMIC_MASKED_CS, 4, 0, 0,
+                                  0x00000011, 0xffffffff, 0x000000ff));
     EXPECT_EQ(0xabcd5678u, r32(0));
 }
 
@@ -128,12 +133,11 @@ TEST_F(sim_masked_atomics, cs64_and_or_swap_built_from_masked_cs)
 {
     r64(8) = 0x00ff00ff00ff00ffull;
     /* OR 0xf000...: swap = ~0 under mask = operand, compare_mask = 0 */
-    masked(MLX5_OPCODE_ATOMIC_MASKED_CS, 8, 8, ~0ull, 0,
-           0xf000000000000000ull, 0);
+    masked(MLX5_OPCODE_ATOMIC_MASKED_CS, 8, 8, ~0ull, 0, 0xf000000000000000ull,
+           0);
     EXPECT_EQ(0xf0ff00ff00ff00ffull, r64(8));
     /* AND 0x0f0f...: swap = 0 under mask = ~operand */
-    masked(MLX5_OPCODE_ATOMIC_MASKED_CS, 8, 8, 0, 0,
-           ~0x0f0f0f0f0f0f0f0full, 0);
+    masked(MLX5_OPCODE_ATOMIC_MASKED_CS, 8, 8, 0, 0, ~0x0f0f0f0f0f0f0f0full, 0);
     EXPECT_EQ(0x000f000f000f000full, r64(8));
     /* SWAP: full mask, no compare */
     EXPECT_EQ(0x000f000f000f000full,
@@ -150,8 +154,8 @@ TEST_F(sim_masked_atomics, fa_field_boundary_stops_carry)
     EXPECT_EQ(0x00020000u, r32(16)); /* low field wrapped, no carry up */
     /* all ones boundary = XOR */
     r64(24) = 0xff00ff00ff00ff00ull;
-    masked(MLX5_OPCODE_ATOMIC_MASKED_FA, 8, 24, 0x0ff00ff00ff00ff0ull,
-           ~0ull, 0, 0);
+    masked(MLX5_OPCODE_ATOMIC_MASKED_FA, 8, 24, 0x0ff00ff00ff00ff0ull, ~0ull, 0,
+           0);
     EXPECT_EQ(0xf0f0f0f0f0f0f0f0ull, r64(24));
     /* no boundary = plain 64-bit add */
     r64(32) = 0xffffffffull;
@@ -196,10 +200,10 @@ TEST_P(sim_atomic_modes, reply_bytes_per_size_and_mode)
     EXPECT_EQ(0x11223345u, r32(0));
 
     const uint64_t v = 0x0102030405060708ull;
-    uint8_t want[8];
+    uint8_t        want[8];
     for (int i = 0; i < 8; ++i) {
-        want[i] = GetParam() ? (uint8_t)(v >> (8 * i)) :       /* host (LE) */
-                               (uint8_t)(v >> (56 - 8 * i));   /* network */
+        want[i] = GetParam() ? (uint8_t)(v >> (8 * i)) : /* host (LE) */
+                               (uint8_t)(v >> (56 - 8 * i));  /* network */
     }
     r64(8) = v;
     post_masked(MLX5_OPCODE_ATOMIC_MASKED_FA, 8, 8, 1, 0, 0, 0);

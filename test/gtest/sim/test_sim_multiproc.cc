@@ -21,35 +21,44 @@ const size_t BUF = 4 << 20;
 int serve(int fd, bool dc, int nrecv, bool poll_cq)
 {
     sim_node n;
-    int rc = n.open(BUF, dc);
-    if (rc) return 10 + rc;
+    int      rc = n.open(BUF, dc);
+    if (rc)
+        return 10 + rc;
     for (int i = 0; i < nrecv; ++i) {
-        if (n.post_recv(BUF / 2 + (size_t)i * 8192, 8192, 1000 + i)) return 20;
+        if (n.post_recv(BUF / 2 + (size_t)i * 8192, 8192, 1000 + i))
+            return 20;
     }
     sim_peer_info mine = n.info(), peer;
     if (!sim_proc::send_obj(fd, mine) || !sim_proc::recv_obj(fd, &peer)) {
         return 21;
     }
-    if (!dc && n.rc_connect(peer)) return 22;
+    if (!dc && n.rc_connect(peer))
+        return 22;
     char go;
-    if (!sim_proc::send_obj(fd, 'r')) return 23;     /* ready */
+    if (!sim_proc::send_obj(fd, 'r'))
+        return 23; /* ready */
     /* Serve until the parent says it is done. Either poll (inline
      * progress) or not at all (the progress thread does the work). */
     while (true) {
         struct ibv_wc wc;
         if (poll_cq) {
             while (smlx5_poll_cq(n.rcq, 1, &wc) == 1) {
-                if (!sim_proc::send_obj(fd, wc)) return 24;
+                if (!sim_proc::send_obj(fd, wc))
+                    return 24;
             }
         }
         struct pollfd p = {fd, POLLIN, 0};
         if (::poll(&p, 1, poll_cq ? 0 : 50) > 0) {
-            if (!sim_proc::recv_obj(fd, &go)) return 25;
-            if (go == 'q') break;
+            if (!sim_proc::recv_obj(fd, &go))
+                return 25;
+            if (go == 'q')
+                break;
             if (go == 'd') { /* dump: send the buffer checksum region */
                 uint32_t len;
-                if (!sim_proc::recv_obj(fd, &len)) return 26;
-                if (write(fd, n.buf, len) != (ssize_t)len) return 27;
+                if (!sim_proc::recv_obj(fd, &len))
+                    return 26;
+                if (write(fd, n.buf, len) != (ssize_t)len)
+                    return 27;
             }
         }
     }
@@ -110,7 +119,7 @@ protected:
     {
         struct ibv_send_wr w;
         memset(&w, 0, sizeof(w));
-        *s = {(uintptr_t)(m_n.buf + off), len, smlx5_mr_lkey(m_n.mr)};
+        *s           = {(uintptr_t)(m_n.buf + off), len, smlx5_mr_lkey(m_n.mr)};
         w.wr_id      = off;
         w.opcode     = op;
         w.sg_list    = s;
@@ -161,7 +170,7 @@ void sim_multiproc::every_opcode(bool dc)
     for (size_t i = 0; i < (1 << 20); ++i) {
         m_n.buf[i] = (uint8_t)(i * 7 + 3);
     }
-    struct ibv_sge s;
+    struct ibv_sge     s;
     struct ibv_send_wr w = wr(IBV_WR_RDMA_WRITE, 0, 1 << 20, 0, &s);
     post(&w);
     ibv_wc wc = complete();
@@ -209,15 +218,15 @@ void sim_multiproc::every_opcode(bool dc)
 
     /* atomics: FA then CAS on a 64-bit word; verbs atomics reply in host
      * order (the only endianness mode mlx5_ib offers them in) */
-    uint64_t *res = (uint64_t*)(m_n.buf + (3 << 20));
-    w = wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 3 << 20, 8, 16384, &s);
+    uint64_t *res = (uint64_t *)(m_n.buf + (3 << 20));
+    w             = wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 3 << 20, 8, 16384, &s);
     w.wr.atomic.compare_add = 5;
     post(&w);
     wc = complete();
     EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
     EXPECT_EQ(IBV_WC_FETCH_ADD, wc.opcode);
     uint64_t before = *res;
-    w = wr(IBV_WR_ATOMIC_CMP_AND_SWP, 3 << 20, 8, 16384, &s);
+    w               = wr(IBV_WR_ATOMIC_CMP_AND_SWP, 3 << 20, 8, 16384, &s);
     w.wr.atomic.compare_add = before + 5;
     w.wr.atomic.swap        = 0x1122334455667788ull;
     post(&w);
@@ -225,7 +234,7 @@ void sim_multiproc::every_opcode(bool dc)
     EXPECT_EQ(before + 5, *res);
 
     std::vector<uint8_t> remote = dump(child, (1 << 20) + 16384 + 8);
-    EXPECT_EQ(0, memcmp(remote.data(), m_n.buf, 8192));   /* WRITE */
+    EXPECT_EQ(0, memcmp(remote.data(), m_n.buf, 8192));      /* WRITE */
     EXPECT_EQ(0, memcmp(remote.data() + 8192, m_n.buf, 64)); /* WRITE_IMM */
     uint64_t word;
     memcpy(&word, remote.data() + 16384, 8);
@@ -274,7 +283,7 @@ namespace {
 /* Random WRITE / READ / FA / CAS on the peer's first 64 KiB, checked
  * against a model of that memory. */
 void random_mix(sim_multiproc *t, sim_node &n, sim_peer_info &peer,
-                std::function<void(ibv_send_wr*)> post,
+                std::function<void(ibv_send_wr *)> post,
                 std::function<ibv_wc()> complete, unsigned seed, int ops,
                 std::vector<uint8_t> &model)
 {
@@ -283,50 +292,52 @@ void random_mix(sim_multiproc *t, sim_node &n, sim_peer_info &peer,
     model.assign(region, 0);
     uint8_t *src = n.buf, *dst = n.buf + (1 << 20);
     for (int op = 0; op < ops; ++op) {
-        struct ibv_sge s;
+        struct ibv_sge     s;
         struct ibv_send_wr w;
         memset(&w, 0, sizeof(w));
         unsigned kind = rng() % 4;
-        size_t len    = 1 + rng() % 9000;
-        size_t off    = rng() % (region - len);
+        size_t   len  = 1 + rng() % 9000;
+        size_t   off  = rng() % (region - len);
         w.sg_list     = &s;
         w.num_sge     = 1;
         w.send_flags  = IBV_SEND_SIGNALED;
         w.wr_id       = op;
         if (kind == 0) {
-            for (size_t i = 0; i < len; ++i) src[i] = (uint8_t)rng();
-            s = {(uintptr_t)src, (uint32_t)len, smlx5_mr_lkey(n.mr)};
+            for (size_t i = 0; i < len; ++i)
+                src[i] = (uint8_t)rng();
+            s        = {(uintptr_t)src, (uint32_t)len, smlx5_mr_lkey(n.mr)};
             w.opcode = IBV_WR_RDMA_WRITE;
             w.wr.rdma.remote_addr = peer.addr + off;
-            w.wr.rdma.rkey = peer.rkey;
+            w.wr.rdma.rkey        = peer.rkey;
             post(&w);
             ibv_wc wc = complete();
             ASSERT_EQ(IBV_WC_SUCCESS, wc.status) << "op " << op;
             memcpy(&model[off], src, len);
         } else if (kind == 1) {
-            s = {(uintptr_t)dst, (uint32_t)len, smlx5_mr_lkey(n.mr)};
+            s        = {(uintptr_t)dst, (uint32_t)len, smlx5_mr_lkey(n.mr)};
             w.opcode = IBV_WR_RDMA_READ;
             w.wr.rdma.remote_addr = peer.addr + off;
-            w.wr.rdma.rkey = peer.rkey;
+            w.wr.rdma.rkey        = peer.rkey;
             post(&w);
             ibv_wc wc = complete();
             ASSERT_EQ(IBV_WC_SUCCESS, wc.status) << "op " << op;
             ASSERT_EQ(0, memcmp(dst, &model[off], len)) << "READ op " << op;
         } else {
             off &= ~7ul;
-            uint64_t cur, add = rng(), cmp, swp = ((uint64_t)rng() << 32) | rng();
+            uint64_t cur, add = rng(), cmp,
+                          swp = ((uint64_t)rng() << 32) | rng();
             memcpy(&cur, &model[off], 8);
-            s = {(uintptr_t)dst, 8, smlx5_mr_lkey(n.mr)};
+            s                       = {(uintptr_t)dst, 8, smlx5_mr_lkey(n.mr)};
             w.wr.atomic.remote_addr = peer.addr + off;
-            w.wr.atomic.rkey = peer.rkey;
+            w.wr.atomic.rkey        = peer.rkey;
             if (kind == 2) {
-                w.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+                w.opcode                = IBV_WR_ATOMIC_FETCH_AND_ADD;
                 w.wr.atomic.compare_add = add;
             } else {
-                cmp = (rng() & 1) ? cur : cur + 1;
-                w.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+                cmp                     = (rng() & 1) ? cur : cur + 1;
+                w.opcode                = IBV_WR_ATOMIC_CMP_AND_SWP;
                 w.wr.atomic.compare_add = cmp;
-                w.wr.atomic.swap = swp;
+                w.wr.atomic.swap        = swp;
             }
             post(&w);
             ibv_wc wc = complete();
@@ -334,8 +345,10 @@ void random_mix(sim_multiproc *t, sim_node &n, sim_peer_info &peer,
             uint64_t fetched;
             memcpy(&fetched, dst, 8);
             ASSERT_EQ(cur, fetched) << "atomic op " << op; /* host order */
-            uint64_t next = (kind == 2) ? cur + add :
-                            (w.wr.atomic.compare_add == cur ? swp : cur);
+            uint64_t next = (kind == 2) ?
+                                    cur + add :
+                                    (w.wr.atomic.compare_add == cur ? swp :
+                                                                      cur);
             memcpy(&model[off], &next, 8);
         }
     }
@@ -349,8 +362,9 @@ TEST_F(sim_multiproc, random_mix_matches_reference_model)
     child.start([](int fd) { return serve(fd, false, 0, false); });
     ASSERT_NO_FATAL_FAILURE(connect(child, false));
     std::vector<uint8_t> model;
-    random_mix(this, m_n, m_peer, [this](ibv_send_wr *w) { post(w); },
-               [this]() { return complete(); }, 1234, 2000, model);
+    random_mix(
+            this, m_n, m_peer, [this](ibv_send_wr *w) { post(w); },
+            [this]() { return complete(); }, 1234, 2000, model);
     EXPECT_EQ(model, dump(child, model.size()));
     sim_proc::send_obj(child.fd(), 'q');
     EXPECT_EQ(0, child.join());
@@ -361,8 +375,10 @@ TEST_F(sim_multiproc, faults_drop_dup_corrupt_delay_lose_nothing)
 {
     /* both NICs damage their own outbound traffic */
     const char *faults = getenv("STRAND_TEST_FAULTS"); /* for soak runs */
-    setenv("STRAND_SIM_FAULTS", faults ? faults :
-           "drop=0.03,dup=0.03,corrupt=0.02,delay=0.03:300000,seed=7", 1);
+    setenv("STRAND_SIM_FAULTS",
+           faults ? faults :
+                    "drop=0.03,dup=0.03,corrupt=0.02,delay=0.03:300000,seed=7",
+           1);
     /* 8 timeouts of 5 ms before RETRY_EXC_ERR: with 1 ms a peer process
      * descheduled for 8 ms on a loaded 2-CPU machine failed the run */
     sim_proc::set_timeout_ns(5000000);
@@ -370,8 +386,9 @@ TEST_F(sim_multiproc, faults_drop_dup_corrupt_delay_lose_nothing)
     child.start([](int fd) { return serve(fd, true, 0, false); });
     ASSERT_NO_FATAL_FAILURE(connect(child, true));
     std::vector<uint8_t> model;
-    random_mix(this, m_n, m_peer, [this](ibv_send_wr *w) { post(w); },
-               [this]() { return complete(); }, 99, 600, model);
+    random_mix(
+            this, m_n, m_peer, [this](ibv_send_wr *w) { post(w); },
+            [this]() { return complete(); }, 99, 600, model);
     EXPECT_EQ(model, dump(child, model.size()));
     sim_proc::send_obj(child.fd(), 'q');
     EXPECT_EQ(0, child.join());
@@ -384,14 +401,14 @@ TEST_F(sim_multiproc, killed_peer_ends_in_retry_exc_err_not_a_hang)
     sim_proc child;
     child.start([](int fd) { return serve(fd, false, 0, false); });
     ASSERT_NO_FATAL_FAILURE(connect(child, false));
-    struct ibv_sge s;
+    struct ibv_sge     s;
     struct ibv_send_wr w = wr(IBV_WR_RDMA_WRITE, 0, 64, 0, &s);
     post(&w);
     ASSERT_EQ(IBV_WC_SUCCESS, complete().status);
 
     child.kill_child();
     auto t0 = std::chrono::steady_clock::now();
-    w = wr(IBV_WR_RDMA_WRITE, 0, 64, 0, &s);
+    w       = wr(IBV_WR_RDMA_WRITE, 0, 64, 0, &s);
     post(&w);
     w = wr(IBV_WR_RDMA_READ, 0, 64, 0, &s);
     post(&w);
@@ -400,7 +417,8 @@ TEST_F(sim_multiproc, killed_peer_ends_in_retry_exc_err_not_a_hang)
     wc = complete();
     EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - t0).count();
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
     EXPECT_LT(ms, 2000);
     m_n.close();
 }
@@ -423,22 +441,23 @@ TEST_F(sim_multiproc, two_senders_one_dct)
         writers.emplace_back(new sim_proc());
         writers.back()->start([k, tinfo](int) {
             sim_node n;
-            if (n.open(1 << 20, true)) return 1;
+            if (n.open(1 << 20, true))
+                return 1;
             memset(n.buf, 0x10 + k, 1 << 20);
-            smlx5_dc_target_t t = {tinfo.lid, tinfo.dctn,
-                                   SMLX5_DC_KEY_DEFAULT};
+            smlx5_dc_target_t t = {tinfo.lid, tinfo.dctn, SMLX5_DC_KEY_DEFAULT};
             for (int i = 0; i < 64; ++i) {
-                struct ibv_sge s = {(uintptr_t)n.buf, 8192,
-                                    smlx5_mr_lkey(n.mr)};
+                struct ibv_sge     s = {(uintptr_t)n.buf, 8192,
+                                        smlx5_mr_lkey(n.mr)};
                 struct ibv_send_wr w, *bad;
                 memset(&w, 0, sizeof(w));
-                w.opcode = IBV_WR_RDMA_WRITE;
-                w.sg_list = &s;
-                w.num_sge = 1;
-                w.send_flags = IBV_SEND_SIGNALED;
+                w.opcode              = IBV_WR_RDMA_WRITE;
+                w.sg_list             = &s;
+                w.num_sge             = 1;
+                w.send_flags          = IBV_SEND_SIGNALED;
                 w.wr.rdma.remote_addr = tinfo.addr + k * (1 << 19) + i * 8192;
-                w.wr.rdma.rkey = tinfo.rkey;
-                if (smlx5_post_send_dc(n.qp, &w, &t, 0, &bad)) return 2;
+                w.wr.rdma.rkey        = tinfo.rkey;
+                if (smlx5_post_send_dc(n.qp, &w, &t, 0, &bad))
+                    return 2;
                 struct ibv_wc wc;
                 if (!n.poll(n.scq, &wc) || wc.status != IBV_WC_SUCCESS) {
                     return 3;
@@ -464,12 +483,13 @@ TEST_F(sim_multiproc, two_senders_one_dct)
 TEST_F(sim_multiproc, pipelined_writes_and_atomics_through_faults)
 {
     const char *faults = getenv("STRAND_TEST_FAULTS");
-    setenv("STRAND_SIM_FAULTS", faults ? faults :
-           "drop=0.02,dup=0.02,delay=0.02:200000,seed=11", 1);
+    setenv("STRAND_SIM_FAULTS",
+           faults ? faults : "drop=0.02,dup=0.02,delay=0.02:200000,seed=11", 1);
     sim_proc::set_timeout_ns(1000000);
     const int rounds = getenv("STRAND_TEST_ROUNDS") ?
-                       atoi(getenv("STRAND_TEST_ROUNDS")) : 3;
-    sim_proc child;
+                               atoi(getenv("STRAND_TEST_ROUNDS")) :
+                               3;
+    sim_proc  child;
     child.start([](int fd) { return serve(fd, true, 0, false); });
     ASSERT_NO_FATAL_FAILURE(connect(child, true));
 
@@ -483,7 +503,7 @@ TEST_F(sim_multiproc, pipelined_writes_and_atomics_through_faults)
         int posted = 0, done = 0;
         while (done < 128) {
             while ((posted < 128) && (posted - done < 64)) {
-                struct ibv_sge s;
+                struct ibv_sge     s;
                 struct ibv_send_wr w = wr(IBV_WR_RDMA_WRITE, posted * 8192,
                                           8192, posted * 8192, &s);
                 w.send_flags = ((posted % 8) == 7) ? IBV_SEND_SIGNALED : 0;
@@ -495,18 +515,17 @@ TEST_F(sim_multiproc, pipelined_writes_and_atomics_through_faults)
             done += 8;
         }
         std::vector<uint8_t> remote = dump(child, region);
-        ASSERT_EQ(0, memcmp(remote.data(), m_n.buf, region)) << "round "
-                                                              << round;
+        ASSERT_EQ(0, memcmp(remote.data(), m_n.buf, region))
+                << "round " << round;
     }
 
     /* 200 fetch-and-adds of 1, 4 in flight: the counter ends at 200 */
     int posted = 0, done = 0;
     while (done < 200) {
         while ((posted < 200) && (posted - done < 4)) {
-            struct ibv_sge s;
-            struct ibv_send_wr w = wr(IBV_WR_ATOMIC_FETCH_AND_ADD,
-                                      region + 8 * (posted % 4), 8,
-                                      region, &s);
+            struct ibv_sge     s;
+            struct ibv_send_wr w    = wr(IBV_WR_ATOMIC_FETCH_AND_ADD,
+                                         region + 8 * (posted % 4), 8, region, &s);
             w.wr.atomic.compare_add = 1;
             post(&w);
             ++posted;
@@ -516,7 +535,7 @@ TEST_F(sim_multiproc, pipelined_writes_and_atomics_through_faults)
         ++done;
     }
     std::vector<uint8_t> remote = dump(child, region + 8);
-    uint64_t counter;
+    uint64_t             counter;
     memcpy(&counter, remote.data() + region, 8);
     EXPECT_EQ(200u, counter);
 
@@ -546,13 +565,12 @@ uint64_t sent(const sim_node &n)
  * each) with it off; every byte lands either way, and the CQEs are the
  * same. */
 class sim_onecopy : public sim_multiproc,
-                    public ::testing::WithParamInterface<bool> {
-};
+                    public ::testing::WithParamInterface<bool> {};
 
 TEST_P(sim_onecopy, large_write_and_read_land_every_byte)
 {
-    const bool onecopy = GetParam();
-    const uint32_t len = 1 << 20;
+    const bool     onecopy = GetParam();
+    const uint32_t len     = 1 << 20;
     if (!onecopy) {
         setenv("STRAND_SIM_ONECOPY", "0", 1);
     }
@@ -564,9 +582,9 @@ TEST_P(sim_onecopy, large_write_and_read_land_every_byte)
     for (size_t i = 0; i < len; ++i) {
         m_n.buf[i] = (uint8_t)(i * 13 + 5);
     }
-    struct ibv_sge s;
-    struct ibv_send_wr w = wr(IBV_WR_RDMA_WRITE, 0, len, 4096, &s);
-    uint64_t before = sent(m_n);
+    struct ibv_sge     s;
+    struct ibv_send_wr w      = wr(IBV_WR_RDMA_WRITE, 0, len, 4096, &s);
+    uint64_t           before = sent(m_n);
     post(&w);
     ibv_wc wc = complete();
     EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
@@ -588,8 +606,7 @@ TEST_P(sim_onecopy, large_write_and_read_land_every_byte)
               std::vector<uint8_t>(remote.begin(), remote.begin() + 4096));
     EXPECT_EQ(0, memcmp(remote.data() + 4096, m_n.buf, len));
     EXPECT_EQ(std::vector<uint8_t>(4096, 0),
-              std::vector<uint8_t>(remote.begin() + 4096 + len,
-                                   remote.end()));
+              std::vector<uint8_t>(remote.begin() + 4096 + len, remote.end()));
     sim_proc::send_obj(child.fd(), 'q');
     EXPECT_EQ(0, child.join());
     m_n.close();
@@ -608,10 +625,14 @@ INSTANTIATE_TEST_SUITE_P(copy, sim_onecopy, ::testing::Values(true, false),
 TEST_F(sim_multiproc, one_copy_bad_key_and_bounds_fail_as_before)
 {
     const uint32_t len = 256 << 10;
-    enum { WRONG_RKEY, WRITE_BEYOND, READ_BEYOND };
+    enum {
+        WRONG_RKEY,
+        WRITE_BEYOND,
+        READ_BEYOND
+    };
 
     for (int c = WRONG_RKEY; c <= READ_BEYOND; ++c) {
-        SCOPED_TRACE(c == WRONG_RKEY ? "WRITE with a wrong rkey" :
+        SCOPED_TRACE(c == WRONG_RKEY     ? "WRITE with a wrong rkey" :
                      (c == WRITE_BEYOND) ? "WRITE beyond the region" :
                                            "READ beyond the region");
         sim_proc child;
@@ -619,7 +640,7 @@ TEST_F(sim_multiproc, one_copy_bad_key_and_bounds_fail_as_before)
         ASSERT_NO_FATAL_FAILURE(connect(child, true));
         memset(m_n.buf, 0x77, len);
         memset(m_n.buf + len, 0x55, len);
-        struct ibv_sge s;
+        struct ibv_sge     s;
         struct ibv_send_wr w;
         if (c == READ_BEYOND) {
             w = wr(IBV_WR_RDMA_READ, len, len, BUF - len / 2, &s);
@@ -634,9 +655,9 @@ TEST_F(sim_multiproc, one_copy_bad_key_and_bounds_fail_as_before)
         EXPECT_EQ(IBV_WC_REM_ACCESS_ERR, complete().status);
         EXPECT_EQ(std::vector<uint8_t>(len, 0x55),
                   std::vector<uint8_t>(m_n.buf + len, m_n.buf + 2 * len))
-            << "the local buffer was written";
+                << "the local buffer was written";
         EXPECT_EQ(std::vector<uint8_t>(BUF, 0), dump(child, BUF))
-            << "the target was written";
+                << "the target was written";
         sim_proc::send_obj(child.fd(), 'q');
         EXPECT_EQ(0, child.join());
         m_n.close();
@@ -652,7 +673,7 @@ TEST_F(sim_multiproc, one_copy_bad_key_and_bounds_fail_as_before)
 TEST_F(sim_multiproc, one_copy_through_faults_lands_exactly_once)
 {
     const uint32_t len = 128 << 10;
-    const int n = 12;
+    const int      n   = 12;
     setenv("STRAND_SIM_FAULTS", "drop=0.1,dup=0.1,corrupt=0.03,seed=5", 1);
     sim_proc child;
     child.start([](int fd) { return serve(fd, true, 0, true); });
@@ -663,9 +684,9 @@ TEST_F(sim_multiproc, one_copy_through_faults_lands_exactly_once)
         for (uint32_t i = 0; i < len; ++i) {
             m_n.buf[i] = (uint8_t)(i * 3 + k * 17);
         }
-        struct ibv_send_wr w = wr(IBV_WR_RDMA_WRITE, 0, len,
-                                  (size_t)k * len, &s);
-        w.wr_id = 100 + k;
+        struct ibv_send_wr w = wr(IBV_WR_RDMA_WRITE, 0, len, (size_t)k * len,
+                                  &s);
+        w.wr_id              = 100 + k;
         post(&w);
         ibv_wc wc = complete();
         EXPECT_EQ(IBV_WC_SUCCESS, wc.status) << "WRITE " << k;

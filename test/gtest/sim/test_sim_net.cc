@@ -49,12 +49,12 @@ protected:
     void send_to(const net_port &to, const void *buf, size_t len)
     {
         struct sockaddr_in a = {};
-        a.sin_family      = AF_INET;
-        a.sin_addr.s_addr = to.ipv4;
-        a.sin_port        = to.port;
-        int fd = socket(AF_INET, SOCK_DGRAM, 0);
-        ASSERT_EQ((ssize_t)len, sendto(fd, buf, len, 0,
-                                        (struct sockaddr*)&a, sizeof(a)));
+        a.sin_family         = AF_INET;
+        a.sin_addr.s_addr    = to.ipv4;
+        a.sin_port           = to.port;
+        int fd               = socket(AF_INET, SOCK_DGRAM, 0);
+        ASSERT_EQ((ssize_t)len,
+                  sendto(fd, buf, len, 0, (struct sockaddr *)&a, sizeof(a)));
         close(fd);
     }
 };
@@ -104,12 +104,12 @@ TEST_F(sim_net_device, what_is_not_the_fabrics_is_counted_and_never_handed_on)
     ASSERT_EQ((ssize_t)sizeof(dev), read(child.fd(), &dev, sizeof(dev)))
             << "the device did not open on a fabric across hosts";
 
-    uint8_t buf[SIM_WIRE_MAX_HDR + 4096 + 16];
+    uint8_t  buf[SIM_WIRE_MAX_HDR + 4096 + 16];
     datagram g = random_packet(SIM_PKT_SEND_ONLY, SIM_PKT_F_DC, 64);
     /* another fabric (its identity, the partition right) */
     sim_wire_id_t other = {0x0123456789abcdefull, SIM_WIRE_PKEY_FULL};
-    size_t n = sim_wire_encode(&other, &g.pkt, g.payload.data(), buf,
-                               sizeof(buf));
+    size_t        n     = sim_wire_encode(&other, &g.pkt, g.payload.data(), buf,
+                                          sizeof(buf));
     ASSERT_GT(n, 0u);
     send_to(dev, buf, n);
     /* another partition */

@@ -36,7 +36,7 @@ int pin_to(pthread_t t, int cpu)
 TEST(sim_perf, measures_while_the_other_core_is_busy)
 {
     cpu_set_t allowed;
-    int first = -1, second = -1;
+    int       first = -1, second = -1;
 
     ASSERT_EQ(0, sched_getaffinity(0, sizeof(allowed), &allowed));
     for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
@@ -61,7 +61,7 @@ TEST(sim_perf, measures_while_the_other_core_is_busy)
     /* this thread on the first CPU: the device's echo thread goes to the
      * next one (sim_perf_pin_apart), where a thread spins throughout */
     std::atomic<bool> stop{false};
-    std::thread spinner([&stop] {
+    std::thread       spinner([&stop] {
         while (!stop.load(std::memory_order_relaxed)) {
         }
     });
@@ -72,7 +72,7 @@ TEST(sim_perf, measures_while_the_other_core_is_busy)
     }
 
     smlx5_perf_t perf = {};
-    int ret = smlx5_measure_perf(4096, &perf);
+    int          ret  = smlx5_measure_perf(4096, &perf);
 
     stop = true;
     spinner.join();

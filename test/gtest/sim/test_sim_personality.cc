@@ -34,12 +34,12 @@ struct open_result {
     std::string      err_text;
 };
 
-open_result open_with(std::initializer_list<std::pair<const char*,
-                                                      const char*>> env)
+open_result
+open_with(std::initializer_list<std::pair<const char *, const char *>> env)
 {
     std::vector<std::unique_ptr<scoped_env>> set;
-    set.emplace_back(new scoped_env("STRAND_SIM_FABRIC",
-                                    fresh_fabric().c_str()));
+    set.emplace_back(
+            new scoped_env("STRAND_SIM_FABRIC", fresh_fabric().c_str()));
     for (auto &kv : env) {
         set.emplace_back(new scoped_env(kv.first, kv.second));
     }
@@ -61,26 +61,26 @@ TEST(sim_caps, bad_keys_and_values_fail_the_open_with_einval)
     struct {
         const char *caps, *says;
     } bad[] = {
-        {"colour=blue", "colour"},
-        {"max_sge=31", "1..30"},
-        {"max_sge=0", "max_sge"},
-        {"max_inline=829", "0..828"},
-        {"masked_atomics=2", "0..1"},
-        {"dci_log_concurent=5", "0..4"},
-        {"dci_log_errored=4", "0..3"},
-        {"dci_log_concurent=1,dci_log_errored=2", "dci_log_errored"},
-        {"max_sge=", "max_sge"},
-        {"max_sge=2x", "max_sge"},
-        {"scatter_dct", "scatter_dct"},
+            {"colour=blue", "colour"},
+            {"max_sge=31", "1..30"},
+            {"max_sge=0", "max_sge"},
+            {"max_inline=829", "0..828"},
+            {"masked_atomics=2", "0..1"},
+            {"dci_log_concurent=5", "0..4"},
+            {"dci_log_errored=4", "0..3"},
+            {"dci_log_concurent=1,dci_log_errored=2", "dci_log_errored"},
+            {"max_sge=", "max_sge"},
+            {"max_sge=2x", "max_sge"},
+            {"scatter_dct", "scatter_dct"},
     };
     for (auto &b : bad) {
         open_result r = open_with({{"STRAND_SIM_CAPS", b.caps}});
         EXPECT_EQ(nullptr, r.ctx) << b.caps;
         EXPECT_EQ(EINVAL, r.err) << b.caps;
         EXPECT_NE(std::string::npos, r.err_text.find(b.says))
-            << b.caps << ": " << r.err_text;
+                << b.caps << ": " << r.err_text;
         EXPECT_EQ(1, std::count(r.err_text.begin(), r.err_text.end(), '\n'))
-            << "one line: " << r.err_text;
+                << "one line: " << r.err_text;
         if (r.ctx != nullptr) {
             smlx5_close_device(r.ctx);
         }
@@ -102,8 +102,9 @@ TEST(sim_caps, bad_link_layer_fails_the_open_with_einval)
         struct ibv_port_attr pa;
         ASSERT_EQ(0, smlx5_query_port(r.ctx, SMLX5_PORT_NUM, &pa));
         EXPECT_EQ((ok[0] == 'i') ? IBV_LINK_LAYER_INFINIBAND :
-                                   IBV_LINK_LAYER_ETHERNET, pa.link_layer)
-            << ok;
+                                   IBV_LINK_LAYER_ETHERNET,
+                  pa.link_layer)
+                << ok;
         smlx5_close_device(r.ctx);
     }
 }
@@ -125,15 +126,15 @@ TEST(sim_caps, signature_without_pipelining)
     ASSERT_NE(nullptr, cq);
     smlx5_qp_init_attr_t attr;
     memset(&attr, 0, sizeof(attr));
-    attr.type                 = SMLX5_QPT_RC;
-    attr.send_cq              = cq;
-    attr.recv_cq              = cq;
-    attr.cap.max_send_wr      = 8;
-    attr.cap.max_recv_wr      = 8;
-    attr.cap.max_send_sge     = 1;
-    attr.cap.max_recv_sge     = 1;
-    attr.create_flags         = MLX5DV_QP_CREATE_SIG_PIPELINING;
-    errno = 0;
+    attr.type             = SMLX5_QPT_RC;
+    attr.send_cq          = cq;
+    attr.recv_cq          = cq;
+    attr.cap.max_send_wr  = 8;
+    attr.cap.max_recv_wr  = 8;
+    attr.cap.max_send_sge = 1;
+    attr.cap.max_recv_sge = 1;
+    attr.create_flags     = MLX5DV_QP_CREATE_SIG_PIPELINING;
+    errno                 = 0;
     EXPECT_EQ(nullptr, smlx5_create_qp(pd, &attr));
     EXPECT_EQ(EINVAL, errno);
     attr.create_flags = 0;
@@ -159,9 +160,11 @@ protected:
 
     void SetUp() override
     {
-        setenv("STRAND_SIM_CAPS", "masked_atomics=0,atomic_mode8b=1,"
+        setenv("STRAND_SIM_CAPS",
+               "masked_atomics=0,atomic_mode8b=1,"
                "max_inline=64,max_sge=2,dci_log_concurent=2,"
-               "dci_log_errored=1,scatter_dct=0", 1);
+               "dci_log_errored=1,scatter_dct=0",
+               1);
         sim_fixture::SetUp();
     }
 
@@ -182,8 +185,8 @@ protected:
         a.cap               = cap;
         a.log_num_concurent = log_conc;
         a.log_num_errored   = log_err;
-        errno = 0;
-        smlx5_qp_t *qp = smlx5_create_qp(m_pd, &a);
+        errno               = 0;
+        smlx5_qp_t *qp      = smlx5_create_qp(m_pd, &a);
         if (qp != nullptr) {
             m_extra_qps.push_back(qp);
         }
@@ -211,17 +214,17 @@ TEST_F(sim_caps_profile, qp_creation_above_the_caps_is_einval)
     cap.max_inline_data   = 65;
     EXPECT_EQ(nullptr, try_create(SMLX5_QPT_RC, cap));
     EXPECT_EQ(EINVAL, errno);
-    cap = m_cap;
+    cap              = m_cap;
     cap.max_send_sge = 3;
     EXPECT_EQ(nullptr, try_create(SMLX5_QPT_RC, cap));
     EXPECT_EQ(EINVAL, errno);
-    cap = m_cap;
+    cap              = m_cap;
     cap.max_recv_sge = 3;
     EXPECT_EQ(nullptr, try_create(SMLX5_QPT_RC, cap));
     EXPECT_EQ(EINVAL, errno);
     EXPECT_NE(nullptr, try_create(SMLX5_QPT_RC, m_cap));
 
-    cap = m_cap;
+    cap              = m_cap;
     cap.max_recv_wr  = 0;
     cap.max_recv_sge = 0;
     EXPECT_EQ(nullptr, try_create(SMLX5_QPT_DCI, cap, 3, 0));
@@ -234,7 +237,7 @@ TEST_F(sim_caps_profile, qp_creation_above_the_caps_is_einval)
     memset(&sa, 0, sizeof(sa));
     sa.max_wr  = 4;
     sa.max_sge = 3;
-    errno = 0;
+    errno      = 0;
     EXPECT_EQ(nullptr, smlx5_create_srq(m_pd, &sa));
     EXPECT_EQ(EINVAL, errno);
 }
@@ -242,22 +245,20 @@ TEST_F(sim_caps_profile, qp_creation_above_the_caps_is_einval)
 /* A masked atomic WQE on a device without masked atomics: LOC_QP_OP_ERR. */
 TEST_F(sim_caps_profile, masked_atomic_without_the_cap_is_loc_qp_op_err)
 {
-    struct mlx5dv_qp dv = qp_dv(m_qp[REQ]);
-    void *sq  = dv.sq.buf;
-    void *end = strand_sq_end(sq, dv.sq.wqe_cnt);
-    auto *ctrl = (struct mlx5_wqe_ctrl_seg*)strand_sq_bb(sq, dv.sq.wqe_cnt,
-                                                         0);
-    void *seg = strand_sq_next(ctrl, sizeof(*ctrl), sq, end);
-    strand_set_raddr_seg((struct mlx5_wqe_raddr_seg*)seg, addr(RESP),
+    struct mlx5dv_qp dv  = qp_dv(m_qp[REQ]);
+    void            *sq  = dv.sq.buf;
+    void            *end = strand_sq_end(sq, dv.sq.wqe_cnt);
+    auto *ctrl = (struct mlx5_wqe_ctrl_seg *)strand_sq_bb(sq, dv.sq.wqe_cnt, 0);
+    void *seg  = strand_sq_next(ctrl, sizeof(*ctrl), sq, end);
+    strand_set_raddr_seg((struct mlx5_wqe_raddr_seg *)seg, addr(RESP),
                          rkey(RESP));
     seg = strand_sq_next(seg, 16, sq, end);
-    strand_set_masked_fa64_seg((struct mlx5_wqe_atomic_seg*)seg, 1, 0);
+    strand_set_masked_fa64_seg((struct mlx5_wqe_atomic_seg *)seg, 1, 0);
     seg = strand_sq_next(seg, 16, sq, end);
-    strand_set_data_seg((struct mlx5_wqe_data_seg*)seg, addr(REQ), 8,
+    strand_set_data_seg((struct mlx5_wqe_data_seg *)seg, addr(REQ), 8,
                         lkey(REQ));
     strand_set_ctrl_seg(ctrl, 0x09, 0, MLX5_OPCODE_ATOMIC_MASKED_FA,
-                        smlx5_qp_num(m_qp[REQ]), 4, MLX5_WQE_CTRL_CQ_UPDATE,
-                        0);
+                        smlx5_qp_num(m_qp[REQ]), 4, MLX5_WQE_CTRL_CQ_UPDATE, 0);
     strand_bf_ring_doorbell(dv.dbrec, smlx5_qp_bf(m_qp[REQ]), 1, ctrl);
     smlx5_qp_doorbell(m_qp[REQ]);
     struct ibv_wc wc;
@@ -272,8 +273,8 @@ TEST_F(sim_caps_profile, fetched_atomic_value_in_host_order)
 {
     uint64_t v = 0x0102030405060708ull;
     memcpy(buf(RESP), &v, 8);
-    struct ibv_sge s = sge(REQ, 64, 8);
-    struct ibv_send_wr wr = make_wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 1, &s, 1);
+    struct ibv_sge     s     = sge(REQ, 64, 8);
+    struct ibv_send_wr wr    = make_wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 1, &s, 1);
     wr.wr.atomic.remote_addr = addr(RESP);
     wr.wr.atomic.rkey        = rkey(RESP);
     wr.wr.atomic.compare_add = 1;
@@ -294,7 +295,7 @@ TEST_F(sim_caps_profile, fetched_atomic_value_in_host_order)
 static union ibv_gid gid_on(const std::string &fabric, smlx5_context_t **keep,
                             uint16_t *lid = nullptr)
 {
-    scoped_env env("STRAND_SIM_FABRIC", fabric.c_str());
+    scoped_env    env("STRAND_SIM_FABRIC", fabric.c_str());
     union ibv_gid gid;
     memset(&gid, 0, sizeof(gid));
     smlx5_context_t *ctx = smlx5_open_device(SMLX5_DEV_NAME);
@@ -319,10 +320,10 @@ static union ibv_gid gid_on(const std::string &fabric, smlx5_context_t **keep,
  * (another host's, another container's) is another subnet. */
 TEST(sim_ib_port, gid_carries_the_fabric_and_the_lid)
 {
-    std::string fa = fresh_fabric(), fb = fresh_fabric();
+    std::string      fa = fresh_fabric(), fb = fresh_fabric();
     smlx5_context_t *ctx = nullptr, *peer = nullptr;
-    uint16_t lid = 0, peer_lid = 0;
-    union ibv_gid a = gid_on(fa, &ctx, &lid);
+    uint16_t         lid = 0, peer_lid = 0;
+    union ibv_gid    a = gid_on(fa, &ctx, &lid);
     ASSERT_NE(nullptr, ctx);
     struct ibv_port_attr pa;
     ASSERT_EQ(0, smlx5_query_port(ctx, SMLX5_PORT_NUM, &pa));
@@ -351,14 +352,14 @@ TEST(sim_ib_port, gid_carries_the_fabric_and_the_lid)
     union ibv_gid b = gid_on(fb, &ctx);
     ASSERT_NE(nullptr, ctx);
     EXPECT_NE(a.global.subnet_prefix, b.global.subnet_prefix)
-        << "two fabrics, one subnet prefix";
+            << "two fabrics, one subnet prefix";
     smlx5_close_device(ctx);
 
     /* the name again, a new segment: a new subnet */
     union ibv_gid again = gid_on(fa, &ctx);
     ASSERT_NE(nullptr, ctx);
     EXPECT_NE(a.global.subnet_prefix, again.global.subnet_prefix)
-        << "a fabric made again under its name took the old one's subnet";
+            << "a fabric made again under its name took the old one's subnet";
     smlx5_close_device(ctx);
 }
 
@@ -384,12 +385,12 @@ TEST_F(sim_ib_av, av_follows_mlx5_create_ah)
     EXPECT_EQ(0u, be32toh(av.dqp_dct));
     EXPECT_EQ(0u, av.grh_gid_fl);
 
-    ah.is_global          = 1;
-    ah.grh.dgid           = m_gid;
-    ah.grh.sgid_index     = 0;
-    ah.grh.flow_label     = 0xabcde;
-    ah.grh.hop_limit      = 7;
-    ah.grh.traffic_class  = 0x20;
+    ah.is_global         = 1;
+    ah.grh.dgid          = m_gid;
+    ah.grh.sgid_index    = 0;
+    ah.grh.flow_label    = 0xabcde;
+    ah.grh.hop_limit     = 7;
+    ah.grh.traffic_class = 0x20;
     ASSERT_EQ(0, smlx5_create_av(m_pd, &ah, &av));
     EXPECT_EQ((1u << 30) | 0xabcde, be32toh(av.grh_gid_fl));
     EXPECT_EQ(7, av.hop_limit);
@@ -397,7 +398,7 @@ TEST_F(sim_ib_av, av_follows_mlx5_create_ah)
     EXPECT_EQ(0, memcmp(av.rgid, m_gid.raw, 16));
     EXPECT_EQ(0u, be32toh(av.dqp_dct));
 
-    ah.grh.sgid_index = 1;  /* the IB table has one entry */
+    ah.grh.sgid_index = 1; /* the IB table has one entry */
     EXPECT_EQ(EINVAL, smlx5_create_av(m_pd, &ah, &av));
     ah.grh.sgid_index = 0;
     ah.port_num       = 2;
@@ -435,8 +436,7 @@ protected:
     static std::vector<uint8_t> mac_of(const union ibv_gid &gid)
     {
         const uint8_t *iid = gid.raw + 8;
-        return {(uint8_t)(iid[0] ^ 2), iid[1], iid[2], iid[5], iid[6],
-                iid[7]};
+        return {(uint8_t)(iid[0] ^ 2), iid[1], iid[2], iid[5], iid[6], iid[7]};
     }
 
     struct ibv_ah_attr global_ah(const union ibv_gid &dgid, uint8_t sgid)
@@ -457,28 +457,26 @@ protected:
     void dci_write(smlx5_qp_t *dci, smlx5_qp_t *dct, struct mlx5_wqe_av av,
                    bool extended)
     {
-        struct mlx5dv_qp dv = qp_dv(dci);
-        void *sq  = dv.sq.buf;
-        void *end = strand_sq_end(sq, dv.sq.wqe_cnt);
-        auto *ctrl = (struct mlx5_wqe_ctrl_seg*)strand_sq_bb(sq,
-                                                             dv.sq.wqe_cnt,
-                                                             m_dci_pi);
-        void *seg = strand_sq_next(ctrl, sizeof(*ctrl), sq, end);
+        struct mlx5dv_qp dv  = qp_dv(dci);
+        void            *sq  = dv.sq.buf;
+        void            *end = strand_sq_end(sq, dv.sq.wqe_cnt);
+        auto *ctrl = (struct mlx5_wqe_ctrl_seg *)strand_sq_bb(sq, dv.sq.wqe_cnt,
+                                                              m_dci_pi);
+        void *seg  = strand_sq_next(ctrl, sizeof(*ctrl), sq, end);
         av.key.dc_key = htobe64(SMLX5_DC_KEY_DEFAULT);
-        av.dqp_dct    = htobe32((extended ? (uint32_t)MLX5_EXTENDED_UD_AV : 0u) |
-                                smlx5_dct_num(dct));
+        av.dqp_dct = htobe32((extended ? (uint32_t)MLX5_EXTENDED_UD_AV : 0u) |
+                             smlx5_dct_num(dct));
         size_t av_size = extended ? sizeof(av) : STRAND_AV_BASE_SIZE;
         memcpy(seg, &av, av_size);
         seg = strand_sq_next(seg, av_size, sq, end);
-        strand_set_raddr_seg((struct mlx5_wqe_raddr_seg*)seg, addr(RESP, 64),
+        strand_set_raddr_seg((struct mlx5_wqe_raddr_seg *)seg, addr(RESP, 64),
                              rkey(RESP));
         seg = strand_sq_next(seg, 16, sq, end);
-        strand_set_data_seg((struct mlx5_wqe_data_seg*)seg, addr(REQ, 64), 8,
+        strand_set_data_seg((struct mlx5_wqe_data_seg *)seg, addr(REQ, 64), 8,
                             lkey(REQ));
         unsigned ds = 1 + (unsigned)(av_size / 16) + 2;
-        strand_set_ctrl_seg(ctrl, 0, m_dci_pi & 0xffff,
-                            MLX5_OPCODE_RDMA_WRITE, smlx5_qp_num(dci), ds,
-                            MLX5_WQE_CTRL_CQ_UPDATE, 0);
+        strand_set_ctrl_seg(ctrl, 0, m_dci_pi & 0xffff, MLX5_OPCODE_RDMA_WRITE,
+                            smlx5_qp_num(dci), ds, MLX5_WQE_CTRL_CQ_UPDATE, 0);
         m_dci_pi += strand_ds_to_bbs(ds);
         strand_bf_ring_doorbell(dv.dbrec, smlx5_qp_bf(dci), m_dci_pi, ctrl);
         smlx5_qp_doorbell(dci);
@@ -492,13 +490,13 @@ protected:
     }
 
     std::string m_fabric;
-    uint32_t    m_dci_pi  = 0;
+    uint32_t    m_dci_pi = 0;
 
     /* A DCI WRITE whose AV (made by smlx5_create_av, then damaged) names no
      * port: the packet goes nowhere, the requester ends in RETRY_EXC_ERR and
      * nothing is written. */
-    void expect_av_goes_nowhere(void (*damage)(struct mlx5_wqe_av&),
-                                bool extended)
+    void
+    expect_av_goes_nowhere(void (*damage)(struct mlx5_wqe_av &), bool extended)
     {
         smlx5_qp_t *dct = dct_on_own_port();
         smlx5_qp_t *dci = create_dci();
@@ -514,7 +512,6 @@ protected:
         EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
         EXPECT_EQ(0, *buf(RESP, 64));
     }
-
 };
 
 /* query_port and the 4-entry GID table: [0] fe80::iid v1, [1] v2, [2]
@@ -526,8 +523,8 @@ TEST_F(sim_roce, port_has_no_lid_and_a_four_entry_gid_table)
     EXPECT_EQ(IBV_LINK_LAYER_ETHERNET, pa.link_layer);
     EXPECT_EQ(0, pa.lid);
     ASSERT_EQ(4, pa.gid_tbl_len);
-    const uint32_t types[4] = {IBV_GID_TYPE_ROCE_V1, IBV_GID_TYPE_ROCE_V2,
-                               IBV_GID_TYPE_ROCE_V1, IBV_GID_TYPE_ROCE_V2};
+    const uint32_t       types[4] = {IBV_GID_TYPE_ROCE_V1, IBV_GID_TYPE_ROCE_V2,
+                                     IBV_GID_TYPE_ROCE_V1, IBV_GID_TYPE_ROCE_V2};
     struct ibv_gid_entry e[4];
     for (uint32_t i = 0; i < 4; ++i) {
         e[i] = gid_entry(i);
@@ -558,12 +555,12 @@ TEST_F(sim_roce, port_has_no_lid_and_a_four_entry_gid_table)
 TEST_F(sim_roce, av_needs_a_grh_and_resolves_the_mac)
 {
     struct ibv_gid_entry v2 = gid_entry(3), v1 = gid_entry(2);
-    struct mlx5_wqe_av av;
-    struct ibv_ah_attr ah = global_ah(v2.gid, 3);
-    ah.grh.flow_label    = 0x12345;
-    ah.grh.traffic_class = 0x48;
-    ah.sl                = 5;
-    ah.static_rate       = IBV_RATE_100_GBPS;
+    struct mlx5_wqe_av   av;
+    struct ibv_ah_attr   ah = global_ah(v2.gid, 3);
+    ah.grh.flow_label       = 0x12345;
+    ah.grh.traffic_class    = 0x48;
+    ah.sl                   = 5;
+    ah.static_rate          = IBV_RATE_100_GBPS;
     memset(&av, 0xee, sizeof(av));
     ASSERT_EQ(0, smlx5_create_av(m_pd, &ah, &av));
     EXPECT_EQ(ibv_flow_label_to_udp_sport(0x12345), be16toh(av.rlid));
@@ -588,11 +585,11 @@ TEST_F(sim_roce, av_needs_a_grh_and_resolves_the_mac)
     EXPECT_EQ(EINVAL, smlx5_create_av(m_pd, &ah, &av));
     ah = global_ah(v2.gid, 4);
     EXPECT_EQ(EINVAL, smlx5_create_av(m_pd, &ah, &av));
-    ah = global_ah(v2.gid, 3);
+    ah          = global_ah(v2.gid, 3);
     ah.port_num = 2;
     EXPECT_EQ(EINVAL, smlx5_create_av(m_pd, &ah, &av));
     union ibv_gid nobody = v2.gid;
-    nobody.raw[15] ^= 0x40;   /* a LID no live port has */
+    nobody.raw[15] ^= 0x40; /* a LID no live port has */
     ah = global_ah(nobody, 3);
     EXPECT_EQ(EHOSTUNREACH, smlx5_create_av(m_pd, &ah, &av));
     union ibv_gid other_fabric = v2.gid;
@@ -617,7 +614,7 @@ TEST_F(sim_roce, modify_qp_needs_a_global_av_and_a_known_dgid)
     a.dest_qp_num        = smlx5_qp_num(m_qp[RESP]);
     a.max_dest_rd_atomic = 4;
     a.min_rnr_timer      = 1;
-    const int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+    const int mask       = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
                      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
     a.ah_attr.port_num = SMLX5_PORT_NUM;
@@ -634,8 +631,8 @@ TEST_F(sim_roce, modify_qp_needs_a_global_av_and_a_known_dgid)
     EXPECT_EQ(IBV_QPS_INIT, q.qp_state);
 
     memset(buf(REQ), 0x5a, 16);
-    struct ibv_sge s = sge(REQ, 0, 16);
-    struct ibv_send_wr wr = make_wr(IBV_WR_RDMA_WRITE, 1, &s, 1);
+    struct ibv_sge     s   = sge(REQ, 0, 16);
+    struct ibv_send_wr wr  = make_wr(IBV_WR_RDMA_WRITE, 1, &s, 1);
     wr.wr.rdma.remote_addr = addr(RESP, 512);
     wr.wr.rdma.rkey        = rkey(RESP);
     struct ibv_send_wr *bad;
@@ -652,10 +649,10 @@ TEST_F(sim_roce, dc_transitions_need_a_global_av)
     ASSERT_NE(nullptr, srq);
     smlx5_qp_init_attr_t attr;
     memset(&attr, 0, sizeof(attr));
-    attr.type    = SMLX5_QPT_DCT;
-    attr.send_cq = m_scq[RESP];
-    attr.recv_cq = m_rcq[RESP];
-    attr.srq     = srq;
+    attr.type       = SMLX5_QPT_DCT;
+    attr.send_cq    = m_scq[RESP];
+    attr.recv_cq    = m_rcq[RESP];
+    attr.srq        = srq;
     smlx5_qp_t *dct = smlx5_create_qp(m_pd, &attr);
     ASSERT_NE(nullptr, dct);
     m_extra_qps.push_back(dct);
@@ -663,8 +660,9 @@ TEST_F(sim_roce, dc_transitions_need_a_global_av)
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_INIT;
     a.port_num = SMLX5_PORT_NUM;
-    ASSERT_EQ(0, smlx5_modify_qp(dct, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                          IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+    ASSERT_EQ(0, smlx5_modify_qp(dct, &a,
+                                 IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+                                         IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
     memset(&a, 0, sizeof(a));
     a.qp_state         = IBV_QPS_RTR;
     a.path_mtu         = m_mtu;
@@ -678,24 +676,26 @@ TEST_F(sim_roce, dc_transitions_need_a_global_av)
 
     struct ibv_qp_cap cap = m_cap;
     cap.max_recv_wr = cap.max_recv_sge = 0;
-    attr.type    = SMLX5_QPT_DCI;
-    attr.srq     = nullptr;
-    attr.cap     = cap;
-    attr.send_cq = m_scq[REQ];
-    smlx5_qp_t *dci = smlx5_create_qp(m_pd, &attr);
+    attr.type                          = SMLX5_QPT_DCI;
+    attr.srq                           = nullptr;
+    attr.cap                           = cap;
+    attr.send_cq                       = m_scq[REQ];
+    smlx5_qp_t *dci                    = smlx5_create_qp(m_pd, &attr);
     ASSERT_NE(nullptr, dci);
     m_extra_qps.push_back(dci);
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_INIT;
     a.port_num = SMLX5_PORT_NUM;
-    ASSERT_EQ(0, smlx5_modify_qp(dci, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-                                          IBV_QP_PORT));
+    ASSERT_EQ(0,
+              smlx5_modify_qp(dci, &a,
+                              IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT));
     memset(&a, 0, sizeof(a));
     a.qp_state         = IBV_QPS_RTR;
     a.path_mtu         = m_mtu;
     a.ah_attr.port_num = SMLX5_PORT_NUM;
-    EXPECT_EQ(EINVAL, smlx5_modify_qp(dci, &a, IBV_QP_STATE |
-                                               IBV_QP_PATH_MTU | IBV_QP_AV));
+    EXPECT_EQ(EINVAL,
+              smlx5_modify_qp(dci, &a,
+                              IBV_QP_STATE | IBV_QP_PATH_MTU | IBV_QP_AV));
     EXPECT_EQ(0, smlx5_modify_qp(dci, &a, IBV_QP_STATE | IBV_QP_PATH_MTU));
 }
 
@@ -722,19 +722,20 @@ TEST_F(sim_roce, dci_routes_by_rgid_and_rmac_of_the_extended_av)
 
 TEST_F(sim_roce, dci_with_a_base_av_ends_in_retry_exc)
 {
-    expect_av_goes_nowhere([](struct mlx5_wqe_av&) {}, false);
+    expect_av_goes_nowhere([](struct mlx5_wqe_av &) {}, false);
 }
 
 TEST_F(sim_roce, dci_with_a_wrong_mac_ends_in_retry_exc)
 {
-    expect_av_goes_nowhere([](struct mlx5_wqe_av &av) {
-        av.rmac[5] ^= 0x01;
-    }, true);
+    expect_av_goes_nowhere([](struct mlx5_wqe_av &av) { av.rmac[5] ^= 0x01; },
+                           true);
 }
 
 TEST_F(sim_roce, dci_to_an_unknown_gid_ends_in_retry_exc)
 {
-    expect_av_goes_nowhere([](struct mlx5_wqe_av &av) {
-        av.rgid[7] ^= 1; /* another fabric's prefix */
-    }, true);
+    expect_av_goes_nowhere(
+            [](struct mlx5_wqe_av &av) {
+                av.rgid[7] ^= 1; /* another fabric's prefix */
+            },
+            true);
 }

@@ -18,8 +18,8 @@
  * no injected faults. */
 class sim_timers_fixture : public sim_fixture {
 protected:
-    sim_timers_fixture(const char *rnr_ns, const char *timeout_ns) :
-        m_rnr_ns(rnr_ns), m_timeout_ns(timeout_ns)
+    sim_timers_fixture(const char *rnr_ns, const char *timeout_ns)
+        : m_rnr_ns(rnr_ns), m_timeout_ns(timeout_ns)
     {
     }
 
@@ -46,28 +46,33 @@ private:
  * every retransmission counted comes from an RNR retry */
 class sim_rnr : public sim_timers_fixture {
 protected:
-    sim_rnr() : sim_timers_fixture("200000", "10000000000") {}
+    sim_rnr() : sim_timers_fixture("200000", "10000000000")
+    {
+    }
 
     static constexpr unsigned NUM_DCIS    = 4;
-    static constexpr unsigned BURST       = 4;  /* messages per post, per flow */
-    static constexpr unsigned ROUNDS      = 2;  /* bursts per flow */
-    static constexpr unsigned MIN_RETRIES = 5;  /* RNR periods watched */
+    static constexpr unsigned BURST       = 4; /* messages per post, per flow */
+    static constexpr unsigned ROUNDS      = 2; /* bursts per flow */
+    static constexpr unsigned MIN_RETRIES = 5; /* RNR periods watched */
     static constexpr uint32_t DC_MSG_LEN  = 64;   /* one packet */
     static constexpr uint32_t RC_MSG_LEN  = 5000; /* two packets or more */
     static constexpr uint32_t HDR_LEN     = 8;    /* flow id, sequence */
 
     /* One requester flow and where its messages live. */
     struct flow {
-        smlx5_qp_t *req;          /* DCI or RC requester */
+        smlx5_qp_t *req; /* DCI or RC requester */
         bool        dc;
         uint32_t    msg_len;
-        size_t      send_off;     /* its messages in the REQ buffer */
+        size_t      send_off; /* its messages in the REQ buffer */
         unsigned    posted;
-        unsigned    completed;    /* send CQEs */
-        unsigned    received;     /* receive CQEs */
+        unsigned    completed; /* send CQEs */
+        unsigned    received;  /* receive CQEs */
     };
 
-    uint32_t mtu_bytes() const { return 128u << m_mtu; }
+    uint32_t mtu_bytes() const
+    {
+        return 128u << m_mtu;
+    }
 
     uint32_t packets_per_msg(const flow &f) const
     {
@@ -116,8 +121,8 @@ protected:
     }
 
     /* The message is the one `f` sent `seq`-th, byte for byte. */
-    void check_message(const uint8_t *p, unsigned id, unsigned seq,
-                       uint32_t len)
+    void
+    check_message(const uint8_t *p, unsigned id, unsigned seq, uint32_t len)
     {
         uint32_t hdr[2];
         memcpy(hdr, p, sizeof(hdr));
@@ -125,21 +130,21 @@ protected:
         ASSERT_EQ(seq, hdr[1]) << "flow " << id << ": out of order";
         for (uint32_t i = HDR_LEN; i < len; ++i) {
             ASSERT_EQ(payload_byte(id, seq, i), p[i])
-                << "flow " << id << " message " << seq << " byte " << i;
+                    << "flow " << id << " message " << seq << " byte " << i;
         }
     }
 
     /* BURST signaled SENDs on flow `id` in one post (one doorbell). */
     void post_burst(unsigned id)
     {
-        flow &f = m_flows[id];
-        struct ibv_sge sges[BURST];
+        flow              &f = m_flows[id];
+        struct ibv_sge     sges[BURST];
         struct ibv_send_wr wrs[BURST], *bad = nullptr;
         for (unsigned i = 0; i < BURST; ++i, ++f.posted) {
             size_t off = f.send_off + f.posted * f.msg_len;
             fill_message(buf(REQ, off), id, f.posted, f.msg_len);
-            sges[i] = sge(REQ, off, f.msg_len);
-            wrs[i]  = make_wr(IBV_WR_SEND, f.posted, &sges[i], 1);
+            sges[i]     = sge(REQ, off, f.msg_len);
+            wrs[i]      = make_wr(IBV_WR_SEND, f.posted, &sges[i], 1);
             wrs[i].next = (i + 1 < BURST) ? &wrs[i + 1] : nullptr;
         }
         if (f.dc) {
@@ -157,7 +162,7 @@ protected:
     {
         const unsigned dc_msgs = NUM_DCIS * BURST * ROUNDS;
         for (unsigned i = 0; i < dc_msgs; ++i) {
-            struct ibv_sge s = sge(RESP, i * DC_MSG_LEN, DC_MSG_LEN);
+            struct ibv_sge     s = sge(RESP, i * DC_MSG_LEN, DC_MSG_LEN);
             struct ibv_recv_wr wr, *bad = nullptr;
             memset(&wr, 0, sizeof(wr));
             wr.wr_id   = i * DC_MSG_LEN;
@@ -198,9 +203,10 @@ protected:
             flow *f = flow_of_qpn(wc.src_qp);
             ASSERT_NE(nullptr, f);
             ASSERT_EQ(f->msg_len, wc.byte_len);
-            ASSERT_NO_FATAL_FAILURE(check_message(buf(RESP, wc.wr_id),
-                                                  (unsigned)(f - m_flows.data()),
-                                                  f->received, f->msg_len));
+            ASSERT_NO_FATAL_FAILURE(
+                    check_message(buf(RESP, wc.wr_id),
+                                  (unsigned)(f - m_flows.data()), f->received,
+                                  f->msg_len));
             f->received++;
         }
     }
@@ -226,8 +232,7 @@ protected:
             m_flows.push_back({dci, true, DC_MSG_LEN,
                                i * DC_MSG_LEN * BURST * ROUNDS, 0, 0, 0});
         }
-        m_flows.push_back({m_qp[REQ], false, RC_MSG_LEN, RC_SEND_OFF, 0, 0,
-                           0});
+        m_flows.push_back({m_qp[REQ], false, RC_MSG_LEN, RC_SEND_OFF, 0, 0, 0});
     }
 
     /* A requester ends in RNR_RETRY_EXC_ERR after exactly `rnr_retry`
@@ -282,13 +287,13 @@ protected:
 
     void post_rc_send(smlx5_qp_t *req, uint64_t wr_id)
     {
-        struct ibv_sge s = sge(REQ, 0, RC_MSG_LEN);
+        struct ibv_sge     s  = sge(REQ, 0, RC_MSG_LEN);
         struct ibv_send_wr wr = make_wr(IBV_WR_SEND, wr_id, &s, 1), *bad;
         ASSERT_EQ(0, smlx5_post_send(req, &wr, &bad));
     }
 
-    static constexpr size_t RC_SEND_OFF = 4096;  /* after the DCIs' messages */
-    static constexpr size_t RC_RECV_OFF = 4096;  /* after the DCT's slots */
+    static constexpr size_t RC_SEND_OFF = 4096; /* after the DCIs' messages */
+    static constexpr size_t RC_RECV_OFF = 4096; /* after the DCT's slots */
 
     smlx5_srq_t      *m_srq = nullptr;
     smlx5_qp_t       *m_dct = nullptr;
@@ -312,7 +317,8 @@ TEST_F(sim_rnr, waiting_flows_send_one_pass_per_period_then_deliver_in_order)
     for (unsigned id = 0; id < num_flows; ++id) {
         ASSERT_TRUE(wait_for([&] {
             return stats(m_flows[id].req).rnr_naks_rcvd > 0;
-        })) << "flow " << id << " got no RNR NAK";
+        })) << "flow "
+            << id << " got no RNR NAK";
         first[id] = stats(m_flows[id].req);
         /* one doorbell sent the whole burst before the NAK came back */
         EXPECT_EQ(BURST * packets_per_msg(m_flows[id]), new_packets(first[id]));
@@ -326,22 +332,23 @@ TEST_F(sim_rnr, waiting_flows_send_one_pass_per_period_then_deliver_in_order)
         ASSERT_TRUE(wait_for([&] {
             return stats(m_flows[id].req).rnr_retries >=
                    first[id].rnr_retries + MIN_RETRIES;
-        })) << "flow " << id << " does not retry";
+        })) << "flow "
+            << id << " does not retry";
     }
 
     /* responders first: what they sent, the requesters have sent for */
     smlx5_qp_stats_t dct = stats(m_dct), rc_resp = stats(m_qp[RESP]);
-    uint64_t dc_periods  = 0;
+    uint64_t         dc_periods = 0;
     for (unsigned id = 0; id < num_flows; ++id) {
-        const flow &f        = m_flows[id];
-        smlx5_qp_stats_t now = stats(f.req);
-        uint64_t in_flight   = new_packets(first[id]);
+        const flow      &f         = m_flows[id];
+        smlx5_qp_stats_t now       = stats(f.req);
+        uint64_t         in_flight = new_packets(first[id]);
         /* nothing new left while the receiver was not ready */
         EXPECT_EQ(in_flight, new_packets(now)) << "flow " << id;
         /* per RNR period one go-back-N pass of what was in flight at the
          * NAK, at least the NAKed packet, and one NAK back */
         EXPECT_LE(now.pkts_resent, now.rnr_retries * in_flight)
-            << "flow " << id;
+                << "flow " << id;
         EXPECT_GE(now.pkts_resent, now.rnr_retries) << "flow " << id;
         EXPECT_LE(now.rnr_naks_rcvd, now.rnr_retries + 1) << "flow " << id;
         EXPECT_EQ(0u, now.seq_naks_rcvd) << "flow " << id;
@@ -387,11 +394,11 @@ TEST_F(sim_rnr, dci_rnr_retries_exhausted_is_rnr_retry_exc_err)
     m_dct = create_dct(m_srq, SMLX5_DC_KEY_DEFAULT);
     ASSERT_NE(nullptr, m_dct);
     const uint8_t rnr_retry = 2;
-    smlx5_qp_t *dci = create_dci(0, 0, rnr_retry);
+    smlx5_qp_t   *dci       = create_dci(0, 0, rnr_retry);
     ASSERT_NE(nullptr, dci);
     smlx5_dc_target_t dc = {m_lid, smlx5_dct_num(m_dct), SMLX5_DC_KEY_DEFAULT};
     check_rnr_retries_exhausted(dci, rnr_retry, [&](uint64_t wr_id) {
-        struct ibv_sge s = sge(REQ, 0, DC_MSG_LEN);
+        struct ibv_sge     s  = sge(REQ, 0, DC_MSG_LEN);
         struct ibv_send_wr wr = make_wr(IBV_WR_SEND, wr_id, &s, 1), *bad;
         ASSERT_EQ(0, smlx5_post_send_dc(dci, &wr, &dc, 0, &bad));
     });
@@ -400,7 +407,7 @@ TEST_F(sim_rnr, dci_rnr_retries_exhausted_is_rnr_retry_exc_err)
 TEST_F(sim_rnr, rc_rnr_retries_exhausted_is_rnr_retry_exc_err)
 {
     const uint8_t rnr_retry = 3;
-    smlx5_qp_t *req = create_rc_requester(rnr_retry);
+    smlx5_qp_t   *req       = create_rc_requester(rnr_retry);
     ASSERT_FALSE(HasFatalFailure());
     ASSERT_NE(nullptr, req);
     check_rnr_retries_exhausted(req, rnr_retry, [&](uint64_t wr_id) {
@@ -415,7 +422,7 @@ TEST_F(sim_rnr, rc_rnr_retries_exhausted_is_rnr_retry_exc_err)
 TEST_F(sim_rnr, duplicated_rnr_naks_count_one_retry_per_period)
 {
     const uint8_t rnr_retry = 3;
-    smlx5_qp_t *req = create_rc_requester(rnr_retry);
+    smlx5_qp_t   *req       = create_rc_requester(rnr_retry);
     ASSERT_FALSE(HasFatalFailure());
     ASSERT_NE(nullptr, req);
     ASSERT_EQ(0, smlx5_set_faults(m_ctx, "dup=1"));
@@ -440,13 +447,15 @@ TEST_F(sim_rnr, duplicated_rnr_naks_count_one_retry_per_period)
 /* an RNR timer long enough for 272 connects to happen while it runs */
 class sim_dct_contexts : public sim_timers_fixture {
 protected:
-    sim_dct_contexts() : sim_timers_fixture("500000000", "2000000000") {}
+    sim_dct_contexts() : sim_timers_fixture("500000000", "2000000000")
+    {
+    }
 };
 
 TEST_F(sim_dct_contexts, a_requester_waiting_out_rnr_keeps_its_context)
 {
     static constexpr unsigned OTHER_DCIS = 17, CHANNELS = 16;
-    smlx5_srq_t *srq = create_srq(16, 1);
+    smlx5_srq_t              *srq = create_srq(16, 1);
     ASSERT_NE(nullptr, srq);
     smlx5_qp_t *dct = create_dct(srq, SMLX5_DC_KEY_DEFAULT);
     ASSERT_NE(nullptr, dct);
@@ -459,11 +468,11 @@ TEST_F(sim_dct_contexts, a_requester_waiting_out_rnr_keeps_its_context)
     for (unsigned i = 0; i < 128; ++i) {
         *buf(REQ, i) = (uint8_t)(5 + 3 * i);
     }
-    struct ibv_sge s[2] = {sge(REQ, 0, 64), sge(REQ, 64, 64)};
+    struct ibv_sge     s[2]  = {sge(REQ, 0, 64), sge(REQ, 64, 64)};
     struct ibv_send_wr wr[2] = {make_wr(IBV_WR_SEND, 10, &s[0], 1),
                                 make_wr(IBV_WR_SEND, 11, &s[1], 1)};
-    wr[0].next = &wr[1];
-    struct ibv_send_wr *bad = nullptr;
+    wr[0].next               = &wr[1];
+    struct ibv_send_wr *bad  = nullptr;
     ASSERT_EQ(0, smlx5_post_send_dc(dci, wr, &t, 0, &bad));
     struct ibv_wc wc;
     ASSERT_TRUE(poll_one(m_scq[REQ], &wc));
@@ -483,9 +492,8 @@ TEST_F(sim_dct_contexts, a_requester_waiting_out_rnr_keeps_its_context)
         smlx5_qp_t *other = create_dci(4);
         ASSERT_NE(nullptr, other);
         for (unsigned c = 0; c < CHANNELS; ++c) {
-            struct ibv_sge ws = sge(REQ, 256, 8);
-            struct ibv_send_wr w = make_wr(IBV_WR_RDMA_WRITE, 1000 + c, &ws,
-                                           1);
+            struct ibv_sge     ws = sge(REQ, 256, 8);
+            struct ibv_send_wr w = make_wr(IBV_WR_RDMA_WRITE, 1000 + c, &ws, 1);
             w.wr.rdma.remote_addr = addr(RESP, 256 + 8 * c);
             w.wr.rdma.rkey        = rkey(RESP);
             ASSERT_EQ(0, smlx5_post_send_dc(other, &w, &t, c, &bad));

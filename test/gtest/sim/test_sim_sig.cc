@@ -117,26 +117,26 @@ TEST_P(sim_sig_crc, device_checksums_in_any_pieces_equal_the_references)
     }
     const uint8_t s[] = "123456789";
     EXPECT_EQ(0xD0DB, sim_crc16_t10_update(0, s, 9));
-    EXPECT_EQ(0xE3069283u, sim_crc32_final(sim_crc32c_update(0xffffffffu,
-                                                             s, 9)));
-    EXPECT_EQ(0xCBF43926u, sim_crc32_final(sim_crc32_update(0xffffffffu,
-                                                            s, 9)));
+    EXPECT_EQ(0xE3069283u,
+              sim_crc32_final(sim_crc32c_update(0xffffffffu, s, 9)));
+    EXPECT_EQ(0xCBF43926u,
+              sim_crc32_final(sim_crc32_update(0xffffffffu, s, 9)));
     /* CRC32C takes runs of 3 x 168 and 3 x 2048 bytes three at a time,
      * the CRC16 runs of 64 and 16 from 64 bytes on: sizes below, at and
      * past those */
-    for (size_t n : {0, 1, 7, 8, 9, 17, 63, 64, 65, 79, 80, 127, 128, 129,
-                     143, 191, 192, 503, 504, 505, 512, 520, 4096, 4160,
-                     6143, 6144, 6152, 6648, 20000}) {
+    for (size_t n : {0,   1,   7,    8,    9,    17,   63,   64,   65,   79,
+                     80,  127, 128,  129,  143,  191,  192,  503,  504,  505,
+                     512, 520, 4096, 4160, 6143, 6144, 6152, 6648, 20000}) {
         for (size_t cut : {(size_t)0, (size_t)1, n / 3, n / 2 + 3, n}) {
             cut = std::min(cut, n);
             for (uint16_t seed : {0, 0xffff, 0x1234}) {
                 uint16_t c = sim_crc16_t10_update(seed, b.data(), cut);
-                c = sim_crc16_t10_update(c, b.data() + cut, n - cut);
+                c          = sim_crc16_t10_update(c, b.data() + cut, n - cut);
                 EXPECT_EQ(ref_crc16_t10(b.data(), n, seed), c)
-                    << n << " bytes cut at " << cut;
+                        << n << " bytes cut at " << cut;
             }
             uint32_t c32 = sim_crc32c_update(0xffffffffu, b.data(), cut);
-            c32 = sim_crc32c_update(c32, b.data() + cut, n - cut);
+            c32          = sim_crc32c_update(c32, b.data() + cut, n - cut);
             EXPECT_EQ(ref_crc32c(b.data(), n), sim_crc32_final(c32)) << n;
             c32 = sim_crc32_update(0xffffffffu, b.data(), cut);
             c32 = sim_crc32_update(c32, b.data() + cut, n - cut);
@@ -192,19 +192,19 @@ protected:
 
     static domain crc_domain(enum mlx5dv_sig_crc_type type,
                              enum mlx5dv_block_size bs = MLX5DV_BLOCK_SIZE_512,
-                             uint64_t seed = 0xffffffffu)
+                             uint64_t               seed = 0xffffffffu)
     {
         domain x;
         memset(&x, 0, sizeof(x));
-        x.crc.type        = type;
-        x.crc.seed        = seed;
-        x.d.sig_type      = MLX5DV_SIG_TYPE_CRC;
-        x.d.block_size    = bs;
+        x.crc.type     = type;
+        x.crc.seed     = seed;
+        x.d.sig_type   = MLX5DV_SIG_TYPE_CRC;
+        x.d.block_size = bs;
         return x;
     }
 
-    static domain dif_domain(enum mlx5dv_sig_t10dif_bg_type bg,
-                             uint16_t app, uint32_t ref, uint16_t flags,
+    static domain dif_domain(enum mlx5dv_sig_t10dif_bg_type bg, uint16_t app,
+                             uint32_t ref, uint16_t flags,
                              enum mlx5dv_block_size bs = MLX5DV_BLOCK_SIZE_512)
     {
         domain x;
@@ -235,8 +235,9 @@ protected:
     smlx5_mkey_t *new_mkey(uint16_t max_entries = 4)
     {
         smlx5_mkey_t *mk = smlx5_create_mkey(
-                m_pd, MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT |
-                      MLX5DV_MKEY_INIT_ATTR_FLAGS_BLOCK_SIGNATURE,
+                m_pd,
+                MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT |
+                        MLX5DV_MKEY_INIT_ATTR_FLAGS_BLOCK_SIGNATURE,
                 max_entries);
         EXPECT_NE(nullptr, mk) << strerror(errno);
         if (mk != nullptr) {
@@ -250,10 +251,10 @@ protected:
     smlx5_mkey_t *sig_mkey(int side, size_t off, uint32_t len, domain *mem,
                            domain *wire, uint8_t check_mask = 0xff)
     {
-        smlx5_mkey_t *mk = new_mkey();
-        struct ibv_sge s = sge(side, off, len);
+        smlx5_mkey_t                *mk = new_mkey();
+        struct ibv_sge               s  = sge(side, off, len);
         struct mlx5dv_sig_block_attr sa;
-        smlx5_mkey_conf_t c;
+        smlx5_mkey_conf_t            c;
 
         memset(&sa, 0, sizeof(sa));
         sa.mem        = bind(mem);
@@ -290,11 +291,11 @@ protected:
 
     /* RDMA READ of `wlen` wire bytes from (raddr, rkey) into (laddr, lkey) */
     void post_read(smlx5_qp_t *qp, uint64_t wr_id, uint64_t laddr,
-                   uint32_t lkey, uint64_t raddr, uint32_t rkey,
-                   uint32_t wlen, unsigned flags = IBV_SEND_SIGNALED)
+                   uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t wlen,
+                   unsigned flags = IBV_SEND_SIGNALED)
     {
-        struct ibv_sge s = {laddr, wlen, lkey};
-        struct ibv_send_wr wr = make_wr(IBV_WR_RDMA_READ, wr_id, &s, 1, flags);
+        struct ibv_sge     s   = {laddr, wlen, lkey};
+        struct ibv_send_wr wr  = make_wr(IBV_WR_RDMA_READ, wr_id, &s, 1, flags);
         wr.wr.rdma.remote_addr = raddr;
         wr.wr.rdma.rkey        = rkey;
         post(qp, &wr);
@@ -304,8 +305,8 @@ protected:
     void post_fin(smlx5_qp_t *qp, uint64_t wr_id,
                   unsigned flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE)
     {
-        uint64_t v = wr_id;
-        struct ibv_sge s = {(uintptr_t)&v, sizeof(v), 0};
+        uint64_t           v  = wr_id;
+        struct ibv_sge     s  = {(uintptr_t)&v, sizeof(v), 0};
         struct ibv_send_wr wr = make_wr(IBV_WR_SEND, wr_id, &s, 1,
                                         flags | IBV_SEND_INLINE);
         post(qp, &wr);
@@ -324,12 +325,12 @@ protected:
     }
 
     /* wait for the QP to reach `state` */
-    bool wait_state(smlx5_qp_t *qp, enum ibv_qp_state state,
-                    int timeout_ms = 5000)
+    bool
+    wait_state(smlx5_qp_t *qp, enum ibv_qp_state state, int timeout_ms = 5000)
     {
         auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(timeout_ms);
-        struct ibv_qp_attr a;
+        struct ibv_qp_attr      a;
         struct ibv_qp_init_attr ia;
         do {
             smlx5_progress(m_ctx);
@@ -344,7 +345,7 @@ protected:
     /* the async events seen so far, by type */
     std::map<int, int> async_events()
     {
-        std::map<int, int> m;
+        std::map<int, int>  m;
         smlx5_async_event_t ev;
         while (smlx5_get_async_event(m_ctx, &ev) == 0) {
             m[ev.type]++;
@@ -380,7 +381,7 @@ protected:
     int sqd_index(smlx5_qp_t *qp)
     {
         uint32_t idx = 0;
-        int ret      = smlx5_qp_query_sqd(qp, &idx);
+        int      ret = smlx5_qp_query_sqd(qp, &idx);
         return (ret == 0) ? (int)idx : -ret;
     }
 
@@ -392,9 +393,9 @@ protected:
         return e;
     }
 
-    smlx5_qp_t *m_pq = nullptr;   /* SIG_PIPELINING requester */
-    smlx5_qp_t *m_pr = nullptr;   /* its responder */
-    std::vector<smlx5_mkey_t*> m_mkeys;
+    smlx5_qp_t                 *m_pq = nullptr; /* SIG_PIPELINING requester */
+    smlx5_qp_t                 *m_pr = nullptr; /* its responder */
+    std::vector<smlx5_mkey_t *> m_mkeys;
 };
 
 /* ------------------------------------------------------------ objects */
@@ -416,7 +417,7 @@ TEST_F(sim_sig, caps_report_signature_offload)
 TEST_F(sim_sig, a_destroyed_mkeys_key_names_the_next_one_unless_the_byte_moves)
 {
     const uint32_t flags = MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT;
-    smlx5_mkey_t *a = smlx5_create_mkey(m_pd, flags, 4);
+    smlx5_mkey_t  *a     = smlx5_create_mkey(m_pd, flags, 4);
     ASSERT_NE(nullptr, a);
     uint32_t key = smlx5_mkey_key(a);
     EXPECT_EQ(0u, key & 0xff) << "rdma-core's key byte";
@@ -438,12 +439,14 @@ TEST_F(sim_sig, create_mkey_checks_its_flags)
     errno = 0;
     EXPECT_EQ(nullptr, smlx5_create_mkey(m_pd, 0, 4));
     EXPECT_EQ(EINVAL, errno);
-    EXPECT_EQ(nullptr, smlx5_create_mkey(
-            m_pd, MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT |
-                  MLX5DV_MKEY_INIT_ATTR_FLAGS_CRYPTO, 4));
+    EXPECT_EQ(nullptr,
+              smlx5_create_mkey(m_pd,
+                                MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT |
+                                        MLX5DV_MKEY_INIT_ATTR_FLAGS_CRYPTO,
+                                4));
     EXPECT_EQ(EINVAL, errno);
-    EXPECT_EQ(nullptr, smlx5_create_mkey(
-            m_pd, MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT, 0));
+    EXPECT_EQ(nullptr,
+              smlx5_create_mkey(m_pd, MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT, 0));
     smlx5_mkey_t *mk = new_mkey();
     ASSERT_NE(nullptr, mk);
     /* its key comes from the memory region table: neither an MR's key
@@ -454,12 +457,12 @@ TEST_F(sim_sig, create_mkey_checks_its_flags)
 
 TEST_F(sim_sig, configure_refuses_what_the_device_does_not_have)
 {
-    smlx5_mkey_t *mk = new_mkey(2);
-    struct ibv_sge s[3] = {sge(REQ, 0, 512), sge(REQ, 512, 512),
-                           sge(REQ, 1024, 512)};
+    smlx5_mkey_t                *mk   = new_mkey(2);
+    struct ibv_sge               s[3] = {sge(REQ, 0, 512), sge(REQ, 512, 512),
+                                         sge(REQ, 1024, 512)};
     struct mlx5dv_sig_block_attr sa;
-    smlx5_mkey_conf_t c;
-    domain w = crc_domain(MLX5DV_SIG_CRC_TYPE_CRC32C);
+    smlx5_mkey_conf_t            c;
+    domain                       w = crc_domain(MLX5DV_SIG_CRC_TYPE_CRC32C);
 
     memset(&c, 0, sizeof(c));
     c.num_sges = 3; /* more than max_entries */
@@ -468,34 +471,34 @@ TEST_F(sim_sig, configure_refuses_what_the_device_does_not_have)
     c.num_sges = 1;
     s[0].addr  = addr(REQ, BUF_SIZE - 100); /* past the region */
     EXPECT_EQ(EINVAL, smlx5_mkey_configure(mk, &c));
-    s[0] = sge(REQ, 0, 512);
-    s[0].lkey = smlx5_mkey_key(mk);          /* an mkey in its own layout */
+    s[0]      = sge(REQ, 0, 512);
+    s[0].lkey = smlx5_mkey_key(mk); /* an mkey in its own layout */
     EXPECT_EQ(EINVAL, smlx5_mkey_configure(mk, &c));
     s[0] = sge(REQ, 0, 512);
 
     memset(&sa, 0, sizeof(sa));
     c.sig = &sa;
     EXPECT_EQ(EINVAL, smlx5_mkey_configure(mk, &c)) << "no domain at all";
-    sa.wire = bind(&w);
+    sa.wire    = bind(&w);
     w.crc.type = MLX5DV_SIG_CRC_TYPE_CRC64_XP10;
     EXPECT_EQ(EINVAL, smlx5_mkey_configure(mk, &c)) << "CRC64 not in caps";
     w.crc.type = MLX5DV_SIG_CRC_TYPE_CRC32C;
     w.crc.seed = 0x1234;
     EXPECT_EQ(EINVAL, smlx5_mkey_configure(mk, &c)) << "seed 0 or all ones";
     w.crc.seed = 0;
-    sa.flags = MLX5DV_SIG_BLOCK_ATTR_FLAG_COPY_MASK;
+    sa.flags   = MLX5DV_SIG_BLOCK_ATTR_FLAG_COPY_MASK;
     EXPECT_EQ(EINVAL, smlx5_mkey_configure(mk, &c)) << "copy_mask";
     sa.flags = 0;
     domain m = crc_domain(MLX5DV_SIG_CRC_TYPE_CRC32C, MLX5DV_BLOCK_SIZE_4096);
-    sa.mem = bind(&m);
+    sa.mem   = bind(&m);
     EXPECT_EQ(EINVAL, smlx5_mkey_configure(mk, &c)) << "block sizes differ";
     sa.mem = nullptr;
     EXPECT_EQ(0, smlx5_mkey_configure(mk, &c));
 
     /* "MKEY must be created with MLX5DV_MKEY_INIT_ATTR_FLAGS_BLOCK_SIGNATURE
      * flag" (mlx5dv_wr_set_mkey_sig_block(3)) */
-    smlx5_mkey_t *plain = smlx5_create_mkey(
-            m_pd, MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT, 2);
+    smlx5_mkey_t *plain =
+            smlx5_create_mkey(m_pd, MLX5DV_MKEY_INIT_ATTR_FLAGS_INDIRECT, 2);
     ASSERT_NE(nullptr, plain);
     EXPECT_EQ(EINVAL, smlx5_mkey_configure(plain, &c));
     struct mlx5dv_mkey_err e;
@@ -515,10 +518,9 @@ TEST_F(sim_sig, configure_refuses_what_the_device_does_not_have)
 TEST_F(sim_sig, read_of_a_generating_mkey_carries_crc32c_per_block)
 {
     const uint32_t len = 3 * BS + 100, wlen = wire_len(len);
-    smlx5_mkey_t *gen  = gen_crc32c(RESP, 0, len);
+    smlx5_mkey_t  *gen = gen_crc32c(RESP, 0, len);
 
-    post_read(m_qp[REQ], 1, addr(REQ), lkey(REQ), 0, smlx5_mkey_key(gen),
-              wlen);
+    post_read(m_qp[REQ], 1, addr(REQ), lkey(REQ), 0, smlx5_mkey_key(gen), wlen);
     expect_wc(m_scq[REQ], 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
     const uint8_t *w = buf(REQ), *d = buf(RESP);
     for (uint32_t k = 0; k < 4; ++k) {
@@ -533,12 +535,11 @@ TEST_F(sim_sig, read_of_a_generating_mkey_carries_crc32c_per_block)
 TEST_F(sim_sig, read_of_a_t10dif_mkey_carries_guard_app_and_ref_tags)
 {
     const uint32_t len = 4 * BS, wlen = wire_len(len, BS, 8);
-    domain w = dif_domain(MLX5DV_SIG_T10DIF_CRC, 0xbeef, 1000,
-                          MLX5DV_SIG_T10DIF_FLAG_REF_REMAP);
-    smlx5_mkey_t *gen = sig_mkey(RESP, 0, len, nullptr, &w);
+    domain         w   = dif_domain(MLX5DV_SIG_T10DIF_CRC, 0xbeef, 1000,
+                                    MLX5DV_SIG_T10DIF_FLAG_REF_REMAP);
+    smlx5_mkey_t  *gen = sig_mkey(RESP, 0, len, nullptr, &w);
 
-    post_read(m_qp[REQ], 1, addr(REQ), lkey(REQ), 0, smlx5_mkey_key(gen),
-              wlen);
+    post_read(m_qp[REQ], 1, addr(REQ), lkey(REQ), 0, smlx5_mkey_key(gen), wlen);
     expect_wc(m_scq[REQ], 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
     for (uint32_t k = 0; k < 4; ++k) {
         const uint8_t *f = buf(REQ, k * (BS + 8) + BS);
@@ -550,15 +551,15 @@ TEST_F(sim_sig, read_of_a_t10dif_mkey_carries_guard_app_and_ref_tags)
 
 TEST_F(sim_sig, ip_checksum_guard_and_crc32)
 {
-    domain w1 = dif_domain(MLX5DV_SIG_T10DIF_CSUM, 7, 9, 0);
-    domain w2 = crc_domain(MLX5DV_SIG_CRC_TYPE_CRC32);
+    domain        w1 = dif_domain(MLX5DV_SIG_T10DIF_CSUM, 7, 9, 0);
+    domain        w2 = crc_domain(MLX5DV_SIG_CRC_TYPE_CRC32);
     smlx5_mkey_t *g1 = sig_mkey(RESP, 0, BS, nullptr, &w1);
     smlx5_mkey_t *g2 = sig_mkey(RESP, 0, BS, nullptr, &w2);
 
     post_read(m_qp[REQ], 1, addr(REQ), lkey(REQ), 0, smlx5_mkey_key(g1),
               BS + 8);
-    post_read(m_qp[REQ], 2, addr(REQ, 4096), lkey(REQ), 0,
-              smlx5_mkey_key(g2), BS + 4);
+    post_read(m_qp[REQ], 2, addr(REQ, 4096), lkey(REQ), 0, smlx5_mkey_key(g2),
+              BS + 4);
     expect_wc(m_scq[REQ], 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
     expect_wc(m_scq[REQ], 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
     EXPECT_EQ(ref_ip_csum(buf(RESP), BS), rd_be16(buf(REQ, BS)));
@@ -574,18 +575,18 @@ TEST_F(sim_sig, ip_checksum_guard_and_crc32)
 TEST_F(sim_sig, write_from_generating_to_checking_mkey_strips_and_regenerates)
 {
     const uint32_t len = 2 * BS, wlen = wire_len(len);
-    domain wg = crc_domain(MLX5DV_SIG_CRC_TYPE_CRC32C);
-    domain wc = crc_domain(MLX5DV_SIG_CRC_TYPE_CRC32C);
-    domain mc = dif_domain(MLX5DV_SIG_T10DIF_CRC, 1, 2, 0);
+    domain         wg = crc_domain(MLX5DV_SIG_CRC_TYPE_CRC32C);
+    domain         wc = crc_domain(MLX5DV_SIG_CRC_TYPE_CRC32C);
+    domain         mc = dif_domain(MLX5DV_SIG_T10DIF_CRC, 1, 2, 0);
     for (uint32_t i = 0; i < len; ++i) {
         buf(REQ)[i] = (uint8_t)(i ^ 0x5a);
     }
     smlx5_mkey_t *src = sig_mkey(REQ, 0, len, nullptr, &wg);
     /* the receiver's memory: each block followed by its T10-DIF field */
-    smlx5_mkey_t *dst = sig_mkey(RESP, 8192, len + 2 * 8, &mc, &wc,
-                                 MLX5DV_SIG_MASK_CRC32C);
-    struct ibv_sge s = {0, wlen, smlx5_mkey_key(src)};
-    struct ibv_send_wr wr = make_wr(IBV_WR_RDMA_WRITE, 1, &s, 1);
+    smlx5_mkey_t      *dst = sig_mkey(RESP, 8192, len + 2 * 8, &mc, &wc,
+                                      MLX5DV_SIG_MASK_CRC32C);
+    struct ibv_sge     s   = {0, wlen, smlx5_mkey_key(src)};
+    struct ibv_send_wr wr  = make_wr(IBV_WR_RDMA_WRITE, 1, &s, 1);
     wr.wr.rdma.remote_addr = 0;
     wr.wr.rdma.rkey        = smlx5_mkey_key(dst);
     post(m_qp[REQ], &wr);
@@ -603,34 +604,43 @@ TEST_F(sim_sig, write_from_generating_to_checking_mkey_strips_and_regenerates)
 /* A READ from a generating mkey into a checking one delivers the data
  * alone, for every checksum and for whole and short last blocks. */
 struct sig_case {
-    const char *name;
-    int         kind;        /* 0 CRC32C, 1 CRC32, 2 T10-DIF CRC, 3 CSUM */
+    const char            *name;
+    int                    kind; /* 0 CRC32C, 1 CRC32, 2 T10-DIF CRC, 3 CSUM */
     enum mlx5dv_block_size bs;
-    uint32_t    bs_bytes;
-    uint32_t    len;
+    uint32_t               bs_bytes;
+    uint32_t               len;
 };
 
 class sim_sig_roundtrip : public sim_sig,
-                          public ::testing::WithParamInterface<sig_case> {
-};
+                          public ::testing::WithParamInterface<sig_case> {};
 
 TEST_P(sim_sig_roundtrip, read_delivers_the_data_and_finds_no_error)
 {
     const sig_case &p = GetParam();
-    domain w;
-    uint32_t sz;
+    domain          w;
+    uint32_t        sz;
     switch (p.kind) {
-    case 0: w = crc_domain(MLX5DV_SIG_CRC_TYPE_CRC32C, p.bs); sz = 4; break;
-    case 1: w = crc_domain(MLX5DV_SIG_CRC_TYPE_CRC32, p.bs, 0); sz = 4; break;
-    case 2: w = dif_domain(MLX5DV_SIG_T10DIF_CRC, 0, 0,
-                           MLX5DV_SIG_T10DIF_FLAG_REF_REMAP, p.bs);
-            sz = 8; break;
-    default: w = dif_domain(MLX5DV_SIG_T10DIF_CSUM, 3, 4, 0, p.bs); sz = 8;
+    case 0:
+        w  = crc_domain(MLX5DV_SIG_CRC_TYPE_CRC32C, p.bs);
+        sz = 4;
+        break;
+    case 1:
+        w  = crc_domain(MLX5DV_SIG_CRC_TYPE_CRC32, p.bs, 0);
+        sz = 4;
+        break;
+    case 2:
+        w  = dif_domain(MLX5DV_SIG_T10DIF_CRC, 0, 0,
+                        MLX5DV_SIG_T10DIF_FLAG_REF_REMAP, p.bs);
+        sz = 8;
+        break;
+    default:
+        w  = dif_domain(MLX5DV_SIG_T10DIF_CSUM, 3, 4, 0, p.bs);
+        sz = 8;
     }
-    domain w2 = w;
-    smlx5_mkey_t *gen = sig_mkey(RESP, 0, p.len, nullptr, &w);
-    smlx5_mkey_t *chk = sig_mkey(REQ, 100, p.len, nullptr, &w2);
-    uint32_t wlen = wire_len(p.len, p.bs_bytes, sz);
+    domain        w2   = w;
+    smlx5_mkey_t *gen  = sig_mkey(RESP, 0, p.len, nullptr, &w);
+    smlx5_mkey_t *chk  = sig_mkey(REQ, 100, p.len, nullptr, &w2);
+    uint32_t      wlen = wire_len(p.len, p.bs_bytes, sz);
 
     post_read(m_qp[REQ], 1, 0, smlx5_mkey_key(chk), 0, smlx5_mkey_key(gen),
               wlen);
@@ -641,17 +651,21 @@ TEST_P(sim_sig_roundtrip, read_delivers_the_data_and_finds_no_error)
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    kinds, sim_sig_roundtrip,
-    ::testing::Values(
-        sig_case{"crc32c_512", 0, MLX5DV_BLOCK_SIZE_512, 512, 8 * 512},
-        sig_case{"crc32c_short_last", 0, MLX5DV_BLOCK_SIZE_512, 512, 5000},
-        sig_case{"crc32c_4096", 0, MLX5DV_BLOCK_SIZE_4096, 4096, 40000},
-        sig_case{"crc32_520", 1, MLX5DV_BLOCK_SIZE_520, 520, 3 * 520 + 8},
-        sig_case{"t10dif_crc_4160", 2, MLX5DV_BLOCK_SIZE_4160, 4160, 9000},
-        sig_case{"t10dif_csum_4048", 3, MLX5DV_BLOCK_SIZE_4048, 4048, 4049}),
-    [](const ::testing::TestParamInfo<sig_case> &i) {
-        return std::string(i.param.name);
-    });
+        kinds, sim_sig_roundtrip,
+        ::testing::Values(
+                sig_case{"crc32c_512", 0, MLX5DV_BLOCK_SIZE_512, 512, 8 * 512},
+                sig_case{"crc32c_short_last", 0, MLX5DV_BLOCK_SIZE_512, 512,
+                         5000},
+                sig_case{"crc32c_4096", 0, MLX5DV_BLOCK_SIZE_4096, 4096, 40000},
+                sig_case{"crc32_520", 1, MLX5DV_BLOCK_SIZE_520, 520,
+                         3 * 520 + 8},
+                sig_case{"t10dif_crc_4160", 2, MLX5DV_BLOCK_SIZE_4160, 4160,
+                         9000},
+                sig_case{"t10dif_csum_4048", 3, MLX5DV_BLOCK_SIZE_4048, 4048,
+                         4049}),
+        [](const ::testing::TestParamInfo<sig_case> &i) {
+            return std::string(i.param.name);
+        });
 
 /* ------------------------------------------------------------- errors */
 
@@ -662,8 +676,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST_F(sim_sig, a_bad_block_completes_the_read_and_is_reported_on_the_mkey)
 {
     const uint32_t len = 6 * BS;
-    smlx5_mkey_t *gen = gen_crc32c(RESP, 0, len);
-    smlx5_mkey_t *chk = gen_crc32c(REQ, 0, len);
+    smlx5_mkey_t  *gen = gen_crc32c(RESP, 0, len);
+    smlx5_mkey_t  *chk = gen_crc32c(REQ, 0, len);
 
     ASSERT_EQ(0, smlx5_mkey_corrupt_block(gen, 4, SMLX5_CORRUPT_WIRE));
     post_read(m_qp[REQ], 1, 0, smlx5_mkey_key(chk), 0, smlx5_mkey_key(gen),
@@ -691,9 +705,9 @@ TEST_F(sim_sig, a_bad_block_completes_the_read_and_is_reported_on_the_mkey)
 
 TEST_F(sim_sig, the_sigerr_cqe_names_the_mkey_for_a_data_path_that_polls_itself)
 {
-    const uint32_t len = 2 * BS;
-    smlx5_mkey_t *gen = gen_crc32c(RESP, 0, len);
-    smlx5_mkey_t *chk = gen_crc32c(REQ, 0, len);
+    const uint32_t   len = 2 * BS;
+    smlx5_mkey_t    *gen = gen_crc32c(RESP, 0, len);
+    smlx5_mkey_t    *chk = gen_crc32c(REQ, 0, len);
     struct mlx5dv_cq dv;
 
     ASSERT_EQ(0, smlx5_cq_dv(m_scq[REQ], &dv));
@@ -703,13 +717,13 @@ TEST_F(sim_sig, the_sigerr_cqe_names_the_mkey_for_a_data_path_that_polls_itself)
     const struct mlx5_cqe64 *cqe = nullptr;
     for (int i = 0; (i < 100000) && (cqe == nullptr); ++i) {
         smlx5_progress(m_ctx);
-        cqe = strand_cqe_get(dv.buf, dv.cqe_cnt,
-                             strand_cqe_shift(dv.cqe_size), 0);
+        cqe = strand_cqe_get(dv.buf, dv.cqe_cnt, strand_cqe_shift(dv.cqe_size),
+                             0);
     }
     ASSERT_NE(nullptr, cqe);
     ASSERT_EQ(MLX5_CQE_SIG_ERR, strand_cqe_opcode(cqe));
     const struct strand_sigerr_cqe *se =
-            reinterpret_cast<const struct strand_sigerr_cqe*>(cqe);
+            reinterpret_cast<const struct strand_sigerr_cqe *>(cqe);
     EXPECT_EQ(smlx5_mkey_key(chk), be32toh(se->mkey));
     EXPECT_EQ(STRAND_SIGERR_SYNDROME_GUARD, be16toh(se->syndrome));
     EXPECT_EQ(STRAND_SIGERR_DOMAIN_WIRE, se->domain);
@@ -719,8 +733,8 @@ TEST_F(sim_sig, the_sigerr_cqe_names_the_mkey_for_a_data_path_that_polls_itself)
     const struct mlx5_cqe64 *next = nullptr;
     for (int i = 0; (i < 100000) && (next == nullptr); ++i) {
         smlx5_progress(m_ctx);
-        next = strand_cqe_get(dv.buf, dv.cqe_cnt,
-                              strand_cqe_shift(dv.cqe_size), 1);
+        next = strand_cqe_get(dv.buf, dv.cqe_cnt, strand_cqe_shift(dv.cqe_size),
+                              1);
     }
     ASSERT_NE(nullptr, next);
     EXPECT_EQ(MLX5_CQE_REQ, strand_cqe_opcode(next));
@@ -732,25 +746,25 @@ TEST_F(sim_sig, the_sigerr_cqe_names_the_mkey_for_a_data_path_that_polls_itself)
 TEST_F(sim_sig, only_the_first_error_is_reported_until_the_mkey_is_configured)
 {
     const uint32_t len = 4 * BS;
-    smlx5_mkey_t *gen = gen_crc32c(RESP, 0, len);
-    smlx5_mkey_t *chk = gen_crc32c(REQ, 0, len);
+    smlx5_mkey_t  *gen = gen_crc32c(RESP, 0, len);
+    smlx5_mkey_t  *chk = gen_crc32c(REQ, 0, len);
 
     for (int round = 0; round < 2; ++round) {
         ASSERT_EQ(0, smlx5_mkey_corrupt_block(gen, 1, SMLX5_CORRUPT_WIRE));
-        post_read(m_qp[REQ], 1, 0, smlx5_mkey_key(chk), 0,
-                  smlx5_mkey_key(gen), wire_len(len));
+        post_read(m_qp[REQ], 1, 0, smlx5_mkey_key(chk), 0, smlx5_mkey_key(gen),
+                  wire_len(len));
         expect_wc(m_scq[REQ], 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
         ASSERT_EQ(0, smlx5_mkey_corrupt_block(gen, 3, SMLX5_CORRUPT_WIRE));
-        post_read(m_qp[REQ], 2, 0, smlx5_mkey_key(chk), 0,
-                  smlx5_mkey_key(gen), wire_len(len));
+        post_read(m_qp[REQ], 2, 0, smlx5_mkey_key(chk), 0, smlx5_mkey_key(gen),
+                  wire_len(len));
         expect_wc(m_scq[REQ], 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
         struct mlx5dv_mkey_err e = mkey_err(chk);
         ASSERT_EQ(MLX5DV_MKEY_SIG_BLOCK_BAD_GUARD, e.err_type);
         EXPECT_EQ(1u * BS, e.err.sig.offset) << "round " << round;
         EXPECT_EQ(MLX5DV_MKEY_NO_ERR, mkey_err(chk).err_type)
-            << "the second bad transfer was not reported";
+                << "the second bad transfer was not reported";
         /* configuring it again re-arms the report */
-        struct ibv_sge s = sge(REQ, 0, len);
+        struct ibv_sge    s = sge(REQ, 0, len);
         smlx5_mkey_conf_t c;
         memset(&c, 0, sizeof(c));
         c.num_sges = 1;
@@ -801,15 +815,15 @@ protected:
     bool damaged_read(smlx5_qp_t *qp, smlx5_mkey_t *gen, smlx5_mkey_t *chk,
                       uint32_t len, unsigned bad, uint64_t id)
     {
-        bool sigerr = false;
+        bool                     sigerr = false;
         const struct mlx5_cqe64 *cqe;
         EXPECT_EQ(0, smlx5_mkey_corrupt_block(gen, bad, SMLX5_CORRUPT_WIRE));
         post_read(qp, id, 0, smlx5_mkey_key(chk), 0, smlx5_mkey_key(gen),
                   wire_len(len));
         uint8_t op = next_cqe(&cqe);
         if (op == MLX5_CQE_SIG_ERR) {
-            const auto *se =
-                    reinterpret_cast<const struct strand_sigerr_cqe*>(cqe);
+            const auto *se = reinterpret_cast<const struct strand_sigerr_cqe *>(
+                    cqe);
             EXPECT_EQ(smlx5_mkey_key(chk), be32toh(se->mkey));
             EXPECT_EQ((uint64_t)bad * BS, be64toh(se->sig_err_offset));
             sigerr = true;
@@ -821,7 +835,7 @@ protected:
 
     void reconfigure(smlx5_mkey_t *chk, uint32_t len)
     {
-        struct ibv_sge s = sge(REQ, 0, len);
+        struct ibv_sge    s = sge(REQ, 0, len);
         smlx5_mkey_conf_t c;
         memset(&c, 0, sizeof(c));
         c.num_sges = 1;
@@ -836,8 +850,8 @@ protected:
 TEST_F(sim_sig_dv, a_reported_mkey_stays_silent_until_replaced)
 {
     const uint32_t len = 4 * BS;
-    smlx5_mkey_t *gen = gen_crc32c(RESP, 0, len);
-    smlx5_mkey_t *chk = gen_crc32c(REQ, 0, len);
+    smlx5_mkey_t  *gen = gen_crc32c(RESP, 0, len);
+    smlx5_mkey_t  *chk = gen_crc32c(REQ, 0, len);
 
     EXPECT_TRUE(damaged_read(m_qp[REQ], gen, chk, len, 1, 1));
     ASSERT_NO_FATAL_FAILURE(reconfigure(chk, len));
@@ -857,8 +871,8 @@ TEST_F(sim_sig_dv, a_reported_mkey_stays_silent_until_replaced)
 TEST_F(sim_sig_dv, a_pipelining_qp_stops_only_for_an_armed_mkey)
 {
     const uint32_t len = 2 * BS;
-    smlx5_mkey_t *gen = gen_crc32c(RESP, 0, len);
-    smlx5_mkey_t *chk = gen_crc32c(REQ, 0, len);
+    smlx5_mkey_t  *gen = gen_crc32c(RESP, 0, len);
+    smlx5_mkey_t  *chk = gen_crc32c(REQ, 0, len);
     for (int i = 0; i < 4; ++i) {
         post_recv_on(m_pr, RESP, 16384 + 64 * i, 64, 100 + i);
     }
@@ -888,13 +902,13 @@ TEST_F(sim_sig_dv, a_pipelining_qp_stops_only_for_an_armed_mkey)
 
 TEST_F(sim_sig, t10dif_reports_the_first_bad_part_in_guard_app_ref_order)
 {
-    domain wg = dif_domain(MLX5DV_SIG_T10DIF_CRC, 0x1111, 50, 0);
-    domain wc = dif_domain(MLX5DV_SIG_T10DIF_CRC, 0x2222, 60, 0);
+    domain        wg  = dif_domain(MLX5DV_SIG_T10DIF_CRC, 0x1111, 50, 0);
+    domain        wc  = dif_domain(MLX5DV_SIG_T10DIF_CRC, 0x2222, 60, 0);
     smlx5_mkey_t *gen = sig_mkey(RESP, 0, BS, nullptr, &wg);
     /* checks application and reference tags only */
     smlx5_mkey_t *chk = sig_mkey(REQ, 0, BS, nullptr, &wc,
                                  MLX5DV_SIG_MASK_T10DIF_APPTAG |
-                                 MLX5DV_SIG_MASK_T10DIF_REFTAG);
+                                         MLX5DV_SIG_MASK_T10DIF_REFTAG);
     post_read(m_qp[REQ], 1, 0, smlx5_mkey_key(chk), 0, smlx5_mkey_key(gen),
               BS + 8);
     expect_wc(m_scq[REQ], 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
@@ -952,8 +966,8 @@ TEST_F(sim_sig, memory_corruption_is_caught_by_a_memory_signature_only)
     smlx5_mkey_t *plain = sig_mkey(RESP, 8192, 2 * BS, nullptr, &w2);
     smlx5_mkey_t *chk2  = gen_crc32c(REQ, 8192, 2 * BS);
     ASSERT_EQ(0, smlx5_mkey_corrupt_block(plain, 1, SMLX5_CORRUPT_MEMORY));
-    post_read(m_qp[REQ], 2, 0, smlx5_mkey_key(chk2), 0,
-              smlx5_mkey_key(plain), wire_len(2 * BS));
+    post_read(m_qp[REQ], 2, 0, smlx5_mkey_key(chk2), 0, smlx5_mkey_key(plain),
+              wire_len(2 * BS));
     expect_wc(m_scq[REQ], 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
     EXPECT_EQ(MLX5DV_MKEY_NO_ERR, mkey_err(chk2).err_type);
     EXPECT_NE(0, memcmp(buf(REQ, 8192 + BS), buf(RESP, 8192 + BS), BS));
@@ -964,8 +978,8 @@ TEST_F(sim_sig, memory_corruption_is_caught_by_a_memory_signature_only)
 TEST_F(sim_sig, transfers_cover_whole_blocks)
 {
     const uint32_t len = 4 * BS;
-    smlx5_mkey_t *gen = gen_crc32c(RESP, 0, len);
-    smlx5_mkey_t *chk = gen_crc32c(REQ, 0, len);
+    smlx5_mkey_t  *gen = gen_crc32c(RESP, 0, len);
+    smlx5_mkey_t  *chk = gen_crc32c(REQ, 0, len);
 
     /* the second block and the third, whole: fine */
     post_read(m_qp[REQ], 1, BS + 4, smlx5_mkey_key(chk), BS + 4,
@@ -997,8 +1011,8 @@ TEST_F(sim_sig, bounds_access_and_atomics_through_mkeys)
     /* an atomic's target is memory, not an mkey */
     smlx5_qp_t *pair[2];
     create_connected_pair(m_cap, 0, pair);
-    struct ibv_sge s = sge(REQ, 0, 8);
-    struct ibv_send_wr wr = make_wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 2, &s, 1);
+    struct ibv_sge     s     = sge(REQ, 0, 8);
+    struct ibv_send_wr wr    = make_wr(IBV_WR_ATOMIC_FETCH_AND_ADD, 2, &s, 1);
     wr.wr.atomic.remote_addr = 0;
     wr.wr.atomic.rkey        = smlx5_mkey_key(gen);
     wr.wr.atomic.compare_add = 1;
@@ -1008,11 +1022,10 @@ TEST_F(sim_sig, bounds_access_and_atomics_through_mkeys)
 
 TEST_F(sim_sig, an_mkey_is_the_only_data_segment_of_its_wqe)
 {
-    smlx5_mkey_t *gen = gen_crc32c(RESP, 0, BS);
-    smlx5_mkey_t *chk = gen_crc32c(REQ, 0, BS);
-    struct ibv_sge s[2] = {{0, BS + 4, smlx5_mkey_key(chk)},
-                           sge(REQ, 8192, 8)};
-    struct ibv_send_wr wr = make_wr(IBV_WR_RDMA_READ, 1, s, 2);
+    smlx5_mkey_t  *gen  = gen_crc32c(RESP, 0, BS);
+    smlx5_mkey_t  *chk  = gen_crc32c(REQ, 0, BS);
+    struct ibv_sge s[2] = {{0, BS + 4, smlx5_mkey_key(chk)}, sge(REQ, 8192, 8)};
+    struct ibv_send_wr wr  = make_wr(IBV_WR_RDMA_READ, 1, s, 2);
     wr.wr.rdma.remote_addr = 0;
     wr.wr.rdma.rkey        = smlx5_mkey_key(gen);
     post(m_qp[REQ], &wr);
@@ -1021,7 +1034,7 @@ TEST_F(sim_sig, an_mkey_is_the_only_data_segment_of_its_wqe)
 
 TEST_F(sim_sig, large_reads_through_mkeys_bypass_one_copy_and_stay_checked)
 {
-    const uint32_t len = 48 * 1024; /* above the one-copy threshold */
+    const uint32_t       len = 48 * 1024; /* above the one-copy threshold */
     std::vector<uint8_t> src(len), dst(len + 4096);
     for (uint32_t i = 0; i < len; ++i) {
         src[i] = (uint8_t)(i * 13);
@@ -1030,17 +1043,17 @@ TEST_F(sim_sig, large_reads_through_mkeys_bypass_one_copy_and_stay_checked)
     smlx5_mr_t *md = smlx5_reg_mr(m_pd, dst.data(), dst.size(), access_all());
     ASSERT_NE(nullptr, ms);
     ASSERT_NE(nullptr, md);
-    domain w1 = crc_domain(MLX5DV_SIG_CRC_TYPE_CRC32C);
-    domain w2 = crc_domain(MLX5DV_SIG_CRC_TYPE_CRC32C);
-    smlx5_mkey_t *gen = new_mkey(), *chk = new_mkey();
+    domain         w1  = crc_domain(MLX5DV_SIG_CRC_TYPE_CRC32C);
+    domain         w2  = crc_domain(MLX5DV_SIG_CRC_TYPE_CRC32C);
+    smlx5_mkey_t  *gen = new_mkey(), *chk = new_mkey();
     struct ibv_sge s1 = {(uintptr_t)src.data(), len, smlx5_mr_lkey(ms)};
     struct ibv_sge s2 = {(uintptr_t)dst.data(), len, smlx5_mr_lkey(md)};
     struct mlx5dv_sig_block_attr a1, a2;
     memset(&a1, 0, sizeof(a1));
     memset(&a2, 0, sizeof(a2));
-    a1.wire = bind(&w1);
-    a2.wire = bind(&w2);
-    a2.check_mask = MLX5DV_SIG_MASK_CRC32C;
+    a1.wire              = bind(&w1);
+    a2.wire              = bind(&w2);
+    a2.check_mask        = MLX5DV_SIG_MASK_CRC32C;
     smlx5_mkey_conf_t c1 = {0, 1, (uint32_t)access_all(), 1, &s1, &a1};
     smlx5_mkey_conf_t c2 = {0, 1, (uint32_t)access_all(), 1, &s2, &a2};
     ASSERT_EQ(0, smlx5_mkey_configure(gen, &c1));
@@ -1111,12 +1124,12 @@ TEST_F(sim_sig, seed_sig_pipelining_is_for_rc_qps_on_a_device_that_has_it)
 {
     smlx5_qp_init_attr_t attr;
     memset(&attr, 0, sizeof(attr));
-    attr.type         = SMLX5_QPT_DCI;
-    attr.send_cq      = m_scq[REQ];
-    attr.cap          = m_cap;
+    attr.type            = SMLX5_QPT_DCI;
+    attr.send_cq         = m_scq[REQ];
+    attr.cap             = m_cap;
     attr.cap.max_recv_wr = 0;
-    attr.create_flags = MLX5DV_QP_CREATE_SIG_PIPELINING;
-    errno = 0;
+    attr.create_flags    = MLX5DV_QP_CREATE_SIG_PIPELINING;
+    errno                = 0;
     EXPECT_EQ(nullptr, smlx5_create_qp(m_pd, &attr));
     EXPECT_EQ(EINVAL, errno);
 }
@@ -1133,14 +1146,14 @@ TEST_F(sim_sig, seed_the_qp_stops_before_the_next_fenced_wqe)
     smlx5_mkey_t *chk = gen_crc32c(REQ, 0, BS);
     post_recv_on(m_pr, RESP, 16384, 64, 100);
     post_recv_on(m_pr, RESP, 16448, 64, 101);
-    struct mlx5dv_qp dv = qp_dv(m_pq);
-    uint32_t pi0 = sq_dbrec(dv);
+    struct mlx5dv_qp dv  = qp_dv(m_pq);
+    uint32_t         pi0 = sq_dbrec(dv);
 
     ASSERT_EQ(0, smlx5_mkey_corrupt_block(gen, 0, SMLX5_CORRUPT_WIRE));
     post_read(m_pq, 1, 0, smlx5_mkey_key(chk), 0, smlx5_mkey_key(gen), BS + 4);
-    post_fin(m_pq, 2, IBV_SEND_SIGNALED);              /* not fenced */
+    post_fin(m_pq, 2, IBV_SEND_SIGNALED); /* not fenced */
     uint32_t fenced_at = sq_dbrec(qp_dv(m_pq));
-    post_fin(m_pq, 3);                                 /* fenced */
+    post_fin(m_pq, 3); /* fenced */
     post_fin(m_pq, 4);
     expect_wc(m_scq[REQ], 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
     expect_wc(m_scq[REQ], 2, IBV_WC_SUCCESS, IBV_WC_SEND);
@@ -1201,9 +1214,9 @@ TEST_F(sim_sig, seed_cancelled_wrs_become_nops_completing_as_signaled)
     }
     ASSERT_EQ(0, smlx5_mkey_corrupt_block(gen, 0, SMLX5_CORRUPT_WIRE));
     post_read(m_pq, 1, 0, smlx5_mkey_key(chk), 0, smlx5_mkey_key(gen), BS + 4);
-    post_fin(m_pq, 7);                                    /* signaled */
-    post_fin(m_pq, 7, IBV_SEND_FENCE);                    /* unsignaled */
-    post_fin(m_pq, 8);                                    /* kept */
+    post_fin(m_pq, 7);                 /* signaled */
+    post_fin(m_pq, 7, IBV_SEND_FENCE); /* unsignaled */
+    post_fin(m_pq, 8);                 /* kept */
     expect_wc(m_scq[REQ], 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
     ASSERT_TRUE(wait_state(m_pq, IBV_QPS_SQD));
 
@@ -1264,8 +1277,8 @@ TEST_F(sim_sig, seed_work_posted_in_sqd_waits_for_rts)
     memset(&a, 0, sizeof(a));
     a.qp_state     = IBV_QPS_RTS;
     a.cur_qp_state = IBV_QPS_RTS; /* not what it is: refused */
-    EXPECT_EQ(EINVAL, smlx5_modify_qp(m_pq, &a, IBV_QP_STATE |
-                                                IBV_QP_CUR_STATE));
+    EXPECT_EQ(EINVAL,
+              smlx5_modify_qp(m_pq, &a, IBV_QP_STATE | IBV_QP_CUR_STATE));
     ASSERT_NO_FATAL_FAILURE(to_rts_from_sqd(m_pq));
     expect_wc(m_scq[REQ], 2, IBV_WC_SUCCESS, IBV_WC_SEND);
     expect_wc(m_scq[REQ], 3, IBV_WC_SUCCESS, IBV_WC_SEND);
@@ -1281,8 +1294,8 @@ TEST_F(sim_sig, modify_to_sqd_drains_and_notifies)
     memset(&a, 0, sizeof(a));
     a.qp_state            = IBV_QPS_SQD;
     a.en_sqd_async_notify = 1;
-    ASSERT_EQ(0, smlx5_modify_qp(m_qp[REQ], &a, IBV_QP_STATE |
-                                               IBV_QP_EN_SQD_ASYNC_NOTIFY));
+    ASSERT_EQ(0, smlx5_modify_qp(m_qp[REQ], &a,
+                                 IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY));
     EXPECT_TRUE(wait_event(IBV_EVENT_SQ_DRAINED));
     uint32_t idx = 1;
     EXPECT_EQ(0, smlx5_qp_query_sqd(m_qp[REQ], &idx));
@@ -1306,10 +1319,10 @@ TEST_F(sim_sig, modify_to_sqd_drains_and_notifies)
  * once, in order, with every completion. */
 TEST_F(sim_sig, seed_four_steps_two_bad_transfers_found_cancelled_and_reread)
 {
-    const int N = 8;
-    const uint32_t len = 4 * BS, wlen = wire_len(len);
+    const int              N   = 8;
+    const uint32_t         len = 4 * BS, wlen = wire_len(len);
     const std::vector<int> bad = {2, 5};
-    smlx5_mkey_t *gen[N], *chk[N];
+    smlx5_mkey_t          *gen[N], *chk[N];
 
     for (int i = 0; i < N; ++i) {
         gen[i] = gen_crc32c(RESP, i * 4096, len);
@@ -1329,14 +1342,13 @@ TEST_F(sim_sig, seed_four_steps_two_bad_transfers_found_cancelled_and_reread)
     }
 
     std::vector<uint64_t> fins_done;
-    std::vector<int> reread;
-    std::vector<int> open(N);
+    std::vector<int>      reread;
+    std::vector<int>      open(N);
     for (int i = 0; i < N; ++i) {
         open[i] = i;
     }
-    int sqd_events = 0;
-    auto deadline = std::chrono::steady_clock::now() +
-                    std::chrono::seconds(10);
+    int  sqd_events = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while ((fins_done.size() < (size_t)N) &&
            (std::chrono::steady_clock::now() < deadline)) {
         struct ibv_wc wc;
@@ -1372,7 +1384,7 @@ TEST_F(sim_sig, seed_four_steps_two_bad_transfers_found_cancelled_and_reread)
                 reread.push_back(i);
                 /* read it again, with a FIN of its own behind it (posting
                  * in SQD is allowed) */
-                struct ibv_sge cfg = sge(REQ, i * 4096, len);
+                struct ibv_sge    cfg = sge(REQ, i * 4096, len);
                 smlx5_mkey_conf_t c;
                 memset(&c, 0, sizeof(c));
                 c.num_sges = 1;
@@ -1395,7 +1407,7 @@ TEST_F(sim_sig, seed_four_steps_two_bad_transfers_found_cancelled_and_reread)
     EXPECT_EQ(bad, reread);
     EXPECT_GE(sqd_events, 1);
     std::vector<uint64_t> at_peer;
-    struct ibv_wc wc;
+    struct ibv_wc         wc;
     while (poll_one(m_rcq[RESP], &wc, 200)) {
         ASSERT_EQ(IBV_WC_SUCCESS, wc.status);
         uint64_t v;
@@ -1420,7 +1432,7 @@ TEST_F(sim_sig, seed_four_steps_two_bad_transfers_found_cancelled_and_reread)
     /* every byte of every transfer is right in the end */
     for (int i = 0; i < N; ++i) {
         EXPECT_EQ(0, memcmp(buf(REQ, i * 4096), buf(RESP, i * 4096), len))
-            << "transfer " << i;
+                << "transfer " << i;
         EXPECT_EQ(MLX5DV_MKEY_NO_ERR, mkey_err(chk[i]).err_type);
     }
 }
@@ -1434,8 +1446,7 @@ TEST_F(sim_sig, sdc_corrupts_plain_reads_and_signature_reads_catch_it)
 {
     const uint32_t len = 32 * BS;
     ASSERT_EQ(0, smlx5_set_faults(m_ctx, "sdc=0.2,seed=7"));
-    post_read(m_qp[REQ], 1, addr(REQ), lkey(REQ), addr(RESP), rkey(RESP),
-              len);
+    post_read(m_qp[REQ], 1, addr(REQ), lkey(REQ), addr(RESP), rkey(RESP), len);
     expect_wc(m_scq[REQ], 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
     EXPECT_NE(0, memcmp(buf(REQ), buf(RESP), len)) << "damage went through";
 

@@ -73,16 +73,18 @@ protected:
               uint64_t tag = 0, uint64_t mask = 0, unsigned ds = 0,
               uint8_t opcode = MLX5_OPCODE_TAG_MATCHING, uint32_t len = 64)
     {
-        auto *ctrl = (struct mlx5_wqe_ctrl_seg*)
-                     strand_sq_bb(m_dv.sq.buf, m_dv.sq.wqe_cnt, m_cur);
-        auto *seg  = (struct mlx5_wqe_tm_seg*)(ctrl + 1);
+        auto *ctrl = (struct mlx5_wqe_ctrl_seg *)strand_sq_bb(m_dv.sq.buf,
+                                                              m_dv.sq.wqe_cnt,
+                                                              m_cur);
+        auto *seg  = (struct mlx5_wqe_tm_seg *)(ctrl + 1);
         strand_set_tm_seg(seg, op, flags, index, sw_cnt, tag, mask);
         if (ds == 0) {
             ds = (op == STRAND_TM_OP_APPEND) ? 4 : 3;
         }
         if (op == STRAND_TM_OP_APPEND) {
-            strand_set_data_seg((struct mlx5_wqe_data_seg*)(seg + 1),
-                                (uintptr_t)m_buf[0], len, smlx5_mr_lkey(m_mr[0]));
+            strand_set_data_seg((struct mlx5_wqe_data_seg *)(seg + 1),
+                                (uintptr_t)m_buf[0], len,
+                                smlx5_mr_lkey(m_mr[0]));
         }
         strand_set_ctrl_seg(ctrl, 0, (uint16_t)m_cur, opcode,
                             smlx5_qp_num(m_cmd), ds, 0, 0);
@@ -93,10 +95,10 @@ protected:
 
     /* A SEND with a TMH (EAGER, `tag`) and `len` payload bytes from REQ
      * memory at offset 1024, over a DCI to `dct`. */
-    void send_tmh(smlx5_qp_t *dci, smlx5_qp_t *dct, uint64_t tag,
-                  uint32_t len, uint8_t seed)
+    void send_tmh(smlx5_qp_t *dci, smlx5_qp_t *dct, uint64_t tag, uint32_t len,
+                  uint8_t seed)
     {
-        auto *tmh = reinterpret_cast<struct ibv_tmh*>(buf(REQ, 1024));
+        auto *tmh = reinterpret_cast<struct ibv_tmh *>(buf(REQ, 1024));
         memset(tmh, 0, sizeof(*tmh));
         tmh->opcode  = IBV_TMH_EAGER;
         tmh->app_ctx = htobe32(0x1234);
@@ -104,9 +106,9 @@ protected:
         for (uint32_t i = 0; i < len; ++i) {
             buf(REQ, 1024 + STRAND_TMH_SIZE)[i] = (uint8_t)(seed * 31 + i);
         }
-        smlx5_dc_target_t dc = {m_lid, smlx5_dct_num(dct),
-                                SMLX5_DC_KEY_DEFAULT};
-        struct ibv_sge s = sge(REQ, 1024, STRAND_TMH_SIZE + len);
+        smlx5_dc_target_t  dc = {m_lid, smlx5_dct_num(dct),
+                                 SMLX5_DC_KEY_DEFAULT};
+        struct ibv_sge     s  = sge(REQ, 1024, STRAND_TMH_SIZE + len);
         struct ibv_send_wr wr = make_wr(IBV_WR_SEND, tag, &s, 1), *bad;
         ASSERT_EQ(0, smlx5_post_send_dc(dci, &wr, &dc, 0, &bad));
         struct ibv_wc wc;
@@ -115,13 +117,13 @@ protected:
         EXPECT_EQ(tag, wc.wr_id);
     }
 
-    smlx5_cq_t        *m_cq  = nullptr;
-    smlx5_cq_t        *m_cq128 = nullptr; /* 128-byte CQEs, as asked */
-    dv_cq              m_dvcq;
-    smlx5_srq_t       *m_srq = nullptr;
-    smlx5_qp_t        *m_cmd = nullptr;
-    struct mlx5dv_qp   m_dv;
-    uint32_t           m_cur = 0;
+    smlx5_cq_t      *m_cq    = nullptr;
+    smlx5_cq_t      *m_cq128 = nullptr; /* 128-byte CQEs, as asked */
+    dv_cq            m_dvcq;
+    smlx5_srq_t     *m_srq = nullptr;
+    smlx5_qp_t      *m_cmd = nullptr;
+    struct mlx5dv_qp m_dv;
+    uint32_t         m_cur = 0;
 };
 
 /* spec section 4: "Requires an extended CQ (else EINVAL)"; the tag list is
@@ -150,8 +152,8 @@ TEST_F(sim_tm, create_checks_cq_tags_and_ops)
 TEST_F(sim_tm, list_operations_complete_only_when_asked)
 {
     open_srq();
-    post(STRAND_TM_OP_APPEND, STRAND_TM_FLAG_CQE | STRAND_TM_FLAG_SW_CNT, 1,
-         0, 0x1234, ~0ull);
+    post(STRAND_TM_OP_APPEND, STRAND_TM_FLAG_CQE | STRAND_TM_FLAG_SW_CNT, 1, 0,
+         0x1234, ~0ull);
     struct mlx5_cqe64 *cqe = m_dvcq.next(m_ctx);
     ASSERT_NE(nullptr, cqe);
     EXPECT_EQ(MLX5_CQE_NO_PACKET, strand_cqe_opcode(cqe));
@@ -182,7 +184,7 @@ TEST_F(sim_tm, list_operations_complete_only_when_asked)
 TEST_F(sim_tm, remove_of_an_entry_no_longer_listed_reports_failure)
 {
     open_srq();
-    post(STRAND_TM_OP_APPEND, 0, 1, 0, 7, ~0ull);          /* slot 0 */
+    post(STRAND_TM_OP_APPEND, 0, 1, 0, 7, ~0ull); /* slot 0 */
     post(STRAND_TM_OP_REMOVE, STRAND_TM_FLAG_CQE, 0, 0);
     struct mlx5_cqe64 *cqe = m_dvcq.next(m_ctx);
     ASSERT_NE(nullptr, cqe);
@@ -201,14 +203,14 @@ TEST_F(sim_tm, remove_of_an_entry_no_longer_listed_reports_failure)
 TEST_F(sim_tm, malformed_list_operation_is_a_local_qp_operation_error)
 {
     open_srq();
-    post(STRAND_TM_OP_APPEND, 0, 1, 0, 7, ~0ull);  /* slot 0, next 1 */
-    post(STRAND_TM_OP_APPEND, 0, 0, 0, 8, ~0ull);  /* slot 1, next 0 */
+    post(STRAND_TM_OP_APPEND, 0, 1, 0, 7, ~0ull); /* slot 0, next 1 */
+    post(STRAND_TM_OP_APPEND, 0, 0, 0, 8, ~0ull); /* slot 1, next 0 */
     post(STRAND_TM_OP_APPEND, STRAND_TM_FLAG_CQE, 2, 0, 9, ~0ull); /* 0 */
     struct mlx5_cqe64 *cqe = m_dvcq.next(m_ctx);
     ASSERT_NE(nullptr, cqe);
     EXPECT_EQ(MLX5_CQE_REQ_ERR, strand_cqe_opcode(cqe));
     EXPECT_EQ(MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, strand_cqe_syndrome(cqe));
-    struct ibv_qp_attr attr;
+    struct ibv_qp_attr      attr;
     struct ibv_qp_init_attr init;
     ASSERT_EQ(0, smlx5_query_qp(m_cmd, &attr, IBV_QP_STATE, &init));
     EXPECT_EQ(IBV_QPS_ERR, attr.qp_state);
@@ -240,8 +242,8 @@ TEST_F(sim_tm, matching_stops_after_an_unexpected_message_until_synced)
     for (unsigned i = 0; i < 4; ++i) {
         post_srq_recv(m_srq, RESP, 256 * i, 256, 100 + i);
     }
-    post(STRAND_TM_OP_APPEND, STRAND_TM_FLAG_CQE | STRAND_TM_FLAG_SW_CNT, 1,
-         0, 5, ~0ull);                                 /* handle 0: tag 5 */
+    post(STRAND_TM_OP_APPEND, STRAND_TM_FLAG_CQE | STRAND_TM_FLAG_SW_CNT, 1, 0,
+         5, ~0ull); /* handle 0: tag 5 */
     struct mlx5_cqe64 *cqe = m_dvcq.next(m_ctx);
     ASSERT_NE(nullptr, cqe);
     EXPECT_EQ(STRAND_CQE_APP_OP_TM_APPEND, cqe->app_op);
@@ -254,11 +256,10 @@ TEST_F(sim_tm, matching_stops_after_an_unexpected_message_until_synced)
     EXPECT_EQ(STRAND_CQE_APP_OP_TM_UNEXPECTED, cqe->app_op);
     EXPECT_EQ(STRAND_TMH_SIZE + 32u, be32toh(cqe->byte_cnt));
     EXPECT_EQ(0, strand_cqe_wqe_counter(cqe));
-    auto *tmh = reinterpret_cast<struct ibv_tmh*>(buf(RESP));
+    auto *tmh = reinterpret_cast<struct ibv_tmh *>(buf(RESP));
     EXPECT_EQ(IBV_TMH_EAGER, tmh->opcode);
     EXPECT_EQ(9u, be64toh(tmh->tag));
-    EXPECT_EQ(0, memcmp(buf(RESP, STRAND_TMH_SIZE), buf(REQ, 1024 + 16),
-                        32));
+    EXPECT_EQ(0, memcmp(buf(RESP, STRAND_TMH_SIZE), buf(REQ, 1024 + 16), 32));
 
     /* tag 5 is listed, but software has not reported the unexpected one:
      * not matched */
@@ -283,10 +284,10 @@ TEST_F(sim_tm, matching_stops_after_an_unexpected_message_until_synced)
     ASSERT_NE(nullptr, cqe);
     EXPECT_EQ(MLX5_CQE_RESP_SEND, strand_cqe_opcode(cqe));
     EXPECT_EQ(STRAND_CQE_APP_OP_TM_CONSUMED_MSG, cqe->app_op);
-    EXPECT_EQ(0, be16toh(cqe->app_info));               /* the handle */
+    EXPECT_EQ(0, be16toh(cqe->app_info)); /* the handle */
     EXPECT_EQ(40u, be32toh(cqe->byte_cnt));
-    EXPECT_EQ(5u, be64toh(reinterpret_cast<const struct ibv_tmh*>(
-                              &cqe->tmh)->tag));
+    EXPECT_EQ(5u,
+              be64toh(reinterpret_cast<const struct ibv_tmh *>(&cqe->tmh)->tag));
     EXPECT_EQ(0, memcmp(buf(REQ), buf(REQ, 1024 + 16), 40));
 }
 
@@ -308,10 +309,10 @@ TEST_F(sim_tm, small_tagged_messages_come_in_a_128_byte_cqe)
     ASSERT_NE(nullptr, dci);
     memset(buf(RESP), 0, 512);
     post_srq_recv(m_srq, RESP, 0, 256, 100);
-    post(STRAND_TM_OP_APPEND, STRAND_TM_FLAG_CQE | STRAND_TM_FLAG_SW_CNT, 1,
-         0, 5, ~0ull, 0, MLX5_OPCODE_TAG_MATCHING, 128); /* 0: tag 5 */
-    post(STRAND_TM_OP_APPEND, STRAND_TM_FLAG_CQE | STRAND_TM_FLAG_SW_CNT, 2,
-         0, 6, ~0ull, 0, MLX5_OPCODE_TAG_MATCHING, 128); /* 1: tag 6 */
+    post(STRAND_TM_OP_APPEND, STRAND_TM_FLAG_CQE | STRAND_TM_FLAG_SW_CNT, 1, 0,
+         5, ~0ull, 0, MLX5_OPCODE_TAG_MATCHING, 128); /* 0: tag 5 */
+    post(STRAND_TM_OP_APPEND, STRAND_TM_FLAG_CQE | STRAND_TM_FLAG_SW_CNT, 2, 0,
+         6, ~0ull, 0, MLX5_OPCODE_TAG_MATCHING, 128); /* 1: tag 6 */
     for (int i = 0; i < 2; ++i) {
         struct mlx5_cqe64 *cqe = m_dvcq.next(m_ctx);
         ASSERT_NE(nullptr, cqe);
@@ -327,14 +328,14 @@ TEST_F(sim_tm, small_tagged_messages_come_in_a_128_byte_cqe)
     EXPECT_EQ(0, be16toh(cqe->app_info));
     EXPECT_EQ(64u, be32toh(cqe->byte_cnt));
     EXPECT_TRUE(cqe->op_own & MLX5_INLINE_SCATTER_64);
-    EXPECT_EQ(5u, be64toh(reinterpret_cast<const struct ibv_tmh*>(
-                              &cqe->tmh)->tag));
+    EXPECT_EQ(5u,
+              be64toh(reinterpret_cast<const struct ibv_tmh *>(&cqe->tmh)->tag));
     const void *in_cqe = strand_cqe_inline_data(cqe);
-    ASSERT_EQ((const void*)(cqe - 1), in_cqe);
+    ASSERT_EQ((const void *)(cqe - 1), in_cqe);
     EXPECT_EQ(0, memcmp(in_cqe, buf(REQ, 1024 + 16), 64));
-    EXPECT_TRUE(std::all_of(buf(REQ), buf(REQ) + 128,
-                            [](uint8_t x) { return x == 0xee; }))
-        << "the tag's buffer was written";
+    EXPECT_TRUE(std::all_of(buf(REQ), buf(REQ) + 128, [](uint8_t x) {
+        return x == 0xee;
+    })) << "the tag's buffer was written";
 
     /* 65: to the buffer */
     send_tmh(dci, dct, 6, 65, 4);
@@ -356,7 +357,7 @@ TEST_F(sim_tm, small_tagged_messages_come_in_a_128_byte_cqe)
     in_cqe = strand_cqe_inline_data(cqe);
     ASSERT_NE(nullptr, in_cqe);
     EXPECT_EQ(0, memcmp(in_cqe, buf(REQ, 1024), STRAND_TMH_SIZE + 48));
-    EXPECT_TRUE(std::all_of(buf(RESP), buf(RESP) + 256,
-                            [](uint8_t x) { return x == 0; }))
-        << "the SRQ buffer was written";
+    EXPECT_TRUE(std::all_of(buf(RESP), buf(RESP) + 256, [](uint8_t x) {
+        return x == 0;
+    })) << "the SRQ buffer was written";
 }

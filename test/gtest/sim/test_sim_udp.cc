@@ -31,9 +31,9 @@ struct received {
 
 void on_packet(void *arg, const sim_pkt_t *pkt, const void *payload)
 {
-    auto *r = static_cast<received*>(arg);
+    auto *r = static_cast<received *>(arg);
     r->pkts.push_back(show(*pkt));
-    const uint8_t *p = static_cast<const uint8_t*>(payload);
+    const uint8_t *p = static_cast<const uint8_t *>(payload);
     r->payloads.emplace_back(p, p + pkt->payload_len);
 }
 
@@ -83,7 +83,7 @@ protected:
         ASSERT_GE(fd, 0);
         ASSERT_EQ((ssize_t)bytes.size(),
                   sendto(fd, bytes.data(), bytes.size(), 0,
-                         (const struct sockaddr*)&m_b_addr, sizeof(m_b_addr)));
+                         (const struct sockaddr *)&m_b_addr, sizeof(m_b_addr)));
         close(fd);
     }
 
@@ -94,7 +94,7 @@ protected:
         return st;
     }
 
-    sim_udp_t          *m_a = nullptr, *m_b = nullptr;
+    sim_udp_t         *m_a = nullptr, *m_b = nullptr;
     struct sockaddr_in m_b_addr;
     received           m_rx;
 };
@@ -104,7 +104,7 @@ protected:
 TEST_F(sim_udp_socket, every_kind_of_packet_crosses_field_for_field)
 {
     std::vector<datagram> sent = every_kind();
-    size_t i = 0;
+    size_t                i    = 0;
     /* in batches the socket buffers hold */
     while (i < sent.size()) {
         size_t batch = std::min<size_t>(32, sent.size() - i);
@@ -127,7 +127,7 @@ TEST_F(sim_udp_socket, every_kind_of_packet_crosses_field_for_field)
 TEST_F(sim_udp_socket, what_is_not_the_fabrics_is_counted_and_never_handed_on)
 {
     struct sockaddr_in any = loopback(0);
-    sim_udp_t *other;
+    sim_udp_t         *other;
     ASSERT_EQ(0, sim_udp_open(&fabric_b, &any, SIM_UDP_EXCLUSIVE, &other));
     datagram g = random_packet(SIM_PKT_SEND_ONLY, SIM_PKT_F_DC, 100);
     ASSERT_EQ(0, sim_udp_send(other, &m_b_addr, &g.pkt, g.payload.data()));
@@ -141,7 +141,7 @@ TEST_F(sim_udp_socket, what_is_not_the_fabrics_is_counted_and_never_handed_on)
     junk[0] = SIM_WIRE_OP_SEND_ONLY; /* a BTH ... */
     junk[2] = junk[3] = 0xff;        /* ... of this partition */
     send_raw(junk);
-    send_raw(std::vector<uint8_t>(5, 0));      /* shorter than a BTH */
+    send_raw(std::vector<uint8_t>(5, 0));       /* shorter than a BTH */
     send_raw(std::vector<uint8_t>(9000, 0x11)); /* larger than any */
     receive(4);
     EXPECT_TRUE(m_rx.pkts.empty());
@@ -164,7 +164,7 @@ TEST_F(sim_udp_socket, processes_of_a_host_share_port_4791)
     /* (on loopback and a port of its own: 4791 itself may be taken by a
      * real RoCE stack or another test) */
     struct sockaddr_in at = m_b_addr;
-    sim_udp_t *second;
+    sim_udp_t         *second;
     EXPECT_EQ(0, sim_udp_open(&fabric_a, &at, SIM_UDP_SHARED, &second))
             << "a second socket on " << ntohs(at.sin_port);
     sim_udp_close(second);
@@ -177,10 +177,10 @@ TEST_F(sim_udp_socket, a_devices_own_port_is_its_alone)
     struct sockaddr_in at;
     sim_udp_addr(m_a, &at);
     sim_udp_t *second = nullptr;
-    EXPECT_EQ(-EADDRINUSE, sim_udp_open(&fabric_a, &at, SIM_UDP_SHARED,
-                                        &second));
-    EXPECT_EQ(-EADDRINUSE, sim_udp_open(&fabric_a, &at, SIM_UDP_EXCLUSIVE,
-                                        &second));
+    EXPECT_EQ(-EADDRINUSE,
+              sim_udp_open(&fabric_a, &at, SIM_UDP_SHARED, &second));
+    EXPECT_EQ(-EADDRINUSE,
+              sim_udp_open(&fabric_a, &at, SIM_UDP_EXCLUSIVE, &second));
 }
 
 TEST_F(sim_udp_socket, an_empty_datagram_is_a_wake_not_a_drop)
@@ -194,14 +194,15 @@ TEST_F(sim_udp_socket, an_empty_datagram_is_a_wake_not_a_drop)
     sim_udp_stats_t st = stats(m_b);
     EXPECT_EQ(1u, st.rx);
     for (unsigned why = 0; why < SIM_WIRE_DROP_MAX; ++why) {
-        EXPECT_EQ(0u, st.drops[why]) << sim_wire_drop_name((sim_wire_drop_t)why);
+        EXPECT_EQ(0u, st.drops[why])
+                << sim_wire_drop_name((sim_wire_drop_t)why);
     }
 }
 
 TEST_F(sim_udp_socket, a_packet_the_wire_cannot_carry_is_refused)
 {
     datagram g = random_packet(SIM_PKT_SEND_ONLY, 0, 0);
-    g.pkt.op = 0; /* no such packet */
+    g.pkt.op   = 0; /* no such packet */
     EXPECT_EQ(-EMSGSIZE, sim_udp_send(m_a, &m_b_addr, &g.pkt, nullptr));
     EXPECT_EQ(0u, stats(m_a).tx);
 }

@@ -20,7 +20,7 @@ extern "C" {
 
 /* a packet and its payload */
 struct datagram {
-    sim_pkt_t pkt;
+    sim_pkt_t            pkt;
     std::vector<uint8_t> payload;
 };
 
@@ -32,9 +32,10 @@ static inline std::string show(const sim_pkt_t &p)
              "op %u flags 0x%x x 0x%x aop %u slid %u len %u dqpn 0x%x sl %u "
              "sqpn 0x%x tc %u psn 0x%x imm 0x%x rkey 0x%x dma %u off %u "
              "asz %u mtu %u chan %u va 0x%llx key 0x%llx ops %llx %llx %llx "
-             "%llx", p.op, p.flags, p.xflags, p.atomic_op, p.slid,
-             p.payload_len, p.dqpn, p.sl, p.sqpn, p.tclass, p.psn, p.imm,
-             p.rkey, p.dma_len, p.offset, p.atomic_size, p.log_mtu, p.chan,
+             "%llx",
+             p.op, p.flags, p.xflags, p.atomic_op, p.slid, p.payload_len,
+             p.dqpn, p.sl, p.sqpn, p.tclass, p.psn, p.imm, p.rkey, p.dma_len,
+             p.offset, p.atomic_size, p.log_mtu, p.chan,
              (unsigned long long)p.va, (unsigned long long)p.dc_key,
              (unsigned long long)p.swap_add, (unsigned long long)p.compare,
              (unsigned long long)p.swap_mask,
@@ -81,28 +82,28 @@ protected:
     std::vector<datagram> every_kind()
     {
         std::vector<datagram> v;
-        const uint8_t dc = SIM_PKT_F_DC, ack = SIM_PKT_F_ACKREQ;
+        const uint8_t         dc = SIM_PKT_F_DC, ack = SIM_PKT_F_ACKREQ;
         for (size_t len : {0, 1, 2, 3, 4, 7, 64, 4096}) {
-            for (uint8_t op : {SIM_PKT_SEND_FIRST, SIM_PKT_SEND_MIDDLE,
-                               SIM_PKT_SEND_LAST, SIM_PKT_SEND_ONLY,
-                               SIM_PKT_WRITE_FIRST, SIM_PKT_WRITE_MIDDLE,
-                               SIM_PKT_WRITE_LAST, SIM_PKT_WRITE_ONLY}) {
+            for (uint8_t op :
+                 {SIM_PKT_SEND_FIRST, SIM_PKT_SEND_MIDDLE, SIM_PKT_SEND_LAST,
+                  SIM_PKT_SEND_ONLY, SIM_PKT_WRITE_FIRST, SIM_PKT_WRITE_MIDDLE,
+                  SIM_PKT_WRITE_LAST, SIM_PKT_WRITE_ONLY}) {
                 v.push_back(random_packet(op, 0, len));
-                v.push_back(random_packet(op, dc | ack | SIM_PKT_F_CONNECT,
-                                          len));
+                v.push_back(
+                        random_packet(op, dc | ack | SIM_PKT_F_CONNECT, len));
                 v.push_back(random_packet(op, SIM_PKT_F_RETRY | ack, len));
             }
             for (uint8_t op : {SIM_PKT_SEND_LAST, SIM_PKT_SEND_ONLY,
                                SIM_PKT_WRITE_LAST, SIM_PKT_WRITE_ONLY}) {
-                v.push_back(random_packet(op, SIM_PKT_F_IMM | SIM_PKT_F_SE,
-                                          len));
+                v.push_back(
+                        random_packet(op, SIM_PKT_F_IMM | SIM_PKT_F_SE, len));
                 v.push_back(random_packet(op, SIM_PKT_F_IMM | dc, len));
             }
             for (uint8_t op : {SIM_PKT_SEND_LAST, SIM_PKT_SEND_ONLY}) {
                 v.push_back(random_packet(op, SIM_PKT_F_INV, len));
             }
         }
-        datagram r = random_packet(SIM_PKT_READ_REQ, dc | ack, 0);
+        datagram r   = random_packet(SIM_PKT_READ_REQ, dc | ack, 0);
         r.pkt.xflags = SIM_PKT_X_ONECOPY;
         v.push_back(r);
         v.push_back(random_packet(SIM_PKT_READ_REQ, ack, 0));
@@ -118,11 +119,11 @@ protected:
                 v.push_back(a);
             }
         }
-        datagram ar = random_packet(SIM_PKT_ATOMIC_RESP, 0, 0);
+        datagram ar     = random_packet(SIM_PKT_ATOMIC_RESP, 0, 0);
         ar.pkt.swap_add = m_rng();
         v.push_back(ar);
         for (uint8_t syn = SIM_AETH_ACK; syn <= SIM_AETH_NAK_OP; ++syn) {
-            datagram a = random_packet(SIM_PKT_ACK, 0, 0);
+            datagram a      = random_packet(SIM_PKT_ACK, 0, 0);
             a.pkt.syndrome  = syn;
             a.pkt.atomic_op = (syn == SIM_AETH_RNR_NAK) ? 14 : 0;
             v.push_back(a);

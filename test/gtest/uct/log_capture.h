@@ -40,10 +40,9 @@ private:
         static std::vector<std::string> l;
         return l;
     }
-    static ucs_log_func_rc_t handler(const char *, unsigned, const char *,
-                                     ucs_log_level_t level,
-                                     const ucs_log_component_config_t *,
-                                     const char *message, va_list ap)
+    static ucs_log_func_rc_t
+    handler(const char *, unsigned, const char *, ucs_log_level_t level,
+            const ucs_log_component_config_t *, const char *message, va_list ap)
     {
         char buf[512];
 

@@ -14,7 +14,7 @@
 #include "uct_fixture.h"
 
 extern "C" {
-#include "dev/dev.h"   /* strand_dev_mr_t: a memory handle's keys */
+#include "dev/dev.h" /* strand_dev_mr_t: a memory handle's keys */
 }
 
 #include <algorithm>
@@ -52,25 +52,25 @@ struct tag_record {
 };
 
 inline ucs_status_t eager_unexp_cb(void *arg, void *data, size_t length,
-                            unsigned flags, uct_tag_t stag, uint64_t imm,
-                            void **context)
+                                   unsigned flags, uct_tag_t stag, uint64_t imm,
+                                   void **context)
 {
-    auto *rec = static_cast<tag_record*>(arg);
-    auto *p   = static_cast<uint8_t*>(data);
+    auto *rec = static_cast<tag_record *>(arg);
+    auto *p   = static_cast<uint8_t *>(data);
     rec->eager.push_back({stag, imm, flags, {p, p + length}});
     return UCS_OK;
 }
 
 inline ucs_status_t rndv_unexp_cb(void *arg, unsigned flags, uint64_t stag,
-                           const void *header, unsigned header_length,
-                           uint64_t remote_addr, size_t length,
-                           const void *rkey_buf)
+                                  const void *header, unsigned header_length,
+                                  uint64_t remote_addr, size_t length,
+                                  const void *rkey_buf)
 {
-    auto *rec = static_cast<tag_record*>(arg);
-    auto *h   = static_cast<const uint8_t*>(header);
+    auto      *rec = static_cast<tag_record *>(arg);
+    auto      *h   = static_cast<const uint8_t *>(header);
     unexp_rndv r{stag, {h, h + header_length}, remote_addr, length, {}};
     if (rkey_buf != nullptr) {
-        auto *k = static_cast<const uint8_t*>(rkey_buf);
+        auto *k = static_cast<const uint8_t *>(rkey_buf);
         r.rkey_buf.assign(k, k + rkey_packed_size());
     }
     rec->rndv.push_back(r);
@@ -110,11 +110,11 @@ struct recv_ctx {
         self(c)->consumed++;
     }
 
-    static void completed_cb(uct_tag_context_t *c, uct_tag_t stag,
-                             uint64_t imm, size_t length, void *inline_data,
+    static void completed_cb(uct_tag_context_t *c, uct_tag_t stag, uint64_t imm,
+                             size_t length, void *inline_data,
                              ucs_status_t status)
     {
-        recv_ctx *r  = self(c);
+        recv_ctx *r = self(c);
         if (inline_data != nullptr) {
             /* the message came in the CQE: the buffer was not written,
              * the user copies it (as UCP and UCX's own tests do) */
@@ -123,10 +123,10 @@ struct recv_ctx {
             r->in_cqe++;
         }
         r->completed++;
-        r->stag      = stag;
-        r->imm       = imm;
-        r->length    = length;
-        r->status    = status;
+        r->stag   = stag;
+        r->imm    = imm;
+        r->length = length;
+        r->status = status;
     }
 
     static void rndv_cb(uct_tag_context_t *c, uct_tag_t stag,
@@ -134,10 +134,10 @@ struct recv_ctx {
                         ucs_status_t status, unsigned flags)
     {
         recv_ctx *r = self(c);
-        auto *h     = static_cast<const uint8_t*>(header);
+        auto     *h = static_cast<const uint8_t *>(header);
         r->rndv++;
-        r->stag     = stag;
-        r->status   = status;
+        r->stag   = stag;
+        r->status = status;
         r->rndv_header.assign(h, h + header_length);
         r->rndv_flags = flags;
     }
@@ -191,7 +191,7 @@ protected:
         uct_md_attr_t md_attr;
         ASSERT_EQ(UCS_OK, uct_md_query(m_md, &md_attr));
         rkey_packed_size() = md_attr.rkey_packed_size;
-        m_hook_target = &m_tag_a;
+        m_hook_target      = &m_tag_a;
         ASSERT_EQ(UCS_OK, open_iface(m_a));
         m_hook_target = &m_tag_b;
         ASSERT_EQ(UCS_OK, open_iface(m_b));
@@ -218,8 +218,7 @@ protected:
         iov.stride = 0;
         iov.count  = 1;
         c.buffer   = iov.buffer;
-        return uct_iface_tag_recv_zcopy(m_b.iface, tag, mask, &iov, 1,
-                                        &c.uct);
+        return uct_iface_tag_recv_zcopy(m_b.iface, tag, mask, &iov, 1, &c.uct);
     }
 
     /* the counter `name` of b's (or a's) tag_matching VFS file */
@@ -227,7 +226,7 @@ protected:
     {
         std::string text = vfs_read(sender ? m_a : m_b, "tag_matching");
         std::string key  = std::string("\n") + name + " ";
-        size_t pos       = text.find(key);
+        size_t      pos  = text.find(key);
         if (pos == std::string::npos) {
             ADD_FAILURE() << "no " << name << " in:\n" << text;
             return 0;
@@ -235,8 +234,8 @@ protected:
         return std::stoull(text.substr(pos + key.size()));
     }
 
-    ssize_t eager_bcopy(uint64_t tag, std::vector<uint8_t> &data,
-                        uint64_t imm = 0)
+    ssize_t
+    eager_bcopy(uint64_t tag, std::vector<uint8_t> &data, uint64_t imm = 0)
     {
         ssize_t len = UCS_ERR_NO_RESOURCE;
         progress_until([&] {
@@ -260,8 +259,8 @@ protected:
     {
         test_comp c;
         comp_init(&c);
-        uct_iov_t iov = {src.buf.data(), len, src.memh, 0, 1};
-        ucs_status_t s = UCS_ERR_NO_RESOURCE;
+        uct_iov_t    iov = {src.buf.data(), len, src.memh, 0, 1};
+        ucs_status_t s   = UCS_ERR_NO_RESOURCE;
         ASSERT_TRUE(progress_until([&] {
             s = uct_ep_tag_eager_zcopy(m_ep, tag, imm, &iov, 1, 0, &c.uct);
             return s != UCS_ERR_NO_RESOURCE;
@@ -274,16 +273,16 @@ protected:
     void *rndv_zcopy(uint64_t tag, region &src, size_t len, test_comp &c,
                      const std::vector<uint8_t> &hdr)
     {
-        uct_iov_t iov = {src.buf.data(), len, src.memh, 0, 1};
-        ucs_status_ptr_t op = UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
+        uct_iov_t        iov = {src.buf.data(), len, src.memh, 0, 1};
+        ucs_status_ptr_t op  = UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
         comp_init(&c);
         progress_until([&] {
-            op = uct_ep_tag_rndv_zcopy(m_ep, tag, hdr.data(), hdr.size(),
-                                       &iov, 1, 0, &c.uct);
+            op = uct_ep_tag_rndv_zcopy(m_ep, tag, hdr.data(), hdr.size(), &iov,
+                                       1, 0, &c.uct);
             return UCS_PTR_STATUS(op) != UCS_ERR_NO_RESOURCE;
         });
-        EXPECT_FALSE(UCS_PTR_IS_ERR(op)) << ucs_status_string(
-                                            UCS_PTR_STATUS(op));
+        EXPECT_FALSE(UCS_PTR_IS_ERR(op))
+                << ucs_status_string(UCS_PTR_STATUS(op));
         return op;
     }
 
@@ -295,13 +294,13 @@ protected:
      * counter of b's file `vfs_file` that counts it, expected at 1); a's
      * messages land, every byte checked.
      */
-    void sender_goes_mid_rendezvous(const std::function<bool()> &reading,
-                                    const char *vfs_file,
+    void sender_goes_mid_rendezvous(const std::function<bool()>     &reading,
+                                    const char                      *vfs_file,
                                     const std::function<uint64_t()> &failed)
     {
         open_tag_pair();
-        tag_record tag_c;
-        iface_t c;
+        tag_record   tag_c;
+        iface_t      c;
         uct_worker_h worker_c = nullptr;
         ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
                                             &worker_c));
@@ -315,7 +314,7 @@ protected:
          * (waiting only for its own request to be acknowledged) while the
          * receiver still reads */
         const size_t len = 1 << 20, len_c = 16 << 20;
-        region src_a, src_c, dst_a, dst_c, dst_e;
+        region       src_a, src_c, dst_a, dst_c, dst_e;
         reg(src_a, len);
         reg(src_c, len_c);
         reg(dst_a, len);
@@ -333,7 +332,7 @@ protected:
          * it, while the receiver starts to read) */
         test_comp cc;
         comp_init(&cc);
-        uct_iov_t iov = {src_c.buf.data(), len_c, src_c.memh, 0, 1};
+        uct_iov_t        iov  = {src_c.buf.data(), len_c, src_c.memh, 0, 1};
         ucs_status_ptr_t op_c = UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE);
         ASSERT_TRUE(progress_until([&] {
             uct_worker_progress(worker_c);
@@ -356,10 +355,13 @@ protected:
         std::vector<uint8_t> d = pattern(40, 4);
         ASSERT_EQ(UCS_OK, eager_short(0xe, d));
 
-        EXPECT_TRUE(progress_until([&] {
-            return ctx_a.completed && ca.done && ctx_e.completed &&
-                   ctx_c.completed;
-        }, 30)) << "a " << ctx_a.completed << " fin " << ca.done << " e "
+        EXPECT_TRUE(progress_until(
+                [&] {
+                    return ctx_a.completed && ca.done && ctx_e.completed &&
+                           ctx_c.completed;
+                },
+                30))
+                << "a " << ctx_a.completed << " fin " << ca.done << " e "
                 << ctx_e.completed << " c " << ctx_c.completed << "\n"
                 << vfs_read(m_b, vfs_file);
         EXPECT_NE(UCS_OK, ctx_c.status) << "the gone sender's receive";
@@ -387,6 +389,5 @@ protected:
         strand_tag::SetUp();
     }
 };
-
 
 #endif

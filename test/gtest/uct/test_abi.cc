@@ -29,8 +29,8 @@ strand_abi_info_t probed()
 
 TEST(abi, installed_ucx_is_compatible)
 {
-    strand_abi_info_t info = probed();
-    char why[256]          = "";
+    strand_abi_info_t info     = probed();
+    char              why[256] = "";
     EXPECT_EQ(info.built_iface_size, info.runtime_iface_size);
     EXPECT_EQ(info.built_ep_size, info.runtime_ep_size);
     EXPECT_EQ(1, strand_abi_compatible(&info, why, sizeof(why))) << why;
@@ -39,8 +39,8 @@ TEST(abi, installed_ucx_is_compatible)
 TEST(abi, refuses_other_uct_base_iface_layout)
 {
     /* What a UCX built with ENABLE_STATS looks like: a larger base iface. */
-    strand_abi_info_t info = probed();
-    char why[256]          = "";
+    strand_abi_info_t info     = probed();
+    char              why[256] = "";
     info.runtime_iface_size += 8;
     EXPECT_EQ(0, strand_abi_compatible(&info, why, sizeof(why)));
     EXPECT_NE(std::string::npos, std::string(why).find("uct_base_iface_t"));
@@ -53,21 +53,21 @@ TEST(abi, refuses_other_uct_base_iface_layout)
 
 TEST(abi, refuses_other_uct_base_ep_layout)
 {
-    strand_abi_info_t info = probed();
-    char why[256]          = "";
-    info.runtime_ep_size  -= 8;
+    strand_abi_info_t info     = probed();
+    char              why[256] = "";
+    info.runtime_ep_size -= 8;
     EXPECT_EQ(0, strand_abi_compatible(&info, why, sizeof(why)));
     EXPECT_NE(std::string::npos, std::string(why).find("uct_base_ep_t"));
 }
 
 TEST(abi, refuses_other_ucx_version)
 {
-    strand_abi_info_t info = probed();
-    char why[256]          = "";
+    strand_abi_info_t info     = probed();
+    char              why[256] = "";
     /* a release after the one it was built for */
-    info.runtime_known     = 1;
-    info.runtime_major     = STRAND_UCX_BUILD_MAJOR;
-    info.runtime_minor     = STRAND_UCX_BUILD_MINOR + 1;
+    info.runtime_known = 1;
+    info.runtime_major = STRAND_UCX_BUILD_MAJOR;
+    info.runtime_minor = STRAND_UCX_BUILD_MINOR + 1;
     EXPECT_EQ(0, strand_abi_compatible(&info, why, sizeof(why)));
     std::string running = "running UCX is " +
                           std::to_string(STRAND_UCX_BUILD_MAJOR) + "." +
@@ -88,7 +88,7 @@ TEST(abi, plugin_registers_component_strand)
     EXPECT_EQ(1, is_registered());
 
     uct_component_h *components;
-    unsigned num_components;
+    unsigned         num_components;
     ASSERT_EQ(UCS_OK, uct_query_components(&components, &num_components));
     bool found = false;
     for (unsigned i = 0; i < num_components; ++i) {
@@ -106,12 +106,12 @@ TEST(abi, plugin_exports_nothing_but_its_probe)
     /* Hidden visibility: a preloaded library comes first in symbol lookup,
      * so an exported UCX-like name would override UCX's own. */
     const char *path = strand_plugin_path();
-    std::string cmd = std::string("nm -D --defined-only ") + path +
+    std::string cmd  = std::string("nm -D --defined-only ") + path +
                       " | awk '$2 ~ /[TDB]/ {print $3}' | grep -v "
                       "'^strand_component_is_registered$' | grep -v '^_' ";
     FILE *p = popen(cmd.c_str(), "r");
     ASSERT_NE(nullptr, p);
-    char line[256];
+    char        line[256];
     std::string extra;
     while (fgets(line, sizeof(line), p) != nullptr) {
         extra += line;

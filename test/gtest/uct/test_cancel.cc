@@ -28,7 +28,7 @@ protected:
     void SetUp() override
     {
         std::string param = GetParam();
-        size_t colon      = param.find(':');
+        size_t      colon = param.find(':');
         m_tl              = param.substr(0, colon);
         strand_uct::SetUp(); /* m_tl is the parameter's first part */
         if (colon != std::string::npos) {
@@ -65,8 +65,8 @@ protected:
     {
         comp_init(&c);
         uct_iov_t iov = {m_data.data(), m_data.size(), m_memh, 0, 1};
-        ASSERT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(m_dead, 5, nullptr, 0,
-                                                  &iov, 1, 0, &c.uct));
+        ASSERT_EQ(UCS_INPROGRESS,
+                  uct_ep_am_zcopy(m_dead, 5, nullptr, 0, &iov, 1, 0, &c.uct));
     }
 
     /* the live ep sends n more messages, all delivered in order */
@@ -77,9 +77,8 @@ protected:
             ASSERT_EQ(UCS_OK, am_short_retry(m_ep, first + i));
         }
         flush(m_ep);
-        ASSERT_TRUE(progress_until([&] {
-            return m_b.am.msgs.size() == before + n;
-        }));
+        ASSERT_TRUE(progress_until(
+                [&] { return m_b.am.msgs.size() == before + n; }));
         for (unsigned i = 0; i < n; ++i) {
             uint64_t hdr;
             memcpy(&hdr, m_b.am.msgs[before + i].data(), sizeof(hdr));
@@ -110,8 +109,7 @@ TEST_P(cancel, invalidate_idle_ep_fails_it_from_progress)
     EXPECT_EQ(UCS_ERR_CANCELED, m_a.err.errors[0].second);
 
     EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_am_short(ep2, 5, 2, nullptr, 0));
-    EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_put_short(ep2, m_data.data(), 8, 0,
-                                                 0));
+    EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_put_short(ep2, m_data.data(), 8, 0, 0));
     EXPECT_EQ(UCS_OK, uct_ep_invalidate(ep2, 0));
     live_ep_still_sends(100, 50);
     EXPECT_EQ(1u, m_a.err.errors.size());
@@ -128,9 +126,9 @@ TEST_P(cancel, invalidate_cancels_work_toward_a_dead_peer_at_once)
     EXPECT_FALSE(c.done);
 
     ASSERT_EQ(UCS_OK, uct_ep_invalidate(m_dead, 0));
-    ASSERT_TRUE(progress_until([&] {
-        return c.done && !m_a.err.errors.empty();
-    }, k_quick));
+    ASSERT_TRUE(
+            progress_until([&] { return c.done && !m_a.err.errors.empty(); },
+                           k_quick));
     EXPECT_EQ(UCS_ERR_CANCELED, c.status);
     ASSERT_EQ(1u, m_a.err.errors.size());
     EXPECT_EQ(m_dead, m_a.err.errors[0].first);
@@ -157,8 +155,8 @@ TEST_P(cancel, flush_cancel_toward_a_dead_peer_completes_at_once)
     test_comp c, f;
     post_to_dead(c);
     comp_init(&f);
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_flush(m_dead, UCT_FLUSH_FLAG_CANCEL,
-                                           &f.uct));
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_flush(m_dead, UCT_FLUSH_FLAG_CANCEL, &f.uct));
     ASSERT_TRUE(progress_until([&] { return f.done != 0; }, k_quick));
     EXPECT_TRUE(c.done);
     EXPECT_EQ(UCS_ERR_CANCELED, c.status);
@@ -188,8 +186,8 @@ TEST_P(cancel, destroy_while_flush_cancel_waits)
     test_comp c, f;
     post_to_dead(c);
     comp_init(&f);
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_flush(m_dead, UCT_FLUSH_FLAG_CANCEL,
-                                           &f.uct));
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_flush(m_dead, UCT_FLUSH_FLAG_CANCEL, &f.uct));
     uct_ep_destroy(m_dead);
     m_eps.erase(std::find(m_eps.begin(), m_eps.end(), m_dead));
     EXPECT_TRUE(f.done);
@@ -199,7 +197,6 @@ TEST_P(cancel, destroy_while_flush_cancel_waits)
     live_ep_still_sends(1, 100);
     EXPECT_TRUE(m_a.err.errors.empty());
 }
-
 
 /* uct_ep_invalidate as UCX's mlx5 transports have it (UCX's uct suite:
  * test_uct_peer_failure): until its owner's error handler ran from
@@ -221,28 +218,32 @@ TEST_P(cancel, invalidated_ep_takes_work_until_its_failure_is_reported)
     test_comp c;
     comp_init(&c);
     uct_iov_t iov = {m_data.data(), m_data.size(), m_memh, 0, 1};
-    EXPECT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(ep2, 5, nullptr, 0, &iov, 1,
-                                              0, &c.uct));
+    EXPECT_EQ(UCS_INPROGRESS,
+              uct_ep_am_zcopy(ep2, 5, nullptr, 0, &iov, 1, 0, &c.uct));
     am_short_pending p;
     p.ep = ep2;
     EXPECT_EQ(UCS_OK, uct_ep_pending_add(ep2, &p.uct, 0));
     EXPECT_TRUE(m_a.err.errors.empty()) << "told inside the calls";
 
-    ASSERT_TRUE(progress_until([&] {
-        return !m_a.err.errors.empty() && c.done;
-    }, k_quick));
+    ASSERT_TRUE(
+            progress_until([&] { return !m_a.err.errors.empty() && c.done; },
+                           k_quick));
     EXPECT_EQ(UCS_ERR_CANCELED, c.status);
     ASSERT_EQ(1u, m_a.err.errors.size());
     EXPECT_EQ(UCS_ERR_CANCELED, m_a.err.errors[0].second);
     EXPECT_EQ(0, p.done) << "a pending request of a failing ep ran";
     unsigned purged = 0;
-    uct_ep_pending_purge(ep2, [](uct_pending_req_t*, void *arg) {
-        ++*static_cast<unsigned*>(arg);
-    }, &purged);
+    uct_ep_pending_purge(
+            ep2,
+            [](uct_pending_req_t *, void *arg) {
+                ++*static_cast<unsigned *>(arg);
+            },
+            &purged);
     EXPECT_EQ(1u, purged);
-    ASSERT_TRUE(progress_until([&] {
-        return uct_iface_flush(m_a.iface, 0, nullptr) == UCS_OK;
-    }, k_quick)) << "the interface's flush never completed";
+    ASSERT_TRUE(progress_until(
+            [&] { return uct_iface_flush(m_a.iface, 0, nullptr) == UCS_OK; },
+            k_quick))
+            << "the interface's flush never completed";
     EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_am_short(ep2, 5, 4, nullptr, 0));
     live_ep_still_sends(100, 10);
     for (size_t i = before; i < m_b.am.msgs.size(); ++i) {
@@ -259,30 +260,33 @@ TEST_P(cancel, invalidated_ep_takes_work_until_its_failure_is_reported)
  * flush after uct_ep_invalidate). */
 TEST_P(cancel, invalidate_after_an_unsignaled_wqe_ran_lets_flush_complete)
 {
-    uct_ep_h ep2  = connect(m_a, m_b.dev_addr, m_b.iface_addr);
-    size_t before = m_b.am.msgs.size();
+    uct_ep_h ep2    = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    size_t   before = m_b.am.msgs.size();
     ASSERT_EQ(UCS_OK, am_short_retry(ep2, 1));
-    ASSERT_TRUE(progress_until([&] {
-        return m_b.am.msgs.size() == before + 1;
-    }));
+    ASSERT_TRUE(
+            progress_until([&] { return m_b.am.msgs.size() == before + 1; }));
     /* and the device has its ACK (no CQE: none was asked for) */
     progress_until([] { return false; }, 0.1);
     ASSERT_EQ(UCS_OK, uct_ep_invalidate(ep2, 0));
     /* (with every WQE signaled, mode signaled, the ep is idle by now: its
      * handler runs from a progress call after the flush may be OK) */
-    ASSERT_TRUE(progress_until([&] {
-        return (uct_iface_flush(m_a.iface, 0, nullptr) == UCS_OK) &&
-               !m_a.err.errors.empty();
-    }, k_quick)) << vfs_read(m_a, "dci_pool");
+    ASSERT_TRUE(progress_until(
+            [&] {
+                return (uct_iface_flush(m_a.iface, 0, nullptr) == UCS_OK) &&
+                       !m_a.err.errors.empty();
+            },
+            k_quick))
+            << vfs_read(m_a, "dci_pool");
     ASSERT_EQ(1u, m_a.err.errors.size());
     live_ep_still_sends(100, 10);
 }
 
 /* dc_strand/cancel.TEST/dcs, .../streams; rc_strand/cancel.TEST/rc_strand */
-static std::string cancel_name(const ::testing::TestParamInfo<const char*> &info)
+static std::string
+cancel_name(const ::testing::TestParamInfo<const char *> &info)
 {
     std::string param = info.param;
-    size_t colon      = param.find(':');
+    size_t      colon = param.find(':');
     return (colon == std::string::npos) ? param : param.substr(colon + 1);
 }
 

@@ -34,16 +34,16 @@ TEST_F(dc_strand, capabilities_and_addresses)
     EXPECT_EQ(4u, a.iface_addr_len);
     EXPECT_EQ(0, m_a.iface_addr[3]);
     EXPECT_NE(m_a.iface_addr, m_b.iface_addr); /* two DCTs */
-    EXPECT_TRUE(uct_iface_is_reachable(m_a.iface,
-                (const uct_device_addr_t*)m_b.dev_addr.data(),
-                (const uct_iface_addr_t*)m_b.iface_addr.data()));
+    EXPECT_TRUE(uct_iface_is_reachable(
+            m_a.iface, (const uct_device_addr_t *)m_b.dev_addr.data(),
+            (const uct_iface_addr_t *)m_b.iface_addr.data()));
     /* another fabric: a different subnet prefix (IB) or GID prefix (RoCE):
      * the software device puts its fabric there */
     std::vector<uint8_t> other = m_b.dev_addr;
     other[5] ^= 0x5a;
-    EXPECT_FALSE(uct_iface_is_reachable(m_a.iface,
-                 (const uct_device_addr_t*)other.data(),
-                 (const uct_iface_addr_t*)m_b.iface_addr.data()));
+    EXPECT_FALSE(uct_iface_is_reachable(
+            m_a.iface, (const uct_device_addr_t *)other.data(),
+            (const uct_iface_addr_t *)m_b.iface_addr.data()));
 }
 
 /* An ep invalidated while its short operations are outstanding on a DCI
@@ -60,18 +60,18 @@ TEST_F(dc_strand, invalidate_takes_the_next_short_posts_without_sending_them)
     uct_ep_h ep2 = connect(m_a, m_b.dev_addr, m_b.iface_addr);
     ASSERT_NE(nullptr, ep2);
     uint64_t v = 7;
-    region r;
+    region   r;
     reg(r, 64);
 
     ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, 1, nullptr, 0));
     ASSERT_EQ(UCS_OK, uct_ep_am_short(ep2, 5, 2, nullptr, 0));
-    ASSERT_EQ(UCS_OK, uct_ep_put_short(ep2, &v, sizeof(v), addr(r),
-                                       r.rkey.rkey));
+    ASSERT_EQ(UCS_OK,
+              uct_ep_put_short(ep2, &v, sizeof(v), addr(r), r.rkey.rkey));
     ASSERT_EQ(UCS_OK, uct_ep_invalidate(ep2, 0));
     uint64_t w = 8;
     EXPECT_EQ(UCS_OK, uct_ep_am_short(ep2, 5, 3, nullptr, 0));
-    EXPECT_EQ(UCS_OK, uct_ep_put_short(ep2, &w, sizeof(w), addr(r),
-                                       r.rkey.rkey));
+    EXPECT_EQ(UCS_OK,
+              uct_ep_put_short(ep2, &w, sizeof(w), addr(r), r.rkey.rkey));
     EXPECT_TRUE(m_a.err.errors.empty()) << "told inside a call";
     ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }));
     EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_am_short(ep2, 5, 3, nullptr, 0))
@@ -105,8 +105,8 @@ TEST_F(dc_strand, pending_and_flush_with_one_dci_and_a_short_queue)
     ASSERT_NE(nullptr, ep2);
 
     /* fill the one DCI from ep 1: ep 2 gets no resource, goes pending */
-    uint64_t hdr = 1;
-    int sent     = 0;
+    uint64_t     hdr  = 1;
+    int          sent = 0;
     ucs_status_t status;
     while ((status = uct_ep_am_short(m_ep, 5, hdr, nullptr, 0)) == UCS_OK) {
         ++sent;
@@ -122,10 +122,9 @@ TEST_F(dc_strand, pending_and_flush_with_one_dci_and_a_short_queue)
     ASSERT_TRUE(progress_until([&] { return p.done != 0; }));
     flush(ep2);
     flush(m_ep);
-    ASSERT_TRUE(progress_until([&] {
-        return m_b.am.msgs.size() == (size_t)sent + 1;
-    }));
-    EXPECT_EQ(2u, *(uint64_t*)m_b.am.msgs.back().data());
+    ASSERT_TRUE(progress_until(
+            [&] { return m_b.am.msgs.size() == (size_t)sent + 1; }));
+    EXPECT_EQ(2u, *(uint64_t *)m_b.am.msgs.back().data());
     EXPECT_EQ(UCS_OK, uct_iface_flush(m_a.iface, 0, nullptr));
     EXPECT_TRUE(m_a.err.errors.empty());
 }
@@ -139,9 +138,9 @@ TEST_F(dc_strand, flow_control_window_and_grant)
     open_pair_own_workers();
 
     /* only the sender progresses: exactly one window goes out */
-    uint64_t seq = 0;
+    uint64_t     seq = 0;
     ucs_status_t status;
-    auto deadline = std::chrono::steady_clock::now() +
+    auto         deadline = std::chrono::steady_clock::now() +
                     std::chrono::milliseconds(100);
     while (std::chrono::steady_clock::now() < deadline) {
         status = uct_ep_am_short(m_ep, 5, seq, nullptr, 0);
@@ -167,7 +166,7 @@ TEST_F(dc_strand, flow_control_window_and_grant)
         return p.done && (m_b.am.msgs.size() == seq + 1);
     }));
     for (uint64_t i = 0; i <= seq; ++i) {
-        EXPECT_EQ(i, *(uint64_t*)m_b.am.msgs[i].data());
+        EXPECT_EQ(i, *(uint64_t *)m_b.am.msgs[i].data());
     }
     /* and the next window is open */
     EXPECT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, seq + 1, nullptr, 0));
@@ -190,13 +189,13 @@ TEST_F(dc_strand, flow_control_both_ways_with_one_dci)
     uct_ep_h back = connect(m_b, m_a.dev_addr, m_a.iface_addr);
     ASSERT_NE(nullptr, back);
 
-    const int n = 300;
+    const int                     n = 300;
     std::vector<am_short_pending> reqs(2 * n);
-    int queued = 0;
+    int                           queued = 0;
     for (int i = 0; i < 2 * n; ++i) {
         am_short_pending &p = reqs[i];
-        p.ep  = (i % 2) ? back : m_ep;
-        p.seq = i;
+        p.ep                = (i % 2) ? back : m_ep;
+        p.seq               = i;
         ucs_status_t status = uct_ep_am_short(p.ep, 5, p.seq, nullptr, 0);
         if (status == UCS_OK) {
             p.done = 1;
@@ -208,7 +207,7 @@ TEST_F(dc_strand, flow_control_both_ways_with_one_dci)
                 ASSERT_TRUE(progress_until([&] {
                     ucs_status_t s = uct_ep_am_short(p.ep, 5, p.seq, nullptr,
                                                      0);
-                    p.done = (s == UCS_OK);
+                    p.done         = (s == UCS_OK);
                     return s != UCS_ERR_NO_RESOURCE;
                 }));
             } else {
@@ -217,10 +216,13 @@ TEST_F(dc_strand, flow_control_both_ways_with_one_dci)
             }
         }
     }
-    ASSERT_TRUE(progress_until([&] {
-        return (m_a.am.msgs.size() == (size_t)n) &&
-               (m_b.am.msgs.size() == (size_t)n);
-    }, 20)) << "a got " << m_a.am.msgs.size() << ", b got "
+    ASSERT_TRUE(progress_until(
+            [&] {
+                return (m_a.am.msgs.size() == (size_t)n) &&
+                       (m_b.am.msgs.size() == (size_t)n);
+            },
+            20))
+            << "a got " << m_a.am.msgs.size() << ", b got "
             << m_b.am.msgs.size() << " of " << n << " (" << queued
             << " went pending)";
     EXPECT_GT(queued, 0);
@@ -238,7 +240,7 @@ TEST_F(dc_strand, flow_control_off)
     uint64_t seq = 0;
     for (; seq < 100; ++seq) {
         ASSERT_EQ(UCS_OK, am_short_retry(m_ep, seq, nullptr, 0, 2))
-            << "stuck after " << seq;
+                << "stuck after " << seq;
     }
     EXPECT_TRUE(m_b.am.msgs.empty());
     ASSERT_TRUE(progress_until([&] {
@@ -265,8 +267,8 @@ protected:
     /* the eps to the dead destination fail, and nothing else does */
     void expect_only_dead_eps_fail(const uct_ep_h *dead, size_t count)
     {
-        ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); },
-                                   30)) << vfs_read(m_a, "dci_pool");
+        ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }, 30))
+                << vfs_read(m_a, "dci_pool");
         for (auto &e : m_a.err.errors) {
             EXPECT_NE(dead + count, std::find(dead, dead + count, e.first));
             EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, e.second);
@@ -376,21 +378,21 @@ TEST_F(dc_strand, dci_in_error_raises_an_async_event_that_is_read)
      * stream reset before the second failed, the DCI would never have two
      * errored streams at once */
     usleep(500000);
-    ASSERT_TRUE(progress_until([&] { return m_a.err.errors.size() == 2; },
-                               30));
+    ASSERT_TRUE(progress_until([&] { return m_a.err.errors.size() == 2; }, 30));
 
-    unsigned qpn = 0, resets = 0;
+    unsigned    qpn = 0, resets = 0;
     std::string pool = vfs_read(m_a, "dci_pool");
     ASSERT_EQ(2, sscanf(strstr(pool.c_str(), "dci 0 ") ?: "",
                         "dci 0 qpn %x state %*s outstanding %*u users %*u "
-                        "errored %*u flushed %*u resets %u", &qpn, &resets))
+                        "errored %*u flushed %*u resets %u",
+                        &qpn, &resets))
             << pool;
     EXPECT_EQ(1u, resets) << pool;
     /* asynchronous: it may come a moment after the error CQEs */
     std::string events;
-    progress_until([&] {
-        return !(events = vfs_read(m_a, "async_events")).empty();
-    }, 5);
+    progress_until(
+            [&] { return !(events = vfs_read(m_a, "async_events")).empty(); },
+            5);
     char expect[128];
     snprintf(expect, sizeof(expect), "%s 1 qpn 0x%x\n",
              ibv_event_type_str(IBV_EVENT_QP_FATAL), qpn);

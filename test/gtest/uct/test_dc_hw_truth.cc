@@ -17,15 +17,15 @@ namespace {
 struct dci_pool_view {
     std::string              policy;
     std::vector<unsigned>    free;
-    std::vector<std::string> state;        /* per DCI */
-    std::vector<unsigned>    outstanding;  /* per DCI */
-    std::vector<unsigned>    users;        /* per DCI */
+    std::vector<std::string> state;       /* per DCI */
+    std::vector<unsigned>    outstanding; /* per DCI */
+    std::vector<unsigned>    users;       /* per DCI */
     bool                     consistent = false;
 
     explicit dci_pool_view(const std::string &text)
     {
         std::istringstream in(text);
-        std::string line, word;
+        std::string        line, word;
         while (std::getline(in, line)) {
             std::istringstream l(line);
             l >> word;
@@ -38,7 +38,7 @@ struct dci_pool_view {
                 }
             } else if (word == "dci") {
                 std::string key, value;
-                unsigned idx;
+                unsigned    idx;
                 l >> idx;
                 state.resize(idx + 1);
                 outstanding.resize(idx + 1);
@@ -88,8 +88,7 @@ struct dci_pool_view {
         std::sort(sorted.begin(), sorted.end());
         for (unsigned i = 0; i < num_dci; ++i) {
             ASSERT_LT(i, sorted.size());
-            EXPECT_EQ(i, sorted[i]) << "free stack holds DCI " << i
-                                    << " once";
+            EXPECT_EQ(i, sorted[i]) << "free stack holds DCI " << i << " once";
         }
         EXPECT_EQ(num_dci, free.size());
     }
@@ -98,12 +97,12 @@ struct dci_pool_view {
 /* A completion that records, when it fires, whether the data it announces
  * is already where it should be. */
 struct landed_comp {
-    uct_completion_t     uct;
-    const uint8_t       *dst = nullptr, *src = nullptr;
-    size_t               len = 0;
-    int                  calls = 0;
-    bool                 landed = false;
-    ucs_status_t         status = UCS_OK;
+    uct_completion_t uct;
+    const uint8_t   *dst = nullptr, *src = nullptr;
+    size_t           len    = 0;
+    int              calls  = 0;
+    bool             landed = false;
+    ucs_status_t     status = UCS_OK;
 
     landed_comp()
     {
@@ -114,7 +113,7 @@ struct landed_comp {
 
     static void cb(uct_completion_t *self)
     {
-        auto *c   = ucs_container_of(self, landed_comp, uct);
+        auto *c = ucs_container_of(self, landed_comp, uct);
         c->calls++;
         c->status = self->status;
         c->landed = (c->len > 0) && !memcmp(c->dst, c->src, c->len);
@@ -123,8 +122,7 @@ struct landed_comp {
 
 } // namespace
 
-class dc_strand_hw_truth : public dc_strand {
-};
+class dc_strand_hw_truth : public dc_strand {};
 
 /*
  * Spec 9 (user index): rdma-core gives every QP/DCT/SRQ its own user index
@@ -141,13 +139,13 @@ TEST_F(dc_strand_hw_truth, send_completions_with_one_dci)
     for (unsigned i = 0; i < 64; ++i) {
         ASSERT_EQ(UCS_OK, am_short_retry(m_ep, i));
     }
-    ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, data.data(), 128, addr(r),
-                                       r.rkey.rkey));
+    ASSERT_EQ(UCS_OK,
+              uct_ep_put_short(m_ep, data.data(), 128, addr(r), r.rkey.rkey));
     flush(m_ep);
     EXPECT_EQ(0, memcmp(r.buf.data(), data.data(), 128));
     ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 64; }));
     std::vector<uint8_t> back;
-    test_comp c;
+    test_comp            c;
     comp_init(&c);
     ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_bcopy(m_ep, unpack_cb, &back, 128,
                                                addr(r), r.rkey.rkey, &c.uct));
@@ -172,7 +170,7 @@ TEST_F(dc_strand_hw_truth, error_with_outstanding_wqes_fails_one_ep_only)
     ASSERT_NE(nullptr, ep_b);
     region r;
     reg(r, 16 * 4096);
-    auto data = pattern(4096, 21);
+    auto      data = pattern(4096, 21);
     uct_mem_h dm;
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, data.data(), data.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &dm));
@@ -180,15 +178,16 @@ TEST_F(dc_strand_hw_truth, error_with_outstanding_wqes_fails_one_ep_only)
 
     /* ep A: one good PUT, one to a bad key, then four more */
     const unsigned num_a = 6, bad = 1;
-    landed_comp ca[num_a];
+    landed_comp    ca[num_a];
     for (unsigned i = 0; i < num_a; ++i) {
-        ca[i].dst = r.buf.data() + i * 4096;
-        ca[i].src = data.data();
-        ca[i].len = data.size();
+        ca[i].dst       = r.buf.data() + i * 4096;
+        ca[i].src       = data.data();
+        ca[i].len       = data.size();
         uct_rkey_t rkey = (i == bad) ? (r.rkey.rkey ^ 0x5a00) : r.rkey.rkey;
-        ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep, &iov, 1,
-                                                   addr(r, i * 4096), rkey,
-                                                   &ca[i].uct)) << i;
+        ASSERT_EQ(UCS_INPROGRESS,
+                  uct_ep_put_zcopy(m_ep, &iov, 1, addr(r, i * 4096), rkey,
+                                   &ca[i].uct))
+                << i;
     }
     ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }));
     ASSERT_TRUE(progress_until([&] {
@@ -202,11 +201,11 @@ TEST_F(dc_strand_hw_truth, error_with_outstanding_wqes_fails_one_ep_only)
 
     /* ep B on the same DCI once it is back (NO_RESOURCE until then) */
     const unsigned num_b = 6;
-    landed_comp cb[num_b];
+    landed_comp    cb[num_b];
     for (unsigned i = 0; i < num_b; ++i) {
-        cb[i].dst = r.buf.data() + (8 + i) * 4096;
-        cb[i].src = data.data();
-        cb[i].len = data.size();
+        cb[i].dst           = r.buf.data() + (8 + i) * 4096;
+        cb[i].src           = data.data();
+        cb[i].len           = data.size();
         ucs_status_t status = UCS_ERR_NO_RESOURCE;
         ASSERT_TRUE(progress_until([&] {
             status = uct_ep_put_zcopy(ep_b, &iov, 1, addr(r, (8 + i) * 4096),
@@ -217,9 +216,8 @@ TEST_F(dc_strand_hw_truth, error_with_outstanding_wqes_fails_one_ep_only)
     }
     flush(ep_b);
     /* let any stale CQE show itself */
-    ASSERT_TRUE(progress_until([&] {
-        return dci_pool_view(vfs_read(m_a, "dci_pool")).idle();
-    }));
+    ASSERT_TRUE(progress_until(
+            [&] { return dci_pool_view(vfs_read(m_a, "dci_pool")).idle(); }));
 
     ASSERT_EQ(1u, m_a.err.errors.size());
     EXPECT_EQ(m_ep, m_a.err.errors[0].first);
@@ -236,7 +234,8 @@ TEST_F(dc_strand_hw_truth, error_with_outstanding_wqes_fails_one_ep_only)
     for (unsigned i = 0; i < num_b; ++i) {
         EXPECT_EQ(1, cb[i].calls) << "B op " << i;
         EXPECT_EQ(UCS_OK, cb[i].status) << "B op " << i;
-        EXPECT_TRUE(cb[i].landed) << "B op " << i << " completed before "
+        EXPECT_TRUE(cb[i].landed) << "B op " << i
+                                  << " completed before "
                                      "its data arrived";
     }
     dci_pool_view(vfs_read(m_a, "dci_pool")).expect_all_free(1);
@@ -265,8 +264,8 @@ TEST_F(dc_strand_hw_truth, send_comp_arm_wakes_up_for_a_credit_grant)
     EXPECT_EQ(0, poll(&pfd, 1, 0));
 
     /* the receiver takes the messages and answers the credit request */
-    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    int woke = 0;
+    auto end  = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    int  woke = 0;
     while (!woke && (std::chrono::steady_clock::now() < end)) {
         uct_worker_progress(m_worker_b);
         woke = poll(&pfd, 1, 0);
@@ -291,7 +290,7 @@ TEST_F(dc_strand_hw_truth, every_stream_id_is_a_channel_of_the_dci)
     set_env("UCX_DC_STRAND_DCI_STREAMS", "8");
     set_env("UCX_DC_STRAND_DCI_STREAMS_ERRORED", "8");
     open_pair();
-    const unsigned n = 8;
+    const unsigned        n   = 8;
     std::vector<uct_ep_h> eps = {m_ep};
     while (eps.size() < n) {
         eps.push_back(connect(m_a, m_b.dev_addr, m_b.iface_addr));
@@ -317,14 +316,15 @@ TEST_F(dc_strand_hw_truth, every_stream_id_is_a_channel_of_the_dci)
                     << "round " << round << " ep " << i;
         }
     }
-    EXPECT_TRUE(m_a.err.errors.empty()) << m_a.err.errors.size()
-                                        << " endpoints failed";
+    EXPECT_TRUE(m_a.err.errors.empty())
+            << m_a.err.errors.size() << " endpoints failed";
     /* the pool's own view: the streams in use are 0 .. 7 */
     std::string pool = vfs_read(m_a, "dci_pool");
     for (unsigned i = 0; i < n; ++i) {
         EXPECT_NE(std::string::npos,
                   pool.find("stream " + std::to_string(i) + " ok"))
-                << "stream " << i << " in\n" << pool;
+                << "stream " << i << " in\n"
+                << pool;
     }
     EXPECT_EQ(std::string::npos, pool.find("stream 8 ")) << pool;
     unreg(r);

@@ -50,8 +50,8 @@ TEST_F(dc_strand_tag, without_unexpected_callbacks_opens_without_tags)
     m_iface_params_hook = [this](uct_iface_params_t &p) {
         p.field_mask |= UCT_IFACE_PARAM_FIELD_HW_TM_EAGER_CB |
                         UCT_IFACE_PARAM_FIELD_HW_TM_RNDV_CB;
-        p.eager_cb    = eager_unexp_cb;
-        p.rndv_cb     = rndv_unexp_cb;
+        p.eager_cb = eager_unexp_cb;
+        p.rndv_cb  = rndv_unexp_cb;
     };
     EXPECT_EQ(UCS_ERR_UNSUPPORTED, open_iface(m_a));
     set_env("UCX_DC_STRAND_TM_ENABLE", "try");
@@ -74,11 +74,9 @@ TEST_F(dc_strand_tag, asked_for_without_callbacks_drops_unexpected_messages)
     {
         scoped_log_capture logs;
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_tag_eager_short(m_ep, 0x77, &v, sizeof(v));
-        }));
-        ASSERT_TRUE(progress_until([&] {
-            return tm_stat("dropped") == 1;
-        }));
+                      return uct_ep_tag_eager_short(m_ep, 0x77, &v, sizeof(v));
+                  }));
+        ASSERT_TRUE(progress_until([&] { return tm_stat("dropped") == 1; }));
         EXPECT_EQ(1u, logs.count("dropped"));
     }
     /* a receive posted now gets the next one */
@@ -88,8 +86,8 @@ TEST_F(dc_strand_tag, asked_for_without_callbacks_drops_unexpected_messages)
     ASSERT_EQ(UCS_OK, post_recv(c, r, 0x77));
     v = 43;
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_tag_eager_short(m_ep, 0x77, &v, sizeof(v));
-    }));
+                  return uct_ep_tag_eager_short(m_ep, 0x77, &v, sizeof(v));
+              }));
     ASSERT_TRUE(progress_until([&] { return c.completed; }));
     EXPECT_EQ(UCS_OK, c.status);
     EXPECT_EQ(0, memcmp(r.buf.data(), &v, sizeof(v)));
@@ -110,7 +108,7 @@ TEST_F(dc_strand_tag, integrity_turns_the_device_rendezvous_away)
     ASSERT_EQ(UCS_OK, open_iface(m_a));
     EXPECT_FALSE(m_a.attr.cap.flags & UCT_IFACE_FLAG_TAG_EAGER_BCOPY);
     EXPECT_FALSE(m_a.attr.cap.flags & UCT_IFACE_FLAG_TAG_RNDV_ZCOPY);
-    EXPECT_EQ(0, m_a.iface_addr[3]);  /* its address says: no tags */
+    EXPECT_EQ(0, m_a.iface_addr[3]); /* its address says: no tags */
 }
 
 TEST_F(dc_strand_tag, on_and_off_do_not_reach_each_other)
@@ -120,8 +118,8 @@ TEST_F(dc_strand_tag, on_and_off_do_not_reach_each_other)
     set_env("UCX_DC_STRAND_TM_ENABLE", "n");
     ASSERT_EQ(UCS_OK, open_iface(m_b));
     EXPECT_FALSE(uct_iface_is_reachable(
-            m_a.iface, (const uct_device_addr_t*)m_b.dev_addr.data(),
-            (const uct_iface_addr_t*)m_b.iface_addr.data()));
+            m_a.iface, (const uct_device_addr_t *)m_b.dev_addr.data(),
+            (const uct_iface_addr_t *)m_b.iface_addr.data()));
     EXPECT_EQ(UCS_ERR_UNREACHABLE,
               create_ep(m_a, m_b.dev_addr, m_b.iface_addr));
 }
@@ -138,12 +136,11 @@ TEST_F(dc_strand_tag, rndv_expected_the_receivers_device_reads)
         fill(src, pattern(len, (unsigned)len));
         recv_ctx ctx;
         ASSERT_EQ(UCS_OK, post_recv(ctx, dst, 0x77));
-        test_comp c;
+        test_comp            c;
         std::vector<uint8_t> hdr = pattern(18, 3);
         rndv_zcopy(0x77, src, len, c, hdr);
-        ASSERT_TRUE(progress_until([&] {
-            return ctx.completed && c.done;
-        }, 60));
+        ASSERT_TRUE(
+                progress_until([&] { return ctx.completed && c.done; }, 60));
         EXPECT_EQ(1, ctx.consumed);
         EXPECT_EQ(UCS_OK, ctx.status);
         EXPECT_EQ(0x77u, ctx.stag);
@@ -162,13 +159,13 @@ TEST_F(dc_strand_tag, rndv_unexpected_is_read_in_software_then_cancelled)
 {
     open_tag_pair();
     const size_t len = 300000;
-    region src, dst;
+    region       src, dst;
     reg(src, len);
     reg(dst, len);
     fill(src, pattern(len, 17));
-    test_comp c;
+    test_comp            c;
     std::vector<uint8_t> hdr = pattern(18, 8);
-    void *op = rndv_zcopy(0x99, src, len, c, hdr);
+    void                *op  = rndv_zcopy(0x99, src, len, c, hdr);
     ASSERT_TRUE(progress_until([&] { return m_tag_b.rndv.size() == 1; }));
 
     unexp_rndv &r = m_tag_b.rndv[0];
@@ -180,10 +177,9 @@ TEST_F(dc_strand_tag, rndv_unexpected_is_read_in_software_then_cancelled)
     /* as UCP does: read it with the key the callback packed, tell the
      * sender in software, which cancels its operation */
     uct_rkey_bundle_t rkey;
-    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, r.rkey_buf.data(),
-                                      &rkey));
-    uct_ep_h back = connect(m_b, m_a.dev_addr, m_a.iface_addr);
-    uct_iov_t iov = {dst.buf.data(), len, dst.memh, 0, 1};
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, r.rkey_buf.data(), &rkey));
+    uct_ep_h  back = connect(m_b, m_a.dev_addr, m_a.iface_addr);
+    uct_iov_t iov  = {dst.buf.data(), len, dst.memh, 0, 1};
     test_comp g;
     comp_init(&g);
     ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_zcopy(back, &iov, 1, r.remote_addr,
@@ -212,13 +208,13 @@ TEST_F(dc_strand_tag, rndv_with_a_bad_key_fails_its_tag_only)
     ASSERT_EQ(UCS_OK, post_recv(ctx2, dst2, 2));
 
     /* a memory handle whose remote key the device does not know */
-    strand_dev_mr_t bad = *static_cast<strand_dev_mr_t*>(src.memh);
+    strand_dev_mr_t bad = *static_cast<strand_dev_mr_t *>(src.memh);
     bad.rkey ^= 0x5a5a00;
     uct_iov_t iov = {src.buf.data(), 8192, &bad, 0, 1};
     test_comp c;
     comp_init(&c);
-    ucs_status_ptr_t op = uct_ep_tag_rndv_zcopy(m_ep, 1, nullptr, 0, &iov, 1,
-                                                0, &c.uct);
+    ucs_status_ptr_t op = uct_ep_tag_rndv_zcopy(m_ep, 1, nullptr, 0, &iov, 1, 0,
+                                                &c.uct);
     ASSERT_FALSE(UCS_PTR_IS_ERR(op));
     ASSERT_TRUE(progress_until([&] { return ctx.completed != 0; }, 30));
     EXPECT_EQ(UCS_ERR_CONNECTION_RESET, ctx.status);
@@ -257,7 +253,8 @@ protected:
     }
 };
 
-TEST_F(dc_strand_tag_quiet, a_sender_that_dies_mid_rendezvous_fails_only_its_receive)
+TEST_F(dc_strand_tag_quiet,
+       a_sender_that_dies_mid_rendezvous_fails_only_its_receive)
 {
     /* the request is on the wire: the receiver's device finds it once the
      * sender is gone; its READ then gets no answer */

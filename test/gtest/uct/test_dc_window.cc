@@ -20,7 +20,7 @@ TEST_F(dc_strand, flow_control_off_fills_the_window_again)
 {
     set_env("UCX_DC_STRAND_FC_ENABLE", "n");
     open_pair();
-    strand_ep_t *ep = ucs_derived_of(m_ep, strand_ep_t);
+    strand_ep_t  *ep   = ucs_derived_of(m_ep, strand_ep_t);
     const int32_t full = strand_ep_fc_wnd(ep);
     EXPECT_EQ(INT32_MAX, full);
     strand_ep_fc_set_wnd(ep, ep->fc_limit + 3);

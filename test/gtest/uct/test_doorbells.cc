@@ -13,8 +13,6 @@
 
 class doorbells : public strand_uct_tl {
 protected:
-
-
     /* two endpoints to B on two send queues (rc_strand: a QP each;
      * dc_strand: the dcs policy gives each its own DCI while it has work),
      * connected; messages posted on them in turn, and no other post
@@ -45,11 +43,11 @@ protected:
             /* in turn, while both hold work (dc_strand: a DCI each) */
             ASSERT_EQ(UCS_OK, am_short_retry(eps[i % 2], i));
         }
-        EXPECT_TRUE(progress_until([&] { return m_b.am.msgs.size() == n; },
-                                   5))
-            << m_b.am.msgs.size() << " of " << n << " arrived: a doorbell "
-               "was lost (two queues wrote one half of the register in "
-               "turn)";
+        EXPECT_TRUE(progress_until([&] { return m_b.am.msgs.size() == n; }, 5))
+                << m_b.am.msgs.size() << " of " << n
+                << " arrived: a doorbell "
+                   "was lost (two queues wrote one half of the register in "
+                   "turn)";
         uint64_t next[2] = {0, 1};
         for (auto &m : m_b.am.msgs) {
             uint64_t hdr;

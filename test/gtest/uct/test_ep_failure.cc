@@ -8,8 +8,7 @@
  */
 #include "uct_fixture.h"
 
-class ep_failure : public strand_uct_tl {
-};
+class ep_failure : public strand_uct_tl {};
 
 TEST_P(ep_failure, peer_failure_fails_only_that_ep)
 {
@@ -25,18 +24,18 @@ TEST_P(ep_failure, peer_failure_fails_only_that_ep)
 
     test_comp c;
     comp_init(&c);
-    auto data = pattern(64, 10);
+    auto      data = pattern(64, 10);
     uct_mem_h dm;
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, data.data(), data.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &dm));
     uct_iov_t iov = {data.data(), data.size(), dm, 0, 1};
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(bad, 5, nullptr, 0, &iov, 1, 0,
-                                              &c.uct));
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_am_zcopy(bad, 5, nullptr, 0, &iov, 1, 0, &c.uct));
     /* the good ep keeps working meanwhile */
     ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, 77, nullptr, 0));
-    ASSERT_TRUE(progress_until([&] {
-        return c.done && !m_a.err.errors.empty();
-    }, 30));
+    ASSERT_TRUE(
+            progress_until([&] { return c.done && !m_a.err.errors.empty(); },
+                           30));
     EXPECT_NE(UCS_OK, c.status);
     ASSERT_EQ(1u, m_a.err.errors.size());
     EXPECT_EQ(bad, m_a.err.errors[0].first);
@@ -48,7 +47,7 @@ TEST_P(ep_failure, peer_failure_fails_only_that_ep)
     }
     flush(m_ep);
     ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 101; }));
-    EXPECT_EQ(1099u, *(uint64_t*)m_b.am.msgs.back().data());
+    EXPECT_EQ(1099u, *(uint64_t *)m_b.am.msgs.back().data());
     EXPECT_EQ(1u, m_a.err.errors.size());
     uct_md_mem_dereg(m_md, dm);
 }
@@ -63,7 +62,7 @@ TEST_P(ep_failure, bad_rkey_fails_only_that_ep)
     ASSERT_NE(nullptr, ep2);
     region r;
     reg(r, 4096);
-    auto data = pattern(256, 11);
+    auto      data = pattern(256, 11);
     uct_mem_h dm;
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, data.data(), data.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &dm));
@@ -73,11 +72,9 @@ TEST_P(ep_failure, bad_rkey_fails_only_that_ep)
     comp_init(&c1);
     comp_init(&c2);
     ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep, &iov, 1, addr(r),
-                                               r.rkey.rkey ^ 0x5a00,
-                                               &c1.uct));
-    ASSERT_TRUE(progress_until([&] {
-        return c1.done && !m_a.err.errors.empty();
-    }));
+                                               r.rkey.rkey ^ 0x5a00, &c1.uct));
+    ASSERT_TRUE(
+            progress_until([&] { return c1.done && !m_a.err.errors.empty(); }));
     EXPECT_EQ(UCS_ERR_CONNECTION_RESET, c1.status);
     ASSERT_EQ(1u, m_a.err.errors.size());
     EXPECT_EQ(m_ep, m_a.err.errors[0].first);
@@ -89,9 +86,8 @@ TEST_P(ep_failure, bad_rkey_fails_only_that_ep)
     /* out of bounds through the other ep: its own error */
     ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_zcopy(ep2, &iov, 1, addr(r, 4000),
                                                r.rkey.rkey, &c2.uct));
-    ASSERT_TRUE(progress_until([&] {
-        return c2.done && (m_a.err.errors.size() == 2);
-    }));
+    ASSERT_TRUE(progress_until(
+            [&] { return c2.done && (m_a.err.errors.size() == 2); }));
     EXPECT_NE(UCS_OK, c2.status);
     EXPECT_EQ(ep2, m_a.err.errors[1].first);
 
@@ -118,7 +114,7 @@ TEST_P(ep_failure, connected_peer_goes_away)
     ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }, 20));
     EXPECT_EQ(m_ep, m_a.err.errors[0].first);
     EXPECT_TRUE(UCS_IS_ENDPOINT_ERROR(m_a.err.errors[0].second))
-        << ucs_status_string(m_a.err.errors[0].second);
+            << ucs_status_string(m_a.err.errors[0].second);
 }
 
 STRAND_UCT_INSTANTIATE(ep_failure);

@@ -8,15 +8,14 @@
  */
 #include "uct_fixture.h"
 
-class ep_ops : public strand_uct_tl {
-};
+class ep_ops : public strand_uct_tl {};
 
 TEST_P(ep_ops, am_short_bcopy_zcopy_byte_for_byte)
 {
     open_pair();
     /* short: header + payload up to the limit */
-    uint64_t hdr = 0x0123456789abcdefull;
-    auto small   = pattern(m_a.attr.cap.am.max_short - sizeof(hdr), 1);
+    uint64_t hdr   = 0x0123456789abcdefull;
+    auto     small = pattern(m_a.attr.cap.am.max_short - sizeof(hdr), 1);
     for (size_t len : {(size_t)0, (size_t)1, (size_t)55, small.size()}) {
         ASSERT_EQ(UCS_OK, am_short_retry(m_ep, hdr, small.data(), len));
     }
@@ -33,8 +32,9 @@ TEST_P(ep_ops, am_short_bcopy_zcopy_byte_for_byte)
     m_b.am.msgs.clear();
 
     /* bcopy: up to max_bcopy */
-    for (size_t len : {(size_t)1, (size_t)4000, (size_t)m_a.attr.cap.am.max_bcopy}) {
-        auto data = pattern(len, 2);
+    for (size_t len :
+         {(size_t)1, (size_t)4000, (size_t)m_a.attr.cap.am.max_bcopy}) {
+        auto    data = pattern(len, 2);
         ssize_t ret;
         ASSERT_TRUE(progress_until([&] {
             ret = uct_ep_am_bcopy(m_ep, 5, pack_cb, &data, 0);
@@ -47,8 +47,8 @@ TEST_P(ep_ops, am_short_bcopy_zcopy_byte_for_byte)
     }
 
     /* zcopy: header + two registered iov entries */
-    auto h  = pattern(40, 3);
-    auto d1 = pattern(3000, 4), d2 = pattern(5000, 5);
+    auto      h  = pattern(40, 3);
+    auto      d1 = pattern(3000, 4), d2 = pattern(5000, 5);
     uct_mem_h m1, m2;
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, d1.data(), d1.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &m1));
@@ -63,7 +63,8 @@ TEST_P(ep_ops, am_short_bcopy_zcopy_byte_for_byte)
     ASSERT_EQ(UCS_INPROGRESS, status);
     ASSERT_TRUE(progress_until([&] {
         return c.done && (m_b.am.msgs.size() == 1);
-    })) << "done " << c.done << " msgs " << m_b.am.msgs.size();
+    })) << "done "
+        << c.done << " msgs " << m_b.am.msgs.size();
     std::vector<uint8_t> expect = h;
     expect.insert(expect.end(), d1.begin(), d1.end());
     expect.insert(expect.end(), d2.begin(), d2.end());
@@ -72,11 +73,10 @@ TEST_P(ep_ops, am_short_bcopy_zcopy_byte_for_byte)
     uct_iov_t iov_nomemh = {d1.data(), d1.size(), UCT_MEM_HANDLE_NULL, 0, 1};
     comp_init(&c);
     m_b.am.msgs.clear();
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(m_ep, 5, h.data(), 8,
-                                              &iov_nomemh, 1, 0, &c.uct));
-    ASSERT_TRUE(progress_until([&] {
-        return c.done && (m_b.am.msgs.size() == 1);
-    }));
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_am_zcopy(m_ep, 5, h.data(), 8, &iov_nomemh, 1, 0, &c.uct));
+    ASSERT_TRUE(progress_until(
+            [&] { return c.done && (m_b.am.msgs.size() == 1); }));
     EXPECT_EQ(0, memcmp(m_b.am.msgs[0].data() + 8, d1.data(), d1.size()));
     uct_md_mem_dereg(m_md, m1);
     uct_md_mem_dereg(m_md, m2);
@@ -101,11 +101,11 @@ TEST_P(ep_ops, put_short_bcopy_zcopy_byte_for_byte)
     auto s = pattern(m_a.attr.cap.put.max_short, 6);
     ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, s.data(), s.size(), addr(r, 8),
                                        r.rkey.rkey));
-    auto b = pattern(m_a.attr.cap.put.max_bcopy, 7);
+    auto    b   = pattern(m_a.attr.cap.put.max_bcopy, 7);
     ssize_t ret = uct_ep_put_bcopy(m_ep, pack_cb, &b, addr(r, 4096),
                                    r.rkey.rkey);
     ASSERT_EQ((ssize_t)b.size(), ret);
-    auto z = pattern(300000, 8);
+    auto      z = pattern(300000, 8);
     uct_mem_h zm;
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, z.data(), z.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &zm));
@@ -134,8 +134,8 @@ TEST_P(ep_ops, put_short_bcopy_zcopy_byte_for_byte)
 TEST_P(ep_ops, short_operations_around_fences)
 {
     const uint64_t n = 300;
-    ucs_status_t status;
-    region r;
+    ucs_status_t   status;
+    region         r;
 
     open_pair();
     reg(r, 64 * sizeof(uint64_t));
@@ -180,7 +180,7 @@ TEST_P(ep_ops, get_bcopy_zcopy_byte_for_byte)
     r.buf    = src; /* same storage size: the registration stays valid */
 
     std::vector<uint8_t> got;
-    test_comp c;
+    test_comp            c;
     comp_init(&c);
     ASSERT_EQ(UCS_INPROGRESS,
               uct_ep_get_bcopy(m_ep, unpack_cb, &got, 8000, addr(r, 123),
@@ -190,14 +190,14 @@ TEST_P(ep_ops, get_bcopy_zcopy_byte_for_byte)
     EXPECT_EQ(0, memcmp(got.data(), src.data() + 123, 8000));
 
     std::vector<uint8_t> dst(500000, 0);
-    uct_mem_h dm;
+    uct_mem_h            dm;
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, dst.data(), dst.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &dm));
     uct_iov_t iov[2] = {{dst.data(), 1000, dm, 0, 1},
                         {dst.data() + 2000, 400000, dm, 0, 1}};
     comp_init(&c);
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_zcopy(m_ep, iov, 2, addr(r, 7),
-                                               r.rkey.rkey, &c.uct));
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_get_zcopy(m_ep, iov, 2, addr(r, 7), r.rkey.rkey, &c.uct));
     ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
     EXPECT_EQ(UCS_OK, c.status);
     EXPECT_EQ(0, memcmp(dst.data(), src.data() + 7, 1000));
@@ -220,7 +220,7 @@ TEST_P(ep_ops, flush_called_from_a_pending_request)
 {
     set_tl_env("TX_QUEUE_LEN", "16");
     open_pair();
-    int sent = 0;
+    int          sent = 0;
     ucs_status_t status;
     while ((status = uct_ep_am_short(m_ep, 5, sent, nullptr, 0)) == UCS_OK) {
         ++sent;
@@ -232,12 +232,12 @@ TEST_P(ep_ops, flush_called_from_a_pending_request)
         uct_ep_h          ep;
         test_comp         comp;
         int               posted;
-    } p = {};
+    } p  = {};
     p.ep = m_ep;
     comp_init(&p.comp);
     p.uct.func = [](uct_pending_req_t *self) -> ucs_status_t {
-        auto *pp = ucs_container_of(self, pend, uct);
-        ucs_status_t s = uct_ep_flush(pp->ep, 0, &pp->comp.uct);
+        auto        *pp = ucs_container_of(self, pend, uct);
+        ucs_status_t s  = uct_ep_flush(pp->ep, 0, &pp->comp.uct);
         if (s == UCS_OK) {
             pp->comp.done = 1;
         }
@@ -248,10 +248,9 @@ TEST_P(ep_ops, flush_called_from_a_pending_request)
     ASSERT_TRUE(progress_until([&] { return p.comp.done != 0; }, 5));
     EXPECT_EQ(UCS_OK, p.comp.status);
     /* everything posted before the flush arrived first */
-    ASSERT_TRUE(progress_until([&] {
-        return m_b.am.msgs.size() == (size_t)sent;
-    }));
-    EXPECT_EQ((uint64_t)sent - 1, *(uint64_t*)m_b.am.msgs.back().data());
+    ASSERT_TRUE(
+            progress_until([&] { return m_b.am.msgs.size() == (size_t)sent; }));
+    EXPECT_EQ((uint64_t)sent - 1, *(uint64_t *)m_b.am.msgs.back().data());
 }
 
 /* A large GET through a lossy fabric: a lost response makes the send
@@ -270,7 +269,7 @@ TEST_P(ep_ops, large_get_through_packet_loss)
     auto src = pattern(r.buf.size(), 12);
     memcpy(r.buf.data(), src.data(), src.size());
     std::vector<uint8_t> dst(r.buf.size(), 0);
-    uct_mem_h dm;
+    uct_mem_h            dm;
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, dst.data(), dst.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &dm));
     uct_iov_t iov = {dst.data(), dst.size(), dm, 0, 1};
@@ -306,7 +305,7 @@ TEST_P(ep_ops, receive_wqes_completing_out_of_order)
     const int rounds = 300;
     for (int i = 0; i < rounds; ++i) {
         auto big = pattern(8000, i);
-        big[0] = 1; /* sender 1 */
+        big[0]   = 1; /* sender 1 */
         memcpy(&big[1], &i, sizeof(i));
         ssize_t ret;
         ASSERT_TRUE(progress_until([&] {
@@ -317,9 +316,10 @@ TEST_P(ep_ops, receive_wqes_completing_out_of_order)
         uint64_t hdr = (2ull << 56) | i; /* sender 2 */
         ASSERT_EQ(UCS_OK, am_short_retry(ep2, hdr));
     }
-    ASSERT_TRUE(progress_until([&] {
-        return m_b.am.msgs.size() == 2u * rounds;
-    }, 60)) << m_b.am.msgs.size() << " of " << 2 * rounds;
+    ASSERT_TRUE(
+            progress_until([&] { return m_b.am.msgs.size() == 2u * rounds; },
+                           60))
+            << m_b.am.msgs.size() << " of " << 2 * rounds;
     int next1 = 0, next2 = 0;
     for (auto &m : m_b.am.msgs) {
         if (m.size() == 8000) {
@@ -328,7 +328,7 @@ TEST_P(ep_ops, receive_wqes_completing_out_of_order)
             ASSERT_EQ(next1, seq);
             auto expect = pattern(8000, seq);
             EXPECT_EQ(0, memcmp(expect.data() + 5, m.data() + 5, 8000 - 5))
-                << "message " << seq;
+                    << "message " << seq;
             ++next1;
         } else {
             ASSERT_EQ(8u, m.size());
@@ -356,13 +356,13 @@ STRAND_UCT_INSTANTIATE(ep_ops);
  * software device).
  * The parameter: the transport, the mode (STRAND_SIM_CAPS atomic_mode8b).
  */
-class atomic_modes : public strand_uct,
-                     public ::testing::WithParamInterface<
-                             std::tuple<const char*, int>> {
+class atomic_modes
+    : public strand_uct,
+      public ::testing::WithParamInterface<std::tuple<const char *, int>> {
 protected:
     void SetUp() override
     {
-        m_tl   = std::get<0>(GetParam());
+        m_tl = std::get<0>(GetParam());
         /* the device reads its capabilities when the MD opens it */
         m_caps = "atomic_mode8b=" + std::to_string(std::get<1>(GetParam()));
         set_env("STRAND_SIM_CAPS", m_caps.c_str());
@@ -380,7 +380,7 @@ TEST_P(atomic_modes, every_fetching_atomic_of_both_sizes)
 }
 
 static std::string atomic_mode_name(
-        const ::testing::TestParamInfo<std::tuple<const char*, int>> &info)
+        const ::testing::TestParamInfo<std::tuple<const char *, int>> &info)
 {
     return std::string(std::get<0>(info.param)) + "_mode8b_" +
            std::to_string(std::get<1>(info.param));

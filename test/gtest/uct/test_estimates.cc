@@ -42,7 +42,7 @@ protected:
     {
         strand_dev_info_t info;
         strand_dev_perf_t perf;
-        strand_dev_t *dev = nullptr;
+        strand_dev_t     *dev = nullptr;
 
         memset(&perf, 0, sizeof(perf));
         EXPECT_EQ(1, strand_dev_list(1u << STRAND_DEV_KIND_SIM, &info, 1));
@@ -63,7 +63,7 @@ protected:
                        UCT_PERF_ATTR_FIELD_RECV_OVERHEAD |
                        UCT_PERF_ATTR_FIELD_BANDWIDTH |
                        UCT_PERF_ATTR_FIELD_LATENCY;
-        p.operation  = UCT_EP_OP_AM_BCOPY;
+        p.operation = UCT_EP_OP_AM_BCOPY;
         EXPECT_EQ(UCS_OK, uct_iface_estimate_perf(iface, &p));
         return p;
     }
@@ -134,7 +134,8 @@ TEST_P(estimates, measured_estimates_are_sane_and_once_per_process)
      * the same only within the host's noise, and are not compared */
     strand_dev_perf_t d = device_perf();
     EXPECT_TRUE((d.source == STRAND_DEV_PERF_MEASURED) ||
-                (d.source == STRAND_DEV_PERF_FIXED)) << d.what;
+                (d.source == STRAND_DEV_PERF_FIXED))
+            << d.what;
 
     const uct_iface_attr_t &a = m_a.attr;
     EXPECT_TRUE(std::isfinite(a.latency.c));
@@ -142,8 +143,8 @@ TEST_P(estimates, measured_estimates_are_sane_and_once_per_process)
     EXPECT_LT(a.latency.c, 1e-3);
     EXPECT_GE(a.latency.m, 0);
     EXPECT_TRUE(std::isfinite(a.bandwidth.shared));
-    EXPECT_GT(a.bandwidth.shared, 10e6);   /* more than 10 MB/s ... */
-    EXPECT_LT(a.bandwidth.shared, 10e12);  /* ... less than 10 TB/s */
+    EXPECT_GT(a.bandwidth.shared, 10e6);  /* more than 10 MB/s ... */
+    EXPECT_LT(a.bandwidth.shared, 10e12); /* ... less than 10 TB/s */
     EXPECT_TRUE(std::isfinite(a.overhead));
     EXPECT_GT(a.overhead, 0);
     EXPECT_LT(a.overhead, 1e-3);
@@ -162,15 +163,15 @@ TEST_P(estimates, bad_override_is_a_readable_error)
     static const struct {
         const char *value, *said;
     } bad[] = {
-        {"bw_mbs=abc",         "bw_mbs='abc'"},
-        {"bw_mbs=-5",          "bw_mbs='-5'"},
-        {"latency_ns=0",       "latency_ns='0'"},
-        {"latency_ns=",        "latency_ns=''"},
-        {"overhead_ns=nan",    "overhead_ns='nan'"},
-        {"overhead_ns=1e99",   "overhead_ns='1e99'"},
-        {"latency_ns=5ms",     "latency_ns='5ms'"},
-        {"bogus=1",            "unknown key 'bogus'"},
-        {"latency_ns",         "latency_ns=''"},
+            {"bw_mbs=abc", "bw_mbs='abc'"},
+            {"bw_mbs=-5", "bw_mbs='-5'"},
+            {"latency_ns=0", "latency_ns='0'"},
+            {"latency_ns=", "latency_ns=''"},
+            {"overhead_ns=nan", "overhead_ns='nan'"},
+            {"overhead_ns=1e99", "overhead_ns='1e99'"},
+            {"latency_ns=5ms", "latency_ns='5ms'"},
+            {"bogus=1", "unknown key 'bogus'"},
+            {"latency_ns", "latency_ns=''"},
     };
 
     for (const auto &b : bad) {
@@ -178,7 +179,7 @@ TEST_P(estimates, bad_override_is_a_readable_error)
         set_env("STRAND_SIM_PERF", b.value);
         testing::internal::CaptureStderr();
         ucs_status_t status = open_md();
-        std::string err = testing::internal::GetCapturedStderr();
+        std::string  err    = testing::internal::GetCapturedStderr();
         EXPECT_NE(UCS_OK, status);
         EXPECT_NE(std::string::npos, err.find("STRAND_SIM_PERF")) << err;
         EXPECT_NE(std::string::npos, err.find(b.said)) << err;

@@ -16,7 +16,6 @@
 
 class events : public strand_uct_tl {
 protected:
-
     /* A on m_worker, B on a worker of its own (progressing A never takes
      * B's completions) */
     void open_apart()
@@ -67,10 +66,10 @@ protected:
     int m_fd_a = -1, m_fd_b = -1;
 };
 
-static const unsigned all_kinds[] = {
-    UCT_EVENT_RECV, UCT_EVENT_RECV_SIG, UCT_EVENT_SEND_COMP,
-    UCT_EVENT_RECV | UCT_EVENT_RECV_SIG | UCT_EVENT_SEND_COMP
-};
+static const unsigned all_kinds[] = {UCT_EVENT_RECV, UCT_EVENT_RECV_SIG,
+                                     UCT_EVENT_SEND_COMP,
+                                     UCT_EVENT_RECV | UCT_EVENT_RECV_SIG |
+                                             UCT_EVENT_SEND_COMP};
 
 /* A message in B's receive queue that B's progress has not taken: every
  * arm says busy, whatever it asks for; taken, the arm is accepted and the
@@ -80,17 +79,16 @@ TEST_P(events, a_received_message_makes_every_arm_busy)
     open_connected();
     ASSERT_EQ(UCS_OK, uct_ep_am_short(m_ep, 5, 2, nullptr, 0));
     flush(m_ep); /* acknowledged by B's device: B's CQE is written */
-    ASSERT_EQ(UCS_ERR_BUSY, arm_until_busy(m_b.iface, m_fd_b,
-                                           UCT_EVENT_RECV));
+    ASSERT_EQ(UCS_ERR_BUSY, arm_until_busy(m_b.iface, m_fd_b, UCT_EVENT_RECV));
     for (unsigned kinds : all_kinds) {
         EXPECT_EQ(UCS_ERR_BUSY, uct_iface_event_arm(m_b.iface, kinds))
-            << "events 0x" << std::hex << kinds;
+                << "events 0x" << std::hex << kinds;
     }
     ASSERT_TRUE(progress_b_until([&] { return m_b.am.msgs.size() == 1; }));
     progress_b_until([] { return false; }, 0.05); /* the rest of it */
     for (unsigned kinds : all_kinds) {
         EXPECT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, kinds))
-            << "events 0x" << std::hex << kinds;
+                << "events 0x" << std::hex << kinds;
     }
     EXPECT_EQ(0, readable(m_fd_b, 0)) << "an event for nothing";
 }
@@ -106,7 +104,7 @@ TEST_P(events, a_message_after_the_arm_wakes_the_receiver)
         ASSERT_EQ(0, readable(m_fd_b, 0));
         ASSERT_EQ(UCS_OK, am_short_retry(m_ep, ++seq));
         EXPECT_EQ(1, readable(m_fd_b, 1000))
-            << "events 0x" << std::hex << kinds << ": B never woke";
+                << "events 0x" << std::hex << kinds << ": B never woke";
         ASSERT_TRUE(progress_b_until([&] { return !m_b.am.msgs.empty(); }));
         m_b.am.msgs.clear();
         flush(m_ep);
@@ -132,8 +130,8 @@ TEST_P(events, rma_completions_wake_the_initiator)
     comp_init(&c);
     ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_zcopy(m_ep, &iov, 1, addr(target),
                                                target.rkey.rkey, &c.uct));
-    EXPECT_EQ(UCS_ERR_BUSY, arm_until_busy(m_a.iface, m_fd_a,
-                                           UCT_EVENT_SEND_COMP));
+    EXPECT_EQ(UCS_ERR_BUSY,
+              arm_until_busy(m_a.iface, m_fd_a, UCT_EVENT_SEND_COMP));
     ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
     EXPECT_EQ(UCS_OK, c.status);
     EXPECT_EQ(data, local.buf);
@@ -179,14 +177,16 @@ TEST_P(events, what_a_new_endpoint_sent_arrives_without_its_progress)
     ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, data.data(), data.size(),
                                        addr(target), target.rkey.rkey));
     /* B: progress, arm, sleep; never A */
-    bool woke = progress_with_until([&] {
-        if (uct_worker_progress(m_worker_b) != 0) {
-            return;
-        }
-        if (uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV) == UCS_OK) {
-            readable(m_fd_b, 1000);
-        }
-    }, [&] { return !m_b.am.msgs.empty(); }, 5);
+    bool woke = progress_with_until(
+            [&] {
+                if (uct_worker_progress(m_worker_b) != 0) {
+                    return;
+                }
+                if (uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV) == UCS_OK) {
+                    readable(m_fd_b, 1000);
+                }
+            },
+            [&] { return !m_b.am.msgs.empty(); }, 5);
     ASSERT_TRUE(woke) << "the message never came without A's progress";
     uint64_t hdr;
     memcpy(&hdr, m_b.am.msgs[0].data(), sizeof(hdr));
@@ -201,7 +201,6 @@ TEST_P(events, what_a_new_endpoint_sent_arrives_without_its_progress)
     flush(m_ep);
     unreg(target);
 }
-
 
 /* Event fd: armed for receives, it wakes on an arriving message; armed
  * for send completions, on the completion; arming with unprocessed
@@ -235,7 +234,7 @@ TEST_P(events, event_fd_and_arm)
     region r;
     reg(r, 4096);
     std::vector<uint8_t> src = pattern(4096, 9);
-    uct_mem_h sm;
+    uct_mem_h            sm;
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, src.data(), src.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &sm));
     uct_iov_t iov = {src.data(), src.size(), sm, 0, 1};
@@ -247,17 +246,15 @@ TEST_P(events, event_fd_and_arm)
     EXPECT_NE(fd, fd_a);
     struct pollfd pfd_a = {fd_a, POLLIN, 0};
     ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_a.iface, UCT_EVENT_SEND_COMP));
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(m_ep, &iov, 1, addr(r),
-                                               r.rkey.rkey, &c.uct));
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_put_zcopy(m_ep, &iov, 1, addr(r), r.rkey.rkey, &c.uct));
     ASSERT_EQ(1, poll(&pfd_a, 1, 5000)) << "no send completion event";
     EXPECT_EQ(0, poll(&pfd, 1, 0)) << "the receiver woke for a send event";
     ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
     EXPECT_EQ(0, memcmp(r.buf.data(), src.data(), src.size()));
     uct_md_mem_dereg(m_md, sm);
     unreg(r);
-
 }
-
 
 /* Spec 9 (arming): the transport arms with its own consumer index and a
  * sequence number that moves on with every event; a device that ignores a
@@ -272,7 +269,8 @@ TEST_P(events, receive_events_round_after_round)
         ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV))
                 << round;
         EXPECT_EQ(0, poll(&pfd, 1, 0)) << "an event before the message, "
-                                          "round " << round;
+                                          "round "
+                                       << round;
         ASSERT_EQ(UCS_OK, am_short_retry(m_ep, round));
         ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no event in round " << round;
         ASSERT_TRUE(progress_until([&] {
@@ -302,8 +300,8 @@ TEST_P(events, recv_sig_wakes_up_for_active_messages)
 
     std::vector<uint8_t> v = pattern(300, 1);
     ASSERT_EQ(UCS_OK, uct_iface_event_arm(m_b.iface, UCT_EVENT_RECV_SIG));
-    ASSERT_EQ((ssize_t)v.size(), uct_ep_am_bcopy(m_ep, 5, pack_cb, &v,
-                                                 UCT_SEND_FLAG_SIGNALED));
+    ASSERT_EQ((ssize_t)v.size(),
+              uct_ep_am_bcopy(m_ep, 5, pack_cb, &v, UCT_SEND_FLAG_SIGNALED));
     ASSERT_EQ(1, poll(&pfd, 1, 5000)) << "no event for a signaled am_bcopy";
     ASSERT_TRUE(progress_until([&] {
         uct_worker_progress(m_worker_b);

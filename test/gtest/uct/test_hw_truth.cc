@@ -14,7 +14,7 @@ protected:
     ucs_status_t am_bytes(uct_ep_h ep, const std::vector<uint8_t> &v)
     {
         std::vector<uint8_t> copy = v;
-        ssize_t ret               = UCS_ERR_NO_RESOURCE;
+        ssize_t              ret  = UCS_ERR_NO_RESOURCE;
         progress_until([&] {
             ret = uct_ep_am_bcopy(ep, 5, pack_cb, &copy, 0);
             return ret != UCS_ERR_NO_RESOURCE;
@@ -27,9 +27,8 @@ protected:
         for (unsigned len = 0; len <= max_len; len += (len < 80) ? 1 : 37) {
             auto v = pattern(len, len);
             ASSERT_EQ(UCS_OK, am_bytes(m_ep, v)) << len;
-            ASSERT_TRUE(progress_until([&] {
-                return m_b.am.msgs.size() == 1;
-            })) << len;
+            ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 1; }))
+                    << len;
             EXPECT_EQ(v, m_b.am.msgs[0]) << "AM of " << len << " bytes";
             m_b.am.msgs.clear();
         }
@@ -52,14 +51,15 @@ TEST_P(hw_truth, active_messages_with_128_byte_cqes)
         ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, data.data(), data.size(),
                                            addr(r), r.rkey.rkey));
         std::vector<uint8_t> back;
-        test_comp c;
+        test_comp            c;
         comp_init(&c);
-        ASSERT_EQ(UCS_INPROGRESS, uct_ep_get_bcopy(m_ep, unpack_cb, &back, 24,
-                                                   addr(r, 8), r.rkey.rkey,
-                                                   &c.uct));
+        ASSERT_EQ(UCS_INPROGRESS,
+                  uct_ep_get_bcopy(m_ep, unpack_cb, &back, 24, addr(r, 8),
+                                   r.rkey.rkey, &c.uct));
         ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
         EXPECT_EQ(std::vector<uint8_t>(data.begin() + 8, data.begin() + 32),
-                  back) << "RX_INLINE=" << rx_inline;
+                  back)
+                << "RX_INLINE=" << rx_inline;
         unreg(r);
         close_pair();
     }
@@ -83,11 +83,11 @@ TEST_P(hw_truth, device_without_masked_atomics)
 
     region r;
     reg(r, 64);
-    uint64_t *target = reinterpret_cast<uint64_t*>(r.buf.data());
-    *target = 40;
-    ASSERT_EQ(UCS_OK, uct_ep_atomic64_post(m_ep, UCT_ATOMIC_OP_ADD, 2,
-                                           addr(r), r.rkey.rkey));
-    uint64_t old = 0;
+    uint64_t *target = reinterpret_cast<uint64_t *>(r.buf.data());
+    *target          = 40;
+    ASSERT_EQ(UCS_OK, uct_ep_atomic64_post(m_ep, UCT_ATOMIC_OP_ADD, 2, addr(r),
+                                           r.rkey.rkey));
+    uint64_t  old = 0;
     test_comp c;
     comp_init(&c);
     ucs_status_t s = uct_ep_atomic64_fetch(m_ep, UCT_ATOMIC_OP_ADD, 10, &old,
@@ -97,8 +97,7 @@ TEST_P(hw_truth, device_without_masked_atomics)
     EXPECT_EQ(42u, old);
     comp_init(&c);
     ASSERT_EQ(UCS_INPROGRESS, uct_ep_atomic_cswap64(m_ep, 52, 7, addr(r),
-                                                    r.rkey.rkey, &old,
-                                                    &c.uct));
+                                                    r.rkey.rkey, &old, &c.uct));
     ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
     EXPECT_EQ(52u, old);
     EXPECT_EQ(7u, *target);
@@ -126,8 +125,8 @@ TEST_P(hw_truth, roce_port)
     region r;
     reg(r, 4096);
     auto data = pattern(2000, 8);
-    ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, data.data(), 100, addr(r),
-                                       r.rkey.rkey));
+    ASSERT_EQ(UCS_OK,
+              uct_ep_put_short(m_ep, data.data(), 100, addr(r), r.rkey.rkey));
     flush(m_ep);
     EXPECT_EQ(0, memcmp(r.buf.data(), data.data(), 100));
     unreg(r);
@@ -135,17 +134,17 @@ TEST_P(hw_truth, roce_port)
     /* another fabric: another /64 prefix */
     std::vector<uint8_t> other = m_b.dev_addr;
     other[3] ^= 0x11;
-    EXPECT_FALSE(uct_iface_is_reachable(m_a.iface,
-                 (const uct_device_addr_t*)other.data(),
-                 (const uct_iface_addr_t*)m_b.iface_addr.data()));
+    EXPECT_FALSE(uct_iface_is_reachable(
+            m_a.iface, (const uct_device_addr_t *)other.data(),
+            (const uct_iface_addr_t *)m_b.iface_addr.data()));
     /* an InfiniBand address is not reachable from a RoCE port */
     other    = m_b.dev_addr;
     other[0] = 0;
-    EXPECT_FALSE(uct_iface_is_reachable(m_a.iface,
-                 (const uct_device_addr_t*)other.data(),
-                 (const uct_iface_addr_t*)m_b.iface_addr.data()));
+    EXPECT_FALSE(uct_iface_is_reachable(
+            m_a.iface, (const uct_device_addr_t *)other.data(),
+            (const uct_iface_addr_t *)m_b.iface_addr.data()));
     /* the same prefix but nobody owns the GID: no MAC, no endpoint */
-    other      = m_b.dev_addr;
+    other = m_b.dev_addr;
     other[16] ^= 0x77;
     EXPECT_EQ(UCS_ERR_UNREACHABLE, create_ep(m_a, other, m_b.iface_addr));
 }

@@ -21,14 +21,14 @@ namespace {
 struct integrity_counters {
     uint64_t checked = 0, reads = 0, bad = 0, reread = 0, failed = 0;
     uint64_t unchecked = 0, renewed = 0;
-    bool     valid     = false;
+    bool     valid = false;
 
     explicit integrity_counters(const std::string &line)
     {
         std::smatch m;
-        std::regex re("(\\d+) checked, (\\d+) pieces read, (\\d+) bad reads, "
-                      "(\\d+) read again, (\\d+) failed, (\\d+) unchecked, "
-                      "(\\d+) mkeys renewed");
+        std::regex  re("(\\d+) checked, (\\d+) pieces read, (\\d+) bad reads, "
+                        "(\\d+) read again, (\\d+) failed, (\\d+) unchecked, "
+                        "(\\d+) mkeys renewed");
         if (std::regex_search(line, m, re)) {
             checked   = std::stoull(m[1]);
             reads     = std::stoull(m[2]);
@@ -65,8 +65,8 @@ protected:
     }
 
     /* uct_ep_get_zcopy into dst (registered), waited for */
-    ucs_status_t get(const std::vector<uct_iov_t> &iov, uint64_t raddr,
-                     uct_rkey_t rkey)
+    ucs_status_t
+    get(const std::vector<uct_iov_t> &iov, uint64_t raddr, uct_rkey_t rkey)
     {
         test_comp c;
         comp_init(&c);
@@ -87,8 +87,8 @@ protected:
         return c.status;
     }
 
-    ucs_status_t get1(region &dst, size_t doff, region &src, size_t soff,
-                      size_t len)
+    ucs_status_t
+    get1(region &dst, size_t doff, region &src, size_t soff, size_t len)
     {
         std::vector<uct_iov_t> iov(1);
         iov[0].buffer = dst.buf.data() + doff;
@@ -102,7 +102,7 @@ protected:
     /* the plain key of a registration: the first word of its packed key */
     uint32_t plain_key(region &r)
     {
-        uint8_t packed[64];
+        uint8_t  packed[64];
         uint32_t k = 0;
         EXPECT_EQ(UCS_OK, uct_md_mkey_pack(m_md, r.memh, packed));
         memcpy(&k, packed, sizeof(k));
@@ -123,8 +123,7 @@ protected:
 };
 
 /* the same transports without the check (what it adds, its options) */
-class integrity_options : public strand_uct_tl {
-};
+class integrity_options : public strand_uct_tl {};
 
 TEST_P(integrity, remote_keys_carry_the_signing_mkey)
 {
@@ -133,7 +132,7 @@ TEST_P(integrity, remote_keys_carry_the_signing_mkey)
     EXPECT_EQ(32u, attr.rkey_packed_size);
 
     std::vector<uint8_t> buf(10000);
-    uct_mem_h memh;
+    uct_mem_h            memh;
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf.data(), buf.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &memh));
     uint8_t packed[64];
@@ -173,16 +172,17 @@ TEST_P(integrity, gets_at_any_offset_and_length_are_checked)
     reg(dst, 300000);
     fill(src, 3);
     const std::vector<std::pair<size_t, size_t>> cases = {
-        {0, 512}, {1, 1}, {100, 5000}, {511, 514}, {4096, 65536},
-        {777, 200000}, {300000 - 1000, 1000}, {299999, 1}};
+            {0, 512},      {1, 1},        {100, 5000},           {511, 514},
+            {4096, 65536}, {777, 200000}, {300000 - 1000, 1000}, {299999, 1}};
     uint64_t n = 0;
     for (auto c : cases) {
         std::fill(dst.buf.begin(), dst.buf.end(), 0xab);
         ASSERT_EQ(UCS_OK, get1(dst, 10, src, c.first, c.second))
-            << c.first << "+" << c.second;
+                << c.first << "+" << c.second;
         ++n;
         EXPECT_EQ(0, memcmp(dst.buf.data() + 10, src.buf.data() + c.first,
-                            c.second)) << c.first << "+" << c.second;
+                            c.second))
+                << c.first << "+" << c.second;
         EXPECT_EQ(0xab, dst.buf[9]) << "nothing before the range";
         EXPECT_EQ(0xab, dst.buf[10 + c.second]) << "nothing after it";
     }
@@ -205,7 +205,7 @@ TEST_P(integrity, a_get_into_several_buffers)
     reg(dst, 20000);
     fill(src, 9);
     std::vector<uct_iov_t> iov(3);
-    size_t lens[3] = {300, 0, 7000}, offs[3] = {0, 500, 9000};
+    size_t                 lens[3] = {300, 0, 7000}, offs[3] = {0, 500, 9000};
     for (int i = 0; i < 3; ++i) {
         iov[i].buffer = dst.buf.data() + offs[i];
         iov[i].length = lens[i];
@@ -237,7 +237,7 @@ TEST_P(integrity, bad_blocks_are_read_again_until_right)
         size_t off = round * 1000, len = (1 << 20) + round * 333;
         ASSERT_EQ(UCS_OK, get1(dst, 0, src, off, len)) << "round " << round;
         ASSERT_EQ(0, memcmp(dst.buf.data(), src.buf.data() + off, len))
-            << "round " << round;
+                << "round " << round;
     }
     integrity_counters k = counters();
     EXPECT_EQ(8u, k.checked);
@@ -265,7 +265,7 @@ TEST_P(integrity, a_thousand_gets_through_the_pool_every_damage_caught)
     ASSERT_NO_FATAL_FAILURE(reopen("sdc_read=0.0064,seed=5"));
     ASSERT_NO_FATAL_FAILURE(open_pair());
     const size_t len = 4096, n = 8;
-    region src, dst;
+    region       src, dst;
     reg(src, n * len);
     reg(dst, n * len);
     for (unsigned batch = 0; batch < 125; ++batch) {
@@ -278,26 +278,28 @@ TEST_P(integrity, a_thousand_gets_through_the_pool_every_damage_caught)
             comp_init(&comp[i]);
             ucs_status_t status = UCS_ERR_NO_RESOURCE;
             ASSERT_TRUE(progress_until([&] {
-                status = uct_ep_get_zcopy(m_ep, &iov[i], 1,
-                                          addr(src, i * len), src.rkey.rkey,
-                                          &comp[i].uct);
+                status = uct_ep_get_zcopy(m_ep, &iov[i], 1, addr(src, i * len),
+                                          src.rkey.rkey, &comp[i].uct);
                 return status != UCS_ERR_NO_RESOURCE;
             }));
             ASSERT_EQ(UCS_INPROGRESS, status);
         }
-        ASSERT_TRUE(progress_until([&] {
-            for (auto &c : comp) {
-                if (!c.done) {
-                    return false;
-                }
-            }
-            return true;
-        }, 30)) << "batch " << batch;
+        ASSERT_TRUE(progress_until(
+                [&] {
+                    for (auto &c : comp) {
+                        if (!c.done) {
+                            return false;
+                        }
+                    }
+                    return true;
+                },
+                30))
+                << "batch " << batch;
         for (size_t i = 0; i < n; ++i) {
             ASSERT_EQ(UCS_OK, comp[i].status) << "batch " << batch;
         }
-        ASSERT_EQ(dst.buf, src.buf) << "batch " << batch
-                                    << ": a damaged GET completed";
+        ASSERT_EQ(dst.buf, src.buf)
+                << "batch " << batch << ": a damaged GET completed";
     }
     integrity_counters k = counters();
     ASSERT_TRUE(k.valid);
@@ -330,9 +332,8 @@ TEST_P(integrity, a_get_bad_in_every_read_fails_with_io_error)
     EXPECT_EQ(m_ep, m_a.err.errors[0].first);
     EXPECT_EQ(UCS_ERR_IO_ERROR, m_a.err.errors[0].second);
     uint64_t word = 1;
-    EXPECT_EQ(UCS_ERR_IO_ERROR,
-              uct_ep_put_short(m_ep, &word, sizeof(word), addr(dst),
-                               dst.rkey.rkey));
+    EXPECT_EQ(UCS_ERR_IO_ERROR, uct_ep_put_short(m_ep, &word, sizeof(word),
+                                                 addr(dst), dst.rkey.rkey));
     set_env("STRAND_SIM_FAULTS", "");
     unreg(src);
     unreg(dst);
@@ -389,7 +390,7 @@ TEST_P(integrity_options, without_integrity_sdc_damages_the_data_of_a_get)
     ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
     EXPECT_EQ(UCS_OK, c.status) << "nobody notices";
     EXPECT_NE(0, memcmp(dst.buf.data(), src.buf.data(), src.buf.size()))
-        << "and the data is damaged";
+            << "and the data is damaged";
     unreg(src);
     unreg(dst);
 }
@@ -403,7 +404,7 @@ TEST_P(integrity, a_key_without_signing_mkey_is_read_unchecked)
     reg(src, 8192);
     reg(dst, 8192);
     fill(src, 2);
-    uint32_t plain[2] = {plain_key(src), plain_key(src)};
+    uint32_t          plain[2] = {plain_key(src), plain_key(src)};
     uct_rkey_bundle_t rk;
     ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, plain, &rk));
     EXPECT_EQ(0u, rk.rkey >> 63);
@@ -490,16 +491,16 @@ TEST_P(integrity, a_get_split_at_a_block_boundary_two_in_flight)
     for (int round = 0; round < 12; ++round) {
         std::fill(dst.buf.begin(), dst.buf.end(), 0);
         const size_t head = 496, len = 1 << 20;
-        test_comp c;
+        test_comp    c;
         comp_init(&c);
         c.uct.count = 2;
         uct_iov_t iov[2];
         for (int i = 0; i < 2; ++i) {
-            iov[i].buffer = dst.buf.data() + 16 + (i ? head : 0);
-            iov[i].length = i ? len - head : head;
-            iov[i].memh   = dst.memh;
-            iov[i].stride = 0;
-            iov[i].count  = 1;
+            iov[i].buffer       = dst.buf.data() + 16 + (i ? head : 0);
+            iov[i].length       = i ? len - head : head;
+            iov[i].memh         = dst.memh;
+            iov[i].stride       = 0;
+            iov[i].count        = 1;
             ucs_status_t status = UCS_ERR_NO_RESOURCE;
             ASSERT_TRUE(progress_until([&] {
                 status = uct_ep_get_zcopy(m_ep, &iov[i], 1,
@@ -535,7 +536,7 @@ TEST_P(integrity, a_flush_waits_for_the_pieces_read_again)
     ASSERT_NO_FATAL_FAILURE(reopen("sdc_read=0.05,seed=21"));
     ASSERT_NO_FATAL_FAILURE(open_pair());
     const size_t len = 256 * 1024;
-    region src, dst;
+    region       src, dst;
     reg(src, len);
     reg(dst, len);
     uint64_t before = counters().reread;
@@ -563,7 +564,7 @@ TEST_P(integrity, a_flush_waits_for_the_pieces_read_again)
                 uct_ep_h          ep;
                 test_comp        *comp;
                 int               calls;
-            } req = {};
+            } req        = {};
             req.uct.func = [](uct_pending_req_t *self) {
                 auto *r = ucs_container_of(self, flush_req, uct);
                 ++r->calls;
@@ -576,8 +577,8 @@ TEST_P(integrity, a_flush_waits_for_the_pieces_read_again)
             req.ep   = m_ep;
             req.comp = &flush_c;
             ASSERT_EQ(UCS_OK, uct_ep_pending_add(m_ep, &req.uct, 0));
-            ASSERT_TRUE(progress_until([&] { return req.calls > 0 &&
-                                                    get_c.done; }));
+            ASSERT_TRUE(progress_until(
+                    [&] { return req.calls > 0 && get_c.done; }));
             /* woken by completions, not run at every progress call (a
              * GET of 32 pieces, some read again, takes many more) */
             EXPECT_LE(req.calls, 32) << "the pending flush spins";
@@ -601,8 +602,8 @@ TEST_P(integrity, a_flush_waits_for_the_pieces_read_again)
             }
             /* the flush's completion: the GET is over and right */
             if (flush_c.done) {
-                EXPECT_TRUE(get_c.done) << "round " << round
-                                        << ": the flush completed first";
+                EXPECT_TRUE(get_c.done)
+                        << "round " << round << ": the flush completed first";
                 return true;
             }
             return false;
@@ -610,7 +611,7 @@ TEST_P(integrity, a_flush_waits_for_the_pieces_read_again)
         ASSERT_TRUE(progress_until([&] { return get_c.done != 0; }));
         if (iface_flushed) {
             EXPECT_TRUE(get_done_at_iface_flush)
-                << "round " << round << ": the interface flushed first";
+                    << "round " << round << ": the interface flushed first";
         }
         ASSERT_EQ(UCS_OK, get_c.status);
         ASSERT_EQ(dst.buf, src.buf) << "round " << round;

@@ -61,8 +61,8 @@ protected:
     ucs_status_t open(const char *name)
     {
         uct_md_config_t *config;
-        ucs_status_t status = uct_md_config_read(m_component, nullptr,
-                                                 nullptr, &config);
+        ucs_status_t status = uct_md_config_read(m_component, nullptr, nullptr,
+                                                 &config);
         if (status != UCS_OK) {
             return status;
         }
@@ -80,8 +80,8 @@ protected:
 TEST_F(strand_md, device_type_selects_the_memory_domains)
 {
     strand_dev_info_t hw[16];
-    int num_hw = strand_dev_list(1u << STRAND_DEV_KIND_HW, hw, 16);
-    auto names = md_names();
+    int  num_hw = strand_dev_list(1u << STRAND_DEV_KIND_HW, hw, 16);
+    auto names  = md_names();
     if (num_hw == 0) {
         ASSERT_EQ(1u, names.size());
         EXPECT_EQ("smlx5_0", names[0]);
@@ -117,7 +117,7 @@ TEST_F(strand_md, register_pack_unpack_deregister)
 {
     ASSERT_EQ(UCS_OK, open("smlx5_0"));
     std::vector<char> buf(1 << 20);
-    uct_mem_h memh;
+    uct_mem_h         memh;
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf.data(), buf.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &memh));
     uint32_t packed[4] = {0, 0, 0, 0};
@@ -134,7 +134,7 @@ TEST_F(strand_md, registration_cache_returns_the_same_region)
 {
     ASSERT_EQ(UCS_OK, open("smlx5_0"));
     std::vector<char> buf(1 << 16);
-    uct_mem_h a, b;
+    uct_mem_h         a, b;
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf.data(), buf.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &a));
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf.data() + 4096, 4096,
@@ -149,7 +149,7 @@ TEST_F(strand_md, without_cache_each_registration_is_its_own)
     setenv("UCX_STRAND_RCACHE", "no", 1);
     ASSERT_EQ(UCS_OK, open("smlx5_0"));
     std::vector<char> buf(1 << 16);
-    uct_mem_h a, b;
+    uct_mem_h         a, b;
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf.data(), buf.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &a));
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf.data(), buf.size(),
@@ -167,14 +167,14 @@ TEST_F(strand_md, bad_input_is_a_clear_error)
 {
     EXPECT_EQ(UCS_ERR_NO_DEVICE, open("mlx5_99"));
     ASSERT_EQ(UCS_OK, open("smlx5_0"));
-    char c;
+    char      c;
     uct_mem_h memh;
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               uct_md_mem_reg(m_md, &c, 0, UCT_MD_MEM_ACCESS_ALL, &memh));
     setenv("UCX_STRAND_DEVICE_TYPE", "bogus", 1);
     uct_md_config_t *config;
-    EXPECT_NE(UCS_OK, uct_md_config_read(m_component, nullptr, nullptr,
-                                         &config));
+    EXPECT_NE(UCS_OK,
+              uct_md_config_read(m_component, nullptr, nullptr, &config));
 }
 
 /* UCX_STRAND_FORK_INIT (UCX's UCX_IB_FORK_INIT): yes, no and try open the
@@ -213,17 +213,17 @@ TEST_F(strand_md, operations_it_does_not_have_answer_instead_of_crashing)
     memset(&sin, 0, sizeof(sin));
     sin.sin_family      = AF_INET;
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ucs_sock_addr_t sa  = {reinterpret_cast<struct sockaddr*>(&sin),
+    ucs_sock_addr_t sa  = {reinterpret_cast<struct sockaddr *>(&sin),
                            sizeof(sin)};
-    EXPECT_EQ(0, uct_md_is_sockaddr_accessible(m_md, &sa,
-                                               UCT_SOCKADDR_ACC_LOCAL));
+    EXPECT_EQ(0,
+              uct_md_is_sockaddr_accessible(m_md, &sa, UCT_SOCKADDR_ACC_LOCAL));
     std::vector<uint8_t> buf(4096);
-    uct_md_mem_attr_t attr;
+    uct_md_mem_attr_t    attr;
     attr.field_mask = UCT_MD_MEM_ATTR_FIELD_MEM_TYPE;
     EXPECT_EQ(UCS_ERR_UNSUPPORTED,
               uct_md_mem_query(m_md, buf.data(), buf.size(), &attr));
-    size_t length = 4096;
-    void *address = nullptr;
+    size_t    length  = 4096;
+    void     *address = nullptr;
     uct_mem_h memh;
     EXPECT_EQ(UCS_ERR_UNSUPPORTED,
               STRAND_MD_MEM_ALLOC_HOST(m_md, &length, &address, 0, "test",

@@ -18,12 +18,12 @@ namespace {
 uint64_t tx_cqes(const std::string &pool)
 {
     std::istringstream in(pool);
-    std::string line, key, value;
-    uint64_t total = 0;
+    std::string        line, key, value;
+    uint64_t           total = 0;
 
     while (std::getline(in, line)) {
         std::istringstream l(line);
-        unsigned index;
+        unsigned           index;
         if (!(l >> key >> index) || (key != "dci")) {
             continue;
         }
@@ -47,7 +47,7 @@ protected:
         uint64_t before = tx_cqes(vfs_read(m_a, "dci_pool"));
 
         for (unsigned i = 0; i < count; ++i) {
-            uint64_t v = 0x1000 + i;
+            uint64_t     v = 0x1000 + i;
             ucs_status_t st;
             while ((st = uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * i),
                                           r.rkey.rkey)) ==
@@ -110,15 +110,13 @@ TEST_P(moderation, polled_flush_completes_an_unsignaled_tail)
     region r;
     reg(r, 64);
     uint64_t v = 42;
-    ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, &v, sizeof(v), addr(r),
-                                       r.rkey.rkey));
-    ASSERT_TRUE(progress_until([&] {
-        return uct_ep_flush(m_ep, 0, nullptr) == UCS_OK;
-    }));
+    ASSERT_EQ(UCS_OK,
+              uct_ep_put_short(m_ep, &v, sizeof(v), addr(r), r.rkey.rkey));
+    ASSERT_TRUE(progress_until(
+            [&] { return uct_ep_flush(m_ep, 0, nullptr) == UCS_OK; }));
     EXPECT_EQ(0, memcmp(r.buf.data(), &v, sizeof(v)));
-    ASSERT_TRUE(progress_until([&] {
-        return uct_iface_flush(m_a.iface, 0, nullptr) == UCS_OK;
-    }));
+    ASSERT_TRUE(progress_until(
+            [&] { return uct_iface_flush(m_a.iface, 0, nullptr) == UCS_OK; }));
     unreg(r);
 }
 
@@ -141,19 +139,19 @@ TEST_P(moderation, an_error_amid_unsignaled_wqes_fails_only_its_ep)
     uint64_t v;
     for (unsigned i = 0; i < before; ++i) {
         v = 0x100 + i;
-        ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, &v, sizeof(v),
-                                           addr(r, 8 * i), r.rkey.rkey));
+        ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * i),
+                                           r.rkey.rkey));
     }
     v = 0xbad;
     ASSERT_EQ(UCS_OK, uct_ep_put_short(bad, &v, sizeof(v), addr(r, 2048),
                                        r.rkey.rkey ^ 0x5a00));
     v = 0xbad2;
-    EXPECT_EQ(UCS_OK, uct_ep_put_short(bad, &v, sizeof(v), addr(r, 2056),
-                                       r.rkey.rkey));
+    EXPECT_EQ(UCS_OK,
+              uct_ep_put_short(bad, &v, sizeof(v), addr(r, 2056), r.rkey.rkey));
     for (unsigned i = before; i < before + after; ++i) {
         v = 0x100 + i;
-        ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, &v, sizeof(v),
-                                           addr(r, 8 * i), r.rkey.rkey));
+        ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * i),
+                                           r.rkey.rkey));
     }
     ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 77));
 
@@ -181,9 +179,8 @@ TEST_P(moderation, an_error_amid_unsignaled_wqes_fails_only_its_ep)
         EXPECT_EQ(0x100u + i, v) << "PUT " << i << " of the good ep";
     }
     EXPECT_EQ(std::vector<uint8_t>(16, 0),
-              std::vector<uint8_t>(r.buf.begin() + 2048,
-                                   r.buf.begin() + 2064))
-        << "the failed ep's PUTs landed";
+              std::vector<uint8_t>(r.buf.begin() + 2048, r.buf.begin() + 2064))
+            << "the failed ep's PUTs landed";
     EXPECT_EQ(UCS_ERR_CONNECTION_RESET,
               uct_ep_put_short(bad, &v, sizeof(v), addr(r), r.rkey.rkey));
 

@@ -16,7 +16,6 @@
 
 class qos : public strand_uct_tl {
 protected:
-
     std::string opt(const char *name) const
     {
         return tl_var(name);
@@ -33,8 +32,8 @@ protected:
         counts c;
         memset(&c, 0, sizeof(c));
         std::istringstream text(vfs_read(i, "qos"));
-        std::string line;
-        unsigned k;
+        std::string        line;
+        unsigned           k;
         unsigned long long n;
         while (std::getline(text, line)) {
             if (sscanf(line.c_str(), "rx sl %u: %llu", &k, &n) == 2) {
@@ -84,7 +83,7 @@ protected:
         flush(m_ep);
         unreg(l);
         unreg(r);
-        after = now(m_a);
+        after            = now(m_a);
         std::string self = vfs_read(m_a, "qos");
         EXPECT_EQ(0u, self.find(m_want)) << self;
         for (unsigned i = 0; i < 16; ++i) {
@@ -113,8 +112,8 @@ protected:
         uint64_t n = total(d.sl, 16);
         EXPECT_GE(n, 20u) << "too few packets counted"; /* 20 AMs */
         EXPECT_EQ(n, d.sl[sl]) << (n - d.sl[sl]) << " packets of another SL";
-        EXPECT_EQ(n, d.tclass[tclass])
-            << (n - d.tclass[tclass]) << " packets of another traffic class";
+        EXPECT_EQ(n, d.tclass[tclass]) << (n - d.tclass[tclass])
+                                       << " packets of another traffic class";
     }
 };
 

@@ -9,7 +9,6 @@
  */
 #include "uct_fixture.h"
 
-
 /* strand_uct on rc_strand, and its connections */
 class rc_strand : public strand_uct {
 protected:
@@ -28,11 +27,12 @@ protected:
 
     conns connections(const iface_t &i)
     {
-        conns c;
+        conns       c;
         std::string text = vfs_read(i, "connections");
-        sscanf(text.c_str(), "connecting %u connected %u failed %u "
-               "responders %u peers %u", &c.connecting, &c.connected,
-               &c.failed, &c.responders, &c.peers);
+        sscanf(text.c_str(),
+               "connecting %u connected %u failed %u "
+               "responders %u peers %u",
+               &c.connecting, &c.connected, &c.failed, &c.responders, &c.peers);
         return c;
     }
 
@@ -60,10 +60,12 @@ protected:
     /* both workers */
     bool progress_both_until(const std::function<bool()> &cond)
     {
-        return progress_with_until([this] {
-            uct_worker_progress(m_worker);
-            uct_worker_progress(m_worker_b);
-        }, cond, 10);
+        return progress_with_until(
+                [this] {
+                    uct_worker_progress(m_worker);
+                    uct_worker_progress(m_worker_b);
+                },
+                cond, 10);
     }
 };
 
@@ -76,7 +78,7 @@ TEST_F(rc_strand, connects_to_an_interface)
     EXPECT_FALSE(flags & UCT_IFACE_FLAG_CONNECT_TO_EP);
     EXPECT_EQ(4u, m_a.attr.iface_addr_len);
     EXPECT_EQ(0u, m_a.attr.ep_addr_len);
-    EXPECT_EQ(65535u, m_a.attr.max_num_eps);  /* MAX_EPS */
+    EXPECT_EQ(65535u, m_a.attr.max_num_eps); /* MAX_EPS */
     EXPECT_DOUBLE_EQ(1e-9, m_a.attr.latency.m);
     EXPECT_TRUE(flags & UCT_IFACE_FLAG_AM_SHORT);
     EXPECT_TRUE(flags & UCT_IFACE_FLAG_GET_ZCOPY);
@@ -110,7 +112,7 @@ TEST_F(rc_strand, sends_go_before_the_connection_is_made)
     ASSERT_TRUE(progress_with_until([&] { uct_worker_progress(m_worker_b); },
                                     [&] { return m_b.am.msgs.size() == 100; },
                                     10))
-        << m_b.am.msgs.size() << " of 100 arrived without A's progress";
+            << m_b.am.msgs.size() << " of 100 arrived without A's progress";
     for (uint64_t seq = 1; seq <= 100; ++seq) {
         uint64_t hdr;
         memcpy(&hdr, m_b.am.msgs[seq - 1].data(), sizeof(hdr));
@@ -171,7 +173,8 @@ TEST_F(rc_strand, destroyed_while_connecting)
     EXPECT_TRUE(progress_until([&] {
         made |= connections(m_b).responders == 1;
         return both();
-    })) << vfs_read(m_a, "connections") << vfs_read(m_b, "connections");
+    })) << vfs_read(m_a, "connections")
+        << vfs_read(m_b, "connections");
     EXPECT_TRUE(made);
 }
 
@@ -239,15 +242,15 @@ TEST_F(rc_strand, peer_not_there)
     test_comp z;
     comp_init(&z);
     uct_iov_t iov = {local.buf.data(), 64, local.memh, 0, 1};
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(m_ep, 5, nullptr, 0, &iov, 1,
-                                              0, &z.uct));
-    ASSERT_TRUE(progress_until([&] {
-        return !m_a.err.errors.empty() && z.done;
-    }, 20));
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_am_zcopy(m_ep, 5, nullptr, 0, &iov, 1, 0, &z.uct));
+    ASSERT_TRUE(
+            progress_until([&] { return !m_a.err.errors.empty() && z.done; },
+                           20));
     EXPECT_EQ(m_ep, m_a.err.errors[0].first);
     EXPECT_TRUE(UCS_IS_ENDPOINT_ERROR(m_a.err.errors[0].second) ||
                 (m_a.err.errors[0].second == UCS_ERR_ENDPOINT_TIMEOUT))
-        << ucs_status_string(m_a.err.errors[0].second);
+            << ucs_status_string(m_a.err.errors[0].second);
     EXPECT_NE(UCS_OK, z.status);
     EXPECT_NE(UCS_OK, uct_ep_am_short(m_ep, 5, 0, nullptr, 0));
     unreg(local);
@@ -267,12 +270,12 @@ TEST_F(rc_strand, flush_cancel_while_connecting_takes_everything_back)
     open_pair_b_answers_when_progressed();
     region local;
     reg(local, 64);
-    uct_iov_t iov = {local.buf.data(), 64, local.memh, 0, 1};
+    uct_iov_t              iov = {local.buf.data(), 64, local.memh, 0, 1};
     std::vector<test_comp> z(4);
     for (auto &c : z) {
         comp_init(&c);
-        ASSERT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(m_ep, 5, nullptr, 0, &iov,
-                                                  1, 0, &c.uct));
+        ASSERT_EQ(UCS_INPROGRESS,
+                  uct_ep_am_zcopy(m_ep, 5, nullptr, 0, &iov, 1, 0, &c.uct));
     }
     EXPECT_EQ(1u, connections(m_a).connecting);
     test_comp f;
@@ -280,7 +283,7 @@ TEST_F(rc_strand, flush_cancel_while_connecting_takes_everything_back)
     scoped_log_capture logs;
     ucs_status_t status = uct_ep_flush(m_ep, UCT_FLUSH_FLAG_CANCEL, &f.uct);
     ASSERT_TRUE((status == UCS_OK) || (status == UCS_INPROGRESS))
-        << ucs_status_string(status);
+            << ucs_status_string(status);
     ASSERT_TRUE(progress_until([&] {
         for (auto &c : z) {
             if (!c.done) {
@@ -324,8 +327,8 @@ TEST_F(rc_strand, a_peer_gone_mid_message_leaves_the_srq_whole)
     ASSERT_EQ(UCS_OK, open_md());
     ASSERT_EQ(UCS_OK, open_iface(m_a));
     ASSERT_EQ(UCS_OK, open_iface(m_b));
-    std::vector<uint8_t> big = pattern(120 * 256, 3);
-    size_t expect = 0;
+    std::vector<uint8_t> big    = pattern(120 * 256, 3);
+    size_t               expect = 0;
 
     for (unsigned round = 0; round < rounds; ++round) {
         uct_ep_h ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
@@ -334,14 +337,14 @@ TEST_F(rc_strand, a_peer_gone_mid_message_leaves_the_srq_whole)
         ++expect;
         ASSERT_TRUE(progress_until([&] {
             return m_b.am.msgs.size() == expect;
-        })) << "round " << round << ": " << m_b.am.msgs.size() << " of "
-            << expect << " arrived";
-        ASSERT_EQ((ssize_t)big.size(), uct_ep_am_bcopy(ep, 5, pack_cb, &big,
-                                                        0));
+        })) << "round "
+            << round << ": " << m_b.am.msgs.size() << " of " << expect
+            << " arrived";
+        ASSERT_EQ((ssize_t)big.size(),
+                  uct_ep_am_bcopy(ep, 5, pack_cb, &big, 0));
         test_comp c;
         comp_init(&c);
-        ucs_status_t status = uct_ep_flush(ep, UCT_FLUSH_FLAG_CANCEL,
-                                           &c.uct);
+        ucs_status_t status = uct_ep_flush(ep, UCT_FLUSH_FLAG_CANCEL, &c.uct);
         if (status == UCS_INPROGRESS) {
             ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
         }
@@ -359,10 +362,11 @@ TEST_F(rc_strand, a_peer_gone_mid_message_leaves_the_srq_whole)
     for (unsigned i = 0; i < 2 * (rx_queue + 1); ++i) {
         ASSERT_EQ(UCS_OK, am_short_retry(ep, 1000 + i)) << i;
     }
-    EXPECT_TRUE(progress_until([&] {
-        return m_b.am.msgs.size() == rounds + 2 * (rx_queue + 1);
-    }, 5)) << m_b.am.msgs.size() - rounds << " of " << 2 * (rx_queue + 1)
-           << " arrived after " << rounds << " rounds";
+    EXPECT_TRUE(progress_until(
+            [&] { return m_b.am.msgs.size() == rounds + 2 * (rx_queue + 1); },
+            5))
+            << m_b.am.msgs.size() - rounds << " of " << 2 * (rx_queue + 1)
+            << " arrived after " << rounds << " rounds";
 }
 
 /* A peer whose worker never progresses still answers a connection
@@ -371,8 +375,8 @@ TEST_F(rc_strand, a_peer_gone_mid_message_leaves_the_srq_whole)
  * until the message that is for it arrives. */
 TEST_F(rc_strand, connection_request_is_answered_while_the_peer_sleeps)
 {
-    ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
-                                        &m_worker_b));
+    ASSERT_EQ(UCS_OK,
+              uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE, &m_worker_b));
     ASSERT_EQ(UCS_OK, open_iface(m_a));
     ASSERT_EQ(UCS_OK, open_iface(m_b, m_worker_b));
     region target;
@@ -386,9 +390,9 @@ TEST_F(rc_strand, connection_request_is_answered_while_the_peer_sleeps)
     ASSERT_NE(nullptr, m_ep);
     auto data = pattern(64, 3);
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(m_ep, data.data(), data.size(), addr(target),
-                                target.rkey.rkey);
-    }));
+                  return uct_ep_put_short(m_ep, data.data(), data.size(),
+                                          addr(target), target.rkey.rkey);
+              }));
     flush(m_ep);
     EXPECT_EQ(0, memcmp(target.buf.data(), data.data(), data.size()));
     EXPECT_EQ(1u, connections(m_a).connected);
@@ -396,7 +400,7 @@ TEST_F(rc_strand, connection_request_is_answered_while_the_peer_sleeps)
 
     ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 1));
     ASSERT_TRUE(progress_until([&] { return poll(&pfd, 1, 0) > 0; }, 10))
-        << "B's event fd never became readable";
+            << "B's event fd never became readable";
     ASSERT_TRUE(progress_until([&] {
         uct_worker_progress(m_worker_b);
         return m_b.am.msgs.size() == 1;
@@ -410,8 +414,8 @@ TEST_F(rc_strand, connection_request_is_answered_while_the_peer_sleeps)
 TEST_F(rc_strand, without_an_async_thread_the_request_wakes_the_peer)
 {
     set_env("MLX5_SINGLE_THREADED", "1");
-    ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
-                                        &m_worker_b));
+    ASSERT_EQ(UCS_OK,
+              uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE, &m_worker_b));
     ASSERT_EQ(UCS_OK, open_iface(m_a));
     ASSERT_EQ(UCS_OK, open_iface(m_b, m_worker_b));
     int fd;
@@ -424,10 +428,12 @@ TEST_F(rc_strand, without_an_async_thread_the_request_wakes_the_peer)
     m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
     ASSERT_NE(nullptr, m_ep);
     int woke = 0;
-    progress_until([&] {
-        woke = poll(&pfd, 1, 0);
-        return woke > 0;
-    }, 10);
+    progress_until(
+            [&] {
+                woke = poll(&pfd, 1, 0);
+                return woke > 0;
+            },
+            10);
     EXPECT_EQ(1, woke) << "B's event fd never became readable";
     EXPECT_EQ(1u, connections(m_a).connecting);
     /* B runs: A connects and its message arrives */

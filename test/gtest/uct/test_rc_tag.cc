@@ -27,8 +27,9 @@ protected:
     {
         std::string text = vfs_read(m_b, "rendezvous");
         std::smatch m;
-        if (!std::regex_search(text, m, std::regex(std::string("(^|\n)") +
-                                                   name + " (\\d+)"))) {
+        if (!std::regex_search(text, m,
+                               std::regex(std::string("(^|\n)") + name +
+                                          " (\\d+)"))) {
             ADD_FAILURE() << "no " << name << " in:\n" << text;
             return 0;
         }
@@ -40,8 +41,8 @@ protected:
     {
         std::string text = vfs_read(m_b, "integrity");
         std::smatch m;
-        if (!std::regex_search(text, m, std::regex(std::string("(\\d+) ") +
-                                                   what))) {
+        if (!std::regex_search(text, m,
+                               std::regex(std::string("(\\d+) ") + what))) {
             ADD_FAILURE() << "no '" << what << "' in:\n" << text;
             return 0;
         }
@@ -60,8 +61,8 @@ protected:
      * own receive; every byte checked; the senders' completions too */
     void rndv_round(size_t len, unsigned n, ucs_status_t want = UCS_OK)
     {
-        std::vector<region> src(n), dst(n);
-        std::vector<recv_ctx> ctx(n);
+        std::vector<region>    src(n), dst(n);
+        std::vector<recv_ctx>  ctx(n);
         std::vector<test_comp> comp(n);
         for (unsigned i = 0; i < n; ++i) {
             reg(src[i], len);
@@ -73,14 +74,16 @@ protected:
         for (unsigned i = 0; i < n; ++i) {
             rndv_zcopy(0x500 + i, src[i], len, comp[i], hdr);
         }
-        ASSERT_TRUE(progress_until([&] {
-            for (unsigned i = 0; i < n; ++i) {
-                if (!ctx[i].completed || !comp[i].done) {
-                    return false;
-                }
-            }
-            return true;
-        }, 120));
+        ASSERT_TRUE(progress_until(
+                [&] {
+                    for (unsigned i = 0; i < n; ++i) {
+                        if (!ctx[i].completed || !comp[i].done) {
+                            return false;
+                        }
+                    }
+                    return true;
+                },
+                120));
         for (unsigned i = 0; i < n; ++i) {
             SCOPED_TRACE(i);
             EXPECT_EQ(1, ctx[i].consumed);
@@ -154,8 +157,7 @@ TEST_F(rc_strand_tag, small_tag_buffers_through_bounce_slots)
     EXPECT_EQ(1u, ctx[0].length);
     EXPECT_EQ(one[0], dst[0].buf[0]);
     EXPECT_EQ(UCS_OK, ctx[1].status);
-    EXPECT_TRUE(std::equal(hundred.begin(), hundred.end(),
-                           dst[1].buf.begin()));
+    EXPECT_TRUE(std::equal(hundred.begin(), hundred.end(), dst[1].buf.begin()));
     EXPECT_EQ(UCS_OK, ctx[2].status);
     EXPECT_EQ(1u, ctx[2].length);
     EXPECT_EQ(src.buf[0], dst[2].buf[0]);
@@ -167,9 +169,9 @@ TEST_F(rc_strand_tag, small_tag_buffers_through_bounce_slots)
     EXPECT_EQ(UCS_ERR_MESSAGE_TRUNCATED, ctx[4].status);
     for (unsigned i = 0; i < 5; ++i) {
         size_t posted = (i % 2 == 0 && i < 4) ? 1 : 100;
-        EXPECT_TRUE(std::all_of(dst[i].buf.begin() + posted,
-                                dst[i].buf.end(),
-                                [](uint8_t x) { return x == 0; })) << i;
+        EXPECT_TRUE(std::all_of(dst[i].buf.begin() + posted, dst[i].buf.end(),
+                                [](uint8_t x) { return x == 0; }))
+                << i;
     }
     EXPECT_TRUE(std::all_of(dst[4].buf.begin(), dst[4].buf.end(),
                             [](uint8_t x) { return x == 0; }));
@@ -183,7 +185,7 @@ TEST_F(rc_strand_tag, small_tag_buffers_through_bounce_slots)
 TEST_F(rc_strand_tag, eager_expected_and_unexpected)
 {
     open_tag_pair();
-    region dst[2];
+    region   dst[2];
     recv_ctx ctx[2];
     for (auto &d : dst) {
         reg(d, 9000);
@@ -250,13 +252,13 @@ TEST_F(rc_strand_tag, rndv_unexpected_is_read_by_the_user_then_cancelled)
 {
     open_tag_pair();
     const size_t len = 300000;
-    region src, dst;
+    region       src, dst;
     reg(src, len);
     reg(dst, len);
     fill(src, pattern(len, 17));
-    test_comp c;
+    test_comp            c;
     std::vector<uint8_t> hdr = pattern(17, 8);
-    void *op = rndv_zcopy(0x99, src, len, c, hdr);
+    void                *op  = rndv_zcopy(0x99, src, len, c, hdr);
     ASSERT_TRUE(progress_until([&] { return m_tag_b.rndv.size() == 1; }));
 
     unexp_rndv &r = m_tag_b.rndv[0];
@@ -267,10 +269,9 @@ TEST_F(rc_strand_tag, rndv_unexpected_is_read_by_the_user_then_cancelled)
     /* as UCP does: read it with the key the callback gave, tell the
      * sender in software, which cancels its operation */
     uct_rkey_bundle_t rkey;
-    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, r.rkey_buf.data(),
-                                      &rkey));
-    uct_ep_h back = connect(m_b, m_a.dev_addr, m_a.iface_addr);
-    uct_iov_t iov = {dst.buf.data(), len, dst.memh, 0, 1};
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, r.rkey_buf.data(), &rkey));
+    uct_ep_h  back = connect(m_b, m_a.dev_addr, m_a.iface_addr);
+    uct_iov_t iov  = {dst.buf.data(), len, dst.memh, 0, 1};
     test_comp g;
     comp_init(&g);
     ucs_status_t s = UCS_ERR_NO_RESOURCE;
@@ -306,7 +307,7 @@ protected:
         set_env("UCX_RC_STRAND_RX_INLINE", rx_inline ? "y" : "n");
         open_two_workers();
         const size_t len = 100000;
-        region src, dst;
+        region       src, dst;
         reg(src, len);
         reg(dst, len);
         fill(src, pattern(len, 21));
@@ -316,8 +317,8 @@ protected:
         rndv_zcopy(0x42, src, len, c, pattern(17, 2)); /* a's progress */
         /* in the buffer (its first 8 bytes: the sender's address), b has
          * not looked at it yet: write over it */
-        uint64_t va_be = htobe64((uintptr_t)src.buf.data());
-        auto landed    = [&] {
+        uint64_t va_be  = htobe64((uintptr_t)src.buf.data());
+        auto     landed = [&] {
             return memcmp(dst.buf.data(), &va_be, sizeof(va_be)) == 0;
         };
         if (rx_inline) {
@@ -361,7 +362,7 @@ protected:
         m_ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
         /* connected: a message both ways of the connection manager */
         std::vector<uint8_t> hello = pattern(10, 1);
-        ucs_status_t s = UCS_ERR_NO_RESOURCE;
+        ucs_status_t         s     = UCS_ERR_NO_RESOURCE;
         ASSERT_TRUE(progress_until([&] {
             uct_worker_progress(m_worker_b);
             s = uct_ep_tag_eager_short(m_ep, 1, hello.data(), hello.size());
@@ -375,7 +376,8 @@ protected:
     }
 };
 
-TEST_F(rc_strand_tag_request, written_over_in_its_buffer_is_read_from_the_sender)
+TEST_F(rc_strand_tag_request,
+       written_over_in_its_buffer_is_read_from_the_sender)
 {
     run(false);
 }
@@ -420,7 +422,7 @@ TEST_F(rc_strand_tag, rndv_with_a_bad_key_fails_its_tag)
     reg(dst, 8192);
     recv_ctx ctx;
     ASSERT_EQ(UCS_OK, post_recv(ctx, dst, 1));
-    strand_dev_mr_t bad = *static_cast<strand_dev_mr_t*>(src.memh);
+    strand_dev_mr_t bad = *static_cast<strand_dev_mr_t *>(src.memh);
     bad.rkey ^= 0x5a5a00;
     uct_iov_t iov = {src.buf.data(), 8192, &bad, 0, 1};
     test_comp c;
@@ -549,7 +551,7 @@ TEST_F(rc_strand_tag, without_integrity_the_damage_arrives)
     ASSERT_EQ(UCS_OK, open_md());
     open_tag_pair();
     const size_t len = 1 << 20;
-    region src, dst;
+    region       src, dst;
     reg(src, len);
     reg(dst, len);
     fill(src, pattern(len, 5));
@@ -577,23 +579,29 @@ TEST_F(rc_strand_tag, a_get_without_a_landing_mkey_waits_in_pending)
     set_env("UCX_RC_STRAND_TX_QUEUE_LEN", "8");
     integrity("crc32c", "delay=1:20000000");
     open_tag_pair();
-    uct_ep_h back = connect(m_b, m_a.dev_addr, m_a.iface_addr);
+    uct_ep_h             back  = connect(m_b, m_a.dev_addr, m_a.iface_addr);
     std::vector<uint8_t> hello = pattern(8, 1);
-    ucs_status_t s = UCS_ERR_NO_RESOURCE;
-    ASSERT_TRUE(progress_until([&] {  /* both connections up */
-        s = uct_ep_tag_eager_short(back, 1, hello.data(), hello.size());
-        return s != UCS_ERR_NO_RESOURCE;
-    }, 30));
+    ucs_status_t         s     = UCS_ERR_NO_RESOURCE;
+    ASSERT_TRUE(progress_until(
+            [&] { /* both connections up */
+                  s = uct_ep_tag_eager_short(back, 1, hello.data(),
+                                             hello.size());
+                  return s != UCS_ERR_NO_RESOURCE;
+            },
+            30));
     ASSERT_EQ(UCS_OK, eager_short(2, hello));
     /* both handled before the receive is posted: a device that saw an
      * unexpected message software has not reported matches nothing
      * (phase), and the rendezvous would go to the unexpected callback */
-    ASSERT_TRUE(progress_until([&] {
-        return (m_tag_a.eager.size() == 1) && (m_tag_b.eager.size() == 1);
-    }, 30));
+    ASSERT_TRUE(progress_until(
+            [&] {
+                return (m_tag_a.eager.size() == 1) &&
+                       (m_tag_b.eager.size() == 1);
+            },
+            30));
 
     const size_t len = 64 << 10;
-    region src, dst, g[3], gdst[3];
+    region       src, dst, g[3], gdst[3];
     reg(src, len);
     reg(dst, len);
     fill(src, pattern(len, 1));
@@ -607,14 +615,13 @@ TEST_F(rc_strand_tag, a_get_without_a_landing_mkey_waits_in_pending)
     test_comp c;
     rndv_zcopy(3, src, len, c, {});
     /* the rendezvous reads (its READs held back in the fabric) */
-    ASSERT_TRUE(progress_until([&] {
-        return rndv_stat("outstanding") > 0;
-    }, 30));
+    ASSERT_TRUE(
+            progress_until([&] { return rndv_stat("outstanding") > 0; }, 30));
     /* b's GETs from a take what landing mkeys are left, until one finds
      * none while back's QP still has room */
     uct_iov_t iov[3];
     test_comp gc[3];
-    int n = 0;
+    int       n = 0;
     for (; n < 3; ++n) {
         iov[n] = {gdst[n].buf.data(), len, gdst[n].memh, 0, 1};
         comp_init(&gc[n]);
@@ -648,15 +655,17 @@ TEST_F(rc_strand_tag, a_get_without_a_landing_mkey_waits_in_pending)
     p.comp   = &gc[n];
     p.status = UCS_ERR_LAST;
     ASSERT_EQ(UCS_OK, uct_ep_pending_add(back, &p.uct, 0))
-        << "no landing mkey free: the request must wait in pending";
-    ASSERT_TRUE(progress_until([&] {
-        for (int i = 0; i <= n; ++i) {
-            if (!gc[i].done) {
-                return false;
-            }
-        }
-        return ctx.completed && c.done;
-    }, 60));
+            << "no landing mkey free: the request must wait in pending";
+    ASSERT_TRUE(progress_until(
+            [&] {
+                for (int i = 0; i <= n; ++i) {
+                    if (!gc[i].done) {
+                        return false;
+                    }
+                }
+                return ctx.completed && c.done;
+            },
+            60));
     EXPECT_EQ(UCS_INPROGRESS, p.status);
     EXPECT_EQ(UCS_OK, ctx.status);
     EXPECT_TRUE(src.buf == dst.buf);
@@ -689,7 +698,8 @@ protected:
  * (its responder QP goes with the connection), the other sender's
  * rendezvous and an eager message on the same interface complete with
  * every byte right. */
-TEST_F(rc_strand_tag_quiet, a_sender_that_goes_mid_rendezvous_fails_only_its_receive)
+TEST_F(rc_strand_tag_quiet,
+       a_sender_that_goes_mid_rendezvous_fails_only_its_receive)
 {
     /* the sender goes once the receiver's transport reads: its responder
      * QP goes with the connection */
@@ -710,27 +720,26 @@ TEST_F(rc_strand_tag, a_tag_is_not_posted_where_a_checked_get_still_writes)
     ASSERT_NO_FATAL_FAILURE(integrity("crc32c", ""));
     open_tag_pair();
     const size_t len = 256 * 1024;
-    region src, dst, other;
+    region       src, dst, other;
     reg(src, len);
     reg(dst, len);
     reg(other, 4096);
     fill(src, pattern(len, 3));
     uct_tag_context_t ctx = {};
-    ctx.tag_consumed_cb = [](uct_tag_context_t*) {};
-    ctx.completed_cb    = [](uct_tag_context_t*, uct_tag_t, uint64_t, size_t,
-                             void*, ucs_status_t) {};
-    ctx.rndv_cb         = [](uct_tag_context_t*, uct_tag_t, const void*,
-                             unsigned, ucs_status_t, unsigned) {};
-    auto post = [&](region &r, size_t off, size_t n) {
+    ctx.tag_consumed_cb   = [](uct_tag_context_t *) {};
+    ctx.completed_cb      = [](uct_tag_context_t *, uct_tag_t, uint64_t, size_t,
+                          void *, ucs_status_t) {};
+    ctx.rndv_cb = [](uct_tag_context_t *, uct_tag_t, const void *, unsigned,
+                     ucs_status_t, unsigned) {};
+    auto post   = [&](region &r, size_t off, size_t n) {
         uct_iov_t iov = {r.buf.data() + off, n, r.memh, 0, 1};
         return uct_iface_tag_recv_zcopy(m_a.iface, 7, UINT64_MAX, &iov, 1,
-                                        &ctx);
+                                          &ctx);
     };
     auto stat = [&] {
         std::string t = vfs_read(m_a, "tag_matching");
-        size_t p      = t.find("\nbuf_busy ");
-        return (p == std::string::npos) ? ~0ull :
-               std::stoull(t.substr(p + 10));
+        size_t      p = t.find("\nbuf_busy ");
+        return (p == std::string::npos) ? ~0ull : std::stoull(t.substr(p + 10));
     };
 
     uct_iov_t iov = {dst.buf.data(), len, dst.memh, 0, 1};

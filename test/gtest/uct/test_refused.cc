@@ -23,7 +23,7 @@ protected:
     {
         unsigned i;
         for (i = 0; i < max; ++i) {
-            uint64_t v = base + i;
+            uint64_t     v  = base + i;
             ucs_status_t st = uct_ep_put_short(ep, &v, sizeof(v),
                                                addr(r, 8 * i), r.rkey.rkey);
             if (st == UCS_ERR_NO_RESOURCE) {
@@ -55,9 +55,9 @@ protected:
     {
         uint64_t v = base + n;
         ASSERT_EQ(UCS_OK, retry([&] {
-            return uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
-                                    r.rkey.rkey);
-        }));
+                      return uct_ep_put_short(m_ep, &v, sizeof(v),
+                                              addr(r, 8 * n), r.rkey.rkey);
+                  }));
         flush(m_ep);
         for (unsigned i = 0; i <= n; ++i) {
             uint64_t got;
@@ -72,16 +72,17 @@ protected:
  * and every PUT before and after lands. */
 TEST_P(refused, a_full_queue_refuses_until_its_wqes_complete)
 {
-    region r;
+    region   r;
     unsigned n = open_and_fill(r, 0x5000);
     ASSERT_GT(n, 0u);
     uint64_t v = 0x5000 + n;
     for (unsigned k = 0; k < 1000; ++k) {
         ASSERT_EQ(UCS_ERR_NO_RESOURCE,
                   uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
-                                   r.rkey.rkey)) << "call " << k;
-        ASSERT_EQ(UCS_ERR_NO_RESOURCE,
-                  uct_ep_am_short(m_ep, 5, k, nullptr, 0)) << "call " << k;
+                                   r.rkey.rkey))
+                << "call " << k;
+        ASSERT_EQ(UCS_ERR_NO_RESOURCE, uct_ep_am_short(m_ep, 5, k, nullptr, 0))
+                << "call " << k;
     }
     put_last_and_check(r, 0x5000, n);
     EXPECT_TRUE(m_b.am.msgs.empty()) << "a refused am_short was sent";
@@ -95,7 +96,7 @@ TEST_P(refused, a_full_queue_refuses_until_its_wqes_complete)
  * the refusal stands after them. */
 TEST_P(refused, bad_parameters_are_not_refusals)
 {
-    region r;
+    region   r;
     unsigned n = open_and_fill(r, 0x6000);
     ASSERT_GT(n, 0u);
     uint64_t v = 0x6000 + n;
@@ -105,16 +106,18 @@ TEST_P(refused, bad_parameters_are_not_refusals)
     std::vector<uint8_t> big(4096);
     {
         scoped_log_capture logs;
-        for (size_t len : {(size_t)m_a.attr.cap.put.max_short + 1,
-                           big.size()}) {
+        for (size_t len :
+             {(size_t)m_a.attr.cap.put.max_short + 1, big.size()}) {
             EXPECT_EQ(UCS_ERR_INVALID_PARAM,
                       uct_ep_put_short(m_ep, big.data(), len, addr(r, 0),
-                                       r.rkey.rkey)) << len;
+                                       r.rkey.rkey))
+                    << len;
         }
-        for (size_t len : {(size_t)m_a.attr.cap.am.max_short - 8 + 1,
-                           big.size()}) {
+        for (size_t len :
+             {(size_t)m_a.attr.cap.am.max_short - 8 + 1, big.size()}) {
             EXPECT_EQ(UCS_ERR_INVALID_PARAM,
-                      uct_ep_am_short(m_ep, 5, 0, big.data(), len)) << len;
+                      uct_ep_am_short(m_ep, 5, 0, big.data(), len))
+                    << len;
         }
         EXPECT_EQ(UCS_ERR_INVALID_PARAM,
                   uct_ep_am_short(m_ep, UCT_AM_ID_MAX, 0, nullptr, 0));
@@ -150,9 +153,8 @@ TEST_P(refused, a_refused_ep_that_fails_reports_its_failure)
             << "refused still: the failure did not reach the entry point";
     ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }));
     EXPECT_EQ(m_ep, m_a.err.errors[0].first);
-    EXPECT_EQ(UCS_ERR_CANCELED,
-              uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
-                               r.rkey.rkey));
+    EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_put_short(m_ep, &v, sizeof(v),
+                                                 addr(r, 8 * n), r.rkey.rkey));
     EXPECT_EQ(UCS_ERR_CANCELED, uct_ep_am_short(m_ep, 5, 0, nullptr, 0));
     uint64_t got;
     memcpy(&got, r.buf.data() + 8 * n, sizeof(got));
@@ -164,8 +166,7 @@ STRAND_UCT_INSTANTIATE(refused);
 
 /* What only dc_strand's DCIs and credits refuse (a DCI held by another
  * endpoint, credits spent, an endpoint moving off a DCI): on dc_strand */
-class dc_strand_refused : public refused {
-};
+class dc_strand_refused : public refused {};
 
 /* One DCI, held by an ep (dcs): the other ep is refused until the holder's
  * work completes and the DCI goes back; a request it queued then goes out
@@ -188,13 +189,12 @@ TEST_P(dc_strand_refused, an_ep_without_a_dci_posts_once_the_lease_is_free)
     p.seq = 2;
     ASSERT_EQ(UCS_OK, uct_ep_pending_add(ep2, &p.uct, 0));
     ASSERT_TRUE(progress_until([&] { return p.done != 0; }));
-    ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_am_short(ep2, 5, 3, nullptr, 0);
-    }));
+    ASSERT_EQ(UCS_OK,
+              retry([&] { return uct_ep_am_short(ep2, 5, 3, nullptr, 0); }));
     ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 3; }));
-    EXPECT_EQ(1u, *(uint64_t*)m_b.am.msgs[0].data());
-    EXPECT_EQ(2u, *(uint64_t*)m_b.am.msgs[1].data());
-    EXPECT_EQ(3u, *(uint64_t*)m_b.am.msgs[2].data());
+    EXPECT_EQ(1u, *(uint64_t *)m_b.am.msgs[0].data());
+    EXPECT_EQ(2u, *(uint64_t *)m_b.am.msgs[1].data());
+    EXPECT_EQ(3u, *(uint64_t *)m_b.am.msgs[2].data());
     EXPECT_TRUE(m_a.err.errors.empty());
 }
 
@@ -224,7 +224,7 @@ TEST_P(dc_strand_refused, an_ep_out_of_credits_posts_once_granted)
         return m_b.am.msgs.size() == seq;
     }));
     for (uint64_t i = 0; i < seq; ++i) {
-        EXPECT_EQ(i, *(uint64_t*)m_b.am.msgs[i].data());
+        EXPECT_EQ(i, *(uint64_t *)m_b.am.msgs[i].data());
     }
 }
 
@@ -251,23 +251,24 @@ TEST_P(dc_strand_refused, an_ep_moving_off_a_full_dci_gets_its_last_cqe)
     reg(r, 8 * (max + 8));
     /* deregistered however the test ends (a failed assertion returns
      * early: the MD must not be closed with the region in use) */
-    std::unique_ptr<region, std::function<void(region*)>> dereg(
+    std::unique_ptr<region, std::function<void(region *)>> dereg(
             &r, [this](region *p) { unreg(*p); });
 
     /* m_ep on DCI 0, e2 on DCI 1, e3 on DCI 0 (the tie goes round from
      * the DCI after the last lease); their WQEs ask for no CQE, which
      * keeps the leases of m_ep and e3 while e2's flush empties DCI 1 */
     uint64_t v = 1;
-    ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 0),
-                                       r.rkey.rkey));
-    ASSERT_EQ(UCS_OK, uct_ep_put_short(e2, &v, sizeof(v), addr(r, 8),
-                                       r.rkey.rkey));
-    ASSERT_EQ(UCS_OK, uct_ep_put_short(e3, &v, sizeof(v), addr(r, 16),
-                                       r.rkey.rkey));
+    ASSERT_EQ(UCS_OK,
+              uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 0), r.rkey.rkey));
+    ASSERT_EQ(UCS_OK,
+              uct_ep_put_short(e2, &v, sizeof(v), addr(r, 8), r.rkey.rkey));
+    ASSERT_EQ(UCS_OK,
+              uct_ep_put_short(e3, &v, sizeof(v), addr(r, 16), r.rkey.rkey));
     flush(e2);
     std::string pool = vfs_read(m_a, "dci_pool");
     ASSERT_NE(std::string::npos, pool.find("users 2"))
-            << "m_ep and e3 do not share a DCI:\n" << pool;
+            << "m_ep and e3 do not share a DCI:\n"
+            << pool;
 
     /* e3's flush: a signaled NOP on DCI 0, which restarts the count of
      * WQEs to the next signaled one; then m_ep fills the queue, nothing
@@ -281,9 +282,9 @@ TEST_P(dc_strand_refused, an_ep_moving_off_a_full_dci_gets_its_last_cqe)
     ASSERT_EQ(UCS_ERR_NO_RESOURCE,
               uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * n),
                                r.rkey.rkey));
-    pool = vfs_read(m_a, "dci_pool");
-    unsigned unsignaled = 0;
-    const char *u = strstr(pool.c_str(), "unsignaled ");
+    pool                   = vfs_read(m_a, "dci_pool");
+    unsigned    unsignaled = 0;
+    const char *u          = strstr(pool.c_str(), "unsignaled ");
     ASSERT_NE(nullptr, u) << pool;
     ASSERT_EQ(1, sscanf(u, "unsignaled %u", &unsignaled)) << pool;
     ASSERT_GT(unsignaled, 0u) << "the queue's last WQE asked for a CQE:\n"
@@ -294,9 +295,10 @@ TEST_P(dc_strand_refused, an_ep_moving_off_a_full_dci_gets_its_last_cqe)
     ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
     uint64_t a = 0xa000;
     ASSERT_EQ(UCS_OK, retry([&] {
-        return uct_ep_put_short(m_ep, &a, sizeof(a), addr(r, 8 * (max + 1)),
-                                r.rkey.rkey);
-    })) << vfs_read(m_a, "dci_pool");
+                  return uct_ep_put_short(m_ep, &a, sizeof(a),
+                                          addr(r, 8 * (max + 1)), r.rkey.rkey);
+              }))
+            << vfs_read(m_a, "dci_pool");
     flush(m_ep);
     for (unsigned i = 0; i < n; ++i) {
         uint64_t got;

@@ -16,7 +16,6 @@ extern "C" {
 
 class rkeys : public strand_uct_tl {
 protected:
-
     void open_connected()
     {
         open_pair();
@@ -25,8 +24,8 @@ protected:
 
     /* an operation that completes now or through comp, retried while no
      * resource: its final status */
-    ucs_status_t wait_op(const std::function<ucs_status_t(uct_completion_t*)>
-                         &post)
+    ucs_status_t
+    wait_op(const std::function<ucs_status_t(uct_completion_t *)> &post)
     {
         test_comp c;
         comp_init(&c);
@@ -50,22 +49,27 @@ protected:
     void zero_length_with(uct_rkey_t rkey, region &local)
     {
         std::vector<uint8_t> none;
-        EXPECT_EQ(UCS_OK, wait_op([&](uct_completion_t*) {
-            return uct_ep_put_short(m_ep, nullptr, 0, 0x1000, rkey);
-        })) << "put_short";
-        EXPECT_EQ(UCS_OK, wait_op([&](uct_completion_t*) {
-            ssize_t n = uct_ep_put_bcopy(m_ep, pack_cb, &none, 0x1000, rkey);
-            return (n >= 0) ? UCS_OK : (ucs_status_t)n;
-        })) << "put_bcopy";
+        EXPECT_EQ(UCS_OK, wait_op([&](uct_completion_t *) {
+                      return uct_ep_put_short(m_ep, nullptr, 0, 0x1000, rkey);
+                  }))
+                << "put_short";
+        EXPECT_EQ(UCS_OK, wait_op([&](uct_completion_t *) {
+                      ssize_t n = uct_ep_put_bcopy(m_ep, pack_cb, &none, 0x1000,
+                                                   rkey);
+                      return (n >= 0) ? UCS_OK : (ucs_status_t)n;
+                  }))
+                << "put_bcopy";
         uct_iov_t iov = {local.buf.data(), 0, local.memh, 0, 1};
         EXPECT_EQ(UCS_OK, wait_op([&](uct_completion_t *c) {
-            return uct_ep_put_zcopy(m_ep, &iov, 1, 0x1000, rkey, c);
-        })) << "put_zcopy";
+                      return uct_ep_put_zcopy(m_ep, &iov, 1, 0x1000, rkey, c);
+                  }))
+                << "put_zcopy";
         std::vector<uint8_t> back(1, 0x5a);
         EXPECT_EQ(UCS_OK, wait_op([&](uct_completion_t *c) {
-            return uct_ep_get_bcopy(m_ep, unpack_cb, &back, 0, 0x1000, rkey,
-                                    c);
-        })) << "get_bcopy";
+                      return uct_ep_get_bcopy(m_ep, unpack_cb, &back, 0, 0x1000,
+                                              rkey, c);
+                  }))
+                << "get_bcopy";
         EXPECT_TRUE(back.empty()) << "a zero-length GET unpacks nothing";
         flush(m_ep);
     }
@@ -83,9 +87,10 @@ TEST_P(rkeys, zero_length_rdma_with_any_key_completes_ok)
     region r;
     reg(r, 64);
     auto data = pattern(64, 9);
-    ASSERT_EQ(UCS_OK, wait_op([&](uct_completion_t*) {
-        return uct_ep_put_short(m_ep, data.data(), 64, addr(r), r.rkey.rkey);
-    }));
+    ASSERT_EQ(UCS_OK, wait_op([&](uct_completion_t *) {
+                  return uct_ep_put_short(m_ep, data.data(), 64, addr(r),
+                                          r.rkey.rkey);
+              }));
     flush(m_ep);
     EXPECT_EQ(data, r.buf);
     EXPECT_TRUE(m_a.err.errors.empty());
@@ -104,7 +109,7 @@ TEST_P(rkeys, invalid_key_of_a_transfer_fails_its_ep_not_the_process)
     region local, r;
     reg(local, 256);
     reg(r, 256);
-    uct_iov_t iov = {local.buf.data(), 256, local.memh, 0, 1};
+    uct_iov_t    iov    = {local.buf.data(), 256, local.memh, 0, 1};
     ucs_status_t status = wait_op([&](uct_completion_t *c) {
         return uct_ep_put_zcopy(m_ep, &iov, 1, addr(r), UCT_INVALID_RKEY, c);
     });
@@ -113,8 +118,8 @@ TEST_P(rkeys, invalid_key_of_a_transfer_fails_its_ep_not_the_process)
     ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); }));
     EXPECT_EQ(m_ep, m_a.err.errors[0].first);
 
-    auto data = pattern(64, 3);
-    ucs_status_t st = UCS_ERR_NO_RESOURCE;
+    auto         data = pattern(64, 3);
+    ucs_status_t st   = UCS_ERR_NO_RESOURCE;
     ASSERT_TRUE(progress_until([&] {
         st = uct_ep_put_short(other, data.data(), 64, addr(r), r.rkey.rkey);
         return st != UCS_ERR_NO_RESOURCE;
@@ -150,7 +155,7 @@ TEST_P(rkeys_integrity, a_signed_key_that_names_nothing_is_refused)
     reg(r, 4096);
     ASSERT_TRUE(strand_rkey_is_sig(r.rkey.rkey)) << "the MD signs its keys";
     uct_iov_t iov = {local.buf.data(), 4096, local.memh, 0, 1};
-    auto get = [&](uct_rkey_t key) {
+    auto      get = [&](uct_rkey_t key) {
         return wait_op([&](uct_completion_t *c) {
             return uct_ep_get_zcopy(m_ep, &iov, 1, addr(r), key, c);
         });
@@ -193,21 +198,21 @@ TEST_P(rkeys_integrity, a_stale_signed_key_names_no_later_registration)
     reg(local, 4096);
     reg(old, 4096);
     uct_rkey_bundle_t stale;
-    uint8_t packed[64];
+    uint8_t           packed[64];
     ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, old.memh, packed));
     ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, packed, &stale));
     uint64_t old_addr = addr(old);
     unreg(old);
     reg(fresh, 4096);
     fresh.buf.assign(4096, 0x7b);
-    uct_iov_t iov = {local.buf.data(), 4096, local.memh, 0, 1};
+    uct_iov_t          iov = {local.buf.data(), 4096, local.memh, 0, 1};
     scoped_log_capture logs;
-    ucs_status_t status = wait_op([&](uct_completion_t *c) {
+    ucs_status_t       status = wait_op([&](uct_completion_t *c) {
         return uct_ep_get_zcopy(m_ep, &iov, 1, old_addr, stale.rkey, c);
     });
     EXPECT_NE(UCS_OK, status) << "a stale key read a later registration";
     EXPECT_FALSE(std::vector<uint8_t>(4096, 0x7b) == local.buf)
-        << "the later registration's bytes came";
+            << "the later registration's bytes came";
     uct_rkey_release(m_component, &stale);
     unreg(fresh);
     unreg(local);

@@ -13,8 +13,7 @@
  */
 #include "tag_fixture.h"
 
-class tag : public strand_on_tl<strand_tag> {
-};
+class tag : public strand_on_tl<strand_tag> {};
 
 TEST_P(tag, active_messages_carry_a_no_tag_header)
 {
@@ -24,8 +23,8 @@ TEST_P(tag, active_messages_carry_a_no_tag_header)
     fill(src, pattern(4000, 3));
     std::vector<uint8_t> small = pattern(20, 1), big = pattern(3000, 2);
 
-    ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 0x1122334455667788ull,
-                                     small.data(), small.size()));
+    ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 0x1122334455667788ull, small.data(),
+                                     small.size()));
     ssize_t n = UCS_ERR_NO_RESOURCE;
     ASSERT_TRUE(progress_until([&] {
         n = uct_ep_am_bcopy(m_ep, 5, pack_cb, &big, 0);
@@ -36,18 +35,18 @@ TEST_P(tag, active_messages_carry_a_no_tag_header)
     test_comp c;
     comp_init(&c);
     uint64_t hdr = 42;
-    ASSERT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(m_ep, 5, &hdr, sizeof(hdr),
-                                              &iov, 1, 0, &c.uct));
+    ASSERT_EQ(UCS_INPROGRESS,
+              uct_ep_am_zcopy(m_ep, 5, &hdr, sizeof(hdr), &iov, 1, 0, &c.uct));
     ASSERT_TRUE(progress_until([&] { return m_b.am.msgs.size() == 3; }));
     ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
 
     std::vector<uint8_t> want(8 + small.size());
-    uint64_t h = 0x1122334455667788ull;
+    uint64_t             h = 0x1122334455667788ull;
     memcpy(want.data(), &h, 8);
     memcpy(want.data() + 8, small.data(), small.size());
     EXPECT_EQ(want, m_b.am.msgs[0]);
     EXPECT_EQ(big, m_b.am.msgs[1]);
-    want.assign((uint8_t*)&hdr, (uint8_t*)&hdr + 8);
+    want.assign((uint8_t *)&hdr, (uint8_t *)&hdr + 8);
     want.insert(want.end(), src.buf.begin(), src.buf.end());
     EXPECT_EQ(want, m_b.am.msgs[2]);
     EXPECT_TRUE(m_tag_b.eager.empty());
@@ -60,7 +59,7 @@ TEST_P(tag, active_messages_carry_a_no_tag_header)
 TEST_P(tag, eager_expected_short_bcopy_zcopy)
 {
     open_tag_pair();
-    region dst[3], src;
+    region   dst[3], src;
     recv_ctx ctx[3];
     for (auto &d : dst) {
         reg(d, 9000); /* room for max_bcopy and one byte more */
@@ -138,16 +137,15 @@ TEST_P(tag, immediate_data_expected_and_unexpected)
     open_tag_pair();
     region dst;
     reg(dst, 256);
-    recv_ctx ctx;
-    std::vector<uint8_t> d = pattern(100, 6);
-    const uint64_t imm = 0x123456789abcdef0ull;
+    recv_ctx             ctx;
+    std::vector<uint8_t> d   = pattern(100, 6);
+    const uint64_t       imm = 0x123456789abcdef0ull;
 
     ASSERT_EQ(UCS_OK, post_recv(ctx, dst, 1));
     ASSERT_EQ((ssize_t)d.size(), eager_bcopy(1, d, imm));
     ASSERT_EQ((ssize_t)d.size(), eager_bcopy(2, d, 0xffffffff00000000ull));
-    ASSERT_TRUE(progress_until([&] {
-        return ctx.completed && (m_tag_b.eager.size() == 1);
-    }));
+    ASSERT_TRUE(progress_until(
+            [&] { return ctx.completed && (m_tag_b.eager.size() == 1); }));
     EXPECT_EQ(imm, ctx.imm);
     EXPECT_EQ(0xffffffff00000000ull, m_tag_b.eager[0].imm);
     EXPECT_EQ(d, m_tag_b.eager[0].data);
@@ -157,7 +155,7 @@ TEST_P(tag, immediate_data_expected_and_unexpected)
 TEST_P(tag, tag_masks_and_first_posted_wins)
 {
     open_tag_pair();
-    region dst[3];
+    region   dst[3];
     recv_ctx ctx[3];
     for (auto &d : dst) {
         reg(d, 64);
@@ -213,7 +211,7 @@ TEST_P(tag, sw_rndv_request_expected_and_unexpected)
     open_tag_pair();
     region dst;
     reg(dst, 512);
-    recv_ctx ctx;
+    recv_ctx             ctx;
     std::vector<uint8_t> h1 = pattern(200, 1), h2 = pattern(300, 2);
     ASSERT_EQ(UCS_OK, post_recv(ctx, dst, 3));
     ucs_status_t s = UCS_ERR_NO_RESOURCE;
@@ -226,9 +224,8 @@ TEST_P(tag, sw_rndv_request_expected_and_unexpected)
         s = uct_ep_tag_rndv_request(m_ep, 4, h2.data(), h2.size(), 0);
         return s != UCS_ERR_NO_RESOURCE;
     }));
-    ASSERT_TRUE(progress_until([&] {
-        return ctx.rndv && (m_tag_b.rndv.size() == 1);
-    }));
+    ASSERT_TRUE(progress_until(
+            [&] { return ctx.rndv && (m_tag_b.rndv.size() == 1); }));
     EXPECT_EQ(0, ctx.completed);
     EXPECT_EQ(3u, ctx.stag);
     EXPECT_EQ(h1, ctx.rndv_header);
@@ -252,10 +249,10 @@ TEST_P(tag, small_sw_rndv_request_comes_in_the_cqe)
         set_tl_env("RX_INLINE", rx_inline);
         open_tag_pair();
         const bool in_cqe = !strcmp(rx_inline, "y");
-        region dst;
+        region     dst;
         reg(dst, 512);
         memset(dst.buf.data(), 0xee, dst.buf.size());
-        recv_ctx ctx;
+        recv_ctx             ctx;
         std::vector<uint8_t> h = pattern(59, 7);
         ASSERT_EQ(UCS_OK, post_recv(ctx, dst, 3));
         ucs_status_t s = UCS_ERR_NO_RESOURCE;
@@ -267,10 +264,11 @@ TEST_P(tag, small_sw_rndv_request_comes_in_the_cqe)
         ASSERT_TRUE(progress_until([&] { return ctx.rndv != 0; }));
         EXPECT_EQ(h, ctx.rndv_header) << rx_inline;
         EXPECT_EQ(in_cqe ? (unsigned)UCT_TAG_RECV_CB_INLINE_DATA : 0u,
-                  ctx.rndv_flags) << rx_inline;
+                  ctx.rndv_flags)
+                << rx_inline;
         EXPECT_EQ(in_cqe, std::all_of(dst.buf.begin(), dst.buf.end(),
                                       [](uint8_t x) { return x == 0xee; }))
-            << rx_inline;
+                << rx_inline;
         /* an eager message of 40 bytes too: the user copies it out */
         recv_ctx ctx2;
         ASSERT_EQ(UCS_OK, post_recv(ctx2, dst, 4));
@@ -295,7 +293,7 @@ TEST_P(tag, small_sw_rndv_request_comes_in_the_cqe)
 TEST_P(tag, recv_cancel_reports_canceled_or_nothing_when_forced)
 {
     open_tag_pair();
-    region dst[2];
+    region   dst[2];
     recv_ctx ctx[2];
     for (int i = 0; i < 2; ++i) {
         reg(dst[i], 64);
@@ -350,17 +348,14 @@ TEST_P(tag, cancel_after_a_match_completes_with_the_message)
     } else {
         /* the REMOVE won: then the message must arrive unexpected */
         EXPECT_EQ(UCS_ERR_CANCELED, ctx2.status);
-        ASSERT_TRUE(progress_until([&] {
-            return m_tag_b.eager.size() == 1;
-        }));
+        ASSERT_TRUE(progress_until([&] { return m_tag_b.eager.size() == 1; }));
         EXPECT_EQ(d, m_tag_b.eager[0].data);
     }
     /* nothing lost, nothing twice, and the list entry came back */
     flush(m_ep);
     progress_until([&] { return false; }, 0.2);
     EXPECT_EQ(1, ctx2.completed);
-    EXPECT_NE(std::string::npos,
-              vfs_read(m_b, "tag_matching").find("tags 0/"));
+    EXPECT_NE(std::string::npos, vfs_read(m_b, "tag_matching").find("tags 0/"));
     unreg(dst);
 }
 
@@ -369,25 +364,24 @@ TEST_P(tag, cancel_after_a_match_completes_with_the_message)
 TEST_P(tag, full_list_then_every_message_in_random_order)
 {
     open_tag_pair();
-    const unsigned n = m_b.attr.cap.tag.recv.max_outstanding;
-    const size_t sz  = 64;
-    region dst;
+    const unsigned n  = m_b.attr.cap.tag.recv.max_outstanding;
+    const size_t   sz = 64;
+    region         dst;
     reg(dst, n * sz);
     std::vector<recv_ctx> ctx(n);
     for (unsigned i = 0; i < n; ++i) {
         uct_iov_t iov = {dst.buf.data() + i * sz, sz, dst.memh, 0, 1};
         ctx[i].buffer = iov.buffer;
-        ASSERT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(m_b.iface, 1000 + i,
-                                                   UINT64_MAX, &iov, 1,
-                                                   &ctx[i].uct))
-            << i;
+        ASSERT_EQ(UCS_OK,
+                  uct_iface_tag_recv_zcopy(m_b.iface, 1000 + i, UINT64_MAX,
+                                           &iov, 1, &ctx[i].uct))
+                << i;
         if ((i % 64) == 63) {
             progress_until([&] { return false; }, 0.001);
         }
     }
     recv_ctx extra;
-    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT, post_recv(extra, dst, 1, UINT64_MAX,
-                                               8));
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT, post_recv(extra, dst, 1, UINT64_MAX, 8));
     EXPECT_EQ(1u, tm_stat("list_full"));
 
     std::vector<unsigned> order(n);
@@ -399,20 +393,24 @@ TEST_P(tag, full_list_then_every_message_in_random_order)
         std::vector<uint8_t> d = pattern(sz, i);
         ASSERT_EQ(UCS_OK, eager_short(1000 + i, d));
     }
-    ASSERT_TRUE(progress_until([&] {
-        return std::all_of(ctx.begin(), ctx.end(),
-                           [](const recv_ctx &c) { return c.completed; });
-    }, 60));
+    ASSERT_TRUE(progress_until(
+            [&] {
+                return std::all_of(ctx.begin(), ctx.end(),
+                                   [](const recv_ctx &c) {
+                                       return c.completed;
+                                   });
+            },
+            60));
     for (unsigned i = 0; i < n; ++i) {
         std::vector<uint8_t> d = pattern(sz, i);
         ASSERT_EQ(1000u + i, ctx[i].stag);
-        ASSERT_TRUE(std::equal(d.begin(), d.end(),
-                               dst.buf.begin() + i * sz)) << i;
+        ASSERT_TRUE(std::equal(d.begin(), d.end(), dst.buf.begin() + i * sz))
+                << i;
     }
     EXPECT_TRUE(m_tag_b.eager.empty());
     /* the entries are free again: the list takes as many once more */
     for (unsigned i = 0; i < n; ++i) {
-        ctx[i] = recv_ctx();
+        ctx[i]        = recv_ctx();
         uct_iov_t iov = {dst.buf.data() + i * sz, sz, dst.memh, 0, 1};
         ctx[i].buffer = iov.buffer;
         ASSERT_EQ(UCS_OK, uct_iface_tag_recv_zcopy(m_b.iface, i, UINT64_MAX,

@@ -29,11 +29,10 @@ struct aligned_rx {
     std::vector<std::vector<uint8_t>> msgs;
     std::vector<unsigned>             flags;
 
-    static ucs_status_t cb(void *arg, void *data, size_t length,
-                           unsigned flags)
+    static ucs_status_t cb(void *arg, void *data, size_t length, unsigned flags)
     {
-        auto *self = static_cast<aligned_rx*>(arg);
-        auto *p    = static_cast<uint8_t*>(data);
+        auto *self = static_cast<aligned_rx *>(arg);
+        auto *p    = static_cast<uint8_t *>(data);
         self->ptrs.push_back((uintptr_t)data);
         self->msgs.emplace_back(p, p + length);
         self->flags.push_back(flags);
@@ -47,11 +46,14 @@ struct pending_send {
     uct_ep_h          ep        = nullptr;
     int              *n_pending = nullptr;
     bool              pending   = false;
-    unsigned          countdown = 0;   /* INPROGRESS this often first */
+    unsigned          countdown = 0; /* INPROGRESS this often first */
     unsigned          sends     = 0;
     uint64_t          hdr       = 1;
 
-    pending_send() { uct.func = progress; }
+    pending_send()
+    {
+        uct.func = progress;
+    }
 
     static ucs_status_t progress(uct_pending_req_t *self)
     {
@@ -77,7 +79,7 @@ protected:
     void set_alignment(size_t align, size_t offset, uint64_t fields)
     {
         m_iface_params_hook = [=](uct_iface_params_t &p) {
-            p.field_mask     |= fields;
+            p.field_mask |= fields;
             p.am_alignment    = align;
             p.am_align_offset = offset;
         };
@@ -97,17 +99,17 @@ protected:
         ASSERT_EQ(UCS_OK, uct_ep_am_short(ep, 6, 0x1122334455667788ull,
                                           payload.data(), payload.size()));
         std::vector<uint8_t> big = pattern(3000, 3);
-        ASSERT_EQ((ssize_t)big.size(), uct_ep_am_bcopy(ep, 6, pack_cb, &big,
-                                                       0));
+        ASSERT_EQ((ssize_t)big.size(),
+                  uct_ep_am_bcopy(ep, 6, pack_cb, &big, 0));
         uct_mem_h memh;
         ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, big.data(), big.size(),
                                          UCT_MD_MEM_ACCESS_ALL, &memh));
-        uct_iov_t iov = {big.data(), 1000, memh, 0, 1};
-        uint64_t zhdr = 0xabcdef;
+        uct_iov_t iov  = {big.data(), 1000, memh, 0, 1};
+        uint64_t  zhdr = 0xabcdef;
         test_comp c;
         comp_init(&c);
-        ucs_status_t s = uct_ep_am_zcopy(ep, 6, &zhdr, sizeof(zhdr), &iov, 1,
-                                         0, &c.uct);
+        ucs_status_t s = uct_ep_am_zcopy(ep, 6, &zhdr, sizeof(zhdr), &iov, 1, 0,
+                                         &c.uct);
         ASSERT_TRUE((s == UCS_OK) || (s == UCS_INPROGRESS));
         ASSERT_TRUE(progress_until([&] { return rx.ptrs.size() == 3; }))
                 << what;
@@ -122,8 +124,8 @@ protected:
                     << " offset " << offset;
         }
         EXPECT_EQ(big, rx.msgs[1]) << what;
-        EXPECT_EQ(0, memcmp(rx.msgs[2].data() + sizeof(zhdr), big.data(),
-                            1000)) << what;
+        EXPECT_EQ(0, memcmp(rx.msgs[2].data() + sizeof(zhdr), big.data(), 1000))
+                << what;
         uct_md_mem_dereg(m_md, memh);
         flush(ep);
         uct_ep_destroy(ep);
@@ -142,7 +144,7 @@ protected:
             eps.push_back(connect(m_a, m_b.dev_addr, m_b.iface_addr));
             ASSERT_NE(nullptr, eps.back());
         }
-        int n_pending = 0;
+        int                       n_pending = 0;
         std::vector<pending_send> reqs(num_eps);
         for (unsigned i = 0; i < num_eps; ++i) {
             reqs[i].ep        = eps[i];
@@ -172,8 +174,8 @@ protected:
                     ++n_pending;
                 }
                 ASSERT_LT(std::chrono::steady_clock::now(), deadline)
-                        << "round " << round << ": only " << n_pending
-                        << " of " << num_eps << " eps ran out of resources";
+                        << "round " << round << ": only " << n_pending << " of "
+                        << num_eps << " eps ran out of resources";
             }
             /* progress until some ep may send again */
             while (n_pending == (int)num_eps) {
@@ -196,9 +198,9 @@ protected:
         for (auto &r : reqs) {
             total += r.sends;
         }
-        std::cout << "[   INFO   ] " << num_eps << " eps, " << rounds << " rounds: "
-                         << total << " sends, per ep min " << min_sends
-                         << " max " << max_sends << std::endl;
+        std::cout << "[   INFO   ] " << num_eps << " eps, " << rounds
+                  << " rounds: " << total << " sends, per ep min " << min_sends
+                  << " max " << max_sends << std::endl;
         EXPECT_GT(min_sends, 0u) << "an ep starved";
         if (even) {
             EXPECT_GE(min_sends * 2, max_sends)
@@ -214,7 +216,7 @@ protected:
     {
         open_pair();
         std::vector<uint8_t> buf = pattern(64 << 10, 4);
-        uct_mem_h memh;
+        uct_mem_h            memh;
         ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf.data(), buf.size(),
                                          UCT_MD_MEM_ACCESS_ALL, &memh));
         struct counted {
@@ -227,23 +229,23 @@ protected:
         comp.uct.func = [](uct_completion_t *self) {
             auto *c = ucs_container_of(self, counted, uct);
             c->calls++;
-            c->late  |= !c->ep_alive;
+            c->late |= !c->ep_alive;
             c->status = self->status;
         };
         unsigned cancelled_any = 0;
         for (unsigned it = 0; it < iterations; ++it) {
             uct_ep_h ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
             ASSERT_NE(nullptr, ep);
-            comp.uct.count  = 0;
-            comp.uct.status = UCS_OK;
-            comp.calls      = 0;
-            comp.ep_alive   = true;
-            unsigned posted = 0;
-            uct_iov_t iov   = {buf.data(), 8000, memh, 0, 1};
+            comp.uct.count   = 0;
+            comp.uct.status  = UCS_OK;
+            comp.calls       = 0;
+            comp.ep_alive    = true;
+            unsigned  posted = 0;
+            uct_iov_t iov    = {buf.data(), 8000, memh, 0, 1};
             for (;;) {
                 ++comp.uct.count;
-                ucs_status_t s = uct_ep_am_zcopy(ep, 5, nullptr, 0, &iov, 1,
-                                                 0, &comp.uct);
+                ucs_status_t s = uct_ep_am_zcopy(ep, 5, nullptr, 0, &iov, 1, 0,
+                                                 &comp.uct);
                 if (s == UCS_INPROGRESS) {
                     ++posted;
                     continue;
@@ -271,9 +273,9 @@ protected:
             uct_ep_destroy(ep);
             m_eps.erase(std::find(m_eps.begin(), m_eps.end(), ep));
             comp.ep_alive = false;
-            EXPECT_EQ(0, comp.uct.count) << "iteration " << it << ": "
-                                         << comp.uct.count
-                                         << " operations left after destroy";
+            EXPECT_EQ(0, comp.uct.count)
+                    << "iteration " << it << ": " << comp.uct.count
+                    << " operations left after destroy";
             cancelled_any += (comp.calls > before);
             /* nothing comes back for the destroyed ep afterwards */
             for (int i = 0; i < 200; ++i) {
@@ -318,8 +320,9 @@ TEST_P(uct_contract, am_alignment_invalid_parameters)
     set_alignment(8, 8, UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET);
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, open_iface(m_a));
     /* an offset not smaller than the element: reset to 0, not refused */
-    set_alignment(64, 1 << 20, UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT |
-                               UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET);
+    set_alignment(64, 1 << 20,
+                  UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT |
+                          UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET);
     ASSERT_EQ(UCS_OK, open_iface(m_a));
     check_alignment(m_a, m_a, 64, 0, "offset reset");
 }
@@ -333,22 +336,23 @@ TEST_P(uct_contract, am_alignment_every_power_of_two)
     ASSERT_EQ(UCS_OK, open_iface(m_a));
     for (size_t align = 1; align <= 4096; align *= 2) {
         std::vector<std::pair<size_t, uint64_t>> cases = {
-            {0, UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT},
-            {0, UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT |
-                UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET},
-            {std::min<size_t>(align - 1, 127),
-             UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT |
-             UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET},
-            {(align * 7 / 13) % std::min<size_t>(align, 128),
-             UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT |
-             UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET},
+                {0, UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT},
+                {0, UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT |
+                            UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET},
+                {std::min<size_t>(align - 1, 127),
+                 UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT |
+                         UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET},
+                {(align * 7 / 13) % std::min<size_t>(align, 128),
+                 UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT |
+                         UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET},
         };
         for (auto &c : cases) {
             set_alignment(align, c.first, c.second);
             ASSERT_EQ(UCS_OK, open_iface(m_b)) << "alignment " << align;
             std::string what = "alignment " + std::to_string(align) +
                                " offset " + std::to_string(c.first);
-            check_alignment(m_a, m_b, align, c.first, (what + ": peer").c_str());
+            check_alignment(m_a, m_b, align, c.first,
+                            (what + ": peer").c_str());
             check_alignment(m_b, m_b, align, c.first,
                             (what + ": loopback").c_str());
             uct_iface_close(m_b.iface);
@@ -383,23 +387,23 @@ TEST_P(uct_contract, send_from_completion_does_not_overtake_pending)
     open_pair();
     struct order {
         std::vector<uint64_t> hdrs;
-        static ucs_status_t cb(void *arg, void *data, size_t length,
-                               unsigned flags)
+        static ucs_status_t
+        cb(void *arg, void *data, size_t length, unsigned flags)
         {
             uint64_t hdr; /* (unaligned when it comes in the CQE) */
             memcpy(&hdr, data, sizeof(hdr));
-            static_cast<order*>(arg)->hdrs.push_back(hdr);
+            static_cast<order *>(arg)->hdrs.push_back(hdr);
             return UCS_OK;
         }
     } rx;
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(m_b.iface, 5, order::cb, &rx,
-                                               0));
+    ASSERT_EQ(UCS_OK,
+              uct_iface_set_am_handler(m_b.iface, 5, order::cb, &rx, 0));
     struct comp_send {
         uct_completion_t uct;
         uct_ep_h         ep;
         ucs_status_t     sent = UCS_ERR_LAST;
     } comp;
-    comp.uct.func   = [](uct_completion_t *self) {
+    comp.uct.func = [](uct_completion_t *self) {
         auto *c = ucs_container_of(self, comp_send, uct);
         c->sent = uct_ep_am_short(c->ep, 5, 2 /* COMP */, nullptr, 0);
     };
@@ -408,18 +412,18 @@ TEST_P(uct_contract, send_from_completion_does_not_overtake_pending)
     comp.ep         = m_ep;
 
     std::vector<uint8_t> buf(32, 1);
-    uct_mem_h memh;
+    uct_mem_h            memh;
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf.data(), buf.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &memh));
     uct_iov_t iov = {buf.data(), buf.size(), memh, 0, 1};
-    uint64_t hdr  = 0; /* plain AM */
+    uint64_t  hdr = 0; /* plain AM */
     ASSERT_EQ(UCS_INPROGRESS, uct_ep_am_zcopy(m_ep, 5, &hdr, sizeof(hdr), &iov,
                                               1, 0, &comp.uct));
     /* fill the send queue, then one pending request (PENDING = 1) that
      * keeps itself busy for a while */
     while (uct_ep_am_short(m_ep, 5, 0, nullptr, 0) == UCS_OK) {
     }
-    int n_pending = 1;
+    int          n_pending = 1;
     pending_send req;
     req.ep        = m_ep;
     req.n_pending = &n_pending;
@@ -475,8 +479,7 @@ STRAND_UCT_INSTANTIATE(uct_contract);
 /* What of the contract dc_strand's DCIs and credits decide (rc_strand has
  * a QP per endpoint and no flow control), and the MD's attributes (the
  * MD's, not a transport's: once): on dc_strand only */
-class dc_strand_uct_contract : public uct_contract {
-};
+class dc_strand_uct_contract : public uct_contract {};
 
 /* 128 eps x 16 credits fit the receiver's 4095 buffers: the device adds
  * no unfairness of its own, and the dispatch must be even. */
@@ -565,7 +568,7 @@ TEST_P(dc_strand_uct_contract, md_attributes_as_ucx_ib)
 
     /* an 8-byte key packs and unpacks to what the MD registered */
     std::vector<uint8_t> buf(4096);
-    uct_mem_h memh;
+    uct_mem_h            memh;
     ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, buf.data(), buf.size(),
                                      UCT_MD_MEM_ACCESS_ALL, &memh));
     uint8_t packed[16];

@@ -45,8 +45,8 @@ struct am_record {
 
 inline ucs_status_t am_cb(void *arg, void *data, size_t length, unsigned flags)
 {
-    auto *rec = static_cast<am_record*>(arg);
-    auto *p   = static_cast<uint8_t*>(data);
+    auto *rec = static_cast<am_record *>(arg);
+    auto *p   = static_cast<uint8_t *>(data);
     rec->msgs.emplace_back(p, p + length);
     return UCS_OK;
 }
@@ -57,14 +57,13 @@ inline ucs_status_t am_cb(void *arg, void *data, size_t length, unsigned flags)
 struct flagged_am_record {
     std::vector<std::vector<uint8_t>> msgs;
     std::vector<unsigned>             flags;
-    std::vector<void*>                kept;
+    std::vector<void *>               kept;
     size_t                            keep_from = SIZE_MAX;
 
-    static ucs_status_t cb(void *arg, void *data, size_t length,
-                           unsigned flags)
+    static ucs_status_t cb(void *arg, void *data, size_t length, unsigned flags)
     {
-        auto *self = static_cast<flagged_am_record*>(arg);
-        auto *p    = static_cast<uint8_t*>(data);
+        auto *self = static_cast<flagged_am_record *>(arg);
+        auto *p    = static_cast<uint8_t *>(data);
         self->msgs.emplace_back(p, p + length);
         self->flags.push_back(flags);
         if ((flags & UCT_CB_PARAM_FLAG_DESC) && (length >= self->keep_from)) {
@@ -81,7 +80,7 @@ struct err_record {
 
 inline ucs_status_t err_cb(void *arg, uct_ep_h ep, ucs_status_t status)
 {
-    static_cast<err_record*>(arg)->errors.emplace_back(ep, status);
+    static_cast<err_record *>(arg)->errors.emplace_back(ep, status);
     return UCS_OK;
 }
 
@@ -109,7 +108,7 @@ inline void comp_init(test_comp *c)
 
 inline size_t pack_cb(void *dest, void *arg)
 {
-    auto *v = static_cast<std::vector<uint8_t>*>(arg);
+    auto *v = static_cast<std::vector<uint8_t> *>(arg);
     if (!v->empty()) { /* an empty vector's data() may be NULL */
         memcpy(dest, v->data(), v->size());
     }
@@ -118,9 +117,9 @@ inline size_t pack_cb(void *dest, void *arg)
 
 inline void unpack_cb(void *arg, const void *data, size_t length)
 {
-    auto *v = static_cast<std::vector<uint8_t>*>(arg);
-    v->assign(static_cast<const uint8_t*>(data),
-              static_cast<const uint8_t*>(data) + length);
+    auto *v = static_cast<std::vector<uint8_t> *>(arg);
+    v->assign(static_cast<const uint8_t *>(data),
+              static_cast<const uint8_t *>(data) + length);
 }
 
 inline std::vector<uint8_t> pattern(size_t n, unsigned seed)
@@ -147,7 +146,7 @@ struct am_short_pending {
 
     static ucs_status_t progress(uct_pending_req_t *self)
     {
-        auto *p = ucs_container_of(self, am_short_pending, uct);
+        auto        *p = ucs_container_of(self, am_short_pending, uct);
         ucs_status_t s = uct_ep_am_short(p->ep, 5, p->seq, nullptr, 0);
         p->done |= (s == UCS_OK);
         return s;
@@ -161,12 +160,12 @@ using namespace strand_test;
 class strand_uct : public ::testing::Test {
 protected:
     struct iface_t {
-        uct_iface_h           iface = nullptr;
-        uct_worker_h          worker = nullptr;
-        uct_iface_attr_t      attr;
-        std::vector<uint8_t>  dev_addr, iface_addr;
-        am_record             am;
-        err_record            err;
+        uct_iface_h          iface  = nullptr;
+        uct_worker_h         worker = nullptr;
+        uct_iface_attr_t     attr;
+        std::vector<uint8_t> dev_addr, iface_addr;
+        am_record            am;
+        err_record           err;
     };
 
     void SetUp() override
@@ -180,8 +179,9 @@ protected:
         ASSERT_NE(nullptr, m_component) << dlerror();
 
         ASSERT_EQ(UCS_OK, open_md());
-        ASSERT_EQ(UCS_OK, ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
-                                                   &m_async));
+        ASSERT_EQ(UCS_OK,
+                  ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                           &m_async));
         ASSERT_EQ(UCS_OK, uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE,
                                             &m_worker));
     }
@@ -223,7 +223,7 @@ protected:
     ucs_status_t open_md()
     {
         uct_md_config_t *md_config;
-        ucs_status_t status;
+        ucs_status_t     status;
 
         if (m_md != nullptr) {
             uct_md_close(m_md);
@@ -255,10 +255,12 @@ protected:
                                 unsigned length = 0, double secs = 10)
     {
         ucs_status_t status = UCS_ERR_NO_RESOURCE;
-        progress_until([&] {
-            status = uct_ep_am_short(ep, 5, hdr, payload, length);
-            return status != UCS_ERR_NO_RESOURCE;
-        }, secs);
+        progress_until(
+                [&] {
+                    status = uct_ep_am_short(ep, 5, hdr, payload, length);
+                    return status != UCS_ERR_NO_RESOURCE;
+                },
+                secs);
         return status;
     }
 
@@ -270,8 +272,8 @@ protected:
         std::vector<std::vector<uint8_t>> sent;
         for (unsigned i = 0; i < n; ++i) {
             if (i % 10 == 9) {
-                auto data = pattern(1000 + i, seed + i);
-                ssize_t ret = UCS_ERR_NO_RESOURCE;
+                auto    data = pattern(1000 + i, seed + i);
+                ssize_t ret  = UCS_ERR_NO_RESOURCE;
                 progress_until([&] {
                     ret = uct_ep_am_bcopy(m_ep, 5, pack_cb, &data, 0);
                     return ret != UCS_ERR_NO_RESOURCE;
@@ -280,12 +282,12 @@ protected:
                 sent.push_back(data);
                 continue;
             }
-            uint64_t hdr = 0x5a5a000000000000ull + seed + i;
-            auto payload = pattern(i % 57, seed + i);
-            EXPECT_EQ(UCS_OK, am_short_retry(m_ep, hdr, payload.data(),
-                                             payload.size()))
+            uint64_t hdr     = 0x5a5a000000000000ull + seed + i;
+            auto     payload = pattern(i % 57, seed + i);
+            EXPECT_EQ(UCS_OK,
+                      am_short_retry(m_ep, hdr, payload.data(), payload.size()))
                     << "message " << i;
-            std::vector<uint8_t> m((uint8_t*)&hdr, (uint8_t*)(&hdr + 1));
+            std::vector<uint8_t> m((uint8_t *)&hdr, (uint8_t *)(&hdr + 1));
             m.insert(m.end(), payload.begin(), payload.end());
             sent.push_back(m);
         }
@@ -308,28 +310,31 @@ protected:
             open_pair();
             flagged_am_record rx;
             rx.keep_from = 1000;
-            ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(
-                              m_b.iface, 5, flagged_am_record::cb, &rx, 0));
+            ASSERT_EQ(UCS_OK,
+                      uct_iface_set_am_handler(m_b.iface, 5,
+                                               flagged_am_record::cb, &rx, 0));
             auto sent = send_am_mix(200, 1);
             ASSERT_TRUE(progress_until([&] {
                 return rx.msgs.size() >= sent.size();
-            })) << rx.msgs.size() << " of " << sent.size();
+            })) << rx.msgs.size()
+                << " of " << sent.size();
             EXPECT_EQ(20u, rx.kept.size());
             for (void *desc : rx.kept) {
                 uct_iface_release_desc(desc);
             }
             rx.keep_from = SIZE_MAX;
-            auto more = send_am_mix(100, 7);
+            auto more    = send_am_mix(100, 7);
             sent.insert(sent.end(), more.begin(), more.end());
             ASSERT_TRUE(progress_until([&] {
                 return rx.msgs.size() >= sent.size();
-            })) << rx.msgs.size() << " of " << sent.size();
+            })) << rx.msgs.size()
+                << " of " << sent.size();
             ASSERT_EQ(sent.size(), rx.msgs.size());
             for (size_t i = 0; i < sent.size(); ++i) {
                 bool fits = (1 + sent[i].size()) <= 64;
                 EXPECT_EQ(sent[i], rx.msgs[i]) << "message " << i;
                 EXPECT_EQ((in_cqe && fits) ? 0u :
-                          (unsigned)UCT_CB_PARAM_FLAG_DESC,
+                                             (unsigned)UCT_CB_PARAM_FLAG_DESC,
                           rx.flags[i] & UCT_CB_PARAM_FLAG_DESC)
                         << "message " << i << " of " << sent[i].size()
                         << " bytes, RX_INLINE=" << in_cqe;
@@ -361,9 +366,8 @@ protected:
              * the ep is connected (rc/rc_locked.h) and an operation ran:
              * a message, then a flush */
             ASSERT_EQ(UCS_OK, am_short_retry(m_ep, 0));
-            ASSERT_TRUE(progress_until([&] {
-                return m_b.am.msgs.size() == 1;
-            }));
+            ASSERT_TRUE(
+                    progress_until([&] { return m_b.am.msgs.size() == 1; }));
             flush(m_ep);
             m_b.am.msgs.clear();
             if (am_db == nullptr) {
@@ -374,28 +378,31 @@ protected:
             }
             const size_t max_put = m_a.attr.cap.put.max_short;
             const size_t max_am  = m_a.attr.cap.am.max_short - 8;
-            region r;
+            region       r;
             reg(r, 2 * max_put * (max_put + 1) / 2 + 64);
-            std::vector<std::vector<uint8_t>> sent;
+            std::vector<std::vector<uint8_t>>                    sent;
             std::vector<std::pair<size_t, std::vector<uint8_t>>> puts;
-            size_t off = 0;
+            size_t                                               off = 0;
             for (unsigned round = 0; round < 2; ++round) {
                 for (size_t len = 1; len <= max_put; ++len) {
                     auto d = pattern(len, round * 1000 + len);
                     ASSERT_EQ(UCS_OK, retry([&] {
-                        return uct_ep_put_short(m_ep, d.data(), d.size(),
-                                                addr(r, off), r.rkey.rkey);
-                    })) << mode << " put of " << len;
+                                  return uct_ep_put_short(m_ep, d.data(),
+                                                          d.size(),
+                                                          addr(r, off),
+                                                          r.rkey.rkey);
+                              }))
+                            << mode << " put of " << len;
                     puts.emplace_back(off, d);
                     off += len;
                     uint64_t hdr = 0xa5a5000000000000ull + round * 1000 + len;
-                    auto p = pattern((len * 7 + round) % (max_am + 1),
-                                     round * 1000 + len + 500);
-                    ASSERT_EQ(UCS_OK, am_short_retry(m_ep, hdr, p.data(),
-                                                     p.size()))
+                    auto     p   = pattern((len * 7 + round) % (max_am + 1),
+                                           round * 1000 + len + 500);
+                    ASSERT_EQ(UCS_OK,
+                              am_short_retry(m_ep, hdr, p.data(), p.size()))
                             << mode << " am_short of " << p.size();
-                    std::vector<uint8_t> m((uint8_t*)&hdr,
-                                           (uint8_t*)(&hdr + 1));
+                    std::vector<uint8_t> m((uint8_t *)&hdr,
+                                           (uint8_t *)(&hdr + 1));
                     m.insert(m.end(), p.begin(), p.end());
                     sent.push_back(m);
                 }
@@ -409,12 +416,11 @@ protected:
             }
             ASSERT_TRUE(progress_until([&] {
                 return m_b.am.msgs.size() >= sent.size();
-            })) << mode << ": " << m_b.am.msgs.size() << " of "
-                << sent.size();
+            })) << mode
+                << ": " << m_b.am.msgs.size() << " of " << sent.size();
             ASSERT_EQ(sent.size(), m_b.am.msgs.size());
             for (size_t i = 0; i < sent.size(); ++i) {
-                ASSERT_EQ(sent[i], m_b.am.msgs[i]) << mode << ": message "
-                                                   << i;
+                ASSERT_EQ(sent[i], m_b.am.msgs[i]) << mode << ": message " << i;
             }
             EXPECT_TRUE(m_a.err.errors.empty()) << mode;
             unreg(r);
@@ -470,8 +476,8 @@ protected:
         EXPECT_TRUE(UCS_IS_ENDPOINT_ERROR(c.status) ||
                     (c.status == UCS_ERR_CANCELED))
                 << ucs_status_string(c.status);
-        ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); },
-                                   20));
+        ASSERT_TRUE(
+                progress_until([&] { return !m_a.err.errors.empty(); }, 20));
         EXPECT_EQ(m_ep, m_a.err.errors[0].first);
 #else
         EXPECT_EQ(UCS_ERR_INVALID_PARAM, status);
@@ -498,10 +504,10 @@ protected:
         }
         EXPECT_TRUE(UCS_IS_ENDPOINT_ERROR(status) ||
                     (status == UCS_ERR_CANCELED))
-            << "the flush of a message that never arrived: "
-            << ucs_status_string(status);
-        ASSERT_TRUE(progress_until([&] { return !m_a.err.errors.empty(); },
-                                   20));
+                << "the flush of a message that never arrived: "
+                << ucs_status_string(status);
+        ASSERT_TRUE(
+                progress_until([&] { return !m_a.err.errors.empty(); }, 20));
     }
 
     /* UCT_IFACE_FLAG_ERRHANDLE_BCOPY_LEN: a pack callback that writes one
@@ -514,10 +520,10 @@ protected:
         region r;
         ASSERT_NO_FATAL_FAILURE(reg(r, m_a.attr.cap.put.max_bcopy + 64));
         struct fill {
-            size_t len;
+            size_t        len;
             static size_t pack(void *dest, void *arg)
             {
-                size_t len = static_cast<fill*>(arg)->len;
+                size_t len = static_cast<fill *>(arg)->len;
                 memset(dest, 0x5a, len);
                 return len;
             }
@@ -536,7 +542,7 @@ protected:
         }
         flush(m_ep);
         EXPECT_EQ(std::vector<uint8_t>(r.buf.size(), 0), r.buf)
-            << "a refused put_bcopy wrote to the target";
+                << "a refused put_bcopy wrote to the target";
         EXPECT_TRUE(m_b.am.msgs.empty());
         /* the ep still sends */
         ssize_t len = -1;
@@ -563,10 +569,13 @@ protected:
         open_pair();
         for (unsigned i = 0; i < count; ++i) {
             ucs_status_t status;
-            ASSERT_TRUE(progress_iface_until(m_a.iface, [&] {
-                status = uct_ep_am_short(m_ep, 5, i, nullptr, 0);
-                return status != UCS_ERR_NO_RESOURCE;
-            })) << "send " << i;
+            ASSERT_TRUE(progress_iface_until(
+                    m_a.iface,
+                    [&] {
+                        status = uct_ep_am_short(m_ep, 5, i, nullptr, 0);
+                        return status != UCS_ERR_NO_RESOURCE;
+                    }))
+                    << "send " << i;
             ASSERT_EQ(UCS_OK, status);
         }
         test_comp c;
@@ -583,20 +592,19 @@ protected:
         ASSERT_EQ(0u, m_b.am.msgs.size());
         uct_iface_progress(m_b.iface);
         EXPECT_EQ(bound, m_b.am.msgs.size())
-            << "one progress call handed over " << m_b.am.msgs.size()
-            << " of " << count << " waiting messages";
-        ASSERT_TRUE(progress_until([&] {
-            return m_b.am.msgs.size() == count;
-        }));
+                << "one progress call handed over " << m_b.am.msgs.size()
+                << " of " << count << " waiting messages";
+        ASSERT_TRUE(
+                progress_until([&] { return m_b.am.msgs.size() == count; }));
     }
 
     /* progress_until with one interface's progress only */
-    bool progress_iface_until(uct_iface_h iface,
+    bool progress_iface_until(uct_iface_h                  iface,
                               const std::function<bool()> &cond,
-                              double secs = 10)
+                              double                       secs = 10)
     {
-        return progress_with_until([iface] { uct_iface_progress(iface); },
-                                   cond, secs);
+        return progress_with_until([iface] { uct_iface_progress(iface); }, cond,
+                                   secs);
     }
 
     void set_env(const char *name, const char *value)
@@ -632,20 +640,19 @@ protected:
     bool tl_has_option(const char *name)
     {
         uct_iface_config_t *config;
-        char value[128];
+        char                value[128];
         if (uct_md_iface_config_read(m_md, m_tl.c_str(), nullptr, nullptr,
                                      &config) != UCS_OK) {
             return false;
         }
-        bool has = uct_config_get(config, name, value, sizeof(value)) ==
-                   UCS_OK;
+        bool has = uct_config_get(config, name, value, sizeof(value)) == UCS_OK;
         uct_config_release(config);
         return has;
     }
 
     /* extra interface parameters for the next open_iface() calls: a
      * function that adds fields (e.g. AM alignment) */
-    std::function<void(uct_iface_params_t&)> m_iface_params_hook;
+    std::function<void(uct_iface_params_t &)> m_iface_params_hook;
 
     ucs_status_t open_iface(iface_t &i, uct_worker_h worker = nullptr)
     {
@@ -671,12 +678,14 @@ protected:
         EXPECT_EQ(UCS_OK, uct_iface_query(i.iface, &i.attr));
         i.dev_addr.resize(i.attr.device_addr_len);
         i.iface_addr.resize(i.attr.iface_addr_len);
-        EXPECT_EQ(UCS_OK, uct_iface_get_device_address(
-                          i.iface, (uct_device_addr_t*)i.dev_addr.data()));
-        EXPECT_EQ(UCS_OK, uct_iface_get_address(
-                          i.iface, (uct_iface_addr_t*)i.iface_addr.data()));
-        EXPECT_EQ(UCS_OK, uct_iface_set_am_handler(i.iface, 5, am_cb, &i.am,
-                                                   0));
+        EXPECT_EQ(UCS_OK,
+                  uct_iface_get_device_address(
+                          i.iface, (uct_device_addr_t *)i.dev_addr.data()));
+        EXPECT_EQ(UCS_OK,
+                  uct_iface_get_address(i.iface, (uct_iface_addr_t *)
+                                                         i.iface_addr.data()));
+        EXPECT_EQ(UCS_OK,
+                  uct_iface_set_am_handler(i.iface, 5, am_cb, &i.am, 0));
         uct_iface_progress_enable(i.iface,
                                   UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
         return UCS_OK;
@@ -686,16 +695,16 @@ protected:
      * is destroyed by TearDown */
     ucs_status_t create_ep(iface_t &from, const std::vector<uint8_t> &dev_addr,
                            const std::vector<uint8_t> &iface_addr,
-                           uct_ep_h *ep_p = nullptr)
+                           uct_ep_h                   *ep_p = nullptr)
     {
         uct_ep_params_t params;
         params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
                             UCT_EP_PARAM_FIELD_DEV_ADDR |
                             UCT_EP_PARAM_FIELD_IFACE_ADDR;
-        params.iface      = from.iface;
-        params.dev_addr   = (const uct_device_addr_t*)dev_addr.data();
-        params.iface_addr = (const uct_iface_addr_t*)iface_addr.data();
-        uct_ep_h ep       = nullptr;
+        params.iface        = from.iface;
+        params.dev_addr     = (const uct_device_addr_t *)dev_addr.data();
+        params.iface_addr   = (const uct_iface_addr_t *)iface_addr.data();
+        uct_ep_h     ep     = nullptr;
         ucs_status_t status = uct_ep_create(&params, &ep);
         if (ep != nullptr) {
             m_eps.push_back(ep);
@@ -756,7 +765,7 @@ protected:
     /* call progress until cond holds; false after secs seconds */
     static bool progress_with_until(const std::function<void()> &progress,
                                     const std::function<bool()> &cond,
-                                    double secs)
+                                    double                       secs)
     {
         auto end = std::chrono::steady_clock::now() +
                    std::chrono::duration<double>(secs);
@@ -832,30 +841,33 @@ protected:
     {
         region r;
         reg(r, 4096);
-        uint64_t *v64 = (uint64_t*)r.buf.data();
-        uint32_t *v32 = (uint32_t*)(r.buf.data() + 64);
+        uint64_t *v64 = (uint64_t *)r.buf.data();
+        uint32_t *v32 = (uint32_t *)(r.buf.data() + 64);
 
-        struct { uct_atomic_op_t op; uint64_t init, val, expect; } cases[] = {
-            {UCT_ATOMIC_OP_ADD,  0xfffffffffffffff0ull, 0x21, 0x11},
-            {UCT_ATOMIC_OP_AND,  0xf0f0f0f0f0f0f0f0ull, 0xff00ff00ff00ff00ull,
-                                 0xf000f000f000f000ull},
-            {UCT_ATOMIC_OP_OR,   0x0f0000000000000full, 0x00f00000000000f0ull,
-                                 0x0ff00000000000ffull},
-            {UCT_ATOMIC_OP_XOR,  0xffff0000ffff0000ull, 0xff00ff00ff00ff00ull,
-                                 0x00ffff0000ffff00ull},
-            {UCT_ATOMIC_OP_SWAP, 0x1111222233334444ull, 0x5555666677778888ull,
-                                 0x5555666677778888ull},
+        struct {
+            uct_atomic_op_t op;
+            uint64_t        init, val, expect;
+        } cases[] = {
+                {UCT_ATOMIC_OP_ADD, 0xfffffffffffffff0ull, 0x21, 0x11},
+                {UCT_ATOMIC_OP_AND, 0xf0f0f0f0f0f0f0f0ull,
+                 0xff00ff00ff00ff00ull, 0xf000f000f000f000ull},
+                {UCT_ATOMIC_OP_OR, 0x0f0000000000000full, 0x00f00000000000f0ull,
+                 0x0ff00000000000ffull},
+                {UCT_ATOMIC_OP_XOR, 0xffff0000ffff0000ull,
+                 0xff00ff00ff00ff00ull, 0x00ffff0000ffff00ull},
+                {UCT_ATOMIC_OP_SWAP, 0x1111222233334444ull,
+                 0x5555666677778888ull, 0x5555666677778888ull},
         };
         for (auto &t : cases) {
             SCOPED_TRACE(t.op);
             /* 64-bit fetching */
-            *v64 = t.init;
-            uint64_t res64 = 0;
+            *v64            = t.init;
+            uint64_t  res64 = 0;
             test_comp c;
             comp_init(&c);
             ASSERT_EQ(UCS_INPROGRESS,
-                      uct_ep_atomic64_fetch(m_ep, t.op, t.val, &res64,
-                                            addr(r), r.rkey.rkey, &c.uct));
+                      uct_ep_atomic64_fetch(m_ep, t.op, t.val, &res64, addr(r),
+                                            r.rkey.rkey, &c.uct));
             ASSERT_TRUE(progress_until([&] { return c.done != 0; }));
             EXPECT_EQ(t.init, res64);
             EXPECT_EQ(t.expect, *v64);
@@ -864,13 +876,23 @@ protected:
             uint32_t val32  = (uint32_t)t.val;
             uint32_t exp32;
             switch (t.op) {
-            case UCT_ATOMIC_OP_ADD: exp32 = init32 + val32; break;
-            case UCT_ATOMIC_OP_AND: exp32 = init32 & val32; break;
-            case UCT_ATOMIC_OP_OR:  exp32 = init32 | val32; break;
-            case UCT_ATOMIC_OP_XOR: exp32 = init32 ^ val32; break;
-            default:                exp32 = val32;          break;
+            case UCT_ATOMIC_OP_ADD:
+                exp32 = init32 + val32;
+                break;
+            case UCT_ATOMIC_OP_AND:
+                exp32 = init32 & val32;
+                break;
+            case UCT_ATOMIC_OP_OR:
+                exp32 = init32 | val32;
+                break;
+            case UCT_ATOMIC_OP_XOR:
+                exp32 = init32 ^ val32;
+                break;
+            default:
+                exp32 = val32;
+                break;
             }
-            *v32 = init32;
+            *v32           = init32;
             uint32_t res32 = 0;
             comp_init(&c);
             ASSERT_EQ(UCS_INPROGRESS,
@@ -885,9 +907,9 @@ protected:
                 *v32 = init32;
                 ASSERT_EQ(UCS_OK, uct_ep_atomic64_post(m_ep, t.op, t.val,
                                                        addr(r), r.rkey.rkey));
-                ASSERT_EQ(UCS_OK, uct_ep_atomic32_post(m_ep, t.op, val32,
-                                                       addr(r, 64),
-                                                       r.rkey.rkey));
+                ASSERT_EQ(UCS_OK,
+                          uct_ep_atomic32_post(m_ep, t.op, val32, addr(r, 64),
+                                               r.rkey.rkey));
                 flush(m_ep);
                 EXPECT_EQ(t.expect, *v64);
                 EXPECT_EQ(exp32, *v32);
@@ -895,8 +917,8 @@ protected:
         }
 
         /* compare-and-swap: hit and miss */
-        *v64 = 42;
-        uint64_t res64 = 0;
+        *v64            = 42;
+        uint64_t  res64 = 0;
         test_comp c;
         comp_init(&c);
         ASSERT_EQ(UCS_INPROGRESS,
@@ -913,8 +935,8 @@ protected:
         EXPECT_EQ(0xabcdefu, res64);
         EXPECT_EQ(0xabcdefu, *v64);
 
-        *v32 = 0x12345678;
-        v32[1] = 0x9abcdef0; /* the neighbour must not change */
+        *v32           = 0x12345678;
+        v32[1]         = 0x9abcdef0; /* the neighbour must not change */
         uint32_t res32 = 0;
         comp_init(&c);
         ASSERT_EQ(UCS_INPROGRESS,
@@ -933,14 +955,15 @@ protected:
     std::string vfs_read(const iface_t &i, const char *file)
     {
         ucs_string_buffer_t strb = UCS_STRING_BUFFER_INITIALIZER;
-        char path[256];
-        std::string text;
+        char                path[256];
+        std::string         text;
 
         /* listing the directory refreshes it (the transport adds its
          * files then) */
         snprintf(path, sizeof(path), "/uct/worker/%p/iface/%p", i.worker,
                  i.iface);
-        ucs_vfs_path_list_dir(path, [](const char*, void*) {}, nullptr);
+        ucs_vfs_path_list_dir(
+                path, [](const char *, void *) {}, nullptr);
         snprintf(path, sizeof(path), "/uct/worker/%p/iface/%p/%s", i.worker,
                  i.iface, file);
         if (ucs_vfs_path_read_file(path, &strb) == UCS_OK) {
@@ -950,26 +973,25 @@ protected:
         return text;
     }
 
-    std::string              m_tl; /* "dc_strand" or "rc_strand" */
-    uct_component_h          m_component = nullptr;
-    uct_md_h                 m_md        = nullptr;
-    ucs_async_context_t     *m_async     = nullptr;
-    uct_worker_h             m_worker    = nullptr;
-    uct_worker_h             m_worker_b  = nullptr; /* own_workers */
-    iface_t                  m_a, m_b;
-    uct_ep_h                 m_ep        = nullptr;
-    std::vector<uct_ep_h>    m_eps;
+    std::string           m_tl; /* "dc_strand" or "rc_strand" */
+    uct_component_h       m_component = nullptr;
+    uct_md_h              m_md        = nullptr;
+    ucs_async_context_t  *m_async     = nullptr;
+    uct_worker_h          m_worker    = nullptr;
+    uct_worker_h          m_worker_b  = nullptr; /* own_workers */
+    iface_t               m_a, m_b;
+    uct_ep_h              m_ep = nullptr;
+    std::vector<uct_ep_h> m_eps;
     /* variables set by the test: name, (was set, old value) */
     std::vector<std::pair<std::string, std::pair<bool, std::string>>> m_env;
 };
-
 
 /* Fixture (strand_uct or one derived from it) on the transport the
  * parameter names: a test of the shared core, run on each transport by
  * STRAND_UCT_INSTANTIATE. */
 template <class Fixture>
 class strand_on_tl : public Fixture,
-                     public ::testing::WithParamInterface<const char*> {
+                     public ::testing::WithParamInterface<const char *> {
 protected:
     void SetUp() override
     {
@@ -986,8 +1008,8 @@ protected:
 using strand_uct_tl = strand_on_tl<strand_uct>;
 
 /* the transport's name for a test's name */
-inline std::string strand_tl_name(
-        const ::testing::TestParamInfo<const char*> &info)
+inline std::string
+strand_tl_name(const ::testing::TestParamInfo<const char *> &info)
 {
     return info.param;
 }
@@ -996,10 +1018,10 @@ inline std::string strand_tl_name(
  * UCT_INSTANTIATE_TEST_CASE does: dc_strand/SUITE.test/dc_strand and
  * rc_strand/SUITE.test/rc_strand (test/run-tests.sh runs each transport's
  * in its modes by the first part) */
-#define STRAND_UCT_INSTANTIATE(suite) \
-    INSTANTIATE_TEST_SUITE_P(dc_strand, suite, \
-                             ::testing::Values("dc_strand"), strand_tl_name); \
-    INSTANTIATE_TEST_SUITE_P(rc_strand, suite, \
-                             ::testing::Values("rc_strand"), strand_tl_name)
+#define STRAND_UCT_INSTANTIATE(suite)                                          \
+    INSTANTIATE_TEST_SUITE_P(dc_strand, suite, ::testing::Values("dc_strand"), \
+                             strand_tl_name);                                  \
+    INSTANTIATE_TEST_SUITE_P(rc_strand, suite, ::testing::Values("rc_strand"), \
+                             strand_tl_name)
 
 #endif

@@ -39,7 +39,7 @@ static inline uct_component_h strand_component_find()
         return nullptr;
     }
     uct_component_h *components, found = nullptr;
-    unsigned num;
+    unsigned         num;
     if (uct_query_components(&components, &num) != UCS_OK) {
         return nullptr;
     }
