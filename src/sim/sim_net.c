@@ -17,9 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
-#define SIM_NET_PREFIX "udp:"
+#define SIM_NET_PREFIX      "udp:"
+#define SIM_NET_DFLT_MBIT   10000 /* a link that says no rate: 10 Gbit/s */
+#define SIM_NET_DFLT_HOP_NS 5000  /* a UDP hop that could not be timed */
 
 struct sim_net {
     char       segment[128];
@@ -28,9 +33,10 @@ struct sim_net {
     uint32_t   hosts[SIM_NET_MAX_HOSTS]; /* IPv4, network order */
     uint16_t   base_port;
     uint64_t   identity;
-    unsigned   link_mtu; /* bytes an IP packet may have on the link */
-    sim_udp_t *rx;       /* the port's own socket */
-    sim_udp_t *tx;       /* the host's sending socket (4791, shared) */
+    unsigned   link_mtu;  /* bytes an IP packet may have on the link */
+    unsigned   link_mbit; /* the link's rate, Mbit/s (0: not known) */
+    sim_udp_t *rx;        /* the port's own socket */
+    sim_udp_t *tx;        /* the host's sending socket (4791, shared) */
 };
 
 static int sim_net_fail(int err, const char *fmt, const char *what)
@@ -102,6 +108,25 @@ static int sim_net_parse_hosts(sim_net_t *net, const char *list)
     return ret;
 }
 
+/* the link rate of interface NAME (sysfs; veth and most NICs say it), 0
+ * where it says none */
+static unsigned sim_net_ifspeed(const char *name)
+{
+    char  path[64];
+    FILE *f;
+    int   mbit = 0;
+
+    snprintf(path, sizeof(path), "/sys/class/net/%s/speed", name);
+    f = fopen(path, "r");
+    if (f != NULL) {
+        if (fscanf(f, "%d", &mbit) != 1) {
+            mbit = 0;
+        }
+        fclose(f);
+    }
+    return (mbit > 0) ? (unsigned)mbit : 0;
+}
+
 static unsigned sim_net_ifmtu(const char *name)
 {
     struct ifreq req;
@@ -119,14 +144,15 @@ static unsigned sim_net_ifmtu(const char *name)
     return (mtu > 0) ? (unsigned)mtu : 0;
 }
 
-/* Whether ADDR is an address of this machine's interfaces; with *MTU, the
- * MTU of the interface that has it or, failing that, of the one whose
- * subnet holds it (127.0.0.2 is lo's without being listed on it);
+/* Whether ADDR is an address of this machine's interfaces; with NET, the
+ * MTU and rate of the interface that has it or, failing that, of the one
+ * whose subnet holds it (127.0.0.2 is lo's without being listed on it);
  * unchanged when there is none. */
-static bool sim_net_addr_is_local(uint32_t addr, unsigned *mtu)
+static bool sim_net_addr_is_local(uint32_t addr, sim_net_t *net)
 {
     const struct sockaddr_in *a, *m;
     struct ifaddrs           *ifs, *i;
+    unsigned                 *mtu = (net != NULL) ? &net->link_mtu : NULL;
     unsigned                  subnet_mtu = 0;
     bool                      found      = false;
 
@@ -142,11 +168,13 @@ static bool sim_net_addr_is_local(uint32_t addr, unsigned *mtu)
         if (a->sin_addr.s_addr == addr) {
             found = true;
             if (mtu != NULL) {
-                subnet_mtu = sim_net_ifmtu(i->ifa_name);
+                subnet_mtu     = sim_net_ifmtu(i->ifa_name);
+                net->link_mbit = sim_net_ifspeed(i->ifa_name);
             }
         } else if ((mtu != NULL) && (subnet_mtu == 0) && (m != NULL) &&
                    (((a->sin_addr.s_addr ^ addr) & m->sin_addr.s_addr) == 0)) {
-            subnet_mtu = sim_net_ifmtu(i->ifa_name);
+            subnet_mtu     = sim_net_ifmtu(i->ifa_name);
+            net->link_mbit = sim_net_ifspeed(i->ifa_name);
         }
     }
     freeifaddrs(ifs);
@@ -174,7 +202,7 @@ static int sim_net_find_self(sim_net_t *net)
         for (i = 0; i < net->num_hosts; ++i) {
             if (net->hosts[i] == addr) {
                 net->self = i;
-                sim_net_addr_is_local(addr, &net->link_mtu);
+                sim_net_addr_is_local(addr, net);
                 return 0;
             }
         }
@@ -184,7 +212,7 @@ static int sim_net_find_self(sim_net_t *net)
                             env);
     }
     for (i = 0; i < net->num_hosts; ++i) {
-        if (sim_net_addr_is_local(net->hosts[i], &net->link_mtu)) {
+        if (sim_net_addr_is_local(net->hosts[i], net)) {
             net->self = i;
             return 0;
         }
@@ -317,6 +345,71 @@ unsigned sim_net_path_mtu(const sim_net_t *net)
         }
     }
     return mtu;
+}
+
+/* A kernel's UDP hop one way, in ns: half the fastest of a few hundred
+ * round trips of a byte between two loopback sockets (the send and receive
+ * paths a datagram between hosts takes, less the link); 0 when it cannot
+ * be measured. */
+static double sim_net_udp_hop_ns(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t          len;
+    double             best = 0, t;
+    struct timespec    t0, t1;
+    int                fd[2] = {-1, -1}, i, ok = 1;
+    struct sockaddr_in peer[2];
+    struct timeval     tmo = {0, 100000};
+    char               b   = 0;
+
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (i = 0; ok && (i < 2); ++i) {
+        len   = sizeof(peer[i]);
+        fd[i] = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        ok    = (fd[i] >= 0) &&
+             (bind(fd[i], (struct sockaddr *)&a, sizeof(a)) == 0) &&
+             (getsockname(fd[i], (struct sockaddr *)&peer[i], &len) == 0) &&
+             (setsockopt(fd[i], SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)) ==
+              0);
+    }
+    for (i = 0; ok && (i < 200); ++i) {
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        ok = (sendto(fd[0], &b, 1, 0, (struct sockaddr *)&peer[1],
+                     sizeof(peer[1])) == 1) &&
+             (recv(fd[1], &b, 1, 0) == 1) &&
+             (sendto(fd[1], &b, 1, 0, (struct sockaddr *)&peer[0],
+                     sizeof(peer[0])) == 1) &&
+             (recv(fd[0], &b, 1, 0) == 1);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        t = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
+        if (ok && ((best == 0) || (t < best))) {
+            best = t;
+        }
+    }
+    for (i = 0; i < 2; ++i) {
+        if (fd[i] >= 0) {
+            close(fd[i]);
+        }
+    }
+    return ok ? best / 2 : 0;
+}
+
+void sim_net_wire_perf(const sim_net_t *net, double *hop_ns, double *mbs)
+{
+    static double  hop; /* the host's, measured once (sim_perf's lock) */
+    const unsigned mtu      = sim_net_path_mtu(net);
+    const unsigned overhead = 20 + 8 + SIM_WIRE_OVERHEAD + 14; /* + Ethernet */
+    const unsigned mbit     = (net->link_mbit > 0) ? net->link_mbit :
+                                                     SIM_NET_DFLT_MBIT;
+
+    if (hop == 0) {
+        hop = sim_net_udp_hop_ns();
+        if (hop == 0) {
+            hop = SIM_NET_DFLT_HOP_NS;
+        }
+    }
+    *hop_ns = hop;
+    *mbs    = mbit / 8.0 * mtu / (mtu + overhead);
 }
 
 uint32_t sim_net_host_addr(const sim_net_t *net, unsigned host)

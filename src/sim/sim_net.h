@@ -52,6 +52,11 @@ unsigned    sim_net_num_hosts(const sim_net_t *net);
  * waiting for a lost one fill the kernel's reassembly memory until every
  * fragmented datagram is dropped). */
 unsigned sim_net_path_mtu(const sim_net_t *net);
+/* What a message between hosts costs beyond the device's own work, for the
+ * device's performance estimate: one UDP hop of this host's kernel (ns)
+ * and the link's payload rate (MB/s: its rate less the headers of a
+ * datagram of the path MTU). */
+void sim_net_wire_perf(const sim_net_t *net, double *hop_ns, double *mbs);
 /* a host's IPv4 address, network order */
 uint32_t sim_net_host_addr(const sim_net_t *net, unsigned host);
 

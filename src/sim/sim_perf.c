@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include "sim.h"
 #include "sim_clock.h"
+#include "sim_net.h"
 
 #include <errno.h>
 #include <math.h>
@@ -444,6 +445,16 @@ int smlx5_query_perf(smlx5_context_t *ctx, smlx5_perf_t *perf)
         sim_perf_cache_mtu = ctx->cfg.mtu;
     }
     *perf = sim_perf_cache;
+    if (ctx->net != NULL) {
+        /* across hosts a message also takes a UDP hop of the link: the
+         * estimate says so, as a NIC's says its link (else UCP would take
+         * this device over shared memory inside a node) */
+        double hop_ns, mbs;
+
+        sim_net_wire_perf(ctx->net, &hop_ns, &mbs);
+        perf->latency_ns += hop_ns;
+        perf->bw_mbs = fmin(perf->bw_mbs, mbs);
+    }
     pthread_mutex_unlock(&sim_perf_lock);
     return 0;
 }

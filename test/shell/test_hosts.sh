@@ -89,6 +89,18 @@ for node in node1 node2; do
         grep -qE "\[$node:.*$ep_cfg_re tag\(tcp/eth0\)" "$tmpdir/tcp"
 done
 
+# lanes NAME NODE LANE FILE: one of NODE's ranks made an endpoint whose
+# tag lane is LANE (UCP's info lines in FILE); when none did, the lines of
+# NODE's endpoints are shown (UCP chooses by the transports' estimates)
+lanes() {
+    if grep -qE "\[$2:.*$ep_cfg_re $3" "$4"; then
+        ok "$1"
+    else
+        not_ok "$1"
+        grep -E "\[$2:.*$ep_cfg_re" "$4" | head -12 | sed 's/^/#   /'
+    fi
+}
+
 # strand between the nodes: one fabric across them (the device's wire
 # over UDP between the nodes' addresses), shared memory inside each
 # across NODES TL WHAT [SETTING...]: mpi_check on NODES x 2 ranks over
@@ -105,11 +117,10 @@ across() {
     mpi_verdict "Open MPI, $n nodes x 2 ranks, UCX_TLS=sm,self,$t$what" \
         mpi_check $((2 * n)) "$rc" "$tmpdir/$name"
     for node in $(seq 1 "$n"); do
-        check "... node$node's ranks reach their own node's peer by shared memory" \
-            grep -qE "\[node$node:.*$ep_cfg_re tag\((sysv|posix|cma)/memory" \
-            "$tmpdir/$name"
-        check "... node$node's ranks reach the other nodes' ranks by $t" \
-            grep -qE "\[node$node:.*$ep_cfg_re tag\($t/smlx5_0:1\)" "$tmpdir/$name"
+        lanes "... node$node's ranks reach their own node's peer by shared memory" \
+            "node$node" "tag\((sysv|posix|cma)/memory" "$tmpdir/$name"
+        lanes "... node$node's ranks reach the other nodes' ranks by $t" \
+            "node$node" "tag\($t/smlx5_0:1\)" "$tmpdir/$name"
     done
 }
 across 2 dc_strand ""

@@ -171,3 +171,31 @@ TEST_F(sim_net_device, a_host_list_without_this_host_opens_no_device)
     });
     EXPECT_EQ(0, child.join());
 }
+
+/* Across hosts the device's estimate carries the wire: a UDP hop more of
+ * latency than the same device on one host, and no more bandwidth than the
+ * link (loopback says no rate: 10 Gbit/s less the datagram's headers), so
+ * that UCP keeps shared memory inside a node. */
+TEST_F(sim_net_device, the_estimate_across_hosts_carries_the_wire)
+{
+    sim_proc child;
+    child.start([](int) -> int {
+        smlx5_context_t *ctx = smlx5_open_device(SMLX5_DEV_NAME);
+        smlx5_perf_t     wire;
+        if (ctx == nullptr) {
+            return 1;
+        }
+        /* measured or, on a loaded host, the fixed figures: either way
+         * with the wire added */
+        if ((smlx5_query_perf(ctx, &wire) != 0) ||
+            (wire.source == SMLX5_PERF_OVERRIDE)) {
+            return 2;
+        }
+        smlx5_close_device(ctx);
+        if (!(wire.latency_ns > 1000)) {
+            return 3; /* the device alone is ~50 ns; a kernel UDP hop, us */
+        }
+        return (wire.bw_mbs <= 1250.0) ? 0 : 4;
+    });
+    EXPECT_EQ(0, child.join());
+}
