@@ -57,7 +57,10 @@ data() {
 
 capture=
 if command -v tshark >/dev/null && [ "$(id -u)" = 0 ]; then
-    tshark -i lo -w "$tmpdir/lo.pcap" -f "udp and src port 4791" \
+    # a kernel buffer that holds a burst of the 1 MiB transfers: with the
+    # default 2 MiB one a loaded host drops thousands of datagrams from the
+    # capture (not from the fabric), and a rare opcode with them
+    tshark -i lo -B 256 -w "$tmpdir/lo.pcap" -f "udp and src port 4791" \
         >"$tmpdir/tshark.out" 2>&1 &
     capture=$!
     wait_until 20 grep -q "Capturing on" "$tmpdir/tshark.out"
@@ -79,8 +82,14 @@ if [ -n "$capture" ]; then
     for op in 4 10 12 16 17 18; do
         grep -qE "^ *[0-9]+ $op$" "$tmpdir/ops" || missing="${missing:-} $op"
     done
-    check "... with SEND, WRITE, READ, ACK and atomic opcodes" \
-        test -z "${missing:-}" || sed 's/^/#   /' "$tmpdir/ops"
+    dropped=$(sed -n 's/^\([0-9]*\) packets dropped.*/\1/p' "$tmpdir/tshark.out")
+    if [ -n "${missing:-}" ] && [ "${dropped:-0}" -gt 0 ]; then
+        skip "... with SEND, WRITE, READ, ACK and atomic opcodes" \
+            "the capture dropped $dropped datagrams; opcodes$missing not seen"
+    else
+        check "... with SEND, WRITE, READ, ACK and atomic opcodes" \
+            test -z "${missing:-}" || sed 's/^/#   /' "$tmpdir/ops"
+    fi
 else
     skip "a capture of the traffic" "needs tshark and root"
 fi
