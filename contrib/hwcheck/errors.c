@@ -247,7 +247,7 @@ void hc_check_errors(hc_pair_t *p)
     hc_resets_t *resets = hc_keep(p->u, sizeof(*resets));
     hc_comp_t   *comp;
     unsigned     errors0;
-    int          ok;
+    int          ok, is_dc;
 
     snprintf(bad, sizeof(bad), "%s bad rkey", p->tl);
     snprintf(other, sizeof(other), "%s other endpoint", p->tl);
@@ -282,9 +282,12 @@ void hc_check_errors(hc_pair_t *p)
                               &comp->uct));
     errors0   = p->a.errors.count;
     resets->p = p;
-    hc_resets_read(resets); /* what was reset before */
+    is_dc     = !strcmp(p->tl, "dc_strand");
+    if (is_dc) {
+        hc_resets_read(resets); /* what was reset before */
+    }
     ok = !hc_bad_put(p, ep_bad, &src, &dead, key, bad);
-    if (!strcmp(p->tl, "dc_strand")) {
+    if (is_dc) {
         hc_stream_reset(p, resets, ok);
     }
 

@@ -815,7 +815,7 @@ UCS_CLASS_INIT_FUNC(strand_ep_t, const uct_ep_params_t *params)
     self->max_taken    = 0;
     ucs_arbiter_group_init(&self->arb_group);
     ucs_list_head_init(&self->txq_wait);
-    status = UCS_STATS_NODE_ALLOC(&self->stats, &strand_ep_stats_class,
+    status = UCS_STATS_NODE_ALLOC(&self->stats, iface->tl->ep_stats,
                                   self->super.stats, "");
     if (status != UCS_OK) {
         return status;

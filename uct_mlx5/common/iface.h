@@ -276,6 +276,9 @@ typedef struct strand_tl_ops {
         const char *sqs;        /* the queues in the log ("DCIs") */
         const char *sq;         /* one of them ("DCI") */
         const char *sqs_per_cq; /* sqs_per_cq in an error message */
+        const char *sq_vfs;     /* their word in UCX's VFS: the file
+                                   "<sq_vfs>_pool", a line "<sq_vfs> N"
+                                   each ("dci") */
     } names;
     unsigned max_sqs;      /* the bound's largest value */
     unsigned sqs_per_cq;   /* send queues sharing a send CQ at
@@ -289,6 +292,11 @@ typedef struct strand_tl_ops {
                               rendezvous header is not used) */
     unsigned rndv_hdr_len; /* otherwise: the device's rendezvous
                               header after the TMH */
+
+    /* the counters of its interfaces and endpoints (stats.h), named after
+     * the transport and its queues; NULL without ENABLE_STATS */
+    ucs_stats_class_t *iface_stats;
+    ucs_stats_class_t *ep_stats;
 
     /* what the shared code does not decide: the lanes of a send queue, a
      * quota, the send queues' attributes (before any is made) */

@@ -657,7 +657,7 @@ UCS_CLASS_INIT_FUNC(strand_iface_t, uct_md_h uct_md, uct_worker_h worker,
     if (status != UCS_OK) {
         return status;
     }
-    status = UCS_STATS_NODE_ALLOC(&self->stats, &strand_iface_stats_class,
+    status = UCS_STATS_NODE_ALLOC(&self->stats, tl->iface_stats,
                                   self->super.stats, "-%p", self);
     if (status != UCS_OK) {
         return status;

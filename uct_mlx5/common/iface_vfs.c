@@ -91,14 +91,14 @@ static void strand_iface_vfs_show_qos(void *obj, ucs_string_buffer_t *strb,
     }
 }
 
-/* What UCX's VFS (and tests) can read: the send queues (dci_pool, the
- * name it had first), async events, tag matching, QoS. */
+/* What UCX's VFS (and tests) can read: the send queues (dc_strand's
+ * dci_pool, rc_strand's qp_pool), async events, tag matching, QoS. */
 void strand_iface_vfs_refresh(uct_iface_h tl_iface)
 {
     strand_iface_t *iface = ucs_derived_of(tl_iface, strand_iface_t);
 
     ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_txq_pool, NULL, 0,
-                            "dci_pool");
+                            "%s_pool", iface->tl->names.sq_vfs);
     ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_async, NULL, 0,
                             "async_events");
     ucs_vfs_obj_add_ro_file(iface, strand_iface_vfs_show_qos, NULL, 0, "qos");

@@ -33,9 +33,36 @@ enum {
     STRAND_EP_STAT_LAST
 };
 
+/* The classes of a transport _tl ("dc_strand") whose send queues are
+ * called _sq ("dci") in UCX's statistics tree: each transport defines
+ * its own pair (its tl ops point at them), so that an rc_strand
+ * interface is not shown as a dc_strand one. */
 #ifdef ENABLE_STATS
-extern ucs_stats_class_t strand_iface_stats_class;
-extern ucs_stats_class_t strand_ep_stats_class;
+#define STRAND_STATS_CLASSES_DEFINE(_iface_class, _ep_class, _tl, _sq) \
+    static ucs_stats_class_t _iface_class = {                          \
+            .name          = _tl "_iface",                             \
+            .num_counters  = STRAND_IFACE_STAT_LAST,                   \
+            .class_id      = UCS_STATS_CLASS_ID_INVALID,               \
+            .counter_names = {                                         \
+                    [STRAND_IFACE_STAT_TX_CQE]       = "tx_cqe",       \
+                    [STRAND_IFACE_STAT_TX_CQE_ERROR] = "tx_cqe_error", \
+                    [STRAND_IFACE_STAT_TX_TAIL_NOP]  = "tx_tail_nop",  \
+                    [STRAND_IFACE_STAT_RX_CQE]       = "rx_cqe",       \
+                    [STRAND_IFACE_STAT_REPOST]       = "repost",       \
+                    [STRAND_IFACE_STAT_STREAM_RESET] = "stream_reset", \
+                    [STRAND_IFACE_STAT_TXQ_RESET]    = _sq "_reset"}};    \
+    static ucs_stats_class_t _ep_class = {                             \
+            .name          = _tl "_ep",                                \
+            .num_counters  = STRAND_EP_STAT_LAST,                      \
+            .class_id      = UCS_STATS_CLASS_ID_INVALID,               \
+            .counter_names = {[STRAND_EP_STAT_FC_WAIT]  = "fc_wait",   \
+                              [STRAND_EP_STAT_TXQ_WAIT] = _sq "_wait", \
+                              [STRAND_EP_STAT_ERROR]    = "error"}}
+#define STRAND_STATS_CLASS_PTR(_class) (&(_class))
+#else
+#define STRAND_STATS_CLASSES_DEFINE(_iface_class, _ep_class, _tl, _sq) \
+    typedef int _iface_class##_unused_t
+#define STRAND_STATS_CLASS_PTR(_class) NULL
 #endif
 
 #define STRAND_IFACE_STAT(_iface, _counter, _delta)                         \

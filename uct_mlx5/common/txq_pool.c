@@ -420,12 +420,12 @@ void strand_txq_pool_show(strand_iface_t *iface, ucs_string_buffer_t *strb)
         txq = &iface->txqs[i];
         ucs_string_buffer_appendf(
                 strb,
-                "dci %u qpn 0x%x state %s "
+                "%s %u qpn 0x%x state %s "
                 "outstanding %u users %u errored %u "
                 "flushed %u resets %u cqes %" PRIu64 " unsignaled %u\n",
-                i, txq->qp.qpn, strand_txq_state_str(txq->state),
-                txq->outstanding, txq->users, txq->errored, txq->flushed,
-                txq->resets, txq->cqes,
+                iface->tl->names.sq_vfs, i, txq->qp.qpn,
+                strand_txq_state_str(txq->state), txq->outstanding, txq->users,
+                txq->errored, txq->flushed, txq->resets, txq->cqes,
                 (txq->qp.h != NULL) ? strand_txq_unsignaled(txq) : 0);
         for (j = 0; j < iface->config.num_lanes; ++j) {
             outstanding = strand_txq_lane_outstanding(txq, j);

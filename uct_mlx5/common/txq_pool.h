@@ -15,7 +15,8 @@ void         strand_txq_pool_cleanup(strand_iface_t *iface);
 void strand_tmp_reg_release(strand_iface_t *iface, strand_tmp_reg_t *reg);
 int  strand_txq_pool_busy(strand_iface_t *iface);
 /* The pool's state, one line per send queue and the free stack, and whether its
- * invariants hold (VFS file dci_pool; tests read it). */
+ * invariants hold (VFS file dci_pool or qp_pool, names.sq_vfs; tests
+ * read it). */
 void strand_txq_pool_show(strand_iface_t *iface, ucs_string_buffer_t *strb);
 
 /* A slot of the pool, index i: streams, no QP yet. */

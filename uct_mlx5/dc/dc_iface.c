@@ -14,6 +14,7 @@
 #include "dc_policy.h"
 #include "uct_mlx5/common/ep_ops.h"
 #include "uct_mlx5/common/iface_class.h"
+#include "uct_mlx5/common/stats.h"
 
 #include <ucs/debug/log.h>
 
@@ -352,12 +353,17 @@ UCS_STATIC_INIT
     strand_dc_iface_ops.iface_is_reachable = strand_dc_iface_is_reachable;
 }
 
+STRAND_STATS_CLASSES_DEFINE(strand_dc_iface_stats, strand_dc_ep_stats,
+                            STRAND_DC_TL_NAME, "dci");
+
 /* dc_strand's part of the shared code: a pool of DCIs, leased by the TX
  * policy (dc_policy.c), reset after an error (dc_dci.c); endpoints with an
  * address vector to the peer's DCT. */
 const strand_tl_ops_t strand_dc_tl_ops = {
         .names = {STRAND_DC_TL_NAME, STRAND_DC_CONFIG_PREFIX, "NUM_DCI", "DCIs",
-                  "NUM_DCI", "DCI"},
+                  "NUM_DCI", "DCI", "dci"},
+        .iface_stats     = STRAND_STATS_CLASS_PTR(strand_dc_iface_stats),
+        .ep_stats        = STRAND_STATS_CLASS_PTR(strand_dc_ep_stats),
         .max_sqs         = STRAND_DC_MAX_DCI,
         .sqs_per_cq      = STRAND_DC_MAX_DCI,
         .rndv_hdr_len    = STRAND_DC_RNDV_HDR_LEN,

@@ -15,6 +15,7 @@
 #include "rc_locked.h"
 #include "rc_retire.h"
 #include "uct_mlx5/common/ep_short.h"
+#include "uct_mlx5/common/stats.h"
 #include "uct_mlx5/common/port_addr.h"
 #include "uct_mlx5/common/ep_ops.h"
 #include "uct_mlx5/common/event.h"
@@ -350,11 +351,16 @@ UCS_STATIC_INIT
     strand_rc_iface_ops.ep_tag_rndv_zcopy  = strand_rc_ep_tag_rndv_zcopy;
 }
 
+STRAND_STATS_CLASSES_DEFINE(strand_rc_iface_stats, strand_rc_ep_stats,
+                            STRAND_RC_TL_NAME, "qp");
+
 /* rc_strand's part of the shared code: a QP per endpoint (rc_qp.c), the
  * responder QPs' send CQEs of its rendezvous */
 static const strand_tl_ops_t strand_rc_tl_ops = {
         .names       = {STRAND_RC_TL_NAME, STRAND_RC_CONFIG_PREFIX, "MAX_EPS",
-                        "QP slots", "min(MAX_EPS, 256)", "QP"},
+                        "QP slots", "min(MAX_EPS, 256)", "QP", "qp"},
+        .iface_stats = STRAND_STATS_CLASS_PTR(strand_rc_iface_stats),
+        .ep_stats    = STRAND_STATS_CLASS_PTR(strand_rc_ep_stats),
         .max_sqs     = STRAND_RC_MAX_EPS,
         .sqs_per_cq  = STRAND_RC_EPS_PER_CQ,
         .tm_tx_extra = STRAND_RC_RNDV_MAX_WQES,

@@ -276,7 +276,7 @@ TEST_P(cancel, invalidate_after_an_unsignaled_wqe_ran_lets_flush_complete)
                        !m_a.err.errors.empty();
             },
             k_quick))
-            << vfs_read(m_a, "dci_pool");
+            << vfs_read(m_a, pool_file());
     ASSERT_EQ(1u, m_a.err.errors.size());
     live_ep_still_sends(100, 10);
 }

@@ -14,8 +14,9 @@
 namespace {
 
 /* Send CQEs the iface consumed, over all its send queues (VFS file
- * dci_pool: a "dci" line for each, a DCI or an RC QP). */
-uint64_t tx_cqes(const std::string &pool)
+ * dci_pool or qp_pool: a line opened by word for each, a DCI or an RC
+ * QP). */
+uint64_t tx_cqes(const std::string &pool, const std::string &word)
 {
     std::istringstream in(pool);
     std::string        line, key, value;
@@ -24,7 +25,7 @@ uint64_t tx_cqes(const std::string &pool)
     while (std::getline(in, line)) {
         std::istringstream l(line);
         unsigned           index;
-        if (!(l >> key >> index) || (key != "dci")) {
+        if (!(l >> key >> index) || (key != word)) {
             continue;
         }
         while (l >> key >> value) {
@@ -44,7 +45,7 @@ protected:
      * took */
     uint64_t put_run(region &r, unsigned count)
     {
-        uint64_t before = tx_cqes(vfs_read(m_a, "dci_pool"));
+        uint64_t before = tx_cqes(vfs_read(m_a, pool_file()), sq_word());
 
         for (unsigned i = 0; i < count; ++i) {
             uint64_t     v = 0x1000 + i;
@@ -62,9 +63,41 @@ protected:
             memcpy(&v, r.buf.data() + 8 * i, sizeof(v));
             EXPECT_EQ(0x1000u + i, v) << "PUT " << i;
         }
-        return tx_cqes(vfs_read(m_a, "dci_pool")) - before;
+        return tx_cqes(vfs_read(m_a, pool_file()), sq_word()) - before;
     }
 };
+
+/* The VFS file of the send queues speaks the transport's word: dc_strand
+ * its dci_pool with a "dci N qpn ..." line per DCI, rc_strand its qp_pool
+ * with a "qp N qpn ..." line per QP; the other's file does not exist. The
+ * line of the queue the PUTs went through counts their CQEs. */
+TEST_P(moderation, the_pool_file_names_the_queues_in_the_transports_word)
+{
+    const std::string other = (sq_word() == "dci") ? "qp_pool" : "dci_pool";
+
+    set_tl_env("TX_CQ_MODERATION", "1");
+    open_pair();
+    region r;
+    reg(r, 8 * 4);
+    uint64_t cqes = put_run(r, 4); /* and the flush's NOP, maybe */
+    EXPECT_GE(cqes, 4u);
+    EXPECT_LE(cqes, 5u);
+    std::string        pool = vfs_read(m_a, pool_file());
+    std::istringstream in(pool);
+    std::string        line;
+    unsigned           lines = 0, index, qpn;
+    while (std::getline(in, line)) {
+        if (line.compare(0, sq_word().size() + 1, sq_word() + " ") == 0) {
+            EXPECT_EQ(2, sscanf(line.c_str() + sq_word().size(), " %u qpn 0x%x",
+                                &index, &qpn))
+                    << line;
+            EXPECT_EQ(lines++, index) << pool;
+        }
+    }
+    EXPECT_LT(0u, lines) << "no line of a " << sq_word() << ":\n" << pool;
+    EXPECT_EQ("", vfs_read(m_a, other.c_str()));
+    unreg(r);
+}
 
 /* A CQE per N WQEs with moderation on; the data of every WQE lands, and
  * the flush completes the unsignaled ones. */
@@ -80,7 +113,7 @@ TEST_P(moderation, a_cqe_per_n_wqes_with_moderation_on)
     /* every 16th asks (640 / 16 = 40), and a flush may add a NOP that
      * asks for the few after the last one that did */
     EXPECT_GE(cqes, count / n);
-    EXPECT_LE(cqes, count / n + 1) << vfs_read(m_a, "dci_pool");
+    EXPECT_LE(cqes, count / n + 1) << vfs_read(m_a, pool_file());
     unreg(r);
 }
 
@@ -97,7 +130,7 @@ TEST_P(moderation, a_cqe_per_wqe_with_moderation_off)
      * progress call completes TX_MAX_POLL of them) */
     uint64_t cqes = put_run(r, count);
     EXPECT_GE(cqes, count);
-    EXPECT_LE(cqes, count + 1) << vfs_read(m_a, "dci_pool");
+    EXPECT_LE(cqes, count + 1) << vfs_read(m_a, pool_file());
     unreg(r);
 }
 

@@ -631,6 +631,19 @@ protected:
         return "UCX_" + tl_prefix() + name;
     }
 
+    /* the VFS file of the interface's send queues and the word that opens
+     * each queue's line in it: "dci_pool" / "dci" of dc_strand,
+     * "qp_pool" / "qp" of rc_strand */
+    std::string sq_word() const
+    {
+        return (m_tl == "dc_strand") ? "dci" : "qp";
+    }
+
+    std::string pool_file() const
+    {
+        return sq_word() + "_pool";
+    }
+
     void set_tl_env(const char *name, const char *value)
     {
         set_env(tl_var(name).c_str(), value);
@@ -971,6 +984,11 @@ protected:
         }
         ucs_string_buffer_cleanup(&strb);
         return text;
+    }
+
+    std::string vfs_read(const iface_t &i, const std::string &file)
+    {
+        return vfs_read(i, file.c_str());
     }
 
     std::string           m_tl; /* "dc_strand" or "rc_strand" */
