@@ -44,10 +44,14 @@ declare -A MODE_ENV=(
 # UCX 1.13 and 1.18 patch with no wait at all.)
 ALL_MODES='default num_dci1 dcs cqe128 roce signaled rc ucx118 ucx122'
 # Modes that run other transport suites than TRANSPORT_GTEST/SHELL: rc runs
-# the suites on rc_strand (the shell tests read STRAND_TEST_TL).
+# the suites on rc_strand (the shell tests read STRAND_TEST_TL), cqe128 and
+# roce both transports'.
 declare -A MODE_GTEST=(
     [rc]='rc_strand*.*:*/rc_strand*.*'
 )
+# the device modes (not DC's options) hold both transports' suites
+MODE_GTEST[cqe128]="$TRANSPORT_GTEST:${MODE_GTEST[rc]}"
+MODE_GTEST[roce]="$TRANSPORT_GTEST:${MODE_GTEST[rc]}"
 declare -A MODE_SHELL=(
     [rc]='test_perftest test_ucp test_ucp_wakeup test_ucp_events test_fabric_identity test_mpi test_mpich test_shmem test_integrity test_tag_offload'
 )
