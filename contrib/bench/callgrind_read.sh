@@ -76,3 +76,35 @@ cg_fast_len() {
               print n }' "$2"
 }
 
+
+# cg_arcs FROM TO OUT...: "COST CALLS" of the calls from a function whose
+# name matches the regular expression FROM into one whose name matches TO,
+# summed over callgrind's OUT files (the processes of one run): COST is
+# their inclusive cost, CALLS how many. FROM "!RE": a caller whose name does
+# not match RE; with TO the same RE, the cost of the set's outermost calls,
+# each instruction under them counted once however the set nests.
+cg_arcs() {
+    from=$1 to=$2
+    shift 2
+    awk -v from="$from" -v to="$to" '
+        function name_of(t,   id) {   # "(id) name" defines, "(id)" refers
+            if (match(t, /^\([0-9]+\)/)) {
+                id = substr(t, 2, RLENGTH - 2)
+                if (length(t) > RLENGTH) names[id] = substr(t, RLENGTH + 2)
+                return names[id]
+            }
+            return t
+        }
+        function from_ok(f) {
+            if (substr(from, 1, 1) == "!") return f !~ substr(from, 2)
+            return f ~ from
+        }
+        FNR == 1 { split("", names); arc = 0 }   # ids are per file
+        /^fn=/ { cur = name_of(substr($0, 4)); next }
+        /^cfn=/ { callee = name_of(substr($0, 5)); next }
+        /^calls=/ { split(substr($0, 7), c, " ")
+                    arc = from_ok(cur) && (callee ~ to); n = c[1]; next }
+        /^[0-9+*-]/ { if (arc) { cost += $NF; calls += n }
+                      arc = 0 }
+        END { printf "%.0f %.0f\n", cost, calls }' "$@"
+}
