@@ -38,6 +38,18 @@ cg_tree() {
               printf "\n" }' "$2"
 }
 
+# The awk function both readers of callgrind's own files use: a name in
+# them is "(id) name" where it is defined, "(id)" where it is referred to.
+CG_NAME_OF='
+        function name_of(t,   id) {
+            if (match(t, /^\([0-9]+\)/)) {
+                id = substr(t, 2, RLENGTH - 2)
+                if (length(t) > RLENGTH) names[id] = substr(t, RLENGTH + 2)
+                return names[id]
+            }
+            return t
+        }'
+
 # cg_fast_len FN OUT DOORBELLS: how many instructions long FN's fast path
 # is: the instructions of FN itself (inlined code included, callees not)
 # that callgrind's OUT (--dump-instr=yes) counts at least 0.9 x DOORBELLS
@@ -45,15 +57,7 @@ cg_tree() {
 # instructions, except the shared checks, which a fast post runs too. An
 # 8-byte post has no loop, so each of its instructions runs once a post.
 cg_fast_len() {
-    awk -v fn="$1" -v db="$3" '
-        function name_of(t,   id) {   # "(id) name" defines, "(id)" refers
-            if (match(t, /^\([0-9]+\)/)) {
-                id = substr(t, 2, RLENGTH - 2)
-                if (length(t) > RLENGTH) names[id] = substr(t, RLENGTH + 2)
-                return names[id]
-            }
-            return t
-        }
+    awk -v fn="$1" -v db="$3" "$CG_NAME_OF"'
         /^fn=/ { cur = name_of(substr($0, 4)); next }
         /^calls=/ { skip = 1; next }
         function hex(t,   i, v) {     # mawk has no strtonum
@@ -86,15 +90,7 @@ cg_fast_len() {
 cg_arcs() {
     from=$1 to=$2
     shift 2
-    awk -v from="$from" -v to="$to" '
-        function name_of(t,   id) {   # "(id) name" defines, "(id)" refers
-            if (match(t, /^\([0-9]+\)/)) {
-                id = substr(t, 2, RLENGTH - 2)
-                if (length(t) > RLENGTH) names[id] = substr(t, RLENGTH + 2)
-                return names[id]
-            }
-            return t
-        }
+    awk -v from="$from" -v to="$to" "$CG_NAME_OF"'
         function from_ok(f) {
             if (substr(from, 1, 1) == "!") return f !~ substr(from, 2)
             return f ~ from

@@ -112,7 +112,7 @@ static UCS_F_ALWAYS_INLINE ucs_status_t strand_ep_check_packed(
 static UCS_F_ALWAYS_INLINE void
 strand_ep_count(strand_ep_t *ep, strand_txq_t *txq)
 {
-    txq->posts++;
+    txq->wqes++;
     ep->outstanding++;
 }
 

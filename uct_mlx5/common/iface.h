@@ -218,7 +218,7 @@ typedef struct strand_txq {
     uint32_t                ring_end;     /* the end of the ring the producer
                                              index was in when a short post
                                              last looked */
-    uint32_t                posts;        /* WQEs since its ep took it (dcs) */
+    uint32_t                wqes;         /* WQEs posted on it, ever (wraps) */
     uint32_t                ce_countdown; /* WQEs to post until one asks for
                                              a CQE (moderation after one that
                                              asked) */
@@ -333,7 +333,7 @@ typedef struct strand_tl_ops {
     void (*sq_release)(struct strand_iface *iface, struct strand_ep *ep);
     /* whether ep, not ready, could post now, changing nothing */
     /* while others wait for a send queue: whether txq's lessee posted
-     * its share since its lease began (txq->posts); NULL: no quota */
+     * its share since its lease began (from txq->wqes); NULL: no quota */
     int (*sq_quota_spent)(struct strand_iface     *iface,
                           const struct strand_txq *txq);
     int (*sq_can_post)(struct strand_iface *iface, struct strand_ep *ep);

@@ -62,10 +62,12 @@ typedef struct strand_dc_lane {
 
 /* dc_strand's part of a DCI (beside the shared send queue of its index) */
 typedef struct strand_dc_dci {
-    uint64_t          home;  /* streams: the destination of the first ep
-                                that leased it empty (kept while it is
-                                empty) */
-    strand_dc_lane_t *lanes; /* config.num_lanes of them */
+    uint64_t          home;       /* streams: the destination of the first
+                                     ep that leased it empty (kept while
+                                     it is empty) */
+    strand_dc_lane_t *lanes;      /* config.num_lanes of them */
+    uint32_t          lease_wqes; /* the DCI's wqes when its ep took it
+                                     (dcs_quota: its posts since) */
 } strand_dc_dci_t;
 
 /* dc_strand's endpoint: the shared one, and the peer's DCT */

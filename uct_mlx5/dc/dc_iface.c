@@ -43,7 +43,7 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
          "             it until all its operations completed\n"
          " dcs_quota - the same, but while another endpoint waits for a DCI "
          "the\n"
-         "             holder posts at most QUOTA more operations, so that "
+         "             holder's lease ends at QUOTA operations, so that "
          "DCIs\n"
          "             rotate among many busy endpoints\n"
          " streams   - endpoints share DCIs, each posting on a DCI stream "
@@ -87,8 +87,9 @@ ucs_config_field_t strand_dc_iface_config_table[] = {
          UCS_CONFIG_TYPE_ENUM(strand_dc_stream_map_names)},
 
         {"QUOTA", "32",
-         "dcs_quota: operations an endpoint may post on its DCI while another "
-         "endpoint waits for one (>= 1; at most TX_QUEUE_LEN take effect).",
+         "dcs_quota: operations an endpoint may post in one lease of a DCI "
+         "once another endpoint waits for one, those before the wait counted "
+         "(>= 1; at most TX_QUEUE_LEN take effect).",
          ucs_offsetof(strand_dc_iface_config_t, quota), UCS_CONFIG_TYPE_UINT},
 
         {"FC_ENABLE", "y",

@@ -135,8 +135,8 @@ strand_dc_policy_lease_dcs(strand_iface_t *iface, strand_ep_t *ep)
     ucs_assertv((dci->state == STRAND_TXQ_FREE) && (dci->outstanding == 0),
                 "DCI %u: state %u, %u outstanding", dci->index, dci->state,
                 dci->outstanding);
-    dci->ep    = ep;
-    dci->posts = 0;
+    dci->ep                               = ep;
+    strand_dc_dci(iface, dci)->lease_wqes = dci->wqes;
     strand_dc_policy_attach(iface, dci, 0, ep);
     return UCS_OK;
 }
@@ -335,7 +335,9 @@ void strand_dc_policy_release(strand_iface_t *iface, strand_ep_t *ep)
 
 int strand_dc_policy_quota_spent(strand_iface_t *iface, const strand_txq_t *dci)
 {
-    return dci->posts >= strand_dc_iface(iface)->config.quota;
+    uint32_t posts = dci->wqes - strand_dc_dci(iface, dci)->lease_wqes;
+
+    return posts >= strand_dc_iface(iface)->config.quota;
 }
 
 int strand_dc_policy_can_post(strand_iface_t *iface, strand_ep_t *ep)

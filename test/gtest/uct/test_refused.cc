@@ -198,6 +198,64 @@ TEST_P(dc_strand_refused, an_ep_without_a_dci_posts_once_the_lease_is_free)
     EXPECT_TRUE(m_a.err.errors.empty());
 }
 
+/* dcs_quota (QUOTA 4, one DCI): the holder posts freely while no one
+ * waits; once another ep is refused for want of a DCI, the holder's posts
+ * of its lease stop at QUOTA, its DCI drains and goes to the waiter, and
+ * every PUT lands. The quota is counted by the DCI's WQEs since the lease
+ * began (dc_policy.c), not by the shared queue. */
+TEST_P(dc_strand_refused, dcs_quota_ends_a_lease_once_another_ep_waits)
+{
+    const unsigned quota = 4;
+    set_env("UCX_DC_STRAND_TX_POLICY", "dcs_quota");
+    set_env("UCX_DC_STRAND_NUM_DCI", "1");
+    set_env("UCX_DC_STRAND_QUOTA", std::to_string(quota).c_str());
+    open_pair();
+    region r;
+    reg(r, 8 * 64);
+    uct_ep_h ep2 = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+    ASSERT_NE(nullptr, ep2);
+
+    /* nobody waits: more than the quota in one lease */
+    unsigned n = fill(m_ep, r, 0x100, 2 * quota);
+    EXPECT_EQ(2 * quota, n) << "refused with no other ep waiting";
+    flush(m_ep); /* the lease ends with its work */
+
+    /* a new lease: 1 post, then ep2 waits, then quota - 1 more at most */
+    uint64_t v = 0x200;
+    ASSERT_EQ(UCS_OK, uct_ep_put_short(m_ep, &v, sizeof(v), addr(r, 8 * 16),
+                                       r.rkey.rkey));
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE,
+              uct_ep_put_short(ep2, &v, sizeof(v), addr(r, 8 * 40),
+                               r.rkey.rkey));
+    unsigned more = 0;
+    for (; more < 2 * quota; ++more) {
+        uint64_t w = 0x201 + more;
+        if (uct_ep_put_short(m_ep, &w, sizeof(w), addr(r, 8 * (17 + more)),
+                             r.rkey.rkey) != UCS_OK) {
+            break;
+        }
+    }
+    EXPECT_EQ(quota - 1, more) << vfs_read(m_a, pool_file());
+
+    /* the waiter gets the DCI once the holder's WQEs complete */
+    uint64_t w2 = 0x300;
+    EXPECT_EQ(UCS_OK, retry([&] {
+                  return uct_ep_put_short(ep2, &w2, sizeof(w2), addr(r, 8 * 40),
+                                          r.rkey.rkey);
+              }));
+    flush(ep2);
+    flush(m_ep);
+    for (unsigned i = 0; i < 2 * quota; ++i) {
+        EXPECT_EQ(0x100u + i, *(uint64_t *)(r.buf.data() + 8 * i)) << i;
+    }
+    for (unsigned i = 0; i < quota; ++i) {
+        EXPECT_EQ(0x200u + i, *(uint64_t *)(r.buf.data() + 8 * (16 + i))) << i;
+    }
+    EXPECT_EQ(0x300u, *(uint64_t *)(r.buf.data() + 8 * 40));
+    EXPECT_TRUE(m_a.err.errors.empty());
+    unreg(r);
+}
+
 /* An ep out of credits is refused until the receiver's grant arrives;
  * then its active messages go out in order. */
 TEST_P(dc_strand_refused, an_ep_out_of_credits_posts_once_granted)
