@@ -7,8 +7,8 @@
  * back when its last one retired, so that its operations stay in order on
  * one stream while any is outstanding:
  *   dcs        a DCI of its own (stream 0), from a stack of free DCIs;
- *   dcs_quota  the same, but while another endpoint waits for a DCI the
- *              holder posts at most QUOTA more operations;
+ *   dcs_quota  the same, but once another endpoint waits for a DCI the
+ *              holder's lease ends at QUOTA operations (lease_wqes);
  *   streams    any DCI, shared with other endpoints, each on a stream of
  *              its own (STREAM_MAP=ep) or shared by the endpoints to one
  *              peer NIC (STREAM_MAP=peer). An error fails the endpoints its
