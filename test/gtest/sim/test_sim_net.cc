@@ -70,6 +70,7 @@ TEST_F(sim_net_device, what_is_not_the_fabrics_is_counted_and_never_handed_on)
             return 1;
         }
         net_port me;
+        memset(&me, 0, sizeof(me)); /* its padding too: it goes to a pipe */
         if (smlx5_wire_addr(ctx, &me.ipv4, &me.port) != 0) {
             return 2;
         }
