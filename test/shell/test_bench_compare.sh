@@ -71,3 +71,23 @@ for m in "UCT am_lat 8 B" "UCT put_lat 8 B" "UCT am_bw 8 B" "UCP tag_bw 1 MiB"; 
     target "compare.sh judges $m: $goal" "$verdict" \
         "dc_strand $dc, posix $posix, tcp $tcp"
 done
+
+# ab_perftest.sh, the before/after comparison of two builds: this build
+# against itself, one pair, a short am_lat; every run's line, the medians
+# and the B/A ratios; a tree that is not built is refused with its reason
+ab=$here/ab_perftest.sh
+"$ab" --pairs 1 "$STRAND_BUILDDIR" "$STRAND_BUILDDIR" -- \
+    -t am_lat -x dc_strand -d smlx5_0:1 -s 8 -n 2000 >"$tmpdir/ab.out" 2>&1
+rc=$?
+check_exit "ab_perftest.sh runs one pair of a build against itself" "$rc" ||
+    sed 's/^/#   /' "$tmpdir/ab.out"
+check "... each tree's run has its latency and rate" \
+    test "$(grep -cE '^1 +[ab] +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+$' "$tmpdir/ab.out")" = 2
+check "... and the B/A ratio of each column over the pair" \
+    test "$(grep -cE '^(typical us|average us|MB/s|msg/s) +[0-9.]+ +[0-9.]+ +[0-9.]+ +1$' "$tmpdir/ab.out")" = 4
+check "... leaving no fabric behind" \
+    bash -c "! ls /dev/shm | grep -q '^strand_ab_'"
+"$ab" "$tmpdir" "$STRAND_BUILDDIR" -- -t am_lat >"$tmpdir/ab.bad" 2>&1
+rc=$?
+check "ab_perftest.sh refuses a tree that is not built, saying so (exit $rc)" \
+    bash -c "[ $rc = 2 ] && grep -q 'is not a built tree' '$tmpdir/ab.bad'"
