@@ -64,7 +64,12 @@ ucs_status_t strand_rc_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
     qp_params = *params;
     qp_params.field_mask &= ~(UCT_EP_PARAM_FIELD_DEV_ADDR |
                               UCT_EP_PARAM_FIELD_IFACE_ADDR);
+    /* its QP is held from its making on (strand_txq_hold): the async
+     * thread, which lets other eps' held QPs go under the post lock, must
+     * not count held QPs, schedule eps or take slots meanwhile */
+    strand_rc_post_lock(iface);
     status = UCS_CLASS_NEW(strand_rc_ep_t, &ep, &qp_params);
+    strand_rc_post_unlock(iface);
     if (status != UCS_OK) {
         return status;
     }
@@ -78,7 +83,10 @@ ucs_status_t strand_rc_ep_create(const uct_ep_params_t *params, uct_ep_h *ep_p)
     }
     UCS_ASYNC_UNBLOCK(strand_rc_cm_async(iface->cm));
     if (status != UCS_OK) {
+        strand_rc_post_lock(iface);
         UCS_CLASS_DELETE(strand_rc_ep_t, ep);
+        strand_rc_locked_ops_settle(iface);
+        strand_rc_post_unlock(iface);
         return status;
     }
     *ep_p = &ep->super.super.super;

@@ -126,6 +126,47 @@ TEST_F(rc_strand, sends_go_before_the_connection_is_made)
     EXPECT_EQ(0u, connections(m_b).connected); /* B has no ep of its own */
 }
 
+/* UCX's pending_ucs_ok_dc_arbiter_bug makes 128 eps in a row: while the
+ * worker makes one (its QP held from the start), the async thread lets
+ * the earlier ones' held QPs go as their answers come. Both count the
+ * interface's held QPs (an assertion, once a lost update); each ep's
+ * message, sent before its connection is made, arrives; once every one
+ * is connected the interface is back on its direct operations (a count
+ * left above 0 would keep the locked ones for good). */
+TEST_F(rc_strand, eps_made_while_the_async_thread_connects_others)
+{
+    const unsigned n = 200;
+    ASSERT_EQ(UCS_OK,
+              uct_worker_create(m_async, UCS_THREAD_MODE_SINGLE, &m_worker_b));
+    ASSERT_EQ(UCS_OK, open_iface(m_a));
+    ASSERT_EQ(UCS_OK, open_iface(m_b, m_worker_b));
+    auto direct = m_a.iface->ops.ep_am_short;
+
+    for (uint64_t i = 0; i < n; ++i) {
+        uct_ep_h ep = connect(m_a, m_b.dev_addr, m_b.iface_addr);
+        ASSERT_NE(nullptr, ep) << "ep " << i;
+        ASSERT_EQ(UCS_OK,
+                  retry([&] { return uct_ep_am_short(ep, 5, i, nullptr, 0); }))
+                << "ep " << i;
+    }
+    ASSERT_TRUE(progress_both_until([&] {
+        return (m_b.am.msgs.size() == n) && connected(m_a, n);
+    })) << m_b.am.msgs.size()
+        << " of " << n << " arrived, " << connections(m_a).connected
+        << " connected";
+    std::vector<bool> seen(n);
+    for (auto &m : m_b.am.msgs) {
+        uint64_t hdr;
+        memcpy(&hdr, m.data(), sizeof(hdr));
+        ASSERT_LT(hdr, n);
+        EXPECT_FALSE(seen[hdr]) << "ep " << hdr << "'s message twice";
+        seen[hdr] = true;
+    }
+    EXPECT_TRUE(progress_until([&] {
+        return m_a.iface->ops.ep_am_short == direct;
+    })) << "the interface keeps its locked operations";
+}
+
 /* Each direction has its own QP pair: both sides' eps, one responder each;
  * a destroyed ep's responder goes at the peer (DISC), the other stays. */
 TEST_F(rc_strand, both_directions_and_disconnect)
