@@ -196,6 +196,13 @@ protected:
                 uct_iface_close(i->iface);
             }
         }
+        for (auto &r : m_regs) {
+            if (r.unpacked) {
+                uct_rkey_release(m_component, &r.rkey);
+            }
+            uct_md_mem_dereg(m_md, r.memh);
+        }
+        m_regs.clear();
         if (m_worker_b != nullptr) {
             uct_worker_destroy(m_worker_b);
         }
@@ -832,15 +839,24 @@ protected:
         r.buf.assign(size, 0);
         ASSERT_EQ(UCS_OK, uct_md_mem_reg(m_md, r.buf.data(), size,
                                          UCT_MD_MEM_ACCESS_ALL, &r.memh));
+        m_regs.push_back({r.memh, false, {}});
         uint8_t packed[64];
         ASSERT_EQ(UCS_OK, uct_md_mkey_pack(m_md, r.memh, packed));
         ASSERT_EQ(UCS_OK, uct_rkey_unpack(m_component, packed, &r.rkey));
+        m_regs.back().unpacked = true;
+        m_regs.back().rkey     = r.rkey;
     }
 
     void unreg(region &r)
     {
         uct_rkey_release(m_component, &r.rkey);
         uct_md_mem_dereg(m_md, r.memh);
+        for (auto it = m_regs.begin(); it != m_regs.end(); ++it) {
+            if (it->memh == r.memh) {
+                m_regs.erase(it);
+                break;
+            }
+        }
     }
 
     uint64_t addr(region &r, size_t off = 0)
@@ -1000,6 +1016,16 @@ protected:
     iface_t               m_a, m_b;
     uct_ep_h              m_ep = nullptr;
     std::vector<uct_ep_h> m_eps;
+    /* what reg() registered and unreg() did not release yet (memh, its
+     * rkey once unpacked): a test that ASSERTs out leaves them to TearDown,
+     * else the MD's cache aborts the whole run at its close. The rkey
+     * bundle is a copy: the test's region is gone by then. */
+    struct reg_t {
+        uct_mem_h         memh;
+        bool              unpacked;
+        uct_rkey_bundle_t rkey;
+    };
+    std::vector<reg_t> m_regs;
     /* variables set by the test: name, (was set, old value) */
     std::vector<std::pair<std::string, std::pair<bool, std::string>>> m_env;
 };
